@@ -1,0 +1,1 @@
+//! isolab-cgroups (being built).

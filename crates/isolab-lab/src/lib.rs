@@ -1,0 +1,1 @@
+//! isolab-lab (being built).

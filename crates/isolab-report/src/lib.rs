@@ -1,0 +1,1 @@
+//! isolab-report (being built).

@@ -1,0 +1,1 @@
+//! isolab-store (being built).

@@ -1,0 +1,1 @@
+//! isolab-workloads (being built).
