@@ -1,1 +1,64 @@
-//! isolab-cgroups (being built).
+//! Create, limit, attach, measure and remove Linux control groups, cgroup v1 and v2
+//! behind one interface.
+//!
+//! - [`Hierarchy`] says where the controllers are mounted: detected from
+//!   `/proc/self/mountinfo`, parsed from its text, or built from a root directory
+//!   ([`Hierarchy::v1_under`], [`Hierarchy::v2`]) so that tests can use a fake
+//!   cgroupfs in a temporary directory. v1 with separate or co-mounted controllers,
+//!   pure v2, and hybrid mode (v1 controllers plus a cgroup2 mount used for PSI and
+//!   `cgroup.kill`) are supported.
+//! - [`Cgroup`] is one control group across every controller: [`Cgroup::create`]
+//!   (with intermediate directories, v1 cpuset initialisation and v2
+//!   `cgroup.subtree_control`), [`Cgroup::apply`] / [`Cgroup::read_limits`] of
+//!   [`Limits`], [`Cgroup::attach`] or [`Cgroup::attacher`] for a child that attaches
+//!   itself before `exec`, [`Cgroup::stats`] ([`Stats`], with [`Pressure`]),
+//!   [`Cgroup::kill_all`] and [`Cgroup::remove`].
+//! - [`list_below`] finds leftovers for `isolab gc`.
+//! - Value types: [`IdSet`] (cpu lists like `0-2,4`), [`Bytes`], [`CpuQuota`],
+//!   [`DeviceNumber`], [`IoThrottle`].
+//! - [`Error`] names the path of every failure and, for writes, the data written.
+//!
+//! Directory creation, removal and `kill(2)` go through the [`Syscalls`] trait
+//! ([`RealSyscalls`] by default) so that a test double can emulate the kernel on a
+//! plain directory tree. Each controller's files are handled in one module per
+//! controller under `v1/` and `v2/`; the parsers of the kernel's file formats are
+//! pure functions with unit tests.
+//!
+//! ```no_run
+//! use isolab_cgroups::{Bytes, Cgroup, CpuQuota, Hierarchy, Limits};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let h = Hierarchy::detect()?;
+//! let cgroup = Cgroup::create(&h, "isolab/1/run-1".as_ref())?;
+//! cgroup.apply(&Limits {
+//!     cpu: Some(CpuQuota::from_cpus(0.5, CpuQuota::DEFAULT_PERIOD)?),
+//!     memory_max: Some(Bytes::mib(256)),
+//!     ..Limits::default()
+//! })?;
+//! cgroup.attach(std::process::id())?;
+//! println!("{:?}", cgroup.stats()?.cpu_usage);
+//! # Ok(()) }
+//! ```
+
+mod bytes;
+mod cgroup;
+mod error;
+mod file;
+mod format;
+mod hierarchy;
+mod idset;
+mod limits;
+mod psi;
+mod stats;
+mod syscalls;
+mod v1;
+mod v2;
+
+pub use bytes::Bytes;
+pub use cgroup::{list_below, Attacher, Cgroup};
+pub use error::{Error, InvalidValue};
+pub use hierarchy::{Controller, Hierarchy, Version};
+pub use idset::IdSet;
+pub use limits::{CpuQuota, DeviceNumber, IoThrottle, Limits};
+pub use psi::{Pressure, Psi, PsiLines};
+pub use stats::Stats;
+pub use syscalls::{RealSyscalls, Syscalls};

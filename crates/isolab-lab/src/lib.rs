@@ -1,1 +1,26 @@
-//! isolab-lab (being built).
+//! The isolab experiment model: everything between a spec file and the store.
+//!
+//! - [`spec`]: TOML specs parsed with spans, validated against the host
+//!   ([`spec::HostFacts`]) and expanded into [`spec::Cell`]s; errors name file,
+//!   line and column.
+//! - [`shape`]: named instance sizes and placements (`shared`, `quota`, `pinned`),
+//!   turned into cgroup [`isolab_cgroups::Limits`].
+//! - [`platform`]: the [`platform::Platform`] trait and the `host` platform, which
+//!   runs a workload in a cgroup of its own, reads its limits back, and collects
+//!   telemetry (cgroup cpu, throttling, memory peak, io, PSI, context switches, cpu
+//!   migrations, per-core host utilisation).
+//! - [`runner`]: shuffled rounds, warm-ups, adaptive repetitions, one transaction
+//!   per run, interruption and resume.
+//! - [`environment`]: what the host is, stored with every experiment.
+//! - [`telemetry`]: the per-core utilisation sampler.
+
+pub mod environment;
+pub mod platform;
+pub mod runner;
+pub mod shape;
+pub mod spec;
+pub mod telemetry;
+
+pub use platform::{HostPlatform, HostPlatformConfig, Interrupt, Platform, PlatformKind};
+pub use runner::{Event, Observer, Outcome, RunError, Runner, RunnerConfig, Silent};
+pub use spec::{Cell, ExperimentSpec, HostFacts, Source, SpecError, SpecErrors};

@@ -124,20 +124,31 @@ impl Sample {
     /// # Panics
     /// When `level` is not strictly between 0 and 1.
     pub fn mean_ci(&self, level: f64) -> Interval {
-        assert!(level > 0.0 && level < 1.0, "confidence level must be in (0, 1), got {level}");
+        assert!(
+            level > 0.0 && level < 1.0,
+            "confidence level must be in (0, 1), got {level}"
+        );
         let n = self.len() as f64;
         let t = StudentsT::new(0.0, 1.0, n - 1.0)
             .expect("n - 1 >= 1 degrees of freedom is a valid Student t")
             .inverse_cdf(1.0 - (1.0 - level) / 2.0);
         let half = t * self.stdev() / n.sqrt();
         let mean = self.mean();
-        Interval { low: mean - half, high: mean + half, level }
+        Interval {
+            low: mean - half,
+            high: mean + half,
+            level,
+        }
     }
 
     /// All summary statistics at once.
     pub fn summary(&self) -> Summary {
         let min = self.values.iter().copied().fold(f64::INFINITY, f64::min);
-        let max = self.values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let max = self
+            .values
+            .iter()
+            .copied()
+            .fold(f64::NEG_INFINITY, f64::max);
         Summary {
             n: self.len(),
             mean: self.mean(),

@@ -1,1 +1,97 @@
-//! isolab-store (being built).
+//! The isolab results store: every experiment, cell and run, in one SQLite file.
+//!
+//! [`Store`] is the whole API. A runner creates an experiment with its cells and captured
+//! environment ([`Store::create_experiment`]), then stores each run as it completes
+//! ([`Store::insert_run`]): the run row, its metrics, scalar telemetry, time series, notes
+//! and logs are written in **one transaction**, so a run is either stored whole or not at
+//! all, and a stored run is never lost: a crash, Ctrl-C or SIGKILL afterwards cannot touch
+//! it. `(cell, warmup, repetition)` is unique, which is what lets `isolab run --resume`
+//! continue an experiment without running anything twice ([`Error::DuplicateRun`]).
+//! Interrupted attempts are kept apart ([`Store::record_interruption`]).
+//! Reports and exports read it back: [`Store::runs`], [`Store::observations`] (one row per
+//! metric value of a counted run, with its cell's levels), [`Store::series`],
+//! [`Store::run_logs`].
+//!
+//! # Storage
+//!
+//! - One SQLite file, WAL journal (reports can read while a run writes), `synchronous =
+//!   FULL` (a committed run survives a power cut), foreign keys on, a busy timeout so that
+//!   two processes wait for each other instead of failing.
+//! - Tidy tables, one fact per row: `experiments`, `environment`, `cells`, `cell_levels`,
+//!   `runs`, `metrics`, `telemetry`, `series`, `run_logs`, `run_notes`, `interruptions`.
+//!   Child tables are keyed by `(parent id, position)`, so order is kept and per-run reads
+//!   are index lookups; runs are indexed by experiment.
+//! - The schema is created and upgraded by numbered migrations recorded in `PRAGMA
+//!   user_version`; a store written by a newer isolab is refused
+//!   ([`Error::SchemaTooNew`]), as is a file of another program ([`Error::NotAStore`]).
+//! - Times are **integer milliseconds since the Unix epoch** (UTC), durations integer
+//!   nanoseconds, seeds decimal text, time series one compact BLOB per series (16 bytes a
+//!   point), NaN metric values NULL; the `encoding` module has the full table.
+//!
+//! The API carries no database types (errors wrap the backend's in [`BackendError`]) and
+//! the SQL is kept plain, so that a PostgreSQL backend can slot in behind the same API.
+//!
+//! ```
+//! use std::time::{Duration, SystemTime};
+//! use isolab_store::*;
+//!
+//! # fn main() -> Result<(), Error> {
+//! let mut store = Store::open_in_memory()?;
+//! let id = store.create_experiment(&NewExperiment {
+//!     name: "quick-start".into(),
+//!     spec_toml: String::new(),
+//!     spec_path: None,
+//!     seed: 42,
+//!     isolab_version: "0.1.0".into(),
+//!     created_at: SystemTime::now(),
+//!     cells: vec![NewCell {
+//!         index: 0,
+//!         key: "platform=host".into(),
+//!         levels: vec![("platform".into(), "host".into())],
+//!     }],
+//!     environment: vec![("kernel".into(), "6.18".into())],
+//! })?;
+//! let cell = store.cells(id)?[0].id;
+//! store.insert_run(&NewRun {
+//!     cell,
+//!     repetition: 1,
+//!     warmup: false,
+//!     round: 1,
+//!     status: RunStatus::Ok,
+//!     exit_code: Some(0),
+//!     started_at: SystemTime::now(),
+//!     wall: Duration::from_millis(1500),
+//!     stdout: "events per second: 1234.5".into(),
+//!     stderr: String::new(),
+//!     error: None,
+//!     limits: serde_json::json!({}),
+//!     metrics: vec![MetricValue {
+//!         name: "events_per_s".into(),
+//!         unit: "1/s".into(),
+//!         direction: isolab_stats::Direction::Higher,
+//!         value: 1234.5,
+//!     }],
+//!     telemetry: vec![],
+//!     series: vec![],
+//!     notes: vec![],
+//! })?;
+//! assert_eq!(store.resolve("quick-start")?, id);
+//! assert_eq!(store.observations(id)?.len(), 1);
+//! # Ok(())
+//! # }
+//! ```
+
+mod encoding;
+mod error;
+mod model;
+mod schema;
+mod store;
+
+pub use error::{BackendError, Error};
+pub use model::{
+    CellId, CellRecord, ExperimentId, ExperimentRecord, ExperimentStatus, ExperimentSummary,
+    Interruption, MetricValue, NewCell, NewExperiment, NewRun, Observation, RunId, RunRecord,
+    RunStatus, Series, UnknownStatus,
+};
+pub use schema::SCHEMA_VERSION;
+pub use store::Store;

@@ -1,0 +1,606 @@
+//! [`Cgroup`]: one control group across every mounted controller, and [`Attacher`]
+//! for attaching a child between `fork` and `exec`.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::{Component, Path, PathBuf};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::error::Error;
+use crate::file;
+use crate::format::pid_list;
+use crate::hierarchy::{Controller, Hierarchy, Layout, MountRole};
+use crate::limits::Limits;
+use crate::stats::Stats;
+use crate::{psi, v1, v2};
+
+/// How long [`Cgroup::kill_all`] keeps killing before it gives up.
+const KILL_DEADLINE: Duration = Duration::from_secs(5);
+/// How long [`Cgroup::remove`] retries an `rmdir` that fails with `EBUSY` (the
+/// last processes are still exiting).
+const RMDIR_DEADLINE: Duration = Duration::from_secs(1);
+/// Pause between polls of `cgroup.procs` and `rmdir` retries.
+const POLL: Duration = Duration::from_millis(10);
+
+/// The cgroup's directory under one mount point.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct CgroupDir {
+    role: MountRole,
+    /// The mount point.
+    root: PathBuf,
+    /// `root` joined with the cgroup's relative path.
+    path: PathBuf,
+}
+
+/// A control group: the same relative path (e.g. `isolab/7/run-12`) in every
+/// mounted controller of interest (v1), in the unified hierarchy (v2), or both
+/// (hybrid: v1 controllers plus the cgroup2 directory for PSI and `cgroup.kill`).
+///
+/// Dropping a `Cgroup` leaves it in place; call [`Cgroup::remove`].
+#[derive(Debug)]
+pub struct Cgroup {
+    hierarchy: Hierarchy,
+    rel: PathBuf,
+    dirs: Vec<CgroupDir>,
+    /// Ancestor directories this handle created, in creation order.
+    created: Vec<PathBuf>,
+}
+
+/// Checks that `rel` is a non-empty relative path of plain names.
+fn validate_rel(rel: &Path) -> Result<PathBuf, Error> {
+    let mut clean = PathBuf::new();
+    for component in rel.components() {
+        match component {
+            Component::Normal(name) => clean.push(name),
+            _ => {
+                return Err(Error::InvalidPath {
+                    rel: rel.to_owned(),
+                })
+            }
+        }
+    }
+    if clean.as_os_str().is_empty() {
+        return Err(Error::InvalidPath {
+            rel: rel.to_owned(),
+        });
+    }
+    Ok(clean)
+}
+
+fn dirs_for(h: &Hierarchy, rel: &Path) -> Vec<CgroupDir> {
+    h.roots()
+        .into_iter()
+        .map(|(role, root)| CgroupDir {
+            role,
+            path: root.join(rel),
+            root,
+        })
+        .collect()
+}
+
+fn is_errno(e: &io::Error, errno: i32) -> bool {
+    e.raw_os_error() == Some(errno)
+}
+
+impl Cgroup {
+    /// Creates `rel` (e.g. `"isolab/7/run-12"`) in every mounted controller of
+    /// interest: cpu, cpuacct, cpuset, memory, pids, blkio and freezer on v1, plus the
+    /// unified directory in hybrid mode; one directory on v2, enabling cpu, cpuset,
+    /// memory, pids and io (those the parent offers) in each ancestor's
+    /// `cgroup.subtree_control`.
+    ///
+    /// Missing intermediate directories are created and remembered, so that
+    /// [`Cgroup::remove`] removes them again when empty. On v1 each new cpuset level
+    /// gets its parent's `cpuset.cpus` and `cpuset.mems` (a new v1 cpuset is empty
+    /// and could hold no process). An existing leaf is [`Error::AlreadyExists`]; on
+    /// any error everything created so far is removed again.
+    pub fn create(h: &Hierarchy, rel: &Path) -> Result<Cgroup, Error> {
+        let rel = validate_rel(rel)?;
+        let dirs = dirs_for(h, &rel);
+        if let Some(existing) = dirs.iter().find(|d| d.path.exists()) {
+            return Err(Error::AlreadyExists {
+                path: existing.path.clone(),
+            });
+        }
+        let mut cgroup = Cgroup {
+            hierarchy: h.clone(),
+            rel,
+            dirs,
+            created: Vec::new(),
+        };
+        let mut leaves = Vec::new();
+        match cgroup.build(&mut leaves) {
+            Ok(()) => Ok(cgroup),
+            Err(e) => {
+                // Best effort: the original error matters more than a failed cleanup.
+                for dir in leaves.iter().rev().chain(cgroup.created.iter().rev()) {
+                    let _ = h.sys.rmdir(dir);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Creates the directories level by level; records created leaves in `leaves`
+    /// and created ancestors in `self.created`, for rollback and removal.
+    fn build(&mut self, leaves: &mut Vec<PathBuf>) -> Result<(), Error> {
+        let depth = self.rel.components().count();
+        for dir in &self.dirs {
+            let mut current = dir.root.clone();
+            for (i, component) in self.rel.components().enumerate() {
+                let parent = current.clone();
+                current.push(component);
+                let is_leaf = i + 1 == depth;
+                if dir.role == MountRole::V2 {
+                    v2::enable_controllers(&parent)?;
+                }
+                if !is_leaf && current.is_dir() {
+                    continue;
+                }
+                match self.hierarchy.sys.mkdir(&current) {
+                    Ok(()) => {}
+                    // Another run created the same ancestor just now: it is theirs.
+                    Err(e) if !is_leaf && e.kind() == io::ErrorKind::AlreadyExists => continue,
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                        return Err(Error::AlreadyExists { path: current });
+                    }
+                    Err(source) => {
+                        return Err(Error::CreateDir {
+                            path: current,
+                            source,
+                        })
+                    }
+                }
+                if is_leaf {
+                    leaves.push(current.clone());
+                } else {
+                    self.created.push(current.clone());
+                }
+                if matches!(&dir.role, MountRole::V1(cs) if cs.contains(&Controller::Cpuset)) {
+                    v1::cpuset::copy_from_parent(&current, &parent)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Opens an existing cgroup (for `isolab gc`); it must exist in at least one
+    /// controller. The handle created no ancestors, so [`Cgroup::remove`] removes
+    /// only the leaf.
+    pub fn open(h: &Hierarchy, rel: &Path) -> Result<Cgroup, Error> {
+        let rel = validate_rel(rel)?;
+        let dirs = dirs_for(h, &rel);
+        let cgroup = Cgroup {
+            hierarchy: h.clone(),
+            rel,
+            dirs,
+            created: Vec::new(),
+        };
+        cgroup.ensure_exists()?;
+        Ok(cgroup)
+    }
+
+    /// The path relative to the mount points, e.g. `isolab/7/run-12`.
+    pub fn rel(&self) -> &Path {
+        &self.rel
+    }
+
+    /// The hierarchy the cgroup lives in.
+    pub fn hierarchy(&self) -> &Hierarchy {
+        &self.hierarchy
+    }
+
+    /// The cgroup's directory under every mount point (v1 controllers, then the
+    /// unified directory).
+    pub fn paths(&self) -> Vec<&Path> {
+        self.dirs.iter().map(|d| d.path.as_path()).collect()
+    }
+
+    /// The cgroup's directory holding `controller`'s files: its v1 mount, or the
+    /// single directory on v2.
+    pub fn path(&self, controller: Controller) -> Option<&Path> {
+        self.dirs
+            .iter()
+            .find(|d| match &d.role {
+                MountRole::V1(cs) => cs.contains(&controller),
+                MountRole::V2 => true,
+                MountRole::Unified => false,
+            })
+            .map(|d| d.path.as_path())
+    }
+
+    /// The directory in the cgroup2 mount (v2, or hybrid unified).
+    fn unified_dir(&self) -> Option<&Path> {
+        self.dirs
+            .iter()
+            .find(|d| matches!(d.role, MountRole::V2 | MountRole::Unified))
+            .map(|d| d.path.as_path())
+    }
+
+    fn v1_dirs(&self) -> v1::Dirs {
+        let mut dirs = v1::Dirs::new();
+        for d in &self.dirs {
+            if let MountRole::V1(cs) = &d.role {
+                for &c in cs {
+                    dirs.insert(c, d.path.clone());
+                }
+            }
+        }
+        dirs
+    }
+
+    fn not_found(&self) -> Error {
+        Error::NotFound {
+            rel: self.rel.clone(),
+            hierarchy: self.hierarchy.describe(),
+        }
+    }
+
+    fn ensure_exists(&self) -> Result<(), Error> {
+        if self.dirs.iter().any(|d| d.path.is_dir()) {
+            Ok(())
+        } else {
+            Err(self.not_found())
+        }
+    }
+
+    /// Writes every limit that is `Some` (or a limited `io` entry).
+    ///
+    /// v1: `cpu.cfs_period_us` then `cpu.cfs_quota_us`, `cpuset.cpus`, `cpuset.mems`,
+    /// `memory.limit_in_bytes` then `memory.memsw.limit_in_bytes`, `pids.max`,
+    /// `blkio.throttle.{read,write}_{bps,iops}_device`. v2: `cpu.max`, `cpuset.cpus`,
+    /// `cpuset.mems`, `memory.max`, `memory.swap.max`, `pids.max`, `io.max`. A limit
+    /// whose controller is missing fails with [`Error::NotMounted`] (v1) or
+    /// [`Error::NotEnabled`] (v2) before anything is written.
+    pub fn apply(&self, limits: &Limits) -> Result<(), Error> {
+        match &self.hierarchy.layout {
+            Layout::V1 { .. } => v1::apply(&self.v1_dirs(), limits),
+            Layout::V2 { .. } => match self.unified_dir() {
+                Some(dir) => v2::apply(dir, limits),
+                None => Err(self.not_found()),
+            },
+        }
+    }
+
+    /// Reads the limits back from the files: unlimited values (`max`, `-1`, v1's
+    /// huge memory limit) are `None`, `io` is sorted by device. On v1 the cpuset is
+    /// always `Some` (a v1 cpuset holds its own copy); on v2 it is `None` when empty
+    /// (inherited). Controllers that are not mounted give `None`.
+    pub fn read_limits(&self) -> Result<Limits, Error> {
+        self.ensure_exists()?;
+        match &self.hierarchy.layout {
+            Layout::V1 { .. } => v1::read_limits(&self.v1_dirs()),
+            Layout::V2 { .. } => match self.unified_dir() {
+                Some(dir) => v2::read_limits(dir),
+                None => Err(self.not_found()),
+            },
+        }
+    }
+
+    /// Moves process `pid` (all its threads) into the cgroup in every directory.
+    pub fn attach(&self, pid: u32) -> Result<(), Error> {
+        for d in &self.dirs {
+            file::write(&d.path.join("cgroup.procs"), &pid.to_string())?;
+        }
+        Ok(())
+    }
+
+    /// Opens every `cgroup.procs` file now, so that a child process can attach
+    /// itself between `fork` and `exec` with [`Attacher::attach_self`] (inside
+    /// `CommandExt::pre_exec`), before it runs a single instruction of the workload.
+    pub fn attacher(&self) -> Result<Attacher, Error> {
+        let mut fds = Vec::with_capacity(self.dirs.len());
+        for d in &self.dirs {
+            let path = d.path.join("cgroup.procs");
+            let f = fs::OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .map_err(|source| Error::Open { path, source })?;
+            fds.push(OwnedFd::from(f));
+        }
+        Ok(Attacher { fds })
+    }
+
+    /// Every process in the cgroup: the union over its directories, sorted and
+    /// deduplicated. A directory that is gone is skipped; if all are gone, the
+    /// cgroup is [`Error::NotFound`].
+    pub fn pids(&self) -> Result<Vec<u32>, Error> {
+        let mut pids = BTreeSet::new();
+        let mut found = false;
+        for d in &self.dirs {
+            let path = d.path.join("cgroup.procs");
+            if let Some(list) = file::read_parsed_opt(&path, pid_list)? {
+                found = true;
+                pids.extend(list);
+            }
+        }
+        if !found {
+            return Err(self.not_found());
+        }
+        Ok(pids.into_iter().collect())
+    }
+
+    /// Kills every process inside and waits until `cgroup.procs` is empty.
+    ///
+    /// Uses `cgroup.kill` of the v2 (or hybrid unified) directory when the kernel
+    /// has it (Linux 5.14+). Otherwise, or for what survives it, it sends SIGKILL to
+    /// every listed pid, again and again until none is left (a fork bomb races
+    /// with it), freezing the v1 freezer cgroup around each round when mounted (best
+    /// effort). Gives up with [`Error::KillTimeout`] after 5 s. Refuses with
+    /// [`Error::ContainsSelf`] to kill the calling process.
+    pub fn kill_all(&self) -> Result<(), Error> {
+        let start = Instant::now();
+        let me = std::process::id();
+        let mut kill_file_written = false;
+        loop {
+            let pids = self.pids()?;
+            if pids.is_empty() {
+                return Ok(());
+            }
+            let primary = self
+                .dirs
+                .iter()
+                .find(|d| d.path.is_dir())
+                .map_or_else(|| self.rel.clone(), |d| d.path.clone());
+            if pids.contains(&me) {
+                return Err(Error::ContainsSelf {
+                    pid: me,
+                    path: primary,
+                });
+            }
+            if start.elapsed() >= KILL_DEADLINE {
+                return Err(Error::KillTimeout {
+                    path: primary,
+                    remaining: pids,
+                    waited: start.elapsed(),
+                });
+            }
+            let unified = self.unified_dir().filter(|d| d.is_dir());
+            if !kill_file_written && unified.is_some() {
+                kill_file_written = true;
+                if let Some(dir) = unified {
+                    if v2::kill(dir)? {
+                        thread::sleep(POLL);
+                        continue;
+                    }
+                }
+            }
+            self.signal_round(&pids)?;
+            thread::sleep(POLL);
+        }
+    }
+
+    /// One round of SIGKILL to `pids`, inside a freeze of the v1 freezer cgroup.
+    fn signal_round(&self, pids: &[u32]) -> Result<(), Error> {
+        let freezer = self
+            .path(Controller::Freezer)
+            .filter(|_| matches!(self.hierarchy.layout, Layout::V1 { .. }));
+        let freezer = freezer.filter(|d| d.join("freezer.state").exists());
+        if let Some(dir) = freezer {
+            // Best effort: killing without the freeze still works, only slower
+            // against a fork bomb, so a failed freeze is not an error.
+            let _ = v1::freezer::freeze(dir, Duration::from_millis(200));
+        }
+        let mut result = Ok(());
+        for &pid in pids {
+            match self.hierarchy.sys.kill(pid) {
+                Ok(()) => {}
+                Err(e) if is_errno(&e, libc::ESRCH) => {}
+                Err(source) => {
+                    result = Err(Error::Kill {
+                        pid,
+                        path: self
+                            .dirs
+                            .first()
+                            .map_or_else(PathBuf::new, |d| d.path.clone()),
+                        source,
+                    });
+                    break;
+                }
+            }
+        }
+        if let Some(dir) = freezer {
+            // Killed tasks of a frozen v1 cgroup only die once thawed.
+            v1::freezer::thaw(dir)?;
+        }
+        result
+    }
+
+    /// Cumulative counters (see [`Stats`]); each field the layout cannot provide is
+    /// `None`. In hybrid mode PSI comes from the unified directory, and so does cpu
+    /// usage when cpuacct is not mounted.
+    pub fn stats(&self) -> Result<Stats, Error> {
+        self.ensure_exists()?;
+        let mut stats = Stats::default();
+        match &self.hierarchy.layout {
+            Layout::V1 { .. } => {
+                v1::stats(&self.v1_dirs(), &mut stats)?;
+                if let Some(dir) = self.unified_dir() {
+                    stats.psi = psi::read_pressure(dir)?;
+                    if stats.cpu_usage.is_none() {
+                        let mut unified = Stats::default();
+                        v2::cpu::stats(dir, &mut unified)?;
+                        stats.cpu_usage = unified.cpu_usage;
+                        stats.cpu_user = unified.cpu_user;
+                        stats.cpu_system = unified.cpu_system;
+                    }
+                }
+            }
+            Layout::V2 { .. } => {
+                if let Some(dir) = self.unified_dir() {
+                    v2::stats(dir, &mut stats)?;
+                }
+            }
+        }
+        Ok(stats)
+    }
+
+    /// Kills everything inside ([`Cgroup::kill_all`]), removes the cgroup's
+    /// directory in every controller (retrying `EBUSY` for about a second while the
+    /// last processes exit), then the ancestors this handle created, when empty
+    /// (another run may still use them).
+    pub fn remove(self) -> Result<(), Error> {
+        self.kill_all()?;
+        for d in &self.dirs {
+            match rmdir_retrying(&*self.hierarchy.sys, &d.path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(source) => {
+                    return Err(Error::RemoveDir {
+                        path: d.path.clone(),
+                        source,
+                    })
+                }
+            }
+        }
+        for dir in self.created.iter().rev() {
+            match self.hierarchy.sys.rmdir(dir) {
+                Ok(()) => {}
+                Err(e)
+                    if e.kind() == io::ErrorKind::NotFound
+                        || is_errno(&e, libc::ENOTEMPTY)
+                        || is_errno(&e, libc::EBUSY) => {}
+                Err(source) => {
+                    return Err(Error::RemoveDir {
+                        path: dir.clone(),
+                        source,
+                    })
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn rmdir_retrying(sys: &dyn crate::Syscalls, path: &Path) -> io::Result<()> {
+    let start = Instant::now();
+    loop {
+        match sys.rmdir(path) {
+            Err(e) if is_errno(&e, libc::EBUSY) && start.elapsed() < RMDIR_DEADLINE => {
+                thread::sleep(POLL);
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Pre-opened `cgroup.procs` files of a [`Cgroup`], for a child process to attach
+/// itself between `fork` and `exec`:
+///
+/// ```no_run
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::os::unix::process::CommandExt;
+/// # let h = isolab_cgroups::Hierarchy::detect()?;
+/// # let cgroup = isolab_cgroups::Cgroup::create(&h, "isolab/doc".as_ref())?;
+/// let attacher = cgroup.attacher()?;
+/// let mut command = std::process::Command::new("sysbench");
+/// // SAFETY: attach_self only calls write(2) and allocates nothing.
+/// unsafe { command.pre_exec(move || attacher.attach_self()) };
+/// # Ok(()) }
+/// ```
+///
+/// The descriptors are close-on-exec: the workload does not inherit them.
+#[derive(Debug)]
+pub struct Attacher {
+    fds: Vec<OwnedFd>,
+}
+
+impl Attacher {
+    /// Writes `"0"` (the calling process) to each pre-opened `cgroup.procs` with
+    /// `write(2)`. Async-signal-safe: no allocation, no lock, so it may run in a
+    /// forked child of a multi-threaded parent.
+    pub fn attach_self(&self) -> io::Result<()> {
+        for fd in &self.fds {
+            // SAFETY: the fd is open for the lifetime of `self`, and the buffer is a
+            // static one-byte string; write(2) reads exactly that byte.
+            let n = unsafe { libc::write(fd.as_raw_fd(), b"0".as_ptr().cast(), 1) };
+            match n {
+                1 => {}
+                n if n < 0 => return Err(io::Error::last_os_error()),
+                _ => return Err(io::Error::from_raw_os_error(libc::EIO)),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Every cgroup below `base` (e.g. `isolab`) in any controller, as relative paths,
+/// deepest first (so that removing them in order works) — for `isolab gc`. `base`
+/// itself is not listed; a `base` that exists nowhere gives an empty list.
+pub fn list_below(h: &Hierarchy, base: &Path) -> Result<Vec<PathBuf>, Error> {
+    let base = validate_rel(base)?;
+    let mut found = BTreeSet::new();
+    for (_, root) in h.roots() {
+        let mut stack = vec![base.clone()];
+        while let Some(rel) = stack.pop() {
+            let dir = root.join(&rel);
+            let entries = match fs::read_dir(&dir) {
+                Ok(entries) => entries,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(source) => return Err(Error::ReadDir { path: dir, source }),
+            };
+            for entry in entries {
+                let entry = entry.map_err(|source| Error::ReadDir {
+                    path: dir.clone(),
+                    source,
+                })?;
+                let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+                if is_dir {
+                    let child = rel.join(entry.file_name());
+                    found.insert(child.clone());
+                    stack.push(child);
+                }
+            }
+        }
+    }
+    let mut list: Vec<PathBuf> = found.into_iter().collect();
+    list.sort_by(|a, b| {
+        b.components()
+            .count()
+            .cmp(&a.components().count())
+            .then_with(|| a.cmp(b))
+    });
+    Ok(list)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_paths_are_validated() {
+        assert_eq!(
+            validate_rel(Path::new("isolab/7/run-12")).unwrap(),
+            Path::new("isolab/7/run-12")
+        );
+        assert_eq!(validate_rel(Path::new("a//b/")).unwrap(), Path::new("a/b"));
+        for bad in ["", "/isolab", "../x", "a/../b", ".", "./a"] {
+            assert!(validate_rel(Path::new(bad)).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn list_below_is_deepest_first() {
+        let root = tempfile::tempdir().unwrap();
+        for d in [
+            "pids/isolab/1/a",
+            "pids/isolab/2",
+            "memory/isolab/1/a/b",
+            "memory/other",
+        ] {
+            fs::create_dir_all(root.path().join(d)).unwrap();
+        }
+        fs::write(root.path().join("pids/isolab/1/pids.max"), "max").unwrap();
+        let h = Hierarchy::v1_under(root.path());
+        let list = list_below(&h, Path::new("isolab")).unwrap();
+        let expected: Vec<PathBuf> = ["isolab/1/a/b", "isolab/1/a", "isolab/1", "isolab/2"]
+            .iter()
+            .map(PathBuf::from)
+            .collect();
+        assert_eq!(list, expected);
+        assert!(list_below(&h, Path::new("nothing")).unwrap().is_empty());
+    }
+}

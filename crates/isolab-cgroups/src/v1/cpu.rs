@@ -1,0 +1,90 @@
+//! v1 `cpu` controller: CFS bandwidth (`cpu.cfs_period_us`, `cpu.cfs_quota_us`) and
+//! throttling statistics (`cpu.stat`).
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::error::Error;
+use crate::file;
+use crate::format::{flat_get, flat_keyed, signed_or_unlimited, single_u64, Expected};
+use crate::limits::CpuQuota;
+use crate::stats::Stats;
+
+/// Writes the period first, then the quota, both in microseconds.
+pub(crate) fn apply(dir: &Path, q: &CpuQuota) -> Result<(), Error> {
+    let period = q.period.as_micros().to_string();
+    let quota = q.quota.as_micros().to_string();
+    file::write_limit(&dir.join("cpu.cfs_period_us"), &period, "cpu quota")?;
+    file::write_limit(&dir.join("cpu.cfs_quota_us"), &quota, "cpu quota")
+}
+
+/// The quota, `None` when unlimited (`-1`) or not provided.
+pub(crate) fn read(dir: &Path) -> Result<Option<CpuQuota>, Error> {
+    let quota = file::read_parsed_opt(&dir.join("cpu.cfs_quota_us"), signed_or_unlimited)?;
+    let Some(Some(quota)) = quota else {
+        return Ok(None);
+    };
+    let period = file::read_parsed_opt(&dir.join("cpu.cfs_period_us"), single_u64)?;
+    Ok(period.map(|period| CpuQuota {
+        quota: Duration::from_micros(quota),
+        period: Duration::from_micros(period),
+    }))
+}
+
+/// `cpu.stat` of v1: `nr_periods`, `nr_throttled`, `throttled_time` (nanoseconds).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct CpuStat {
+    pub nr_periods: Option<u64>,
+    pub nr_throttled: Option<u64>,
+    pub throttled: Option<Duration>,
+}
+
+pub(crate) fn parse_cpu_stat(text: &str) -> Result<CpuStat, Expected> {
+    let pairs = flat_keyed(text)?;
+    Ok(CpuStat {
+        nr_periods: flat_get(&pairs, "nr_periods"),
+        nr_throttled: flat_get(&pairs, "nr_throttled"),
+        throttled: flat_get(&pairs, "throttled_time").map(Duration::from_nanos),
+    })
+}
+
+pub(crate) fn stats(dir: &Path, stats: &mut Stats) -> Result<(), Error> {
+    if let Some(s) = file::read_parsed_opt(&dir.join("cpu.stat"), parse_cpu_stat)? {
+        stats.nr_periods = s.nr_periods;
+        stats.nr_throttled = s.nr_throttled;
+        stats.throttled = s.throttled;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_v1_cpu_stat() {
+        let s = parse_cpu_stat(
+            "nr_periods 12\nnr_throttled 9\nthrottled_time 456789012\nnr_bursts 0\nburst_time 0\n",
+        )
+        .unwrap();
+        assert_eq!(s.nr_periods, Some(12));
+        assert_eq!(s.nr_throttled, Some(9));
+        assert_eq!(s.throttled, Some(Duration::from_nanos(456_789_012)));
+        assert_eq!(parse_cpu_stat("").unwrap(), CpuStat::default());
+    }
+
+    #[test]
+    fn writes_period_then_quota() {
+        let dir = tempfile::tempdir().unwrap();
+        for f in ["cpu.cfs_period_us", "cpu.cfs_quota_us"] {
+            std::fs::write(dir.path().join(f), "-1\n").unwrap();
+        }
+        assert_eq!(read(dir.path()).unwrap(), None);
+        let q = CpuQuota::from_cpus(0.5, CpuQuota::DEFAULT_PERIOD).unwrap();
+        apply(dir.path(), &q).unwrap();
+        let text = |f: &str| std::fs::read_to_string(dir.path().join(f)).unwrap();
+        assert_eq!(text("cpu.cfs_period_us"), "100000");
+        assert_eq!(text("cpu.cfs_quota_us"), "50000");
+        assert_eq!(read(dir.path()).unwrap(), Some(q));
+    }
+}

@@ -1,0 +1,106 @@
+//! v2 `cpu` controller: `cpu.max` ("QUOTA PERIOD") and `cpu.stat` (usage is
+//! reported even when the controller is not enabled, throttling only when it is).
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::error::Error;
+use crate::file;
+use crate::format::{flat_get, flat_keyed, Expected};
+use crate::limits::CpuQuota;
+use crate::stats::Stats;
+
+pub(crate) fn apply(dir: &Path, q: &CpuQuota) -> Result<(), Error> {
+    let data = format!("{} {}", q.quota.as_micros(), q.period.as_micros());
+    file::write_limit(&dir.join("cpu.max"), &data, "cpu quota")
+}
+
+/// `cpu.max`: `max PERIOD` (unlimited) or `QUOTA PERIOD`, in microseconds.
+pub(crate) fn parse_cpu_max(text: &str) -> Result<Option<CpuQuota>, Expected> {
+    const EXPECTED: Expected = Expected("\"QUOTA PERIOD\" or \"max PERIOD\" in microseconds");
+    let mut words = text.split_whitespace();
+    let (Some(quota), period, None) = (words.next(), words.next(), words.next()) else {
+        return Err(EXPECTED);
+    };
+    let period: u64 = match period {
+        Some(p) => p.parse().map_err(|_| EXPECTED)?,
+        None => 100_000,
+    };
+    if quota == "max" {
+        return Ok(None);
+    }
+    let quota: u64 = quota.parse().map_err(|_| EXPECTED)?;
+    Ok(Some(CpuQuota {
+        quota: Duration::from_micros(quota),
+        period: Duration::from_micros(period),
+    }))
+}
+
+pub(crate) fn read(dir: &Path) -> Result<Option<CpuQuota>, Error> {
+    Ok(file::read_parsed_opt(&dir.join("cpu.max"), parse_cpu_max)?.flatten())
+}
+
+/// `cpu.stat` of v2: usage, user, system, and throttling, times in microseconds.
+pub(crate) fn parse_cpu_stat(text: &str) -> Result<Stats, Expected> {
+    let pairs = flat_keyed(text)?;
+    let micros = |key| flat_get(&pairs, key).map(Duration::from_micros);
+    Ok(Stats {
+        cpu_usage: micros("usage_usec"),
+        cpu_user: micros("user_usec"),
+        cpu_system: micros("system_usec"),
+        nr_periods: flat_get(&pairs, "nr_periods"),
+        nr_throttled: flat_get(&pairs, "nr_throttled"),
+        throttled: micros("throttled_usec"),
+        ..Stats::default()
+    })
+}
+
+pub(crate) fn stats(dir: &Path, stats: &mut Stats) -> Result<(), Error> {
+    if let Some(s) = file::read_parsed_opt(&dir.join("cpu.stat"), parse_cpu_stat)? {
+        stats.cpu_usage = s.cpu_usage;
+        stats.cpu_user = s.cpu_user;
+        stats.cpu_system = s.cpu_system;
+        stats.nr_periods = s.nr_periods;
+        stats.nr_throttled = s.nr_throttled;
+        stats.throttled = s.throttled;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_cpu_max() {
+        assert_eq!(parse_cpu_max("max 100000\n"), Ok(None));
+        assert_eq!(
+            parse_cpu_max("50000 100000\n"),
+            Ok(Some(CpuQuota {
+                quota: Duration::from_millis(50),
+                period: Duration::from_millis(100)
+            }))
+        );
+        assert!(parse_cpu_max("").is_err());
+        assert!(parse_cpu_max("50000 x").is_err());
+        assert!(parse_cpu_max("1 2 3").is_err());
+    }
+
+    #[test]
+    fn parses_v2_cpu_stat() {
+        let s = parse_cpu_stat(
+            "usage_usec 134980736\nuser_usec 113402066\nsystem_usec 21578669\nnice_usec 0\n\
+             nr_periods 20\nnr_throttled 10\nthrottled_usec 500000\nnr_bursts 0\nburst_usec 0\n",
+        )
+        .unwrap();
+        assert_eq!(s.cpu_usage, Some(Duration::from_micros(134_980_736)));
+        assert_eq!(s.cpu_user, Some(Duration::from_micros(113_402_066)));
+        assert_eq!(s.cpu_system, Some(Duration::from_micros(21_578_669)));
+        assert_eq!(s.nr_periods, Some(20));
+        assert_eq!(s.nr_throttled, Some(10));
+        assert_eq!(s.throttled, Some(Duration::from_millis(500)));
+        // Without the cpu controller only the usage keys are present.
+        let s = parse_cpu_stat("usage_usec 5\nuser_usec 3\nsystem_usec 2\n").unwrap();
+        assert_eq!(s.nr_throttled, None);
+    }
+}

@@ -1,0 +1,155 @@
+//! The v2 interface: one directory per cgroup; controllers are enabled for children
+//! through the parent's `cgroup.subtree_control`. One file per controller here
+//! (`pids` shares the v1 file, whose interface is identical).
+
+pub(crate) mod cpu;
+pub(crate) mod cpuset;
+pub(crate) mod io;
+pub(crate) mod memory;
+
+use std::path::Path;
+
+use crate::error::Error;
+use crate::file;
+use crate::format::words;
+use crate::hierarchy::Controller;
+use crate::limits::{IoThrottle, Limits};
+use crate::psi;
+use crate::stats::Stats;
+use crate::v1::pids;
+
+/// The controllers listed in `dir/cgroup.controllers` (empty when absent).
+pub(crate) fn available(dir: &Path) -> Result<Vec<String>, Error> {
+    let text = file::read_opt(&dir.join("cgroup.controllers"))?.unwrap_or_default();
+    Ok(words(&text).into_iter().map(str::to_owned).collect())
+}
+
+/// The controllers of interest that `parent` offers but does not yet pass on to its
+/// children, as a `cgroup.subtree_control` write: `"+cpu +memory"`; `None` when
+/// nothing is missing.
+pub(crate) fn subtree_control_update(controllers: &str, subtree_control: &str) -> Option<String> {
+    let available = words(controllers);
+    let enabled = words(subtree_control);
+    let missing: Vec<String> = Controller::V2
+        .iter()
+        .map(|c| c.name())
+        .filter(|name| available.contains(name) && !enabled.contains(name))
+        .map(|name| format!("+{name}"))
+        .collect();
+    (!missing.is_empty()).then(|| missing.join(" "))
+}
+
+/// Enables the controllers of interest that `parent` offers in its
+/// `cgroup.subtree_control`, so that its children get them.
+pub(crate) fn enable_controllers(parent: &Path) -> Result<(), Error> {
+    let Some(controllers) = file::read_opt(&parent.join("cgroup.controllers"))? else {
+        return Ok(());
+    };
+    let control = parent.join("cgroup.subtree_control");
+    let enabled = file::read_opt(&control)?.unwrap_or_default();
+    match subtree_control_update(&controllers, &enabled) {
+        Some(data) => file::write(&control, &data),
+        None => Ok(()),
+    }
+}
+
+fn limited_io(limits: &Limits) -> Vec<IoThrottle> {
+    limits
+        .io
+        .iter()
+        .filter(|t| !t.is_unlimited())
+        .copied()
+        .collect()
+}
+
+pub(crate) fn apply(dir: &Path, limits: &Limits) -> Result<(), Error> {
+    if limits.is_empty() {
+        return Ok(());
+    }
+    let io = limited_io(limits);
+    let available = available(dir)?;
+    let wanted = [
+        (Controller::Cpu, limits.cpu.is_some()),
+        (
+            Controller::Cpuset,
+            limits.cpuset.is_some() || limits.mems.is_some(),
+        ),
+        (
+            Controller::Memory,
+            limits.memory_max.is_some() || limits.memory_swap_max.is_some(),
+        ),
+        (Controller::Pids, limits.pids_max.is_some()),
+        (Controller::Io, !io.is_empty()),
+    ];
+    // Check every controller first so that a missing one leaves nothing half-applied.
+    for (controller, wanted) in wanted {
+        if wanted && !available.iter().any(|a| a == controller.name()) {
+            return Err(Error::NotEnabled {
+                controller,
+                path: dir.to_owned(),
+            });
+        }
+    }
+    if let Some(q) = &limits.cpu {
+        cpu::apply(dir, q)?;
+    }
+    cpuset::apply(dir, limits.cpuset.as_ref(), limits.mems.as_ref())?;
+    memory::apply(dir, limits.memory_max, limits.memory_swap_max)?;
+    if let Some(max) = limits.pids_max {
+        pids::apply(dir, max)?;
+    }
+    io::apply(dir, &io)
+}
+
+pub(crate) fn read_limits(dir: &Path) -> Result<Limits, Error> {
+    let (cpuset, mems) = cpuset::read(dir)?;
+    let (memory_max, memory_swap_max) = memory::read(dir)?;
+    Ok(Limits {
+        cpu: cpu::read(dir)?,
+        cpuset,
+        mems,
+        memory_max,
+        memory_swap_max,
+        pids_max: pids::read(dir)?,
+        io: io::read(dir)?,
+    })
+}
+
+pub(crate) fn stats(dir: &Path, stats: &mut Stats) -> Result<(), Error> {
+    cpu::stats(dir, stats)?;
+    memory::stats(dir, stats)?;
+    io::stats(dir, stats)?;
+    pids::stats(dir, stats)?;
+    stats.psi = psi::read_pressure(dir)?;
+    Ok(())
+}
+
+/// Writes `1` to `cgroup.kill` (Linux 5.14+), which SIGKILLs every process in the
+/// cgroup and its descendants atomically. Returns `false` when the file is absent.
+pub(crate) fn kill(dir: &Path) -> Result<bool, Error> {
+    let path = dir.join("cgroup.kill");
+    if !path.exists() {
+        return Ok(false);
+    }
+    file::write(&path, "1")?;
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subtree_control_adds_only_missing_available_controllers() {
+        assert_eq!(
+            subtree_control_update(
+                "cpuset cpu io memory hugetlb pids rdma misc\n",
+                "memory pids\n"
+            ),
+            Some("+cpu +cpuset +io".to_owned())
+        );
+        assert_eq!(subtree_control_update("cpu memory\n", "cpu memory\n"), None);
+        // The hybrid cgroup2 mount of a v1 host offers none of them.
+        assert_eq!(subtree_control_update("hugetlb\n", ""), None);
+    }
+}

@@ -1,0 +1,1099 @@
+//! Integration tests: a fake cgroupfs in a temporary directory (with a fake kernel
+//! behind the `Syscalls` trait) for v1 and v2, and the real cgroupfs of this host
+//! as root (skipped with a printed reason when not root or a controller is missing).
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::io;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use isolab_cgroups::{
+    list_below, Bytes, Cgroup, Controller, CpuQuota, DeviceNumber, Error, Hierarchy, IdSet,
+    IoThrottle, Limits, Syscalls, Version,
+};
+
+// ---------------------------------------------------------------------------
+// A fake kernel: creates the interface files on mkdir as the kernel would, refuses
+// rmdir of busy or non-empty cgroups, and "kills" by dropping the pid from every
+// cgroup.procs.
+
+#[derive(Debug)]
+struct FakeKernel {
+    root: PathBuf,
+    v2: bool,
+    killed: Mutex<Vec<u32>>,
+}
+
+const PSI: &str = "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n\
+                   full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n";
+const V1_UNLIMITED: &str = "9223372036854771712\n";
+
+impl FakeKernel {
+    fn new(root: &Path, v2: bool) -> Arc<FakeKernel> {
+        Arc::new(FakeKernel {
+            root: root.to_owned(),
+            v2,
+            killed: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The files of a cgroup2 directory whose parent enabled `controllers`.
+    fn v2_files(controllers: &[String]) -> Vec<(String, String)> {
+        let mut files: Vec<(&str, String)> = vec![
+            ("cgroup.controllers", controllers.join(" ") + "\n"),
+            ("cgroup.subtree_control", String::new()),
+            ("cgroup.procs", String::new()),
+            ("cgroup.kill", String::new()),
+            (
+                "cpu.stat",
+                "usage_usec 0\nuser_usec 0\nsystem_usec 0\n".into(),
+            ),
+            ("cpu.pressure", PSI.into()),
+            ("memory.pressure", PSI.into()),
+            ("io.pressure", PSI.into()),
+        ];
+        for c in controllers {
+            match c.as_str() {
+                "cpu" => files.push(("cpu.max", "max 100000\n".into())),
+                "cpuset" => {
+                    files.push(("cpuset.cpus", "\n".into()));
+                    files.push(("cpuset.mems", "\n".into()));
+                }
+                "memory" => {
+                    files.push(("memory.max", "max\n".into()));
+                    files.push(("memory.swap.max", "max\n".into()));
+                    files.push(("memory.current", "0\n".into()));
+                    files.push(("memory.peak", "0\n".into()));
+                }
+                "pids" => {
+                    files.push(("pids.max", "max\n".into()));
+                    files.push(("pids.current", "0\n".into()));
+                }
+                "io" => {
+                    files.push(("io.max", String::new()));
+                    files.push(("io.stat", String::new()));
+                }
+                _ => {}
+            }
+        }
+        if controllers.iter().any(|c| c == "cpu") {
+            files[4]
+                .1
+                .push_str("nr_periods 0\nnr_throttled 0\nthrottled_usec 0\n");
+        }
+        files.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+    }
+
+    /// The files of a v1 directory in the hierarchy called `mount`.
+    fn v1_files(mount: &str) -> Vec<(&'static str, &'static str)> {
+        let mut files = vec![
+            ("cgroup.procs", ""),
+            ("tasks", ""),
+            ("notify_on_release", "0\n"),
+        ];
+        files.extend(match mount {
+            "cpu" => vec![
+                ("cpu.cfs_period_us", "100000\n"),
+                ("cpu.cfs_quota_us", "-1\n"),
+                (
+                    "cpu.stat",
+                    "nr_periods 0\nnr_throttled 0\nthrottled_time 0\n",
+                ),
+            ],
+            "cpuacct" => vec![
+                ("cpuacct.usage", "0\n"),
+                ("cpuacct.stat", "user 0\nsystem 0\n"),
+            ],
+            "cpuset" => vec![("cpuset.cpus", "\n"), ("cpuset.mems", "\n")],
+            "memory" => vec![
+                ("memory.limit_in_bytes", V1_UNLIMITED),
+                ("memory.memsw.limit_in_bytes", V1_UNLIMITED),
+                ("memory.usage_in_bytes", "0\n"),
+                ("memory.max_usage_in_bytes", "0\n"),
+            ],
+            "pids" => vec![("pids.max", "max\n"), ("pids.current", "0\n")],
+            "blkio" => vec![
+                ("blkio.throttle.read_bps_device", ""),
+                ("blkio.throttle.write_bps_device", ""),
+                ("blkio.throttle.read_iops_device", ""),
+                ("blkio.throttle.write_iops_device", ""),
+                ("blkio.throttle.io_service_bytes_recursive", "Total 0\n"),
+            ],
+            "freezer" => vec![("freezer.state", "THAWED\n")],
+            "unified" => vec![
+                ("cgroup.controllers", ""),
+                ("cgroup.kill", ""),
+                ("cpu.stat", "usage_usec 0\nuser_usec 0\nsystem_usec 0\n"),
+                ("cpu.pressure", PSI),
+                ("memory.pressure", PSI),
+                ("io.pressure", PSI),
+            ],
+            _ => vec![],
+        });
+        files
+    }
+
+    fn procs_files(&self) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        let mut stack = vec![self.root.clone()];
+        while let Some(dir) = stack.pop() {
+            for entry in fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if path.file_name().is_some_and(|n| n == "cgroup.procs") {
+                    out.push(path);
+                }
+            }
+        }
+        out
+    }
+}
+
+impl Syscalls for FakeKernel {
+    fn mkdir(&self, path: &Path) -> io::Result<()> {
+        fs::create_dir(path)?;
+        let files: Vec<(String, String)> = if self.v2 {
+            let parent = path.parent().expect("a parent");
+            let enabled = fs::read_to_string(parent.join("cgroup.subtree_control"))?;
+            let controllers: Vec<String> = enabled
+                .split_whitespace()
+                .map(|w| w.trim_start_matches('+').to_owned())
+                .collect();
+            FakeKernel::v2_files(&controllers)
+        } else {
+            let rel = path.strip_prefix(&self.root).expect("below the fake root");
+            let mount = rel
+                .components()
+                .next()
+                .expect("a mount")
+                .as_os_str()
+                .to_string_lossy();
+            FakeKernel::v1_files(&mount)
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect()
+        };
+        for (name, content) in files {
+            fs::write(path.join(name), content)?;
+        }
+        Ok(())
+    }
+
+    fn rmdir(&self, path: &Path) -> io::Result<()> {
+        let mut files = Vec::new();
+        for entry in fs::read_dir(path)? {
+            let entry = entry?;
+            if entry.file_type()?.is_dir() {
+                return Err(io::Error::from_raw_os_error(libc::ENOTEMPTY));
+            }
+            files.push(entry.path());
+        }
+        if !fs::read_to_string(path.join("cgroup.procs"))
+            .unwrap_or_default()
+            .trim()
+            .is_empty()
+        {
+            return Err(io::Error::from_raw_os_error(libc::EBUSY));
+        }
+        for f in files {
+            fs::remove_file(f)?;
+        }
+        fs::remove_dir(path)
+    }
+
+    fn kill(&self, pid: u32) -> io::Result<()> {
+        self.killed.lock().unwrap().push(pid);
+        for procs in self.procs_files() {
+            let text = fs::read_to_string(&procs)?;
+            let kept: String = text
+                .lines()
+                .filter(|l| l.trim() != pid.to_string())
+                .map(|l| format!("{l}\n"))
+                .collect();
+            fs::write(&procs, kept)?;
+        }
+        Ok(())
+    }
+}
+
+fn read(path: impl AsRef<Path>) -> String {
+    fs::read_to_string(path.as_ref()).unwrap_or_else(|e| panic!("{}: {e}", path.as_ref().display()))
+}
+
+fn write(path: impl AsRef<Path>, data: &str) {
+    fs::write(path.as_ref(), data).unwrap_or_else(|e| panic!("{}: {e}", path.as_ref().display()));
+}
+
+/// A pid no real process has (above the default pid_max), for fake trees.
+const FAKE_PID: u32 = 4_194_399;
+
+fn set(s: &str) -> IdSet {
+    s.parse().unwrap()
+}
+
+// ---------------------------------------------------------------------------
+// Fake v2
+
+fn fake_v2() -> (tempfile::TempDir, Hierarchy, Arc<FakeKernel>) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root.join("cgroup.controllers"),
+        "cpuset cpu io memory hugetlb pids rdma misc\n",
+    );
+    // Empty: a plain file cannot merge writes as the kernel does, so the partial
+    // case ("memory" already enabled) is covered by a unit test of the v2 module.
+    write(root.join("cgroup.subtree_control"), "");
+    write(root.join("cgroup.procs"), "1\n");
+    let kernel = FakeKernel::new(root, true);
+    let h = Hierarchy::v2(root).with_syscalls(kernel.clone());
+    (dir, h, kernel)
+}
+
+#[test]
+fn fake_v2_create_apply_read_stats_remove() {
+    let (dir, h, kernel) = fake_v2();
+    let root = dir.path();
+    assert_eq!(h.version(), Version::V2);
+    assert_eq!(h.describe(), format!("v2 at {}", root.display()));
+
+    let cg = Cgroup::create(&h, Path::new("isolab/7/run-12")).unwrap();
+    assert_eq!(cg.rel(), Path::new("isolab/7/run-12"));
+    let leaf = root.join("isolab/7/run-12");
+    assert_eq!(cg.paths(), vec![leaf.as_path()]);
+    assert_eq!(
+        read(root.join("cgroup.subtree_control")),
+        "+cpu +cpuset +memory +pids +io"
+    );
+    assert_eq!(
+        read(root.join("isolab/cgroup.subtree_control")),
+        "+cpu +cpuset +memory +pids +io"
+    );
+    assert_eq!(
+        read(root.join("isolab/7/cgroup.subtree_control")),
+        "+cpu +cpuset +memory +pids +io"
+    );
+    assert_eq!(
+        read(leaf.join("cgroup.subtree_control")),
+        "",
+        "the leaf holds processes"
+    );
+
+    let dev = DeviceNumber {
+        major: 254,
+        minor: 0,
+    };
+    let limits = Limits {
+        cpu: Some(CpuQuota::from_cpus(0.5, CpuQuota::DEFAULT_PERIOD).unwrap()),
+        cpuset: Some(set("0-1")),
+        mems: Some(set("0")),
+        memory_max: Some(Bytes::mib(256)),
+        memory_swap_max: Some(Bytes(0)),
+        pids_max: Some(64),
+        io: vec![IoThrottle {
+            read_bps: Some(10 << 20),
+            write_iops: Some(100),
+            ..IoThrottle::unlimited(dev)
+        }],
+    };
+    cg.apply(&limits).unwrap();
+    assert_eq!(read(leaf.join("cpu.max")), "50000 100000");
+    assert_eq!(read(leaf.join("cpuset.cpus")), "0-1");
+    assert_eq!(read(leaf.join("cpuset.mems")), "0");
+    assert_eq!(read(leaf.join("memory.max")), "268435456");
+    assert_eq!(read(leaf.join("memory.swap.max")), "0");
+    assert_eq!(read(leaf.join("pids.max")), "64");
+    assert_eq!(read(leaf.join("io.max")), "254:0 rbps=10485760 wiops=100");
+    assert_eq!(cg.read_limits().unwrap(), limits);
+
+    // What the kernel would show after some work.
+    write(
+        leaf.join("cpu.stat"),
+        "usage_usec 1500000\nuser_usec 1000000\nsystem_usec 500000\nnr_periods 30\n\
+         nr_throttled 12\nthrottled_usec 250000\n",
+    );
+    write(leaf.join("memory.current"), "1048576\n");
+    write(leaf.join("memory.peak"), "4194304\n");
+    write(
+        leaf.join("io.stat"),
+        "254:0 rbytes=4096 wbytes=8192 rios=1 wios=2 dbytes=0 dios=0\n",
+    );
+    write(leaf.join("pids.current"), "3\n");
+    write(
+        leaf.join("cpu.pressure"),
+        "some avg10=12.50 avg60=3.00 avg300=1.00 total=123456\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
+    );
+    fs::remove_file(leaf.join("io.pressure")).unwrap();
+    let s = cg.stats().unwrap();
+    assert_eq!(s.cpu_usage, Some(Duration::from_millis(1500)));
+    assert_eq!(s.cpu_user, Some(Duration::from_secs(1)));
+    assert_eq!(s.cpu_system, Some(Duration::from_millis(500)));
+    assert_eq!(s.nr_periods, Some(30));
+    assert_eq!(s.nr_throttled, Some(12));
+    assert_eq!(s.throttled, Some(Duration::from_millis(250)));
+    assert_eq!(s.memory_current, Some(Bytes::mib(1)));
+    assert_eq!(s.memory_peak, Some(Bytes::mib(4)));
+    assert_eq!(s.io_read, Some(Bytes(4096)));
+    assert_eq!(s.io_write, Some(Bytes(8192)));
+    assert_eq!(s.pids_current, Some(3));
+    let psi = s.psi.unwrap();
+    assert_eq!(psi.cpu.unwrap().some.avg10, 12.5);
+    assert_eq!(psi.cpu.unwrap().some.total, Duration::from_micros(123_456));
+    assert!(psi.memory.is_some());
+    assert_eq!(psi.io, None, "absent pressure file");
+
+    // An old kernel without memory.peak.
+    fs::remove_file(leaf.join("memory.peak")).unwrap();
+    assert_eq!(cg.stats().unwrap().memory_peak, None);
+
+    cg.attach(FAKE_PID).unwrap();
+    assert_eq!(read(leaf.join("cgroup.procs")), FAKE_PID.to_string());
+    assert_eq!(cg.pids().unwrap(), vec![FAKE_PID]);
+
+    cg.kill_all().unwrap();
+    assert_eq!(read(leaf.join("cgroup.kill")), "1");
+    assert_eq!(
+        read(leaf.parent().unwrap().join("cgroup.kill")),
+        "",
+        "only the leaf was killed"
+    );
+    assert_eq!(*kernel.killed.lock().unwrap(), vec![FAKE_PID]);
+    cg.remove().unwrap();
+    assert!(
+        !root.join("isolab").exists(),
+        "created ancestors are removed"
+    );
+    assert!(root.join("cgroup.procs").exists(), "the root stays");
+}
+
+#[test]
+fn fake_v2_kill_uses_cgroup_kill_first() {
+    let (_dir, h, kernel) = fake_v2();
+    let cg = Cgroup::create(&h, Path::new("k")).unwrap();
+    let leaf = cg.paths()[0].to_owned();
+    write(
+        leaf.join("cgroup.procs"),
+        &format!("{FAKE_PID}\n{}\n", FAKE_PID + 1),
+    );
+    cg.kill_all().unwrap();
+    assert_eq!(read(leaf.join("cgroup.kill")), "1");
+    // The fake kernel ignores cgroup.kill, so the SIGKILL round took over.
+    assert_eq!(*kernel.killed.lock().unwrap(), vec![FAKE_PID, FAKE_PID + 1]);
+    assert!(cg.pids().unwrap().is_empty());
+
+    // The calling process itself is never killed.
+    write(
+        leaf.join("cgroup.procs"),
+        &format!("{}\n", std::process::id()),
+    );
+    let err = cg.kill_all().unwrap_err();
+    assert!(matches!(err, Error::ContainsSelf { .. }), "{err}");
+    write(leaf.join("cgroup.procs"), "");
+    cg.remove().unwrap();
+}
+
+#[test]
+fn fake_v2_errors_name_path_and_data() {
+    let (dir, h, _kernel) = fake_v2();
+    let cg = Cgroup::create(&h, Path::new("e")).unwrap();
+    let leaf = dir.path().join("e");
+    // A cpu.max the kernel rejects: simulate with a file that cannot be written.
+    fs::remove_file(leaf.join("cpu.max")).unwrap();
+    fs::create_dir(leaf.join("cpu.max")).unwrap();
+    let limits = Limits {
+        cpu: Some(CpuQuota::from_cpus(0.5, CpuQuota::DEFAULT_PERIOD).unwrap()),
+        ..Limits::default()
+    };
+    let err = cg.apply(&limits).unwrap_err().to_string();
+    let expected = format!(
+        "cannot write \"50000 100000\" to {}: ",
+        leaf.join("cpu.max").display()
+    );
+    assert!(err.starts_with(&expected), "{err}");
+    fs::remove_dir(leaf.join("cpu.max")).unwrap();
+
+    // A controller the parent does not offer.
+    write(leaf.join("cgroup.controllers"), "memory\n");
+    let err = cg
+        .apply(&Limits {
+            pids_max: Some(1),
+            ..Limits::default()
+        })
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::NotEnabled {
+                controller: Controller::Pids,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains("`pids`") && text.contains("isolab needs it"),
+        "{text}"
+    );
+
+    // Creating it again is refused, with the path.
+    let err = Cgroup::create(&h, Path::new("e")).unwrap_err();
+    assert!(matches!(err, Error::AlreadyExists { .. }), "{err}");
+    assert!(err.to_string().contains(&leaf.display().to_string()));
+
+    assert!(matches!(
+        Cgroup::create(&h, Path::new("../escape")).unwrap_err(),
+        Error::InvalidPath { .. }
+    ));
+    cg.remove().unwrap();
+}
+
+// ---------------------------------------------------------------------------
+// Fake v1 (this host's layout: separate cpu and cpuacct, hybrid unified)
+
+fn fake_v1(mounts: &[&str]) -> (tempfile::TempDir, Hierarchy, Arc<FakeKernel>) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    for m in mounts {
+        fs::create_dir(root.join(m)).unwrap();
+        for (name, content) in FakeKernel::v1_files(m) {
+            write(root.join(m).join(name), content);
+        }
+    }
+    if mounts.contains(&"cpuset") {
+        write(root.join("cpuset/cpuset.cpus"), "0-1\n");
+        write(root.join("cpuset/cpuset.mems"), "0\n");
+    }
+    let kernel = FakeKernel::new(root, false);
+    let h = Hierarchy::v1_under(root).with_syscalls(kernel.clone());
+    (dir, h, kernel)
+}
+
+const ALL_V1: [&str; 8] = [
+    "cpu", "cpuacct", "cpuset", "memory", "pids", "blkio", "freezer", "unified",
+];
+
+#[test]
+fn fake_v1_create_apply_read_stats_remove() {
+    let (dir, h, kernel) = fake_v1(&ALL_V1);
+    let root = dir.path();
+    assert_eq!(h.version(), Version::V1);
+    assert_eq!(
+        h.describe(),
+        format!(
+            "v1 under {} (hybrid: PSI from {})",
+            root.display(),
+            root.join("unified").display()
+        )
+    );
+
+    let rel = Path::new("isolab/7/run-12");
+    let cg = Cgroup::create(&h, rel).unwrap();
+    for m in ALL_V1 {
+        assert!(root.join(m).join(rel).is_dir(), "{m}");
+    }
+    assert_eq!(cg.paths().len(), 8);
+    assert_eq!(
+        cg.path(Controller::Cpuacct),
+        Some(root.join("cpuacct").join(rel).as_path())
+    );
+    // Each new cpuset level got its parent's cpus and mems.
+    for level in ["isolab", "isolab/7", "isolab/7/run-12"] {
+        assert_eq!(
+            read(root.join("cpuset").join(level).join("cpuset.cpus")),
+            "0-1",
+            "{level}"
+        );
+        assert_eq!(
+            read(root.join("cpuset").join(level).join("cpuset.mems")),
+            "0",
+            "{level}"
+        );
+    }
+
+    let fresh = cg.read_limits().unwrap();
+    assert_eq!(
+        fresh,
+        Limits {
+            cpuset: Some(set("0-1")),
+            mems: Some(set("0")),
+            ..Limits::default()
+        },
+        "unlimited values read as None, the cpuset is always read"
+    );
+
+    let dev = DeviceNumber {
+        major: 254,
+        minor: 0,
+    };
+    let limits = Limits {
+        cpu: Some(CpuQuota::from_cpus(0.5, CpuQuota::DEFAULT_PERIOD).unwrap()),
+        cpuset: Some(set("0")),
+        mems: None,
+        memory_max: Some(Bytes::mib(256)),
+        memory_swap_max: Some(Bytes::mib(512)),
+        pids_max: Some(64),
+        io: vec![IoThrottle {
+            read_bps: Some(1 << 20),
+            write_bps: Some(2 << 20),
+            read_iops: Some(10),
+            write_iops: Some(20),
+            device: dev,
+        }],
+    };
+    cg.apply(&limits).unwrap();
+    let leaf = |m: &str| root.join(m).join(rel);
+    assert_eq!(read(leaf("cpu").join("cpu.cfs_period_us")), "100000");
+    assert_eq!(read(leaf("cpu").join("cpu.cfs_quota_us")), "50000");
+    assert_eq!(read(leaf("cpuset").join("cpuset.cpus")), "0");
+    assert_eq!(
+        read(leaf("memory").join("memory.limit_in_bytes")),
+        "268435456"
+    );
+    assert_eq!(
+        read(leaf("memory").join("memory.memsw.limit_in_bytes")),
+        "536870912"
+    );
+    assert_eq!(read(leaf("pids").join("pids.max")), "64");
+    assert_eq!(
+        read(leaf("blkio").join("blkio.throttle.read_bps_device")),
+        "254:0 1048576"
+    );
+    assert_eq!(
+        read(leaf("blkio").join("blkio.throttle.write_bps_device")),
+        "254:0 2097152"
+    );
+    assert_eq!(
+        read(leaf("blkio").join("blkio.throttle.read_iops_device")),
+        "254:0 10"
+    );
+    assert_eq!(
+        read(leaf("blkio").join("blkio.throttle.write_iops_device")),
+        "254:0 20"
+    );
+    let mut expected = limits.clone();
+    expected.mems = Some(set("0"));
+    assert_eq!(cg.read_limits().unwrap(), expected);
+
+    write(leaf("cpuacct").join("cpuacct.usage"), "2500000000\n");
+    write(
+        leaf("cpuacct").join("cpuacct.stat"),
+        "user 200\nsystem 50\n",
+    );
+    write(
+        leaf("cpu").join("cpu.stat"),
+        "nr_periods 25\nnr_throttled 20\nthrottled_time 1500000000\n",
+    );
+    write(leaf("memory").join("memory.usage_in_bytes"), "1048576\n");
+    write(
+        leaf("memory").join("memory.max_usage_in_bytes"),
+        "2097152\n",
+    );
+    write(
+        leaf("blkio").join("blkio.throttle.io_service_bytes_recursive"),
+        "254:0 Read 4096\n254:0 Write 8192\n254:0 Sync 0\n254:0 Async 12288\n254:0 Discard 0\n\
+         254:0 Total 12288\n8:0 Read 1\n8:0 Write 1\n8:0 Total 2\nTotal 12290\n",
+    );
+    write(leaf("pids").join("pids.current"), "2\n");
+    let s = cg.stats().unwrap();
+    assert_eq!(s.cpu_usage, Some(Duration::from_millis(2500)));
+    // USER_HZ is 100 on every architecture Linux runs isolab on.
+    assert_eq!(s.cpu_user, Some(Duration::from_secs(2)));
+    assert_eq!(s.cpu_system, Some(Duration::from_millis(500)));
+    assert_eq!(s.nr_periods, Some(25));
+    assert_eq!(s.nr_throttled, Some(20));
+    assert_eq!(s.throttled, Some(Duration::from_millis(1500)));
+    assert_eq!(s.memory_current, Some(Bytes::mib(1)));
+    assert_eq!(s.memory_peak, Some(Bytes::mib(2)));
+    assert_eq!(s.io_read, Some(Bytes(4097)));
+    assert_eq!(s.io_write, Some(Bytes(8193)));
+    assert_eq!(s.pids_current, Some(2));
+    assert!(s.psi.unwrap().cpu.is_some(), "PSI from the unified dir");
+
+    cg.attach(FAKE_PID).unwrap();
+    for m in ALL_V1 {
+        assert_eq!(
+            read(leaf(m).join("cgroup.procs")),
+            FAKE_PID.to_string(),
+            "{m}"
+        );
+    }
+    assert_eq!(cg.pids().unwrap(), vec![FAKE_PID]);
+    cg.kill_all().unwrap();
+    assert_eq!(read(leaf("unified").join("cgroup.kill")), "1");
+    assert_eq!(
+        read(leaf("freezer").join("freezer.state")),
+        "THAWED",
+        "frozen, killed, thawed"
+    );
+    assert_eq!(*kernel.killed.lock().unwrap(), vec![FAKE_PID]);
+
+    cg.remove().unwrap();
+    for m in ALL_V1 {
+        assert!(!root.join(m).join("isolab").exists(), "{m}");
+        assert!(root.join(m).join("cgroup.procs").exists(), "{m}");
+    }
+}
+
+#[test]
+fn fake_v1_without_hybrid_and_comounted_cpu() {
+    let (dir, h, _kernel) = fake_v1(&["cpu,cpuacct", "memory"]);
+    let root = dir.path();
+    // The co-mounted hierarchy holds the files of both controllers.
+    for (name, content) in FakeKernel::v1_files("cpu")
+        .into_iter()
+        .chain(FakeKernel::v1_files("cpuacct"))
+    {
+        write(root.join("cpu,cpuacct").join(name), content);
+    }
+    assert_eq!(h.describe(), format!("v1 under {}", root.display()));
+    let kernel = FakeKernel::new(root, false);
+    let h = h.with_syscalls(kernel);
+    let cg = Cgroup::create(&h, Path::new("x")).unwrap();
+    assert_eq!(cg.paths().len(), 2);
+    // mkdir of the fake kernel knows only single-controller names; add the files.
+    for (name, content) in FakeKernel::v1_files("cpu")
+        .into_iter()
+        .chain(FakeKernel::v1_files("cpuacct"))
+    {
+        write(root.join("cpu,cpuacct/x").join(name), content);
+    }
+    cg.apply(&Limits {
+        cpu: Some(CpuQuota::from_cpus(1.5, CpuQuota::DEFAULT_PERIOD).unwrap()),
+        ..Limits::default()
+    })
+    .unwrap();
+    assert_eq!(read(root.join("cpu,cpuacct/x/cpu.cfs_quota_us")), "150000");
+    let s = cg.stats().unwrap();
+    assert_eq!(s.cpu_usage, Some(Duration::ZERO));
+    assert_eq!(s.psi, None, "no unified mount, no PSI");
+    assert_eq!(s.pids_current, None, "pids is not mounted");
+
+    // A limit whose controller is missing is refused before anything is written.
+    let err = cg
+        .apply(&Limits {
+            memory_max: Some(Bytes::mib(1)),
+            pids_max: Some(10),
+            ..Limits::default()
+        })
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::NotMounted {
+                controller: Controller::Pids
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("isolab needs it"), "{err}");
+    assert_eq!(
+        read(root.join("memory/x/memory.limit_in_bytes")),
+        V1_UNLIMITED
+    );
+    cg.remove().unwrap();
+    assert!(!root.join("memory/x").exists());
+}
+
+#[test]
+fn fake_create_rolls_back_on_error() {
+    let (dir, h, _kernel) = fake_v1(&["cpuset", "memory"]);
+    let root = dir.path();
+    // A parent cpuset without cpuset.mems makes the copy fail half-way.
+    fs::remove_file(root.join("cpuset/cpuset.mems")).unwrap();
+    let err = Cgroup::create(&h, Path::new("isolab/1")).unwrap_err();
+    assert!(err.to_string().contains("cpuset.mems"), "{err}");
+    assert!(!root.join("cpuset/isolab").exists());
+    assert!(!root.join("memory/isolab").exists());
+}
+
+#[test]
+fn fake_attacher_writes_zero_in_the_child() {
+    let (dir, h, _kernel) = fake_v1(&ALL_V1);
+    let cg = Cgroup::create(&h, Path::new("att")).unwrap();
+    let attacher = cg.attacher().unwrap();
+    let mut cmd = Command::new("true");
+    // SAFETY: attach_self only calls write(2) on pre-opened descriptors.
+    unsafe { cmd.pre_exec(move || attacher.attach_self()) };
+    assert!(cmd.status().unwrap().success());
+    for m in ALL_V1 {
+        assert_eq!(
+            read(dir.path().join(m).join("att/cgroup.procs")),
+            "0",
+            "{m}"
+        );
+    }
+    for m in ALL_V1 {
+        write(dir.path().join(m).join("att/cgroup.procs"), "");
+    }
+    cg.remove().unwrap();
+}
+
+#[test]
+fn fake_gc_lists_deepest_first_and_removes() {
+    let (dir, h, _kernel) = fake_v1(&ALL_V1);
+    let root = dir.path();
+    let a = Cgroup::create(&h, Path::new("isolab/1/a")).unwrap();
+    let b = Cgroup::create(&h, Path::new("isolab/1/a/b")).unwrap();
+    let c = Cgroup::create(&h, Path::new("isolab/2")).unwrap();
+    // A leftover that exists in only one controller (a removal interrupted half-way).
+    fs::create_dir(root.join("pids/isolab/3")).unwrap();
+    write(root.join("pids/isolab/3/cgroup.procs"), "");
+    drop((a, b, c)); // a SIGKILLed isolab leaves them behind
+
+    let list = list_below(&h, Path::new("isolab")).unwrap();
+    let expected: Vec<PathBuf> = [
+        "isolab/1/a/b",
+        "isolab/1/a",
+        "isolab/1",
+        "isolab/2",
+        "isolab/3",
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .collect();
+    assert_eq!(list, expected);
+
+    // Removing a parent first fails clearly.
+    let err = Cgroup::open(&h, Path::new("isolab/1"))
+        .unwrap()
+        .remove()
+        .unwrap_err();
+    assert!(matches!(err, Error::RemoveDir { .. }), "{err}");
+
+    for rel in &list {
+        Cgroup::open(&h, rel).unwrap().remove().unwrap();
+    }
+    assert!(list_below(&h, Path::new("isolab")).unwrap().is_empty());
+    Cgroup::open(&h, Path::new("isolab"))
+        .unwrap()
+        .remove()
+        .unwrap();
+    for m in ALL_V1 {
+        assert!(!root.join(m).join("isolab").exists(), "{m}");
+    }
+
+    // An already-removed cgroup is a clear error, both to open and to remove.
+    let err = Cgroup::open(&h, Path::new("isolab/2")).unwrap_err();
+    assert!(matches!(err, Error::NotFound { .. }), "{err}");
+    assert!(err.to_string().contains("already removed"), "{err}");
+    let d = Cgroup::create(&h, Path::new("twice")).unwrap();
+    let d2 = Cgroup::open(&h, Path::new("twice")).unwrap();
+    d.remove().unwrap();
+    let err = d2.remove().unwrap_err();
+    assert!(matches!(err, Error::NotFound { .. }), "{err}");
+}
+
+// ---------------------------------------------------------------------------
+// The real cgroupfs (root only)
+
+fn is_root() -> bool {
+    // SAFETY: geteuid(2) cannot fail and touches no memory.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Removes every directory below `base` in `roots` on drop, killing what is inside,
+/// so that a failing test leaves nothing in /sys/fs/cgroup.
+struct Cleanup {
+    dirs: Vec<PathBuf>,
+}
+
+impl Cleanup {
+    fn new(h: &Hierarchy, base: &str) -> Cleanup {
+        let mut roots = BTreeSet::new();
+        for c in [
+            Controller::Cpu,
+            Controller::Cpuacct,
+            Controller::Cpuset,
+            Controller::Memory,
+            Controller::Pids,
+            Controller::Blkio,
+            Controller::Freezer,
+            Controller::Io,
+        ] {
+            if let Some(m) = h.mount(c) {
+                roots.insert(m.to_owned());
+            }
+        }
+        roots.extend(h.unified().map(Path::to_owned));
+        Cleanup {
+            dirs: roots.into_iter().map(|r| r.join(base)).collect(),
+        }
+    }
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        for top in &self.dirs {
+            let mut all = Vec::new();
+            let mut stack = vec![top.clone()];
+            while let Some(d) = stack.pop() {
+                if !d.is_dir() {
+                    continue;
+                }
+                for e in fs::read_dir(&d).into_iter().flatten().flatten() {
+                    if e.file_type().is_ok_and(|t| t.is_dir()) {
+                        stack.push(e.path());
+                    }
+                }
+                all.push(d);
+            }
+            all.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+            for d in all {
+                let _ = fs::write(d.join("freezer.state"), "THAWED");
+                for pid in fs::read_to_string(d.join("cgroup.procs"))
+                    .unwrap_or_default()
+                    .lines()
+                {
+                    if let Ok(pid) = pid.trim().parse::<i32>() {
+                        // SAFETY: kill(2) with a positive pid read from the test's own cgroup.
+                        unsafe { libc::kill(pid, libc::SIGKILL) };
+                    }
+                }
+                let start = Instant::now();
+                while fs::remove_dir(&d).is_err() && start.elapsed() < Duration::from_secs(2) {
+                    thread::sleep(Duration::from_millis(20));
+                }
+                if d.exists() {
+                    eprintln!("cleanup: could not remove {}", d.display());
+                }
+            }
+        }
+    }
+}
+
+/// Kills and reaps a child on drop.
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn real_v1() -> Option<Hierarchy> {
+    if !is_root() {
+        eprintln!("skipped: the real cgroup v1 test needs root");
+        return None;
+    }
+    let h = match Hierarchy::detect() {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            return None;
+        }
+    };
+    if h.version() != Version::V1 {
+        eprintln!("skipped: this host is not cgroup v1 ({})", h.describe());
+        return None;
+    }
+    for c in [
+        Controller::Cpu,
+        Controller::Cpuacct,
+        Controller::Cpuset,
+        Controller::Memory,
+        Controller::Pids,
+    ] {
+        if h.mount(c).is_none() {
+            eprintln!("skipped: the v1 controller {c} is not mounted");
+            return None;
+        }
+    }
+    Some(h)
+}
+
+#[test]
+fn real_v1_limits_throttle_and_cleanup() {
+    let Some(h) = real_v1() else { return };
+    let base = format!("isolab-test-{}-v1", std::process::id());
+    let _cleanup = Cleanup::new(&h, &base);
+    let rel = PathBuf::from(&base).join("a");
+    let cg = Cgroup::create(&h, &rel).unwrap();
+    let paths: Vec<PathBuf> = cg.paths().into_iter().map(Path::to_owned).collect();
+    for p in &paths {
+        assert!(p.is_dir(), "{}", p.display());
+    }
+    if let Some(unified) = h.unified() {
+        assert!(
+            unified.join(&rel).is_dir(),
+            "the hybrid unified dir is created"
+        );
+    }
+
+    let mut limits = Limits {
+        cpu: Some(CpuQuota::from_cpus(0.5, CpuQuota::DEFAULT_PERIOD).unwrap()),
+        cpuset: Some(set("0")),
+        memory_max: Some(Bytes::mib(256)),
+        pids_max: Some(64),
+        ..Limits::default()
+    };
+    let dev = DeviceNumber {
+        major: 254,
+        minor: 0,
+    };
+    if h.mount(Controller::Blkio).is_some() && Path::new("/sys/dev/block/254:0").exists() {
+        limits.io.push(IoThrottle {
+            read_bps: Some(10 << 20),
+            write_iops: Some(1000),
+            ..IoThrottle::unlimited(dev)
+        });
+    } else {
+        eprintln!("no blkio throttle: blkio or /sys/dev/block/254:0 missing");
+    }
+    cg.apply(&limits).unwrap();
+    let read_back = cg.read_limits().unwrap();
+    let mut expected = limits.clone();
+    expected.mems = read_back.mems.clone();
+    assert!(read_back.mems.as_ref().is_some_and(|m| !m.is_empty()));
+    assert_eq!(read_back, expected);
+
+    let attacher = cg.attacher().unwrap();
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", "while :; do :; done"]);
+    // SAFETY: attach_self only calls write(2) on pre-opened descriptors.
+    unsafe { cmd.pre_exec(move || attacher.attach_self()) };
+    let mut child = Reaped(cmd.spawn().unwrap());
+    let pid = child.0.id();
+    assert_eq!(cg.pids().unwrap(), vec![pid]);
+    let cpus_allowed = read(format!("/proc/{pid}/status"))
+        .lines()
+        .find(|l| l.starts_with("Cpus_allowed_list:"))
+        .map(|l| l.split_whitespace().last().unwrap_or_default().to_owned());
+    assert_eq!(
+        cpus_allowed.as_deref(),
+        Some("0"),
+        "the child runs on the cpuset"
+    );
+
+    let before = cg.stats().unwrap();
+    let t0 = Instant::now();
+    thread::sleep(Duration::from_millis(1200));
+    let after = cg.stats().unwrap();
+    let elapsed = t0.elapsed();
+    let used = after.cpu_usage.unwrap() - before.cpu_usage.unwrap();
+    eprintln!("used {used:?} of cpu in {elapsed:?} with a quota of 0.5 cpus; {after:?}");
+    assert!(after.cpu_usage.unwrap() > Duration::ZERO);
+    assert!(after.nr_throttled.unwrap() > 0, "{after:?}");
+    assert!(after.throttled.unwrap() > Duration::ZERO, "{after:?}");
+    // Loose: the machine is shared with builds, but the quota is a hard ceiling.
+    assert!(
+        used < elapsed.mul_f64(0.5) + Duration::from_millis(150),
+        "{used:?} in {elapsed:?}"
+    );
+    assert!(used > elapsed.mul_f64(0.1), "{used:?} in {elapsed:?}");
+    assert!(after.memory_current.is_some() && after.memory_peak.is_some());
+    assert!(after.pids_current.unwrap() >= 1);
+    if h.mount(Controller::Blkio).is_some() {
+        assert!(after.io_read.is_some() && after.io_write.is_some());
+    }
+    if h.unified().is_some() {
+        assert!(after.psi.is_some_and(|p| p.cpu.is_some()), "hybrid PSI");
+    }
+
+    cg.remove().unwrap();
+    let status = child.0.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGKILL));
+    for p in &paths {
+        assert!(!p.exists(), "{} is left behind", p.display());
+        assert!(
+            !p.parent().unwrap().exists(),
+            "created ancestor {} is left behind",
+            p.display()
+        );
+    }
+}
+
+#[test]
+fn real_unified_cgroup2_kill_and_psi() {
+    if !is_root() {
+        eprintln!("skipped: the real cgroup2 test needs root");
+        return;
+    }
+    let root = Path::new("/sys/fs/cgroup/unified");
+    if !root.join("cgroup.procs").exists() {
+        eprintln!("skipped: no cgroup2 mount at {}", root.display());
+        return;
+    }
+    let h = Hierarchy::v2(root);
+    let base = format!("isolab-test-{}-v2", std::process::id());
+    let _cleanup = Cleanup::new(&h, &base);
+    let rel = PathBuf::from(&base).join("a");
+    let cg = Cgroup::create(&h, &rel).unwrap();
+    let leaf = root.join(&rel);
+    assert!(leaf.is_dir());
+
+    let mut child = Reaped(Command::new("sleep").arg("30").spawn().unwrap());
+    let pid = child.0.id();
+    cg.attach(pid).unwrap();
+    assert_eq!(cg.pids().unwrap(), vec![pid]);
+    let s = cg.stats().unwrap();
+    assert!(s.psi.is_some(), "{s:?}");
+    assert!(s.cpu_usage.is_some(), "{s:?}");
+
+    // No controllers on this mount: limits are refused with a clear error.
+    if !read(root.join("cgroup.controllers")).contains("pids") {
+        let err = cg
+            .apply(&Limits {
+                pids_max: Some(8),
+                ..Limits::default()
+            })
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::NotEnabled {
+                    controller: Controller::Pids,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+    }
+
+    cg.kill_all().unwrap();
+    assert!(cg.pids().unwrap().is_empty());
+    assert_eq!(child.0.wait().unwrap().signal(), Some(libc::SIGKILL));
+    cg.remove().unwrap();
+    assert!(!leaf.exists());
+    assert!(!root.join(&base).exists());
+}
+
+#[test]
+fn real_gc_of_leftovers() {
+    let Some(h) = real_v1() else { return };
+    let base = format!("isolab-test-{}-gc", std::process::id());
+    let _cleanup = Cleanup::new(&h, &base);
+    let deep = Cgroup::create(&h, &PathBuf::from(&base).join("1/a")).unwrap();
+    let other = Cgroup::create(&h, &PathBuf::from(&base).join("2")).unwrap();
+    let child = Reaped(Command::new("sleep").arg("30").spawn().unwrap());
+    deep.attach(child.0.id()).unwrap();
+    drop((deep, other)); // as if isolab had been SIGKILLed
+
+    let list = list_below(&h, Path::new(&base)).unwrap();
+    let expected: Vec<PathBuf> = ["1/a", "1", "2"]
+        .iter()
+        .map(|r| PathBuf::from(&base).join(r))
+        .collect();
+    assert_eq!(list, expected);
+    for rel in &list {
+        Cgroup::open(&h, rel).unwrap().remove().unwrap();
+    }
+    Cgroup::open(&h, Path::new(&base))
+        .unwrap()
+        .remove()
+        .unwrap();
+    assert!(list_below(&h, Path::new(&base)).unwrap().is_empty());
+    let err = Cgroup::open(&h, &PathBuf::from(&base).join("2")).unwrap_err();
+    assert!(matches!(err, Error::NotFound { .. }), "{err}");
+    for dir in Cleanup::new(&h, &base).dirs.iter() {
+        assert!(!dir.exists(), "{}", dir.display());
+    }
+    drop(child);
+}

@@ -1,0 +1,327 @@
+//! Environment capture: the facts about the host that a result depends on, stored
+//! with every experiment (kernel, distribution, cpu model and topology, NUMA,
+//! governor, SMT, cgroup layout, tool versions, isolab version).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use isolab_cgroups::{Hierarchy, IdSet};
+
+/// Asks a tool for its version (a host effect, so it sits behind a trait).
+pub trait ToolProbe {
+    /// The first line of `TOOL --version` (or the tool's equivalent), or why not.
+    fn version(&self, tool: &str) -> Result<String, String>;
+}
+
+/// Runs the real tools.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemTools;
+
+impl ToolProbe for SystemTools {
+    fn version(&self, tool: &str) -> Result<String, String> {
+        let output = Command::new(tool)
+            .arg("--version")
+            .output()
+            .map_err(|e| format!("not found ({e})"))?;
+        let text = if output.stdout.is_empty() {
+            output.stderr
+        } else {
+            output.stdout
+        };
+        let text = String::from_utf8_lossy(&text);
+        let line = text
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .unwrap_or("")
+            .to_owned();
+        if line.is_empty() {
+            Err(format!("`{tool} --version` printed nothing"))
+        } else {
+            Ok(line)
+        }
+    }
+}
+
+/// Where the host's facts are read from (parameters so tests can use a fake tree).
+#[derive(Debug, Clone)]
+pub struct EnvRoots {
+    /// `/proc`.
+    pub proc: PathBuf,
+    /// `/sys`.
+    pub sys: PathBuf,
+    /// `/etc` (for os-release).
+    pub etc: PathBuf,
+}
+
+impl Default for EnvRoots {
+    fn default() -> Self {
+        EnvRoots {
+            proc: "/proc".into(),
+            sys: "/sys".into(),
+            etc: "/etc".into(),
+        }
+    }
+}
+
+fn read_trim(path: &Path) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+}
+
+/// Captures the environment as ordered `(key, value)` pairs.
+pub fn capture(
+    roots: &EnvRoots,
+    hierarchy: Option<&Hierarchy>,
+    tools: &[String],
+    probe: &dyn ToolProbe,
+) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = Vec::new();
+    let mut put = |k: &str, v: String| env.push((k.to_owned(), v));
+    let unknown = || "unknown".to_owned();
+
+    put("isolab_version", env!("CARGO_PKG_VERSION").to_owned());
+    put(
+        "hostname",
+        read_trim(&roots.proc.join("sys/kernel/hostname")).unwrap_or_else(unknown),
+    );
+    put(
+        "kernel",
+        read_trim(&roots.proc.join("sys/kernel/osrelease")).unwrap_or_else(unknown),
+    );
+    put(
+        "kernel_build",
+        read_trim(&roots.proc.join("sys/kernel/version")).unwrap_or_else(unknown),
+    );
+    put("os", os_release(&roots.etc).unwrap_or_else(unknown));
+
+    let cpuinfo = std::fs::read_to_string(roots.proc.join("cpuinfo")).unwrap_or_default();
+    let topo = parse_cpuinfo(&cpuinfo);
+    put("cpu_model", topo.model.unwrap_or_else(unknown));
+    put("cpu_threads", topo.threads.to_string());
+    put("cpu_cores", topo.cores.to_string());
+    put("cpu_sockets", topo.sockets.to_string());
+    put(
+        "cpus_online",
+        read_trim(&roots.sys.join("devices/system/cpu/online")).unwrap_or_else(unknown),
+    );
+    put(
+        "numa_nodes",
+        read_trim(&roots.sys.join("devices/system/node/online"))
+            .unwrap_or_else(|| "0 (no NUMA information)".into()),
+    );
+    put(
+        "cpu_governor",
+        read_trim(
+            &roots
+                .sys
+                .join("devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+        )
+        .unwrap_or_else(|| "unavailable (no cpufreq: virtual machine or fixed frequency)".into()),
+    );
+    put(
+        "smt",
+        match read_trim(&roots.sys.join("devices/system/cpu/smt/active")).as_deref() {
+            Some("1") => "active".into(),
+            Some("0") => "inactive".into(),
+            _ => "unknown".into(),
+        },
+    );
+    put(
+        "memory_total",
+        meminfo_total(&roots.proc).unwrap_or_else(unknown),
+    );
+    put(
+        "cgroup",
+        hierarchy.map_or_else(|| "not detected".into(), Hierarchy::describe),
+    );
+    put(
+        "virtualization",
+        read_trim(&roots.sys.join("class/dmi/id/sys_vendor"))
+            .map(|v| {
+                format!(
+                    "{v} {}",
+                    read_trim(&roots.sys.join("class/dmi/id/product_name")).unwrap_or_default()
+                )
+                .trim()
+                .to_owned()
+            })
+            .unwrap_or_else(unknown),
+    );
+    let unique: BTreeSet<&String> = tools.iter().collect();
+    for tool in unique {
+        let v = probe
+            .version(tool)
+            .unwrap_or_else(|e| format!("unavailable: {e}"));
+        put(&format!("tool.{tool}"), v);
+    }
+    env
+}
+
+fn os_release(etc: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(etc.join("os-release")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+        .map(|v| v.trim_matches('"').to_owned())
+}
+
+fn meminfo_total(proc_root: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(proc_root.join("meminfo")).ok()?;
+    let kib: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    Some(format!("{:.1} GiB", kib as f64 / (1024.0 * 1024.0)))
+}
+
+/// CPU model and topology counts from `/proc/cpuinfo`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CpuTopology {
+    /// `model name` of the first cpu.
+    pub model: Option<String>,
+    /// Logical cpus (processor entries).
+    pub threads: usize,
+    /// Distinct (physical id, core id) pairs; threads when absent.
+    pub cores: usize,
+    /// Distinct physical ids; 1 when absent.
+    pub sockets: usize,
+}
+
+/// Parses `/proc/cpuinfo`.
+pub fn parse_cpuinfo(text: &str) -> CpuTopology {
+    let mut model = None;
+    let mut threads = 0;
+    let mut cores = BTreeSet::new();
+    let mut sockets = BTreeSet::new();
+    let (mut phys, mut core) = (None::<String>, None::<String>);
+    let mut flush = |phys: &mut Option<String>, core: &mut Option<String>| {
+        if let (Some(p), Some(c)) = (phys.take(), core.take()) {
+            sockets.insert(p.clone());
+            cores.insert((p, c));
+        }
+    };
+    for line in text.lines() {
+        let Some((k, v)) = line.split_once(':') else {
+            flush(&mut phys, &mut core);
+            continue;
+        };
+        let (k, v) = (k.trim(), v.trim().to_owned());
+        match k {
+            "processor" => threads += 1,
+            "model name" if model.is_none() => model = Some(v),
+            "physical id" => phys = Some(v),
+            "core id" => core = Some(v),
+            _ => {}
+        }
+    }
+    flush(&mut phys, &mut core);
+    CpuTopology {
+        model,
+        threads,
+        cores: if cores.is_empty() {
+            threads
+        } else {
+            cores.len()
+        },
+        sockets: sockets.len().max(1),
+    }
+}
+
+/// The cpus this process may run on (its affinity mask).
+pub fn allowed_cpus() -> std::io::Result<IdSet> {
+    // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: asking for our own affinity into a correctly sized cpu_set_t.
+    if unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } != 0
+    {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok((0..libc::CPU_SETSIZE as usize)
+        // SAFETY: CPU_ISSET reads a bit of a valid set within CPU_SETSIZE.
+        .filter(|&i| unsafe { libc::CPU_ISSET(i, &set) })
+        .map(|i| i as u32)
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct FakeTools;
+    impl ToolProbe for FakeTools {
+        fn version(&self, tool: &str) -> Result<String, String> {
+            if tool == "sysbench" {
+                Ok("sysbench 1.0.20".into())
+            } else {
+                Err("not found".into())
+            }
+        }
+    }
+
+    #[test]
+    fn parses_cpuinfo_topology() {
+        let text = "processor\t: 0\nmodel name\t: Test CPU\nphysical id\t: 0\ncore id\t: 0\n\nprocessor\t: 1\nmodel name\t: Test CPU\nphysical id\t: 0\ncore id\t: 0\n\nprocessor\t: 2\nphysical id\t: 0\ncore id\t: 1\n\n";
+        let t = parse_cpuinfo(text);
+        assert_eq!(
+            t,
+            CpuTopology {
+                model: Some("Test CPU".into()),
+                threads: 3,
+                cores: 2,
+                sockets: 1
+            }
+        );
+    }
+
+    #[test]
+    fn captures_from_a_fake_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let w = |p: &str, t: &str| {
+            let path = root.join(p);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, t).unwrap();
+        };
+        w("proc/sys/kernel/osrelease", "6.1.0-test\n");
+        w("proc/cpuinfo", "processor\t: 0\nmodel name\t: Fake\n\n");
+        w("proc/meminfo", "MemTotal:       2097152 kB\n");
+        w("sys/devices/system/cpu/online", "0\n");
+        w("sys/devices/system/cpu/smt/active", "0\n");
+        w(
+            "etc/os-release",
+            "PRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\n",
+        );
+        let roots = EnvRoots {
+            proc: root.join("proc"),
+            sys: root.join("sys"),
+            etc: root.join("etc"),
+        };
+        let env = capture(
+            &roots,
+            None,
+            &["sysbench".into(), "fio".into(), "sysbench".into()],
+            &FakeTools,
+        );
+        let get = |k: &str| {
+            env.iter()
+                .find(|(kk, _)| kk == k)
+                .map(|(_, v)| v.as_str())
+                .unwrap()
+        };
+        assert_eq!(get("kernel"), "6.1.0-test");
+        assert_eq!(get("os"), "Debian GNU/Linux 12 (bookworm)");
+        assert_eq!(get("cpu_model"), "Fake");
+        assert_eq!(get("memory_total"), "2.0 GiB");
+        assert_eq!(get("smt"), "inactive");
+        assert_eq!(get("tool.sysbench"), "sysbench 1.0.20");
+        assert!(get("tool.fio").starts_with("unavailable"));
+        assert!(get("cpu_governor").starts_with("unavailable"));
+        assert_eq!(env.iter().filter(|(k, _)| k == "tool.sysbench").count(), 1);
+    }
+}

@@ -1,0 +1,490 @@
+//! The `host` platform: the workload runs as a child of isolab, confined in a cgroup
+//! of its own that carries the shape's and placement's limits.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use isolab_cgroups::{Cgroup, Hierarchy, Limits};
+
+use super::process::{read_tail, wait_listening, Child, Spawn, Waited};
+use super::{Execution, ExitKind, Interrupt, Job, Platform, PlatformError};
+use crate::telemetry::CpuSampler;
+
+/// Where the host platform finds the kernel's interfaces.
+#[derive(Debug, Clone)]
+pub struct HostPlatformConfig {
+    /// The cgroup layout (v1, hybrid or v2).
+    pub hierarchy: Hierarchy,
+    /// The proc file system (`/proc`).
+    pub proc_root: PathBuf,
+    /// Parent of every cgroup isolab creates, relative to the cgroup roots (`isolab`).
+    pub cgroup_base: PathBuf,
+    /// Host utilisation sampling interval.
+    pub sample_interval: Duration,
+}
+
+/// Largest part of a log kept with a run.
+const LOG_TAIL: usize = 1 << 20;
+
+/// The bare-host platform.
+#[derive(Debug, Clone)]
+pub struct HostPlatform {
+    config: HostPlatformConfig,
+}
+
+impl HostPlatform {
+    /// A host platform using `config`.
+    pub fn new(config: HostPlatformConfig) -> Self {
+        HostPlatform { config }
+    }
+
+    fn cgroup_path(&self, name: &str) -> PathBuf {
+        self.config.cgroup_base.join(name)
+    }
+
+    /// Runs an unmeasured helper command (prepare/cleanup) in an unlimited cgroup of its own.
+    fn helper(
+        &self,
+        phase: &'static str,
+        name: &str,
+        argv: &[String],
+        workdir: &Path,
+        interrupt: &Interrupt,
+    ) -> Result<(), PlatformError> {
+        let cgroup = Cgroup::create(
+            &self.config.hierarchy,
+            &self.cgroup_path(&format!("{name}-{phase}")),
+        )?;
+        let result = (|| {
+            let (out, err) = log_files(workdir, phase)?;
+            let child = start(argv, workdir, out, err, Some(&cgroup), false)?;
+            match wait_or_kill(
+                &child,
+                &cgroup,
+                interrupt,
+                Some(Instant::now() + Duration::from_secs(600)),
+            )? {
+                Ok((exit, _, _)) if exit.success() => Ok(()),
+                Ok((exit, _, _)) => Err(PlatformError::Helper {
+                    phase,
+                    command: argv.join(" "),
+                    exit,
+                    stderr: read_tail(&workdir.join(format!(".isolab-{phase}.stderr")), 2000),
+                }),
+                Err(e) => Err(e),
+            }
+        })();
+        let removed = cgroup.remove();
+        result.and(removed.map_err(PlatformError::from))
+    }
+
+    fn measured(
+        &self,
+        job: &Job,
+        cgroup: &Cgroup,
+        interrupt: &Interrupt,
+    ) -> Result<Execution, PlatformError> {
+        let mut notes = Vec::new();
+        // The server, when the workload has one, lives in the same instance.
+        let server = match &job.server {
+            None => None,
+            Some((argv, port)) => {
+                let (out, err) = log_files(&job.workdir, "server")?;
+                let child = start(argv, &job.workdir, out, err, Some(cgroup), false)?;
+                let alive = || child_alive(child.pid);
+                if !wait_listening(
+                    &self.config.proc_root,
+                    *port,
+                    Duration::from_secs(10),
+                    alive,
+                ) {
+                    let _ = cgroup.kill_all();
+                    let _ = child.reap();
+                    return Err(PlatformError::ServerNotReady {
+                        command: argv.join(" "),
+                        port: *port,
+                        waited: Duration::from_secs(10),
+                        stderr: read_tail(&job.workdir.join(".isolab-server.stderr"), 2000),
+                    });
+                }
+                Some(child)
+            }
+        };
+
+        let (out, err) = log_files(&job.workdir, "command")?;
+        let sampler = CpuSampler::start(&self.config.proc_root, self.config.sample_interval);
+        let child = start(&job.argv, &job.workdir, out, err, Some(cgroup), true);
+        let child = match child {
+            Ok(c) => c,
+            Err(e) => {
+                sampler.finish();
+                stop_server(server, cgroup);
+                return Err(e);
+            }
+        };
+        let waited = wait_or_kill(&child, cgroup, interrupt, Some(child.started + job.timeout));
+        let host_cpu = sampler.finish();
+        let perf = child.perf();
+        let stats = cgroup.stats();
+        stop_server(server, cgroup);
+        let (exit, rusage, ended) = match waited? {
+            Ok(v) => v,
+            Err(PlatformError::TimedOut(_)) => return Err(PlatformError::TimedOut(job.timeout)),
+            Err(e) => return Err(e),
+        };
+        let wall = ended.duration_since(child.started);
+
+        let mut telemetry: Vec<(String, f64)> = vec![("wall_s".into(), wall.as_secs_f64())];
+        match stats {
+            Ok(s) => {
+                let mut put = |k: &str, v: Option<f64>| {
+                    if let Some(v) = v {
+                        telemetry.push((k.to_string(), v));
+                    }
+                };
+                put("cpu_usage_s", s.cpu_usage.map(|d| d.as_secs_f64()));
+                put("cpu_user_s", s.cpu_user.map(|d| d.as_secs_f64()));
+                put("cpu_system_s", s.cpu_system.map(|d| d.as_secs_f64()));
+                put(
+                    "cpu_util_pct",
+                    s.cpu_usage
+                        .map(|d| 100.0 * d.as_secs_f64() / wall.as_secs_f64().max(1e-9)),
+                );
+                put("nr_periods", s.nr_periods.map(|v| v as f64));
+                put("nr_throttled", s.nr_throttled.map(|v| v as f64));
+                put("throttled_s", s.throttled.map(|d| d.as_secs_f64()));
+                put("memory_peak_bytes", s.memory_peak.map(|b| b.0 as f64));
+                put("io_read_bytes", s.io_read.map(|b| b.0 as f64));
+                put("io_write_bytes", s.io_write.map(|b| b.0 as f64));
+                if let Some(p) = &s.psi {
+                    for (name, lines) in [("cpu", &p.cpu), ("memory", &p.memory), ("io", &p.io)] {
+                        if let Some(l) = lines {
+                            put(
+                                &format!("psi_{name}_some_s"),
+                                Some(l.some.total.as_secs_f64()),
+                            );
+                            put(
+                                &format!("psi_{name}_full_s"),
+                                l.full.map(|f| f.total.as_secs_f64()),
+                            );
+                        }
+                    }
+                }
+            }
+            Err(e) => notes.push(format!("cgroup statistics unavailable: {e}")),
+        }
+        telemetry.push(("ctx_switches_voluntary".into(), rusage.ru_nvcsw as f64));
+        telemetry.push(("ctx_switches_involuntary".into(), rusage.ru_nivcsw as f64));
+        telemetry.push(("max_rss_kib".into(), rusage.ru_maxrss as f64));
+        match perf {
+            Ok(c) => {
+                telemetry.push(("context_switches".into(), c.context_switches as f64));
+                telemetry.push(("cpu_migrations".into(), c.cpu_migrations as f64));
+            }
+            Err(why) => notes.push(why),
+        }
+        if !host_cpu.mean.is_empty() {
+            for (id, u) in &host_cpu.mean {
+                telemetry.push((format!("host_cpu{id}_util_pct"), *u));
+            }
+            let mean =
+                host_cpu.mean.iter().map(|(_, u)| u).sum::<f64>() / host_cpu.mean.len() as f64;
+            telemetry.push(("host_util_pct".into(), mean));
+        }
+
+        Ok(Execution {
+            exit,
+            stdout: read_tail(&job.workdir.join(".isolab-command.stdout"), LOG_TAIL),
+            stderr: read_tail(&job.workdir.join(".isolab-command.stderr"), LOG_TAIL),
+            wall,
+            limits_applied: Limits::default(),
+            telemetry,
+            series: host_cpu.series,
+            notes,
+        })
+    }
+}
+
+impl Platform for HostPlatform {
+    fn execute(&self, job: &Job, interrupt: &Interrupt) -> Result<Execution, PlatformError> {
+        if let Some(prepare) = &job.prepare {
+            self.helper("prepare", &job.name, prepare, &job.workdir, interrupt)?;
+        }
+        let result = (|| {
+            let cgroup = Cgroup::create(&self.config.hierarchy, &self.cgroup_path(&job.name))?;
+            let run = (|| {
+                cgroup.apply(&job.limits)?;
+                let applied = cgroup.read_limits()?;
+                check_limits(&job.limits, &applied).map_err(|detail| {
+                    PlatformError::LimitMismatch {
+                        cgroup: cgroup.rel().display().to_string(),
+                        detail,
+                    }
+                })?;
+                let mut execution = self.measured(job, &cgroup, interrupt)?;
+                execution.limits_applied = applied;
+                Ok(execution)
+            })();
+            let removed = cgroup.remove();
+            match (run, removed) {
+                (Ok(e), Ok(())) => Ok(e),
+                (Err(e), _) => Err(e),
+                (Ok(_), Err(e)) => Err(e.into()),
+            }
+        })();
+        // Cleanup always runs, but not after Ctrl-C: the user wants out.
+        if let Some(cleanup) = &job.cleanup {
+            if !interrupt.is_triggered() {
+                let cleaned = self.helper("cleanup", &job.name, cleanup, &job.workdir, interrupt);
+                if let (Ok(_), Err(e)) = (&result, cleaned) {
+                    return Err(e);
+                }
+            }
+        }
+        result
+    }
+
+    fn gc(&self) -> Result<Vec<String>, PlatformError> {
+        let h = &self.config.hierarchy;
+        let mut removed = Vec::new();
+        for rel in isolab_cgroups::list_below(h, &self.config.cgroup_base)? {
+            if let Some(pid) = owner_pid(&rel, &self.config.cgroup_base) {
+                if pid != std::process::id()
+                    && child_alive(pid as libc::pid_t)
+                    && is_isolab(&self.config.proc_root, pid)
+                {
+                    continue; // a live experiment owns it
+                }
+            }
+            let cgroup = Cgroup::open(h, &rel)?;
+            let pids = cgroup.pids().unwrap_or_default();
+            cgroup.remove()?;
+            removed.push(format!(
+                "cgroup {} ({} processes killed)",
+                rel.display(),
+                pids.len()
+            ));
+        }
+        // The base itself, once empty.
+        if let Ok(base) = Cgroup::open(h, &self.config.cgroup_base) {
+            if base.pids().map(|p| p.is_empty()).unwrap_or(false)
+                && isolab_cgroups::list_below(h, &self.config.cgroup_base)
+                    .map(|l| l.is_empty())
+                    .unwrap_or(false)
+                && base.remove().is_ok()
+            {
+                removed.push(format!("cgroup {}", self.config.cgroup_base.display()));
+            }
+        }
+        Ok(removed)
+    }
+}
+
+/// The pid of the isolab process that owns a run cgroup: its first component below
+/// the base is named `exp<ID>-pid<PID>`.
+fn owner_pid(rel: &Path, base: &Path) -> Option<u32> {
+    let first = rel.strip_prefix(base).ok()?.components().next()?;
+    let name = first.as_os_str().to_str()?;
+    name.rsplit_once("-pid")?.1.parse().ok()
+}
+
+fn is_isolab(proc_root: &Path, pid: u32) -> bool {
+    std::fs::read_to_string(proc_root.join(pid.to_string()).join("comm"))
+        .is_ok_and(|c| c.trim().starts_with("isolab"))
+}
+
+fn child_alive(pid: libc::pid_t) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    unsafe { libc::kill(pid, 0) == 0 }
+}
+
+fn log_files(workdir: &Path, phase: &str) -> Result<(File, File), PlatformError> {
+    let open = |ext: &str| {
+        let path = workdir.join(format!(".isolab-{phase}.{ext}"));
+        File::create(&path).map_err(|source| PlatformError::Io {
+            action: "cannot create log file",
+            path,
+            source,
+        })
+    };
+    Ok((open("stdout")?, open("stderr")?))
+}
+
+fn start(
+    argv: &[String],
+    workdir: &Path,
+    out: File,
+    err: File,
+    cgroup: Option<&Cgroup>,
+    count: bool,
+) -> Result<Child, PlatformError> {
+    let attacher = cgroup.map(|c| c.attacher()).transpose()?.map(Arc::new);
+    Spawn {
+        argv,
+        workdir,
+        stdout: out,
+        stderr: err,
+        attacher,
+        count,
+    }
+    .start()
+    .map_err(|source| PlatformError::Spawn {
+        program: argv.first().cloned().unwrap_or_default(),
+        source,
+    })
+}
+
+type Finished = (ExitKind, libc::rusage, Instant);
+
+/// Waits for the child; on interrupt or timeout kills the whole cgroup and reaps.
+/// The outer error is a failure to wait at all.
+fn wait_or_kill(
+    child: &Child,
+    cgroup: &Cgroup,
+    interrupt: &Interrupt,
+    deadline: Option<Instant>,
+) -> Result<Result<Finished, PlatformError>, PlatformError> {
+    let waited = child
+        .wait(interrupt, deadline)
+        .map_err(|source| PlatformError::Io {
+            action: "cannot wait for the command in",
+            path: cgroup.rel().to_path_buf(),
+            source,
+        })?;
+    match waited {
+        Waited::Exited { exit, rusage, at } => Ok(Ok((exit, rusage, at))),
+        other => {
+            child.signal_group(libc::SIGKILL);
+            cgroup.kill_all()?;
+            let _ = child.reap();
+            Ok(Err(match other {
+                Waited::Interrupted => PlatformError::Interrupted,
+                _ => PlatformError::TimedOut(Duration::ZERO),
+            }))
+        }
+    }
+}
+
+fn stop_server(server: Option<Child>, cgroup: &Cgroup) {
+    if let Some(s) = server {
+        s.signal_group(libc::SIGTERM);
+        let interrupt = Interrupt::new().ok();
+        let exited = interrupt
+            .as_ref()
+            .map(|i| {
+                matches!(
+                    s.wait(i, Some(Instant::now() + Duration::from_secs(2))),
+                    Ok(Waited::Exited { .. })
+                )
+            })
+            .unwrap_or(false);
+        if !exited {
+            s.signal_group(libc::SIGKILL);
+            let _ = cgroup.kill_all();
+            let _ = s.reap();
+        }
+    }
+}
+
+/// Compares every limit that was asked for with what the cgroup reports.
+pub(crate) fn check_limits(asked: &Limits, read: &Limits) -> Result<(), String> {
+    let mut diffs = Vec::new();
+    let mut cmp = |what: &str, a: Option<String>, r: Option<String>| {
+        if a.is_some() && a != r {
+            diffs.push(format!(
+                "{what} asked {} read {}",
+                a.unwrap_or_default(),
+                r.unwrap_or_else(|| "unlimited".into())
+            ));
+        }
+    };
+    cmp(
+        "cpu quota",
+        asked.cpu.map(|q| format!("{:?}/{:?}", q.quota, q.period)),
+        read.cpu.map(|q| format!("{:?}/{:?}", q.quota, q.period)),
+    );
+    cmp(
+        "cpuset",
+        asked.cpuset.as_ref().map(ToString::to_string),
+        read.cpuset.as_ref().map(ToString::to_string),
+    );
+    cmp(
+        "mems",
+        asked.mems.as_ref().map(ToString::to_string),
+        read.mems.as_ref().map(ToString::to_string),
+    );
+    cmp(
+        "memory",
+        asked.memory_max.map(|b| b.0.to_string()),
+        read.memory_max.map(|b| b.0.to_string()),
+    );
+    cmp(
+        "memory+swap",
+        asked.memory_swap_max.map(|b| b.0.to_string()),
+        read.memory_swap_max.map(|b| b.0.to_string()),
+    );
+    cmp(
+        "pids",
+        asked.pids_max.map(|p| p.to_string()),
+        read.pids_max.map(|p| p.to_string()),
+    );
+    for t in &asked.io {
+        let found = read.io.iter().find(|r| r.device == t.device);
+        cmp(
+            &format!("io {}", t.device),
+            Some(format!("{t:?}")),
+            found.map(|f| format!("{f:?}")),
+        );
+    }
+    if diffs.is_empty() {
+        Ok(())
+    } else {
+        Err(diffs.join("; "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use isolab_cgroups::{Bytes, CpuQuota};
+
+    #[test]
+    fn finds_the_owner_of_a_run_cgroup() {
+        let base = Path::new("isolab");
+        assert_eq!(
+            owner_pid(Path::new("isolab/exp3-pid4242/c1-r2"), base),
+            Some(4242)
+        );
+        assert_eq!(owner_pid(Path::new("isolab/other"), base), None);
+    }
+
+    #[test]
+    fn limit_check_names_what_differs() {
+        let asked = Limits {
+            cpu: Some(CpuQuota {
+                quota: Duration::from_millis(100),
+                period: Duration::from_millis(100),
+            }),
+            memory_max: Some(Bytes(1 << 30)),
+            ..Limits::default()
+        };
+        assert_eq!(check_limits(&asked, &asked.clone()), Ok(()));
+        let read = Limits {
+            memory_max: Some(Bytes(1 << 29)),
+            ..asked.clone()
+        };
+        let err = check_limits(&asked, &read).unwrap_err();
+        assert!(
+            err.contains("memory asked 1073741824 read 536870912"),
+            "{err}"
+        );
+        // Unasked limits are not compared.
+        let read = Limits {
+            pids_max: Some(10),
+            ..asked.clone()
+        };
+        assert_eq!(check_limits(&asked, &read), Ok(()));
+    }
+}

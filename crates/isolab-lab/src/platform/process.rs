@@ -1,0 +1,568 @@
+//! Spawning a command into a cgroup and waiting for it without polling: the child
+//! attaches itself to the cgroup between fork and exec, software perf counters are
+//! armed on it before it execs (so the whole process tree is counted from its first
+//! instruction), and the parent waits on a pidfd together with an interrupt pipe and
+//! a timeout.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use isolab_cgroups::Attacher;
+
+use super::ExitKind;
+
+/// Ctrl-C / SIGTERM delivery to whatever is running: a flag plus a self-pipe that
+/// wakes the wait of the current command at once.
+#[derive(Debug)]
+pub struct Interrupt {
+    flag: AtomicBool,
+    read: OwnedFd,
+    write: OwnedFd,
+}
+
+impl Interrupt {
+    /// A fresh, untriggered interrupt.
+    pub fn new() -> io::Result<Self> {
+        let (read, write) = pipe()?;
+        Ok(Interrupt {
+            flag: AtomicBool::new(false),
+            read,
+            write,
+        })
+    }
+
+    /// Marks the interrupt and wakes any wait. Safe to call from any thread, repeatedly.
+    pub fn trigger(&self) {
+        self.flag.store(true, Ordering::SeqCst);
+        let byte = 1u8;
+        // SAFETY: writing one byte from a valid stack buffer to a pipe fd we own.
+        // A full pipe (EAGAIN) already wakes the reader, so the result is ignored.
+        unsafe { libc::write(self.write.as_raw_fd(), std::ptr::from_ref(&byte).cast(), 1) };
+    }
+
+    /// Whether it was triggered.
+    pub fn is_triggered(&self) -> bool {
+        self.flag.load(Ordering::SeqCst)
+    }
+
+    fn fd(&self) -> RawFd {
+        self.read.as_raw_fd()
+    }
+}
+
+fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` is a valid array of two ints for pipe2 to fill.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: pipe2 succeeded, so both fds are open and owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Counters of a process tree from software perf events.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PerfCounts {
+    /// Context switches (voluntary and involuntary) of all tasks of the tree.
+    pub context_switches: u64,
+    /// Times a task of the tree moved to another cpu.
+    pub cpu_migrations: u64,
+}
+
+/// Software perf counters that follow a process and its future children.
+struct PerfCounters {
+    ctx: OwnedFd,
+    migrations: OwnedFd,
+}
+
+const PERF_TYPE_SOFTWARE: u32 = 1;
+const PERF_COUNT_SW_CONTEXT_SWITCHES: u64 = 3;
+const PERF_COUNT_SW_CPU_MIGRATIONS: u64 = 4;
+const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
+// perf_event_attr bit flags (see perf_event_open(2)).
+const ATTR_DISABLED: u64 = 1 << 0;
+const ATTR_INHERIT: u64 = 1 << 1;
+const ATTR_ENABLE_ON_EXEC: u64 = 1 << 12;
+
+/// The first 64 bytes of `struct perf_event_attr` (PERF_ATTR_SIZE_VER0), which is
+/// all a counting software event needs.
+#[repr(C)]
+#[derive(Default)]
+struct PerfEventAttr {
+    kind: u32,
+    size: u32,
+    config: u64,
+    sample_period: u64,
+    sample_type: u64,
+    read_format: u64,
+    flags: u64,
+    wakeup_events: u32,
+    bp_type: u32,
+    config1: u64,
+}
+
+impl PerfCounters {
+    /// Opens both counters on `pid`, disabled until it execs, inherited by its children.
+    fn open(pid: libc::pid_t) -> io::Result<Self> {
+        let open = |config: u64| -> io::Result<OwnedFd> {
+            let attr = PerfEventAttr {
+                kind: PERF_TYPE_SOFTWARE,
+                size: std::mem::size_of::<PerfEventAttr>() as u32,
+                config,
+                flags: ATTR_DISABLED | ATTR_INHERIT | ATTR_ENABLE_ON_EXEC,
+                ..PerfEventAttr::default()
+            };
+            // SAFETY: `attr` is a valid, fully initialised perf_event_attr of the size
+            // it declares; the other arguments are plain integers.
+            let fd = unsafe {
+                libc::syscall(
+                    libc::SYS_perf_event_open,
+                    std::ptr::from_ref(&attr),
+                    pid,
+                    -1 as libc::c_int,
+                    -1 as libc::c_int,
+                    PERF_FLAG_FD_CLOEXEC,
+                )
+            };
+            if fd < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // SAFETY: the syscall returned a new fd that nothing else owns.
+            Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+        };
+        Ok(PerfCounters {
+            ctx: open(PERF_COUNT_SW_CONTEXT_SWITCHES)?,
+            migrations: open(PERF_COUNT_SW_CPU_MIGRATIONS)?,
+        })
+    }
+
+    fn read(&self) -> io::Result<PerfCounts> {
+        let read = |fd: &OwnedFd| -> io::Result<u64> {
+            let mut value = 0u64;
+            // SAFETY: reading 8 bytes into a u64 on the stack from an fd we own.
+            let n = unsafe { libc::read(fd.as_raw_fd(), std::ptr::from_mut(&mut value).cast(), 8) };
+            if n == 8 {
+                Ok(value)
+            } else {
+                Err(io::Error::last_os_error())
+            }
+        };
+        Ok(PerfCounts {
+            context_switches: read(&self.ctx)?,
+            cpu_migrations: read(&self.migrations)?,
+        })
+    }
+}
+
+/// A command to start inside a cgroup.
+pub(crate) struct Spawn<'a> {
+    pub argv: &'a [String],
+    pub workdir: &'a Path,
+    pub stdout: File,
+    pub stderr: File,
+    pub attacher: Option<Arc<Attacher>>,
+    /// Arm perf counters on the child before it execs.
+    pub count: bool,
+}
+
+/// A started child.
+pub(crate) struct Child {
+    pub pid: libc::pid_t,
+    pidfd: OwnedFd,
+    perf: Result<PerfCounters, io::Error>,
+    pub started: Instant,
+}
+
+/// How waiting for a child ended.
+pub(crate) enum Waited {
+    /// It exited; with its resource usage (of it and its reaped descendants).
+    Exited {
+        exit: ExitKind,
+        rusage: libc::rusage,
+        at: Instant,
+    },
+    /// The interrupt fired first.
+    Interrupted,
+    /// The deadline passed first.
+    TimedOut,
+}
+
+impl Spawn<'_> {
+    /// Starts the command. The child puts itself into its own process group and the
+    /// cgroup, then (when counting) waits for the parent to arm the perf counters.
+    pub fn start(self) -> io::Result<Child> {
+        let Some((program, args)) = self.argv.split_first() else {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty command"));
+        };
+        let (pid_r, pid_w) = pipe()?;
+        let (go_r, go_w) = pipe()?;
+        let mut cmd = Command::new(program);
+        cmd.args(args)
+            .current_dir(self.workdir)
+            .stdin(Stdio::null())
+            .stdout(self.stdout)
+            .stderr(self.stderr);
+        let attach = self.attacher;
+        let count = self.count;
+        let (pid_w_fd, go_r_fd) = (pid_w.as_raw_fd(), go_r.as_raw_fd());
+        // SAFETY: the closure only makes async-signal-safe calls (setpgid, write, read,
+        // poll, getpid and the attacher's write of "0" to pre-opened fds); it does
+        // not allocate.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::setpgid(0, 0) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                if let Some(a) = &attach {
+                    a.attach_self()?;
+                }
+                if count {
+                    let pid: libc::pid_t = libc::getpid();
+                    libc::write(
+                        pid_w_fd,
+                        std::ptr::from_ref(&pid).cast(),
+                        std::mem::size_of::<libc::pid_t>(),
+                    );
+                    // Wait (bounded) for the parent to arm the counters.
+                    let mut pfd = libc::pollfd {
+                        fd: go_r_fd,
+                        events: libc::POLLIN,
+                        revents: 0,
+                    };
+                    libc::poll(&mut pfd, 1, 5000);
+                }
+                Ok(())
+            });
+        }
+        // The parent arms the counters from a helper thread, since `spawn` only
+        // returns once the child has exec'd.
+        let armer = count.then(|| {
+            std::thread::spawn(move || -> Result<PerfCounters, io::Error> {
+                let mut pfd = libc::pollfd {
+                    fd: pid_r.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                // SAFETY: polling one valid pollfd.
+                let ready = unsafe { libc::poll(&mut pfd, 1, 5000) };
+                let mut pid: libc::pid_t = 0;
+                let result = if ready == 1 {
+                    // SAFETY: reading a pid_t into a stack variable from a pipe we own.
+                    let n = unsafe {
+                        libc::read(
+                            pid_r.as_raw_fd(),
+                            std::ptr::from_mut(&mut pid).cast(),
+                            std::mem::size_of::<libc::pid_t>(),
+                        )
+                    };
+                    if n as usize == std::mem::size_of::<libc::pid_t>() {
+                        PerfCounters::open(pid)
+                    } else {
+                        Err(io::Error::other("child did not report its pid"))
+                    }
+                } else {
+                    Err(io::Error::other("child did not report its pid"))
+                };
+                let byte = 1u8;
+                // SAFETY: one byte from the stack to a pipe we own.
+                unsafe { libc::write(go_w.as_raw_fd(), std::ptr::from_ref(&byte).cast(), 1) };
+                result
+            })
+        });
+        let spawned = cmd.spawn();
+        drop(pid_w);
+        drop(go_r);
+        let perf = match armer {
+            Some(h) => h
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("perf arming thread panicked"))),
+            None => Err(io::Error::other("not counted")),
+        };
+        let child = spawned?;
+        let started = Instant::now();
+        let pid = child.id() as libc::pid_t;
+        // The std handle is dropped without waiting: we reap with wait4 for the rusage.
+        drop(child);
+        // SAFETY: pidfd_open on the pid of our own unreaped child.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        if fd < 0 {
+            let e = io::Error::last_os_error();
+            // SAFETY: killing and reaping our own child, which we cannot track otherwise.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, std::ptr::null_mut(), 0);
+            }
+            return Err(e);
+        }
+        // SAFETY: the syscall returned a new fd owned by nobody else.
+        let pidfd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
+        Ok(Child {
+            pid,
+            pidfd,
+            perf,
+            started,
+        })
+    }
+}
+
+impl Child {
+    /// Waits for exit, the interrupt, or the deadline, whichever comes first.
+    pub fn wait(&self, interrupt: &Interrupt, deadline: Option<Instant>) -> io::Result<Waited> {
+        loop {
+            if interrupt.is_triggered() {
+                return Ok(Waited::Interrupted);
+            }
+            let timeout_ms = match deadline {
+                None => -1,
+                Some(d) => {
+                    let left = d.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Ok(Waited::TimedOut);
+                    }
+                    left.as_millis().min(i32::MAX as u128) as i32 + 1
+                }
+            };
+            let mut fds = [
+                libc::pollfd {
+                    fd: self.pidfd.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+                libc::pollfd {
+                    fd: interrupt.fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+            ];
+            // SAFETY: polling two valid pollfds in a stack array.
+            let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout_ms) };
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+            if fds[0].revents != 0 {
+                let at = Instant::now();
+                let (exit, rusage) = self.reap()?;
+                return Ok(Waited::Exited { exit, rusage, at });
+            }
+        }
+    }
+
+    /// Reaps the (exited or killed) child, returning its status and rusage.
+    pub fn reap(&self) -> io::Result<(ExitKind, libc::rusage)> {
+        let mut status = 0;
+        // SAFETY: rusage is plain old data; zeroed is a valid value.
+        let mut rusage: libc::rusage = unsafe { std::mem::zeroed() };
+        loop {
+            // SAFETY: waiting for our own child with valid out-pointers.
+            let r = unsafe { libc::wait4(self.pid, &mut status, 0, &mut rusage) };
+            if r == self.pid {
+                break;
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+        let exit = if libc::WIFSIGNALED(status) {
+            ExitKind::Signal(libc::WTERMSIG(status))
+        } else {
+            ExitKind::Code(libc::WEXITSTATUS(status))
+        };
+        Ok((exit, rusage))
+    }
+
+    /// Sends `signal` to the child's process group.
+    pub fn signal_group(&self, signal: libc::c_int) {
+        // SAFETY: signalling the process group our child leads (setpgid in pre_exec).
+        unsafe { libc::kill(-self.pid, signal) };
+    }
+
+    /// The perf counts so far, or why there are none.
+    pub fn perf(&self) -> Result<PerfCounts, String> {
+        match &self.perf {
+            Ok(c) => c.read().map_err(|e| format!("reading perf counters: {e}")),
+            Err(e) => Err(format!("perf counters unavailable: {e}")),
+        }
+    }
+}
+
+/// Waits until something listens on TCP `port` (IPv4 or IPv6), reading
+/// `proc/net/tcp{,6}`; false after `timeout` or when `alive` says the server died.
+pub(crate) fn wait_listening(
+    proc_root: &Path,
+    port: u16,
+    timeout: Duration,
+    alive: impl Fn() -> bool,
+) -> bool {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if listening(proc_root, port) {
+            return true;
+        }
+        if !alive() {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    false
+}
+
+fn listening(proc_root: &Path, port: u16) -> bool {
+    ["net/tcp", "net/tcp6"].iter().any(|f| {
+        std::fs::read_to_string(proc_root.join(f))
+            .is_ok_and(|t| parse_listening(&t).contains(&port))
+    })
+}
+
+/// Ports in state LISTEN (0A) in a /proc/net/tcp table.
+pub(crate) fn parse_listening(table: &str) -> Vec<u16> {
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let mut cols = line.split_whitespace();
+            let local = cols.nth(1)?;
+            let state = cols.nth(1)?;
+            (state == "0A").then_some(())?;
+            u16::from_str_radix(local.rsplit(':').next()?, 16).ok()
+        })
+        .collect()
+}
+
+/// A TCP port that is free on loopback right now.
+pub(crate) fn free_port() -> io::Result<u16> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok(l.local_addr()?.port())
+}
+
+/// Tail of a log file, at most `max` bytes, as text.
+pub(crate) fn read_tail(path: &Path, max: usize) -> String {
+    match std::fs::read(path) {
+        Ok(bytes) => {
+            let start = bytes.len().saturating_sub(max);
+            let mut s = String::from_utf8_lossy(&bytes[start..]).into_owned();
+            if start > 0 {
+                s.insert_str(0, &format!("[… {start} earlier bytes not kept …]\n"));
+            }
+            s
+        }
+        Err(_) => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_listening_ports() {
+        let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:1451 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0000000000000000 100 0 0 10 0
+   1: 0100007F:1452 0100007F:9C40 01 00000000:00000000 00:00000000 00000000     0        0 2 1 0000000000000000 20 4 30 10 -1";
+        assert_eq!(parse_listening(table), vec![0x1451]);
+    }
+
+    #[test]
+    fn interrupt_wakes_a_wait() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = File::create(dir.path().join("o")).unwrap();
+        let err = File::create(dir.path().join("e")).unwrap();
+        let argv = vec!["sleep".to_string(), "30".to_string()];
+        let child = Spawn {
+            argv: &argv,
+            workdir: dir.path(),
+            stdout: out,
+            stderr: err,
+            attacher: None,
+            count: false,
+        }
+        .start()
+        .unwrap();
+        let interrupt = Interrupt::new().unwrap();
+        interrupt.trigger();
+        assert!(matches!(
+            child.wait(&interrupt, None).unwrap(),
+            Waited::Interrupted
+        ));
+        child.signal_group(libc::SIGKILL);
+        let (exit, _) = child.reap().unwrap();
+        assert_eq!(exit, ExitKind::Signal(libc::SIGKILL));
+    }
+
+    #[test]
+    fn counts_a_process_tree_from_exec() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = File::create(dir.path().join("o")).unwrap();
+        let err = File::create(dir.path().join("e")).unwrap();
+        let argv: Vec<String> = ["sh", "-c", "for i in 1 2 3 4 5; do sleep 0.01; done"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let child = Spawn {
+            argv: &argv,
+            workdir: dir.path(),
+            stdout: out,
+            stderr: err,
+            attacher: None,
+            count: true,
+        }
+        .start()
+        .unwrap();
+        let interrupt = Interrupt::new().unwrap();
+        let Waited::Exited { exit, rusage, .. } = child
+            .wait(&interrupt, Some(Instant::now() + Duration::from_secs(10)))
+            .unwrap()
+        else {
+            panic!("expected exit");
+        };
+        assert!(exit.success());
+        // Five sleeps in child processes: each blocks at least once.
+        assert!(
+            rusage.ru_nvcsw >= 5,
+            "voluntary switches {}",
+            rusage.ru_nvcsw
+        );
+        match child.perf() {
+            Ok(c) => assert!(c.context_switches >= 5, "{c:?}"),
+            Err(why) => eprintln!("skipped perf check: {why}"),
+        }
+    }
+
+    #[test]
+    fn deadline_times_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = File::create(dir.path().join("o")).unwrap();
+        let err = File::create(dir.path().join("e")).unwrap();
+        let argv = vec!["sleep".to_string(), "30".to_string()];
+        let child = Spawn {
+            argv: &argv,
+            workdir: dir.path(),
+            stdout: out,
+            stderr: err,
+            attacher: None,
+            count: false,
+        }
+        .start()
+        .unwrap();
+        let interrupt = Interrupt::new().unwrap();
+        assert!(matches!(
+            child
+                .wait(&interrupt, Some(Instant::now() + Duration::from_millis(50)))
+                .unwrap(),
+            Waited::TimedOut
+        ));
+        child.signal_group(libc::SIGKILL);
+        child.reap().unwrap();
+    }
+}

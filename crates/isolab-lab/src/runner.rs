@@ -1,0 +1,838 @@
+//! The runner: executes an experiment's cells in shuffled rounds, repeats each cell
+//! until its primary metric is stable, and commits every run to the store on its own.
+//!
+//! Promises (DESIGN.md, "Runner semantics"):
+//! - rounds over all active cells, each round shuffled with a recorded seed, so that
+//!   drift of the machine spreads over all cells;
+//! - warm-up runs are stored but not counted; after `min` counted runs a cell stops
+//!   as soon as the CV of its primary metric is at most `target_cv`, or at `max`;
+//!   the stop reason is stored;
+//! - each run is committed in its own transaction; an interrupted run is recorded as
+//!   an interruption, never as a run; `resume` continues where the store says the
+//!   experiment stopped, so no completed run is lost or repeated.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use isolab_cgroups::{DeviceNumber, IdSet};
+use isolab_stats::Sample;
+use isolab_store::{
+    CellId, ExperimentId, ExperimentStatus, Interruption, MetricValue, NewCell, NewExperiment,
+    NewRun, RunStatus, Store,
+};
+use isolab_workloads::{Params, RunOutput};
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use crate::platform::{Interrupt, Job, Platform, PlatformError};
+use crate::shape::limits_for;
+use crate::spec::{Cell, ExperimentSpec, Order};
+
+/// Settings of a runner that are not part of the experiment.
+#[derive(Debug, Clone)]
+pub struct RunnerConfig {
+    /// Directory under which each run gets a fresh working directory (on a real disk
+    /// for I/O workloads; `/var/tmp/isolab` by default).
+    pub workdir_base: PathBuf,
+    /// Keep the per-run working directories (for debugging a workload).
+    pub keep_workdirs: bool,
+    /// The cpus instances may use.
+    pub cpus: IdSet,
+}
+
+/// Something that happened, for progress display and `--json` event streams.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    /// The experiment (re)started.
+    Started {
+        /// Its id in the store.
+        experiment: ExperimentId,
+        /// Its name.
+        name: String,
+        /// Number of cells.
+        cells: usize,
+        /// Runs to do at least (warm-ups included), from now.
+        runs_at_least: u64,
+        /// Runs to do at most, from now.
+        runs_at_most: u64,
+        /// The shuffle seed.
+        seed: u64,
+        /// Runs already in the store (resume).
+        runs_stored: u64,
+    },
+    /// A run starts.
+    RunStarted {
+        /// Cell key.
+        cell: String,
+        /// Cell index.
+        index: u32,
+        /// 1-based repetition (counted) or warm-up number.
+        repetition: u32,
+        /// Whether it is a warm-up.
+        warmup: bool,
+    },
+    /// A run ended and was stored.
+    RunFinished {
+        /// Cell key.
+        cell: String,
+        /// Cell index.
+        index: u32,
+        /// 1-based repetition.
+        repetition: u32,
+        /// Whether it was a warm-up.
+        warmup: bool,
+        /// Whether it succeeded.
+        ok: bool,
+        /// Wall time of the measured command, seconds.
+        wall_s: f64,
+        /// Primary metric of this run.
+        primary: Option<f64>,
+        /// Counted runs of the cell so far.
+        n: usize,
+        /// CV of the primary metric so far.
+        cv: Option<f64>,
+        /// Why it failed.
+        error: Option<String>,
+    },
+    /// A cell needs no more runs.
+    CellStopped {
+        /// Cell key.
+        cell: String,
+        /// Cell index.
+        index: u32,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Receives [`Event`]s.
+pub trait Observer {
+    /// Called for every event, in order.
+    fn event(&mut self, event: &Event);
+}
+
+/// An observer that ignores everything.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Silent;
+
+impl Observer for Silent {
+    fn event(&mut self, _: &Event) {}
+}
+
+/// How a call to the runner ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    /// The experiment.
+    pub experiment: ExperimentId,
+    /// Its status now.
+    pub status: ExperimentStatus,
+    /// Runs executed by this call.
+    pub runs: u64,
+    /// Cells that stopped because a run failed.
+    pub failed_cells: usize,
+}
+
+/// Why the runner could not go on.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The store refused a write or read.
+    #[error(transparent)]
+    Store(#[from] isolab_store::Error),
+    /// The stored experiment does not match its spec (resume).
+    #[error("experiment {experiment} cannot be resumed: {why}")]
+    Mismatch {
+        /// The experiment.
+        experiment: ExperimentId,
+        /// What differs.
+        why: String,
+    },
+    /// The working directory base cannot be used.
+    #[error(
+        "cannot use working directory {path}: {source}; pass --workdir DIR on a writable disk"
+    )]
+    Workdir {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+#[derive(Debug, Default)]
+struct CellState {
+    id: CellId,
+    warmups: u32,
+    counted: u32,
+    values: Vec<f64>,
+    stopped: Option<String>,
+}
+
+/// Runs experiments on one platform into one store.
+pub struct Runner<'a> {
+    platform: &'a dyn Platform,
+    store: &'a mut Store,
+    observer: &'a mut dyn Observer,
+    interrupt: &'a Interrupt,
+    config: RunnerConfig,
+}
+
+impl<'a> Runner<'a> {
+    /// A runner.
+    pub fn new(
+        platform: &'a dyn Platform,
+        store: &'a mut Store,
+        observer: &'a mut dyn Observer,
+        interrupt: &'a Interrupt,
+        config: RunnerConfig,
+    ) -> Self {
+        Runner {
+            platform,
+            store,
+            observer,
+            interrupt,
+            config,
+        }
+    }
+
+    /// Stores a new experiment for `spec` with its environment and runs it.
+    pub fn start(
+        &mut self,
+        spec: &ExperimentSpec,
+        environment: Vec<(String, String)>,
+    ) -> Result<Outcome, RunError> {
+        let seed = spec.seed.unwrap_or_else(rand::random);
+        let id = self.store.create_experiment(&NewExperiment {
+            name: spec.name.clone(),
+            spec_toml: spec.source.text.clone(),
+            spec_path: Some(spec.source.name.clone()),
+            seed,
+            isolab_version: env!("CARGO_PKG_VERSION").to_owned(),
+            created_at: SystemTime::now(),
+            cells: spec
+                .cells
+                .iter()
+                .map(|c| NewCell {
+                    index: c.index,
+                    key: c.key(),
+                    levels: c.levels.clone(),
+                })
+                .collect(),
+            environment,
+        })?;
+        self.run(id, spec, seed)
+    }
+
+    /// Continues experiment `id`, whose stored spec was parsed into `spec`.
+    pub fn resume(&mut self, id: ExperimentId, spec: &ExperimentSpec) -> Result<Outcome, RunError> {
+        let record = self.store.experiment(id)?;
+        self.store
+            .set_status(id, ExperimentStatus::Running, SystemTime::now())?;
+        self.run(id, spec, record.seed)
+    }
+
+    fn run(
+        &mut self,
+        id: ExperimentId,
+        spec: &ExperimentSpec,
+        seed: u64,
+    ) -> Result<Outcome, RunError> {
+        let mut states = self.load_states(id, spec)?;
+        let reps = spec.repetitions;
+        let stored: u64 = states
+            .iter()
+            .map(|s| u64::from(s.warmups + s.counted))
+            .sum();
+        let remaining = |s: &CellState, upto: u32| -> u64 {
+            if s.stopped.is_some() {
+                0
+            } else {
+                u64::from(reps.warmup.saturating_sub(s.warmups) + upto.saturating_sub(s.counted))
+            }
+        };
+        self.observer.event(&Event::Started {
+            experiment: id,
+            name: spec.name.clone(),
+            cells: spec.cells.len(),
+            runs_at_least: states.iter().map(|s| remaining(s, reps.min)).sum(),
+            runs_at_most: states.iter().map(|s| remaining(s, reps.max)).sum(),
+            seed,
+            runs_stored: stored,
+        });
+
+        std::fs::create_dir_all(&self.config.workdir_base).map_err(|source| RunError::Workdir {
+            path: self.config.workdir_base.clone(),
+            source,
+        })?;
+        let disk = DiskFacts::probe(&self.config.workdir_base);
+
+        let mut round = self
+            .store
+            .runs(id)?
+            .iter()
+            .map(|r| r.round + 1)
+            .max()
+            .unwrap_or(0);
+        let mut runs = 0;
+        loop {
+            let mut batch: Vec<usize> = (0..states.len())
+                .filter(|&i| states[i].stopped.is_none())
+                .collect();
+            if batch.is_empty() {
+                break;
+            }
+            match spec.order {
+                Order::Interleaved => {
+                    let mut rng = ChaCha8Rng::seed_from_u64(
+                        seed ^ u64::from(round).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                    );
+                    batch.shuffle(&mut rng);
+                }
+                Order::Sequential => batch.truncate(1),
+            }
+            for i in batch {
+                if self.interrupt.is_triggered() {
+                    return self.interrupted(id, &spec.cells[i], &states[i], reps.warmup, runs);
+                }
+                match self.one_run(id, spec, &spec.cells[i], &mut states[i], round, &disk)? {
+                    Some(()) => runs += 1,
+                    None => {
+                        return self.interrupted(id, &spec.cells[i], &states[i], reps.warmup, runs)
+                    }
+                }
+            }
+            round += 1;
+        }
+        let failed_cells = states
+            .iter()
+            .filter(|s| {
+                s.stopped
+                    .as_deref()
+                    .is_some_and(|r| r.starts_with("failed"))
+            })
+            .count();
+        let status = ExperimentStatus::Complete;
+        self.store.set_status(id, status, SystemTime::now())?;
+        Ok(Outcome {
+            experiment: id,
+            status,
+            runs,
+            failed_cells,
+        })
+    }
+
+    fn interrupted(
+        &mut self,
+        id: ExperimentId,
+        cell: &Cell,
+        state: &CellState,
+        warmup_total: u32,
+        runs: u64,
+    ) -> Result<Outcome, RunError> {
+        let warmup = state.warmups < warmup_total;
+        self.store.record_interruption(&Interruption {
+            experiment: id,
+            cell: state.id,
+            repetition: if warmup {
+                state.warmups + 1
+            } else {
+                state.counted + 1
+            },
+            warmup,
+            at: SystemTime::now(),
+            reason: format!("interrupted by a signal during cell {}", cell.key()),
+        })?;
+        self.store
+            .set_status(id, ExperimentStatus::Interrupted, SystemTime::now())?;
+        Ok(Outcome {
+            experiment: id,
+            status: ExperimentStatus::Interrupted,
+            runs,
+            failed_cells: 0,
+        })
+    }
+
+    fn load_states(
+        &self,
+        id: ExperimentId,
+        spec: &ExperimentSpec,
+    ) -> Result<Vec<CellState>, RunError> {
+        let cells = self.store.cells(id)?;
+        if cells.len() != spec.cells.len() {
+            return Err(RunError::Mismatch {
+                experiment: id,
+                why: format!(
+                    "the store holds {} cells but the spec expands to {}",
+                    cells.len(),
+                    spec.cells.len()
+                ),
+            });
+        }
+        let mut states: Vec<CellState> = Vec::new();
+        for (stored, cell) in cells.iter().zip(&spec.cells) {
+            if stored.key != cell.key() || stored.index != cell.index {
+                return Err(RunError::Mismatch {
+                    experiment: id,
+                    why: format!(
+                        "cell {} is `{}` in the store but `{}` in the spec",
+                        stored.index,
+                        stored.key,
+                        cell.key()
+                    ),
+                });
+            }
+            states.push(CellState {
+                id: stored.id,
+                stopped: stored.stop_reason.clone(),
+                ..CellState::default()
+            });
+        }
+        let by_id: BTreeMap<CellId, usize> =
+            states.iter().enumerate().map(|(i, s)| (s.id, i)).collect();
+        for run in self.store.runs(id)? {
+            let Some(&i) = by_id.get(&run.cell) else {
+                continue;
+            };
+            let state = &mut states[i];
+            if run.warmup {
+                state.warmups = state.warmups.max(run.repetition);
+                continue;
+            }
+            state.counted = state.counted.max(run.repetition);
+            if run.status == RunStatus::Ok {
+                let primary = &spec.cells[i].workload.primary;
+                if let Some(m) = run.metrics.iter().find(|m| &m.name == primary) {
+                    state.values.push(m.value);
+                }
+            }
+        }
+        Ok(states)
+    }
+
+    /// Executes and stores one run; `None` when it was interrupted.
+    fn one_run(
+        &mut self,
+        id: ExperimentId,
+        spec: &ExperimentSpec,
+        cell: &Cell,
+        state: &mut CellState,
+        round: u32,
+        disk: &DiskFacts,
+    ) -> Result<Option<()>, RunError> {
+        let reps = spec.repetitions;
+        let warmup = state.warmups < reps.warmup;
+        let repetition = if warmup {
+            state.warmups + 1
+        } else {
+            state.counted + 1
+        };
+        let tag = format!(
+            "c{}-{}{}",
+            cell.index,
+            if warmup { "w" } else { "r" },
+            repetition
+        );
+        self.observer.event(&Event::RunStarted {
+            cell: cell.key(),
+            index: cell.index,
+            repetition,
+            warmup,
+        });
+
+        let workdir = self
+            .config
+            .workdir_base
+            .join(format!("exp{id}-pid{}-{tag}", std::process::id()));
+        let started_at = SystemTime::now();
+        let result = self.execute(id, spec, cell, &tag, &workdir, disk);
+        if !self.config.keep_workdirs {
+            let _ = std::fs::remove_dir_all(&workdir);
+        }
+        let (
+            status,
+            exit_code,
+            wall,
+            stdout,
+            stderr,
+            error,
+            limits,
+            metrics,
+            telemetry,
+            series,
+            notes,
+        ) = match result {
+            Err(PlatformError::Interrupted) => return Ok(None),
+            Err(e) => (
+                RunStatus::Failed,
+                None,
+                Duration::ZERO,
+                String::new(),
+                String::new(),
+                Some(e.to_string()),
+                serde_json::Value::Null,
+                Vec::new(),
+                Vec::new(),
+                Vec::new(),
+                disk.notes.clone(),
+            ),
+            Ok(done) => {
+                let mut notes = disk.notes.clone();
+                notes.extend(done.execution.notes);
+                let (status, error) = match (&done.metrics, done.execution.exit.success()) {
+                    (_, false) => (
+                        RunStatus::Failed,
+                        Some(format!(
+                            "the command ended with {}; see the run's stderr",
+                            done.execution.exit
+                        )),
+                    ),
+                    (Err(e), true) => (RunStatus::Failed, Some(e.clone())),
+                    (Ok(_), true) => (RunStatus::Ok, None),
+                };
+                (
+                    status,
+                    Some(done.execution.exit.status()),
+                    done.execution.wall,
+                    done.execution.stdout,
+                    done.execution.stderr,
+                    error,
+                    done.limits,
+                    done.metrics.unwrap_or_default(),
+                    done.execution.telemetry,
+                    done.execution.series,
+                    notes,
+                )
+            }
+        };
+        let primary = metrics
+            .iter()
+            .find(|m| m.name == cell.workload.primary)
+            .map(|m| m.value);
+        let (status, error) = match (status, primary, error) {
+            (RunStatus::Ok, None, _) => (
+                RunStatus::Failed,
+                Some(format!(
+                    "the output has no primary metric `{}` (it has: {})",
+                    cell.workload.primary,
+                    metrics
+                        .iter()
+                        .map(|m| m.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+            ),
+            other => (other.0, other.2),
+        };
+        self.store.insert_run(&NewRun {
+            cell: state.id,
+            repetition,
+            warmup,
+            round,
+            status,
+            exit_code,
+            started_at,
+            wall,
+            stdout,
+            stderr,
+            error: error.clone(),
+            limits,
+            metrics,
+            telemetry,
+            series,
+            notes,
+        })?;
+
+        if warmup {
+            state.warmups = repetition;
+        } else {
+            state.counted = repetition;
+            if let (RunStatus::Ok, Some(v)) = (status, primary) {
+                state.values.push(v);
+            }
+        }
+        let cv = Sample::new(state.values.clone()).ok().map(|s| s.cv());
+        self.observer.event(&Event::RunFinished {
+            cell: cell.key(),
+            index: cell.index,
+            repetition,
+            warmup,
+            ok: status == RunStatus::Ok,
+            wall_s: wall.as_secs_f64(),
+            primary,
+            n: state.values.len(),
+            cv,
+            error: error.clone(),
+        });
+
+        let reason = if status == RunStatus::Failed {
+            Some(format!(
+                "failed: {} run {repetition}: {}",
+                if warmup { "warm-up" } else { "counted" },
+                error.unwrap_or_default()
+            ))
+        } else if warmup {
+            None
+        } else {
+            stop_reason(
+                state.counted,
+                cv,
+                reps.min,
+                reps.max,
+                reps.target_cv,
+                &cell.workload.primary,
+            )
+        };
+        if let Some(reason) = reason {
+            self.store.set_stop_reason(state.id, &reason)?;
+            self.observer.event(&Event::CellStopped {
+                cell: cell.key(),
+                index: cell.index,
+                reason: reason.clone(),
+            });
+            state.stopped = Some(reason);
+        }
+        Ok(Some(()))
+    }
+
+    fn execute(
+        &self,
+        id: ExperimentId,
+        spec: &ExperimentSpec,
+        cell: &Cell,
+        tag: &str,
+        workdir: &Path,
+        disk: &DiskFacts,
+    ) -> Result<Done, PlatformError> {
+        std::fs::create_dir_all(workdir).map_err(|source| PlatformError::Io {
+            action: "cannot create working directory",
+            path: workdir.to_path_buf(),
+            source,
+        })?;
+        let w = &cell.workload;
+        let port = if w.server.is_some() {
+            crate::platform::free_port().map_err(|source| PlatformError::Io {
+                action: "cannot find a free port on",
+                path: "127.0.0.1".into(),
+                source,
+            })?
+        } else {
+            0
+        };
+        let params = Params {
+            cpus: cell.shape.cpus,
+            threads: cell.shape.cpus,
+            duration: spec.duration,
+            workdir: workdir.to_path_buf(),
+            port,
+            direct: disk.direct,
+        };
+        let render = |t: &str| {
+            isolab_workloads::render(t, &params).map_err(|e| PlatformError::Io {
+                action: "cannot render the command template for",
+                path: workdir.to_path_buf(),
+                source: std::io::Error::other(e.to_string()),
+            })
+        };
+        let limits = limits_for(&cell.shape, cell.placement, &self.config.cpus, disk.device)
+            .ok_or_else(|| PlatformError::LimitMismatch {
+                cgroup: tag.to_owned(),
+                detail: format!(
+                    "shape `{}` needs {} cpus but only {} are available",
+                    cell.shape.name, cell.shape.cpus, self.config.cpus
+                ),
+            })?;
+        let job = Job {
+            name: format!("exp{id}-pid{}/{tag}", std::process::id()),
+            argv: render(&w.command)?,
+            prepare: w.prepare.as_deref().map(render).transpose()?,
+            cleanup: w.cleanup.as_deref().map(render).transpose()?,
+            server: w
+                .server
+                .as_deref()
+                .map(render)
+                .transpose()?
+                .map(|argv| (argv, port)),
+            workdir: workdir.to_path_buf(),
+            limits: limits.clone(),
+            timeout: spec.duration * 4 + Duration::from_secs(120),
+        };
+        let execution = self.platform.execute(&job, self.interrupt)?;
+        let metrics = isolab_workloads::parse(
+            w.parser,
+            &RunOutput {
+                stdout: &execution.stdout,
+                stderr: &execution.stderr,
+                workdir,
+                wall: execution.wall,
+            },
+        )
+        .map(|ms| {
+            ms.into_iter()
+                .map(|m| MetricValue {
+                    name: m.name,
+                    unit: m.unit,
+                    direction: m.direction,
+                    value: m.value,
+                })
+                .collect()
+        })
+        .map_err(|e| format!("cannot parse the output of {}: {e}", w.name));
+        let limits = serde_json::json!({
+            "requested": limits,
+            "applied": execution.limits_applied,
+            "summary": crate::shape::describe_limits(&execution.limits_applied),
+        });
+        Ok(Done {
+            execution,
+            metrics,
+            limits,
+        })
+    }
+}
+
+struct Done {
+    execution: crate::platform::Execution,
+    metrics: Result<Vec<MetricValue>, String>,
+    limits: serde_json::Value,
+}
+
+/// Why a cell with `n` counted runs and coefficient of variation `cv` needs no more
+/// runs, or `None` if it does.
+pub fn stop_reason(
+    n: u32,
+    cv: Option<f64>,
+    min: u32,
+    max: u32,
+    target_cv: f64,
+    primary: &str,
+) -> Option<String> {
+    if n < min {
+        return None;
+    }
+    match cv {
+        Some(cv) if cv <= target_cv => Some(format!(
+            "stable: CV of {primary} {:.2}% ≤ target {:.2}% after {n} runs",
+            cv * 100.0,
+            target_cv * 100.0
+        )),
+        _ if n >= max => Some(format!(
+            "max: {n} runs reached with CV of {primary} {} > target {:.2}%",
+            cv.map_or("unknown".into(), |c| format!("{:.2}%", c * 100.0)),
+            target_cv * 100.0
+        )),
+        _ => None,
+    }
+}
+
+/// Removes run working directories under `base` whose isolab process is gone
+/// (named `exp<ID>-pid<PID>-…`). Returns what was removed.
+pub fn gc_workdirs(base: &Path) -> Result<Vec<String>, RunError> {
+    let entries = match std::fs::read_dir(base) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => {
+            return Err(RunError::Workdir {
+                path: base.to_path_buf(),
+                source,
+            })
+        }
+    };
+    let mut removed = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = workdir_owner(&name) else {
+            continue;
+        };
+        // SAFETY: signal 0 only checks whether the process exists.
+        let alive = pid != std::process::id() && unsafe { libc::kill(pid as libc::pid_t, 0) } == 0;
+        if alive {
+            continue;
+        }
+        std::fs::remove_dir_all(entry.path()).map_err(|source| RunError::Workdir {
+            path: entry.path(),
+            source,
+        })?;
+        removed.push(format!("working directory {}", entry.path().display()));
+    }
+    Ok(removed)
+}
+
+/// The owner pid in a working directory name `exp<ID>-pid<PID>-<tag>`.
+fn workdir_owner(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix("exp")?;
+    let (_, after) = rest.split_once("-pid")?;
+    after.split('-').next()?.parse().ok()
+}
+
+/// What the disk under the working directories offers.
+#[derive(Debug, Clone, Default)]
+struct DiskFacts {
+    /// Whether O_DIRECT opens succeed there.
+    direct: bool,
+    /// The whole-disk device behind it, for io throttling.
+    device: Option<DeviceNumber>,
+    /// Remarks stored with every run.
+    notes: Vec<String>,
+}
+
+impl DiskFacts {
+    fn probe(dir: &Path) -> DiskFacts {
+        let mut notes = Vec::new();
+        let direct = direct_io_supported(dir);
+        if !direct {
+            notes.push(format!(
+                "direct I/O is not supported by the file system at {} (tmpfs or overlay?): I/O workloads run buffered; pass --workdir on a disk-backed file system to measure the device",
+                dir.display()
+            ));
+        }
+        DiskFacts {
+            direct,
+            device: backing_disk(dir),
+            notes,
+        }
+    }
+}
+
+/// Whether a file can be opened with O_DIRECT in `dir`.
+pub fn direct_io_supported(dir: &Path) -> bool {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = dir.join(".isolab-direct-probe");
+    let ok = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(&path)
+        .is_ok();
+    let _ = std::fs::remove_file(&path);
+    ok
+}
+
+/// The whole-disk block device holding `dir`, from `/sys/dev/block` (a partition
+/// maps to its disk; virtual file systems have none).
+pub fn backing_disk(dir: &Path) -> Option<DeviceNumber> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = std::fs::metadata(dir).ok()?.dev();
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    if major == 0 {
+        return None;
+    }
+    let sys = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
+    let sys = std::fs::canonicalize(sys).ok()?;
+    let disk = if sys.join("partition").exists() {
+        sys.parent()?.to_path_buf()
+    } else {
+        sys
+    };
+    std::fs::read_to_string(disk.join("dev"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+#[cfg(test)]
+mod tests;

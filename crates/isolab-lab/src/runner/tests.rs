@@ -1,0 +1,364 @@
+//! The runner against a fake platform and an in-memory store: no processes, no root.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+
+use isolab_cgroups::Limits;
+
+use super::*;
+use crate::platform::{Execution, ExitKind};
+use crate::spec::{HostFacts, Source};
+
+/// Answers every job with a sysbench-like output whose events/s come from a queue
+/// (or a constant), and can trigger the interrupt at the n-th job.
+struct FakePlatform {
+    values: RefCell<VecDeque<f64>>,
+    constant: f64,
+    jobs: RefCell<Vec<Job>>,
+    interrupt_at: Option<usize>,
+    fail_cell: Option<&'static str>,
+}
+
+impl FakePlatform {
+    fn constant(v: f64) -> Self {
+        FakePlatform {
+            values: RefCell::new(VecDeque::new()),
+            constant: v,
+            jobs: RefCell::new(Vec::new()),
+            interrupt_at: None,
+            fail_cell: None,
+        }
+    }
+}
+
+fn sysbench_output(events_per_second: f64) -> String {
+    format!(
+        "sysbench 1.0.20 (using system LuaJIT 2.1.0-beta3)\n\nCPU speed:\n    events per second: {events_per_second:.2}\n\nGeneral statistics:\n    total time:                          1.0001s\n    total number of events:              100\n\nLatency (ms):\n         min:                                    1.00\n         avg:                                    1.00\n         max:                                    1.00\n         95th percentile:                        1.00\n         sum:                                  100.00\n\nThreads fairness:\n    events (avg/stddev):           100.0000/0.00\n    execution time (avg/stddev):   1.0000/0.00\n\n"
+    )
+}
+
+impl Platform for FakePlatform {
+    fn execute(&self, job: &Job, interrupt: &Interrupt) -> Result<Execution, PlatformError> {
+        let n = self.jobs.borrow().len();
+        self.jobs.borrow_mut().push(job.clone());
+        if self.interrupt_at == Some(n) {
+            interrupt.trigger();
+            return Err(PlatformError::Interrupted);
+        }
+        let failing = self.fail_cell.is_some_and(|c| job.name.contains(c));
+        let v = self
+            .values
+            .borrow_mut()
+            .pop_front()
+            .unwrap_or(self.constant);
+        Ok(Execution {
+            exit: if failing {
+                ExitKind::Code(1)
+            } else {
+                ExitKind::Code(0)
+            },
+            stdout: sysbench_output(v),
+            stderr: String::new(),
+            wall: Duration::from_millis(10),
+            limits_applied: job.limits.clone(),
+            telemetry: vec![("cpu_usage_s".into(), 0.01)],
+            series: Vec::new(),
+            notes: Vec::new(),
+        })
+    }
+
+    fn gc(&self) -> Result<Vec<String>, PlatformError> {
+        Ok(Vec::new())
+    }
+}
+
+fn spec(reps: &str, placements: &str) -> ExperimentSpec {
+    let text = format!(
+        "[experiment]\nname = \"t\"\nseed = 7\nduration = \"1s\"\nrepetitions = {reps}\n[matrix]\nshape = [\"medium\"]\nplacement = {placements}\nworkload = [\"sysbench-cpu\"]\n"
+    );
+    ExperimentSpec::parse(
+        Source::new("t.toml", text),
+        &HostFacts {
+            cpus: "0-1".parse().unwrap(),
+        },
+    )
+    .unwrap()
+}
+
+fn config(dir: &Path) -> RunnerConfig {
+    RunnerConfig {
+        workdir_base: dir.to_path_buf(),
+        keep_workdirs: false,
+        cpus: "0-1".parse().unwrap(),
+    }
+}
+
+#[test]
+fn stable_cells_stop_at_min_and_warmups_are_not_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec(
+        "{ warmup = 1, min = 3, max = 10, target_cv = 0.05 }",
+        "[\"shared\", \"quota\", \"pinned\"]",
+    );
+    let platform = FakePlatform::constant(1000.0);
+    let mut store = Store::open_in_memory().unwrap();
+    let interrupt = Interrupt::new().unwrap();
+    let outcome = Runner::new(
+        &platform,
+        &mut store,
+        &mut Silent,
+        &interrupt,
+        config(dir.path()),
+    )
+    .start(&spec, vec![])
+    .unwrap();
+    assert_eq!(outcome.status, ExperimentStatus::Complete);
+    assert_eq!(outcome.runs, 3 * 4);
+    let runs = store.runs(outcome.experiment).unwrap();
+    assert_eq!(runs.iter().filter(|r| r.warmup).count(), 3);
+    assert_eq!(runs.iter().filter(|r| !r.warmup).count(), 9);
+    for cell in store.cells(outcome.experiment).unwrap() {
+        assert!(
+            cell.stop_reason
+                .as_deref()
+                .unwrap()
+                .starts_with("stable: CV of events_per_second 0.00%"),
+            "{cell:?}"
+        );
+    }
+    // The limits were stored with each run; quota cells asked for 1 cpu of quota.
+    let quota_job = platform
+        .jobs
+        .borrow()
+        .iter()
+        .find(|j| j.limits.cpu.is_some())
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        quota_job.limits.cpu.unwrap().quota,
+        Duration::from_millis(100)
+    );
+    let pinned_job = platform
+        .jobs
+        .borrow()
+        .iter()
+        .find(|j| j.limits.cpuset.is_some())
+        .cloned()
+        .unwrap();
+    assert_eq!(pinned_job.limits.cpuset.unwrap().to_string(), "1");
+    // Working directories are removed.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn noisy_cells_run_until_max_and_say_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec(
+        "{ warmup = 0, min = 2, max = 4, target_cv = 0.01 }",
+        "[\"shared\"]",
+    );
+    let platform = FakePlatform::constant(0.0);
+    platform
+        .values
+        .borrow_mut()
+        .extend([100.0, 200.0, 100.0, 200.0, 100.0]);
+    let mut store = Store::open_in_memory().unwrap();
+    let interrupt = Interrupt::new().unwrap();
+    let outcome = Runner::new(
+        &platform,
+        &mut store,
+        &mut Silent,
+        &interrupt,
+        config(dir.path()),
+    )
+    .start(&spec, vec![])
+    .unwrap();
+    assert_eq!(outcome.runs, 4);
+    let cells = store.cells(outcome.experiment).unwrap();
+    assert!(
+        cells[0]
+            .stop_reason
+            .as_deref()
+            .unwrap()
+            .starts_with("max: 4 runs reached"),
+        "{:?}",
+        cells[0]
+    );
+}
+
+#[test]
+fn rounds_are_shuffled_reproducibly() {
+    let order = |seed_spec: &ExperimentSpec| {
+        let dir = tempfile::tempdir().unwrap();
+        let platform = FakePlatform::constant(1000.0);
+        let mut store = Store::open_in_memory().unwrap();
+        let interrupt = Interrupt::new().unwrap();
+        Runner::new(
+            &platform,
+            &mut store,
+            &mut Silent,
+            &interrupt,
+            config(dir.path()),
+        )
+        .start(seed_spec, vec![])
+        .unwrap();
+        let jobs = platform.jobs.borrow();
+        jobs.iter()
+            .map(|j| j.name.rsplit('/').next().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    let s = spec(
+        "{ warmup = 0, min = 4, max = 4, target_cv = 0.05 }",
+        "[\"shared\", \"quota\", \"pinned\"]",
+    );
+    let a = order(&s);
+    assert_eq!(a, order(&s), "same seed, same order");
+    // Every round holds every cell once.
+    for round in a.chunks(3) {
+        let mut cells: Vec<&str> = round.iter().map(|t| t.split('-').next().unwrap()).collect();
+        cells.sort();
+        assert_eq!(cells, vec!["c0", "c1", "c2"]);
+    }
+    // And the rounds are not all in matrix order.
+    assert!(
+        a.chunks(3)
+            .any(|r| r[0] != "c0-r1" && !r[0].starts_with("c0")),
+        "{a:?}"
+    );
+}
+
+#[test]
+fn interruption_is_recorded_and_resume_completes_exactly_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec(
+        "{ warmup = 1, min = 3, max = 3, target_cv = 0.05 }",
+        "[\"shared\", \"quota\"]",
+    );
+    let mut platform = FakePlatform::constant(1000.0);
+    platform.interrupt_at = Some(5);
+    let mut store = Store::open_in_memory().unwrap();
+    let interrupt = Interrupt::new().unwrap();
+    let first = Runner::new(
+        &platform,
+        &mut store,
+        &mut Silent,
+        &interrupt,
+        config(dir.path()),
+    )
+    .start(&spec, vec![])
+    .unwrap();
+    assert_eq!(first.status, ExperimentStatus::Interrupted);
+    assert_eq!(first.runs, 5);
+    assert_eq!(store.interruptions(first.experiment).unwrap().len(), 1);
+    assert_eq!(
+        store.experiment(first.experiment).unwrap().status,
+        ExperimentStatus::Interrupted
+    );
+
+    let platform = FakePlatform::constant(1000.0);
+    let interrupt = Interrupt::new().unwrap();
+    let second = Runner::new(
+        &platform,
+        &mut store,
+        &mut Silent,
+        &interrupt,
+        config(dir.path()),
+    )
+    .resume(first.experiment, &spec)
+    .unwrap();
+    assert_eq!(second.status, ExperimentStatus::Complete);
+    assert_eq!(second.runs, 8 - 5);
+    let runs = store.runs(first.experiment).unwrap();
+    let mut keys: Vec<(CellId, bool, u32)> = runs
+        .iter()
+        .map(|r| (r.cell, r.warmup, r.repetition))
+        .collect();
+    let total = keys.len();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), total, "no (cell, repetition) twice");
+    assert_eq!(total, 2 * (1 + 3));
+}
+
+#[test]
+fn a_failing_cell_stops_and_the_others_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec(
+        "{ warmup = 0, min = 2, max = 2, target_cv = 0.05 }",
+        "[\"shared\", \"quota\"]",
+    );
+    let mut platform = FakePlatform::constant(1000.0);
+    platform.fail_cell = Some("/c1-");
+    let mut store = Store::open_in_memory().unwrap();
+    let interrupt = Interrupt::new().unwrap();
+    let outcome = Runner::new(
+        &platform,
+        &mut store,
+        &mut Silent,
+        &interrupt,
+        config(dir.path()),
+    )
+    .start(&spec, vec![])
+    .unwrap();
+    assert_eq!(outcome.failed_cells, 1);
+    let cells = store.cells(outcome.experiment).unwrap();
+    assert!(
+        cells[1]
+            .stop_reason
+            .as_deref()
+            .unwrap()
+            .starts_with("failed: counted run 1: the command ended with exit status 1"),
+        "{cells:?}"
+    );
+    assert!(cells[0]
+        .stop_reason
+        .as_deref()
+        .unwrap()
+        .starts_with("stable"));
+    let runs = store.runs(outcome.experiment).unwrap();
+    assert_eq!(
+        runs.iter()
+            .filter(|r| r.status == RunStatus::Failed)
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn stop_rule() {
+    assert_eq!(stop_reason(2, Some(0.0), 3, 5, 0.05, "m"), None);
+    assert!(stop_reason(3, Some(0.04), 3, 5, 0.05, "m")
+        .unwrap()
+        .starts_with("stable"));
+    assert_eq!(stop_reason(4, Some(0.06), 3, 5, 0.05, "m"), None);
+    assert!(stop_reason(5, Some(0.06), 3, 5, 0.05, "m")
+        .unwrap()
+        .starts_with("max"));
+    assert!(stop_reason(5, None, 3, 5, 0.05, "m")
+        .unwrap()
+        .contains("unknown"));
+}
+
+#[test]
+fn gc_removes_workdirs_of_dead_runners_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let mine = dir
+        .path()
+        .join(format!("exp1-pid{}-c0-r1", std::process::id()));
+    // pid 0x3FFFFFFF is above pid_max and never alive.
+    let dead = dir.path().join("exp1-pid1073741823-c0-r2");
+    let other = dir.path().join("unrelated");
+    for d in [&mine, &dead, &other] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let removed = gc_workdirs(dir.path()).unwrap();
+    assert_eq!(removed.len(), 2, "{removed:?}");
+    assert!(!dead.exists() && !mine.exists() && other.exists());
+    assert_eq!(workdir_owner("exp12-pid345-c1-w1"), Some(345));
+    assert!(gc_workdirs(&dir.path().join("missing")).unwrap().is_empty());
+}
+
+#[test]
+fn limits_default_is_unlimited() {
+    assert_eq!(Limits::default().cpu, None);
+}

@@ -1,0 +1,744 @@
+//! Experiment specs: TOML in, a validated [`ExperimentSpec`] with its expanded cells out.
+//!
+//! Every problem is a [`SpecError`] naming the file, line and column and saying what
+//! was expected; all problems found in one pass are reported together.
+
+mod raw;
+mod source;
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::time::Duration;
+
+use isolab_cgroups::{Bytes, IdSet};
+use isolab_workloads::{ParserKind, WorkloadDef};
+use toml::Spanned;
+
+pub use source::{Location, Source, SpecError, SpecErrors};
+
+use crate::platform::PlatformKind;
+use crate::shape::{builtin_shapes, Placement, Shape};
+use raw::{RawLevel, RawSpec};
+
+/// The built-in quick-start experiment, run by `isolab run` without a spec.
+pub const QUICK_START: &str = include_str!("quick-start.toml");
+
+/// The factors a matrix may vary, in the order cells list them.
+pub const FACTORS: [&str; 4] = ["platform", "shape", "placement", "workload"];
+
+/// Facts about the host that decide which cells are possible.
+#[derive(Debug, Clone)]
+pub struct HostFacts {
+    /// The cpus this process may run on (its affinity / root cpuset).
+    pub cpus: IdSet,
+}
+
+/// How many times each cell runs.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Repetitions {
+    /// Runs per cell before counting starts; not counted.
+    pub warmup: u32,
+    /// Counted runs every cell gets.
+    pub min: u32,
+    /// Most counted runs a cell gets while its CV is above `target_cv`.
+    pub max: u32,
+    /// Coefficient of variation of the primary metric at which a cell is stable.
+    pub target_cv: f64,
+}
+
+impl Default for Repetitions {
+    fn default() -> Self {
+        Repetitions {
+            warmup: 1,
+            min: 5,
+            max: 30,
+            target_cv: 0.05,
+        }
+    }
+}
+
+/// The order in which runs are executed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Order {
+    /// Rounds over all cells, each round shuffled with the recorded seed (default).
+    Interleaved,
+    /// All runs of one cell, then the next, in matrix order (for debugging; biased by drift).
+    Sequential,
+}
+
+/// What to do with cells that cannot run on this host (e.g. pinned 4 cpus on 2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Impossible {
+    /// Refuse the spec, pointing at the level (default).
+    Error,
+    /// Drop the cells and say which and why.
+    Skip,
+}
+
+/// One combination of levels, ready to run.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Cell {
+    /// Position in matrix order, stable for a given spec.
+    pub index: u32,
+    /// (factor, level) in [`FACTORS`] order, for the factors the matrix varies.
+    pub levels: Vec<(String, String)>,
+    /// Where it runs.
+    pub platform: PlatformKind,
+    /// Its size.
+    pub shape: Shape,
+    /// How cpus are granted.
+    pub placement: Placement,
+    /// What runs.
+    pub workload: WorkloadDef,
+}
+
+impl Cell {
+    /// Canonical key: `factor=level` pairs separated by spaces.
+    pub fn key(&self) -> String {
+        levels_key(&self.levels)
+    }
+
+    /// The level of `factor`, if the matrix varies it.
+    pub fn level(&self, factor: &str) -> Option<&str> {
+        self.levels
+            .iter()
+            .find(|(f, _)| f == factor)
+            .map(|(_, l)| l.as_str())
+    }
+}
+
+/// `factor=level` pairs separated by spaces.
+pub fn levels_key(levels: &[(String, String)]) -> String {
+    levels
+        .iter()
+        .map(|(f, l)| format!("{f}={l}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A cell left out of the experiment, and why.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct DroppedCell {
+    /// Its key.
+    pub key: String,
+    /// Why: `excluded by …` or why it is impossible here.
+    pub reason: String,
+}
+
+/// A validated experiment spec with its expanded matrix.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ExperimentSpec {
+    /// Where the spec came from (its text is stored with the experiment).
+    #[serde(skip)]
+    pub source: Source,
+    /// Experiment name.
+    pub name: String,
+    /// Free text.
+    pub description: Option<String>,
+    /// Levels that identify baseline cells; other factors are matched.
+    pub baseline: Vec<(String, String)>,
+    /// Repetition policy.
+    pub repetitions: Repetitions,
+    /// Run order.
+    pub order: Order,
+    /// Seed for shuffling, when the spec fixes one.
+    pub seed: Option<u64>,
+    /// Length of time-bound workloads (`{duration}`).
+    pub duration: Duration,
+    /// Factors varied by the matrix with their levels, in [`FACTORS`] order.
+    pub factors: Vec<(String, Vec<String>)>,
+    /// The cells to run.
+    pub cells: Vec<Cell>,
+    /// Cells excluded or impossible, with reasons.
+    pub dropped: Vec<DroppedCell>,
+    /// Things worth knowing that do not stop the experiment.
+    pub warnings: Vec<String>,
+}
+
+impl ExperimentSpec {
+    /// Parses and validates `source` for a host described by `host`.
+    pub fn parse(source: Source, host: &HostFacts) -> Result<Self, SpecErrors> {
+        let raw: RawSpec = toml::from_str(&source.text).map_err(|e| {
+            let message = e.message().trim().to_owned();
+            SpecErrors(vec![source.error(e.span(), message)])
+        })?;
+        Validator {
+            source: &source,
+            host,
+            errors: Vec::new(),
+            broken_workloads: Vec::new(),
+        }
+        .validate(raw)
+        .map(|mut spec| {
+            spec.source = source.clone();
+            spec
+        })
+        .map_err(|mut e| {
+            // Report in file order, like a compiler.
+            e.0.sort_by_key(|e| e.location.map(|l| (l.line, l.col)));
+            e
+        })
+    }
+
+    /// Counted runs: (at least, at most), warm-ups excluded.
+    pub fn run_bounds(&self) -> (u64, u64) {
+        let n = self.cells.len() as u64;
+        (
+            n * u64::from(self.repetitions.min),
+            n * u64::from(self.repetitions.max),
+        )
+    }
+
+    /// Rough time for the whole experiment: (at least, at most).
+    pub fn estimated_time(&self) -> (Duration, Duration) {
+        let per_run = self.duration + Duration::from_millis(500);
+        let cells = self.cells.len() as u32;
+        let warm = per_run * cells * self.repetitions.warmup;
+        let (lo, hi) = (self.repetitions.min, self.repetitions.max);
+        (warm + per_run * cells * lo, warm + per_run * cells * hi)
+    }
+}
+
+struct Validator<'a> {
+    source: &'a Source,
+    host: &'a HostFacts,
+    errors: Vec<SpecError>,
+    /// `[workload.NAME]` tables that had errors: already reported, so the matrix's
+    /// reference to them is not reported again as unknown.
+    broken_workloads: Vec<String>,
+}
+
+type Levels = Option<Spanned<Vec<Spanned<RawLevel>>>>;
+
+impl Validator<'_> {
+    fn err(&mut self, span: Range<usize>, message: impl Into<String>) {
+        self.errors.push(self.source.error(Some(span), message));
+    }
+
+    fn validate(mut self, raw: RawSpec) -> Result<ExperimentSpec, SpecErrors> {
+        let host_cpus = self.host.cpus.len() as u32;
+        let exp = raw.experiment.into_inner();
+
+        let name = exp.name.get_ref().trim().to_owned();
+        if name.is_empty() || name.parse::<i64>().is_ok() {
+            self.err(
+                exp.name.span(),
+                "experiment name must be non-empty and not a number (numbers are experiment ids)",
+            );
+        }
+
+        let repetitions = self.repetitions(exp.repetitions);
+        let order = match exp.order.as_ref().map(|o| (o.get_ref().as_str(), o.span())) {
+            None | Some(("interleaved", _)) => Order::Interleaved,
+            Some(("sequential", _)) => Order::Sequential,
+            Some((other, span)) => {
+                self.err(
+                    span,
+                    format!("unknown order `{other}`: expected `interleaved` or `sequential`"),
+                );
+                Order::Interleaved
+            }
+        };
+        let impossible = match exp
+            .impossible
+            .as_ref()
+            .map(|o| (o.get_ref().as_str(), o.span()))
+        {
+            None | Some(("error", _)) => Impossible::Error,
+            Some(("skip", _)) => Impossible::Skip,
+            Some((other, span)) => {
+                self.err(
+                    span,
+                    format!("unknown value `{other}` for impossible: expected `error` or `skip`"),
+                );
+                Impossible::Error
+            }
+        };
+        let seed = exp.seed.and_then(|s| match u64::try_from(*s.get_ref()) {
+            Ok(v) => Some(v),
+            Err(_) => {
+                self.err(s.span(), "seed must be a non-negative integer");
+                None
+            }
+        });
+        let duration = match exp.duration {
+            None => Duration::from_secs(10),
+            Some(d) => match humantime::parse_duration(d.get_ref()) {
+                Ok(v) if v >= Duration::from_secs(1) => v,
+                Ok(_) => {
+                    self.err(
+                        d.span(),
+                        "duration must be at least 1s (tools take whole seconds)",
+                    );
+                    Duration::from_secs(1)
+                }
+                Err(e) => {
+                    self.err(
+                        d.span(),
+                        format!(
+                            "invalid duration `{}`: {e}; expected e.g. \"10s\" or \"2m\"",
+                            d.get_ref()
+                        ),
+                    );
+                    Duration::from_secs(10)
+                }
+            },
+        };
+
+        // Shapes: built-ins, then the spec's own (which may override a built-in name).
+        let mut shapes: BTreeMap<String, Shape> = builtin_shapes(host_cpus)
+            .into_iter()
+            .map(|s| (s.name.clone(), s))
+            .collect();
+        for (name, shape) in raw.shape {
+            if let Some(s) = self.shape(name, shape) {
+                shapes.insert(s.name.clone(), s);
+            }
+        }
+        // Workloads: catalog, then the spec's own.
+        let mut workloads: BTreeMap<String, WorkloadDef> = isolab_workloads::catalog()
+            .into_iter()
+            .map(|w| (w.name.clone(), w))
+            .collect();
+        for (name, w) in raw.workload {
+            match self.workload(name.clone(), w) {
+                Some(w) => {
+                    workloads.insert(w.name.clone(), w);
+                }
+                None => self.broken_workloads.push(name),
+            }
+        }
+        let broken = self.broken_workloads.clone();
+
+        let (matrix, matrix_span) = match raw.matrix {
+            Some(m) => {
+                let span = m.span();
+                (m.into_inner(), span)
+            }
+            None => {
+                self.errors.push(self.source.error(
+                    None,
+                    "missing [matrix]: a spec needs at least `workload = [...]` under [matrix]",
+                ));
+                return Err(SpecErrors(self.errors));
+            }
+        };
+
+        let platforms = self.levels("platform", matrix.platform, &["host"], |l| {
+            PlatformKind::parse(l)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        });
+        let shape_names: Vec<String> = shapes.keys().cloned().collect();
+        let shape_levels = self.levels("shape", matrix.shape, &["full"], |l| {
+            if shapes.contains_key(l) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "unknown shape `{l}`: expected one of {} or a [shape.{l}] table",
+                    list(&shape_names)
+                ))
+            }
+        });
+        let placements = self.levels("placement", matrix.placement, &["shared"], |l| {
+            Placement::parse(l).map(|_| ()).ok_or_else(|| {
+                format!("unknown placement `{l}`: expected `shared`, `quota` or `pinned`")
+            })
+        });
+        let workload_names: Vec<String> = workloads.keys().cloned().collect();
+        if matrix.workload.is_none() {
+            self.err(matrix_span.clone(), "missing `workload` in [matrix]: name at least one workload (see `isolab list --workloads`)");
+        }
+        let workload_levels = self.levels("workload", matrix.workload, &[], |l| {
+            if workloads.contains_key(l) || broken.iter().any(|b| b == l) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "unknown workload `{l}`: expected one of {} or a [workload.{l}] table",
+                    list(&workload_names)
+                ))
+            }
+        });
+
+        let all: [(&str, &Vec<(String, Range<usize>, bool)>); 4] = [
+            ("platform", &platforms),
+            ("shape", &shape_levels),
+            ("placement", &placements),
+            ("workload", &workload_levels),
+        ];
+        let factors: Vec<(String, Vec<String>)> = all
+            .iter()
+            .filter(|(_, ls)| ls.iter().any(|(_, _, explicit)| *explicit))
+            .map(|(f, ls)| {
+                (
+                    f.to_string(),
+                    ls.iter().map(|(l, _, _)| l.clone()).collect(),
+                )
+            })
+            .collect();
+
+        // Exclusions: every key a varied factor, every value one of its levels.
+        let mut excludes: Vec<(Vec<(String, String)>, Location)> = Vec::new();
+        for ex in &matrix.exclude {
+            let mut pairs = Vec::new();
+            for (k, v) in ex.get_ref() {
+                let v_text = v.get_ref().text();
+                match factors.iter().find(|(f, _)| f == k) {
+                    None => self.err(
+                        v.span(),
+                        format!("exclude names factor `{k}`, which the matrix does not vary: expected one of {}", list(&factors.iter().map(|f| f.0.clone()).collect::<Vec<_>>())),
+                    ),
+                    Some((_, levels)) if !levels.contains(&v_text) => self.err(
+                        v.span(),
+                        format!("exclude names {k} `{v_text}`, which is not a level of the matrix: expected one of {}", list(levels)),
+                    ),
+                    Some(_) => pairs.push((k.clone(), v_text)),
+                }
+            }
+            excludes.push((pairs, self.source.locate(ex.span().start)));
+        }
+
+        let baseline = match exp.baseline {
+            None => default_baseline(&factors),
+            Some(b) => {
+                let mut pairs = Vec::new();
+                for (k, v) in b.get_ref() {
+                    let v_text = v.get_ref().text();
+                    match factors.iter().find(|(f, _)| f == k) {
+                        None => self.err(v.span(), format!("baseline names factor `{k}`, which the matrix does not vary: expected one of {}", list(&factors.iter().map(|f| f.0.clone()).collect::<Vec<_>>()))),
+                        Some((_, levels)) if !levels.contains(&v_text) => self.err(v.span(), format!("baseline {k} `{v_text}` is not a level of the matrix: expected one of {}", list(levels))),
+                        Some(_) => pairs.push((k.clone(), v_text)),
+                    }
+                }
+                pairs
+            }
+        };
+
+        if !self.errors.is_empty() {
+            return Err(SpecErrors(self.errors));
+        }
+
+        // Expand in matrix order.
+        let mut cells = Vec::new();
+        let mut dropped = Vec::new();
+        let mut warnings = Vec::new();
+        for (p, _, _) in &platforms {
+            for (s, s_span, _) in &shape_levels {
+                for (pl, _, _) in &placements {
+                    for (w, _, _) in &workload_levels {
+                        let values = [
+                            ("platform", p),
+                            ("shape", s),
+                            ("placement", pl),
+                            ("workload", w),
+                        ];
+                        let levels: Vec<(String, String)> = values
+                            .iter()
+                            .filter(|(f, _)| factors.iter().any(|(ff, _)| ff == f))
+                            .map(|(f, l)| (f.to_string(), (*l).clone()))
+                            .collect();
+                        let key = levels_key(&levels);
+                        if let Some((_, at)) = excludes
+                            .iter()
+                            .find(|(ex, _)| ex.iter().all(|pair| levels.contains(pair)))
+                        {
+                            dropped.push(DroppedCell {
+                                key,
+                                reason: format!(
+                                    "excluded by the exclude entry at line {}",
+                                    at.line
+                                ),
+                            });
+                            continue;
+                        }
+                        let shape = shapes[s.as_str()].clone();
+                        let placement = Placement::parse(pl).unwrap_or(Placement::Shared);
+                        if placement == Placement::Pinned && shape.cpus > host_cpus {
+                            let reason = format!(
+                                "pinned shape `{s}` needs {} cpus but this host offers {host_cpus} ({})",
+                                shape.cpus, self.host.cpus
+                            );
+                            match impossible {
+                                Impossible::Skip => {
+                                    dropped.push(DroppedCell { key, reason });
+                                    continue;
+                                }
+                                Impossible::Error => {
+                                    self.err(s_span.clone(), format!("{reason}: choose a smaller shape, exclude the cell, or set `impossible = \"skip\"` in [experiment]"));
+                                    continue;
+                                }
+                            }
+                        }
+                        if placement == Placement::Quota && shape.cpus > host_cpus {
+                            let w = format!("{key}: a quota of {} cpus on a {host_cpus}-cpu host does not limit anything", shape.cpus);
+                            if !warnings.contains(&w) {
+                                warnings.push(w);
+                            }
+                        }
+                        cells.push(Cell {
+                            index: cells.len() as u32,
+                            levels,
+                            platform: PlatformKind::parse(p).unwrap_or(PlatformKind::Host),
+                            shape,
+                            placement,
+                            workload: workloads[w.as_str()].clone(),
+                        });
+                    }
+                }
+            }
+        }
+        if !self.errors.is_empty() {
+            return Err(SpecErrors(self.errors));
+        }
+        if cells.is_empty() {
+            self.err(
+                matrix_span,
+                "every cell of the matrix is excluded or impossible: nothing to run",
+            );
+            return Err(SpecErrors(self.errors));
+        }
+        Ok(ExperimentSpec {
+            source: self.source.clone(),
+            name,
+            description: exp.description,
+            baseline,
+            repetitions,
+            order,
+            seed,
+            duration,
+            factors,
+            cells,
+            dropped,
+            warnings,
+        })
+    }
+
+    fn repetitions(&mut self, raw: Option<Spanned<raw::RawRepetitions>>) -> Repetitions {
+        let mut r = Repetitions::default();
+        let Some(raw) = raw else { return r };
+        let span = raw.span();
+        let raw = raw.into_inner();
+        let mut count = |v: Option<Spanned<i64>>, name: &str, least: i64| -> Option<u32> {
+            let v = v?;
+            match u32::try_from(*v.get_ref()) {
+                Ok(n) if i64::from(n) >= least => Some(n),
+                _ => {
+                    self.errors.push(self.source.error(
+                        Some(v.span()),
+                        format!("repetitions.{name} must be a whole number ≥ {least}"),
+                    ));
+                    None
+                }
+            }
+        };
+        if let Some(w) = count(raw.warmup, "warmup", 0) {
+            r.warmup = w;
+        }
+        if let Some(m) = count(raw.min, "min", 2) {
+            r.min = m;
+            r.max = r.max.max(m);
+        }
+        if let Some(m) = count(raw.max, "max", 2) {
+            r.max = m;
+        }
+        if let Some(cv) = raw.target_cv {
+            let v = *cv.get_ref();
+            if v.is_finite() && v > 0.0 && v < 1.0 {
+                r.target_cv = v;
+            } else {
+                self.err(
+                    cv.span(),
+                    "repetitions.target_cv must be a fraction between 0 and 1, e.g. 0.05 for 5%",
+                );
+            }
+        }
+        if r.max < r.min {
+            self.err(
+                span,
+                format!(
+                    "repetitions.max ({}) is below repetitions.min ({})",
+                    r.max, r.min
+                ),
+            );
+        }
+        r
+    }
+
+    /// Levels of a factor with their spans; `explicit` says whether the spec listed them.
+    fn levels(
+        &mut self,
+        factor: &str,
+        raw: Levels,
+        default: &[&str],
+        check: impl Fn(&str) -> Result<(), String>,
+    ) -> Vec<(String, Range<usize>, bool)> {
+        let Some(raw) = raw else {
+            return default
+                .iter()
+                .map(|d| (d.to_string(), 0..0, false))
+                .collect();
+        };
+        if raw.get_ref().is_empty() {
+            self.err(
+                raw.span(),
+                format!("matrix.{factor} is empty: list at least one level or leave it out"),
+            );
+        }
+        let mut out: Vec<(String, Range<usize>, bool)> = Vec::new();
+        for level in raw.into_inner() {
+            let text = level.get_ref().text();
+            if let Err(message) = check(&text) {
+                self.err(level.span(), message);
+            } else if out.iter().any(|(l, _, _)| *l == text) {
+                self.err(level.span(), format!("{factor} `{text}` is listed twice"));
+            } else {
+                out.push((text, level.span(), true));
+            }
+        }
+        out
+    }
+
+    fn shape(&mut self, name: String, raw: Spanned<raw::RawShape>) -> Option<Shape> {
+        let raw = raw.into_inner();
+        let before = self.errors.len();
+        let cpus = match u32::try_from(*raw.cpus.get_ref()) {
+            Ok(c) if c >= 1 => c,
+            _ => {
+                self.err(
+                    raw.cpus.span(),
+                    format!("shape.{name}.cpus must be a whole number ≥ 1"),
+                );
+                1
+            }
+        };
+        let mut bytes = |v: Option<Spanned<String>>, what: &str| -> Option<u64> {
+            let v = v?;
+            match v.get_ref().parse::<Bytes>() {
+                Ok(b) => Some(b.0),
+                Err(e) => {
+                    self.errors.push(self.source.error(
+                        Some(v.span()),
+                        format!("shape.{name}.{what}: {e}; expected e.g. \"512MiB\" or \"4GiB\""),
+                    ));
+                    None
+                }
+            }
+        };
+        let memory = bytes(raw.memory, "memory").map(Bytes);
+        let io_read_bps = bytes(raw.io_read_bps, "io_read_bps");
+        let io_write_bps = bytes(raw.io_write_bps, "io_write_bps");
+        let pids = raw.pids.and_then(|p| match u64::try_from(*p.get_ref()) {
+            Ok(v) if v >= 1 => Some(v),
+            _ => {
+                self.err(
+                    p.span(),
+                    format!("shape.{name}.pids must be a whole number ≥ 1"),
+                );
+                None
+            }
+        });
+        (self.errors.len() == before).then_some(Shape {
+            name,
+            cpus,
+            memory,
+            pids,
+            io_read_bps,
+            io_write_bps,
+        })
+    }
+
+    fn workload(&mut self, name: String, raw: Spanned<raw::RawWorkload>) -> Option<WorkloadDef> {
+        let raw = raw.into_inner();
+        let before = self.errors.len();
+        let parser = match raw.parser.get_ref().parse::<ParserKind>() {
+            Ok(p) => p,
+            Err(_) => {
+                self.err(raw.parser.span(), format!("unknown parser `{}`: expected one of sysbench, fio, stress-ng, iperf3, time", raw.parser.get_ref()));
+                ParserKind::Time
+            }
+        };
+        let sample = isolab_workloads::Params {
+            cpus: 1,
+            threads: 1,
+            duration: Duration::from_secs(1),
+            workdir: "/tmp".into(),
+            port: 5201,
+            direct: true,
+        };
+        for t in [
+            Some(&raw.command),
+            raw.prepare.as_ref(),
+            raw.cleanup.as_ref(),
+            raw.server.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            match isolab_workloads::render(t.get_ref(), &sample) {
+                Ok(argv) if argv.is_empty() => self.err(t.span(), "command is empty"),
+                Ok(_) => {}
+                Err(e) => self.err(t.span(), e.to_string()),
+            }
+        }
+        let primary = match raw.primary {
+            Some(p) => p.into_inner(),
+            None if parser == ParserKind::Time => "wall_time".to_owned(),
+            None => {
+                self.err(raw.command.span(), format!("workload.{name} needs `primary`: the metric whose CV decides when a cell is stable"));
+                String::new()
+            }
+        };
+        let tools = if raw.tools.is_empty() {
+            isolab_workloads::render(raw.command.get_ref(), &sample)
+                .ok()
+                .and_then(|a| a.into_iter().next())
+                .into_iter()
+                .collect()
+        } else {
+            raw.tools
+        };
+        (self.errors.len() == before).then(|| WorkloadDef {
+            description: raw
+                .description
+                .unwrap_or_else(|| format!("user-defined workload {name}")),
+            name,
+            command: raw.command.into_inner(),
+            prepare: raw.prepare.map(Spanned::into_inner),
+            cleanup: raw.cleanup.map(Spanned::into_inner),
+            server: raw.server.map(Spanned::into_inner),
+            parser,
+            primary,
+            uses_disk: raw.uses_disk,
+            tools,
+        })
+    }
+}
+
+fn default_baseline(factors: &[(String, Vec<String>)]) -> Vec<(String, String)> {
+    // Only a factor with more than one level can hold a baseline to compare against.
+    let has = |f: &str, l: &str| {
+        factors
+            .iter()
+            .any(|(ff, ls)| ff == f && ls.len() > 1 && ls.iter().any(|x| x == l))
+    };
+    if has("platform", "host") {
+        vec![("platform".into(), "host".into())]
+    } else if has("placement", "shared") {
+        vec![("placement".into(), "shared".into())]
+    } else {
+        Vec::new()
+    }
+}
+
+fn list(items: &[String]) -> String {
+    items
+        .iter()
+        .map(|i| format!("`{i}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests;

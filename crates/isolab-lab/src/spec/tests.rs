@@ -1,0 +1,179 @@
+use super::*;
+
+fn host(cpus: &str) -> HostFacts {
+    HostFacts {
+        cpus: cpus.parse().unwrap(),
+    }
+}
+
+fn parse(text: &str) -> Result<ExperimentSpec, SpecErrors> {
+    ExperimentSpec::parse(Source::new("exp.toml", text), &host("0-1"))
+}
+
+fn errors(text: &str) -> Vec<String> {
+    parse(text)
+        .unwrap_err()
+        .0
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
+#[test]
+fn quick_start_expands_to_nine_cells() {
+    let spec = ExperimentSpec::parse(
+        Source::new("built-in quick-start", QUICK_START),
+        &host("0-1"),
+    )
+    .unwrap();
+    assert_eq!(spec.name, "quick-start");
+    assert_eq!(spec.cells.len(), 9);
+    assert_eq!(
+        spec.baseline,
+        vec![("placement".to_string(), "shared".to_string())]
+    );
+    assert_eq!(
+        spec.cells[0].key(),
+        "platform=host shape=medium placement=shared workload=sysbench-cpu"
+    );
+    assert_eq!(spec.cells[4].placement, Placement::Quota);
+    assert_eq!(
+        spec.repetitions,
+        Repetitions {
+            warmup: 1,
+            min: 3,
+            max: 5,
+            target_cv: 0.05
+        }
+    );
+    assert_eq!(spec.run_bounds(), (27, 45));
+    assert!(spec.dropped.is_empty());
+}
+
+#[test]
+fn misspelt_key_names_line_column_and_expected_keys() {
+    let errs = errors("[experiment]\nname = \"x\"\nrepetitons = { min = 3 }\n\n[matrix]\nworkload = [\"sysbench-cpu\"]\n");
+    assert_eq!(errs.len(), 1);
+    assert!(
+        errs[0].starts_with("exp.toml:3:1: unknown field `repetitons`, expected one of"),
+        "{}",
+        errs[0]
+    );
+    assert!(errs[0].contains("`repetitions`"), "{}", errs[0]);
+}
+
+#[test]
+fn unknown_levels_point_at_the_level() {
+    let errs = errors("[experiment]\nname = \"x\"\n[matrix]\nworkload = [\"sysbench-cpu\", \"sysbench-cpux\"]\nplacement = [\"pined\"]\n");
+    assert_eq!(errs.len(), 2, "{errs:?}");
+    assert!(
+        errs[0].starts_with("exp.toml:4:29: unknown workload `sysbench-cpux`: expected one of"),
+        "{}",
+        errs[0]
+    );
+    assert!(
+        errs[1].starts_with("exp.toml:5:14: unknown placement `pined`"),
+        "{}",
+        errs[1]
+    );
+    // The unknown placement is reported in file order, after the workload on line 4.
+}
+
+#[test]
+fn impossible_pinning_is_an_error_or_skipped() {
+    let text = "[experiment]\nname = \"x\"\n[matrix]\nshape = [\"large\", \"xlarge\"]\nplacement = [\"quota\", \"pinned\"]\nworkload = [\"sysbench-cpu\"]\n";
+    let errs = errors(text);
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(
+        errs[0].starts_with(
+            "exp.toml:4:19: pinned shape `xlarge` needs 4 cpus but this host offers 2"
+        ),
+        "{}",
+        errs[0]
+    );
+
+    let skip = text.replace("name = \"x\"", "name = \"x\"\nimpossible = \"skip\"");
+    let spec = parse(&skip).unwrap();
+    assert_eq!(spec.cells.len(), 3);
+    assert_eq!(spec.dropped.len(), 1);
+    assert_eq!(
+        spec.dropped[0].key,
+        "shape=xlarge placement=pinned workload=sysbench-cpu"
+    );
+    assert_eq!(
+        spec.warnings.len(),
+        1,
+        "quota of 4 cpus on 2 is worth a warning"
+    );
+}
+
+#[test]
+fn exclude_drops_matching_cells_and_checks_names() {
+    let spec = parse("[experiment]\nname = \"x\"\n[matrix]\nplacement = [\"shared\", \"quota\"]\nworkload = [\"sysbench-cpu\", \"fio-randread\"]\nexclude = [{ placement = \"quota\", workload = \"fio-randread\" }]\n").unwrap();
+    assert_eq!(spec.cells.len(), 3);
+    assert_eq!(
+        spec.dropped[0].reason,
+        "excluded by the exclude entry at line 6"
+    );
+
+    let errs = errors("[experiment]\nname = \"x\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\nexclude = [{ platform = \"docker\" }]\n");
+    assert!(
+        errs[0].contains("exclude names factor `platform`, which the matrix does not vary"),
+        "{errs:?}"
+    );
+}
+
+#[test]
+fn user_workloads_are_checked() {
+    let ok = parse("[experiment]\nname = \"x\"\n[matrix]\nworkload = [\"nothing\"]\n[workload.nothing]\ncommand = \"true\"\nparser = \"time\"\n").unwrap();
+    assert_eq!(ok.cells[0].workload.primary, "wall_time");
+    assert_eq!(ok.cells[0].workload.tools, vec!["true".to_string()]);
+
+    let errs = errors("[experiment]\nname = \"x\"\n[matrix]\nworkload = [\"w\"]\n[workload.w]\ncommand = \"sleep {secs}\"\nparser = \"jsonx\"\n");
+    assert_eq!(errs.len(), 2, "{errs:?}");
+    assert!(
+        errs.iter()
+            .any(|e| e.starts_with("exp.toml:7:10: unknown parser `jsonx`")),
+        "{errs:?}"
+    );
+    assert!(
+        errs.iter()
+            .any(|e| e.starts_with("exp.toml:6:11:") && e.contains("secs")),
+        "{errs:?}"
+    );
+}
+
+#[test]
+fn planned_platforms_say_they_are_not_available_yet() {
+    let errs = errors("[experiment]\nname = \"x\"\n[matrix]\nplatform = [\"host\", \"docker\"]\nworkload = [\"sysbench-cpu\"]\n");
+    assert!(
+        errs[0].starts_with(
+            "exp.toml:4:21: platform `docker` is not available in this version of isolab yet"
+        ),
+        "{errs:?}"
+    );
+}
+
+#[test]
+fn repetitions_and_durations_are_validated() {
+    let errs = errors("[experiment]\nname = \"x\"\nrepetitions = { min = 1, target_cv = 5 }\nduration = \"fast\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\n");
+    assert_eq!(errs.len(), 3, "{errs:?}");
+    assert!(errs[0].contains("repetitions.min must be a whole number ≥ 2"));
+    assert!(errs[1].contains("target_cv must be a fraction"));
+    assert!(errs[2].contains("invalid duration `fast`"));
+}
+
+#[test]
+fn syntax_errors_have_locations() {
+    let errs = errors("[experiment\nname = 1\n");
+    assert!(errs[0].starts_with("exp.toml:1:"), "{errs:?}");
+}
+
+#[test]
+fn missing_workload_is_explained() {
+    let errs = errors("[experiment]\nname = \"x\"\n[matrix]\nplacement = [\"quota\"]\n");
+    assert!(
+        errs[0].contains("missing `workload` in [matrix]"),
+        "{errs:?}"
+    );
+}

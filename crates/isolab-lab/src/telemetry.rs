@@ -1,0 +1,194 @@
+//! Host telemetry sampled during a run: per-core utilisation from `/proc/stat`.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use isolab_store::Series;
+
+/// Default sampling interval: 10 Hz.
+pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Cumulative jiffies of one cpu line of `/proc/stat`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CpuTimes {
+    /// All jiffies (guest time is already included in user/nice and not added again).
+    pub total: u64,
+    /// Idle plus iowait jiffies.
+    pub idle: u64,
+}
+
+/// Parses the per-cpu lines (`cpu0`, `cpu1`, …) of `/proc/stat`, in order, with their ids.
+pub fn parse_proc_stat(text: &str) -> Vec<(u32, CpuTimes)> {
+    text.lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix("cpu")?;
+            let (id, fields) = rest.split_once(' ')?;
+            let id: u32 = id.parse().ok()?;
+            let v: Vec<u64> = fields
+                .split_whitespace()
+                .filter_map(|f| f.parse().ok())
+                .collect();
+            if v.len() < 4 {
+                return None;
+            }
+            // user nice system idle iowait irq softirq steal guest guest_nice
+            let total: u64 = v.iter().take(8).sum();
+            let idle = v[3] + v.get(4).copied().unwrap_or(0);
+            Some((id, CpuTimes { total, idle }))
+        })
+        .collect()
+}
+
+/// Busy percentage of each cpu between two readings (cpus matched by id).
+pub fn utilisation(before: &[(u32, CpuTimes)], after: &[(u32, CpuTimes)]) -> Vec<(u32, f64)> {
+    after
+        .iter()
+        .filter_map(|(id, a)| {
+            let (_, b) = before.iter().find(|(bid, _)| bid == id)?;
+            let total = a.total.saturating_sub(b.total);
+            let idle = a.idle.saturating_sub(b.idle);
+            (total > 0).then(|| (*id, 100.0 * (total - idle.min(total)) as f64 / total as f64))
+        })
+        .collect()
+}
+
+/// Per-core utilisation of the host over a run.
+#[derive(Debug, Clone, Default)]
+pub struct HostCpu {
+    /// One series per cpu, `cpuN_util` in percent, time in seconds since the start.
+    pub series: Vec<Series>,
+    /// Mean utilisation per cpu over the whole run (from the first and last reading).
+    pub mean: Vec<(u32, f64)>,
+}
+
+/// Samples `/proc/stat` on a thread until stopped.
+pub struct CpuSampler {
+    stop: Arc<(Mutex<bool>, Condvar)>,
+    handle: JoinHandle<HostCpu>,
+}
+
+impl CpuSampler {
+    /// Starts sampling `proc_root/stat` every `interval`.
+    pub fn start(proc_root: &Path, interval: Duration) -> CpuSampler {
+        let stop = Arc::new((Mutex::new(false), Condvar::new()));
+        let path: PathBuf = proc_root.join("stat");
+        let stop2 = Arc::clone(&stop);
+        let handle = std::thread::spawn(move || sample(&path, interval, &stop2));
+        CpuSampler { stop, handle }
+    }
+
+    /// Stops sampling (at once, without waiting for the next tick) and returns what was seen.
+    pub fn finish(self) -> HostCpu {
+        {
+            let (lock, cvar) = &*self.stop;
+            if let Ok(mut stopped) = lock.lock() {
+                *stopped = true;
+            }
+            cvar.notify_all();
+        }
+        self.handle.join().unwrap_or_default()
+    }
+}
+
+fn read(path: &Path) -> Vec<(u32, CpuTimes)> {
+    std::fs::read_to_string(path)
+        .map(|t| parse_proc_stat(&t))
+        .unwrap_or_default()
+}
+
+fn sample(path: &Path, interval: Duration, stop: &(Mutex<bool>, Condvar)) -> HostCpu {
+    let start = Instant::now();
+    let first = read(path);
+    let mut prev = first.clone();
+    let mut series: Vec<Series> = first
+        .iter()
+        .map(|(id, _)| Series {
+            name: format!("cpu{id}_util"),
+            unit: "%".into(),
+            points: Vec::new(),
+        })
+        .collect();
+    let (lock, cvar) = stop;
+    let Ok(mut stopped) = lock.lock() else {
+        return HostCpu::default();
+    };
+    loop {
+        let (guard, _) = match cvar.wait_timeout(stopped, interval) {
+            Ok(r) => r,
+            Err(_) => return HostCpu::default(),
+        };
+        stopped = guard;
+        let now = read(path);
+        let t = start.elapsed().as_secs_f64();
+        if !*stopped {
+            for (id, u) in utilisation(&prev, &now) {
+                if let Some(s) = series
+                    .iter_mut()
+                    .find(|s| s.name == format!("cpu{id}_util"))
+                {
+                    s.points.push((t, u));
+                }
+            }
+        }
+        prev = now;
+        if *stopped {
+            break;
+        }
+    }
+    HostCpu {
+        series,
+        mean: utilisation(&first, &prev),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const STAT_A: &str = "cpu  10 0 10 80 0 0 0 0 0 0\ncpu0 5 0 5 40 0 0 0 0 0 0\ncpu1 5 0 5 40 0 0 0 0 0 0\nintr 1\n";
+    const STAT_B: &str = "cpu  60 0 10 130 0 0 0 0 0 0\ncpu0 55 0 5 40 0 0 0 0 0 0\ncpu1 5 0 5 90 0 0 0 0 0 0\nintr 1\n";
+
+    #[test]
+    fn parses_per_cpu_lines_only() {
+        let v = parse_proc_stat(STAT_A);
+        assert_eq!(v.len(), 2);
+        assert_eq!(
+            v[0],
+            (
+                0,
+                CpuTimes {
+                    total: 50,
+                    idle: 40
+                }
+            )
+        );
+    }
+
+    #[test]
+    fn computes_busy_share_per_cpu() {
+        let u = utilisation(&parse_proc_stat(STAT_A), &parse_proc_stat(STAT_B));
+        assert_eq!(u, vec![(0, 100.0), (1, 0.0)]);
+    }
+
+    #[test]
+    fn samples_a_fake_proc_tree_at_the_interval() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("stat"), STAT_A).unwrap();
+        let sampler = CpuSampler::start(dir.path(), Duration::from_millis(10));
+        std::thread::sleep(Duration::from_millis(30));
+        std::fs::write(dir.path().join("stat"), STAT_B).unwrap();
+        std::thread::sleep(Duration::from_millis(60));
+        let cpu = sampler.finish();
+        assert_eq!(cpu.series.len(), 2);
+        // The fake file changes once; samples without a change carry no utilisation.
+        assert!(
+            !cpu.series[0].points.is_empty(),
+            "{:?}",
+            cpu.series[0].points
+        );
+        assert!(cpu.series[0].points.iter().all(|&(_, u)| u == 100.0));
+        assert_eq!(cpu.mean, vec![(0, 100.0), (1, 0.0)]);
+    }
+}

@@ -1,0 +1,255 @@
+//! Per-cell, per-metric summaries of a stored experiment, with the overhead ratio
+//! against the baseline cell.
+
+use std::collections::BTreeMap;
+
+use isolab_stats::{overhead_ratio, Direction, Sample, Summary};
+use isolab_store::{
+    CellRecord, ExperimentId, ExperimentRecord, Interruption, RunRecord, RunStatus, Store,
+};
+
+/// Everything stored about one experiment that reports use.
+#[derive(Debug, Clone)]
+pub struct ExperimentData {
+    /// The experiment.
+    pub record: ExperimentRecord,
+    /// Its cells, by index.
+    pub cells: Vec<CellRecord>,
+    /// All runs (warm-ups and failures included).
+    pub runs: Vec<RunRecord>,
+    /// Captured environment.
+    pub environment: Vec<(String, String)>,
+    /// Interrupted attempts.
+    pub interruptions: Vec<Interruption>,
+}
+
+impl ExperimentData {
+    /// Loads experiment `id`.
+    pub fn load(store: &Store, id: ExperimentId) -> Result<Self, isolab_store::Error> {
+        Ok(ExperimentData {
+            record: store.experiment(id)?,
+            cells: store.cells(id)?,
+            runs: store.runs(id)?,
+            environment: store.environment(id)?,
+            interruptions: store.interruptions(id)?,
+        })
+    }
+}
+
+/// What to summarise.
+#[derive(Debug, Clone, Default)]
+pub struct SummaryOptions {
+    /// Levels that identify the baseline cells; other factors are matched.
+    pub baseline: Vec<(String, String)>,
+    /// Primary metric of each cell index; only these are summarised unless `all_metrics`.
+    pub primary: BTreeMap<u32, String>,
+    /// Summarise every metric, not just the primary ones.
+    pub all_metrics: bool,
+}
+
+/// One metric of one cell.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct MetricRow {
+    /// Cell index.
+    pub cell: u32,
+    /// The cell's levels.
+    pub levels: Vec<(String, String)>,
+    /// Metric name.
+    pub metric: String,
+    /// Unit.
+    pub unit: String,
+    /// Which way is better.
+    pub direction: Direction,
+    /// Counted observations.
+    pub n: usize,
+    /// Statistics, when there are at least two observations.
+    pub summary: Option<Summary>,
+    /// The single value, when there is exactly one observation.
+    pub single: Option<f64>,
+    /// Overhead ratio against the baseline cell's mean (1.0 = none; above = worse).
+    pub overhead: Option<f64>,
+    /// Whether this cell is the baseline itself.
+    pub is_baseline: bool,
+    /// Limits read back, as stored with the first counted run.
+    pub limits: Option<String>,
+    /// Mean number of throttled CFS periods per run.
+    pub throttled_periods: Option<f64>,
+    /// Mean cpu migrations per run.
+    pub migrations: Option<f64>,
+    /// Why the cell stopped.
+    pub stop_reason: Option<String>,
+    /// Failed runs of the cell.
+    pub failed: usize,
+}
+
+impl MetricRow {
+    /// The mean (or the single value).
+    pub fn mean(&self) -> Option<f64> {
+        self.summary.map(|s| s.mean).or(self.single)
+    }
+}
+
+fn mean_of(values: &[f64]) -> Option<f64> {
+    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+}
+
+/// Summarises every cell's metrics.
+pub fn summarize(data: &ExperimentData, options: &SummaryOptions) -> Vec<MetricRow> {
+    let mut rows = Vec::new();
+    for cell in &data.cells {
+        let runs: Vec<&RunRecord> = data.runs.iter().filter(|r| r.cell == cell.id).collect();
+        let counted: Vec<&&RunRecord> = runs.iter().filter(|r| r.is_counted()).collect();
+        let failed = runs
+            .iter()
+            .filter(|r| r.status == RunStatus::Failed)
+            .count();
+        let limits = counted
+            .first()
+            .and_then(|r| r.limits.get("summary"))
+            .and_then(|s| s.as_str())
+            .map(str::to_owned);
+        let telemetry_mean = |key: &str| {
+            let v: Vec<f64> = counted
+                .iter()
+                .filter_map(|r| r.telemetry.iter().find(|(k, _)| k == key).map(|(_, v)| *v))
+                .collect();
+            mean_of(&v)
+        };
+        let throttled_periods = telemetry_mean("nr_throttled");
+        let migrations = telemetry_mean("cpu_migrations");
+
+        // Metric names in the order the parser gave them.
+        let mut names: Vec<(String, String, Direction)> = Vec::new();
+        for r in &counted {
+            for m in &r.metrics {
+                if !names.iter().any(|(n, _, _)| *n == m.name) {
+                    names.push((m.name.clone(), m.unit.clone(), m.direction));
+                }
+            }
+        }
+        let primary = options.primary.get(&cell.index);
+        if !options.all_metrics {
+            if let Some(p) = primary {
+                names.retain(|(n, _, _)| n == p);
+            }
+        }
+        if names.is_empty() {
+            // No counted run: still show the cell, so that failures are visible.
+            names.push((
+                primary.cloned().unwrap_or_else(|| "-".into()),
+                String::new(),
+                Direction::Lower,
+            ));
+        }
+        for (name, unit, direction) in names {
+            let values: Vec<f64> = counted
+                .iter()
+                .filter_map(|r| r.metrics.iter().find(|m| m.name == name).map(|m| m.value))
+                .collect();
+            let summary = Sample::new(values.clone()).ok().map(|s| s.summary());
+            rows.push(MetricRow {
+                cell: cell.index,
+                levels: cell.levels.clone(),
+                metric: name,
+                unit,
+                direction,
+                n: values.len(),
+                summary,
+                single: (values.len() == 1).then(|| values[0]),
+                overhead: None,
+                is_baseline: false,
+                limits: limits.clone(),
+                throttled_periods,
+                migrations,
+                stop_reason: cell.stop_reason.clone(),
+                failed,
+            });
+        }
+    }
+    attach_overheads(&mut rows, &options.baseline);
+    rows
+}
+
+/// The levels of the baseline cell for a cell with `levels`: the baseline pairs
+/// replace the cell's levels of those factors.
+pub fn baseline_levels(
+    levels: &[(String, String)],
+    baseline: &[(String, String)],
+) -> Vec<(String, String)> {
+    levels
+        .iter()
+        .map(|(f, l)| match baseline.iter().find(|(bf, _)| bf == f) {
+            Some((_, bl)) => (f.clone(), bl.clone()),
+            None => (f.clone(), l.clone()),
+        })
+        .collect()
+}
+
+fn attach_overheads(rows: &mut [MetricRow], baseline: &[(String, String)]) {
+    if baseline.is_empty() {
+        return;
+    }
+    let means: Vec<(Vec<(String, String)>, String, Option<f64>)> = rows
+        .iter()
+        .map(|r| (r.levels.clone(), r.metric.clone(), r.mean()))
+        .collect();
+    for row in rows.iter_mut() {
+        let target = baseline_levels(&row.levels, baseline);
+        row.is_baseline = target == row.levels;
+        let base = means
+            .iter()
+            .find(|(l, m, _)| *l == target && *m == row.metric)
+            .and_then(|(_, _, v)| *v);
+        if let (Some(a), Some(b)) = (base, row.mean()) {
+            row.overhead = overhead_ratio(a, b, row.direction);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lv(p: &str) -> Vec<(String, String)> {
+        vec![
+            ("placement".into(), p.into()),
+            ("workload".into(), "w".into()),
+        ]
+    }
+
+    #[test]
+    fn baseline_levels_substitute_only_baseline_factors() {
+        let b = vec![("placement".to_string(), "shared".to_string())];
+        assert_eq!(baseline_levels(&lv("quota"), &b), lv("shared"));
+    }
+
+    #[test]
+    fn overhead_is_oriented_by_direction() {
+        let row = |p: &str, mean: f64, d: Direction| MetricRow {
+            cell: 0,
+            levels: lv(p),
+            metric: "m".into(),
+            unit: "u".into(),
+            direction: d,
+            n: 1,
+            summary: None,
+            single: Some(mean),
+            overhead: None,
+            is_baseline: false,
+            limits: None,
+            throttled_periods: None,
+            migrations: None,
+            stop_reason: None,
+            failed: 0,
+        };
+        let mut rows = vec![
+            row("shared", 100.0, Direction::Higher),
+            row("quota", 50.0, Direction::Higher),
+        ];
+        attach_overheads(&mut rows, &[("placement".into(), "shared".into())]);
+        assert_eq!(rows[0].overhead, Some(1.0));
+        assert!(rows[0].is_baseline);
+        assert_eq!(rows[1].overhead, Some(2.0));
+        assert!(!rows[1].is_baseline);
+    }
+}

@@ -1,0 +1,130 @@
+//! How values that SQL has no type for are stored. Every backend uses the same encodings,
+//! so a store can be copied from one to another column by column.
+//!
+//! | value | stored as |
+//! |---|---|
+//! | `SystemTime` | INTEGER milliseconds since the Unix epoch, UTC (negative before 1970) |
+//! | `Duration` | INTEGER nanoseconds (saturating at about 292 years) |
+//! | `u64` seed | TEXT, decimal (an SQL INTEGER is signed 64-bit) |
+//! | `bool` | INTEGER 0 or 1 |
+//! | `f64` metric or telemetry | REAL; NaN, which SQL cannot hold, is stored as NULL |
+//! | series points | BLOB: for each point, time then value, each an IEEE-754 `f64`, little-endian (16 bytes a point) |
+//! | limits | TEXT, JSON |
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Bytes one series point takes in its BLOB.
+const POINT_BYTES: usize = 16;
+
+/// Milliseconds since the Unix epoch, truncated; saturates far outside ±292 million years.
+pub(crate) fn time_to_millis(t: SystemTime) -> i64 {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(after) => i64::try_from(after.as_millis()).unwrap_or(i64::MAX),
+        Err(before) => i64::try_from(before.duration().as_millis())
+            .map(|ms| -ms)
+            .unwrap_or(i64::MIN),
+    }
+}
+
+/// The time `ms` milliseconds after the epoch, or `None` if the platform cannot represent it.
+pub(crate) fn millis_to_time(ms: i64) -> Option<SystemTime> {
+    let magnitude = Duration::from_millis(ms.unsigned_abs());
+    if ms >= 0 {
+        UNIX_EPOCH.checked_add(magnitude)
+    } else {
+        UNIX_EPOCH.checked_sub(magnitude)
+    }
+}
+
+/// Nanoseconds, saturating at `i64::MAX` (about 292 years).
+pub(crate) fn duration_to_nanos(d: Duration) -> i64 {
+    i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)
+}
+
+/// The duration of `ns` nanoseconds, or `None` when negative.
+pub(crate) fn nanos_to_duration(ns: i64) -> Option<Duration> {
+    u64::try_from(ns).ok().map(Duration::from_nanos)
+}
+
+/// A real for an SQL REAL column: NaN becomes NULL (SQL has no NaN).
+pub(crate) fn real_to_sql(v: f64) -> Option<f64> {
+    (!v.is_nan()).then_some(v)
+}
+
+/// The real read from an SQL REAL column: NULL is NaN.
+pub(crate) fn sql_to_real(v: Option<f64>) -> f64 {
+    v.unwrap_or(f64::NAN)
+}
+
+/// Series points as a BLOB (see the module table).
+pub(crate) fn encode_points(points: &[(f64, f64)]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(points.len() * POINT_BYTES);
+    for (t, v) in points {
+        out.extend_from_slice(&t.to_le_bytes());
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out
+}
+
+/// Series points from a BLOB, or `None` when its length is not a whole number of points.
+pub(crate) fn decode_points(blob: &[u8]) -> Option<Vec<(f64, f64)>> {
+    let points = blob.chunks_exact(POINT_BYTES);
+    if !points.remainder().is_empty() {
+        return None;
+    }
+    points
+        .map(|point| {
+            let (t, v) = point.split_at(POINT_BYTES / 2);
+            Some((
+                f64::from_le_bytes(t.try_into().ok()?),
+                f64::from_le_bytes(v.try_into().ok()?),
+            ))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_round_trip_to_the_millisecond() {
+        for ms in [0_i64, 1, 1_700_000_000_123, -1, -86_400_000] {
+            let t = millis_to_time(ms).unwrap();
+            assert_eq!(time_to_millis(t), ms);
+        }
+        let t = UNIX_EPOCH + Duration::new(1_700_000_000, 123_999_999);
+        assert_eq!(time_to_millis(t), 1_700_000_000_123);
+    }
+
+    #[test]
+    fn durations_round_trip_to_the_nanosecond() {
+        let d = Duration::new(12, 345_678_901);
+        assert_eq!(nanos_to_duration(duration_to_nanos(d)), Some(d));
+        assert_eq!(duration_to_nanos(Duration::MAX), i64::MAX);
+        assert_eq!(nanos_to_duration(-1), None);
+    }
+
+    #[test]
+    fn nan_is_null_and_back() {
+        assert_eq!(real_to_sql(f64::NAN), None);
+        assert!(sql_to_real(None).is_nan());
+        assert_eq!(real_to_sql(f64::INFINITY), Some(f64::INFINITY));
+        assert_eq!(sql_to_real(Some(2.5)), 2.5);
+    }
+
+    #[test]
+    fn points_round_trip_bit_for_bit() {
+        let points = vec![(0.0, 1.5), (0.1, f64::NAN), (0.2, -0.0), (1e9, f64::MAX)];
+        let blob = encode_points(&points);
+        assert_eq!(blob.len(), 64);
+        let back = decode_points(&blob).unwrap();
+        assert_eq!(back.len(), points.len());
+        for ((t0, v0), (t1, v1)) in points.iter().zip(&back) {
+            assert_eq!(t0.to_bits(), t1.to_bits());
+            assert_eq!(v0.to_bits(), v1.to_bits());
+        }
+        assert_eq!(decode_points(&[]), Some(vec![]));
+        assert_eq!(decode_points(&blob[..15]), None);
+    }
+}

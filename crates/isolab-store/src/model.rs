@@ -1,0 +1,387 @@
+//! The values the store writes and reads: experiments, cells, runs, interruptions and
+//! observations. Plain data, free of any database type, so that every backend shares them.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::{Duration, SystemTime};
+
+use isolab_stats::Direction;
+
+/// Identifier of an experiment; shown to users (`isolab report 12`) and never reused.
+pub type ExperimentId = i64;
+/// Identifier of a cell, unique across the whole store.
+pub type CellId = i64;
+/// Identifier of a run, unique across the whole store and never reused.
+pub type RunId = i64;
+
+/// A word that is not one of the words of a status enum.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {kind} status `{word}`: expected one of {expected}")]
+pub struct UnknownStatus {
+    /// Which status: `experiment` or `run`.
+    pub kind: &'static str,
+    /// The word that was read.
+    pub word: String,
+    /// The accepted words, for the message.
+    pub expected: &'static str,
+}
+
+/// Where an experiment stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExperimentStatus {
+    /// Runs are being executed (or the process died without saying otherwise).
+    Running,
+    /// Every cell reached its stopping rule.
+    Complete,
+    /// Stopped by the user (Ctrl-C, SIGTERM); `isolab run --resume` continues it.
+    Interrupted,
+    /// Stopped by an error the runner could not get past.
+    Failed,
+}
+
+impl ExperimentStatus {
+    /// The word stored and shown: `running`, `complete`, `interrupted` or `failed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExperimentStatus::Running => "running",
+            ExperimentStatus::Complete => "complete",
+            ExperimentStatus::Interrupted => "interrupted",
+            ExperimentStatus::Failed => "failed",
+        }
+    }
+}
+
+impl fmt::Display for ExperimentStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for ExperimentStatus {
+    type Err = UnknownStatus;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "running" => Ok(ExperimentStatus::Running),
+            "complete" => Ok(ExperimentStatus::Complete),
+            "interrupted" => Ok(ExperimentStatus::Interrupted),
+            "failed" => Ok(ExperimentStatus::Failed),
+            other => Err(UnknownStatus {
+                kind: "experiment",
+                word: other.to_owned(),
+                expected: "`running`, `complete`, `interrupted`, `failed`",
+            }),
+        }
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    /// The workload succeeded and its output was parsed into metrics.
+    Ok,
+    /// The workload or its parser failed; the run is kept for the record but not counted.
+    Failed,
+}
+
+impl RunStatus {
+    /// The word stored and shown: `ok` or `failed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Ok => "ok",
+            RunStatus::Failed => "failed",
+        }
+    }
+}
+
+impl fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for RunStatus {
+    type Err = UnknownStatus;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "ok" => Ok(RunStatus::Ok),
+            "failed" => Ok(RunStatus::Failed),
+            other => Err(UnknownStatus {
+                kind: "run",
+                word: other.to_owned(),
+                expected: "`ok`, `failed`",
+            }),
+        }
+    }
+}
+
+/// An experiment to create, with its cells and the captured environment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewExperiment {
+    /// The experiment's name from its spec (several experiments may share it).
+    pub name: String,
+    /// The spec exactly as read, so the experiment can be reproduced.
+    pub spec_toml: String,
+    /// Where the spec was read from; `None` for the built-in quick-start.
+    pub spec_path: Option<String>,
+    /// The seed of the run order shuffle.
+    pub seed: u64,
+    /// The version of isolab that ran the experiment.
+    pub isolab_version: String,
+    /// When the experiment was created (stored to the millisecond).
+    pub created_at: SystemTime,
+    /// The cells of the expanded matrix.
+    pub cells: Vec<NewCell>,
+    /// The captured host environment, in capture order.
+    pub environment: Vec<(String, String)>,
+}
+
+/// A cell of a new experiment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewCell {
+    /// Position of the cell in the expanded matrix; unique within the experiment.
+    pub index: u32,
+    /// Canonical key, e.g. `platform=host placement=quota workload=sysbench-cpu`;
+    /// unique within the experiment.
+    pub key: String,
+    /// `(factor, level)` pairs in spec order.
+    pub levels: Vec<(String, String)>,
+}
+
+/// A stored experiment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExperimentRecord {
+    /// Its identifier.
+    pub id: ExperimentId,
+    /// Its name.
+    pub name: String,
+    /// The spec exactly as read.
+    pub spec_toml: String,
+    /// Where the spec was read from.
+    pub spec_path: Option<String>,
+    /// The seed of the run order shuffle.
+    pub seed: u64,
+    /// The version of isolab that created it.
+    pub isolab_version: String,
+    /// When it was created (millisecond precision).
+    pub created_at: SystemTime,
+    /// When it last left the `running` status (millisecond precision).
+    pub finished_at: Option<SystemTime>,
+    /// Where it stands.
+    pub status: ExperimentStatus,
+}
+
+/// One line of `isolab list`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExperimentSummary {
+    /// Its identifier.
+    pub id: ExperimentId,
+    /// Its name.
+    pub name: String,
+    /// Where it stands.
+    pub status: ExperimentStatus,
+    /// When it was created.
+    pub created_at: SystemTime,
+    /// Number of cells.
+    pub cells: u32,
+    /// Number of counted runs: not warm-ups, status `ok`.
+    pub runs: u32,
+}
+
+/// A stored cell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CellRecord {
+    /// Its identifier.
+    pub id: CellId,
+    /// Position in the expanded matrix.
+    pub index: u32,
+    /// Canonical key.
+    pub key: String,
+    /// `(factor, level)` pairs in spec order.
+    pub levels: Vec<(String, String)>,
+    /// Why the runner stopped repeating this cell, once it did.
+    pub stop_reason: Option<String>,
+}
+
+/// One metric of one run.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct MetricValue {
+    /// Metric name, e.g. `events_per_s`.
+    pub name: String,
+    /// Unit, e.g. `1/s`.
+    pub unit: String,
+    /// Whether lower or higher is better.
+    pub direction: Direction,
+    /// The observed value (NaN and infinities are kept as they are).
+    pub value: f64,
+}
+
+/// A time series sampled during a run.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Series {
+    /// Series name, e.g. `host_cpu_util`.
+    pub name: String,
+    /// Unit of the values.
+    pub unit: String,
+    /// `(seconds since run start, value)` points, in sampling order.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// A run to store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewRun {
+    /// The cell it executed.
+    pub cell: CellId,
+    /// Repetition number within the cell (counted separately for warm-ups).
+    pub repetition: u32,
+    /// Whether it is a warm-up run (stored, never counted).
+    pub warmup: bool,
+    /// The round of the interleaved order it belongs to.
+    pub round: u32,
+    /// How it ended.
+    pub status: RunStatus,
+    /// The workload's exit code, when it exited.
+    pub exit_code: Option<i32>,
+    /// When it started (stored to the millisecond).
+    pub started_at: SystemTime,
+    /// Wall-clock duration (stored to the nanosecond).
+    pub wall: Duration,
+    /// Captured standard output.
+    pub stdout: String,
+    /// Captured standard error.
+    pub stderr: String,
+    /// What went wrong, for failed runs.
+    pub error: Option<String>,
+    /// The limits applied, as read back from the platform.
+    pub limits: serde_json::Value,
+    /// Parsed metrics, in parser order.
+    pub metrics: Vec<MetricValue>,
+    /// Scalar telemetry, e.g. `("cpu_usage_s", 1.93)`.
+    pub telemetry: Vec<(String, f64)>,
+    /// Sampled time series.
+    pub series: Vec<Series>,
+    /// Free-form notes (e.g. "KVM unavailable, TCG used").
+    pub notes: Vec<String>,
+}
+
+/// A stored run, without its logs and series (see [`crate::Store::run_logs`] and
+/// [`crate::Store::series`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRecord {
+    /// Its identifier.
+    pub id: RunId,
+    /// The cell it executed.
+    pub cell: CellId,
+    /// Repetition number within the cell.
+    pub repetition: u32,
+    /// Whether it is a warm-up run.
+    pub warmup: bool,
+    /// The round it belongs to.
+    pub round: u32,
+    /// How it ended.
+    pub status: RunStatus,
+    /// The workload's exit code, when it exited.
+    pub exit_code: Option<i32>,
+    /// When it started (millisecond precision).
+    pub started_at: SystemTime,
+    /// Wall-clock duration.
+    pub wall: Duration,
+    /// What went wrong, for failed runs.
+    pub error: Option<String>,
+    /// The limits applied.
+    pub limits: serde_json::Value,
+    /// Parsed metrics, in parser order.
+    pub metrics: Vec<MetricValue>,
+    /// Scalar telemetry, in recorded order.
+    pub telemetry: Vec<(String, f64)>,
+    /// Notes, in recorded order.
+    pub notes: Vec<String>,
+}
+
+impl RunRecord {
+    /// Whether the run counts towards its cell's statistics: not a warm-up and status `ok`.
+    pub fn is_counted(&self) -> bool {
+        !self.warmup && self.status == RunStatus::Ok
+    }
+}
+
+/// An interrupted or killed attempt at a run, kept for the record; it is not a run and
+/// does not occupy its `(cell, warmup, repetition)` slot.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Interruption {
+    /// The experiment.
+    pub experiment: ExperimentId,
+    /// The cell whose run was interrupted.
+    pub cell: CellId,
+    /// The repetition that was attempted.
+    pub repetition: u32,
+    /// Whether the attempt was a warm-up.
+    pub warmup: bool,
+    /// When it was interrupted (millisecond precision).
+    pub at: SystemTime,
+    /// Why, e.g. `SIGINT` or `timeout after 600 s`.
+    pub reason: String,
+}
+
+/// One metric value of one counted run, with its cell's levels: a row of `isolab export`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observation {
+    /// The experiment.
+    pub experiment: ExperimentId,
+    /// The run.
+    pub run: RunId,
+    /// The cell's position in the matrix.
+    pub cell_index: u32,
+    /// The cell's `(factor, level)` pairs in spec order.
+    pub levels: Vec<(String, String)>,
+    /// The run's repetition number.
+    pub repetition: u32,
+    /// Metric name.
+    pub metric: String,
+    /// Metric unit.
+    pub unit: String,
+    /// Whether lower or higher is better.
+    pub direction: Direction,
+    /// The value.
+    pub value: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn experiment_status_round_trips_through_its_word() {
+        for s in [
+            ExperimentStatus::Running,
+            ExperimentStatus::Complete,
+            ExperimentStatus::Interrupted,
+            ExperimentStatus::Failed,
+        ] {
+            assert_eq!(s.as_str().parse::<ExperimentStatus>().unwrap(), s);
+        }
+        let err = "done".parse::<ExperimentStatus>().unwrap_err();
+        assert!(err.to_string().contains("`done`"), "{err}");
+        assert!(err.to_string().contains("`complete`"), "{err}");
+    }
+
+    #[test]
+    fn run_status_round_trips_through_its_word() {
+        for s in [RunStatus::Ok, RunStatus::Failed] {
+            assert_eq!(s.as_str().parse::<RunStatus>().unwrap(), s);
+        }
+        assert!("OK".parse::<RunStatus>().is_err());
+    }
+
+    #[test]
+    fn statuses_serialize_as_their_words() {
+        assert_eq!(
+            serde_json::to_string(&ExperimentStatus::Interrupted).unwrap(),
+            "\"interrupted\""
+        );
+        assert_eq!(serde_json::to_string(&RunStatus::Ok).unwrap(), "\"ok\"");
+    }
+}

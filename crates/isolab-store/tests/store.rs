@@ -1,0 +1,578 @@
+//! The results store end to end, on a file in a temporary directory.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use isolab_stats::Direction;
+use isolab_store::{
+    Error, ExperimentStatus, Interruption, MetricValue, NewCell, NewExperiment, NewRun, RunStatus,
+    Series, Store, SCHEMA_VERSION,
+};
+use serde_json::json;
+
+/// A time with whole milliseconds, which the store keeps exactly.
+fn at(ms: u64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_millis(1_700_000_000_000 + ms)
+}
+
+fn db(dir: &tempfile::TempDir) -> PathBuf {
+    dir.path().join("results.db")
+}
+
+fn cell(index: u32, platform: &str, placement: &str) -> NewCell {
+    NewCell {
+        index,
+        key: format!("platform={platform} placement={placement} workload=sysbench-cpu"),
+        levels: vec![
+            ("platform".into(), platform.into()),
+            ("placement".into(), placement.into()),
+            ("workload".into(), "sysbench-cpu".into()),
+        ],
+    }
+}
+
+fn experiment(name: &str, created: SystemTime) -> NewExperiment {
+    NewExperiment {
+        name: name.into(),
+        spec_toml: format!("[experiment]\nname = \"{name}\"\n"),
+        spec_path: Some(format!("/specs/{name}.toml")),
+        seed: u64::MAX - 7,
+        isolab_version: "0.1.0".into(),
+        created_at: created,
+        cells: vec![cell(0, "host", "quota"), cell(1, "isolab", "pinned")],
+        environment: vec![
+            ("kernel".into(), "6.18.0".into()),
+            ("cpu_model".into(), "Example CPU @ 3.0GHz".into()),
+            ("cgroup".into(), "v1".into()),
+        ],
+    }
+}
+
+fn metrics(events: f64) -> Vec<MetricValue> {
+    vec![
+        MetricValue {
+            name: "events_per_s".into(),
+            unit: "1/s".into(),
+            direction: Direction::Higher,
+            value: events,
+        },
+        MetricValue {
+            name: "latency_p95".into(),
+            unit: "ms".into(),
+            direction: Direction::Lower,
+            value: 1000.0 / events,
+        },
+    ]
+}
+
+fn run(cell: i64, repetition: u32, warmup: bool, status: RunStatus) -> NewRun {
+    let points: Vec<(f64, f64)> = (0..1000)
+        .map(|i| (f64::from(i) * 0.01, f64::from(i % 97)))
+        .collect();
+    NewRun {
+        cell,
+        repetition,
+        warmup,
+        round: repetition + 1,
+        status,
+        exit_code: Some(if status == RunStatus::Ok { 0 } else { 2 }),
+        started_at: at(u64::from(repetition) * 1000),
+        wall: Duration::new(10, 123_456_789),
+        stdout: format!("events per second: {}\n", 1000 + repetition),
+        stderr: "warning: something\n".into(),
+        error: (status == RunStatus::Failed).then(|| "parser found no events".to_owned()),
+        limits: json!({ "cpu": { "quota_us": 200000, "period_us": 100000 } }),
+        metrics: if status == RunStatus::Ok {
+            metrics(1000.0 + f64::from(repetition))
+        } else {
+            vec![]
+        },
+        telemetry: vec![("cpu_usage_s".into(), 1.93), ("nr_throttled".into(), 12.0)],
+        series: vec![
+            Series {
+                name: "host_cpu_util".into(),
+                unit: "%".into(),
+                points: points.clone(),
+            },
+            Series {
+                name: "memory_current".into(),
+                unit: "B".into(),
+                points: points.clone(),
+            },
+            Series {
+                name: "io_bytes".into(),
+                unit: "B".into(),
+                points,
+            },
+        ],
+        notes: vec!["KVM unavailable, TCG used".into(), "second note".into()],
+    }
+}
+
+/// Counts rows of a table with a plain connection, behind the store's back.
+fn count(path: &Path, table: &str) -> i64 {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
+        .unwrap()
+}
+
+#[test]
+fn creates_the_schema_and_reopens_without_changing_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = db(&dir);
+    {
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+        assert_eq!(store.location(), path.display().to_string());
+        assert!(store.experiments().unwrap().is_empty());
+    }
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+    drop(store);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+}
+
+#[test]
+fn refuses_a_store_from_a_newer_isolab() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = db(&dir);
+    drop(Store::open(&path).unwrap());
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.pragma_update(None, "user_version", SCHEMA_VERSION + 5)
+        .unwrap();
+    drop(conn);
+
+    let err = Store::open(&path).unwrap_err();
+    assert!(matches!(err, Error::SchemaTooNew { found, supported, .. }
+        if found == SCHEMA_VERSION + 5 && supported == SCHEMA_VERSION));
+    let msg = err.to_string();
+    assert!(msg.contains(&path.display().to_string()), "{msg}");
+    assert!(
+        msg.contains(&format!(
+            "newer than this isolab supports ({SCHEMA_VERSION}): upgrade isolab"
+        )),
+        "{msg}"
+    );
+}
+
+#[test]
+fn refuses_a_file_that_is_not_a_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("notes.txt");
+    std::fs::write(
+        &path,
+        "these are not the tables you are looking for\n".repeat(100),
+    )
+    .unwrap();
+    let err = Store::open(&path).unwrap_err();
+    assert!(matches!(err, Error::NotAStore { .. }), "{err}");
+    assert!(err.to_string().contains("notes.txt"), "{err}");
+}
+
+#[test]
+fn a_missing_directory_is_an_open_error_naming_the_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("no/such/dir/results.db");
+    let err = Store::open(&path).unwrap_err();
+    assert!(matches!(err, Error::Open { .. }), "{err}");
+    assert!(err.to_string().contains("no/such/dir/results.db"), "{err}");
+    assert!(std::error::Error::source(&err).is_some());
+}
+
+#[test]
+fn round_trips_a_whole_experiment() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = db(&dir);
+    let mut store = Store::open(&path).unwrap();
+    let new = experiment("cpu-pinning", at(0));
+    let id = store.create_experiment(&new).unwrap();
+
+    let e = store.experiment(id).unwrap();
+    assert_eq!(e.id, id);
+    assert_eq!(e.name, new.name);
+    assert_eq!(e.spec_toml, new.spec_toml);
+    assert_eq!(e.spec_path, new.spec_path);
+    assert_eq!(e.seed, u64::MAX - 7);
+    assert_eq!(e.isolab_version, "0.1.0");
+    assert_eq!(e.created_at, at(0));
+    assert_eq!(e.finished_at, None);
+    assert_eq!(e.status, ExperimentStatus::Running);
+    assert_eq!(store.environment(id).unwrap(), new.environment);
+
+    let cells = store.cells(id).unwrap();
+    assert_eq!(cells.len(), 2);
+    for (stored, new) in cells.iter().zip(&new.cells) {
+        assert_eq!(stored.index, new.index);
+        assert_eq!(stored.key, new.key);
+        assert_eq!(stored.levels, new.levels);
+        assert_eq!(stored.stop_reason, None);
+    }
+    let (c0, c1) = (cells[0].id, cells[1].id);
+
+    // A warm-up, three counted runs, one failed run.
+    let inserted = [
+        run(c0, 0, true, RunStatus::Ok),
+        run(c0, 0, false, RunStatus::Ok),
+        run(c1, 0, false, RunStatus::Ok),
+        run(c0, 1, false, RunStatus::Ok),
+        run(c1, 1, false, RunStatus::Failed),
+    ];
+    let ids: Vec<i64> = inserted
+        .iter()
+        .map(|r| store.insert_run(r).unwrap())
+        .collect();
+    store
+        .record_interruption(&Interruption {
+            experiment: id,
+            cell: c1,
+            repetition: 2,
+            warmup: false,
+            at: at(99_000),
+            reason: "SIGINT".into(),
+        })
+        .unwrap();
+    store
+        .set_stop_reason(c0, "cv 0.012 <= 0.05 after 2 runs")
+        .unwrap();
+    store
+        .set_status(id, ExperimentStatus::Interrupted, at(100_000))
+        .unwrap();
+    drop(store);
+
+    // Everything is read back from the file by a new store.
+    let store = Store::open(&path).unwrap();
+    let e = store.experiment(id).unwrap();
+    assert_eq!(e.status, ExperimentStatus::Interrupted);
+    assert_eq!(e.finished_at, Some(at(100_000)));
+    assert_eq!(
+        store.cells(id).unwrap()[0].stop_reason.as_deref(),
+        Some("cv 0.012 <= 0.05 after 2 runs")
+    );
+
+    let runs = store.runs(id).unwrap();
+    assert_eq!(runs.iter().map(|r| r.id).collect::<Vec<_>>(), ids);
+    for (stored, new) in runs.iter().zip(&inserted) {
+        assert_eq!(stored.cell, new.cell);
+        assert_eq!(stored.repetition, new.repetition);
+        assert_eq!(stored.warmup, new.warmup);
+        assert_eq!(stored.round, new.round);
+        assert_eq!(stored.status, new.status);
+        assert_eq!(stored.exit_code, new.exit_code);
+        assert_eq!(stored.started_at, new.started_at);
+        assert_eq!(stored.wall, new.wall);
+        assert_eq!(stored.error, new.error);
+        assert_eq!(stored.limits, new.limits);
+        assert_eq!(stored.metrics, new.metrics);
+        assert_eq!(stored.telemetry, new.telemetry);
+        assert_eq!(stored.notes, new.notes);
+        assert_eq!(
+            stored.is_counted(),
+            !new.warmup && new.status == RunStatus::Ok
+        );
+
+        let (stdout, stderr) = store.run_logs(stored.id).unwrap();
+        assert_eq!(stdout, new.stdout);
+        assert_eq!(stderr, new.stderr);
+        assert_eq!(store.series(stored.id).unwrap(), new.series);
+    }
+
+    assert_eq!(
+        store.interruptions(id).unwrap(),
+        vec![Interruption {
+            experiment: id,
+            cell: c1,
+            repetition: 2,
+            warmup: false,
+            at: at(99_000),
+            reason: "SIGINT".into(),
+        }]
+    );
+
+    // Observations: counted runs only, by cell index then repetition, metrics in order.
+    let obs = store.observations(id).unwrap();
+    let rows: Vec<(u32, u32, &str, f64)> = obs
+        .iter()
+        .map(|o| (o.cell_index, o.repetition, o.metric.as_str(), o.value))
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            (0, 0, "events_per_s", 1000.0),
+            (0, 0, "latency_p95", 1.0),
+            (0, 1, "events_per_s", 1001.0),
+            (0, 1, "latency_p95", 1000.0 / 1001.0),
+            (1, 0, "events_per_s", 1000.0),
+            (1, 0, "latency_p95", 1.0),
+        ]
+    );
+    assert!(obs.iter().all(|o| o.experiment == id));
+    assert_eq!(obs[0].run, ids[1]);
+    assert_eq!(obs[0].levels, new.cells[0].levels);
+    assert_eq!(obs[4].levels, new.cells[1].levels);
+    assert_eq!(obs[0].unit, "1/s");
+    assert_eq!(obs[0].direction, Direction::Higher);
+    assert_eq!(obs[1].direction, Direction::Lower);
+
+    let list = store.experiments().unwrap();
+    assert_eq!(list.len(), 1);
+    assert_eq!(list[0].id, id);
+    assert_eq!(list[0].name, "cpu-pinning");
+    assert_eq!(list[0].status, ExperimentStatus::Interrupted);
+    assert_eq!(list[0].created_at, at(0));
+    assert_eq!(list[0].cells, 2);
+    assert_eq!(list[0].runs, 3);
+}
+
+#[test]
+fn resuming_clears_the_finish_time() {
+    let mut store = Store::open_in_memory().unwrap();
+    let id = store.create_experiment(&experiment("e", at(0))).unwrap();
+    store
+        .set_status(id, ExperimentStatus::Interrupted, at(5))
+        .unwrap();
+    store
+        .set_status(id, ExperimentStatus::Running, at(6))
+        .unwrap();
+    let e = store.experiment(id).unwrap();
+    assert_eq!(e.status, ExperimentStatus::Running);
+    assert_eq!(e.finished_at, None);
+    store
+        .set_status(id, ExperimentStatus::Complete, at(7))
+        .unwrap();
+    assert_eq!(store.experiment(id).unwrap().finished_at, Some(at(7)));
+}
+
+#[test]
+fn resolves_ids_and_names_newest_first() {
+    let mut store = Store::open_in_memory().unwrap();
+    let old = store
+        .create_experiment(&experiment("pinning", at(0)))
+        .unwrap();
+    let other = store
+        .create_experiment(&experiment("quick-start", at(1)))
+        .unwrap();
+    let new = store
+        .create_experiment(&experiment("pinning", at(2)))
+        .unwrap();
+
+    assert_eq!(store.resolve(&old.to_string()).unwrap(), old);
+    assert_eq!(store.resolve(&format!(" {other} ")).unwrap(), other);
+    assert_eq!(store.resolve("pinning").unwrap(), new);
+    assert_eq!(store.resolve("quick-start").unwrap(), other);
+
+    let listed: Vec<i64> = store.experiments().unwrap().iter().map(|e| e.id).collect();
+    assert_eq!(listed, vec![new, other, old]);
+
+    let err = store.resolve("nope").unwrap_err();
+    match &err {
+        Error::NoSuchExperiment { requested, known } => {
+            assert_eq!(requested, "nope");
+            assert_eq!(known.len(), 3);
+            assert_eq!(known[0], (new, "pinning".to_owned()));
+        }
+        other => panic!("unexpected error {other}"),
+    }
+    assert!(err.to_string().contains("isolab list"), "{err}");
+    assert!(matches!(
+        store.resolve("999").unwrap_err(),
+        Error::NoSuchExperiment { .. }
+    ));
+    assert!(matches!(
+        store.experiment(999).unwrap_err(),
+        Error::NoSuchExperiment { .. }
+    ));
+    assert!(matches!(
+        store.runs(999).unwrap_err(),
+        Error::NoSuchExperiment { .. }
+    ));
+}
+
+#[test]
+fn a_name_that_looks_like_an_id_still_resolves() {
+    let mut store = Store::open_in_memory().unwrap();
+    let id = store.create_experiment(&experiment("2024", at(0))).unwrap();
+    assert_eq!(store.resolve("2024").unwrap(), id);
+}
+
+#[test]
+fn a_duplicate_run_is_rejected_and_the_first_kept_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = db(&dir);
+    let mut store = Store::open(&path).unwrap();
+    let id = store.create_experiment(&experiment("dup", at(0))).unwrap();
+    let cells = store.cells(id).unwrap();
+    let first = run(cells[0].id, 3, false, RunStatus::Ok);
+    let first_id = store.insert_run(&first).unwrap();
+
+    let tables = [
+        "runs",
+        "metrics",
+        "telemetry",
+        "series",
+        "run_logs",
+        "run_notes",
+    ];
+    let before: Vec<i64> = tables.iter().map(|t| count(&path, t)).collect();
+
+    let mut second = run(cells[0].id, 3, false, RunStatus::Ok);
+    second.metrics = metrics(5.0);
+    second.stdout = "second attempt".into();
+    let err = store.insert_run(&second).unwrap_err();
+    match &err {
+        Error::DuplicateRun {
+            cell,
+            cell_key,
+            repetition,
+            warmup,
+        } => {
+            assert_eq!(*cell, cells[0].id);
+            assert_eq!(cell_key, &cells[0].key);
+            assert_eq!(*repetition, 3);
+            assert!(!warmup);
+        }
+        other => panic!("unexpected error {other}"),
+    }
+    assert!(err.to_string().contains("repetition 3"), "{err}");
+    assert!(err.to_string().contains(&cells[0].key), "{err}");
+
+    // No partial rows of the second attempt anywhere.
+    let after: Vec<i64> = tables.iter().map(|t| count(&path, t)).collect();
+    assert_eq!(before, after);
+    let runs = store.runs(id).unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].id, first_id);
+    assert_eq!(runs[0].metrics, first.metrics);
+    assert_eq!(store.run_logs(first_id).unwrap().0, first.stdout);
+
+    // The same repetition as a warm-up, or in another cell, is a different slot.
+    store
+        .insert_run(&run(cells[0].id, 3, true, RunStatus::Ok))
+        .unwrap();
+    store
+        .insert_run(&run(cells[1].id, 3, false, RunStatus::Ok))
+        .unwrap();
+    // The store is still usable after the rejected insert.
+    assert_eq!(store.runs(id).unwrap().len(), 3);
+}
+
+#[test]
+fn an_interruption_does_not_take_the_runs_slot() {
+    let mut store = Store::open_in_memory().unwrap();
+    let id = store.create_experiment(&experiment("int", at(0))).unwrap();
+    let c = store.cells(id).unwrap()[0].id;
+    let interruption = Interruption {
+        experiment: id,
+        cell: c,
+        repetition: 0,
+        warmup: false,
+        at: at(1),
+        reason: "killed".into(),
+    };
+    store.record_interruption(&interruption).unwrap();
+    store.record_interruption(&interruption).unwrap();
+    store.insert_run(&run(c, 0, false, RunStatus::Ok)).unwrap();
+    assert_eq!(store.interruptions(id).unwrap().len(), 2);
+    assert_eq!(store.runs(id).unwrap().len(), 1);
+}
+
+#[test]
+fn unknown_cells_and_runs_are_reported() {
+    let mut store = Store::open_in_memory().unwrap();
+    let id = store.create_experiment(&experiment("x", at(0))).unwrap();
+    let other = store.create_experiment(&experiment("y", at(1))).unwrap();
+    let other_cell = store.cells(other).unwrap()[0].id;
+
+    let err = store
+        .insert_run(&run(12_345, 0, false, RunStatus::Ok))
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::NoSuchCell { cell: 12_345, .. }),
+        "{err}"
+    );
+    assert!(store.runs(id).unwrap().is_empty());
+
+    let err = store
+        .record_interruption(&Interruption {
+            experiment: id,
+            cell: other_cell,
+            repetition: 0,
+            warmup: false,
+            at: at(0),
+            reason: "x".into(),
+        })
+        .unwrap_err();
+    assert!(
+        err.to_string().contains(&format!("in experiment {id}")),
+        "{err}"
+    );
+
+    assert!(matches!(
+        store.set_stop_reason(12_345, "done").unwrap_err(),
+        Error::NoSuchCell { .. }
+    ));
+    assert!(matches!(
+        store.run_logs(777).unwrap_err(),
+        Error::NoSuchRun { run: 777 }
+    ));
+    assert!(matches!(
+        store.series(777).unwrap_err(),
+        Error::NoSuchRun { run: 777 }
+    ));
+}
+
+#[test]
+fn an_experiment_with_duplicate_cells_is_not_created_at_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = db(&dir);
+    let mut store = Store::open(&path).unwrap();
+    let mut bad = experiment("bad", at(0));
+    bad.cells.push(cell(2, "host", "quota")); // same key as cell 0
+    let err = store.create_experiment(&bad).unwrap_err();
+    assert!(err.to_string().contains("cell 2"), "{err}");
+    assert!(store.experiments().unwrap().is_empty());
+    for table in ["experiments", "environment", "cells", "cell_levels"] {
+        assert_eq!(count(&path, table), 0, "{table}");
+    }
+}
+
+#[test]
+fn a_second_store_on_the_same_file_sees_committed_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = db(&dir);
+    let mut writer = Store::open(&path).unwrap();
+    let reader = Store::open(&path).unwrap();
+    let id = writer
+        .create_experiment(&experiment("live", at(0)))
+        .unwrap();
+    let c = writer.cells(id).unwrap()[0].id;
+    writer.insert_run(&run(c, 0, false, RunStatus::Ok)).unwrap();
+    assert_eq!(reader.runs(id).unwrap().len(), 1);
+    assert_eq!(reader.observations(id).unwrap().len(), 2);
+}
+
+#[test]
+fn many_runs_insert_quickly() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = db(&dir);
+    let mut store = Store::open(&path).unwrap();
+    let id = store.create_experiment(&experiment("bulk", at(0))).unwrap();
+    let c = store.cells(id).unwrap()[0].id;
+    let started = std::time::Instant::now();
+    for repetition in 0..50 {
+        // Each run: 3 series × 1000 points, its own transaction (and fsync).
+        store
+            .insert_run(&run(c, repetition, false, RunStatus::Ok))
+            .unwrap();
+    }
+    let elapsed = started.elapsed();
+    assert_eq!(store.observations(id).unwrap().len(), 100);
+    // Generous bound: a regression to a row per point would be far slower than this.
+    assert!(
+        elapsed < Duration::from_secs(20),
+        "50 runs took {elapsed:?}"
+    );
+}

@@ -1,0 +1,396 @@
+//! The built-in workloads.
+//!
+//! | name | what it measures | primary metric |
+//! |---|---|---|
+//! | `fio-randread`, `fio-randwrite`, `fio-randrw` | 4 KiB random I/O, psync, `{threads}` jobs on 256 MiB files in `{workdir}` | `iops` (IOPS, higher) |
+//! | `fio-read`, `fio-write` | 128 KiB sequential I/O, same setup | `bandwidth` (KiB/s, higher) |
+//! | `iperf3-tcp` | TCP throughput over loopback to an `iperf3 -s` server on `{port}` | `receiver_throughput` (Gbit/s, higher) |
+//! | `stress-ng-cache`, `-cpu`, `-matrix`, `-vm` | `{threads}` instances of one stress-ng stressor | `S_bogo_ops_per_second_real_time` (bogo-ops/s, higher) |
+//! | `sysbench-cpu` | primes up to 20000, `{threads}` threads | `events_per_second` (events/s, higher) |
+//! | `sysbench-fileio` | random read/write on 256 MiB in 128 files in `{workdir}` | `total_throughput` (MiB/s, higher) |
+//! | `sysbench-memory` | sequential writes in 1 MiB blocks | `throughput` (MiB/s, higher) |
+//! | `sysbench-mutex` | fixed work: 200000 lock/unlock per thread | `total_time` (s, lower) |
+//! | `sysbench-threads` | scheduler: yields and locks, `{threads}` threads | `events_per_second` (events/s, higher) |
+//!
+//! Time-bound workloads run for `{duration}`; `sysbench-mutex` does a fixed
+//! amount of work and takes as long as it takes.
+//!
+//! **Direct I/O.** fio takes `--direct={direct}` (`1` or `0`, both valid).
+//! sysbench's `--file-extra-flags` takes a list of flag names, for which
+//! `{direct_flag}` renders `direct` or the empty string: `--file-extra-flags=`
+//! with an empty list is valid sysbench 1.0.20 (it prints "Extra file open
+//! flags: (none)"), so one template works on file systems with and without
+//! `O_DIRECT`.
+//!
+//! **Working directory.** sysbench fileio has no directory option and creates
+//! its files in the current directory, so its templates start with
+//! `env --chdir={workdir}` (GNU coreutils ≥ 8.28), which keeps them independent
+//! of the directory the lab starts commands in. fio removes its files itself
+//! (`--unlink=1`), so the fio workloads need no cleanup.
+
+use crate::template::{render, Params, TemplateError};
+use crate::ParserKind;
+use serde::Serialize;
+
+/// A workload definition: a built-in or one from a spec's `[workload.NAME]` table.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WorkloadDef {
+    /// Unique name, used in specs and reports (e.g. `sysbench-cpu`).
+    pub name: String,
+    /// One line saying what it measures.
+    pub description: String,
+    /// Template of the measured command (see [`render`]).
+    pub command: String,
+    /// Template run before the measured command, not measured (e.g. sysbench fileio prepare).
+    pub prepare: Option<String>,
+    /// Template run after the measured command, always, even when it failed.
+    pub cleanup: Option<String>,
+    /// Template started in the background before `command` (e.g. `iperf3 -s`);
+    /// the lab waits until `{port}` is listening, runs `command`, then stops the server.
+    pub server: Option<String>,
+    /// The parser that reads the measured command's output.
+    pub parser: ParserKind,
+    /// The metric whose coefficient of variation decides when a cell is stable.
+    pub primary: String,
+    /// Needs `{workdir}` on a real disk (fio, sysbench fileio).
+    pub uses_disk: bool,
+    /// Executables it needs, for environment capture and "not installed" errors.
+    pub tools: Vec<String>,
+}
+
+/// The argv vectors of a workload's templates, rendered with one set of [`Params`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RenderedWorkload {
+    /// The rendered [`WorkloadDef::prepare`].
+    pub prepare: Option<Vec<String>>,
+    /// The rendered [`WorkloadDef::command`].
+    pub command: Vec<String>,
+    /// The rendered [`WorkloadDef::cleanup`].
+    pub cleanup: Option<Vec<String>>,
+    /// The rendered [`WorkloadDef::server`].
+    pub server: Option<Vec<String>>,
+}
+
+impl WorkloadDef {
+    /// Renders every template of the workload with `p`.
+    pub fn render(&self, p: &Params) -> Result<RenderedWorkload, TemplateError> {
+        let optional = |t: &Option<String>| t.as_deref().map(|t| render(t, p)).transpose();
+        Ok(RenderedWorkload {
+            prepare: optional(&self.prepare)?,
+            command: render(&self.command, p)?,
+            cleanup: optional(&self.cleanup)?,
+            server: optional(&self.server)?,
+        })
+    }
+}
+
+/// Builds a built-in without prepare, cleanup or server.
+fn def(
+    name: &str,
+    description: &str,
+    command: String,
+    parser: ParserKind,
+    primary: &str,
+    tool: &str,
+) -> WorkloadDef {
+    WorkloadDef {
+        name: name.to_owned(),
+        description: description.to_owned(),
+        command,
+        prepare: None,
+        cleanup: None,
+        server: None,
+        parser,
+        primary: primary.to_owned(),
+        uses_disk: false,
+        tools: vec![tool.to_owned()],
+    }
+}
+
+fn sysbench(name: &str, description: &str, args: &str, primary: &str) -> WorkloadDef {
+    def(
+        name,
+        description,
+        format!("sysbench {args} run"),
+        ParserKind::Sysbench,
+        primary,
+        "sysbench",
+    )
+}
+
+/// Options shared by sysbench fileio's prepare, run and cleanup: they must agree.
+const FILEIO: &str = "env --chdir={workdir} sysbench fileio --file-num=128 --file-total-size=256M";
+
+fn sysbench_fileio() -> WorkloadDef {
+    WorkloadDef {
+        prepare: Some(format!("{FILEIO} prepare")),
+        cleanup: Some(format!("{FILEIO} cleanup")),
+        uses_disk: true,
+        ..def(
+            "sysbench-fileio",
+            "sysbench fileio: random reads and writes (1.5:1) in 16 KiB blocks on 256 MiB in 128 files, direct I/O where supported",
+            format!(
+                "{FILEIO} --file-test-mode=rndrw --file-extra-flags={{direct_flag}} --threads={{threads}} --time={{duration}} run"
+            ),
+            ParserKind::Sysbench,
+            "total_throughput",
+            "sysbench",
+        )
+    }
+}
+
+fn fio(rw: &str, bs: &str, description: &str, primary: &str) -> WorkloadDef {
+    WorkloadDef {
+        uses_disk: true,
+        ..def(
+            &format!("fio-{rw}"),
+            description,
+            format!(
+                "fio --name={rw} --directory={{workdir}} --rw={rw} --size=256M --bs={bs} --ioengine=psync \
+                 --direct={{direct}} --time_based --runtime={{duration}} --numjobs={{threads}} \
+                 --group_reporting --unlink=1 --output-format=json"
+            ),
+            ParserKind::Fio,
+            primary,
+            "fio",
+        )
+    }
+}
+
+fn stress_ng(stressor: &str, options: &str, description: &str) -> WorkloadDef {
+    def(
+        &format!("stress-ng-{stressor}"),
+        description,
+        format!(
+            "stress-ng --{stressor} {{threads}}{options} --metrics --yaml {{workdir}}/{report} --timeout {{duration}}s",
+            report = crate::STRESS_NG_REPORT
+        ),
+        ParserKind::StressNg,
+        &format!("{stressor}_bogo_ops_per_second_real_time"),
+        "stress-ng",
+    )
+}
+
+fn iperf3_tcp() -> WorkloadDef {
+    WorkloadDef {
+        server: Some("iperf3 -s -1 -p {port}".to_owned()),
+        ..def(
+            "iperf3-tcp",
+            "iperf3: one TCP stream over loopback to a one-shot iperf3 server",
+            "iperf3 -c 127.0.0.1 -p {port} -t {duration} -J".to_owned(),
+            ParserKind::Iperf3,
+            "receiver_throughput",
+            "iperf3",
+        )
+    }
+}
+
+/// Every built-in workload, sorted by name.
+pub fn catalog() -> Vec<WorkloadDef> {
+    let mut all = vec![
+        sysbench(
+            "sysbench-cpu",
+            "sysbench cpu: primality tests up to 20000, {threads} threads",
+            "cpu --cpu-max-prime=20000 --threads={threads} --time={duration}",
+            "events_per_second",
+        ),
+        sysbench(
+            "sysbench-memory",
+            "sysbench memory: sequential writes in 1 MiB blocks, time-bound",
+            "memory --memory-block-size=1M --memory-total-size=100T --memory-oper=write \
+             --memory-access-mode=seq --threads={threads} --time={duration}",
+            "throughput",
+        ),
+        sysbench(
+            "sysbench-threads",
+            "sysbench threads: scheduler stress with 1000 yields and 8 mutexes per event, time-bound",
+            "threads --thread-yields=1000 --thread-locks=8 --threads={threads} --time={duration}",
+            "events_per_second",
+        ),
+        sysbench(
+            "sysbench-mutex",
+            "sysbench mutex: fixed work of 200000 mutex lock/unlock per thread; time to finish",
+            "mutex --mutex-num=4096 --mutex-locks=200000 --mutex-loops=10000 --threads={threads} --time=0",
+            "total_time",
+        ),
+        sysbench_fileio(),
+        fio("randread", "4k", "fio: 4 KiB random reads, psync, {threads} jobs", "iops"),
+        fio("randwrite", "4k", "fio: 4 KiB random writes, psync, {threads} jobs", "iops"),
+        fio("randrw", "4k", "fio: 4 KiB random reads and writes (50:50), psync, {threads} jobs", "iops"),
+        fio("read", "128k", "fio: 128 KiB sequential reads, psync, {threads} jobs", "bandwidth"),
+        fio("write", "128k", "fio: 128 KiB sequential writes, psync, {threads} jobs", "bandwidth"),
+        stress_ng("cpu", "", "stress-ng cpu: all CPU stress methods in turn, {threads} instances"),
+        stress_ng(
+            "vm",
+            " --vm-bytes 256M",
+            "stress-ng vm: 256 MiB of memory written and checked per instance, {threads} instances",
+        ),
+        stress_ng("matrix", "", "stress-ng matrix: floating-point matrix operations, {threads} instances"),
+        stress_ng("cache", "", "stress-ng cache: CPU cache thrashing, {threads} instances"),
+        iperf3_tcp(),
+    ];
+    all.sort_by(|a, b| a.name.cmp(&b.name));
+    all
+}
+
+/// The built-in workload called `name`.
+pub fn builtin(name: &str) -> Option<WorkloadDef> {
+    catalog().into_iter().find(|w| w.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::template::validate;
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    fn params() -> Params {
+        Params {
+            cpus: 2,
+            threads: 4,
+            duration: Duration::from_secs(30),
+            workdir: PathBuf::from("/var/tmp/isolab run"),
+            port: 5201,
+            direct: true,
+        }
+    }
+
+    #[test]
+    fn names_are_the_documented_ones_unique_and_sorted() {
+        let names: Vec<String> = catalog().into_iter().map(|w| w.name).collect();
+        assert_eq!(
+            names,
+            [
+                "fio-randread",
+                "fio-randrw",
+                "fio-randwrite",
+                "fio-read",
+                "fio-write",
+                "iperf3-tcp",
+                "stress-ng-cache",
+                "stress-ng-cpu",
+                "stress-ng-matrix",
+                "stress-ng-vm",
+                "sysbench-cpu",
+                "sysbench-fileio",
+                "sysbench-memory",
+                "sysbench-mutex",
+                "sysbench-threads",
+            ]
+        );
+        let mut sorted = names.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(names, sorted);
+    }
+
+    #[test]
+    fn every_builtin_renders_and_is_consistent() {
+        for w in catalog() {
+            let r = w
+                .render(&params())
+                .unwrap_or_else(|e| panic!("{}: {e}", w.name));
+            // The first word of the command is the tool, or `env` in front of it.
+            let tool = if r.command[0] == "env" {
+                &r.command[2]
+            } else {
+                &r.command[0]
+            };
+            assert_eq!(w.tools, std::slice::from_ref(tool), "{}", w.name);
+            assert!(
+                !w.primary.is_empty() && !w.description.is_empty(),
+                "{}",
+                w.name
+            );
+            for t in [&w.prepare, &w.cleanup, &w.server].into_iter().flatten() {
+                validate(t).unwrap();
+            }
+            let used = validate(&w.command).unwrap();
+            let direct = used.contains(&"direct") || used.contains(&"direct_flag");
+            assert_eq!(w.uses_disk, direct, "{}", w.name);
+            assert_eq!(builtin(&w.name), Some(w.clone()));
+        }
+        assert_eq!(builtin("nope"), None);
+    }
+
+    #[test]
+    fn sysbench_cpu_renders_as_documented() {
+        let w = builtin("sysbench-cpu").unwrap();
+        assert_eq!(
+            w.render(&params()).unwrap().command,
+            [
+                "sysbench",
+                "cpu",
+                "--cpu-max-prime=20000",
+                "--threads=4",
+                "--time=30",
+                "run"
+            ]
+        );
+    }
+
+    #[test]
+    fn fileio_direct_flag_is_valid_either_way() {
+        let w = builtin("sysbench-fileio").unwrap();
+        let with = w.render(&params()).unwrap();
+        assert!(with
+            .command
+            .contains(&"--file-extra-flags=direct".to_owned()));
+        assert_eq!(&with.command[..2], ["env", "--chdir=/var/tmp/isolab run"]);
+        assert_eq!(
+            with.prepare.unwrap(),
+            [
+                "env",
+                "--chdir=/var/tmp/isolab run",
+                "sysbench",
+                "fileio",
+                "--file-num=128",
+                "--file-total-size=256M",
+                "prepare"
+            ]
+        );
+        assert_eq!(with.cleanup.unwrap().last().unwrap(), "cleanup");
+        let without = w
+            .render(&Params {
+                direct: false,
+                ..params()
+            })
+            .unwrap();
+        assert!(without.command.contains(&"--file-extra-flags=".to_owned()));
+    }
+
+    #[test]
+    fn fio_and_iperf3_and_stress_ng_render_as_documented() {
+        let fio = builtin("fio-read").unwrap().render(&params()).unwrap();
+        assert!(fio
+            .command
+            .contains(&"--directory=/var/tmp/isolab run".to_owned()));
+        assert!(fio.command.contains(&"--bs=128k".to_owned()));
+        assert!(fio.command.contains(&"--direct=1".to_owned()));
+        assert!(fio.command.contains(&"--numjobs=4".to_owned()));
+        assert!(fio.command.contains(&"--output-format=json".to_owned()));
+        let iperf = builtin("iperf3-tcp").unwrap().render(&params()).unwrap();
+        assert_eq!(iperf.server.unwrap(), ["iperf3", "-s", "-1", "-p", "5201"]);
+        assert_eq!(
+            iperf.command,
+            ["iperf3", "-c", "127.0.0.1", "-p", "5201", "-t", "30", "-J"]
+        );
+        let vm = builtin("stress-ng-vm").unwrap().render(&params()).unwrap();
+        assert_eq!(
+            vm.command,
+            [
+                "stress-ng",
+                "--vm",
+                "4",
+                "--vm-bytes",
+                "256M",
+                "--metrics",
+                "--yaml",
+                "/var/tmp/isolab run/stress-ng.yaml",
+                "--timeout",
+                "30s"
+            ]
+        );
+    }
+}

@@ -1,0 +1,261 @@
+//! Parsers that turn a finished command's output into [`Metric`]s, one module per tool.
+
+pub mod fio;
+pub mod iperf3;
+pub mod stress_ng;
+pub mod sysbench;
+
+pub use stress_ng::STRESS_NG_REPORT;
+
+use crate::{Metric, ParserKind, RunOutput};
+use isolab_stats::Direction;
+use std::path::PathBuf;
+
+/// A parser name other than the known ones.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown parser `{0}`: expected one of sysbench, fio, stress-ng, iperf3, time")]
+pub struct UnknownParser(pub String);
+
+/// Why a run's output could not be turned into metrics.
+///
+/// Every message names the tool, says what was missing or unparsable and quotes
+/// a short excerpt of what the tool printed.
+#[derive(Debug, thiserror::Error)]
+pub enum ParseError {
+    /// The command printed nothing where its report was expected.
+    #[error("{tool}: the command printed no report on stdout (check its exit status); stderr: {stderr:?}")]
+    Empty {
+        /// The parser that found nothing.
+        tool: ParserKind,
+        /// A short excerpt of stderr (often the reason).
+        stderr: String,
+    },
+    /// A field the report always has is missing: the output is truncated, or it
+    /// comes from another version or mode of the tool.
+    #[error("{tool}: the report has no {field} (truncated output, or another version or mode of the tool?); output excerpt: {excerpt:?}")]
+    MissingField {
+        /// The parser.
+        tool: ParserKind,
+        /// The missing field, as the tool names it and where it should be.
+        field: String,
+        /// A short excerpt of the output.
+        excerpt: String,
+    },
+    /// A field is present but its value is not a finite number.
+    #[error("{tool}: {field} is {value:?}, not a finite number")]
+    BadNumber {
+        /// The parser.
+        tool: ParserKind,
+        /// The field, as the tool names it.
+        field: String,
+        /// The value as printed.
+        value: String,
+    },
+    /// The output is not (complete) JSON.
+    #[error(
+        "{tool}: the output is not a complete JSON report ({source}); output excerpt: {excerpt:?}"
+    )]
+    Json {
+        /// The parser.
+        tool: ParserKind,
+        /// A short excerpt of the output.
+        excerpt: String,
+        /// What the JSON parser said.
+        source: serde_json::Error,
+    },
+    /// The tool's report says that the run failed.
+    #[error("{tool} reported an error: {message}")]
+    ToolError {
+        /// The parser.
+        tool: ParserKind,
+        /// The tool's own error message, quoted.
+        message: String,
+    },
+    /// fio's report does not hold exactly one job (group) entry.
+    #[error("fio: the report has {count} job entries but isolab needs exactly one: run one job group with --group_reporting")]
+    FioJobs {
+        /// How many entries `jobs` holds.
+        count: usize,
+    },
+    /// stress-ng's YAML report file could not be read.
+    #[error("stress-ng: cannot read the YAML report {path}: {source}; the command must write it with `--metrics --yaml {{workdir}}/{file}`; its output ended with: {output:?}", file = STRESS_NG_REPORT)]
+    ReportFile {
+        /// The report file the parser looked for.
+        path: PathBuf,
+        /// Why it could not be read.
+        source: std::io::Error,
+        /// A short excerpt of stdout and stderr (stress-ng prints its errors there).
+        output: String,
+    },
+    /// stress-ng's YAML report file is not valid YAML.
+    #[error(
+        "stress-ng: the YAML report {path} is not valid YAML ({source}); excerpt: {excerpt:?}"
+    )]
+    Yaml {
+        /// The report file.
+        path: PathBuf,
+        /// A short excerpt of its content.
+        excerpt: String,
+        /// What the YAML parser said.
+        source: serde_yaml::Error,
+    },
+}
+
+/// Metrics of one run. [`ParserKind::Time`] gives just `wall_time` (s, lower);
+/// the others parse the tool's output: see the submodules of
+/// [`parsers`](crate::parsers) for the metrics each yields.
+pub fn parse(kind: ParserKind, out: &RunOutput) -> Result<Vec<Metric>, ParseError> {
+    match kind {
+        ParserKind::Sysbench => sysbench::parse(out),
+        ParserKind::Fio => fio::parse(out),
+        ParserKind::StressNg => stress_ng::parse(out),
+        ParserKind::Iperf3 => iperf3::parse(out),
+        ParserKind::Time => Ok(vec![Metric::new(
+            "wall_time",
+            "s",
+            Direction::Lower,
+            out.wall.as_secs_f64(),
+        )]),
+    }
+}
+
+/// The longest excerpt quoted in an error, in characters.
+const EXCERPT_CHARS: usize = 240;
+
+/// A short excerpt of `text` for an error message: all of it when short,
+/// otherwise its beginning and its end around an ellipsis.
+fn excerpt(text: &str) -> String {
+    let text = text.trim();
+    let n = text.chars().count();
+    if n <= EXCERPT_CHARS {
+        return text.to_owned();
+    }
+    let half = EXCERPT_CHARS / 2;
+    let head: String = text.chars().take(half).collect();
+    let tail: String = text.chars().skip(n - half).collect();
+    format!("{head} … {tail}")
+}
+
+/// The end of `text` (its last [`EXCERPT_CHARS`] characters).
+fn tail(text: &str) -> String {
+    let text = text.trim();
+    let n = text.chars().count();
+    let skipped = n.saturating_sub(EXCERPT_CHARS);
+    let tail: String = text.chars().skip(skipped).collect();
+    if skipped > 0 {
+        format!("… {tail}")
+    } else {
+        tail
+    }
+}
+
+/// Parses the first JSON document of `stdout`, skipping any lines printed before
+/// it (tools sometimes print warnings ahead of their report) and ignoring
+/// anything after it.
+fn first_json(tool: ParserKind, out: &RunOutput) -> Result<serde_json::Value, ParseError> {
+    if out.stdout.trim().is_empty() {
+        return Err(ParseError::Empty {
+            tool,
+            stderr: tail(out.stderr),
+        });
+    }
+    let start = json_start(out.stdout).ok_or_else(|| ParseError::MissingField {
+        tool,
+        field: "JSON report (no line starts with `{`)".to_owned(),
+        excerpt: excerpt(out.stdout),
+    })?;
+    let mut docs = serde_json::Deserializer::from_str(&out.stdout[start..]).into_iter();
+    match docs.next() {
+        Some(Ok(v)) => Ok(v),
+        Some(Err(source)) => Err(ParseError::Json {
+            tool,
+            excerpt: excerpt(out.stdout),
+            source,
+        }),
+        None => Err(ParseError::MissingField {
+            tool,
+            field: "JSON report".to_owned(),
+            excerpt: excerpt(out.stdout),
+        }),
+    }
+}
+
+/// Byte offset of the first line that starts with `{`.
+fn json_start(text: &str) -> Option<usize> {
+    if text.starts_with('{') {
+        return Some(0);
+    }
+    text.match_indices("\n{").next().map(|(i, _)| i + 1)
+}
+
+/// A JSON field reached by `path` from `root`, as a finite number.
+fn json_number(
+    tool: ParserKind,
+    root: &serde_json::Value,
+    path: &[&str],
+    out: &RunOutput,
+) -> Result<f64, ParseError> {
+    let name = path.join(".");
+    let v = json_get(root, path).ok_or_else(|| ParseError::MissingField {
+        tool,
+        field: format!("`{name}`"),
+        excerpt: excerpt(out.stdout),
+    })?;
+    finite_json(tool, &name, v)
+}
+
+/// `v` as a finite number, or [`ParseError::BadNumber`] naming `field`.
+fn finite_json(tool: ParserKind, field: &str, v: &serde_json::Value) -> Result<f64, ParseError> {
+    match v.as_f64() {
+        Some(x) if x.is_finite() => Ok(x),
+        _ => Err(ParseError::BadNumber {
+            tool,
+            field: format!("`{field}`"),
+            value: v.to_string(),
+        }),
+    }
+}
+
+fn json_get<'v>(root: &'v serde_json::Value, path: &[&str]) -> Option<&'v serde_json::Value> {
+    path.iter().try_fold(root, |v, key| v.get(key))
+}
+
+/// `text` as a finite number, or [`ParseError::BadNumber`] naming `field`.
+fn finite(tool: ParserKind, field: &str, text: &str) -> Result<f64, ParseError> {
+    match text.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() => Ok(x),
+        _ => Err(ParseError::BadNumber {
+            tool,
+            field: field.to_owned(),
+            value: text.to_owned(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn excerpt_keeps_both_ends_of_long_text() {
+        assert_eq!(excerpt("  short \n"), "short");
+        let long = format!("{}{}", "a".repeat(300), "z".repeat(300));
+        let e = excerpt(&long);
+        assert!(
+            e.starts_with(&"a".repeat(120)) && e.ends_with(&"z".repeat(120)),
+            "{e}"
+        );
+        assert!(e.contains(" … "));
+        // Multi-byte characters never split.
+        let wide = "é".repeat(1000);
+        assert_eq!(excerpt(&wide).chars().filter(|c| *c == 'é').count(), 240);
+        assert_eq!(tail(&wide).chars().filter(|c| *c == 'é').count(), 240);
+    }
+
+    #[test]
+    fn json_is_found_after_leading_noise() {
+        assert_eq!(json_start("{}"), Some(0));
+        assert_eq!(json_start("note: x\n{\n}"), Some(8));
+        assert_eq!(json_start("no json"), None);
+    }
+}

@@ -1,0 +1,370 @@
+//! Command templates: shell-like words with `{placeholder}`s, rendered into an argv
+//! without ever invoking a shell.
+//!
+//! Rendering happens in two steps, in this order:
+//!
+//! 1. the template is split into words with POSIX shell quoting rules
+//!    ([`shell_words::split`]): `'single'`, `"double"` and `\` escapes group
+//!    words, but nothing is expanded (no globs, no `$VAR`, no pipes);
+//! 2. in every word, each `{name}` is replaced by its value from [`Params`].
+//!    A value is never re-split, so a `{workdir}` containing spaces stays one
+//!    argument. `{{` and `}}` stand for literal braces.
+//!
+//! A word that renders to the empty string stays an (empty) argument: write
+//! `--flag={direct_flag}`, not a lone `{direct_flag}`.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Placeholder names known to [`render`], in the order they are documented.
+///
+/// | placeholder | value |
+/// |---|---|
+/// | `{cpus}` | CPUs granted to the instance ([`Params::cpus`]) |
+/// | `{threads}` | worker threads or jobs the workload should start ([`Params::threads`]) |
+/// | `{duration}` | measured duration in whole seconds, rounded up ([`Params::duration`]) |
+/// | `{workdir}` | the run's working directory ([`Params::workdir`]) |
+/// | `{port}` | a free TCP port for client/server workloads ([`Params::port`]) |
+/// | `{direct}` | `1` when direct I/O works on `{workdir}`'s file system, else `0` (fio's `--direct=`) |
+/// | `{direct_flag}` | `direct` when direct I/O works there, else the empty string (sysbench's `--file-extra-flags=`) |
+pub const PLACEHOLDERS: &[&str] = &[
+    "cpus",
+    "threads",
+    "duration",
+    "workdir",
+    "port",
+    "direct",
+    "direct_flag",
+];
+
+/// Values substituted into templates.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Params {
+    /// CPUs granted to the instance (`{cpus}`).
+    pub cpus: u32,
+    /// Worker threads or jobs the workload should start (`{threads}`).
+    pub threads: u32,
+    /// How long a time-bound workload runs (`{duration}`, whole seconds rounded up;
+    /// must be positive when the template uses it, since several tools read `0` as
+    /// "no limit").
+    pub duration: Duration,
+    /// The run's working directory (`{workdir}`): scratch files and report files go here.
+    pub workdir: PathBuf,
+    /// A free TCP port for client/server workloads (`{port}`).
+    pub port: u16,
+    /// Whether direct I/O (`O_DIRECT`) is supported on `workdir`'s file system
+    /// (`{direct}` = `1`|`0`, `{direct_flag}` = `direct`|empty).
+    pub direct: bool,
+}
+
+impl Params {
+    /// The rendered value of placeholder `name`, `None` when `name` is not one of
+    /// [`PLACEHOLDERS`].
+    pub fn value(&self, name: &str) -> Option<Result<String, TemplateError>> {
+        let v = match name {
+            "cpus" => self.cpus.to_string(),
+            "threads" => self.threads.to_string(),
+            "duration" => return Some(whole_seconds(self.duration)),
+            "workdir" => self.workdir.display().to_string(),
+            "port" => self.port.to_string(),
+            "direct" => if self.direct { "1" } else { "0" }.to_owned(),
+            "direct_flag" => if self.direct { "direct" } else { "" }.to_owned(),
+            _ => return None,
+        };
+        Some(Ok(v))
+    }
+}
+
+fn whole_seconds(d: Duration) -> Result<String, TemplateError> {
+    if d.is_zero() {
+        return Err(TemplateError::ZeroDuration);
+    }
+    let secs = d.as_secs() + u64::from(d.subsec_nanos() > 0);
+    Ok(secs.to_string())
+}
+
+/// Why a template could not be rendered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TemplateError {
+    /// The template's quoting is broken (an unterminated quote or a trailing backslash).
+    #[error(
+        "template `{template}` has unbalanced quotes: close every ' and \" (or escape it with \\)"
+    )]
+    Quoting {
+        /// The template as written.
+        template: String,
+    },
+    /// A `{name}` that is not a known placeholder.
+    #[error(
+        "unknown placeholder `{{{name}}}` in template `{template}`; known placeholders: {}",
+        KnownList
+    )]
+    UnknownPlaceholder {
+        /// The name between the braces.
+        name: String,
+        /// The template as written.
+        template: String,
+    },
+    /// A `{` without its `}` or a `}` without its `{`.
+    #[error("unbalanced `{brace}` in word `{word}` of template `{template}`: write placeholders as {{name}} and literal braces as {{{{ or }}}}; known placeholders: {}", KnownList)]
+    UnbalancedBrace {
+        /// The offending brace, `{` or `}`.
+        brace: char,
+        /// The word (after shell-style splitting) that holds it.
+        word: String,
+        /// The template as written.
+        template: String,
+    },
+    /// The template uses `{duration}` but the duration is zero.
+    #[error("`{{duration}}` is zero: give the workload a positive duration (tools such as sysbench read 0 as \"no time limit\")")]
+    ZeroDuration,
+    /// The template has no words at all.
+    #[error("template is empty: give the command to run")]
+    Empty,
+}
+
+/// Displays [`PLACEHOLDERS`] as `{cpus}, {threads}, …` in error messages.
+struct KnownList;
+
+impl fmt::Display for KnownList {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, name) in PLACEHOLDERS.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{{{name}}}")?;
+        }
+        Ok(())
+    }
+}
+
+/// One piece of a template word.
+enum Piece<'a> {
+    Literal(&'a str),
+    Brace(char),
+    Placeholder(&'a str),
+}
+
+/// Splits `word` into literal text and placeholders, checking brace balance.
+fn pieces<'a>(word: &'a str, template: &str) -> Result<Vec<Piece<'a>>, TemplateError> {
+    let unbalanced = |brace| TemplateError::UnbalancedBrace {
+        brace,
+        word: word.to_owned(),
+        template: template.to_owned(),
+    };
+    let mut out = Vec::new();
+    let mut rest = word;
+    while let Some(i) = rest.find(['{', '}']) {
+        out.push(Piece::Literal(&rest[..i]));
+        let after = &rest[i + 1..];
+        if rest[i..].starts_with('}') {
+            // A `}` outside a placeholder must be doubled.
+            match after.strip_prefix('}') {
+                Some(next) => {
+                    out.push(Piece::Brace('}'));
+                    rest = next;
+                }
+                None => return Err(unbalanced('}')),
+            }
+        } else if let Some(next) = after.strip_prefix('{') {
+            out.push(Piece::Brace('{'));
+            rest = next;
+        } else {
+            let end = after.find('}').ok_or_else(|| unbalanced('{'))?;
+            let name = &after[..end];
+            if name.contains('{') {
+                return Err(unbalanced('{'));
+            }
+            out.push(Piece::Placeholder(name));
+            rest = &after[end + 1..];
+        }
+    }
+    out.push(Piece::Literal(rest));
+    Ok(out)
+}
+
+/// Renders `template` into an argv without a shell: shell-words splitting, then
+/// placeholder substitution in each word (see the [module documentation](self)).
+///
+/// Errors name the unknown placeholder or the unbalanced brace or quote and list
+/// the known placeholders.
+pub fn render(template: &str, p: &Params) -> Result<Vec<String>, TemplateError> {
+    let words = split(template)?;
+    let mut argv = Vec::with_capacity(words.len());
+    for word in &words {
+        let mut out = String::with_capacity(word.len());
+        for piece in pieces(word, template)? {
+            match piece {
+                Piece::Literal(s) => out.push_str(s),
+                Piece::Brace(c) => out.push(c),
+                Piece::Placeholder(name) => match p.value(name) {
+                    Some(v) => out.push_str(&v?),
+                    None => {
+                        return Err(TemplateError::UnknownPlaceholder {
+                            name: name.to_owned(),
+                            template: template.to_owned(),
+                        })
+                    }
+                },
+            }
+        }
+        argv.push(out);
+    }
+    Ok(argv)
+}
+
+/// Checks `template` without values: quoting, braces and placeholder names, for
+/// validating a spec before anything runs. Returns the placeholders it uses, in
+/// order of first use.
+pub fn validate(template: &str) -> Result<Vec<&'static str>, TemplateError> {
+    let mut used: Vec<&'static str> = Vec::new();
+    for word in &split(template)? {
+        for piece in pieces(word, template)? {
+            if let Piece::Placeholder(name) = piece {
+                let known = PLACEHOLDERS.iter().find(|k| **k == name).ok_or_else(|| {
+                    TemplateError::UnknownPlaceholder {
+                        name: name.to_owned(),
+                        template: template.to_owned(),
+                    }
+                })?;
+                if !used.contains(known) {
+                    used.push(known);
+                }
+            }
+        }
+    }
+    Ok(used)
+}
+
+fn split(template: &str) -> Result<Vec<String>, TemplateError> {
+    let words = shell_words::split(template).map_err(|_| TemplateError::Quoting {
+        template: template.to_owned(),
+    })?;
+    if words.is_empty() {
+        return Err(TemplateError::Empty);
+    }
+    Ok(words)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params() -> Params {
+        Params {
+            cpus: 4,
+            threads: 8,
+            duration: Duration::from_secs(10),
+            workdir: PathBuf::from("/tmp/run dir"),
+            port: 5201,
+            direct: true,
+        }
+    }
+
+    #[test]
+    fn substitutes_every_placeholder() {
+        let argv = render(
+            "tool -c{cpus} -t {threads} --time={duration} {workdir}/f -p {port} --direct={direct} --x={direct_flag}",
+            &params(),
+        )
+        .unwrap();
+        assert_eq!(
+            argv,
+            [
+                "tool",
+                "-c4",
+                "-t",
+                "8",
+                "--time=10",
+                "/tmp/run dir/f",
+                "-p",
+                "5201",
+                "--direct=1",
+                "--x=direct"
+            ]
+        );
+        let mut p = params();
+        p.direct = false;
+        let argv = render("t --direct={direct} --x={direct_flag}", &p).unwrap();
+        assert_eq!(argv, ["t", "--direct=0", "--x="]);
+    }
+
+    #[test]
+    fn quoting_groups_words_and_values_are_not_resplit() {
+        let argv = render(r#"sh -c 'echo "a b"' "{workdir}" x\ y"#, &params()).unwrap();
+        assert_eq!(argv, ["sh", "-c", r#"echo "a b""#, "/tmp/run dir", "x y"]);
+        // No shell: metacharacters are plain words.
+        let argv = render("echo $HOME | wc > out *", &params()).unwrap();
+        assert_eq!(argv, ["echo", "$HOME", "|", "wc", ">", "out", "*"]);
+    }
+
+    #[test]
+    fn doubled_braces_are_literal() {
+        let argv = render("awk '{{print $1}}' {{threads}}={threads}", &params()).unwrap();
+        assert_eq!(argv, ["awk", "{print $1}", "{threads}=8"]);
+    }
+
+    #[test]
+    fn duration_is_whole_seconds_rounded_up_and_never_zero() {
+        let mut p = params();
+        p.duration = Duration::from_millis(1500);
+        assert_eq!(render("x {duration}", &p).unwrap(), ["x", "2"]);
+        p.duration = Duration::ZERO;
+        assert_eq!(render("x {duration}", &p), Err(TemplateError::ZeroDuration));
+        // A zero duration only matters to templates that use it.
+        assert_eq!(render("x {threads}", &p).unwrap(), ["x", "8"]);
+    }
+
+    #[test]
+    fn unknown_placeholder_is_named_with_the_known_ones() {
+        let err = render("x --n={nthreads}", &params()).unwrap_err();
+        assert_eq!(
+            err,
+            TemplateError::UnknownPlaceholder {
+                name: "nthreads".into(),
+                template: "x --n={nthreads}".into()
+            }
+        );
+        let msg = err.to_string();
+        assert!(msg.contains("`{nthreads}`"), "{msg}");
+        assert!(
+            msg.contains(
+                "{cpus}, {threads}, {duration}, {workdir}, {port}, {direct}, {direct_flag}"
+            ),
+            "{msg}"
+        );
+        assert!(validate("x --n={nthreads}").is_err());
+        assert!(render("x {}", &params()).is_err());
+    }
+
+    #[test]
+    fn unbalanced_braces_and_quotes_are_errors() {
+        for (t, brace) in [("x {threads", '{'), ("x threads}", '}'), ("x {a{b}", '{')] {
+            match render(t, &params()) {
+                Err(TemplateError::UnbalancedBrace { brace: b, .. }) => assert_eq!(b, brace, "{t}"),
+                other => panic!("{t}: {other:?}"),
+            }
+        }
+        let err = render("x 'open", &params()).unwrap_err();
+        assert!(matches!(err, TemplateError::Quoting { .. }));
+        assert!(err.to_string().contains("x 'open"));
+        assert_eq!(render("  ", &params()), Err(TemplateError::Empty));
+    }
+
+    #[test]
+    fn validate_lists_used_placeholders_once() {
+        assert_eq!(
+            validate("t {threads} {workdir}/a {threads} {{x}}").unwrap(),
+            ["threads", "workdir"]
+        );
+    }
+
+    #[test]
+    fn every_listed_placeholder_has_a_value() {
+        for name in PLACEHOLDERS {
+            assert!(params().value(name).is_some(), "{name}");
+        }
+        assert!(params().value("nope").is_none());
+    }
+}

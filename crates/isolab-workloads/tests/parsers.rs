@@ -1,0 +1,522 @@
+//! Parses every committed fixture (real output of this machine's sysbench 1.0.20,
+//! fio 3.33, stress-ng 0.15.06 and iperf3 3.12, captured with
+//! `tests/fixtures/capture.sh`) and checks exact metric values and units; checks
+//! that every built-in's primary metric is among what its parser yields on its
+//! fixture; and checks the failure fixtures' errors.
+
+use isolab_stats::Direction::{self, Higher, Lower};
+use isolab_workloads::{builtin, catalog, parse, Metric, ParseError, ParserKind, RunOutput};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+fn read(name: &str) -> String {
+    let path = fixtures().join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Parses `stdout`/`stderr` fixture files (names relative to `tests/fixtures`,
+/// `None` for empty) with `workdir` relative to `tests/fixtures`.
+fn parse_fixture(
+    kind: ParserKind,
+    stdout: Option<&str>,
+    stderr: Option<&str>,
+    workdir: &str,
+) -> Result<Vec<Metric>, ParseError> {
+    let stdout = stdout.map(read).unwrap_or_default();
+    let stderr = stderr.map(read).unwrap_or_default();
+    let workdir = fixtures().join(workdir);
+    parse(
+        kind,
+        &RunOutput {
+            stdout: &stdout,
+            stderr: &stderr,
+            workdir: &workdir,
+            wall: Duration::from_secs(1),
+        },
+    )
+}
+
+fn m(name: &str, unit: &str, direction: Direction, value: f64) -> Metric {
+    Metric::new(name, unit, direction, value)
+}
+
+/// The metrics every sysbench report gives, in the parser's order.
+fn sysbench_common(eps: f64, time: f64, events: f64, lat: [f64; 4]) -> Vec<Metric> {
+    vec![
+        m("events_per_second", "events/s", Higher, eps),
+        m("total_time", "s", Lower, time),
+        m("total_events", "events", Higher, events),
+        m("latency_min", "ms", Lower, lat[0]),
+        m("latency_avg", "ms", Lower, lat[1]),
+        m("latency_max", "ms", Lower, lat[2]),
+        m("latency_p95", "ms", Lower, lat[3]),
+    ]
+}
+
+fn sysbench(name: &str) -> Vec<Metric> {
+    parse_fixture(ParserKind::Sysbench, Some(name), None, ".").unwrap()
+}
+
+#[test]
+fn sysbench_cpu() {
+    assert_eq!(
+        sysbench("sysbench-cpu.txt"),
+        sysbench_common(1513.21, 1.0013, 1518.0, [1.27, 1.32, 2.98, 1.37])
+    );
+}
+
+#[test]
+fn sysbench_memory() {
+    let mut want = sysbench_common(17684.0 / 1.0029, 1.0029, 17684.0, [0.05, 0.11, 1.45, 0.13]);
+    want.push(m("operations_per_second", "ops/s", Higher, 17603.00));
+    want.push(m("throughput", "MiB/s", Higher, 17603.00));
+    assert_eq!(sysbench("sysbench-memory.txt"), want);
+}
+
+#[test]
+fn sysbench_threads() {
+    assert_eq!(
+        sysbench("sysbench-threads.txt"),
+        sysbench_common(4323.0 / 1.0002, 1.0002, 4323.0, [0.31, 0.46, 3.82, 0.59])
+    );
+}
+
+#[test]
+fn sysbench_mutex() {
+    assert_eq!(
+        sysbench("sysbench-mutex.txt"),
+        sysbench_common(
+            2.0 / 1.2092,
+            1.2092,
+            2.0,
+            [947.15, 1078.07, 1208.99, 1213.57]
+        )
+    );
+}
+
+#[test]
+fn sysbench_fileio() {
+    let mut want = sysbench_common(28616.0 / 1.0058, 1.0058, 28616.0, [0.02, 0.07, 2.13, 0.12]);
+    want.extend([
+        m("reads_per_second", "ops/s", Higher, 7498.77),
+        m("writes_per_second", "ops/s", Higher, 4999.18),
+        m("fsyncs_per_second", "ops/s", Higher, 16140.21),
+        m("read_throughput", "MiB/s", Higher, 117.17),
+        m("write_throughput", "MiB/s", Higher, 78.11),
+        m("total_throughput", "MiB/s", Higher, 117.17 + 78.11),
+    ]);
+    assert_eq!(sysbench("sysbench-fileio.txt"), want);
+}
+
+/// fio metrics of one direction: iops, bw_bytes, clat mean, p50, p99 (ns).
+fn fio_dir(dir: &str, iops: f64, bw_bytes: f64, clat_ns: [f64; 3]) -> Vec<Metric> {
+    vec![
+        m(&format!("{dir}_iops"), "IOPS", Higher, iops),
+        m(
+            &format!("{dir}_bandwidth"),
+            "KiB/s",
+            Higher,
+            bw_bytes / 1024.0,
+        ),
+        m(&format!("{dir}_clat_mean"), "ms", Lower, clat_ns[0] / 1e6),
+        m(&format!("{dir}_clat_p50"), "ms", Lower, clat_ns[1] / 1e6),
+        m(&format!("{dir}_clat_p99"), "ms", Lower, clat_ns[2] / 1e6),
+    ]
+}
+
+fn fio_totals(mut dirs: Vec<Metric>, iops: f64, bw_bytes: f64) -> Vec<Metric> {
+    dirs.push(m("iops", "IOPS", Higher, iops));
+    dirs.push(m("bandwidth", "KiB/s", Higher, bw_bytes / 1024.0));
+    dirs
+}
+
+fn fio(name: &str) -> Vec<Metric> {
+    parse_fixture(ParserKind::Fio, Some(name), None, ".").unwrap()
+}
+
+#[test]
+fn fio_single_direction_reports() {
+    let cases = [
+        (
+            "fio-randread.json",
+            "read",
+            33500.994036,
+            137220071.0,
+            [58324.284404, 53504.0, 132096.0],
+        ),
+        (
+            "fio-randwrite.json",
+            "write",
+            27226.773227,
+            111520863.0,
+            [72012.322338, 67072.0, 160768.0],
+        ),
+        (
+            "fio-read.json",
+            "read",
+            7188.866799,
+            942259149.0,
+            [275528.660398, 272384.0, 444416.0],
+        ),
+        (
+            "fio-write.json",
+            "write",
+            8248.262165,
+            1081116218.0,
+            [232722.046472, 203776.0, 468992.0],
+        ),
+    ];
+    for (file, dir, iops, bw, clat) in cases {
+        assert_eq!(
+            fio(file),
+            fio_totals(fio_dir(dir, iops, bw, clat), iops, bw),
+            "{file}"
+        );
+    }
+}
+
+#[test]
+fn fio_mixed_report_gives_both_directions_and_their_sums() {
+    let mut want = fio_dir(
+        "read",
+        16261.904762,
+        66608761.0,
+        [59574.859078, 53504.0, 146432.0],
+    );
+    want.extend(fio_dir(
+        "write",
+        16435.515873,
+        67319873.0,
+        [59650.758254, 52992.0, 150528.0],
+    ));
+    want.push(m("iops", "IOPS", Higher, 16261.904762 + 16435.515873));
+    want.push(m(
+        "bandwidth",
+        "KiB/s",
+        Higher,
+        66608761.0 / 1024.0 + 67319873.0 / 1024.0,
+    ));
+    assert_eq!(fio("fio-randrw.json"), want);
+}
+
+fn stress_ng(stressor: &str, real: f64, usr_sys: f64) {
+    let got = parse_fixture(
+        ParserKind::StressNg,
+        Some(&format!("stress-ng-{stressor}/output.txt")),
+        None,
+        &format!("stress-ng-{stressor}"),
+    )
+    .unwrap();
+    assert_eq!(
+        got,
+        [
+            m(
+                &format!("{stressor}_bogo_ops_per_second_real_time"),
+                "bogo-ops/s",
+                Higher,
+                real
+            ),
+            m(
+                &format!("{stressor}_bogo_ops_per_second_usr_sys_time"),
+                "bogo-ops/s",
+                Higher,
+                usr_sys
+            ),
+        ]
+    );
+}
+
+#[test]
+fn stress_ng_reports() {
+    stress_ng("cpu", 2369.076890, 1188.429352);
+    stress_ng("vm", 54773.205061, 27425.058573);
+    stress_ng("matrix", 6057.176116, 3198.957408);
+    stress_ng("cache", 276514.152344, 165033.809560);
+}
+
+#[test]
+fn iperf3_tcp() {
+    let got = parse_fixture(ParserKind::Iperf3, Some("iperf3-tcp.json"), None, ".").unwrap();
+    assert_eq!(
+        got,
+        [
+            m(
+                "sender_throughput",
+                "Gbit/s",
+                Higher,
+                29701940404.462563 / 1e9
+            ),
+            m(
+                "receiver_throughput",
+                "Gbit/s",
+                Higher,
+                29700841629.34835 / 1e9
+            ),
+            m("retransmits", "retransmits", Lower, 0.0),
+            m("local_cpu_utilization", "%", Lower, 99.56773125828356),
+            m("remote_cpu_utilization", "%", Lower, 80.36730323362417),
+        ]
+    );
+}
+
+#[test]
+fn iperf3_udp() {
+    let got = parse_fixture(ParserKind::Iperf3, Some("iperf3-udp.json"), None, ".").unwrap();
+    assert_eq!(
+        got,
+        [
+            m(
+                "sender_throughput",
+                "Gbit/s",
+                Higher,
+                100130496.90776286 / 1e9
+            ),
+            m(
+                "receiver_throughput",
+                "Gbit/s",
+                Higher,
+                100110276.35068735 / 1e9
+            ),
+            m("jitter", "ms", Lower, 0.04882299376543047),
+            m("lost_percent", "%", Lower, 0.0),
+            m("local_cpu_utilization", "%", Lower, 3.593190125321998),
+            m("remote_cpu_utilization", "%", Lower, 1.3439022049473357),
+        ]
+    );
+}
+
+/// The fixture that shows what each built-in's parser yields: (stdout file, workdir).
+fn fixture_of(workload: &str) -> (Option<String>, String) {
+    if workload.starts_with("stress-ng-") {
+        (Some(format!("{workload}/output.txt")), workload.to_owned())
+    } else if workload.starts_with("sysbench-") {
+        (Some(format!("{workload}.txt")), ".".to_owned())
+    } else {
+        (Some(format!("{workload}.json")), ".".to_owned())
+    }
+}
+
+#[test]
+fn every_builtin_primary_metric_is_parsed_from_its_fixture() {
+    for w in catalog() {
+        let (stdout, workdir) = fixture_of(&w.name);
+        let metrics = parse_fixture(w.parser, stdout.as_deref(), None, &workdir)
+            .unwrap_or_else(|e| panic!("{}: {e}", w.name));
+        assert!(
+            metrics.iter().any(|m| m.name == w.primary),
+            "{}: primary `{}` not in {:?}",
+            w.name,
+            w.primary,
+            metrics.iter().map(|m| &m.name).collect::<Vec<_>>()
+        );
+        let mut names: Vec<&str> = metrics.iter().map(|m| m.name.as_str()).collect();
+        names.sort_unstable();
+        let n = names.len();
+        names.dedup();
+        assert_eq!(names.len(), n, "{}: duplicate metric names", w.name);
+        for metric in &metrics {
+            assert!(
+                !metric.unit.is_empty() && metric.value.is_finite(),
+                "{}: {metric:?}",
+                w.name
+            );
+            assert!(
+                metric
+                    .name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'),
+                "{}: {} is not snake_case",
+                w.name,
+                metric.name
+            );
+        }
+    }
+}
+
+#[test]
+fn time_parser_needs_no_output() {
+    let w = builtin("sysbench-cpu").unwrap();
+    let got = parse(
+        ParserKind::Time,
+        &RunOutput {
+            stdout: "",
+            stderr: "",
+            workdir: Path::new("/nonexistent"),
+            wall: Duration::from_millis(2500),
+        },
+    )
+    .unwrap();
+    assert_eq!(got, [m("wall_time", "s", Lower, 2.5)]);
+    assert_ne!(w.parser, ParserKind::Time);
+}
+
+// ---- failure fixtures and error paths ----
+
+#[test]
+fn iperf3_connection_refused_quotes_the_error() {
+    let err =
+        parse_fixture(ParserKind::Iperf3, Some("iperf3-refused.json"), None, ".").unwrap_err();
+    assert!(matches!(
+        err,
+        ParseError::ToolError {
+            tool: ParserKind::Iperf3,
+            ..
+        }
+    ));
+    assert_eq!(
+        err.to_string(),
+        "iperf3 reported an error: unable to connect to server: Connection refused"
+    );
+}
+
+#[test]
+fn fio_job_error_quotes_fio_messages() {
+    let err = parse_fixture(
+        ParserKind::Fio,
+        Some("fio-error-rofs.json"),
+        Some("fio-error-rofs.stderr"),
+        ".",
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "fio reported an error: job `randwrite` failed with error 30: \
+         fio: pid=0, err=30/file:filesetup.c:150, func=unlink, error=Read-only file system"
+    );
+}
+
+#[test]
+fn fio_without_json_quotes_fio_messages() {
+    let err = parse_fixture(
+        ParserKind::Fio,
+        Some("fio-no-directory.stdout"),
+        Some("fio-no-directory.stderr"),
+        ".",
+    )
+    .unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.starts_with("fio reported an error: no JSON report: fio: "),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("fio: /tmp/isolab-fixtures/missing is not a directory; "),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("func=lstat, error=No such file or directory"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn sysbench_fatal_is_quoted() {
+    let err = parse_fixture(
+        ParserKind::Sysbench,
+        Some("sysbench-fileio-unprepared.txt"),
+        None,
+        ".",
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "sysbench reported an error: FATAL: Cannot open file 'test_file.0' errno = 2 \
+         (No such file or directory); WARNING: Did you forget to run the prepare step?"
+    );
+}
+
+#[test]
+fn truncated_outputs_are_errors_naming_what_is_missing() {
+    let parse_text = |kind, stdout: &str| {
+        parse(
+            kind,
+            &RunOutput {
+                stdout,
+                stderr: "",
+                workdir: Path::new("/nonexistent"),
+                wall: Duration::from_secs(1),
+            },
+        )
+    };
+    let text = read("sysbench-fileio.txt");
+    let cut = &text[..text.find("    total number of events").unwrap()];
+    let err = parse_text(ParserKind::Sysbench, cut).unwrap_err();
+    assert!(
+        err.to_string().starts_with(
+            "sysbench: the report has no `total number of events` in section `General statistics:`"
+        ),
+        "{err}"
+    );
+
+    for file in ["fio-randrw.json", "iperf3-tcp.json"] {
+        let kind = if file.starts_with("fio") {
+            ParserKind::Fio
+        } else {
+            ParserKind::Iperf3
+        };
+        let json = read(file);
+        let err = parse_text(kind, &json[..json.len() / 2]).unwrap_err();
+        assert!(matches!(err, ParseError::Json { .. }), "{file}: {err:?}");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("is not a complete JSON report") && msg.contains(" … "),
+            "{msg}"
+        );
+    }
+
+    let yaml = read("stress-ng-cpu/stress-ng.yaml");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("stress-ng.yaml"),
+        &yaml[..yaml.find("bogo-ops-per-second-real-time").unwrap()],
+    )
+    .unwrap();
+    let err = parse(
+        ParserKind::StressNg,
+        &RunOutput {
+            stdout: "",
+            stderr: "",
+            workdir: dir.path(),
+            wall: Duration::from_secs(1),
+        },
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().starts_with(
+            "stress-ng: the report has no `bogo-ops-per-second-real-time:` of stressor `cpu`"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn empty_outputs_are_errors() {
+    for kind in [ParserKind::Sysbench, ParserKind::Fio, ParserKind::Iperf3] {
+        let err = parse(
+            kind,
+            &RunOutput {
+                stdout: "",
+                stderr: "error while loading shared libraries",
+                workdir: Path::new("/nonexistent"),
+                wall: Duration::from_secs(1),
+            },
+        )
+        .unwrap_err();
+        assert!(matches!(err, ParseError::Empty { .. }), "{kind}: {err:?}");
+        let msg = err.to_string();
+        assert!(
+            msg.starts_with(&format!("{kind}: the command printed no report")),
+            "{msg}"
+        );
+        assert!(
+            msg.contains("error while loading shared libraries"),
+            "{msg}"
+        );
+    }
+    let err = parse_fixture(ParserKind::StressNg, None, None, "no-such-dir").unwrap_err();
+    assert!(matches!(err, ParseError::ReportFile { .. }), "{err:?}");
+}

@@ -1,0 +1,161 @@
+//! Command-line flags. These types stop here: commands turn them into the lab's settings.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// Measure what an execution platform and its configuration cost a workload, and how
+/// well they isolate it: declared experiment matrices, repeated until stable, stored
+/// in SQLite, reported with confidence intervals.
+///
+/// Exit status: 0 success, 1 error, 2 invalid spec or usage, 3 finished with failed
+/// cells, 130 interrupted (resume with `isolab run --resume EXP`).
+#[derive(Debug, Parser)]
+#[command(name = "isolab", version, propagate_version = true)]
+pub struct Cli {
+    /// The results store (SQLite file; created when missing).
+    #[arg(long, global = true, env = "ISOLAB_DB", default_value = "isolab.db")]
+    pub db: PathBuf,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run an experiment (the built-in quick start when no SPEC is given), then print
+    /// its summary table and write its HTML report.
+    Run(RunArgs),
+    /// Validate a spec and print the expanded matrix: cells, dropped cells, runs and
+    /// estimated time.
+    Check(CheckArgs),
+    /// List stored experiments (or the built-in workloads and shapes).
+    List(ListArgs),
+    /// Show an experiment: per cell n, mean, 95% CI, CV, overhead vs baseline, limits
+    /// read back and why the cell stopped.
+    Show(ShowArgs),
+    /// Export every metric observation of an experiment, one row each.
+    Export(ExportArgs),
+    /// Write the self-contained HTML report of an experiment.
+    Report(ReportArgs),
+    /// Print the environment isolab captures with every experiment.
+    Env(JsonArgs),
+    /// Remove cgroups, processes and working directories left by a killed `isolab run`.
+    /// Idempotent; leaves those of live experiments alone.
+    Gc(GcArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Experiment spec (TOML). Without it, the built-in quick start runs.
+    pub spec: Option<PathBuf>,
+    /// Continue an interrupted experiment (id or name) instead of starting one.
+    #[arg(long, value_name = "EXP", conflicts_with = "spec")]
+    pub resume: Option<String>,
+    /// Directory for the runs' working directories (a disk-backed file system, so I/O
+    /// workloads measure a device).
+    #[arg(long, default_value = "/var/tmp/isolab")]
+    pub workdir: PathBuf,
+    /// Keep each run's working directory (logs, tool output) for debugging.
+    #[arg(long)]
+    pub keep_workdirs: bool,
+    /// Where to write the HTML report (default: isolab-report-<ID>.html).
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+    /// Do not write an HTML report.
+    #[arg(long)]
+    pub no_report: bool,
+    /// Summarise every metric, not only each workload's primary one.
+    #[arg(long)]
+    pub all_metrics: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct OutputArgs {
+    /// Print nothing but errors.
+    #[arg(long, short, conflicts_with = "json")]
+    pub quiet: bool,
+    /// Print events and the summary as JSON lines on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// Experiment spec (TOML).
+    pub spec: PathBuf,
+    /// Print the expanded matrix as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ListArgs {
+    /// List the built-in workloads instead of experiments.
+    #[arg(long, conflicts_with = "shapes")]
+    pub workloads: bool,
+    /// List the built-in shapes instead of experiments.
+    #[arg(long)]
+    pub shapes: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ShowArgs {
+    /// Experiment id or name (the newest with that name).
+    pub experiment: String,
+    /// Summarise every metric, not only each workload's primary one.
+    #[arg(long)]
+    pub all_metrics: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ExportFormat {
+    Csv,
+    Json,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ExportArgs {
+    /// Experiment id or name.
+    pub experiment: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "csv")]
+    pub format: ExportFormat,
+    /// Write to FILE instead of stdout.
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// Experiment id or name.
+    pub experiment: String,
+    /// Output file (default: isolab-report-<ID>.html).
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Summarise every metric, not only each workload's primary one.
+    #[arg(long)]
+    pub all_metrics: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct JsonArgs {
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct GcArgs {
+    /// The working directory base used by `isolab run --workdir`.
+    #[arg(long, default_value = "/var/tmp/isolab")]
+    pub workdir: PathBuf,
+}

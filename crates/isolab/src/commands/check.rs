@@ -1,0 +1,72 @@
+//! `isolab check SPEC`: validate and print the expanded matrix.
+
+use anyhow::Result;
+
+use super::Exit;
+use crate::cli::CheckArgs;
+use crate::host;
+
+pub fn check(args: CheckArgs) -> Result<Exit> {
+    let facts = host::facts()?;
+    let spec = super::load_spec(&args.spec, &facts)?;
+    let (lo, hi) = spec.run_bounds();
+    let (tlo, thi) = spec.estimated_time();
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "spec": spec,
+                "runs": { "at_least": lo, "at_most": hi, "warmups": spec.cells.len() as u64 * u64::from(spec.repetitions.warmup) },
+                "estimated_seconds": { "at_least": tlo.as_secs(), "at_most": thi.as_secs() },
+            }))?
+        );
+        return Ok(Exit::Success);
+    }
+    println!("{}: ok — experiment `{}`", args.spec.display(), spec.name);
+    for (f, levels) in &spec.factors {
+        println!("  {f}: {}", levels.join(", "));
+    }
+    println!("{} cells:", spec.cells.len());
+    for c in &spec.cells {
+        println!(
+            "  [{}] {}  ({} cpus, {})",
+            c.index,
+            c.key(),
+            c.shape.cpus,
+            c.workload.primary
+        );
+    }
+    for d in &spec.dropped {
+        println!("  dropped: {} — {}", d.key, d.reason);
+    }
+    for w in &spec.warnings {
+        println!("  warning: {w}");
+    }
+    let r = spec.repetitions;
+    println!(
+        "runs: {lo}..{hi} counted (+{} warm-ups), {}..{} per cell until CV ≤ {:.1}%",
+        spec.cells.len() as u32 * r.warmup,
+        r.min,
+        r.max,
+        r.target_cv * 100.0
+    );
+    println!("estimated time: {} to {}", humanize(tlo), humanize(thi));
+    println!(
+        "baseline: {}",
+        if spec.baseline.is_empty() {
+            "none".into()
+        } else {
+            isolab_lab::spec::levels_key(&spec.baseline)
+        }
+    );
+    Ok(Exit::Success)
+}
+
+fn humanize(d: std::time::Duration) -> String {
+    let s = d.as_secs();
+    if s >= 3600 {
+        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
+    } else {
+        format!("{}m{:02}s", s / 60, s % 60)
+    }
+}

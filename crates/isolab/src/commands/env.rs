@@ -1,0 +1,25 @@
+//! `isolab env`: what isolab records about this host.
+
+use anyhow::Result;
+
+use super::Exit;
+use crate::cli::JsonArgs;
+use crate::host;
+
+pub fn env(args: JsonArgs) -> Result<Exit> {
+    let hierarchy = host::hierarchy().ok();
+    let env = host::environment(None, hierarchy.as_ref());
+    if args.json {
+        let map: serde_json::Map<String, serde_json::Value> = env
+            .into_iter()
+            .map(|(k, v)| (k, serde_json::Value::String(v)))
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&map)?);
+    } else {
+        let width = env.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+        for (k, v) in env {
+            println!("{k:width$}  {v}");
+        }
+    }
+    Ok(Exit::Success)
+}

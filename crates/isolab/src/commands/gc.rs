@@ -1,0 +1,21 @@
+//! `isolab gc`: remove what a killed `isolab run` left behind.
+
+use anyhow::Result;
+use isolab_lab::Platform;
+
+use super::Exit;
+use crate::cli::GcArgs;
+use crate::host;
+
+pub fn gc(args: GcArgs) -> Result<Exit> {
+    let platform = host::platform(host::hierarchy()?);
+    let mut removed = platform.gc()?;
+    removed.extend(isolab_lab::runner::gc_workdirs(&args.workdir)?);
+    if removed.is_empty() {
+        println!("nothing to remove");
+    }
+    for r in removed {
+        println!("removed {r}");
+    }
+    Ok(Exit::Success)
+}

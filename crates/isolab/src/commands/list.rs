@@ -1,0 +1,95 @@
+//! `isolab list`: stored experiments, or the built-in workloads and shapes.
+
+use std::path::Path;
+use std::time::UNIX_EPOCH;
+
+use anyhow::Result;
+use isolab_report::table::Table;
+
+use super::Exit;
+use crate::cli::ListArgs;
+use crate::host;
+
+pub fn list(db: &Path, args: ListArgs) -> Result<Exit> {
+    if args.workloads {
+        let catalog = isolab_workloads::catalog();
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&catalog)?);
+        } else {
+            let mut t = Table::new(
+                vec![
+                    "workload".into(),
+                    "parser".into(),
+                    "primary metric".into(),
+                    "description".into(),
+                ],
+                vec![false; 4],
+            );
+            for w in catalog {
+                t.push(vec![w.name, w.parser.to_string(), w.primary, w.description]);
+            }
+            print!("{}", t.render(super::color()));
+        }
+        return Ok(Exit::Success);
+    }
+    if args.shapes {
+        let cpus = host::facts()?.cpus.len() as u32;
+        let shapes = isolab_lab::shape::builtin_shapes(cpus);
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&shapes)?);
+        } else {
+            let mut t = Table::new(
+                vec!["shape".into(), "cpus".into(), "memory".into()],
+                vec![false, true, true],
+            );
+            for s in shapes {
+                t.push(vec![
+                    s.name,
+                    s.cpus.to_string(),
+                    s.memory.map_or("-".into(), |m| m.to_string()),
+                ]);
+            }
+            print!("{}", t.render(super::color()));
+        }
+        return Ok(Exit::Success);
+    }
+    let store = host::existing_store(db)?;
+    let experiments = store.experiments()?;
+    if args.json {
+        let v: Vec<serde_json::Value> = experiments
+            .iter()
+            .map(|e| {
+                serde_json::json!({
+                    "id": e.id, "name": e.name, "status": e.status.as_str(),
+                    "created_unix_ms": e.created_at.duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0),
+                    "cells": e.cells, "runs": e.runs,
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(Exit::Success);
+    }
+    let mut t = Table::new(
+        vec![
+            "id".into(),
+            "name".into(),
+            "status".into(),
+            "created (UTC)".into(),
+            "cells".into(),
+            "runs".into(),
+        ],
+        vec![true, false, false, false, true, true],
+    );
+    for e in experiments {
+        t.push(vec![
+            e.id.to_string(),
+            e.name,
+            e.status.as_str().into(),
+            humantime::format_rfc3339_seconds(e.created_at).to_string(),
+            e.cells.to_string(),
+            e.runs.to_string(),
+        ]);
+    }
+    print!("{}", t.render(super::color()));
+    Ok(Exit::Success)
+}

@@ -1,0 +1,135 @@
+//! One file per subcommand; this module dispatches and maps errors to exit codes.
+
+mod check;
+mod env;
+mod export;
+mod gc;
+mod list;
+mod report;
+mod run;
+mod show;
+
+use anyhow::Result;
+use isolab_lab::SpecErrors;
+
+use crate::cli::{Cli, Command};
+
+/// Documented exit statuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    Success = 0,
+    Error = 1,
+    Invalid = 2,
+    FailedCells = 3,
+    Interrupted = 130,
+}
+
+impl From<Exit> for std::process::ExitCode {
+    fn from(e: Exit) -> Self {
+        std::process::ExitCode::from(e as u8)
+    }
+}
+
+pub fn dispatch(cli: Cli) -> Result<Exit> {
+    let db = cli.db;
+    match cli.command {
+        Command::Run(args) => run::run(&db, args),
+        Command::Check(args) => check::check(args),
+        Command::List(args) => list::list(&db, args),
+        Command::Show(args) => show::show(&db, args),
+        Command::Export(args) => export::export(&db, args),
+        Command::Report(args) => report::report(&db, args),
+        Command::Env(args) => env::env(args),
+        Command::Gc(args) => gc::gc(args),
+    }
+}
+
+/// Invalid specs are exit status 2, everything else 1.
+pub fn exit_code_of(err: &anyhow::Error) -> Exit {
+    if err.chain().any(|e| e.is::<SpecErrors>()) {
+        Exit::Invalid
+    } else {
+        Exit::Error
+    }
+}
+
+/// Reads and validates a spec file.
+pub fn load_spec(
+    path: &std::path::Path,
+    host: &isolab_lab::HostFacts,
+) -> Result<isolab_lab::ExperimentSpec> {
+    use anyhow::Context;
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read spec {}", path.display()))?;
+    Ok(isolab_lab::ExperimentSpec::parse(
+        isolab_lab::Source::new(path.display().to_string(), text),
+        host,
+    )?)
+}
+
+/// Parses the spec stored with an experiment.
+pub fn stored_spec(
+    record: &isolab_store::ExperimentRecord,
+    host: &isolab_lab::HostFacts,
+) -> Result<isolab_lab::ExperimentSpec> {
+    let label = format!(
+        "stored spec of experiment {} ({})",
+        record.id,
+        record.spec_path.as_deref().unwrap_or("built-in")
+    );
+    Ok(isolab_lab::ExperimentSpec::parse(
+        isolab_lab::Source::new(label, record.spec_toml.clone()),
+        host,
+    )?)
+}
+
+/// Summary options for stored data: the baseline of its spec and the primary metric
+/// of every stored cell (matched by key). The stored spec is parsed as if on a host
+/// with every cpu, so that a report can be made on any machine.
+pub fn summary_options(
+    data: &isolab_report::ExperimentData,
+    all_metrics: bool,
+) -> isolab_report::SummaryOptions {
+    let anywhere = isolab_lab::HostFacts {
+        cpus: (0..4096).collect(),
+    };
+    match stored_spec(&data.record, &anywhere) {
+        Ok(s) => isolab_report::SummaryOptions {
+            baseline: s.baseline.clone(),
+            primary: data
+                .cells
+                .iter()
+                .filter_map(|stored| {
+                    s.cells
+                        .iter()
+                        .find(|c| c.key() == stored.key)
+                        .map(|c| (stored.index, c.workload.primary.clone()))
+                })
+                .collect(),
+            all_metrics,
+        },
+        Err(_) => isolab_report::SummaryOptions {
+            all_metrics: true,
+            ..Default::default()
+        },
+    }
+}
+
+/// Factor names as the cells list them.
+pub fn factor_names(data: &isolab_report::ExperimentData) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for c in &data.cells {
+        for (f, _) in &c.levels {
+            if !out.contains(f) {
+                out.push(f.clone());
+            }
+        }
+    }
+    out
+}
+
+/// Whether to colour terminal output: a terminal, and NO_COLOR unset.
+pub fn color() -> bool {
+    use std::io::IsTerminal;
+    std::env::var_os("NO_COLOR").is_none() && std::io::stdout().is_terminal()
+}

@@ -1,0 +1,136 @@
+//! `isolab run`: run (or resume) an experiment, print its table, write its report.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use isolab_lab::spec::QUICK_START;
+use isolab_lab::{ExperimentSpec, Interrupt, Runner, RunnerConfig, Source};
+use isolab_store::ExperimentStatus;
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+
+use super::Exit;
+use crate::cli::RunArgs;
+use crate::host;
+use crate::progress::Progress;
+
+pub fn run(db: &Path, args: RunArgs) -> Result<Exit> {
+    let facts = host::facts()?;
+    let hierarchy = host::hierarchy()?;
+    let mut store = host::open_store(db)?;
+
+    // The spec: a file, the quick start, or the one stored with the experiment to resume.
+    let (spec, resume) = match &args.resume {
+        Some(exp) => {
+            let id = store.resolve(exp)?;
+            let record = store.experiment(id)?;
+            if record.status == ExperimentStatus::Complete {
+                println!(
+                    "experiment {id} ({}) is already complete: nothing to resume",
+                    record.name
+                );
+                return Ok(Exit::Success);
+            }
+            (super::stored_spec(&record, &facts)?, Some(id))
+        }
+        None => match &args.spec {
+            Some(path) => (super::load_spec(path, &facts)?, None),
+            None => (
+                ExperimentSpec::parse(Source::new("built-in quick-start", QUICK_START), &facts)?,
+                None,
+            ),
+        },
+    };
+    if !args.output.quiet && !args.output.json {
+        for w in &spec.warnings {
+            eprintln!("warning: {w}");
+        }
+        for d in &spec.dropped {
+            eprintln!("dropped cell {}: {}", d.key, d.reason);
+        }
+    }
+    host::preflight(&hierarchy)?;
+
+    let interrupt = Arc::new(Interrupt::new().context("cannot create the interrupt pipe")?);
+    let mut signals =
+        Signals::new([SIGINT, SIGTERM, SIGHUP]).context("cannot install signal handlers")?;
+    let handle = signals.handle();
+    let on_signal = Arc::clone(&interrupt);
+    let signal_thread = std::thread::spawn(move || {
+        if signals.forever().next().is_some() {
+            on_signal.trigger();
+        }
+    });
+
+    let environment = host::environment(Some(&spec), Some(&hierarchy));
+    let platform = host::platform(hierarchy);
+    let config = RunnerConfig {
+        workdir_base: args.workdir.clone(),
+        keep_workdirs: args.keep_workdirs,
+        cpus: facts.cpus.clone(),
+    };
+    let mut progress = Progress::new(args.output.quiet, args.output.json);
+    let outcome = {
+        let mut runner = Runner::new(&platform, &mut store, &mut progress, &interrupt, config);
+        match resume {
+            Some(id) => runner.resume(id, &spec),
+            None => runner.start(&spec, environment),
+        }
+    };
+    progress.finish();
+    handle.close();
+    let _ = signal_thread.join();
+    let outcome = outcome?;
+
+    if outcome.status == ExperimentStatus::Interrupted {
+        eprintln!(
+            "interrupted: experiment {id} stopped after {} runs this time; every completed run is stored in {}.\nresume with: isolab run --resume {id}{}",
+            outcome.runs,
+            db.display(),
+            if db == Path::new("isolab.db") { String::new() } else { format!(" --db {}", db.display()) },
+            id = outcome.experiment,
+        );
+        return Ok(Exit::Interrupted);
+    }
+
+    let data = isolab_report::ExperimentData::load(&store, outcome.experiment)?;
+    let options = super::summary_options(&data, args.all_metrics);
+    let rows = isolab_report::summarize(&data, &options);
+    let factors = super::factor_names(&data);
+    if args.output.json {
+        println!(
+            "{}",
+            serde_json::json!({ "event": "summary", "experiment": outcome.experiment, "rows": rows })
+        );
+    } else if !args.output.quiet {
+        println!(
+            "\nexperiment {} ({}): {} runs this time",
+            outcome.experiment, spec.name, outcome.runs
+        );
+        print!(
+            "{}",
+            isolab_report::table::summary_table(&rows, &factors, super::color())
+        );
+    }
+    if !args.no_report {
+        let path = args
+            .report
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(format!("isolab-report-{}.html", outcome.experiment)));
+        let html = isolab_report::html::html(&data, &rows, &factors);
+        std::fs::write(&path, html)
+            .with_context(|| format!("cannot write the report to {}", path.display()))?;
+        if !args.output.quiet && !args.output.json {
+            println!("report: {}", path.display());
+        }
+    }
+    if outcome.failed_cells > 0 {
+        eprintln!(
+            "{} cells failed; `isolab show {}` says why",
+            outcome.failed_cells, outcome.experiment
+        );
+        return Ok(Exit::FailedCells);
+    }
+    Ok(Exit::Success)
+}

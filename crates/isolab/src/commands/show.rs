@@ -1,0 +1,83 @@
+//! `isolab show EXP`: the summary of a stored experiment.
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use super::Exit;
+use crate::cli::ShowArgs;
+use crate::host;
+
+pub fn show(db: &Path, args: ShowArgs) -> Result<Exit> {
+    let store = host::existing_store(db)?;
+    let id = store.resolve(&args.experiment)?;
+    let data = isolab_report::ExperimentData::load(&store, id)?;
+    let options = super::summary_options(&data, args.all_metrics);
+    let rows = isolab_report::summarize(&data, &options);
+    if args.json {
+        let cells: Vec<serde_json::Value> = data
+            .cells
+            .iter()
+            .map(|c| serde_json::json!({ "index": c.index, "key": c.key, "stop_reason": c.stop_reason }))
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "id": data.record.id,
+                "name": data.record.name,
+                "status": data.record.status.as_str(),
+                "seed": data.record.seed.to_string(),
+                "baseline": options.baseline,
+                "cells": cells,
+                "rows": rows,
+                "interruptions": data.interruptions.len(),
+            }))?
+        );
+        return Ok(Exit::Success);
+    }
+    let r = &data.record;
+    println!(
+        "experiment {} ({}): {}, {} cells, {} runs stored, seed {}, baseline {}",
+        r.id,
+        r.name,
+        r.status.as_str(),
+        data.cells.len(),
+        data.runs.len(),
+        r.seed,
+        if options.baseline.is_empty() {
+            "none".into()
+        } else {
+            isolab_lab::spec::levels_key(&options.baseline)
+        }
+    );
+    print!(
+        "{}",
+        isolab_report::table::summary_table(&rows, &super::factor_names(&data), super::color())
+    );
+    println!("stop reasons:");
+    for c in &data.cells {
+        println!(
+            "  [{}] {}: {}",
+            c.index,
+            c.key,
+            c.stop_reason.as_deref().unwrap_or("not finished")
+        );
+    }
+    let failed: Vec<_> = data.runs.iter().filter(|r| r.error.is_some()).collect();
+    for run in failed.iter().take(10) {
+        println!(
+            "  failed run {} (cell {} repetition {}): {}",
+            run.id,
+            run.cell,
+            run.repetition,
+            run.error.as_deref().unwrap_or("")
+        );
+    }
+    if !data.interruptions.is_empty() {
+        println!(
+            "{} interrupted attempts recorded (not counted as runs)",
+            data.interruptions.len()
+        );
+    }
+    Ok(Exit::Success)
+}

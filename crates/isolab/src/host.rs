@@ -1,0 +1,85 @@
+//! The real host: cgroup layout, cpus, platform and store, with the checks a user
+//! needs before anything starts.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use isolab_cgroups::{Cgroup, Hierarchy};
+use isolab_lab::environment::{self, EnvRoots, SystemTools};
+use isolab_lab::telemetry::SAMPLE_INTERVAL;
+use isolab_lab::{ExperimentSpec, HostFacts, HostPlatform, HostPlatformConfig};
+use isolab_store::Store;
+
+/// Parent of every cgroup isolab creates.
+pub const CGROUP_BASE: &str = "isolab";
+
+pub fn facts() -> Result<HostFacts> {
+    let cpus = environment::allowed_cpus().context("cannot read this process's cpu affinity")?;
+    Ok(HostFacts { cpus })
+}
+
+pub fn hierarchy() -> Result<Hierarchy> {
+    Hierarchy::detect().context("cannot find the cgroup file systems in /proc/self/mountinfo")
+}
+
+pub fn platform(hierarchy: Hierarchy) -> HostPlatform {
+    HostPlatform::new(HostPlatformConfig {
+        hierarchy,
+        proc_root: PathBuf::from("/proc"),
+        cgroup_base: PathBuf::from(CGROUP_BASE),
+        sample_interval: SAMPLE_INTERVAL,
+    })
+}
+
+/// Creates and removes a probe cgroup, so that a missing privilege is reported once,
+/// clearly, before any run.
+pub fn preflight(hierarchy: &Hierarchy) -> Result<()> {
+    let probe = Path::new(CGROUP_BASE).join(format!("preflight-pid{}", std::process::id()));
+    let cgroup = Cgroup::create(hierarchy, &probe).with_context(|| {
+        format!(
+            "isolab cannot create cgroups ({}): run it as root (or with CAP_SYS_ADMIN and write access to the cgroup file system)",
+            hierarchy.describe()
+        )
+    })?;
+    cgroup.remove().context("cannot remove the probe cgroup")?;
+    Ok(())
+}
+
+pub fn open_store(path: &Path) -> Result<Store> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).with_context(|| {
+            format!("cannot create directory {} for the store", parent.display())
+        })?;
+    }
+    Ok(Store::open(path)?)
+}
+
+/// Opens an existing store only (read commands must not create an empty file).
+pub fn existing_store(path: &Path) -> Result<Store> {
+    if !path.exists() {
+        bail!(
+            "no store at {}: run an experiment first (`isolab run`) or pass --db PATH",
+            path.display()
+        );
+    }
+    Ok(Store::open(path)?)
+}
+
+/// The environment for a spec: host facts plus the versions of the tools its workloads use.
+pub fn environment(
+    spec: Option<&ExperimentSpec>,
+    hierarchy: Option<&Hierarchy>,
+) -> Vec<(String, String)> {
+    let tools: Vec<String> = match spec {
+        Some(s) => s
+            .cells
+            .iter()
+            .flat_map(|c| c.workload.tools.clone())
+            .collect(),
+        None => isolab_workloads::catalog()
+            .into_iter()
+            .flat_map(|w| w.tools)
+            .collect(),
+    };
+    environment::capture(&EnvRoots::default(), hierarchy, &tools, &SystemTools)
+}
