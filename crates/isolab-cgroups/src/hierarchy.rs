@@ -173,6 +173,9 @@ impl Hierarchy {
     /// mount makes a pure v2 layout.
     pub fn from_mountinfo(text: &str) -> Result<Hierarchy, Error> {
         let mut mounts = BTreeMap::new();
+        // The first mount point of each hierarchy (by device), so that a second
+        // (bind) mount of a hierarchy resolves to the same directories.
+        let mut first_mount: BTreeMap<String, PathBuf> = BTreeMap::new();
         let mut cgroup2 = None;
         for (i, line) in text.lines().enumerate() {
             if line.trim().is_empty() {
@@ -214,12 +217,20 @@ impl Hierarchy {
     /// A v1 layout rooted at `root`: each of `root/{cpu,cpuacct,cpuset,memory,pids,
     /// blkio,freezer}` that is a directory, `root/cpu,cpuacct` (or `cpuacct,cpu`) for
     /// cpu and cpuacct when they are co-mounted without the usual symlinks, and
-    /// `root/unified` as the hybrid cgroup2 mount when present.
+    /// `root/unified` as the hybrid cgroup2 mount when present. Symlinks (systemd's
+    /// `cpu -> cpu,cpuacct`) are resolved, so co-mounted controllers share one
+    /// directory.
     pub fn v1_under(root: &Path) -> Hierarchy {
         let mut mounts = BTreeMap::new();
         for c in Controller::V1 {
             let dir = root.join(c.name());
             if dir.is_dir() {
+                let is_link = dir.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink());
+                let dir = if is_link {
+                    dir.canonicalize().unwrap_or(dir)
+                } else {
+                    dir
+                };
                 mounts.insert(c, dir);
             }
         }
@@ -334,6 +345,8 @@ impl Hierarchy {
 /// The fields of a `mountinfo` line this crate needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct MountEntry {
+    /// `MAJ:MIN` of the file system: the same for every mount of one hierarchy.
+    pub device: String,
     pub mount_point: PathBuf,
     pub fstype: String,
     pub super_options: String,
@@ -355,6 +368,7 @@ pub(crate) fn parse_mountinfo_line(line: &str) -> Result<MountEntry, Expected> {
         return Err(EXPECTED);
     };
     Ok(MountEntry {
+        device: fields[2].to_owned(),
         mount_point: PathBuf::from(unescape_octal(fields[4])),
         fstype: (*fstype).to_owned(),
         super_options: (*super_options).to_owned(),
@@ -475,6 +489,20 @@ mod tests {
     }
 
     #[test]
+    fn a_bind_mount_of_a_hierarchy_maps_to_its_first_mount() {
+        let text = "\
+29 25 0:26 / /sys/fs/cgroup/cpu,cpuacct rw shared:13 - cgroup cgroup rw,cpu,cpuacct
+50 25 0:26 / /mnt/cpuacct rw - cgroup cgroup rw,cpuacct,cpu
+51 25 0:27 / /mnt/memory rw - cgroup cgroup rw,memory
+";
+        let h = Hierarchy::from_mountinfo(text).unwrap();
+        let both = Path::new("/sys/fs/cgroup/cpu,cpuacct");
+        assert_eq!(h.mount(Controller::Cpuacct), Some(both));
+        assert_eq!(h.roots().len(), 2);
+        assert_eq!(h.describe(), "v1 (cpu at /sys/fs/cgroup/cpu,cpuacct, cpuacct at /sys/fs/cgroup/cpu,cpuacct, memory at /mnt/memory)");
+    }
+
+    #[test]
     fn pure_v2() {
         let h = Hierarchy::from_mountinfo(PURE_V2).unwrap();
         assert_eq!(h.version(), Version::V2);
@@ -536,6 +564,15 @@ mod tests {
         );
         assert_eq!(h.mount(Controller::Pids), None);
         assert_eq!(h.unified(), Some(dir.path().join("unified").as_path()));
+        assert_eq!(h.roots().len(), 3);
+
+        // systemd's symlinks resolve to the co-mounted directory.
+        std::os::unix::fs::symlink("cpu,cpuacct", dir.path().join("cpu")).unwrap();
+        std::os::unix::fs::symlink("cpu,cpuacct", dir.path().join("cpuacct")).unwrap();
+        let h = Hierarchy::v1_under(dir.path());
+        let real = dir.path().join("cpu,cpuacct").canonicalize().unwrap();
+        assert_eq!(h.mount(Controller::Cpu), Some(real.as_path()));
+        assert_eq!(h.mount(Controller::Cpuacct), Some(real.as_path()));
         assert_eq!(h.roots().len(), 3);
     }
 }

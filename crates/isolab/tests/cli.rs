@@ -1,0 +1,322 @@
+//! The `isolab` binary end to end. Commands that create cgroups need root; they are
+//! skipped with a printed reason otherwise.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn isolab() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_isolab"))
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Tests that create cgroups run one at a time, so that each can check that nothing
+/// is left behind.
+static CGROUP_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn run(cmd: &mut Command) -> Output {
+    cmd.output().expect("isolab runs")
+}
+
+fn text(o: &[u8]) -> String {
+    String::from_utf8_lossy(o).into_owned()
+}
+
+fn write_spec(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, body).unwrap();
+    p
+}
+
+/// Every isolab cgroup directory on this host.
+fn isolab_cgroups() -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for controller in std::fs::read_dir("/sys/fs/cgroup")
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let p = controller.path().join("isolab");
+        if p.exists() {
+            found.push(p);
+        }
+    }
+    found
+}
+
+#[test]
+fn misspelt_key_is_rejected_with_location_and_expected_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = write_spec(dir.path(), "bad.toml", "[experiment]\nname = \"x\"\nrepetitons = { min = 3 }\n[matrix]\nworkload = [\"sysbench-cpu\"]\n");
+    let out = run(isolab().arg("check").arg(&spec));
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("bad.toml:3:1: unknown field `repetitons`, expected one of"),
+        "{err}"
+    );
+    assert!(err.contains("`repetitions`"), "{err}");
+}
+
+#[test]
+fn check_prints_the_expanded_matrix() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = write_spec(
+        dir.path(),
+        "ok.toml",
+        "[experiment]\nname = \"m\"\n[matrix]\nplacement = [\"shared\", \"quota\"]\nworkload = [\"sysbench-cpu\", \"fio-randread\"]\nexclude = [{ placement = \"quota\", workload = \"fio-randread\" }]\n",
+    );
+    let out = run(isolab().arg("check").arg(&spec));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let s = text(&out.stdout);
+    assert!(s.contains("3 cells:"), "{s}");
+    assert!(
+        s.contains("dropped: placement=quota workload=fio-randread — excluded"),
+        "{s}"
+    );
+    let json = run(isolab().arg("check").arg("--json").arg(&spec));
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["spec"]["cells"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn read_commands_on_a_missing_store_say_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(isolab()
+        .arg("--db")
+        .arg(dir.path().join("none.db"))
+        .arg("list"));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("run an experiment first"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+const SMALL: &str = "[experiment]\nname = \"small\"\nseed = 1\nrepetitions = { warmup = 1, min = 3, max = 3, target_cv = 0.5 }\nduration = \"1s\"\n\n[matrix]\nshape = [\"medium\"]\nplacement = [\"shared\", \"quota\", \"pinned\"]\nworkload = [\"nap\"]\n\n[workload.nap]\ncommand = \"sleep 0.05\"\nparser = \"time\"\n";
+
+#[test]
+fn runs_exports_and_reports_a_small_experiment() {
+    if !is_root() {
+        eprintln!("skipped: creating cgroups needs root");
+        return;
+    }
+    let _serial = CGROUP_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("x.db");
+    let spec = write_spec(dir.path(), "small.toml", SMALL);
+    let report = dir.path().join("r.html");
+    let out = run(isolab()
+        .arg("--db")
+        .arg(&db)
+        .args(["run", "--workdir"])
+        .arg(dir.path().join("work"))
+        .arg("--report")
+        .arg(&report)
+        .arg(&spec));
+    assert!(
+        out.status.success(),
+        "stdout {}\nstderr {}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let table = text(&out.stdout);
+    // One row per placement, each with the limits read back from its cgroup.
+    assert!(table.contains("quota 1.00 cpu (100ms/100ms)"), "{table}");
+    assert!(
+        table
+            .lines()
+            .any(|l| l.contains(" pinned ") && l.contains("no quota, cpus 1,")),
+        "{table}"
+    );
+    assert!(
+        table
+            .lines()
+            .any(|l| l.contains(" shared ") && l.contains("baseline")),
+        "{table}"
+    );
+    assert!(std::fs::read_to_string(&report).unwrap().contains("<svg"));
+
+    let csv = run(isolab()
+        .arg("--db")
+        .arg(&db)
+        .args(["export", "small", "--format", "csv"]));
+    let csv = text(&csv.stdout);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(
+        lines[0],
+        "experiment,run,cell,shape,placement,workload,repetition,metric,unit,direction,value"
+    );
+    assert_eq!(lines.len(), 1 + 3 * 3, "one row per observation: {csv}");
+
+    let show = run(isolab().arg("--db").arg(&db).args(["show", "1", "--json"]));
+    let v: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
+    assert_eq!(v["status"], "complete");
+    assert!(
+        isolab_cgroups().is_empty(),
+        "cgroups left: {:?}",
+        isolab_cgroups()
+    );
+}
+
+#[test]
+fn kill_9_then_gc_then_resume_completes_exactly_once() {
+    if !is_root() {
+        eprintln!("skipped: creating cgroups needs root");
+        return;
+    }
+    let _serial = CGROUP_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("k.db");
+    let work = dir.path().join("work");
+    // Each run sleeps long enough that the kill lands inside one.
+    let spec = SMALL
+        .replace("sleep 0.05", "sleep 0.4")
+        .replace("name = \"small\"", "name = \"killed\"");
+    let spec = write_spec(dir.path(), "k.toml", &spec);
+    let mut child = isolab()
+        .arg("--db")
+        .arg(&db)
+        .args(["run", "--quiet", "--no-report", "--workdir"])
+        .arg(&work)
+        .arg(&spec)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until a few runs are stored, then kill -9 in the middle of one.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let out = run(isolab().arg("--db").arg(&db).args(["list", "--json"]));
+        let runs = serde_json::from_slice::<serde_json::Value>(&out.stdout)
+            .ok()
+            .and_then(|v| v[0]["runs"].as_u64())
+            .unwrap_or(0);
+        if runs >= 3 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no runs stored in time");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(150));
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+
+    let gc = run(isolab().args(["gc", "--workdir"]).arg(&work));
+    assert!(gc.status.success(), "{}", text(&gc.stderr));
+    assert!(
+        isolab_cgroups().is_empty(),
+        "cgroups left after gc: {:?}",
+        isolab_cgroups()
+    );
+    let sleepers = run(Command::new("pgrep").args(["-f", "^sleep 0.4$"]));
+    assert!(
+        text(&sleepers.stdout).trim().is_empty(),
+        "workload processes left: {}",
+        text(&sleepers.stdout)
+    );
+    let again = run(isolab().args(["gc", "--workdir"]).arg(&work));
+    assert_eq!(
+        text(&again.stdout).trim(),
+        "nothing to remove",
+        "gc is idempotent"
+    );
+
+    let resumed = run(isolab()
+        .arg("--db")
+        .arg(&db)
+        .args(["run", "--quiet", "--no-report", "--workdir"])
+        .arg(&work)
+        .args(["--resume", "killed"]));
+    assert!(resumed.status.success(), "{}", text(&resumed.stderr));
+    let json = run(isolab()
+        .arg("--db")
+        .arg(&db)
+        .args(["export", "killed", "--format", "json"]));
+    let obs: Vec<serde_json::Value> = serde_json::from_slice(&json.stdout).unwrap();
+    let mut keys: Vec<(u64, u64)> = obs
+        .iter()
+        .map(|o| {
+            (
+                o["cell"].as_u64().unwrap(),
+                o["repetition"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    keys.sort_unstable();
+    let before = keys.len();
+    keys.dedup();
+    assert_eq!(before, keys.len(), "a (cell, repetition) stored twice");
+    assert_eq!(
+        keys.len(),
+        3 * 3,
+        "every (cell, repetition) stored: {keys:?}"
+    );
+    assert!(isolab_cgroups().is_empty());
+}
+
+#[test]
+fn sigterm_tears_down_records_the_interruption_and_says_how_to_resume() {
+    if !is_root() {
+        eprintln!("skipped: creating cgroups needs root");
+        return;
+    }
+    let _serial = CGROUP_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let spec = SMALL
+        .replace("sleep 0.05", "sleep 5")
+        .replace("name = \"small\"", "name = \"termed\"");
+    let spec = write_spec(dir.path(), "t.toml", &spec);
+    let child = isolab()
+        .arg("--db")
+        .arg(&db)
+        .args(["run", "--quiet", "--no-report", "--workdir"])
+        .arg(dir.path().join("work"))
+        .arg(&spec)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the first run's workload is running.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while text(&run(Command::new("pgrep").args(["-f", "^sleep 5$"])).stdout)
+        .trim()
+        .is_empty()
+    {
+        assert!(Instant::now() < deadline, "workload never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SAFETY: signalling our own child process.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("isolab run --resume 1"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(
+        isolab_cgroups().is_empty(),
+        "cgroups left: {:?}",
+        isolab_cgroups()
+    );
+    assert!(
+        text(&run(Command::new("pgrep").args(["-f", "^sleep 5$"])).stdout)
+            .trim()
+            .is_empty(),
+        "workload left running"
+    );
+    let show = run(isolab()
+        .arg("--db")
+        .arg(&db)
+        .args(["show", "termed", "--json"]));
+    let v: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
+    assert_eq!(v["status"], "interrupted");
+    assert_eq!(v["interruptions"], 1);
+}

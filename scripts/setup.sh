@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what isolab needs on Debian bookworm (or a derivative) and builds it.
+# Idempotent: packages already present are skipped by apt-get.
+set -euo pipefail
+
+need_root() {
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "setup: run as root (isolab creates cgroups and installs Debian packages): sudo $0" >&2
+        exit 1
+    fi
+}
+
+# Debian packages: the benchmark tools the built-in workloads run, and what the
+# build of the bundled SQLite needs.
+PACKAGES=(sysbench fio stress-ng iperf3 build-essential pkg-config ca-certificates)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+    need_root
+    echo "setup: installing ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+    echo "setup: cargo not found: install a Rust toolchain of at least 1.80 (https://rustup.rs) and run again" >&2
+    exit 1
+fi
+
+cargo build --release --locked -p isolab
+echo "setup: built target/release/isolab"
