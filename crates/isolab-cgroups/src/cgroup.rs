@@ -90,7 +90,8 @@ impl Cgroup {
     /// interest: cpu, cpuacct, cpuset, memory, pids, blkio and freezer on v1, plus the
     /// unified directory in hybrid mode; one directory on v2, enabling cpu, cpuset,
     /// memory, pids and io (those the parent offers) in each ancestor's
-    /// `cgroup.subtree_control`.
+    /// `cgroup.subtree_control`, including existing ones such as the root, where
+    /// they stay enabled.
     ///
     /// Missing intermediate directories are created and remembered, so that
     /// [`Cgroup::remove`] removes them again when empty. On v1 each new cpuset level

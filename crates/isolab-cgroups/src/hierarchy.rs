@@ -173,9 +173,6 @@ impl Hierarchy {
     /// mount makes a pure v2 layout.
     pub fn from_mountinfo(text: &str) -> Result<Hierarchy, Error> {
         let mut mounts = BTreeMap::new();
-        // The first mount point of each hierarchy (by device), so that a second
-        // (bind) mount of a hierarchy resolves to the same directories.
-        let mut first_mount: BTreeMap<String, PathBuf> = BTreeMap::new();
         let mut cgroup2 = None;
         for (i, line) in text.lines().enumerate() {
             if line.trim().is_empty() {
@@ -225,7 +222,9 @@ impl Hierarchy {
         for c in Controller::V1 {
             let dir = root.join(c.name());
             if dir.is_dir() {
-                let is_link = dir.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink());
+                let is_link = dir
+                    .symlink_metadata()
+                    .is_ok_and(|m| m.file_type().is_symlink());
                 let dir = if is_link {
                     dir.canonicalize().unwrap_or(dir)
                 } else {
@@ -345,8 +344,6 @@ impl Hierarchy {
 /// The fields of a `mountinfo` line this crate needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct MountEntry {
-    /// `MAJ:MIN` of the file system: the same for every mount of one hierarchy.
-    pub device: String,
     pub mount_point: PathBuf,
     pub fstype: String,
     pub super_options: String,
@@ -368,7 +365,6 @@ pub(crate) fn parse_mountinfo_line(line: &str) -> Result<MountEntry, Expected> {
         return Err(EXPECTED);
     };
     Ok(MountEntry {
-        device: fields[2].to_owned(),
         mount_point: PathBuf::from(unescape_octal(fields[4])),
         fstype: (*fstype).to_owned(),
         super_options: (*super_options).to_owned(),
@@ -489,7 +485,7 @@ mod tests {
     }
 
     #[test]
-    fn a_bind_mount_of_a_hierarchy_maps_to_its_first_mount() {
+    fn a_second_mount_of_a_hierarchy_is_ignored() {
         let text = "\
 29 25 0:26 / /sys/fs/cgroup/cpu,cpuacct rw shared:13 - cgroup cgroup rw,cpu,cpuacct
 50 25 0:26 / /mnt/cpuacct rw - cgroup cgroup rw,cpuacct,cpu

@@ -1118,13 +1118,14 @@ fn real_v1_without_cgroup_kill_stops_a_fork_loop() {
     let _cleanup = Cleanup::new(&detected, &base);
     let cg = Cgroup::create(&h, &PathBuf::from(&base).join("bomb")).unwrap();
     cg.apply(&Limits {
-        pids_max: Some(48),
+        pids_max: Some(2000),
         ..Limits::default()
     })
     .unwrap();
     let attacher = cg.attacher().unwrap();
     let mut cmd = Command::new("sh");
-    cmd.args(["-c", "while :; do sleep 30 & done"]);
+    // Short-lived children: the shell keeps forking while kill_all runs.
+    cmd.args(["-c", "while :; do sleep 0.05 & done"]);
     // SAFETY: attach_self only calls write(2) on pre-opened descriptors.
     unsafe { cmd.pre_exec(move || attacher.attach_self()) };
     let mut child = Reaped(cmd.spawn().unwrap());
