@@ -59,9 +59,9 @@ pub fn html(data: &ExperimentData, rows: &[MetricRow], factors: &[String]) -> St
             }
             _ => "-".into(),
         };
-        let _ = write!(
+        let _ = writeln!(
             out,
-            "<td>{} ({})</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td>{}</td><td>{}</td></tr>\n",
+            "<td>{} ({})</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td>{}</td><td>{}</td></tr>",
             esc(&row.metric),
             esc(&row.unit),
             row.n,
@@ -186,9 +186,9 @@ fn bar_chart(rows: &[&MetricRow], factors: &[String]) -> String {
         );
     }
     let axis_y = height - 18.0;
-    let _ = write!(
+    let _ = writeln!(
         svg,
-        "<line stroke=\"#888\" x1=\"{left}\" x2=\"{}\" y1=\"{axis_y}\" y2=\"{axis_y}\"/><text x=\"{left}\" y=\"{}\">0</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{} {}</text></svg>\n",
+        "<line stroke=\"#888\" x1=\"{left}\" x2=\"{}\" y1=\"{axis_y}\" y2=\"{axis_y}\"/><text x=\"{left}\" y=\"{}\">0</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{} {}</text></svg>",
         left + width,
         axis_y + 14.0,
         left + width,

@@ -189,7 +189,8 @@ fn attach_overheads(rows: &mut [MetricRow], baseline: &[(String, String)]) {
     if baseline.is_empty() {
         return;
     }
-    let means: Vec<(Vec<(String, String)>, String, Option<f64>)> = rows
+    type Keyed = (Vec<(String, String)>, String, Option<f64>);
+    let means: Vec<Keyed> = rows
         .iter()
         .map(|r| (r.levels.clone(), r.metric.clone(), r.mean()))
         .collect();

@@ -37,9 +37,9 @@ impl Table {
         }
         let line = |row: &Vec<String>| -> String {
             let mut out = String::new();
-            for i in 0..cols {
+            for (i, w) in width.iter().enumerate() {
                 let c = row.get(i).map(String::as_str).unwrap_or("");
-                let pad = width[i] - c.chars().count();
+                let pad = w - c.chars().count();
                 if i > 0 {
                     out.push_str("  ");
                 }
@@ -79,7 +79,7 @@ pub fn num(v: f64) -> String {
     let a = v.abs();
     if a == 0.0 {
         "0".into()
-    } else if a >= 1e7 || a < 1e-3 {
+    } else if !(1e-3..1e7).contains(&a) {
         format!("{v:.3e}")
     } else {
         let digits = (3 - a.log10().floor() as i32).clamp(0, 6) as usize;

@@ -211,6 +211,8 @@ struct Validator<'a> {
 }
 
 type Levels = Option<Spanned<Vec<Spanned<RawLevel>>>>;
+/// A validated level: its text, its span, and whether the spec listed it.
+type Level = (String, Range<usize>, bool);
 
 impl Validator<'_> {
     fn err(&mut self, span: Range<usize>, message: impl Into<String>) {
@@ -362,7 +364,7 @@ impl Validator<'_> {
             }
         });
 
-        let all: [(&str, &Vec<(String, Range<usize>, bool)>); 4] = [
+        let all: [(&str, &Vec<Level>); 4] = [
             ("platform", &platforms),
             ("shape", &shape_levels),
             ("placement", &placements),
@@ -573,7 +575,7 @@ impl Validator<'_> {
         raw: Levels,
         default: &[&str],
         check: impl Fn(&str) -> Result<(), String>,
-    ) -> Vec<(String, Range<usize>, bool)> {
+    ) -> Vec<Level> {
         let Some(raw) = raw else {
             return default
                 .iter()
@@ -586,7 +588,7 @@ impl Validator<'_> {
                 format!("matrix.{factor} is empty: list at least one level or leave it out"),
             );
         }
-        let mut out: Vec<(String, Range<usize>, bool)> = Vec::new();
+        let mut out: Vec<Level> = Vec::new();
         for level in raw.into_inner() {
             let text = level.get_ref().text();
             if let Err(message) = check(&text) {
