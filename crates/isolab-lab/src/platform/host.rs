@@ -3,7 +3,7 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use isolab_cgroups::{Cgroup, Hierarchy, Limits};
@@ -29,15 +29,46 @@ pub struct HostPlatformConfig {
 const LOG_TAIL: usize = 1 << 20;
 
 /// The bare-host platform.
-#[derive(Debug, Clone)]
+///
+/// The parent cgroup of a job (`isolab/exp3-pid42` for job `exp3-pid42/c0-r1`) is
+/// created at the first job and kept until a job of another parent comes or the
+/// platform is dropped, so that each run creates and removes only its own leaf.
+#[derive(Debug)]
 pub struct HostPlatform {
     config: HostPlatformConfig,
+    scope: Mutex<Option<Cgroup>>,
 }
 
 impl HostPlatform {
     /// A host platform using `config`.
     pub fn new(config: HostPlatformConfig) -> Self {
-        HostPlatform { config }
+        HostPlatform {
+            config,
+            scope: Mutex::new(None),
+        }
+    }
+
+    /// Makes sure the parent cgroup of `job_name` exists for as long as it is used.
+    fn enter_scope(&self, job_name: &str) -> Result<(), PlatformError> {
+        let Some((scope, _)) = job_name.rsplit_once('/') else {
+            return Ok(());
+        };
+        let path = self.cgroup_path(scope);
+        let mut held = self.scope.lock().unwrap_or_else(|e| e.into_inner());
+        if held.as_ref().is_some_and(|c| c.rel() == path) {
+            return Ok(());
+        }
+        if let Some(old) = held.take() {
+            old.remove()?;
+        }
+        *held = Some(match Cgroup::create(&self.config.hierarchy, &path) {
+            Ok(c) => c,
+            Err(isolab_cgroups::Error::AlreadyExists { .. }) => {
+                Cgroup::open(&self.config.hierarchy, &path)?
+            }
+            Err(e) => return Err(e.into()),
+        });
+        Ok(())
     }
 
     fn cgroup_path(&self, name: &str) -> PathBuf {
@@ -207,8 +238,22 @@ impl HostPlatform {
     }
 }
 
+impl Drop for HostPlatform {
+    fn drop(&mut self) {
+        let held = self
+            .scope
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(scope) = held {
+            let _ = scope.remove();
+        }
+    }
+}
+
 impl Platform for HostPlatform {
     fn execute(&self, job: &Job, interrupt: &Interrupt) -> Result<Execution, PlatformError> {
+        self.enter_scope(&job.name)?;
         if let Some(prepare) = &job.prepare {
             self.helper("prepare", &job.name, prepare, &job.workdir, interrupt)?;
         }
