@@ -5,7 +5,12 @@ use indicatif::{ProgressBar, ProgressStyle};
 use isolab_lab::{Event, Observer};
 
 pub enum Progress {
-    Bar { bar: ProgressBar, at_most: u64 },
+    Bar {
+        bar: ProgressBar,
+        at_most: u64,
+        /// CV and n of each cell's primary metric so far, by cell index.
+        cv: std::collections::HashMap<u32, (f64, usize)>,
+    },
     Quiet,
     Json,
 }
@@ -20,6 +25,7 @@ impl Progress {
             Progress::Bar {
                 bar: ProgressBar::hidden(),
                 at_most: 0,
+                cv: Default::default(),
             }
         }
     }
@@ -40,8 +46,11 @@ impl Observer for Progress {
                     println!("{line}");
                 }
             }
-            Progress::Bar { bar, at_most } => match event {
-                // at_most is shown in the prefix; kept for future use in ETA bounds.
+            Progress::Bar {
+                bar,
+                at_most,
+                cv: cvs,
+            } => match event {
                 Event::Started {
                     experiment,
                     name,
@@ -57,12 +66,13 @@ impl Observer for Progress {
                     );
                     *bar = ProgressBar::new(*runs_at_least);
                     *at_most = *runs_at_most;
+                    cvs.clear();
                     bar.set_style(
                         ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} runs (at most {prefix}) ETA {eta}  {msg}")
                             .unwrap_or_else(|_| ProgressStyle::default_bar())
                             .progress_chars("=> "),
                     );
-                    bar.set_prefix(runs_at_most.to_string());
+                    bar.set_prefix(at_most.to_string());
                 }
                 Event::RunStarted {
                     cell,
