@@ -473,22 +473,28 @@ mod tests {
         assert_eq!(parse_listening(table), vec![0x1451]);
     }
 
-    #[test]
-    fn interrupt_wakes_a_wait() {
+    /// Starts `argv` outside any cgroup, logging into a temporary directory.
+    fn spawn(argv: &[String], count: bool) -> (tempfile::TempDir, Child) {
         let dir = tempfile::tempdir().unwrap();
-        let out = File::create(dir.path().join("o")).unwrap();
-        let err = File::create(dir.path().join("e")).unwrap();
-        let argv = vec!["sleep".to_string(), "30".to_string()];
+        let stdout = File::create(dir.path().join("o")).unwrap();
+        let stderr = File::create(dir.path().join("e")).unwrap();
         let child = Spawn {
-            argv: &argv,
+            argv,
             workdir: dir.path(),
-            stdout: out,
-            stderr: err,
+            stdout,
+            stderr,
             attacher: None,
-            count: false,
+            count,
         }
         .start()
         .unwrap();
+        (dir, child)
+    }
+
+    #[test]
+    fn interrupt_wakes_a_wait() {
+        let argv = vec!["sleep".to_string(), "30".to_string()];
+        let (_dir, child) = spawn(&argv, false);
         let interrupt = Interrupt::new().unwrap();
         interrupt.trigger();
         assert!(matches!(
@@ -502,23 +508,11 @@ mod tests {
 
     #[test]
     fn counts_a_process_tree_from_exec() {
-        let dir = tempfile::tempdir().unwrap();
-        let out = File::create(dir.path().join("o")).unwrap();
-        let err = File::create(dir.path().join("e")).unwrap();
         let argv: Vec<String> = ["sh", "-c", "for i in 1 2 3 4 5; do sleep 0.01; done"]
             .iter()
             .map(|s| s.to_string())
             .collect();
-        let child = Spawn {
-            argv: &argv,
-            workdir: dir.path(),
-            stdout: out,
-            stderr: err,
-            attacher: None,
-            count: true,
-        }
-        .start()
-        .unwrap();
+        let (_dir, child) = spawn(&argv, true);
         let interrupt = Interrupt::new().unwrap();
         let Waited::Exited { exit, rusage, .. } = child
             .wait(&interrupt, Some(Instant::now() + Duration::from_secs(10)))
@@ -541,20 +535,8 @@ mod tests {
 
     #[test]
     fn deadline_times_out() {
-        let dir = tempfile::tempdir().unwrap();
-        let out = File::create(dir.path().join("o")).unwrap();
-        let err = File::create(dir.path().join("e")).unwrap();
         let argv = vec!["sleep".to_string(), "30".to_string()];
-        let child = Spawn {
-            argv: &argv,
-            workdir: dir.path(),
-            stdout: out,
-            stderr: err,
-            attacher: None,
-            count: false,
-        }
-        .start()
-        .unwrap();
+        let (_dir, child) = spawn(&argv, false);
         let interrupt = Interrupt::new().unwrap();
         assert!(matches!(
             child

@@ -85,6 +85,14 @@ fn spec(reps: &str, placements: &str) -> ExperimentSpec {
     .unwrap()
 }
 
+/// Starts `spec` on `platform` into `store`, with working directories under `dir`.
+fn start(platform: &FakePlatform, store: &mut Store, spec: &ExperimentSpec, dir: &Path) -> Outcome {
+    let interrupt = Interrupt::new().unwrap();
+    Runner::new(platform, store, &mut Silent, &interrupt, config(dir))
+        .start(spec, vec![])
+        .unwrap()
+}
+
 fn config(dir: &Path) -> RunnerConfig {
     RunnerConfig {
         workdir_base: dir.to_path_buf(),
@@ -102,16 +110,7 @@ fn stable_cells_stop_at_min_and_warmups_are_not_counted() {
     );
     let platform = FakePlatform::constant(1000.0);
     let mut store = Store::open_in_memory().unwrap();
-    let interrupt = Interrupt::new().unwrap();
-    let outcome = Runner::new(
-        &platform,
-        &mut store,
-        &mut Silent,
-        &interrupt,
-        config(dir.path()),
-    )
-    .start(&spec, vec![])
-    .unwrap();
+    let outcome = start(&platform, &mut store, &spec, dir.path());
     assert_eq!(outcome.status, ExperimentStatus::Complete);
     assert_eq!(outcome.runs, 3 * 4);
     let runs = store.runs(outcome.experiment).unwrap();
@@ -163,16 +162,7 @@ fn noisy_cells_run_until_max_and_say_so() {
         .borrow_mut()
         .extend([100.0, 200.0, 100.0, 200.0, 100.0]);
     let mut store = Store::open_in_memory().unwrap();
-    let interrupt = Interrupt::new().unwrap();
-    let outcome = Runner::new(
-        &platform,
-        &mut store,
-        &mut Silent,
-        &interrupt,
-        config(dir.path()),
-    )
-    .start(&spec, vec![])
-    .unwrap();
+    let outcome = start(&platform, &mut store, &spec, dir.path());
     assert_eq!(outcome.runs, 4);
     let cells = store.cells(outcome.experiment).unwrap();
     assert!(
@@ -192,16 +182,7 @@ fn rounds_are_shuffled_reproducibly() {
         let dir = tempfile::tempdir().unwrap();
         let platform = FakePlatform::constant(1000.0);
         let mut store = Store::open_in_memory().unwrap();
-        let interrupt = Interrupt::new().unwrap();
-        Runner::new(
-            &platform,
-            &mut store,
-            &mut Silent,
-            &interrupt,
-            config(dir.path()),
-        )
-        .start(seed_spec, vec![])
-        .unwrap();
+        start(&platform, &mut store, seed_spec, dir.path());
         let jobs = platform.jobs.borrow();
         jobs.iter()
             .map(|j| j.name.rsplit('/').next().unwrap().to_owned())
@@ -237,16 +218,7 @@ fn interruption_is_recorded_and_resume_completes_exactly_once() {
     let mut platform = FakePlatform::constant(1000.0);
     platform.interrupt_at = Some(5);
     let mut store = Store::open_in_memory().unwrap();
-    let interrupt = Interrupt::new().unwrap();
-    let first = Runner::new(
-        &platform,
-        &mut store,
-        &mut Silent,
-        &interrupt,
-        config(dir.path()),
-    )
-    .start(&spec, vec![])
-    .unwrap();
+    let first = start(&platform, &mut store, &spec, dir.path());
     assert_eq!(first.status, ExperimentStatus::Interrupted);
     assert_eq!(first.runs, 5);
     assert_eq!(store.interruptions(first.experiment).unwrap().len(), 1);
@@ -290,16 +262,7 @@ fn a_failing_cell_stops_and_the_others_go_on() {
     let mut platform = FakePlatform::constant(1000.0);
     platform.fail_cell = Some("/c1-");
     let mut store = Store::open_in_memory().unwrap();
-    let interrupt = Interrupt::new().unwrap();
-    let outcome = Runner::new(
-        &platform,
-        &mut store,
-        &mut Silent,
-        &interrupt,
-        config(dir.path()),
-    )
-    .start(&spec, vec![])
-    .unwrap();
+    let outcome = start(&platform, &mut store, &spec, dir.path());
     assert_eq!(outcome.failed_cells, 1);
     let cells = store.cells(outcome.experiment).unwrap();
     assert!(
