@@ -8,6 +8,7 @@ setup:
 
 # Sets up, then runs the built-in quick-start experiment and writes its report.
 quickstart: setup
+	cargo build --release --locked -p isolab
 	$(ISOLAB) run
 
 # Sets up, then runs every check: formatting, clippy (warnings are errors), and all

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what isolab needs on Debian bookworm (or a derivative) and builds it.
+# Installs what isolab needs on Debian bookworm (or a derivative): the benchmark
+# tools and the build dependencies; checks that cargo is there.
 # Idempotent: packages already present are skipped by apt-get.
 set -euo pipefail
 
@@ -29,6 +30,4 @@ if ! command -v cargo >/dev/null 2>&1; then
     echo "setup: cargo not found: install a Rust toolchain of at least 1.80 (https://rustup.rs) and run again" >&2
     exit 1
 fi
-
-cargo build --release --locked -p isolab
-echo "setup: built target/release/isolab"
+echo "setup: Debian packages and cargo present"
