@@ -35,7 +35,7 @@ pub fn html(data: &ExperimentData, rows: &[MetricRow], factors: &[String]) -> St
         runs = data.runs.len(),
     );
 
-    out.push_str("<h2>Summary</h2>\n<p>Mean with the half-width of its 95% Student-t confidence interval; overhead ratio against the baseline cell (1.0 = none, above 1 = worse, oriented by the metric's direction).</p>\n<table><tr>");
+    out.push_str("<h2>Summary</h2>\n<p>Mean with the half-width of its 95% Student-t confidence interval; overhead ratio against the baseline cell (1.0 = none, above 1 = worse, oriented by the metric's direction), shown only where Welch's t-test finds the difference significant (p &lt; 0.05); otherwise ~.</p>\n<table><tr>");
     for f in factors {
         let _ = write!(out, "<th>{}</th>", esc(f));
     }
@@ -51,13 +51,13 @@ pub fn html(data: &ExperimentData, rows: &[MetricRow], factors: &[String]) -> St
                 .unwrap_or("");
             let _ = write!(out, "<td>{}</td>", esc(l));
         }
-        let ratio = match (row.is_baseline, row.overhead) {
-            (true, _) => "baseline".to_owned(),
-            (false, Some(o)) => {
+        let text = crate::table::vs_baseline(row);
+        let ratio = match (row.overhead, row.p_value) {
+            (Some(o), Some(p)) if !row.is_baseline && p < crate::summary::SIGNIFICANCE => {
                 let class = if o > 1.0 { "worse" } else { "better" };
-                format!("<span class=\"{class}\">{o:.3}×</span>")
+                format!("<span class=\"{class}\">{}</span>", esc(&text))
             }
-            _ => "-".into(),
+            _ => esc(&text),
         };
         let _ = writeln!(
             out,

@@ -3,7 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use isolab_stats::{overhead_ratio, Direction, Sample, Summary};
+use isolab_stats::{overhead_ratio, welch_t_test, Direction, Sample, Summary};
+
+/// Significance level below which a difference from the baseline is shown as a number.
+pub const SIGNIFICANCE: f64 = 0.05;
 use isolab_store::{
     CellRecord, ExperimentId, ExperimentRecord, Interruption, RunRecord, RunStatus, Store,
 };
@@ -68,6 +71,12 @@ pub struct MetricRow {
     pub single: Option<f64>,
     /// Overhead ratio against the baseline cell's mean (1.0 = none; above = worse).
     pub overhead: Option<f64>,
+    /// Two-sided p-value of Welch's t-test against the baseline cell; a ratio whose
+    /// p is at least [`SIGNIFICANCE`] is not shown as a number.
+    pub p_value: Option<f64>,
+    /// The counted observations.
+    #[serde(skip)]
+    pub values: Vec<f64>,
     /// Whether this cell is the baseline itself.
     pub is_baseline: bool,
     /// Limits read back, as stored with the first counted run.
@@ -147,6 +156,7 @@ pub fn summarize(data: &ExperimentData, options: &SummaryOptions) -> Vec<MetricR
                 .filter_map(|r| r.metrics.iter().find(|m| m.name == name).map(|m| m.value))
                 .collect();
             let summary = Sample::new(values.clone()).ok().map(|s| s.summary());
+            let single = (values.len() == 1).then(|| values[0]);
             rows.push(MetricRow {
                 cell: cell.index,
                 levels: cell.levels.clone(),
@@ -155,8 +165,10 @@ pub fn summarize(data: &ExperimentData, options: &SummaryOptions) -> Vec<MetricR
                 direction,
                 n: values.len(),
                 summary,
-                single: (values.len() == 1).then(|| values[0]),
+                single,
                 overhead: None,
+                p_value: None,
+                values,
                 is_baseline: false,
                 limits: limits.clone(),
                 throttled_periods,
@@ -189,20 +201,35 @@ fn attach_overheads(rows: &mut [MetricRow], baseline: &[(String, String)]) {
     if baseline.is_empty() {
         return;
     }
-    type Keyed = (Vec<(String, String)>, String, Option<f64>);
-    let means: Vec<Keyed> = rows
+    type Keyed = (Vec<(String, String)>, String, Option<f64>, Vec<f64>);
+    let bases: Vec<Keyed> = rows
         .iter()
-        .map(|r| (r.levels.clone(), r.metric.clone(), r.mean()))
+        .map(|r| {
+            (
+                r.levels.clone(),
+                r.metric.clone(),
+                r.mean(),
+                r.values.clone(),
+            )
+        })
         .collect();
     for row in rows.iter_mut() {
         let target = baseline_levels(&row.levels, baseline);
         row.is_baseline = target == row.levels;
-        let base = means
+        let Some((_, _, base_mean, base_values)) = bases
             .iter()
-            .find(|(l, m, _)| *l == target && *m == row.metric)
-            .and_then(|(_, _, v)| *v);
-        if let (Some(a), Some(b)) = (base, row.mean()) {
+            .find(|(l, m, _, _)| *l == target && *m == row.metric)
+        else {
+            continue;
+        };
+        if let (Some(a), Some(b)) = (*base_mean, row.mean()) {
             row.overhead = overhead_ratio(a, b, row.direction);
+        }
+        if let (Ok(a), Ok(b)) = (
+            Sample::new(base_values.clone()),
+            Sample::new(row.values.clone()),
+        ) {
+            row.p_value = Some(welch_t_test(&a, &b).p);
         }
     }
 }
@@ -236,6 +263,8 @@ mod tests {
             summary: None,
             single: Some(mean),
             overhead: None,
+            p_value: None,
+            values: vec![mean, mean * 1.01],
             is_baseline: false,
             limits: None,
             throttled_periods: None,
@@ -252,5 +281,10 @@ mod tests {
         assert!(rows[0].is_baseline);
         assert_eq!(rows[1].overhead, Some(2.0));
         assert!(!rows[1].is_baseline);
+        assert!(
+            rows[1].p_value.unwrap() < SIGNIFICANCE,
+            "{:?}",
+            rows[1].p_value
+        );
     }
 }

@@ -135,11 +135,7 @@ pub fn summary_table(rows: &[MetricRow], factors: &[String], color: bool) -> Str
                 .map(|s| format!("{:.1}%", s.cv * 100.0))
                 .unwrap_or_else(|| "-".into()),
         );
-        row.push(match (r.is_baseline, r.overhead) {
-            (true, _) => "baseline".into(),
-            (false, Some(o)) => format!("{o:.3}×"),
-            (false, None) => "-".into(),
-        });
+        row.push(vs_baseline(r));
         row.push(
             r.throttled_periods
                 .map(|t| format!("{t:.0}"))
@@ -155,6 +151,20 @@ pub fn summary_table(rows: &[MetricRow], factors: &[String], color: bool) -> Str
         t.push(row);
     }
     t.render(color)
+}
+
+/// The overhead ratio when it differs significantly from the baseline, `~` with the
+/// p-value when it does not (benchstat's convention), `?` when it cannot be tested.
+pub fn vs_baseline(r: &MetricRow) -> String {
+    match (r.is_baseline, r.overhead, r.p_value) {
+        (true, _, _) => "baseline".into(),
+        (false, Some(o), Some(p)) if p < crate::summary::SIGNIFICANCE => {
+            format!("{o:.3}× (p={p:.3})")
+        }
+        (false, Some(_), Some(p)) => format!("~ (p={p:.2})"),
+        (false, Some(o), None) => format!("{o:.3}× ?"),
+        (false, None, _) => "-".into(),
+    }
 }
 
 fn short_stop(r: &MetricRow) -> String {

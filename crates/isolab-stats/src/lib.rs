@@ -7,12 +7,16 @@
 //!   Student-t confidence interval of the mean.
 //! - [`measures`] holds the derived measures of `DESIGN.md`: overhead ratio,
 //!   degradation and regression.
+//! - [`welch_t_test`] compares two samples' means (a first significance check; the
+//!   non-parametric tests come with the statistics work).
 
 pub mod measures;
 mod sample;
+mod welch;
 
 pub use measures::{degradation_pct, overhead_ratio, regression_pct};
 pub use sample::{Interval, Sample, SampleError, Summary};
+pub use welch::{welch_t_test, WelchTest};
 
 use std::fmt;
 use std::str::FromStr;
