@@ -14,6 +14,49 @@ pub type CellId = i64;
 /// Identifier of a run, unique across the whole store and never reused.
 pub type RunId = i64;
 
+/// Gives a status enum its words: `as_str`, `Display` and a `FromStr` that refuses any
+/// other word with [`UnknownStatus`] naming `kind` and listing the words, in order.
+macro_rules! status_words {
+    (
+        $(#[$doc:meta])*
+        $status:ident, $kind:literal,
+        $first:ident => $first_word:literal
+        $(, $variant:ident => $word:literal)* $(,)?
+    ) => {
+        impl $status {
+            $(#[$doc])*
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $status::$first => $first_word,
+                    $($status::$variant => $word,)*
+                }
+            }
+        }
+
+        impl fmt::Display for $status {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl FromStr for $status {
+            type Err = UnknownStatus;
+
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                match s {
+                    $first_word => Ok($status::$first),
+                    $($word => Ok($status::$variant),)*
+                    other => Err(UnknownStatus {
+                        kind: $kind,
+                        word: other.to_owned(),
+                        expected: concat!("`", $first_word, "`" $(, ", `", $word, "`")*),
+                    }),
+                }
+            }
+        }
+    };
+}
+
 /// A word that is not one of the words of a status enum.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown {kind} status `{word}`: expected one of {expected}")]
@@ -40,40 +83,13 @@ pub enum ExperimentStatus {
     Failed,
 }
 
-impl ExperimentStatus {
+status_words! {
     /// The word stored and shown: `running`, `complete`, `interrupted` or `failed`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ExperimentStatus::Running => "running",
-            ExperimentStatus::Complete => "complete",
-            ExperimentStatus::Interrupted => "interrupted",
-            ExperimentStatus::Failed => "failed",
-        }
-    }
-}
-
-impl fmt::Display for ExperimentStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for ExperimentStatus {
-    type Err = UnknownStatus;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "running" => Ok(ExperimentStatus::Running),
-            "complete" => Ok(ExperimentStatus::Complete),
-            "interrupted" => Ok(ExperimentStatus::Interrupted),
-            "failed" => Ok(ExperimentStatus::Failed),
-            other => Err(UnknownStatus {
-                kind: "experiment",
-                word: other.to_owned(),
-                expected: "`running`, `complete`, `interrupted`, `failed`",
-            }),
-        }
-    }
+    ExperimentStatus, "experiment",
+    Running => "running",
+    Complete => "complete",
+    Interrupted => "interrupted",
+    Failed => "failed",
 }
 
 /// How a run ended.
@@ -86,36 +102,11 @@ pub enum RunStatus {
     Failed,
 }
 
-impl RunStatus {
+status_words! {
     /// The word stored and shown: `ok` or `failed`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunStatus::Ok => "ok",
-            RunStatus::Failed => "failed",
-        }
-    }
-}
-
-impl fmt::Display for RunStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for RunStatus {
-    type Err = UnknownStatus;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "ok" => Ok(RunStatus::Ok),
-            "failed" => Ok(RunStatus::Failed),
-            other => Err(UnknownStatus {
-                kind: "run",
-                word: other.to_owned(),
-                expected: "`ok`, `failed`",
-            }),
-        }
-    }
+    RunStatus, "run",
+    Ok => "ok",
+    Failed => "failed",
 }
 
 /// An experiment to create, with its cells and the captured environment.
@@ -374,6 +365,24 @@ mod tests {
             assert_eq!(s.as_str().parse::<RunStatus>().unwrap(), s);
         }
         assert!("OK".parse::<RunStatus>().is_err());
+    }
+
+    #[test]
+    fn unknown_words_list_the_known_ones() {
+        assert_eq!(
+            "done".parse::<ExperimentStatus>().unwrap_err().to_string(),
+            "unknown experiment status `done`: expected one of \
+             `running`, `complete`, `interrupted`, `failed`"
+        );
+        assert_eq!(
+            "OK".parse::<RunStatus>().unwrap_err(),
+            UnknownStatus {
+                kind: "run",
+                word: "OK".into(),
+                expected: "`ok`, `failed`",
+            }
+        );
+        assert_eq!(ExperimentStatus::Interrupted.to_string(), "interrupted");
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::str::FromStr;
 use std::time::{Duration, SystemTime};
 
 use isolab_stats::Direction;
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, Connection, OptionalExtension, Params, Row, TransactionBehavior};
 
 use crate::encoding::{
     decode_points, duration_to_nanos, encode_points, millis_to_time, nanos_to_duration,
@@ -109,6 +109,28 @@ struct RawRun {
     limits_json: String,
 }
 
+impl TryFrom<&Row<'_>> for RawRun {
+    type Error = rusqlite::Error;
+
+    /// Reads the columns `id, cell_id, repetition, warmup, round, status, exit_code,
+    /// started_at_ms, wall_ns, error, limits_json`, in this order.
+    fn try_from(r: &Row<'_>) -> rusqlite::Result<RawRun> {
+        Ok(RawRun {
+            id: r.get(0)?,
+            cell: r.get(1)?,
+            repetition: r.get(2)?,
+            warmup: r.get(3)?,
+            round: r.get(4)?,
+            status: r.get(5)?,
+            exit_code: r.get(6)?,
+            started_at_ms: r.get(7)?,
+            wall_ns: r.get(8)?,
+            error: r.get(9)?,
+            limits_json: r.get(10)?,
+        })
+    }
+}
+
 impl RawRun {
     fn decode(self) -> Result<RunRecord, Error> {
         let at = At::new("runs", format!("id {}", self.id));
@@ -176,6 +198,11 @@ impl Store {
         Ok(Store { conn, location })
     }
 
+    /// Queries on the store's connection, outside any transaction.
+    fn db(&self) -> Db<'_> {
+        Db::new(&self.conn, &self.location)
+    }
+
     /// Where the store lives: its path as given to [`Store::open`], or `:memory:`.
     pub fn location(&self) -> &str {
         &self.location
@@ -196,23 +223,22 @@ impl Store {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .during(store, what)?;
-        let id: ExperimentId = tx
-            .query_row(
-                "INSERT INTO experiments (name, spec_toml, spec_path, seed, isolab_version, \
-                 created_at_ms, finished_at_ms, status) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL, ?7) RETURNING id",
-                params![
-                    e.name,
-                    e.spec_toml,
-                    e.spec_path,
-                    e.seed.to_string(),
-                    e.isolab_version,
-                    time_to_millis(e.created_at),
-                    ExperimentStatus::Running.as_str(),
-                ],
-                |row| row.get(0),
-            )
-            .during(store, what)?;
+        let id: ExperimentId = Db::new(&tx, store).query_one(
+            "INSERT INTO experiments (name, spec_toml, spec_path, seed, isolab_version, \
+             created_at_ms, finished_at_ms, status) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL, ?7) RETURNING id",
+            params![
+                e.name,
+                e.spec_toml,
+                e.spec_path,
+                e.seed.to_string(),
+                e.isolab_version,
+                time_to_millis(e.created_at),
+                ExperimentStatus::Running.as_str(),
+            ],
+            what,
+            |row| row.get(0),
+        )?;
         {
             let mut env = tx
                 .prepare_cached(
@@ -267,26 +293,25 @@ impl Store {
     /// A number that is no experiment's id is tried as a name.
     pub fn resolve(&self, id_or_name: &str) -> Result<ExperimentId, Error> {
         let wanted = id_or_name.trim();
-        let store = self.location.as_str();
         if let Ok(id) = wanted.parse::<ExperimentId>() {
-            if experiment_exists(&self.conn, store, id)? {
+            if experiment_exists(self.db(), id)? {
                 return Ok(id);
             }
         }
-        let by_name: Option<ExperimentId> = self
-            .conn
-            .prepare_cached("SELECT id FROM experiments WHERE name = ?1 ORDER BY id DESC LIMIT 1")
-            .and_then(|mut stmt| stmt.query_row([wanted], |row| row.get(0)).optional())
-            .during(store, || format!("looking up experiment `{wanted}`"))?;
+        let by_name: Option<ExperimentId> = self.db().query_optional(
+            "SELECT id FROM experiments WHERE name = ?1 ORDER BY id DESC LIMIT 1",
+            [wanted],
+            || format!("looking up experiment `{wanted}`"),
+            |row| row.get(0),
+        )?;
         match by_name {
             Some(id) => Ok(id),
-            None => Err(missing_experiment(&self.conn, store, wanted)),
+            None => Err(missing_experiment(self.db(), wanted)),
         }
     }
 
     /// The experiment with this id.
     pub fn experiment(&self, id: ExperimentId) -> Result<ExperimentRecord, Error> {
-        let store = self.location.as_str();
         type Raw = (
             String,
             String,
@@ -297,32 +322,17 @@ impl Store {
             Option<i64>,
             String,
         );
-        let raw: Option<Raw> = self
-            .conn
-            .prepare_cached(
-                "SELECT name, spec_toml, spec_path, seed, isolab_version, created_at_ms, \
-                 finished_at_ms, status FROM experiments WHERE id = ?1",
-            )
-            .and_then(|mut stmt| {
-                stmt.query_row([id], |r| {
-                    Ok((
-                        r.get(0)?,
-                        r.get(1)?,
-                        r.get(2)?,
-                        r.get(3)?,
-                        r.get(4)?,
-                        r.get(5)?,
-                        r.get(6)?,
-                        r.get(7)?,
-                    ))
-                })
-                .optional()
-            })
-            .during(store, || format!("reading experiment {id}"))?;
+        let raw: Option<Raw> = self.db().query_optional(
+            "SELECT name, spec_toml, spec_path, seed, isolab_version, created_at_ms, \
+             finished_at_ms, status FROM experiments WHERE id = ?1",
+            [id],
+            || format!("reading experiment {id}"),
+            |r| Raw::try_from(r),
+        )?;
         let Some((name, spec_toml, spec_path, seed, isolab_version, created, finished, status)) =
             raw
         else {
-            return Err(missing_experiment(&self.conn, store, &id.to_string()));
+            return Err(missing_experiment(self.db(), &id.to_string()));
         };
         let at = At::new("experiments", format!("id {id}"));
         Ok(ExperimentRecord {
@@ -342,44 +352,27 @@ impl Store {
 
     /// Every experiment, newest first, with its number of cells and of counted runs.
     pub fn experiments(&self) -> Result<Vec<ExperimentSummary>, Error> {
-        let store = self.location.as_str();
-        let what = || "listing experiments".to_owned();
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT e.id, e.name, e.status, e.created_at_ms, \
-                 (SELECT count(*) FROM cells c WHERE c.experiment_id = e.id), \
-                 (SELECT count(*) FROM runs r WHERE r.experiment_id = e.id \
-                  AND r.warmup = 0 AND r.status = ?1) \
-                 FROM experiments e ORDER BY e.id DESC",
-            )
-            .during(store, what)?;
-        let rows = stmt
-            .query_map([RunStatus::Ok.as_str()], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, i64>(3)?,
-                    r.get::<_, i64>(4)?,
-                    r.get::<_, i64>(5)?,
-                ))
-            })
-            .during(store, what)?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (id, name, status, created, cells, runs) = row.during(store, what)?;
-            let at = At::new("experiments", format!("id {id}"));
-            out.push(ExperimentSummary {
-                id,
-                name,
-                status: at.parse("status", &status)?,
-                created_at: at.time("created_at_ms", created)?,
-                cells: u32::try_from(cells).unwrap_or(u32::MAX),
-                runs: u32::try_from(runs).unwrap_or(u32::MAX),
-            });
-        }
-        Ok(out)
+        self.db().decode_rows(
+            "SELECT e.id, e.name, e.status, e.created_at_ms, \
+             (SELECT count(*) FROM cells c WHERE c.experiment_id = e.id), \
+             (SELECT count(*) FROM runs r WHERE r.experiment_id = e.id \
+              AND r.warmup = 0 AND r.status = ?1) \
+             FROM experiments e ORDER BY e.id DESC",
+            [RunStatus::Ok.as_str()],
+            || "listing experiments".to_owned(),
+            |row: (i64, String, String, i64, i64, i64)| {
+                let (id, name, status, created, cells, runs) = row;
+                let at = At::new("experiments", format!("id {id}"));
+                Ok(ExperimentSummary {
+                    id,
+                    name,
+                    status: at.parse("status", &status)?,
+                    created_at: at.time("created_at_ms", created)?,
+                    cells: u32::try_from(cells).unwrap_or(u32::MAX),
+                    runs: u32::try_from(runs).unwrap_or(u32::MAX),
+                })
+            },
+        )
     }
 
     /// Sets an experiment's status. Leaving `running` records `at` as its finish time;
@@ -402,7 +395,7 @@ impl Store {
                 format!("setting the status of experiment {id} to {status}")
             })?;
         if changed == 0 {
-            return Err(missing_experiment(&self.conn, store, &id.to_string()));
+            return Err(missing_experiment(self.db(), &id.to_string()));
         }
         Ok(())
     }
@@ -411,8 +404,9 @@ impl Store {
     pub fn cells(&self, id: ExperimentId) -> Result<Vec<CellRecord>, Error> {
         let store = self.location.as_str();
         let tx = read(&self.conn, store)?;
-        ensure_experiment(&tx, store, id)?;
-        read_cells(&tx, store, id)
+        let db = Db::new(&tx, store);
+        ensure_experiment(db, id)?;
+        read_cells(db, id)
     }
 
     /// Records why the runner stopped repeating a cell (e.g. `cv 0.031 <= 0.05 after 7 runs`).
@@ -457,13 +451,13 @@ impl Store {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .during(store, || step("starting a transaction"))?;
-        let cell: Option<(ExperimentId, String)> = tx
-            .prepare_cached("SELECT experiment_id, key FROM cells WHERE id = ?1")
-            .and_then(|mut stmt| {
-                stmt.query_row([run.cell], |r| Ok((r.get(0)?, r.get(1)?)))
-                    .optional()
-            })
-            .during(store, || step("reading its cell"))?;
+        let db = Db::new(&tx, store);
+        let cell: Option<(ExperimentId, String)> = db.query_optional(
+            "SELECT experiment_id, key FROM cells WHERE id = ?1",
+            [run.cell],
+            || step("reading its cell"),
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
         let Some((experiment, cell_key)) = cell else {
             return Err(Error::NoSuchCell {
                 cell: run.cell,
@@ -471,15 +465,13 @@ impl Store {
                 context: format!("cannot store {} {} of it", kind(run.warmup), run.repetition),
             });
         };
-        let taken: bool = tx
-            .prepare_cached(
-                "SELECT EXISTS (SELECT 1 FROM runs \
-                 WHERE cell_id = ?1 AND warmup = ?2 AND repetition = ?3)",
-            )
-            .and_then(|mut stmt| {
-                stmt.query_row(params![run.cell, run.warmup, run.repetition], |r| r.get(0))
-            })
-            .during(store, || step("checking for a stored duplicate"))?;
+        let taken: bool = db.query_one(
+            "SELECT EXISTS (SELECT 1 FROM runs \
+             WHERE cell_id = ?1 AND warmup = ?2 AND repetition = ?3)",
+            params![run.cell, run.warmup, run.repetition],
+            || step("checking for a stored duplicate"),
+            |r| r.get(0),
+        )?;
         if taken {
             return Err(Error::DuplicateRun {
                 cell: run.cell,
@@ -488,31 +480,26 @@ impl Store {
                 warmup: run.warmup,
             });
         }
-        let id: RunId = tx
-            .prepare_cached(
-                "INSERT INTO runs (experiment_id, cell_id, repetition, warmup, round, status, \
-                 exit_code, started_at_ms, wall_ns, error, limits_json) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) RETURNING id",
-            )
-            .and_then(|mut stmt| {
-                stmt.query_row(
-                    params![
-                        experiment,
-                        run.cell,
-                        run.repetition,
-                        run.warmup,
-                        run.round,
-                        run.status.as_str(),
-                        run.exit_code,
-                        time_to_millis(run.started_at),
-                        duration_to_nanos(run.wall),
-                        run.error,
-                        limits,
-                    ],
-                    |r| r.get(0),
-                )
-            })
-            .during(store, || step("inserting the run row"))?;
+        let id: RunId = db.query_one(
+            "INSERT INTO runs (experiment_id, cell_id, repetition, warmup, round, status, \
+             exit_code, started_at_ms, wall_ns, error, limits_json) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) RETURNING id",
+            params![
+                experiment,
+                run.cell,
+                run.repetition,
+                run.warmup,
+                run.round,
+                run.status.as_str(),
+                run.exit_code,
+                time_to_millis(run.started_at),
+                duration_to_nanos(run.wall),
+                run.error,
+                limits,
+            ],
+            || step("inserting the run row"),
+            |r| r.get(0),
+        )?;
         {
             let mut stmt = tx
                 .prepare_cached(
@@ -615,41 +602,27 @@ impl Store {
     /// The interruptions recorded for an experiment, in the order they were recorded.
     pub fn interruptions(&self, id: ExperimentId) -> Result<Vec<Interruption>, Error> {
         let store = self.location.as_str();
-        let what = || format!("reading the interruptions of experiment {id}");
         let tx = read(&self.conn, store)?;
-        ensure_experiment(&tx, store, id)?;
-        let mut stmt = tx
-            .prepare_cached(
-                "SELECT id, cell_id, repetition, warmup, at_ms, reason FROM interruptions \
-                 WHERE experiment_id = ?1 ORDER BY id",
-            )
-            .during(store, what)?;
-        let rows = stmt
-            .query_map([id], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, i64>(1)?,
-                    r.get::<_, i64>(2)?,
-                    r.get::<_, i64>(3)?,
-                    r.get::<_, i64>(4)?,
-                    r.get::<_, String>(5)?,
-                ))
-            })
-            .during(store, what)?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (row_id, cell, repetition, warmup, at_ms, reason) = row.during(store, what)?;
-            let at = At::new("interruptions", format!("id {row_id}"));
-            out.push(Interruption {
-                experiment: id,
-                cell,
-                repetition: at.u32("repetition", repetition)?,
-                warmup: at.bool("warmup", warmup)?,
-                at: at.time("at_ms", at_ms)?,
-                reason,
-            });
-        }
-        Ok(out)
+        let db = Db::new(&tx, store);
+        ensure_experiment(db, id)?;
+        db.decode_rows(
+            "SELECT id, cell_id, repetition, warmup, at_ms, reason FROM interruptions \
+             WHERE experiment_id = ?1 ORDER BY id",
+            [id],
+            || format!("reading the interruptions of experiment {id}"),
+            |row: (i64, i64, i64, i64, i64, String)| {
+                let (row_id, cell, repetition, warmup, at_ms, reason) = row;
+                let at = At::new("interruptions", format!("id {row_id}"));
+                Ok(Interruption {
+                    experiment: id,
+                    cell,
+                    repetition: at.u32("repetition", repetition)?,
+                    warmup: at.bool("warmup", warmup)?,
+                    at: at.time("at_ms", at_ms)?,
+                    reason,
+                })
+            },
+        )
     }
 
     /// Every run of an experiment (warm-ups and failures included) with its metrics,
@@ -658,62 +631,27 @@ impl Store {
         let store = self.location.as_str();
         let what = || format!("reading the runs of experiment {id}");
         let tx = read(&self.conn, store)?;
-        ensure_experiment(&tx, store, id)?;
+        let db = Db::new(&tx, store);
+        ensure_experiment(db, id)?;
 
-        let mut runs = Vec::new();
-        {
-            let mut stmt = tx
-                .prepare_cached(
-                    "SELECT id, cell_id, repetition, warmup, round, status, exit_code, \
-                     started_at_ms, wall_ns, error, limits_json FROM runs \
-                     WHERE experiment_id = ?1 ORDER BY id",
-                )
-                .during(store, what)?;
-            let rows = stmt
-                .query_map([id], |r| {
-                    Ok(RawRun {
-                        id: r.get(0)?,
-                        cell: r.get(1)?,
-                        repetition: r.get(2)?,
-                        warmup: r.get(3)?,
-                        round: r.get(4)?,
-                        status: r.get(5)?,
-                        exit_code: r.get(6)?,
-                        started_at_ms: r.get(7)?,
-                        wall_ns: r.get(8)?,
-                        error: r.get(9)?,
-                        limits_json: r.get(10)?,
-                    })
-                })
-                .during(store, what)?;
-            for row in rows {
-                runs.push(row.during(store, what)?.decode()?);
-            }
-        }
-        let slot: HashMap<RunId, usize> = runs.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
+        let mut runs = db.decode_rows(
+            "SELECT id, cell_id, repetition, warmup, round, status, exit_code, \
+             started_at_ms, wall_ns, error, limits_json FROM runs \
+             WHERE experiment_id = ?1 ORDER BY id",
+            [id],
+            what,
+            RawRun::decode,
+        )?;
+        let slot = positions(&runs, |r| r.id);
 
-        {
-            let mut stmt = tx
-                .prepare_cached(
-                    "SELECT m.run_id, m.position, m.name, m.unit, m.direction, m.value \
-                     FROM metrics m JOIN runs r ON r.id = m.run_id \
-                     WHERE r.experiment_id = ?1 ORDER BY m.run_id, m.position",
-                )
-                .during(store, what)?;
-            let rows = stmt
-                .query_map([id], |r| {
-                    Ok((
-                        r.get::<_, i64>(0)?,
-                        r.get::<_, i64>(1)?,
-                        r.get::<_, String>(2)?,
-                        r.get::<_, String>(3)?,
-                        r.get::<_, String>(4)?,
-                        r.get::<_, Option<f64>>(5)?,
-                    ))
-                })
-                .during(store, what)?;
-            for row in rows {
-                let (run, position, name, unit, direction, value) = row.during(store, what)?;
+        let metrics = db.decode_rows(
+            "SELECT m.run_id, m.position, m.name, m.unit, m.direction, m.value \
+             FROM metrics m JOIN runs r ON r.id = m.run_id \
+             WHERE r.experiment_id = ?1 ORDER BY m.run_id, m.position",
+            [id],
+            what,
+            |row: (RunId, i64, String, String, String, Option<f64>)| {
+                let (run, position, name, unit, direction, value) = row;
                 let at = At::new("metrics", format!("run_id {run}, position {position}"));
                 let metric = MetricValue {
                     name,
@@ -721,65 +659,42 @@ impl Store {
                     direction: at.parse::<Direction>("direction", &direction)?,
                     value: sql_to_real(value),
                 };
-                if let Some(&i) = slot.get(&run) {
-                    runs[i].metrics.push(metric);
-                }
-            }
-        }
-        {
-            let mut stmt = tx
-                .prepare_cached(
-                    "SELECT t.run_id, t.key, t.value FROM telemetry t \
-                     JOIN runs r ON r.id = t.run_id \
-                     WHERE r.experiment_id = ?1 ORDER BY t.run_id, t.position",
-                )
-                .during(store, what)?;
-            let rows = stmt
-                .query_map([id], |r| {
-                    Ok((
-                        r.get::<_, i64>(0)?,
-                        r.get::<_, String>(1)?,
-                        r.get::<_, Option<f64>>(2)?,
-                    ))
-                })
-                .during(store, what)?;
-            for row in rows {
-                let (run, key, value) = row.during(store, what)?;
-                if let Some(&i) = slot.get(&run) {
-                    runs[i].telemetry.push((key, sql_to_real(value)));
-                }
-            }
-        }
-        {
-            let mut stmt = tx
-                .prepare_cached(
-                    "SELECT n.run_id, n.note FROM run_notes n JOIN runs r ON r.id = n.run_id \
-                     WHERE r.experiment_id = ?1 ORDER BY n.run_id, n.position",
-                )
-                .during(store, what)?;
-            let rows = stmt
-                .query_map([id], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
-                .during(store, what)?;
-            for row in rows {
-                let (run, note) = row.during(store, what)?;
-                if let Some(&i) = slot.get(&run) {
-                    runs[i].notes.push(note);
-                }
-            }
-        }
+                Ok((run, metric))
+            },
+        )?;
+        attach(&mut runs, &slot, metrics, |r| &mut r.metrics);
+
+        let telemetry: Vec<(RunId, String, Option<f64>)> = db.query_rows(
+            "SELECT t.run_id, t.key, t.value FROM telemetry t \
+             JOIN runs r ON r.id = t.run_id \
+             WHERE r.experiment_id = ?1 ORDER BY t.run_id, t.position",
+            [id],
+            what,
+        )?;
+        let telemetry = telemetry
+            .into_iter()
+            .map(|(run, key, value)| (run, (key, sql_to_real(value))));
+        attach(&mut runs, &slot, telemetry, |r| &mut r.telemetry);
+
+        let notes: Vec<(RunId, String)> = db.query_rows(
+            "SELECT n.run_id, n.note FROM run_notes n JOIN runs r ON r.id = n.run_id \
+             WHERE r.experiment_id = ?1 ORDER BY n.run_id, n.position",
+            [id],
+            what,
+        )?;
+        attach(&mut runs, &slot, notes, |r| &mut r.notes);
         Ok(runs)
     }
 
     /// The standard output and standard error captured during a run.
     pub fn run_logs(&self, run: RunId) -> Result<(String, String), Error> {
-        let store = self.location.as_str();
-        self.conn
-            .prepare_cached("SELECT stdout, stderr FROM run_logs WHERE run_id = ?1")
-            .and_then(|mut stmt| {
-                stmt.query_row([run], |r| Ok((r.get(0)?, r.get(1)?)))
-                    .optional()
-            })
-            .during(store, || format!("reading the logs of run {run}"))?
+        self.db()
+            .query_optional(
+                "SELECT stdout, stderr FROM run_logs WHERE run_id = ?1",
+                [run],
+                || format!("reading the logs of run {run}"),
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?
             .ok_or(Error::NoSuchRun { run })
     }
 
@@ -788,42 +703,33 @@ impl Store {
         let store = self.location.as_str();
         let what = || format!("reading the series of run {run}");
         let tx = read(&self.conn, store)?;
-        let exists: bool = tx
-            .prepare_cached("SELECT EXISTS (SELECT 1 FROM runs WHERE id = ?1)")
-            .and_then(|mut stmt| stmt.query_row([run], |r| r.get(0)))
-            .during(store, what)?;
+        let db = Db::new(&tx, store);
+        let exists: bool = db.query_one(
+            "SELECT EXISTS (SELECT 1 FROM runs WHERE id = ?1)",
+            [run],
+            what,
+            |r| r.get(0),
+        )?;
         if !exists {
             return Err(Error::NoSuchRun { run });
         }
-        let mut stmt = tx
-            .prepare_cached(
-                "SELECT position, name, unit, points FROM series WHERE run_id = ?1 \
-                 ORDER BY position",
-            )
-            .during(store, what)?;
-        let rows = stmt
-            .query_map([run], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, Vec<u8>>(3)?,
-                ))
-            })
-            .during(store, what)?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (position, name, unit, blob) = row.during(store, what)?;
-            let points = decode_points(&blob).ok_or_else(|| {
-                At::new("series", format!("run_id {run}, position {position}")).corrupt(
-                    "points",
-                    format!("{} bytes", blob.len()),
-                    "expected a whole number of 16-byte points",
-                )
-            })?;
-            out.push(Series { name, unit, points });
-        }
-        Ok(out)
+        db.decode_rows(
+            "SELECT position, name, unit, points FROM series WHERE run_id = ?1 \
+             ORDER BY position",
+            [run],
+            what,
+            |row: (i64, String, String, Vec<u8>)| {
+                let (position, name, unit, blob) = row;
+                let points = decode_points(&blob).ok_or_else(|| {
+                    At::new("series", format!("run_id {run}, position {position}")).corrupt(
+                        "points",
+                        format!("{} bytes", blob.len()),
+                        "expected a whole number of 16-byte points",
+                    )
+                })?;
+                Ok(Series { name, unit, points })
+            },
+        )
     }
 
     /// One row per metric value of the experiment's counted runs (not warm-ups, status
@@ -831,76 +737,158 @@ impl Store {
     /// repetition, then the metric's position in its run.
     pub fn observations(&self, id: ExperimentId) -> Result<Vec<Observation>, Error> {
         let store = self.location.as_str();
-        let what = || format!("reading the observations of experiment {id}");
         let tx = read(&self.conn, store)?;
-        ensure_experiment(&tx, store, id)?;
-        let cells: HashMap<CellId, CellRecord> = read_cells(&tx, store, id)?
-            .into_iter()
-            .map(|c| (c.id, c))
-            .collect();
-        let mut stmt = tx
-            .prepare_cached(
-                "SELECT r.id, r.cell_id, r.repetition, m.position, m.name, m.unit, \
-                 m.direction, m.value \
-                 FROM runs r JOIN cells c ON c.id = r.cell_id \
-                 JOIN metrics m ON m.run_id = r.id \
-                 WHERE r.experiment_id = ?1 AND r.warmup = 0 AND r.status = ?2 \
-                 ORDER BY c.idx, r.repetition, r.id, m.position",
-            )
-            .during(store, what)?;
-        let rows = stmt
-            .query_map(params![id, RunStatus::Ok.as_str()], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, i64>(1)?,
-                    r.get::<_, i64>(2)?,
-                    r.get::<_, i64>(3)?,
-                    r.get::<_, String>(4)?,
-                    r.get::<_, String>(5)?,
-                    r.get::<_, String>(6)?,
-                    r.get::<_, Option<f64>>(7)?,
-                ))
-            })
-            .during(store, what)?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (run, cell, repetition, position, metric, unit, direction, value) =
-                row.during(store, what)?;
-            let Some(cell) = cells.get(&cell) else {
-                // The join guarantees the cell exists and belongs to this experiment.
-                continue;
-            };
-            let metric_at = At::new("metrics", format!("run_id {run}, position {position}"));
-            out.push(Observation {
-                experiment: id,
-                run,
-                cell_index: cell.index,
-                levels: cell.levels.clone(),
-                repetition: At::new("runs", format!("id {run}")).u32("repetition", repetition)?,
-                metric,
-                unit,
-                direction: metric_at.parse("direction", &direction)?,
-                value: sql_to_real(value),
-            });
-        }
-        Ok(out)
+        let db = Db::new(&tx, store);
+        ensure_experiment(db, id)?;
+        let cells: HashMap<CellId, CellRecord> =
+            read_cells(db, id)?.into_iter().map(|c| (c.id, c)).collect();
+        let rows = db.decode_rows(
+            "SELECT r.id, r.cell_id, r.repetition, m.position, m.name, m.unit, \
+             m.direction, m.value \
+             FROM runs r JOIN cells c ON c.id = r.cell_id \
+             JOIN metrics m ON m.run_id = r.id \
+             WHERE r.experiment_id = ?1 AND r.warmup = 0 AND r.status = ?2 \
+             ORDER BY c.idx, r.repetition, r.id, m.position",
+            params![id, RunStatus::Ok.as_str()],
+            || format!("reading the observations of experiment {id}"),
+            |row: (RunId, CellId, i64, i64, String, String, String, Option<f64>)| {
+                let (run, cell, repetition, position, metric, unit, direction, value) = row;
+                let Some(cell) = cells.get(&cell) else {
+                    // The join guarantees the cell exists and belongs to this experiment.
+                    return Ok(None);
+                };
+                let metric_at = At::new("metrics", format!("run_id {run}, position {position}"));
+                Ok(Some(Observation {
+                    experiment: id,
+                    run,
+                    cell_index: cell.index,
+                    levels: cell.levels.clone(),
+                    repetition: At::new("runs", format!("id {run}"))
+                        .u32("repetition", repetition)?,
+                    metric,
+                    unit,
+                    direction: metric_at.parse("direction", &direction)?,
+                    value: sql_to_real(value),
+                }))
+            },
+        )?;
+        Ok(rows.into_iter().flatten().collect())
     }
 
     /// The environment captured for an experiment, in capture order.
     pub fn environment(&self, id: ExperimentId) -> Result<Vec<(String, String)>, Error> {
         let store = self.location.as_str();
-        let what = || format!("reading the environment of experiment {id}");
         let tx = read(&self.conn, store)?;
-        ensure_experiment(&tx, store, id)?;
-        let mut stmt = tx
-            .prepare_cached(
-                "SELECT key, value FROM environment WHERE experiment_id = ?1 ORDER BY position",
-            )
-            .during(store, what)?;
+        let db = Db::new(&tx, store);
+        ensure_experiment(db, id)?;
+        db.query_rows(
+            "SELECT key, value FROM environment WHERE experiment_id = ?1 ORDER BY position",
+            [id],
+            || format!("reading the environment of experiment {id}"),
+        )
+    }
+}
+
+/// A connection (or an open transaction) and the store's location, which every error
+/// names: what the queries below run on.
+#[derive(Clone, Copy)]
+struct Db<'c> {
+    conn: &'c Connection,
+    store: &'c str,
+}
+
+impl<'c> Db<'c> {
+    fn new(conn: &'c Connection, store: &'c str) -> Db<'c> {
+        Db { conn, store }
+    }
+
+    /// Runs a query that returns exactly one row, read by `get`; a backend error names
+    /// `what`.
+    fn query_one<T, P: Params>(
+        self,
+        sql: &str,
+        params: P,
+        what: impl FnOnce() -> String,
+        get: impl FnOnce(&Row<'_>) -> rusqlite::Result<T>,
+    ) -> Result<T, Error> {
+        self.conn
+            .prepare_cached(sql)
+            .and_then(|mut stmt| stmt.query_row(params, get))
+            .during(self.store, what)
+    }
+
+    /// Runs a query that returns at most one row, read by `get`; a backend error names
+    /// `what`.
+    fn query_optional<T, P: Params>(
+        self,
+        sql: &str,
+        params: P,
+        what: impl FnOnce() -> String,
+        get: impl FnOnce(&Row<'_>) -> rusqlite::Result<T>,
+    ) -> Result<Option<T>, Error> {
+        self.conn
+            .prepare_cached(sql)
+            .and_then(|mut stmt| stmt.query_row(params, get).optional())
+            .during(self.store, what)
+    }
+
+    /// Runs a query and reads every row whole, in order: as a tuple of its columns in
+    /// `SELECT` order, or a [`RawRun`]. A backend error names `what`.
+    fn query_rows<R, P: Params>(
+        self,
+        sql: &str,
+        params: P,
+        what: impl Fn() -> String,
+    ) -> Result<Vec<R>, Error>
+    where
+        R: for<'r> TryFrom<&'r Row<'r>, Error = rusqlite::Error>,
+    {
+        self.decode_rows(sql, params, what, Ok)
+    }
+
+    /// [`Db::query_rows`], turning each row into a value with `decode` (which reports
+    /// stored values it cannot read back as [`Error::Corrupt`]) as soon as it is read: the
+    /// first error of either kind stops the query.
+    fn decode_rows<R, T, P: Params>(
+        self,
+        sql: &str,
+        params: P,
+        what: impl Fn() -> String,
+        mut decode: impl FnMut(R) -> Result<T, Error>,
+    ) -> Result<Vec<T>, Error>
+    where
+        R: for<'r> TryFrom<&'r Row<'r>, Error = rusqlite::Error>,
+    {
+        let store = self.store;
+        let mut stmt = self.conn.prepare_cached(sql).during(store, &what)?;
         let rows = stmt
-            .query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))
-            .during(store, what)?;
-        rows.map(|row| row.during(store, what)).collect()
+            .query_map(params, |row| R::try_from(row))
+            .during(store, &what)?;
+        rows.map(|row| decode(row.during(store, &what)?)).collect()
+    }
+}
+
+/// Where each record sits in `records`, by its id: for [`attach`].
+fn positions<R>(records: &[R], id: impl Fn(&R) -> i64) -> HashMap<i64, usize> {
+    records
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (id(r), i))
+        .collect()
+}
+
+/// Appends each `(owner id, item)` row to the list `list` picks in its owner, keeping the
+/// rows' order; `slot` comes from [`positions`]. Rows of owners not in `slot` are skipped.
+fn attach<O, T>(
+    owners: &mut [O],
+    slot: &HashMap<i64, usize>,
+    rows: impl IntoIterator<Item = (i64, T)>,
+    list: impl Fn(&mut O) -> &mut Vec<T>,
+) {
+    for (owner, item) in rows {
+        if let Some(o) = slot.get(&owner).and_then(|&i| owners.get_mut(i)) {
+            list(o).push(item);
+        }
     }
 }
 
@@ -910,29 +898,30 @@ fn read<'c>(conn: &'c Connection, store: &str) -> Result<rusqlite::Transaction<'
         .during(store, || "starting a read transaction".to_owned())
 }
 
-fn experiment_exists(conn: &Connection, store: &str, id: ExperimentId) -> Result<bool, Error> {
-    conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM experiments WHERE id = ?1)")
-        .and_then(|mut stmt| stmt.query_row([id], |r| r.get(0)))
-        .during(store, || format!("looking up experiment {id}"))
+fn experiment_exists(db: Db<'_>, id: ExperimentId) -> Result<bool, Error> {
+    db.query_one(
+        "SELECT EXISTS (SELECT 1 FROM experiments WHERE id = ?1)",
+        [id],
+        || format!("looking up experiment {id}"),
+        |r| r.get(0),
+    )
 }
 
-fn ensure_experiment(conn: &Connection, store: &str, id: ExperimentId) -> Result<(), Error> {
-    if experiment_exists(conn, store, id)? {
+fn ensure_experiment(db: Db<'_>, id: ExperimentId) -> Result<(), Error> {
+    if experiment_exists(db, id)? {
         Ok(())
     } else {
-        Err(missing_experiment(conn, store, &id.to_string()))
+        Err(missing_experiment(db, &id.to_string()))
     }
 }
 
 /// [`Error::NoSuchExperiment`] listing what exists, or the error that prevented listing.
-fn missing_experiment(conn: &Connection, store: &str, requested: &str) -> Error {
-    let known = conn
-        .prepare_cached("SELECT id, name FROM experiments ORDER BY id DESC")
-        .and_then(|mut stmt| {
-            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-                .collect::<Result<Vec<(ExperimentId, String)>, _>>()
-        })
-        .during(store, || "listing experiments".to_owned());
+fn missing_experiment(db: Db<'_>, requested: &str) -> Error {
+    let known = db.query_rows(
+        "SELECT id, name FROM experiments ORDER BY id DESC",
+        [],
+        || "listing experiments".to_owned(),
+    );
     match known {
         Ok(known) => Error::NoSuchExperiment {
             requested: requested.to_owned(),
@@ -942,60 +931,36 @@ fn missing_experiment(conn: &Connection, store: &str, requested: &str) -> Error 
     }
 }
 
-fn read_cells(conn: &Connection, store: &str, id: ExperimentId) -> Result<Vec<CellRecord>, Error> {
+fn read_cells(db: Db<'_>, id: ExperimentId) -> Result<Vec<CellRecord>, Error> {
     let what = || format!("reading the cells of experiment {id}");
-    let mut cells = Vec::new();
-    {
-        let mut stmt = conn
-            .prepare_cached(
-                "SELECT id, idx, key, stop_reason FROM cells WHERE experiment_id = ?1 \
-                 ORDER BY idx",
-            )
-            .during(store, what)?;
-        let rows = stmt
-            .query_map([id], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, i64>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, Option<String>>(3)?,
-                ))
-            })
-            .during(store, what)?;
-        for row in rows {
-            let (cell, index, key, stop_reason) = row.during(store, what)?;
-            cells.push(CellRecord {
+    let mut cells = db.decode_rows(
+        "SELECT id, idx, key, stop_reason FROM cells WHERE experiment_id = ?1 \
+         ORDER BY idx",
+        [id],
+        what,
+        |row: (CellId, i64, String, Option<String>)| {
+            let (cell, index, key, stop_reason) = row;
+            Ok(CellRecord {
                 id: cell,
                 index: At::new("cells", format!("id {cell}")).u32("idx", index)?,
                 key,
                 levels: Vec::new(),
                 stop_reason,
-            });
-        }
-    }
-    let slot: HashMap<CellId, usize> = cells.iter().enumerate().map(|(i, c)| (c.id, i)).collect();
-    let mut stmt = conn
-        .prepare_cached(
-            "SELECT l.cell_id, l.factor, l.level FROM cell_levels l \
-             JOIN cells c ON c.id = l.cell_id \
-             WHERE c.experiment_id = ?1 ORDER BY l.cell_id, l.position",
-        )
-        .during(store, what)?;
-    let rows = stmt
-        .query_map([id], |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
-            ))
-        })
-        .during(store, what)?;
-    for row in rows {
-        let (cell, factor, level) = row.during(store, what)?;
-        if let Some(&i) = slot.get(&cell) {
-            cells[i].levels.push((factor, level));
-        }
-    }
+            })
+        },
+    )?;
+    let levels: Vec<(CellId, String, String)> = db.query_rows(
+        "SELECT l.cell_id, l.factor, l.level FROM cell_levels l \
+         JOIN cells c ON c.id = l.cell_id \
+         WHERE c.experiment_id = ?1 ORDER BY l.cell_id, l.position",
+        [id],
+        what,
+    )?;
+    let slot = positions(&cells, |c| c.id);
+    let levels = levels
+        .into_iter()
+        .map(|(cell, factor, level)| (cell, (factor, level)));
+    attach(&mut cells, &slot, levels, |c| &mut c.levels);
     Ok(cells)
 }
 

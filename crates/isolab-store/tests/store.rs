@@ -5,8 +5,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use isolab_stats::Direction;
 use isolab_store::{
-    Error, ExperimentStatus, Interruption, MetricValue, NewCell, NewExperiment, NewRun, RunStatus,
-    Series, Store, SCHEMA_VERSION,
+    Error, ExperimentStatus, Interruption, MetricValue, NewCell, NewExperiment, NewRun, RunRecord,
+    RunStatus, Series, Store, SCHEMA_VERSION,
 };
 use serde_json::json;
 
@@ -106,6 +106,27 @@ fn run(cell: i64, repetition: u32, warmup: bool, status: RunStatus) -> NewRun {
             },
         ],
         notes: vec!["KVM unavailable, TCG used".into(), "second note".into()],
+    }
+}
+
+/// The record `new` should read back as once stored under `id`. The struct literal is
+/// exhaustive, so a field added to `RunRecord` must be added here too.
+fn stored_as(id: i64, new: &NewRun) -> RunRecord {
+    RunRecord {
+        id,
+        cell: new.cell,
+        repetition: new.repetition,
+        warmup: new.warmup,
+        round: new.round,
+        status: new.status,
+        exit_code: new.exit_code,
+        started_at: new.started_at,
+        wall: new.wall,
+        error: new.error.clone(),
+        limits: new.limits.clone(),
+        metrics: new.metrics.clone(),
+        telemetry: new.telemetry.clone(),
+        notes: new.notes.clone(),
     }
 }
 
@@ -225,16 +246,15 @@ fn round_trips_a_whole_experiment() {
         .iter()
         .map(|r| store.insert_run(r).unwrap())
         .collect();
-    store
-        .record_interruption(&Interruption {
-            experiment: id,
-            cell: c1,
-            repetition: 2,
-            warmup: false,
-            at: at(99_000),
-            reason: "SIGINT".into(),
-        })
-        .unwrap();
+    let interruption = Interruption {
+        experiment: id,
+        cell: c1,
+        repetition: 2,
+        warmup: false,
+        at: at(99_000),
+        reason: "SIGINT".into(),
+    };
+    store.record_interruption(&interruption).unwrap();
     store
         .set_stop_reason(c0, "cv 0.012 <= 0.05 after 2 runs")
         .unwrap();
@@ -256,19 +276,7 @@ fn round_trips_a_whole_experiment() {
     let runs = store.runs(id).unwrap();
     assert_eq!(runs.iter().map(|r| r.id).collect::<Vec<_>>(), ids);
     for (stored, new) in runs.iter().zip(&inserted) {
-        assert_eq!(stored.cell, new.cell);
-        assert_eq!(stored.repetition, new.repetition);
-        assert_eq!(stored.warmup, new.warmup);
-        assert_eq!(stored.round, new.round);
-        assert_eq!(stored.status, new.status);
-        assert_eq!(stored.exit_code, new.exit_code);
-        assert_eq!(stored.started_at, new.started_at);
-        assert_eq!(stored.wall, new.wall);
-        assert_eq!(stored.error, new.error);
-        assert_eq!(stored.limits, new.limits);
-        assert_eq!(stored.metrics, new.metrics);
-        assert_eq!(stored.telemetry, new.telemetry);
-        assert_eq!(stored.notes, new.notes);
+        assert_eq!(stored, &stored_as(stored.id, new));
         assert_eq!(
             stored.is_counted(),
             !new.warmup && new.status == RunStatus::Ok
@@ -280,17 +288,7 @@ fn round_trips_a_whole_experiment() {
         assert_eq!(store.series(stored.id).unwrap(), new.series);
     }
 
-    assert_eq!(
-        store.interruptions(id).unwrap(),
-        vec![Interruption {
-            experiment: id,
-            cell: c1,
-            repetition: 2,
-            warmup: false,
-            at: at(99_000),
-            reason: "SIGINT".into(),
-        }]
-    );
+    assert_eq!(store.interruptions(id).unwrap(), vec![interruption]);
 
     // Observations: counted runs only, by cell index then repetition, metrics in order.
     let obs = store.observations(id).unwrap();
@@ -377,18 +375,13 @@ fn resolves_ids_and_names_newest_first() {
         other => panic!("unexpected error {other}"),
     }
     assert!(err.to_string().contains("isolab list"), "{err}");
-    assert!(matches!(
+    for err in [
         store.resolve("999").unwrap_err(),
-        Error::NoSuchExperiment { .. }
-    ));
-    assert!(matches!(
         store.experiment(999).unwrap_err(),
-        Error::NoSuchExperiment { .. }
-    ));
-    assert!(matches!(
         store.runs(999).unwrap_err(),
-        Error::NoSuchExperiment { .. }
-    ));
+    ] {
+        assert!(matches!(err, Error::NoSuchExperiment { .. }), "{err}");
+    }
 }
 
 #[test]
