@@ -24,7 +24,7 @@ use raw::{RawLevel, RawSpec};
 pub const QUICK_START: &str = include_str!("quick-start.toml");
 
 /// The factors a matrix may vary, in the order cells list them.
-pub const FACTORS: [&str; 4] = ["platform", "shape", "placement", "workload"];
+pub const FACTORS: [&str; 5] = ["platform", "shape", "placement", "workload", "replica"];
 
 /// Facts about the host that decide which cells are possible.
 #[derive(Debug, Clone)]
@@ -364,11 +364,15 @@ impl Validator<'_> {
             }
         });
 
-        let all: [(&str, &Vec<Level>); 4] = [
+        // `replica` only labels repeated copies of the same configuration (an A/A design).
+        let replicas = self.levels("replica", matrix.replica, &["1"], |_| Ok(()));
+
+        let all: [(&str, &Vec<Level>); 5] = [
             ("platform", &platforms),
             ("shape", &shape_levels),
             ("placement", &placements),
             ("workload", &workload_levels),
+            ("replica", &replicas),
         ];
         let factors: Vec<(String, Vec<String>)> = all
             .iter()
@@ -426,70 +430,70 @@ impl Validator<'_> {
         let mut cells = Vec::new();
         let mut dropped = Vec::new();
         let mut warnings = Vec::new();
-        for (p, _, _) in &platforms {
-            for (s, s_span, _) in &shape_levels {
-                for (pl, _, _) in &placements {
-                    for (w, _, _) in &workload_levels {
-                        let values = [
-                            ("platform", p),
-                            ("shape", s),
-                            ("placement", pl),
-                            ("workload", w),
-                        ];
-                        let levels: Vec<(String, String)> = values
-                            .iter()
-                            .filter(|(f, _)| factors.iter().any(|(ff, _)| ff == f))
-                            .map(|(f, l)| (f.to_string(), (*l).clone()))
-                            .collect();
-                        let key = levels_key(&levels);
-                        if let Some((_, at)) = excludes
-                            .iter()
-                            .find(|(ex, _)| ex.iter().all(|pair| levels.contains(pair)))
-                        {
-                            dropped.push(DroppedCell {
-                                key,
-                                reason: format!(
-                                    "excluded by the exclude entry at line {}",
-                                    at.line
-                                ),
-                            });
-                            continue;
-                        }
-                        let shape = shapes[s.as_str()].clone();
-                        let placement = Placement::parse(pl).unwrap_or(Placement::Shared);
-                        if placement == Placement::Pinned && shape.cpus > host_cpus {
-                            let reason = format!(
-                                "pinned shape `{s}` needs {} cpus but this host offers {host_cpus} ({})",
-                                shape.cpus, self.host.cpus
-                            );
-                            match impossible {
-                                Impossible::Skip => {
-                                    dropped.push(DroppedCell { key, reason });
-                                    continue;
-                                }
-                                Impossible::Error => {
-                                    self.err(s_span.clone(), format!("{reason}: choose a smaller shape, exclude the cell, or set `impossible = \"skip\"` in [experiment]"));
-                                    continue;
-                                }
-                            }
-                        }
-                        if placement == Placement::Quota && shape.cpus > host_cpus {
-                            let w = format!("{key}: a quota of {} cpus on a {host_cpus}-cpu host does not limit anything", shape.cpus);
-                            if !warnings.contains(&w) {
-                                warnings.push(w);
-                            }
-                        }
-                        cells.push(Cell {
-                            index: cells.len() as u32,
-                            levels,
-                            platform: PlatformKind::parse(p).unwrap_or(PlatformKind::Host),
-                            shape,
-                            placement,
-                            workload: workloads[w.as_str()].clone(),
-                        });
+        // The cartesian product of all factors, the last factor varying fastest.
+        let sizes: Vec<usize> = all.iter().map(|(_, ls)| ls.len()).collect();
+        let total: usize = sizes.iter().product();
+        for n in 0..total {
+            let mut pick = [0usize; 5];
+            let mut rest = n;
+            for i in (0..sizes.len()).rev() {
+                pick[i] = rest % sizes[i];
+                rest /= sizes[i];
+            }
+            let level = |i: usize| &all[i].1[pick[i]];
+            let (p, (s, s_span, _), pl, w) = (&level(0).0, level(1), &level(2).0, &level(3).0);
+            let levels: Vec<(String, String)> = all
+                .iter()
+                .enumerate()
+                .filter(|(_, (f, _))| factors.iter().any(|(ff, _)| ff == f))
+                .map(|(i, (f, _))| (f.to_string(), level(i).0.clone()))
+                .collect();
+            let key = levels_key(&levels);
+            if let Some((_, at)) = excludes
+                .iter()
+                .find(|(ex, _)| ex.iter().all(|pair| levels.contains(pair)))
+            {
+                dropped.push(DroppedCell {
+                    key,
+                    reason: format!("excluded by the exclude entry at line {}", at.line),
+                });
+                continue;
+            }
+            let shape = shapes[s.as_str()].clone();
+            let placement = Placement::parse(pl).unwrap_or(Placement::Shared);
+            if placement == Placement::Pinned && shape.cpus > host_cpus {
+                let reason = format!(
+                    "pinned shape `{s}` needs {} cpus but this host offers {host_cpus} ({})",
+                    shape.cpus, self.host.cpus
+                );
+                match impossible {
+                    Impossible::Skip => {
+                        dropped.push(DroppedCell { key, reason });
+                        continue;
+                    }
+                    Impossible::Error => {
+                        self.err(s_span.clone(), format!("{reason}: choose a smaller shape, exclude the cell, or set `impossible = \"skip\"` in [experiment]"));
+                        continue;
                     }
                 }
             }
+            if placement == Placement::Quota && shape.cpus > host_cpus {
+                let w = format!(
+                    "{key}: a quota of {} cpus on a {host_cpus}-cpu host does not limit anything",
+                    shape.cpus
+                );
+                if !warnings.contains(&w) {
+                    warnings.push(w);
+                }
+            }
+            cells.push(Cell {
+                index: cells.len() as u32,
+                levels,
+                platform: PlatformKind::parse(p).unwrap_or(PlatformKind::Host),
+                shape,
+                placement,
+                workload: workloads[w.as_str()].clone(),
+            });
         }
         if !self.errors.is_empty() {
             return Err(SpecErrors(self.errors));
@@ -716,6 +720,66 @@ impl Validator<'_> {
             tools,
         })
     }
+}
+
+/// Turns a spec's text into an A/A calibration design: the same matrix with a
+/// `replica = ["a", "b"]` factor, so that every configuration runs twice, interleaved,
+/// and the name suffixed with `-calibration`. Any A/B difference found between the
+/// replicas is noise, by construction.
+pub fn aa_design(source: &Source) -> Result<Source, SpecErrors> {
+    let mut doc: toml::Table = source.text.parse().map_err(|e: toml::de::Error| {
+        SpecErrors(vec![source.error(e.span(), e.message().trim().to_owned())])
+    })?;
+    let missing = |what: &str| SpecErrors(vec![source.error(None, format!("missing {what}"))]);
+    let experiment = doc
+        .get_mut("experiment")
+        .and_then(|e| e.as_table_mut())
+        .ok_or_else(|| missing("[experiment]"))?;
+    let name = experiment
+        .get("name")
+        .and_then(|n| n.as_str())
+        .unwrap_or("experiment")
+        .to_owned();
+    experiment.insert(
+        "name".into(),
+        toml::Value::String(format!("{name}-calibration")),
+    );
+    experiment.insert(
+        "baseline".into(),
+        toml::Value::Table(toml::Table::from_iter([(
+            "replica".to_owned(),
+            toml::Value::String("a".into()),
+        )])),
+    );
+    let matrix = doc
+        .get_mut("matrix")
+        .and_then(|m| m.as_table_mut())
+        .ok_or_else(|| missing("[matrix]"))?;
+    if matrix.contains_key("replica") {
+        return Err(SpecErrors(vec![source.error(
+            None,
+            "the spec already varies `replica`: calibrate adds that factor itself",
+        )]));
+    }
+    matrix.insert(
+        "replica".into(),
+        toml::Value::Array(vec![
+            toml::Value::String("a".into()),
+            toml::Value::String("b".into()),
+        ]),
+    );
+    let text = toml::to_string(&doc).map_err(|e| {
+        SpecErrors(vec![
+            source.error(None, format!("cannot write the calibration spec: {e}"))
+        ])
+    })?;
+    Ok(Source::new(
+        format!("A/A calibration of {}", source.name),
+        format!(
+            "# A/A calibration design generated by `isolab calibrate` from {}\n{text}",
+            source.name
+        ),
+    ))
 }
 
 fn default_baseline(factors: &[(String, Vec<String>)]) -> Vec<(String, String)> {

@@ -177,3 +177,33 @@ fn missing_workload_is_explained() {
         "{errs:?}"
     );
 }
+
+#[test]
+fn replicas_duplicate_every_configuration() {
+    let spec = parse("[experiment]\nname = \"x\"\n[matrix]\nplacement = [\"shared\", \"quota\"]\nworkload = [\"sysbench-cpu\"]\nreplica = [\"a\", \"b\"]\n").unwrap();
+    assert_eq!(spec.cells.len(), 4);
+    assert_eq!(
+        spec.cells[1].key(),
+        "placement=shared workload=sysbench-cpu replica=b"
+    );
+    assert_eq!(spec.cells[2].placement, Placement::Quota);
+}
+
+#[test]
+fn aa_design_adds_replicas_and_a_baseline() {
+    let source = Source::new("q.toml", QUICK_START);
+    let aa = aa_design(&source).unwrap();
+    assert_eq!(aa.name, "A/A calibration of q.toml");
+    let spec = ExperimentSpec::parse(aa, &host("0-1")).unwrap();
+    assert_eq!(spec.name, "quick-start-calibration");
+    assert_eq!(spec.cells.len(), 18);
+    assert_eq!(
+        spec.baseline,
+        vec![("replica".to_string(), "a".to_string())]
+    );
+    assert!(aa_design(&Source::new(
+        "x",
+        "[experiment]\nname=\"x\"\n[matrix]\nreplica=[\"a\"]\n"
+    ))
+    .is_err());
+}
