@@ -7,15 +7,51 @@
 //!   Student-t confidence interval of the mean.
 //! - [`measures`] holds the derived measures of `DESIGN.md`: overhead ratio,
 //!   degradation and regression.
-//! - [`welch_t_test`] compares two samples' means (a first significance check; the
-//!   non-parametric tests come with the statistics work).
+//! - Order statistics: [`percentile`] (NumPy's linear interpolation) and
+//!   [`median_ci`], the distribution-free confidence interval of the median from
+//!   Binomial(n, ½) order statistics, as benchstat computes it.
+//! - [`bootstrap_ratio_ci`]: the percentile-bootstrap interval of the overhead ratio,
+//!   reproducible from an explicit seed (ChaCha8).
+//! - [`outliers_mad`]: modified z-scores from the median and MAD (Iglewicz & Hoaglin);
+//!   outliers are reported, never dropped.
+//! - Two-sample comparisons: [`mann_whitney`] (exact for small samples without ties,
+//!   else the normal approximation with tie and continuity correction),
+//!   [`hodges_lehmann`] (shift estimate with its Moses confidence interval) and, as a
+//!   secondary view, [`welch_t_test`].
+//! - [`benjamini_hochberg`] adjusts the p-values of all points of one comparison for
+//!   the false discovery rate; [`verdict`] then calls a point [`Verdict::Better`],
+//!   [`Verdict::Worse`] or `~` ([`Verdict::Same`]) only when it is significant **and**
+//!   the interval of its change lies beyond a noise threshold ([`VerdictRule`]).
+//! - [`regression_histogram`]: the histogram of regression % of seed 000, with mean,
+//!   percentiles and the counts of better and worse points.
+//! - [`runs_for_power`]: the runs per group needed to detect an effect of a given size.
+//!
+//! Every function's documentation cites the formula it implements and its source. The
+//! values are checked against SciPy/NumPy on vectors recorded by
+//! `reference/generate.py` into `reference/vectors.json` (see `tests/reference.rs`).
 
+mod bootstrap;
+mod fdr;
+mod histogram;
 pub mod measures;
+mod order;
+mod outliers;
+mod power;
+mod rank;
 mod sample;
+mod verdict;
 mod welch;
 
+pub use bootstrap::bootstrap_ratio_ci;
+pub use fdr::benjamini_hochberg;
+pub use histogram::{regression_histogram, Bin, Histogram, HISTOGRAM_PERCENTILES, MAX_BINS};
 pub use measures::{degradation_pct, overhead_ratio, regression_pct};
+pub use order::{median_ci, percentile};
+pub use outliers::{outliers_mad, Outliers, DEFAULT_OUTLIER_THRESHOLD};
+pub use power::runs_for_power;
+pub use rank::{hodges_lehmann, mann_whitney, MannWhitney, Shift};
 pub use sample::{Interval, Sample, SampleError, Summary};
+pub use verdict::{verdict, Verdict, VerdictRule};
 pub use welch::{welch_t_test, WelchTest};
 
 use std::fmt;
