@@ -1,200 +1,407 @@
-//! A self-contained HTML report: no network, inline CSS and SVG, opens from disk.
+//! The self-contained HTML report: one file, inline CSS and SVG, a few lines of
+//! inline JavaScript to sort tables; no network, opens from disk.
+//!
+//! Sections appear when the data has them: summary, overhead against the baseline
+//! (table and, with shapes or placements, the seed-002 grid of grouped bars), the
+//! seed-000 regression histogram of every baseline comparison, time series of host
+//! utilisation, data quality, environment and the spec.
 
 use std::fmt::Write as _;
+use std::time::Duration;
 
+use isolab_stats::Verdict;
+
+use crate::compare::Comparison;
+use crate::plots::{
+    self, Bar, BarChart, HistogramBin, HistogramChart, Marker, Percentile, ReferenceLine, Size,
+    TimeSample, TimeSeries, TimeSeriesChart,
+};
 use crate::summary::{ExperimentData, MetricRow};
-use crate::table::num;
+use crate::table::{num, vs_baseline};
+use crate::Analysis;
 
-fn esc(s: &str) -> String {
+/// Escapes text for HTML.
+pub fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
 }
 
-const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2rem;color:#222;max-width:80rem}\
-table{border-collapse:collapse;margin:1rem 0}th,td{border:1px solid #ccc;padding:.25rem .5rem;text-align:left}\
-td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#f3f3f3}\
-.worse{color:#b00}.better{color:#070}pre{background:#f7f7f7;padding:1rem;overflow:auto}\
-.bar{fill:#4a78b5}.base{fill:#999}.whisker{stroke:#222;stroke-width:1.5}text{font-size:12px}";
+const STYLE: &str = "body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem auto;color:#222;max-width:84rem;padding:0 1rem}\
+h1{font-size:1.6rem}h2{margin-top:2.2rem;border-bottom:1px solid #ddd;padding-bottom:.2rem}\
+table{border-collapse:collapse;margin:1rem 0;font-size:.9rem}th,td{border:1px solid #d4d4d4;padding:.25rem .5rem;text-align:left;vertical-align:top}\
+th{background:#f3f3f3;cursor:pointer;user-select:none}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}\
+.worse{color:#b31b1b;font-weight:600}.better{color:#11661e;font-weight:600}.same{color:#666}\
+pre{background:#f7f7f7;padding:1rem;overflow:auto;font-size:.85rem}.note{color:#555;font-size:.9rem}\
+.charts{display:flex;flex-wrap:wrap;gap:1rem}.charts>figure{margin:0}figcaption{font-size:.85rem;color:#555}\
+ul.quality li{margin:.2rem 0}";
+
+/// Sorts a table by the clicked column (numbers numerically, text otherwise).
+const SCRIPT: &str = "document.querySelectorAll('table.sortable th').forEach(function(th,i){th.title='sort';th.addEventListener('click',function(){\
+var t=th.closest('table'),b=t.tBodies[0],rows=Array.from(b.rows),asc=th.dataset.asc!=='1';th.dataset.asc=asc?'1':'0';\
+rows.sort(function(x,y){var a=x.cells[i].dataset.v||x.cells[i].textContent,c=y.cells[i].dataset.v||y.cells[i].textContent,p=parseFloat(a),q=parseFloat(c);\
+var r=(!isNaN(p)&&!isNaN(q))?p-q:a.localeCompare(c);return asc?r:-r});rows.forEach(function(r){b.appendChild(r)})})});";
+
+fn verdict_class(v: Option<Verdict>) -> &'static str {
+    match v {
+        Some(Verdict::Worse) => "worse",
+        Some(Verdict::Better) => "better",
+        _ => "same",
+    }
+}
+
+fn level<'a>(levels: &'a [(String, String)], factor: &str) -> &'a str {
+    levels
+        .iter()
+        .find(|(f, _)| f == factor)
+        .map_or("", |(_, l)| l.as_str())
+}
 
 /// Renders the report of one experiment.
-pub fn html(data: &ExperimentData, rows: &[MetricRow], factors: &[String]) -> String {
+pub fn html(data: &ExperimentData, analysis: &Analysis) -> String {
     let r = &data.record;
     let mut out = String::new();
     let _ = write!(
         out,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>isolab: {name}</title><style>{STYLE}</style></head><body>\n\
-         <h1>isolab experiment {id}: {name}</h1>\n<p>Status <b>{status}</b>, seed {seed}, isolab {ver}, {cells} cells, {runs} stored runs.</p>\n",
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>isolab: {name}</title><style>{STYLE}</style></head><body>\n<h1>isolab experiment {id}: {name}</h1>\n",
         name = esc(&r.name),
         id = r.id,
-        status = r.status.as_str(),
-        seed = r.seed,
-        ver = esc(&r.isolab_version),
-        cells = data.cells.len(),
-        runs = data.runs.len(),
     );
-
-    out.push_str("<h2>Summary</h2>\n<p>Mean with the half-width of its 95% Student-t confidence interval; overhead ratio against the baseline cell (1.0 = none, above 1 = worse, oriented by the metric's direction), shown only where Welch's t-test finds the difference significant (p &lt; 0.05); otherwise ~.</p>\n<table><tr>");
-    for f in factors {
-        let _ = write!(out, "<th>{}</th>", esc(f));
-    }
-    out.push_str("<th>metric</th><th>n</th><th>mean</th><th>±95% CI</th><th>CV</th><th>vs baseline</th><th>throttled periods</th><th>cpu migrations</th><th>limits (read back)</th><th>stop reason</th></tr>\n");
-    for row in rows {
-        out.push_str("<tr>");
-        for f in factors {
-            let l = row
-                .levels
-                .iter()
-                .find(|(ff, _)| ff == f)
-                .map(|(_, l)| l.as_str())
-                .unwrap_or("");
-            let _ = write!(out, "<td>{}</td>", esc(l));
-        }
-        let text = crate::table::vs_baseline(row);
-        let ratio = match (row.overhead, row.p_value) {
-            (Some(o), Some(p)) if !row.is_baseline && p < crate::summary::SIGNIFICANCE => {
-                let class = if o > 1.0 { "worse" } else { "better" };
-                format!("<span class=\"{class}\">{}</span>", esc(&text))
-            }
-            _ => esc(&text),
-        };
-        let _ = writeln!(
-            out,
-            "<td>{} ({})</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(&row.metric),
-            esc(&row.unit),
-            row.n,
-            row.mean().map(num).unwrap_or_else(|| "-".into()),
-            row.summary.map(|s| num((s.mean_ci95.high - s.mean_ci95.low) / 2.0)).unwrap_or_else(|| "-".into()),
-            row.summary.map(|s| format!("{:.1}%", s.cv * 100.0)).unwrap_or_else(|| "-".into()),
-            ratio,
-            row.throttled_periods.map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into()),
-            row.migrations.map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into()),
-            esc(row.limits.as_deref().unwrap_or("-")),
-            esc(row.stop_reason.as_deref().unwrap_or("running")),
-        );
-    }
-    out.push_str("</table>\n");
-
-    // One bar chart per metric: means with CI whiskers.
-    let mut metrics: Vec<&str> = rows.iter().map(|r| r.metric.as_str()).collect();
-    metrics.dedup();
-    let mut seen = Vec::new();
-    for m in metrics {
-        if seen.contains(&m) {
-            continue;
-        }
-        seen.push(m);
-        let group: Vec<&MetricRow> = rows
-            .iter()
-            .filter(|r| r.metric == m && r.mean().is_some())
-            .collect();
-        if group.is_empty() {
-            continue;
-        }
-        let _ = write!(
-            out,
-            "<h3>{} ({})</h3>\n{}",
-            esc(m),
-            esc(&group[0].unit),
-            bar_chart(&group, factors)
-        );
-    }
-
+    summary_section(&mut out, data, analysis);
+    overhead_section(&mut out, analysis);
+    grid_section(&mut out, analysis);
+    histogram_section(&mut out, &analysis.comparisons);
+    time_series_section(&mut out, data);
+    quality_section(&mut out, analysis);
     out.push_str("<h2>Environment</h2>\n<table>");
     for (k, v) in &data.environment {
         let _ = write!(out, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(v));
     }
     out.push_str("</table>\n");
-    if !data.interruptions.is_empty() {
-        let _ = write!(
-            out,
-            "<h2>Interruptions</h2>\n<p>{} interrupted attempts (not counted as runs).</p>\n",
-            data.interruptions.len()
-        );
-    }
     let _ = write!(
         out,
-        "<h2>Spec</h2>\n<pre>{}</pre>\n</body></html>\n",
+        "<h2>Spec</h2>\n<p class=note>{}</p><pre>{}</pre>\n<script>{SCRIPT}</script>\n</body></html>\n",
+        esc(r.spec_path.as_deref().unwrap_or("")),
         esc(&r.spec_toml)
     );
     out
 }
 
-/// Horizontal bars of the mean with 95% CI whiskers, labelled by the varied levels.
-fn bar_chart(rows: &[&MetricRow], factors: &[String]) -> String {
-    let label = |r: &MetricRow| -> String {
-        factors
-            .iter()
-            .filter(|f| f.as_str() != "workload")
-            .filter_map(|f| {
-                r.levels
-                    .iter()
-                    .find(|(ff, _)| ff == f)
-                    .map(|(_, l)| l.clone())
-            })
-            .collect::<Vec<_>>()
-            .join(" · ")
-    };
-    let max = rows
+fn summary_section(out: &mut String, data: &ExperimentData, a: &Analysis) {
+    let r = &data.record;
+    let counted = data.runs.iter().filter(|r| r.is_counted()).count();
+    let (worse, better, same) = a.comparisons.iter().fold((0, 0, 0), |(w, b, s), c| {
+        (w + c.worse, b + c.better, s + c.same)
+    });
+    let baseline = a
+        .options
+        .baseline
         .iter()
-        .map(|r| {
-            r.summary
-                .map(|s| s.mean_ci95.high)
-                .or(r.single)
-                .unwrap_or(0.0)
-        })
-        .fold(0.0_f64, f64::max)
-        .max(f64::MIN_POSITIVE);
-    let (left, width, bar_h, gap) = (220.0, 460.0, 18.0, 8.0);
-    let height = rows.len() as f64 * (bar_h + gap) + 30.0;
-    let mut svg = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{height}\" role=\"img\">",
-        left + width + 80.0
+        .map(|(f, l)| format!("{f}={l}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let _ = write!(
+        out,
+        "<h2>Summary</h2>\n<p>Status <b>{status}</b>; {cells} cells; {counted} counted runs ({all} stored, warm-ups and failures included); seed {seed}; isolab {ver}. Baseline: <b>{base}</b>. Against it: <span class=worse>{worse} worse</span>, <span class=better>{better} better</span>, <span class=same>{same} ~</span>.</p>\n",
+        status = r.status.as_str(),
+        cells = data.cells.len(),
+        all = data.runs.len(),
+        seed = r.seed,
+        ver = esc(&r.isolab_version),
+        base = if baseline.is_empty() { "none".to_owned() } else { esc(&baseline) },
     );
-    for (i, r) in rows.iter().enumerate() {
-        let y = i as f64 * (bar_h + gap) + 5.0;
-        let mean = r.mean().unwrap_or(0.0);
-        let w = (mean / max * width).max(0.0);
-        let class = if r.is_baseline { "base" } else { "bar" };
-        let _ = write!(
-            svg,
-            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text><rect class=\"{class}\" x=\"{left}\" y=\"{y}\" width=\"{w:.1}\" height=\"{bar_h}\"><title>{}</title></rect>",
-            left - 6.0,
-            y + bar_h * 0.7,
-            esc(&label(r)),
-            num(mean)
-        );
-        if let Some(s) = r.summary {
-            let (x1, x2) = (
-                left + s.mean_ci95.low.max(0.0) / max * width,
-                left + s.mean_ci95.high / max * width,
-            );
-            let ym = y + bar_h / 2.0;
-            let _ = write!(
-                svg,
-                "<line class=\"whisker\" x1=\"{x1:.1}\" x2=\"{x2:.1}\" y1=\"{ym}\" y2=\"{ym}\"/>"
-            );
+    out.push_str("<p class=note>Mean with the half-width of its 95% Student-t interval. “vs baseline”: overhead ratio of the means (1 = none, above 1 = worse, oriented by the metric's direction) with its 95% bootstrap interval, given as a number only when the Mann-Whitney test, after Benjamini-Hochberg control over the comparison, is significant and the change's interval lies beyond the noise threshold; otherwise ~ with the interval. Click a column to sort.</p>\n<table class=sortable><thead><tr>");
+    for f in &a.factors {
+        let _ = write!(out, "<th>{}</th>", esc(f));
+    }
+    out.push_str("<th>metric</th><th>n</th><th>mean</th><th>±95% CI</th><th>CV</th><th>vs baseline</th><th>throttled periods</th><th>cpu migrations</th><th>limits (read back)</th><th>stop reason</th></tr></thead><tbody>\n");
+    for row in &a.rows {
+        summary_row(out, row, &a.factors);
+    }
+    out.push_str("</tbody></table>\n");
+}
+
+/// The stop reason's first word, with the whole reason on hover.
+fn stop_cell(reason: Option<&str>) -> String {
+    match reason {
+        None => "running".into(),
+        Some(r) => format!(
+            "<span title=\"{}\">{}</span>",
+            esc(r),
+            esc(r.split(':').next().unwrap_or(r))
+        ),
+    }
+}
+
+fn summary_row(out: &mut String, row: &MetricRow, factors: &[String]) {
+    out.push_str("<tr>");
+    for f in factors {
+        let _ = write!(out, "<td>{}</td>", esc(level(&row.levels, f)));
+    }
+    let mean = row.mean();
+    let _ = writeln!(
+        out,
+        "<td>{} ({})</td><td class=n>{}</td><td class=n data-v=\"{}\">{}</td><td class=n>{}</td><td class=n>{}</td><td class=\"n {}\" data-v=\"{}\">{}</td><td class=n>{}</td><td class=n>{}</td><td>{}</td><td>{}</td></tr>",
+        esc(&row.metric),
+        esc(&row.unit),
+        row.n,
+        mean.unwrap_or(f64::NAN),
+        mean.map(num).unwrap_or_else(|| "-".into()),
+        row.summary.map(|s| num((s.mean_ci95.high - s.mean_ci95.low) / 2.0)).unwrap_or_else(|| "-".into()),
+        row.summary.map(|s| format!("{:.1}%", s.cv * 100.0)).unwrap_or_else(|| "-".into()),
+        verdict_class(row.verdict),
+        row.overhead.unwrap_or(1.0),
+        esc(&vs_baseline(row)),
+        row.throttled_periods.map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into()),
+        row.migrations.map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into()),
+        esc(row.limits.as_deref().unwrap_or("-")),
+        stop_cell(row.stop_reason.as_deref()),
+    );
+}
+
+/// Overhead against the baseline: rows are the matched levels and metric, columns the
+/// non-baseline configurations.
+fn overhead_section(out: &mut String, a: &Analysis) {
+    if a.comparisons.is_empty() {
+        return;
+    }
+    let mut keys: Vec<(Vec<(String, String)>, String)> = Vec::new();
+    for c in &a.comparisons {
+        for p in &c.points {
+            let k = (p.levels.clone(), p.metric.clone());
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
         }
-        let _ = write!(
-            svg,
-            "<text x=\"{:.1}\" y=\"{}\">{}</text>",
-            left + w + 6.0,
-            y + bar_h * 0.7,
-            num(mean)
+    }
+    out.push_str("<h2>Overhead against the baseline</h2>\n<p class=note>Overhead ratio [95% bootstrap CI] and verdict of each configuration against the baseline, the other factors matched.</p>\n<table class=sortable><thead><tr><th>configuration</th><th>metric</th>");
+    for c in &a.comparisons {
+        let _ = write!(out, "<th>{}</th>", esc(&c.b));
+    }
+    out.push_str("</tr></thead><tbody>\n");
+    for (levels, metric) in &keys {
+        let label = levels
+            .iter()
+            .map(|(f, l)| format!("{f}={l}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let _ = write!(out, "<tr><td>{}</td><td>{}</td>", esc(&label), esc(metric));
+        for c in &a.comparisons {
+            match c
+                .points
+                .iter()
+                .find(|p| &p.levels == levels && &p.metric == metric)
+            {
+                Some(p) => {
+                    let ci = p.ratio_ci.map_or(String::new(), |ci| {
+                        format!(" [{:.3}, {:.3}]", ci.low, ci.high)
+                    });
+                    let text = match (p.verdict, p.ratio) {
+                        (Verdict::Same, _) => format!("~{ci}"),
+                        (v, Some(r)) => format!("{r:.3}×{ci} {v}"),
+                        (v, None) => v.to_string(),
+                    };
+                    let _ = write!(
+                        out,
+                        "<td class=\"n {}\" data-v=\"{}\">{}</td>",
+                        verdict_class(Some(p.verdict)),
+                        p.ratio.unwrap_or(1.0),
+                        esc(&text)
+                    );
+                }
+                None => out.push_str("<td class=n>-</td>"),
+            }
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</tbody></table>\n");
+}
+
+/// Seed 002's figure: overhead ratio per shape, one bar per configuration, CI
+/// whiskers and verdict markers; one chart per workload and metric.
+fn grid_section(out: &mut String, a: &Analysis) {
+    if a.comparisons.is_empty() {
+        return;
+    }
+    let has_shape = a.factors.iter().any(|f| f == "shape");
+    let mut charts: Vec<(String, String)> = Vec::new();
+    for p in a.comparisons.iter().flat_map(|c| &c.points) {
+        let k = (level(&p.levels, "workload").to_owned(), p.metric.clone());
+        if !charts.contains(&k) {
+            charts.push(k);
+        }
+    }
+    out.push_str("<h2>Overhead by configuration</h2>\n<div class=charts>\n");
+    for (workload, metric) in &charts {
+        let mut categories: Vec<String> = Vec::new();
+        let groups: Vec<String> = a.comparisons.iter().map(|c| c.b.clone()).collect();
+        let mut bars = Vec::new();
+        for (g, c) in a.comparisons.iter().enumerate() {
+            for p in c
+                .points
+                .iter()
+                .filter(|p| level(&p.levels, "workload") == workload && &p.metric == metric)
+            {
+                let Some(ratio) = p.ratio else { continue };
+                let category = if has_shape {
+                    level(&p.levels, "shape").to_owned()
+                } else {
+                    "all".to_owned()
+                };
+                let ci = match categories.iter().position(|x| *x == category) {
+                    Some(i) => i,
+                    None => {
+                        categories.push(category);
+                        categories.len() - 1
+                    }
+                };
+                bars.push(Bar {
+                    category: ci,
+                    group: g,
+                    value: ratio,
+                    low: p.ratio_ci.map(|c| c.low),
+                    high: p.ratio_ci.map(|c| c.high),
+                    marker: Some(match p.verdict {
+                        Verdict::Worse => Marker::Worse,
+                        Verdict::Better => Marker::Better,
+                        Verdict::Same => Marker::Same,
+                    }),
+                });
+            }
+        }
+        let chart = BarChart {
+            title: format!("{workload}: overhead ratio of {metric}"),
+            y_label: "overhead ratio (× baseline, above 1 = worse)".into(),
+            x_label: if has_shape {
+                "shape".into()
+            } else {
+                String::new()
+            },
+            categories,
+            groups,
+            bars,
+            reference: Some(ReferenceLine {
+                value: 1.0,
+                label: "1.0 = baseline".into(),
+            }),
+            size: Size {
+                width: 640,
+                height: 380,
+            },
+        };
+        let _ = writeln!(out, "<figure>{}</figure>", plots::grouped_bars(&chart));
+    }
+    out.push_str("</div>\n");
+}
+
+fn histogram_section(out: &mut String, comparisons: &[Comparison]) {
+    let with: Vec<&Comparison> = comparisons
+        .iter()
+        .filter(|c| c.histogram.is_some())
+        .collect();
+    if with.is_empty() {
+        return;
+    }
+    out.push_str("<h2>Regression histograms</h2>\n<p class=note>Seed 000's measure per point: regression = 100·(B − A)/min(A, B) of the means, sign flipped for higher-is-better metrics, so positive = B worse.</p>\n<div class=charts>\n");
+    for c in with {
+        let Some(h) = &c.histogram else { continue };
+        let chart = HistogramChart {
+            title: format!("{} against {}: {} points", c.b, c.a, h.n),
+            bins: h
+                .bins
+                .iter()
+                .map(|b| HistogramBin {
+                    low: b.low,
+                    high: b.high,
+                    count: b.count as u64,
+                })
+                .collect(),
+            mean: Some(h.mean),
+            percentiles: h
+                .percentiles
+                .iter()
+                .map(|&(p, value)| Percentile { p, value })
+                .collect(),
+            size: Size {
+                width: 640,
+                height: 360,
+            },
+            ..HistogramChart::default()
+        };
+        let _ = writeln!(
+            out,
+            "<figure>{}<figcaption>{} worse, {} better, {} ~ ({} above 0, {} below)</figcaption></figure>",
+            plots::histogram(&chart),
+            c.worse,
+            c.better,
+            c.same,
+            h.above_zero,
+            h.below_zero
         );
     }
-    let axis_y = height - 18.0;
-    let _ = writeln!(
-        svg,
-        "<line stroke=\"#888\" x1=\"{left}\" x2=\"{}\" y1=\"{axis_y}\" y2=\"{axis_y}\"/><text x=\"{left}\" y=\"{}\">0</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{} {}</text></svg>",
-        left + width,
-        axis_y + 14.0,
-        left + width,
-        axis_y + 14.0,
-        num(max),
-        esc(&rows[0].unit)
-    );
-    svg
+    out.push_str("</div>\n");
+}
+
+fn time_series_section(out: &mut String, data: &ExperimentData) {
+    let with: Vec<_> = data
+        .series
+        .iter()
+        .filter(|(_, _, s)| s.iter().any(|x| !x.points.is_empty()))
+        .collect();
+    if with.is_empty() {
+        return;
+    }
+    out.push_str("<h2>Host utilisation during a run</h2>\n<p class=note>Per-core utilisation sampled at 10 Hz during the first counted run of each cell.</p>\n<div class=charts>\n");
+    for (cell_index, run, series) in with {
+        let label = data
+            .cells
+            .iter()
+            .find(|c| c.index == *cell_index)
+            .map_or(String::new(), |c| short_label(data, &c.levels));
+        let chart = TimeSeriesChart {
+            title: format!("run {run}: {label}"),
+            y_label: "cpu utilisation (%)".into(),
+            y_range: Some((0.0, 100.0)),
+            series: series
+                .iter()
+                .map(|s| TimeSeries {
+                    name: s.name.trim_end_matches("_util").to_owned(),
+                    samples: s
+                        .points
+                        .iter()
+                        .filter(|(t, v)| t.is_finite() && *t >= 0.0 && v.is_finite())
+                        .map(|&(t, value)| TimeSample {
+                            t: Duration::from_secs_f64(t),
+                            value,
+                        })
+                        .collect(),
+                })
+                .collect(),
+            size: Size {
+                width: 520,
+                height: 260,
+            },
+        };
+        let _ = writeln!(out, "<figure>{}</figure>", plots::time_series(&chart));
+    }
+    out.push_str("</div>\n");
+}
+
+/// The levels of the factors that vary between cells, joined with " · ".
+fn short_label(data: &ExperimentData, levels: &[(String, String)]) -> String {
+    levels
+        .iter()
+        .filter(|(f, l)| data.cells.iter().any(|c| level(&c.levels, f) != l))
+        .map(|(_, l)| l.as_str())
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
+fn quality_section(out: &mut String, a: &Analysis) {
+    out.push_str("<h2>Data quality</h2>\n<ul class=quality>");
+    for line in crate::quality::quality_lines(&a.quality) {
+        let _ = write!(out, "<li>{}</li>", esc(&line));
+    }
+    out.push_str("</ul>\n");
 }

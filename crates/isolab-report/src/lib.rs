@@ -5,11 +5,66 @@
 //!   baseline cell, limits read back, throttling and migrations.
 //! - [`table`]: the terminal summary table.
 //! - [`export`]: CSV and JSON, one row per metric observation.
+//! - [`compare`]: A/B comparisons with honest verdicts and the seed-000 regression
+//!   histogram.
+//! - [`quality`]: the data-quality section of every report.
 //! - [`html`]: a self-contained HTML report (inline CSS and SVG, no network).
 
+pub mod compare;
 pub mod export;
 pub mod html;
+pub mod plots;
+pub mod quality;
 pub mod summary;
 pub mod table;
 
 pub use summary::{summarize, ExperimentData, MetricRow, SummaryOptions};
+
+/// Everything a report shows about one experiment.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Analysis {
+    /// Factor names as the cells list them.
+    pub factors: Vec<String>,
+    /// One row per cell and metric, with overhead verdicts against the baseline.
+    pub rows: Vec<MetricRow>,
+    /// The comparisons against the baseline behind those verdicts.
+    pub comparisons: Vec<compare::Comparison>,
+    /// Data quality.
+    pub quality: quality::Quality,
+    /// The baseline and primary metrics used.
+    #[serde(skip)]
+    pub options: SummaryOptions,
+}
+
+/// Summarises `data`, compares every configuration with the baseline, and assesses
+/// the data quality.
+pub fn analyse(
+    data: &ExperimentData,
+    options: SummaryOptions,
+    compare: &compare::CompareOptions,
+) -> Analysis {
+    let mut rows = summarize(data, &options);
+    let comparisons = summary::baseline_comparisons(data, &options, compare);
+    summary::attach_verdicts(&mut rows, &comparisons);
+    let quality = quality::quality(data, &options.primary);
+    Analysis {
+        factors: factor_names(data),
+        rows,
+        comparisons,
+        quality,
+        options,
+    }
+}
+
+/// Factor names as the cells list them, in first-seen order.
+pub fn factor_names(data: &ExperimentData) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for c in &data.cells {
+        for (f, _) in &c.levels {
+            if !out.contains(f) {
+                out.push(f.clone());
+            }
+        }
+    }
+    out
+}

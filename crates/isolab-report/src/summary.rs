@@ -24,17 +24,44 @@ pub struct ExperimentData {
     pub environment: Vec<(String, String)>,
     /// Interrupted attempts.
     pub interruptions: Vec<Interruption>,
+    /// Time series of one representative run per cell (the first counted one), for
+    /// at most [`SERIES_CELLS`] cells: `(cell index, run id, series)`.
+    pub series: Vec<(u32, i64, Vec<isolab_store::Series>)>,
 }
+
+impl ExperimentData {
+    /// Runs grouped by cell id, in stored order.
+    pub fn runs_by_cell(&self) -> std::collections::HashMap<i64, Vec<&RunRecord>> {
+        let mut out: std::collections::HashMap<i64, Vec<&RunRecord>> =
+            std::collections::HashMap::new();
+        for r in &self.runs {
+            out.entry(r.cell).or_default().push(r);
+        }
+        out
+    }
+}
+
+/// Cells whose time series a report shows.
+pub const SERIES_CELLS: usize = 12;
 
 impl ExperimentData {
     /// Loads experiment `id`.
     pub fn load(store: &Store, id: ExperimentId) -> Result<Self, isolab_store::Error> {
+        let cells = store.cells(id)?;
+        let runs = store.runs(id)?;
+        let mut series = Vec::new();
+        for cell in cells.iter().take(SERIES_CELLS) {
+            if let Some(run) = runs.iter().find(|r| r.cell == cell.id && r.is_counted()) {
+                series.push((cell.index, run.id, store.series(run.id)?));
+            }
+        }
         Ok(ExperimentData {
             record: store.experiment(id)?,
-            cells: store.cells(id)?,
-            runs: store.runs(id)?,
+            cells,
+            runs,
             environment: store.environment(id)?,
             interruptions: store.interruptions(id)?,
+            series,
         })
     }
 }
@@ -79,6 +106,11 @@ pub struct MetricRow {
     pub values: Vec<f64>,
     /// Whether this cell is the baseline itself.
     pub is_baseline: bool,
+    /// Bootstrap CI of the overhead ratio against the baseline.
+    pub ratio_ci: Option<isolab_stats::Interval>,
+    /// Verdict against the baseline (Mann-Whitney, BH across the comparison, noise
+    /// threshold), when the cell is compared with one.
+    pub verdict: Option<isolab_stats::Verdict>,
     /// Limits read back, as stored with the first counted run.
     pub limits: Option<String>,
     /// Mean number of throttled CFS periods per run.
@@ -105,8 +137,9 @@ fn mean_of(values: &[f64]) -> Option<f64> {
 /// Summarises every cell's metrics.
 pub fn summarize(data: &ExperimentData, options: &SummaryOptions) -> Vec<MetricRow> {
     let mut rows = Vec::new();
+    let by_cell = data.runs_by_cell();
     for cell in &data.cells {
-        let runs: Vec<&RunRecord> = data.runs.iter().filter(|r| r.cell == cell.id).collect();
+        let runs: Vec<&RunRecord> = by_cell.get(&cell.id).cloned().unwrap_or_default();
         let counted: Vec<&&RunRecord> = runs.iter().filter(|r| r.is_counted()).collect();
         let failed = runs
             .iter()
@@ -168,6 +201,8 @@ pub fn summarize(data: &ExperimentData, options: &SummaryOptions) -> Vec<MetricR
                 single,
                 overhead: None,
                 p_value: None,
+                ratio_ci: None,
+                verdict: None,
                 values,
                 is_baseline: false,
                 limits: limits.clone(),
@@ -195,6 +230,82 @@ pub fn baseline_levels(
             None => (f.clone(), l.clone()),
         })
         .collect()
+}
+
+/// Compares every non-baseline level combination of the baseline factors against
+/// the baseline (other factors matched), one comparison per combination.
+pub fn baseline_comparisons(
+    data: &ExperimentData,
+    options: &SummaryOptions,
+    compare: &crate::compare::CompareOptions,
+) -> Vec<crate::compare::Comparison> {
+    if options.baseline.is_empty() {
+        return Vec::new();
+    }
+    let factors: Vec<&String> = options.baseline.iter().map(|(f, _)| f).collect();
+    let mut others: Vec<Vec<(String, String)>> = Vec::new();
+    for cell in &data.cells {
+        let combo: Vec<(String, String)> = cell
+            .levels
+            .iter()
+            .filter(|(f, _)| factors.contains(&f))
+            .cloned()
+            .collect();
+        if combo != options.baseline
+            && combo.len() == options.baseline.len()
+            && !others.contains(&combo)
+        {
+            others.push(combo);
+        }
+    }
+    let side = |select: Vec<(String, String)>| crate::compare::Side {
+        data,
+        label: select
+            .iter()
+            .map(|(f, l)| format!("{f}={l}"))
+            .collect::<Vec<_>>()
+            .join(" "),
+        select,
+        primary: options.primary.clone(),
+    };
+    others
+        .into_iter()
+        .filter_map(|combo| {
+            crate::compare::compare(&side(options.baseline.clone()), &side(combo), compare).ok()
+        })
+        .collect()
+}
+
+/// Sets each row's ratio CI and verdict from the baseline comparisons.
+pub fn attach_verdicts(rows: &mut [MetricRow], comparisons: &[crate::compare::Comparison]) {
+    // Rows by (sorted levels, metric): a large report has thousands of rows and points.
+    let canonical = |levels: &mut Vec<(String, String)>| {
+        levels.sort();
+        levels
+            .iter()
+            .map(|(f, l)| format!("{f}={l}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let mut index: std::collections::HashMap<(String, String), usize> =
+        std::collections::HashMap::new();
+    for (i, r) in rows.iter().enumerate() {
+        index.insert((canonical(&mut r.levels.clone()), r.metric.clone()), i);
+    }
+    for c in comparisons {
+        let b_levels: Vec<(String, String)> =
+            c.b.split(' ')
+                .filter_map(|w| w.split_once('=').map(|(f, l)| (f.to_owned(), l.to_owned())))
+                .collect();
+        for p in &c.points {
+            let mut levels: Vec<(String, String)> =
+                p.levels.iter().chain(&b_levels).cloned().collect();
+            if let Some(&i) = index.get(&(canonical(&mut levels), p.metric.clone())) {
+                rows[i].ratio_ci = p.ratio_ci;
+                rows[i].verdict = Some(p.verdict);
+            }
+        }
+    }
 }
 
 fn attach_overheads(rows: &mut [MetricRow], baseline: &[(String, String)]) {
@@ -264,6 +375,8 @@ mod tests {
             single: Some(mean),
             overhead: None,
             p_value: None,
+            ratio_ci: None,
+            verdict: None,
             values: vec![mean, mean * 1.01],
             is_baseline: false,
             limits: None,

@@ -156,6 +156,16 @@ pub fn summary_table(rows: &[MetricRow], factors: &[String], color: bool) -> Str
 /// The overhead ratio when it differs significantly from the baseline, `~` with the
 /// p-value when it does not (benchstat's convention), `?` when it cannot be tested.
 pub fn vs_baseline(r: &MetricRow) -> String {
+    if let (false, Some(v), Some(o)) = (r.is_baseline, r.verdict, r.overhead) {
+        let ci = r.ratio_ci.map_or(String::new(), |ci| {
+            format!(" [{:.3}, {:.3}]", ci.low, ci.high)
+        });
+        return match v {
+            // Not significant beyond the noise: no number that looks real, only the CI.
+            isolab_stats::Verdict::Same => format!("~{ci}"),
+            other => format!("{o:.3}×{ci} {other}"),
+        };
+    }
     match (r.is_baseline, r.overhead, r.p_value) {
         (true, _, _) => "baseline".into(),
         (false, Some(o), Some(p)) if p < crate::summary::SIGNIFICANCE => {
@@ -165,6 +175,134 @@ pub fn vs_baseline(r: &MetricRow) -> String {
         (false, Some(o), None) => format!("{o:.3}× ?"),
         (false, None, _) => "-".into(),
     }
+}
+
+fn median_ci_text(m: f64, ci: Option<isolab_stats::Interval>) -> String {
+    match ci {
+        Some(ci) => format!("{} ±{}", num(m), num(((ci.high - ci.low) / 2.0).abs())),
+        None => format!("{} ±?", num(m)),
+    }
+}
+
+/// A benchstat-like table of a comparison, then the seed-000 regression histogram.
+pub fn comparison_table(c: &crate::compare::Comparison, color: bool) -> String {
+    use isolab_stats::Verdict;
+    let mut factors: Vec<String> = Vec::new();
+    for p in &c.points {
+        for (f, _) in &p.levels {
+            if !factors.contains(f) {
+                factors.push(f.clone());
+            }
+        }
+    }
+    let mut header = factors.clone();
+    let mut right = vec![false; factors.len()];
+    for (h, r) in [
+        ("metric", false),
+        ("A median", true),
+        ("B median", true),
+        ("change [95% CI]", true),
+        ("ratio [95% CI]", true),
+        ("p", true),
+        ("q (BH)", true),
+        ("verdict", false),
+    ] {
+        header.push(h.into());
+        right.push(r);
+    }
+    let mut t = Table::new(header, right);
+    for p in &c.points {
+        let mut row: Vec<String> = factors
+            .iter()
+            .map(|f| {
+                p.levels
+                    .iter()
+                    .find(|(ff, _)| ff == f)
+                    .map(|(_, l)| l.clone())
+                    .unwrap_or_default()
+            })
+            .collect();
+        row.push(format!("{} ({})", p.metric, p.unit));
+        row.push(median_ci_text(p.median_a, p.median_a_ci));
+        row.push(median_ci_text(p.median_b, p.median_b_ci));
+        row.push(match (p.change, p.change_ci) {
+            (Some(ch), Some(ci)) => format!(
+                "{:+.1}% [{:+.1}, {:+.1}]",
+                ch * 100.0,
+                ci.low * 100.0,
+                ci.high * 100.0
+            ),
+            (Some(ch), None) => format!("{:+.1}%", ch * 100.0),
+            _ => "-".into(),
+        });
+        row.push(match (p.ratio, p.ratio_ci) {
+            (Some(r), Some(ci)) => format!("{r:.3} [{:.3}, {:.3}]", ci.low, ci.high),
+            (Some(r), None) => format!("{r:.3}"),
+            _ => "-".into(),
+        });
+        row.push(p.p.map_or("-".into(), |v| format!("{v:.3}")));
+        row.push(p.q.map_or("-".into(), |v| format!("{v:.3}")));
+        let v = match p.verdict {
+            Verdict::Worse if color => "\x1b[31mworse\x1b[0m".to_owned(),
+            Verdict::Better if color => "\x1b[32mbetter\x1b[0m".to_owned(),
+            other => other.to_string(),
+        };
+        row.push(v);
+        t.push(row);
+    }
+    let mut out = format!(
+        "A: {}    B: {}\nchange = Hodges-Lehmann shift of B against A's median (positive = worse); p = Mann-Whitney; q = Benjamini-Hochberg over {} points; worse/better only when q < {} and the change's CI lies beyond ±{:.0}%, otherwise ~; ±? = too few runs for a 95% CI of the median (n ≥ 6 needed)\n",
+        c.a,
+        c.b,
+        c.points.len(),
+        c.rule.alpha,
+        c.rule.noise * 100.0
+    );
+    out.push_str(&t.render(color));
+    out.push_str(&format!(
+        "worse {}, better {}, ~ {}\n",
+        c.worse, c.better, c.same
+    ));
+    if !c.unmatched.is_empty() {
+        out.push_str(&format!(
+            "on one side only (not compared): {}\n",
+            c.unmatched.join("; ")
+        ));
+    }
+    if let Some(h) = &c.histogram {
+        out.push('\n');
+        out.push_str(&histogram_text(h));
+    }
+    out
+}
+
+/// The seed-000 regression histogram as text bars.
+pub fn histogram_text(h: &isolab_stats::Histogram) -> String {
+    let pct = |q: f64| {
+        h.percentiles
+            .iter()
+            .find(|(p, _)| *p == q)
+            .map_or("-".to_owned(), |(_, v)| format!("{v:+.1}%"))
+    };
+    let mut out = format!(
+        "regression histogram (seed 000; positive = B worse): {} points, mean {:+.1}%, p5 {}, p25 {}, p50 {}, p75 {}, p95 {}\n",
+        h.n,
+        h.mean,
+        pct(5.0),
+        pct(25.0),
+        pct(50.0),
+        pct(75.0),
+        pct(95.0)
+    );
+    let max = h.bins.iter().map(|b| b.count).max().unwrap_or(0).max(1);
+    for b in &h.bins {
+        let bar = "█".repeat((b.count * 40).div_ceil(max));
+        out.push_str(&format!(
+            "  [{:+6.1}%, {:+6.1}%)  {:<40} {}\n",
+            b.low, b.high, bar, b.count
+        ));
+    }
+    out
 }
 
 fn short_stop(r: &MetricRow) -> String {

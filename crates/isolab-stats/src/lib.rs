@@ -11,7 +11,7 @@
 //!   [`median_ci`], the distribution-free confidence interval of the median from
 //!   Binomial(n, ½) order statistics, as benchstat computes it.
 //! - [`bootstrap_ratio_ci`]: the percentile-bootstrap interval of the overhead ratio,
-//!   reproducible from an explicit seed (ChaCha8).
+//!   reproducible from an explicit seed (Xoshiro256++).
 //! - [`outliers_mad`]: modified z-scores from the median and MAD (Iglewicz & Hoaglin);
 //!   outliers are reported, never dropped.
 //! - Two-sample comparisons: [`mann_whitney`] (exact for small samples without ties,

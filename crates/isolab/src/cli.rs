@@ -38,6 +38,16 @@ pub enum Command {
     Export(ExportArgs),
     /// Write the self-contained HTML report of an experiment.
     Report(ReportArgs),
+    /// Compare configuration B against A: within one experiment (`EXP --a
+    /// placement=quota --b placement=pinned`, other factors matched) or across two
+    /// experiments (`EXP_A EXP_B`, cells matched by their levels). Prints medians with
+    /// CIs, the change with its CI, Mann-Whitney p, Benjamini-Hochberg q, a verdict,
+    /// and seed 000's regression histogram.
+    Compare(CompareArgs),
+    /// Measure the noise of this host: run the spec (or the quick start) as an A/A
+    /// design (every cell twice, interleaved), then report per workload the CV, the
+    /// false positives among A/A points, and the runs needed to detect an effect.
+    Calibrate(CalibrateArgs),
     /// Print the environment isolab captures with every experiment.
     Env(JsonArgs),
     /// Remove cgroups, processes and working directories left by a killed `isolab run`.
@@ -144,6 +154,59 @@ pub struct ReportArgs {
     /// Summarise every metric, not only each workload's primary one.
     #[arg(long)]
     pub all_metrics: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct VerdictArgs {
+    /// Significance level of verdicts, after false-discovery control.
+    #[arg(long, default_value_t = 0.05)]
+    pub alpha: f64,
+    /// Noise threshold: a change whose CI does not lie beyond ±this fraction is `~`.
+    #[arg(long, default_value_t = 0.02)]
+    pub noise: f64,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CompareArgs {
+    /// One experiment (with --a and --b) or two (A then B); ids or names.
+    #[arg(required = true, num_args = 1..=2)]
+    pub experiments: Vec<String>,
+    /// Levels selecting A's cells, e.g. `placement=quota` (repeat or comma-separate).
+    #[arg(long, value_delimiter = ',')]
+    pub a: Vec<String>,
+    /// Levels selecting B's cells.
+    #[arg(long, value_delimiter = ',')]
+    pub b: Vec<String>,
+    #[command(flatten)]
+    pub verdict: VerdictArgs,
+    /// Width of the regression histogram's bins, in percent.
+    #[arg(long, default_value_t = 5.0)]
+    pub bin_width: f64,
+    /// Compare every metric, not only each workload's primary one.
+    #[arg(long)]
+    pub all_metrics: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CalibrateArgs {
+    /// Experiment spec to calibrate (default: the built-in quick start).
+    pub spec: Option<PathBuf>,
+    /// The relative effect to be detected, e.g. 0.03 for 3%.
+    #[arg(long, default_value_t = 0.03)]
+    pub effect: f64,
+    /// The power wanted for that effect.
+    #[arg(long, default_value_t = 0.9)]
+    pub power: f64,
+    #[command(flatten)]
+    pub verdict: VerdictArgs,
+    /// Directory for the runs' working directories.
+    #[arg(long, default_value = "/var/tmp/isolab")]
+    pub workdir: PathBuf,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 #[derive(Debug, clap::Args)]

@@ -1,6 +1,8 @@
 //! One file per subcommand; this module dispatches and maps errors to exit codes.
 
+mod calibrate;
 mod check;
+mod compare;
 mod env;
 mod export;
 mod gc;
@@ -39,6 +41,8 @@ pub fn dispatch(cli: Cli) -> Result<Exit> {
         Command::Show(args) => show::show(&db, args),
         Command::Export(args) => export::export(&db, args),
         Command::Report(args) => report::report(&db, args),
+        Command::Compare(args) => compare::compare(&db, args),
+        Command::Calibrate(args) => calibrate::calibrate(&db, args),
         Command::Env(args) => env::env(args),
         Command::Gc(args) => gc::gc(args),
     }
@@ -115,17 +119,13 @@ pub fn summary_options(
     }
 }
 
-/// Factor names as the cells list them.
-pub fn factor_names(data: &isolab_report::ExperimentData) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for c in &data.cells {
-        for (f, _) in &c.levels {
-            if !out.contains(f) {
-                out.push(f.clone());
-            }
-        }
-    }
-    out
+/// Everything the table, JSON and HTML outputs show about `data`.
+pub fn analyse(data: &isolab_report::ExperimentData, all_metrics: bool) -> isolab_report::Analysis {
+    isolab_report::analyse(
+        data,
+        summary_options(data, all_metrics),
+        &isolab_report::compare::CompareOptions::default(),
+    )
 }
 
 /// Whether to colour terminal output: a terminal, and NO_COLOR unset.

@@ -12,8 +12,7 @@ pub fn report(db: &Path, args: ReportArgs) -> Result<Exit> {
     let store = host::existing_store(db)?;
     let id = store.resolve(&args.experiment)?;
     let data = isolab_report::ExperimentData::load(&store, id)?;
-    let rows = isolab_report::summarize(&data, &super::summary_options(&data, args.all_metrics));
-    let html = isolab_report::html::html(&data, &rows, &super::factor_names(&data));
+    let html = isolab_report::html::html(&data, &super::analyse(&data, args.all_metrics));
     let path = args
         .output
         .unwrap_or_else(|| PathBuf::from(format!("isolab-report-{id}.html")));

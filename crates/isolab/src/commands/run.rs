@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use isolab_lab::spec::QUICK_START;
-use isolab_lab::{ExperimentSpec, Interrupt, Runner, RunnerConfig, Source};
+use isolab_lab::{ExperimentSpec, Interrupt, Outcome, Runner, RunnerConfig, Source};
 use isolab_store::ExperimentStatus;
+use isolab_store::Store;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
@@ -15,10 +16,61 @@ use crate::cli::RunArgs;
 use crate::host;
 use crate::progress::Progress;
 
-pub fn run(db: &Path, args: RunArgs) -> Result<Exit> {
+/// How to run, apart from the spec.
+pub struct Settings {
+    pub workdir: PathBuf,
+    pub keep_workdirs: bool,
+    pub quiet: bool,
+    pub json: bool,
+}
+
+/// Runs (or resumes) `spec` into `store` on the host, with signal handling and
+/// progress; returns the store and the outcome.
+pub fn execute(
+    mut store: Store,
+    spec: &ExperimentSpec,
+    resume: Option<i64>,
+    settings: &Settings,
+) -> Result<(Store, Outcome)> {
     let facts = host::facts()?;
     let hierarchy = host::hierarchy()?;
-    let mut store = host::open_store(db)?;
+    host::preflight(&hierarchy)?;
+
+    let interrupt = Arc::new(Interrupt::new().context("cannot create the interrupt pipe")?);
+    let mut signals =
+        Signals::new([SIGINT, SIGTERM, SIGHUP]).context("cannot install signal handlers")?;
+    let handle = signals.handle();
+    let on_signal = Arc::clone(&interrupt);
+    let signal_thread = std::thread::spawn(move || {
+        if signals.forever().next().is_some() {
+            on_signal.trigger();
+        }
+    });
+
+    let environment = host::environment(Some(spec), Some(&hierarchy));
+    let platform = host::platform(hierarchy);
+    let config = RunnerConfig {
+        workdir_base: settings.workdir.clone(),
+        keep_workdirs: settings.keep_workdirs,
+        cpus: facts.cpus.clone(),
+    };
+    let mut progress = Progress::new(settings.quiet, settings.json);
+    let outcome = {
+        let mut runner = Runner::new(&platform, &mut store, &mut progress, &interrupt, config);
+        match resume {
+            Some(id) => runner.resume(id, spec),
+            None => runner.start(spec, environment),
+        }
+    };
+    progress.finish();
+    handle.close();
+    let _ = signal_thread.join();
+    Ok((store, outcome?))
+}
+
+pub fn run(db: &Path, args: RunArgs) -> Result<Exit> {
+    let facts = host::facts()?;
+    let store = host::open_store(db)?;
 
     // The spec: a file, the quick start, or the one stored with the experiment to resume.
     let (spec, resume) = match &args.resume {
@@ -50,38 +102,17 @@ pub fn run(db: &Path, args: RunArgs) -> Result<Exit> {
             eprintln!("dropped cell {}: {}", d.key, d.reason);
         }
     }
-    host::preflight(&hierarchy)?;
-
-    let interrupt = Arc::new(Interrupt::new().context("cannot create the interrupt pipe")?);
-    let mut signals =
-        Signals::new([SIGINT, SIGTERM, SIGHUP]).context("cannot install signal handlers")?;
-    let handle = signals.handle();
-    let on_signal = Arc::clone(&interrupt);
-    let signal_thread = std::thread::spawn(move || {
-        if signals.forever().next().is_some() {
-            on_signal.trigger();
-        }
-    });
-
-    let environment = host::environment(Some(&spec), Some(&hierarchy));
-    let platform = host::platform(hierarchy);
-    let config = RunnerConfig {
-        workdir_base: args.workdir.clone(),
-        keep_workdirs: args.keep_workdirs,
-        cpus: facts.cpus.clone(),
-    };
-    let mut progress = Progress::new(args.output.quiet, args.output.json);
-    let outcome = {
-        let mut runner = Runner::new(&platform, &mut store, &mut progress, &interrupt, config);
-        match resume {
-            Some(id) => runner.resume(id, &spec),
-            None => runner.start(&spec, environment),
-        }
-    };
-    progress.finish();
-    handle.close();
-    let _ = signal_thread.join();
-    let outcome = outcome?;
+    let (store, outcome) = execute(
+        store,
+        &spec,
+        resume,
+        &Settings {
+            workdir: args.workdir.clone(),
+            keep_workdirs: args.keep_workdirs,
+            quiet: args.output.quiet,
+            json: args.output.json,
+        },
+    )?;
 
     if outcome.status == ExperimentStatus::Interrupted {
         eprintln!(
@@ -95,13 +126,11 @@ pub fn run(db: &Path, args: RunArgs) -> Result<Exit> {
     }
 
     let data = isolab_report::ExperimentData::load(&store, outcome.experiment)?;
-    let options = super::summary_options(&data, args.all_metrics);
-    let rows = isolab_report::summarize(&data, &options);
-    let factors = super::factor_names(&data);
+    let analysis = super::analyse(&data, args.all_metrics);
     if args.output.json {
         println!(
             "{}",
-            serde_json::json!({ "event": "summary", "experiment": outcome.experiment, "rows": rows })
+            serde_json::json!({ "event": "summary", "experiment": outcome.experiment, "analysis": analysis })
         );
     } else if !args.output.quiet {
         println!(
@@ -110,15 +139,18 @@ pub fn run(db: &Path, args: RunArgs) -> Result<Exit> {
         );
         print!(
             "{}",
-            isolab_report::table::summary_table(&rows, &factors, super::color())
+            isolab_report::table::summary_table(&analysis.rows, &analysis.factors, super::color())
         );
+        for line in isolab_report::quality::quality_lines(&analysis.quality) {
+            println!("{line}");
+        }
     }
     if !args.no_report {
         let path = args
             .report
             .clone()
             .unwrap_or_else(|| PathBuf::from(format!("isolab-report-{}.html", outcome.experiment)));
-        let html = isolab_report::html::html(&data, &rows, &factors);
+        let html = isolab_report::html::html(&data, &analysis);
         std::fs::write(&path, html)
             .with_context(|| format!("cannot write the report to {}", path.display()))?;
         if !args.output.quiet && !args.output.json {

@@ -12,8 +12,8 @@ pub fn show(db: &Path, args: ShowArgs) -> Result<Exit> {
     let store = host::existing_store(db)?;
     let id = store.resolve(&args.experiment)?;
     let data = isolab_report::ExperimentData::load(&store, id)?;
-    let options = super::summary_options(&data, args.all_metrics);
-    let rows = isolab_report::summarize(&data, &options);
+    let analysis = super::analyse(&data, args.all_metrics);
+    let options = &analysis.options;
     if args.json {
         let cells: Vec<serde_json::Value> = data
             .cells
@@ -29,7 +29,9 @@ pub fn show(db: &Path, args: ShowArgs) -> Result<Exit> {
                 "seed": data.record.seed.to_string(),
                 "baseline": options.baseline,
                 "cells": cells,
-                "rows": rows,
+                "rows": analysis.rows,
+                "comparisons": analysis.comparisons,
+                "quality": analysis.quality,
                 "interruptions": data.interruptions.len(),
             }))?
         );
@@ -52,8 +54,11 @@ pub fn show(db: &Path, args: ShowArgs) -> Result<Exit> {
     );
     print!(
         "{}",
-        isolab_report::table::summary_table(&rows, &super::factor_names(&data), super::color())
+        isolab_report::table::summary_table(&analysis.rows, &analysis.factors, super::color())
     );
+    for line in isolab_report::quality::quality_lines(&analysis.quality) {
+        println!("{line}");
+    }
     println!("stop reasons:");
     for c in &data.cells {
         println!(

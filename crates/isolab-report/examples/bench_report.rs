@@ -1,0 +1,118 @@
+//! Benchmark: load, analyse and render the HTML report of an experiment with many
+//! stored runs. Run with
+//! `cargo run --release -p isolab-report --example bench_report -- [RUNS] [CELLS]`
+//! (defaults: 100000 runs over 100 cells). Prints the time of each phase.
+
+use std::time::{Duration, Instant, SystemTime};
+
+use isolab_report::compare::CompareOptions;
+use isolab_report::{analyse, ExperimentData, SummaryOptions};
+use isolab_stats::Direction;
+use isolab_store::{MetricValue, NewCell, NewExperiment, NewRun, RunStatus, Store};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let runs = args.first().copied().unwrap_or(100_000);
+    let cells = args.get(1).copied().unwrap_or(100).max(2);
+    let dir = std::env::temp_dir().join(format!("isolab-bench-report-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let db = dir.join("bench.db");
+    let mut store = Store::open(&db)?;
+    let placements = ["shared", "quota", "pinned", "shared2"];
+    let new_cells: Vec<NewCell> = (0..cells)
+        .map(|i| {
+            let levels = vec![
+                ("placement".to_string(), placements[i % 4].to_string()),
+                ("workload".to_string(), format!("w{}", i / 4)),
+            ];
+            NewCell {
+                index: i as u32,
+                key: levels
+                    .iter()
+                    .map(|(f, l)| format!("{f}={l}"))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                levels,
+            }
+        })
+        .collect();
+    let spec = "[experiment]\nname = \"bench\"\nbaseline = { placement = \"shared\" }\n[matrix]\nplacement = [\"shared\", \"quota\", \"pinned\", \"shared2\"]\nworkload = [\"sysbench-cpu\"]\n";
+    let id = store.create_experiment(&NewExperiment {
+        name: "bench".into(),
+        spec_toml: spec.into(),
+        spec_path: None,
+        seed: 1,
+        isolab_version: "bench".into(),
+        created_at: SystemTime::now(),
+        cells: new_cells,
+        environment: vec![("kernel".into(), "bench".into())],
+    })?;
+    let cell_ids: Vec<i64> = store.cells(id)?.iter().map(|c| c.id).collect();
+    let t = Instant::now();
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    for r in 0..runs {
+        let cell = r % cells;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let noise = (x % 1000) as f64 / 1000.0;
+        let value = 1000.0 * (1.0 + 0.02 * (cell % 4) as f64) + 20.0 * noise;
+        store.insert_run(&NewRun {
+            cell: cell_ids[cell],
+            repetition: (r / cells) as u32 + 1,
+            warmup: false,
+            round: (r / cells) as u32,
+            status: RunStatus::Ok,
+            exit_code: Some(0),
+            started_at: SystemTime::now(),
+            wall: Duration::from_millis(10),
+            stdout: String::new(),
+            stderr: String::new(),
+            error: None,
+            limits: serde_json::json!({ "summary": "no quota" }),
+            metrics: vec![MetricValue {
+                name: "events_per_second".into(),
+                unit: "events/s".into(),
+                direction: Direction::Higher,
+                value,
+            }],
+            telemetry: vec![("nr_throttled".into(), 0.0), ("cpu_migrations".into(), 3.0)],
+            series: vec![],
+            notes: vec![],
+        })?;
+    }
+    eprintln!(
+        "stored {runs} runs in {} cells in {:.1} s (setup, not measured)",
+        cells,
+        t.elapsed().as_secs_f64()
+    );
+
+    let t0 = Instant::now();
+    let data = ExperimentData::load(&store, id)?;
+    let load = t0.elapsed();
+    let options = SummaryOptions {
+        baseline: vec![("placement".into(), "shared".into())],
+        primary: Default::default(),
+        all_metrics: false,
+    };
+    let t1 = Instant::now();
+    let analysis = analyse(&data, options, &CompareOptions::default());
+    let analyse_time = t1.elapsed();
+    let t2 = Instant::now();
+    let html = isolab_report::html::html(&data, &analysis);
+    let render = t2.elapsed();
+    println!(
+        "report over {runs} runs in {cells} cells ({} compared points): load {:.3} s, analyse {:.3} s, render {:.3} s ({} KiB), total {:.3} s",
+        analysis.comparisons.iter().map(|c| c.points.len()).sum::<usize>(),
+        load.as_secs_f64(),
+        analyse_time.as_secs_f64(),
+        render.as_secs_f64(),
+        html.len() / 1024,
+        (load + analyse_time + render).as_secs_f64()
+    );
+    std::fs::remove_dir_all(&dir)?;
+    Ok(())
+}

@@ -1,0 +1,534 @@
+//! A/B comparisons of measurement points: within one experiment (`--a placement=quota
+//! --b placement=pinned`, the other factors matched) or across two experiments (cells
+//! matched by their levels).
+//!
+//! For every matched point (cell × metric) it computes the medians with their
+//! order-statistic CIs, the overhead ratio of the means with a bootstrap CI, the
+//! Mann-Whitney p-value, the Hodges-Lehmann shift as a relative change with its CI,
+//! the seed-000 regression %, and — after Benjamini-Hochberg across all points — a
+//! verdict that says better or worse only when the change is significant and its CI
+//! lies beyond the noise threshold. The regression % of all points is binned into
+//! the seed-000 histogram.
+
+use std::collections::BTreeMap;
+
+use isolab_stats::{
+    benjamini_hochberg, bootstrap_ratio_ci, degradation_pct, hodges_lehmann, mann_whitney,
+    median_ci, overhead_ratio, regression_histogram, regression_pct, Direction, Histogram,
+    Interval, Sample, Verdict, VerdictRule,
+};
+use isolab_store::RunRecord;
+
+use crate::summary::ExperimentData;
+
+/// How to compare.
+#[derive(Debug, Clone)]
+pub struct CompareOptions {
+    /// Significance level and noise threshold of verdicts.
+    pub rule: VerdictRule,
+    /// Confidence level of every interval.
+    pub level: f64,
+    /// Bootstrap resamples for ratio CIs.
+    pub resamples: usize,
+    /// Bootstrap seed (fixed, so that reports are reproducible).
+    pub seed: u64,
+    /// Width of the regression histogram's bins, in percent.
+    pub bin_width: f64,
+    /// Compare every metric, not only each workload's primary one.
+    pub all_metrics: bool,
+}
+
+impl Default for CompareOptions {
+    fn default() -> Self {
+        CompareOptions {
+            rule: VerdictRule::default(),
+            level: 0.95,
+            resamples: 2000,
+            seed: 0x1501_ab00,
+            bin_width: 5.0,
+            all_metrics: false,
+        }
+    }
+}
+
+/// One side of a comparison: an experiment and the levels that select its cells.
+#[derive(Debug, Clone)]
+pub struct Side<'a> {
+    /// The experiment.
+    pub data: &'a ExperimentData,
+    /// Levels a cell must have to be on this side (empty: every cell).
+    pub select: Vec<(String, String)>,
+    /// Primary metric of each cell index.
+    pub primary: BTreeMap<u32, String>,
+    /// How the side is named in output, e.g. `placement=quota` or `experiment 3`.
+    pub label: String,
+}
+
+/// Why a comparison cannot be made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CompareError {
+    /// A selector matches no cell.
+    #[error("no cell of experiment {experiment} has {select}: its cells are {cells}")]
+    NoCells {
+        /// The experiment.
+        experiment: i64,
+        /// The selector, as `factor=level …`.
+        select: String,
+        /// What its cells are.
+        cells: String,
+    },
+    /// The two sides share no point.
+    #[error("no point of {a} matches a point of {b}: the cells' other levels differ ({a_keys} vs {b_keys})")]
+    NoMatches {
+        /// Side A's label.
+        a: String,
+        /// Side B's label.
+        b: String,
+        /// A's keys.
+        a_keys: String,
+        /// B's keys.
+        b_keys: String,
+    },
+}
+
+/// One compared measurement point.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Point {
+    /// The levels the two sides share (the match key).
+    pub levels: Vec<(String, String)>,
+    /// Metric name.
+    pub metric: String,
+    /// Unit.
+    pub unit: String,
+    /// Which way is better.
+    pub direction: Direction,
+    /// Observations of A and B.
+    pub n_a: usize,
+    /// Observations of B.
+    pub n_b: usize,
+    /// Median of A.
+    pub median_a: f64,
+    /// Median of B.
+    pub median_b: f64,
+    /// CI of A's median.
+    pub median_a_ci: Option<Interval>,
+    /// CI of B's median.
+    pub median_b_ci: Option<Interval>,
+    /// Coefficient of variation of A and B.
+    pub cv_a: Option<f64>,
+    /// CV of B.
+    pub cv_b: Option<f64>,
+    /// Overhead ratio of the means (above 1 = B worse).
+    pub ratio: Option<f64>,
+    /// Its bootstrap CI.
+    pub ratio_ci: Option<Interval>,
+    /// Relative change of B against A from the Hodges-Lehmann shift, as a fraction;
+    /// positive = worse.
+    pub change: Option<f64>,
+    /// Its CI.
+    pub change_ci: Option<Interval>,
+    /// Seed 000's regression %.
+    pub regression_pct: Option<f64>,
+    /// Seed 001's degradation %.
+    pub degradation_pct: Option<f64>,
+    /// Mann-Whitney two-sided p-value.
+    pub p: Option<f64>,
+    /// Benjamini-Hochberg adjusted p-value across all points.
+    pub q: Option<f64>,
+    /// The verdict.
+    pub verdict: Verdict,
+}
+
+/// All compared points with the regression histogram.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Comparison {
+    /// Side A's label.
+    pub a: String,
+    /// Side B's label.
+    pub b: String,
+    /// Matched points, in A's cell order.
+    pub points: Vec<Point>,
+    /// Histogram of the points' regression %.
+    pub histogram: Option<Histogram>,
+    /// Points judged worse.
+    pub worse: usize,
+    /// Points judged better.
+    pub better: usize,
+    /// Points without a significant change beyond the noise threshold.
+    pub same: usize,
+    /// Keys present on one side only.
+    pub unmatched: Vec<String>,
+    /// The rule used.
+    pub rule: VerdictRule,
+}
+
+type Values = (String, Direction, Vec<f64>);
+/// A side's cells by match key: the shared levels and each metric's unit, direction
+/// and observations.
+type Collected = BTreeMap<String, (Vec<(String, String)>, BTreeMap<String, Values>)>;
+
+/// Counted observations of each selected cell's metrics, keyed by the cell's levels
+/// without the selector factors, then by metric.
+fn collect(side: &Side, drop: &[String], all_metrics: bool) -> Result<Collected, CompareError> {
+    let mut out = BTreeMap::new();
+    let mut any = false;
+    let by_cell = side.data.runs_by_cell();
+    for cell in &side.data.cells {
+        if !side.select.iter().all(|pair| cell.levels.contains(pair)) {
+            continue;
+        }
+        any = true;
+        let shared: Vec<(String, String)> = cell
+            .levels
+            .iter()
+            .filter(|(f, _)| !drop.contains(f))
+            .cloned()
+            .collect();
+        let key = shared
+            .iter()
+            .map(|(f, l)| format!("{f}={l}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let runs: Vec<&RunRecord> = by_cell
+            .get(&cell.id)
+            .map(|rs| rs.iter().copied().filter(|r| r.is_counted()).collect())
+            .unwrap_or_default();
+        let mut metrics: BTreeMap<String, Values> = BTreeMap::new();
+        for r in runs {
+            for m in &r.metrics {
+                if !all_metrics && side.primary.get(&cell.index).is_some_and(|p| *p != m.name) {
+                    continue;
+                }
+                metrics
+                    .entry(m.name.clone())
+                    .or_insert_with(|| (m.unit.clone(), m.direction, Vec::new()))
+                    .2
+                    .push(m.value);
+            }
+        }
+        out.insert(key, (shared, metrics));
+    }
+    if !any {
+        return Err(CompareError::NoCells {
+            experiment: side.data.record.id,
+            select: side
+                .select
+                .iter()
+                .map(|(f, l)| format!("{f}={l}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+            cells: side
+                .data
+                .cells
+                .iter()
+                .map(|c| c.key.clone())
+                .take(6)
+                .collect::<Vec<_>>()
+                .join("; "),
+        });
+    }
+    Ok(out)
+}
+
+/// Compares side B against side A.
+pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Result<Comparison, CompareError> {
+    let mut drop: Vec<String> = a
+        .select
+        .iter()
+        .chain(&b.select)
+        .map(|(f, _)| f.clone())
+        .collect();
+    drop.sort();
+    drop.dedup();
+    let side_a = collect(a, &drop, options.all_metrics)?;
+    let side_b = collect(b, &drop, options.all_metrics)?;
+    let mut jobs = Vec::new();
+    let mut unmatched: Vec<String> = side_b
+        .keys()
+        .filter(|k| !side_a.contains_key(*k))
+        .cloned()
+        .collect();
+    for (key, (levels, metrics_a)) in &side_a {
+        let Some((_, metrics_b)) = side_b.get(key) else {
+            unmatched.push(key.clone());
+            continue;
+        };
+        for (metric, (unit, direction, va)) in metrics_a {
+            let Some((_, _, vb)) = metrics_b.get(metric) else {
+                continue;
+            };
+            jobs.push((levels, metric, unit, *direction, va, vb));
+        }
+    }
+    // Points are independent: spread them over the cpus (the bootstrap and the
+    // pairwise differences of large cells dominate a big report).
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(jobs.len().max(1));
+    let chunk = jobs.len().div_ceil(threads).max(1);
+    let mut points: Vec<Point> = std::thread::scope(|scope| {
+        let handles: Vec<_> = jobs
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || {
+                    part.iter()
+                        .map(|(levels, metric, unit, direction, va, vb)| {
+                            point(levels, metric, unit, *direction, va, vb, options)
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    if points.is_empty() {
+        return Err(CompareError::NoMatches {
+            a: a.label.clone(),
+            b: b.label.clone(),
+            a_keys: side_a
+                .keys()
+                .take(4)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("; "),
+            b_keys: side_b
+                .keys()
+                .take(4)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("; "),
+        });
+    }
+
+    // False-discovery control across every point of this comparison.
+    let with_p: Vec<usize> = (0..points.len())
+        .filter(|&i| points[i].p.is_some())
+        .collect();
+    let ps: Vec<f64> = with_p
+        .iter()
+        .map(|&i| points[i].p.unwrap_or(f64::NAN))
+        .collect();
+    for (&i, q) in with_p.iter().zip(benjamini_hochberg(&ps)) {
+        points[i].q = Some(q);
+        if let Some(ci) = points[i].change_ci {
+            points[i].verdict = isolab_stats::verdict(&options.rule, q, ci);
+        }
+    }
+    let regressions: Vec<f64> = points.iter().filter_map(|p| p.regression_pct).collect();
+    let count = |v: Verdict| points.iter().filter(|p| p.verdict == v).count();
+    Ok(Comparison {
+        a: a.label.clone(),
+        b: b.label.clone(),
+        histogram: regression_histogram(&regressions, options.bin_width),
+        worse: count(Verdict::Worse),
+        better: count(Verdict::Better),
+        same: count(Verdict::Same),
+        points,
+        unmatched,
+        rule: options.rule.clone(),
+    })
+}
+
+fn median_of(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    if n == 0 {
+        f64::NAN
+    } else if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    }
+}
+
+fn mean_of(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+fn point(
+    levels: &[(String, String)],
+    metric: &str,
+    unit: &str,
+    direction: Direction,
+    va: &[f64],
+    vb: &[f64],
+    o: &CompareOptions,
+) -> Point {
+    let (sa, sb) = (Sample::new(va.to_vec()).ok(), Sample::new(vb.to_vec()).ok());
+    let (median_a, median_b) = (median_of(va), median_of(vb));
+    let (mean_a, mean_b) = (mean_of(va), mean_of(vb));
+    let mut p = Point {
+        levels: levels.to_vec(),
+        metric: metric.to_owned(),
+        unit: unit.to_owned(),
+        direction,
+        n_a: va.len(),
+        n_b: vb.len(),
+        median_a,
+        median_b,
+        median_a_ci: sa.as_ref().and_then(|s| median_ci(s, o.level)),
+        median_b_ci: sb.as_ref().and_then(|s| median_ci(s, o.level)),
+        cv_a: sa.as_ref().map(Sample::cv),
+        cv_b: sb.as_ref().map(Sample::cv),
+        ratio: overhead_ratio(mean_a, mean_b, direction),
+        ratio_ci: None,
+        change: None,
+        change_ci: None,
+        regression_pct: regression_pct(mean_a, mean_b, direction),
+        degradation_pct: degradation_pct(mean_a, mean_b, direction),
+        p: None,
+        q: None,
+        verdict: Verdict::Same,
+    };
+    if let (Some(sa), Some(sb)) = (&sa, &sb) {
+        p.ratio_ci = bootstrap_ratio_ci(sa, sb, direction, o.level, o.resamples, o.seed);
+        p.p = Some(mann_whitney(sa, sb).p).filter(|v| v.is_finite());
+        let shift = hodges_lehmann(sa, sb, o.level);
+        if median_a != 0.0 {
+            // Shift of B against A relative to A's median; positive = worse.
+            let sign = match direction {
+                Direction::Lower => 1.0,
+                Direction::Higher => -1.0,
+            };
+            let scale = sign / median_a.abs();
+            p.change = Some(shift.estimate * scale);
+            p.change_ci = shift.ci.map(|ci| {
+                let (x, y) = (ci.low * scale, ci.high * scale);
+                Interval {
+                    low: x.min(y),
+                    high: x.max(y),
+                    level: ci.level,
+                }
+            });
+        }
+    }
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use isolab_store::{CellRecord, ExperimentRecord, ExperimentStatus, MetricValue, RunStatus};
+    use std::time::{Duration, SystemTime};
+
+    fn run(id: i64, cell: i64, value: f64) -> RunRecord {
+        RunRecord {
+            id,
+            cell,
+            repetition: id as u32,
+            warmup: false,
+            round: 0,
+            status: RunStatus::Ok,
+            exit_code: Some(0),
+            started_at: SystemTime::UNIX_EPOCH,
+            wall: Duration::from_secs(1),
+            error: None,
+            limits: serde_json::Value::Null,
+            metrics: vec![MetricValue {
+                name: "t".into(),
+                unit: "s".into(),
+                direction: Direction::Lower,
+                value,
+            }],
+            telemetry: vec![],
+            notes: vec![],
+        }
+    }
+
+    fn data(cells: &[(&str, &str, &[f64])]) -> ExperimentData {
+        let mut runs = Vec::new();
+        let mut records = Vec::new();
+        let mut id = 0;
+        for (i, (placement, workload, values)) in cells.iter().enumerate() {
+            let levels = vec![
+                ("placement".to_string(), placement.to_string()),
+                ("workload".to_string(), workload.to_string()),
+            ];
+            records.push(CellRecord {
+                id: i as i64,
+                index: i as u32,
+                key: format!("placement={placement} workload={workload}"),
+                levels,
+                stop_reason: None,
+            });
+            for v in values.iter() {
+                id += 1;
+                runs.push(run(id, i as i64, *v));
+            }
+        }
+        ExperimentData {
+            record: ExperimentRecord {
+                id: 1,
+                name: "x".into(),
+                spec_toml: String::new(),
+                spec_path: None,
+                seed: 1,
+                isolab_version: "0".into(),
+                created_at: SystemTime::UNIX_EPOCH,
+                finished_at: None,
+                status: ExperimentStatus::Complete,
+            },
+            cells: records,
+            runs,
+            environment: vec![],
+            interruptions: vec![],
+            series: vec![],
+        }
+    }
+
+    fn side<'a>(d: &'a ExperimentData, placement: &str) -> Side<'a> {
+        Side {
+            data: d,
+            select: vec![("placement".into(), placement.into())],
+            primary: BTreeMap::new(),
+            label: placement.into(),
+        }
+    }
+
+    #[test]
+    fn a_clear_slowdown_is_worse_and_noise_is_same() {
+        let slow: Vec<f64> = (0..10).map(|i| 12.0 + 0.01 * i as f64).collect();
+        let base: Vec<f64> = (0..10).map(|i| 10.0 + 0.01 * i as f64).collect();
+        let same: Vec<f64> = (0..10)
+            .map(|i| 10.0 + 0.01 * ((i * 7) % 10) as f64)
+            .collect();
+        let d = data(&[
+            ("shared", "w1", &base),
+            ("shared", "w2", &base),
+            ("quota", "w1", &slow),
+            ("quota", "w2", &same),
+        ]);
+        let c = compare(
+            &side(&d, "shared"),
+            &side(&d, "quota"),
+            &CompareOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(c.points.len(), 2);
+        assert_eq!(c.points[0].verdict, Verdict::Worse, "{:?}", c.points[0]);
+        assert!((c.points[0].change.unwrap() - 0.2).abs() < 0.01);
+        assert_eq!(c.points[1].verdict, Verdict::Same, "{:?}", c.points[1]);
+        assert_eq!((c.worse, c.better, c.same), (1, 0, 1));
+        assert_eq!(c.histogram.as_ref().unwrap().n, 2);
+    }
+
+    #[test]
+    fn selectors_that_match_nothing_say_what_exists() {
+        let d = data(&[("shared", "w1", &[1.0, 2.0])]);
+        let err = compare(
+            &side(&d, "shared"),
+            &side(&d, "pinned"),
+            &CompareOptions::default(),
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("no cell of experiment 1 has placement=pinned"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,158 @@
+//! Data quality of an experiment: how many points are stable, which cells ran out of
+//! repetitions, which runs are outliers, which were throttled unexpectedly.
+
+use std::collections::BTreeMap;
+
+use isolab_stats::{outliers_mad, Sample};
+
+use crate::summary::ExperimentData;
+
+/// Modified z-score above which a run is flagged (Iglewicz & Hoaglin's 3.5).
+pub const OUTLIER_Z: f64 = 3.5;
+
+/// A run whose primary metric is far from its cell's median. Flagged, never dropped.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct OutlierRun {
+    /// The cell.
+    pub cell: String,
+    /// The run's id.
+    pub run: i64,
+    /// Its value.
+    pub value: f64,
+    /// Its modified z-score.
+    pub score: f64,
+}
+
+/// The data-quality section of every report.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Quality {
+    /// Measurement points (cells × primary metric) with at least two observations.
+    pub points: usize,
+    /// Of those, points with CV below 5%.
+    pub stable_points: usize,
+    /// `stable_points / points` (seed 000 reports 95%).
+    pub share_stable: Option<f64>,
+    /// Cells that stopped at `max` without reaching the target CV.
+    pub max_without_target: Vec<String>,
+    /// Cells that failed.
+    pub failed_cells: Vec<String>,
+    /// Flagged outlier runs.
+    pub outliers: Vec<OutlierRun>,
+    /// Cells without a cpu quota whose runs were nevertheless throttled.
+    pub unexpected_throttling: Vec<String>,
+    /// Interrupted attempts.
+    pub interruptions: usize,
+}
+
+/// Assesses `data`, looking at each cell's primary metric (`primary` by cell index;
+/// the first metric of a run when absent).
+pub fn quality(data: &ExperimentData, primary: &BTreeMap<u32, String>) -> Quality {
+    let mut q = Quality {
+        points: 0,
+        stable_points: 0,
+        share_stable: None,
+        max_without_target: Vec::new(),
+        failed_cells: Vec::new(),
+        outliers: Vec::new(),
+        unexpected_throttling: Vec::new(),
+        interruptions: data.interruptions.len(),
+    };
+    let by_cell = data.runs_by_cell();
+    for cell in &data.cells {
+        match cell.stop_reason.as_deref() {
+            Some(r) if r.starts_with("max") => q.max_without_target.push(cell.key.clone()),
+            Some(r) if r.starts_with("failed") => q.failed_cells.push(cell.key.clone()),
+            _ => {}
+        }
+        let runs: Vec<_> = by_cell
+            .get(&cell.id)
+            .map(|rs| rs.iter().copied().filter(|r| r.is_counted()).collect())
+            .unwrap_or_default();
+        let observed: Vec<(i64, f64)> = runs
+            .iter()
+            .filter_map(|r| {
+                let m = match primary.get(&cell.index) {
+                    Some(p) => r.metrics.iter().find(|m| &m.name == p),
+                    None => r.metrics.first(),
+                };
+                m.map(|m| (r.id, m.value))
+            })
+            .collect();
+        if let Ok(sample) = Sample::new(observed.iter().map(|(_, v)| *v).collect()) {
+            q.points += 1;
+            if sample.cv() < 0.05 {
+                q.stable_points += 1;
+            }
+            let flagged = outliers_mad(&sample, OUTLIER_Z);
+            for (&i, &score) in flagged.indices.iter().zip(&flagged.scores) {
+                q.outliers.push(OutlierRun {
+                    cell: cell.key.clone(),
+                    run: observed[i].0,
+                    value: observed[i].1,
+                    score,
+                });
+            }
+        }
+        let unlimited = runs
+            .first()
+            .and_then(|r| r.limits.get("applied"))
+            .is_some_and(|a| a.get("cpu").is_some_and(|c| c.is_null()));
+        let throttled = runs.iter().any(|r| {
+            r.telemetry
+                .iter()
+                .any(|(k, v)| k == "nr_throttled" && *v > 0.0)
+        });
+        if unlimited && throttled {
+            q.unexpected_throttling.push(cell.key.clone());
+        }
+    }
+    q.share_stable = (q.points > 0).then(|| q.stable_points as f64 / q.points as f64);
+    q
+}
+
+/// The quality section as text lines for the terminal.
+pub fn quality_lines(q: &Quality) -> Vec<String> {
+    let mut out = Vec::new();
+    match q.share_stable {
+        Some(s) => out.push(format!(
+            "{:.0}% of points have CV < 5% ({} of {}; seed 000 reports 95%)",
+            s * 100.0,
+            q.stable_points,
+            q.points
+        )),
+        None => out.push("no point has two observations yet".into()),
+    }
+    if !q.max_without_target.is_empty() {
+        out.push(format!(
+            "{} cells reached max runs without the target CV: {}",
+            q.max_without_target.len(),
+            q.max_without_target.join("; ")
+        ));
+    }
+    if !q.failed_cells.is_empty() {
+        out.push(format!(
+            "{} cells failed: {}",
+            q.failed_cells.len(),
+            q.failed_cells.join("; ")
+        ));
+    }
+    for o in &q.outliers {
+        out.push(format!(
+            "outlier: run {} of {} = {} (modified z {:.1}); kept, not dropped",
+            o.run, o.cell, o.value, o.score
+        ));
+    }
+    if !q.unexpected_throttling.is_empty() {
+        out.push(format!(
+            "throttled without a quota: {}",
+            q.unexpected_throttling.join("; ")
+        ));
+    }
+    if q.interruptions > 0 {
+        out.push(format!(
+            "{} interrupted attempts (not counted)",
+            q.interruptions
+        ));
+    }
+    out
+}

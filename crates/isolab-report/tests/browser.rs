@@ -1,0 +1,145 @@
+//! Opens a page with every chart in headless Chromium (Debian's `chromium`): the page must
+//! load without console errors and a non-trivial screenshot must be written.
+//!
+//! Skipped, with the reason printed, when `/usr/bin/chromium` (or `$ISOLAB_CHROMIUM`) is
+//! missing (`apt-get install -y chromium`). Set `ISOLAB_PLOTS_SCREENSHOT=/some/file.png` to keep the
+//! screenshot.
+
+mod fixtures;
+
+use std::fs;
+use std::io::Read as _;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use isolab_report::plots::{grouped_bars, histogram, lines, time_series, BarChart};
+
+/// Debian's Chromium; `ISOLAB_CHROMIUM` overrides it (e.g. to check the skip path).
+const CHROMIUM: &str = "/usr/bin/chromium";
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The page: the four charts, one "no data" chart, and a script that throws (a console
+/// error the test catches) if a chart did not become an SVG element with a size.
+fn page() -> String {
+    let charts = [
+        grouped_bars(&fixtures::bars()),
+        histogram(&fixtures::histogram()),
+        lines(&fixtures::lines()),
+        time_series(&fixtures::time_series()),
+        grouped_bars(&BarChart {
+            title: "an empty chart".into(),
+            ..BarChart::default()
+        }),
+    ];
+    let mut body = String::new();
+    for svg in &charts {
+        body.push_str("<figure>");
+        body.push_str(svg);
+        body.push_str("</figure>\n");
+    }
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>isolab plots</title>\
+         <style>body{{font-family:sans-serif;margin:16px;background:#fff}}figure{{margin:0 0 16px 0}}\
+         svg{{max-width:100%;height:auto;display:block}}</style></head><body>\n{body}\
+         <script>\
+         const svgs = document.querySelectorAll('svg[role=img]');\
+         if (svgs.length !== {n}) throw new Error('expected {n} charts, found ' + svgs.length);\
+         svgs.forEach((s, i) => {{ const b = s.getBBox(); if (!(b.width > 0 && b.height > 0)) throw new Error('chart ' + i + ' is empty'); }});\
+         console.log('isolab-plots: ' + svgs.length + ' charts rendered');\
+         </script></body></html>\n",
+        n = charts.len()
+    )
+}
+
+#[test]
+fn charts_render_in_headless_chromium() {
+    let chromium = std::env::var_os("ISOLAB_CHROMIUM")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| CHROMIUM.into());
+    if !chromium.exists() {
+        eprintln!(
+            "SKIPPED: {} is missing; install it with `apt-get install -y chromium`",
+            chromium.display()
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let profile = tempfile::tempdir().expect("temp profile dir");
+    let html = dir.path().join("plots.html");
+    let shot = dir.path().join("shot.png");
+    fs::write(&html, page()).expect("write page");
+
+    let mut child = Command::new(&chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-dev-shm-usage",
+            "--hide-scrollbars",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(["--enable-logging=stderr", "--v=0"])
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg("--window-size=1280,2000")
+        .arg(format!("file://{}", html.display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start chromium");
+
+    // Read stderr on a thread so a chatty Chromium cannot block on a full pipe.
+    let mut stderr = child.stderr.take().expect("stderr piped");
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for chromium") {
+            break status;
+        }
+        if start.elapsed() > TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("chromium did not finish within {TIMEOUT:?}; killed it");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let log = reader.join().unwrap_or_default();
+
+    let console_errors: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("CONSOLE") && (l.contains("Uncaught") || l.contains("Error")))
+        .collect();
+    assert!(
+        console_errors.is_empty(),
+        "console errors:\n{}",
+        console_errors.join("\n")
+    );
+    assert!(status.success(), "chromium failed ({status}):\n{log}");
+    // The page's script ran and its console output reached us, so errors would have too.
+    assert!(
+        log.lines()
+            .any(|l| l.contains("CONSOLE") && l.contains("isolab-plots: 5 charts rendered")),
+        "the page's console message is missing from Chromium's log:\n{log}"
+    );
+    let size = fs::metadata(&shot)
+        .unwrap_or_else(|e| panic!("no screenshot at {}: {e}\n{log}", shot.display()))
+        .len();
+    assert!(size > 10 * 1024, "screenshot is only {size} bytes");
+    if let Some(keep) = std::env::var_os("ISOLAB_PLOTS_SCREENSHOT") {
+        fs::copy(&shot, &keep).expect("copy screenshot");
+        eprintln!(
+            "screenshot ({size} bytes) copied to {}",
+            Path::new(&keep).display()
+        );
+    }
+}

@@ -1,0 +1,100 @@
+//! `isolab compare`: B against A, within one experiment or across two.
+
+use std::path::Path;
+
+use anyhow::{bail, Result};
+use isolab_report::compare::{compare as compare_sides, CompareOptions, Side};
+use isolab_report::ExperimentData;
+use isolab_stats::VerdictRule;
+
+use super::Exit;
+use crate::cli::CompareArgs;
+use crate::host;
+
+/// Parses `factor=level` words.
+pub fn selectors(words: &[String], flag: &str) -> Result<Vec<(String, String)>> {
+    words
+        .iter()
+        .map(|w| match w.split_once('=') {
+            Some((f, l)) if !f.is_empty() && !l.is_empty() => {
+                Ok((f.trim().to_owned(), l.trim().to_owned()))
+            }
+            _ => bail!("{flag} takes factor=level pairs such as `placement=quota`, got `{w}`"),
+        })
+        .collect()
+}
+
+pub fn rule(alpha: f64, noise: f64) -> Result<VerdictRule> {
+    if !(alpha > 0.0 && alpha < 1.0) {
+        bail!("--alpha must be between 0 and 1, got {alpha}");
+    }
+    if !(0.0..1.0).contains(&noise) {
+        bail!("--noise is a fraction between 0 and 1 (0.02 = 2%), got {noise}");
+    }
+    Ok(VerdictRule { alpha, noise })
+}
+
+pub fn compare(db: &Path, args: CompareArgs) -> Result<Exit> {
+    let store = host::existing_store(db)?;
+    let (sel_a, sel_b) = (selectors(&args.a, "--a")?, selectors(&args.b, "--b")?);
+    let options = CompareOptions {
+        rule: rule(args.verdict.alpha, args.verdict.noise)?,
+        bin_width: args.bin_width,
+        all_metrics: args.all_metrics,
+        ..CompareOptions::default()
+    };
+    let first = ExperimentData::load(&store, store.resolve(&args.experiments[0])?)?;
+    let second = match args.experiments.get(1) {
+        Some(e) => Some(ExperimentData::load(&store, store.resolve(e)?)?),
+        None => {
+            if sel_a.is_empty() || sel_b.is_empty() {
+                bail!("comparing within one experiment needs --a and --b, e.g. --a placement=quota --b placement=pinned; or name two experiments");
+            }
+            None
+        }
+    };
+    let data_b = second.as_ref().unwrap_or(&first);
+    let label = |d: &ExperimentData, sel: &[(String, String)]| {
+        let levels = sel
+            .iter()
+            .map(|(f, l)| format!("{f}={l}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        if second.is_some() {
+            format!(
+                "experiment {} ({}){}",
+                d.record.id,
+                d.record.name,
+                if levels.is_empty() {
+                    String::new()
+                } else {
+                    format!(" {levels}")
+                }
+            )
+        } else {
+            levels
+        }
+    };
+    let a = Side {
+        data: &first,
+        select: sel_a.clone(),
+        primary: super::summary_options(&first, args.all_metrics).primary,
+        label: label(&first, &sel_a),
+    };
+    let b = Side {
+        data: data_b,
+        select: sel_b.clone(),
+        primary: super::summary_options(data_b, args.all_metrics).primary,
+        label: label(data_b, &sel_b),
+    };
+    let comparison = compare_sides(&a, &b, &options)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&comparison)?);
+    } else {
+        print!(
+            "{}",
+            isolab_report::table::comparison_table(&comparison, super::color())
+        );
+    }
+    Ok(Exit::Success)
+}
