@@ -11,9 +11,9 @@ need_root() {
     fi
 }
 
-# Debian packages: the benchmark tools the built-in workloads run, and what the
-# build of the bundled SQLite needs.
-PACKAGES=(sysbench fio stress-ng iperf3 build-essential pkg-config ca-certificates)
+# Debian packages: the benchmark tools the built-in workloads run, what the build of
+# the bundled SQLite needs, and Chromium, in which the tests open the HTML report.
+PACKAGES=(sysbench fio stress-ng iperf3 build-essential pkg-config ca-certificates chromium)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

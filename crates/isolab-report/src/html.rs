@@ -28,20 +28,20 @@ pub fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-const STYLE: &str = "body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem auto;color:#222;max-width:84rem;padding:0 1rem}\
+const STYLE: &str = "body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem auto;color:#222;max-width:100rem;padding:0 1rem}\
 h1{font-size:1.6rem}h2{margin-top:2.2rem;border-bottom:1px solid #ddd;padding-bottom:.2rem}\
 table{border-collapse:collapse;margin:1rem 0;font-size:.9rem}th,td{border:1px solid #d4d4d4;padding:.25rem .5rem;text-align:left;vertical-align:top}\
 th{background:#f3f3f3;cursor:pointer;user-select:none}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}\
 .worse{color:#b31b1b;font-weight:600}.better{color:#11661e;font-weight:600}.same{color:#666}\
 pre{background:#f7f7f7;padding:1rem;overflow:auto;font-size:.85rem}.note{color:#555;font-size:.9rem}\
 .charts{display:flex;flex-wrap:wrap;gap:1rem}.charts>figure{margin:0}figcaption{font-size:.85rem;color:#555}\
-ul.quality li{margin:.2rem 0}";
+ul.quality li{margin:.2rem 0}svg{max-width:100%;height:auto}";
 
 /// Sorts a table by the clicked column (numbers numerically, text otherwise).
 const SCRIPT: &str = "document.querySelectorAll('table.sortable th').forEach(function(th,i){th.title='sort';th.addEventListener('click',function(){\
 var t=th.closest('table'),b=t.tBodies[0],rows=Array.from(b.rows),asc=th.dataset.asc!=='1';th.dataset.asc=asc?'1':'0';\
 rows.sort(function(x,y){var a=x.cells[i].dataset.v||x.cells[i].textContent,c=y.cells[i].dataset.v||y.cells[i].textContent,p=parseFloat(a),q=parseFloat(c);\
-var r=(!isNaN(p)&&!isNaN(q))?p-q:a.localeCompare(c);return asc?r:-r});rows.forEach(function(r){b.appendChild(r)})})});";
+var r=(!isNaN(p)&&!isNaN(q))?p-q:a.localeCompare(c);return asc?r:-r});rows.forEach(function(r){b.appendChild(r)})})});console.log('isolab-report: ready');";
 
 fn verdict_class(v: Option<Verdict>) -> &'static str {
     match v {

@@ -184,6 +184,12 @@ fn median_ci_text(m: f64, ci: Option<isolab_stats::Interval>) -> String {
     }
 }
 
+/// A signed percentage with one decimal, never "-0.0".
+fn signed_pct(v: f64) -> String {
+    let v = if (v * 10.0).round() == 0.0 { 0.0 } else { v };
+    format!("{v:+.1}")
+}
+
 /// A benchstat-like table of a comparison, then the seed-000 regression histogram.
 pub fn comparison_table(c: &crate::compare::Comparison, color: bool) -> String {
     use isolab_stats::Verdict;
@@ -227,12 +233,12 @@ pub fn comparison_table(c: &crate::compare::Comparison, color: bool) -> String {
         row.push(median_ci_text(p.median_b, p.median_b_ci));
         row.push(match (p.change, p.change_ci) {
             (Some(ch), Some(ci)) => format!(
-                "{:+.1}% [{:+.1}, {:+.1}]",
-                ch * 100.0,
-                ci.low * 100.0,
-                ci.high * 100.0
+                "{}% [{}, {}]",
+                signed_pct(ch * 100.0),
+                signed_pct(ci.low * 100.0),
+                signed_pct(ci.high * 100.0)
             ),
-            (Some(ch), None) => format!("{:+.1}%", ch * 100.0),
+            (Some(ch), None) => format!("{}%", signed_pct(ch * 100.0)),
             _ => "-".into(),
         });
         row.push(match (p.ratio, p.ratio_ci) {
@@ -282,12 +288,12 @@ pub fn histogram_text(h: &isolab_stats::Histogram) -> String {
         h.percentiles
             .iter()
             .find(|(p, _)| *p == q)
-            .map_or("-".to_owned(), |(_, v)| format!("{v:+.1}%"))
+            .map_or("-".to_owned(), |(_, v)| format!("{}%", signed_pct(*v)))
     };
     let mut out = format!(
-        "regression histogram (seed 000; positive = B worse): {} points, mean {:+.1}%, p5 {}, p25 {}, p50 {}, p75 {}, p95 {}\n",
+        "regression histogram (seed 000; positive = B worse): {} points, mean {}%, p5 {}, p25 {}, p50 {}, p75 {}, p95 {}\n",
         h.n,
-        h.mean,
+        signed_pct(h.mean),
         pct(5.0),
         pct(25.0),
         pct(50.0),

@@ -5,6 +5,7 @@
 //! missing (`apt-get install -y chromium`). Set `ISOLAB_PLOTS_SCREENSHOT=/some/file.png` to keep the
 //! screenshot.
 
+mod experiment;
 mod fixtures;
 
 use std::fs;
@@ -52,8 +53,10 @@ fn page() -> String {
     )
 }
 
-#[test]
-fn charts_render_in_headless_chromium() {
+/// Renders `page` in headless Chromium; `None` (with a printed reason) when Chromium is
+/// missing. Returns Chromium's log and the screenshot's path, after asserting that the
+/// page logged no console error and the screenshot is not trivial.
+fn render(page: &str, window: &str, dir: &Path) -> Option<(String, std::path::PathBuf)> {
     let chromium = std::env::var_os("ISOLAB_CHROMIUM")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| CHROMIUM.into());
@@ -62,13 +65,12 @@ fn charts_render_in_headless_chromium() {
             "SKIPPED: {} is missing; install it with `apt-get install -y chromium`",
             chromium.display()
         );
-        return;
+        return None;
     }
-    let dir = tempfile::tempdir().expect("temp dir");
     let profile = tempfile::tempdir().expect("temp profile dir");
-    let html = dir.path().join("plots.html");
-    let shot = dir.path().join("shot.png");
-    fs::write(&html, page()).expect("write page");
+    let html = dir.join("page.html");
+    let shot = dir.join("shot.png");
+    fs::write(&html, page).expect("write page");
 
     let mut child = Command::new(&chromium)
         .args([
@@ -86,7 +88,7 @@ fn charts_render_in_headless_chromium() {
         .arg(format!("--user-data-dir={}", profile.path().display()))
         .args(["--enable-logging=stderr", "--v=0"])
         .arg(format!("--screenshot={}", shot.display()))
-        .arg("--window-size=1280,2000")
+        .arg(format!("--window-size={window}"))
         .arg(format!("file://{}", html.display()))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -125,21 +127,52 @@ fn charts_render_in_headless_chromium() {
         console_errors.join("\n")
     );
     assert!(status.success(), "chromium failed ({status}):\n{log}");
+    let size = fs::metadata(&shot)
+        .unwrap_or_else(|e| panic!("no screenshot at {}: {e}\n{log}", shot.display()))
+        .len();
+    assert!(size > 10 * 1024, "screenshot is only {size} bytes");
+    Some((log, shot))
+}
+
+#[test]
+fn charts_render_in_headless_chromium() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let Some((log, shot)) = render(&page(), "1280,2000", dir.path()) else {
+        return;
+    };
     // The page's script ran and its console output reached us, so errors would have too.
     assert!(
         log.lines()
             .any(|l| l.contains("CONSOLE") && l.contains("isolab-plots: 5 charts rendered")),
         "the page's console message is missing from Chromium's log:\n{log}"
     );
-    let size = fs::metadata(&shot)
-        .unwrap_or_else(|e| panic!("no screenshot at {}: {e}\n{log}", shot.display()))
-        .len();
-    assert!(size > 10 * 1024, "screenshot is only {size} bytes");
     if let Some(keep) = std::env::var_os("ISOLAB_PLOTS_SCREENSHOT") {
         fs::copy(&shot, &keep).expect("copy screenshot");
-        eprintln!(
-            "screenshot ({size} bytes) copied to {}",
-            Path::new(&keep).display()
-        );
+        eprintln!("screenshot copied to {}", Path::new(&keep).display());
+    }
+}
+
+#[test]
+fn the_report_renders_in_headless_chromium() {
+    let (_store, data) = experiment::experiment();
+    let analysis = isolab_report::analyse(
+        &data,
+        experiment::options(&data),
+        &isolab_report::compare::CompareOptions::default(),
+    );
+    let page = isolab_report::html::html(&data, &analysis);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let Some((log, shot)) = render(&page, "1400,5000", dir.path()) else {
+        return;
+    };
+    // The report's own script ran (it logs once it has wired up the sortable tables).
+    assert!(
+        log.lines()
+            .any(|l| l.contains("CONSOLE") && l.contains("isolab-report: ready")),
+        "the report's console message is missing:\n{log}"
+    );
+    if let Some(keep) = std::env::var_os("ISOLAB_REPORT_SCREENSHOT") {
+        fs::copy(&shot, &keep).expect("copy screenshot");
+        eprintln!("screenshot copied to {}", Path::new(&keep).display());
     }
 }

@@ -1,0 +1,143 @@
+//! A synthetic stored experiment with deterministic values: 2 shapes × 3 placements
+//! × 2 workloads, 8 counted runs per cell, a warm-up and one time series per run.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use isolab_report::ExperimentData;
+use isolab_stats::Direction;
+use isolab_store::{
+    ExperimentStatus, MetricValue, NewCell, NewExperiment, NewRun, RunStatus, Series, Store,
+};
+
+pub const SPEC: &str = "[experiment]\nname = \"synthetic\"\nbaseline = { placement = \"shared\" }\n[matrix]\nshape = [\"medium\", \"large\"]\nplacement = [\"shared\", \"quota\", \"pinned\"]\nworkload = [\"sysbench-cpu\", \"fio-randread\"]\n";
+
+pub fn experiment() -> (Store, ExperimentData) {
+    let mut store = Store::open_in_memory().unwrap();
+    let mut cells = Vec::new();
+    for shape in ["medium", "large"] {
+        for placement in ["shared", "quota", "pinned"] {
+            for workload in ["sysbench-cpu", "fio-randread"] {
+                let levels = vec![
+                    ("shape".to_string(), shape.to_string()),
+                    ("placement".to_string(), placement.to_string()),
+                    ("workload".to_string(), workload.to_string()),
+                ];
+                let key = levels
+                    .iter()
+                    .map(|(f, l)| format!("{f}={l}"))
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                cells.push(NewCell {
+                    index: cells.len() as u32,
+                    key,
+                    levels,
+                });
+            }
+        }
+    }
+    let id = store
+        .create_experiment(&NewExperiment {
+            name: "synthetic".into(),
+            spec_toml: SPEC.into(),
+            spec_path: Some("synthetic.toml".into()),
+            seed: 42,
+            isolab_version: "test".into(),
+            created_at: UNIX_EPOCH + Duration::from_secs(1_800_000_000),
+            cells: cells.clone(),
+            environment: vec![
+                ("kernel".into(), "6.18-test".into()),
+                ("cpu_model".into(), "Synthetic CPU".into()),
+            ],
+        })
+        .unwrap();
+    let stored = store.cells(id).unwrap();
+    for (i, cell) in stored.iter().enumerate() {
+        let placement = &cells[i].levels[1].1;
+        let workload = &cells[i].levels[2].1;
+        // quota costs 10% on sysbench-cpu, pinned gains 5% on fio; the rest is noise.
+        let base = if workload == "sysbench-cpu" {
+            1000.0
+        } else {
+            20000.0
+        };
+        let factor = match (placement.as_str(), workload.as_str()) {
+            ("quota", "sysbench-cpu") => 0.90,
+            ("pinned", "fio-randread") => 1.05,
+            _ => 1.0,
+        };
+        let (name, unit) = if workload == "sysbench-cpu" {
+            ("events_per_second", "events/s")
+        } else {
+            ("iops", "IOPS")
+        };
+        for rep in 0..9u32 {
+            let jitter =
+                [0.0, 0.004, -0.003, 0.002, -0.001, 0.003, -0.004, 0.001, 0.0][rep as usize];
+            let value = base * factor * (1.0 + jitter);
+            store
+                .insert_run(&NewRun {
+                    cell: cell.id,
+                    repetition: if rep == 0 { 1 } else { rep },
+                    warmup: rep == 0,
+                    round: rep,
+                    status: RunStatus::Ok,
+                    exit_code: Some(0),
+                    started_at: SystemTime::UNIX_EPOCH,
+                    wall: Duration::from_secs(4),
+                    stdout: String::new(),
+                    stderr: String::new(),
+                    error: None,
+                    limits: if placement == "quota" {
+                        serde_json::json!({ "summary": "quota limits", "applied": { "cpu": { "quota": { "secs": 0, "nanos": 100_000_000 }, "period": { "secs": 0, "nanos": 100_000_000 } } } })
+                    } else {
+                        serde_json::json!({ "summary": format!("{placement} limits"), "applied": { "cpu": null } })
+                    },
+                    metrics: vec![MetricValue { name: name.into(), unit: unit.into(), direction: Direction::Higher, value }],
+                    telemetry: vec![("nr_throttled".into(), if placement == "quota" { 12.0 } else { 0.0 }), ("cpu_migrations".into(), 3.0)],
+                    series: vec![
+                        Series { name: "cpu0_util".into(), unit: "%".into(), points: (0..40).map(|t| (t as f64 / 10.0, 90.0 + (t % 5) as f64)).collect() },
+                        Series { name: "cpu1_util".into(), unit: "%".into(), points: (0..40).map(|t| (t as f64 / 10.0, 5.0 + (t % 3) as f64)).collect() },
+                    ],
+                    notes: vec![],
+                })
+                .unwrap();
+        }
+        store
+            .set_stop_reason(
+                cell.id,
+                "stable: CV of the metric 0.30% ≤ target 5.00% after 8 runs",
+            )
+            .unwrap();
+    }
+    store
+        .set_status(
+            id,
+            ExperimentStatus::Complete,
+            UNIX_EPOCH + Duration::from_secs(1_800_000_100),
+        )
+        .unwrap();
+    let data = ExperimentData::load(&store, id).unwrap();
+    (store, data)
+}
+
+/// Baseline placement=shared, primary metrics as the built-ins have them.
+pub fn options(data: &ExperimentData) -> isolab_report::SummaryOptions {
+    isolab_report::SummaryOptions {
+        baseline: vec![("placement".into(), "shared".into())],
+        primary: data
+            .cells
+            .iter()
+            .map(|c| {
+                (
+                    c.index,
+                    if c.key.contains("sysbench") {
+                        "events_per_second".to_string()
+                    } else {
+                        "iops".to_string()
+                    },
+                )
+            })
+            .collect(),
+        all_metrics: false,
+    }
+}
