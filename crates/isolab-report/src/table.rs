@@ -87,37 +87,51 @@ pub fn num(v: f64) -> String {
     }
 }
 
-/// The summary table of an experiment: one row per cell and metric.
-pub fn summary_table(rows: &[MetricRow], factors: &[String], color: bool) -> String {
+/// A table whose first columns are the factors (left-aligned), then `columns`
+/// (title, right-aligned).
+fn factor_table(factors: &[String], columns: &[(&str, bool)]) -> Table {
     let mut header: Vec<String> = factors.to_vec();
     let mut right = vec![false; factors.len()];
-    for (h, r) in [
-        ("metric", false),
-        ("n", true),
-        ("mean", true),
-        ("±95% CI", true),
-        ("CV", true),
-        ("vs baseline", true),
-        ("throttled", true),
-        ("migr.", true),
-        ("limits (read back)", false),
-        ("stop", false),
-    ] {
-        header.push(h.into());
-        right.push(r);
+    for (h, r) in columns {
+        header.push((*h).into());
+        right.push(*r);
     }
-    let mut t = Table::new(header, right);
+    Table::new(header, right)
+}
+
+/// The level of each factor in `levels`, blank where it has none.
+fn factor_cells(factors: &[String], levels: &[(String, String)]) -> Vec<String> {
+    factors
+        .iter()
+        .map(|f| {
+            levels
+                .iter()
+                .find(|(ff, _)| ff == f)
+                .map(|(_, l)| l.clone())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+/// The summary table of an experiment: one row per cell and metric.
+pub fn summary_table(rows: &[MetricRow], factors: &[String], color: bool) -> String {
+    let mut t = factor_table(
+        factors,
+        &[
+            ("metric", false),
+            ("n", true),
+            ("mean", true),
+            ("±95% CI", true),
+            ("CV", true),
+            ("vs baseline", true),
+            ("throttled", true),
+            ("migr.", true),
+            ("limits (read back)", false),
+            ("stop", false),
+        ],
+    );
     for r in rows {
-        let mut row: Vec<String> = factors
-            .iter()
-            .map(|f| {
-                r.levels
-                    .iter()
-                    .find(|(ff, _)| ff == f)
-                    .map(|(_, l)| l.clone())
-                    .unwrap_or_default()
-            })
-            .collect();
+        let mut row = factor_cells(factors, &r.levels);
         row.push(if r.unit.is_empty() {
             r.metric.clone()
         } else {
@@ -201,33 +215,21 @@ pub fn comparison_table(c: &crate::compare::Comparison, color: bool) -> String {
             }
         }
     }
-    let mut header = factors.clone();
-    let mut right = vec![false; factors.len()];
-    for (h, r) in [
-        ("metric", false),
-        ("A median", true),
-        ("B median", true),
-        ("change [95% CI]", true),
-        ("ratio [95% CI]", true),
-        ("p", true),
-        ("q (BH)", true),
-        ("verdict", false),
-    ] {
-        header.push(h.into());
-        right.push(r);
-    }
-    let mut t = Table::new(header, right);
+    let mut t = factor_table(
+        &factors,
+        &[
+            ("metric", false),
+            ("A median", true),
+            ("B median", true),
+            ("change [95% CI]", true),
+            ("ratio [95% CI]", true),
+            ("p", true),
+            ("q (BH)", true),
+            ("verdict", false),
+        ],
+    );
     for p in &c.points {
-        let mut row: Vec<String> = factors
-            .iter()
-            .map(|f| {
-                p.levels
-                    .iter()
-                    .find(|(ff, _)| ff == f)
-                    .map(|(_, l)| l.clone())
-                    .unwrap_or_default()
-            })
-            .collect();
+        let mut row = factor_cells(&factors, &p.levels);
         row.push(format!("{} ({})", p.metric, p.unit));
         row.push(median_ci_text(p.median_a, p.median_a_ci));
         row.push(median_ci_text(p.median_b, p.median_b_ci));
