@@ -11,9 +11,13 @@ need_root() {
     fi
 }
 
-# Debian packages: the benchmark tools the built-in workloads run, what the build of
-# the bundled SQLite needs, and Chromium, in which the tests open the HTML report.
-PACKAGES=(sysbench fio stress-ng iperf3 build-essential pkg-config ca-certificates chromium)
+# Debian packages: the benchmark tools the built-in workloads run; what the build of
+# the bundled SQLite needs; Chromium, in which the tests open the HTML report; and what
+# the container runtime and images use: busybox-static (test images), mmdebstrap (the
+# bench image), e2fsprogs (ext4 images), Debian's CNI plugins and iptables (bridge
+# networking), runc and crun (the same OCI bundle on other runtimes).
+PACKAGES=(sysbench fio stress-ng iperf3 build-essential pkg-config ca-certificates chromium
+    busybox-static mmdebstrap e2fsprogs containernetworking-plugins iptables runc crun)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -48,10 +48,15 @@ pub enum Command {
     /// design (every cell twice, interleaved), then report per workload the CV, the
     /// false positives among A/A points, and the runs needed to detect an effect.
     Calibrate(CalibrateArgs),
+    /// Build root filesystems for containers (busybox for tests, a Debian root with the
+    /// benchmark tools) and pack them for every engine (ext4 image, tar, OCI bundle).
+    #[command(subcommand)]
+    Image(ImageCommand),
     /// Print the environment isolab captures with every experiment.
     Env(JsonArgs),
-    /// Remove cgroups, processes and working directories left by a killed `isolab run`.
-    /// Idempotent; leaves those of live experiments alone.
+    /// Remove cgroups, processes and working directories left by a killed `isolab run`,
+    /// and what killed `isolab-runtime` containers left (cgroups, loop devices,
+    /// networks, state under /run/isolab). Idempotent; leaves live ones alone.
     Gc(GcArgs),
 }
 
@@ -207,6 +212,50 @@ pub struct CalibrateArgs {
     pub workdir: PathBuf,
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ImageCommand {
+    /// Build a root filesystem into DIR: `busybox` (from Debian's busybox-static, for
+    /// tests) or `bench` (Debian bookworm through mmdebstrap, with sysbench, fio,
+    /// stress-ng and iperf3).
+    Build {
+        /// Which image.
+        #[arg(value_enum)]
+        kind: ImageKind,
+        /// Where to build it (created; must not exist unless --force).
+        dir: PathBuf,
+        /// Replace an existing image in DIR (only once the new one is complete).
+        #[arg(long)]
+        force: bool,
+    },
+    /// Pack the root filesystem in DIR: an ext4 image file (for isolab-runtime and
+    /// VMs), a tar (for docker/podman import) or an OCI bundle (for runc/crun).
+    Pack {
+        /// The image directory.
+        dir: PathBuf,
+        /// Target format.
+        #[arg(long, value_enum)]
+        to: PackFormat,
+        /// Output file (ext4, tar) or bundle directory (oci).
+        output: PathBuf,
+        /// Size of the ext4 image in bytes (default: used size × 1.3 + 64 MiB).
+        #[arg(long)]
+        size: Option<u64>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ImageKind {
+    Busybox,
+    Bench,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum PackFormat {
+    Ext4,
+    Tar,
+    Oci,
 }
 
 #[derive(Debug, clap::Args)]

@@ -295,13 +295,17 @@ impl Platform for HostPlatform {
         let h = &self.config.hierarchy;
         let mut removed = Vec::new();
         for rel in isolab_cgroups::list_below(h, &self.config.cgroup_base)? {
-            if let Some(pid) = owner_pid(&rel, &self.config.cgroup_base) {
-                if pid != std::process::id()
-                    && child_alive(pid as libc::pid_t)
-                    && is_isolab(&self.config.proc_root, pid)
-                {
-                    continue; // a live experiment owns it
-                }
+            // Only cgroups of experiment runs (`exp<ID>-pid<PID>/…`, `preflight-pid<PID>`)
+            // are ours to collect; containers of isolab-runtime (`rt-<id>`) belong to
+            // `isolab-runtime gc`, which knows their loop devices and networks.
+            let Some(pid) = owner_pid(&rel, &self.config.cgroup_base) else {
+                continue;
+            };
+            if pid != std::process::id()
+                && child_alive(pid as libc::pid_t)
+                && is_isolab(&self.config.proc_root, pid)
+            {
+                continue; // a live experiment owns it
             }
             let cgroup = Cgroup::open(h, &rel)?;
             let pids = cgroup.pids().unwrap_or_default();

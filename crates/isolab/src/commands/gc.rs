@@ -8,8 +8,12 @@ use crate::cli::GcArgs;
 use crate::host;
 
 pub fn gc(args: GcArgs) -> Result<Exit> {
-    let platform = host::platform(host::hierarchy()?);
-    let mut removed = platform.gc()?;
+    let hierarchy = host::hierarchy()?;
+    // Containers of isolab-runtime killed with their runtime: cgroups, loop devices,
+    // networks and state files under /run/isolab.
+    let mut removed = isolab_runtime::gc(std::path::Path::new("/run/isolab"), &hierarchy)?;
+    let platform = host::platform(hierarchy);
+    removed.extend(platform.gc()?);
     removed.extend(isolab_lab::runner::gc_workdirs(&args.workdir)?);
     if removed.is_empty() {
         println!("nothing to remove");

@@ -6,6 +6,7 @@ mod compare;
 mod env;
 mod export;
 mod gc;
+mod image;
 mod list;
 mod report;
 mod run;
@@ -43,6 +44,7 @@ pub fn dispatch(cli: Cli) -> Result<Exit> {
         Command::Report(args) => report::report(&db, args),
         Command::Compare(args) => compare::compare(&db, args),
         Command::Calibrate(args) => calibrate::calibrate(&db, args),
+        Command::Image(args) => image::image(args),
         Command::Env(args) => env::env(args),
         Command::Gc(args) => gc::gc(args),
     }

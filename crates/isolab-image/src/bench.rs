@@ -1,0 +1,178 @@
+//! The bench root: Debian bookworm built by mmdebstrap from Debian's packages, with the tools the
+//! workloads run (sysbench, fio, stress-ng, iperf3), from the same mirror the host uses, so the
+//! tool versions inside equal those on the host.
+
+use crate::error::ImageError;
+use crate::manifest::{Image, ImageKind, Manifest};
+use crate::skeleton::{self, Staging};
+use crate::tool::{ToolCommand, ToolRunner};
+use crate::{apt, dpkg, BuildOptions, HostPaths};
+
+/// The Debian suite of the bench image.
+pub const BENCH_SUITE: &str = "bookworm";
+
+/// Packages installed on top of mmdebstrap's `apt` variant (essential packages plus apt): exactly
+/// what the built-in workloads run.
+pub const BENCH_PACKAGES: &[&str] = &["sysbench", "fio", "stress-ng", "iperf3"];
+
+/// Documentation and translations are not installed (copyright files are kept).
+const DPKG_OPTS: &[&str] = &[
+    "path-exclude=/usr/share/man/*",
+    "path-exclude=/usr/share/info/*",
+    "path-exclude=/usr/share/locale/*",
+    "path-exclude=/usr/share/doc/*",
+    "path-include=/usr/share/doc/*/copyright",
+];
+
+/// The mmdebstrap invocation that builds into `target` from `mirrors`.
+pub(crate) fn mmdebstrap_command(target: &std::path::Path, mirrors: &[String]) -> ToolCommand {
+    let mut c = ToolCommand::new("mmdebstrap", "mmdebstrap")
+        .arg("--variant=apt")
+        .arg("--format=directory")
+        .arg("--components=main")
+        .arg(format!("--include={}", BENCH_PACKAGES.join(",")))
+        .arg("--aptopt=Acquire::Languages \"none\"");
+    for o in DPKG_OPTS {
+        c = c.arg(format!("--dpkgopt={o}"));
+    }
+    c = c.arg(BENCH_SUITE).arg(target);
+    for m in mirrors {
+        c = c.arg(m);
+    }
+    c
+}
+
+/// Build the bench root at `opts.dir`: mirrors from `host.apt_dir`, mmdebstrap through `tools`,
+/// package versions read from the new root's `var/lib/dpkg/status`.
+pub fn build_bench_with(
+    opts: &BuildOptions,
+    host: &HostPaths,
+    tools: &dyn ToolRunner,
+) -> Result<Image, ImageError> {
+    let mirrors = apt::mirror_lines(&host.apt_dir, BENCH_SUITE)?;
+    let staging = Staging::new(&opts.dir, opts.force)?;
+    let root = staging.path();
+    tools.run(&mmdebstrap_command(root, &mirrors))?;
+
+    skeleton::make_root_dirs(root)?;
+    skeleton::write_identity(root)?;
+
+    let mut manifest = Manifest::new(ImageKind::Bench);
+    manifest.suite = Some(BENCH_SUITE.into());
+    manifest.mirrors = mirrors;
+    manifest.tools = dpkg::installed_package(&host.dpkg_status, "mmdebstrap")
+        .into_iter()
+        .collect();
+    manifest.sources = dpkg::installed_packages(&root.join("var/lib/dpkg/status"))?;
+    manifest.save(root)?;
+    let dir = staging.commit()?;
+    Ok(Image {
+        dir,
+        kind: ImageKind::Bench,
+        manifest,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool::ToolOutput;
+    use std::cell::RefCell;
+    use std::path::PathBuf;
+
+    /// Plays mmdebstrap: writes a tiny dpkg status into the target.
+    struct FakeMmdebstrap(RefCell<Vec<ToolCommand>>);
+    impl ToolRunner for FakeMmdebstrap {
+        fn run(&self, cmd: &ToolCommand) -> Result<ToolOutput, ImageError> {
+            self.0.borrow_mut().push(cmd.clone());
+            let target = PathBuf::from(&cmd.args[cmd.args.len() - 4]);
+            std::fs::create_dir_all(target.join("var/lib/dpkg")).unwrap();
+            std::fs::create_dir_all(target.join("etc")).unwrap();
+            std::fs::write(target.join("etc/hostname"), "buildhost\n").unwrap();
+            std::fs::write(
+                target.join("var/lib/dpkg/status"),
+                "Package: sysbench\nStatus: install ok installed\nVersion: 1.0.20\n\nPackage: fio\nStatus: install ok installed\nVersion: 3.33\n",
+            )
+            .unwrap();
+            Ok(ToolOutput::default())
+        }
+    }
+
+    fn fake_host(d: &std::path::Path) -> HostPaths {
+        let apt = d.join("apt");
+        std::fs::create_dir_all(&apt).unwrap();
+        std::fs::write(
+            apt.join("sources.list"),
+            "deb http://m/debian bookworm main\ndeb http://m/debian bookworm-updates main\ndeb http://m/security bookworm-security main\n",
+        )
+        .unwrap();
+        HostPaths {
+            busybox: d.join("busybox"),
+            dpkg_status: d.join("status"),
+            apt_dir: apt,
+        }
+    }
+
+    #[test]
+    fn command_and_manifest() {
+        let d = tempfile::tempdir().unwrap();
+        let host = fake_host(d.path());
+        std::fs::write(
+            &host.dpkg_status,
+            "Package: mmdebstrap\nStatus: install ok installed\nVersion: 1.3.5-7\n",
+        )
+        .unwrap();
+        let runner = FakeMmdebstrap(RefCell::new(Vec::new()));
+        let dir = d.path().join("bench");
+        let img = build_bench_with(
+            &BuildOptions {
+                dir: dir.clone(),
+                force: false,
+            },
+            &host,
+            &runner,
+        )
+        .unwrap();
+        let cmds = runner.0.borrow();
+        let line = cmds[0].display();
+        assert!(line.starts_with("mmdebstrap --variant=apt --format=directory --components=main --include=sysbench,fio,stress-ng,iperf3 "), "{line}");
+        assert!(line.ends_with("'deb http://m/debian bookworm main' 'deb http://m/debian bookworm-updates main' 'deb http://m/security bookworm-security main'"), "{line}");
+        let names: Vec<&str> = img
+            .manifest
+            .sources
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect();
+        assert_eq!(names, ["fio", "sysbench"]);
+        assert_eq!(img.manifest.tools[0].version, "1.3.5-7");
+        assert_eq!(img.manifest.suite.as_deref(), Some("bookworm"));
+        assert_eq!(img.manifest.mirrors.len(), 3);
+        assert_eq!(
+            std::fs::read_to_string(dir.join("etc/hostname")).unwrap(),
+            "isolab\n"
+        );
+        assert!(dir.join("tmp").is_dir() && dir.join("proc").is_dir());
+    }
+
+    #[test]
+    fn no_mirror_fails_before_creating_anything() {
+        let d = tempfile::tempdir().unwrap();
+        let host = HostPaths {
+            apt_dir: d.path().join("empty-apt"),
+            ..fake_host(d.path())
+        };
+        let runner = FakeMmdebstrap(RefCell::new(Vec::new()));
+        let err = build_bench_with(
+            &BuildOptions {
+                dir: d.path().join("bench"),
+                force: false,
+            },
+            &host,
+            &runner,
+        )
+        .unwrap_err();
+        assert!(matches!(err, ImageError::NoMirror { .. }), "{err}");
+        assert!(runner.0.borrow().is_empty());
+        assert!(!d.path().join("bench").exists());
+    }
+}

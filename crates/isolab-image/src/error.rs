@@ -1,0 +1,170 @@
+//! The one error type of the crate: every variant names the path or tool involved and what to do.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong while building or packing an image.
+#[derive(Debug, thiserror::Error)]
+pub enum ImageError {
+    /// A file-system operation failed on a path.
+    #[error("cannot {op} {path}: {source}")]
+    Io {
+        /// What was being done ("create directory", "read", …).
+        op: &'static str,
+        /// The path it was done on.
+        path: PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// An external tool is not installed.
+    #[error("{tool} not found in PATH, /usr/sbin or /sbin: apt-get install {package}")]
+    ToolMissing {
+        /// The program name.
+        tool: String,
+        /// The Debian package that provides it.
+        package: String,
+    },
+    /// An external tool could not be started.
+    #[error("cannot start {tool} ({path}): {source}")]
+    ToolSpawn {
+        /// The program name.
+        tool: String,
+        /// The resolved program path.
+        path: PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// An external tool ran and failed.
+    #[error("{command} failed ({status}); its last output lines:\n{stderr}")]
+    ToolFailed {
+        /// The command line, quoted for display.
+        command: String,
+        /// Exit status as text ("exit status 1", "killed by signal 9").
+        status: String,
+        /// The last lines of its standard error (or output).
+        stderr: String,
+    },
+    /// A host file the build reads from does not exist.
+    #[error("{path} not found: apt-get install {package}")]
+    SourceMissing {
+        /// The missing file.
+        path: PathBuf,
+        /// The Debian package that provides it.
+        package: String,
+    },
+    /// The build target exists and replacing it was not asked for.
+    #[error("{path} already exists and is not empty: remove it or build with force (--force) to replace it")]
+    TargetExists {
+        /// The existing directory.
+        path: PathBuf,
+    },
+    /// A pack target (OCI bundle) exists and is not empty.
+    #[error(
+        "{path} already exists and is not empty: remove it or choose another bundle directory"
+    )]
+    BundleExists {
+        /// The existing bundle directory.
+        path: PathBuf,
+    },
+    /// The directory has no readable image manifest.
+    #[error("{path} is not an isolab image (no {file}): build it with `isolab image build busybox|bench DIR`")]
+    NotAnImage {
+        /// The directory that was expected to hold an image.
+        path: PathBuf,
+        /// The manifest file name that is missing.
+        file: &'static str,
+    },
+    /// The image manifest could not be parsed or written.
+    #[error("invalid image manifest {path}: {source}; rebuild the image")]
+    Manifest {
+        /// The manifest file.
+        path: PathBuf,
+        /// The JSON error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The host's apt sources name no Debian mirror usable for the bench image.
+    #[error("no Debian {suite} mirror with component main in {path}: add one (e.g. `deb http://deb.debian.org/debian {suite} main`) to the apt sources")]
+    NoMirror {
+        /// The apt configuration directory that was searched.
+        path: PathBuf,
+        /// The suite that was looked for.
+        suite: String,
+    },
+    /// The OCI runtime configuration could not be built or written.
+    #[error("cannot write OCI runtime config {path}: {source}")]
+    OciSpec {
+        /// The config.json path.
+        path: PathBuf,
+        /// The oci-spec error.
+        #[source]
+        source: oci_spec::OciSpecError,
+    },
+    /// The requested ext4 size cannot hold the tree.
+    #[error("ext4 size {size} bytes for {path} is smaller than the {needed} bytes the tree needs: pass a larger size or none for the default")]
+    Ext4TooSmall {
+        /// The image file.
+        path: PathBuf,
+        /// The requested size in bytes.
+        size: u64,
+        /// The minimum size in bytes.
+        needed: u64,
+    },
+    /// A path inside the tree cannot be stored in the target format.
+    #[error("cannot store {path} in {format}: {reason}")]
+    Unstorable {
+        /// The offending path.
+        path: PathBuf,
+        /// "tar", "ext4", …
+        format: &'static str,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl ImageError {
+    /// Shorthand for [`ImageError::Io`].
+    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Self::Io {
+            op,
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+/// Attach an operation and a path to `std::io::Result`s.
+pub(crate) trait IoContext<T> {
+    /// Map the error to [`ImageError::Io`].
+    fn ctx(self, op: &'static str, path: impl Into<PathBuf>) -> Result<T, ImageError>;
+}
+
+impl<T> IoContext<T> for std::io::Result<T> {
+    fn ctx(self, op: &'static str, path: impl Into<PathBuf>) -> Result<T, ImageError> {
+        self.map_err(|e| ImageError::io(op, path, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_name_path_and_remedy() {
+        let e = ImageError::ToolMissing {
+            tool: "mkfs.ext4".into(),
+            package: "e2fsprogs".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "mkfs.ext4 not found in PATH, /usr/sbin or /sbin: apt-get install e2fsprogs"
+        );
+        let e = ImageError::io(
+            "read",
+            "/x/y",
+            std::io::Error::from_raw_os_error(libc::ENOENT),
+        );
+        assert!(e.to_string().starts_with("cannot read /x/y: "));
+    }
+}

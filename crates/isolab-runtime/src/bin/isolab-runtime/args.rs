@@ -1,0 +1,400 @@
+//! Command-line flags, their validation into a [`ContainerConfig`], and the
+//! subcommands.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use isolab_cgroups::{Bytes, CpuQuota, DeviceNumber, Hierarchy, IdSet, IoThrottle};
+use isolab_runtime::security::{SeccompChoice, SecurityConfig};
+use isolab_runtime::{
+    backing_device, default_security, oci, trace_json, ContainerConfig, NetworkChoice, PortMapping,
+    Rootfs,
+};
+
+/// isolab's container runtime.
+#[derive(Debug, Parser)]
+#[command(name = "isolab-runtime", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a command in a new container and exit with its status.
+    Run {
+        #[command(flatten)]
+        container: ContainerArgs,
+        /// Run an OCI bundle (DIR/config.json with its rootfs) instead of ROOTFS -- CMD.
+        #[arg(long, value_name = "DIR", conflicts_with_all = ["rootfs", "command"])]
+        bundle: Option<PathBuf>,
+    },
+    /// Print the OCI runtime spec (config.json) of a configuration.
+    Spec {
+        #[command(flatten)]
+        container: ContainerArgs,
+    },
+    /// Remove cgroups, loop devices, directories and state files left by killed runtimes.
+    Gc {
+        /// State directory.
+        #[arg(long, default_value = isolab_runtime::config::DEFAULT_STATE_DIR)]
+        state_dir: PathBuf,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum RootfsType {
+    Dir,
+    Overlay,
+    Ext4,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum NetworkMode {
+    None,
+    Host,
+    Bridge,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum SeccompMode {
+    Default,
+    Unconfined,
+}
+
+#[derive(Debug, Args)]
+struct ContainerArgs {
+    /// Container id (default: generated).
+    #[arg(long)]
+    id: Option<String>,
+    /// Hostname (default: the id).
+    #[arg(long)]
+    hostname: Option<String>,
+    /// Kind of ROOTFS: a directory, the lower directory of an overlay, an ext4 image.
+    #[arg(long, value_enum, default_value = "dir")]
+    rootfs_type: RootfsType,
+    /// Mount the root read-only (dir, ext4).
+    #[arg(long)]
+    readonly: bool,
+    /// Keep the overlay's upper layer in DIR (default: a throw-away tmpfs).
+    #[arg(long, value_name = "DIR")]
+    upper: Option<PathBuf>,
+    /// CPU quota in cpus (e.g. 0.5), over a 100 ms period.
+    #[arg(long)]
+    cpus: Option<f64>,
+    /// Cpus the container may run on (e.g. 0-1,3).
+    #[arg(long, value_name = "LIST")]
+    cpuset: Option<String>,
+    /// Memory limit (bytes, or 512M, 1G).
+    #[arg(long)]
+    memory: Option<String>,
+    /// Memory plus swap limit (cgroup v1 semantics; equal to --memory = no swap).
+    #[arg(long)]
+    memory_swap: Option<String>,
+    /// Maximum number of tasks.
+    #[arg(long)]
+    pids: Option<u64>,
+    /// Read bandwidth limit, `RATE` (on the disk holding ROOTFS) or `DEV=RATE`
+    /// (DEV = /dev/NAME or MAJOR:MINOR); RATE in bytes/s (10M = 10 MiB/s).
+    #[arg(long, value_name = "[DEV=]RATE")]
+    io_read_bps: Vec<String>,
+    /// Write bandwidth limit, as --io-read-bps.
+    #[arg(long, value_name = "[DEV=]RATE")]
+    io_write_bps: Vec<String>,
+    /// Network: none (loopback only), host, bridge.
+    #[arg(long, value_enum, default_value = "none")]
+    network: NetworkMode,
+    /// Publish a port, HOST:CONTAINER (bridge network).
+    #[arg(long, value_name = "HOST:CONTAINER")]
+    publish: Vec<String>,
+    /// Run in a new user namespace (container root = host uid 100000).
+    #[arg(long)]
+    userns: bool,
+    /// Add a capability to Docker's default set (NET_ADMIN, ALL).
+    #[arg(long)]
+    cap_add: Vec<String>,
+    /// Drop a capability from the default set.
+    #[arg(long)]
+    cap_drop: Vec<String>,
+    /// Every capability, no seccomp, nothing masked.
+    #[arg(long)]
+    privileged: bool,
+    /// Seccomp profile.
+    #[arg(long, value_enum, default_value = "default")]
+    seccomp: SeccompMode,
+    /// Do not set no_new_privs.
+    #[arg(long)]
+    allow_new_privs: bool,
+    /// Environment entry NAME=value (added to PATH and TERM).
+    #[arg(long, short)]
+    env: Vec<String>,
+    /// Working directory inside the container.
+    #[arg(long, short = 'w', default_value = "/")]
+    cwd: PathBuf,
+    /// Print phase timestamps as JSON on stderr.
+    #[arg(long)]
+    trace: bool,
+    /// State directory.
+    #[arg(long, default_value = isolab_runtime::config::DEFAULT_STATE_DIR)]
+    state_dir: PathBuf,
+    /// Root filesystem: directory, overlay lower directory, or ext4 image.
+    rootfs: Option<PathBuf>,
+    /// The command and its arguments (after `--`).
+    #[arg(last = true)]
+    command: Vec<String>,
+}
+
+/// Runs the subcommand; returns the exit status.
+pub fn dispatch(cli: Cli) -> Result<i32> {
+    match cli.command {
+        Command::Run { container, bundle } => {
+            let config = match bundle {
+                Some(dir) => {
+                    let id = container
+                        .id
+                        .clone()
+                        .unwrap_or_else(isolab_runtime::config::generate_id);
+                    let mut config = oci::from_bundle(&dir, &id)?;
+                    config.state_dir = container.state_dir.clone();
+                    config.trace = container.trace;
+                    config
+                }
+                None => container.to_config()?,
+            };
+            run(config)
+        }
+        Command::Spec { container } => {
+            let config = container.to_config()?;
+            let spec = isolab_runtime::oci_spec(&config)?;
+            println!("{}", serde_json::to_string_pretty(&spec)?);
+            Ok(0)
+        }
+        Command::Gc { state_dir } => {
+            let h = Hierarchy::detect().context("detect the cgroup mounts")?;
+            for id in isolab_runtime::gc(&state_dir, &h)? {
+                println!("removed {id}");
+            }
+            Ok(0)
+        }
+    }
+}
+
+fn run(mut config: ContainerConfig) -> Result<i32> {
+    config.forward_signals = true;
+    let exit = isolab_runtime::run(&config)?;
+    if config.trace {
+        eprintln!("{}", trace_json(&exit.trace));
+    }
+    Ok(exit.status)
+}
+
+impl ContainerArgs {
+    fn to_config(&self) -> Result<ContainerConfig> {
+        let Some(source) = self.rootfs.clone() else {
+            bail!("no root filesystem: give ROOTFS (or --bundle DIR for `run`)");
+        };
+        let rootfs = match self.rootfs_type {
+            RootfsType::Dir => Rootfs::Dir {
+                path: source,
+                readonly: self.readonly,
+            },
+            RootfsType::Overlay => Rootfs::Overlay {
+                lower: source,
+                upper: self.upper.clone(),
+            },
+            RootfsType::Ext4 => Rootfs::Ext4Image {
+                file: source,
+                readonly: self.readonly,
+            },
+        };
+        if self.upper.is_some() && self.rootfs_type != RootfsType::Overlay {
+            bail!("--upper only applies to --rootfs-type overlay");
+        }
+        let mut config = ContainerConfig::new(rootfs, self.command.clone());
+        if let Some(id) = &self.id {
+            config.id = id.clone();
+        }
+        config.hostname = self.hostname.clone().unwrap_or_else(|| config.id.clone());
+        config.env.extend(self.env.iter().cloned());
+        config.cwd = self.cwd.clone();
+        config.trace = self.trace;
+        config.state_dir = self.state_dir.clone();
+        config.user_namespace = self.userns;
+        config.network = match self.network {
+            NetworkMode::None => NetworkChoice::None,
+            NetworkMode::Host => NetworkChoice::Host,
+            NetworkMode::Bridge => NetworkChoice::Bridge {
+                publish: self
+                    .publish
+                    .iter()
+                    .map(|p| parse_publish(p))
+                    .collect::<Result<_>>()?,
+            },
+        };
+        if !self.publish.is_empty() && self.network != NetworkMode::Bridge {
+            bail!("--publish needs --network bridge");
+        }
+        config.security = self.security()?;
+        let limits = &mut config.limits;
+        if let Some(cpus) = self.cpus {
+            limits.cpu = Some(CpuQuota::from_cpus(cpus, CpuQuota::DEFAULT_PERIOD)?);
+        }
+        if let Some(set) = &self.cpuset {
+            limits.cpuset = Some(set.parse::<IdSet>()?);
+        }
+        if let Some(m) = &self.memory {
+            limits.memory_max = Some(m.parse::<Bytes>()?);
+        }
+        if let Some(m) = &self.memory_swap {
+            limits.memory_swap_max = Some(m.parse::<Bytes>()?);
+        }
+        limits.pids_max = self.pids;
+        let disk = || backing_device(config.rootfs.source());
+        let mut io: Vec<IoThrottle> = Vec::new();
+        for (list, write) in [(&self.io_read_bps, false), (&self.io_write_bps, true)] {
+            for item in list {
+                let (device, rate) = parse_io(item, &disk)?;
+                let pos = io
+                    .iter()
+                    .position(|t| t.device == device)
+                    .unwrap_or_else(|| {
+                        io.push(IoThrottle::unlimited(device));
+                        io.len() - 1
+                    });
+                if write {
+                    io[pos].write_bps = Some(rate);
+                } else {
+                    io[pos].read_bps = Some(rate);
+                }
+            }
+        }
+        config.limits.io = io;
+        Ok(config)
+    }
+
+    fn security(&self) -> Result<SecurityConfig> {
+        if self.privileged {
+            return Ok(SecurityConfig::privileged());
+        }
+        let mut s = default_security()
+            .with_cap_drop(&self.cap_drop)?
+            .with_cap_add(&self.cap_add)?;
+        s.no_new_privs = !self.allow_new_privs;
+        s.seccomp = match self.seccomp {
+            SeccompMode::Default => SeccompChoice::Default,
+            SeccompMode::Unconfined => SeccompChoice::Unconfined,
+        };
+        Ok(s)
+    }
+}
+
+fn parse_publish(s: &str) -> Result<PortMapping> {
+    let (h, c) = s
+        .split_once(':')
+        .with_context(|| format!("--publish {s:?}: expected HOST:CONTAINER, e.g. 8080:80"))?;
+    Ok(PortMapping {
+        host: h
+            .parse()
+            .with_context(|| format!("--publish {s:?}: bad host port"))?,
+        container: c
+            .parse()
+            .with_context(|| format!("--publish {s:?}: bad container port"))?,
+    })
+}
+
+/// `RATE` or `DEV=RATE`.
+fn parse_io(
+    s: &str,
+    disk: &dyn Fn() -> Result<DeviceNumber, isolab_runtime::RuntimeError>,
+) -> Result<(DeviceNumber, u64)> {
+    let (device, rate) = match s.split_once('=') {
+        Some((dev, rate)) => (parse_device(dev)?, rate),
+        None => (
+            disk().context("find the disk holding the root filesystem (or give DEV=RATE)")?,
+            s,
+        ),
+    };
+    let rate = rate
+        .parse::<Bytes>()
+        .with_context(|| format!("io rate {s:?}"))?;
+    Ok((device, rate.0))
+}
+
+fn parse_device(dev: &str) -> Result<DeviceNumber> {
+    if dev.starts_with('/') {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(Path::new(dev)).with_context(|| format!("stat {dev}"))?;
+        Ok(DeviceNumber::from_dev(meta.rdev()))
+    } else {
+        Ok(dev.parse()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<ContainerConfig> {
+        let cli = Cli::try_parse_from(args)?;
+        match cli.command {
+            Command::Run { container, .. } | Command::Spec { container } => container.to_config(),
+            Command::Gc { .. } => bail!("gc"),
+        }
+    }
+
+    #[test]
+    fn flags_become_a_config() {
+        let c = parse(&[
+            "isolab-runtime",
+            "run",
+            "--id",
+            "x1",
+            "--cpus",
+            "0.5",
+            "--cpuset",
+            "0",
+            "--memory",
+            "64M",
+            "--pids",
+            "20",
+            "--io-read-bps",
+            "8:0=1M",
+            "--network",
+            "host",
+            "--cap-drop",
+            "ALL",
+            "/srv/root",
+            "--",
+            "sh",
+            "-c",
+            "true",
+        ])
+        .unwrap();
+        assert_eq!(c.id, "x1");
+        assert_eq!(c.hostname, "x1");
+        assert_eq!(c.args, ["sh", "-c", "true"]);
+        assert_eq!(c.limits.memory_max, Some(Bytes::mib(64)));
+        assert_eq!(c.limits.io[0].read_bps, Some(1 << 20));
+        assert_eq!(c.network, NetworkChoice::Host);
+        assert!(c.security.capabilities.is_empty());
+        assert!(c.security.no_new_privs);
+    }
+
+    #[test]
+    fn bad_flags_are_refused() {
+        assert!(parse(&[
+            "isolab-runtime",
+            "run",
+            "--publish",
+            "80:80",
+            "/r",
+            "--",
+            "true"
+        ])
+        .is_err());
+        assert!(parse(&["isolab-runtime", "run", "--upper", "/u", "/r", "--", "true"]).is_err());
+        assert!(parse(&["isolab-runtime", "run", "--cpus", "0", "/r", "--", "true"]).is_err());
+        assert!(parse_publish("80").is_err());
+    }
+}

@@ -1,0 +1,294 @@
+//! [`ContainerConfig`]: everything needed to run one container.
+
+use std::path::{Path, PathBuf};
+
+use isolab_cgroups::Limits;
+
+use crate::error::RuntimeError;
+use crate::security::SecurityConfig;
+
+/// The runtime's default security: Docker's defaults plus `no_new_privs`.
+pub fn default_security() -> SecurityConfig {
+    SecurityConfig {
+        no_new_privs: true,
+        ..SecurityConfig::default()
+    }
+}
+
+/// Default `PATH` of the container's command.
+pub const DEFAULT_PATH: &str = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+/// Default state directory (state files for `gc`, mount points of root filesystems).
+pub const DEFAULT_STATE_DIR: &str = "/run/isolab";
+/// Default cgroup parent, relative to each controller's mount.
+pub const DEFAULT_CGROUP_PARENT: &str = "isolab";
+
+/// Everything needed to run one container; built from flags
+/// ([`ContainerConfig::new`] and field updates) or from an OCI bundle
+/// ([`crate::oci::from_bundle`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContainerConfig {
+    /// Container id: letters, digits, `-`, `_`, `.`; at most 64 bytes. Names the
+    /// cgroup (`<cgroup_parent>/rt-<id>`) and the state file.
+    pub id: String,
+    /// The root filesystem.
+    pub rootfs: Rootfs,
+    /// The command and its arguments; a program without `/` is looked up in the
+    /// `PATH` of `env` inside the container.
+    pub args: Vec<String>,
+    /// Environment, `NAME=value` entries.
+    pub env: Vec<String>,
+    /// Working directory inside the container.
+    pub cwd: PathBuf,
+    /// Hostname inside the container's UTS namespace.
+    pub hostname: String,
+    /// Cgroup limits, applied before the container's init runs any code.
+    pub limits: Limits,
+    /// Network namespace and connectivity.
+    pub network: NetworkChoice,
+    /// Security settings: Docker's capabilities, seccomp profile, masked and
+    /// read-only paths, plus `no_new_privs` ([`default_security`]); fields loosen them.
+    pub security: SecurityConfig,
+    /// Run in a new user namespace (container root = host uid/gid [`USERNS_BASE`]).
+    pub user_namespace: bool,
+    /// Where state files and root mount points live (`/run/isolab`).
+    pub state_dir: PathBuf,
+    /// Parent of the container's cgroup, relative to the cgroup mounts (`isolab`).
+    pub cgroup_parent: PathBuf,
+    /// Record phase timestamps (they are always returned in [`crate::Exit::trace`];
+    /// the flag tells a front end to print them).
+    pub trace: bool,
+    /// Forward SIGINT/SIGTERM/SIGHUP/SIGQUIT/SIGUSR1/SIGUSR2 received by this process
+    /// to the container while it runs (what a command-line front end wants; a
+    /// library caller that handles signals itself leaves it off).
+    pub forward_signals: bool,
+    /// Standard input, output and error of the command.
+    pub stdio: Stdio,
+}
+
+/// First host uid and gid of the user namespace mapping (65536 ids are mapped,
+/// container id 0 = host id `USERNS_BASE`).
+pub const USERNS_BASE: u32 = 100_000;
+/// Number of ids mapped into a user namespace.
+pub const USERNS_SIZE: u32 = 65_536;
+
+/// The root filesystem of a container.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rootfs {
+    /// A directory, bind-mounted (optionally read-only).
+    Dir {
+        /// The directory.
+        path: PathBuf,
+        /// Remount read-only.
+        readonly: bool,
+    },
+    /// An overlay: read-only `lower` plus a writable upper layer.
+    Overlay {
+        /// The read-only lower directory.
+        lower: PathBuf,
+        /// A kept upper directory (its work directory is `<upper>.work`, next to
+        /// it); `None` = a throw-away upper on a tmpfs that vanishes with the container.
+        upper: Option<PathBuf>,
+    },
+    /// An ext4 file system image attached to a loop device (autoclear) and mounted.
+    Ext4Image {
+        /// The image file.
+        file: PathBuf,
+        /// Attach and mount read-only.
+        readonly: bool,
+    },
+}
+
+impl Rootfs {
+    /// The host path the root filesystem comes from (directory, lower or image file).
+    pub fn source(&self) -> &Path {
+        match self {
+            Rootfs::Dir { path, .. } => path,
+            Rootfs::Overlay { lower, .. } => lower,
+            Rootfs::Ext4Image { file, .. } => file,
+        }
+    }
+}
+
+/// A published port: `host` on the host forwards to `container` in the container.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PortMapping {
+    /// Host port.
+    pub host: u16,
+    /// Container port.
+    pub container: u16,
+}
+
+/// Network of a container.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NetworkChoice {
+    /// A new network namespace with only the loopback interface (up).
+    None,
+    /// The host's network namespace.
+    Host,
+    /// A new network namespace attached to the `isolab0` bridge (veth pair, an
+    /// allocated address, NAT), with published ports.
+    Bridge {
+        /// Ports to publish.
+        publish: Vec<PortMapping>,
+    },
+}
+
+/// Standard streams of the container's command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Stdio {
+    /// Inherit the caller's stdin, stdout and stderr.
+    #[default]
+    Inherit,
+    /// `/dev/null` for all three.
+    Null,
+}
+
+impl ContainerConfig {
+    /// A configuration with the defaults: a generated id, `PATH` only, cwd `/`,
+    /// hostname = id, no limits, network `none`, default security, no user namespace,
+    /// state in `/run/isolab`, cgroups under `isolab`.
+    pub fn new(rootfs: Rootfs, args: Vec<String>) -> ContainerConfig {
+        let id = generate_id();
+        ContainerConfig {
+            hostname: id.clone(),
+            id,
+            rootfs,
+            args,
+            env: vec![DEFAULT_PATH.to_owned(), "TERM=xterm".to_owned()],
+            cwd: PathBuf::from("/"),
+            limits: Limits::default(),
+            network: NetworkChoice::None,
+            security: default_security(),
+            user_namespace: false,
+            state_dir: PathBuf::from(DEFAULT_STATE_DIR),
+            cgroup_parent: PathBuf::from(DEFAULT_CGROUP_PARENT),
+            trace: false,
+            forward_signals: false,
+            stdio: Stdio::Inherit,
+        }
+    }
+
+    /// The cgroup of this container, relative to the cgroup mounts.
+    pub fn cgroup_rel(&self) -> PathBuf {
+        self.cgroup_parent.join(format!("rt-{}", self.id))
+    }
+
+    /// Checks what can be checked without touching the host.
+    pub fn validate(&self) -> Result<(), RuntimeError> {
+        validate_id(&self.id)?;
+        if self.args.is_empty() {
+            return Err(RuntimeError::EmptyCommand);
+        }
+        if !self.cwd.is_absolute() {
+            return Err(RuntimeError::InvalidConfig {
+                what: "working directory",
+                value: self.cwd.display().to_string(),
+                expected: "an absolute path inside the container",
+            });
+        }
+        if self.hostname.is_empty() || self.hostname.len() > 64 {
+            return Err(RuntimeError::InvalidConfig {
+                what: "hostname",
+                value: self.hostname.clone(),
+                expected: "1 to 64 bytes",
+            });
+        }
+        if let Some(bad) = self.env.iter().find(|e| !e.contains('=')) {
+            return Err(RuntimeError::InvalidConfig {
+                what: "environment entry",
+                value: bad.clone(),
+                expected: "NAME=value",
+            });
+        }
+        if self.user_namespace && matches!(self.rootfs, Rootfs::Ext4Image { .. }) {
+            return Err(RuntimeError::InvalidConfig {
+                what: "user namespace with an ext4 image",
+                value: self.rootfs.source().display().to_string(),
+                expected:
+                    "a directory or overlay root (ext4 cannot be mounted in a user namespace)",
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Checks a container id: 1 to 64 of `[A-Za-z0-9_.-]`, not starting with `.`.
+pub fn validate_id(id: &str) -> Result<(), RuntimeError> {
+    let ok = !id.is_empty()
+        && id.len() <= 64
+        && !id.starts_with('.')
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.');
+    if ok {
+        Ok(())
+    } else {
+        Err(RuntimeError::InvalidConfig {
+            what: "container id",
+            value: id.to_owned(),
+            expected: "1 to 64 letters, digits, '-', '_' or '.', not starting with '.'",
+        })
+    }
+}
+
+/// A fresh id: the process id and a nanosecond timestamp, both hexadecimal.
+pub fn generate_id() -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!(
+        "{:x}-{:x}{:x}",
+        std::process::id(),
+        nanos,
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> ContainerConfig {
+        ContainerConfig::new(
+            Rootfs::Dir {
+                path: "/tmp/root".into(),
+                readonly: false,
+            },
+            vec!["true".into()],
+        )
+    }
+
+    #[test]
+    fn defaults_validate() {
+        let c = config();
+        c.validate().unwrap();
+        assert_eq!(c.hostname, c.id);
+        assert_eq!(c.cgroup_rel(), PathBuf::from(format!("isolab/rt-{}", c.id)));
+        assert_ne!(generate_id(), generate_id());
+    }
+
+    #[test]
+    fn invalid_configs() {
+        let mut c = config();
+        c.id = "../x".into();
+        assert!(c.validate().is_err());
+        let mut c = config();
+        c.args.clear();
+        assert!(matches!(c.validate(), Err(RuntimeError::EmptyCommand)));
+        let mut c = config();
+        c.cwd = "rel".into();
+        assert!(c.validate().is_err());
+        let mut c = config();
+        c.env.push("NOEQUALS".into());
+        assert!(c.validate().is_err());
+        let mut c = config();
+        c.user_namespace = true;
+        c.rootfs = Rootfs::Ext4Image {
+            file: "/x.img".into(),
+            readonly: true,
+        };
+        assert!(c.validate().is_err());
+    }
+}

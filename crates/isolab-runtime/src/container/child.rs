@@ -1,0 +1,428 @@
+//! The container side: its init (PID 1 of the new pid namespace) and the command
+//! (PID 2). Everything here runs in a raw `clone3` copy of the caller, possibly
+//! multi-threaded, so it allocates nothing: it only walks the pre-built [`Plan`]
+//! and reports progress and failures as fixed-size [`Record`]s on a pipe.
+
+use std::os::fd::RawFd;
+
+use super::plan::{ExecPlan, Op, Plan};
+use crate::sys::{self, Errno};
+use crate::trace::Phase;
+
+/// Record kind: a phase timestamp (`code` = [`Phase`] code).
+pub(crate) const KIND_PHASE: u32 = 1;
+/// Record kind: setup step `code` of the plan failed with `errno`.
+pub(crate) const KIND_SETUP: u32 = 2;
+/// Record kind: a step of the command's process failed (`code` = [`ExecStep`]).
+pub(crate) const KIND_EXEC: u32 = 3;
+
+/// The byte the parent sends when the child may start its setup.
+pub(crate) const GO: u8 = b'G';
+
+/// Steps of the command's process before `execve`, for [`KIND_EXEC`] records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u32)]
+pub(crate) enum ExecStep {
+    Fork = 0,
+    Stdio = 1,
+    Chdir = 2,
+    Security = 3,
+    Execve = 4,
+}
+
+impl ExecStep {
+    pub(crate) fn from_code(code: u32) -> Option<ExecStep> {
+        [
+            ExecStep::Fork,
+            ExecStep::Stdio,
+            ExecStep::Chdir,
+            ExecStep::Security,
+            ExecStep::Execve,
+        ]
+        .into_iter()
+        .find(|s| *s as u32 == code)
+    }
+}
+
+/// One message from the child: 24 bytes, written atomically (less than `PIPE_BUF`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Record {
+    pub kind: u32,
+    pub code: u32,
+    pub errno: i32,
+    /// `CLOCK_MONOTONIC` nanoseconds.
+    pub ts: u64,
+}
+
+impl Record {
+    pub(crate) const SIZE: usize = 24;
+
+    pub(crate) fn encode(&self) -> [u8; Record::SIZE] {
+        let mut b = [0u8; Record::SIZE];
+        b[0..4].copy_from_slice(&self.kind.to_ne_bytes());
+        b[4..8].copy_from_slice(&self.code.to_ne_bytes());
+        b[8..12].copy_from_slice(&self.errno.to_ne_bytes());
+        b[16..24].copy_from_slice(&self.ts.to_ne_bytes());
+        b
+    }
+
+    pub(crate) fn decode(b: &[u8; Record::SIZE]) -> Record {
+        let u32_at = |i: usize| u32::from_ne_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        let mut ts = [0u8; 8];
+        ts.copy_from_slice(&b[16..24]);
+        Record {
+            kind: u32_at(0),
+            code: u32_at(4),
+            errno: u32_at(8) as i32,
+            ts: u64::from_ne_bytes(ts),
+        }
+    }
+}
+
+fn report(fd: RawFd, kind: u32, code: u32, errno: i32) {
+    let record = Record {
+        kind,
+        code,
+        errno,
+        ts: sys::monotonic_ns(),
+    };
+    // Nothing to do if the parent is gone: the death signal ends us anyway.
+    let _ = sys::write_all(fd, &record.encode());
+}
+
+fn exit(code: i32) -> ! {
+    // SAFETY: _exit ends the process without running the parent's atexit handlers
+    // or destructors, which belong to the parent's copy of the address space.
+    unsafe { libc::_exit(code) }
+}
+
+/// Descriptors the child keeps.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ChildFds {
+    /// Read end of the go pipe.
+    pub go: RawFd,
+    /// Write end of the report pipe (close-on-exec).
+    pub report: RawFd,
+}
+
+/// Closes every descriptor from 3 up except `keep` (sorted ascending), so the
+/// container holds no pipe or file of the caller (another container's report pipe
+/// would otherwise never see EOF).
+fn close_all_except(keep: [RawFd; 2]) {
+    let mut keep = keep;
+    keep.sort_unstable();
+    let mut from: libc::c_uint = 3;
+    for fd in keep {
+        let fd = fd as libc::c_uint;
+        if fd > from {
+            // SAFETY: close_range only closes descriptors; none of them is used by
+            // this process afterwards.
+            unsafe { libc::syscall(libc::SYS_close_range, from, fd - 1, 0) };
+        }
+        if fd + 1 > from {
+            from = fd + 1;
+        }
+    }
+    // SAFETY: as above.
+    unsafe { libc::syscall(libc::SYS_close_range, from, libc::c_uint::MAX, 0) };
+}
+
+/// Entry point of the cloned child: waits for the parent's go, runs the setup
+/// steps, then becomes the container's init. Never returns.
+pub(crate) fn main(plan: &Plan, fds: ChildFds) -> ! {
+    close_all_except([fds.go, fds.report]);
+    // Die with the runtime: a SIGKILLed runtime must not leave a container behind.
+    // SAFETY: prctl with integer arguments.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) };
+    let mut go = [0u8; 1];
+    // EOF (the parent died or gave up before its go) ends the child quietly.
+    match sys::read_exact(fds.go, &mut go) {
+        Ok(true) if go[0] == GO => {}
+        _ => exit(1),
+    }
+    sys::close(fds.go);
+    // SAFETY: PR_SET_NAME reads a NUL-terminated name of at most 16 bytes.
+    unsafe { libc::prctl(libc::PR_SET_NAME, c"isolab-init".as_ptr()) };
+    reset_signals();
+    for (i, op) in plan.ops.iter().enumerate() {
+        if let Err(Errno(errno)) = run_op(op, fds.report) {
+            report(fds.report, KIND_SETUP, i as u32, errno);
+            exit(1);
+        }
+    }
+    init(&plan.exec, fds.report)
+}
+
+/// Default dispositions for every signal (the caller may ignore SIGPIPE, as Rust
+/// programs do), so the command starts with the state a shell would give it.
+fn reset_signals() {
+    for sig in 1..libc::SIGRTMAX() {
+        if sig == libc::SIGKILL || sig == libc::SIGSTOP {
+            continue;
+        }
+        // SAFETY: installing SIG_DFL is always valid; failures (for signals glibc
+        // reserves) are harmless.
+        unsafe { libc::signal(sig, libc::SIG_DFL) };
+    }
+}
+
+fn run_op(op: &Op, report_fd: RawFd) -> Result<(), Errno> {
+    match op {
+        Op::BecomeRoot => {
+            // SAFETY: plain system calls with integer arguments.
+            unsafe {
+                if libc::setgroups(0, std::ptr::null()) < 0 && Errno::last().0 != libc::EPERM {
+                    return Err(Errno::last());
+                }
+                if libc::setresgid(0, 0, 0) < 0 || libc::setresuid(0, 0, 0) < 0 {
+                    return Err(Errno::last());
+                }
+            }
+            Ok(())
+        }
+        Op::UnshareCgroupNs => {
+            // SAFETY: unshare with a constant flag.
+            if unsafe { libc::unshare(libc::CLONE_NEWCGROUP) } < 0 {
+                return Err(Errno::last());
+            }
+            Ok(())
+        }
+        Op::Mount {
+            source,
+            target,
+            fstype,
+            flags,
+            data,
+        } => sys::mount(
+            source.as_deref(),
+            target,
+            fstype.as_deref(),
+            *flags,
+            data.as_deref(),
+        ),
+        Op::Mkdir { path, mode } => sys::mkdir_exist_ok(path, *mode),
+        Op::Device {
+            path,
+            host,
+            mode,
+            dev,
+        } => match sys::mknod(path, *mode, *dev) {
+            Err(Errno(libc::EPERM)) => {
+                sys::touch(path)?;
+                sys::mount(Some(host), path, None, libc::MS_BIND, None)
+            }
+            other => other,
+        },
+        Op::Symlink { target, link } => sys::symlink_exist_ok(target, link),
+        Op::Chdir { path } => sys::chdir(path),
+        Op::PivotHere => {
+            sys::pivot_root(c".", c".")?;
+            sys::umount2(c".", libc::MNT_DETACH)
+        }
+        Op::RemountReadOnly { path } => {
+            let flags = sys::mount_flags(path)?;
+            sys::mount(
+                None,
+                path,
+                None,
+                libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | flags,
+                None,
+            )
+        }
+        Op::Mask { path } => match sys::file_kind(path)? {
+            None => Ok(()),
+            Some(libc::S_IFDIR) => sys::mount(
+                Some(c"tmpfs"),
+                path,
+                Some(c"tmpfs"),
+                libc::MS_RDONLY,
+                Some(c"size=0"),
+            ),
+            Some(_) => sys::mount(Some(c"/dev/null"), path, None, libc::MS_BIND, None),
+        },
+        Op::ReadOnly { path } => match sys::file_kind(path)? {
+            None => Ok(()),
+            Some(_) => {
+                sys::mount(Some(path), path, None, libc::MS_BIND | libc::MS_REC, None)?;
+                let flags = sys::mount_flags(path)?;
+                sys::mount(
+                    None,
+                    path,
+                    None,
+                    libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | flags,
+                    None,
+                )
+            }
+        },
+        Op::Hostname { name } => sys::sethostname(name),
+        Op::LoopbackUp => sys::loopback_up(),
+        Op::Phase(phase) => {
+            report(report_fd, KIND_PHASE, phase.code(), 0);
+            Ok(())
+        }
+    }
+}
+
+/// Signals init forwards to the command.
+const FORWARDED: [libc::c_int; 8] = [
+    libc::SIGTERM,
+    libc::SIGINT,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGWINCH,
+    libc::SIGCONT,
+];
+
+/// The container's init: forks the command, forwards signals to it, reaps every
+/// zombie, and exits with the command's status (code, or 128 + signal).
+fn init(exec: &ExecPlan, report_fd: RawFd) -> ! {
+    // SAFETY: an all-zero sigset_t is valid storage for sigfillset/sigemptyset.
+    let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `all` is valid storage; blocking signals is how init receives them
+    // synchronously (a blocked signal is never dropped, even for a pid-namespace init).
+    unsafe {
+        libc::sigfillset(&mut all);
+        libc::sigprocmask(libc::SIG_SETMASK, &all, std::ptr::null_mut());
+    }
+    // SAFETY: fork in a single-threaded process (this child); the child only makes
+    // system calls on pre-built data until execve.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        report(report_fd, KIND_EXEC, ExecStep::Fork as u32, Errno::last().0);
+        exit(1);
+    }
+    if pid == 0 {
+        command(exec, report_fd);
+    }
+    // The command's copy of the report pipe closes at its execve: that EOF is how the
+    // parent learns the exec happened.
+    sys::close(report_fd);
+    loop {
+        // SAFETY: `all` is a valid set; a null siginfo pointer is allowed.
+        let sig = unsafe { libc::sigwaitinfo(&all, std::ptr::null_mut()) };
+        if sig < 0 {
+            continue;
+        }
+        if sig == libc::SIGCHLD {
+            loop {
+                let mut status = 0;
+                // SAFETY: status is valid storage; WNOHANG never blocks.
+                let reaped = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+                if reaped <= 0 {
+                    break;
+                }
+                if reaped == pid {
+                    exit(status_code(status));
+                }
+            }
+        } else if FORWARDED.contains(&sig) {
+            // SAFETY: kill with integer arguments.
+            unsafe { libc::kill(pid, sig) };
+        }
+    }
+}
+
+/// Exit code for a `waitpid` status: the code, or 128 + the signal.
+pub(crate) fn status_code(status: libc::c_int) -> i32 {
+    if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else if libc::WIFSIGNALED(status) {
+        128 + libc::WTERMSIG(status)
+    } else {
+        255
+    }
+}
+
+fn fail(report_fd: RawFd, step: ExecStep, errno: i32, code: i32) -> ! {
+    report(report_fd, KIND_EXEC, step as u32, errno);
+    exit(code)
+}
+
+/// The command's process (PID 2): stdio, working directory, security, execve.
+fn command(exec: &ExecPlan, report_fd: RawFd) -> ! {
+    // SAFETY: an all-zero sigset_t is valid; unblocking everything restores the
+    // usual state for the command.
+    unsafe {
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+    }
+    if exec.stdio_null {
+        // SAFETY: a constant NUL-terminated path; dup2 on valid descriptors.
+        let ok = unsafe {
+            let fd = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+            fd >= 0
+                && libc::dup2(fd, 0) >= 0
+                && libc::dup2(fd, 1) >= 0
+                && libc::dup2(fd, 2) >= 0
+                && (fd <= 2 || libc::close(fd) == 0)
+        };
+        if !ok {
+            fail(report_fd, ExecStep::Stdio, Errno::last().0, 1);
+        }
+    }
+    if let Err(Errno(e)) = sys::chdir(&exec.cwd) {
+        fail(report_fd, ExecStep::Chdir, e, 1);
+    }
+    report(report_fd, KIND_PHASE, Phase::Seccomp.code(), 0);
+    // Capabilities, no_new_privs and the seccomp filter, last before execve; the
+    // prepared settings apply without allocating.
+    if let Err(e) = exec.security.apply() {
+        let errno = match &e {
+            crate::security::SecurityError::Apply { source, .. } => {
+                source.raw_os_error().unwrap_or(libc::EPERM)
+            }
+            _ => libc::EINVAL,
+        };
+        fail(report_fd, ExecStep::Security, errno, 1);
+    }
+    let mut first_error = libc::ENOENT;
+    for candidate in &exec.candidates {
+        // SAFETY: the candidate, argv and envp are NUL-terminated strings and
+        // null-terminated pointer arrays built in the parent before the clone.
+        unsafe {
+            libc::execve(
+                candidate.as_ptr(),
+                exec.argv_ptrs.as_ptr(),
+                exec.envp_ptrs.as_ptr(),
+            )
+        };
+        let e = Errno::last().0;
+        if e != libc::ENOENT && e != libc::ENOTDIR && first_error == libc::ENOENT {
+            first_error = e;
+        }
+    }
+    let code = if first_error == libc::ENOENT {
+        127
+    } else {
+        126
+    };
+    fail(report_fd, ExecStep::Execve, first_error, code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_round_trip() {
+        let r = Record {
+            kind: KIND_SETUP,
+            code: 17,
+            errno: libc::EPERM,
+            ts: 123_456_789,
+        };
+        assert_eq!(Record::decode(&r.encode()), r);
+        assert_eq!(ExecStep::from_code(4), Some(ExecStep::Execve));
+        assert_eq!(ExecStep::from_code(9), None);
+    }
+
+    #[test]
+    fn status_codes() {
+        assert_eq!(status_code(3 << 8), 3);
+        assert_eq!(status_code(libc::SIGKILL), 137);
+        assert_eq!(status_code(libc::SIGTERM), 143);
+    }
+}

@@ -1,0 +1,732 @@
+//! [`run`]: create a container, wait for its command, tear everything down.
+//!
+//! # How a container starts (and why it cannot race itself)
+//!
+//! 1. The parent writes the state file, creates the cgroup and applies the limits
+//!    (read back and compared), attaches an ext4 image to a loop device, and builds
+//!    the child's whole [`plan::Plan`] (every path and argument as a C string).
+//! 2. One `clone3` creates the child in new pid, mount, uts, ipc (and net, user)
+//!    namespaces and returns a pidfd. `clone3` rather than fork + unshare + fork:
+//!    one process creation instead of two, the child is directly PID 1, and the
+//!    pidfd makes waiting and signalling race-free. The child is a copy of a
+//!    possibly multi-threaded caller, so it only walks the pre-built plan and never
+//!    allocates.
+//! 3. The child blocks on a go pipe. Meanwhile the parent moves it into the cgroup,
+//!    writes its uid/gid maps and sets up the network. Only then does it send go:
+//!    no instruction of the container runs outside its cgroup. If the parent dies
+//!    first the child reads EOF and exits (and `PR_SET_PDEATHSIG` kills it later).
+//! 4. The child unshares its cgroup namespace (now rooted at its cgroup), mounts
+//!    the root, /proc, /sys, /dev, pivots, masks paths, then forks the command as
+//!    PID 2 and stays as init. Phase timestamps and failures come back as fixed-size
+//!    records on a close-on-exec report pipe; its EOF marks the command's `execve`.
+//! 5. The parent waits on the pidfd (forwarding signals if asked), then tears down
+//!    the cgroup, the loop device, the mount-point directories and the state file,
+//!    on success and on every error path (a drop guard).
+
+pub(crate) mod child;
+pub(crate) mod plan;
+
+use std::fs;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::Duration;
+
+use isolab_cgroups::{Cgroup, Hierarchy, Limits};
+
+use crate::config::{ContainerConfig, NetworkChoice, Rootfs, USERNS_BASE, USERNS_SIZE};
+use crate::error::RuntimeError;
+use crate::loopdev::LoopDevice;
+use crate::state::{self, State};
+use crate::sys;
+use crate::trace::{Phase, Trace};
+use child::{ExecStep, Record, KIND_EXEC, KIND_PHASE, KIND_SETUP};
+
+/// How a container ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exit {
+    /// The command's exit code, or 128 + the signal that killed it.
+    pub status: i32,
+    /// Phase timestamps relative to the start of [`run`].
+    pub trace: Trace,
+}
+
+/// Runs a container and blocks until its command exits; tears everything down
+/// before returning, also on errors. Detects the cgroup hierarchy of the host.
+pub fn run(config: &ContainerConfig) -> Result<Exit, RuntimeError> {
+    let hierarchy = Hierarchy::detect().map_err(|source| RuntimeError::Cgroup {
+        rel: config.cgroup_rel(),
+        op: "detect the cgroup mounts",
+        source,
+    })?;
+    run_in(config, &hierarchy)
+}
+
+/// [`run`] with an explicit cgroup hierarchy.
+pub fn run_in(config: &ContainerConfig, hierarchy: &Hierarchy) -> Result<Exit, RuntimeError> {
+    config.validate()?;
+    let t0 = sys::monotonic_ns();
+    let mut trace = Trace::new();
+    let mark = |trace: &mut Trace, phase: Phase| {
+        trace.push((phase, ns_to_duration(sys::monotonic_ns(), t0)));
+    };
+    check_rootfs(&config.rootfs)?;
+
+    let mut st = State {
+        id: config.id.clone(),
+        runtime_pid: std::process::id(),
+        runtime_start: state::process_start_time(std::process::id()).unwrap_or(0),
+        init_pid: None,
+        cgroup: config.cgroup_rel(),
+        image: None,
+        loop_device: None,
+        mount_base: config.state_dir.join(&config.id),
+        overlay_work: None,
+        network: None,
+        created: state::now_secs(),
+    };
+    if let Rootfs::Overlay {
+        upper: Some(upper), ..
+    } = &config.rootfs
+    {
+        let work = plan::work_dir_of(upper);
+        if !work.exists() {
+            st.overlay_work = Some(work);
+        }
+    }
+    let state_path = st.create(&config.state_dir)?;
+    let mut instance = Instance {
+        state_path,
+        state: st,
+        hierarchy: hierarchy.clone(),
+        cgroup: None,
+        loop_device: None,
+        init: None,
+        network: None,
+        done: false,
+    };
+    let result = instance.start_and_wait(config, t0, &mut trace, mark);
+    let teardown = instance.teardown();
+    match (result, teardown) {
+        (Ok(status), Ok(())) => {
+            mark(&mut trace, Phase::Exit);
+            Ok(Exit { status, trace })
+        }
+        (Err(e), _) => Err(e),
+        (Ok(_), Err(e)) => Err(e),
+    }
+}
+
+fn ns_to_duration(now: u64, t0: u64) -> Duration {
+    Duration::from_nanos(now.saturating_sub(t0))
+}
+
+fn check_rootfs(rootfs: &Rootfs) -> Result<(), RuntimeError> {
+    let bad = |path: &Path, problem: &str| RuntimeError::Rootfs {
+        path: path.to_owned(),
+        problem: problem.to_owned(),
+    };
+    match rootfs {
+        Rootfs::Dir { path, .. } | Rootfs::Overlay { lower: path, .. } => {
+            if !path.is_dir() {
+                return Err(bad(
+                    path,
+                    "not a directory; build one with `isolab image build busybox DIR`",
+                ));
+            }
+        }
+        Rootfs::Ext4Image { file, .. } => {
+            if !file.is_file() {
+                return Err(bad(
+                    file,
+                    "not a file; make one with `isolab image pack DIR --to ext4 FILE`",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The init process while it runs.
+struct Init {
+    pid: libc::pid_t,
+    pidfd: OwnedFd,
+    reaped: bool,
+}
+
+/// Everything one container holds on the host; [`Instance::teardown`] (or the drop
+/// guard) releases it.
+struct Instance {
+    state_path: PathBuf,
+    state: State,
+    hierarchy: Hierarchy,
+    cgroup: Option<Cgroup>,
+    loop_device: Option<LoopDevice>,
+    init: Option<Init>,
+    /// The bridge attachment to undo: mode and the namespace path it was attached in.
+    network: Option<(crate::network::NetworkMode, PathBuf)>,
+    done: bool,
+}
+
+/// The network module's mode for a bridge network; `None` for `none` and `host`.
+fn bridge_mode(choice: &NetworkChoice) -> Option<crate::network::NetworkMode> {
+    use crate::network::{BridgeConfig, NetworkMode, Proto, Publish};
+    match choice {
+        NetworkChoice::None | NetworkChoice::Host => None,
+        NetworkChoice::Bridge { publish } => Some(NetworkMode::Bridge(BridgeConfig {
+            publish: publish
+                .iter()
+                .map(|p| Publish {
+                    host_port: p.host,
+                    container_port: p.container,
+                    protocol: Proto::Tcp,
+                })
+                .collect(),
+            ..BridgeConfig::default()
+        })),
+    }
+}
+
+/// Write end of the signal self-pipe of the one [`run`] that forwards signals.
+static SIGNAL_PIPE: AtomicI32 = AtomicI32::new(-1);
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    let fd = SIGNAL_PIPE.load(Ordering::Relaxed);
+    if fd >= 0 {
+        let byte = [sig as u8];
+        // SAFETY: write(2) is async-signal-safe; the buffer is a local byte.
+        unsafe { libc::write(fd, byte.as_ptr().cast(), 1) };
+    }
+}
+
+/// Signals a front end forwards to its container.
+const FORWARDED: [libc::c_int; 6] = [
+    libc::SIGINT,
+    libc::SIGTERM,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+];
+
+/// Handlers that write forwarded signals to a pipe, restored on drop.
+struct SignalForwarder {
+    read: OwnedFd,
+    _write: OwnedFd,
+    old: Vec<(libc::c_int, libc::sigaction)>,
+}
+
+impl SignalForwarder {
+    /// Installs the handlers; `None` when another run of this process already forwards.
+    fn install() -> Result<Option<SignalForwarder>, RuntimeError> {
+        let (read, write) = sys::pipe().map_err(|source| RuntimeError::Syscall {
+            op: "pipe2 (signal forwarding)",
+            source,
+        })?;
+        if SIGNAL_PIPE
+            .compare_exchange(-1, write.as_raw_fd(), Ordering::SeqCst, Ordering::SeqCst)
+            .is_err()
+        {
+            return Ok(None);
+        }
+        let mut old = Vec::new();
+        for sig in FORWARDED {
+            // SAFETY: zeroed sigaction structs are valid; the handler is an
+            // async-signal-safe extern "C" fn; `prev` receives the old action.
+            unsafe {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
+                action.sa_flags = libc::SA_RESTART;
+                libc::sigemptyset(&mut action.sa_mask);
+                let mut prev: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(sig, &action, &mut prev) == 0 {
+                    old.push((sig, prev));
+                }
+            }
+        }
+        Ok(Some(SignalForwarder {
+            read,
+            _write: write,
+            old,
+        }))
+    }
+}
+
+impl Drop for SignalForwarder {
+    fn drop(&mut self) {
+        for (sig, prev) in &self.old {
+            // SAFETY: restores an action previously returned by sigaction.
+            unsafe { libc::sigaction(*sig, prev, std::ptr::null_mut()) };
+        }
+        SIGNAL_PIPE.store(-1, Ordering::SeqCst);
+    }
+}
+
+/// `struct clone_args` of `<linux/sched.h>` (clone3).
+#[repr(C)]
+#[derive(Default)]
+struct CloneArgs {
+    flags: u64,
+    pidfd: u64,
+    child_tid: u64,
+    parent_tid: u64,
+    exit_signal: u64,
+    stack: u64,
+    stack_size: u64,
+    tls: u64,
+    set_tid: u64,
+    set_tid_size: u64,
+    cgroup: u64,
+}
+
+impl Instance {
+    fn start_and_wait(
+        &mut self,
+        config: &ContainerConfig,
+        t0: u64,
+        trace: &mut Trace,
+        mark: impl Fn(&mut Trace, Phase),
+    ) -> Result<i32, RuntimeError> {
+        let forwarder = if config.forward_signals {
+            SignalForwarder::install()?
+        } else {
+            None
+        };
+        // Mount points (the mounts themselves live only in the container's namespace).
+        let base = &self.state.mount_base;
+        for dir in [base.clone(), base.join("root"), base.join("scratch")] {
+            fs::create_dir_all(&dir).map_err(|source| RuntimeError::Host {
+                op: "create the mount point",
+                path: dir.clone(),
+                source,
+            })?;
+        }
+        if let Rootfs::Overlay {
+            upper: Some(upper), ..
+        } = &config.rootfs
+        {
+            for dir in [upper.clone(), plan::work_dir_of(upper)] {
+                fs::create_dir_all(&dir).map_err(|source| RuntimeError::Host {
+                    op: "create the overlay directory",
+                    path: dir.clone(),
+                    source,
+                })?;
+            }
+        }
+
+        // Cgroup with limits, read back.
+        let rel = config.cgroup_rel();
+        let cgroup_err = |op: &'static str| {
+            let rel = rel.clone();
+            move |source| RuntimeError::Cgroup { rel, op, source }
+        };
+        let cgroup = Cgroup::create(&self.hierarchy, &rel).map_err(cgroup_err("create"))?;
+        let cgroup = self.cgroup.insert(cgroup);
+        if !config.limits.is_empty() {
+            cgroup
+                .apply(&config.limits)
+                .map_err(cgroup_err("apply the limits"))?;
+            let got = cgroup
+                .read_limits()
+                .map_err(cgroup_err("read the limits back"))?;
+            if !limits_match(&config.limits, &got) {
+                return Err(RuntimeError::LimitsMismatch {
+                    rel,
+                    wanted: format!("{:?}", config.limits),
+                    got: format!("{got:?}"),
+                });
+            }
+        }
+        let attacher = cgroup.attacher().map_err(cgroup_err("open cgroup.procs"))?;
+        mark(trace, Phase::Cgroup);
+
+        // Root filesystem source.
+        if let Rootfs::Ext4Image { file, readonly } = &config.rootfs {
+            let device = LoopDevice::attach(file, *readonly)?;
+            self.state.image = Some(file.clone());
+            self.state.loop_device = Some(device.path().to_owned());
+            self.loop_device = Some(device);
+            self.state.update(&self.state_path)?;
+        }
+        let layout = plan::layout_for(
+            config,
+            self.loop_device.as_ref().map(|d| d.path().to_owned()),
+        );
+        let plan = plan::build(config, &layout)?;
+
+        // Pipes: go (parent -> child) and report (child -> parent).
+        let pipe_err = |source| RuntimeError::Syscall {
+            op: "pipe2 (container synchronisation)",
+            source,
+        };
+        let (go_read, go_write) = sys::pipe().map_err(pipe_err)?;
+        let (report_read, report_write) = sys::pipe().map_err(pipe_err)?;
+
+        let mut flags = libc::CLONE_NEWPID
+            | libc::CLONE_NEWNS
+            | libc::CLONE_NEWUTS
+            | libc::CLONE_NEWIPC
+            | libc::CLONE_PIDFD;
+        if config.network != NetworkChoice::Host {
+            flags |= libc::CLONE_NEWNET;
+        }
+        if config.user_namespace {
+            flags |= libc::CLONE_NEWUSER;
+        }
+        let mut pidfd: libc::c_int = -1;
+        let args = CloneArgs {
+            flags: flags as u64,
+            pidfd: &mut pidfd as *mut libc::c_int as u64,
+            exit_signal: libc::SIGCHLD as u64,
+            ..CloneArgs::default()
+        };
+        let fds = child::ChildFds {
+            go: go_read.as_raw_fd(),
+            report: report_write.as_raw_fd(),
+        };
+        // SAFETY: clone3 without CLONE_VM behaves like fork: the child gets a copy
+        // of the address space and continues on a copy of this stack. It only runs
+        // child::main, which never returns and never allocates (see its docs).
+        let pid = unsafe {
+            libc::syscall(
+                libc::SYS_clone3,
+                &args as *const CloneArgs,
+                std::mem::size_of::<CloneArgs>(),
+            )
+        };
+        if pid == 0 {
+            child::main(&plan, fds);
+        }
+        if pid < 0 {
+            return Err(RuntimeError::Syscall {
+                op: "clone3 (create the container's namespaces; needs root and Linux 5.3+)",
+                source: io::Error::last_os_error(),
+            });
+        }
+        let pid = pid as libc::pid_t;
+        // SAFETY: CLONE_PIDFD stored a fresh descriptor that nothing else owns.
+        let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
+        self.init = Some(Init {
+            pid,
+            pidfd,
+            reaped: false,
+        });
+        drop(go_read);
+        drop(report_write);
+        mark(trace, Phase::Clone);
+        self.state.init_pid = Some(pid as u32);
+        self.state.update(&self.state_path)?;
+
+        // Into the cgroup before the child does anything.
+        drop(attacher);
+        self.cgroup
+            .as_ref()
+            .map(|c| c.attach(pid as u32))
+            .transpose()
+            .map_err(cgroup_err("attach the container's init"))?;
+        if config.user_namespace {
+            write_id_maps(pid)?;
+        }
+        self.setup_network(config)?;
+        mark(trace, Phase::Network);
+        sys::write_all(go_write.as_raw_fd(), &[child::GO]).map_err(|e| RuntimeError::Syscall {
+            op: "write to the go pipe (the container's init died during setup)",
+            source: e.to_io(),
+        })?;
+        drop(go_write);
+
+        // Reports until the command's execve closes the pipe.
+        let mut setup_error = None;
+        let mut record = [0u8; Record::SIZE];
+        while let Ok(true) = sys::read_exact(report_read.as_raw_fd(), &mut record) {
+            let r = Record::decode(&record);
+            match r.kind {
+                KIND_PHASE => {
+                    if let Some(p) = crate::trace::Phase::from_code(r.code) {
+                        trace.push((p, ns_to_duration(r.ts, t0)));
+                    }
+                }
+                KIND_SETUP => {
+                    let step = plan
+                        .descriptions
+                        .get(r.code as usize)
+                        .cloned()
+                        .unwrap_or_else(|| format!("step {}", r.code));
+                    setup_error = Some(RuntimeError::Setup {
+                        step,
+                        source: io::Error::from_raw_os_error(r.errno),
+                    });
+                }
+                KIND_EXEC => setup_error = Some(exec_error(config, r)),
+                _ => {}
+            }
+        }
+        drop(report_read);
+        if setup_error.is_none() {
+            mark(trace, Phase::Exec);
+        }
+        let status = self.wait(forwarder.as_ref())?;
+        match setup_error {
+            Some(e) => Err(e),
+            None => Ok(status),
+        }
+    }
+
+    fn setup_network(&mut self, config: &ContainerConfig) -> Result<(), RuntimeError> {
+        // `none`: loopback is brought up by the container's init; `host`: nothing.
+        let Some(mode) = bridge_mode(&config.network) else {
+            return Ok(());
+        };
+        let Some(pid) = self.init.as_ref().map(|i| i.pid) else {
+            return Ok(());
+        };
+        // Recorded before attaching, so that gc can undo a half-done attach.
+        self.state.network = serde_json::to_value(&mode).ok();
+        self.state.update(&self.state_path)?;
+        let netns = PathBuf::from(format!("/proc/{pid}/ns/net"));
+        crate::network::attach(&config.id, &netns, &mode).map_err(|e| RuntimeError::Network {
+            mode: "bridge",
+            problem: e.to_string(),
+        })?;
+        self.network = Some((mode, netns));
+        Ok(())
+    }
+
+    /// Waits for init to exit, forwarding signals; returns its status.
+    fn wait(&mut self, forwarder: Option<&SignalForwarder>) -> Result<i32, RuntimeError> {
+        let Some(init) = self.init.as_mut() else {
+            return Ok(255);
+        };
+        loop {
+            let mut fds = [
+                libc::pollfd {
+                    fd: init.pidfd.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+                libc::pollfd {
+                    fd: forwarder.map_or(-1, |f| f.read.as_raw_fd()),
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+            ];
+            // SAFETY: fds is a valid array of two pollfd; a negative fd is ignored.
+            let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                if e.raw_os_error() == Some(libc::EINTR) {
+                    continue;
+                }
+                return Err(RuntimeError::Syscall {
+                    op: "poll (wait for the container)",
+                    source: e,
+                });
+            }
+            if fds[1].revents & libc::POLLIN != 0 {
+                let mut sigs = [0u8; 16];
+                if let Ok(k) = sys::read(fds[1].fd, &mut sigs) {
+                    for &sig in &sigs[..k] {
+                        // SAFETY: pidfd_send_signal with a live pidfd and a null siginfo.
+                        unsafe {
+                            libc::syscall(
+                                libc::SYS_pidfd_send_signal,
+                                init.pidfd.as_raw_fd(),
+                                libc::c_int::from(sig),
+                                std::ptr::null::<libc::siginfo_t>(),
+                                0,
+                            )
+                        };
+                    }
+                }
+            }
+            if fds[0].revents & libc::POLLIN != 0 {
+                let mut status = 0;
+                // SAFETY: waiting for our own child; status is valid storage.
+                let r = unsafe { libc::waitpid(init.pid, &mut status, 0) };
+                if r < 0 {
+                    return Err(RuntimeError::Syscall {
+                        op: "waitpid (the container's init)",
+                        source: io::Error::last_os_error(),
+                    });
+                }
+                init.reaped = true;
+                return Ok(child::status_code(status));
+            }
+        }
+    }
+
+    /// Releases everything; returns every failure (the rest is still attempted).
+    fn teardown(&mut self) -> Result<(), RuntimeError> {
+        if self.done {
+            return Ok(());
+        }
+        self.done = true;
+        let mut failures = Vec::new();
+        if let Some(init) = self.init.take() {
+            if !init.reaped {
+                // SAFETY: signalling and reaping our own child through its pidfd.
+                unsafe {
+                    libc::syscall(
+                        libc::SYS_pidfd_send_signal,
+                        init.pidfd.as_raw_fd(),
+                        libc::SIGKILL,
+                        std::ptr::null::<libc::siginfo_t>(),
+                        0,
+                    );
+                    let mut status = 0;
+                    libc::waitpid(init.pid, &mut status, 0);
+                }
+            }
+        }
+        if let Some((mode, netns)) = self.network.take() {
+            if let Err(e) = crate::network::detach(&self.state.id, &netns, &mode) {
+                failures.push(format!("detach the network: {e}"));
+            }
+        }
+        if let Some(cgroup) = self.cgroup.take() {
+            if let Err(e) = cgroup.remove() {
+                failures.push(format!(
+                    "remove cgroup {}: {e}",
+                    self.state.cgroup.display()
+                ));
+            }
+        }
+        if let Some(device) = self.loop_device.take() {
+            if let Err(e) = device.release(Duration::from_secs(2)) {
+                failures.push(e.to_string());
+            }
+        }
+        // The cgroup and loop device are gone; `undo` handles directories and the
+        // state file (and would retry the rest).
+        let state = self.state.clone();
+        failures.extend(state::undo(&state, &self.state_path, &self.hierarchy));
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            Err(RuntimeError::Teardown(failures))
+        }
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        // Errors were reported by the explicit teardown; this is the panic path.
+        let _ = self.teardown();
+    }
+}
+
+fn exec_error(config: &ContainerConfig, r: Record) -> RuntimeError {
+    let program = config.args.first().cloned().unwrap_or_default();
+    let step = match ExecStep::from_code(r.code) {
+        Some(ExecStep::Fork) => "fork the command".to_owned(),
+        Some(ExecStep::Stdio) => "open /dev/null for the command's stdio".to_owned(),
+        Some(ExecStep::Chdir) => format!(
+            "change to the working directory {} (does it exist in the root filesystem?)",
+            config.cwd.display()
+        ),
+        Some(ExecStep::Security) => {
+            "apply the security settings (capabilities, no_new_privs, seccomp)".to_owned()
+        }
+        Some(ExecStep::Execve) | None => {
+            format!("execute {program:?} (is it in the root filesystem and on PATH?)")
+        }
+    };
+    RuntimeError::Setup {
+        step,
+        source: io::Error::from_raw_os_error(r.errno),
+    }
+}
+
+/// Maps container ids 0..65536 to host ids from [`USERNS_BASE`].
+fn write_id_maps(pid: libc::pid_t) -> Result<(), RuntimeError> {
+    let line = format!("0 {USERNS_BASE} {USERNS_SIZE}\n");
+    for file in ["uid_map", "gid_map"] {
+        let path = PathBuf::from(format!("/proc/{pid}/{file}"));
+        fs::write(&path, &line).map_err(|source| RuntimeError::Host {
+            op: "write the user namespace id map",
+            path,
+            source,
+        })?;
+    }
+    Ok(())
+}
+
+/// Whether the limits read back equal those asked for; memory limits may be
+/// rounded down to the page size by the kernel.
+fn limits_match(wanted: &Limits, got: &Limits) -> bool {
+    let page = 4096;
+    let mem_ok = |w: Option<isolab_cgroups::Bytes>, g: Option<isolab_cgroups::Bytes>| match w {
+        None => true,
+        Some(w) => g.is_some_and(|g| g.0 <= w.0 && w.0 - g.0 < page),
+    };
+    (wanted.cpu.is_none() || wanted.cpu == got.cpu)
+        && (wanted.cpuset.is_none() || wanted.cpuset == got.cpuset)
+        && (wanted.mems.is_none() || wanted.mems == got.mems)
+        && mem_ok(wanted.memory_max, got.memory_max)
+        && mem_ok(wanted.memory_swap_max, got.memory_swap_max)
+        && (wanted.pids_max.is_none() || wanted.pids_max == got.pids_max)
+}
+
+/// The whole-disk block device that holds `path` (for io throttling of a root
+/// filesystem): `stat` gives the file system's device; a partition is mapped to its
+/// disk through `/sys/dev/block`.
+pub fn backing_device(path: &Path) -> Result<isolab_cgroups::DeviceNumber, RuntimeError> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = fs::metadata(path).map_err(|source| RuntimeError::Host {
+        op: "stat",
+        path: path.to_owned(),
+        source,
+    })?;
+    let dev = isolab_cgroups::DeviceNumber::from_dev(meta.dev());
+    let sys = PathBuf::from(format!("/sys/dev/block/{dev}"));
+    if !sys.exists() {
+        return Err(RuntimeError::InvalidConfig {
+            what: "io throttle device",
+            value: format!("{} (device {dev})", path.display()),
+            expected: "a path on a block device (tmpfs and overlay have none; pass MAJOR:MINOR)",
+        });
+    }
+    if !sys.join("partition").exists() {
+        return Ok(dev);
+    }
+    let disk = fs::canonicalize(&sys)
+        .ok()
+        .and_then(|p| p.parent().map(|p| p.join("dev")))
+        .and_then(|p| fs::read_to_string(p).ok())
+        .and_then(|s| s.trim().parse().ok());
+    Ok(disk.unwrap_or(dev))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use isolab_cgroups::{Bytes, IdSet};
+
+    #[test]
+    fn limits_compare_with_page_rounding() {
+        let wanted = Limits {
+            memory_max: Some(Bytes(100_000_000)),
+            pids_max: Some(10),
+            ..Limits::default()
+        };
+        let mut got = wanted.clone();
+        got.memory_max = Some(Bytes(99_999_744));
+        got.cpuset = Some(IdSet::default());
+        assert!(limits_match(&wanted, &got));
+        got.pids_max = Some(11);
+        assert!(!limits_match(&wanted, &got));
+    }
+
+    #[test]
+    fn clone_args_size() {
+        assert_eq!(std::mem::size_of::<CloneArgs>(), 88);
+    }
+
+    #[test]
+    fn backing_device_of_root() {
+        let d = backing_device(Path::new("/")).unwrap();
+        assert!(d.major > 0);
+        assert!(backing_device(Path::new("/proc")).is_err());
+    }
+}

@@ -1,0 +1,592 @@
+//! The container's setup as a list of pre-built steps ([`Plan`]), computed in the
+//! parent so that the child only makes system calls with ready C strings: it may be a
+//! raw `clone3` copy of a multi-threaded process, where allocating can deadlock.
+//!
+//! Building the plan is pure (no host effects), so its unit tests check the exact
+//! mount sequence.
+
+use std::ffi::{CString, OsStr};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use crate::config::{ContainerConfig, NetworkChoice, Rootfs, Stdio};
+use crate::error::RuntimeError;
+use crate::security::{self, Prepared};
+use crate::trace::Phase;
+
+/// One setup step of the container's init.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Op {
+    /// Become root of a new user namespace (setgroups, setresgid, setresuid to 0).
+    BecomeRoot,
+    /// `unshare(CLONE_NEWCGROUP)`: a cgroup namespace rooted at the container's
+    /// cgroup (the parent has attached the child by now).
+    UnshareCgroupNs,
+    /// `mount(2)`.
+    Mount {
+        source: Option<CString>,
+        target: CString,
+        fstype: Option<CString>,
+        flags: libc::c_ulong,
+        data: Option<CString>,
+    },
+    /// `mkdir(2)`, existing is fine.
+    Mkdir { path: CString, mode: libc::mode_t },
+    /// A character device: `mknod`, or when that is not permitted (user namespace) an
+    /// empty file with the host's node bind-mounted on it.
+    Device {
+        path: CString,
+        host: CString,
+        mode: libc::mode_t,
+        dev: libc::dev_t,
+    },
+    /// `symlink(target, link)`, existing is fine.
+    Symlink { target: CString, link: CString },
+    /// `chdir(2)`.
+    Chdir { path: CString },
+    /// `pivot_root(".", ".")` then `umount2(".", MNT_DETACH)`: the old root is
+    /// stacked on the new one and detached, no `put_old` directory needed (works on a
+    /// read-only root).
+    PivotHere,
+    /// Bind remount read-only, keeping the mount's nosuid/nodev/noexec flags.
+    RemountReadOnly { path: CString },
+    /// Masks a path: `/dev/null` bound over a file, an empty read-only tmpfs over a
+    /// directory; a missing path is skipped.
+    Mask { path: CString },
+    /// Makes a path read-only (bind onto itself, remount ro); missing is skipped.
+    ReadOnly { path: CString },
+    /// `sethostname(2)`.
+    Hostname { name: CString },
+    /// Bring up `lo`.
+    LoopbackUp,
+    /// Report a phase timestamp.
+    Phase(Phase),
+}
+
+/// What the command's process (PID 2) does before `execve`.
+#[derive(Debug)]
+pub(crate) struct ExecPlan {
+    /// Owns the strings `argv_ptrs` points into.
+    #[allow(dead_code)]
+    pub argv: Vec<CString>,
+    pub argv_ptrs: Vec<*const libc::c_char>,
+    /// Owns the strings `envp_ptrs` points into.
+    #[allow(dead_code)]
+    pub envp: Vec<CString>,
+    pub envp_ptrs: Vec<*const libc::c_char>,
+    /// Paths to try with `execve`, in `PATH` order.
+    pub candidates: Vec<CString>,
+    pub cwd: CString,
+    /// Capabilities, no_new_privs and seccomp, compiled; applied right before execve.
+    pub security: Prepared,
+    pub stdio_null: bool,
+}
+
+/// The whole child side: setup steps with their descriptions, then the exec plan.
+#[derive(Debug)]
+pub(crate) struct Plan {
+    pub ops: Vec<Op>,
+    /// One human description per op, for error messages (parent side only).
+    pub descriptions: Vec<String>,
+    pub exec: ExecPlan,
+}
+
+/// Where the container's root and scratch space are mounted on the host side
+/// (inside the container's own mount namespace only).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Layout {
+    /// Mount point of the root filesystem.
+    pub root: PathBuf,
+    /// Mount point of the tmpfs of a throw-away overlay.
+    pub scratch: PathBuf,
+    /// The loop device of an ext4 image.
+    pub loop_device: Option<PathBuf>,
+}
+
+pub(crate) fn cstring(what: &'static str, bytes: &[u8]) -> Result<CString, RuntimeError> {
+    CString::new(bytes).map_err(|_| RuntimeError::NulByte {
+        what,
+        value: String::from_utf8_lossy(bytes).into_owned(),
+    })
+}
+
+fn cpath(what: &'static str, p: &Path) -> Result<CString, RuntimeError> {
+    cstring(what, p.as_os_str().as_bytes())
+}
+
+/// Overlay option values must escape `,`, `:` and `\`; refuse them instead.
+fn overlay_path(p: &Path) -> Result<String, RuntimeError> {
+    let s = p.to_str().unwrap_or("");
+    if s.is_empty() || s.contains([',', ':', '\\']) {
+        return Err(RuntimeError::InvalidConfig {
+            what: "overlay directory",
+            value: p.display().to_string(),
+            expected: "a UTF-8 path without ',', ':' or '\\'",
+        });
+    }
+    Ok(s.to_owned())
+}
+
+struct Builder {
+    ops: Vec<Op>,
+    descriptions: Vec<String>,
+}
+
+impl Builder {
+    fn push(&mut self, op: Op, description: String) {
+        self.ops.push(op);
+        self.descriptions.push(description);
+    }
+
+    fn mount(
+        &mut self,
+        source: Option<&str>,
+        target: &Path,
+        fstype: Option<&str>,
+        flags: libc::c_ulong,
+        data: Option<&str>,
+    ) -> Result<(), RuntimeError> {
+        let description = format!(
+            "mount {} on {} (type {}, options {})",
+            source.unwrap_or("-"),
+            target.display(),
+            fstype.unwrap_or("-"),
+            data.unwrap_or("-")
+        );
+        let op = Op::Mount {
+            source: source
+                .map(|s| cstring("mount source", s.as_bytes()))
+                .transpose()?,
+            target: cpath("mount target", target)?,
+            fstype: fstype
+                .map(|s| cstring("file system type", s.as_bytes()))
+                .transpose()?,
+            flags,
+            data: data
+                .map(|s| cstring("mount options", s.as_bytes()))
+                .transpose()?,
+        };
+        self.push(op, description);
+        Ok(())
+    }
+
+    fn mkdir(&mut self, path: &Path, mode: libc::mode_t) -> Result<(), RuntimeError> {
+        self.push(
+            Op::Mkdir {
+                path: cpath("directory", path)?,
+                mode,
+            },
+            format!("create directory {}", path.display()),
+        );
+        Ok(())
+    }
+
+    fn symlink(&mut self, target: &str, link: &Path) -> Result<(), RuntimeError> {
+        self.push(
+            Op::Symlink {
+                target: cstring("symlink target", target.as_bytes())?,
+                link: cpath("symlink", link)?,
+            },
+            format!("create symlink {} -> {target}", link.display()),
+        );
+        Ok(())
+    }
+
+    fn phase(&mut self, phase: Phase) {
+        self.push(Op::Phase(phase), format!("report phase {phase:?}"));
+    }
+}
+
+/// The character devices of a container's /dev: name, major, minor.
+pub(crate) const DEVICES: [(&str, u32, u32); 6] = [
+    ("null", 1, 3),
+    ("zero", 1, 5),
+    ("full", 1, 7),
+    ("random", 1, 8),
+    ("urandom", 1, 9),
+    ("tty", 5, 0),
+];
+
+/// Builds the child's plan for `config` with the host-side `layout`.
+pub(crate) fn build(config: &ContainerConfig, layout: &Layout) -> Result<Plan, RuntimeError> {
+    let nosuid_nodev_noexec = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+    let root = &layout.root;
+    let mut b = Builder {
+        ops: Vec::new(),
+        descriptions: Vec::new(),
+    };
+    if config.user_namespace {
+        b.push(
+            Op::BecomeRoot,
+            "become root of the user namespace (setresgid/setresuid 0)".into(),
+        );
+    }
+    b.push(
+        Op::UnshareCgroupNs,
+        "create the cgroup namespace (unshare CLONE_NEWCGROUP)".into(),
+    );
+    b.mount(
+        None,
+        Path::new("/"),
+        None,
+        libc::MS_REC | libc::MS_PRIVATE,
+        None,
+    )?;
+    let mut readonly_root = false;
+    match &config.rootfs {
+        Rootfs::Dir { path, readonly } => {
+            let src = path.to_str().ok_or_else(|| RuntimeError::Rootfs {
+                path: path.clone(),
+                problem: "the path is not UTF-8; rename it".into(),
+            })?;
+            b.mount(Some(src), root, None, libc::MS_BIND | libc::MS_REC, None)?;
+            readonly_root = *readonly;
+        }
+        Rootfs::Overlay { lower, upper } => {
+            let lower = overlay_path(lower)?;
+            let (upper, work) = match upper {
+                Some(upper) => (overlay_path(upper)?, overlay_path(&work_dir_of(upper))?),
+                None => {
+                    let scratch = &layout.scratch;
+                    b.mount(Some("tmpfs"), scratch, Some("tmpfs"), 0, Some("mode=0755"))?;
+                    b.mkdir(&scratch.join("upper"), 0o755)?;
+                    b.mkdir(&scratch.join("work"), 0o755)?;
+                    (
+                        overlay_path(&scratch.join("upper"))?,
+                        overlay_path(&scratch.join("work"))?,
+                    )
+                }
+            };
+            let data = format!("lowerdir={lower},upperdir={upper},workdir={work}");
+            b.mount(Some("overlay"), root, Some("overlay"), 0, Some(&data))?;
+        }
+        Rootfs::Ext4Image { file, readonly } => {
+            let device = layout
+                .loop_device
+                .as_ref()
+                .and_then(|d| d.to_str())
+                .ok_or_else(|| RuntimeError::Rootfs {
+                    path: file.clone(),
+                    problem: "no loop device was attached".into(),
+                })?;
+            let flags = if *readonly { libc::MS_RDONLY } else { 0 };
+            b.mount(Some(device), root, Some("ext4"), flags, None)?;
+        }
+    }
+    for dir in ["proc", "sys", "dev"] {
+        b.mkdir(&root.join(dir), 0o755)?;
+    }
+    b.mount(
+        Some("proc"),
+        &root.join("proc"),
+        Some("proc"),
+        nosuid_nodev_noexec,
+        None,
+    )?;
+    let sys = root.join("sys");
+    if config.user_namespace && config.network == NetworkChoice::Host {
+        // sysfs needs a network namespace owned by the user namespace: bind the
+        // host's instead, read-only.
+        b.mount(Some("/sys"), &sys, None, libc::MS_BIND | libc::MS_REC, None)?;
+        b.push(
+            Op::RemountReadOnly {
+                path: cpath("sys", &sys)?,
+            },
+            format!("remount {} read-only", sys.display()),
+        );
+    } else {
+        b.mount(
+            Some("sysfs"),
+            &sys,
+            Some("sysfs"),
+            nosuid_nodev_noexec | libc::MS_RDONLY,
+            None,
+        )?;
+    }
+    let dev = root.join("dev");
+    b.mount(
+        Some("tmpfs"),
+        &dev,
+        Some("tmpfs"),
+        libc::MS_NOSUID | libc::MS_STRICTATIME,
+        Some("mode=755,size=65536k"),
+    )?;
+    for (name, major, minor) in DEVICES {
+        let path = dev.join(name);
+        b.push(
+            Op::Device {
+                path: cpath("device", &path)?,
+                host: cstring("device", format!("/dev/{name}").as_bytes())?,
+                mode: libc::S_IFCHR | 0o666,
+                dev: libc::makedev(major, minor),
+            },
+            format!("create device {} ({major}:{minor})", path.display()),
+        );
+    }
+    b.mkdir(&dev.join("pts"), 0o755)?;
+    b.mount(
+        Some("devpts"),
+        &dev.join("pts"),
+        Some("devpts"),
+        libc::MS_NOSUID | libc::MS_NOEXEC,
+        Some("newinstance,ptmxmode=0666,mode=0620,gid=5"),
+    )?;
+    b.symlink("pts/ptmx", &dev.join("ptmx"))?;
+    for (link, target) in [
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+        ("core", "/proc/kcore"),
+    ] {
+        b.symlink(target, &dev.join(link))?;
+    }
+    b.mkdir(&dev.join("shm"), 0o1777)?;
+    b.mount(
+        Some("shm"),
+        &dev.join("shm"),
+        Some("tmpfs"),
+        nosuid_nodev_noexec,
+        Some("mode=1777,size=65536k"),
+    )?;
+    b.mkdir(&dev.join("mqueue"), 0o755)?;
+    b.mount(
+        Some("mqueue"),
+        &dev.join("mqueue"),
+        Some("mqueue"),
+        nosuid_nodev_noexec,
+        None,
+    )?;
+    b.phase(Phase::Mounts);
+    b.push(
+        Op::Chdir {
+            path: cpath("root", root)?,
+        },
+        format!("change directory to {}", root.display()),
+    );
+    b.push(
+        Op::PivotHere,
+        format!("pivot_root into {} and detach the old root", root.display()),
+    );
+    b.push(
+        Op::Chdir { path: c"/".into() },
+        "change directory to /".into(),
+    );
+    b.phase(Phase::Pivot);
+    if readonly_root {
+        b.push(
+            Op::RemountReadOnly { path: c"/".into() },
+            "remount the root read-only".into(),
+        );
+    }
+    b.push(
+        Op::Hostname {
+            name: cstring("hostname", config.hostname.as_bytes())?,
+        },
+        format!("set the hostname to {:?}", config.hostname),
+    );
+    for p in &config.security.masked_paths {
+        b.push(
+            Op::Mask {
+                path: cstring("masked path", p.as_bytes())?,
+            },
+            format!("mask {p}"),
+        );
+    }
+    for p in &config.security.readonly_paths {
+        b.push(
+            Op::ReadOnly {
+                path: cstring("read-only path", p.as_bytes())?,
+            },
+            format!("make {p} read-only"),
+        );
+    }
+    if config.network != NetworkChoice::Host {
+        b.push(Op::LoopbackUp, "bring up the loopback interface lo".into());
+    }
+    let exec = exec_plan(config)?;
+    Ok(Plan {
+        ops: b.ops,
+        descriptions: b.descriptions,
+        exec,
+    })
+}
+
+/// The work directory of a kept overlay upper: `<upper>.work`, next to it (overlayfs
+/// needs it on the same file system).
+pub(crate) fn work_dir_of(upper: &Path) -> PathBuf {
+    let mut name = upper.file_name().unwrap_or(OsStr::new("upper")).to_owned();
+    name.push(".work");
+    upper.with_file_name(name)
+}
+
+fn exec_plan(config: &ContainerConfig) -> Result<ExecPlan, RuntimeError> {
+    let argv: Vec<CString> = config
+        .args
+        .iter()
+        .map(|a| cstring("argument", a.as_bytes()))
+        .collect::<Result<_, _>>()?;
+    let envp: Vec<CString> = config
+        .env
+        .iter()
+        .map(|e| cstring("environment entry", e.as_bytes()))
+        .collect::<Result<_, _>>()?;
+    let program = config.args.first().ok_or(RuntimeError::EmptyCommand)?;
+    let candidates = if program.contains('/') {
+        vec![cstring("program", program.as_bytes())?]
+    } else {
+        let path = config
+            .env
+            .iter()
+            .rev()
+            .find_map(|e| e.strip_prefix("PATH="))
+            .unwrap_or("/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+        path.split(':')
+            .filter(|d| !d.is_empty())
+            .map(|d| cstring("program", format!("{d}/{program}").as_bytes()))
+            .collect::<Result<_, _>>()?
+    };
+    let mut argv_ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+    argv_ptrs.push(std::ptr::null());
+    let mut envp_ptrs: Vec<*const libc::c_char> = envp.iter().map(|e| e.as_ptr()).collect();
+    envp_ptrs.push(std::ptr::null());
+    Ok(ExecPlan {
+        argv,
+        argv_ptrs,
+        envp,
+        envp_ptrs,
+        candidates,
+        cwd: cpath("working directory", &config.cwd)?,
+        security: security::prepare(&config.security)?,
+        stdio_null: config.stdio == Stdio::Null,
+    })
+}
+
+/// Root of a container's host-side mount points: `<state_dir>/<id>`.
+pub(crate) fn layout_for(config: &ContainerConfig, loop_device: Option<PathBuf>) -> Layout {
+    let base = config.state_dir.join(&config.id);
+    Layout {
+        root: base.join("root"),
+        scratch: base.join("scratch"),
+        loop_device,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(rootfs: Rootfs) -> ContainerConfig {
+        let mut c = ContainerConfig::new(rootfs, vec!["sh".into(), "-c".into(), "true".into()]);
+        c.id = "t1".into();
+        c.state_dir = "/run/isolab".into();
+        c
+    }
+
+    fn targets(plan: &Plan) -> Vec<String> {
+        plan.ops
+            .iter()
+            .filter_map(|op| match op {
+                Op::Mount { target, .. } => Some(target.to_string_lossy().into_owned()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn dir_plan_mounts_in_order() {
+        let c = config(Rootfs::Dir {
+            path: "/srv/root".into(),
+            readonly: true,
+        });
+        let plan = build(&c, &layout_for(&c, None)).unwrap();
+        assert_eq!(plan.ops.len(), plan.descriptions.len());
+        let t = targets(&plan);
+        assert_eq!(plan.ops[0], Op::UnshareCgroupNs);
+        assert_eq!(t[0], "/");
+        assert_eq!(t[1], "/run/isolab/t1/root");
+        assert_eq!(t[2], "/run/isolab/t1/root/proc");
+        assert!(t.contains(&"/run/isolab/t1/root/dev/pts".to_owned()));
+        let pivot = plan.ops.iter().position(|o| *o == Op::PivotHere).unwrap();
+        let ro = plan
+            .ops
+            .iter()
+            .position(|o| matches!(o, Op::RemountReadOnly { path } if path.as_bytes() == b"/"))
+            .unwrap();
+        assert!(ro > pivot, "the root is made read-only after pivot_root");
+        assert!(plan
+            .ops
+            .iter()
+            .any(|o| matches!(o, Op::Mask { path } if path.as_bytes() == b"/proc/kcore")));
+        assert!(plan.ops.contains(&Op::LoopbackUp));
+        assert_eq!(
+            plan.exec.candidates[0].to_str().unwrap(),
+            "/usr/local/sbin/sh"
+        );
+        assert_eq!(plan.exec.argv_ptrs.len(), 4);
+        assert!(plan.exec.argv_ptrs[3].is_null());
+    }
+
+    #[test]
+    fn overlay_throwaway_uses_scratch_tmpfs() {
+        let c = config(Rootfs::Overlay {
+            lower: "/srv/lower".into(),
+            upper: None,
+        });
+        let plan = build(&c, &layout_for(&c, None)).unwrap();
+        let data: Vec<String> = plan
+            .ops
+            .iter()
+            .filter_map(|o| match o {
+                Op::Mount {
+                    data: Some(d),
+                    fstype: Some(f),
+                    ..
+                } if f.as_bytes() == b"overlay" => Some(d.to_string_lossy().into_owned()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            data,
+            ["lowerdir=/srv/lower,upperdir=/run/isolab/t1/scratch/upper,workdir=/run/isolab/t1/scratch/work"]
+        );
+        assert_eq!(work_dir_of(Path::new("/a/up")), PathBuf::from("/a/up.work"));
+        let bad = config(Rootfs::Overlay {
+            lower: "/srv/a,b".into(),
+            upper: None,
+        });
+        assert!(build(&bad, &layout_for(&bad, None)).is_err());
+    }
+
+    #[test]
+    fn ext4_needs_loop_device_and_host_net_skips_loopback() {
+        let mut c = config(Rootfs::Ext4Image {
+            file: "/img".into(),
+            readonly: true,
+        });
+        assert!(build(&c, &layout_for(&c, None)).is_err());
+        c.network = NetworkChoice::Host;
+        let plan = build(&c, &layout_for(&c, Some("/dev/loop3".into()))).unwrap();
+        assert!(
+            matches!(&plan.ops[2], Op::Mount { source: Some(s), flags, .. }
+            if s.as_bytes() == b"/dev/loop3" && *flags == libc::MS_RDONLY)
+        );
+        assert!(!plan.ops.contains(&Op::LoopbackUp));
+    }
+
+    #[test]
+    fn program_with_slash_is_not_searched() {
+        let mut c = config(Rootfs::Dir {
+            path: "/r".into(),
+            readonly: false,
+        });
+        c.args = vec!["/bin/echo".into()];
+        let plan = build(&c, &layout_for(&c, None)).unwrap();
+        assert_eq!(plan.exec.candidates.len(), 1);
+        c.args = vec!["a\0b".into()];
+        assert!(matches!(
+            build(&c, &layout_for(&c, None)),
+            Err(RuntimeError::NulByte { .. })
+        ));
+    }
+}

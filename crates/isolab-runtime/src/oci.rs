@@ -1,0 +1,447 @@
+//! OCI runtime spec (`config.json`): [`oci_spec`] turns a [`ContainerConfig`] into
+//! one that runc and crun run unchanged; [`from_bundle`] reads a bundle back into a
+//! [`ContainerConfig`] for [`crate::run`].
+
+use std::path::{Path, PathBuf};
+
+use isolab_cgroups::{Bytes, CpuQuota, DeviceNumber, IdSet, IoThrottle, Limits};
+use oci_spec::runtime::{LinuxNamespaceType, Spec};
+use serde_json::{json, Value};
+
+use crate::config::{ContainerConfig, NetworkChoice, Rootfs, USERNS_BASE, USERNS_SIZE};
+use crate::error::RuntimeError;
+
+/// The mounts every container gets (the same as the runtime makes itself).
+fn default_mounts() -> Value {
+    json!([
+        {"destination": "/proc", "type": "proc", "source": "proc",
+         "options": ["nosuid", "noexec", "nodev"]},
+        {"destination": "/dev", "type": "tmpfs", "source": "tmpfs",
+         "options": ["nosuid", "strictatime", "mode=755", "size=65536k"]},
+        {"destination": "/dev/pts", "type": "devpts", "source": "devpts",
+         "options": ["nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5"]},
+        {"destination": "/dev/shm", "type": "tmpfs", "source": "shm",
+         "options": ["nosuid", "noexec", "nodev", "mode=1777", "size=65536k"]},
+        {"destination": "/dev/mqueue", "type": "mqueue", "source": "mqueue",
+         "options": ["nosuid", "noexec", "nodev"]},
+        {"destination": "/sys", "type": "sysfs", "source": "sysfs",
+         "options": ["nosuid", "noexec", "nodev", "ro"]}
+    ])
+}
+
+/// The mount destinations [`from_bundle`] accepts (those of [`oci_spec`]).
+const KNOWN_MOUNTS: [&str; 7] = [
+    "/proc",
+    "/dev",
+    "/dev/pts",
+    "/dev/shm",
+    "/dev/mqueue",
+    "/sys",
+    "/sys/fs/cgroup",
+];
+
+fn resources(limits: &Limits) -> Value {
+    let mut r = serde_json::Map::new();
+    let mut cpu = serde_json::Map::new();
+    if let Some(q) = limits.cpu {
+        cpu.insert("quota".into(), json!(q.quota.as_micros() as i64));
+        cpu.insert("period".into(), json!(q.period.as_micros() as u64));
+    }
+    if let Some(set) = &limits.cpuset {
+        cpu.insert("cpus".into(), json!(set.to_string()));
+    }
+    if let Some(set) = &limits.mems {
+        cpu.insert("mems".into(), json!(set.to_string()));
+    }
+    if !cpu.is_empty() {
+        r.insert("cpu".into(), Value::Object(cpu));
+    }
+    let mut memory = serde_json::Map::new();
+    if let Some(m) = limits.memory_max {
+        memory.insert("limit".into(), json!(m.0 as i64));
+    }
+    if let Some(s) = limits.memory_swap_max {
+        // OCI's swap is memory + swap, as cgroup v1's memsw.
+        memory.insert("swap".into(), json!(s.0 as i64));
+    }
+    if !memory.is_empty() {
+        r.insert("memory".into(), Value::Object(memory));
+    }
+    if let Some(p) = limits.pids_max {
+        r.insert("pids".into(), json!({"limit": p as i64}));
+    }
+    let throttle = |get: fn(&IoThrottle) -> Option<u64>| -> Vec<Value> {
+        limits
+            .io
+            .iter()
+            .filter_map(|t| {
+                get(t).map(
+                    |rate| json!({"major": t.device.major, "minor": t.device.minor, "rate": rate}),
+                )
+            })
+            .collect()
+    };
+    let mut blkio = serde_json::Map::new();
+    for (key, list) in [
+        ("throttleReadBpsDevice", throttle(|t| t.read_bps)),
+        ("throttleWriteBpsDevice", throttle(|t| t.write_bps)),
+        ("throttleReadIOPSDevice", throttle(|t| t.read_iops)),
+        ("throttleWriteIOPSDevice", throttle(|t| t.write_iops)),
+    ] {
+        if !list.is_empty() {
+            blkio.insert(key.into(), Value::Array(list));
+        }
+    }
+    if !blkio.is_empty() {
+        r.insert("blockIO".into(), Value::Object(blkio));
+    }
+    Value::Object(r)
+}
+
+/// The configuration as an OCI runtime spec: process (args, env, cwd, capabilities,
+/// no_new_privs), root, hostname, the standard mounts, namespaces, `linux.resources`
+/// from the limits (cgroup v1 semantics for swap: memory + swap), masked and
+/// read-only paths, seccomp and the device allowlist, `cgroupsPath`
+/// `/<cgroup_parent>/rt-<id>`.
+///
+/// Only a directory root can be expressed (`root.path` is the directory; write the
+/// spec into a bundle next to it, or keep the absolute path); an overlay or an ext4
+/// image is [`RuntimeError::InvalidConfig`].
+pub fn oci_spec(config: &ContainerConfig) -> Result<Spec, RuntimeError> {
+    let (root, readonly) = match &config.rootfs {
+        Rootfs::Dir { path, readonly } => (path.clone(), *readonly),
+        other => {
+            return Err(RuntimeError::InvalidConfig {
+                what: "root filesystem for an OCI spec",
+                value: other.source().display().to_string(),
+                expected: "a directory root (OCI bundles hold a rootfs directory)",
+            })
+        }
+    };
+    let mut namespaces = vec![
+        json!({"type": "pid"}),
+        json!({"type": "ipc"}),
+        json!({"type": "uts"}),
+        json!({"type": "mount"}),
+        json!({"type": "cgroup"}),
+    ];
+    if config.network != NetworkChoice::Host {
+        namespaces.push(json!({"type": "network"}));
+    }
+    let security = &config.security;
+    let mut linux = security.oci_linux()?;
+    linux["namespaces"] = Value::Array(namespaces.clone());
+    if config.user_namespace {
+        namespaces.push(json!({"type": "user"}));
+        linux["namespaces"] = Value::Array(namespaces);
+        let map = json!([{"containerID": 0, "hostID": USERNS_BASE, "size": USERNS_SIZE}]);
+        linux["uidMappings"] = map.clone();
+        linux["gidMappings"] = map;
+    }
+    let mut res = resources(&config.limits);
+    if let (Some(obj), Some(devices)) = (
+        res.as_object_mut(),
+        linux.pointer("/resources/devices").cloned(),
+    ) {
+        obj.insert("devices".into(), devices);
+    }
+    linux["resources"] = res;
+    linux["cgroupsPath"] = json!(Path::new("/").join(config.cgroup_rel()));
+    linux["rootfsPropagation"] = json!("rprivate");
+    let value = json!({
+        "ociVersion": "1.0.2",
+        "process": {
+            "terminal": false,
+            "user": {"uid": 0, "gid": 0},
+            "args": config.args,
+            "env": config.env,
+            "cwd": config.cwd,
+            "capabilities": security.oci_capabilities(),
+            "noNewPrivileges": security.no_new_privs,
+        },
+        "root": {"path": root, "readonly": readonly},
+        "hostname": config.hostname,
+        "mounts": default_mounts(),
+        "linux": linux,
+    });
+    serde_json::from_value(value).map_err(|e| RuntimeError::Bundle {
+        path: PathBuf::from("config.json"),
+        problem: format!("the generated spec does not parse as an OCI spec: {e}"),
+    })
+}
+
+fn bundle_err(path: &Path, problem: impl Into<String>) -> RuntimeError {
+    RuntimeError::Bundle {
+        path: path.to_owned(),
+        problem: problem.into(),
+    }
+}
+
+/// Reads an OCI bundle (`DIR/config.json`, root relative to `DIR`) into a
+/// configuration with container id `id`. Accepts what [`oci_spec`] writes:
+/// args, env, cwd, hostname, root (read-only flag), the standard mounts, pid, ipc,
+/// uts, mount, cgroup, network (absent = host) and user namespaces, resources (cpu,
+/// cpuset, memory, pids, blockIO throttles), masked and read-only paths, capabilities
+/// and `noNewPrivileges`. Anything else that would change behaviour (other mounts,
+/// joining a namespace by path, hooks) is refused with what to remove.
+pub fn from_bundle(dir: &Path, id: &str) -> Result<ContainerConfig, RuntimeError> {
+    let file = dir.join("config.json");
+    let spec = Spec::load(&file).map_err(|e| bundle_err(&file, format!("cannot load: {e}")))?;
+    let process = spec
+        .process()
+        .as_ref()
+        .ok_or_else(|| bundle_err(&file, "no \"process\" section"))?;
+    let args = process.args().clone().unwrap_or_default();
+    let root = spec
+        .root()
+        .as_ref()
+        .ok_or_else(|| bundle_err(&file, "no \"root\" section"))?;
+    let root_path = if root.path().is_absolute() {
+        root.path().clone()
+    } else {
+        dir.join(root.path())
+    };
+    let mut config = ContainerConfig::new(
+        Rootfs::Dir {
+            path: root_path,
+            readonly: root.readonly().unwrap_or(false),
+        },
+        args,
+    );
+    config.id = id.to_owned();
+    config.hostname = spec.hostname().clone().unwrap_or_else(|| id.to_owned());
+    if let Some(env) = process.env() {
+        config.env = env.clone();
+    }
+    config.cwd = process.cwd().clone();
+    config.security.no_new_privs = process.no_new_privileges().unwrap_or(false);
+    if spec.hooks().is_some() {
+        return Err(bundle_err(
+            &file,
+            "hooks are not supported; remove \"hooks\"",
+        ));
+    }
+    for m in spec.mounts().iter().flatten() {
+        let dest = m.destination().to_string_lossy();
+        if !KNOWN_MOUNTS.contains(&dest.as_ref()) {
+            return Err(bundle_err(
+                &file,
+                format!("mount on {dest} is not supported; remove it from \"mounts\""),
+            ));
+        }
+    }
+    let linux = spec
+        .linux()
+        .as_ref()
+        .ok_or_else(|| bundle_err(&file, "no \"linux\" section"))?;
+    let mut network = NetworkChoice::Host;
+    for ns in linux.namespaces().iter().flatten() {
+        if ns.path().is_some() {
+            return Err(bundle_err(
+                &file,
+                format!(
+                    "joining the {} namespace by path is not supported; remove its \"path\"",
+                    ns.typ()
+                ),
+            ));
+        }
+        match ns.typ() {
+            LinuxNamespaceType::Network => network = NetworkChoice::None,
+            LinuxNamespaceType::User => config.user_namespace = true,
+            LinuxNamespaceType::Time => {
+                return Err(bundle_err(&file, "time namespaces are not supported"))
+            }
+            _ => {}
+        }
+    }
+    config.network = network;
+    if let Some(masked) = linux.masked_paths() {
+        config.security.masked_paths = masked.clone();
+    }
+    if let Some(ro) = linux.readonly_paths() {
+        config.security.readonly_paths = ro.clone();
+    }
+    if let Some(caps) = process
+        .capabilities()
+        .as_ref()
+        .and_then(|c| c.bounding().as_ref())
+    {
+        let names: Vec<String> = caps.iter().map(|c| c.to_string()).collect();
+        config.security.capabilities = crate::security::CapabilitySet::from_names(&names)?;
+    }
+    if linux.seccomp().is_none() {
+        config.security.seccomp = crate::security::SeccompChoice::Unconfined;
+    }
+    if let Some(r) = linux.resources() {
+        config.limits = limits_from(r).map_err(|problem| bundle_err(&file, problem))?;
+    }
+    Ok(config)
+}
+
+fn limits_from(r: &oci_spec::runtime::LinuxResources) -> Result<Limits, String> {
+    let mut limits = Limits::default();
+    if let Some(cpu) = r.cpu() {
+        if let Some(quota) = cpu.quota().filter(|q| *q > 0) {
+            let period = cpu.period().unwrap_or(100_000);
+            limits.cpu = Some(CpuQuota {
+                quota: std::time::Duration::from_micros(quota as u64),
+                period: std::time::Duration::from_micros(period),
+            });
+        }
+        let set = |s: &Option<String>| -> Result<Option<IdSet>, String> {
+            s.as_deref()
+                .filter(|s| !s.is_empty())
+                .map(|s| s.parse::<IdSet>().map_err(|e| e.to_string()))
+                .transpose()
+        };
+        limits.cpuset = set(cpu.cpus())?;
+        limits.mems = set(cpu.mems())?;
+    }
+    if let Some(m) = r.memory() {
+        limits.memory_max = m.limit().filter(|l| *l > 0).map(|l| Bytes(l as u64));
+        limits.memory_swap_max = m.swap().filter(|l| *l > 0).map(|l| Bytes(l as u64));
+    }
+    if let Some(p) = r.pids() {
+        if p.limit() > 0 {
+            limits.pids_max = Some(p.limit() as u64);
+        }
+    }
+    if let Some(b) = r.block_io() {
+        let mut io: Vec<IoThrottle> = Vec::new();
+        let lists = [
+            (b.throttle_read_bps_device(), 0),
+            (b.throttle_write_bps_device(), 1),
+            (b.throttle_read_iops_device(), 2),
+            (b.throttle_write_iops_device(), 3),
+        ];
+        for (list, which) in lists {
+            for d in list.iter().flatten() {
+                let device = DeviceNumber {
+                    major: d.major() as u32,
+                    minor: d.minor() as u32,
+                };
+                let pos = match io.iter().position(|t| t.device == device) {
+                    Some(pos) => pos,
+                    None => {
+                        io.push(IoThrottle::unlimited(device));
+                        io.len() - 1
+                    }
+                };
+                let t = &mut io[pos];
+                let rate = Some(d.rate());
+                match which {
+                    0 => t.read_bps = rate,
+                    1 => t.write_bps = rate,
+                    2 => t.read_iops = rate,
+                    _ => t.write_iops = rate,
+                }
+            }
+        }
+        limits.io = io;
+    }
+    Ok(limits)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> ContainerConfig {
+        let mut c = ContainerConfig::new(
+            Rootfs::Dir {
+                path: "rootfs".into(),
+                readonly: true,
+            },
+            vec!["sh".into(), "-c".into(), "echo hi".into()],
+        );
+        c.id = "oci1".into();
+        c.hostname = "box".into();
+        c.limits = Limits {
+            cpu: Some(CpuQuota::from_cpus(0.5, CpuQuota::DEFAULT_PERIOD).unwrap()),
+            cpuset: Some("0".parse().unwrap()),
+            memory_max: Some(Bytes::mib(64)),
+            pids_max: Some(32),
+            io: vec![IoThrottle {
+                read_bps: Some(1_000_000),
+                ..IoThrottle::unlimited(DeviceNumber {
+                    major: 254,
+                    minor: 0,
+                })
+            }],
+            ..Limits::default()
+        };
+        c
+    }
+
+    #[test]
+    fn spec_has_everything() {
+        let spec = oci_spec(&config()).unwrap();
+        let v = serde_json::to_value(&spec).unwrap();
+        assert_eq!(v["process"]["args"][2], "echo hi");
+        assert_eq!(v["hostname"], "box");
+        assert_eq!(v["root"]["readonly"], true);
+        assert_eq!(v["linux"]["resources"]["cpu"]["quota"], 50_000);
+        assert_eq!(v["linux"]["resources"]["cpu"]["cpus"], "0");
+        assert_eq!(v["linux"]["resources"]["memory"]["limit"], 64 << 20);
+        assert_eq!(v["linux"]["resources"]["pids"]["limit"], 32);
+        assert_eq!(
+            v["linux"]["resources"]["blockIO"]["throttleReadBpsDevice"][0]["rate"],
+            1_000_000
+        );
+        assert_eq!(v["linux"]["cgroupsPath"], "/isolab/rt-oci1");
+        assert_eq!(v["process"]["noNewPrivileges"], true);
+        let ns: Vec<&str> = v["linux"]["namespaces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["type"].as_str().unwrap())
+            .collect();
+        assert!(ns.contains(&"network") && ns.contains(&"pid") && !ns.contains(&"user"));
+        let masked = v["linux"]["maskedPaths"].as_array().unwrap();
+        assert!(masked.iter().any(|p| p == "/proc/kcore"));
+        assert_eq!(v["mounts"].as_array().unwrap().len(), 6);
+    }
+
+    #[test]
+    fn bundle_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("rootfs")).unwrap();
+        let c = config();
+        oci_spec(&c)
+            .unwrap()
+            .save(dir.path().join("config.json"))
+            .unwrap();
+        let back = from_bundle(dir.path(), "oci1").unwrap();
+        assert_eq!(back.args, c.args);
+        assert_eq!(back.hostname, "box");
+        assert_eq!(back.limits, c.limits);
+        assert_eq!(back.network, NetworkChoice::None);
+        assert_eq!(back.security, c.security);
+        assert_eq!(
+            back.rootfs,
+            Rootfs::Dir {
+                path: dir.path().join("rootfs"),
+                readonly: true
+            }
+        );
+    }
+
+    #[test]
+    fn unsupported_bundles_are_refused() {
+        let mut c = config();
+        c.rootfs = Rootfs::Ext4Image {
+            file: "/x.img".into(),
+            readonly: false,
+        };
+        assert!(oci_spec(&c).is_err());
+        let dir = tempfile::tempdir().unwrap();
+        let mut v = serde_json::to_value(oci_spec(&config()).unwrap()).unwrap();
+        v["mounts"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"destination": "/data", "type": "bind", "source": "/srv"}));
+        std::fs::write(dir.path().join("config.json"), v.to_string()).unwrap();
+        let e = from_bundle(dir.path(), "x").unwrap_err();
+        assert!(e.to_string().contains("/data"), "{e}");
+    }
+}

@@ -1,0 +1,1034 @@
+//! Docker's default seccomp profile as a data table, specialised to a capability set and
+//! compiled to classic BPF with `seccompiler`.
+//!
+//! Semantics follow moby's `profiles/seccomp/default.json` (v25+, where the `io_uring_*`
+//! calls left the allowlist): the default action is `ERRNO(EPERM)`; about 330 calls are
+//! allowed unconditionally; a few are allowed only with an argument check (`socket` unless the
+//! family is `AF_VSOCK`, `personality` for five values, `clone` without namespace flags);
+//! calls tied to a capability (`mount`, `unshare`, `setns`, `reboot`, `bpf`, …) are allowed
+//! only when the container keeps that capability; without `CAP_SYS_ADMIN`, `clone3` fails with
+//! `ENOSYS` so that libc falls back to `clone`, whose flags the filter can inspect.
+//!
+//! Differences from Docker, on purpose:
+//! - only the native ABI is allowed: a call from another ABI (i386 `int 0x80` on x86_64,
+//!   AArch32 on aarch64) kills the process (`SECCOMP_RET_KILL_PROCESS`, seccompiler's
+//!   architecture check), and x32 call numbers (`nr | 0x40000000`) fall to the default
+//!   `EPERM`. Docker also allows the x86/x32 (or arm) sub-architectures.
+//! - argument checks on `int` arguments compare the low 32 bits (what the kernel uses),
+//!   where libseccomp compares all 64.
+//! - the filter is a linear scan ordered by syscall number (seccompiler's layout); libseccomp
+//!   may emit a different layout, so the per-call cost can differ slightly.
+//!
+//! The BPF is two programs: the allowlist (default `EPERM`) and, when some rule returns another
+//! errno (the `clone3` → `ENOSYS` rule), a second program that returns that errno and allows
+//! everything else. When several filters return `SECCOMP_RET_ERRNO`, the kernel takes the data
+//! of the most recently installed one, so the second program's errno wins.
+
+mod numbers;
+
+use std::collections::BTreeMap;
+
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch,
+};
+use serde_json::{json, Value};
+
+use super::caps::{Capability, CapabilitySet};
+use super::error::SecurityError;
+use numbers::SYSCALL_NUMBERS;
+
+/// `EPERM`, the errno Docker's profile returns for every call it does not allow.
+pub const DEFAULT_ERRNO: u32 = libc::EPERM as u32;
+
+/// The namespace flags Docker forbids in `clone` without `CAP_SYS_ADMIN`:
+/// `CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |
+/// CLONE_NEWPID | CLONE_NEWNET` = `0x7E020000`.
+pub const CLONE_NAMESPACE_FLAGS: u64 = 0x7E02_0000;
+
+/// `AF_VSOCK`, the socket family Docker's profile refuses.
+const AF_VSOCK: u64 = 40;
+
+/// A CPU architecture the profile can be compiled for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Arch {
+    /// x86_64 (`AUDIT_ARCH_X86_64`).
+    X86_64,
+    /// aarch64 (`AUDIT_ARCH_AARCH64`).
+    Aarch64,
+}
+
+impl Arch {
+    /// The architecture this program runs on, if supported.
+    pub fn native() -> Result<Arch, SecurityError> {
+        match std::env::consts::ARCH {
+            "x86_64" => Ok(Arch::X86_64),
+            "aarch64" => Ok(Arch::Aarch64),
+            other => Err(SecurityError::UnsupportedArch { arch: other }),
+        }
+    }
+
+    /// The name used in messages (`x86_64`, `aarch64`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "x86_64",
+            Arch::Aarch64 => "aarch64",
+        }
+    }
+
+    /// The libseccomp / OCI name (`SCMP_ARCH_X86_64`, `SCMP_ARCH_AARCH64`).
+    pub fn oci_name(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "SCMP_ARCH_X86_64",
+            Arch::Aarch64 => "SCMP_ARCH_AARCH64",
+        }
+    }
+
+    fn target(self) -> TargetArch {
+        match self {
+            Arch::X86_64 => TargetArch::x86_64,
+            Arch::Aarch64 => TargetArch::aarch64,
+        }
+    }
+}
+
+/// The number of a syscall on `arch`, if the table knows the name there.
+pub fn syscall_number(name: &str, arch: Arch) -> Option<i64> {
+    let idx = SYSCALL_NUMBERS
+        .binary_search_by(|(known, _, _)| (*known).cmp(name))
+        .ok()?;
+    let (_, x86_64, aarch64) = SYSCALL_NUMBERS[idx];
+    match arch {
+        Arch::X86_64 => x86_64,
+        Arch::Aarch64 => aarch64,
+    }
+}
+
+/// How wide the compared argument is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArgWidth {
+    /// The low 32 bits (for `int` / `unsigned int` arguments).
+    Bits32,
+    /// All 64 bits (for `unsigned long` arguments such as `clone` flags).
+    Bits64,
+}
+
+/// A comparison of one syscall argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArgOp {
+    /// `arg == value`.
+    Eq,
+    /// `arg != value`.
+    Ne,
+    /// `arg & mask == value`.
+    MaskedEq {
+        /// The bits looked at.
+        mask: u64,
+    },
+}
+
+/// One argument condition of a rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ArgCheck {
+    /// Argument index, 0..=5.
+    pub index: u8,
+    /// Width of the comparison.
+    pub width: ArgWidth,
+    /// The comparison.
+    pub op: ArgOp,
+    /// The value compared with.
+    pub value: u64,
+}
+
+/// What a matching rule does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuleAction {
+    /// Let the call through.
+    Allow,
+    /// Fail the call with this errno.
+    Errno(u32),
+}
+
+/// One entry of the profile: names, an action, optional argument checks (all must hold), and
+/// the capability/architecture conditions under which the entry is part of the profile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProfileRule {
+    /// Syscall names; names unknown on an architecture are skipped there.
+    pub names: &'static [&'static str],
+    /// What the rule does.
+    pub action: RuleAction,
+    /// Argument checks, all of which must hold (empty: the rule always matches).
+    pub args: &'static [ArgCheck],
+    /// The rule applies only if the container keeps all of these capabilities.
+    pub includes_caps: &'static [&'static str],
+    /// The rule applies only if the container keeps none of these capabilities.
+    pub excludes_caps: &'static [&'static str],
+    /// The rule applies only on these architectures (empty: on all).
+    pub arches: &'static [Arch],
+}
+
+impl ProfileRule {
+    const fn allow(names: &'static [&'static str]) -> ProfileRule {
+        ProfileRule {
+            names,
+            action: RuleAction::Allow,
+            args: &[],
+            includes_caps: &[],
+            excludes_caps: &[],
+            arches: &[],
+        }
+    }
+
+    const fn allow_with_cap(names: &'static [&'static str], cap: &'static [&'static str]) -> Self {
+        ProfileRule {
+            includes_caps: cap,
+            ..ProfileRule::allow(names)
+        }
+    }
+
+    const fn allow_if(names: &'static [&'static str], args: &'static [ArgCheck]) -> Self {
+        ProfileRule {
+            args,
+            ..ProfileRule::allow(names)
+        }
+    }
+
+    const fn allow_on(names: &'static [&'static str], arches: &'static [Arch]) -> Self {
+        ProfileRule {
+            arches,
+            ..ProfileRule::allow(names)
+        }
+    }
+
+    /// Whether the rule is part of the profile for this capability set and architecture.
+    pub fn applies(&self, caps: CapabilitySet, arch: Arch) -> bool {
+        let has = |name: &&str| Capability::from_name(name).is_ok_and(|cap| caps.contains(cap));
+        (self.arches.is_empty() || self.arches.contains(&arch))
+            && self.includes_caps.iter().all(has)
+            && !self.excludes_caps.iter().any(has)
+    }
+}
+
+const fn eq32(index: u8, value: u64) -> ArgCheck {
+    ArgCheck {
+        index,
+        width: ArgWidth::Bits32,
+        op: ArgOp::Eq,
+        value,
+    }
+}
+
+/// The unconditional allowlist of Docker's default profile (names of every architecture;
+/// 32-bit-only names such as `chown32` have no number on x86_64/aarch64 and are skipped).
+pub const DEFAULT_ALLOWED: &[&str] = &[
+    "accept",
+    "accept4",
+    "access",
+    "adjtimex",
+    "alarm",
+    "bind",
+    "brk",
+    "cachestat",
+    "capget",
+    "capset",
+    "chdir",
+    "chmod",
+    "chown",
+    "chown32",
+    "clock_adjtime",
+    "clock_adjtime64",
+    "clock_getres",
+    "clock_getres_time64",
+    "clock_gettime",
+    "clock_gettime64",
+    "clock_nanosleep",
+    "clock_nanosleep_time64",
+    "close",
+    "close_range",
+    "connect",
+    "copy_file_range",
+    "creat",
+    "dup",
+    "dup2",
+    "dup3",
+    "epoll_create",
+    "epoll_create1",
+    "epoll_ctl",
+    "epoll_ctl_old",
+    "epoll_pwait",
+    "epoll_pwait2",
+    "epoll_wait",
+    "epoll_wait_old",
+    "eventfd",
+    "eventfd2",
+    "execve",
+    "execveat",
+    "exit",
+    "exit_group",
+    "faccessat",
+    "faccessat2",
+    "fadvise64",
+    "fadvise64_64",
+    "fallocate",
+    "fanotify_mark",
+    "fchdir",
+    "fchmod",
+    "fchmodat",
+    "fchmodat2",
+    "fchown",
+    "fchown32",
+    "fchownat",
+    "fcntl",
+    "fcntl64",
+    "fdatasync",
+    "fgetxattr",
+    "flistxattr",
+    "flock",
+    "fork",
+    "fremovexattr",
+    "fsetxattr",
+    "fstat",
+    "fstat64",
+    "fstatat64",
+    "fstatfs",
+    "fstatfs64",
+    "fsync",
+    "ftruncate",
+    "ftruncate64",
+    "futex",
+    "futex_requeue",
+    "futex_time64",
+    "futex_wait",
+    "futex_waitv",
+    "futex_wake",
+    "futimesat",
+    "getcpu",
+    "getcwd",
+    "getdents",
+    "getdents64",
+    "getegid",
+    "getegid32",
+    "geteuid",
+    "geteuid32",
+    "getgid",
+    "getgid32",
+    "getgroups",
+    "getgroups32",
+    "getitimer",
+    "getpeername",
+    "getpgid",
+    "getpgrp",
+    "getpid",
+    "getppid",
+    "getpriority",
+    "getrandom",
+    "getresgid",
+    "getresgid32",
+    "getresuid",
+    "getresuid32",
+    "getrlimit",
+    "get_robust_list",
+    "getrusage",
+    "getsid",
+    "getsockname",
+    "getsockopt",
+    "get_thread_area",
+    "gettid",
+    "gettimeofday",
+    "getuid",
+    "getuid32",
+    "getxattr",
+    "inotify_add_watch",
+    "inotify_init",
+    "inotify_init1",
+    "inotify_rm_watch",
+    "io_cancel",
+    "ioctl",
+    "io_destroy",
+    "io_getevents",
+    "io_pgetevents",
+    "io_pgetevents_time64",
+    "ioprio_get",
+    "ioprio_set",
+    "io_setup",
+    "io_submit",
+    "ipc",
+    "kill",
+    "landlock_add_rule",
+    "landlock_create_ruleset",
+    "landlock_restrict_self",
+    "lchown",
+    "lchown32",
+    "lgetxattr",
+    "link",
+    "linkat",
+    "listen",
+    "listxattr",
+    "llistxattr",
+    "_llseek",
+    "lremovexattr",
+    "lseek",
+    "lsetxattr",
+    "lstat",
+    "lstat64",
+    "madvise",
+    "map_shadow_stack",
+    "membarrier",
+    "memfd_create",
+    "memfd_secret",
+    "mincore",
+    "mkdir",
+    "mkdirat",
+    "mknod",
+    "mknodat",
+    "mlock",
+    "mlock2",
+    "mlockall",
+    "mmap",
+    "mmap2",
+    "mprotect",
+    "mq_getsetattr",
+    "mq_notify",
+    "mq_open",
+    "mq_timedreceive",
+    "mq_timedreceive_time64",
+    "mq_timedsend",
+    "mq_timedsend_time64",
+    "mq_unlink",
+    "mremap",
+    "msgctl",
+    "msgget",
+    "msgrcv",
+    "msgsnd",
+    "msync",
+    "munlock",
+    "munlockall",
+    "munmap",
+    "name_to_handle_at",
+    "nanosleep",
+    "newfstatat",
+    "_newselect",
+    "open",
+    "openat",
+    "openat2",
+    "pause",
+    "pidfd_open",
+    "pidfd_send_signal",
+    "pipe",
+    "pipe2",
+    "pkey_alloc",
+    "pkey_free",
+    "pkey_mprotect",
+    "poll",
+    "ppoll",
+    "ppoll_time64",
+    "prctl",
+    "pread64",
+    "preadv",
+    "preadv2",
+    "prlimit64",
+    "process_mrelease",
+    "pselect6",
+    "pselect6_time64",
+    "pwrite64",
+    "pwritev",
+    "pwritev2",
+    "read",
+    "readahead",
+    "readlink",
+    "readlinkat",
+    "readv",
+    "recv",
+    "recvfrom",
+    "recvmmsg",
+    "recvmmsg_time64",
+    "recvmsg",
+    "remap_file_pages",
+    "removexattr",
+    "rename",
+    "renameat",
+    "renameat2",
+    "restart_syscall",
+    "rmdir",
+    "rseq",
+    "rt_sigaction",
+    "rt_sigpending",
+    "rt_sigprocmask",
+    "rt_sigqueueinfo",
+    "rt_sigreturn",
+    "rt_sigsuspend",
+    "rt_sigtimedwait",
+    "rt_sigtimedwait_time64",
+    "rt_tgsigqueueinfo",
+    "sched_getaffinity",
+    "sched_getattr",
+    "sched_getparam",
+    "sched_get_priority_max",
+    "sched_get_priority_min",
+    "sched_getscheduler",
+    "sched_rr_get_interval",
+    "sched_rr_get_interval_time64",
+    "sched_setaffinity",
+    "sched_setattr",
+    "sched_setparam",
+    "sched_setscheduler",
+    "sched_yield",
+    "seccomp",
+    "select",
+    "semctl",
+    "semget",
+    "semop",
+    "semtimedop",
+    "semtimedop_time64",
+    "send",
+    "sendfile",
+    "sendfile64",
+    "sendmmsg",
+    "sendmsg",
+    "sendto",
+    "setfsgid",
+    "setfsgid32",
+    "setfsuid",
+    "setfsuid32",
+    "setgid",
+    "setgid32",
+    "setgroups",
+    "setgroups32",
+    "setitimer",
+    "setpgid",
+    "setpriority",
+    "setregid",
+    "setregid32",
+    "setresgid",
+    "setresgid32",
+    "setresuid",
+    "setresuid32",
+    "setreuid",
+    "setreuid32",
+    "setrlimit",
+    "set_robust_list",
+    "setsid",
+    "setsockopt",
+    "set_thread_area",
+    "set_tid_address",
+    "setuid",
+    "setuid32",
+    "setxattr",
+    "shmat",
+    "shmctl",
+    "shmdt",
+    "shmget",
+    "shutdown",
+    "sigaltstack",
+    "signalfd",
+    "signalfd4",
+    "sigprocmask",
+    "sigreturn",
+    "socketcall",
+    "socketpair",
+    "splice",
+    "stat",
+    "stat64",
+    "statfs",
+    "statfs64",
+    "statx",
+    "symlink",
+    "symlinkat",
+    "sync",
+    "sync_file_range",
+    "syncfs",
+    "sysinfo",
+    "tee",
+    "tgkill",
+    "time",
+    "timer_create",
+    "timer_delete",
+    "timer_getoverrun",
+    "timer_gettime",
+    "timer_gettime64",
+    "timer_settime",
+    "timer_settime64",
+    "timerfd_create",
+    "timerfd_gettime",
+    "timerfd_gettime64",
+    "timerfd_settime",
+    "timerfd_settime64",
+    "times",
+    "tkill",
+    "truncate",
+    "truncate64",
+    "ugetrlimit",
+    "umask",
+    "uname",
+    "unlink",
+    "unlinkat",
+    "utime",
+    "utimensat",
+    "utimensat_time64",
+    "utimes",
+    "vfork",
+    "vmsplice",
+    "wait4",
+    "waitid",
+    "waitpid",
+    "write",
+    "writev",
+];
+
+/// Docker's default profile, entry by entry.
+pub const DEFAULT_PROFILE: &[ProfileRule] = &[
+    ProfileRule::allow(DEFAULT_ALLOWED),
+    // moby gates these on kernel >= 4.8 (where ptrace can no longer bypass seccomp).
+    ProfileRule::allow(&["process_vm_readv", "process_vm_writev", "ptrace"]),
+    ProfileRule::allow_if(
+        &["socket"],
+        &[ArgCheck {
+            index: 0,
+            width: ArgWidth::Bits32,
+            op: ArgOp::Ne,
+            value: AF_VSOCK,
+        }],
+    ),
+    // PER_LINUX, PER_LINUX32, UNAME26, UNAME26|PER_LINUX32, and the 0xffffffff query.
+    ProfileRule::allow_if(&["personality"], &[eq32(0, 0x0)]),
+    ProfileRule::allow_if(&["personality"], &[eq32(0, 0x8)]),
+    ProfileRule::allow_if(&["personality"], &[eq32(0, 0x2_0000)]),
+    ProfileRule::allow_if(&["personality"], &[eq32(0, 0x2_0008)]),
+    ProfileRule::allow_if(&["personality"], &[eq32(0, 0xffff_ffff)]),
+    ProfileRule::allow_on(
+        &[
+            "arm_fadvise64_64",
+            "arm_sync_file_range",
+            "sync_file_range2",
+            "breakpoint",
+            "cacheflush",
+            "set_tls",
+        ],
+        &[Arch::Aarch64],
+    ),
+    ProfileRule::allow_on(&["arch_prctl", "modify_ldt"], &[Arch::X86_64]),
+    ProfileRule::allow_with_cap(&["open_by_handle_at"], &["CAP_DAC_READ_SEARCH"]),
+    ProfileRule::allow_with_cap(
+        &[
+            "bpf",
+            "clone",
+            "clone3",
+            "fanotify_init",
+            "fsconfig",
+            "fsmount",
+            "fsopen",
+            "fspick",
+            "lookup_dcookie",
+            "mount",
+            "mount_setattr",
+            "move_mount",
+            "open_tree",
+            "perf_event_open",
+            "quotactl",
+            "quotactl_fd",
+            "setdomainname",
+            "sethostname",
+            "setns",
+            "syslog",
+            "umount",
+            "umount2",
+            "unshare",
+        ],
+        &["CAP_SYS_ADMIN"],
+    ),
+    ProfileRule {
+        excludes_caps: &["CAP_SYS_ADMIN"],
+        ..ProfileRule::allow_if(
+            &["clone"],
+            &[ArgCheck {
+                index: 0,
+                width: ArgWidth::Bits64,
+                op: ArgOp::MaskedEq {
+                    mask: CLONE_NAMESPACE_FLAGS,
+                },
+                value: 0,
+            }],
+        )
+    },
+    ProfileRule {
+        action: RuleAction::Errno(libc::ENOSYS as u32),
+        excludes_caps: &["CAP_SYS_ADMIN"],
+        ..ProfileRule::allow(&["clone3"])
+    },
+    ProfileRule::allow_with_cap(&["reboot"], &["CAP_SYS_BOOT"]),
+    ProfileRule::allow_with_cap(&["chroot"], &["CAP_SYS_CHROOT"]),
+    ProfileRule::allow_with_cap(
+        &["delete_module", "init_module", "finit_module"],
+        &["CAP_SYS_MODULE"],
+    ),
+    ProfileRule::allow_with_cap(&["acct"], &["CAP_SYS_PACCT"]),
+    ProfileRule::allow_with_cap(
+        &[
+            "kcmp",
+            "pidfd_getfd",
+            "process_madvise",
+            "process_vm_readv",
+            "process_vm_writev",
+            "ptrace",
+        ],
+        &["CAP_SYS_PTRACE"],
+    ),
+    ProfileRule::allow_with_cap(&["iopl", "ioperm"], &["CAP_SYS_RAWIO"]),
+    ProfileRule::allow_with_cap(
+        &["settimeofday", "stime", "clock_settime", "clock_settime64"],
+        &["CAP_SYS_TIME"],
+    ),
+    ProfileRule::allow_with_cap(&["vhangup"], &["CAP_SYS_TTY_CONFIG"]),
+    ProfileRule::allow_with_cap(
+        &[
+            "get_mempolicy",
+            "mbind",
+            "set_mempolicy",
+            "set_mempolicy_home_node",
+        ],
+        &["CAP_SYS_NICE"],
+    ),
+    ProfileRule::allow_with_cap(&["syslog"], &["CAP_SYSLOG"]),
+    ProfileRule::allow_with_cap(&["bpf"], &["CAP_BPF"]),
+    ProfileRule::allow_with_cap(&["perf_event_open"], &["CAP_PERFMON"]),
+];
+
+/// What one syscall ends up with in a specialised profile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolved {
+    /// Allowed whatever its arguments.
+    Allow,
+    /// Allowed when one of these argument-check lists holds entirely (an OR of ANDs).
+    AllowIf(Vec<&'static [ArgCheck]>),
+    /// Fails with this errno (instead of the default `EPERM`).
+    Errno(u32),
+}
+
+/// The profile specialised to a capability set and an architecture: syscall name and
+/// number → what happens. Calls absent from the map fail with [`DEFAULT_ERRNO`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedProfile {
+    /// The architecture it was resolved for.
+    pub arch: Arch,
+    /// `(name, number)` → decision, ordered by name.
+    pub calls: BTreeMap<&'static str, (i64, Resolved)>,
+}
+
+impl ResolvedProfile {
+    /// Specialises [`DEFAULT_PROFILE`] for a container keeping `caps`, on `arch`.
+    pub fn docker_default(caps: CapabilitySet, arch: Arch) -> ResolvedProfile {
+        ResolvedProfile::from_rules(DEFAULT_PROFILE, caps, arch)
+    }
+
+    /// Specialises any rule table (same semantics as the default one).
+    pub fn from_rules(rules: &[ProfileRule], caps: CapabilitySet, arch: Arch) -> ResolvedProfile {
+        let mut calls: BTreeMap<&'static str, (i64, Resolved)> = BTreeMap::new();
+        for rule in rules.iter().filter(|r| r.applies(caps, arch)) {
+            for &name in rule.names {
+                let Some(nr) = syscall_number(name, arch) else {
+                    continue;
+                };
+                let entry = calls.entry(name).or_insert((nr, Resolved::AllowIf(vec![])));
+                entry.1 = match (&entry.1, rule.action) {
+                    // An unconditional allow beats any conditional one.
+                    (Resolved::Allow, _) => Resolved::Allow,
+                    (_, RuleAction::Allow) if rule.args.is_empty() => Resolved::Allow,
+                    (Resolved::AllowIf(prev), RuleAction::Allow) => {
+                        let mut all = prev.clone();
+                        all.push(rule.args);
+                        Resolved::AllowIf(all)
+                    }
+                    (_, RuleAction::Errno(e)) => Resolved::Errno(e),
+                    (Resolved::Errno(e), RuleAction::Allow) => Resolved::Errno(*e),
+                };
+            }
+        }
+        ResolvedProfile { arch, calls }
+    }
+
+    /// What happens to `name` (`None`: the default `EPERM`).
+    pub fn decision(&self, name: &str) -> Option<&Resolved> {
+        self.calls.get(name).map(|(_, d)| d)
+    }
+
+    /// Compiles the profile to BPF programs, to be installed in this order.
+    pub fn compile(&self) -> Result<Vec<BpfProgram>, SecurityError> {
+        let arch = self.arch;
+        let err = |source| SecurityError::CompileSeccomp {
+            arch: arch.name(),
+            source,
+        };
+        let mut allow: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+        let mut errnos: BTreeMap<u32, BTreeMap<i64, Vec<SeccompRule>>> = BTreeMap::new();
+        for (nr, decision) in self.calls.values() {
+            match decision {
+                Resolved::Allow => {
+                    allow.insert(*nr, vec![]);
+                }
+                Resolved::AllowIf(alternatives) => {
+                    let rules = alternatives
+                        .iter()
+                        .map(|checks| to_rule(checks))
+                        .collect::<Result<Vec<_>, _>>()
+                        .map_err(err)?;
+                    allow.insert(*nr, rules);
+                }
+                Resolved::Errno(e) => {
+                    errnos.entry(*e).or_default().insert(*nr, vec![]);
+                }
+            }
+        }
+        let mut programs = Vec::with_capacity(1 + errnos.len());
+        let filter = SeccompFilter::new(
+            allow,
+            SeccompAction::Errno(DEFAULT_ERRNO),
+            SeccompAction::Allow,
+            arch.target(),
+        )
+        .map_err(err)?;
+        programs.push(BpfProgram::try_from(filter).map_err(err)?);
+        for (errno, rules) in errnos {
+            let filter = SeccompFilter::new(
+                rules,
+                SeccompAction::Allow,
+                SeccompAction::Errno(errno),
+                arch.target(),
+            )
+            .map_err(err)?;
+            programs.push(BpfProgram::try_from(filter).map_err(err)?);
+        }
+        Ok(programs)
+    }
+
+    /// The same profile as an OCI `linux.seccomp` object (runc/crun, through libseccomp).
+    pub fn to_oci(&self) -> Value {
+        let mut plain: Vec<&str> = Vec::new();
+        let mut entries: Vec<Value> = Vec::new();
+        for (name, (_, decision)) in &self.calls {
+            match decision {
+                Resolved::Allow => plain.push(name),
+                Resolved::AllowIf(alternatives) => {
+                    for checks in alternatives {
+                        entries.push(json!({
+                            "names": [name],
+                            "action": "SCMP_ACT_ALLOW",
+                            "args": checks.iter().map(oci_arg).collect::<Vec<_>>(),
+                        }));
+                    }
+                }
+                Resolved::Errno(e) => entries.push(json!({
+                    "names": [name],
+                    "action": "SCMP_ACT_ERRNO",
+                    "errnoRet": e,
+                })),
+            }
+        }
+        let mut syscalls = vec![json!({"names": plain, "action": "SCMP_ACT_ALLOW"})];
+        syscalls.extend(entries);
+        json!({
+            "defaultAction": "SCMP_ACT_ERRNO",
+            "defaultErrnoRet": DEFAULT_ERRNO,
+            "architectures": [self.arch.oci_name()],
+            "syscalls": syscalls,
+        })
+    }
+}
+
+fn to_rule(checks: &[ArgCheck]) -> Result<SeccompRule, seccompiler::BackendError> {
+    let conditions = checks
+        .iter()
+        .map(|c| {
+            let width = match c.width {
+                ArgWidth::Bits32 => SeccompCmpArgLen::Dword,
+                ArgWidth::Bits64 => SeccompCmpArgLen::Qword,
+            };
+            let op = match c.op {
+                ArgOp::Eq => SeccompCmpOp::Eq,
+                ArgOp::Ne => SeccompCmpOp::Ne,
+                ArgOp::MaskedEq { mask } => SeccompCmpOp::MaskedEq(mask),
+            };
+            SeccompCondition::new(c.index, width, op, c.value)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    SeccompRule::new(conditions)
+}
+
+fn oci_arg(check: &ArgCheck) -> Value {
+    match check.op {
+        ArgOp::Eq => json!({"index": check.index, "value": check.value, "op": "SCMP_CMP_EQ"}),
+        ArgOp::Ne => json!({"index": check.index, "value": check.value, "op": "SCMP_CMP_NE"}),
+        // libseccomp's MASKED_EQ: (arg & value) == valueTwo.
+        ArgOp::MaskedEq { mask } => json!({
+            "index": check.index, "value": mask, "valueTwo": check.value, "op": "SCMP_CMP_MASKED_EQ"
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn default_caps() -> CapabilitySet {
+        CapabilitySet::docker_default()
+    }
+
+    #[test]
+    fn number_table_is_sorted_and_matches_libc_on_this_arch() {
+        assert!(SYSCALL_NUMBERS.windows(2).all(|w| w[0].0 < w[1].0));
+        let arch = Arch::native().unwrap();
+        for (name, nr) in [
+            ("getpid", libc::SYS_getpid),
+            ("write", libc::SYS_write),
+            ("clone", libc::SYS_clone),
+            ("clone3", libc::SYS_clone3),
+            ("unshare", libc::SYS_unshare),
+            ("mount", libc::SYS_mount),
+            ("keyctl", libc::SYS_keyctl),
+            ("add_key", libc::SYS_add_key),
+            ("reboot", libc::SYS_reboot),
+            ("socket", libc::SYS_socket),
+            ("personality", libc::SYS_personality),
+            ("execve", libc::SYS_execve),
+            ("setns", libc::SYS_setns),
+        ] {
+            assert_eq!(syscall_number(name, arch), Some(nr), "{name}");
+        }
+        assert_eq!(syscall_number("close", Arch::X86_64), Some(3));
+        assert_eq!(syscall_number("close", Arch::Aarch64), Some(57));
+        assert_eq!(syscall_number("open", Arch::Aarch64), None);
+        assert_eq!(syscall_number("nosuchcall", Arch::X86_64), None);
+    }
+
+    #[test]
+    fn allowlist_has_docker_size_and_no_duplicates() {
+        let mut names = DEFAULT_ALLOWED.to_vec();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), DEFAULT_ALLOWED.len());
+        assert!(DEFAULT_ALLOWED.len() > 340, "{}", DEFAULT_ALLOWED.len());
+        for gone in [
+            "io_uring_setup",
+            "io_uring_enter",
+            "keyctl",
+            "add_key",
+            "mount",
+        ] {
+            assert!(!names.contains(&gone), "{gone} must not be allowed");
+        }
+    }
+
+    #[test]
+    fn default_caps_profile_blocks_privileged_calls() {
+        let p = ResolvedProfile::docker_default(default_caps(), Arch::X86_64);
+        assert!(p.calls.len() > 300, "{}", p.calls.len());
+        for blocked in [
+            "mount",
+            "umount2",
+            "unshare",
+            "setns",
+            "reboot",
+            "keyctl",
+            "add_key",
+            "bpf",
+            "kcmp",
+            "init_module",
+            "clock_settime",
+            "perf_event_open",
+            "iopl",
+        ] {
+            assert_eq!(p.decision(blocked), None, "{blocked}");
+        }
+        assert_eq!(p.decision("getpid"), Some(&Resolved::Allow));
+        assert_eq!(p.decision("chroot"), Some(&Resolved::Allow));
+        assert_eq!(p.decision("ptrace"), Some(&Resolved::Allow));
+        assert_eq!(p.decision("arch_prctl"), Some(&Resolved::Allow));
+        assert_eq!(p.decision("clone3"), Some(&Resolved::Errno(38)));
+        match p.decision("clone") {
+            Some(Resolved::AllowIf(alts)) => {
+                assert_eq!(alts.len(), 1);
+                assert_eq!(
+                    alts[0][0].op,
+                    ArgOp::MaskedEq {
+                        mask: CLONE_NAMESPACE_FLAGS
+                    }
+                );
+            }
+            other => panic!("clone: {other:?}"),
+        }
+        match p.decision("personality") {
+            Some(Resolved::AllowIf(alts)) => assert_eq!(alts.len(), 5),
+            other => panic!("personality: {other:?}"),
+        }
+        let aarch = ResolvedProfile::docker_default(default_caps(), Arch::Aarch64);
+        assert_eq!(aarch.decision("arch_prctl"), None);
+        assert_eq!(aarch.decision("open"), None);
+        assert_eq!(aarch.decision("openat"), Some(&Resolved::Allow));
+    }
+
+    #[test]
+    fn capabilities_widen_the_profile() {
+        let mut caps = default_caps();
+        caps.insert(Capability::SYS_ADMIN);
+        let p = ResolvedProfile::docker_default(caps, Arch::X86_64);
+        for call in ["mount", "unshare", "setns", "clone", "clone3", "bpf"] {
+            assert_eq!(p.decision(call), Some(&Resolved::Allow), "{call}");
+        }
+        assert_eq!(p.decision("reboot"), None);
+        let all = ResolvedProfile::docker_default(CapabilitySet::all(), Arch::X86_64);
+        for call in [
+            "reboot",
+            "init_module",
+            "clock_settime",
+            "iopl",
+            "vhangup",
+            "mbind",
+        ] {
+            assert_eq!(all.decision(call), Some(&Resolved::Allow), "{call}");
+        }
+        let none = ResolvedProfile::docker_default(CapabilitySet::empty(), Arch::X86_64);
+        assert_eq!(none.decision("chroot"), None);
+    }
+
+    #[test]
+    fn compiles_for_both_arches_within_bpf_limits() {
+        for arch in [Arch::X86_64, Arch::Aarch64] {
+            for caps in [default_caps(), CapabilitySet::all(), CapabilitySet::empty()] {
+                let programs = ResolvedProfile::docker_default(caps, arch)
+                    .compile()
+                    .unwrap();
+                assert!(!programs.is_empty());
+                // BPF_MAXINSNS is 4096.
+                assert!(programs.iter().all(|p| p.len() < 4096));
+                let expect = if caps.contains(Capability::SYS_ADMIN) {
+                    1
+                } else {
+                    2
+                };
+                assert_eq!(programs.len(), expect, "{arch:?} {caps}");
+            }
+        }
+    }
+
+    #[test]
+    fn oci_profile_has_docker_shape() {
+        let v = ResolvedProfile::docker_default(default_caps(), Arch::X86_64).to_oci();
+        assert_eq!(v["defaultAction"], "SCMP_ACT_ERRNO");
+        assert_eq!(v["defaultErrnoRet"], 1);
+        assert_eq!(v["architectures"][0], "SCMP_ARCH_X86_64");
+        let syscalls = v["syscalls"].as_array().unwrap();
+        let plain = syscalls[0]["names"].as_array().unwrap();
+        assert!(plain.iter().any(|n| n == "getpid"));
+        assert!(!plain.iter().any(|n| n == "mount"));
+        let clone = syscalls.iter().find(|s| s["names"][0] == "clone").unwrap();
+        assert_eq!(clone["args"][0]["op"], "SCMP_CMP_MASKED_EQ");
+        assert_eq!(clone["args"][0]["value"], CLONE_NAMESPACE_FLAGS);
+        assert_eq!(clone["args"][0]["valueTwo"], 0);
+        let clone3 = syscalls.iter().find(|s| s["names"][0] == "clone3").unwrap();
+        assert_eq!(clone3["errnoRet"], 38);
+        let spec: oci_spec::runtime::LinuxSeccomp = serde_json::from_value(v).unwrap();
+        assert_eq!(
+            spec.default_action(),
+            oci_spec::runtime::LinuxSeccompAction::ScmpActErrno
+        );
+    }
+}

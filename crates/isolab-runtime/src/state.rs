@@ -1,0 +1,325 @@
+//! State files (`<state_dir>/<id>.json`) and [`gc`], which undoes what a killed
+//! runtime left behind.
+//!
+//! A state file is written before anything is created on the host and removed after
+//! everything is gone, so every leftover is named by one.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use isolab_cgroups::{Cgroup, Hierarchy};
+
+use crate::error::RuntimeError;
+use crate::loopdev;
+
+/// What a running container has created on the host.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct State {
+    /// Container id.
+    pub id: String,
+    /// Pid of the runtime process that owns the container.
+    pub runtime_pid: u32,
+    /// Its start time (field 22 of `/proc/<pid>/stat`), against pid reuse.
+    pub runtime_start: u64,
+    /// Pid of the container's init (host pid namespace), once cloned.
+    pub init_pid: Option<u32>,
+    /// The cgroup, relative to the cgroup mounts.
+    pub cgroup: PathBuf,
+    /// The image file of an ext4 root.
+    pub image: Option<PathBuf>,
+    /// The loop device it is attached to.
+    pub loop_device: Option<PathBuf>,
+    /// Directory of the mount points (`<state_dir>/<id>`).
+    pub mount_base: PathBuf,
+    /// The overlay work directory the runtime created for a kept upper.
+    pub overlay_work: Option<PathBuf>,
+    /// Network state for the network module's teardown (opaque here).
+    pub network: Option<serde_json::Value>,
+    /// Creation time, seconds since the Unix epoch.
+    pub created: u64,
+}
+
+impl State {
+    /// The state file of container `id`.
+    pub fn path(state_dir: &Path, id: &str) -> PathBuf {
+        state_dir.join(format!("{id}.json"))
+    }
+
+    /// Writes a new state file; [`RuntimeError::AlreadyExists`] if there is one.
+    pub fn create(&self, state_dir: &Path) -> Result<PathBuf, RuntimeError> {
+        fs::create_dir_all(state_dir).map_err(|source| RuntimeError::Host {
+            op: "create the state directory",
+            path: state_dir.to_owned(),
+            source,
+        })?;
+        let path = State::path(state_dir, &self.id);
+        let mut file = match fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                return Err(RuntimeError::AlreadyExists {
+                    id: self.id.clone(),
+                    path,
+                })
+            }
+            Err(source) => {
+                return Err(RuntimeError::Host {
+                    op: "create the state file",
+                    path,
+                    source,
+                })
+            }
+        };
+        file.write_all(&self.to_json())
+            .map_err(|source| RuntimeError::Host {
+                op: "write the state file",
+                path: path.clone(),
+                source,
+            })?;
+        Ok(path)
+    }
+
+    /// Replaces the state file atomically (write to a temporary file, rename).
+    pub fn update(&self, path: &Path) -> Result<(), RuntimeError> {
+        let tmp = path.with_extension("json.tmp");
+        fs::write(&tmp, self.to_json())
+            .and_then(|()| fs::rename(&tmp, path))
+            .map_err(|source| RuntimeError::Host {
+                op: "update the state file",
+                path: path.to_owned(),
+                source,
+            })
+    }
+
+    fn to_json(&self) -> Vec<u8> {
+        // Serialising plain data cannot fail.
+        serde_json::to_vec_pretty(self).unwrap_or_default()
+    }
+
+    /// Reads a state file.
+    pub fn read(path: &Path) -> Result<State, RuntimeError> {
+        let text = fs::read(path).map_err(|source| RuntimeError::Host {
+            op: "read the state file",
+            path: path.to_owned(),
+            source,
+        })?;
+        serde_json::from_slice(&text).map_err(|source| RuntimeError::StateParse {
+            path: path.to_owned(),
+            source,
+        })
+    }
+
+    /// Whether the owning runtime process is still alive (same pid, same start time).
+    pub fn runtime_alive(&self) -> bool {
+        process_start_time(self.runtime_pid) == Some(self.runtime_start)
+    }
+}
+
+/// Field 22 (`starttime`) of `/proc/<pid>/stat`, `None` when there is no such process.
+pub fn process_start_time(pid: u32) -> Option<u64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces and parentheses: split after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// Seconds since the Unix epoch.
+pub fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Undoes everything `state` names, in order: the cgroup (killing what is left in
+/// it), the loop device, the mount-point directories, the overlay work directory,
+/// then the state file itself. Keeps going after a failure and returns every failure.
+pub fn undo(state: &State, state_file: &Path, hierarchy: &Hierarchy) -> Vec<String> {
+    let mut failures = Vec::new();
+    match Cgroup::open(hierarchy, &state.cgroup) {
+        Ok(cgroup) => {
+            if let Err(e) = cgroup.remove() {
+                failures.push(format!("remove cgroup {}: {e}", state.cgroup.display()));
+            }
+        }
+        Err(isolab_cgroups::Error::NotFound { .. }) => {}
+        Err(e) => failures.push(format!("open cgroup {}: {e}", state.cgroup.display())),
+    }
+    if let (Some(device), Some(image)) = (&state.loop_device, &state.image) {
+        let still = loopdev::attached()
+            .into_iter()
+            .any(|(d, b)| &d == device && &b == image);
+        if still {
+            if let Err(e) = loopdev::detach(device) {
+                failures.push(e.to_string());
+            }
+        }
+    }
+    for dir in [
+        state.mount_base.join("root"),
+        state.mount_base.join("scratch"),
+        state.mount_base.clone(),
+    ] {
+        match fs::remove_dir(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => failures.push(format!("remove {}: {e}", dir.display())),
+        }
+    }
+    if let Some(work) = &state.overlay_work {
+        match fs::remove_dir_all(work) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => failures.push(format!("remove {}: {e}", work.display())),
+        }
+    }
+    if let Some(mode) = state
+        .network
+        .as_ref()
+        .and_then(|v| serde_json::from_value::<crate::network::NetworkMode>(v.clone()).ok())
+    {
+        if let Err(e) = crate::network::cleanup_leftovers(&state.id, &mode) {
+            failures.push(format!("network of {}: {e}", state.id));
+        }
+    }
+    if failures.is_empty() {
+        if let Err(e) = fs::remove_file(state_file) {
+            if e.kind() != io::ErrorKind::NotFound {
+                failures.push(format!("remove {}: {e}", state_file.display()));
+            }
+        }
+    }
+    failures
+}
+
+/// Removes what killed runtimes left behind: for every state file in `state_dir`
+/// whose runtime process is gone, [`undo`] its cgroup, loop device, directories and
+/// the file. Returns the ids cleaned up; containers whose runtime still runs are left
+/// alone. Waits a little for the kernel to finish tearing down a container whose
+/// runtime has just been killed.
+pub fn gc(state_dir: &Path, hierarchy: &Hierarchy) -> Result<Vec<String>, RuntimeError> {
+    let entries = match fs::read_dir(state_dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => {
+            return Err(RuntimeError::Host {
+                op: "list the state directory",
+                path: state_dir.to_owned(),
+                source,
+            })
+        }
+    };
+    let mut cleaned = Vec::new();
+    let mut failures = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().and_then(|e| e.to_str()) != Some("json") {
+            continue;
+        }
+        let state = match State::read(&path) {
+            Ok(s) => s,
+            Err(e) => {
+                failures.push(e.to_string());
+                continue;
+            }
+        };
+        if state.runtime_alive() {
+            continue;
+        }
+        if let Some(pid) = state.init_pid {
+            wait_gone(pid, Duration::from_secs(2));
+        }
+        let f = undo(&state, &path, hierarchy);
+        if f.is_empty() {
+            cleaned.push(state.id);
+        } else {
+            failures.extend(f);
+        }
+    }
+    if failures.is_empty() {
+        cleaned.sort();
+        Ok(cleaned)
+    } else {
+        Err(RuntimeError::Teardown(failures))
+    }
+}
+
+/// Waits until process `pid` is gone (or a zombie), at most `timeout`.
+fn wait_gone(pid: u32, timeout: Duration) {
+    let start = std::time::Instant::now();
+    while start.elapsed() < timeout {
+        match fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Ok(s)
+                if !s
+                    .rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z') => {}
+            _ => return,
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(id: &str, dir: &Path) -> State {
+        State {
+            id: id.into(),
+            runtime_pid: std::process::id(),
+            runtime_start: process_start_time(std::process::id()).unwrap(),
+            init_pid: None,
+            cgroup: "isolab-unit/none".into(),
+            image: None,
+            loop_device: None,
+            mount_base: dir.join(id),
+            overlay_work: None,
+            network: None,
+            created: now_secs(),
+        }
+    }
+
+    #[test]
+    fn create_update_read_and_refuse_duplicates() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = state("a", dir.path());
+        let path = s.create(dir.path()).unwrap();
+        assert!(matches!(
+            s.create(dir.path()),
+            Err(RuntimeError::AlreadyExists { .. })
+        ));
+        s.init_pid = Some(42);
+        s.update(&path).unwrap();
+        assert_eq!(State::read(&path).unwrap(), s);
+        assert!(s.runtime_alive());
+    }
+
+    #[test]
+    fn gc_skips_live_and_cleans_dead() {
+        let dir = tempfile::tempdir().unwrap();
+        let h = Hierarchy::v1_under(dir.path().join("cgroupfs").as_path());
+        let live = state("live", dir.path());
+        live.create(dir.path()).unwrap();
+        let mut dead = state("dead", dir.path());
+        dead.runtime_start += 1; // a different process with the same pid
+        fs::create_dir_all(dead.mount_base.join("root")).unwrap();
+        dead.create(dir.path()).unwrap();
+        assert_eq!(gc(dir.path(), &h).unwrap(), vec!["dead".to_owned()]);
+        assert!(!dead.mount_base.exists());
+        assert!(State::path(dir.path(), "live").exists());
+        assert!(!State::path(dir.path(), "dead").exists());
+    }
+
+    #[test]
+    fn start_time_of_self() {
+        assert!(process_start_time(std::process::id()).is_some());
+        assert_eq!(process_start_time(u32::MAX), None);
+    }
+}

@@ -1,0 +1,89 @@
+//! [`Phase`] timestamps of a container's start.
+
+use std::time::Duration;
+
+/// A phase of a container's start, in the order they happen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    /// The cgroup is created and limited.
+    Cgroup,
+    /// `clone3` returned in the parent.
+    Clone,
+    /// The network is configured (parent side; loopback for `none`).
+    Network,
+    /// The root filesystem and /proc, /sys, /dev are mounted (child side).
+    Mounts,
+    /// `pivot_root` is done and the old root detached (child side).
+    Pivot,
+    /// Right before the seccomp filter is loaded (the command's process).
+    Seccomp,
+    /// The command's `execve` succeeded (its close-on-exec report pipe closed).
+    Exec,
+    /// The command exited and was reaped.
+    Exit,
+}
+
+impl Phase {
+    /// Every phase.
+    pub const ALL: [Phase; 8] = [
+        Phase::Cgroup,
+        Phase::Clone,
+        Phase::Network,
+        Phase::Mounts,
+        Phase::Pivot,
+        Phase::Seccomp,
+        Phase::Exec,
+        Phase::Exit,
+    ];
+
+    /// Wire code on the child's report pipe.
+    pub(crate) fn code(self) -> u32 {
+        Phase::ALL.iter().position(|p| *p == self).unwrap_or(0) as u32
+    }
+
+    /// Inverse of [`Phase::code`].
+    pub(crate) fn from_code(code: u32) -> Option<Phase> {
+        Phase::ALL.get(code as usize).copied()
+    }
+}
+
+/// Phase timestamps relative to the start of [`crate::run`] (monotonic clock).
+pub type Trace = Vec<(Phase, Duration)>;
+
+/// The trace as a JSON object `{"phase": microseconds, …}` in phase order.
+pub fn trace_json(trace: &Trace) -> String {
+    let fields: Vec<String> = trace
+        .iter()
+        .map(|(p, d)| {
+            let name = serde_json::to_value(p)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            format!("\"{name}_us\":{}", d.as_micros())
+        })
+        .collect();
+    format!("{{{}}}", fields.join(","))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_round_trip() {
+        for p in Phase::ALL {
+            assert_eq!(Phase::from_code(p.code()), Some(p));
+        }
+        assert_eq!(Phase::from_code(99), None);
+    }
+
+    #[test]
+    fn json() {
+        let t = vec![
+            (Phase::Clone, Duration::from_micros(120)),
+            (Phase::Exec, Duration::from_micros(900)),
+        ];
+        assert_eq!(trace_json(&t), "{\"clone_us\":120,\"exec_us\":900}");
+    }
+}
