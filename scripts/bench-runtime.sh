@@ -9,7 +9,14 @@ cd "$(dirname "$0")/.."
 cargo build --release --locked -q -p isolab -p isolab-runtime
 ISOLAB=target/release/isolab RT=target/release/isolab-runtime
 tmp=$(mktemp -d)
-trap 'runc delete -f bench-runc >/dev/null 2>&1 || true; crun delete -f bench-crun >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
+cleanup() {
+    runc delete -f bench-runc >/dev/null 2>&1 || true
+    crun delete -f bench-crun >/dev/null 2>&1 || true
+    # runc and crun leave the bundle's cgroupsPath parent (isolab) in every hierarchy.
+    for d in /sys/fs/cgroup/*/isolab; do rmdir "$d" 2>/dev/null || true; done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
 "$ISOLAB" image build busybox "$tmp/root" >/dev/null
 "$RT" spec --id bench "$tmp/root" -- /bin/true > "$tmp/config.json"
 mkdir -p "$tmp/bundle" && cp "$tmp/config.json" "$tmp/bundle/config.json"

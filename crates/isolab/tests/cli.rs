@@ -32,8 +32,16 @@ fn write_spec(dir: &Path, name: &str, body: &str) -> PathBuf {
     p
 }
 
-/// Every isolab cgroup directory on this host.
+/// Every cgroup directory below `isolab` in any hierarchy, the `isolab` dirs included.
 fn isolab_cgroups() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        out.push(dir.to_path_buf());
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                walk(&e.path(), out);
+            }
+        }
+    }
     let mut found = Vec::new();
     for controller in std::fs::read_dir("/sys/fs/cgroup")
         .into_iter()
@@ -42,10 +50,21 @@ fn isolab_cgroups() -> Vec<PathBuf> {
     {
         let p = controller.path().join("isolab");
         if p.exists() {
-            found.push(p);
+            walk(&p, &mut found);
         }
     }
+    found.sort();
     found
+}
+
+/// The isolab cgroups that exist now but did not before the test: what it leaked.
+/// (Other tools, e.g. runc with an `isolab/…` cgroupsPath, may have left empty
+/// parents on a developer's machine; those are not this test's doing.)
+fn leaked(before: &[PathBuf]) -> Vec<PathBuf> {
+    isolab_cgroups()
+        .into_iter()
+        .filter(|p| !before.contains(p))
+        .collect()
 }
 
 #[test]
@@ -107,6 +126,7 @@ fn runs_exports_and_reports_a_small_experiment() {
         return;
     }
     let _serial = CGROUP_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+    let cgroups_before = isolab_cgroups();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("x.db");
     let spec = write_spec(dir.path(), "small.toml", SMALL);
@@ -158,9 +178,9 @@ fn runs_exports_and_reports_a_small_experiment() {
     let v: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
     assert_eq!(v["status"], "complete");
     assert!(
-        isolab_cgroups().is_empty(),
+        leaked(&cgroups_before).is_empty(),
         "cgroups left: {:?}",
-        isolab_cgroups()
+        leaked(&cgroups_before)
     );
 }
 
@@ -171,6 +191,7 @@ fn kill_9_then_gc_then_resume_completes_exactly_once() {
         return;
     }
     let _serial = CGROUP_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+    let cgroups_before = isolab_cgroups();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("k.db");
     let work = dir.path().join("work");
@@ -210,9 +231,9 @@ fn kill_9_then_gc_then_resume_completes_exactly_once() {
     let gc = run(isolab().args(["gc", "--workdir"]).arg(&work));
     assert!(gc.status.success(), "{}", text(&gc.stderr));
     assert!(
-        isolab_cgroups().is_empty(),
+        leaked(&cgroups_before).is_empty(),
         "cgroups left after gc: {:?}",
-        isolab_cgroups()
+        leaked(&cgroups_before)
     );
     let sleepers = run(Command::new("pgrep").args(["-f", "^sleep 0.4$"]));
     assert!(
@@ -257,7 +278,11 @@ fn kill_9_then_gc_then_resume_completes_exactly_once() {
         3 * 3,
         "every (cell, repetition) stored: {keys:?}"
     );
-    assert!(isolab_cgroups().is_empty());
+    assert!(
+        leaked(&cgroups_before).is_empty(),
+        "cgroups left: {:?}",
+        leaked(&cgroups_before)
+    );
 }
 
 #[test]
@@ -267,6 +292,7 @@ fn sigterm_tears_down_records_the_interruption_and_says_how_to_resume() {
         return;
     }
     let _serial = CGROUP_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+    let cgroups_before = isolab_cgroups();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("t.db");
     let spec = SMALL
@@ -302,9 +328,9 @@ fn sigterm_tears_down_records_the_interruption_and_says_how_to_resume() {
         text(&out.stderr)
     );
     assert!(
-        isolab_cgroups().is_empty(),
+        leaked(&cgroups_before).is_empty(),
         "cgroups left: {:?}",
-        isolab_cgroups()
+        leaked(&cgroups_before)
     );
     assert!(
         text(&run(Command::new("pgrep").args(["-f", "^sleep 5$"])).stdout)
