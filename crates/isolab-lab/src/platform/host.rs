@@ -339,9 +339,21 @@ fn owner_pid(rel: &Path, base: &Path) -> Option<u32> {
     name.rsplit_once("-pid")?.1.parse().ok()
 }
 
+/// Whether `pid` is a running isolab (not a zombie: a killed isolab whose parent has
+/// not reaped it yet still has its pid and its name, but owns nothing any more).
 fn is_isolab(proc_root: &Path, pid: u32) -> bool {
-    std::fs::read_to_string(proc_root.join(pid.to_string()).join("comm"))
-        .is_ok_and(|c| c.trim().starts_with("isolab"))
+    let dir = proc_root.join(pid.to_string());
+    let named =
+        std::fs::read_to_string(dir.join("comm")).is_ok_and(|c| c.trim().starts_with("isolab"));
+    let running = std::fs::read_to_string(dir.join("stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().chars().next())
+        })
+        .flatten()
+        .is_some_and(|state| state != 'Z' && state != 'X');
+    named && running
 }
 
 fn child_alive(pid: libc::pid_t) -> bool {
@@ -498,6 +510,20 @@ pub(crate) fn check_limits(asked: &Limits, read: &Limits) -> Result<(), String> 
 mod tests {
     use super::*;
     use isolab_cgroups::{Bytes, CpuQuota};
+
+    #[test]
+    fn zombies_are_not_live_owners() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("42");
+        std::fs::create_dir_all(&p).unwrap();
+        std::fs::write(p.join("comm"), "isolab\n").unwrap();
+        std::fs::write(p.join("stat"), "42 (isolab) Z 1 42 42 0 -1").unwrap();
+        assert!(!is_isolab(dir.path(), 42));
+        std::fs::write(p.join("stat"), "42 (isolab) S 1 42 42 0 -1").unwrap();
+        assert!(is_isolab(dir.path(), 42));
+        std::fs::write(p.join("comm"), "bash\n").unwrap();
+        assert!(!is_isolab(dir.path(), 42));
+    }
 
     #[test]
     fn finds_the_owner_of_a_run_cgroup() {
