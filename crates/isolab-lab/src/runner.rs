@@ -746,8 +746,8 @@ pub fn gc_workdirs(base: &Path) -> Result<Vec<String>, RunError> {
         let Some(pid) = workdir_owner(&name) else {
             continue;
         };
-        // SAFETY: signal 0 only checks whether the process exists.
-        let alive = pid != std::process::id() && unsafe { libc::kill(pid as libc::pid_t, 0) } == 0;
+        let alive =
+            pid != std::process::id() && crate::platform::isolab_running(Path::new("/proc"), pid);
         if alive {
             continue;
         }

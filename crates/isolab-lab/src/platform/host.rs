@@ -339,21 +339,8 @@ fn owner_pid(rel: &Path, base: &Path) -> Option<u32> {
     name.rsplit_once("-pid")?.1.parse().ok()
 }
 
-/// Whether `pid` is a running isolab (not a zombie: a killed isolab whose parent has
-/// not reaped it yet still has its pid and its name, but owns nothing any more).
 fn is_isolab(proc_root: &Path, pid: u32) -> bool {
-    let dir = proc_root.join(pid.to_string());
-    let named =
-        std::fs::read_to_string(dir.join("comm")).is_ok_and(|c| c.trim().starts_with("isolab"));
-    let running = std::fs::read_to_string(dir.join("stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit_once(')')
-                .map(|(_, rest)| rest.trim_start().chars().next())
-        })
-        .flatten()
-        .is_some_and(|state| state != 'Z' && state != 'X');
-    named && running
+    super::process::isolab_running(proc_root, pid)
 }
 
 fn child_alive(pid: libc::pid_t) -> bool {

@@ -14,8 +14,8 @@ use isolab_cgroups::Limits;
 use isolab_store::Series;
 
 pub use host::{HostPlatform, HostPlatformConfig};
-pub(crate) use process::free_port;
 pub use process::Interrupt;
+pub(crate) use process::{free_port, isolab_running};
 
 /// Every platform name isolab knows; only some are available in this build.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]

@@ -440,6 +440,23 @@ pub(crate) fn parse_listening(table: &str) -> Vec<u16> {
         .collect()
 }
 
+/// Whether `pid` is a running isolab process (by its name), and not a zombie: a
+/// killed isolab whose parent has not reaped it yet keeps its pid and name but owns
+/// nothing any more, so `gc` may collect what it left.
+pub(crate) fn isolab_running(proc_root: &Path, pid: u32) -> bool {
+    let dir = proc_root.join(pid.to_string());
+    let named =
+        std::fs::read_to_string(dir.join("comm")).is_ok_and(|c| c.trim().starts_with("isolab"));
+    let running = std::fs::read_to_string(dir.join("stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .and_then(|(_, rest)| rest.trim_start().chars().next())
+        })
+        .is_some_and(|state| state != 'Z' && state != 'X');
+    named && running
+}
+
 /// A TCP port that is free on loopback right now.
 pub(crate) fn free_port() -> io::Result<u16> {
     let l = std::net::TcpListener::bind("127.0.0.1:0")?;
