@@ -635,4 +635,15 @@ fn bridge_network_reaches_the_host_side_and_cleans_up() {
     ));
     assert!(out.contains("gw-ok"), "{out}");
     assert_eq!(veths(), before, "a veth was left behind");
+    // The bridge outlives containers (like docker0); the test removes it, with its
+    // NAT rule and state, so that the machine is as it was.
+    let removed =
+        isolab_runtime::network::remove_bridge(&isolab_runtime::network::BridgeConfig::default())
+            .expect("remove the test's bridge");
+    assert!(
+        !Path::new("/sys/class/net/isolab0").exists(),
+        "bridge left: {removed:?}"
+    );
+    let _ = fs::remove_dir_all("/run/isolab/cni");
+    let _ = fs::remove_dir("/run/isolab");
 }
