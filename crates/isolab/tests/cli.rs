@@ -57,6 +57,32 @@ fn isolab_cgroups() -> Vec<PathBuf> {
     found
 }
 
+/// A test that creates cgroups: it needs root, runs alone, and must leave no cgroup.
+struct CgroupTest {
+    _serial: std::sync::MutexGuard<'static, ()>,
+    before: Vec<PathBuf>,
+}
+
+impl CgroupTest {
+    /// `None` (with the reason printed) when not root.
+    fn start() -> Option<CgroupTest> {
+        if !is_root() {
+            eprintln!("skipped: creating cgroups needs root");
+            return None;
+        }
+        let serial = CGROUP_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+        Some(CgroupTest {
+            _serial: serial,
+            before: isolab_cgroups(),
+        })
+    }
+
+    fn assert_nothing_leaked(&self, what: &str) {
+        let leaked = leaked(&self.before);
+        assert!(leaked.is_empty(), "{what}: {leaked:?}");
+    }
+}
+
 /// The isolab cgroups that exist now but did not before the test: what it leaked.
 /// (Other tools, e.g. runc with an `isolab/…` cgroupsPath, may have left empty
 /// parents on a developer's machine; those are not this test's doing.)
@@ -121,12 +147,9 @@ const SMALL: &str = "[experiment]\nname = \"small\"\nseed = 1\nrepetitions = { w
 
 #[test]
 fn runs_exports_and_reports_a_small_experiment() {
-    if !is_root() {
-        eprintln!("skipped: creating cgroups needs root");
+    let Some(guard) = CgroupTest::start() else {
         return;
-    }
-    let _serial = CGROUP_TESTS.lock().unwrap_or_else(|e| e.into_inner());
-    let cgroups_before = isolab_cgroups();
+    };
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("x.db");
     let spec = write_spec(dir.path(), "small.toml", SMALL);
@@ -177,21 +200,14 @@ fn runs_exports_and_reports_a_small_experiment() {
     let show = run(isolab().arg("--db").arg(&db).args(["show", "1", "--json"]));
     let v: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
     assert_eq!(v["status"], "complete");
-    assert!(
-        leaked(&cgroups_before).is_empty(),
-        "cgroups left: {:?}",
-        leaked(&cgroups_before)
-    );
+    guard.assert_nothing_leaked("cgroups left");
 }
 
 #[test]
 fn kill_9_then_gc_then_resume_completes_exactly_once() {
-    if !is_root() {
-        eprintln!("skipped: creating cgroups needs root");
+    let Some(guard) = CgroupTest::start() else {
         return;
-    }
-    let _serial = CGROUP_TESTS.lock().unwrap_or_else(|e| e.into_inner());
-    let cgroups_before = isolab_cgroups();
+    };
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("k.db");
     let work = dir.path().join("work");
@@ -230,11 +246,7 @@ fn kill_9_then_gc_then_resume_completes_exactly_once() {
 
     let gc = run(isolab().args(["gc", "--workdir"]).arg(&work));
     assert!(gc.status.success(), "{}", text(&gc.stderr));
-    assert!(
-        leaked(&cgroups_before).is_empty(),
-        "cgroups left after gc: {:?}",
-        leaked(&cgroups_before)
-    );
+    guard.assert_nothing_leaked("cgroups left after gc");
     let sleepers = run(Command::new("pgrep").args(["-f", "^sleep 0.4$"]));
     assert!(
         text(&sleepers.stdout).trim().is_empty(),
@@ -278,21 +290,14 @@ fn kill_9_then_gc_then_resume_completes_exactly_once() {
         3 * 3,
         "every (cell, repetition) stored: {keys:?}"
     );
-    assert!(
-        leaked(&cgroups_before).is_empty(),
-        "cgroups left: {:?}",
-        leaked(&cgroups_before)
-    );
+    guard.assert_nothing_leaked("cgroups left");
 }
 
 #[test]
 fn sigterm_tears_down_records_the_interruption_and_says_how_to_resume() {
-    if !is_root() {
-        eprintln!("skipped: creating cgroups needs root");
+    let Some(guard) = CgroupTest::start() else {
         return;
-    }
-    let _serial = CGROUP_TESTS.lock().unwrap_or_else(|e| e.into_inner());
-    let cgroups_before = isolab_cgroups();
+    };
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("t.db");
     let spec = SMALL
@@ -327,11 +332,7 @@ fn sigterm_tears_down_records_the_interruption_and_says_how_to_resume() {
         "{}",
         text(&out.stderr)
     );
-    assert!(
-        leaked(&cgroups_before).is_empty(),
-        "cgroups left: {:?}",
-        leaked(&cgroups_before)
-    );
+    guard.assert_nothing_leaked("cgroups left");
     assert!(
         text(&run(Command::new("pgrep").args(["-f", "^sleep 5$"])).stdout)
             .trim()
