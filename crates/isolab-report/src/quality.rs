@@ -84,12 +84,13 @@ pub fn quality(data: &ExperimentData, primary: &BTreeMap<u32, String>) -> Qualit
                 q.stable_points += 1;
             }
             let flagged = outliers_mad(&sample, OUTLIER_Z);
-            for (&i, &score) in flagged.indices.iter().zip(&flagged.scores) {
+            // `scores` holds every observation's score; `indices` the flagged ones.
+            for &i in &flagged.indices {
                 q.outliers.push(OutlierRun {
                     cell: cell.key.clone(),
                     run: observed[i].0,
                     value: observed[i].1,
-                    score,
+                    score: flagged.scores[i],
                 });
             }
         }
@@ -155,4 +156,72 @@ pub fn quality_lines(q: &Quality) -> Vec<String> {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use isolab_stats::Direction;
+    use isolab_store::{
+        CellRecord, ExperimentRecord, ExperimentStatus, MetricValue, RunRecord, RunStatus,
+    };
+    use std::time::{Duration, SystemTime};
+
+    #[test]
+    fn flags_the_outlier_with_its_own_score() {
+        let values = [100.0, 101.0, 99.0, 100.5, 99.5, 180.0];
+        let runs = values
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| RunRecord {
+                id: 10 + i as i64,
+                cell: 1,
+                repetition: i as u32 + 1,
+                warmup: false,
+                round: 0,
+                status: RunStatus::Ok,
+                exit_code: Some(0),
+                started_at: SystemTime::UNIX_EPOCH,
+                wall: Duration::from_secs(1),
+                error: None,
+                limits: serde_json::Value::Null,
+                metrics: vec![MetricValue {
+                    name: "t".into(),
+                    unit: "s".into(),
+                    direction: Direction::Lower,
+                    value: v,
+                }],
+                telemetry: vec![],
+                notes: vec![],
+            })
+            .collect();
+        let data = ExperimentData {
+            record: ExperimentRecord {
+                id: 1,
+                name: "q".into(),
+                spec_toml: String::new(),
+                spec_path: None,
+                seed: 0,
+                isolab_version: "0".into(),
+                created_at: SystemTime::UNIX_EPOCH,
+                finished_at: None,
+                status: ExperimentStatus::Complete,
+            },
+            cells: vec![CellRecord {
+                id: 1,
+                index: 0,
+                key: "c".into(),
+                levels: vec![],
+                stop_reason: None,
+            }],
+            runs,
+            environment: vec![],
+            interruptions: vec![],
+            series: vec![],
+        };
+        let q = quality(&data, &BTreeMap::new());
+        assert_eq!(q.outliers.len(), 1, "{:?}", q.outliers);
+        assert_eq!(q.outliers[0].run, 15);
+        assert!(q.outliers[0].score > OUTLIER_Z, "{:?}", q.outliers[0]);
+    }
 }
