@@ -10,6 +10,9 @@ use crate::summary::ExperimentData;
 /// Modified z-score above which a run is flagged (Iglewicz & Hoaglin's 3.5).
 pub const OUTLIER_Z: f64 = 3.5;
 
+/// Fewest counted runs of a cell for its outliers to be flagged.
+pub const OUTLIER_MIN_RUNS: usize = 5;
+
 /// A run whose primary metric is far from its cell's median. Flagged, never dropped.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct OutlierRun {
@@ -83,7 +86,16 @@ pub fn quality(data: &ExperimentData, primary: &BTreeMap<u32, String>) -> Qualit
             if sample.cv() < 0.05 {
                 q.stable_points += 1;
             }
-            let flagged = outliers_mad(&sample, OUTLIER_Z);
+            // With fewer than OUTLIER_MIN_RUNS observations the MAD is too unstable for
+            // the modified z-score to mean much: no flags.
+            let flagged = if sample.len() >= OUTLIER_MIN_RUNS {
+                outliers_mad(&sample, OUTLIER_Z)
+            } else {
+                isolab_stats::Outliers {
+                    indices: Vec::new(),
+                    scores: Vec::new(),
+                }
+            };
             // `scores` holds every observation's score; `indices` the flagged ones.
             for &i in &flagged.indices {
                 q.outliers.push(OutlierRun {
