@@ -8,19 +8,8 @@ use crate::file;
 use crate::idset::IdSet;
 use crate::v1::cpuset::parse_id_set;
 
-pub(crate) fn apply(dir: &Path, cpus: Option<&IdSet>, mems: Option<&IdSet>) -> Result<(), Error> {
-    if let Some(cpus) = cpus {
-        file::write_limit(&dir.join("cpuset.cpus"), &cpus.to_string(), "cpuset")?;
-    }
-    if let Some(mems) = mems {
-        file::write_limit(
-            &dir.join("cpuset.mems"),
-            &mems.to_string(),
-            "memory-node set",
-        )?;
-    }
-    Ok(())
-}
+/// The files and their format are v1's: the cpus, then the memory nodes.
+pub(crate) use crate::v1::cpuset::apply;
 
 /// The cgroup's own cpus and memory nodes; `None` when empty (inherited).
 pub(crate) fn read(dir: &Path) -> Result<(Option<IdSet>, Option<IdSet>), Error> {
