@@ -183,6 +183,30 @@ pub struct Limits {
 }
 
 impl Limits {
+    /// Each controller a write of these limits needs, with whether it is needed;
+    /// `io` is the io controller of the layout (v1 blkio, v2 io), needed when
+    /// `io_limited`.
+    pub(crate) fn controllers_needed(
+        &self,
+        io: crate::hierarchy::Controller,
+        io_limited: bool,
+    ) -> [(crate::hierarchy::Controller, bool); 5] {
+        use crate::hierarchy::Controller;
+        [
+            (Controller::Cpu, self.cpu.is_some()),
+            (
+                Controller::Cpuset,
+                self.cpuset.is_some() || self.mems.is_some(),
+            ),
+            (
+                Controller::Memory,
+                self.memory_max.is_some() || self.memory_swap_max.is_some(),
+            ),
+            (Controller::Pids, self.pids_max.is_some()),
+            (io, io_limited),
+        ]
+    }
+
     /// Whether nothing is limited.
     pub fn is_empty(&self) -> bool {
         self.cpu.is_none()

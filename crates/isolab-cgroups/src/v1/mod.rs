@@ -41,19 +41,7 @@ fn limited_io(limits: &Limits) -> Vec<IoThrottle> {
 pub(crate) fn apply(dirs: &Dirs, limits: &Limits) -> Result<(), Error> {
     let io = limited_io(limits);
     // Check every controller first so that a missing one leaves nothing half-applied.
-    let wanted = [
-        (Controller::Cpu, limits.cpu.is_some()),
-        (
-            Controller::Cpuset,
-            limits.cpuset.is_some() || limits.mems.is_some(),
-        ),
-        (
-            Controller::Memory,
-            limits.memory_max.is_some() || limits.memory_swap_max.is_some(),
-        ),
-        (Controller::Pids, limits.pids_max.is_some()),
-        (Controller::Blkio, !io.is_empty()),
-    ];
+    let wanted = limits.controllers_needed(Controller::Blkio, !io.is_empty());
     for (controller, wanted) in wanted {
         if wanted {
             need(dirs, controller)?;

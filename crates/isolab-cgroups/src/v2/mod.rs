@@ -68,19 +68,7 @@ pub(crate) fn apply(dir: &Path, limits: &Limits) -> Result<(), Error> {
     }
     let io = limited_io(limits);
     let available = available(dir)?;
-    let wanted = [
-        (Controller::Cpu, limits.cpu.is_some()),
-        (
-            Controller::Cpuset,
-            limits.cpuset.is_some() || limits.mems.is_some(),
-        ),
-        (
-            Controller::Memory,
-            limits.memory_max.is_some() || limits.memory_swap_max.is_some(),
-        ),
-        (Controller::Pids, limits.pids_max.is_some()),
-        (Controller::Io, !io.is_empty()),
-    ];
+    let wanted = limits.controllers_needed(Controller::Io, !io.is_empty());
     // Check every controller first so that a missing one leaves nothing half-applied.
     for (controller, wanted) in wanted {
         if wanted && !available.iter().any(|a| a == controller.name()) {
