@@ -207,6 +207,78 @@ impl Limits {
         ]
     }
 
+    /// What differs between these limits, as asked for, and `read`, as read back from
+    /// a cgroup: one line per limit that was asked for (`Some` / listed) and is not in
+    /// force, e.g. `memory asked 1073741824 read 536870912`. Limits not asked for are
+    /// not compared. Memory limits may read back up to one 4 KiB page lower: the
+    /// kernel rounds them down to whole pages.
+    pub fn differences(&self, read: &Limits) -> Vec<String> {
+        const PAGE: u64 = 4096;
+        let mut diffs = Vec::new();
+        let mut cmp = |what: &str, asked: Option<String>, got: Option<String>, same: bool| {
+            if let (Some(a), false) = (asked, same) {
+                diffs.push(format!(
+                    "{what} asked {a} read {}",
+                    got.unwrap_or_else(|| "unlimited".into())
+                ));
+            }
+        };
+        let quota = |q: &Option<CpuQuota>| q.map(|q| format!("{:?}/{:?}", q.quota, q.period));
+        cmp(
+            "cpu quota",
+            quota(&self.cpu),
+            quota(&read.cpu),
+            self.cpu.is_none() || self.cpu == read.cpu,
+        );
+        let set = |s: &Option<IdSet>| s.as_ref().map(ToString::to_string);
+        cmp(
+            "cpuset",
+            set(&self.cpuset),
+            set(&read.cpuset),
+            self.cpuset.is_none() || self.cpuset == read.cpuset,
+        );
+        cmp(
+            "mems",
+            set(&self.mems),
+            set(&read.mems),
+            self.mems.is_none() || self.mems == read.mems,
+        );
+        let bytes = |b: Option<Bytes>| b.map(|b| b.0.to_string());
+        let mem_same = |asked: Option<Bytes>, got: Option<Bytes>| match asked {
+            None => true,
+            Some(a) => got.is_some_and(|g| g.0 <= a.0 && a.0 - g.0 < PAGE),
+        };
+        cmp(
+            "memory",
+            bytes(self.memory_max),
+            bytes(read.memory_max),
+            mem_same(self.memory_max, read.memory_max),
+        );
+        cmp(
+            "memory+swap",
+            bytes(self.memory_swap_max),
+            bytes(read.memory_swap_max),
+            mem_same(self.memory_swap_max, read.memory_swap_max),
+        );
+        let pids = |p: Option<u64>| p.map(|p| p.to_string());
+        cmp(
+            "pids",
+            pids(self.pids_max),
+            pids(read.pids_max),
+            self.pids_max.is_none() || self.pids_max == read.pids_max,
+        );
+        for t in &self.io {
+            let found = read.io.iter().find(|r| r.device == t.device);
+            cmp(
+                &format!("io {}", t.device),
+                Some(format!("{t:?}")),
+                found.map(|f| format!("{f:?}")),
+                found == Some(t),
+            );
+        }
+        diffs
+    }
+
     /// Whether nothing is limited.
     pub fn is_empty(&self) -> bool {
         self.cpu.is_none()
@@ -222,6 +294,42 @@ impl Limits {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn differences_name_what_is_not_in_force() {
+        let asked = Limits {
+            cpu: Some(CpuQuota {
+                quota: Duration::from_millis(100),
+                period: Duration::from_millis(100),
+            }),
+            memory_max: Some(Bytes(1 << 30)),
+            ..Limits::default()
+        };
+        assert!(asked.differences(&asked.clone()).is_empty());
+        let read = Limits {
+            memory_max: Some(Bytes(1 << 29)),
+            ..asked.clone()
+        };
+        assert_eq!(
+            asked.differences(&read),
+            vec!["memory asked 1073741824 read 536870912".to_string()]
+        );
+        // Unasked limits are not compared; memory may be rounded down to a page.
+        let read = Limits {
+            pids_max: Some(10),
+            memory_max: Some(Bytes((1 << 30) - 100)),
+            ..asked.clone()
+        };
+        assert!(asked.differences(&read).is_empty());
+        let read = Limits {
+            cpu: None,
+            ..asked.clone()
+        };
+        assert_eq!(
+            asked.differences(&read),
+            vec!["cpu quota asked 100ms/100ms read unlimited".to_string()]
+        );
+    }
 
     #[test]
     fn quota_from_cpus() {

@@ -262,12 +262,13 @@ impl Platform for HostPlatform {
             let run = (|| {
                 cgroup.apply(&job.limits)?;
                 let applied = cgroup.read_limits()?;
-                check_limits(&job.limits, &applied).map_err(|detail| {
-                    PlatformError::LimitMismatch {
+                let differences = job.limits.differences(&applied);
+                if !differences.is_empty() {
+                    return Err(PlatformError::LimitMismatch {
                         cgroup: cgroup.rel().display().to_string(),
-                        detail,
-                    }
-                })?;
+                        detail: differences.join("; "),
+                    });
+                }
                 let mut execution = self.measured(job, &cgroup, interrupt)?;
                 execution.limits_applied = applied;
                 Ok(execution)
@@ -436,67 +437,9 @@ fn stop_server(server: Option<Child>, cgroup: &Cgroup) {
     }
 }
 
-/// Compares every limit that was asked for with what the cgroup reports.
-pub(crate) fn check_limits(asked: &Limits, read: &Limits) -> Result<(), String> {
-    let mut diffs = Vec::new();
-    let mut cmp = |what: &str, a: Option<String>, r: Option<String>| {
-        if a.is_some() && a != r {
-            diffs.push(format!(
-                "{what} asked {} read {}",
-                a.unwrap_or_default(),
-                r.unwrap_or_else(|| "unlimited".into())
-            ));
-        }
-    };
-    cmp(
-        "cpu quota",
-        asked.cpu.map(|q| format!("{:?}/{:?}", q.quota, q.period)),
-        read.cpu.map(|q| format!("{:?}/{:?}", q.quota, q.period)),
-    );
-    cmp(
-        "cpuset",
-        asked.cpuset.as_ref().map(ToString::to_string),
-        read.cpuset.as_ref().map(ToString::to_string),
-    );
-    cmp(
-        "mems",
-        asked.mems.as_ref().map(ToString::to_string),
-        read.mems.as_ref().map(ToString::to_string),
-    );
-    cmp(
-        "memory",
-        asked.memory_max.map(|b| b.0.to_string()),
-        read.memory_max.map(|b| b.0.to_string()),
-    );
-    cmp(
-        "memory+swap",
-        asked.memory_swap_max.map(|b| b.0.to_string()),
-        read.memory_swap_max.map(|b| b.0.to_string()),
-    );
-    cmp(
-        "pids",
-        asked.pids_max.map(|p| p.to_string()),
-        read.pids_max.map(|p| p.to_string()),
-    );
-    for t in &asked.io {
-        let found = read.io.iter().find(|r| r.device == t.device);
-        cmp(
-            &format!("io {}", t.device),
-            Some(format!("{t:?}")),
-            found.map(|f| format!("{f:?}")),
-        );
-    }
-    if diffs.is_empty() {
-        Ok(())
-    } else {
-        Err(diffs.join("; "))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use isolab_cgroups::{Bytes, CpuQuota};
 
     #[test]
     fn zombies_are_not_live_owners() {
@@ -520,33 +463,5 @@ mod tests {
             Some(4242)
         );
         assert_eq!(owner_pid(Path::new("isolab/other"), base), None);
-    }
-
-    #[test]
-    fn limit_check_names_what_differs() {
-        let asked = Limits {
-            cpu: Some(CpuQuota {
-                quota: Duration::from_millis(100),
-                period: Duration::from_millis(100),
-            }),
-            memory_max: Some(Bytes(1 << 30)),
-            ..Limits::default()
-        };
-        assert_eq!(check_limits(&asked, &asked.clone()), Ok(()));
-        let read = Limits {
-            memory_max: Some(Bytes(1 << 29)),
-            ..asked.clone()
-        };
-        let err = check_limits(&asked, &read).unwrap_err();
-        assert!(
-            err.contains("memory asked 1073741824 read 536870912"),
-            "{err}"
-        );
-        // Unasked limits are not compared.
-        let read = Limits {
-            pids_max: Some(10),
-            ..asked.clone()
-        };
-        assert_eq!(check_limits(&asked, &read), Ok(()));
     }
 }

@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 
-use isolab_cgroups::{Cgroup, Hierarchy, Limits};
+use isolab_cgroups::{Cgroup, Hierarchy};
 
 use crate::config::{ContainerConfig, NetworkChoice, Rootfs, USERNS_BASE, USERNS_SIZE};
 use crate::error::RuntimeError;
@@ -330,7 +330,7 @@ impl Instance {
             let got = cgroup
                 .read_limits()
                 .map_err(cgroup_err("read the limits back"))?;
-            if !limits_match(&config.limits, &got) {
+            if !config.limits.differences(&got).is_empty() {
                 return Err(RuntimeError::LimitsMismatch {
                     rel,
                     wanted: format!("{:?}", config.limits),
@@ -654,20 +654,6 @@ fn write_id_maps(pid: libc::pid_t) -> Result<(), RuntimeError> {
 
 /// Whether the limits read back equal those asked for; memory limits may be
 /// rounded down to the page size by the kernel.
-fn limits_match(wanted: &Limits, got: &Limits) -> bool {
-    let page = 4096;
-    let mem_ok = |w: Option<isolab_cgroups::Bytes>, g: Option<isolab_cgroups::Bytes>| match w {
-        None => true,
-        Some(w) => g.is_some_and(|g| g.0 <= w.0 && w.0 - g.0 < page),
-    };
-    (wanted.cpu.is_none() || wanted.cpu == got.cpu)
-        && (wanted.cpuset.is_none() || wanted.cpuset == got.cpuset)
-        && (wanted.mems.is_none() || wanted.mems == got.mems)
-        && mem_ok(wanted.memory_max, got.memory_max)
-        && mem_ok(wanted.memory_swap_max, got.memory_swap_max)
-        && (wanted.pids_max.is_none() || wanted.pids_max == got.pids_max)
-}
-
 /// The whole-disk block device that holds `path` (for io throttling of a root
 /// filesystem): `stat` gives the file system's device; a partition is mapped to its
 /// disk through `/sys/dev/block`.
@@ -701,7 +687,7 @@ pub fn backing_device(path: &Path) -> Result<isolab_cgroups::DeviceNumber, Runti
 #[cfg(test)]
 mod tests {
     use super::*;
-    use isolab_cgroups::{Bytes, IdSet};
+    use isolab_cgroups::{Bytes, IdSet, Limits};
 
     #[test]
     fn limits_compare_with_page_rounding() {
@@ -713,9 +699,9 @@ mod tests {
         let mut got = wanted.clone();
         got.memory_max = Some(Bytes(99_999_744));
         got.cpuset = Some(IdSet::default());
-        assert!(limits_match(&wanted, &got));
+        assert!(wanted.differences(&got).is_empty());
         got.pids_max = Some(11);
-        assert!(!limits_match(&wanted, &got));
+        assert!(!wanted.differences(&got).is_empty());
     }
 
     #[test]
