@@ -73,6 +73,31 @@ pub struct DeviceNumber {
 }
 
 impl DeviceNumber {
+    /// The whole-disk block device holding `path` (what io throttles apply to):
+    /// `stat` gives the file system's device; a partition maps to its disk through
+    /// `<sys>/dev/block` (`sys` is normally `/sys`). `Ok(None)` when the file system
+    /// has no block device (tmpfs, overlay, proc).
+    pub fn backing_disk(
+        path: &std::path::Path,
+        sys: &std::path::Path,
+    ) -> std::io::Result<Option<DeviceNumber>> {
+        use std::os::unix::fs::MetadataExt;
+        let dev = DeviceNumber::from_dev(std::fs::metadata(path)?.dev());
+        let block = sys.join(format!("dev/block/{dev}"));
+        if dev.major == 0 || !block.exists() {
+            return Ok(None);
+        }
+        if !block.join("partition").exists() {
+            return Ok(Some(dev));
+        }
+        let disk = std::fs::canonicalize(&block)
+            .ok()
+            .and_then(|p| p.parent().map(|p| p.join("dev")))
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .and_then(|s| s.trim().parse().ok());
+        Ok(Some(disk.unwrap_or(dev)))
+    }
+
     /// Decodes a Linux `dev_t` (as in `st_dev` / `st_rdev` of
     /// `std::os::unix::fs::MetadataExt`), using glibc's `major()`/`minor()` encoding.
     pub fn from_dev(dev: u64) -> DeviceNumber {
@@ -294,6 +319,29 @@ impl Limits {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn backing_disk_of_a_fake_sys_tree() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let dev = DeviceNumber::from_dev(std::fs::metadata(dir.path()).unwrap().dev());
+        let sys = dir.path().join("sys");
+        // No entry under dev/block: no block device (as for tmpfs).
+        assert_eq!(DeviceNumber::backing_disk(dir.path(), &sys).unwrap(), None);
+        // A partition whose disk is 8:0.
+        let disk = sys.join("devices/sda");
+        std::fs::create_dir_all(disk.join("sda1")).unwrap();
+        std::fs::write(disk.join("dev"), "8:0\n").unwrap();
+        std::fs::write(disk.join("sda1/partition"), "1\n").unwrap();
+        std::fs::create_dir_all(sys.join("dev/block")).unwrap();
+        std::os::unix::fs::symlink(disk.join("sda1"), sys.join(format!("dev/block/{dev}")))
+            .unwrap();
+        let got = DeviceNumber::backing_disk(dir.path(), &sys).unwrap();
+        if dev.major != 0 {
+            assert_eq!(got, Some(DeviceNumber { major: 8, minor: 0 }));
+        }
+        assert!(DeviceNumber::backing_disk(&dir.path().join("missing"), &sys).is_err());
+    }
 
     #[test]
     fn differences_name_what_is_not_in_force() {

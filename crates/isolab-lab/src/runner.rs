@@ -790,7 +790,9 @@ impl DiskFacts {
         }
         DiskFacts {
             direct,
-            device: backing_disk(dir),
+            device: DeviceNumber::backing_disk(dir, Path::new("/sys"))
+                .ok()
+                .flatten(),
             notes,
         }
     }
@@ -809,29 +811,6 @@ pub fn direct_io_supported(dir: &Path) -> bool {
         .is_ok();
     let _ = std::fs::remove_file(&path);
     ok
-}
-
-/// The whole-disk block device holding `dir`, from `/sys/dev/block` (a partition
-/// maps to its disk; virtual file systems have none).
-pub fn backing_disk(dir: &Path) -> Option<DeviceNumber> {
-    use std::os::unix::fs::MetadataExt;
-    let dev = std::fs::metadata(dir).ok()?.dev();
-    let (major, minor) = (libc::major(dev), libc::minor(dev));
-    if major == 0 {
-        return None;
-    }
-    let sys = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
-    let sys = std::fs::canonicalize(sys).ok()?;
-    let disk = if sys.join("partition").exists() {
-        sys.parent()?.to_path_buf()
-    } else {
-        sys
-    };
-    std::fs::read_to_string(disk.join("dev"))
-        .ok()?
-        .trim()
-        .parse()
-        .ok()
 }
 
 #[cfg(test)]

@@ -658,30 +658,19 @@ fn write_id_maps(pid: libc::pid_t) -> Result<(), RuntimeError> {
 /// filesystem): `stat` gives the file system's device; a partition is mapped to its
 /// disk through `/sys/dev/block`.
 pub fn backing_device(path: &Path) -> Result<isolab_cgroups::DeviceNumber, RuntimeError> {
-    use std::os::unix::fs::MetadataExt;
-    let meta = fs::metadata(path).map_err(|source| RuntimeError::Host {
-        op: "stat",
-        path: path.to_owned(),
-        source,
-    })?;
-    let dev = isolab_cgroups::DeviceNumber::from_dev(meta.dev());
-    let sys = PathBuf::from(format!("/sys/dev/block/{dev}"));
-    if !sys.exists() {
-        return Err(RuntimeError::InvalidConfig {
-            what: "io throttle device",
-            value: format!("{} (device {dev})", path.display()),
-            expected: "a path on a block device (tmpfs and overlay have none; pass MAJOR:MINOR)",
-        });
-    }
-    if !sys.join("partition").exists() {
-        return Ok(dev);
-    }
-    let disk = fs::canonicalize(&sys)
-        .ok()
-        .and_then(|p| p.parent().map(|p| p.join("dev")))
-        .and_then(|p| fs::read_to_string(p).ok())
-        .and_then(|s| s.trim().parse().ok());
-    Ok(disk.unwrap_or(dev))
+    let disk =
+        isolab_cgroups::DeviceNumber::backing_disk(path, Path::new("/sys")).map_err(|source| {
+            RuntimeError::Host {
+                op: "stat",
+                path: path.to_owned(),
+                source,
+            }
+        })?;
+    disk.ok_or_else(|| RuntimeError::InvalidConfig {
+        what: "io throttle device",
+        value: path.display().to_string(),
+        expected: "a path on a block device (tmpfs and overlay have none; pass MAJOR:MINOR)",
+    })
 }
 
 #[cfg(test)]
