@@ -149,17 +149,8 @@ fn fio_messages(out: &RunOutput) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
-    use std::time::Duration;
 
-    fn out(stdout: &str) -> RunOutput<'_> {
-        RunOutput {
-            stdout,
-            stderr: "",
-            workdir: Path::new("/nonexistent"),
-            wall: Duration::from_secs(1),
-        }
-    }
+    use crate::parsers::test_output as out;
 
     const ONE_JOB: &str = r#"{"jobs":[{"jobname":"j","error":0,
         "read":{"total_ios":10,"iops":100.5,"bw_bytes":2048,"clat_ns":{"mean":1500000.0}},

@@ -86,17 +86,8 @@ pub(super) fn parse(out: &RunOutput) -> Result<Vec<Metric>, ParseError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
-    use std::time::Duration;
 
-    fn out(stdout: &str) -> RunOutput<'_> {
-        RunOutput {
-            stdout,
-            stderr: "",
-            workdir: Path::new("/nonexistent"),
-            wall: Duration::from_secs(1),
-        }
-    }
+    use crate::parsers::test_output as out;
 
     #[test]
     fn error_field_wins_over_partial_results() {

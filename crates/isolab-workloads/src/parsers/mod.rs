@@ -124,6 +124,17 @@ const EXCERPT_CHARS: usize = 240;
 
 /// A short excerpt of `text` for an error message: all of it when short,
 /// otherwise its beginning and its end around an ellipsis.
+/// A run's output with only `stdout` set, for parser unit tests.
+#[cfg(test)]
+pub(crate) fn test_output(stdout: &str) -> RunOutput<'_> {
+    RunOutput {
+        stdout,
+        stderr: "",
+        workdir: std::path::Path::new("/nonexistent"),
+        wall: std::time::Duration::from_secs(1),
+    }
+}
+
 fn excerpt(text: &str) -> String {
     let text = text.trim();
     let n = text.chars().count();

@@ -252,8 +252,6 @@ fn fatal(out: &RunOutput) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
-    use std::time::Duration;
 
     const THREADS: &str = "sysbench 1.0.20 (using system LuaJIT 2.1.0-beta3)
 
@@ -276,14 +274,7 @@ Threads fairness:
     execution time (avg/stddev):   0.9991/0.00
 ";
 
-    fn out(stdout: &str) -> RunOutput<'_> {
-        RunOutput {
-            stdout,
-            stderr: "",
-            workdir: Path::new("/nonexistent"),
-            wall: Duration::from_secs(1),
-        }
-    }
+    use crate::parsers::test_output as out;
 
     fn value(metrics: &[Metric], name: &str) -> f64 {
         metrics
