@@ -240,7 +240,7 @@ impl<'a> Runner<'a> {
         spec: &ExperimentSpec,
         seed: u64,
     ) -> Result<Outcome, RunError> {
-        let mut states = self.load_states(id, spec)?;
+        let (mut states, mut round) = self.load_states(id, spec)?;
         let reps = spec.repetitions;
         let stored: u64 = states
             .iter()
@@ -269,13 +269,6 @@ impl<'a> Runner<'a> {
         })?;
         let disk = DiskFacts::probe(&self.config.workdir_base);
 
-        let mut round = self
-            .store
-            .runs(id)?
-            .iter()
-            .map(|r| r.round + 1)
-            .max()
-            .unwrap_or(0);
         let mut runs = 0;
         loop {
             let mut batch: Vec<usize> = (0..states.len())
@@ -355,11 +348,12 @@ impl<'a> Runner<'a> {
         })
     }
 
+    /// The state of every cell from the store, and the round to continue with.
     fn load_states(
         &self,
         id: ExperimentId,
         spec: &ExperimentSpec,
-    ) -> Result<Vec<CellState>, RunError> {
+    ) -> Result<(Vec<CellState>, u32), RunError> {
         let cells = self.store.cells(id)?;
         if cells.len() != spec.cells.len() {
             return Err(RunError::Mismatch {
@@ -392,7 +386,9 @@ impl<'a> Runner<'a> {
         }
         let by_id: BTreeMap<CellId, usize> =
             states.iter().enumerate().map(|(i, s)| (s.id, i)).collect();
+        let mut next_round = 0;
         for run in self.store.runs(id)? {
+            next_round = next_round.max(run.round + 1);
             let Some(&i) = by_id.get(&run.cell) else {
                 continue;
             };
@@ -409,7 +405,7 @@ impl<'a> Runner<'a> {
                 }
             }
         }
-        Ok(states)
+        Ok((states, next_round))
     }
 
     /// Executes and stores one run; `None` when it was interrupted.
