@@ -332,17 +332,9 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Result<Compariso
     })
 }
 
+/// The median (the 50th percentile with linear interpolation); NaN when empty.
 fn median_of(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let n = s.len();
-    if n == 0 {
-        f64::NAN
-    } else if n % 2 == 1 {
-        s[n / 2]
-    } else {
-        (s[n / 2 - 1] + s[n / 2]) / 2.0
-    }
+    isolab_stats::percentile(v, 50.0).unwrap_or(f64::NAN)
 }
 
 fn mean_of(v: &[f64]) -> f64 {
