@@ -146,6 +146,8 @@ pub struct Comparison {
     pub a: String,
     /// Side B's label.
     pub b: String,
+    /// The levels that selected B's cells (empty across experiments without `--b`).
+    pub b_select: Vec<(String, String)>,
     /// Matched points, in A's cell order.
     pub points: Vec<Point>,
     /// Histogram of the points' regression %.
@@ -322,6 +324,7 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Result<Compariso
     Ok(Comparison {
         a: a.label.clone(),
         b: b.label.clone(),
+        b_select: b.select.clone(),
         histogram: regression_histogram(&regressions, options.bin_width),
         worse: count(Verdict::Worse),
         better: count(Verdict::Better),

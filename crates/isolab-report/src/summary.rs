@@ -293,13 +293,9 @@ pub fn attach_verdicts(rows: &mut [MetricRow], comparisons: &[crate::compare::Co
         index.insert((canonical(&mut r.levels.clone()), r.metric.clone()), i);
     }
     for c in comparisons {
-        let b_levels: Vec<(String, String)> =
-            c.b.split(' ')
-                .filter_map(|w| w.split_once('=').map(|(f, l)| (f.to_owned(), l.to_owned())))
-                .collect();
         for p in &c.points {
             let mut levels: Vec<(String, String)> =
-                p.levels.iter().chain(&b_levels).cloned().collect();
+                p.levels.iter().chain(&c.b_select).cloned().collect();
             if let Some(&i) = index.get(&(canonical(&mut levels), p.metric.clone())) {
                 rows[i].ratio_ci = p.ratio_ci;
                 rows[i].verdict = Some(p.verdict);
