@@ -53,6 +53,9 @@ pub struct ContainerConfig {
     /// Where state files and root mount points live (`/run/isolab`).
     pub state_dir: PathBuf,
     /// Parent of the container's cgroup, relative to the cgroup mounts (`isolab`).
+    /// It may exist already (a lab's cgroup with its own cpuset or quota: a new v1
+    /// cpuset level copies its parent's cpus and memory nodes); the levels that do
+    /// not exist are created and removed again with the container (and by `gc`).
     pub cgroup_parent: PathBuf,
     /// Record phase timestamps (they are always returned in [`crate::Exit::trace`];
     /// the flag tells a front end to print them).
@@ -63,6 +66,72 @@ pub struct ContainerConfig {
     pub forward_signals: bool,
     /// Standard input, output and error of the command.
     pub stdio: Stdio,
+    /// Host files or directories bind-mounted into the container, in order.
+    pub binds: Vec<BindMount>,
+}
+
+/// A host file or directory bind-mounted into the container (`--bind SRC:DST[:ro]`).
+///
+/// The mount is recursive (`MS_BIND | MS_REC`); with `readonly` the top mount is then
+/// remounted read-only (submounts of the source keep their own flags). A missing
+/// destination is created in the container's root (a directory for a directory source,
+/// an empty file for a file source, parents too), which needs a writable root; on a
+/// directory root that means in the host directory itself. Destinations may not pass
+/// through a symbolic link of the image (the mount happens before `pivot_root`, where
+/// an absolute link would resolve on the host): give the resolved path instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BindMount {
+    /// The host path (must exist).
+    pub source: PathBuf,
+    /// The absolute path inside the container.
+    pub destination: PathBuf,
+    /// Remount the bind read-only.
+    pub readonly: bool,
+}
+
+impl BindMount {
+    /// Parses `SRC:DST` or `SRC:DST:ro` (also `:rw`). Checks the syntax only; the
+    /// source is checked when the container starts ([`ContainerConfig::validate`]
+    /// checks the destination).
+    pub fn parse(spec: &str) -> Result<BindMount, RuntimeError> {
+        let bad = || RuntimeError::InvalidConfig {
+            what: "bind mount",
+            value: spec.to_owned(),
+            expected: "SRC:DST or SRC:DST:ro, with an absolute DST (e.g. /srv/data:/data:ro)",
+        };
+        let parts: Vec<&str> = spec.split(':').collect();
+        let (source, destination, readonly) = match parts.as_slice() {
+            [src, dst] => (*src, *dst, false),
+            [src, dst, "ro"] => (*src, *dst, true),
+            [src, dst, "rw"] => (*src, *dst, false),
+            _ => return Err(bad()),
+        };
+        if source.is_empty() || destination.is_empty() {
+            return Err(bad());
+        }
+        Ok(BindMount {
+            source: PathBuf::from(source),
+            destination: PathBuf::from(destination),
+            readonly,
+        })
+    }
+
+    /// Checks the destination: absolute, plain names only (no `.` or `..`), not `/`.
+    pub fn validate(&self) -> Result<(), RuntimeError> {
+        use std::path::Component;
+        let mut components = self.destination.components();
+        let absolute = components.next() == Some(Component::RootDir);
+        let plain: Vec<Component> = components.collect();
+        if !absolute || plain.is_empty() || !plain.iter().all(|c| matches!(c, Component::Normal(_)))
+        {
+            return Err(RuntimeError::InvalidConfig {
+                what: "bind mount destination",
+                value: self.destination.display().to_string(),
+                expected: "an absolute path other than / without '.' or '..' (e.g. /data)",
+            });
+        }
+        Ok(())
+    }
 }
 
 /// First host uid and gid of the user namespace mapping (65536 ids are mapped,
@@ -165,6 +234,7 @@ impl ContainerConfig {
             trace: false,
             forward_signals: false,
             stdio: Stdio::Inherit,
+            binds: Vec::new(),
         }
     }
 
@@ -176,6 +246,10 @@ impl ContainerConfig {
     /// Checks what can be checked without touching the host.
     pub fn validate(&self) -> Result<(), RuntimeError> {
         validate_id(&self.id)?;
+        validate_cgroup_parent(&self.cgroup_parent)?;
+        for bind in &self.binds {
+            bind.validate()?;
+        }
         if self.args.is_empty() {
             return Err(RuntimeError::EmptyCommand);
         }
@@ -227,6 +301,24 @@ pub fn validate_id(id: &str) -> Result<(), RuntimeError> {
             what: "container id",
             value: id.to_owned(),
             expected: "1 to 64 letters, digits, '-', '_' or '.', not starting with '.'",
+        })
+    }
+}
+
+/// Checks a cgroup parent: a relative path of plain names (`isolab`, `isolab/lab-7`).
+pub fn validate_cgroup_parent(parent: &Path) -> Result<(), RuntimeError> {
+    use std::path::Component;
+    let ok = parent.components().next().is_some()
+        && parent
+            .components()
+            .all(|c| matches!(c, Component::Normal(_)));
+    if ok {
+        Ok(())
+    } else {
+        Err(RuntimeError::InvalidConfig {
+            what: "cgroup parent",
+            value: parent.display().to_string(),
+            expected: "a path relative to the cgroup mounts, without '.' or '..' (e.g. isolab/lab)",
         })
     }
 }
@@ -289,6 +381,47 @@ mod tests {
             file: "/x.img".into(),
             readonly: true,
         };
+        assert!(c.validate().is_err());
+        let mut c = config();
+        c.cgroup_parent = "/abs".into();
+        assert!(c.validate().is_err());
+        c.cgroup_parent = "isolab/../x".into();
+        assert!(c.validate().is_err());
+        c.cgroup_parent = "isolab/lab-1".into();
+        c.validate().unwrap();
+        assert_eq!(
+            c.cgroup_rel(),
+            PathBuf::from(format!("isolab/lab-1/rt-{}", c.id))
+        );
+    }
+
+    #[test]
+    fn bind_specs() {
+        let b = BindMount::parse("/srv/data:/data:ro").unwrap();
+        assert_eq!(
+            b,
+            BindMount {
+                source: "/srv/data".into(),
+                destination: "/data".into(),
+                readonly: true
+            }
+        );
+        b.validate().unwrap();
+        assert!(!BindMount::parse("rel:/x").unwrap().readonly);
+        assert!(!BindMount::parse("a:/x:rw").unwrap().readonly);
+        for bad in ["/a", "/a:/b:rx", ":/b", "/a:", "/a:/b:ro:x"] {
+            assert!(BindMount::parse(bad).is_err(), "{bad}");
+        }
+        for bad_dst in ["rel", "/", "/a/../b", "./a"] {
+            let b = BindMount {
+                source: "/a".into(),
+                destination: bad_dst.into(),
+                readonly: false,
+            };
+            assert!(b.validate().is_err(), "{bad_dst}");
+        }
+        let mut c = config();
+        c.binds.push(BindMount::parse("/a:rel").unwrap());
         assert!(c.validate().is_err());
     }
 }

@@ -118,6 +118,32 @@ pub enum RuntimeError {
         /// What failed and what to do.
         problem: String,
     },
+    /// The source of a bind mount is missing or unreadable.
+    #[error("bind mount source {path}: {source}; give an existing host file or directory")]
+    BindSource {
+        /// The source as given.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// The destination of a bind mount cannot be made in the container's root.
+    #[error("bind mount destination {destination}: {problem}")]
+    BindDestination {
+        /// The destination inside the container.
+        destination: PathBuf,
+        /// What is wrong and what to do.
+        problem: &'static str,
+    },
+    /// A report file could not be parsed.
+    #[error("report {path} is not a valid isolab-runtime report: {source}")]
+    ReportParse {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: serde_json::Error,
+    },
     /// A state file could not be parsed.
     #[error("state file {path} is not valid JSON state: {source}; remove it by hand if the container is gone")]
     StateParse {

@@ -10,13 +10,21 @@
 //! - root filesystem ([`Rootfs`]): a directory (bind, optionally read-only), an
 //!   overlay (throw-away tmpfs upper or a kept one), or an ext4 image on a loop
 //!   device with autoclear ([`loopdev`]); minimal /dev, /proc, read-only /sys,
-//!   Docker's masked and read-only paths;
-//! - limits through `isolab-cgroups`, applied (and read back) before the container
-//!   runs any code;
-//! - a [`Trace`] of phase timestamps ([`Phase`]);
+//!   Docker's masked and read-only paths; host files and directories bound in
+//!   ([`BindMount`], read-write or read-only);
+//! - security defaults ([`security`]): Docker's capabilities, `no_new_privs`, Docker's
+//!   seccomp profile, and the device allowlist in a cgroup v1 `devices` cgroup (not
+//!   enforced on cgroup v2 yet: [`Exit::notes`] says so);
+//! - limits through `isolab-cgroups` under a configurable parent cgroup
+//!   ([`ContainerConfig::cgroup_parent`], created when missing and removed again),
+//!   applied and read back before the container runs any code ([`Exit::limits`]); the
+//!   cgroup's counters are read after the container exits ([`Exit::stats`]);
+//! - networks `none`, `host` and `bridge` with published ports ([`network`]);
+//! - a [`Trace`] of phase timestamps ([`Phase`]), and a JSON [`Report`] of the whole
+//!   run (`isolab-runtime run --report FILE`) that the lab reads back;
 //! - state files under `/run/isolab` so that [`gc`] undoes what a killed runtime left.
 //!
-//! [`oci_spec`] turns the same configuration into an OCI runtime spec that runc and
+//! [`oci_spec()`] turns the same configuration into an OCI runtime spec that runc and
 //! crun run unchanged. The module docs of [`container`] explain how start-up is
 //! sequenced so that the container never runs outside its cgroup.
 //!
@@ -36,14 +44,18 @@ pub mod error;
 pub mod loopdev;
 pub mod network;
 pub mod oci;
+pub mod report;
 pub mod security;
 pub mod state;
 mod sys;
 pub mod trace;
 
-pub use config::{default_security, ContainerConfig, NetworkChoice, PortMapping, Rootfs, Stdio};
+pub use config::{
+    default_security, BindMount, ContainerConfig, NetworkChoice, PortMapping, Rootfs, Stdio,
+};
 pub use container::{backing_device, run, run_in, Exit};
 pub use error::RuntimeError;
 pub use oci::oci_spec;
+pub use report::Report;
 pub use state::gc;
 pub use trace::{trace_json, Phase, Trace};

@@ -1,4 +1,4 @@
-//! OCI runtime spec (`config.json`): [`oci_spec`] turns a [`ContainerConfig`] into
+//! OCI runtime spec (`config.json`): [`oci_spec()`] turns a [`ContainerConfig`] into
 //! one that runc and crun run unchanged; [`from_bundle`] reads a bundle back into a
 //! [`ContainerConfig`] for [`crate::run`].
 
@@ -8,7 +8,7 @@ use isolab_cgroups::{Bytes, CpuQuota, DeviceNumber, IdSet, IoThrottle, Limits};
 use oci_spec::runtime::{LinuxNamespaceType, Spec};
 use serde_json::{json, Value};
 
-use crate::config::{ContainerConfig, NetworkChoice, Rootfs, USERNS_BASE, USERNS_SIZE};
+use crate::config::{BindMount, ContainerConfig, NetworkChoice, Rootfs, USERNS_BASE, USERNS_SIZE};
 use crate::error::RuntimeError;
 
 /// The mounts every container gets (the same as the runtime makes itself).
@@ -29,7 +29,33 @@ fn default_mounts() -> Value {
     ])
 }
 
-/// The mount destinations [`from_bundle`] accepts (those of [`oci_spec`]).
+/// The standard mounts plus one `bind` entry per bind mount: options `rbind`, and
+/// `ro` for a read-only one (runc and crun then remount it read-only).
+fn mounts(binds: &[BindMount]) -> Value {
+    let mut list = match default_mounts() {
+        Value::Array(list) => list,
+        _ => Vec::new(),
+    };
+    for b in binds {
+        let mut options = vec!["rbind"];
+        if b.readonly {
+            options.push("ro");
+        }
+        list.push(json!({
+            "destination": b.destination,
+            "type": "bind",
+            "source": b.source,
+            "options": options,
+        }));
+    }
+    Value::Array(list)
+}
+
+/// Options of a `bind` mount that [`from_bundle`] accepts (propagation is always
+/// private in isolab-runtime; a bind is always recursive).
+const BIND_OPTIONS: [&str; 6] = ["bind", "rbind", "ro", "rw", "rprivate", "private"];
+
+/// The mount destinations [`from_bundle`] accepts (those of [`oci_spec()`]).
 const KNOWN_MOUNTS: [&str; 7] = [
     "/proc",
     "/dev",
@@ -99,7 +125,8 @@ fn resources(limits: &Limits) -> Value {
 }
 
 /// The configuration as an OCI runtime spec: process (args, env, cwd, capabilities,
-/// no_new_privs), root, hostname, the standard mounts, namespaces, `linux.resources`
+/// no_new_privs), root, hostname, the standard mounts and the bind mounts (type
+/// `bind`, options `rbind` plus `ro`; give absolute sources), namespaces, `linux.resources`
 /// from the limits (cgroup v1 semantics for swap: memory + swap), masked and
 /// read-only paths, seccomp and the device allowlist, `cgroupsPath`
 /// `/<cgroup_parent>/rt-<id>`.
@@ -161,7 +188,7 @@ pub fn oci_spec(config: &ContainerConfig) -> Result<Spec, RuntimeError> {
         },
         "root": {"path": root, "readonly": readonly},
         "hostname": config.hostname,
-        "mounts": default_mounts(),
+        "mounts": mounts(&config.binds),
         "linux": linux,
     });
     serde_json::from_value(value).map_err(|e| RuntimeError::Bundle {
@@ -178,12 +205,15 @@ fn bundle_err(path: &Path, problem: impl Into<String>) -> RuntimeError {
 }
 
 /// Reads an OCI bundle (`DIR/config.json`, root relative to `DIR`) into a
-/// configuration with container id `id`. Accepts what [`oci_spec`] writes:
-/// args, env, cwd, hostname, root (read-only flag), the standard mounts, pid, ipc,
+/// configuration with container id `id`. Accepts what [`oci_spec()`] writes:
+/// args, env, cwd, hostname, root (read-only flag), the standard mounts, bind mounts
+/// (type `bind` or a `bind`/`rbind` option; options limited to `bind`, `rbind`, `ro`,
+/// `rw`, `rprivate`, `private`; a relative source is relative to `DIR`), pid, ipc,
 /// uts, mount, cgroup, network (absent = host) and user namespaces, resources (cpu,
 /// cpuset, memory, pids, blockIO throttles), masked and read-only paths, capabilities
-/// and `noNewPrivileges`. Anything else that would change behaviour (other mounts,
-/// joining a namespace by path, hooks) is refused with what to remove.
+/// and `noNewPrivileges`; the parent of `cgroupsPath` becomes the cgroup parent.
+/// Anything else that would change behaviour (other mounts, joining a namespace by
+/// path, hooks) is refused with what to remove.
 pub fn from_bundle(dir: &Path, id: &str) -> Result<ContainerConfig, RuntimeError> {
     let file = dir.join("config.json");
     let spec = Spec::load(&file).map_err(|e| bundle_err(&file, format!("cannot load: {e}")))?;
@@ -223,7 +253,35 @@ pub fn from_bundle(dir: &Path, id: &str) -> Result<ContainerConfig, RuntimeError
     }
     for m in spec.mounts().iter().flatten() {
         let dest = m.destination().to_string_lossy();
-        if !KNOWN_MOUNTS.contains(&dest.as_ref()) {
+        let options = m.options().clone().unwrap_or_default();
+        let is_bind = m.typ().as_deref() == Some("bind")
+            || options.iter().any(|o| o == "bind" || o == "rbind");
+        if is_bind {
+            if let Some(bad) = options.iter().find(|o| !BIND_OPTIONS.contains(&o.as_str())) {
+                return Err(bundle_err(
+                    &file,
+                    format!(
+                        "bind mount on {dest}: option {bad:?} is not supported; use only {}",
+                        BIND_OPTIONS.join(", ")
+                    ),
+                ));
+            }
+            let source = m
+                .source()
+                .as_ref()
+                .ok_or_else(|| bundle_err(&file, format!("bind mount on {dest} has no source")))?;
+            let bind = BindMount {
+                source: if source.is_absolute() {
+                    source.clone()
+                } else {
+                    dir.join(source)
+                },
+                destination: m.destination().clone(),
+                readonly: options.iter().any(|o| o == "ro"),
+            };
+            bind.validate()?;
+            config.binds.push(bind);
+        } else if !KNOWN_MOUNTS.contains(&dest.as_ref()) {
             return Err(bundle_err(
                 &file,
                 format!("mount on {dest} is not supported; remove it from \"mounts\""),
@@ -255,6 +313,16 @@ pub fn from_bundle(dir: &Path, id: &str) -> Result<ContainerConfig, RuntimeError
         }
     }
     config.network = network;
+    if let Some(parent) = linux
+        .cgroups_path()
+        .as_ref()
+        .and_then(|p| p.strip_prefix("/").unwrap_or(p).parent())
+        .filter(|p| !p.as_os_str().is_empty())
+    {
+        crate::config::validate_cgroup_parent(parent)
+            .map_err(|e| bundle_err(&file, format!("\"cgroupsPath\": {e}")))?;
+        config.cgroup_parent = parent.to_owned();
+    }
     if let Some(masked) = linux.masked_paths() {
         config.security.masked_paths = masked.clone();
     }
@@ -403,6 +471,44 @@ mod tests {
     }
 
     #[test]
+    fn binds_and_cgroup_parent_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("rootfs")).unwrap();
+        let mut c = config();
+        c.cgroup_parent = "isolab/lab-3".into();
+        c.binds = vec![
+            BindMount::parse("/srv/data:/data:ro").unwrap(),
+            BindMount::parse("/srv/out:/out").unwrap(),
+        ];
+        let spec = oci_spec(&c).unwrap();
+        let v = serde_json::to_value(&spec).unwrap();
+        let mounts = v["mounts"].as_array().unwrap();
+        assert_eq!(mounts.len(), 8);
+        assert_eq!(
+            mounts[6],
+            json!({"destination": "/data", "type": "bind", "source": "/srv/data",
+                   "options": ["rbind", "ro"]})
+        );
+        assert_eq!(mounts[7]["options"], json!(["rbind"]));
+        assert_eq!(v["linux"]["cgroupsPath"], "/isolab/lab-3/rt-oci1");
+        spec.save(dir.path().join("config.json")).unwrap();
+        let back = from_bundle(dir.path(), "oci1").unwrap();
+        assert_eq!(back.binds, c.binds);
+        assert_eq!(back.cgroup_parent, PathBuf::from("isolab/lab-3"));
+
+        // Relative sources are relative to the bundle; odd options are refused.
+        let mut v = v;
+        v["mounts"][7]["source"] = json!("out");
+        std::fs::write(dir.path().join("config.json"), v.to_string()).unwrap();
+        let back = from_bundle(dir.path(), "oci1").unwrap();
+        assert_eq!(back.binds[1].source, dir.path().join("out"));
+        v["mounts"][7]["options"] = json!(["rbind", "nosuid"]);
+        std::fs::write(dir.path().join("config.json"), v.to_string()).unwrap();
+        let e = from_bundle(dir.path(), "oci1").unwrap_err();
+        assert!(e.to_string().contains("nosuid"), "{e}");
+    }
+
+    #[test]
     fn bundle_round_trip() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("rootfs")).unwrap();
@@ -439,7 +545,7 @@ mod tests {
         v["mounts"]
             .as_array_mut()
             .unwrap()
-            .push(json!({"destination": "/data", "type": "bind", "source": "/srv"}));
+            .push(json!({"destination": "/data", "type": "tmpfs", "source": "tmpfs"}));
         std::fs::write(dir.path().join("config.json"), v.to_string()).unwrap();
         let e = from_bundle(dir.path(), "x").unwrap_err();
         assert!(e.to_string().contains("/data"), "{e}");

@@ -39,6 +39,14 @@ pub struct State {
     pub network: Option<serde_json::Value>,
     /// Creation time, seconds since the Unix epoch.
     pub created: u64,
+    /// Ancestors of the cgroup (relative, outermost first) that existed under no
+    /// cgroup mount before the runtime created them: removed again when empty.
+    #[serde(default)]
+    pub cgroup_created: Vec<PathBuf>,
+    /// Root of the v1 devices hierarchy holding the container's devices cgroup
+    /// (`<devices_mount>/<cgroup>`), when one is used.
+    #[serde(default)]
+    pub devices_mount: Option<PathBuf>,
 }
 
 impl State {
@@ -136,7 +144,8 @@ pub fn now_secs() -> u64 {
 }
 
 /// Undoes everything `state` names, in order: the cgroup (killing what is left in
-/// it), the loop device, the mount-point directories, the overlay work directory,
+/// it), its devices cgroup, the cgroup ancestors the runtime created (when empty), the
+/// loop device, the mount-point directories, the overlay work directory,
 /// then the state file itself. Keeps going after a failure and returns every failure.
 pub fn undo(state: &State, state_file: &Path, hierarchy: &Hierarchy) -> Vec<String> {
     let mut failures = Vec::new();
@@ -148,6 +157,21 @@ pub fn undo(state: &State, state_file: &Path, hierarchy: &Hierarchy) -> Vec<Stri
         }
         Err(isolab_cgroups::Error::NotFound { .. }) => {}
         Err(e) => failures.push(format!("open cgroup {}: {e}", state.cgroup.display())),
+    }
+    if let Some(mount) = &state.devices_mount {
+        let leaf = mount.join(&state.cgroup);
+        if let Err(e) = crate::container::devices::remove_cgroup_dir(&leaf) {
+            failures.push(format!("remove devices cgroup {}: {e}", leaf.display()));
+        }
+    }
+    let roots = crate::container::devices::mount_roots(hierarchy, state.devices_mount.as_deref());
+    for rel in state.cgroup_created.iter().rev() {
+        for root in &roots {
+            let dir = root.join(rel);
+            if let Err(e) = crate::container::devices::remove_ancestor(&dir) {
+                failures.push(format!("remove cgroup {}: {e}", dir.display()));
+            }
+        }
     }
     if let (Some(device), Some(image)) = (&state.loop_device, &state.image) {
         let still = loopdev::attached()
@@ -283,6 +307,8 @@ mod tests {
             overlay_work: None,
             network: None,
             created: now_secs(),
+            cgroup_created: Vec::new(),
+            devices_mount: None,
         }
     }
 
@@ -304,15 +330,26 @@ mod tests {
     #[test]
     fn gc_skips_live_and_cleans_dead() {
         let dir = tempfile::tempdir().unwrap();
+        fs::create_dir_all(dir.path().join("cgroupfs/pids")).unwrap();
+        fs::create_dir_all(dir.path().join("cgroupfs/memory")).unwrap();
         let h = Hierarchy::v1_under(dir.path().join("cgroupfs").as_path());
         let live = state("live", dir.path());
         live.create(dir.path()).unwrap();
         let mut dead = state("dead", dir.path());
         dead.runtime_start += 1; // a different process with the same pid
+                                 // An ancestor the runtime created (now empty) goes, the others stay.
+        fs::create_dir_all(dir.path().join("cgroupfs/pids/isolab-unit")).unwrap();
+        fs::create_dir_all(dir.path().join("cgroupfs/memory/isolab-unit/other")).unwrap();
+        dead.cgroup_created = vec!["isolab-unit".into()];
         fs::create_dir_all(dead.mount_base.join("root")).unwrap();
         dead.create(dir.path()).unwrap();
         assert_eq!(gc(dir.path(), &h).unwrap(), vec!["dead".to_owned()]);
         assert!(!dead.mount_base.exists());
+        assert!(!dir.path().join("cgroupfs/pids/isolab-unit").exists());
+        assert!(dir
+            .path()
+            .join("cgroupfs/memory/isolab-unit/other")
+            .exists());
         assert!(State::path(dir.path(), "live").exists());
         assert!(!State::path(dir.path(), "dead").exists());
     }

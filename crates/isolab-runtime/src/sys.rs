@@ -114,6 +114,27 @@ pub fn touch(path: &CStr) -> Result<(), Errno> {
     Ok(())
 }
 
+/// Creates an empty regular file with `O_EXCL | O_NOFOLLOW` (a bind-mount target that
+/// was missing); an existing entry is not an error.
+pub fn create_file(path: &CStr) -> Result<(), Errno> {
+    // SAFETY: path is a NUL-terminated string; the returned fd is closed below.
+    let fd = unsafe {
+        libc::open(
+            path.as_ptr(),
+            libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW,
+            0o644 as libc::c_uint,
+        )
+    };
+    if fd < 0 {
+        return match Errno::last() {
+            Errno(libc::EEXIST) => Ok(()),
+            e => Err(e),
+        };
+    }
+    close(fd);
+    Ok(())
+}
+
 /// `symlink(2)`; an existing entry is not an error.
 pub fn symlink_exist_ok(target: &CStr, link: &CStr) -> Result<(), Errno> {
     // SAFETY: both are NUL-terminated strings.

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 /// A phase of a container's start, in the order they happen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Phase {
     /// The cgroup is created and limited.
@@ -37,6 +37,25 @@ impl Phase {
         Phase::Exit,
     ];
 
+    /// The phase's name in JSON: `cgroup`, `clone`, … (keys are `<name>_us`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Cgroup => "cgroup",
+            Phase::Clone => "clone",
+            Phase::Network => "network",
+            Phase::Mounts => "mounts",
+            Phase::Pivot => "pivot",
+            Phase::Seccomp => "seccomp",
+            Phase::Exec => "exec",
+            Phase::Exit => "exit",
+        }
+    }
+
+    /// Inverse of [`Phase::name`].
+    pub fn from_name(name: &str) -> Option<Phase> {
+        Phase::ALL.into_iter().find(|p| p.name() == name)
+    }
+
     /// Wire code on the child's report pipe.
     pub(crate) fn code(self) -> u32 {
         Phase::ALL.iter().position(|p| *p == self).unwrap_or(0) as u32
@@ -55,13 +74,7 @@ pub type Trace = Vec<(Phase, Duration)>;
 pub fn trace_json(trace: &Trace) -> String {
     let fields: Vec<String> = trace
         .iter()
-        .map(|(p, d)| {
-            let name = serde_json::to_value(p)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default();
-            format!("\"{name}_us\":{}", d.as_micros())
-        })
+        .map(|(p, d)| format!("\"{}_us\":{}", p.name(), d.as_micros()))
         .collect();
     format!("{{{}}}", fields.join(","))
 }
@@ -74,6 +87,8 @@ mod tests {
     fn codes_round_trip() {
         for p in Phase::ALL {
             assert_eq!(Phase::from_code(p.code()), Some(p));
+            assert_eq!(Phase::from_name(p.name()), Some(p));
+            assert_eq!(serde_json::to_value(p).unwrap(), p.name());
         }
         assert_eq!(Phase::from_code(99), None);
     }

@@ -538,12 +538,23 @@ fn kill_9_then_gc_leaves_nothing() {
 fn bundle(root: &BusyboxRoot, id: &str) -> PathBuf {
     let dir = root.dir.path().join(format!("bundle-{id}"));
     fs::create_dir_all(&dir).unwrap();
+    // A read-only bind mount on an existing destination (runc and crun would create
+    // a missing one in the shared rootfs directory).
+    let share = root.dir.path().join("bundle-share");
+    fs::create_dir_all(&share).unwrap();
+    fs::write(share.join("marker"), "bound").unwrap();
+    let bind = format!("{}:/tmp:ro", share.display());
     let out = Command::new(bin())
         .args([
-            "spec", "--id", id, "--pids", "64", "--memory", "64M", "--cpus", "1",
+            "spec", "--id", id, "--pids", "64", "--memory", "64M", "--cpus", "1", "--bind", &bind,
         ])
         .arg(root.rootfs())
-        .args(["--", "sh", "-c", "echo bundle-ok $(hostname) $$"])
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "echo bundle-ok $(hostname) $$ $(cat /tmp/marker); touch /tmp/x 2>/dev/null || echo bind-ro",
+        ])
         .output()
         .unwrap();
     let json = ok(&out);
@@ -564,7 +575,12 @@ fn oci_bundle_runs_on_isolab_runc_and_crun() {
         .arg(&dir)
         .output()
         .unwrap();
-    assert!(ok(&ours).contains("bundle-ok t-oci"), "{ours:?}");
+    let printed = ok(&ours);
+    assert!(printed.contains("bundle-ok t-oci"), "{ours:?}");
+    assert!(
+        printed.contains("bound") && printed.contains("bind-ro"),
+        "{printed}"
+    );
     for engine in ["runc", "crun"] {
         let id = format!("t-oci-{engine}");
         let out = match Command::new(engine)
@@ -589,7 +605,9 @@ fn oci_bundle_runs_on_isolab_runc_and_crun() {
         let _ = Command::new(engine).args(["delete", "-f", &id]).output();
         prune_engine_parents();
         assert!(
-            stdout(&out).contains("bundle-ok t-oci"),
+            ["bundle-ok t-oci", "bound", "bind-ro"]
+                .iter()
+                .all(|w| stdout(&out).contains(w)),
             "{engine}: {out:?}\n{err}"
         );
     }
@@ -646,4 +664,419 @@ fn bridge_network_reaches_the_host_side_and_cleans_up() {
     );
     let _ = fs::remove_dir_all("/run/isolab/cni");
     let _ = fs::remove_dir("/run/isolab");
+}
+
+/// Cgroup directories of `rel` (relative to the mounts) that exist under any
+/// controller mount.
+fn cgroup_dirs(rel: &str) -> Vec<PathBuf> {
+    fs::read_dir("/sys/fs/cgroup")
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join(rel))
+        .filter(|p| p.is_dir())
+        .collect()
+}
+
+/// Mounts of the host whose line mentions `needle`.
+fn host_mounts_of(needle: &Path) -> Vec<String> {
+    fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains(needle.to_str().unwrap()))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn bind_mounts_read_write_read_only_and_created() {
+    require_root!();
+    let _l = lock();
+    let root = BusyboxRoot::new();
+    let share = root.dir.path().join("share");
+    fs::create_dir(&share).unwrap();
+    fs::write(share.join("in.txt"), "from-host\n").unwrap();
+    let rw = format!("{}:/data", share.display());
+    let ro = format!("{}:/ro/deep:ro", share.display());
+    let file = format!("{}:/etc/in.txt:ro", share.join("in.txt").display());
+    // An overlay root: the missing destinations are created in its throw-away upper.
+    let out = ok(&run(
+        &root,
+        "t-bind",
+        &[
+            "--rootfs-type",
+            "overlay",
+            "--bind",
+            &rw,
+            "--bind",
+            &ro,
+            "--bind",
+            &file,
+        ],
+        "echo written-inside > /data/out.txt; cat /etc/in.txt; \
+         if touch /ro/deep/x 2>/tmp/err; then echo ro-writable; else cat /tmp/err; fi; \
+         if echo x > /etc/in.txt 2>/tmp/err; then echo file-writable; else cat /tmp/err; fi; \
+         ls /ro/deep",
+    ));
+    assert_eq!(
+        fs::read_to_string(share.join("out.txt")).unwrap(),
+        "written-inside\n"
+    );
+    assert!(out.contains("from-host"), "{out}");
+    assert!(
+        !out.contains("ro-writable") && !out.contains("file-writable"),
+        "{out}"
+    );
+    assert_eq!(out.matches("Read-only file system").count(), 2, "{out}");
+    assert!(
+        out.contains("out.txt"),
+        "the ro view shows the same directory: {out}"
+    );
+    assert!(!share.join("x").exists());
+    assert_eq!(
+        fs::read_to_string(share.join("in.txt")).unwrap(),
+        "from-host\n"
+    );
+    for created in ["data", "ro", "etc/in.txt"] {
+        assert!(
+            !root.rootfs().join(created).exists(),
+            "{created} reached the lower directory"
+        );
+    }
+    assert!(host_mounts_of(&share).is_empty(), "a bind mount leaked");
+
+    // A read-only root cannot get a missing destination: a clear error, nothing left.
+    let missing = format!("{}:/nope", share.display());
+    let out = run(
+        &root,
+        "t-bind-ro",
+        &["--readonly", "--bind", &missing],
+        "true",
+    );
+    assert_eq!(out.status.code(), Some(125), "{out:?}");
+    let err = stderr(&out);
+    assert!(
+        err.contains("/nope") && err.contains("create it in the image"),
+        "{err}"
+    );
+    assert!(!root.rootfs().join("nope").exists());
+    // An existing destination on a read-only root is fine.
+    let tmp = format!("{}:/tmp", share.display());
+    let out = ok(&run(
+        &root,
+        "t-bind-ro2",
+        &["--readonly", "--bind", &tmp],
+        "cat /tmp/in.txt; touch /tmp/new && echo rw-bind-on-ro-root",
+    ));
+    assert!(
+        out.contains("from-host") && out.contains("rw-bind-on-ro-root"),
+        "{out}"
+    );
+    assert!(share.join("new").exists());
+    // A missing source is refused before anything is created.
+    let out = run(
+        &root,
+        "t-bind-nosrc",
+        &["--bind", "/no/such/src:/x"],
+        "true",
+    );
+    assert_eq!(out.status.code(), Some(125));
+    assert!(stderr(&out).contains("/no/such/src"), "{out:?}");
+}
+
+#[test]
+fn device_allowlist_denies_block_devices() {
+    require_root!();
+    let _l = lock();
+    if !Path::new("/sys/fs/cgroup/devices/devices.list").exists() {
+        eprintln!("skipped: no cgroup v1 devices hierarchy (v2 is not enforced yet)");
+        return;
+    }
+    let root = BusyboxRoot::new();
+    let script = "mknod /tmp/sda b 8 0 && echo mknod-ok; \
+                  if head -c1 /tmp/sda >/dev/null 2>/tmp/err; then echo opened; else cat /tmp/err; fi; \
+                  echo x > /dev/null && echo null-ok; head -c4 /dev/zero | wc -c";
+    let out = ok(&run(&root, "t-dev", &[], script));
+    // CAP_MKNOD is in Docker's set, so mknod works, but opening is denied.
+    assert!(out.contains("mknod-ok"), "{out}");
+    assert!(out.contains("Operation not permitted"), "{out}");
+    assert!(!out.contains("opened"), "{out}");
+    assert!(out.contains("null-ok") && out.contains('4'), "{out}");
+    // Privileged: the allowlist is "everything", and the same open reaches the
+    // driver (no disk 8:0 here: ENXIO), which shows that the cgroup made the EPERM.
+    let out = ok(&run(&root, "t-dev-priv", &["--privileged"], script));
+    assert!(!out.contains("Operation not permitted"), "{out}");
+    assert!(
+        out.contains("No such device") || out.contains("opened"),
+        "{out}"
+    );
+}
+
+/// Removes the test's own parent cgroup on drop.
+struct ParentCgroup(Option<isolab_cgroups::Cgroup>);
+
+impl Drop for ParentCgroup {
+    fn drop(&mut self) {
+        if let Some(cg) = self.0.take() {
+            let _ = cg.remove();
+        }
+    }
+}
+
+#[test]
+fn cgroup_parent_existing_with_cpuset_and_missing() {
+    require_root!();
+    let _l = lock();
+    let root = BusyboxRoot::new();
+    let h = isolab_cgroups::Hierarchy::detect().unwrap();
+    let parent_rel = format!("isolab/test-parent-{}", std::process::id());
+    let parent = isolab_cgroups::Cgroup::create(&h, Path::new(&parent_rel)).unwrap();
+    let guard = ParentCgroup(Some(parent));
+    let limits = isolab_cgroups::Limits {
+        cpuset: Some("0".parse().unwrap()),
+        cpu: Some(
+            isolab_cgroups::CpuQuota::from_cpus(0.5, isolab_cgroups::CpuQuota::DEFAULT_PERIOD)
+                .unwrap(),
+        ),
+        ..Default::default()
+    };
+    guard.0.as_ref().unwrap().apply(&limits).unwrap();
+    let report = root.dir.path().join("report.json");
+    let report_s = report.to_str().unwrap();
+    let out = ok(&run(
+        &root,
+        "t-cgp",
+        &[
+            "--cgroup-parent",
+            &parent_rel,
+            "--cpus",
+            "0.25",
+            "--report",
+            report_s,
+        ],
+        "grep Cpus_allowed_list /proc/self/status; cat /proc/self/cgroup",
+    ));
+    assert!(out.lines().next().unwrap().ends_with("\t0"), "{out}");
+    let r = isolab_runtime::Report::read(&report).unwrap();
+    assert_eq!(r.status, Some(0));
+    assert_eq!(r.cgroup, PathBuf::from(format!("{parent_rel}/rt-t-cgp")));
+    assert_eq!(
+        r.limits.cpuset,
+        Some("0".parse().unwrap()),
+        "copied from the parent"
+    );
+    assert_eq!(
+        r.limits.cpu.map(|q| q.quota),
+        Some(Duration::from_micros(25_000))
+    );
+    // The container's cgroup is gone everywhere; the test's parent stays, except in
+    // the devices hierarchy, where the runtime created it and so removed it.
+    assert!(cgroup_dirs(&format!("{parent_rel}/rt-t-cgp")).is_empty());
+    assert!(Path::new("/sys/fs/cgroup/cpu").join(&parent_rel).is_dir());
+    assert!(!Path::new("/sys/fs/cgroup/devices")
+        .join(&parent_rel)
+        .exists());
+    drop(guard);
+    assert!(cgroup_dirs(&parent_rel).is_empty());
+
+    // A parent that does not exist yet is created, then removed with the container.
+    let missing = format!("isolab/test-missing-{}", std::process::id());
+    let nested = format!("{missing}/deeper");
+    let out = ok(&run(
+        &root,
+        "t-cgm",
+        &["--cgroup-parent", &nested],
+        "cat /proc/self/cgroup",
+    ));
+    assert!(!out.is_empty());
+    assert!(
+        cgroup_dirs(&missing).is_empty(),
+        "{:?}",
+        cgroup_dirs(&missing)
+    );
+}
+
+#[test]
+fn report_file_has_status_limits_and_stats() {
+    require_root!();
+    let _l = lock();
+    let root = BusyboxRoot::new();
+    let report = root.dir.path().join("out/report.json");
+    fs::create_dir_all(report.parent().unwrap()).unwrap();
+    let out = Command::new(bin())
+        .args(["run", "--id", "t-rep", "--cpus", "0.5", "--report"])
+        .arg(&report)
+        .arg("--state-dir")
+        .arg(root.state_dir())
+        .arg(root.rootfs())
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done",
+        ])
+        .output()
+        .unwrap();
+    ok(&out);
+    assert!(leftovers(&root, "t-rep", None).is_empty());
+    let r = isolab_runtime::Report::read(&report).unwrap();
+    assert_eq!(r.status, Some(0));
+    assert_eq!(r.error, None);
+    assert_eq!(r.id, "t-rep");
+    assert_eq!(
+        r.limits.cpu,
+        Some(
+            isolab_cgroups::CpuQuota::from_cpus(0.5, isolab_cgroups::CpuQuota::DEFAULT_PERIOD)
+                .unwrap()
+        )
+    );
+    let stats = r.stats.expect("stats");
+    assert!(
+        stats.cpu_usage.is_some_and(|d| d > Duration::ZERO),
+        "{stats:?}"
+    );
+    assert_eq!(r.trace.first().map(|t| t.0), Some(Phase::Cgroup));
+    assert_eq!(r.trace.last().map(|t| t.0), Some(Phase::Exit));
+    let json: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&report).unwrap()).unwrap();
+    assert!(json["trace"]["exec_us"].as_u64().is_some(), "{json}");
+    assert!(!report.with_extension("json.tmp").exists());
+
+    // The runtime fails: status null, the message in "error".
+    let failed = Command::new(bin())
+        .args(["run", "--id", "t-rep2", "--report"])
+        .arg(&report)
+        .arg("--state-dir")
+        .arg(root.state_dir())
+        .arg(root.dir.path().join("no-such-root"))
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(failed.status.code(), Some(125));
+    let r = isolab_runtime::Report::read(&report).unwrap();
+    assert_eq!(r.status, None);
+    assert!(
+        r.error
+            .as_deref()
+            .is_some_and(|e| e.contains("no-such-root")),
+        "{r:?}"
+    );
+    assert_eq!(r.cgroup, PathBuf::from("isolab/rt-t-rep2"));
+}
+
+#[test]
+fn user_namespace_maps_root_to_100000() {
+    require_root!();
+    let _l = lock();
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let root = BusyboxRoot::new();
+    // Container root is host uid 100000: it must be able to reach the root and the
+    // shared directory.
+    fs::set_permissions(root.dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let share = root.dir.path().join("share");
+    fs::create_dir(&share).unwrap();
+    fs::set_permissions(&share, fs::Permissions::from_mode(0o777)).unwrap();
+    let bind = format!("{}:/tmp", share.display());
+    let out = ok(&run(
+        &root,
+        "t-userns",
+        &["--userns", "--bind", &bind],
+        "cat /proc/self/uid_map /proc/self/gid_map; id -u; touch /tmp/made-inside",
+    ));
+    let fields: Vec<Vec<&str>> = out
+        .lines()
+        .take(2)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        fields,
+        [["0", "100000", "65536"], ["0", "100000", "65536"]],
+        "{out}"
+    );
+    assert_eq!(out.lines().nth(2), Some("0"), "{out}");
+    let meta = fs::metadata(share.join("made-inside")).unwrap();
+    assert_eq!((meta.uid(), meta.gid()), (100_000, 100_000));
+}
+
+/// Removes the default bridge (and its NAT and portmap chains) on drop.
+struct BridgeGuard;
+
+impl Drop for BridgeGuard {
+    fn drop(&mut self) {
+        let _ = isolab_runtime::network::remove_bridge(
+            &isolab_runtime::network::BridgeConfig::default(),
+        );
+        let _ = fs::remove_dir_all("/run/isolab/cni");
+        let _ = fs::remove_dir("/run/isolab");
+    }
+}
+
+/// Kills and reaps a spawned runtime on drop (a failed assertion must not leave it).
+struct ChildGuard(Option<std::process::Child>);
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+#[test]
+fn published_port_reaches_the_container_from_localhost() {
+    require_root!();
+    let _l = lock();
+    if !Path::new("/usr/lib/cni/portmap").exists() {
+        eprintln!("skipped: /usr/lib/cni/portmap missing (containernetworking-plugins)");
+        return;
+    }
+    use std::io::Read;
+    use std::net::{SocketAddr, TcpStream};
+    let root = BusyboxRoot::new();
+    let _bridge = BridgeGuard;
+    let child = Command::new(bin())
+        .args([
+            "run",
+            "--id",
+            "t-pub",
+            "--network",
+            "bridge",
+            "--publish",
+            "18090:8080",
+            "--state-dir",
+        ])
+        .arg(root.state_dir())
+        .arg(root.rootfs())
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "echo hello-from-container | nc -l -p 8080",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut guard = ChildGuard(Some(child));
+    // 127.0.0.1 works because portmap (snat) sets route_localnet on the bridge and
+    // masquerades hairpin traffic; the DNAT target is our own container.
+    let addr: SocketAddr = "127.0.0.1:18090".parse().unwrap();
+    let start = Instant::now();
+    let mut got = String::new();
+    while start.elapsed() < Duration::from_secs(10) {
+        if let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_secs(1)) {
+            s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+            got.clear();
+            let _ = s.read_to_string(&mut got);
+            if got.contains("hello-from-container") {
+                break;
+            }
+        }
+        sleep(Duration::from_millis(100));
+    }
+    let child = guard.0.take().unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(got.contains("hello-from-container"), "got {got:?}; {out:?}");
+    assert!(out.status.success(), "{out:?}");
+    assert!(leftovers(&root, "t-pub", None).is_empty());
 }

@@ -2,7 +2,8 @@
 //! configuration (`spec`), remove what killed runtimes left (`gc`).
 //!
 //! Exit status: the container's (its command's code, or 128 + signal); 125 when
-//! the runtime itself fails.
+//! the runtime itself fails. `run --report FILE` also writes the outcome as JSON
+//! ([`isolab_runtime::Report`]), in both cases.
 
 #[path = "isolab-runtime/args.rs"]
 mod args;
@@ -19,24 +20,8 @@ fn main() -> ExitCode {
     match args::dispatch(cli) {
         Ok(status) => ExitCode::from(status.clamp(0, 255) as u8),
         Err(e) => {
-            eprintln!("isolab-runtime: error: {}", chain(&e));
+            eprintln!("isolab-runtime: error: {}", args::chain(&e));
             ExitCode::from(RUNTIME_FAILURE)
         }
     }
-}
-
-/// The error and its causes, skipping a cause already spelled out by the message
-/// before it (library errors include their source in their message).
-fn chain(e: &anyhow::Error) -> String {
-    let mut out = String::new();
-    for cause in e.chain() {
-        let text = cause.to_string();
-        if !out.contains(&text) {
-            if !out.is_empty() {
-                out.push_str(": ");
-            }
-            out.push_str(&text);
-        }
-    }
-    out
 }

@@ -103,16 +103,22 @@ pub(crate) struct ChildFds {
     pub go: RawFd,
     /// Write end of the report pipe (close-on-exec).
     pub report: RawFd,
+    /// `cgroup.procs` of the container's devices cgroup, opened for writing
+    /// (close-on-exec), for [`Op::JoinDevicesCgroup`]; `-1` when there is none.
+    pub devices: RawFd,
 }
 
-/// Closes every descriptor from 3 up except `keep` (sorted ascending), so the
-/// container holds no pipe or file of the caller (another container's report pipe
-/// would otherwise never see EOF).
-fn close_all_except(keep: [RawFd; 2]) {
+/// Closes every descriptor from 3 up except those in `keep` (negative entries are
+/// ignored), so the container holds no pipe or file of the caller (another
+/// container's report pipe would otherwise never see EOF).
+fn close_all_except(keep: [RawFd; 3]) {
     let mut keep = keep;
     keep.sort_unstable();
     let mut from: libc::c_uint = 3;
     for fd in keep {
+        if fd < 0 {
+            continue;
+        }
         let fd = fd as libc::c_uint;
         if fd > from {
             // SAFETY: close_range only closes descriptors; none of them is used by
@@ -130,7 +136,7 @@ fn close_all_except(keep: [RawFd; 2]) {
 /// Entry point of the cloned child: waits for the parent's go, runs the setup
 /// steps, then becomes the container's init. Never returns.
 pub(crate) fn main(plan: &Plan, fds: ChildFds) -> ! {
-    close_all_except([fds.go, fds.report]);
+    close_all_except([fds.go, fds.report, fds.devices]);
     // Die with the runtime: a SIGKILLed runtime must not leave a container behind.
     // SAFETY: prctl with integer arguments.
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) };
@@ -145,10 +151,13 @@ pub(crate) fn main(plan: &Plan, fds: ChildFds) -> ! {
     unsafe { libc::prctl(libc::PR_SET_NAME, c"isolab-init".as_ptr()) };
     reset_signals();
     for (i, op) in plan.ops.iter().enumerate() {
-        if let Err(Errno(errno)) = run_op(op, fds.report) {
+        if let Err(Errno(errno)) = run_op(op, &fds) {
             report(fds.report, KIND_SETUP, i as u32, errno);
             exit(1);
         }
+    }
+    if fds.devices >= 0 {
+        sys::close(fds.devices);
     }
     init(&plan.exec, fds.report)
 }
@@ -166,7 +175,8 @@ fn reset_signals() {
     }
 }
 
-fn run_op(op: &Op, report_fd: RawFd) -> Result<(), Errno> {
+fn run_op(op: &Op, fds: &ChildFds) -> Result<(), Errno> {
+    let report_fd = fds.report;
     match op {
         Op::BecomeRoot => {
             // SAFETY: plain system calls with integer arguments.
@@ -179,6 +189,12 @@ fn run_op(op: &Op, report_fd: RawFd) -> Result<(), Errno> {
                 }
             }
             Ok(())
+        }
+        Op::JoinDevicesCgroup => {
+            if fds.devices < 0 {
+                return Err(Errno(libc::EBADF));
+            }
+            sys::write_all(fds.devices, b"0")
         }
         Op::UnshareCgroupNs => {
             // SAFETY: unshare with a constant flag.
@@ -254,6 +270,24 @@ fn run_op(op: &Op, report_fd: RawFd) -> Result<(), Errno> {
                 )
             }
         },
+        Op::BindTarget {
+            components,
+            dir,
+            create,
+            ..
+        } => {
+            for (i, path) in components.iter().enumerate() {
+                let last = i + 1 == components.len();
+                match sys::file_kind(path)? {
+                    Some(libc::S_IFLNK) => return Err(Errno(libc::ELOOP)),
+                    Some(_) => {}
+                    None if !*create => return Err(Errno(libc::ENOENT)),
+                    None if last && !*dir => sys::create_file(path)?,
+                    None => sys::mkdir_exist_ok(path, 0o755)?,
+                }
+            }
+            Ok(())
+        }
         Op::Hostname { name } => sys::sethostname(name),
         Op::LoopbackUp => sys::loopback_up(),
         Op::Phase(phase) => {

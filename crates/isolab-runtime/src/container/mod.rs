@@ -2,9 +2,12 @@
 //!
 //! # How a container starts (and why it cannot race itself)
 //!
-//! 1. The parent writes the state file, creates the cgroup and applies the limits
-//!    (read back and compared), attaches an ext4 image to a loop device, and builds
-//!    the child's whole [`plan::Plan`] (every path and argument as a C string).
+//! 1. The parent resolves the bind-mount sources, writes the state file (naming the
+//!    cgroup parents it is about to create), creates the cgroup under
+//!    `<cgroup_parent>` and applies the limits (read back and compared), creates the
+//!    v1 devices cgroup with the device allowlist (`devices.rs`), attaches an ext4
+//!    image to a loop device, and builds the child's whole plan (`plan.rs` — every
+//!    path and argument as a C string).
 //! 2. One `clone3` creates the child in new pid, mount, uts, ipc (and net, user)
 //!    namespaces and returns a pidfd. `clone3` rather than fork + unshare + fork:
 //!    one process creation instead of two, the child is directly PID 1, and the
@@ -15,15 +18,22 @@
 //!    writes its uid/gid maps and sets up the network. Only then does it send go:
 //!    no instruction of the container runs outside its cgroup. If the parent dies
 //!    first the child reads EOF and exits (and `PR_SET_PDEATHSIG` kills it later).
-//! 4. The child unshares its cgroup namespace (now rooted at its cgroup), mounts
-//!    the root, /proc, /sys, /dev, pivots, masks paths, then forks the command as
-//!    PID 2 and stays as init. Phase timestamps and failures come back as fixed-size
+//! 4. The child mounts the root, then joins its devices cgroup (cgroup v1: the
+//!    device allowlist; after the root because an ext4 root is mounted from its loop
+//!    device, which the allowlist denies; the parent pre-opened `cgroup.procs`),
+//!    unshares its cgroup namespace (now rooted at its cgroups), mounts /proc, /sys,
+//!    /dev and the bind mounts (all paths pre-built, destinations created when
+//!    missing), pivots, masks paths, then forks the command as PID 2 and stays as
+//!    init. Phase timestamps and failures come back as fixed-size
 //!    records on a close-on-exec report pipe; its EOF marks the command's `execve`.
-//! 5. The parent waits on the pidfd (forwarding signals if asked), then tears down
-//!    the cgroup, the loop device, the mount-point directories and the state file,
-//!    on success and on every error path (a drop guard).
+//! 5. The parent waits on the pidfd (forwarding signals if asked), reads the
+//!    cgroup's counters ([`Exit::stats`]), then tears down the cgroup, the devices
+//!    cgroup, the cgroup parents it created, the loop device, the mount-point
+//!    directories and the state file, on success and on every error path (a drop
+//!    guard).
 
 pub(crate) mod child;
+pub(crate) mod devices;
 pub(crate) mod plan;
 
 use std::fs;
@@ -33,7 +43,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 
-use isolab_cgroups::{Cgroup, Hierarchy};
+use isolab_cgroups::{Cgroup, Hierarchy, Limits, Stats, Version};
 
 use crate::config::{ContainerConfig, NetworkChoice, Rootfs, USERNS_BASE, USERNS_SIZE};
 use crate::error::RuntimeError;
@@ -44,12 +54,23 @@ use crate::trace::{Phase, Trace};
 use child::{ExecStep, Record, KIND_EXEC, KIND_PHASE, KIND_SETUP};
 
 /// How a container ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Exit {
     /// The command's exit code, or 128 + the signal that killed it.
     pub status: i32,
     /// Phase timestamps relative to the start of [`run`].
     pub trace: Trace,
+    /// The limits read back from the container's cgroup: right after they were
+    /// applied, or (with no limits asked for) after the container exited. On v1 the
+    /// cpuset is always set (a v1 cpuset holds its own copy, from its parent).
+    pub limits: Limits,
+    /// The cgroup's counters, read after the container's init exited and before the
+    /// cgroup was removed; `None` when they could not be read (the reason is in
+    /// [`Exit::notes`]).
+    pub stats: Option<Stats>,
+    /// Things the caller should know that did not make the run fail: statistics or
+    /// limits that could not be read, a device allowlist that is not enforced.
+    pub notes: Vec<String>,
 }
 
 /// Runs a container and blocks until its command exits; tears everything down
@@ -72,6 +93,9 @@ pub fn run_in(config: &ContainerConfig, hierarchy: &Hierarchy) -> Result<Exit, R
         trace.push((phase, ns_to_duration(sys::monotonic_ns(), t0)));
     };
     check_rootfs(&config.rootfs)?;
+    let binds = plan::resolve_binds(config)?;
+    let devices_mount = devices::devices_mount(hierarchy);
+    let roots = devices::mount_roots(hierarchy, devices_mount.as_deref());
 
     let mut st = State {
         id: config.id.clone(),
@@ -85,6 +109,8 @@ pub fn run_in(config: &ContainerConfig, hierarchy: &Hierarchy) -> Result<Exit, R
         overlay_work: None,
         network: None,
         created: state::now_secs(),
+        cgroup_created: devices::missing_ancestors(&roots, &config.cgroup_parent),
+        devices_mount,
     };
     if let Rootfs::Overlay {
         upper: Some(upper), ..
@@ -104,14 +130,24 @@ pub fn run_in(config: &ContainerConfig, hierarchy: &Hierarchy) -> Result<Exit, R
         loop_device: None,
         init: None,
         network: None,
+        devices: None,
+        limits: None,
+        stats: None,
+        notes: Vec::new(),
         done: false,
     };
-    let result = instance.start_and_wait(config, t0, &mut trace, mark);
+    let result = instance.start_and_wait(config, binds, t0, &mut trace, mark);
     let teardown = instance.teardown();
     match (result, teardown) {
         (Ok(status), Ok(())) => {
             mark(&mut trace, Phase::Exit);
-            Ok(Exit { status, trace })
+            Ok(Exit {
+                status,
+                trace,
+                limits: instance.limits.take().unwrap_or_default(),
+                stats: instance.stats.take(),
+                notes: std::mem::take(&mut instance.notes),
+            })
         }
         (Err(e), _) => Err(e),
         (Ok(_), Err(e)) => Err(e),
@@ -166,6 +202,14 @@ struct Instance {
     init: Option<Init>,
     /// The bridge attachment to undo: mode and the namespace path it was attached in.
     network: Option<(crate::network::NetworkMode, PathBuf)>,
+    /// The v1 devices cgroup with the device allowlist.
+    devices: Option<devices::DevicesCgroup>,
+    /// The limits read back from the cgroup.
+    limits: Option<Limits>,
+    /// The cgroup's counters after the container exited.
+    stats: Option<Stats>,
+    /// See [`Exit::notes`].
+    notes: Vec<String>,
     done: bool,
 }
 
@@ -284,6 +328,7 @@ impl Instance {
     fn start_and_wait(
         &mut self,
         config: &ContainerConfig,
+        binds: Vec<plan::BindSource>,
         t0: u64,
         trace: &mut Trace,
         mark: impl Fn(&mut Trace, Phase),
@@ -337,8 +382,10 @@ impl Instance {
                     got: format!("{got:?}"),
                 });
             }
+            self.limits = Some(got);
         }
         let attacher = cgroup.attacher().map_err(cgroup_err("open cgroup.procs"))?;
+        self.setup_devices(config, &rel)?;
         mark(trace, Phase::Cgroup);
 
         // Root filesystem source.
@@ -352,6 +399,8 @@ impl Instance {
         let layout = plan::layout_for(
             config,
             self.loop_device.as_ref().map(|d| d.path().to_owned()),
+            binds,
+            self.devices.is_some(),
         );
         let plan = plan::build(config, &layout)?;
 
@@ -381,9 +430,15 @@ impl Instance {
             exit_signal: libc::SIGCHLD as u64,
             ..CloneArgs::default()
         };
+        let devices_procs = self
+            .devices
+            .as_ref()
+            .map(devices::DevicesCgroup::open_procs)
+            .transpose()?;
         let fds = child::ChildFds {
             go: go_read.as_raw_fd(),
             report: report_write.as_raw_fd(),
+            devices: devices_procs.as_ref().map_or(-1, AsRawFd::as_raw_fd),
         };
         // SAFETY: clone3 without CLONE_VM behaves like fork: the child gets a copy
         // of the address space and continues on a copy of this stack. It only runs
@@ -414,6 +469,7 @@ impl Instance {
         });
         drop(go_read);
         drop(report_write);
+        drop(devices_procs);
         mark(trace, Phase::Clone);
         self.state.init_pid = Some(pid as u32);
         self.state.update(&self.state_path)?;
@@ -447,17 +503,7 @@ impl Instance {
                         trace.push((p, ns_to_duration(r.ts, t0)));
                     }
                 }
-                KIND_SETUP => {
-                    let step = plan
-                        .descriptions
-                        .get(r.code as usize)
-                        .cloned()
-                        .unwrap_or_else(|| format!("step {}", r.code));
-                    setup_error = Some(RuntimeError::Setup {
-                        step,
-                        source: io::Error::from_raw_os_error(r.errno),
-                    });
-                }
+                KIND_SETUP => setup_error = Some(setup_error_of(config, &plan, r)),
                 KIND_EXEC => setup_error = Some(exec_error(config, r)),
                 _ => {}
             }
@@ -467,9 +513,57 @@ impl Instance {
             mark(trace, Phase::Exec);
         }
         let status = self.wait(forwarder.as_ref())?;
+        self.read_counters();
         match setup_error {
             Some(e) => Err(e),
             None => Ok(status),
+        }
+    }
+
+    /// The device allowlist: a v1 devices cgroup next to the container's cgroup, or a
+    /// note saying why it is not enforced.
+    fn setup_devices(&mut self, config: &ContainerConfig, rel: &Path) -> Result<(), RuntimeError> {
+        match (&self.state.devices_mount, self.hierarchy.version()) {
+            (Some(mount), _) => {
+                let cgroup = devices::DevicesCgroup::create(mount, rel, &config.security.devices)?;
+                self.devices = Some(cgroup);
+            }
+            (None, Version::V2) => self.notes.push(
+                "device allowlist not enforced: on cgroup v2 it needs a BPF_CGROUP_DEVICE \
+                 program, which isolab-runtime does not load yet (the container's /dev holds \
+                 only the allowed devices, but CAP_MKNOD lets it create others; drop it with \
+                 --cap-drop MKNOD)"
+                    .to_owned(),
+            ),
+            (None, Version::V1) => self.notes.push(
+                "device allowlist not enforced: no cgroup v1 devices hierarchy is mounted \
+                 next to the other controllers"
+                    .to_owned(),
+            ),
+        }
+        Ok(())
+    }
+
+    /// Reads the cgroup's counters (and the limits, when none were asked for) after
+    /// the container exited; failures become notes.
+    fn read_counters(&mut self) {
+        let Some(cgroup) = self.cgroup.as_ref() else {
+            return;
+        };
+        let rel = self.state.cgroup.display().to_string();
+        match cgroup.stats() {
+            Ok(stats) => self.stats = Some(stats),
+            Err(e) => self
+                .notes
+                .push(format!("statistics of cgroup {rel} not read: {e}")),
+        }
+        if self.limits.is_none() {
+            match cgroup.read_limits() {
+                Ok(limits) => self.limits = Some(limits),
+                Err(e) => self
+                    .notes
+                    .push(format!("limits of cgroup {rel} not read back: {e}")),
+            }
         }
     }
 
@@ -592,6 +686,12 @@ impl Instance {
                 ));
             }
         }
+        // After the main cgroup: its removal killed and waited for every task.
+        if let Some(devices) = self.devices.take() {
+            if let Err(e) = devices.remove() {
+                failures.push(e);
+            }
+        }
         if let Some(device) = self.loop_device.take() {
             if let Err(e) = device.release(Duration::from_secs(2)) {
                 failures.push(e.to_string());
@@ -613,6 +713,39 @@ impl Drop for Instance {
     fn drop(&mut self) {
         // Errors were reported by the explicit teardown; this is the panic path.
         let _ = self.teardown();
+    }
+}
+
+/// The error of a failed setup step: the step's description and errno, or a
+/// specific message for a bind-mount destination that cannot be made.
+fn setup_error_of(config: &ContainerConfig, plan: &plan::Plan, r: Record) -> RuntimeError {
+    if let Some(plan::Op::BindTarget { bind, .. }) = plan.ops.get(r.code as usize) {
+        let problem = match r.errno {
+            libc::ENOENT | libc::EROFS => Some(
+                "it does not exist in the image and the root is read-only; create it in the \
+                 image or use a writable root (overlay, or without --readonly)",
+            ),
+            libc::ELOOP => Some(
+                "a component of it is a symbolic link in the image; give the path the link \
+                 points to",
+            ),
+            _ => None,
+        };
+        if let (Some(problem), Some(b)) = (problem, config.binds.get(*bind)) {
+            return RuntimeError::BindDestination {
+                destination: b.destination.clone(),
+                problem,
+            };
+        }
+    }
+    let step = plan
+        .descriptions
+        .get(r.code as usize)
+        .cloned()
+        .unwrap_or_else(|| format!("step {}", r.code));
+    RuntimeError::Setup {
+        step,
+        source: io::Error::from_raw_os_error(r.errno),
     }
 }
 
@@ -652,8 +785,6 @@ fn write_id_maps(pid: libc::pid_t) -> Result<(), RuntimeError> {
     Ok(())
 }
 
-/// Whether the limits read back equal those asked for; memory limits may be
-/// rounded down to the page size by the kernel.
 /// The whole-disk block device that holds `path` (for io throttling of a root
 /// filesystem): `stat` gives the file system's device; a partition is mapped to its
 /// disk through `/sys/dev/block`.

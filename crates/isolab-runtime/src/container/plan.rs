@@ -19,8 +19,14 @@ use crate::trace::Phase;
 pub(crate) enum Op {
     /// Become root of a new user namespace (setgroups, setresgid, setresuid to 0).
     BecomeRoot,
+    /// Moves init into the container's devices cgroup (writes `0` to its pre-opened
+    /// `cgroup.procs`): after the root is mounted, because mounting an ext4 image
+    /// opens its loop device, which the device allowlist denies; before anything of
+    /// the container runs.
+    JoinDevicesCgroup,
     /// `unshare(CLONE_NEWCGROUP)`: a cgroup namespace rooted at the container's
-    /// cgroup (the parent has attached the child by now).
+    /// cgroups (the parent has attached the child to the others by now, and
+    /// [`Op::JoinDevicesCgroup`] came first).
     UnshareCgroupNs,
     /// `mount(2)`.
     Mount {
@@ -55,6 +61,17 @@ pub(crate) enum Op {
     Mask { path: CString },
     /// Makes a path read-only (bind onto itself, remount ro); missing is skipped.
     ReadOnly { path: CString },
+    /// Makes sure the destination of bind mount `bind` (index in
+    /// `ContainerConfig::binds`) exists: `components` are the host-side paths of each
+    /// level below the root, outermost first. A symbolic link on the way is `ELOOP`;
+    /// a missing level is created (directories, and the last one as a directory when
+    /// `dir`, else an empty file) when `create`, `ENOENT` otherwise.
+    BindTarget {
+        components: Vec<CString>,
+        dir: bool,
+        create: bool,
+        bind: usize,
+    },
     /// `sethostname(2)`.
     Hostname { name: CString },
     /// Bring up `lo`.
@@ -101,6 +118,37 @@ pub(crate) struct Layout {
     pub scratch: PathBuf,
     /// The loop device of an ext4 image.
     pub loop_device: Option<PathBuf>,
+    /// The bind mounts, parallel to `ContainerConfig::binds`: the canonical host
+    /// source and whether it is a directory.
+    pub binds: Vec<BindSource>,
+    /// A devices cgroup for init to join ([`Op::JoinDevicesCgroup`]).
+    pub devices_cgroup: bool,
+}
+
+/// A bind mount's source as found on the host by [`resolve_binds`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct BindSource {
+    /// The canonical (absolute, symlink-free) host path.
+    pub path: PathBuf,
+    /// A directory (else a file, device or socket: bound onto an empty file).
+    pub dir: bool,
+}
+
+/// Finds every bind source on the host (they must exist).
+pub(crate) fn resolve_binds(config: &ContainerConfig) -> Result<Vec<BindSource>, RuntimeError> {
+    config
+        .binds
+        .iter()
+        .map(|b| {
+            let err = |source| RuntimeError::BindSource {
+                path: b.source.clone(),
+                source,
+            };
+            let path = b.source.canonicalize().map_err(err)?;
+            let dir = std::fs::metadata(&path).map_err(err)?.is_dir();
+            Ok(BindSource { path, dir })
+        })
+        .collect()
 }
 
 pub(crate) fn cstring(what: &'static str, bytes: &[u8]) -> Result<CString, RuntimeError> {
@@ -221,10 +269,6 @@ pub(crate) fn build(config: &ContainerConfig, layout: &Layout) -> Result<Plan, R
             "become root of the user namespace (setresgid/setresuid 0)".into(),
         );
     }
-    b.push(
-        Op::UnshareCgroupNs,
-        "create the cgroup namespace (unshare CLONE_NEWCGROUP)".into(),
-    );
     b.mount(
         None,
         Path::new("/"),
@@ -233,6 +277,9 @@ pub(crate) fn build(config: &ContainerConfig, layout: &Layout) -> Result<Plan, R
         None,
     )?;
     let mut readonly_root = false;
+    // Whether the root can be written before pivot_root (a read-only directory root is
+    // only remounted read-only afterwards, but is the host's directory: never written).
+    let mut writable_root = true;
     match &config.rootfs {
         Rootfs::Dir { path, readonly } => {
             let src = path.to_str().ok_or_else(|| RuntimeError::Rootfs {
@@ -241,6 +288,7 @@ pub(crate) fn build(config: &ContainerConfig, layout: &Layout) -> Result<Plan, R
             })?;
             b.mount(Some(src), root, None, libc::MS_BIND | libc::MS_REC, None)?;
             readonly_root = *readonly;
+            writable_root = !*readonly;
         }
         Rootfs::Overlay { lower, upper } => {
             let lower = overlay_path(lower)?;
@@ -271,8 +319,19 @@ pub(crate) fn build(config: &ContainerConfig, layout: &Layout) -> Result<Plan, R
                 })?;
             let flags = if *readonly { libc::MS_RDONLY } else { 0 };
             b.mount(Some(device), root, Some("ext4"), flags, None)?;
+            writable_root = !*readonly;
         }
     }
+    if layout.devices_cgroup {
+        b.push(
+            Op::JoinDevicesCgroup,
+            "join the devices cgroup (write to its cgroup.procs)".into(),
+        );
+    }
+    b.push(
+        Op::UnshareCgroupNs,
+        "create the cgroup namespace (unshare CLONE_NEWCGROUP)".into(),
+    );
     for dir in ["proc", "sys", "dev"] {
         b.mkdir(&root.join(dir), 0o755)?;
     }
@@ -357,6 +416,7 @@ pub(crate) fn build(config: &ContainerConfig, layout: &Layout) -> Result<Plan, R
         nosuid_nodev_noexec,
         None,
     )?;
+    binds(&mut b, config, layout, writable_root)?;
     b.phase(Phase::Mounts);
     b.push(
         Op::Chdir {
@@ -412,6 +472,66 @@ pub(crate) fn build(config: &ContainerConfig, layout: &Layout) -> Result<Plan, R
     })
 }
 
+/// The bind mounts: destination (created when missing and `create`), recursive bind,
+/// read-only remount.
+fn binds(
+    b: &mut Builder,
+    config: &ContainerConfig,
+    layout: &Layout,
+    create: bool,
+) -> Result<(), RuntimeError> {
+    for (i, bind) in config.binds.iter().enumerate() {
+        bind.validate()?;
+        let source = layout
+            .binds
+            .get(i)
+            .ok_or_else(|| RuntimeError::BindSource {
+                path: bind.source.clone(),
+                source: std::io::Error::from(std::io::ErrorKind::NotFound),
+            })?;
+        let mut target = layout.root.clone();
+        let mut components = Vec::new();
+        for part in bind.destination.iter().skip(1) {
+            target.push(part);
+            components.push(cpath("bind mount destination", &target)?);
+        }
+        b.push(
+            Op::BindTarget {
+                components,
+                dir: source.dir,
+                create,
+                bind: i,
+            },
+            format!(
+                "create the bind mount destination {} ({})",
+                bind.destination.display(),
+                if source.dir { "directory" } else { "file" }
+            ),
+        );
+        let src = source
+            .path
+            .to_str()
+            .ok_or_else(|| RuntimeError::InvalidConfig {
+                what: "bind mount source",
+                value: source.path.display().to_string(),
+                expected: "a UTF-8 path",
+            })?;
+        b.mount(Some(src), &target, None, libc::MS_BIND | libc::MS_REC, None)?;
+        if bind.readonly {
+            b.push(
+                Op::RemountReadOnly {
+                    path: cpath("bind mount destination", &target)?,
+                },
+                format!(
+                    "remount the bind mount on {} read-only",
+                    bind.destination.display()
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
 /// The work directory of a kept overlay upper: `<upper>.work`, next to it (overlayfs
 /// needs it on the same file system).
 pub(crate) fn work_dir_of(upper: &Path) -> PathBuf {
@@ -463,12 +583,19 @@ fn exec_plan(config: &ContainerConfig) -> Result<ExecPlan, RuntimeError> {
 }
 
 /// Root of a container's host-side mount points: `<state_dir>/<id>`.
-pub(crate) fn layout_for(config: &ContainerConfig, loop_device: Option<PathBuf>) -> Layout {
+pub(crate) fn layout_for(
+    config: &ContainerConfig,
+    loop_device: Option<PathBuf>,
+    binds: Vec<BindSource>,
+    devices_cgroup: bool,
+) -> Layout {
     let base = config.state_dir.join(&config.id);
     Layout {
         root: base.join("root"),
         scratch: base.join("scratch"),
         loop_device,
+        binds,
+        devices_cgroup,
     }
 }
 
@@ -499,12 +626,13 @@ mod tests {
             path: "/srv/root".into(),
             readonly: true,
         });
-        let plan = build(&c, &layout_for(&c, None)).unwrap();
+        let plan = build(&c, &layout_for(&c, None, Vec::new(), false)).unwrap();
         assert_eq!(plan.ops.len(), plan.descriptions.len());
         let t = targets(&plan);
-        assert_eq!(plan.ops[0], Op::UnshareCgroupNs);
         assert_eq!(t[0], "/");
         assert_eq!(t[1], "/run/isolab/t1/root");
+        assert_eq!(plan.ops[2], Op::UnshareCgroupNs);
+        assert!(!plan.ops.contains(&Op::JoinDevicesCgroup));
         assert_eq!(t[2], "/run/isolab/t1/root/proc");
         assert!(t.contains(&"/run/isolab/t1/root/dev/pts".to_owned()));
         let pivot = plan.ops.iter().position(|o| *o == Op::PivotHere).unwrap();
@@ -533,7 +661,7 @@ mod tests {
             lower: "/srv/lower".into(),
             upper: None,
         });
-        let plan = build(&c, &layout_for(&c, None)).unwrap();
+        let plan = build(&c, &layout_for(&c, None, Vec::new(), false)).unwrap();
         let data: Vec<String> = plan
             .ops
             .iter()
@@ -555,7 +683,7 @@ mod tests {
             lower: "/srv/a,b".into(),
             upper: None,
         });
-        assert!(build(&bad, &layout_for(&bad, None)).is_err());
+        assert!(build(&bad, &layout_for(&bad, None, Vec::new(), false)).is_err());
     }
 
     #[test]
@@ -564,13 +692,21 @@ mod tests {
             file: "/img".into(),
             readonly: true,
         });
-        assert!(build(&c, &layout_for(&c, None)).is_err());
+        assert!(build(&c, &layout_for(&c, None, Vec::new(), false)).is_err());
         c.network = NetworkChoice::Host;
-        let plan = build(&c, &layout_for(&c, Some("/dev/loop3".into()))).unwrap();
+        let plan = build(
+            &c,
+            &layout_for(&c, Some("/dev/loop3".into()), Vec::new(), true),
+        )
+        .unwrap();
         assert!(
-            matches!(&plan.ops[2], Op::Mount { source: Some(s), flags, .. }
+            matches!(&plan.ops[1], Op::Mount { source: Some(s), flags, .. }
             if s.as_bytes() == b"/dev/loop3" && *flags == libc::MS_RDONLY)
         );
+        // The loop device is opened before init joins the devices cgroup, and the
+        // cgroup namespace is made after it.
+        assert_eq!(plan.ops[2], Op::JoinDevicesCgroup);
+        assert_eq!(plan.ops[3], Op::UnshareCgroupNs);
         assert!(!plan.ops.contains(&Op::LoopbackUp));
     }
 
@@ -581,12 +717,91 @@ mod tests {
             readonly: false,
         });
         c.args = vec!["/bin/echo".into()];
-        let plan = build(&c, &layout_for(&c, None)).unwrap();
+        let plan = build(&c, &layout_for(&c, None, Vec::new(), false)).unwrap();
         assert_eq!(plan.exec.candidates.len(), 1);
         c.args = vec!["a\0b".into()];
         assert!(matches!(
-            build(&c, &layout_for(&c, None)),
+            build(&c, &layout_for(&c, None, Vec::new(), false)),
             Err(RuntimeError::NulByte { .. })
         ));
+    }
+
+    #[test]
+    fn binds_after_dev_before_pivot() {
+        let mut c = config(Rootfs::Dir {
+            path: "/r".into(),
+            readonly: true,
+        });
+        c.binds = vec![
+            crate::config::BindMount::parse("/srv/data:/data/in:ro").unwrap(),
+            crate::config::BindMount::parse("/etc/hosts:/etc/hosts").unwrap(),
+        ];
+        let sources = vec![
+            BindSource {
+                path: "/srv/data".into(),
+                dir: true,
+            },
+            BindSource {
+                path: "/etc/hosts".into(),
+                dir: false,
+            },
+        ];
+        let plan = build(&c, &layout_for(&c, None, sources.clone(), false)).unwrap();
+        let at = |pred: &dyn Fn(&Op) -> bool| plan.ops.iter().position(pred).unwrap();
+        let target = at(&|o| matches!(o, Op::BindTarget { bind: 0, .. }));
+        let mqueue = at(
+            &|o| matches!(o, Op::Mount { target, .. } if target.as_bytes().ends_with(b"/dev/mqueue")),
+        );
+        let pivot = at(&|o| *o == Op::PivotHere);
+        assert!(mqueue < target && target < pivot);
+        let Op::BindTarget {
+            components,
+            dir,
+            create,
+            ..
+        } = &plan.ops[target]
+        else {
+            unreachable!()
+        };
+        let names: Vec<&str> = components.iter().map(|c| c.to_str().unwrap()).collect();
+        assert_eq!(
+            names,
+            ["/run/isolab/t1/root/data", "/run/isolab/t1/root/data/in"]
+        );
+        assert!(
+            *dir && !*create,
+            "a read-only directory root is never written"
+        );
+        assert!(
+            matches!(&plan.ops[target + 1], Op::Mount { source: Some(s), target: t, flags, .. }
+            if s.as_bytes() == b"/srv/data" && t.as_bytes() == b"/run/isolab/t1/root/data/in"
+            && *flags == libc::MS_BIND | libc::MS_REC)
+        );
+        assert!(matches!(&plan.ops[target + 2], Op::RemountReadOnly { path }
+            if path.as_bytes() == b"/run/isolab/t1/root/data/in"));
+        // The second bind is read-write: no remount after its mount.
+        let second = at(&|o| {
+            matches!(
+                o,
+                Op::BindTarget {
+                    bind: 1,
+                    dir: false,
+                    ..
+                }
+            )
+        });
+        assert!(matches!(&plan.ops[second + 2], Op::Phase(Phase::Mounts)));
+        // Overlay roots may create destinations.
+        c.rootfs = Rootfs::Overlay {
+            lower: "/r".into(),
+            upper: None,
+        };
+        let plan = build(&c, &layout_for(&c, None, sources, false)).unwrap();
+        assert!(plan
+            .ops
+            .iter()
+            .any(|o| matches!(o, Op::BindTarget { create: true, .. })));
+        // A bind without a resolved source is refused.
+        assert!(build(&c, &layout_for(&c, None, Vec::new(), false)).is_err());
     }
 }

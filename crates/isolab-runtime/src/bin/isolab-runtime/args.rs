@@ -8,8 +8,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use isolab_cgroups::{Bytes, CpuQuota, DeviceNumber, Hierarchy, IdSet, IoThrottle};
 use isolab_runtime::security::{SeccompChoice, SecurityConfig};
 use isolab_runtime::{
-    backing_device, default_security, oci, trace_json, ContainerConfig, NetworkChoice, PortMapping,
-    Rootfs,
+    backing_device, default_security, oci, trace_json, BindMount, ContainerConfig, NetworkChoice,
+    PortMapping, Report, Rootfs,
 };
 
 /// isolab's container runtime.
@@ -29,6 +29,11 @@ enum Command {
         /// Run an OCI bundle (DIR/config.json with its rootfs) instead of ROOTFS -- CMD.
         #[arg(long, value_name = "DIR", conflicts_with_all = ["rootfs", "command"])]
         bundle: Option<PathBuf>,
+        /// After the container ends, write a JSON report to FILE (atomically): id,
+        /// cgroup, status, trace, limits, stats, notes, error (status null and the
+        /// message in error when the runtime fails).
+        #[arg(long, value_name = "FILE")]
+        report: Option<PathBuf>,
     },
     /// Print the OCI runtime spec (config.json) of a configuration.
     Spec {
@@ -132,7 +137,15 @@ struct ContainerArgs {
     /// Working directory inside the container.
     #[arg(long, short = 'w', default_value = "/")]
     cwd: PathBuf,
-    /// Print phase timestamps as JSON on stderr.
+    /// Bind-mount a host file or directory, SRC:DST or SRC:DST:ro (repeatable; SRC
+    /// must exist, DST is absolute and created in the root when missing).
+    #[arg(long, value_name = "SRC:DST[:ro]")]
+    bind: Vec<String>,
+    /// Parent of the container's cgroup, relative to each controller's mount
+    /// (created when missing, and then removed again) [default: isolab].
+    #[arg(long, value_name = "PATH")]
+    cgroup_parent: Option<PathBuf>,
+    /// Print phase timestamps (and notes) as JSON on stderr.
     #[arg(long)]
     trace: bool,
     /// State directory.
@@ -148,21 +161,26 @@ struct ContainerArgs {
 /// Runs the subcommand; returns the exit status.
 pub fn dispatch(cli: Cli) -> Result<i32> {
     match cli.command {
-        Command::Run { container, bundle } => {
+        Command::Run {
+            container,
+            bundle,
+            report,
+        } => {
             let config = match bundle {
-                Some(dir) => {
-                    let id = container
-                        .id
-                        .clone()
-                        .unwrap_or_else(isolab_runtime::config::generate_id);
-                    let mut config = oci::from_bundle(&dir, &id)?;
-                    config.state_dir = container.state_dir.clone();
-                    config.trace = container.trace;
-                    config
-                }
-                None => container.to_config()?,
+                Some(dir) => container.bundle_config(&dir),
+                None => container.to_config(),
             };
-            run(config)
+            let config = match config {
+                Ok(config) => config,
+                Err(e) => {
+                    if let Some(path) = &report {
+                        let id = container.id.clone().unwrap_or_default();
+                        write_failure(path, &Report::failed(&id, Path::new(""), chain(&e)));
+                    }
+                    return Err(e);
+                }
+            };
+            run(config, report.as_deref())
         }
         Command::Spec { container } => {
             let config = container.to_config()?;
@@ -180,16 +198,103 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
     }
 }
 
-fn run(mut config: ContainerConfig) -> Result<i32> {
+fn run(mut config: ContainerConfig, report: Option<&Path>) -> Result<i32> {
     config.forward_signals = true;
-    let exit = isolab_runtime::run(&config)?;
+    let exit = match isolab_runtime::run(&config) {
+        Ok(exit) => exit,
+        Err(e) => {
+            let e = anyhow::Error::from(e);
+            if let Some(path) = report {
+                let failed = Report::failed(&config.id, &config.cgroup_rel(), chain(&e));
+                write_failure(path, &failed);
+            }
+            return Err(e);
+        }
+    };
     if config.trace {
         eprintln!("{}", trace_json(&exit.trace));
+        for note in &exit.notes {
+            eprintln!("isolab-runtime: note: {note}");
+        }
+    }
+    if let Some(path) = report {
+        Report::from_exit(&config, &exit).write(path)?;
     }
     Ok(exit.status)
 }
 
+/// Writes the report of a failed run; a failure to write it is only printed (the
+/// run's own error is what the caller gets).
+fn write_failure(path: &Path, report: &Report) {
+    if let Err(e) = report.write(path) {
+        eprintln!("isolab-runtime: error: {e}");
+    }
+}
+
+/// The error and its causes, skipping a cause already spelled out by the message
+/// before it (library errors include their source in their message).
+pub fn chain(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            if !out.is_empty() {
+                out.push_str(": ");
+            }
+            out.push_str(&text);
+        }
+    }
+    out
+}
+
 impl ContainerArgs {
+    /// `run --bundle DIR`: the bundle's configuration, with the id, state directory,
+    /// trace, extra binds and cgroup parent of the flags.
+    fn bundle_config(&self, dir: &Path) -> Result<ContainerConfig> {
+        let id = self
+            .id
+            .clone()
+            .unwrap_or_else(isolab_runtime::config::generate_id);
+        let mut config = oci::from_bundle(dir, &id)?;
+        config.state_dir = self.state_dir.clone();
+        config.trace = self.trace;
+        config.binds.extend(self.binds()?);
+        if let Some(parent) = self.cgroup_parent() {
+            config.cgroup_parent = parent;
+        }
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// `--bind` flags; each source must exist and is made absolute.
+    fn binds(&self) -> Result<Vec<BindMount>> {
+        self.bind
+            .iter()
+            .map(|spec| {
+                let mut bind = BindMount::parse(spec)?;
+                bind.validate()?;
+                // Absolute, so that `spec` writes a source runc and crun find too
+                // (OCI reads a relative source as relative to the bundle).
+                bind.source = bind.source.canonicalize().with_context(|| {
+                    format!(
+                        "--bind {spec:?}: source {} does not exist",
+                        bind.source.display()
+                    )
+                })?;
+                Ok(bind)
+            })
+            .collect()
+    }
+
+    /// `--cgroup-parent`, a leading `/` dropped (cgroup paths are often written
+    /// absolute, as in OCI's `cgroupsPath`).
+    fn cgroup_parent(&self) -> Option<PathBuf> {
+        self.cgroup_parent.as_ref().map(|p| {
+            p.strip_prefix("/")
+                .map_or_else(|_| p.clone(), Path::to_path_buf)
+        })
+    }
+
     fn to_config(&self) -> Result<ContainerConfig> {
         let Some(source) = self.rootfs.clone() else {
             bail!("no root filesystem: give ROOTFS (or --bundle DIR for `run`)");
@@ -221,6 +326,10 @@ impl ContainerArgs {
         config.trace = self.trace;
         config.state_dir = self.state_dir.clone();
         config.user_namespace = self.userns;
+        config.binds = self.binds()?;
+        if let Some(parent) = self.cgroup_parent() {
+            config.cgroup_parent = parent;
+        }
         config.network = match self.network {
             NetworkMode::None => NetworkChoice::None,
             NetworkMode::Host => NetworkChoice::Host,
@@ -270,6 +379,7 @@ impl ContainerArgs {
             }
         }
         config.limits.io = io;
+        config.validate()?;
         Ok(config)
     }
 
@@ -379,6 +489,80 @@ mod tests {
         assert_eq!(c.network, NetworkChoice::Host);
         assert!(c.security.capabilities.is_empty());
         assert!(c.security.no_new_privs);
+        assert_eq!(c.cgroup_parent, PathBuf::from("isolab"));
+        assert!(c.binds.is_empty());
+    }
+
+    #[test]
+    fn binds_cgroup_parent_and_report() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().to_str().unwrap();
+        let ro = format!("{src}:/data:ro");
+        let rw = format!("{src}:/out");
+        let c = parse(&[
+            "isolab-runtime",
+            "run",
+            "--id",
+            "b1",
+            "--bind",
+            &ro,
+            "--bind",
+            &rw,
+            "--cgroup-parent",
+            "/isolab/lab-2",
+            "/srv/root",
+            "--",
+            "true",
+        ])
+        .unwrap();
+        assert_eq!(c.binds.len(), 2);
+        assert!(c.binds[0].readonly && !c.binds[1].readonly);
+        assert_eq!(c.binds[1].destination, PathBuf::from("/out"));
+        assert_eq!(c.cgroup_parent, PathBuf::from("isolab/lab-2"));
+        assert_eq!(c.cgroup_rel(), PathBuf::from("isolab/lab-2/rt-b1"));
+        for bad in ["/no/such/dir:/x", "/tmp:relative", "/tmp"] {
+            assert!(
+                parse(&["isolab-runtime", "run", "--bind", bad, "/r", "--", "true"]).is_err(),
+                "{bad}"
+            );
+        }
+        assert!(parse(&[
+            "isolab-runtime",
+            "run",
+            "--cgroup-parent",
+            "a/../b",
+            "/r",
+            "--",
+            "true"
+        ])
+        .is_err());
+        let cli = Cli::try_parse_from([
+            "isolab-runtime",
+            "run",
+            "--report",
+            "/tmp/r.json",
+            "/r",
+            "--",
+            "true",
+        ])
+        .unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Run {
+                report: Some(_),
+                ..
+            }
+        ));
+        assert!(Cli::try_parse_from([
+            "isolab-runtime",
+            "spec",
+            "--report",
+            "/tmp/r.json",
+            "/r",
+            "--",
+            "true"
+        ])
+        .is_err());
     }
 
     #[test]
