@@ -1,25 +1,129 @@
 #!/usr/bin/env bash
 # Start-to-exit latency of `true` in a container: isolab-runtime against runc and crun
 # on the same busybox root (as one OCI bundle), N runs each after a warm-up,
-# interleaved so that drift hits all three alike. Prints medians and ratios.
+# interleaved so that drift hits all engines alike. Prints median, p5, p95, the
+# ratios isolab-runtime/crun and isolab-runtime/runc, then (separately) our bridge
+# network against their bare network namespace with N/4 runs, and isolab-runtime's
+# phase breakdown (from --trace) for both. The measuring is in bench_runtime.py.
+#
+# Host changes, all undone on exit (also on Ctrl-C or failure) and printed:
+# - crun refuses a hybrid cgroup host whose cgroup2 mount (/sys/fs/cgroup/unified)
+#   still lists controllers ("drop all controllers from cgroupv2"). A controller
+#   listed there is one no v1 hierarchy holds (here: hugetlb), so we mount a v1
+#   hierarchy for each such controller at /sys/fs/cgroup/NAME (remounting the
+#   /sys/fs/cgroup tmpfs rw first if it is read-only), and unmount it afterwards.
+# - the bridge isolab0 (with its NAT rule and IPAM state) outlives containers like
+#   docker0; if this run created it, it is removed at the end.
+# - runc and crun leave the bundle's cgroupsPath parent (isolab) in every hierarchy.
 # Usage: sudo scripts/bench-runtime.sh [N]   (default N=100)
+#        NO_BUILD=1 to measure the binaries already in target/release.
 set -euo pipefail
 N=${1:-100}
+[[ $N =~ ^[0-9]+$ && $N -ge 20 ]] || { echo "N must be a number >= 20" >&2; exit 2; }
+[[ $(id -u) -eq 0 ]] || { echo "run as root (sudo $0 $N)" >&2; exit 2; }
 cd "$(dirname "$0")/.."
-cargo build --release --locked -q -p isolab -p isolab-runtime
-ISOLAB=target/release/isolab RT=target/release/isolab-runtime
+if [[ ${NO_BUILD:-0} == 1 ]]; then
+    echo "NO_BUILD=1: measuring the existing target/release binaries (not rebuilt)"
+else
+    cargo build --release --locked -q -p isolab -p isolab-runtime
+fi
+ISOLAB=$PWD/target/release/isolab RT=$PWD/target/release/isolab-runtime
+RUNC=$(command -v runc || echo -) CRUN=$(command -v crun || echo -)
+CG=/sys/fs/cgroup BRIDGE=isolab0 CNI_STATE=/run/isolab/cni
+SFX=$$
+
 tmp=$(mktemp -d)
+mounted_v1=() created_dirs=() remounted_rw=0
+bridge_existed=0 fwd_before=$(cat /proc/sys/net/ipv4/ip_forward)
+ip link show "$BRIDGE" >/dev/null 2>&1 && bridge_existed=1
+ipt_before=$(iptables-save 2>/dev/null | grep -E '^-' || true)
+
 cleanup() {
-    runc delete -f bench-runc >/dev/null 2>&1 || true
-    crun delete -f bench-crun >/dev/null 2>&1 || true
-    # runc and crun leave the bundle's cgroupsPath parent (isolab) in every hierarchy.
-    for d in /sys/fs/cgroup/*/isolab; do rmdir "$d" 2>/dev/null || true; done
+    local rc=$? d c
+    trap - EXIT INT TERM
+    set +e
+    echo
+    echo "== cleanup =="
+    [[ $RUNC != - ]] && for c in bench-runc-$SFX; do "$RUNC" delete -f "$c" >/dev/null 2>&1; done
+    [[ $CRUN != - ]] && for c in bench-crun-$SFX; do "$CRUN" delete -f "$c" >/dev/null 2>&1; done
+    "$RT" gc >/dev/null 2>&1
+    # Leftover `isolab` cgroup parents (leaves first; rmdir only removes empty cgroups).
+    for d in "$CG"/*/isolab; do
+        [[ -d $d ]] || continue
+        find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null
+        [[ -d $d ]] && echo "  kept $d (not empty: in use)" || echo "  removed cgroup $d"
+    done
+    for c in "${mounted_v1[@]}"; do
+        if umount "$CG/$c"; then echo "  unmounted v1 $c hierarchy from $CG/$c"
+        else echo "  WARNING: could not unmount $CG/$c"; fi
+    done
+    for d in "${created_dirs[@]}"; do
+        rmdir "$d" && echo "  removed mount point $d"
+    done
+    if [[ $remounted_rw -eq 1 ]]; then
+        mount -o remount,ro "$CG" && echo "  remounted $CG read-only again"
+    fi
+    if [[ $bridge_existed -eq 0 ]] && ip link show "$BRIDGE" >/dev/null 2>&1; then
+        # What isolab_runtime::network::remove_bridge does, unless a container holds an address.
+        local leases
+        leases=$(find "$CNI_STATE/ipam/$BRIDGE" -maxdepth 1 -type f \
+            ! -name lock ! -name 'last_reserved_ip*' 2>/dev/null | wc -l)
+        if [[ $leases -gt 0 ]]; then
+            echo "  kept bridge $BRIDGE: $leases address(es) still leased"
+        else
+            local subnet
+            subnet=$(iptables -t nat -S POSTROUTING | sed -n \
+                "s/^-A POSTROUTING -s \([0-9./]*\) ! -o $BRIDGE .*isolab masquerade $BRIDGE.*/\1/p" | head -1)
+            [[ -n $subnet ]] && iptables -t nat -D POSTROUTING -s "$subnet" ! -o "$BRIDGE" \
+                -m comment --comment "isolab masquerade $BRIDGE" -j MASQUERADE &&
+                echo "  removed iptables masquerade rule for $subnet on $BRIDGE"
+            ip link del "$BRIDGE" && echo "  removed bridge $BRIDGE (created by this run)"
+            rm -rf "$CNI_STATE/ipam/$BRIDGE" "$CNI_STATE/attachments/$BRIDGE" "$CNI_STATE/$BRIDGE.lock"
+        fi
+    fi
+    if [[ $(cat /proc/sys/net/ipv4/ip_forward) != "$fwd_before" ]]; then
+        echo "$fwd_before" > /proc/sys/net/ipv4/ip_forward &&
+            echo "  restored net.ipv4.ip_forward=$fwd_before (the CNI bridge plugin sets 1)"
+    fi
+    local ipt_after
+    ipt_after=$(iptables-save 2>/dev/null | grep -E '^-' || true)
+    if [[ $ipt_after != "$ipt_before" ]]; then
+        echo "  WARNING: iptables differ from before the run:"
+        diff <(echo "$ipt_before") <(echo "$ipt_after") | sed 's/^/    /'
+    fi
     rm -rf "$tmp"
+    echo "  removed $tmp"
+    exit "$rc"
 }
 trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# crun on a hybrid host: give every controller still on the cgroup2 mount a v1 hierarchy.
+if [[ $CRUN != - && -r $CG/unified/cgroup.controllers ]]; then
+    v2_controllers=$(cat "$CG/unified/cgroup.controllers")
+    for c in $v2_controllers; do
+        mountpoint -q "$CG/$c" && continue
+        if [[ $(findmnt -no OPTIONS "$CG" | tr , '\n' | head -1) == ro ]]; then
+            mount -o remount,rw "$CG" && remounted_rw=1 && echo "remounted $CG read-write"
+        fi
+        if [[ ! -d $CG/$c ]]; then
+            mkdir "$CG/$c" && created_dirs+=("$CG/$c")
+        fi
+        if mount -t cgroup -o "$c" cgroup "$CG/$c"; then
+            mounted_v1+=("$c")
+            echo "mounted a v1 $c hierarchy at $CG/$c for crun (cgroup2 listed it; undone on exit)"
+        else
+            echo "could not mount a v1 $c hierarchy: crun will likely refuse this host"
+        fi
+    done
+    [[ -n ${v2_controllers// /} ]] ||
+        echo "cgroup2 mount lists no controllers: crun runs as is (no extra v1 hierarchy needed)"
+fi
+
 "$ISOLAB" image build busybox "$tmp/root" >/dev/null
-"$RT" spec --id bench "$tmp/root" -- /bin/true > "$tmp/config.json"
-mkdir -p "$tmp/bundle" && cp "$tmp/config.json" "$tmp/bundle/config.json"
+mkdir -p "$tmp/bundle"
+"$RT" spec --id bench "$tmp/root" -- /bin/true > "$tmp/bundle/config.json"
 python3 - "$tmp/bundle/config.json" "$tmp/root" <<'PY'
 import json, sys
 p, root = sys.argv[1], sys.argv[2]
@@ -27,30 +131,15 @@ c = json.load(open(p)); c["root"]["path"] = root; c["root"]["readonly"] = True
 c["process"]["terminal"] = False
 json.dump(c, open(p, "w"))
 PY
-python3 - "$N" "$RT" "$tmp" <<'PY'
-import statistics, subprocess, sys, time
-n, rt, tmp = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-cmds = {
-    "isolab-runtime": [rt, "run", "--id", "bench-iso", "--readonly", f"{tmp}/root", "--", "/bin/true"],
-    "runc": ["runc", "run", "--bundle", f"{tmp}/bundle", "bench-runc"],
-    "crun": ["crun", "run", "--bundle", f"{tmp}/bundle", "bench-crun"],
-}
-times = {k: [] for k in cmds}
-usable = {}
-for k, c in cmds.items():  # warm-up, and find out which engines work here
-    r = subprocess.run(c, capture_output=True)
-    usable[k] = r.returncode == 0
-    if not usable[k]:
-        print(f"{k}: unusable here ({r.stderr.decode().strip()[:160]})")
-for _ in range(n):
-    for k, c in cmds.items():
-        if usable[k]:
-            t = time.perf_counter(); subprocess.run(c, capture_output=True, check=True); times[k].append(time.perf_counter() - t)
-med = {k: statistics.median(v) for k, v in times.items() if v}
-for k, m in med.items():
-    q = statistics.quantiles(times[k], n=20)
-    print(f"{k:15s} median {m*1e3:7.2f} ms  p5 {q[0]*1e3:7.2f}  p95 {q[-1]*1e3:7.2f}  (n={len(times[k])})")
-for peer in ("crun", "runc"):
-    if peer in med and "isolab-runtime" in med:
-        print(f"isolab-runtime / {peer}: {med['isolab-runtime']/med[peer]:.2f}")
-PY
+
+echo "== versions =="
+echo "  kernel         $(uname -r) ($(nproc) cpus, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs))"
+echo "  isolab-runtime $("$RT" --version | head -1)"
+[[ $RUNC != - ]] && echo "  runc           $("$RUNC" --version | head -1)" || echo "  runc           not installed"
+[[ $CRUN != - ]] && echo "  crun           $("$CRUN" --version | head -1)" || echo "  crun           not installed"
+echo "  root           busybox (isolab image build busybox), read-only, command /bin/true"
+echo "  bundle         $RT spec (isolab-runtime's defaults: caps, seccomp, masked paths, devices), one config.json for all"
+echo "  timing         wall clock around each runtime process (python perf_counter), stdout/stderr to pipes"
+echo "  --trace        on for isolab-runtime: the phases are always recorded, --trace only prints one JSON line"
+
+python3 scripts/bench_runtime.py "$N" "$RT" "$tmp/root" "$tmp/bundle" "$RUNC" "$CRUN" "$SFX"

@@ -623,6 +623,7 @@ impl<'a> Runner<'a> {
             duration: spec.duration,
             workdir: workdir.to_path_buf(),
             port,
+            server: server_address(&cell.platform),
             direct: disk.direct,
         };
         let render = |t: &str| {
@@ -641,6 +642,8 @@ impl<'a> Runner<'a> {
                 ),
             })?;
         let job = Job {
+            platform: cell.platform.clone(),
+            image: cell.platform.kind.needs_image().then(|| spec.image.clone()),
             name: format!("exp{id}-pid{}/{tag}", std::process::id()),
             argv: render(&w.command)?,
             prepare: w.prepare.as_deref().map(render).transpose()?,
@@ -686,6 +689,21 @@ impl<'a> Runner<'a> {
             metrics,
             limits,
         })
+    }
+}
+
+/// Where the measured command reaches the workload's server, which runs on the
+/// host: loopback when the command shares the host's network, the host's address on
+/// the runtime's bridge (the first address of its subnet) when it runs behind it.
+fn server_address(platform: &crate::platform::PlatformDef) -> std::net::Ipv4Addr {
+    use crate::platform::Network;
+    match platform.network {
+        Network::Bridge => {
+            isolab_runtime::network::Ipv4Subnet::parse(isolab_runtime::network::DEFAULT_SUBNET)
+                .map(|s| std::net::Ipv4Addr::from(u32::from(s.network) + 1))
+                .unwrap_or(std::net::Ipv4Addr::LOCALHOST)
+        }
+        Network::None | Network::Host => std::net::Ipv4Addr::LOCALHOST,
     }
 }
 

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use isolab_cgroups::{CpuQuota, Hierarchy, Limits};
-use isolab_lab::platform::{ExitKind, Job, PlatformError};
+use isolab_lab::platform::{ExitKind, Job, PlatformDef, PlatformError, PlatformKind};
 use isolab_lab::{HostPlatform, HostPlatformConfig, Interrupt, Platform};
 
 fn platform(base: &str) -> Option<HostPlatform> {
@@ -31,6 +31,8 @@ fn platform(base: &str) -> Option<HostPlatform> {
 
 fn job(name: &str, argv: &[&str], workdir: &Path, limits: Limits) -> Job {
     Job {
+        platform: PlatformDef::new(PlatformKind::Host),
+        image: None,
         name: format!("scope/{name}"),
         argv: argv.iter().map(|s| s.to_string()).collect(),
         prepare: None,

@@ -4,7 +4,7 @@
 //! |---|---|---|
 //! | `fio-randread`, `fio-randwrite`, `fio-randrw` | 4 KiB random I/O, psync, `{threads}` jobs on 256 MiB files in `{workdir}` | `iops` (IOPS, higher) |
 //! | `fio-read`, `fio-write` | 128 KiB sequential I/O, same setup | `bandwidth` (KiB/s, higher) |
-//! | `iperf3-tcp` | TCP throughput over loopback to an `iperf3 -s` server on `{port}` | `receiver_throughput` (Gbit/s, higher) |
+//! | `iperf3-tcp` | TCP throughput to an `iperf3 -s` server at `{server}:{port}` (loopback on the host; over the bridge from a container) | `receiver_throughput` (Gbit/s, higher) |
 //! | `stress-ng-cache`, `-cpu`, `-matrix`, `-vm` | `{threads}` instances of one stress-ng stressor | `S_bogo_ops_per_second_real_time` (bogo-ops/s, higher) |
 //! | `sysbench-cpu` | primes up to 20000, `{threads}` threads | `events_per_second` (events/s, higher) |
 //! | `sysbench-fileio` | random read/write on 256 MiB in 128 files in `{workdir}` | `total_throughput` (MiB/s, higher) |
@@ -176,8 +176,8 @@ fn iperf3_tcp() -> WorkloadDef {
         server: Some("iperf3 -s -1 -p {port}".to_owned()),
         ..def(
             "iperf3-tcp",
-            "iperf3: one TCP stream over loopback to a one-shot iperf3 server",
-            "iperf3 -c 127.0.0.1 -p {port} -t {duration} -J".to_owned(),
+            "iperf3: one TCP stream to a one-shot iperf3 server (loopback, or the bridge from a container)",
+            "iperf3 -c {server} -p {port} -t {duration} -J".to_owned(),
             ParserKind::Iperf3,
             "receiver_throughput",
             "iperf3",
@@ -252,6 +252,7 @@ mod tests {
             duration: Duration::from_secs(30),
             workdir: PathBuf::from("/var/tmp/isolab run"),
             port: 5201,
+            server: std::net::Ipv4Addr::LOCALHOST,
             direct: true,
         }
     }

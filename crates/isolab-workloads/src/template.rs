@@ -26,6 +26,7 @@ use std::time::Duration;
 /// | `{duration}` | measured duration in whole seconds, rounded up ([`Params::duration`]) |
 /// | `{workdir}` | the run's working directory ([`Params::workdir`]) |
 /// | `{port}` | a free TCP port for client/server workloads ([`Params::port`]) |
+/// | `{server}` | the address at which the measured command reaches its server ([`Params::server`]) |
 /// | `{direct}` | `1` when direct I/O works on `{workdir}`'s file system, else `0` (fio's `--direct=`) |
 /// | `{direct_flag}` | `direct` when direct I/O works there, else the empty string (sysbench's `--file-extra-flags=`) |
 pub const PLACEHOLDERS: &[&str] = &[
@@ -34,6 +35,7 @@ pub const PLACEHOLDERS: &[&str] = &[
     "duration",
     "workdir",
     "port",
+    "server",
     "direct",
     "direct_flag",
 ];
@@ -53,6 +55,10 @@ pub struct Params {
     pub workdir: PathBuf,
     /// A free TCP port for client/server workloads (`{port}`).
     pub port: u16,
+    /// Address at which the measured command reaches the workload's server
+    /// (`{server}`): `127.0.0.1` when both share a network namespace, the host's
+    /// address on the container bridge when the command runs in a container.
+    pub server: std::net::Ipv4Addr,
     /// Whether direct I/O (`O_DIRECT`) is supported on `workdir`'s file system
     /// (`{direct}` = `1`|`0`, `{direct_flag}` = `direct`|empty).
     pub direct: bool,
@@ -68,6 +74,7 @@ impl Params {
             "duration" => return Some(whole_seconds(self.duration)),
             "workdir" => self.workdir.display().to_string(),
             "port" => self.port.to_string(),
+            "server" => self.server.to_string(),
             "direct" => if self.direct { "1" } else { "0" }.to_owned(),
             "direct_flag" => if self.direct { "direct" } else { "" }.to_owned(),
             _ => return None,
@@ -258,6 +265,7 @@ mod tests {
             duration: Duration::from_secs(10),
             workdir: PathBuf::from("/tmp/run dir"),
             port: 5201,
+            server: std::net::Ipv4Addr::LOCALHOST,
             direct: true,
         }
     }
@@ -330,7 +338,7 @@ mod tests {
         assert!(msg.contains("`{nthreads}`"), "{msg}");
         assert!(
             msg.contains(
-                "{cpus}, {threads}, {duration}, {workdir}, {port}, {direct}, {direct_flag}"
+                "{cpus}, {threads}, {duration}, {workdir}, {port}, {server}, {direct}, {direct_flag}"
             ),
             "{msg}"
         );

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use isolab_cgroups::{Cgroup, Hierarchy};
 use isolab_lab::environment::{self, EnvRoots, SystemTools};
+use isolab_lab::platform::{IsolabConfig, PlatformKind, Platforms};
 use isolab_lab::telemetry::SAMPLE_INTERVAL;
 use isolab_lab::{ExperimentSpec, HostFacts, HostPlatform, HostPlatformConfig};
 use isolab_store::Store;
@@ -22,13 +23,46 @@ pub fn hierarchy() -> Result<Hierarchy> {
     Hierarchy::detect().context("cannot find the cgroup file systems in /proc/self/mountinfo")
 }
 
-pub fn platform(hierarchy: Hierarchy) -> HostPlatform {
-    HostPlatform::new(HostPlatformConfig {
+/// Every platform of this build: the host, and containers of `isolab-runtime`.
+pub fn platform(hierarchy: Hierarchy) -> Platforms {
+    let host = HostPlatform::new(HostPlatformConfig {
         hierarchy,
         proc_root: PathBuf::from("/proc"),
         cgroup_base: PathBuf::from(CGROUP_BASE),
         sample_interval: SAMPLE_INTERVAL,
-    })
+    });
+    Platforms::new(host, IsolabConfig::discover())
+}
+
+/// Checks that the engines and the image the spec's cells need are there, so that a
+/// missing one is reported once, before any run, with what to do.
+pub fn preflight_engines(spec: &ExperimentSpec) -> Result<()> {
+    let kinds: Vec<PlatformKind> = spec.cells.iter().map(|c| c.platform.kind).collect();
+    if kinds.contains(&PlatformKind::Isolab) {
+        let runtime = IsolabConfig::discover().program;
+        let found = if runtime.components().count() > 1 {
+            runtime.is_file()
+        } else {
+            which(&runtime)
+        };
+        if !found {
+            bail!(
+                "platform isolab needs the `isolab-runtime` program, which is neither next to isolab nor on PATH: build it with `cargo build --release -p isolab-runtime` (or set ISOLAB_RUNTIME to its path)"
+            );
+        }
+    }
+    if kinds.iter().any(|k| k.needs_image()) && !spec.image.join("bin/sh").exists() {
+        bail!(
+            "the container platforms of this spec need the image {0}, which is missing or not a root filesystem: build it with `isolab image build bench {0}` (about a minute), or name another with `image = \"…\"` in [experiment]",
+            spec.image.display()
+        );
+    }
+    Ok(())
+}
+
+fn which(program: &Path) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
 }
 
 /// Creates and removes a probe cgroup, so that a missing privilege is reported once,

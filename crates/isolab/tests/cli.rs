@@ -347,3 +347,175 @@ fn sigterm_tears_down_records_the_interruption_and_says_how_to_resume() {
     assert_eq!(v["status"], "interrupted");
     assert_eq!(v["interruptions"], 1);
 }
+
+/// The bench image the `isolab` platform runs on (`make test` builds it first).
+const IMAGE: &str = "/var/lib/isolab/images/bench";
+
+/// What an `isolab` container leaves when it is not torn down: state files, loop
+/// devices, veths, mounts under /run/isolab.
+fn runtime_leftovers() -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir("/run/isolab")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path().display().to_string())
+        .filter(|p| !p.ends_with("/net") && !p.ends_with(".lock"))
+        .collect();
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    out.extend(
+        mounts
+            .lines()
+            .filter(|l| l.contains("/run/isolab/"))
+            .map(str::to_owned),
+    );
+    out
+}
+
+const CONTAINERS: &str = r#"[experiment]
+name = "containers"
+seed = 2
+repetitions = { warmup = 0, min = 2, max = 2, target_cv = 0.5 }
+duration = "1s"
+baseline = { platform = "host" }
+impossible = "skip"
+
+[matrix]
+platform = ["host", "isolab", "isolab-bridge"]
+shape = ["medium"]
+placement = ["quota", "pinned"]
+workload = ["sysbench-cpu", "fio-randread", "iperf3-tcp"]
+exclude = [
+  { placement = "quota", workload = "fio-randread" },
+  { placement = "quota", workload = "iperf3-tcp" },
+]
+"#;
+
+#[test]
+fn the_isolab_platform_runs_workloads_in_containers_with_limits_read_back() {
+    let Some(guard) = CgroupTest::start() else {
+        return;
+    };
+    assert!(
+        Path::new(IMAGE).join("bin/sh").exists(),
+        "the bench image is missing at {IMAGE}: `make image-debug` builds it (make test does)"
+    );
+    let leftovers_before = runtime_leftovers();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("x.db");
+    let spec = write_spec(dir.path(), "containers.toml", CONTAINERS);
+    let out = run(isolab()
+        .arg("--db")
+        .arg(&db)
+        .args(["run", "--workdir"])
+        .arg(dir.path().join("work"))
+        .arg("--report")
+        .arg(dir.path().join("r.html"))
+        .arg(&spec));
+    let table = text(&out.stdout);
+    assert!(
+        out.status.success(),
+        "stdout {table}\nstderr {}",
+        text(&out.stderr)
+    );
+    // isolab with network none cannot reach iperf3's server: that one cell is dropped.
+    assert!(
+        text(&out.stderr).contains(
+            "dropped cell platform=isolab shape=medium placement=pinned workload=iperf3-tcp"
+        ),
+        "the dropped cell is reported: {}",
+        text(&out.stderr)
+    );
+
+    let store = isolab_store::Store::open(&db).unwrap();
+    let id = store.resolve("containers").unwrap();
+    let cells = store.cells(id).unwrap();
+    assert_eq!(cells.len(), 11, "{cells:?}");
+    let runs = store.runs(id).unwrap();
+    assert_eq!(runs.len(), 22);
+    for run in &runs {
+        let cell = cells.iter().find(|c| c.id == run.cell).unwrap();
+        assert!(run.is_counted(), "{}: {:?}", cell.key, run.error);
+        assert!(!run.metrics.is_empty(), "{}: no metrics", cell.key);
+        let applied = &run.limits["applied"];
+        if cell.key.contains("placement=quota") {
+            assert_eq!(
+                applied["cpu"]["quota"]["nanos"], 100_000_000,
+                "{}",
+                cell.key
+            );
+            assert_eq!(
+                run.limits["summary"]
+                    .as_str()
+                    .map(|s| s.starts_with("quota 1.00 cpu")),
+                Some(true),
+                "{}",
+                cell.key
+            );
+        } else {
+            assert_eq!(applied["cpuset"], "1", "{}: {applied}", cell.key);
+        }
+        let telemetry = |name: &str| {
+            run.telemetry
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| *v)
+        };
+        if cell.key.contains("platform=isolab") {
+            // The container's own counters and its start-up phases came back.
+            assert!(
+                telemetry("runtime_exec_s").is_some_and(|t| t > 0.0),
+                "{}: {:?}",
+                cell.key,
+                run.telemetry
+            );
+            assert!(
+                telemetry("cpu_usage_s").is_some_and(|t| t > 0.1),
+                "{}",
+                cell.key
+            );
+            if cell.key.contains("placement=quota") {
+                assert!(
+                    telemetry("nr_periods").is_some_and(|n| n > 0.0),
+                    "{}",
+                    cell.key
+                );
+            }
+        }
+    }
+    // Containers reach the same throughput class as the host: not a broken setup.
+    let throughput = |platform: &str| {
+        let cell = cells
+            .iter()
+            .find(|c| {
+                c.key
+                    == format!(
+                        "platform={platform} shape=medium placement=pinned workload=sysbench-cpu"
+                    )
+            })
+            .unwrap();
+        let runs: Vec<f64> = runs
+            .iter()
+            .filter(|r| r.cell == cell.id)
+            .map(|r| {
+                r.metrics
+                    .iter()
+                    .find(|m| m.name == "events_per_second")
+                    .unwrap()
+                    .value
+            })
+            .collect();
+        runs.iter().sum::<f64>() / runs.len() as f64
+    };
+    let ratio = throughput("isolab") / throughput("host");
+    assert!(
+        (0.7..1.3).contains(&ratio),
+        "isolab/host sysbench cpu = {ratio}"
+    );
+
+    guard.assert_nothing_leaked("cgroups left");
+    let leftovers: Vec<String> = runtime_leftovers()
+        .into_iter()
+        .filter(|l| !leftovers_before.contains(l))
+        .collect();
+    assert!(leftovers.is_empty(), "runtime leftovers: {leftovers:?}");
+}

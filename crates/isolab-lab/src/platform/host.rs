@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use isolab_cgroups::{Cgroup, Hierarchy, Limits};
+use isolab_cgroups::{Cgroup, Hierarchy, Limits, Stats};
 
-use super::process::{read_tail, wait_listening, Child, Spawn, Waited};
+use super::process::{read_tail, wait_listening, Child, PerfCounts, Spawn, Waited};
 use super::{Execution, ExitKind, Interrupt, Job, Platform, PlatformError};
-use crate::telemetry::CpuSampler;
+use crate::telemetry::{CpuSampler, HostCpu};
 
 /// Where the host platform finds the kernel's interfaces.
 #[derive(Debug, Clone)]
@@ -96,6 +96,7 @@ impl HostPlatform {
                 &cgroup,
                 interrupt,
                 Some(Instant::now() + Duration::from_secs(600)),
+                Duration::ZERO,
             )? {
                 Ok((exit, _, _)) if exit.success() => Ok(()),
                 Ok((exit, _, _)) => Err(PlatformError::Helper {
@@ -111,13 +112,17 @@ impl HostPlatform {
         result.and(removed.map_err(PlatformError::from))
     }
 
-    fn measured(
+    /// Runs `argv` (the job's command, or an engine wrapping it) in `cgroup`, with
+    /// the job's server started first; on interrupt or timeout the command gets
+    /// SIGTERM and `grace` to end before everything in the cgroup is killed.
+    pub(crate) fn measured(
         &self,
         job: &Job,
+        argv: &[String],
         cgroup: &Cgroup,
         interrupt: &Interrupt,
-    ) -> Result<Execution, PlatformError> {
-        let mut notes = Vec::new();
+        grace: Duration,
+    ) -> Result<Measured, PlatformError> {
         // The server, when the workload has one, lives in the same instance.
         let server = match &job.server {
             None => None,
@@ -146,7 +151,7 @@ impl HostPlatform {
 
         let (out, err) = log_files(&job.workdir, "command")?;
         let sampler = CpuSampler::start(&self.config.proc_root, self.config.sample_interval);
-        let child = start(&job.argv, &job.workdir, out, err, Some(cgroup), true);
+        let child = start(argv, &job.workdir, out, err, Some(cgroup), true);
         let child = match child {
             Ok(c) => c,
             Err(e) => {
@@ -155,7 +160,13 @@ impl HostPlatform {
                 return Err(e);
             }
         };
-        let waited = wait_or_kill(&child, cgroup, interrupt, Some(child.started + job.timeout));
+        let waited = wait_or_kill(
+            &child,
+            cgroup,
+            interrupt,
+            Some(child.started + job.timeout),
+            grace,
+        );
         let host_cpu = sampler.finish();
         let perf = child.perf();
         let stats = cgroup.stats();
@@ -165,8 +176,43 @@ impl HostPlatform {
             Err(PlatformError::TimedOut(_)) => return Err(PlatformError::TimedOut(job.timeout)),
             Err(e) => return Err(e),
         };
-        let wall = ended.duration_since(child.started);
+        Ok(Measured {
+            exit,
+            rusage,
+            wall: ended.duration_since(child.started),
+            stats: stats.map_err(|e| e.to_string()),
+            perf,
+            host_cpu,
+            notes: Vec::new(),
+        })
+    }
+}
 
+/// What a measured command produced, before it becomes an [`Execution`].
+pub(crate) struct Measured {
+    pub exit: ExitKind,
+    pub rusage: libc::rusage,
+    /// From the start of the command to its exit.
+    pub wall: Duration,
+    /// The instance's cgroup counters, or why there are none.
+    pub stats: Result<Stats, String>,
+    pub perf: Result<PerfCounts, String>,
+    pub host_cpu: HostCpu,
+    pub notes: Vec<String>,
+}
+
+impl Measured {
+    /// The execution, with telemetry named with units, and the logs from `workdir`.
+    pub(crate) fn into_execution(self, workdir: &Path, limits_applied: Limits) -> Execution {
+        let Measured {
+            exit,
+            rusage,
+            wall,
+            stats,
+            perf,
+            host_cpu,
+            mut notes,
+        } = self;
         let mut telemetry: Vec<(String, f64)> = vec![("wall_s".into(), wall.as_secs_f64())];
         match stats {
             Ok(s) => {
@@ -225,16 +271,16 @@ impl HostPlatform {
             telemetry.push(("host_util_pct".into(), mean));
         }
 
-        Ok(Execution {
+        Execution {
             exit,
-            stdout: read_tail(&job.workdir.join(".isolab-command.stdout"), LOG_TAIL),
-            stderr: read_tail(&job.workdir.join(".isolab-command.stderr"), LOG_TAIL),
+            stdout: read_tail(&workdir.join(".isolab-command.stdout"), LOG_TAIL),
+            stderr: read_tail(&workdir.join(".isolab-command.stderr"), LOG_TAIL),
             wall,
-            limits_applied: Limits::default(),
+            limits_applied,
             telemetry,
             series: host_cpu.series,
             notes,
-        })
+        }
     }
 }
 
@@ -251,28 +297,24 @@ impl Drop for HostPlatform {
     }
 }
 
-impl Platform for HostPlatform {
-    fn execute(&self, job: &Job, interrupt: &Interrupt) -> Result<Execution, PlatformError> {
+impl HostPlatform {
+    /// The life of one instance around `body`: the experiment's scope cgroup, the
+    /// prepare command, the instance's own cgroup (created empty and unlimited;
+    /// `body` limits it or nests an engine's cgroup in it), its removal, and the
+    /// cleanup command, also when `body` fails.
+    pub(crate) fn instance(
+        &self,
+        job: &Job,
+        interrupt: &Interrupt,
+        body: impl FnOnce(&Cgroup) -> Result<Execution, PlatformError>,
+    ) -> Result<Execution, PlatformError> {
         self.enter_scope(&job.name)?;
         if let Some(prepare) = &job.prepare {
             self.helper("prepare", &job.name, prepare, &job.workdir, interrupt)?;
         }
         let result = (|| {
             let cgroup = Cgroup::create(&self.config.hierarchy, &self.cgroup_path(&job.name))?;
-            let run = (|| {
-                cgroup.apply(&job.limits)?;
-                let applied = cgroup.read_limits()?;
-                let differences = job.limits.differences(&applied);
-                if !differences.is_empty() {
-                    return Err(PlatformError::LimitMismatch {
-                        cgroup: cgroup.rel().display().to_string(),
-                        detail: differences.join("; "),
-                    });
-                }
-                let mut execution = self.measured(job, &cgroup, interrupt)?;
-                execution.limits_applied = applied;
-                Ok(execution)
-            })();
+            let run = body(&cgroup);
             let removed = cgroup.remove();
             match (run, removed) {
                 (Ok(e), Ok(())) => Ok(e),
@@ -290,6 +332,34 @@ impl Platform for HostPlatform {
             }
         }
         result
+    }
+
+    /// The cgroup of job `name`, relative to the cgroup mounts.
+    pub(crate) fn instance_path(&self, name: &str) -> PathBuf {
+        self.cgroup_path(name)
+    }
+
+    /// The cgroup layout.
+    pub(crate) fn hierarchy(&self) -> &Hierarchy {
+        &self.config.hierarchy
+    }
+}
+
+impl Platform for HostPlatform {
+    fn execute(&self, job: &Job, interrupt: &Interrupt) -> Result<Execution, PlatformError> {
+        self.instance(job, interrupt, |cgroup| {
+            cgroup.apply(&job.limits)?;
+            let applied = cgroup.read_limits()?;
+            let differences = job.limits.differences(&applied);
+            if !differences.is_empty() {
+                return Err(PlatformError::LimitMismatch {
+                    cgroup: cgroup.rel().display().to_string(),
+                    detail: differences.join("; "),
+                });
+            }
+            let measured = self.measured(job, &job.argv, cgroup, interrupt, Duration::ZERO)?;
+            Ok(measured.into_execution(&job.workdir, applied))
+        })
     }
 
     fn gc(&self) -> Result<Vec<String>, PlatformError> {
@@ -394,6 +464,7 @@ fn wait_or_kill(
     cgroup: &Cgroup,
     interrupt: &Interrupt,
     deadline: Option<Instant>,
+    grace: Duration,
 ) -> Result<Result<Finished, PlatformError>, PlatformError> {
     let waited = child
         .wait(interrupt, deadline)
@@ -405,6 +476,12 @@ fn wait_or_kill(
     match waited {
         Waited::Exited { exit, rusage, at } => Ok(Ok((exit, rusage, at))),
         other => {
+            if !grace.is_zero() && ended_within(child, libc::SIGTERM, grace) {
+                return Ok(Err(match other {
+                    Waited::Interrupted => PlatformError::Interrupted,
+                    _ => PlatformError::TimedOut(Duration::ZERO),
+                }));
+            }
             child.signal_group(libc::SIGKILL);
             cgroup.kill_all()?;
             let _ = child.reap();
@@ -416,20 +493,22 @@ fn wait_or_kill(
     }
 }
 
+/// Sends `signal` to the child's process group and waits up to `grace` for the
+/// child to exit (and reaps it); whether it did.
+fn ended_within(child: &Child, signal: libc::c_int, grace: Duration) -> bool {
+    child.signal_group(signal);
+    // The caller's interrupt has fired already; wait on a fresh one.
+    Interrupt::new().ok().is_some_and(|i| {
+        matches!(
+            child.wait(&i, Some(Instant::now() + grace)),
+            Ok(Waited::Exited { .. })
+        )
+    })
+}
+
 fn stop_server(server: Option<Child>, cgroup: &Cgroup) {
     if let Some(s) = server {
-        s.signal_group(libc::SIGTERM);
-        let interrupt = Interrupt::new().ok();
-        let exited = interrupt
-            .as_ref()
-            .map(|i| {
-                matches!(
-                    s.wait(i, Some(Instant::now() + Duration::from_secs(2))),
-                    Ok(Waited::Exited { .. })
-                )
-            })
-            .unwrap_or(false);
-        if !exited {
+        if !ended_within(&s, libc::SIGTERM, Duration::from_secs(2)) {
             s.signal_group(libc::SIGKILL);
             let _ = cgroup.kill_all();
             let _ = s.reap();

@@ -4,6 +4,7 @@
 //! a fake platform and no processes at all.
 
 mod host;
+mod isolab;
 mod process;
 
 use std::fmt;
@@ -14,46 +15,43 @@ use isolab_cgroups::Limits;
 use isolab_store::Series;
 
 pub use host::{HostPlatform, HostPlatformConfig};
+pub use isolab::{IsolabConfig, RUNTIME_PROGRAM};
 pub use process::Interrupt;
 pub(crate) use process::{free_port, isolab_running};
 
-/// Every platform name isolab knows; only some are available in this build.
+/// The engines isolab can run workloads on in this build.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PlatformKind {
     /// Bare host: the workload runs as a child in its own cgroup.
     Host,
+    /// isolab's own container runtime (`isolab-runtime`), on the experiment's image.
+    Isolab,
 }
 
-/// Platform names that DESIGN.md plans but this build cannot run yet.
-pub const PLANNED: [&str; 8] = [
-    "isolab",
-    "docker",
-    "podman",
-    "runc",
-    "crun",
-    "lxc",
-    "vm",
-    "vm+isolab",
-];
+/// Engine names that DESIGN.md plans but this build cannot run yet.
+pub const PLANNED: [&str; 6] = ["docker", "podman", "runc", "crun", "lxc", "vm"];
 
 /// A platform name that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum UnknownPlatform {
     /// Planned but not built yet.
-    #[error("platform `{0}` is not available in this version of isolab yet: available platforms are `host`")]
+    #[error("platform `{0}` is not available in this version of isolab yet: available engines are `host` and `isolab`")]
     NotYet(String),
-    /// Not a platform at all.
-    #[error("unknown platform `{0}`: expected `host` (planned: isolab, docker, podman, runc, crun, lxc, vm, vm+isolab)")]
+    /// Not an engine at all.
+    #[error("unknown engine `{0}`: expected `host` or `isolab` (planned: docker, podman, runc, crun, lxc, vm, vm+isolab)")]
     Unknown(String),
 }
 
 impl PlatformKind {
-    /// Parses a platform name.
+    /// Parses an engine name.
     pub fn parse(s: &str) -> Result<PlatformKind, UnknownPlatform> {
         match s {
             "host" => Ok(PlatformKind::Host),
-            other if PLANNED.contains(&other) => Err(UnknownPlatform::NotYet(other.into())),
+            "isolab" => Ok(PlatformKind::Isolab),
+            other if PLANNED.contains(&other) || other == "vm+isolab" => {
+                Err(UnknownPlatform::NotYet(other.into()))
+            }
             other => Err(UnknownPlatform::Unknown(other.into())),
         }
     }
@@ -62,7 +60,13 @@ impl PlatformKind {
     pub fn as_str(self) -> &'static str {
         match self {
             PlatformKind::Host => "host",
+            PlatformKind::Isolab => "isolab",
         }
+    }
+
+    /// Whether the workload runs from the experiment's image (a container or VM).
+    pub fn needs_image(self) -> bool {
+        self != PlatformKind::Host
     }
 }
 
@@ -72,9 +76,98 @@ impl fmt::Display for PlatformKind {
     }
 }
 
+/// The network an instance gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Network {
+    /// A network namespace of its own with only loopback.
+    None,
+    /// The host's network namespace.
+    Host,
+    /// A network namespace attached to the engine's bridge (isolab: `isolab0`).
+    Bridge,
+}
+
+impl Network {
+    /// Parses `none`, `host` or `bridge`.
+    pub fn parse(s: &str) -> Option<Network> {
+        match s {
+            "none" => Some(Network::None),
+            "host" => Some(Network::Host),
+            "bridge" => Some(Network::Bridge),
+            _ => None,
+        }
+    }
+
+    /// Its name in specs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Network::None => "none",
+            Network::Host => "host",
+            Network::Bridge => "bridge",
+        }
+    }
+}
+
+/// A platform level of a spec: a name, the engine behind it and its options.
+///
+/// Built-in levels are `host`, `isolab` (network `none`) and `isolab-bridge`; a
+/// spec defines more with `[platform.NAME]` tables (`engine`, `network`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PlatformDef {
+    /// The level's name.
+    pub name: String,
+    /// The engine.
+    pub kind: PlatformKind,
+    /// The network of each instance.
+    pub network: Network,
+}
+
+impl PlatformDef {
+    /// A level named after its engine with the engine's default network.
+    pub fn new(kind: PlatformKind) -> PlatformDef {
+        PlatformDef {
+            name: kind.as_str().to_owned(),
+            kind,
+            network: match kind {
+                PlatformKind::Host => Network::Host,
+                PlatformKind::Isolab => Network::None,
+            },
+        }
+    }
+
+    /// The built-in platform levels.
+    pub fn builtins() -> Vec<PlatformDef> {
+        vec![
+            PlatformDef::new(PlatformKind::Host),
+            PlatformDef::new(PlatformKind::Isolab),
+            PlatformDef {
+                name: "isolab-bridge".into(),
+                kind: PlatformKind::Isolab,
+                network: Network::Bridge,
+            },
+        ]
+    }
+
+    /// Why this platform cannot run a workload with a server, if it cannot: the
+    /// command must reach the server over a network.
+    pub fn server_unreachable(&self) -> Option<String> {
+        (self.network == Network::None).then(|| {
+            format!(
+                "platform `{}` has network `none`, so its command cannot reach the workload's server; use `isolab-bridge` or a [platform.NAME] with network = \"bridge\" or \"host\"",
+                self.name
+            )
+        })
+    }
+}
+
 /// One measured execution to perform.
 #[derive(Debug, Clone)]
 pub struct Job {
+    /// Where it runs.
+    pub platform: PlatformDef,
+    /// The root filesystem of container and VM platforms (a directory).
+    pub image: Option<PathBuf>,
     /// Unique name of this run within the host (used for the cgroup path and logs),
     /// e.g. `exp3-pid4242/c2-r5`.
     pub name: String,
@@ -84,7 +177,8 @@ pub struct Job {
     pub prepare: Option<Vec<String>>,
     /// Run after the measured command, always.
     pub cleanup: Option<Vec<String>>,
-    /// Started in the background inside the instance before the command; the port
+    /// Started in the background before the command, inside the instance on the
+    /// host platform and on the host side of the network for containers; the port
     /// must be listening before the command starts.
     pub server: Option<(Vec<String>, u16)>,
     /// Working directory of all commands (created by the runner, removed after).
@@ -204,6 +298,14 @@ pub enum PlatformError {
     /// Ctrl-C or SIGTERM arrived; the instance was torn down.
     #[error("interrupted by a signal; the instance was torn down")]
     Interrupted,
+    /// The engine could not run the instance (its own error, not the workload's).
+    #[error("{engine} failed: {message}")]
+    Engine {
+        /// The engine's program, e.g. `isolab-runtime`.
+        engine: String,
+        /// What it said.
+        message: String,
+    },
     /// A file operation in the working directory failed.
     #[error("{action} {path}: {source}")]
     Io {
@@ -226,4 +328,44 @@ pub trait Platform {
     /// Removes instances left behind by runs whose isolab process died (e.g. `kill -9`).
     /// Returns what was removed, one line each.
     fn gc(&self) -> Result<Vec<String>, PlatformError>;
+}
+
+/// Every platform of this build behind one [`Platform`]: each job goes to the
+/// engine its [`Job::platform`] names. All engines share the host platform's
+/// experiment scope cgroup and instance life cycle.
+#[derive(Debug)]
+pub struct Platforms {
+    host: HostPlatform,
+    isolab: IsolabConfig,
+}
+
+impl Platforms {
+    /// The platforms, on `host`'s cgroups, with the runtime from `isolab`.
+    pub fn new(host: HostPlatform, isolab: IsolabConfig) -> Platforms {
+        Platforms { host, isolab }
+    }
+}
+
+impl Platform for Platforms {
+    fn execute(&self, job: &Job, interrupt: &Interrupt) -> Result<Execution, PlatformError> {
+        match job.platform.kind {
+            PlatformKind::Host => self.host.execute(job, interrupt),
+            PlatformKind::Isolab => isolab::execute(&self.host, &self.isolab, job, interrupt),
+        }
+    }
+
+    fn gc(&self) -> Result<Vec<String>, PlatformError> {
+        // Containers first: their cgroups are nested in the instances' cgroups.
+        let mut removed: Vec<String> =
+            isolab_runtime::gc(&self.isolab.state_dir, self.host.hierarchy())
+                .map_err(|e| PlatformError::Engine {
+                    engine: RUNTIME_PROGRAM.into(),
+                    message: format!("collecting containers of killed runtimes: {e}"),
+                })?
+                .into_iter()
+                .map(|id| format!("container {id}"))
+                .collect();
+        removed.extend(self.host.gc()?);
+        Ok(removed)
+    }
 }

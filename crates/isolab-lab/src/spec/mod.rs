@@ -8,6 +8,7 @@ mod source;
 
 use std::collections::BTreeMap;
 use std::ops::Range;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use isolab_cgroups::{Bytes, IdSet};
@@ -16,12 +17,16 @@ use toml::Spanned;
 
 pub use source::{Location, Source, SpecError, SpecErrors};
 
-use crate::platform::PlatformKind;
+use crate::platform::{Network, PlatformDef, PlatformKind};
 use crate::shape::{builtin_shapes, Placement, Shape};
 use raw::{RawLevel, RawSpec};
 
 /// The built-in quick-start experiment, run by `isolab run` without a spec.
 pub const QUICK_START: &str = include_str!("quick-start.toml");
+
+/// Where container platforms find their root filesystem unless the spec names one:
+/// the bench image, built by `isolab image build bench /var/lib/isolab/images/bench`.
+pub const DEFAULT_IMAGE: &str = "/var/lib/isolab/images/bench";
 
 /// The factors a matrix may vary, in the order cells list them.
 pub const FACTORS: [&str; 5] = ["platform", "shape", "placement", "workload", "replica"];
@@ -85,7 +90,7 @@ pub struct Cell {
     /// (factor, level) in [`FACTORS`] order, for the factors the matrix varies.
     pub levels: Vec<(String, String)>,
     /// Where it runs.
-    pub platform: PlatformKind,
+    pub platform: PlatformDef,
     /// Its size.
     pub shape: Shape,
     /// How cpus are granted.
@@ -147,6 +152,9 @@ pub struct ExperimentSpec {
     pub seed: Option<u64>,
     /// Length of time-bound workloads (`{duration}`).
     pub duration: Duration,
+    /// Root filesystem (a directory) of container platforms: `[experiment] image`,
+    /// relative to the spec's directory, or [`DEFAULT_IMAGE`].
+    pub image: PathBuf,
     /// Factors varied by the matrix with their levels, in [`FACTORS`] order.
     pub factors: Vec<(String, Vec<String>)>,
     /// The cells to run.
@@ -289,6 +297,24 @@ impl Validator<'_> {
             },
         };
 
+        let image = match &exp.image {
+            None => PathBuf::from(DEFAULT_IMAGE),
+            Some(i) if i.get_ref().trim().is_empty() => {
+                self.err(
+                    i.span(),
+                    "image must be a directory path, e.g. \"/var/lib/isolab/images/bench\"",
+                );
+                PathBuf::from(DEFAULT_IMAGE)
+            }
+            Some(i) => {
+                let path = PathBuf::from(i.get_ref());
+                match Path::new(&self.source.name).parent() {
+                    Some(dir) if path.is_relative() => dir.join(path),
+                    _ => path,
+                }
+            }
+        };
+
         // Shapes: built-ins, then the spec's own (which may override a built-in name).
         let mut shapes: BTreeMap<String, Shape> = builtin_shapes(host_cpus)
             .into_iter()
@@ -328,10 +354,29 @@ impl Validator<'_> {
             }
         };
 
+        // Platforms: built-ins, then the spec's own.
+        let mut platform_defs: BTreeMap<String, PlatformDef> = PlatformDef::builtins()
+            .into_iter()
+            .map(|p| (p.name.clone(), p))
+            .collect();
+        for (name, p) in raw.platform {
+            if let Some(p) = self.platform(name, p) {
+                platform_defs.insert(p.name.clone(), p);
+            }
+        }
+        let platform_names: Vec<String> = platform_defs.keys().cloned().collect();
         let platforms = self.levels("platform", matrix.platform, &["host"], |l| {
-            PlatformKind::parse(l)
-                .map(|_| ())
-                .map_err(|e| e.to_string())
+            if platform_defs.contains_key(l) {
+                return Ok(());
+            }
+            // A planned engine gets its own message; anything else lists the choices.
+            match PlatformKind::parse(l) {
+                Err(e @ crate::platform::UnknownPlatform::NotYet(_)) => Err(e.to_string()),
+                _ => Err(format!(
+                    "unknown platform `{l}`: expected one of {} or a [platform.{l}] table",
+                    list(&platform_names)
+                )),
+            }
         });
         let shape_names: Vec<String> = shapes.keys().cloned().collect();
         let shape_levels = self.levels("shape", matrix.shape, &["full"], |l| {
@@ -477,6 +522,25 @@ impl Validator<'_> {
                     }
                 }
             }
+            let platform = platform_defs[p.as_str()].clone();
+            if let Some(reason) = workloads[w.as_str()]
+                .server
+                .as_ref()
+                .and_then(|_| platform.server_unreachable())
+            {
+                let reason = format!("workload `{w}` needs a server: {reason}");
+                match impossible {
+                    Impossible::Skip => {
+                        dropped.push(DroppedCell { key, reason });
+                        continue;
+                    }
+                    Impossible::Error => {
+                        let span = level(0).1.clone();
+                        self.err(span, format!("{reason}; or exclude the cell, or set `impossible = \"skip\"` in [experiment]"));
+                        continue;
+                    }
+                }
+            }
             if placement == Placement::Quota && shape.cpus > host_cpus {
                 let w = format!(
                     "{key}: a quota of {} cpus on a {host_cpus}-cpu host does not limit anything",
@@ -489,7 +553,7 @@ impl Validator<'_> {
             cells.push(Cell {
                 index: cells.len() as u32,
                 levels,
-                platform: PlatformKind::parse(p).unwrap_or(PlatformKind::Host),
+                platform,
                 shape,
                 placement,
                 workload: workloads[w.as_str()].clone(),
@@ -514,6 +578,7 @@ impl Validator<'_> {
             order,
             seed,
             duration,
+            image,
             factors,
             cells,
             dropped,
@@ -606,6 +671,42 @@ impl Validator<'_> {
         out
     }
 
+    fn platform(&mut self, name: String, raw: Spanned<raw::RawPlatform>) -> Option<PlatformDef> {
+        let raw = raw.into_inner();
+        let kind = match PlatformKind::parse(raw.engine.get_ref()) {
+            Ok(k) => k,
+            Err(e) => {
+                self.err(raw.engine.span(), format!("platform.{name}.engine: {e}"));
+                return None;
+            }
+        };
+        let mut def = PlatformDef::new(kind);
+        def.name = name.clone();
+        if let Some(n) = raw.network {
+            match Network::parse(n.get_ref()) {
+                Some(Network::None | Network::Bridge) if kind == PlatformKind::Host => {
+                    self.err(
+                        n.span(),
+                        format!("platform.{name}: the host engine has only the host's network: leave `network` out or write \"host\""),
+                    );
+                    return None;
+                }
+                Some(net) => def.network = net,
+                None => {
+                    self.err(
+                        n.span(),
+                        format!(
+                            "unknown network `{}`: expected `none`, `bridge` or `host`",
+                            n.get_ref()
+                        ),
+                    );
+                    return None;
+                }
+            }
+        }
+        Some(def)
+    }
+
     fn shape(&mut self, name: String, raw: Spanned<raw::RawShape>) -> Option<Shape> {
         let raw = raw.into_inner();
         let before = self.errors.len();
@@ -671,6 +772,7 @@ impl Validator<'_> {
             duration: Duration::from_secs(1),
             workdir: "/tmp".into(),
             port: 5201,
+            server: std::net::Ipv4Addr::LOCALHOST,
             direct: true,
         };
         for t in [

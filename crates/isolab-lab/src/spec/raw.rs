@@ -17,6 +17,17 @@ pub(crate) struct RawSpec {
     pub shape: BTreeMap<String, Spanned<RawShape>>,
     #[serde(default)]
     pub workload: BTreeMap<String, Spanned<RawWorkload>>,
+    #[serde(default)]
+    pub platform: BTreeMap<String, Spanned<RawPlatform>>,
+}
+
+/// `[platform.NAME]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPlatform {
+    pub engine: Spanned<String>,
+    #[serde(default)]
+    pub network: Option<Spanned<String>>,
 }
 
 /// `[experiment]`.
@@ -38,6 +49,8 @@ pub(crate) struct RawExperiment {
     pub duration: Option<Spanned<String>>,
     #[serde(default)]
     pub impossible: Option<Spanned<String>>,
+    #[serde(default)]
+    pub image: Option<Spanned<String>>,
 }
 
 /// `repetitions = { warmup, min, max, target_cv }`.

@@ -20,23 +20,31 @@ fn errors(text: &str) -> Vec<String> {
 }
 
 #[test]
-fn quick_start_expands_to_nine_cells() {
+fn quick_start_expands_to_eighteen_cells() {
     let spec = ExperimentSpec::parse(
         Source::new("built-in quick-start", QUICK_START),
         &host("0-1"),
     )
     .unwrap();
     assert_eq!(spec.name, "quick-start");
-    assert_eq!(spec.cells.len(), 9);
+    assert_eq!(spec.cells.len(), 18);
     assert_eq!(
         spec.baseline,
-        vec![("placement".to_string(), "shared".to_string())]
+        vec![
+            ("placement".to_string(), "shared".to_string()),
+            ("platform".to_string(), "host".to_string())
+        ]
     );
     assert_eq!(
         spec.cells[0].key(),
         "platform=host shape=medium placement=shared workload=sysbench-cpu"
     );
     assert_eq!(spec.cells[4].placement, Placement::Quota);
+    assert_eq!(
+        spec.cells[9].platform,
+        PlatformDef::new(PlatformKind::Isolab)
+    );
+    assert_eq!(spec.image, PathBuf::from(DEFAULT_IMAGE));
     assert_eq!(
         spec.repetitions,
         Repetitions {
@@ -46,8 +54,64 @@ fn quick_start_expands_to_nine_cells() {
             target_cv: 0.05
         }
     );
-    assert_eq!(spec.run_bounds(), (27, 45));
+    assert_eq!(spec.run_bounds(), (54, 90));
     assert!(spec.dropped.is_empty());
+}
+
+#[test]
+fn platform_tables_define_levels_with_engine_and_network() {
+    let spec = parse("[experiment]\nname = \"x\"\nimage = \"images/bench\"\n[platform.iso-host-net]\nengine = \"isolab\"\nnetwork = \"host\"\n[matrix]\nplatform = [\"host\", \"isolab-bridge\", \"iso-host-net\"]\nworkload = [\"iperf3-tcp\"]\n").unwrap();
+    let platforms: Vec<_> = spec.cells.iter().map(|c| c.platform.clone()).collect();
+    assert_eq!(platforms[0].network, Network::Host);
+    assert_eq!(platforms[1].kind, PlatformKind::Isolab);
+    assert_eq!(platforms[1].network, Network::Bridge);
+    assert_eq!(platforms[2].name, "iso-host-net");
+    assert_eq!(platforms[2].network, Network::Host);
+    // Relative to the spec's directory (here the current one).
+    assert_eq!(spec.image, PathBuf::from("images/bench"));
+    let nested = ExperimentSpec::parse(
+        Source::new("specs/exp.toml", "[experiment]\nname = \"x\"\nimage = \"img\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\n"),
+        &host("0-1"),
+    )
+    .unwrap();
+    assert_eq!(nested.image, PathBuf::from("specs/img"));
+}
+
+#[test]
+fn bad_platform_tables_point_at_the_value() {
+    let errs = errors("[experiment]\nname = \"x\"\n[platform.a]\nengine = \"dockr\"\n[platform.b]\nengine = \"host\"\nnetwork = \"bridge\"\n[platform.c]\nengine = \"isolab\"\nnetwork = \"wifi\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\n");
+    assert_eq!(errs.len(), 3, "{errs:?}");
+    assert!(
+        errs[0].starts_with("exp.toml:4:10: platform.a.engine: unknown engine `dockr`"),
+        "{errs:?}"
+    );
+    assert!(
+        errs[1]
+            .starts_with("exp.toml:7:11: platform.b: the host engine has only the host's network"),
+        "{errs:?}"
+    );
+    assert!(
+        errs[2].starts_with("exp.toml:10:11: unknown network `wifi`"),
+        "{errs:?}"
+    );
+}
+
+#[test]
+fn a_server_workload_cannot_run_without_a_network() {
+    let text = "[experiment]\nname = \"x\"\n[matrix]\nplatform = [\"host\", \"isolab\"]\nworkload = [\"iperf3-tcp\", \"sysbench-cpu\"]\n";
+    let errs = errors(text);
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(
+        errs[0].starts_with("exp.toml:4:21: workload `iperf3-tcp` needs a server: platform `isolab` has network `none`"),
+        "{errs:?}"
+    );
+    let skipped =
+        parse(&text.replace("name = \"x\"", "name = \"x\"\nimpossible = \"skip\"")).unwrap();
+    assert_eq!(skipped.cells.len(), 3);
+    assert_eq!(
+        skipped.dropped[0].key,
+        "platform=isolab workload=iperf3-tcp"
+    );
 }
 
 #[test]
@@ -196,7 +260,7 @@ fn aa_design_adds_replicas_and_a_baseline() {
     assert_eq!(aa.name, "A/A calibration of q.toml");
     let spec = ExperimentSpec::parse(aa, &host("0-1")).unwrap();
     assert_eq!(spec.name, "quick-start-calibration");
-    assert_eq!(spec.cells.len(), 18);
+    assert_eq!(spec.cells.len(), 36);
     assert_eq!(
         spec.baseline,
         vec![("replica".to_string(), "a".to_string())]

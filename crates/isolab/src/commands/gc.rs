@@ -9,11 +9,10 @@ use crate::host;
 
 pub fn gc(args: GcArgs) -> Result<Exit> {
     let hierarchy = host::hierarchy()?;
-    // Containers of isolab-runtime killed with their runtime: cgroups, loop devices,
-    // networks and state files under /run/isolab.
-    let mut removed = isolab_runtime::gc(std::path::Path::new("/run/isolab"), &hierarchy)?;
+    // Containers of isolab-runtime killed with their runtime (cgroups, loop devices,
+    // networks, state files under /run/isolab), then the host's run cgroups.
     let platform = host::platform(hierarchy);
-    removed.extend(platform.gc()?);
+    let mut removed = platform.gc()?;
     removed.extend(isolab_lab::runner::gc_workdirs(&args.workdir)?);
     if removed.is_empty() {
         println!("nothing to remove");

@@ -35,6 +35,7 @@ pub fn execute(
     let facts = host::facts()?;
     let hierarchy = host::hierarchy()?;
     host::preflight(&hierarchy)?;
+    host::preflight_engines(spec)?;
 
     let interrupt = Arc::new(Interrupt::new().context("cannot create the interrupt pipe")?);
     let mut signals =

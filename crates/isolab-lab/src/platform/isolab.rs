@@ -1,0 +1,328 @@
+//! The `isolab` platform: the workload runs in a container of isolab's own runtime.
+//!
+//! The lab starts the `isolab-runtime` binary like any measured command: in an
+//! unlimited instance cgroup of its own (`isolab/exp3-pid42/c0-r1`), with perf
+//! counters that the container's processes inherit and the host sampler running.
+//! The shape and placement become runtime flags (`--cpus`, `--cpuset`,
+//! `--memory`, `--pids`, `--io-read-bps`…), so the runtime applies them to the
+//! container's cgroup, nested in the instance's (`…/c0-r1/rt-<id>`), and reads
+//! them back. The root is a throw-away overlay on the experiment's image; the run's
+//! working directory is bind-mounted at the same path, so templates and parsers
+//! see the same `{workdir}` as on the host and disk workloads hit the same disk.
+//!
+//! The runtime's `--report` file brings back what only it can see: the limits
+//! read back from the container's cgroup, that cgroup's counters read after the
+//! command ended and before the cgroup was removed, and the start-up phases. The
+//! container's counters replace the instance's in the run's telemetry, so throttling
+//! and memory peak describe the container and not the runtime around it.
+//!
+//! A workload's server runs on the host, in the instance cgroup, outside the
+//! container's limits; a container on the `bridge` network reaches it at the
+//! bridge's host address (`{server}`).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use isolab_cgroups::Limits;
+use isolab_runtime::Report;
+
+use super::host::HostPlatform;
+use super::{Execution, Interrupt, Job, Network, PlatformError};
+
+/// How long the runtime has, after SIGTERM, to stop its container and tear it
+/// down before it is killed (and its leftovers collected).
+const GRACE: Duration = Duration::from_secs(10);
+
+/// The program name of the runtime.
+pub const RUNTIME_PROGRAM: &str = "isolab-runtime";
+
+/// Where the `isolab` platform finds its runtime and keeps its state.
+#[derive(Debug, Clone)]
+pub struct IsolabConfig {
+    /// The `isolab-runtime` executable.
+    pub program: PathBuf,
+    /// The runtime's state directory (`/run/isolab`).
+    pub state_dir: PathBuf,
+}
+
+impl IsolabConfig {
+    /// The runtime next to the running executable (`isolab` and `isolab-runtime` are
+    /// installed together; in a cargo target directory test binaries live one level
+    /// below), else `isolab-runtime` on `PATH`; `ISOLAB_RUNTIME` overrides both.
+    pub fn discover() -> IsolabConfig {
+        IsolabConfig {
+            program: find_runtime(),
+            state_dir: PathBuf::from(isolab_runtime::config::DEFAULT_STATE_DIR),
+        }
+    }
+}
+
+fn find_runtime() -> PathBuf {
+    if let Some(p) = std::env::var_os("ISOLAB_RUNTIME") {
+        return PathBuf::from(p);
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        for dir in exe.ancestors().skip(1).take(2) {
+            let candidate = dir.join(RUNTIME_PROGRAM);
+            if candidate.is_file() {
+                return candidate;
+            }
+        }
+    }
+    PathBuf::from(RUNTIME_PROGRAM)
+}
+
+/// The container id of a job: its name with `/` replaced (`exp3-pid42-c0-r1`).
+pub(crate) fn container_id(job_name: &str) -> String {
+    job_name.replace('/', "-")
+}
+
+/// The `isolab-runtime run` command line that runs `job` in a container whose cgroup
+/// is nested in `instance_cgroup`, writing its report to `report`.
+pub(crate) fn runtime_argv(
+    program: &Path,
+    job: &Job,
+    image: &Path,
+    instance_cgroup: &Path,
+    report: &Path,
+) -> Vec<String> {
+    let mut a: Vec<String> = vec![
+        program.display().to_string(),
+        "run".into(),
+        "--id".into(),
+        container_id(&job.name),
+        "--rootfs-type".into(),
+        "overlay".into(),
+        "--cgroup-parent".into(),
+        instance_cgroup.display().to_string(),
+        "--network".into(),
+        job.platform.network.as_str().into(),
+        "--report".into(),
+        report.display().to_string(),
+        "--bind".into(),
+        format!("{0}:{0}", job.workdir.display()),
+        "--cwd".into(),
+        job.workdir.display().to_string(),
+    ];
+    a.extend(limit_flags(&job.limits));
+    a.push(image.display().to_string());
+    a.push("--".into());
+    a.extend(job.argv.iter().cloned());
+    a
+}
+
+/// The runtime flags that apply `limits`.
+pub(crate) fn limit_flags(limits: &Limits) -> Vec<String> {
+    let mut a = Vec::new();
+    let mut flag = |name: &str, value: String| {
+        a.push(format!("--{name}"));
+        a.push(value);
+    };
+    if let Some(q) = &limits.cpu {
+        let cpus = q.quota.as_micros() as f64 / q.period.as_micros() as f64;
+        flag("cpus", format!("{cpus}"));
+    }
+    if let Some(set) = &limits.cpuset {
+        flag("cpuset", set.to_string());
+    }
+    if let Some(m) = limits.memory_max {
+        flag("memory", m.0.to_string());
+    }
+    if let Some(m) = limits.memory_swap_max {
+        flag("memory-swap", m.0.to_string());
+    }
+    if let Some(p) = limits.pids_max {
+        flag("pids", p.to_string());
+    }
+    for t in &limits.io {
+        if let Some(r) = t.read_bps {
+            flag("io-read-bps", format!("{}={r}", t.device));
+        }
+        if let Some(w) = t.write_bps {
+            flag("io-write-bps", format!("{}={w}", t.device));
+        }
+    }
+    a
+}
+
+/// Runs `job` in an `isolab-runtime` container inside an instance of `host`.
+pub(crate) fn execute(
+    host: &HostPlatform,
+    config: &IsolabConfig,
+    job: &Job,
+    interrupt: &Interrupt,
+) -> Result<Execution, PlatformError> {
+    let image = job.image.as_deref().ok_or_else(|| PlatformError::Engine {
+        engine: RUNTIME_PROGRAM.into(),
+        message: "no image was given for the container's root".into(),
+    })?;
+    check_image(image)?;
+    if job.server.is_some() && job.platform.network == Network::None {
+        return Err(PlatformError::Engine {
+            engine: RUNTIME_PROGRAM.into(),
+            message: format!(
+                "platform `{}` has network `none`, so the command cannot reach its server",
+                job.platform.name
+            ),
+        });
+    }
+    let report_path = job.workdir.join(".isolab-runtime.json");
+    let instance = host.instance_path(&job.name);
+    let argv = runtime_argv(&config.program, job, image, &instance, &report_path);
+    host.instance(job, interrupt, |cgroup| {
+        let _ = std::fs::remove_file(&report_path);
+        let measured = host.measured(job, &argv, cgroup, interrupt, GRACE);
+        // A runtime killed after its grace leaves its container behind: collect it
+        // before the instance cgroup (its parent) is removed.
+        let collected = isolab_runtime::gc(&config.state_dir, host.hierarchy());
+        let mut measured = measured?;
+        if let Err(e) = collected {
+            measured
+                .notes
+                .push(format!("collecting leftover containers failed: {e}"));
+        }
+        let report = Report::read(&report_path).map_err(|e| PlatformError::Engine {
+            engine: RUNTIME_PROGRAM.into(),
+            message: format!(
+                "{} ended with {} without a readable report {}: {e}; its stderr: {}",
+                RUNTIME_PROGRAM,
+                measured.exit,
+                report_path.display(),
+                super::process::read_tail(&job.workdir.join(".isolab-command.stderr"), 2000)
+            ),
+        })?;
+        if let Some(message) = report.error {
+            return Err(PlatformError::Engine {
+                engine: RUNTIME_PROGRAM.into(),
+                message,
+            });
+        }
+        let differences = job.limits.differences(&report.limits);
+        if !differences.is_empty() {
+            return Err(PlatformError::LimitMismatch {
+                cgroup: report.cgroup.display().to_string(),
+                detail: differences.join("; "),
+            });
+        }
+        // The container's counters, not those of the instance around the runtime.
+        measured.stats = report.stats.ok_or_else(|| report.notes.join("; "));
+        measured.notes.extend(report.notes);
+        let mut execution = measured.into_execution(&job.workdir, report.limits);
+        for (phase, at) in &report.trace {
+            execution
+                .telemetry
+                .push((format!("runtime_{}_s", phase.name()), at.as_secs_f64()));
+        }
+        Ok(execution)
+    })
+}
+
+/// The image must be a directory with a shell, or the container cannot start.
+fn check_image(image: &Path) -> Result<(), PlatformError> {
+    if image.join("bin/sh").exists() || image.join("usr/bin/sh").exists() {
+        return Ok(());
+    }
+    Err(PlatformError::Engine {
+        engine: RUNTIME_PROGRAM.into(),
+        message: format!(
+            "image {} is not a root filesystem (no bin/sh): build it with `isolab image build bench {}` (about a minute), or name another with `image = \"…\"` in [experiment]",
+            image.display(),
+            image.display()
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use isolab_cgroups::{Bytes, CpuQuota, DeviceNumber, IoThrottle};
+
+    use super::*;
+    use crate::platform::{PlatformDef, PlatformKind};
+
+    fn job(limits: Limits) -> Job {
+        Job {
+            platform: PlatformDef::new(PlatformKind::Isolab),
+            image: Some("/img".into()),
+            name: "exp3-pid42/c0-r1".into(),
+            argv: vec!["sysbench".into(), "cpu".into(), "run".into()],
+            prepare: None,
+            cleanup: None,
+            server: None,
+            workdir: "/var/tmp/isolab run/exp3-pid42-c0-r1".into(),
+            limits,
+            timeout: Duration::from_secs(60),
+        }
+    }
+
+    #[test]
+    fn shape_and_placement_become_runtime_flags() {
+        let limits = Limits {
+            cpu: Some(CpuQuota::from_cpus(1.5, CpuQuota::DEFAULT_PERIOD).unwrap()),
+            cpuset: Some("1".parse().unwrap()),
+            memory_max: Some(Bytes::gib(4)),
+            pids_max: Some(512),
+            io: vec![IoThrottle {
+                read_bps: Some(1 << 20),
+                ..IoThrottle::unlimited(DeviceNumber {
+                    major: 254,
+                    minor: 0,
+                })
+            }],
+            ..Limits::default()
+        };
+        let flags = limit_flags(&limits);
+        assert_eq!(
+            flags,
+            [
+                "--cpus",
+                "1.5",
+                "--cpuset",
+                "1",
+                "--memory",
+                "4294967296",
+                "--pids",
+                "512",
+                "--io-read-bps",
+                "254:0=1048576"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_workdir_is_bound_at_the_same_path_and_the_command_follows_the_separator() {
+        let j = job(Limits::default());
+        let argv = runtime_argv(
+            Path::new("/usr/bin/isolab-runtime"),
+            &j,
+            Path::new("/img"),
+            Path::new("isolab/exp3-pid42/c0-r1"),
+            Path::new("/w/.isolab-runtime.json"),
+        );
+        let at = |flag: &str| {
+            let i = argv.iter().position(|a| a == flag).unwrap();
+            argv[i + 1].clone()
+        };
+        assert_eq!(at("--id"), "exp3-pid42-c0-r1");
+        assert_eq!(at("--cgroup-parent"), "isolab/exp3-pid42/c0-r1");
+        assert_eq!(at("--network"), "none");
+        assert_eq!(
+            at("--bind"),
+            "/var/tmp/isolab run/exp3-pid42-c0-r1:/var/tmp/isolab run/exp3-pid42-c0-r1"
+        );
+        let sep = argv.iter().position(|a| a == "--").unwrap();
+        assert_eq!(argv[sep - 1], "/img");
+        assert_eq!(argv[sep + 1..], ["sysbench", "cpu", "run"]);
+    }
+
+    #[test]
+    fn a_directory_without_a_shell_is_not_an_image() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = check_image(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("isolab image build bench"), "{err}");
+        std::fs::create_dir_all(dir.path().join("bin")).unwrap();
+        std::fs::write(dir.path().join("bin/sh"), "").unwrap();
+        assert!(check_image(dir.path()).is_ok());
+    }
+}
