@@ -73,6 +73,12 @@ def ratio_ci(a, b, reps=2000, seed=1):
     return rs[int(0.025 * reps)], rs[int(0.975 * reps) - 1]
 
 
+def cpu_times():
+    """Aggregate /proc/stat cpu line: user nice system idle iowait irq softirq steal."""
+    with open("/proc/stat") as f:
+        return [int(x) for x in f.readline().split()[1:9]]
+
+
 def bench(title, engines, n, warmup, idle=0.0):
     """engines: {name: argv}; returns ({name: [seconds]}, {name: [(trace dict, seconds)]}).
     idle: seconds of sleep before every run (a cold, stand-alone start)."""
@@ -85,6 +91,7 @@ def bench(title, engines, n, warmup, idle=0.0):
             run_once(engines[k])
     times = {k: [] for k in names}
     traces = {k: [] for k in names}
+    c0 = cpu_times()
     for i in range(n):
         order = names[i % len(names):] + names[:i % len(names)]
         for k in order:
@@ -95,6 +102,10 @@ def bench(title, engines, n, warmup, idle=0.0):
             tr = parse_trace(err)
             if tr is not None:
                 traces[k].append((tr, dt))
+    d = [b - a for a, b in zip(c0, cpu_times())]
+    tot = sum(d) or 1
+    print(f"  (CPU time during this set: busy {100 * (tot - d[3] - d[7]) / tot:.0f}%, "
+          f"steal {100 * d[7] / tot:.1f}% (taken by the hypervisor: noise), idle {100 * d[3] / tot:.0f}%)")
     for k in names:
         v = [x * 1e3 for x in times[k]]
         print(f"  {k:28s} median {statistics.median(v):7.2f} ms   p5 {pct(v, 5):7.2f}   "

@@ -47,6 +47,11 @@ pub struct State {
     /// (`<devices_mount>/<cgroup>`), when one is used.
     #[serde(default)]
     pub devices_mount: Option<PathBuf>,
+    /// Ancestors of the cgroup missing from the devices hierarchy alone (the lab's
+    /// instance cgroups, e.g., exist in every other hierarchy but not there): the
+    /// runtime creates them in it, so they are removed again when empty.
+    #[serde(default)]
+    pub devices_created: Vec<PathBuf>,
 }
 
 impl State {
@@ -125,7 +130,21 @@ impl State {
     /// Whether the owning runtime process is still alive (same pid, same start time).
     pub fn runtime_alive(&self) -> bool {
         process_start_time(self.runtime_pid) == Some(self.runtime_start)
+            && !is_zombie(self.runtime_pid)
     }
+}
+
+/// Whether `pid` has exited but not been reaped yet (state `Z` in `/proc/<pid>/stat`):
+/// a runtime killed with its parent may stay a zombie for as long as its new parent
+/// does not reap it, yet it will never tear its container down.
+pub fn is_zombie(pid: u32) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let rest = &stat[stat.rfind(')')? + 1..];
+            rest.split_whitespace().next().map(|state| state == "Z")
+        })
+        .unwrap_or(false)
 }
 
 /// Field 22 (`starttime`) of `/proc/<pid>/stat`, `None` when there is no such process.
@@ -162,6 +181,14 @@ pub fn undo(state: &State, state_file: &Path, hierarchy: &Hierarchy) -> Vec<Stri
         let leaf = mount.join(&state.cgroup);
         if let Err(e) = crate::container::devices::remove_cgroup_dir(&leaf) {
             failures.push(format!("remove devices cgroup {}: {e}", leaf.display()));
+        }
+    }
+    if let Some(mount) = &state.devices_mount {
+        for rel in state.devices_created.iter().rev() {
+            let dir = mount.join(rel);
+            if let Err(e) = crate::container::devices::remove_ancestor(&dir) {
+                failures.push(format!("remove devices cgroup {}: {e}", dir.display()));
+            }
         }
     }
     let roots = crate::container::devices::mount_roots(hierarchy, state.devices_mount.as_deref());
@@ -309,6 +336,7 @@ mod tests {
             created: now_secs(),
             cgroup_created: Vec::new(),
             devices_mount: None,
+            devices_created: Vec::new(),
         }
     }
 

@@ -205,16 +205,31 @@ fn runs_exports_and_reports_a_small_experiment() {
 
 #[test]
 fn kill_9_then_gc_then_resume_completes_exactly_once() {
+    kill_9_then_gc_then_resume(None);
+}
+
+#[test]
+fn kill_9_then_gc_then_resume_with_isolab_containers() {
+    kill_9_then_gc_then_resume(Some("isolab"));
+}
+
+/// Kills `isolab run` with SIGKILL in the middle of a run on `platform` (default
+/// host), checks that `gc` removes everything, then resumes to completion.
+fn kill_9_then_gc_then_resume(platform: Option<&str>) {
     let Some(guard) = CgroupTest::start() else {
         return;
     };
+    let runtime_before = runtime_leftovers();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("k.db");
     let work = dir.path().join("work");
     // Each run sleeps long enough that the kill lands inside one.
-    let spec = SMALL
+    let mut spec = SMALL
         .replace("sleep 0.05", "sleep 0.4")
         .replace("name = \"small\"", "name = \"killed\"");
+    if let Some(p) = platform {
+        spec = spec.replace("[matrix]\n", &format!("[matrix]\nplatform = [\"{p}\"]\n"));
+    }
     let spec = write_spec(dir.path(), "k.toml", &spec);
     let mut child = isolab()
         .arg("--db")
@@ -253,6 +268,11 @@ fn kill_9_then_gc_then_resume_completes_exactly_once() {
         "workload processes left: {}",
         text(&sleepers.stdout)
     );
+    let runtime_left: Vec<String> = runtime_leftovers()
+        .into_iter()
+        .filter(|l| !runtime_before.contains(l))
+        .collect();
+    assert!(runtime_left.is_empty(), "containers left: {runtime_left:?}");
     let again = run(isolab().args(["gc", "--workdir"]).arg(&work));
     assert_eq!(
         text(&again.stdout).trim(),

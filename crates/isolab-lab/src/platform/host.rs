@@ -334,6 +334,41 @@ impl HostPlatform {
         result
     }
 
+    /// Cgroups of experiment runs (`exp<ID>-pid<PID>/…`, `preflight-pid<PID>`) whose
+    /// isolab process is gone. Containers of isolab-runtime (`…/rt-<id>`) nested in
+    /// them are not listed: they belong to `isolab-runtime gc`, which knows their
+    /// loop devices and networks.
+    fn orphans(&self) -> Result<Vec<PathBuf>, PlatformError> {
+        let mut found = Vec::new();
+        for rel in isolab_cgroups::list_below(&self.config.hierarchy, &self.config.cgroup_base)? {
+            let Some(pid) = owner_pid(&rel, &self.config.cgroup_base) else {
+                continue;
+            };
+            let container = rel
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("rt-"));
+            if container
+                || (pid != std::process::id()
+                    && child_alive(pid as libc::pid_t)
+                    && is_isolab(&self.config.proc_root, pid))
+            {
+                continue; // a container, or a live experiment owns it
+            }
+            found.push(rel);
+        }
+        Ok(found)
+    }
+
+    /// Kills the processes of orphaned run cgroups (e.g. an `isolab-runtime` whose
+    /// isolab was killed), so that the containers they ran can be collected.
+    pub(crate) fn kill_orphans(&self) -> Result<(), PlatformError> {
+        for rel in self.orphans()? {
+            Cgroup::open(&self.config.hierarchy, &rel)?.kill_all()?;
+        }
+        Ok(())
+    }
+
     /// The cgroup of job `name`, relative to the cgroup mounts.
     pub(crate) fn instance_path(&self, name: &str) -> PathBuf {
         self.cgroup_path(name)
@@ -365,19 +400,7 @@ impl Platform for HostPlatform {
     fn gc(&self) -> Result<Vec<String>, PlatformError> {
         let h = &self.config.hierarchy;
         let mut removed = Vec::new();
-        for rel in isolab_cgroups::list_below(h, &self.config.cgroup_base)? {
-            // Only cgroups of experiment runs (`exp<ID>-pid<PID>/…`, `preflight-pid<PID>`)
-            // are ours to collect; containers of isolab-runtime (`rt-<id>`) belong to
-            // `isolab-runtime gc`, which knows their loop devices and networks.
-            let Some(pid) = owner_pid(&rel, &self.config.cgroup_base) else {
-                continue;
-            };
-            if pid != std::process::id()
-                && child_alive(pid as libc::pid_t)
-                && is_isolab(&self.config.proc_root, pid)
-            {
-                continue; // a live experiment owns it
-            }
+        for rel in self.orphans()? {
             let cgroup = Cgroup::open(h, &rel)?;
             let pids = cgroup.pids().unwrap_or_default();
             cgroup.remove()?;

@@ -355,7 +355,10 @@ impl Platform for Platforms {
     }
 
     fn gc(&self) -> Result<Vec<String>, PlatformError> {
-        // Containers first: their cgroups are nested in the instances' cgroups.
+        // Runtimes whose isolab died first (their containers die with them), then
+        // the containers (their cgroups are nested in the instances'), then the
+        // instances.
+        self.host.kill_orphans()?;
         let mut removed: Vec<String> =
             isolab_runtime::gc(&self.isolab.state_dir, self.host.hierarchy())
                 .map_err(|e| PlatformError::Engine {

@@ -110,6 +110,10 @@ pub fn run_in(config: &ContainerConfig, hierarchy: &Hierarchy) -> Result<Exit, R
         network: None,
         created: state::now_secs(),
         cgroup_created: devices::missing_ancestors(&roots, &config.cgroup_parent),
+        devices_created: devices_mount
+            .iter()
+            .flat_map(|m| devices::missing_ancestors(&[m.clone()], &config.cgroup_parent))
+            .collect(),
         devices_mount,
     };
     if let Rootfs::Overlay {

@@ -185,7 +185,9 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Spec { container } => {
             let config = container.to_config()?;
             let spec = isolab_runtime::oci_spec(&config)?;
-            println!("{}", serde_json::to_string_pretty(&spec)?);
+            let mut value = serde_json::to_value(&spec)?;
+            sort_capabilities(&mut value);
+            println!("{}", serde_json::to_string_pretty(&value)?);
             Ok(0)
         }
         Command::Gc { state_dir } => {
@@ -194,6 +196,21 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
                 println!("removed {id}");
             }
             Ok(0)
+        }
+    }
+}
+
+/// `oci-spec` keeps capabilities in hash sets: sort each list so that the same
+/// configuration always prints the same spec.
+fn sort_capabilities(spec: &mut serde_json::Value) {
+    if let Some(caps) = spec
+        .pointer_mut("/process/capabilities")
+        .and_then(|c| c.as_object_mut())
+    {
+        for list in caps.values_mut() {
+            if let Some(items) = list.as_array_mut() {
+                items.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
+            }
         }
     }
 }
