@@ -112,7 +112,9 @@ pub fn run_in(config: &ContainerConfig, hierarchy: &Hierarchy) -> Result<Exit, R
         cgroup_created: devices::missing_ancestors(&roots, &config.cgroup_parent),
         devices_created: devices_mount
             .iter()
-            .flat_map(|m| devices::missing_ancestors(&[m.clone()], &config.cgroup_parent))
+            .flat_map(|m| {
+                devices::missing_ancestors(std::slice::from_ref(m), &config.cgroup_parent)
+            })
             .collect(),
         devices_mount,
     };
