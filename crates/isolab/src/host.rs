@@ -115,5 +115,46 @@ pub fn environment(
             .flat_map(|w| w.tools)
             .collect(),
     };
-    environment::capture(&EnvRoots::default(), hierarchy, &tools, &SystemTools)
+    let mut env = environment::capture(&EnvRoots::default(), hierarchy, &tools, &SystemTools);
+    if let Some(spec) = spec.filter(|s| s.cells.iter().any(|c| c.platform.kind.needs_image())) {
+        env.extend(image_environment(spec, &tools));
+    }
+    env
+}
+
+/// What container platforms run on: the image (its manifest's digest, kind, build
+/// time, and the versions of the spec's tools inside it) and the runtime's version.
+fn image_environment(spec: &ExperimentSpec, tools: &[String]) -> Vec<(String, String)> {
+    let mut env = vec![("image.path".to_owned(), spec.image.display().to_string())];
+    let manifest_file = spec.image.join(isolab_image::MANIFEST_FILE);
+    match isolab_image::Manifest::load(&spec.image) {
+        Ok(m) => {
+            env.push(("image.kind".into(), format!("{:?}", m.kind).to_lowercase()));
+            env.push(("image.created".into(), m.created.clone()));
+            if let Some(suite) = &m.suite {
+                env.push(("image.suite".into(), suite.clone()));
+            }
+            for tool in tools {
+                if let Some(p) = m.sources.iter().find(|p| &p.name == tool) {
+                    env.push((format!("image.tool.{tool}"), p.version.clone()));
+                }
+            }
+            if let Ok(digest) = isolab_image::sha256_file(&manifest_file) {
+                env.push(("image.manifest_sha256".into(), digest));
+            }
+        }
+        Err(e) => env.push(("image.manifest".into(), format!("unavailable: {e}"))),
+    }
+    let runtime = IsolabConfig::discover().program;
+    let version = std::process::Command::new(&runtime)
+        .arg("--version")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
+    env.push((
+        "runtime.isolab-runtime".into(),
+        version.unwrap_or_else(|| format!("not found ({})", runtime.display())),
+    ));
+    env
 }

@@ -452,6 +452,16 @@ fn the_isolab_platform_runs_workloads_in_containers_with_limits_read_back() {
     assert_eq!(cells.len(), 11, "{cells:?}");
     let runs = store.runs(id).unwrap();
     assert_eq!(runs.len(), 22);
+    // The environment names the image (with the tools' versions inside) and the runtime.
+    let env = store.environment(id).unwrap();
+    for key in [
+        "image.path",
+        "image.manifest_sha256",
+        "image.tool.sysbench",
+        "runtime.isolab-runtime",
+    ] {
+        assert!(env.iter().any(|(k, _)| k == key), "{key} missing: {env:?}");
+    }
     for run in &runs {
         let cell = cells.iter().find(|c| c.id == run.cell).unwrap();
         assert!(run.is_counted(), "{}: {:?}", cell.key, run.error);
