@@ -25,10 +25,16 @@
 //! - [`regression_histogram`]: the histogram of regression % of seed 000, with mean,
 //!   percentiles and the counts of better and worse points.
 //! - [`runs_for_power`]: the runs per group needed to detect an effect of a given size.
+//! - [`scalability`]: Amdahl's law and the Universal Scalability Law fitted to
+//!   throughput over concurrency ([`ScalingData::fit`], [`ScalingData::compare`] by
+//!   AIC), with a seeded within-level bootstrap for parameter intervals and a band of
+//!   the curve ([`ScalingData::bootstrap`], [`BootstrapFit::band`]).
 //!
 //! Every function's documentation cites the formula it implements and its source. The
 //! values are checked against SciPy/NumPy on vectors recorded by
-//! `reference/generate.py` into `reference/vectors.json` (see `tests/reference.rs`).
+//! `reference/generate.py` into `reference/vectors.json`, and the scalability fits
+//! against `scipy.optimize.curve_fit` on vectors recorded by `reference/scalability.py`
+//! into `reference/scalability.json` (see `tests/reference.rs`).
 
 mod bootstrap;
 mod fdr;
@@ -39,6 +45,7 @@ mod outliers;
 mod power;
 mod rank;
 mod sample;
+pub mod scalability;
 mod verdict;
 mod welch;
 
@@ -51,6 +58,9 @@ pub use outliers::{outliers_mad, Outliers, DEFAULT_OUTLIER_THRESHOLD};
 pub use power::runs_for_power;
 pub use rank::{hodges_lehmann, mann_whitney, MannWhitney, Shift};
 pub use sample::{Interval, Sample, SampleError, Summary};
+pub use scalability::{
+    BandPoint, BootstrapFit, Fit, ModelComparison, ScalabilityError, ScalingData, ScalingModel,
+};
 pub use verdict::{verdict, Verdict, VerdictRule};
 pub use welch::{welch_t_test, WelchTest};
 

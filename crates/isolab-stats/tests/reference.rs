@@ -19,17 +19,26 @@
 //!   of means, and each end lies within a quarter of SciPy's interval width of SciPy's
 //!   `bootstrap(method='percentile')` end (Monte-Carlo error; 10 000 resamples here,
 //!   20 000 in SciPy).
+//! - Scalability fits: `reference/scalability.json`, written by `reference/scalability.py`
+//!   with `scipy.optimize.curve_fit(method='trf', bounds=...)`. Parameters must match to
+//!   [`FIT_PARAMS`] = 1e-4 relative and the RSS to [`FIT_RSS`] = 1e-6 relative; a σ or κ
+//!   that SciPy leaves on (within 1e-9 of) its lower bound 0 must be within
+//!   [`AT_BOUND`] of 0 here too (trf approaches a bound from inside, our projection
+//!   lands on it).
 
 use std::path::PathBuf;
 
 use isolab_stats::{
     benjamini_hochberg, bootstrap_ratio_ci, hodges_lehmann, mann_whitney, median_ci, percentile,
-    runs_for_power, welch_t_test, Direction, Interval, Sample,
+    runs_for_power, welch_t_test, Direction, Fit, Interval, Sample, ScalingData, ScalingModel,
 };
 use serde::Deserialize;
 
 const EXACT: f64 = 1e-9;
 const HL_NORMAL_RANKS: i64 = 2;
+const FIT_PARAMS: f64 = 1e-4;
+const FIT_RSS: f64 = 1e-6;
+const AT_BOUND: f64 = 1e-9;
 
 #[derive(Deserialize)]
 struct Vectors {
@@ -131,11 +140,48 @@ struct BootstrapCase {
     scipy_ci: [f64; 2],
 }
 
-fn vectors() -> Vectors {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("reference/vectors.json");
+#[derive(Deserialize)]
+struct ScalabilityVectors {
+    cases: Vec<ScalabilityCase>,
+}
+
+#[derive(Deserialize)]
+struct ScalabilityCase {
+    name: String,
+    n: Vec<f64>,
+    x: Vec<f64>,
+    amdahl: ScipyFit,
+    usl: ScipyFit,
+}
+
+#[derive(Deserialize)]
+struct ScipyFit {
+    lambda: f64,
+    sigma: f64,
+    kappa: f64,
+    at_bound: AtBound,
+    rss: f64,
+    aic: f64,
+    peak: Option<f64>,
+}
+
+#[derive(Deserialize)]
+struct AtBound {
+    sigma: bool,
+    kappa: bool,
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(file: &str) -> T {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("reference")
+        .join(file);
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("cannot parse {}: {e}", path.display()))
+}
+
+fn vectors() -> Vectors {
+    read_json("vectors.json")
 }
 
 fn sample(v: &[f64]) -> Sample {
@@ -305,5 +351,75 @@ fn bootstrap_is_reproducible_and_agrees_with_scipy_loosely() {
         let inv = bootstrap_ratio_ci(&a, &b, Direction::Higher, c.level, 10_000, 42)
             .expect("means are non-zero");
         assert!(inv.low < 1.0 / c.true_ratio && 1.0 / c.true_ratio < inv.high);
+    }
+}
+
+#[track_caller]
+fn assert_param(what: &str, got: f64, want: f64, at_bound: bool) {
+    if at_bound {
+        assert!(
+            got.abs() <= AT_BOUND,
+            "{what}: SciPy leaves it on its bound ({want:e}), got {got:e}"
+        );
+    } else {
+        assert_close(what, got, want, FIT_PARAMS);
+    }
+}
+
+#[track_caller]
+fn assert_fit_matches(what: &str, got: &Fit, want: &ScipyFit) {
+    assert!(got.converged, "{what}: did not converge: {got:?}");
+    assert_close(
+        &format!("{what} lambda"),
+        got.lambda,
+        want.lambda,
+        FIT_PARAMS,
+    );
+    assert_param(
+        &format!("{what} sigma"),
+        got.sigma,
+        want.sigma,
+        want.at_bound.sigma,
+    );
+    assert_param(
+        &format!("{what} kappa"),
+        got.kappa,
+        want.kappa,
+        want.at_bound.kappa,
+    );
+    assert_close(&format!("{what} rss"), got.rss, want.rss, FIT_RSS);
+    // AIC = n ln(RSS/n) + 2k: follows from the RSS (absolute, since AIC may be near 0).
+    assert!(
+        (got.aic - want.aic).abs() <= 1e-6 * want.aic.abs().max(1.0),
+        "{what} aic"
+    );
+    match (got.peak, want.peak) {
+        (Some(g), Some(w)) => assert_close(&format!("{what} peak"), g, w, FIT_PARAMS),
+        (None, None) => {}
+        // κ on its bound: SciPy's κ ≈ 1e-17 would give a meaningless peak; ours is None
+        // or astronomically far.
+        (g, None) => assert!(g.is_none_or(|p| p > 1e4), "{what} peak {g:?}"),
+        (g, w) => panic!("{what} peak: got {g:?}, want {w:?}"),
+    }
+}
+
+#[test]
+fn scalability_fits_match_scipy_curve_fit() {
+    let v: ScalabilityVectors = read_json("scalability.json");
+    assert!(v.cases.len() >= 5);
+    for c in &v.cases {
+        let data = ScalingData::new(c.n.iter().copied().zip(c.x.iter().copied()))
+            .unwrap_or_else(|e| panic!("{}: {e}", c.name));
+        let cmp = data.compare();
+        assert_fit_matches(&format!("{} amdahl", c.name), &cmp.amdahl, &c.amdahl);
+        assert_fit_matches(&format!("{} usl", c.name), &cmp.usl, &c.usl);
+        assert_eq!(cmp.amdahl.model, ScalingModel::Amdahl);
+        let want = if c.usl.aic < c.amdahl.aic {
+            ScalingModel::Usl
+        } else {
+            ScalingModel::Amdahl
+        };
+        // Where both RSS are equal to rounding (κ on its bound), AIC prefers Amdahl by 2.
+        assert_eq!(cmp.preferred, want, "{}: preferred model", c.name);
     }
 }
