@@ -344,7 +344,9 @@ fn mean_of(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len() as f64
 }
 
-fn point(
+/// Compares one point: `vb` (side B) against `va` (side A), before the FDR control
+/// and the verdict, which need every point of the comparison.
+pub(crate) fn point(
     levels: &[(String, String)],
     metric: &str,
     unit: &str,

@@ -7,17 +7,21 @@
 //! - [`export`]: CSV and JSON, one row per metric observation.
 //! - [`compare`]: A/B comparisons with honest verdicts and the seed-000 regression
 //!   histogram.
+//! - [`isolation`]: seed 001's isolation table ([`IsolationTable`]): degradation with a
+//!   neighbour against the same cell without one, rows 90%U, FU, 90%URR, FURR.
 //! - [`quality`]: the data-quality section of every report.
 //! - [`html`]: a self-contained HTML report (inline CSS and SVG, no network).
 
 pub mod compare;
 pub mod export;
 pub mod html;
+pub mod isolation;
 pub mod plots;
 pub mod quality;
 pub mod summary;
 pub mod table;
 
+pub use isolation::{isolation_table, ColumnKey, IsolationEntry, IsolationRow, IsolationTable};
 pub use summary::{summarize, ExperimentData, MetricRow, SummaryOptions};
 
 /// Everything a report shows about one experiment.
@@ -29,6 +33,9 @@ pub struct Analysis {
     pub rows: Vec<MetricRow>,
     /// The comparisons against the baseline behind those verdicts.
     pub comparisons: Vec<compare::Comparison>,
+    /// Seed 001's isolation table, when the factor `neighbour` is varied (primary
+    /// metrics only).
+    pub isolation: Option<IsolationTable>,
     /// Data quality.
     pub quality: quality::Quality,
     /// The baseline and primary metrics used.
@@ -47,10 +54,12 @@ pub fn analyse(
     let comparisons = summary::baseline_comparisons(data, &options, compare);
     summary::attach_verdicts(&mut rows, &comparisons);
     let quality = quality::quality(data, &options.primary);
+    let isolation = isolation_table(&rows, |r| options.is_primary(r));
     Analysis {
         factors: factor_names(data),
         rows,
         comparisons,
+        isolation,
         quality,
         options,
     }

@@ -77,6 +77,15 @@ pub struct SummaryOptions {
     pub all_metrics: bool,
 }
 
+impl SummaryOptions {
+    /// Whether `row` holds its cell's primary metric (every metric of a cell without a
+    /// known primary one counts as primary).
+    pub fn is_primary(&self, row: &MetricRow) -> bool {
+        // (`Option::is_none_or` is newer than the workspace's rust-version.)
+        !matches!(self.primary.get(&row.cell), Some(p) if *p != row.metric)
+    }
+}
+
 /// One metric of one cell.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct MetricRow {

@@ -199,7 +199,7 @@ fn median_ci_text(m: f64, ci: Option<isolab_stats::Interval>) -> String {
 }
 
 /// A signed percentage with one decimal, never "-0.0".
-fn signed_pct(v: f64) -> String {
+pub(crate) fn signed_pct(v: f64) -> String {
     let v = if (v * 10.0).round() == 0.0 { 0.0 } else { v };
     format!("{v:+.1}")
 }

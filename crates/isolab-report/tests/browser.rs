@@ -2,7 +2,8 @@
 //! load without console errors and a non-trivial screenshot must be written.
 //!
 //! Skipped, with the reason printed, when `/usr/bin/chromium` (or `$ISOLAB_CHROMIUM`) is
-//! missing (`apt-get install -y chromium`). Set `ISOLAB_PLOTS_SCREENSHOT=/some/file.png` to keep the
+//! missing (`apt-get install -y chromium`). Set `ISOLAB_PLOTS_SCREENSHOT=/some/file.png` (or
+//! `ISOLAB_REPORT_SCREENSHOT`, `ISOLAB_ISOLATION_SCREENSHOT` for the reports) to keep the
 //! screenshot.
 
 mod experiment;
@@ -172,6 +173,31 @@ fn the_report_renders_in_headless_chromium() {
         "the report's console message is missing:\n{log}"
     );
     if let Some(keep) = std::env::var_os("ISOLAB_REPORT_SCREENSHOT") {
+        fs::copy(&shot, &keep).expect("copy screenshot");
+        eprintln!("screenshot copied to {}", Path::new(&keep).display());
+    }
+}
+
+#[test]
+fn the_isolation_report_renders_in_headless_chromium() {
+    let (_store, data) = experiment::isolation_experiment();
+    let analysis = isolab_report::analyse(
+        &data,
+        experiment::isolation_options(&data),
+        &isolab_report::compare::CompareOptions::default(),
+    );
+    assert!(analysis.isolation.is_some());
+    let page = isolab_report::html::html(&data, &analysis);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let Some((log, shot)) = render(&page, "1400,4000", dir.path()) else {
+        return;
+    };
+    assert!(
+        log.lines()
+            .any(|l| l.contains("CONSOLE") && l.contains("isolab-report: ready")),
+        "the report's console message is missing:\n{log}"
+    );
+    if let Some(keep) = std::env::var_os("ISOLAB_ISOLATION_SCREENSHOT") {
         fs::copy(&shot, &keep).expect("copy screenshot");
         eprintln!("screenshot copied to {}", Path::new(&keep).display());
     }

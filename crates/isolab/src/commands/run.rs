@@ -142,6 +142,10 @@ pub fn run(db: &Path, args: RunArgs) -> Result<Exit> {
             "{}",
             isolab_report::table::summary_table(&analysis.rows, &analysis.factors, super::color())
         );
+        if let Some(isolation) = &analysis.isolation {
+            println!();
+            print!("{}", isolation.render(super::color()));
+        }
         for line in isolab_report::quality::quality_lines(&analysis.quality) {
             println!("{line}");
         }

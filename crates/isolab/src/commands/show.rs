@@ -32,6 +32,7 @@ pub fn show(db: &Path, args: ShowArgs) -> Result<Exit> {
                 "rows": analysis.rows,
                 "comparisons": analysis.comparisons,
                 "quality": analysis.quality,
+                "isolation": analysis.isolation,
                 "interruptions": data.interruptions.len(),
             }))?
         );
@@ -56,6 +57,10 @@ pub fn show(db: &Path, args: ShowArgs) -> Result<Exit> {
         "{}",
         isolab_report::table::summary_table(&analysis.rows, &analysis.factors, super::color())
     );
+    if let Some(isolation) = &analysis.isolation {
+        println!();
+        print!("{}", isolation.render(super::color()));
+    }
     for line in isolab_report::quality::quality_lines(&analysis.quality) {
         println!("{line}");
     }
