@@ -15,7 +15,9 @@
 //! - [`telemetry`]: the per-core utilisation sampler.
 
 pub mod environment;
+pub mod neighbour;
 pub mod platform;
+pub mod reservation;
 pub mod runner;
 pub mod shape;
 pub mod spec;

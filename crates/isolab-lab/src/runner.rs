@@ -26,7 +26,11 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::platform::{Interrupt, Job, Platform, PlatformError};
+use crate::neighbour::{
+    self, Capacity, CommandContext, Intensity, NeighbourKind, NeighbourLevel, SoloProfile,
+};
+use crate::platform::{Interrupt, Job, NeighbourJobs, Platform, PlatformError};
+use crate::reservation::reserve;
 use crate::shape::limits_for;
 use crate::spec::{Cell, ExperimentSpec, Order};
 
@@ -178,6 +182,10 @@ pub struct Runner<'a> {
     observer: &'a mut dyn Observer,
     interrupt: &'a Interrupt,
     config: RunnerConfig,
+    /// Cpus each subject uses alone (by the key of its cell without neighbour),
+    /// measured once per process by a calibration run when a neighbour's intensity
+    /// is a utilisation target.
+    solo: std::cell::RefCell<std::collections::HashMap<String, f64>>,
 }
 
 impl<'a> Runner<'a> {
@@ -195,6 +203,7 @@ impl<'a> Runner<'a> {
             observer,
             interrupt,
             config,
+            solo: Default::default(),
         }
     }
 
@@ -657,8 +666,18 @@ impl<'a> Runner<'a> {
             workdir: workdir.to_path_buf(),
             limits: limits.clone(),
             timeout: spec.duration * 4 + Duration::from_secs(120),
+            neighbours: None,
         };
-        let execution = self.platform.execute(&job, self.interrupt)?;
+        let mut job = job;
+        let mut calibration_note = None;
+        if let Some(level) = &cell.neighbour {
+            let (neighbours, subject, note) = self.neighbours(cell, level, &job, disk)?;
+            job.neighbours = Some(neighbours);
+            job.limits = subject;
+            calibration_note = note;
+        }
+        let mut execution = self.platform.execute(&job, self.interrupt)?;
+        execution.notes.extend(calibration_note);
         let metrics = isolab_workloads::parse(
             w.parser,
             &RunOutput {
@@ -680,7 +699,7 @@ impl<'a> Runner<'a> {
         })
         .map_err(|e| format!("cannot parse the output of {}: {e}", w.name));
         let limits = serde_json::json!({
-            "requested": limits,
+            "requested": job.limits,
             "applied": execution.limits_applied,
             "summary": crate::shape::describe_limits(&execution.limits_applied),
         });
@@ -690,6 +709,145 @@ impl<'a> Runner<'a> {
             limits,
         })
     }
+}
+
+impl Runner<'_> {
+    /// The neighbour instances of a run of `cell` and the subject's limits under the
+    /// cell's reservation; with a note when the subject's solo profile was measured
+    /// for this run.
+    fn neighbours(
+        &self,
+        cell: &Cell,
+        level: &NeighbourLevel,
+        job: &Job,
+        disk: &DiskFacts,
+    ) -> Result<(NeighbourJobs, isolab_cgroups::Limits, Option<String>), PlatformError> {
+        let memory = host_memory();
+        let capacity = Capacity {
+            cpus: self.config.cpus.len() as f64,
+            disk_iops: None,
+            net_gbps: None,
+            memory_bytes: memory.0,
+        };
+        let (solo, note) = match level.intensity {
+            Intensity::Utilisation(_) => self.solo_profile(cell, job)?,
+            Intensity::Count(_) => (SoloProfile::default(), None),
+        };
+        let refuse = |detail: String| PlatformError::LimitMismatch {
+            cgroup: job.name.clone(),
+            detail,
+        };
+        let plan = neighbour::plan(level, &capacity, &solo).map_err(|e| refuse(e.to_string()))?;
+        let reserved = reserve(
+            cell.reservation,
+            &job.limits,
+            cell.shape.cpus,
+            &self.config.cpus,
+            memory,
+            plan.instances,
+        )
+        .map_err(|e| refuse(e.to_string()))?;
+        // Memory bombs fill what they may, and the host must survive them.
+        let mut limits = reserved.neighbour.clone();
+        if level.kind == NeighbourKind::Memory && limits.memory_max.is_none() {
+            limits.memory_max = Some(isolab_cgroups::Bytes(
+                memory.0 / 4 / u64::from(plan.instances.max(1)) / 4096 * 4096,
+            ));
+        }
+        if level.kind == NeighbourKind::Fork && limits.pids_max.is_none() {
+            limits.pids_max = Some(crate::reservation::NEIGHBOUR_PIDS * 4);
+        }
+        let instances = neighbour::commands(
+            &plan,
+            &CommandContext {
+                workdir: job.workdir.clone(),
+                direct: disk.direct,
+                memory_limit: limits.memory_max.map(|b| b.0),
+                index: 0,
+            },
+        );
+        let target_util_pct = match (level.kind, level.intensity) {
+            (NeighbourKind::Cpu, Intensity::Utilisation(u)) => Some(100.0 * u),
+            _ => None,
+        };
+        Ok((
+            NeighbourJobs {
+                level: level.to_string(),
+                instances,
+                limits,
+                target_util_pct,
+                settle: NEIGHBOUR_SETTLE,
+                network_servers: if level.kind == NeighbourKind::Network {
+                    plan.instances
+                } else {
+                    0
+                },
+            },
+            reserved.subject,
+            note,
+        ))
+    }
+
+    /// The cpus the subject of `cell` uses alone: measured once by an unstored
+    /// calibration run of the same job without neighbours.
+    fn solo_profile(
+        &self,
+        cell: &Cell,
+        job: &Job,
+    ) -> Result<(SoloProfile, Option<String>), PlatformError> {
+        let key: Vec<(String, String)> = cell
+            .levels
+            .iter()
+            .filter(|(f, _)| f != "neighbour" && f != "replica")
+            .cloned()
+            .collect();
+        let key = crate::spec::levels_key(&key);
+        if let Some(cpus) = self.solo.borrow().get(&key) {
+            return Ok((
+                SoloProfile {
+                    cpus_used: *cpus,
+                    ..SoloProfile::default()
+                },
+                None,
+            ));
+        }
+        let mut solo_job = job.clone();
+        solo_job.neighbours = None;
+        solo_job.name = format!("{}-solo", job.name);
+        let e = self.platform.execute(&solo_job, self.interrupt)?;
+        let get = |k: &str| e.telemetry.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
+        let cpus = match (get("cpu_usage_s"), get("wall_s")) {
+            (Some(c), Some(w)) if w > 0.0 => c / w,
+            _ => cell.shape.cpus as f64,
+        };
+        self.solo.borrow_mut().insert(key.clone(), cpus);
+        Ok((
+            SoloProfile {
+                cpus_used: cpus,
+                ..SoloProfile::default()
+            },
+            Some(format!(
+                "calibration: the subject ({key}) uses {cpus:.2} cpus alone (one unstored solo run)"
+            )),
+        ))
+    }
+}
+
+/// How long neighbours run before the subject's command starts.
+pub const NEIGHBOUR_SETTLE: Duration = Duration::from_secs(1);
+
+/// The host's memory (`MemTotal`), or 1 GiB when /proc/meminfo cannot be read.
+fn host_memory() -> isolab_cgroups::Bytes {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(isolab_cgroups::Bytes::gib(1), |kib| {
+            isolab_cgroups::Bytes(kib * 1024)
+        })
 }
 
 /// Where the measured command reaches the workload's server, which runs on the

@@ -41,6 +41,7 @@ fn job(name: &str, argv: &[&str], workdir: &Path, limits: Limits) -> Job {
         workdir: workdir.to_path_buf(),
         limits,
         timeout: Duration::from_secs(30),
+        neighbours: None,
     }
 }
 

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use isolab_cgroups::{Cgroup, Hierarchy, Limits, Stats};
 
 use super::process::{read_tail, wait_listening, Child, PerfCounts, Spawn, Waited};
-use super::{Execution, ExitKind, Interrupt, Job, Platform, PlatformError};
+use super::{Execution, ExitKind, Interrupt, Job, NeighbourJobs, Platform, PlatformError};
 use crate::telemetry::{CpuSampler, HostCpu};
 
 /// Where the host platform finds the kernel's interfaces.
@@ -313,14 +313,29 @@ impl HostPlatform {
             self.helper("prepare", &job.name, prepare, &job.workdir, interrupt)?;
         }
         let result = (|| {
-            let cgroup = Cgroup::create(&self.config.hierarchy, &self.cgroup_path(&job.name))?;
+            let neighbours = match &job.neighbours {
+                Some(n) => Some(self.start_neighbours(job, n, interrupt)?),
+                None => None,
+            };
+            let cgroup = match Cgroup::create(&self.config.hierarchy, &self.cgroup_path(&job.name))
+            {
+                Ok(c) => c,
+                Err(e) => {
+                    if let Some(n) = neighbours {
+                        n.stop();
+                    }
+                    return Err(e.into());
+                }
+            };
             let run = body(&cgroup);
+            let stopped = neighbours.map(RunningNeighbours::stop);
             let removed = cgroup.remove();
-            match (run, removed) {
-                (Ok(e), Ok(())) => Ok(e),
-                (Err(e), _) => Err(e),
-                (Ok(_), Err(e)) => Err(e.into()),
+            let mut execution = run?;
+            if let Some(stopped) = stopped {
+                stopped.describe(job, &mut execution);
             }
+            removed?;
+            Ok(execution)
         })();
         // Cleanup always runs, but not after Ctrl-C: the user wants out.
         if let Some(cleanup) = &job.cleanup {
@@ -332,6 +347,95 @@ impl HostPlatform {
             }
         }
         result
+    }
+
+    /// Starts each neighbour instance of `job` in a cgroup of its own
+    /// (`<job>-nb<i>`, limits applied and read back), then lets them run for their
+    /// settle time. Everything started is stopped again on error.
+    fn start_neighbours(
+        &self,
+        job: &Job,
+        set: &NeighbourJobs,
+        interrupt: &Interrupt,
+    ) -> Result<RunningNeighbours, PlatformError> {
+        let net = if set.network_servers > 0 {
+            Some(
+                crate::neighbour::NeighbourNet::create(set.network_servers).map_err(|e| {
+                    PlatformError::Helper {
+                        phase: "neighbour network",
+                        command: "ip netns add … (neighbour namespaces)".into(),
+                        exit: ExitKind::Code(-1),
+                        stderr: e.to_string(),
+                    }
+                })?,
+            )
+        } else {
+            None
+        };
+        let mut running = RunningNeighbours {
+            instances: Vec::new(),
+            net,
+        };
+        for (i, argv) in set.instances.iter().enumerate() {
+            let started = (|| {
+                let cgroup = Cgroup::create(
+                    &self.config.hierarchy,
+                    &self.cgroup_path(&format!("{}-nb{i}", job.name)),
+                )?;
+                let spawned = (|| {
+                    cgroup.apply(&set.limits)?;
+                    let applied = cgroup.read_limits()?;
+                    let differences = set.limits.differences(&applied);
+                    if !differences.is_empty() {
+                        return Err(PlatformError::LimitMismatch {
+                            cgroup: cgroup.rel().display().to_string(),
+                            detail: differences.join("; "),
+                        });
+                    }
+                    let (out, err) = log_files(&job.workdir, &format!("neighbour{i}"))?;
+                    start(argv, &job.workdir, out, err, Some(&cgroup), false)
+                })();
+                match spawned {
+                    Ok(child) => Ok((cgroup, child)),
+                    Err(e) => {
+                        let _ = cgroup.remove();
+                        Err(e)
+                    }
+                }
+            })();
+            match started {
+                Ok(instance) => running.instances.push(instance),
+                Err(e) => {
+                    running.stop();
+                    return Err(e);
+                }
+            }
+        }
+        // Let them reach their steady state; Ctrl-C cuts the wait short.
+        let settled = Instant::now() + set.settle;
+        while Instant::now() < settled && !interrupt.is_triggered() {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if interrupt.is_triggered() {
+            running.stop();
+            return Err(PlatformError::Interrupted);
+        }
+        for (i, (_, child)) in running.instances.iter().enumerate() {
+            if !child_alive_unreaped(child) {
+                let stderr = read_tail(
+                    &job.workdir.join(format!(".isolab-neighbour{i}.stderr")),
+                    2000,
+                );
+                running.stop();
+                return Err(PlatformError::Helper {
+                    phase: "neighbour",
+                    command: set.instances[i].join(" "),
+                    exit: ExitKind::Code(-1),
+                    stderr,
+                });
+            }
+        }
+        Ok(running)
     }
 
     /// Cgroups of experiment runs (`exp<ID>-pid<PID>/…`, `preflight-pid<PID>`) whose
@@ -527,6 +631,112 @@ fn ended_within(child: &Child, signal: libc::c_int, grace: Duration) -> bool {
             Ok(Waited::Exited { .. })
         )
     })
+}
+
+/// Neighbour instances while they run: each cgroup with its process.
+struct RunningNeighbours {
+    instances: Vec<(Cgroup, Child)>,
+    /// The namespaces network neighbours stream between.
+    net: Option<crate::neighbour::NeighbourNet>,
+}
+
+/// What the neighbours did, read before their cgroups were removed.
+struct StoppedNeighbours {
+    /// Cpu time of each instance.
+    cpu: Vec<Option<Duration>>,
+    /// Problems while stopping.
+    notes: Vec<String>,
+}
+
+impl RunningNeighbours {
+    /// Kills every instance, reads its counters, removes its cgroup.
+    fn stop(self) -> StoppedNeighbours {
+        let mut stopped = StoppedNeighbours {
+            cpu: Vec::new(),
+            notes: Vec::new(),
+        };
+        for (cgroup, child) in self.instances {
+            child.signal_group(libc::SIGKILL);
+            let _ = cgroup.kill_all();
+            let _ = child.reap();
+            stopped
+                .cpu
+                .push(cgroup.stats().ok().and_then(|s| s.cpu_usage));
+            if let Err(e) = cgroup.remove() {
+                stopped
+                    .notes
+                    .push(format!("removing a neighbour's cgroup: {e}"));
+            }
+        }
+        if let Some(net) = self.net {
+            if let Err(e) = net.remove() {
+                stopped
+                    .notes
+                    .push(format!("removing the neighbour network: {e}"));
+            }
+        }
+        stopped
+    }
+}
+
+impl StoppedNeighbours {
+    /// Adds the neighbours' telemetry to the subject's run: their cpu time, and for
+    /// a utilisation target, the target and what the host sampler measured, with a
+    /// note when they are more than 5 percentage points apart.
+    fn describe(self, job: &Job, execution: &mut Execution) {
+        let Some(set) = &job.neighbours else { return };
+        let cpu: f64 = self.cpu.iter().flatten().map(Duration::as_secs_f64).sum();
+        execution.telemetry.push(("neighbours_cpu_s".into(), cpu));
+        execution
+            .telemetry
+            .push(("neighbours".into(), self.cpu.len() as f64));
+        execution.notes.extend(self.notes);
+        if let Some(target) = set.target_util_pct {
+            execution
+                .telemetry
+                .push(("neighbour_target_util_pct".into(), target));
+            let achieved = execution
+                .telemetry
+                .iter()
+                .find(|(k, _)| k == "host_util_pct")
+                .map(|(_, v)| *v);
+            if let Some(achieved) = achieved {
+                execution
+                    .telemetry
+                    .push(("neighbour_achieved_util_pct".into(), achieved));
+                if (achieved - target).abs() > OFF_TARGET_POINTS {
+                    execution.notes.push(format!(
+                        "neighbour {} off target: host utilisation {achieved:.1}% against {target:.1}% (more than {OFF_TARGET_POINTS} points apart)",
+                        set.level
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// A utilisation this many percentage points from its target is flagged.
+pub const OFF_TARGET_POINTS: f64 = 5.0;
+
+/// Whether the child is still running (not exited), without reaping it.
+fn child_alive_unreaped(child: &Child) -> bool {
+    let mut info: libc::siginfo_t = unsafe_zeroed_siginfo();
+    // SAFETY: waitid with WNOHANG|WNOWAIT on our own child only inspects its state.
+    let r = unsafe {
+        libc::waitid(
+            libc::P_PID,
+            child.pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        )
+    };
+    // SAFETY: si_pid is valid to read after waitid filled (or zeroed) the struct.
+    r == 0 && unsafe { info.si_pid() } == 0
+}
+
+fn unsafe_zeroed_siginfo() -> libc::siginfo_t {
+    // SAFETY: siginfo_t is plain old data; all-zero is a valid value.
+    unsafe { std::mem::zeroed() }
 }
 
 fn stop_server(server: Option<Child>, cgroup: &Cgroup) {

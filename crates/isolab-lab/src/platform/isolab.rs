@@ -253,6 +253,7 @@ mod tests {
             workdir: "/var/tmp/isolab run/exp3-pid42-c0-r1".into(),
             limits,
             timeout: Duration::from_secs(60),
+            neighbours: None,
         }
     }
 

@@ -187,6 +187,30 @@ pub struct Job {
     pub limits: Limits,
     /// The measured command is killed after this long.
     pub timeout: Duration,
+    /// Co-located stressors, started before the command and stopped after it.
+    pub neighbours: Option<NeighbourJobs>,
+}
+
+/// The neighbours of a run: each instance in a cgroup of its own, next to the
+/// subject's, with its own limits (a reservation's), started before the subject's
+/// command and stopped after it.
+#[derive(Debug, Clone)]
+pub struct NeighbourJobs {
+    /// The level, e.g. `cpu@90%` (for notes and telemetry names).
+    pub level: String,
+    /// One argv per instance.
+    pub instances: Vec<Vec<String>>,
+    /// Limits of every instance.
+    pub limits: Limits,
+    /// Host utilisation to reach, in percent of all its cpus, when the level is a
+    /// cpu utilisation target: verified from the host sampler during the run.
+    pub target_util_pct: Option<f64>,
+    /// How long the neighbours run before the subject starts.
+    pub settle: Duration,
+    /// Network neighbours: the number of iperf3 servers of the neighbour network
+    /// (two namespaces of their own, see [`crate::neighbour::NeighbourNet`]) that
+    /// the instances stream to; 0 for other kinds.
+    pub network_servers: u32,
 }
 
 /// How a command ended.
@@ -369,6 +393,25 @@ impl Platform for Platforms {
                 .map(|id| format!("container {id}"))
                 .collect();
         removed.extend(self.host.gc()?);
+        // Neighbour networks of killed runs (their iperf3 servers died with them).
+        let alive = |pid: u32| {
+            pid == std::process::id() || isolab_running(std::path::Path::new("/proc"), pid)
+        };
+        let commands = crate::neighbour::IpCommands;
+        for ns in crate::neighbour::stale_namespaces(std::path::Path::new("/run/netns"), alive) {
+            let argv = ["ip", "netns", "del", ns.as_str()].map(String::from);
+            match crate::neighbour::NetCommands::run(&commands, &argv) {
+                Ok(()) => removed.push(format!("network namespace {ns}")),
+                Err(e) => {
+                    return Err(PlatformError::Helper {
+                        phase: "gc",
+                        command: argv.join(" "),
+                        exit: ExitKind::Code(1),
+                        stderr: e.to_string(),
+                    })
+                }
+            }
+        }
         Ok(removed)
     }
 }

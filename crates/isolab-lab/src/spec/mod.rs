@@ -17,7 +17,9 @@ use toml::Spanned;
 
 pub use source::{Location, Source, SpecError, SpecErrors};
 
+use crate::neighbour::NeighbourLevel;
 use crate::platform::{Network, PlatformDef, PlatformKind};
+use crate::reservation::Reservation;
 use crate::shape::{builtin_shapes, Placement, Shape};
 use raw::{RawLevel, RawSpec};
 
@@ -29,7 +31,15 @@ pub const QUICK_START: &str = include_str!("quick-start.toml");
 pub const DEFAULT_IMAGE: &str = "/var/lib/isolab/images/bench";
 
 /// The factors a matrix may vary, in the order cells list them.
-pub const FACTORS: [&str; 5] = ["platform", "shape", "placement", "workload", "replica"];
+pub const FACTORS: [&str; 7] = [
+    "platform",
+    "shape",
+    "placement",
+    "workload",
+    "neighbour",
+    "reservation",
+    "replica",
+];
 
 /// Facts about the host that decide which cells are possible.
 #[derive(Debug, Clone)]
@@ -97,6 +107,10 @@ pub struct Cell {
     pub placement: Placement,
     /// What runs.
     pub workload: WorkloadDef,
+    /// The co-located stressor, if any.
+    pub neighbour: Option<NeighbourLevel>,
+    /// What protects the subject from it.
+    pub reservation: Reservation,
 }
 
 impl Cell {
@@ -409,14 +423,32 @@ impl Validator<'_> {
             }
         });
 
+        let neighbours = self.levels("neighbour", matrix.neighbour, &["none"], |l| {
+            if l == "none" {
+                return Ok(());
+            }
+            l.parse::<NeighbourLevel>()
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        });
+        let reservations = self.levels("reservation", matrix.reservation, &["none"], |l| {
+            Reservation::parse(l).map(|_| ()).ok_or_else(|| {
+                format!(
+                    "unknown reservation `{l}`: expected one of {}",
+                    list(&Reservation::ALL.map(|r| r.as_str().to_owned()))
+                )
+            })
+        });
         // `replica` only labels repeated copies of the same configuration (an A/A design).
         let replicas = self.levels("replica", matrix.replica, &["1"], |_| Ok(()));
 
-        let all: [(&str, &Vec<Level>); 5] = [
+        let all: [(&str, &Vec<Level>); 7] = [
             ("platform", &platforms),
             ("shape", &shape_levels),
             ("placement", &placements),
             ("workload", &workload_levels),
+            ("neighbour", &neighbours),
+            ("reservation", &reservations),
             ("replica", &replicas),
         ];
         let factors: Vec<(String, Vec<String>)> = all
@@ -479,7 +511,7 @@ impl Validator<'_> {
         let sizes: Vec<usize> = all.iter().map(|(_, ls)| ls.len()).collect();
         let total: usize = sizes.iter().product();
         for n in 0..total {
-            let mut pick = [0usize; 5];
+            let mut pick = [0usize; 7];
             let mut rest = n;
             for i in (0..sizes.len()).rev() {
                 pick[i] = rest % sizes[i];
@@ -541,6 +573,30 @@ impl Validator<'_> {
                     }
                 }
             }
+            let neighbour = match level(4).0.as_str() {
+                "none" => None,
+                l => l.parse::<NeighbourLevel>().ok(),
+            };
+            let reservation = Reservation::parse(&level(5).0).unwrap_or(Reservation::None);
+            if matches!(reservation, Reservation::Cpuset | Reservation::Quota)
+                && shape.cpus >= host_cpus
+            {
+                let reason = format!(
+                    "reservation `{reservation}` with shape `{s}` ({} cpus) leaves none of this host's {host_cpus} cpus to the neighbours",
+                    shape.cpus
+                );
+                match impossible {
+                    Impossible::Skip => {
+                        dropped.push(DroppedCell { key, reason });
+                        continue;
+                    }
+                    Impossible::Error => {
+                        let span = level(5).1.clone();
+                        self.err(span, format!("{reason}: choose a smaller shape, exclude the cell, or set `impossible = \"skip\"` in [experiment]"));
+                        continue;
+                    }
+                }
+            }
             if placement == Placement::Quota && shape.cpus > host_cpus {
                 let w = format!(
                     "{key}: a quota of {} cpus on a {host_cpus}-cpu host does not limit anything",
@@ -557,6 +613,8 @@ impl Validator<'_> {
                 shape,
                 placement,
                 workload: workloads[w.as_str()].clone(),
+                neighbour,
+                reservation,
             });
         }
         if !self.errors.is_empty() {
@@ -891,7 +949,10 @@ fn default_baseline(factors: &[(String, Vec<String>)]) -> Vec<(String, String)> 
             .iter()
             .any(|(ff, ls)| ff == f && ls.len() > 1 && ls.iter().any(|x| x == l))
     };
-    if has("platform", "host") {
+    if has("neighbour", "none") {
+        // An isolation experiment: each cell against itself without a neighbour.
+        vec![("neighbour".into(), "none".into())]
+    } else if has("platform", "host") {
         vec![("platform".into(), "host".into())]
     } else if has("placement", "shared") {
         vec![("placement".into(), "shared".into())]

@@ -79,6 +79,10 @@ pub(crate) struct RawMatrix {
     pub placement: Option<Spanned<Vec<Spanned<RawLevel>>>>,
     #[serde(default)]
     pub workload: Option<Spanned<Vec<Spanned<RawLevel>>>>,
+    #[serde(default)]
+    pub neighbour: Option<Spanned<Vec<Spanned<RawLevel>>>>,
+    #[serde(default)]
+    pub reservation: Option<Spanned<Vec<Spanned<RawLevel>>>>,
     /// Labels of repeated copies of the same configuration (A/A designs).
     #[serde(default)]
     pub replica: Option<Spanned<Vec<Spanned<RawLevel>>>>,

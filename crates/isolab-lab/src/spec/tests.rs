@@ -1,4 +1,5 @@
 use super::*;
+use crate::reservation::Reservation;
 
 fn host(cpus: &str) -> HostFacts {
     HostFacts {
@@ -270,4 +271,50 @@ fn aa_design_adds_replicas_and_a_baseline() {
         "[experiment]\nname=\"x\"\n[matrix]\nreplica=[\"a\"]\n"
     ))
     .is_err());
+}
+
+#[test]
+fn neighbour_and_reservation_factors_expand_and_default_the_baseline() {
+    let spec = parse("[experiment]\nname = \"x\"\n[matrix]\nshape = [\"medium\"]\nworkload = [\"sysbench-cpu\"]\nneighbour = [\"none\", \"cpu@90%\", \"fork*2\"]\nreservation = [\"none\", \"cpuset\"]\n").unwrap();
+    assert_eq!(spec.cells.len(), 6);
+    assert_eq!(
+        spec.baseline,
+        vec![("neighbour".to_string(), "none".to_string())]
+    );
+    let c = &spec.cells[3];
+    assert_eq!(
+        c.key(),
+        "shape=medium workload=sysbench-cpu neighbour=cpu@90% reservation=cpuset"
+    );
+    assert_eq!(
+        c.neighbour.as_ref().map(ToString::to_string).as_deref(),
+        Some("cpu@90%")
+    );
+    assert_eq!(c.reservation, Reservation::Cpuset);
+    assert!(spec.cells[0].neighbour.is_none());
+}
+
+#[test]
+fn bad_neighbours_and_reservations_point_at_the_level() {
+    let errs = errors("[experiment]\nname = \"x\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\nneighbour = [\"none\", \"gpu@50%\"]\nreservation = [\"blkio\"]\n");
+    assert_eq!(errs.len(), 2, "{errs:?}");
+    assert!(errs[0].starts_with("exp.toml:5:22:"), "{errs:?}");
+    assert!(
+        errs[1].starts_with("exp.toml:6:16: unknown reservation `blkio`"),
+        "{errs:?}"
+    );
+}
+
+#[test]
+fn a_reservation_needs_cpus_left_for_the_neighbours() {
+    let text = "[experiment]\nname = \"x\"\n[matrix]\nshape = [\"large\"]\nworkload = [\"sysbench-cpu\"]\nneighbour = [\"none\", \"cpu\"]\nreservation = [\"none\", \"cpuset\"]\n";
+    let errs = errors(text);
+    assert!(
+        errs.iter()
+            .any(|e| e.contains("reservation `cpuset` with shape `large` (2 cpus) leaves none")),
+        "{errs:?}"
+    );
+    let skipped =
+        parse(&text.replace("name = \"x\"", "name = \"x\"\nimpossible = \"skip\"")).unwrap();
+    assert_eq!(skipped.cells.len(), 2);
 }

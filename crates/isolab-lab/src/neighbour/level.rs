@@ -1,0 +1,249 @@
+//! Levels of the `neighbour` factor: `KIND`, `KIND*N` or `KIND@P%`.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// Most instances a count may ask for (seed 001 went to 128 containers).
+pub const MAX_COUNT: u32 = 256;
+
+/// The syntax, for error messages.
+const SYNTAX: &str = "expected KIND, KIND*N or KIND@P% (e.g. `cpu`, `disk*2`, `cpu@90%`) with KIND one of cpu, memory, fork, disk, network, cache";
+
+/// What a neighbour stresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NeighbourKind {
+    /// Tight integer and floating-point loops.
+    Cpu,
+    /// Allocates and touches memory without releasing it, within its own limit.
+    Memory,
+    /// Continuous process creation, held by its own pids limit.
+    Fork,
+    /// Random 50/50 read/write of 32 KiB blocks with direct I/O.
+    Disk,
+    /// TCP streams between two network namespaces of this host.
+    Network,
+    /// Cache and memory-bandwidth thrashing.
+    Cache,
+}
+
+impl NeighbourKind {
+    /// Every kind, in documentation order.
+    pub const ALL: [NeighbourKind; 6] = [
+        NeighbourKind::Cpu,
+        NeighbourKind::Memory,
+        NeighbourKind::Fork,
+        NeighbourKind::Disk,
+        NeighbourKind::Network,
+        NeighbourKind::Cache,
+    ];
+
+    /// Its name in specs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NeighbourKind::Cpu => "cpu",
+            NeighbourKind::Memory => "memory",
+            NeighbourKind::Fork => "fork",
+            NeighbourKind::Disk => "disk",
+            NeighbourKind::Network => "network",
+            NeighbourKind::Cache => "cache",
+        }
+    }
+
+    /// Whether a utilisation target can be set for it (`cpu`, `disk`, `network`).
+    ///
+    /// Memory, fork and cache pressure cannot be held at a share of a capacity:
+    /// seed 001 increases their count instead.
+    pub fn takes_utilisation(self) -> bool {
+        matches!(
+            self,
+            NeighbourKind::Cpu | NeighbourKind::Disk | NeighbourKind::Network
+        )
+    }
+}
+
+impl fmt::Display for NeighbourKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How hard neighbours push.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Intensity {
+    /// This many instances at full intensity (`cpu*4`; `cpu` is `cpu*1`).
+    Count(u32),
+    /// The contended resource used to this share (0.01..=1.0) in total, the
+    /// subject included (`cpu@90%` is `Utilisation(0.90)`).
+    Utilisation(f64),
+}
+
+/// A level of the `neighbour` factor.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct NeighbourLevel {
+    /// What it stresses.
+    pub kind: NeighbourKind,
+    /// How hard.
+    pub intensity: Intensity,
+}
+
+/// A neighbour level that cannot be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LevelError {
+    /// The kind is not one isolab knows.
+    #[error("unknown neighbour kind `{kind}` in `{level}`: {SYNTAX}")]
+    UnknownKind {
+        /// The level as written.
+        level: String,
+        /// The kind part.
+        kind: String,
+    },
+    /// `*N` is not a count in 1..=MAX_COUNT.
+    #[error("bad count in neighbour level `{level}`: N in KIND*N must be a whole number from 1 to {MAX_COUNT}; {SYNTAX}")]
+    BadCount {
+        /// The level as written.
+        level: String,
+    },
+    /// `@P%` is not a percentage in 1..=100.
+    #[error("bad utilisation in neighbour level `{level}`: P in KIND@P% must be a number from 1 to 100 followed by `%`; {SYNTAX}")]
+    BadPercent {
+        /// The level as written.
+        level: String,
+    },
+}
+
+impl FromStr for NeighbourLevel {
+    type Err = LevelError;
+
+    fn from_str(s: &str) -> Result<NeighbourLevel, LevelError> {
+        let level = s.trim();
+        let (kind_text, intensity) = if let Some((kind, n)) = level.split_once('*') {
+            let n: u32 = n
+                .trim()
+                .parse()
+                .ok()
+                .filter(|n| (1..=MAX_COUNT).contains(n))
+                .ok_or_else(|| LevelError::BadCount {
+                    level: level.into(),
+                })?;
+            (kind, Intensity::Count(n))
+        } else if let Some((kind, p)) = level.split_once('@') {
+            let pct: f64 = p
+                .trim()
+                .strip_suffix('%')
+                .and_then(|p| p.trim().parse().ok())
+                .filter(|p: &f64| (1.0..=100.0).contains(p))
+                .ok_or_else(|| LevelError::BadPercent {
+                    level: level.into(),
+                })?;
+            (kind, Intensity::Utilisation(pct / 100.0))
+        } else {
+            (level, Intensity::Count(1))
+        };
+        let kind_text = kind_text.trim();
+        let kind = NeighbourKind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == kind_text)
+            .ok_or_else(|| LevelError::UnknownKind {
+                level: level.into(),
+                kind: kind_text.into(),
+            })?;
+        Ok(NeighbourLevel { kind, intensity })
+    }
+}
+
+/// A percentage without float noise: `90`, `92.5`.
+pub(crate) fn percent_text(pct: f64) -> String {
+    let rounded = (pct * 1000.0).round() / 1000.0;
+    if rounded.fract() == 0.0 {
+        format!("{rounded:.0}")
+    } else {
+        format!("{rounded}")
+    }
+}
+
+impl fmt::Display for NeighbourLevel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.intensity {
+            Intensity::Count(1) => write!(f, "{}", self.kind),
+            Intensity::Count(n) => write!(f, "{}*{n}", self.kind),
+            Intensity::Utilisation(u) => write!(f, "{}@{}%", self.kind, percent_text(u * 100.0)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn level(s: &str) -> NeighbourLevel {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn parses_counts_and_utilisations() {
+        assert_eq!(
+            level("cpu"),
+            NeighbourLevel {
+                kind: NeighbourKind::Cpu,
+                intensity: Intensity::Count(1)
+            }
+        );
+        assert_eq!(level("cpu*4").intensity, Intensity::Count(4));
+        assert_eq!(level("cpu@90%").intensity, Intensity::Utilisation(0.90));
+        assert_eq!(level("disk@100%").intensity, Intensity::Utilisation(1.0));
+        assert_eq!(level("network@1%").intensity, Intensity::Utilisation(0.01));
+        for kind in NeighbourKind::ALL {
+            assert_eq!(level(kind.as_str()).kind, kind);
+        }
+    }
+
+    #[test]
+    fn round_trips_through_display() {
+        for s in [
+            "cpu",
+            "cpu*4",
+            "cpu@90%",
+            "cpu@100%",
+            "disk*2",
+            "memory*64",
+            "network@92.5%",
+            "cache",
+            "fork*32",
+        ] {
+            assert_eq!(level(s).to_string(), s);
+        }
+        assert_eq!(level("cpu*1").to_string(), "cpu");
+        assert_eq!(level(" disk @ 90 % ").to_string(), "disk@90%");
+    }
+
+    #[test]
+    fn errors_say_the_syntax_and_kinds() {
+        let e = "gpu@90%".parse::<NeighbourLevel>().unwrap_err();
+        assert!(matches!(e, LevelError::UnknownKind { ref kind, .. } if kind == "gpu"));
+        let text = e.to_string();
+        assert!(text.contains("KIND@P%"), "{text}");
+        assert!(
+            text.contains("cpu, memory, fork, disk, network, cache"),
+            "{text}"
+        );
+        for bad in ["cpu*0", "cpu*x", "cpu*-1", "cpu*100000"] {
+            assert!(matches!(
+                bad.parse::<NeighbourLevel>(),
+                Err(LevelError::BadCount { .. })
+            ));
+        }
+        for bad in ["cpu@0%", "cpu@101%", "cpu@90", "cpu@%", "cpu@NaN%"] {
+            assert!(
+                matches!(
+                    bad.parse::<NeighbourLevel>(),
+                    Err(LevelError::BadPercent { .. })
+                ),
+                "{bad}"
+            );
+        }
+        assert!("".parse::<NeighbourLevel>().is_err());
+        assert!("Cpu".parse::<NeighbourLevel>().is_err());
+    }
+}
