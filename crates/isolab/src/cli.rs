@@ -55,8 +55,9 @@ pub enum Command {
     /// Print the environment isolab captures with every experiment.
     Env(JsonArgs),
     /// Remove cgroups, processes and working directories left by a killed `isolab run`,
-    /// and what killed `isolab-runtime` containers left (cgroups, loop devices,
-    /// networks, state under /run/isolab). Idempotent; leaves live ones alone.
+    /// what killed `isolab-runtime` containers left (cgroups, loop devices, networks,
+    /// state under /run/isolab), and the network namespaces of killed runs'
+    /// neighbours. Idempotent; leaves live ones alone.
     Gc(GcArgs),
 }
 
