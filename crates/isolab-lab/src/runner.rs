@@ -29,7 +29,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::neighbour::{
     self, Capacity, CommandContext, Intensity, NeighbourKind, NeighbourLevel, SoloProfile,
 };
-use crate::platform::{Interrupt, Job, NeighbourJobs, Platform, PlatformError};
+use crate::platform::{Execution, Interrupt, Job, NeighbourJobs, Platform, PlatformError};
 use crate::reservation::reserve;
 use crate::shape::limits_for;
 use crate::spec::{Cell, ExperimentSpec, Order};
@@ -611,6 +611,134 @@ impl<'a> Runner<'a> {
         workdir: &Path,
         disk: &DiskFacts,
     ) -> Result<Done, PlatformError> {
+        let w = &cell.workload;
+        let limits = limits_for(&cell.shape, cell.placement, &self.config.cpus, disk.device)
+            .ok_or_else(|| PlatformError::LimitMismatch {
+                cgroup: tag.to_owned(),
+                detail: format!(
+                    "shape `{}` needs {} cpus but only {} are available",
+                    cell.shape.name, cell.shape.cpus, self.config.cpus
+                ),
+            })?;
+        let name = format!("exp{id}-pid{}/{tag}", std::process::id());
+        // One job per instance of the subject: instance k works in `<workdir>/i<k>`
+        // (a single instance in the working directory itself).
+        let mut jobs = Vec::new();
+        for k in 0..cell.instances {
+            let (name, workdir) = if cell.instances == 1 {
+                (name.clone(), workdir.to_path_buf())
+            } else {
+                (format!("{name}-i{k}"), workdir.join(format!("i{k}")))
+            };
+            jobs.push(self.job(spec, cell, name, &workdir, disk, limits.clone())?);
+        }
+        let mut calibration_note = None;
+        if let Some(level) = &cell.neighbour {
+            let (neighbours, subject, note) = self.neighbours(cell, level, &jobs[0], disk)?;
+            for job in &mut jobs {
+                job.limits = subject.clone();
+            }
+            jobs[0].neighbours = Some(neighbours);
+            calibration_note = note;
+        }
+        let mut executions = if jobs.len() == 1 {
+            vec![self.platform.execute(&jobs[0], self.interrupt)]
+        } else {
+            self.platform.execute_all(&jobs, self.interrupt)
+        };
+        if let Some(i) = executions
+            .iter()
+            .position(|e| matches!(e, Err(PlatformError::Interrupted)))
+        {
+            return Err(executions
+                .swap_remove(i)
+                .err()
+                .unwrap_or(PlatformError::Interrupted));
+        }
+        let executions: Vec<Execution> = executions.into_iter().collect::<Result<_, _>>()?;
+        let parse = |e: &Execution, job: &Job| {
+            isolab_workloads::parse(
+                w.parser,
+                &RunOutput {
+                    stdout: &e.stdout,
+                    stderr: &e.stderr,
+                    workdir: &job.workdir,
+                    wall: e.wall,
+                },
+            )
+            .map(|ms| {
+                ms.into_iter()
+                    .map(|m| MetricValue {
+                        name: m.name,
+                        unit: m.unit,
+                        direction: m.direction,
+                        value: m.value,
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .map_err(|e| format!("cannot parse the output of {}: {e}", w.name))
+        };
+        let metrics = executions
+            .iter()
+            .zip(&jobs)
+            .map(|(e, j)| parse(e, j))
+            .collect::<Result<Vec<Vec<MetricValue>>, String>>()
+            .map(|per_instance| aggregate_instances(&per_instance));
+        let mut executions = executions.into_iter();
+        let mut execution = executions.next().ok_or(PlatformError::Interrupted)?;
+        let rest: Vec<Execution> = executions.collect();
+        if !rest.is_empty() {
+            // The first instance's logs and telemetry stand for the run, with the
+            // instance count, the longest wall time and every failure.
+            let n = rest.len() + 1;
+            execution.telemetry.push(("instances".into(), n as f64));
+            let slowest = rest.iter().map(|e| e.wall).max().unwrap_or_default();
+            execution.wall = execution.wall.max(slowest);
+            if let Some(bad) = rest.iter().find(|e| !e.exit.success()) {
+                if execution.exit.success() {
+                    execution.exit = bad.exit;
+                    execution.notes.push(format!(
+                        "another instance ended with {}: {}",
+                        bad.exit,
+                        bad.stderr
+                            .chars()
+                            .rev()
+                            .take(500)
+                            .collect::<String>()
+                            .chars()
+                            .rev()
+                            .collect::<String>()
+                    ));
+                }
+            }
+            for e in rest {
+                execution.notes.extend(e.notes);
+            }
+        }
+        execution.notes.extend(calibration_note);
+        let limits = serde_json::json!({
+            "requested": jobs[0].limits,
+            "applied": execution.limits_applied,
+            "summary": crate::shape::describe_limits(&execution.limits_applied),
+        });
+        Ok(Done {
+            execution,
+            metrics,
+            limits,
+        })
+    }
+
+    /// The job of one instance of `cell`'s subject, its templates rendered for
+    /// `workdir` (created here) and a free port of its own.
+    fn job(
+        &self,
+        spec: &ExperimentSpec,
+        cell: &Cell,
+        name: String,
+        workdir: &Path,
+        disk: &DiskFacts,
+        limits: isolab_cgroups::Limits,
+    ) -> Result<Job, PlatformError> {
         std::fs::create_dir_all(workdir).map_err(|source| PlatformError::Io {
             action: "cannot create working directory",
             path: workdir.to_path_buf(),
@@ -628,7 +756,7 @@ impl<'a> Runner<'a> {
         };
         let params = Params {
             cpus: cell.shape.cpus,
-            threads: cell.shape.cpus,
+            threads: cell.thread_count(),
             duration: spec.duration,
             workdir: workdir.to_path_buf(),
             port,
@@ -642,18 +770,10 @@ impl<'a> Runner<'a> {
                 source: std::io::Error::other(e.to_string()),
             })
         };
-        let limits = limits_for(&cell.shape, cell.placement, &self.config.cpus, disk.device)
-            .ok_or_else(|| PlatformError::LimitMismatch {
-                cgroup: tag.to_owned(),
-                detail: format!(
-                    "shape `{}` needs {} cpus but only {} are available",
-                    cell.shape.name, cell.shape.cpus, self.config.cpus
-                ),
-            })?;
-        let job = Job {
+        Ok(Job {
             platform: cell.platform.clone(),
             image: cell.platform.kind.needs_image().then(|| spec.image.clone()),
-            name: format!("exp{id}-pid{}/{tag}", std::process::id()),
+            name,
             argv: render(&w.command)?,
             prepare: w.prepare.as_deref().map(render).transpose()?,
             cleanup: w.cleanup.as_deref().map(render).transpose()?,
@@ -664,51 +784,52 @@ impl<'a> Runner<'a> {
                 .transpose()?
                 .map(|argv| (argv, port)),
             workdir: workdir.to_path_buf(),
-            limits: limits.clone(),
+            limits,
             timeout: spec.duration * 4 + Duration::from_secs(120),
             neighbours: None,
-        };
-        let mut job = job;
-        let mut calibration_note = None;
-        if let Some(level) = &cell.neighbour {
-            let (neighbours, subject, note) = self.neighbours(cell, level, &job, disk)?;
-            job.neighbours = Some(neighbours);
-            job.limits = subject;
-            calibration_note = note;
-        }
-        let mut execution = self.platform.execute(&job, self.interrupt)?;
-        execution.notes.extend(calibration_note);
-        let metrics = isolab_workloads::parse(
-            w.parser,
-            &RunOutput {
-                stdout: &execution.stdout,
-                stderr: &execution.stderr,
-                workdir,
-                wall: execution.wall,
-            },
-        )
-        .map(|ms| {
-            ms.into_iter()
-                .map(|m| MetricValue {
-                    name: m.name,
-                    unit: m.unit,
-                    direction: m.direction,
-                    value: m.value,
-                })
-                .collect()
-        })
-        .map_err(|e| format!("cannot parse the output of {}: {e}", w.name));
-        let limits = serde_json::json!({
-            "requested": job.limits,
-            "applied": execution.limits_applied,
-            "summary": crate::shape::describe_limits(&execution.limits_applied),
-        });
-        Ok(Done {
-            execution,
-            metrics,
-            limits,
         })
     }
+}
+
+/// The metrics of a run of several instances: each metric's sum over the instances
+/// when higher is better (aggregate throughput), its mean when lower is better
+/// (time or latency), and its mean per instance as `<name>_per_instance`. One
+/// instance's metrics are returned as they are.
+pub fn aggregate_instances(per_instance: &[Vec<MetricValue>]) -> Vec<MetricValue> {
+    let Some(first) = per_instance.first() else {
+        return Vec::new();
+    };
+    if per_instance.len() == 1 {
+        return first.clone();
+    }
+    let n = per_instance.len() as f64;
+    let mut out = Vec::new();
+    let mut per = Vec::new();
+    for m in first {
+        let values: Vec<f64> = per_instance
+            .iter()
+            .filter_map(|ms| ms.iter().find(|x| x.name == m.name).map(|x| x.value))
+            .collect();
+        if values.len() != per_instance.len() {
+            continue; // not every instance reported it
+        }
+        let sum: f64 = values.iter().sum();
+        let mean = sum / n;
+        out.push(MetricValue {
+            value: match m.direction {
+                isolab_stats::Direction::Higher => sum,
+                isolab_stats::Direction::Lower => mean,
+            },
+            ..m.clone()
+        });
+        per.push(MetricValue {
+            name: format!("{}_per_instance", m.name),
+            value: mean,
+            ..m.clone()
+        });
+    }
+    out.extend(per);
+    out
 }
 
 impl Runner<'_> {

@@ -344,10 +344,36 @@ pub enum PlatformError {
 }
 
 /// Something that can run jobs.
-pub trait Platform {
+pub trait Platform: Sync {
     /// Runs one job: creates the instance, applies and verifies the limits, runs the
     /// command with telemetry, and tears everything down, also on error.
     fn execute(&self, job: &Job, interrupt: &Interrupt) -> Result<Execution, PlatformError>;
+
+    /// Runs `jobs` at the same time, each as [`Platform::execute`] would (the
+    /// instances of one run of a scalability cell). Results are in `jobs` order.
+    fn execute_all(
+        &self,
+        jobs: &[Job],
+        interrupt: &Interrupt,
+    ) -> Vec<Result<Execution, PlatformError>> {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = jobs
+                .iter()
+                .map(|job| scope.spawn(move || self.execute(job, interrupt)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(PlatformError::Engine {
+                            engine: "isolab".into(),
+                            message: "an instance's thread panicked".into(),
+                        })
+                    })
+                })
+                .collect()
+        })
+    }
 
     /// Removes instances left behind by runs whose isolab process died (e.g. `kill -9`).
     /// Returns what was removed, one line each.

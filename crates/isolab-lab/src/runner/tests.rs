@@ -1,7 +1,7 @@
 //! The runner against a fake platform and an in-memory store: no processes, no root.
 
-use std::cell::RefCell;
 use std::collections::VecDeque;
+use std::sync::Mutex;
 
 use isolab_cgroups::Limits;
 
@@ -12,9 +12,9 @@ use crate::spec::{HostFacts, Source};
 /// Answers every job with a sysbench-like output whose events/s come from a queue
 /// (or a constant), and can trigger the interrupt at the n-th job.
 struct FakePlatform {
-    values: RefCell<VecDeque<f64>>,
+    values: Mutex<VecDeque<f64>>,
     constant: f64,
-    jobs: RefCell<Vec<Job>>,
+    jobs: Mutex<Vec<Job>>,
     interrupt_at: Option<usize>,
     fail_cell: Option<&'static str>,
 }
@@ -22,9 +22,9 @@ struct FakePlatform {
 impl FakePlatform {
     fn constant(v: f64) -> Self {
         FakePlatform {
-            values: RefCell::new(VecDeque::new()),
+            values: Mutex::new(VecDeque::new()),
             constant: v,
-            jobs: RefCell::new(Vec::new()),
+            jobs: Mutex::new(Vec::new()),
             interrupt_at: None,
             fail_cell: None,
         }
@@ -39,8 +39,8 @@ fn sysbench_output(events_per_second: f64) -> String {
 
 impl Platform for FakePlatform {
     fn execute(&self, job: &Job, interrupt: &Interrupt) -> Result<Execution, PlatformError> {
-        let n = self.jobs.borrow().len();
-        self.jobs.borrow_mut().push(job.clone());
+        let n = self.jobs.lock().unwrap().len();
+        self.jobs.lock().unwrap().push(job.clone());
         if self.interrupt_at == Some(n) {
             interrupt.trigger();
             return Err(PlatformError::Interrupted);
@@ -48,7 +48,8 @@ impl Platform for FakePlatform {
         let failing = self.fail_cell.is_some_and(|c| job.name.contains(c));
         let v = self
             .values
-            .borrow_mut()
+            .lock()
+            .unwrap()
             .pop_front()
             .unwrap_or(self.constant);
         Ok(Execution {
@@ -128,7 +129,8 @@ fn stable_cells_stop_at_min_and_warmups_are_not_counted() {
     // The limits were stored with each run; quota cells asked for 1 cpu of quota.
     let quota_job = platform
         .jobs
-        .borrow()
+        .lock()
+        .unwrap()
         .iter()
         .find(|j| j.limits.cpu.is_some())
         .cloned()
@@ -139,7 +141,8 @@ fn stable_cells_stop_at_min_and_warmups_are_not_counted() {
     );
     let pinned_job = platform
         .jobs
-        .borrow()
+        .lock()
+        .unwrap()
         .iter()
         .find(|j| j.limits.cpuset.is_some())
         .cloned()
@@ -159,7 +162,8 @@ fn noisy_cells_run_until_max_and_say_so() {
     let platform = FakePlatform::constant(0.0);
     platform
         .values
-        .borrow_mut()
+        .lock()
+        .unwrap()
         .extend([100.0, 200.0, 100.0, 200.0, 100.0]);
     let mut store = Store::open_in_memory().unwrap();
     let outcome = start(&platform, &mut store, &spec, dir.path());
@@ -183,7 +187,7 @@ fn rounds_are_shuffled_reproducibly() {
         let platform = FakePlatform::constant(1000.0);
         let mut store = Store::open_in_memory().unwrap();
         start(&platform, &mut store, seed_spec, dir.path());
-        let jobs = platform.jobs.borrow();
+        let jobs = platform.jobs.lock().unwrap();
         jobs.iter()
             .map(|j| j.name.rsplit('/').next().unwrap().to_owned())
             .collect::<Vec<_>>()
@@ -324,4 +328,59 @@ fn gc_removes_workdirs_of_dead_runners_only() {
 #[test]
 fn limits_default_is_unlimited() {
     assert_eq!(Limits::default().cpu, None);
+}
+
+#[test]
+fn instances_run_together_and_their_throughputs_add_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "[experiment]\nname = \"t\"\nseed = 7\nduration = \"1s\"\nrepetitions = { warmup = 0, min = 2, max = 2 }\n[matrix]\nshape = [\"medium\"]\nworkload = [\"sysbench-cpu\"]\nthreads = [2]\ninstances = [1, 3]\n";
+    let spec = ExperimentSpec::parse(
+        Source::new("t.toml", text),
+        &HostFacts {
+            cpus: "0-1".parse().unwrap(),
+        },
+    )
+    .unwrap();
+    let platform = FakePlatform::constant(100.0);
+    let mut store = Store::open_in_memory().unwrap();
+    let outcome = start(&platform, &mut store, &spec, dir.path());
+    assert_eq!(outcome.status, ExperimentStatus::Complete);
+    // 2 runs of the 1-instance cell, 2 runs of 3 instances each.
+    let jobs = platform.jobs.lock().unwrap();
+    assert_eq!(jobs.len(), 2 + 2 * 3);
+    let names: Vec<&str> = jobs.iter().map(|j| j.name.as_str()).collect();
+    assert!(names.iter().any(|n| n.ends_with("-i2")), "{names:?}");
+    // {threads} comes from the level, not from the shape.
+    assert!(
+        jobs[0].argv.contains(&"--threads=2".to_owned()),
+        "{:?}",
+        jobs[0].argv
+    );
+    drop(jobs);
+    let cells = store.cells(outcome.experiment).unwrap();
+    for run in store.runs(outcome.experiment).unwrap() {
+        let cell = cells.iter().find(|c| c.id == run.cell).unwrap();
+        let eps = |name: &str| run.metrics.iter().find(|m| m.name == name).map(|m| m.value);
+        if cell.key.contains("instances=3") {
+            assert_eq!(eps("events_per_second"), Some(300.0));
+            assert_eq!(eps("events_per_second_per_instance"), Some(100.0));
+        } else {
+            assert_eq!(eps("events_per_second"), Some(100.0));
+            assert_eq!(eps("events_per_second_per_instance"), None);
+        }
+    }
+}
+
+#[test]
+fn lower_is_better_metrics_of_instances_are_averaged() {
+    let m = |v: f64| MetricValue {
+        name: "total_time".into(),
+        unit: "s".into(),
+        direction: isolab_stats::Direction::Lower,
+        value: v,
+    };
+    let agg = aggregate_instances(&[vec![m(1.0)], vec![m(3.0)]]);
+    assert_eq!(agg[0].value, 2.0);
+    assert_eq!(agg[1].name, "total_time_per_instance");
+    assert_eq!(aggregate_instances(&[vec![m(5.0)]]), vec![m(5.0)]);
 }

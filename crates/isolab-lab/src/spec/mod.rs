@@ -31,15 +31,20 @@ pub const QUICK_START: &str = include_str!("quick-start.toml");
 pub const DEFAULT_IMAGE: &str = "/var/lib/isolab/images/bench";
 
 /// The factors a matrix may vary, in the order cells list them.
-pub const FACTORS: [&str; 7] = [
+pub const FACTORS: [&str; 9] = [
     "platform",
     "shape",
     "placement",
     "workload",
     "neighbour",
     "reservation",
+    "threads",
+    "instances",
     "replica",
 ];
+
+/// Most concurrent instances of a subject a cell may ask for.
+pub const MAX_INSTANCES: u32 = 512;
 
 /// Facts about the host that decide which cells are possible.
 #[derive(Debug, Clone)]
@@ -111,6 +116,17 @@ pub struct Cell {
     pub neighbour: Option<NeighbourLevel>,
     /// What protects the subject from it.
     pub reservation: Reservation,
+    /// Worker threads of the workload (`{threads}`); `None` = the shape's cpus.
+    pub threads: Option<u32>,
+    /// Concurrent instances of the subject, each in an instance of its own (1 = one).
+    pub instances: u32,
+}
+
+impl Cell {
+    /// `{threads}` of the workload: the `threads` level, else the shape's cpus.
+    pub fn thread_count(&self) -> u32 {
+        self.threads.unwrap_or(self.shape.cpus)
+    }
 }
 
 impl Cell {
@@ -439,16 +455,30 @@ impl Validator<'_> {
                 )
             })
         });
+        let count = |what: &str, max: u32, l: &str| match l.parse::<u32>() {
+            Ok(n) if (1..=max).contains(&n) => Ok(()),
+            _ => Err(format!(
+                "{what} must be a whole number from 1 to {max}, got `{l}`"
+            )),
+        };
+        let threads = self.levels("threads", matrix.threads, &["-"], |l| {
+            count("threads", 4096, l)
+        });
+        let instances = self.levels("instances", matrix.instances, &["1"], |l| {
+            count("instances", MAX_INSTANCES, l)
+        });
         // `replica` only labels repeated copies of the same configuration (an A/A design).
         let replicas = self.levels("replica", matrix.replica, &["1"], |_| Ok(()));
 
-        let all: [(&str, &Vec<Level>); 7] = [
+        let all: [(&str, &Vec<Level>); 9] = [
             ("platform", &platforms),
             ("shape", &shape_levels),
             ("placement", &placements),
             ("workload", &workload_levels),
             ("neighbour", &neighbours),
             ("reservation", &reservations),
+            ("threads", &threads),
+            ("instances", &instances),
             ("replica", &replicas),
         ];
         let factors: Vec<(String, Vec<String>)> = all
@@ -511,7 +541,7 @@ impl Validator<'_> {
         let sizes: Vec<usize> = all.iter().map(|(_, ls)| ls.len()).collect();
         let total: usize = sizes.iter().product();
         for n in 0..total {
-            let mut pick = [0usize; 7];
+            let mut pick = [0usize; 9];
             let mut rest = n;
             for i in (0..sizes.len()).rev() {
                 pick[i] = rest % sizes[i];
@@ -615,6 +645,8 @@ impl Validator<'_> {
                 workload: workloads[w.as_str()].clone(),
                 neighbour,
                 reservation,
+                threads: level(6).0.parse().ok(),
+                instances: level(7).0.parse().unwrap_or(1),
             });
         }
         if !self.errors.is_empty() {

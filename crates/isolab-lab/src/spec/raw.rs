@@ -83,6 +83,10 @@ pub(crate) struct RawMatrix {
     pub neighbour: Option<Spanned<Vec<Spanned<RawLevel>>>>,
     #[serde(default)]
     pub reservation: Option<Spanned<Vec<Spanned<RawLevel>>>>,
+    #[serde(default)]
+    pub threads: Option<Spanned<Vec<Spanned<RawLevel>>>>,
+    #[serde(default)]
+    pub instances: Option<Spanned<Vec<Spanned<RawLevel>>>>,
     /// Labels of repeated copies of the same configuration (A/A designs).
     #[serde(default)]
     pub replica: Option<Spanned<Vec<Spanned<RawLevel>>>>,

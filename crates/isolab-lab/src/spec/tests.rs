@@ -318,3 +318,25 @@ fn a_reservation_needs_cpus_left_for_the_neighbours() {
         parse(&text.replace("name = \"x\"", "name = \"x\"\nimpossible = \"skip\"")).unwrap();
     assert_eq!(skipped.cells.len(), 2);
 }
+
+#[test]
+fn threads_and_instances_are_counts() {
+    let spec = parse("[experiment]\nname = \"x\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\nthreads = [1, 4]\ninstances = [1, 128]\n").unwrap();
+    assert_eq!(spec.cells.len(), 4);
+    assert_eq!(spec.cells[3].thread_count(), 4);
+    assert_eq!(spec.cells[3].instances, 128);
+    assert_eq!(
+        spec.cells[3].key(),
+        "workload=sysbench-cpu threads=4 instances=128"
+    );
+    let errs = errors("[experiment]\nname = \"x\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\nthreads = [0]\ninstances = [\"many\", 1000]\n");
+    assert_eq!(errs.len(), 3, "{errs:?}");
+    assert!(
+        errs[0].contains("threads must be a whole number from 1 to 4096, got `0`"),
+        "{errs:?}"
+    );
+    assert!(
+        errs[2].contains("instances must be a whole number from 1 to 512, got `1000`"),
+        "{errs:?}"
+    );
+}
