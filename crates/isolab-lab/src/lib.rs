@@ -17,6 +17,7 @@
 pub mod environment;
 pub mod neighbour;
 pub mod platform;
+pub mod probe;
 pub mod reservation;
 pub mod runner;
 pub mod shape;

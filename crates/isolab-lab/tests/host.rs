@@ -9,6 +9,13 @@ use isolab_lab::platform::{ExitKind, Job, PlatformDef, PlatformError, PlatformKi
 use isolab_lab::{HostPlatform, HostPlatformConfig, Interrupt, Platform};
 
 fn platform(base: &str) -> Option<HostPlatform> {
+    platform_with(base, Some(isolab_lab::probe::ProbeConfig::default()))
+}
+
+fn platform_with(
+    base: &str,
+    probe: Option<isolab_lab::probe::ProbeConfig>,
+) -> Option<HostPlatform> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         eprintln!("skipped: the host platform needs root to create cgroups");
@@ -26,6 +33,7 @@ fn platform(base: &str) -> Option<HostPlatform> {
         proc_root: "/proc".into(),
         cgroup_base: PathBuf::from(base),
         sample_interval: Duration::from_millis(100),
+        probe,
     }))
 }
 
@@ -230,4 +238,63 @@ fn a_server_is_ready_before_the_command_and_stopped_after() {
     );
     drop(p);
     assert!(leftovers(&base).is_empty());
+}
+
+#[test]
+fn neighbours_run_beside_the_subject_and_a_latency_breach_aborts_the_run() {
+    use isolab_lab::platform::NeighbourJobs;
+    let base = format!("isolab-probetest-{}", std::process::id());
+    // A threshold no host meets: the probe must abort the run at once.
+    let strict = isolab_lab::probe::ProbeConfig {
+        interval: Duration::from_millis(10),
+        threshold: Duration::from_nanos(1),
+        sustained: Duration::ZERO,
+    };
+    let Some(p) = platform_with(&base, Some(strict)) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let interrupt = Interrupt::new().unwrap();
+    let mut j = job("aborted", &["sleep", "20"], dir.path(), Limits::default());
+    j.neighbours = Some(NeighbourJobs {
+        level: "cpu".into(),
+        instances: vec![vec!["sleep".into(), "30".into()]],
+        limits: Limits {
+            pids_max: Some(8),
+            ..Limits::default()
+        },
+        target_util_pct: None,
+        settle: Duration::from_millis(100),
+        network_servers: 0,
+    });
+    let started = std::time::Instant::now();
+    let err = p.execute(&j, &interrupt).unwrap_err();
+    assert!(matches!(err, PlatformError::Aborted { .. }), "{err}");
+    assert!(err.to_string().contains("keep the host usable"), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "the run was cut short"
+    );
+    drop(p);
+    assert!(leftovers(&base).is_empty(), "{:?}", leftovers(&base));
+
+    // With the default probe the same neighbour runs beside the subject and its
+    // cpu time and the probe's latencies are reported.
+    let Some(p) = platform(&base) else { return };
+    let mut j = job("beside", &["sleep", "0.3"], dir.path(), Limits::default());
+    j.neighbours = Some(NeighbourJobs {
+        level: "cpu".into(),
+        instances: vec![vec!["sh".into(), "-c".into(), "while :; do :; done".into()]],
+        limits: Limits::default(),
+        target_util_pct: None,
+        settle: Duration::from_millis(100),
+        network_servers: 0,
+    });
+    let e = p.execute(&j, &interrupt).unwrap();
+    assert!(e.exit.success());
+    assert!(telemetry(&e, "neighbours_cpu_s") > 0.1, "{:?}", e.telemetry);
+    assert_eq!(telemetry(&e, "neighbours"), 1.0);
+    assert!(telemetry(&e, "probe_samples") > 5.0, "{:?}", e.telemetry);
+    drop(p);
+    assert!(leftovers(&base).is_empty(), "{:?}", leftovers(&base));
 }

@@ -30,6 +30,7 @@ pub fn platform(hierarchy: Hierarchy) -> Platforms {
         proc_root: PathBuf::from("/proc"),
         cgroup_base: PathBuf::from(CGROUP_BASE),
         sample_interval: SAMPLE_INTERVAL,
+        probe: Some(isolab_lab::probe::ProbeConfig::default()),
     });
     Platforms::new(host, IsolabConfig::discover())
 }

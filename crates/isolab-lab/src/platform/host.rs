@@ -23,6 +23,9 @@ pub struct HostPlatformConfig {
     pub cgroup_base: PathBuf,
     /// Host utilisation sampling interval.
     pub sample_interval: Duration,
+    /// The host scheduling-latency probe that runs during every run and aborts a
+    /// run whose neighbours make the host unusable; `None` turns it off.
+    pub probe: Option<crate::probe::ProbeConfig>,
 }
 
 /// Largest part of a log kept with a run.
@@ -327,12 +330,26 @@ impl HostPlatform {
                     return Err(e.into());
                 }
             };
+            let probe = self.start_probe(job);
             let run = body(&cgroup);
             let stopped = neighbours.map(RunningNeighbours::stop);
+            let probed = probe.map(crate::probe::LatencyProbe::finish);
             let removed = cgroup.remove();
+            if let Some(report) = &probed {
+                if let Some(breach) = &report.breach {
+                    removed?;
+                    return Err(PlatformError::Aborted {
+                        reason: breach.to_string(),
+                    });
+                }
+            }
             let mut execution = run?;
             if let Some(stopped) = stopped {
                 stopped.describe(job, &mut execution);
+            }
+            if let Some(report) = probed {
+                execution.telemetry.extend(report.telemetry());
+                execution.notes.extend(report.warnings);
             }
             removed?;
             Ok(execution)
@@ -347,6 +364,28 @@ impl HostPlatform {
             }
         }
         result
+    }
+
+    /// Starts the latency probe for a run of `job`: on a breach it kills everything
+    /// in the run's cgroups (neighbours first), so that the run ends at once and
+    /// the caller reports it as aborted. `None` when the probe is off or cannot
+    /// start (a run without a probe is still a valid run).
+    fn start_probe(&self, job: &Job) -> Option<crate::probe::LatencyProbe> {
+        let config = self.config.probe?;
+        let hierarchy = self.config.hierarchy.clone();
+        let neighbours = job.neighbours.as_ref().map_or(0, |n| n.instances.len());
+        let mut paths: Vec<PathBuf> = (0..neighbours)
+            .map(|i| self.cgroup_path(&format!("{}-nb{i}", job.name)))
+            .collect();
+        paths.push(self.cgroup_path(&job.name));
+        let on_breach: crate::probe::OnBreach = Arc::new(move |_| {
+            for path in &paths {
+                if let Ok(c) = Cgroup::open(&hierarchy, path) {
+                    let _ = c.kill_all();
+                }
+            }
+        });
+        crate::probe::LatencyProbe::start(config, on_breach).ok()
     }
 
     /// Starts each neighbour instance of `job` in a cgroup of its own

@@ -322,6 +322,13 @@ pub enum PlatformError {
     /// Ctrl-C or SIGTERM arrived; the instance was torn down.
     #[error("interrupted by a signal; the instance was torn down")]
     Interrupted,
+    /// The latency probe found the host unusable during the run (its neighbours
+    /// starved the scheduler) and everything in the run was killed.
+    #[error("run aborted to keep the host usable: {reason}; lower the neighbours' intensity, add a reservation, or raise the probe's threshold")]
+    Aborted {
+        /// What the probe saw.
+        reason: String,
+    },
     /// The engine could not run the instance (its own error, not the workload's).
     #[error("{engine} failed: {message}")]
     Engine {
