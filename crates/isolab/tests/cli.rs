@@ -549,3 +549,94 @@ fn the_isolab_platform_runs_workloads_in_containers_with_limits_read_back() {
         .collect();
     assert!(leftovers.is_empty(), "runtime leftovers: {leftovers:?}");
 }
+
+const ISOLATION: &str = r#"[experiment]
+name = "isolation"
+seed = 5
+repetitions = { warmup = 0, min = 2, max = 2, target_cv = 0.5 }
+duration = "1s"
+
+[matrix]
+shape = ["medium"]
+placement = ["quota"]
+workload = ["sysbench-cpu"]
+neighbour = ["none", "cpu@90%", "fork", "network"]
+reservation = ["none", "cpuset"]
+"#;
+
+/// Network namespaces of isolab's neighbours.
+fn neighbour_namespaces() -> Vec<String> {
+    std::fs::read_dir("/run/netns")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n.starts_with("isolab-nb"))
+        .collect()
+}
+
+#[test]
+fn a_short_isolation_experiment_measures_degradation_and_leaves_nothing() {
+    let Some(guard) = CgroupTest::start() else {
+        return;
+    };
+    let namespaces_before = neighbour_namespaces();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("i.db");
+    let spec = write_spec(dir.path(), "isolation.toml", ISOLATION);
+    let out = run(isolab()
+        .arg("--db")
+        .arg(&db)
+        .args(["run", "--no-report", "--workdir"])
+        .arg(dir.path().join("work"))
+        .arg(&spec));
+    let stdout = text(&out.stdout);
+    assert!(
+        out.status.success(),
+        "stdout {stdout}\nstderr {}",
+        text(&out.stderr)
+    );
+    // The seed-001 table: scenarios as rows, the workload as the column.
+    for row in ["90%U (cpu)", "90%URR (cpu, cpuset)", "fork", "network, cpuset"] {
+        assert!(
+            stdout.lines().any(|l| l.starts_with(row)),
+            "no row {row}: {stdout}"
+        );
+    }
+    assert!(stdout.contains("isolation degradation"), "{stdout}");
+
+    let store = isolab_store::Store::open(&db).unwrap();
+    let id = store.resolve("isolation").unwrap();
+    let cells = store.cells(id).unwrap();
+    let runs = store.runs(id).unwrap();
+    assert_eq!(runs.len(), 8 * 2);
+    for run in &runs {
+        let cell = cells.iter().find(|c| c.id == run.cell).unwrap();
+        assert!(run.is_counted(), "{}: {:?}", cell.key, run.error);
+        let t = |name: &str| run.telemetry.iter().find(|(n, _)| n == name).map(|(_, v)| *v);
+        assert!(t("sched_latency_p99_ms").is_some(), "{}: probe", cell.key);
+        if cell.key.contains("neighbour=none") {
+            assert_eq!(t("neighbours"), None, "{}", cell.key);
+            continue;
+        }
+        assert!(t("neighbours").is_some_and(|n| n >= 1.0), "{}", cell.key);
+        assert!(t("neighbours_cpu_s").is_some_and(|c| c > 0.0), "{}", cell.key);
+        if cell.key.contains("cpu@90%") {
+            // Target and achieved are stored; a miss by more than 5 points is noted.
+            assert_eq!(t("neighbour_target_util_pct"), Some(90.0), "{}", cell.key);
+            let achieved = t("neighbour_achieved_util_pct").unwrap();
+            let noted = run.notes.iter().any(|n| n.contains("off target"));
+            assert_eq!(noted, (achieved - 90.0).abs() > 5.0, "{}: {achieved}", cell.key);
+            eprintln!("{}: host utilisation {achieved:.1}% for a 90% target", cell.key);
+        }
+        if cell.key.contains("reservation=cpuset") {
+            assert_eq!(run.limits["applied"]["cpuset"], "1", "{}", cell.key);
+        }
+    }
+    guard.assert_nothing_leaked("cgroups left");
+    let namespaces: Vec<String> = neighbour_namespaces()
+        .into_iter()
+        .filter(|n| !namespaces_before.contains(n))
+        .collect();
+    assert!(namespaces.is_empty(), "namespaces left: {namespaces:?}");
+}
