@@ -4,7 +4,8 @@
 //! Sections appear when the data has them: summary, overhead against the baseline
 //! (table and, with shapes or placements, the seed-002 grid of grouped bars), the
 //! seed-001 isolation table and chart (degradation with a neighbour against without,
-//! when the factor `neighbour` is varied), the seed-000 regression histogram of every baseline comparison, time series of host
+//! when the factor `neighbour` is varied), scalability over `threads` or `instances`
+//! (tables, Amdahl and USL fits, charts with bootstrap bands), the seed-000 regression histogram of every baseline comparison, time series of host
 //! utilisation, data quality, environment and the spec.
 
 use std::fmt::Write as _;
@@ -76,6 +77,7 @@ pub fn html(data: &ExperimentData, analysis: &Analysis) -> String {
     if let Some(t) = &analysis.isolation {
         isolation_section(&mut out, t);
     }
+    scalability_section(&mut out, &analysis.scalability);
     histogram_section(&mut out, &analysis.comparisons);
     time_series_section(&mut out, data);
     quality_section(&mut out, analysis);
@@ -386,6 +388,73 @@ pub fn isolation_chart(t: &IsolationTable) -> BarChart {
             width: (160 + per_category * t.rows.len() as u32).clamp(640, 1400),
             height: 420,
         },
+    }
+}
+
+/// Throughput over `threads` and `instances`: per factor, the table of levels, one line
+/// per curve with both fits, and one chart per curve.
+fn scalability_section(out: &mut String, curves: &[crate::ScalingCurve]) {
+    if curves.is_empty() {
+        return;
+    }
+    out.push_str("<h2>Scalability</h2>\n");
+    for factor in crate::scalability::FACTORS {
+        let of: Vec<&crate::ScalingCurve> = curves.iter().filter(|c| c.factor == factor).collect();
+        if of.is_empty() {
+            continue;
+        }
+        let per_instance = of
+            .iter()
+            .any(|c| c.points.iter().any(|p| p.per_instance.is_some()));
+        let _ = write!(
+            out,
+            "<h3>Over {f}</h3>\n<p class=note>{}. Click a column to sort.</p>\n<table class=sortable><thead><tr><th>group</th><th>throughput</th><th>{f}</th><th>n</th><th>mean</th><th>±95% CI</th><th>speedup</th><th>efficiency</th>{}</tr></thead><tbody>\n",
+            esc(&crate::scalability::title(factor)),
+            if per_instance { "<th>per instance</th>" } else { "" },
+            f = esc(factor),
+        );
+        for c in &of {
+            for p in &c.points {
+                let dash = || "-".to_owned();
+                let _ = writeln!(
+                    out,
+                    "<tr><td>{}</td><td>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n data-v=\"{}\">{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td>{}</tr>",
+                    esc(&c.group_label),
+                    esc(&c.label()),
+                    p.n,
+                    p.runs,
+                    p.mean,
+                    num(p.mean),
+                    p.ci.map_or_else(dash, |ci| num((ci.high - ci.low) / 2.0)),
+                    p.speedup.map_or_else(dash, |s| format!("{s:.2}×")),
+                    p.efficiency.map_or_else(dash, |e| format!("{:.0}%", e * 100.0)),
+                    if per_instance {
+                        format!("<td class=n>{}</td>", p.per_instance.map_or_else(dash, num))
+                    } else {
+                        String::new()
+                    },
+                );
+            }
+        }
+        out.push_str("</tbody></table>\n<ul class=fits>");
+        for c in &of {
+            let _ = write!(
+                out,
+                "<li><b>{} · {}</b>: {}</li>",
+                esc(&c.group_label),
+                esc(&c.metric),
+                esc(&c.fit_line())
+            );
+        }
+        out.push_str("</ul>\n<p class=note>Charts: points are the mean throughput of the runs with its 95% CI; the solid line is the preferred model (lower AIC) over its shaded bootstrap band, the dashed line the other model, the dotted line linear scaling from X(1).</p>\n<div class=charts>\n");
+        for c in &of {
+            let _ = writeln!(
+                out,
+                "<figure>{}</figure>",
+                plots::scaling(&crate::scalability::chart(c))
+            );
+        }
+        out.push_str("</div>\n");
     }
 }
 

@@ -9,6 +9,8 @@
 //!   histogram.
 //! - [`isolation`]: seed 001's isolation table ([`IsolationTable`]): degradation with a
 //!   neighbour against the same cell without one, rows 90%U, FU, 90%URR, FURR.
+//! - [`scalability`]: throughput over `threads` or `instances` ([`ScalingCurve`]) with
+//!   Amdahl and USL fits, bootstrap intervals and charts.
 //! - [`quality`]: the data-quality section of every report.
 //! - [`html`]: a self-contained HTML report (inline CSS and SVG, no network).
 
@@ -18,10 +20,12 @@ pub mod html;
 pub mod isolation;
 pub mod plots;
 pub mod quality;
+pub mod scalability;
 pub mod summary;
 pub mod table;
 
 pub use isolation::{isolation_table, ColumnKey, IsolationEntry, IsolationRow, IsolationTable};
+pub use scalability::{scalability, ScalingCurve, ScalingPoint, Throughput};
 pub use summary::{summarize, ExperimentData, MetricRow, SummaryOptions};
 
 /// Everything a report shows about one experiment.
@@ -36,6 +40,9 @@ pub struct Analysis {
     /// Seed 001's isolation table, when the factor `neighbour` is varied (primary
     /// metrics only).
     pub isolation: Option<IsolationTable>,
+    /// Throughput over `threads` or `instances` with Amdahl and USL fits, when either
+    /// factor is varied (primary metrics only).
+    pub scalability: Vec<ScalingCurve>,
     /// Data quality.
     pub quality: quality::Quality,
     /// The baseline and primary metrics used.
@@ -55,11 +62,13 @@ pub fn analyse(
     summary::attach_verdicts(&mut rows, &comparisons);
     let quality = quality::quality(data, &options.primary);
     let isolation = isolation_table(&rows, |r| options.is_primary(r));
+    let scalability = scalability(data, &rows, &options);
     Analysis {
         factors: factor_names(data),
         rows,
         comparisons,
         isolation,
+        scalability,
         quality,
         options,
     }

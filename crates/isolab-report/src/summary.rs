@@ -185,11 +185,18 @@ pub fn summarize(data: &ExperimentData, options: &SummaryOptions) -> Vec<MetricR
             }
         }
         if names.is_empty() {
-            // No counted run: still show the cell, so that failures are visible.
+            // No counted run: still show the cell, so that failures are visible, with
+            // the metric's unit and direction from the cells that have it.
+            let name = primary.cloned().unwrap_or_else(|| "-".into());
+            let known = data
+                .runs
+                .iter()
+                .flat_map(|r| &r.metrics)
+                .find(|m| m.name == name);
             names.push((
-                primary.cloned().unwrap_or_else(|| "-".into()),
-                String::new(),
-                Direction::Lower,
+                name,
+                known.map(|m| m.unit.clone()).unwrap_or_default(),
+                known.map_or(Direction::Lower, |m| m.direction),
             ));
         }
         for (name, unit, direction) in names {

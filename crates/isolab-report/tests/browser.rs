@@ -3,8 +3,8 @@
 //!
 //! Skipped, with the reason printed, when `/usr/bin/chromium` (or `$ISOLAB_CHROMIUM`) is
 //! missing (`apt-get install -y chromium`). Set `ISOLAB_PLOTS_SCREENSHOT=/some/file.png` (or
-//! `ISOLAB_REPORT_SCREENSHOT`, `ISOLAB_ISOLATION_SCREENSHOT` for the reports) to keep the
-//! screenshot.
+//! `ISOLAB_REPORT_SCREENSHOT`, `ISOLAB_ISOLATION_SCREENSHOT`,
+//! `ISOLAB_SCALABILITY_SCREENSHOT` for the reports) to keep the screenshot.
 
 mod experiment;
 mod fixtures;
@@ -15,13 +15,26 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use isolab_report::plots::{grouped_bars, histogram, lines, time_series, BarChart};
+use isolab_report::plots::{
+    grouped_bars, histogram, lines, scaling, time_series, BarChart, ScalingChart,
+};
+
+/// The scalability chart of the isolab curve of the synthetic scalability experiment.
+fn scaling_chart() -> ScalingChart {
+    let (_store, data) = experiment::scalability_experiment();
+    let analysis = isolab_report::analyse(
+        &data,
+        experiment::scalability_options(&data),
+        &isolab_report::compare::CompareOptions::default(),
+    );
+    isolab_report::scalability::chart(&analysis.scalability[1])
+}
 
 /// Debian's Chromium; `ISOLAB_CHROMIUM` overrides it (e.g. to check the skip path).
 const CHROMIUM: &str = "/usr/bin/chromium";
 const TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The page: the four charts, one "no data" chart, and a script that throws (a console
+/// The page: the five charts, one "no data" chart, and a script that throws (a console
 /// error the test catches) if a chart did not become an SVG element with a size.
 fn page() -> String {
     let charts = [
@@ -29,6 +42,7 @@ fn page() -> String {
         histogram(&fixtures::histogram()),
         lines(&fixtures::lines()),
         time_series(&fixtures::time_series()),
+        scaling(&scaling_chart()),
         grouped_bars(&BarChart {
             title: "an empty chart".into(),
             ..BarChart::default()
@@ -144,7 +158,7 @@ fn charts_render_in_headless_chromium() {
     // The page's script ran and its console output reached us, so errors would have too.
     assert!(
         log.lines()
-            .any(|l| l.contains("CONSOLE") && l.contains("isolab-plots: 5 charts rendered")),
+            .any(|l| l.contains("CONSOLE") && l.contains("isolab-plots: 6 charts rendered")),
         "the page's console message is missing from Chromium's log:\n{log}"
     );
     if let Some(keep) = std::env::var_os("ISOLAB_PLOTS_SCREENSHOT") {
@@ -198,6 +212,32 @@ fn the_isolation_report_renders_in_headless_chromium() {
         "the report's console message is missing:\n{log}"
     );
     if let Some(keep) = std::env::var_os("ISOLAB_ISOLATION_SCREENSHOT") {
+        fs::copy(&shot, &keep).expect("copy screenshot");
+        eprintln!("screenshot copied to {}", Path::new(&keep).display());
+    }
+}
+
+#[test]
+fn the_scalability_report_renders_in_headless_chromium() {
+    let (_store, data) = experiment::scalability_experiment();
+    let analysis = isolab_report::analyse(
+        &data,
+        experiment::scalability_options(&data),
+        &isolab_report::compare::CompareOptions::default(),
+    );
+    assert_eq!(analysis.scalability.len(), 2);
+    let page = isolab_report::html::html(&data, &analysis);
+    assert!(page.contains("<h2>Scalability</h2>"));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let Some((log, shot)) = render(&page, "1400,3000", dir.path()) else {
+        return;
+    };
+    assert!(
+        log.lines()
+            .any(|l| l.contains("CONSOLE") && l.contains("isolab-report: ready")),
+        "the report's console message is missing:\n{log}"
+    );
+    if let Some(keep) = std::env::var_os("ISOLAB_SCALABILITY_SCREENSHOT") {
         fs::copy(&shot, &keep).expect("copy screenshot");
         eprintln!("screenshot copied to {}", Path::new(&keep).display());
     }

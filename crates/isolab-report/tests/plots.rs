@@ -194,3 +194,27 @@ fn output_is_deterministic() {
     );
     assert_eq!(lines(&fixtures::lines()), lines(&fixtures::lines()));
 }
+
+mod experiment;
+
+#[test]
+fn scaling_snapshot() {
+    let (_store, data) = experiment::scalability_experiment();
+    let analysis = isolab_report::analyse(
+        &data,
+        experiment::scalability_options(&data),
+        &isolab_report::compare::CompareOptions::default(),
+    );
+    let chart = isolab_report::scalability::chart(&analysis.scalability[1]);
+    let svg = isolab_report::plots::scaling(&chart);
+    check_svg(&svg, &chart.title);
+    assert!(svg.contains("class=\"plot-band\""));
+    assert!(svg.contains("class=\"plot-fit plot-preferred\""));
+    assert!(svg.contains("class=\"plot-fit plot-other\""));
+    assert!(svg.contains("class=\"plot-reference\""));
+    assert_eq!(svg.matches("class=\"plot-point\"").count(), 5);
+    insta::assert_snapshot!("scaling", svg);
+    let empty = isolab_report::plots::scaling(&isolab_report::plots::ScalingChart::default());
+    check_svg(&empty, "");
+    assert!(empty.contains(">no data</text>"));
+}

@@ -205,3 +205,115 @@ fn html_report_of_an_isolation_experiment() {
     assert!(svg.contains("90%URR (cpu, cpuset)"));
     insta::assert_snapshot!("isolation_chart", svg);
 }
+
+fn scalability_analysis() -> (isolab_report::ExperimentData, isolab_report::Analysis) {
+    let (_store, data) = experiment::scalability_experiment();
+    let analysis = analyse(
+        &data,
+        experiment::scalability_options(&data),
+        &CompareOptions::default(),
+    );
+    (data, analysis)
+}
+
+#[test]
+fn scalability_fits_and_table() {
+    let (_data, analysis) = scalability_analysis();
+    let curves = &analysis.scalability;
+    // threads is varied (5 levels) on 2 platforms; instances is not (a single level).
+    assert_eq!(curves.len(), 2);
+    assert!(curves.iter().all(|c| c.factor == "threads"));
+    assert_eq!(curves[0].group_label, "platform=host");
+    for (c, (sigma, kappa)) in curves.iter().zip([(0.04, 0.003), (0.06, 0.006)]) {
+        assert_eq!(c.points.len(), 5);
+        assert!(
+            c.points.iter().all(|p| p.runs == 5),
+            "warm-ups are not counted"
+        );
+        let comparison = c.comparison.expect("5 levels: a fit");
+        let usl = comparison.usl;
+        assert!((usl.lambda - 1000.0).abs() < 60.0, "{usl:?}");
+        assert!((usl.sigma - sigma).abs() < 0.04, "{usl:?}");
+        assert!((usl.kappa - kappa).abs() < 0.003, "{usl:?}");
+        let b = c.bootstrap.as_ref().expect("a bootstrap");
+        assert_eq!(b.resamples, isolab_report::scalability::RESAMPLES);
+        assert!(
+            b.lambda.low < 1000.0 && 1000.0 < b.lambda.high,
+            "{:?}",
+            b.lambda
+        );
+    }
+    // isolab is retrograde at 16 threads: the USL is preferred, with a peak near 12.
+    let isolab = &curves[1];
+    let c = isolab.comparison.unwrap();
+    assert_eq!(c.preferred, isolab_stats::ScalingModel::Usl, "{c:?}");
+    let peak = c.usl.peak.unwrap();
+    assert!((peak - 12.1).abs() < 3.0, "peak {peak}");
+    // Seeded by the experiment's seed: the same analysis gives the same intervals.
+    let (_d, again) = scalability_analysis();
+    assert_eq!(again.scalability, analysis.scalability);
+    let table = isolab_report::scalability::render(curves, false);
+    insta::assert_snapshot!("scalability_table", table);
+    // JSON carries the curves (without the replicates).
+    let json = serde_json::to_value(&analysis).unwrap();
+    let s = &json["scalability"];
+    assert_eq!(s.as_array().unwrap().len(), 2);
+    assert_eq!(s[1]["comparison"]["preferred"], "usl");
+    assert_eq!(s[1]["points"][4]["n"], 16.0);
+    assert!(s[1]["bootstrap"]["kappa"]["low"].is_number());
+    assert!(s[1]["bootstrap"].get("replicates").is_none());
+    assert_eq!(s[1]["band"].as_array().unwrap().len(), 64);
+}
+
+#[test]
+fn scalability_over_instances_shows_per_instance_means() {
+    let (_store, data) = experiment::instances_experiment();
+    let analysis = analyse(
+        &data,
+        experiment::scalability_options(&data),
+        &CompareOptions::default(),
+    );
+    let curves = &analysis.scalability;
+    assert_eq!(curves.len(), 1);
+    let c = &curves[0];
+    assert_eq!(c.factor, "instances");
+    assert_eq!(c.metric, "events_per_second");
+    assert_eq!(c.points[0].per_instance, None);
+    let p8 = c.points[3];
+    assert!(
+        (p8.per_instance.unwrap() - p8.mean / 8.0).abs() < 1e-9,
+        "{p8:?}"
+    );
+    let amdahl = c.comparison.unwrap().amdahl;
+    assert!((amdahl.sigma - 0.1).abs() < 0.03, "{amdahl:?}");
+    let table = isolab_report::scalability::render(curves, false);
+    assert!(table.contains("per instance"), "{table}");
+    assert!(table.starts_with("scalability over instances"), "{table}");
+}
+
+#[test]
+fn html_report_of_a_scalability_experiment() {
+    let (data, analysis) = scalability_analysis();
+    let page = html::html(&data, &analysis);
+    let section = page
+        .split("<h2>Scalability</h2>")
+        .nth(1)
+        .and_then(|s| s.split("<h2>").next())
+        .expect("a Scalability section");
+    assert!(section.contains("<h3>Over threads</h3>"));
+    assert!(section.contains("<table class=sortable>"));
+    assert_eq!(section.matches("<svg").count(), 2, "one chart per curve");
+    assert!(section.contains("preferred: USL (ΔAIC"));
+    let svg =
+        isolab_report::plots::scaling(&isolab_report::scalability::chart(&analysis.scalability[1]));
+    assert!(section.contains(&svg));
+    // Experiments without threads or instances have no such section.
+    let (_store, plain) = experiment::experiment();
+    let a = analyse(
+        &plain,
+        experiment::options(&plain),
+        &CompareOptions::default(),
+    );
+    assert!(a.scalability.is_empty());
+    assert!(!html::html(&plain, &a).contains("<h2>Scalability</h2>"));
+}

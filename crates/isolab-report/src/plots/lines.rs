@@ -91,12 +91,12 @@ struct Drawable<'a> {
     fit: Vec<(f64, f64)>,
 }
 
-fn usable_x(x: f64, scale: XScale) -> bool {
+pub(super) fn usable_x(x: f64, scale: XScale) -> bool {
     x.is_finite() && (scale == XScale::Linear || x > 0.0)
 }
 
 /// x in axis space: the value itself, or its base-2 logarithm.
-fn to_axis(x: f64, scale: XScale) -> f64 {
+pub(super) fn to_axis(x: f64, scale: XScale) -> f64 {
     match scale {
         XScale::Linear => x,
         XScale::Log2 => x.log2(),
@@ -237,7 +237,7 @@ pub fn lines(chart: &LineChart) -> String {
 
 /// Ticks at powers of two (every other one, every third, … when there would be more than
 /// ten).
-fn log2_axis(lo: f64, hi: f64, desc: &str) -> Axis {
+pub(super) fn log2_axis(lo: f64, hi: f64, desc: &str) -> Axis {
     let (mut k_lo, mut k_hi) = (lo.log2().floor(), hi.log2().ceil());
     if !k_lo.is_finite() || !k_hi.is_finite() {
         (k_lo, k_hi) = (0.0, 1.0);

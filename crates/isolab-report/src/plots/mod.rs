@@ -11,6 +11,7 @@
 //! | [`grouped_bars`] | [`BarChart`] | seed 002: a value per category and group (overhead ratio per shape, quota vs pinned) with CI whiskers, verdict markers and a reference line |
 //! | [`histogram`] | [`HistogramChart`] | seed 000: regression % binned, counts above the bars, lines at 0, the mean and percentiles |
 //! | [`lines`] | [`LineChart`] | scalability: series of (x, y) with CI bands and dashed fitted curves, linear or log2 x |
+//! | [`scaling`] | [`ScalingChart`] | one scalability curve: measured means with CI whiskers, the preferred model with its bootstrap band, the other model dashed, linear scaling dotted |
 //! | [`time_series`] | [`TimeSeriesChart`] | telemetry of one run over time (per-core utilisation), thin lines, no markers |
 //!
 //! What every chart shares: a bold title, axis labels that carry their unit (the caller
@@ -34,11 +35,13 @@ mod bars;
 mod canvas;
 mod histogram;
 mod lines;
+mod scaling;
 mod time_series;
 
 pub use bars::{grouped_bars, Bar, BarChart};
 pub use histogram::{histogram, HistogramBin, HistogramChart, Percentile};
 pub use lines::{lines, Fit, LineChart, LinePoint, LineSeries, XScale};
+pub use scaling::{scaling, BandSample, ScalingChart};
 pub use time_series::{time_series, TimeSample, TimeSeries, TimeSeriesChart};
 
 /// The Okabe-Ito colour-blind-safe palette (Okabe & Ito 2008, "Color Universal Design"),

@@ -1,6 +1,8 @@
 //! A synthetic stored experiment with deterministic values: 2 shapes × 3 placements
 //! × 2 workloads, 8 counted runs per cell, a warm-up and one time series per run.
 
+#![allow(dead_code)]
+
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use isolab_report::ExperimentData;
@@ -285,6 +287,191 @@ pub fn isolation_options(data: &ExperimentData) -> isolab_report::SummaryOptions
                     },
                 )
             })
+            .collect(),
+        all_metrics: false,
+    }
+}
+
+pub const SCALABILITY_SPEC: &str = "[experiment]\nname = \"scalability\"\nseed = 11\n[matrix]\nplatform = [\"host\", \"isolab\"]\nworkload = [\"sysbench-cpu\"]\nthreads = [1, 2, 4, 8, 16]\ninstances = [1]\n";
+
+/// USL throughput λN / (1 + σ(N − 1) + κN(N − 1)).
+pub fn usl(lambda: f64, sigma: f64, kappa: f64, n: f64) -> f64 {
+    lambda * n / (1.0 + sigma * (n - 1.0) + kappa * n * (n - 1.0))
+}
+
+/// Relative noise of run `rep` of cell `cell` (deterministic, within ±3%).
+fn scaling_noise(cell: usize, rep: u32) -> f64 {
+    const PATTERN: [f64; 7] = [0.012, -0.021, 0.004, 0.027, -0.009, -0.016, 0.019];
+    PATTERN[(cell * 3 + rep as usize) % PATTERN.len()]
+}
+
+/// Stores cells with `levels` and, per cell, `runs` counted runs (after a warm-up) whose
+/// metrics come from `metrics(cell, levels, rep)`.
+fn store_cells(
+    name: &str,
+    spec: &str,
+    seed: u64,
+    cells: Vec<Vec<(String, String)>>,
+    metrics: impl Fn(usize, &[(String, String)], u32) -> Vec<MetricValue>,
+) -> (Store, ExperimentData) {
+    let mut store = Store::open_in_memory().unwrap();
+    let new_cells: Vec<NewCell> = cells
+        .into_iter()
+        .enumerate()
+        .map(|(i, levels)| NewCell {
+            index: i as u32,
+            key: levels
+                .iter()
+                .map(|(f, l)| format!("{f}={l}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+            levels,
+        })
+        .collect();
+    let id = store
+        .create_experiment(&NewExperiment {
+            name: name.into(),
+            spec_toml: spec.into(),
+            spec_path: Some(format!("{name}.toml")),
+            seed,
+            isolab_version: "test".into(),
+            created_at: UNIX_EPOCH + Duration::from_secs(1_800_000_000),
+            cells: new_cells.clone(),
+            environment: vec![("kernel".into(), "6.18-test".into())],
+        })
+        .unwrap();
+    let stored = store.cells(id).unwrap();
+    for (i, cell) in stored.iter().enumerate() {
+        for rep in 0..6u32 {
+            store
+                .insert_run(&NewRun {
+                    cell: cell.id,
+                    repetition: rep.max(1),
+                    warmup: rep == 0,
+                    round: rep,
+                    status: RunStatus::Ok,
+                    exit_code: Some(0),
+                    started_at: SystemTime::UNIX_EPOCH,
+                    wall: Duration::from_secs(4),
+                    stdout: String::new(),
+                    stderr: String::new(),
+                    error: None,
+                    limits: serde_json::json!({ "summary": "none" }),
+                    metrics: metrics(i, &new_cells[i].levels, rep),
+                    telemetry: vec![],
+                    series: vec![],
+                    notes: vec![],
+                })
+                .unwrap();
+        }
+        store
+            .set_stop_reason(cell.id, "max: 5 runs reached")
+            .unwrap();
+    }
+    store
+        .set_status(
+            id,
+            ExperimentStatus::Complete,
+            UNIX_EPOCH + Duration::from_secs(1_800_000_100),
+        )
+        .unwrap();
+    let data = ExperimentData::load(&store, id).unwrap();
+    (store, data)
+}
+
+fn levels_of(pairs: &[(&str, String)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(f, l)| ((*f).to_owned(), l.clone()))
+        .collect()
+}
+
+/// A synthetic scalability experiment (seed 001 chapter 6, scaled down): 2 platforms ×
+/// threads 1, 2, 4, 8, 16, one instance, 5 counted runs per cell after a warm-up, ±3%
+/// noise. sysbench-cpu's events/s follow the USL with λ = 1000 and σ = 0.04, κ = 0.003
+/// on the host (peak at N* ≈ 17.9) and σ = 0.06, κ = 0.006 in isolab (N* ≈ 12.1,
+/// retrograde at 16).
+pub fn scalability_experiment() -> (Store, ExperimentData) {
+    let mut cells = Vec::new();
+    for platform in ["host", "isolab"] {
+        for threads in [1, 2, 4, 8, 16] {
+            cells.push(levels_of(&[
+                ("platform", platform.to_owned()),
+                ("workload", "sysbench-cpu".to_owned()),
+                ("threads", threads.to_string()),
+                ("instances", "1".to_owned()),
+            ]));
+        }
+    }
+    store_cells(
+        "scalability",
+        SCALABILITY_SPEC,
+        11,
+        cells,
+        |i, levels, rep| {
+            let n: f64 = levels[2].1.parse().unwrap();
+            let (sigma, kappa) = if levels[0].1 == "host" {
+                (0.04, 0.003)
+            } else {
+                (0.06, 0.006)
+            };
+            vec![MetricValue {
+                name: "events_per_second".into(),
+                unit: "events/s".into(),
+                direction: Direction::Higher,
+                value: usl(1000.0, sigma, kappa, n) * (1.0 + scaling_noise(i, rep)),
+            }]
+        },
+    )
+}
+
+/// 1, 2, 4 and 8 concurrent instances of sysbench-cpu: the aggregate events/s (sum over
+/// instances, Amdahl with σ = 0.1) and the per-instance mean, 5 runs per cell.
+pub fn instances_experiment() -> (Store, ExperimentData) {
+    let cells = [1, 2, 4, 8]
+        .iter()
+        .map(|n| {
+            levels_of(&[
+                ("workload", "sysbench-cpu".to_owned()),
+                ("instances", n.to_string()),
+            ])
+        })
+        .collect();
+    store_cells(
+        "instances",
+        "[experiment]\nname = \"instances\"\n",
+        3,
+        cells,
+        |i, levels, rep| {
+            let n: f64 = levels[1].1.parse().unwrap();
+            let total = usl(500.0, 0.1, 0.0, n) * (1.0 + scaling_noise(i, rep));
+            let mut m = vec![MetricValue {
+                name: "events_per_second".into(),
+                unit: "events/s".into(),
+                direction: Direction::Higher,
+                value: total,
+            }];
+            if n > 1.0 {
+                m.push(MetricValue {
+                    name: "events_per_second_per_instance".into(),
+                    unit: "events/s".into(),
+                    direction: Direction::Higher,
+                    value: total / n,
+                });
+            }
+            m
+        },
+    )
+}
+
+/// No baseline, events/s primary.
+pub fn scalability_options(data: &ExperimentData) -> isolab_report::SummaryOptions {
+    isolab_report::SummaryOptions {
+        baseline: Vec::new(),
+        primary: data
+            .cells
+            .iter()
+            .map(|c| (c.index, "events_per_second".to_string()))
             .collect(),
         all_metrics: false,
     }

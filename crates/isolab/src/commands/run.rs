@@ -146,6 +146,13 @@ pub fn run(db: &Path, args: RunArgs) -> Result<Exit> {
             println!();
             print!("{}", isolation.render(super::color()));
         }
+        if !analysis.scalability.is_empty() {
+            println!();
+            print!(
+                "{}",
+                isolab_report::scalability::render(&analysis.scalability, super::color())
+            );
+        }
         for line in isolab_report::quality::quality_lines(&analysis.quality) {
             println!("{line}");
         }

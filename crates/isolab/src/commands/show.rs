@@ -33,6 +33,7 @@ pub fn show(db: &Path, args: ShowArgs) -> Result<Exit> {
                 "comparisons": analysis.comparisons,
                 "quality": analysis.quality,
                 "isolation": analysis.isolation,
+                "scalability": analysis.scalability,
                 "interruptions": data.interruptions.len(),
             }))?
         );
@@ -60,6 +61,13 @@ pub fn show(db: &Path, args: ShowArgs) -> Result<Exit> {
     if let Some(isolation) = &analysis.isolation {
         println!();
         print!("{}", isolation.render(super::color()));
+    }
+    if !analysis.scalability.is_empty() {
+        println!();
+        print!(
+            "{}",
+            isolab_report::scalability::render(&analysis.scalability, super::color())
+        );
     }
     for line in isolab_report::quality::quality_lines(&analysis.quality) {
         println!("{line}");
