@@ -185,7 +185,10 @@ pub struct Runner<'a> {
     /// Cpus each subject uses alone (by the key of its cell without neighbour),
     /// measured once per process by a calibration run when a neighbour's intensity
     /// is a utilisation target.
-    solo: std::cell::RefCell<std::collections::HashMap<String, f64>>,
+    solo: std::cell::RefCell<std::collections::HashMap<String, SoloProfile>>,
+    /// IOPS of the working directory's disk (random 50/50, 32 KiB), measured once per
+    /// process by a calibration run when a disk neighbour has a utilisation target.
+    disk_capacity: std::cell::RefCell<Option<f64>>,
 }
 
 impl<'a> Runner<'a> {
@@ -204,6 +207,7 @@ impl<'a> Runner<'a> {
             interrupt,
             config,
             solo: Default::default(),
+            disk_capacity: Default::default(),
         }
     }
 
@@ -844,18 +848,32 @@ impl Runner<'_> {
         disk: &DiskFacts,
     ) -> Result<(NeighbourJobs, isolab_cgroups::Limits, Option<String>), PlatformError> {
         let memory = host_memory();
+        let utilisation = matches!(level.intensity, Intensity::Utilisation(_));
+        let disk_name = disk.device.and_then(disk_name);
+        let mut notes = Vec::new();
+        let disk_iops = if utilisation && level.kind == NeighbourKind::Disk {
+            let (iops, note) = self.disk_capacity(job, disk)?;
+            notes.extend(note);
+            Some(iops)
+        } else {
+            None
+        };
         let capacity = Capacity {
             cpus: self.config.cpus.len() as f64,
-            disk_iops: None,
+            disk_iops,
             net_gbps: None,
             memory_bytes: memory.0,
         };
-        let (solo, note) = match level.intensity {
-            Intensity::Utilisation(_) => self.solo_profile(cell, job)?,
-            Intensity::Count(_) => (SoloProfile::default(), None),
+        let solo = if utilisation {
+            let (solo, note) = self.solo_profile(cell, job, disk_name.as_deref())?;
+            notes.extend(note);
+            solo
+        } else {
+            SoloProfile::default()
         };
-        let refuse = |detail: String| PlatformError::LimitMismatch {
-            cgroup: job.name.clone(),
+        let note = (!notes.is_empty()).then(|| notes.join("; "));
+        let refuse = |detail: String| PlatformError::Neighbours {
+            job: job.name.clone(),
             detail,
         };
         let plan = neighbour::plan(level, &capacity, &solo).map_err(|e| refuse(e.to_string()))?;
@@ -897,6 +915,12 @@ impl Runner<'_> {
                 instances,
                 limits,
                 target_util_pct,
+                disk_target: match (level.kind, level.intensity, disk_name, disk_iops) {
+                    (NeighbourKind::Disk, Intensity::Utilisation(u), Some(name), Some(cap)) => {
+                        Some((name, cap, 100.0 * u))
+                    }
+                    _ => None,
+                },
                 settle: NEIGHBOUR_SETTLE,
                 network_servers: if level.kind == NeighbourKind::Network {
                     plan.instances
@@ -909,12 +933,14 @@ impl Runner<'_> {
         ))
     }
 
-    /// The cpus the subject of `cell` uses alone: measured once by an unstored
-    /// calibration run of the same job without neighbours.
+    /// What the subject of `cell` uses alone (cpus; IOPS on `disk` when named):
+    /// measured once by an unstored calibration run of the same job without
+    /// neighbours.
     fn solo_profile(
         &self,
         cell: &Cell,
         job: &Job,
+        disk: Option<&str>,
     ) -> Result<(SoloProfile, Option<String>), PlatformError> {
         let key: Vec<(String, String)> = cell
             .levels
@@ -923,35 +949,101 @@ impl Runner<'_> {
             .cloned()
             .collect();
         let key = crate::spec::levels_key(&key);
-        if let Some(cpus) = self.solo.borrow().get(&key) {
-            return Ok((
-                SoloProfile {
-                    cpus_used: *cpus,
-                    ..SoloProfile::default()
-                },
-                None,
-            ));
+        if let Some(solo) = self.solo.borrow().get(&key) {
+            return Ok((*solo, None));
         }
         let mut solo_job = job.clone();
         solo_job.neighbours = None;
         solo_job.name = format!("{}-solo", job.name);
+        let ios = |d: Option<&str>| {
+            d.and_then(|d| {
+                let table = std::fs::read_to_string("/proc/diskstats").ok()?;
+                neighbour::diskstats_ios(&table, d)
+            })
+        };
+        let before = ios(disk);
         let e = self.platform.execute(&solo_job, self.interrupt)?;
+        let after = ios(disk);
         let get = |k: &str| e.telemetry.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
-        let cpus = match (get("cpu_usage_s"), get("wall_s")) {
-            (Some(c), Some(w)) if w > 0.0 => c / w,
+        let wall = get("wall_s").filter(|w| *w > 0.0);
+        let cpus = match (get("cpu_usage_s"), wall) {
+            (Some(c), Some(w)) => c / w,
             _ => cell.shape.cpus as f64,
         };
-        self.solo.borrow_mut().insert(key.clone(), cpus);
+        let disk_iops = match (before, after, wall) {
+            (Some(b), Some(a), Some(w)) => a.saturating_sub(b) as f64 / w,
+            _ => 0.0,
+        };
+        let solo = SoloProfile {
+            cpus_used: cpus,
+            disk_iops,
+            ..SoloProfile::default()
+        };
+        self.solo.borrow_mut().insert(key.clone(), solo);
         Ok((
-            SoloProfile {
-                cpus_used: cpus,
-                ..SoloProfile::default()
-            },
+            solo,
             Some(format!(
-                "calibration: the subject ({key}) uses {cpus:.2} cpus alone (one unstored solo run)"
+                "calibration: the subject ({key}) uses {cpus:.2} cpus{} alone (one unstored solo run)",
+                disk.map(|d| format!(" and {disk_iops:.0} IOPS on {d}")).unwrap_or_default()
             )),
         ))
     }
+
+    /// The IOPS the working directory's disk sustains (random 50/50 read/write,
+    /// 32 KiB, iodepth 16): measured once by an unstored fio run on the host.
+    fn disk_capacity(
+        &self,
+        job: &Job,
+        disk: &DiskFacts,
+    ) -> Result<(f64, Option<String>), PlatformError> {
+        if let Some(iops) = *self.disk_capacity.borrow() {
+            return Ok((iops, None));
+        }
+        let workdir = job.workdir.join("disk-capacity");
+        std::fs::create_dir_all(&workdir).map_err(|source| PlatformError::Io {
+            action: "cannot create working directory",
+            path: workdir.clone(),
+            source,
+        })?;
+        let calibration = Job {
+            platform: crate::platform::PlatformDef::new(crate::platform::PlatformKind::Host),
+            image: None,
+            name: format!("{}-diskcal", job.name),
+            argv: neighbour::disk_capacity_command(&workdir, disk.direct),
+            prepare: None,
+            cleanup: None,
+            server: None,
+            workdir: workdir.clone(),
+            limits: isolab_cgroups::Limits::default(),
+            timeout: Duration::from_secs(120),
+            neighbours: None,
+        };
+        let e = self.platform.execute(&calibration, self.interrupt)?;
+        let _ = std::fs::remove_dir_all(&workdir);
+        let iops = neighbour::parse_fio_iops(&e.stdout).map_err(|err| PlatformError::Helper {
+            phase: "disk calibration",
+            command: calibration.argv.join(" "),
+            exit: e.exit,
+            stderr: err.to_string(),
+        })?;
+        *self.disk_capacity.borrow_mut() = Some(iops);
+        Ok((
+            iops,
+            Some(format!(
+                "calibration: the working directory's disk does {iops:.0} IOPS (fio random 50/50 read/write, 32 KiB, iodepth {}; one unstored run)",
+                neighbour::CALIBRATION_IODEPTH
+            )),
+        ))
+    }
+}
+
+/// The kernel's name of a whole disk (`vda` for 254:0), from /sys/dev/block.
+fn disk_name(device: DeviceNumber) -> Option<String> {
+    let uevent = std::fs::read_to_string(format!("/sys/dev/block/{device}/uevent")).ok()?;
+    uevent
+        .lines()
+        .find_map(|l| l.strip_prefix("DEVNAME="))
+        .map(str::to_owned)
 }
 
 /// How long neighbours run before the subject's command starts.

@@ -264,6 +264,7 @@ fn neighbours_run_beside_the_subject_and_a_latency_breach_aborts_the_run() {
             ..Limits::default()
         },
         target_util_pct: None,
+        disk_target: None,
         settle: Duration::from_millis(100),
         network_servers: 0,
     });
@@ -287,6 +288,7 @@ fn neighbours_run_beside_the_subject_and_a_latency_breach_aborts_the_run() {
         instances: vec![vec!["sh".into(), "-c".into(), "while :; do :; done".into()]],
         limits: Limits::default(),
         target_util_pct: None,
+        disk_target: None,
         settle: Duration::from_millis(100),
         network_servers: 0,
     });

@@ -597,7 +597,12 @@ fn a_short_isolation_experiment_measures_degradation_and_leaves_nothing() {
         text(&out.stderr)
     );
     // The seed-001 table: scenarios as rows, the workload as the column.
-    for row in ["90%U (cpu)", "90%URR (cpu, cpuset)", "fork", "network, cpuset"] {
+    for row in [
+        "90%U (cpu)",
+        "90%URR (cpu, cpuset)",
+        "fork",
+        "network, cpuset",
+    ] {
         assert!(
             stdout.lines().any(|l| l.starts_with(row)),
             "no row {row}: {stdout}"
@@ -613,21 +618,38 @@ fn a_short_isolation_experiment_measures_degradation_and_leaves_nothing() {
     for run in &runs {
         let cell = cells.iter().find(|c| c.id == run.cell).unwrap();
         assert!(run.is_counted(), "{}: {:?}", cell.key, run.error);
-        let t = |name: &str| run.telemetry.iter().find(|(n, _)| n == name).map(|(_, v)| *v);
+        let t = |name: &str| {
+            run.telemetry
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| *v)
+        };
         assert!(t("sched_latency_p99_ms").is_some(), "{}: probe", cell.key);
         if cell.key.contains("neighbour=none") {
             assert_eq!(t("neighbours"), None, "{}", cell.key);
             continue;
         }
         assert!(t("neighbours").is_some_and(|n| n >= 1.0), "{}", cell.key);
-        assert!(t("neighbours_cpu_s").is_some_and(|c| c > 0.0), "{}", cell.key);
+        assert!(
+            t("neighbours_cpu_s").is_some_and(|c| c > 0.0),
+            "{}",
+            cell.key
+        );
         if cell.key.contains("cpu@90%") {
             // Target and achieved are stored; a miss by more than 5 points is noted.
             assert_eq!(t("neighbour_target_util_pct"), Some(90.0), "{}", cell.key);
             let achieved = t("neighbour_achieved_util_pct").unwrap();
             let noted = run.notes.iter().any(|n| n.contains("off target"));
-            assert_eq!(noted, (achieved - 90.0).abs() > 5.0, "{}: {achieved}", cell.key);
-            eprintln!("{}: host utilisation {achieved:.1}% for a 90% target", cell.key);
+            assert_eq!(
+                noted,
+                (achieved - 90.0).abs() > 5.0,
+                "{}: {achieved}",
+                cell.key
+            );
+            eprintln!(
+                "{}: host utilisation {achieved:.1}% for a 90% target",
+                cell.key
+            );
         }
         if cell.key.contains("reservation=cpuset") {
             assert_eq!(run.limits["applied"]["cpuset"], "1", "{}", cell.key);

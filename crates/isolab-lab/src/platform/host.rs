@@ -325,14 +325,19 @@ impl HostPlatform {
                 Ok(c) => c,
                 Err(e) => {
                     if let Some(n) = neighbours {
-                        n.stop();
+                        n.stop(&self.config.proc_root, None);
                     }
                     return Err(e.into());
                 }
             };
             let probe = self.start_probe(job);
             let run = body(&cgroup);
-            let stopped = neighbours.map(RunningNeighbours::stop);
+            let disk = job
+                .neighbours
+                .as_ref()
+                .and_then(|n| n.disk_target.as_ref())
+                .map(|(d, _, _)| d.as_str());
+            let stopped = neighbours.map(|n| n.stop(&self.config.proc_root, disk));
             let probed = probe.map(crate::probe::LatencyProbe::finish);
             let removed = cgroup.remove();
             if let Some(report) = &probed {
@@ -414,6 +419,7 @@ impl HostPlatform {
         let mut running = RunningNeighbours {
             instances: Vec::new(),
             net,
+            disk_start: None,
         };
         for (i, argv) in set.instances.iter().enumerate() {
             let started = (|| {
@@ -445,7 +451,7 @@ impl HostPlatform {
             match started {
                 Ok(instance) => running.instances.push(instance),
                 Err(e) => {
-                    running.stop();
+                    running.stop(&self.config.proc_root, None);
                     return Err(e);
                 }
             }
@@ -456,8 +462,12 @@ impl HostPlatform {
             std::thread::sleep(Duration::from_millis(20));
         }
         if interrupt.is_triggered() {
-            running.stop();
+            running.stop(&self.config.proc_root, None);
             return Err(PlatformError::Interrupted);
+        }
+        if let Some((device, _, _)) = &set.disk_target {
+            running.disk_start =
+                disk_ios(&self.config.proc_root, device).map(|n| (n, Instant::now()));
         }
         for (i, (_, child)) in running.instances.iter().enumerate() {
             if !child_alive_unreaped(child) {
@@ -465,7 +475,7 @@ impl HostPlatform {
                     &job.workdir.join(format!(".isolab-neighbour{i}.stderr")),
                     2000,
                 );
-                running.stop();
+                running.stop(&self.config.proc_root, None);
                 return Err(PlatformError::Helper {
                     phase: "neighbour",
                     command: set.instances[i].join(" "),
@@ -677,21 +687,38 @@ struct RunningNeighbours {
     instances: Vec<(Cgroup, Child)>,
     /// The namespaces network neighbours stream between.
     net: Option<crate::neighbour::NeighbourNet>,
+    /// Operations completed on the target disk when the subject started.
+    disk_start: Option<(u64, Instant)>,
+}
+
+/// Operations (reads + writes) completed so far on disk `device` (`vda`).
+fn disk_ios(proc_root: &Path, device: &str) -> Option<u64> {
+    let table = std::fs::read_to_string(proc_root.join("diskstats")).ok()?;
+    crate::neighbour::diskstats_ios(&table, device)
 }
 
 /// What the neighbours did, read before their cgroups were removed.
 struct StoppedNeighbours {
     /// Cpu time of each instance.
     cpu: Vec<Option<Duration>>,
+    /// IOPS on the target disk while subject and neighbours ran.
+    disk_iops: Option<f64>,
     /// Problems while stopping.
     notes: Vec<String>,
 }
 
 impl RunningNeighbours {
     /// Kills every instance, reads its counters, removes its cgroup.
-    fn stop(self) -> StoppedNeighbours {
+    fn stop(self, proc_root: &Path, disk: Option<&str>) -> StoppedNeighbours {
+        let disk_iops = match (self.disk_start, disk) {
+            (Some((before, at)), Some(device)) => disk_ios(proc_root, device).map(|after| {
+                after.saturating_sub(before) as f64 / at.elapsed().as_secs_f64().max(1e-3)
+            }),
+            _ => None,
+        };
         let mut stopped = StoppedNeighbours {
             cpu: Vec::new(),
+            disk_iops,
             notes: Vec::new(),
         };
         for (cgroup, child) in self.instances {
@@ -730,6 +757,22 @@ impl StoppedNeighbours {
             .telemetry
             .push(("neighbours".into(), self.cpu.len() as f64));
         execution.notes.extend(self.notes);
+        if let (Some((_, capacity, target)), Some(iops)) = (&set.disk_target, self.disk_iops) {
+            let achieved = 100.0 * iops / capacity;
+            execution
+                .telemetry
+                .push(("neighbour_target_util_pct".into(), *target));
+            execution
+                .telemetry
+                .push(("neighbour_achieved_util_pct".into(), achieved));
+            execution.telemetry.push(("disk_iops".into(), iops));
+            if crate::neighbour::off_target(*target, achieved) {
+                execution.notes.push(format!(
+                    "neighbour {} off target: the disk did {iops:.0} IOPS, {achieved:.1}% of its {capacity:.0} against {target:.1}% (more than {OFF_TARGET_POINTS} points apart)",
+                    set.level
+                ));
+            }
+        }
         if let Some(target) = set.target_util_pct {
             execution
                 .telemetry

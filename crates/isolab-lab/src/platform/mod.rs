@@ -205,6 +205,10 @@ pub struct NeighbourJobs {
     /// Host utilisation to reach, in percent of all its cpus, when the level is a
     /// cpu utilisation target: verified from the host sampler during the run.
     pub target_util_pct: Option<f64>,
+    /// A disk utilisation target: the whole disk's name in /proc/diskstats
+    /// (`vda`), its measured capacity in IOPS, and the target in percent; the
+    /// operations completed on it during the run are compared with the target.
+    pub disk_target: Option<(String, f64, f64)>,
     /// How long the neighbours run before the subject starts.
     pub settle: Duration,
     /// Network neighbours: the number of iperf3 servers of the neighbour network
@@ -322,6 +326,14 @@ pub enum PlatformError {
     /// Ctrl-C or SIGTERM arrived; the instance was torn down.
     #[error("interrupted by a signal; the instance was torn down")]
     Interrupted,
+    /// The neighbours or the reservation of a cell cannot be set up on this host.
+    #[error("cannot set up the neighbours of {job}: {detail}")]
+    Neighbours {
+        /// The job.
+        job: String,
+        /// Why, and what to do.
+        detail: String,
+    },
     /// The latency probe found the host unusable during the run (its neighbours
     /// starved the scheduler) and everything in the run was killed.
     #[error("run aborted to keep the host usable: {reason}; lower the neighbours' intensity, add a reservation, or raise the probe's threshold")]
