@@ -644,6 +644,25 @@ impl<'a> Runner<'a> {
             }
             jobs[0].neighbours = Some(neighbours);
             calibration_note = note;
+        } else if cell.reservation != crate::reservation::Reservation::None {
+            // The same configuration without neighbour: the subject is bound (or
+            // limited) exactly as it is when they are there.
+            let subject = reserve(
+                cell.reservation,
+                &limits,
+                cell.shape.cpus,
+                &self.config.cpus,
+                host_memory(),
+                1,
+            )
+            .map_err(|e| PlatformError::Neighbours {
+                job: name.clone(),
+                detail: e.to_string(),
+            })?
+            .subject;
+            for job in &mut jobs {
+                job.limits = subject.clone();
+            }
         }
         let mut executions = if jobs.len() == 1 {
             vec![self.platform.execute(&jobs[0], self.interrupt)]

@@ -384,3 +384,24 @@ fn lower_is_better_metrics_of_instances_are_averaged() {
     assert_eq!(agg[1].name, "total_time_per_instance");
     assert_eq!(aggregate_instances(&[vec![m(5.0)]]), vec![m(5.0)]);
 }
+
+#[test]
+fn a_reservation_binds_the_subject_also_without_neighbour() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "[experiment]\nname = \"t\"\nseed = 7\nduration = \"1s\"\nrepetitions = { warmup = 0, min = 2, max = 2 }\n[matrix]\nshape = [\"medium\"]\nworkload = [\"sysbench-cpu\"]\nneighbour = [\"none\"]\nreservation = [\"none\", \"cpuset\"]\n";
+    let spec = ExperimentSpec::parse(
+        Source::new("t.toml", text),
+        &HostFacts {
+            cpus: "0-1".parse().unwrap(),
+        },
+    )
+    .unwrap();
+    let platform = FakePlatform::constant(100.0);
+    let mut store = Store::open_in_memory().unwrap();
+    start(&platform, &mut store, &spec, dir.path());
+    let jobs = platform.jobs.lock().unwrap();
+    let bound: Vec<_> = jobs.iter().filter(|j| j.limits.cpuset.is_some()).collect();
+    assert_eq!(bound.len(), 2, "the cpuset cell's runs are bound");
+    assert_eq!(bound[0].limits.cpuset, Some("1".parse().unwrap()));
+    assert!(jobs.iter().all(|j| j.neighbours.is_none()));
+}
