@@ -53,6 +53,7 @@ pub mod trace;
 pub use config::{
     default_security, BindMount, ContainerConfig, NetworkChoice, PortMapping, Rootfs, Stdio,
 };
+pub use container::devices::remove_devices_mirror;
 pub use container::{backing_device, run, run_in, Exit};
 pub use error::RuntimeError;
 pub use oci::oci_spec;

@@ -662,3 +662,40 @@ fn a_short_isolation_experiment_measures_degradation_and_leaves_nothing() {
         .collect();
     assert!(namespaces.is_empty(), "namespaces left: {namespaces:?}");
 }
+
+#[test]
+fn concurrent_instances_in_containers_add_up_and_leave_nothing() {
+    let Some(guard) = CgroupTest::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("n.db");
+    let spec = write_spec(
+        dir.path(),
+        "instances.toml",
+        "[experiment]\nname = \"instances\"\nrepetitions = { warmup = 0, min = 2, max = 2 }\nduration = \"1s\"\n[matrix]\nplatform = [\"isolab\"]\nworkload = [\"sysbench-cpu\"]\nthreads = [1]\ninstances = [1, 3]\n",
+    );
+    let out = run(isolab()
+        .arg("--db")
+        .arg(&db)
+        .args(["run", "--no-report", "--workdir"])
+        .arg(dir.path().join("work"))
+        .arg(&spec));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let store = isolab_store::Store::open(&db).unwrap();
+    let id = store.resolve("instances").unwrap();
+    let cells = store.cells(id).unwrap();
+    for run in store.runs(id).unwrap() {
+        let cell = cells.iter().find(|c| c.id == run.cell).unwrap();
+        let m = |name: &str| run.metrics.iter().find(|m| m.name == name).map(|m| m.value);
+        if cell.key.contains("instances=3") {
+            let (sum, each) = (
+                m("events_per_second").unwrap(),
+                m("events_per_second_per_instance").unwrap(),
+            );
+            assert!((sum - 3.0 * each).abs() < 1e-6 * sum, "{sum} vs 3 × {each}");
+        }
+    }
+    // Three containers of one run shared their parents, also in the devices hierarchy.
+    guard.assert_nothing_leaked("cgroups left");
+}

@@ -62,7 +62,7 @@ impl HostPlatform {
             return Ok(());
         }
         if let Some(old) = held.take() {
-            old.remove()?;
+            self.remove_scope(old)?;
         }
         *held = Some(match Cgroup::create(&self.config.hierarchy, &path) {
             Ok(c) => c,
@@ -295,8 +295,26 @@ impl Drop for HostPlatform {
             .unwrap_or_else(|e| e.into_inner())
             .take();
         if let Some(scope) = held {
-            let _ = scope.remove();
+            let _ = self.remove_scope(scope);
         }
+    }
+}
+
+impl HostPlatform {
+    /// Removes an experiment's scope cgroup, and the devices-hierarchy directories
+    /// that containers nested in it may have left (see
+    /// [`isolab_runtime::remove_devices_mirror`]).
+    fn remove_scope(&self, scope: Cgroup) -> Result<(), isolab_cgroups::Error> {
+        let rel = scope.rel().to_path_buf();
+        let h = &self.config.hierarchy;
+        isolab_runtime::remove_devices_mirror(h, &rel);
+        let removed = scope.remove();
+        // The base too, when nothing else uses it (only the directory itself: a
+        // container of another owner may be starting below it).
+        if let Some(mount) = isolab_runtime::container::devices::devices_mount(h) {
+            let _ = std::fs::remove_dir(mount.join(&self.config.cgroup_base));
+        }
+        removed
     }
 }
 
@@ -554,6 +572,7 @@ impl Platform for HostPlatform {
         let h = &self.config.hierarchy;
         let mut removed = Vec::new();
         for rel in self.orphans()? {
+            isolab_runtime::remove_devices_mirror(h, &rel);
             let cgroup = Cgroup::open(h, &rel)?;
             let pids = cgroup.pids().unwrap_or_default();
             cgroup.remove()?;
@@ -562,6 +581,26 @@ impl Platform for HostPlatform {
                 rel.display(),
                 pids.len()
             ));
+        }
+        // Devices-hierarchy directories of dead experiments' nested containers.
+        if let Some(mount) = isolab_runtime::container::devices::devices_mount(h) {
+            let base = mount.join(&self.config.cgroup_base);
+            for entry in std::fs::read_dir(&base).into_iter().flatten().flatten() {
+                let rel = self.config.cgroup_base.join(entry.file_name());
+                let dead = owner_pid(&rel, &self.config.cgroup_base).is_some_and(|pid| {
+                    pid != std::process::id()
+                        && !(child_alive(pid as libc::pid_t)
+                            && is_isolab(&self.config.proc_root, pid))
+                });
+                if dead && entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    for dir in isolab_runtime::remove_devices_mirror(h, &rel) {
+                        removed.push(format!("devices cgroup {}", dir.display()));
+                    }
+                }
+            }
+            if std::fs::remove_dir(&base).is_ok() {
+                removed.push(format!("devices cgroup {}", base.display()));
+            }
         }
         // The base itself, once empty.
         if let Ok(base) = Cgroup::open(h, &self.config.cgroup_base) {

@@ -30,7 +30,7 @@ const RMDIR_DEADLINE: Duration = Duration::from_secs(1);
 
 /// The root of the v1 devices hierarchy next to the hierarchy's other v1 mounts
 /// (a directory holding `devices.list`); `None` on v2 or when it is not mounted.
-pub(crate) fn devices_mount(h: &Hierarchy) -> Option<PathBuf> {
+pub fn devices_mount(h: &Hierarchy) -> Option<PathBuf> {
     if h.version() != Version::V1 {
         return None;
     }
@@ -47,6 +47,38 @@ pub(crate) fn devices_mount(h: &Hierarchy) -> Option<PathBuf> {
     .filter_map(|c| h.mount(c).and_then(Path::parent))
     .map(|parent| parent.join("devices"))
     .find(|dir| dir.join("devices.list").is_file())
+}
+
+/// Removes the empty devices-hierarchy directories at and below `rel` (deepest
+/// first) that containers nested in a cgroup `rel` of another owner left: each
+/// container removes the ancestors it created, but when containers run side by side
+/// the one that created a shared ancestor may end first, while the others still
+/// use it. The owner of `rel` calls this once the containers below it are gone.
+/// Non-empty directories (a live container's) are left alone. Returns what was
+/// removed.
+pub fn remove_devices_mirror(h: &Hierarchy, rel: &Path) -> Vec<PathBuf> {
+    let Some(mount) = devices_mount(h) else {
+        return Vec::new();
+    };
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                walk(&e.path(), out);
+            }
+        }
+        if fs::remove_dir(dir).is_ok() {
+            out.push(dir.to_owned());
+        }
+    }
+    let mut removed = Vec::new();
+    let top = mount.join(rel);
+    if top.is_dir() && top != mount {
+        walk(&top, &mut removed);
+    }
+    removed
 }
 
 /// Every mount root a container's cgroup lives under: each controller's mount, the

@@ -33,7 +33,7 @@
 //!    guard).
 
 pub(crate) mod child;
-pub(crate) mod devices;
+pub mod devices;
 pub(crate) mod plan;
 
 use std::fs;
