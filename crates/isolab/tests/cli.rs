@@ -371,16 +371,26 @@ fn sigterm_tears_down_records_the_interruption_and_says_how_to_resume() {
 /// The bench image the `isolab` platform runs on (`make test` builds it first).
 const IMAGE: &str = "/var/lib/isolab/images/bench";
 
-/// What an `isolab` container leaves when it is not torn down: state files, loop
-/// devices, veths, mounts under /run/isolab.
+/// What an `isolab` container leaves when it is not torn down: state files, address
+/// leases, attachment records, mounts under /run/isolab. The bridge's own state
+/// (lock files, the allocator's last address) persists by design, like the bridge.
 fn runtime_leftovers() -> Vec<String> {
-    let mut out: Vec<String> = std::fs::read_dir("/run/isolab")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path().display().to_string())
-        .filter(|p| !p.ends_with("/net") && !p.ends_with(".lock"))
-        .collect();
+    fn walk(dir: &Path, out: &mut Vec<String>) {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = e.path();
+            let name = e.file_name().to_string_lossy().into_owned();
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                walk(&path, out);
+            } else if !(name == "lock"
+                || name.ends_with(".lock")
+                || name.starts_with("last_reserved_ip"))
+            {
+                out.push(path.display().to_string());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(Path::new("/run/isolab"), &mut out);
     let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
     out.extend(
         mounts
