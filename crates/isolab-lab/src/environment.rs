@@ -169,6 +169,12 @@ fn os_release(etc: &Path) -> Option<String> {
 }
 
 fn meminfo_total(proc_root: &Path) -> Option<String> {
+    let bytes = memory_total(proc_root)?;
+    Some(format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64))
+}
+
+/// The host's memory in bytes (`MemTotal` of `<proc_root>/meminfo`).
+pub fn memory_total(proc_root: &Path) -> Option<u64> {
     let text = std::fs::read_to_string(proc_root.join("meminfo")).ok()?;
     let kib: u64 = text
         .lines()
@@ -177,7 +183,7 @@ fn meminfo_total(proc_root: &Path) -> Option<String> {
         .next()?
         .parse()
         .ok()?;
-    Some(format!("{:.1} GiB", kib as f64 / (1024.0 * 1024.0)))
+    Some(kib * 1024)
 }
 
 /// CPU model and topology counts from `/proc/cpuinfo`.

@@ -723,14 +723,7 @@ impl<'a> Runner<'a> {
                     execution.notes.push(format!(
                         "another instance ended with {}: {}",
                         bad.exit,
-                        bad.stderr
-                            .chars()
-                            .rev()
-                            .take(500)
-                            .collect::<String>()
-                            .chars()
-                            .rev()
-                            .collect::<String>()
+                        tail_chars(&bad.stderr, 500)
                     ));
                 }
             }
@@ -974,12 +967,7 @@ impl Runner<'_> {
         let mut solo_job = job.clone();
         solo_job.neighbours = None;
         solo_job.name = format!("{}-solo", job.name);
-        let ios = |d: Option<&str>| {
-            d.and_then(|d| {
-                let table = std::fs::read_to_string("/proc/diskstats").ok()?;
-                neighbour::diskstats_ios(&table, d)
-            })
-        };
+        let ios = |d: Option<&str>| d.and_then(|d| neighbour::disk_ios(Path::new("/proc"), d));
         let before = ios(disk);
         let e = self.platform.execute(&solo_job, self.interrupt)?;
         let after = ios(disk);
@@ -1068,18 +1056,20 @@ fn disk_name(device: DeviceNumber) -> Option<String> {
 /// How long neighbours run before the subject's command starts.
 pub const NEIGHBOUR_SETTLE: Duration = Duration::from_secs(1);
 
+/// The last `n` characters of `s`.
+fn tail_chars(s: &str, n: usize) -> &str {
+    let start = s
+        .char_indices()
+        .rev()
+        .nth(n.saturating_sub(1))
+        .map_or(0, |(i, _)| i);
+    &s[start..]
+}
+
 /// The host's memory (`MemTotal`), or 1 GiB when /proc/meminfo cannot be read.
 fn host_memory() -> isolab_cgroups::Bytes {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find_map(|l| l.strip_prefix("MemTotal:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        })
-        .map_or(isolab_cgroups::Bytes::gib(1), |kib| {
-            isolab_cgroups::Bytes(kib * 1024)
-        })
+    crate::environment::memory_total(Path::new("/proc"))
+        .map_or(isolab_cgroups::Bytes::gib(1), isolab_cgroups::Bytes)
 }
 
 /// Where the measured command reaches the workload's server, which runs on the

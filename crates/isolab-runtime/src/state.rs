@@ -138,21 +138,22 @@ impl State {
 /// a runtime killed with its parent may stay a zombie for as long as its new parent
 /// does not reap it, yet it will never tear its container down.
 pub fn is_zombie(pid: u32) -> bool {
-    fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| {
-            let rest = &stat[stat.rfind(')')? + 1..];
-            rest.split_whitespace().next().map(|state| state == "Z")
-        })
-        .unwrap_or(false)
+    stat_field(pid, 3).is_some_and(|state| state == "Z")
 }
 
 /// Field 22 (`starttime`) of `/proc/<pid>/stat`, `None` when there is no such process.
 pub fn process_start_time(pid: u32) -> Option<u64> {
+    stat_field(pid, 22)?.parse().ok()
+}
+
+/// Field `n` (1-based, as in proc(5)) of `/proc/<pid>/stat`, from field 3 on.
+fn stat_field(pid: u32, n: usize) -> Option<String> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) may hold spaces and parentheses: split after the last ')'.
     let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(19)?.parse().ok()
+    rest.split_whitespace()
+        .nth(n.checked_sub(3)?)
+        .map(str::to_owned)
 }
 
 /// Seconds since the Unix epoch.

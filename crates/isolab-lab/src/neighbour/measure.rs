@@ -43,6 +43,13 @@ pub fn off_target(target: f64, achieved: f64) -> bool {
     distance.is_nan() || distance > OFF_TARGET_POINTS
 }
 
+/// Operations (reads + writes) completed so far on disk `device` (`vda`), from
+/// `<proc_root>/diskstats`.
+pub fn disk_ios(proc_root: &std::path::Path, device: &str) -> Option<u64> {
+    let table = std::fs::read_to_string(proc_root.join("diskstats")).ok()?;
+    diskstats_ios(&table, device)
+}
+
 /// Completed operations (reads + writes) of block device `device` (e.g. `vda`) in a
 /// `/proc/diskstats` table; two readings a second apart give its IOPS.
 pub fn diskstats_ios(table: &str, device: &str) -> Option<u64> {

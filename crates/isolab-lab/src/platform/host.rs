@@ -484,8 +484,8 @@ impl HostPlatform {
             return Err(PlatformError::Interrupted);
         }
         if let Some((device, _, _)) = &set.disk_target {
-            running.disk_start =
-                disk_ios(&self.config.proc_root, device).map(|n| (n, Instant::now()));
+            running.disk_start = crate::neighbour::disk_ios(&self.config.proc_root, device)
+                .map(|n| (n, Instant::now()));
         }
         for (i, (_, child)) in running.instances.iter().enumerate() {
             if !child_alive_unreaped(child) {
@@ -730,12 +730,6 @@ struct RunningNeighbours {
     disk_start: Option<(u64, Instant)>,
 }
 
-/// Operations (reads + writes) completed so far on disk `device` (`vda`).
-fn disk_ios(proc_root: &Path, device: &str) -> Option<u64> {
-    let table = std::fs::read_to_string(proc_root.join("diskstats")).ok()?;
-    crate::neighbour::diskstats_ios(&table, device)
-}
-
 /// What the neighbours did, read before their cgroups were removed.
 struct StoppedNeighbours {
     /// Cpu time of each instance.
@@ -750,9 +744,10 @@ impl RunningNeighbours {
     /// Kills every instance, reads its counters, removes its cgroup.
     fn stop(self, proc_root: &Path, disk: Option<&str>) -> StoppedNeighbours {
         let disk_iops = match (self.disk_start, disk) {
-            (Some((before, at)), Some(device)) => disk_ios(proc_root, device).map(|after| {
-                after.saturating_sub(before) as f64 / at.elapsed().as_secs_f64().max(1e-3)
-            }),
+            (Some((before, at)), Some(device)) => crate::neighbour::disk_ios(proc_root, device)
+                .map(|after| {
+                    after.saturating_sub(before) as f64 / at.elapsed().as_secs_f64().max(1e-3)
+                }),
             _ => None,
         };
         let mut stopped = StoppedNeighbours {
@@ -807,8 +802,9 @@ impl StoppedNeighbours {
             execution.telemetry.push(("disk_iops".into(), iops));
             if crate::neighbour::off_target(*target, achieved) {
                 execution.notes.push(format!(
-                    "neighbour {} off target: the disk did {iops:.0} IOPS, {achieved:.1}% of its {capacity:.0} against {target:.1}% (more than {OFF_TARGET_POINTS} points apart)",
-                    set.level
+                    "neighbour {} off target: the disk did {iops:.0} IOPS, {achieved:.1}% of its {capacity:.0} against {target:.1}% (more than {} points apart)",
+                    set.level,
+                    crate::neighbour::OFF_TARGET_POINTS
                 ));
             }
         }
@@ -825,19 +821,17 @@ impl StoppedNeighbours {
                 execution
                     .telemetry
                     .push(("neighbour_achieved_util_pct".into(), achieved));
-                if (achieved - target).abs() > OFF_TARGET_POINTS {
+                if crate::neighbour::off_target(target, achieved) {
                     execution.notes.push(format!(
-                        "neighbour {} off target: host utilisation {achieved:.1}% against {target:.1}% (more than {OFF_TARGET_POINTS} points apart)",
-                        set.level
+                        "neighbour {} off target: host utilisation {achieved:.1}% against {target:.1}% (more than {} points apart)",
+                        set.level,
+                        crate::neighbour::OFF_TARGET_POINTS
                     ));
                 }
             }
         }
     }
 }
-
-/// A utilisation this many percentage points from its target is flagged.
-pub const OFF_TARGET_POINTS: f64 = 5.0;
 
 /// Whether the child is still running (not exited), without reaping it.
 fn child_alive_unreaped(child: &Child) -> bool {
