@@ -30,7 +30,7 @@ use crate::neighbour::{
     self, Capacity, CommandContext, Intensity, NeighbourKind, NeighbourLevel, SoloProfile,
 };
 use crate::platform::{Execution, Interrupt, Job, NeighbourJobs, Platform, PlatformError};
-use crate::reservation::reserve;
+use crate::reservation::{reserve, DiskShare, NetShare, ReserveRequest};
 use crate::shape::limits_for;
 use crate::spec::{Cell, ExperimentSpec, Order};
 
@@ -189,6 +189,10 @@ pub struct Runner<'a> {
     /// IOPS of the working directory's disk (random 50/50, 32 KiB), measured once per
     /// process by a calibration run when a disk neighbour has a utilisation target.
     disk_capacity: std::cell::RefCell<Option<f64>>,
+    /// Throughput of the neighbour network in Mbit/s (one unlimited TCP stream
+    /// between its namespaces), measured once per process when a network neighbour
+    /// has a utilisation target or a cell reserves `net`.
+    net_capacity: std::cell::RefCell<Option<f64>>,
 }
 
 impl<'a> Runner<'a> {
@@ -208,6 +212,7 @@ impl<'a> Runner<'a> {
             config,
             solo: Default::default(),
             disk_capacity: Default::default(),
+            net_capacity: Default::default(),
         }
     }
 
@@ -646,15 +651,26 @@ impl<'a> Runner<'a> {
             calibration_note = note;
         } else if cell.reservation != crate::reservation::Reservation::None {
             // The same configuration without neighbour: the subject is bound (or
-            // limited) exactly as it is when they are there.
-            let subject = reserve(
-                cell.reservation,
-                &limits,
-                cell.shape.cpus,
-                &self.config.cpus,
-                host_memory(),
-                1,
-            )
+            // limited) exactly as it is when they are there. Only cpuset changes the
+            // subject's side, so no capacity is measured here.
+            let subject = reserve(&ReserveRequest {
+                reservation: cell.reservation,
+                subject: &limits,
+                subject_cpus: cell.shape.cpus,
+                host_cpus: &self.config.cpus,
+                host_memory: host_memory(),
+                neighbours: 0,
+                kind: None,
+                disk: disk.device.map(|device| DiskShare {
+                    device,
+                    capacity_iops: 1.0,
+                    solo_iops: 0.0,
+                }),
+                net: Some(NetShare {
+                    capacity_mbps: 1.0,
+                    solo_mbps: 0.0,
+                }),
+            })
             .map_err(|e| PlatformError::Neighbours {
                 job: name.clone(),
                 detail: e.to_string(),
@@ -862,52 +878,77 @@ impl Runner<'_> {
         let memory = host_memory();
         let utilisation = matches!(level.intensity, Intensity::Utilisation(_));
         let disk_name = disk.device.and_then(disk_name);
+        let refuse = |detail: String| PlatformError::Neighbours {
+            job: job.name.clone(),
+            detail,
+        };
         let mut notes = Vec::new();
-        let disk_iops = if utilisation && level.kind == NeighbourKind::Disk {
+        let wants_disk = utilisation && level.kind == NeighbourKind::Disk;
+        let network = level.kind == NeighbourKind::Network;
+        // The `net` reservation rates the network neighbours' interface: other kinds
+        // send nothing, so it changes nothing for them.
+        let wants_net = network && (utilisation || cell.reservation.needs_net_capacity());
+        let disk_iops = if wants_disk || cell.reservation.needs_disk_capacity() {
             let (iops, note) = self.disk_capacity(job, disk)?;
             notes.extend(note);
             Some(iops)
         } else {
             None
         };
-        let capacity = Capacity {
-            cpus: self.config.cpus.len() as f64,
-            disk_iops,
-            net_gbps: None,
-            memory_bytes: memory.0,
+        let net_mbps = if wants_net {
+            let (mbps, note) = self.net_capacity(job)?;
+            notes.extend(note);
+            Some(mbps)
+        } else {
+            None
         };
-        let solo = if utilisation {
+        let solo = if utilisation || cell.reservation.needs_disk_capacity() || wants_net {
             let (solo, note) = self.solo_profile(cell, job, disk_name.as_deref())?;
             notes.extend(note);
             solo
         } else {
             SoloProfile::default()
         };
-        let note = (!notes.is_empty()).then(|| notes.join("; "));
-        let refuse = |detail: String| PlatformError::Neighbours {
-            job: job.name.clone(),
-            detail,
+        let request = |neighbours: u32| ReserveRequest {
+            reservation: cell.reservation,
+            subject: &job.limits,
+            subject_cpus: cell.shape.cpus,
+            host_cpus: &self.config.cpus,
+            host_memory: memory,
+            neighbours,
+            kind: Some(level.kind),
+            disk: match (disk.device, disk_iops) {
+                (Some(device), Some(capacity_iops)) => Some(DiskShare {
+                    device,
+                    capacity_iops,
+                    solo_iops: solo.disk_iops,
+                }),
+                _ => None,
+            },
+            net: net_mbps.map(|capacity_mbps| NetShare {
+                capacity_mbps,
+                solo_mbps: solo.net_gbps * 1000.0,
+            }),
+        };
+        // What the reservation leaves the neighbours bounds what the plan can add;
+        // then the limits are shared among the instances planned.
+        let bound = reserve(&request(1)).map_err(|e| refuse(e.to_string()))?;
+        let capacity = Capacity {
+            cpus: self.config.cpus.len() as f64,
+            disk_iops,
+            net_gbps: net_mbps.map(|m| m / 1000.0),
+            memory_bytes: memory.0,
+            neighbour_cpus: Some(bound.neighbour_cpus),
         };
         let plan = neighbour::plan(level, &capacity, &solo).map_err(|e| refuse(e.to_string()))?;
-        let reserved = reserve(
-            cell.reservation,
-            &job.limits,
-            cell.shape.cpus,
-            &self.config.cpus,
-            memory,
-            plan.instances,
-        )
-        .map_err(|e| refuse(e.to_string()))?;
-        // Memory bombs fill what they may, and the host must survive them.
-        let mut limits = reserved.neighbour.clone();
-        if level.kind == NeighbourKind::Memory && limits.memory_max.is_none() {
-            limits.memory_max = Some(isolab_cgroups::Bytes(
-                memory.0 / 4 / u64::from(plan.instances.max(1)) / 4096 * 4096,
+        if let (Some(target), Some(reachable)) = (plan.target, plan.reachable) {
+            notes.push(format!(
+                "reservation `{}` leaves the neighbours {} cpus: with the subject's {:.2} they reach at most {reachable:.1}% of the target {target:.1}%, and runs are checked against that",
+                cell.reservation, bound.neighbour_cpus, solo.cpus_used
             ));
         }
-        if level.kind == NeighbourKind::Fork && limits.pids_max.is_none() {
-            limits.pids_max = Some(crate::reservation::NEIGHBOUR_PIDS * 4);
-        }
+        let reserved = reserve(&request(plan.instances)).map_err(|e| refuse(e.to_string()))?;
+        let limits = reserved.neighbour.clone();
         let instances = neighbour::commands(
             &plan,
             &CommandContext {
@@ -917,28 +958,29 @@ impl Runner<'_> {
                 index: 0,
             },
         );
-        let target_util_pct = match (level.kind, level.intensity) {
-            (NeighbourKind::Cpu, Intensity::Utilisation(u)) => Some(100.0 * u),
-            _ => None,
+        let target = match level.intensity {
+            Intensity::Utilisation(u) => Some(100.0 * u),
+            Intensity::Count(_) => None,
         };
+        let note = (!notes.is_empty()).then(|| notes.join("; "));
         Ok((
             NeighbourJobs {
                 level: level.to_string(),
                 instances,
                 limits,
-                target_util_pct,
-                disk_target: match (level.kind, level.intensity, disk_name, disk_iops) {
-                    (NeighbourKind::Disk, Intensity::Utilisation(u), Some(name), Some(cap)) => {
-                        Some((name, cap, 100.0 * u))
-                    }
+                target_util_pct: target.filter(|_| level.kind == NeighbourKind::Cpu),
+                reachable_util_pct: plan.reachable,
+                disk_target: match (level.kind, target, disk_name, disk_iops) {
+                    (NeighbourKind::Disk, Some(t), Some(name), Some(cap)) => Some((name, cap, t)),
                     _ => None,
                 },
-                settle: NEIGHBOUR_SETTLE,
-                network_servers: if level.kind == NeighbourKind::Network {
-                    plan.instances
-                } else {
-                    0
+                net_target: match (network, target, net_mbps) {
+                    (true, Some(t), Some(cap)) => Some((cap, t)),
+                    _ => None,
                 },
+                net_rate_mbps: reserved.neighbour_net_mbps.filter(|_| network),
+                settle: NEIGHBOUR_SETTLE,
+                network_servers: if network { plan.instances } else { 0 },
             },
             reserved.subject,
             note,
@@ -969,8 +1011,10 @@ impl Runner<'_> {
         solo_job.name = format!("{}-solo", job.name);
         let ios = |d: Option<&str>| d.and_then(|d| neighbour::disk_ios(Path::new("/proc"), d));
         let before = ios(disk);
+        let net_before = neighbour::net_rx(Path::new("/proc"));
         let e = self.platform.execute(&solo_job, self.interrupt)?;
         let after = ios(disk);
+        let net_after = neighbour::net_rx(Path::new("/proc"));
         let get = |k: &str| e.telemetry.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
         let wall = get("wall_s").filter(|w| *w > 0.0);
         let cpus = match (get("cpu_usage_s"), wall) {
@@ -981,17 +1025,25 @@ impl Runner<'_> {
             (Some(b), Some(a), Some(w)) => a.saturating_sub(b) as f64 / w,
             _ => 0.0,
         };
+        let net_gbps = wall.map_or(0.0, |w| {
+            neighbour::busiest_rx(&net_before, &net_after) as f64 * 8.0 / 1e9 / w
+        });
         let solo = SoloProfile {
             cpus_used: cpus,
             disk_iops,
-            ..SoloProfile::default()
+            net_gbps,
         };
         self.solo.borrow_mut().insert(key.clone(), solo);
         Ok((
             solo,
             Some(format!(
-                "calibration: the subject ({key}) uses {cpus:.2} cpus{} alone (one unstored solo run)",
-                disk.map(|d| format!(" and {disk_iops:.0} IOPS on {d}")).unwrap_or_default()
+                "calibration: the subject ({key}) uses {cpus:.2} cpus{}{} alone (one unstored solo run)",
+                disk.map(|d| format!(", {disk_iops:.0} IOPS on {d}")).unwrap_or_default(),
+                if net_gbps > 0.0 {
+                    format!(", {:.0} Mbit/s on its busiest interface", net_gbps * 1000.0)
+                } else {
+                    String::new()
+                }
             )),
         ))
     }
@@ -1039,6 +1091,63 @@ impl Runner<'_> {
             Some(format!(
                 "calibration: the working directory's disk does {iops:.0} IOPS (fio random 50/50 read/write, 32 KiB, iodepth {}; one unstored run)",
                 neighbour::CALIBRATION_IODEPTH
+            )),
+        ))
+    }
+
+    /// The throughput of the neighbour network (one unlimited TCP stream between
+    /// its two namespaces, iperf3): measured once by an unstored run on the host,
+    /// with a neighbour network of one server around it.
+    fn net_capacity(&self, job: &Job) -> Result<(f64, Option<String>), PlatformError> {
+        if let Some(mbps) = *self.net_capacity.borrow() {
+            return Ok((mbps, None));
+        }
+        let workdir = job.workdir.join("net-capacity");
+        std::fs::create_dir_all(&workdir).map_err(|source| PlatformError::Io {
+            action: "cannot create working directory",
+            path: workdir.clone(),
+            source,
+        })?;
+        let names = neighbour::NetNames::of(std::process::id());
+        let calibration = Job {
+            platform: crate::platform::PlatformDef::new(crate::platform::PlatformKind::Host),
+            image: None,
+            name: format!("{}-netcal", job.name),
+            argv: neighbour::net_capacity_command(&names),
+            prepare: None,
+            cleanup: None,
+            server: None,
+            workdir: workdir.clone(),
+            limits: isolab_cgroups::Limits::default(),
+            timeout: Duration::from_secs(120),
+            neighbours: Some(NeighbourJobs {
+                level: "network calibration".into(),
+                instances: Vec::new(),
+                limits: isolab_cgroups::Limits::default(),
+                target_util_pct: None,
+                reachable_util_pct: None,
+                disk_target: None,
+                net_target: None,
+                net_rate_mbps: None,
+                settle: Duration::ZERO,
+                network_servers: 1,
+            }),
+        };
+        let e = self.platform.execute(&calibration, self.interrupt)?;
+        let _ = std::fs::remove_dir_all(&workdir);
+        let gbps =
+            neighbour::parse_iperf3_gbps(&e.stdout).map_err(|err| PlatformError::Helper {
+                phase: "network calibration",
+                command: calibration.argv.join(" "),
+                exit: e.exit,
+                stderr: err.to_string(),
+            })?;
+        let mbps = gbps * 1000.0;
+        *self.net_capacity.borrow_mut() = Some(mbps);
+        Ok((
+            mbps,
+            Some(format!(
+                "calibration: the neighbour network carries {mbps:.0} Mbit/s (one unlimited iperf3 TCP stream between its namespaces; one unstored run)"
             )),
         ))
     }

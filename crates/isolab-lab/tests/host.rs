@@ -267,6 +267,9 @@ fn neighbours_run_beside_the_subject_and_a_latency_breach_aborts_the_run() {
         disk_target: None,
         settle: Duration::from_millis(100),
         network_servers: 0,
+        reachable_util_pct: None,
+        net_target: None,
+        net_rate_mbps: None,
     });
     let started = std::time::Instant::now();
     let err = p.execute(&j, &interrupt).unwrap_err();
@@ -291,6 +294,9 @@ fn neighbours_run_beside_the_subject_and_a_latency_breach_aborts_the_run() {
         disk_target: None,
         settle: Duration::from_millis(100),
         network_servers: 0,
+        reachable_util_pct: None,
+        net_target: None,
+        net_rate_mbps: None,
     });
     let e = p.execute(&j, &interrupt).unwrap();
     assert!(e.exit.success());

@@ -673,6 +673,96 @@ fn a_short_isolation_experiment_measures_degradation_and_leaves_nothing() {
     assert!(namespaces.is_empty(), "namespaces left: {namespaces:?}");
 }
 
+const RESERVATIONS: &str = r#"[experiment]
+name = "reservations"
+seed = 6
+repetitions = { warmup = 0, min = 2, max = 2, target_cv = 0.5 }
+duration = "2s"
+
+[matrix]
+shape = ["medium"]
+placement = ["quota"]
+workload = ["sysbench-cpu"]
+neighbour = ["none", "disk*2", "network@50%"]
+reservation = ["io", "net"]
+exclude = [{ neighbour = "disk*2", reservation = "net" }, { neighbour = "network@50%", reservation = "io" }]
+"#;
+
+#[test]
+fn io_and_net_reservations_throttle_the_neighbours_and_network_targets_are_checked() {
+    let Some(guard) = CgroupTest::start() else {
+        return;
+    };
+    let namespaces_before = neighbour_namespaces();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let spec = write_spec(dir.path(), "reservations.toml", RESERVATIONS);
+    let out = run(isolab()
+        .arg("--db")
+        .arg(&db)
+        .args(["run", "--no-report", "--workdir"])
+        .arg(dir.path().join("work"))
+        .arg(&spec));
+    assert!(
+        out.status.success(),
+        "stdout {}\nstderr {}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let store = isolab_store::Store::open(&db).unwrap();
+    let id = store.resolve("reservations").unwrap();
+    let cells = store.cells(id).unwrap();
+    let runs = store.runs(id).unwrap();
+    assert_eq!(runs.len(), 4 * 2);
+    for run in &runs {
+        let cell = cells.iter().find(|c| c.id == run.cell).unwrap();
+        assert!(run.is_counted(), "{}: {:?}", cell.key, run.error);
+        let t = |name: &str| {
+            run.telemetry
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| *v)
+        };
+        if cell.key.contains("disk*2") {
+            // Each of the two fio neighbours is held to its read and write IOPS
+            // (32 KiB each): what they did stays within the throttle.
+            let limit = t("neighbour_read_iops_limit").expect("io throttle");
+            let wall = t("wall_s").unwrap();
+            let read = t("neighbours_io_read_bytes").unwrap_or(0.0);
+            let iops = read / 32768.0 / wall;
+            eprintln!(
+                "{}: neighbours read {iops:.0} IOPS, limit 2 x {limit}",
+                cell.key
+            );
+            assert!(
+                iops <= 2.0 * limit * 1.25 + 5.0,
+                "{}: {iops} > 2 x {limit}",
+                cell.key
+            );
+            assert!(t("neighbours_memory_peak_bytes").is_some(), "{}", cell.key);
+        }
+        if cell.key.contains("network@50%") {
+            let rate = t("neighbours_net_rate_mbps").expect("tc rate read back");
+            let sent = t("neighbours_net_mbps").unwrap();
+            let achieved = t("neighbour_achieved_util_pct").unwrap();
+            assert_eq!(t("neighbour_target_util_pct"), Some(50.0));
+            eprintln!(
+                "{}: rate {rate:.0} Mbit/s, neighbours sent {sent:.0}, utilisation {achieved:.1}% for 50%",
+                cell.key
+            );
+            assert!(sent <= rate * 1.1, "{}: {sent} > {rate}", cell.key);
+            let noted = run.notes.iter().any(|n| n.contains("off target"));
+            assert_eq!(noted, (achieved - 50.0).abs() > 5.0, "{}", cell.key);
+        }
+    }
+    guard.assert_nothing_leaked("cgroups left");
+    let namespaces: Vec<String> = neighbour_namespaces()
+        .into_iter()
+        .filter(|n| !namespaces_before.contains(n))
+        .collect();
+    assert!(namespaces.is_empty(), "namespaces left: {namespaces:?}");
+}
+
 #[test]
 fn concurrent_instances_in_containers_add_up_and_leave_nothing() {
     let Some(guard) = CgroupTest::start() else {

@@ -296,6 +296,7 @@ mod tests {
             instances,
             per_instance: rate,
             target: None,
+            reachable: None,
         }
     }
 

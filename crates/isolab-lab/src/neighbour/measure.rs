@@ -66,9 +66,53 @@ pub fn diskstats_ios(table: &str, device: &str) -> Option<u64> {
     })
 }
 
+/// Bytes received so far by each network interface of the reader's namespace,
+/// from `<proc_root>/net/dev`.
+pub fn net_rx(proc_root: &std::path::Path) -> Vec<(String, u64)> {
+    std::fs::read_to_string(proc_root.join("net/dev"))
+        .map(|t| net_dev_rx(&t))
+        .unwrap_or_default()
+}
+
+/// `(interface, received bytes)` of each line of a `/proc/net/dev` table.
+pub fn net_dev_rx(table: &str) -> Vec<(String, u64)> {
+    table
+        .lines()
+        .filter_map(|line| {
+            let (name, rest) = line.split_once(':')?;
+            let bytes = rest.split_whitespace().next()?.parse().ok()?;
+            Some((name.trim().to_owned(), bytes))
+        })
+        .collect()
+}
+
+/// The most bytes any one interface received between two [`net_rx`] readings: the
+/// traffic of the busiest path (a stream over a bridge shows on the bridge and on
+/// the veth, so interfaces are not summed).
+pub fn busiest_rx(before: &[(String, u64)], after: &[(String, u64)]) -> u64 {
+    after
+        .iter()
+        .filter_map(|(name, a)| {
+            let b = before.iter().find(|(n, _)| n == name)?.1;
+            Some(a.saturating_sub(b))
+        })
+        .max()
+        .unwrap_or(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_busiest_interface_counts_once() {
+        let t0 = "Inter-|   Receive\n face |bytes    packets\n    lo: 1000 10 0 0 0 0 0 0 1000 10 0 0 0 0 0 0\nisolab0: 500 5 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
+        let t1 = "Inter-|   Receive\n face |bytes    packets\n    lo: 1500 10 0 0 0 0 0 0 1000 10 0 0 0 0 0 0\nisolab0: 9500 5 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n  veth9: 100 1 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
+        let (b, a) = (net_dev_rx(t0), net_dev_rx(t1));
+        assert_eq!(b, vec![("lo".into(), 1000), ("isolab0".into(), 500)]);
+        assert_eq!(busiest_rx(&b, &a), 9000, "a new interface has no baseline");
+        assert_eq!(busiest_rx(&[], &a), 0);
+    }
 
     #[test]
     fn cpu_achievement_is_the_mean_of_the_cores() {

@@ -38,7 +38,10 @@ pub use command::{
     MEMORY_FILL,
 };
 pub use level::{Intensity, LevelError, NeighbourKind, NeighbourLevel, MAX_COUNT};
-pub use measure::{achieved, disk_ios, diskstats_ios, off_target, Observed, OFF_TARGET_POINTS};
+pub use measure::{
+    achieved, busiest_rx, disk_ios, diskstats_ios, net_dev_rx, net_rx, off_target, Observed,
+    OFF_TARGET_POINTS,
+};
 pub use net::{
     stale_namespaces, IpCommands, NeighbourNet, NetCommands, NetError, NetNames, BASE_PORT,
 };

@@ -161,8 +161,9 @@ pub enum NetError {
 
 /// Runs the `ip` commands that build and remove the network (a fake in tests).
 pub trait NetCommands: fmt::Debug + Send + Sync {
-    /// Runs `argv` to completion; an error when it cannot start or fails.
-    fn run(&self, argv: &[String]) -> Result<(), NetError>;
+    /// Runs `argv` to completion and returns its standard output; an error when it
+    /// cannot start or fails.
+    fn run(&self, argv: &[String]) -> Result<String, NetError>;
 }
 
 /// Runs commands for real, without a shell.
@@ -170,7 +171,7 @@ pub trait NetCommands: fmt::Debug + Send + Sync {
 pub struct IpCommands;
 
 impl NetCommands for IpCommands {
-    fn run(&self, argv: &[String]) -> Result<(), NetError> {
+    fn run(&self, argv: &[String]) -> Result<String, NetError> {
         let (program, args) = argv.split_first().ok_or_else(|| NetError::Failed {
             command: String::new(),
             status: "empty command".into(),
@@ -185,7 +186,7 @@ impl NetCommands for IpCommands {
                 source,
             })?;
         if out.status.success() {
-            Ok(())
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
         } else {
             Err(NetError::Failed {
                 command: argv.join(" "),
@@ -343,6 +344,34 @@ impl NeighbourNet {
         .collect()
     }
 
+    /// Limits everything the neighbours send to `mbps` Mbit/s
+    /// ([`Self::rate_limit_command`]) and reads the rate back from the kernel
+    /// (`tc -j qdisc show`), in Mbit/s.
+    pub fn rate_limit(&self, mbps: u64) -> Result<f64, NetError> {
+        self.commands.run(&self.rate_limit_command(mbps))?;
+        let show: Vec<String> = [
+            "ip",
+            "netns",
+            "exec",
+            &self.names.ns_a,
+            "tc",
+            "-j",
+            "qdisc",
+            "show",
+            "dev",
+            &self.names.veth_a,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let json = self.commands.run(&show)?;
+        tbf_rate_mbps(&json).ok_or_else(|| NetError::Failed {
+            command: show.join(" "),
+            status: "no tbf rate in its output".into(),
+            stderr: json.chars().take(300).collect(),
+        })
+    }
+
     /// Process ids of the iperf3 servers, e.g. to attach them to a cgroup.
     pub fn server_pids(&self) -> Vec<u32> {
         self.servers.iter().map(|(_, c)| c.id()).collect()
@@ -383,7 +412,7 @@ impl NeighbourNet {
                 .commands
                 .run(&["ip".into(), "netns".into(), "del".into(), ns]);
             if first.is_ok() {
-                first = done;
+                first = done.map(drop);
             }
         }
         first
@@ -427,6 +456,17 @@ fn tcp_listens(table: &str, port: u16) -> bool {
 }
 
 /// Received bytes of `interface` in a `/proc/net/dev` table.
+/// The rate of the root `tbf` qdisc in `tc -j qdisc show` output, in Mbit/s (tc
+/// reports bytes per second).
+fn tbf_rate_mbps(json: &str) -> Option<f64> {
+    let v: serde_json::Value = serde_json::from_str(json).ok()?;
+    v.as_array()?
+        .iter()
+        .find(|q| q["kind"] == "tbf")
+        .and_then(|q| q["options"]["rate"].as_f64())
+        .map(|bytes| bytes * 8.0 / 1e6)
+}
+
 fn rx_bytes(table: &str, interface: &str) -> Option<u64> {
     table.lines().find_map(|line| {
         let (name, rest) = line.split_once(':')?;
@@ -470,7 +510,7 @@ mod tests {
     }
 
     impl NetCommands for Fake {
-        fn run(&self, argv: &[String]) -> Result<(), NetError> {
+        fn run(&self, argv: &[String]) -> Result<String, NetError> {
             let line = argv.join(" ");
             self.log.lock().unwrap().push(line.clone());
             match self.fail_on {
@@ -479,9 +519,19 @@ mod tests {
                     status: "exit status: 2".into(),
                     stderr: "RTNETLINK answers: File exists".into(),
                 }),
-                _ => Ok(()),
+                _ if line.contains("tc -j qdisc show") => Ok(TBF_1500.into()),
+                _ => Ok(String::new()),
             }
         }
+    }
+
+    const TBF_1500: &str = r#"[{"kind":"tbf","handle":"800f:","root":true,"refcnt":3,"options":{"rate":187500000,"burst":1874812,"lat":50001}}]"#;
+
+    #[test]
+    fn the_rate_is_read_back_from_tc_json() {
+        assert_eq!(tbf_rate_mbps(TBF_1500), Some(1500.0));
+        assert_eq!(tbf_rate_mbps(r#"[{"kind":"noqueue","options":{}}]"#), None);
+        assert_eq!(tbf_rate_mbps("not json"), None);
     }
 
     #[test]

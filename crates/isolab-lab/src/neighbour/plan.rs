@@ -22,6 +22,9 @@ pub struct Capacity {
     pub net_gbps: Option<f64>,
     /// The host's memory in bytes.
     pub memory_bytes: u64,
+    /// Cpus the neighbours may use together under the cell's reservation
+    /// (`cpuset`, `quota`); `None` = all of [`Capacity::cpus`].
+    pub neighbour_cpus: Option<f64>,
 }
 
 /// What the subject uses alone, from the telemetry of its solo runs.
@@ -61,6 +64,10 @@ pub struct NeighbourPlan {
     /// Utilisation of the contended resource to reach, subject included, in percent
     /// of its capacity; `None` for counts.
     pub target: Option<f64>,
+    /// When the reservation keeps the neighbours from reaching the target: the
+    /// utilisation they can reach at most (the subject's solo use plus all the cpus
+    /// they may use), in percent. Runs are checked against this instead.
+    pub reachable: Option<f64>,
 }
 
 /// A level that cannot be realised on this host.
@@ -119,7 +126,10 @@ pub enum PlanError {
 ///   at [`Rate::CpuLoadPct`]`(100)`).
 /// - `Utilisation(u)` of the contended resource, subject included: the neighbours
 ///   must add `need = u·capacity − solo`.
-///   - cpu: `k = ⌈need⌉` workers, each at `need/k·100` percent load.
+///   - cpu: `k = ⌈need⌉` workers, each at `need/k·100` percent load. When the
+///     reservation leaves the neighbours fewer cpus than `need`
+///     ([`Capacity::neighbour_cpus`]), they get all of those at full load and
+///     [`NeighbourPlan::reachable`] says how far that takes the host.
 ///   - disk: `k = ⌈need/capacity · CALIBRATION_IODEPTH⌉` psync jobs (as many
 ///     outstanding I/Os as the calibration needed for that share), each limited to
 ///     `need/k` IOPS.
@@ -144,6 +154,7 @@ pub fn plan(
                     _ => Rate::Unlimited,
                 },
                 target: None,
+                reachable: None,
             })
         }
         Intensity::Utilisation(u) => u,
@@ -177,10 +188,17 @@ pub fn plan(
         }
         NeighbourKind::Cpu => {
             let cpus = usable("cpu count", capacity.cpus)?;
-            let need = u * cpus - solo.cpus_used.max(0.0);
-            if need <= EPS {
+            let wanted = u * cpus - solo.cpus_used.max(0.0);
+            if wanted <= EPS {
                 return Err(exceeds(cpus, solo.cpus_used, "cpus"));
             }
+            let allowed = capacity
+                .neighbour_cpus
+                .filter(|c| c.is_finite() && *c > 0.0)
+                .unwrap_or(cpus);
+            let need = wanted.min(allowed);
+            let reachable = (wanted > allowed + EPS)
+                .then(|| 100.0 * (solo.cpus_used.max(0.0) + allowed) / cpus);
             let k = (need - EPS).ceil().max(1.0);
             let load = ((need / k) * 100.0).round().clamp(1.0, 100.0);
             Ok(NeighbourPlan {
@@ -188,6 +206,7 @@ pub fn plan(
                 instances: k as u32,
                 per_instance: Rate::CpuLoadPct(load as u32),
                 target,
+                reachable,
             })
         }
         NeighbourKind::Disk => {
@@ -209,6 +228,7 @@ pub fn plan(
                 instances: k as u32,
                 per_instance: Rate::Iops((need / k).round().max(1.0) as u64),
                 target,
+                reachable: None,
             })
         }
         NeighbourKind::Network => {
@@ -227,6 +247,7 @@ pub fn plan(
                 instances: 1,
                 per_instance: Rate::Mbps((need * 1000.0).round().max(1.0) as u64),
                 target,
+                reachable: None,
             })
         }
     }
@@ -294,6 +315,23 @@ mod tests {
         // Exactly whole needs do not round up to an extra worker.
         let p = planned("cpu@100%", &cpus(2.0), &subject(0.0)).unwrap();
         assert_eq!((p.instances, p.per_instance), (2, Rate::CpuLoadPct(100)));
+    }
+
+    #[test]
+    fn a_reservation_caps_what_cpu_neighbours_can_add() {
+        // Subject bound to one of two cpus using 0.3 of it: 90% wants 1.5 cpus of
+        // neighbours, the cpuset leaves them 1: one worker at 100%, 65% reachable.
+        let cap = Capacity {
+            neighbour_cpus: Some(1.0),
+            ..cpus(2.0)
+        };
+        let p = planned("cpu@90%", &cap, &subject(0.3)).unwrap();
+        assert_eq!((p.instances, p.per_instance), (1, Rate::CpuLoadPct(100)));
+        assert_eq!(p.target, Some(90.0));
+        assert!((p.reachable.unwrap() - 65.0).abs() < 1e-9, "{p:?}");
+        // Within what the reservation leaves, nothing changes.
+        let p = planned("cpu@90%", &cap, &subject(1.0)).unwrap();
+        assert_eq!((p.per_instance, p.reachable), (Rate::CpuLoadPct(80), None));
     }
 
     #[test]

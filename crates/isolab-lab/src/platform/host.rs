@@ -434,10 +434,32 @@ impl HostPlatform {
         } else {
             None
         };
+        let mut net_rate = None;
+        if let (Some(net), Some(mbps)) = (&net, set.net_rate_mbps) {
+            let read = net.rate_limit(mbps).map_err(|e| PlatformError::Helper {
+                phase: "net reservation",
+                command: net.rate_limit_command(mbps).join(" "),
+                exit: ExitKind::Code(-1),
+                stderr: e.to_string(),
+            })?;
+            // tc stores the rate in bytes per second: a rounding, not a change.
+            if (read - mbps as f64).abs() > 0.01 * mbps as f64 + 0.01 {
+                return Err(PlatformError::LimitMismatch {
+                    cgroup: format!("network namespace {}", net.namespace()),
+                    detail: format!(
+                        "rate of {} asked {mbps} Mbit/s read {read:.1} Mbit/s",
+                        net.interface()
+                    ),
+                });
+            }
+            net_rate = Some(read);
+        }
         let mut running = RunningNeighbours {
             instances: Vec::new(),
             net,
+            net_rate,
             disk_start: None,
+            net_start: None,
         };
         for (i, argv) in set.instances.iter().enumerate() {
             let started = (|| {
@@ -486,6 +508,13 @@ impl HostPlatform {
         if let Some((device, _, _)) = &set.disk_target {
             running.disk_start = crate::neighbour::disk_ios(&self.config.proc_root, device)
                 .map(|n| (n, Instant::now()));
+        }
+        if let (Some(_), Some(net)) = (&set.net_target, &running.net) {
+            running.net_start = net.received_bytes().ok().map(|neighbours| NetStart {
+                neighbours,
+                host: crate::neighbour::net_rx(&self.config.proc_root),
+                at: Instant::now(),
+            });
         }
         for (i, (_, child)) in running.instances.iter().enumerate() {
             if !child_alive_unreaped(child) {
@@ -726,16 +755,34 @@ struct RunningNeighbours {
     instances: Vec<(Cgroup, Child)>,
     /// The namespaces network neighbours stream between.
     net: Option<crate::neighbour::NeighbourNet>,
+    /// The rate of the neighbours' interface read back, Mbit/s (`net` reservation).
+    net_rate: Option<f64>,
     /// Operations completed on the target disk when the subject started.
     disk_start: Option<(u64, Instant)>,
+    /// Network counters when the subject started (network utilisation target).
+    net_start: Option<NetStart>,
+}
+
+/// Network counters at the subject's start.
+struct NetStart {
+    /// Bytes the neighbour network's server side had received.
+    neighbours: u64,
+    /// Bytes each interface of the host's namespace had received (the subject's
+    /// traffic).
+    host: Vec<(String, u64)>,
+    at: Instant,
 }
 
 /// What the neighbours did, read before their cgroups were removed.
 struct StoppedNeighbours {
-    /// Cpu time of each instance.
-    cpu: Vec<Option<Duration>>,
+    /// The counters of each instance.
+    stats: Vec<Option<isolab_cgroups::Stats>>,
     /// IOPS on the target disk while subject and neighbours ran.
     disk_iops: Option<f64>,
+    /// Mbit/s of the neighbours and of the subject while both ran.
+    net_mbps: Option<(f64, f64)>,
+    /// The rate of the neighbours' interface, Mbit/s.
+    net_rate: Option<f64>,
     /// Problems while stopping.
     notes: Vec<String>,
 }
@@ -750,18 +797,28 @@ impl RunningNeighbours {
                 }),
             _ => None,
         };
+        let net_mbps = match (&self.net_start, &self.net) {
+            (Some(start), Some(net)) => net.received_bytes().ok().map(|now| {
+                let secs = start.at.elapsed().as_secs_f64().max(1e-3);
+                let host =
+                    crate::neighbour::busiest_rx(&start.host, &crate::neighbour::net_rx(proc_root));
+                let mbps = |bytes: u64| bytes as f64 * 8.0 / 1e6 / secs;
+                (mbps(now.saturating_sub(start.neighbours)), mbps(host))
+            }),
+            _ => None,
+        };
         let mut stopped = StoppedNeighbours {
-            cpu: Vec::new(),
+            stats: Vec::new(),
             disk_iops,
+            net_mbps,
+            net_rate: self.net_rate,
             notes: Vec::new(),
         };
         for (cgroup, child) in self.instances {
             child.signal_group(libc::SIGKILL);
             let _ = cgroup.kill_all();
             let _ = child.reap();
-            stopped
-                .cpu
-                .push(cgroup.stats().ok().and_then(|s| s.cpu_usage));
+            stopped.stats.push(cgroup.stats().ok());
             if let Err(e) = cgroup.remove() {
                 stopped
                     .notes
@@ -785,12 +842,61 @@ impl StoppedNeighbours {
     /// note when they are more than 5 percentage points apart.
     fn describe(self, job: &Job, execution: &mut Execution) {
         let Some(set) = &job.neighbours else { return };
-        let cpu: f64 = self.cpu.iter().flatten().map(Duration::as_secs_f64).sum();
-        execution.telemetry.push(("neighbours_cpu_s".into(), cpu));
-        execution
-            .telemetry
-            .push(("neighbours".into(), self.cpu.len() as f64));
+        let stats: Vec<&isolab_cgroups::Stats> = self.stats.iter().flatten().collect();
+        let sum = |f: &dyn Fn(&isolab_cgroups::Stats) -> Option<f64>| {
+            let v: Vec<f64> = stats.iter().filter_map(|s| f(s)).collect();
+            (!v.is_empty()).then(|| v.iter().sum::<f64>())
+        };
+        let t = &mut execution.telemetry;
+        let cpu = sum(&|s| s.cpu_usage.map(|d| d.as_secs_f64())).unwrap_or(0.0);
+        t.push(("neighbours_cpu_s".into(), cpu));
+        t.push(("neighbours".into(), self.stats.len() as f64));
+        if let Some(peak) = stats
+            .iter()
+            .filter_map(|s| s.memory_peak.map(|b| b.0 as f64))
+            .reduce(f64::max)
+        {
+            t.push(("neighbours_memory_peak_bytes".into(), peak));
+        }
+        if let Some(v) = sum(&|s| s.io_read.map(|b| b.0 as f64)) {
+            t.push(("neighbours_io_read_bytes".into(), v));
+        }
+        if let Some(v) = sum(&|s| s.io_write.map(|b| b.0 as f64)) {
+            t.push(("neighbours_io_write_bytes".into(), v));
+        }
+        if let Some(v) = sum(&|s| s.throttled.map(|d| d.as_secs_f64())) {
+            t.push(("neighbours_throttled_s".into(), v));
+        }
+        if let Some(rate) = self.net_rate {
+            t.push(("neighbours_net_rate_mbps".into(), rate));
+        }
+        // The io reservation's throttle of each instance, to compare with what they did.
+        for io in &set.limits.io {
+            if let Some(r) = io.read_iops {
+                t.push(("neighbour_read_iops_limit".into(), r as f64));
+            }
+            if let Some(w) = io.write_iops {
+                t.push(("neighbour_write_iops_limit".into(), w as f64));
+            }
+        }
         execution.notes.extend(self.notes);
+        if let (Some((capacity, target)), Some((neighbours, subject))) =
+            (set.net_target, self.net_mbps)
+        {
+            let achieved = 100.0 * (neighbours + subject) / capacity;
+            let t = &mut execution.telemetry;
+            t.push(("neighbour_target_util_pct".into(), target));
+            t.push(("neighbour_achieved_util_pct".into(), achieved));
+            t.push(("neighbours_net_mbps".into(), neighbours));
+            t.push(("subject_net_mbps".into(), subject));
+            if crate::neighbour::off_target(target, achieved) {
+                execution.notes.push(format!(
+                    "neighbour {} off target: neighbours {neighbours:.0} + subject {subject:.0} Mbit/s, {achieved:.1}% of {capacity:.0} against {target:.1}% (more than {} points apart)",
+                    set.level,
+                    crate::neighbour::OFF_TARGET_POINTS
+                ));
+            }
+        }
         if let (Some((_, capacity, target)), Some(iops)) = (&set.disk_target, self.disk_iops) {
             let achieved = 100.0 * iops / capacity;
             execution
@@ -808,10 +914,16 @@ impl StoppedNeighbours {
                 ));
             }
         }
-        if let Some(target) = set.target_util_pct {
+        if let Some(requested) = set.target_util_pct {
             execution
                 .telemetry
-                .push(("neighbour_target_util_pct".into(), target));
+                .push(("neighbour_target_util_pct".into(), requested));
+            if let Some(r) = set.reachable_util_pct {
+                execution
+                    .telemetry
+                    .push(("neighbour_reachable_util_pct".into(), r));
+            }
+            let target = set.reachable_util_pct.unwrap_or(requested);
             let achieved = execution
                 .telemetry
                 .iter()

@@ -205,10 +205,20 @@ pub struct NeighbourJobs {
     /// Host utilisation to reach, in percent of all its cpus, when the level is a
     /// cpu utilisation target: verified from the host sampler during the run.
     pub target_util_pct: Option<f64>,
+    /// When the reservation keeps the neighbours from reaching `target_util_pct`:
+    /// the most they can reach, which runs are checked against instead.
+    pub reachable_util_pct: Option<f64>,
     /// A disk utilisation target: the whole disk's name in /proc/diskstats
     /// (`vda`), its measured capacity in IOPS, and the target in percent; the
     /// operations completed on it during the run are compared with the target.
     pub disk_target: Option<(String, f64, f64)>,
+    /// A network utilisation target: the neighbour network's measured capacity in
+    /// Mbit/s and the target in percent; the traffic of neighbours and subject
+    /// during the run is compared with it.
+    pub net_target: Option<(f64, f64)>,
+    /// The `net` reservation: the rate, in Mbit/s, of the neighbours' interface
+    /// (all network neighbours together), applied with `tc` and read back.
+    pub net_rate_mbps: Option<u64>,
     /// How long the neighbours run before the subject starts.
     pub settle: Duration,
     /// Network neighbours: the number of iperf3 servers of the neighbour network
@@ -446,7 +456,7 @@ impl Platform for Platforms {
         for ns in crate::neighbour::stale_namespaces(std::path::Path::new("/run/netns"), alive) {
             let argv = ["ip", "netns", "del", ns.as_str()].map(String::from);
             match crate::neighbour::NetCommands::run(&commands, &argv) {
-                Ok(()) => removed.push(format!("network namespace {ns}")),
+                Ok(_) => removed.push(format!("network namespace {ns}")),
                 Err(e) => {
                     return Err(PlatformError::Helper {
                         phase: "gc",
