@@ -792,7 +792,7 @@ impl<'a> Runner<'a> {
             duration: spec.duration,
             workdir: workdir.to_path_buf(),
             port,
-            server: server_address(&cell.platform),
+            server: self.platform.server_address(&cell.platform),
             direct: disk.direct,
         };
         let render = |t: &str| {
@@ -1179,21 +1179,6 @@ fn tail_chars(s: &str, n: usize) -> &str {
 fn host_memory() -> isolab_cgroups::Bytes {
     crate::environment::memory_total(Path::new("/proc"))
         .map_or(isolab_cgroups::Bytes::gib(1), isolab_cgroups::Bytes)
-}
-
-/// Where the measured command reaches the workload's server, which runs on the
-/// host: loopback when the command shares the host's network, the host's address on
-/// the runtime's bridge (the first address of its subnet) when it runs behind it.
-fn server_address(platform: &crate::platform::PlatformDef) -> std::net::Ipv4Addr {
-    use crate::platform::Network;
-    match platform.network {
-        Network::Bridge => {
-            isolab_runtime::network::Ipv4Subnet::parse(isolab_runtime::network::DEFAULT_SUBNET)
-                .map(|s| std::net::Ipv4Addr::from(u32::from(s.network) + 1))
-                .unwrap_or(std::net::Ipv4Addr::LOCALHOST)
-        }
-        Network::None | Network::Host => std::net::Ipv4Addr::LOCALHOST,
-    }
 }
 
 struct Done {

@@ -560,6 +560,21 @@ impl HostPlatform {
         Ok(found)
     }
 
+    /// The experiment scopes (`exp3-pid42`) of orphaned run cgroups.
+    pub(crate) fn orphan_experiments(&self) -> Result<Vec<String>, PlatformError> {
+        let mut scopes: Vec<String> = self
+            .orphans()?
+            .iter()
+            .filter_map(|rel| rel.strip_prefix(&self.config.cgroup_base).ok())
+            .filter_map(|rest| rest.components().next())
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .filter(|s| s.starts_with("exp"))
+            .collect();
+        scopes.sort();
+        scopes.dedup();
+        Ok(scopes)
+    }
+
     /// Kills the processes of orphaned run cgroups (e.g. an `isolab-runtime` whose
     /// isolab was killed), so that the containers they ran can be collected.
     pub(crate) fn kill_orphans(&self) -> Result<(), PlatformError> {

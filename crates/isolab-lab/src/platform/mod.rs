@@ -3,6 +3,7 @@
 //! telemetry). The runner only sees the [`Platform`] trait, so it can be tested with
 //! a fake platform and no processes at all.
 
+mod engine;
 mod host;
 mod isolab;
 mod process;
@@ -19,7 +20,7 @@ pub use isolab::{IsolabConfig, RUNTIME_PROGRAM};
 pub use process::Interrupt;
 pub(crate) use process::{free_port, isolab_running};
 
-/// The engines isolab can run workloads on in this build.
+/// The engines isolab can run workloads on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PlatformKind {
@@ -27,33 +28,51 @@ pub enum PlatformKind {
     Host,
     /// isolab's own container runtime (`isolab-runtime`), on the experiment's image.
     Isolab,
+    /// Docker (Debian's `docker.io` engine; isolab starts `dockerd` when none runs).
+    Docker,
+    /// Podman (no daemon; crun or runc below it).
+    Podman,
+    /// runc on an OCI bundle of the image.
+    Runc,
+    /// crun on an OCI bundle of the image.
+    Crun,
+    /// LXC (`lxc-execute` with a generated configuration).
+    Lxc,
+    /// A QEMU virtual machine (KVM when it works, TCG otherwise, always labelled).
+    Vm,
+    /// isolab-runtime inside a QEMU virtual machine (a container in a VM).
+    #[serde(rename = "vm+isolab")]
+    VmIsolab,
 }
-
-/// Engine names that DESIGN.md plans but this build cannot run yet.
-pub const PLANNED: [&str; 6] = ["docker", "podman", "runc", "crun", "lxc", "vm"];
 
 /// A platform name that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum UnknownPlatform {
-    /// Planned but not built yet.
-    #[error("platform `{0}` is not available in this version of isolab yet: available engines are `host` and `isolab`")]
-    NotYet(String),
     /// Not an engine at all.
-    #[error("unknown engine `{0}`: expected `host` or `isolab` (planned: docker, podman, runc, crun, lxc, vm, vm+isolab)")]
+    #[error("unknown engine `{0}`: expected one of host, isolab, docker, podman, runc, crun, lxc, vm, vm+isolab")]
     Unknown(String),
 }
 
 impl PlatformKind {
+    /// Every engine, in documentation order.
+    pub const ALL: [PlatformKind; 9] = [
+        PlatformKind::Host,
+        PlatformKind::Isolab,
+        PlatformKind::Docker,
+        PlatformKind::Podman,
+        PlatformKind::Runc,
+        PlatformKind::Crun,
+        PlatformKind::Lxc,
+        PlatformKind::Vm,
+        PlatformKind::VmIsolab,
+    ];
+
     /// Parses an engine name.
     pub fn parse(s: &str) -> Result<PlatformKind, UnknownPlatform> {
-        match s {
-            "host" => Ok(PlatformKind::Host),
-            "isolab" => Ok(PlatformKind::Isolab),
-            other if PLANNED.contains(&other) || other == "vm+isolab" => {
-                Err(UnknownPlatform::NotYet(other.into()))
-            }
-            other => Err(UnknownPlatform::Unknown(other.into())),
-        }
+        PlatformKind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| UnknownPlatform::Unknown(s.into()))
     }
 
     /// Its name in specs.
@@ -61,12 +80,38 @@ impl PlatformKind {
         match self {
             PlatformKind::Host => "host",
             PlatformKind::Isolab => "isolab",
+            PlatformKind::Docker => "docker",
+            PlatformKind::Podman => "podman",
+            PlatformKind::Runc => "runc",
+            PlatformKind::Crun => "crun",
+            PlatformKind::Lxc => "lxc",
+            PlatformKind::Vm => "vm",
+            PlatformKind::VmIsolab => "vm+isolab",
         }
     }
 
     /// Whether the workload runs from the experiment's image (a container or VM).
     pub fn needs_image(self) -> bool {
         self != PlatformKind::Host
+    }
+
+    /// Whether it is a virtual machine.
+    pub fn is_vm(self) -> bool {
+        matches!(self, PlatformKind::Vm | PlatformKind::VmIsolab)
+    }
+
+    /// The networks it offers; the first is its default.
+    pub fn networks(self) -> &'static [Network] {
+        match self {
+            PlatformKind::Host => &[Network::Host],
+            PlatformKind::Isolab | PlatformKind::Docker | PlatformKind::Podman => {
+                &[Network::None, Network::Bridge, Network::Host]
+            }
+            PlatformKind::Runc | PlatformKind::Crun | PlatformKind::Lxc => {
+                &[Network::None, Network::Host]
+            }
+            PlatformKind::Vm | PlatformKind::VmIsolab => &[Network::None],
+        }
     }
 }
 
@@ -121,6 +166,40 @@ pub struct PlatformDef {
     pub kind: PlatformKind,
     /// The network of each instance.
     pub network: Network,
+    /// How a virtual machine is accelerated; `None` for the other engines. VM levels
+    /// carry it in their names (`vm(tcg)`, `vm(kvm)+isolab`), so that no row of
+    /// emulation is mistaken for virtualisation overhead.
+    pub accel: Option<Accel>,
+}
+
+/// How QEMU runs a guest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Accel {
+    /// Hardware virtualisation through /dev/kvm.
+    Kvm,
+    /// QEMU's software emulation (the tiny code generator): no virtualisation
+    /// hardware, many times slower.
+    Tcg,
+}
+
+impl Accel {
+    /// Parses `kvm` or `tcg`.
+    pub fn parse(s: &str) -> Option<Accel> {
+        match s {
+            "kvm" => Some(Accel::Kvm),
+            "tcg" => Some(Accel::Tcg),
+            _ => None,
+        }
+    }
+
+    /// Its name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Accel::Kvm => "kvm",
+            Accel::Tcg => "tcg",
+        }
+    }
 }
 
 impl PlatformDef {
@@ -129,24 +208,52 @@ impl PlatformDef {
         PlatformDef {
             name: kind.as_str().to_owned(),
             kind,
-            network: match kind {
-                PlatformKind::Host => Network::Host,
-                PlatformKind::Isolab => Network::None,
-            },
+            network: kind.networks()[0],
+            accel: None,
         }
     }
 
-    /// The built-in platform levels.
+    /// A VM level on `accel`, named `vm(tcg)` or `vm(tcg)+isolab`.
+    pub fn vm(kind: PlatformKind, accel: Accel) -> PlatformDef {
+        let name = match kind {
+            PlatformKind::VmIsolab => format!("vm({})+isolab", accel.as_str()),
+            _ => format!("vm({})", accel.as_str()),
+        };
+        PlatformDef {
+            name,
+            accel: Some(accel),
+            ..PlatformDef::new(kind)
+        }
+    }
+
+    /// The built-in platform levels: one per container engine with its default
+    /// network; `isolab-bridge`, `docker-bridge` and `podman-bridge` on their
+    /// bridges; and the VM levels named by accelerator, `vm(kvm)`, `vm(tcg)`,
+    /// `vm(kvm)+isolab` and `vm(tcg)+isolab` (there is no plain `vm`: a spec says
+    /// which it measures, and `isolab env` says which works on the host).
     pub fn builtins() -> Vec<PlatformDef> {
-        vec![
-            PlatformDef::new(PlatformKind::Host),
-            PlatformDef::new(PlatformKind::Isolab),
-            PlatformDef {
-                name: "isolab-bridge".into(),
-                kind: PlatformKind::Isolab,
+        let mut all: Vec<PlatformDef> = PlatformKind::ALL
+            .into_iter()
+            .filter(|k| !k.is_vm())
+            .map(PlatformDef::new)
+            .collect();
+        for kind in [
+            PlatformKind::Isolab,
+            PlatformKind::Docker,
+            PlatformKind::Podman,
+        ] {
+            all.push(PlatformDef {
+                name: format!("{kind}-bridge"),
                 network: Network::Bridge,
-            },
-        ]
+                ..PlatformDef::new(kind)
+            });
+        }
+        for kind in [PlatformKind::Vm, PlatformKind::VmIsolab] {
+            for accel in [Accel::Kvm, Accel::Tcg] {
+                all.push(PlatformDef::vm(kind, accel));
+            }
+        }
+        all
     }
 
     /// Why this platform cannot run a workload with a server, if it cannot: the
@@ -404,9 +511,40 @@ pub trait Platform: Sync {
         })
     }
 
+    /// Makes the engines of `kinds` ready before the first run (a daemon started,
+    /// the image imported) and returns what the experiment's environment should
+    /// record about them (versions, image digests, accelerators).
+    fn prepare(
+        &self,
+        _kinds: &[PlatformKind],
+        _image: Option<&std::path::Path>,
+    ) -> Result<Vec<(String, String)>, PlatformError> {
+        Ok(Vec::new())
+    }
+
+    /// Where a command on `platform` reaches a workload's server running on the
+    /// host (`{server}`).
+    fn server_address(&self, platform: &PlatformDef) -> std::net::Ipv4Addr {
+        default_server_address(platform)
+    }
+
     /// Removes instances left behind by runs whose isolab process died (e.g. `kill -9`).
     /// Returns what was removed, one line each.
     fn gc(&self) -> Result<Vec<String>, PlatformError>;
+}
+
+/// Where a command reaches a server on the host without an engine's help:
+/// loopback when it shares the host's network, the host's address on isolab's
+/// bridge (the first address of its subnet) when it runs behind it.
+pub fn default_server_address(platform: &PlatformDef) -> std::net::Ipv4Addr {
+    match platform.network {
+        Network::Bridge => {
+            isolab_runtime::network::Ipv4Subnet::parse(isolab_runtime::network::DEFAULT_SUBNET)
+                .map(|s| std::net::Ipv4Addr::from(u32::from(s.network) + 1))
+                .unwrap_or(std::net::Ipv4Addr::LOCALHOST)
+        }
+        Network::None | Network::Host => std::net::Ipv4Addr::LOCALHOST,
+    }
 }
 
 /// Every platform of this build behind one [`Platform`]: each job goes to the
@@ -416,12 +554,44 @@ pub trait Platform: Sync {
 pub struct Platforms {
     host: HostPlatform,
     isolab: IsolabConfig,
+    engines: Vec<(PlatformKind, engine::EnginePlatform)>,
 }
 
 impl Platforms {
-    /// The platforms, on `host`'s cgroups, with the runtime from `isolab`.
+    /// The platforms, on `host`'s cgroups, with the runtime from `isolab` and the
+    /// third-party engines' drivers (each made ready on first use only).
     pub fn new(host: HostPlatform, isolab: IsolabConfig) -> Platforms {
-        Platforms { host, isolab }
+        let engines = engine::drivers()
+            .into_iter()
+            .map(|(kind, driver)| (kind, engine::EnginePlatform::new(driver)))
+            .collect();
+        Platforms {
+            host,
+            isolab,
+            engines,
+        }
+    }
+
+    fn engine(&self, kind: PlatformKind) -> Result<&engine::EnginePlatform, PlatformError> {
+        self.engines
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map(|(_, e)| e)
+            .ok_or_else(|| PlatformError::Engine {
+                engine: kind.as_str().into(),
+                message: "this build of isolab has no driver for it".into(),
+            })
+    }
+}
+
+impl Drop for Platforms {
+    fn drop(&mut self) {
+        // A daemon isolab started is stopped, and the host state it changed restored.
+        for (_, e) in &self.engines {
+            if let Err(err) = e.shutdown() {
+                eprintln!("warning: shutting down {}: {err}", e.name());
+            }
+        }
     }
 }
 
@@ -430,23 +600,77 @@ impl Platform for Platforms {
         match job.platform.kind {
             PlatformKind::Host => self.host.execute(job, interrupt),
             PlatformKind::Isolab => isolab::execute(&self.host, &self.isolab, job, interrupt),
+            PlatformKind::Docker
+            | PlatformKind::Podman
+            | PlatformKind::Runc
+            | PlatformKind::Crun
+            | PlatformKind::Lxc => {
+                engine::execute(&self.host, self.engine(job.platform.kind)?, job, interrupt)
+            }
+            PlatformKind::Vm | PlatformKind::VmIsolab => Err(PlatformError::Engine {
+                engine: "qemu".into(),
+                message: "virtual machines are not wired in yet".into(),
+            }),
         }
     }
 
+    fn prepare(
+        &self,
+        kinds: &[PlatformKind],
+        image: Option<&std::path::Path>,
+    ) -> Result<Vec<(String, String)>, PlatformError> {
+        let mut env = Vec::new();
+        for (kind, e) in &self.engines {
+            if !kinds.contains(kind) {
+                continue;
+            }
+            env.push((format!("engine.{kind}"), e.ready()?));
+            if let Some(image) = image {
+                let prepared = e.image(image)?;
+                env.push((format!("engine.{kind}.image"), prepared.reference));
+                env.push((format!("engine.{kind}.image_digest"), prepared.digest));
+            }
+        }
+        Ok(env)
+    }
+
+    fn server_address(&self, platform: &PlatformDef) -> std::net::Ipv4Addr {
+        let engine_address = self
+            .engine(platform.kind)
+            .ok()
+            .and_then(|e| e.host_address(platform.network))
+            .and_then(|a| a.parse().ok());
+        engine_address.unwrap_or_else(|| default_server_address(platform))
+    }
+
     fn gc(&self) -> Result<Vec<String>, PlatformError> {
-        // Runtimes whose isolab died first (their containers die with them), then
-        // the containers (their cgroups are nested in the instances'), then the
-        // instances.
+        // Containers of the engines isolab drives whose experiment died (named
+        // after it, `isolab-exp3-pid42-…`); then runtimes whose isolab died first
+        // (their containers die with them), then the containers (their cgroups
+        // are nested in the instances'), then the instances.
+        let mut prefixes: Vec<String> = self
+            .host
+            .orphan_experiments()?
+            .iter()
+            .map(|exp| engine::engine_container_id(exp))
+            .collect();
+        prefixes.dedup();
+        let mut removed = Vec::new();
+        for (_, e) in &self.engines {
+            for prefix in &prefixes {
+                removed.extend(e.gc(prefix)?);
+            }
+        }
         self.host.kill_orphans()?;
-        let mut removed: Vec<String> =
+        removed.extend(
             isolab_runtime::gc(&self.isolab.state_dir, self.host.hierarchy())
                 .map_err(|e| PlatformError::Engine {
                     engine: RUNTIME_PROGRAM.into(),
                     message: format!("collecting containers of killed runtimes: {e}"),
                 })?
                 .into_iter()
-                .map(|id| format!("container {id}"))
-                .collect();
+                .map(|id| format!("container {id}")),
+        );
         removed.extend(self.host.gc()?);
         // Neighbour networks of killed runs (their iperf3 servers died with them).
         let alive = |pid: u32| {

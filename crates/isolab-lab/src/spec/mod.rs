@@ -399,14 +399,17 @@ impl Validator<'_> {
             if platform_defs.contains_key(l) {
                 return Ok(());
             }
-            // A planned engine gets its own message; anything else lists the choices.
-            match PlatformKind::parse(l) {
-                Err(e @ crate::platform::UnknownPlatform::NotYet(_)) => Err(e.to_string()),
-                _ => Err(format!(
-                    "unknown platform `{l}`: expected one of {} or a [platform.{l}] table",
-                    list(&platform_names)
-                )),
+            if l == "vm" || l == "vm+isolab" {
+                return Err(format!(
+                    "platform `{l}` needs its accelerator in the name: `{}` (KVM) or `{}` (QEMU's software emulation); `isolab env` says which works on this host",
+                    l.replacen("vm", "vm(kvm)", 1),
+                    l.replacen("vm", "vm(tcg)", 1)
+                ));
             }
+            Err(format!(
+                "unknown platform `{l}`: expected one of {} or a [platform.{l}] table",
+                list(&platform_names)
+            ))
         });
         let shape_names: Vec<String> = shapes.keys().cloned().collect();
         let shape_levels = self.levels("shape", matrix.shape, &["full"], |l| {
@@ -772,12 +775,46 @@ impl Validator<'_> {
         };
         let mut def = PlatformDef::new(kind);
         def.name = name.clone();
+        match (&raw.accel, kind.is_vm()) {
+            (None, true) => {
+                self.err(
+                    raw.engine.span(),
+                    format!("platform.{name}: a `{kind}` platform needs `accel = \"kvm\"` or `accel = \"tcg\"`, so that its rows say whether they measure virtualisation or emulation (`isolab env` says which works here)"),
+                );
+                return None;
+            }
+            (Some(a), true) => match crate::platform::Accel::parse(a.get_ref()) {
+                Some(accel) => def.accel = Some(accel),
+                None => {
+                    self.err(
+                        a.span(),
+                        format!("unknown accel `{}`: expected `kvm` or `tcg`", a.get_ref()),
+                    );
+                    return None;
+                }
+            },
+            (Some(a), false) => {
+                self.err(
+                    a.span(),
+                    format!(
+                        "platform.{name}: `accel` applies to the vm engines only, not `{kind}`"
+                    ),
+                );
+                return None;
+            }
+            (None, false) => {}
+        }
         if let Some(n) = raw.network {
             match Network::parse(n.get_ref()) {
-                Some(Network::None | Network::Bridge) if kind == PlatformKind::Host => {
+                Some(net) if !kind.networks().contains(&net) => {
+                    let offered: Vec<&str> = kind.networks().iter().map(|n| n.as_str()).collect();
                     self.err(
                         n.span(),
-                        format!("platform.{name}: the host engine has only the host's network: leave `network` out or write \"host\""),
+                        format!(
+                            "platform.{name}: engine `{kind}` offers network {} only, not `{}`",
+                            offered.join(", "),
+                            net.as_str()
+                        ),
                     );
                     return None;
                 }

@@ -28,6 +28,8 @@ pub(crate) struct RawPlatform {
     pub engine: Spanned<String>,
     #[serde(default)]
     pub network: Option<Spanned<String>>,
+    #[serde(default)]
+    pub accel: Option<Spanned<String>>,
 }
 
 /// `[experiment]`.

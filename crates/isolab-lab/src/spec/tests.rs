@@ -87,8 +87,9 @@ fn bad_platform_tables_point_at_the_value() {
         "{errs:?}"
     );
     assert!(
-        errs[1]
-            .starts_with("exp.toml:7:11: platform.b: the host engine has only the host's network"),
+        errs[1].starts_with(
+            "exp.toml:7:11: platform.b: engine `host` offers network host only, not `bridge`"
+        ),
         "{errs:?}"
     );
     assert!(
@@ -209,12 +210,16 @@ fn user_workloads_are_checked() {
 }
 
 #[test]
-fn planned_platforms_say_they_are_not_available_yet() {
-    let errs = errors("[experiment]\nname = \"x\"\n[matrix]\nplatform = [\"host\", \"docker\"]\nworkload = [\"sysbench-cpu\"]\n");
+fn unknown_platforms_list_the_levels_and_networks_must_be_offered() {
+    let errs = errors("[experiment]\nname = \"x\"\n[matrix]\nplatform = [\"host\", \"xen\"]\nworkload = [\"sysbench-cpu\"]\n");
     assert!(
-        errs[0].starts_with(
-            "exp.toml:4:21: platform `docker` is not available in this version of isolab yet"
-        ),
+        errs[0].starts_with("exp.toml:4:21: unknown platform `xen`: expected one of"),
+        "{errs:?}"
+    );
+    assert!(errs[0].contains("docker-bridge"), "{errs:?}");
+    let errs = errors("[experiment]\nname = \"x\"\n[platform.r]\nengine = \"runc\"\nnetwork = \"bridge\"\n[matrix]\nplatform = [\"r\"]\nworkload = [\"sysbench-cpu\"]\n");
+    assert!(
+        errs[0].contains("engine `runc` offers network none, host only, not `bridge`"),
         "{errs:?}"
     );
 }
@@ -337,6 +342,31 @@ fn threads_and_instances_are_counts() {
     );
     assert!(
         errs[2].contains("instances must be a whole number from 1 to 512, got `1000`"),
+        "{errs:?}"
+    );
+}
+
+#[test]
+fn vm_levels_name_their_accelerator() {
+    let spec = parse("[experiment]\nname = \"x\"\n[platform.guest]\nengine = \"vm\"\naccel = \"tcg\"\n[matrix]\nplatform = [\"host\", \"vm(tcg)\", \"vm(kvm)+isolab\", \"guest\"]\nworkload = [\"sysbench-cpu\"]\n").unwrap();
+    let platforms: Vec<_> = spec.cells.iter().map(|c| c.platform.clone()).collect();
+    assert_eq!(platforms[1].kind, PlatformKind::Vm);
+    assert_eq!(platforms[1].accel, Some(crate::platform::Accel::Tcg));
+    assert_eq!(platforms[2].kind, PlatformKind::VmIsolab);
+    assert_eq!(platforms[2].accel, Some(crate::platform::Accel::Kvm));
+    assert_eq!(platforms[3].accel, Some(crate::platform::Accel::Tcg));
+    let errs = errors("[experiment]\nname = \"x\"\n[matrix]\nplatform = [\"vm\"]\nworkload = [\"sysbench-cpu\"]\n");
+    assert!(
+        errs[0].contains("`vm(kvm)` (KVM) or `vm(tcg)` (QEMU's software emulation)"),
+        "{errs:?}"
+    );
+    let errs = errors("[experiment]\nname = \"x\"\n[platform.g]\nengine = \"vm\"\n[platform.d]\nengine = \"docker\"\naccel = \"kvm\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\n");
+    assert!(
+        errs[0].contains("needs `accel = \"kvm\"` or `accel = \"tcg\"`"),
+        "{errs:?}"
+    );
+    assert!(
+        errs[1].contains("applies to the vm engines only"),
         "{errs:?}"
     );
 }

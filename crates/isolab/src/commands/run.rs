@@ -48,8 +48,21 @@ pub fn execute(
         }
     });
 
-    let environment = host::environment(Some(spec), Some(&hierarchy));
+    let mut environment = host::environment(Some(spec), Some(&hierarchy));
     let platform = host::platform(hierarchy);
+    // Engines made ready (a daemon started, the image imported) before the first
+    // run, so that a missing one fails once, with what to do.
+    let mut kinds: Vec<_> = spec.cells.iter().map(|c| c.platform.kind).collect();
+    kinds.dedup();
+    let needs_image = kinds.iter().any(|k| k.needs_image());
+    environment.extend(
+        isolab_lab::Platform::prepare(
+            &platform,
+            &kinds,
+            needs_image.then_some(spec.image.as_path()),
+        )
+        .context("preparing the spec's platforms")?,
+    );
     let config = RunnerConfig {
         workdir_base: settings.workdir.clone(),
         keep_workdirs: settings.keep_workdirs,

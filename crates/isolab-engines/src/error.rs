@@ -1,0 +1,73 @@
+//! Errors of the engine drivers.
+
+use std::path::PathBuf;
+
+/// What went wrong driving an engine.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// A program of the engine is not installed.
+    #[error("{engine}: `{program}` not found; install the Debian package `{package}` (`apt-get install {package}`) or choose another platform")]
+    Missing {
+        /// The engine.
+        engine: &'static str,
+        /// The program looked for.
+        program: String,
+        /// The Debian package that provides it.
+        package: &'static str,
+    },
+    /// A command of the engine failed.
+    #[error("{engine}: `{command}` failed ({status}): {stderr}")]
+    Command {
+        /// The engine.
+        engine: &'static str,
+        /// The command line.
+        command: String,
+        /// Its exit status, as text.
+        status: String,
+        /// The end of its standard error.
+        stderr: String,
+    },
+    /// A file operation failed.
+    #[error("{engine}: cannot {action} {path}: {source}")]
+    Io {
+        /// The engine.
+        engine: &'static str,
+        /// What was attempted.
+        action: &'static str,
+        /// On which path.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The engine answered something isolab cannot use.
+    #[error("{engine}: unexpected answer from `{command}`: {detail}")]
+    Unexpected {
+        /// The engine.
+        engine: &'static str,
+        /// The command.
+        command: String,
+        /// What was wrong.
+        detail: String,
+    },
+    /// The request asks for something this engine cannot do on this host.
+    #[error("{engine}: {detail}")]
+    Unsupported {
+        /// The engine.
+        engine: &'static str,
+        /// What and why, and what to do instead.
+        detail: String,
+    },
+    /// The daemon did not become ready.
+    #[error("{engine}: the daemon did not answer on {socket} within {waited_s} s; its log: {log}")]
+    DaemonNotReady {
+        /// The engine.
+        engine: &'static str,
+        /// Where isolab waited.
+        socket: PathBuf,
+        /// How long.
+        waited_s: u64,
+        /// The end of its log.
+        log: String,
+    },
+}

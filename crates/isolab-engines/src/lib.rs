@@ -1,0 +1,180 @@
+//! Drivers of the third-party container engines isolab compares with its own
+//! runtime: Docker, Podman, runc, crun and LXC.
+//!
+//! Each engine implements [`Engine`]: it checks that it is installed (and says which
+//! Debian package to install when it is not), makes itself ready (Docker's daemon
+//! is started by isolab when none runs, and stopped again with the host's iptables
+//! and `ip_forward` restored), imports the experiment's image once
+//! ([`Engine::prepare_image`]: `docker import`, `podman import`, an overlay root for
+//! runc/crun and LXC), and turns a [`RunRequest`] into the one foreground command
+//! that runs the workload in a container: the shape and placement become the
+//! engine's own flags or configuration, and the container's cgroup is nested below
+//! the [`RunRequest::cgroup_parent`] the lab created, where the lab finds it
+//! ([`find_container_cgroup`]) and reads the limits back from the kernel.
+//!
+//! The crate knows nothing of experiments; the lab's platform adapters use it.
+
+pub mod docker;
+pub mod error;
+pub mod lxc;
+pub mod oci;
+pub mod podman;
+pub mod tool;
+
+use std::path::{Path, PathBuf};
+
+use isolab_cgroups::Limits;
+
+pub use error::EngineError;
+
+/// The network a container gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NetworkMode {
+    /// A network namespace of its own with only loopback.
+    None,
+    /// The host's network namespace.
+    Host,
+    /// Attached to the engine's bridge (Docker's `docker0`, Podman's `podman` network, …).
+    Bridge,
+}
+
+/// One container to run in the foreground.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    /// Unique name of the container on this host: `[a-z0-9-]`, at most 64 bytes,
+    /// starting with [`ID_PREFIX`] so that [`Engine::gc`] finds it.
+    pub id: String,
+    /// The workload's command line, run in the container.
+    pub argv: Vec<String>,
+    /// Bind-mounted read-write at the same path in the container, and the command's
+    /// working directory.
+    pub workdir: PathBuf,
+    /// The container's network.
+    pub network: NetworkMode,
+    /// The limits to apply to the container's cgroup.
+    pub limits: Limits,
+    /// The cgroup (relative to each hierarchy's root, e.g. `isolab/exp3-pid42/c0-r1`)
+    /// below which the engine must create the container's cgroup.
+    pub cgroup_parent: PathBuf,
+    /// Environment variables for the command (`KEY=VALUE`).
+    pub env: Vec<String>,
+}
+
+/// Prefix of every container id isolab creates.
+pub const ID_PREFIX: &str = "isolab-";
+
+/// The experiment's image as an engine can run it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreparedImage {
+    /// What the engine's run command names: an image reference (`isolab/bench:<digest>`)
+    /// or a root filesystem directory.
+    pub reference: String,
+    /// The digest or checksum that identifies the imported content (recorded in the
+    /// experiment's environment).
+    pub digest: String,
+    /// The image directory it was prepared from.
+    pub source: PathBuf,
+}
+
+/// A container engine.
+pub trait Engine: Send + Sync {
+    /// Its name as a platform engine in specs: `docker`, `podman`, `runc`, `crun`, `lxc`.
+    fn name(&self) -> &'static str;
+
+    /// The engine's version (`docker version`'s server version, `runc --version`, …),
+    /// or what to install when it is missing.
+    fn version(&self) -> Result<String, EngineError>;
+
+    /// Makes the engine usable: checks its programs, starts its daemon when it needs
+    /// one and none runs. Idempotent.
+    fn ensure_ready(&self) -> Result<(), EngineError>;
+
+    /// Imports or converts the image directory `image` once for this engine (the
+    /// second call with the same content is cheap).
+    fn prepare_image(&self, image: &Path) -> Result<PreparedImage, EngineError>;
+
+    /// Prepares everything `request` needs (bundle, config file, overlay) and
+    /// returns the foreground command that runs it: it exits with the workload's
+    /// status, passes the workload's stdout and stderr through, and on SIGTERM stops
+    /// the container.
+    fn run_command(
+        &self,
+        request: &RunRequest,
+        image: &PreparedImage,
+    ) -> Result<Vec<String>, EngineError>;
+
+    /// Removes what [`Engine::run_command`] and the run left (container, bundle,
+    /// overlay mount), also when the command was killed. Idempotent.
+    fn remove(&self, request: &RunRequest) -> Result<(), EngineError>;
+
+    /// The address at which a container on `network` reaches a server listening on
+    /// the host (Docker's bridge gateway, `127.0.0.1` for the host network), or
+    /// `None` when it cannot.
+    fn host_address(&self, network: NetworkMode) -> Option<String>;
+
+    /// Removes containers whose id starts with `prefix` (e.g. those of a dead
+    /// experiment); returns one line per thing removed.
+    fn gc(&self, prefix: &str) -> Result<Vec<String>, EngineError>;
+
+    /// Undoes [`Engine::ensure_ready`]: stops a daemon isolab started and restores
+    /// the host state it changed. Idempotent.
+    fn shutdown(&self) -> Result<(), EngineError>;
+}
+
+/// The container's cgroup below `parent` in the hierarchy mounted at `mount` (e.g.
+/// `/sys/fs/cgroup/cpu`): the deepest descendant that holds processes, or `None`
+/// while the container has not started.
+pub fn find_container_cgroup(mount: &Path, parent: &Path) -> Option<PathBuf> {
+    let root = mount.join(parent.strip_prefix("/").unwrap_or(parent));
+    let mut best: Option<(usize, PathBuf)> = None;
+    let mut stack = vec![(0usize, root.clone())];
+    while let Some((depth, dir)) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+                stack.push((depth + 1, e.path()));
+            }
+        }
+        if depth > 0 && has_processes(&dir) && best.as_ref().map_or(true, |(d, _)| depth > *d) {
+            best = Some((depth, dir));
+        }
+    }
+    best.and_then(|(_, p)| p.strip_prefix(mount).ok().map(|r| Path::new("/").join(r)))
+}
+
+fn has_processes(dir: &Path) -> bool {
+    std::fs::read_to_string(dir.join("cgroup.procs"))
+        .map(|s| !s.trim().is_empty())
+        .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_deepest_cgroup_with_processes_is_the_container() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = dir.path();
+        let parent = m.join("isolab/exp1/c0-r1");
+        std::fs::create_dir_all(parent.join("docker-abc/inner")).unwrap();
+        std::fs::write(parent.join("cgroup.procs"), "12\n").unwrap();
+        std::fs::write(parent.join("docker-abc/cgroup.procs"), "").unwrap();
+        assert_eq!(
+            find_container_cgroup(m, Path::new("/isolab/exp1/c0-r1")),
+            None
+        );
+        std::fs::write(parent.join("docker-abc/cgroup.procs"), "42\n").unwrap();
+        assert_eq!(
+            find_container_cgroup(m, Path::new("/isolab/exp1/c0-r1")),
+            Some(PathBuf::from("/isolab/exp1/c0-r1/docker-abc"))
+        );
+        std::fs::write(parent.join("docker-abc/inner/cgroup.procs"), "43\n").unwrap();
+        assert_eq!(
+            find_container_cgroup(m, Path::new("isolab/exp1/c0-r1")),
+            Some(PathBuf::from("/isolab/exp1/c0-r1/docker-abc/inner"))
+        );
+    }
+}

@@ -1,0 +1,160 @@
+//! Running the engines' programs: one small trait ([`Tools`]) with the real
+//! implementation ([`SystemTools`]) so that drivers can be tested with a fake that
+//! records command lines and answers canned output.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::EngineError;
+
+/// What a finished command produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Output {
+    /// Exit status (128 + signal when killed).
+    pub status: i32,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+/// Runs programs and finds them.
+pub trait Tools: Send + Sync {
+    /// Runs `argv` to completion with stdin closed, capturing both outputs.
+    fn run(&self, argv: &[String]) -> std::io::Result<Output>;
+
+    /// The program's path when it is installed (a name is looked up on `PATH`).
+    fn which(&self, program: &str) -> Option<PathBuf>;
+}
+
+/// The real [`Tools`]: this host's programs.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemTools;
+
+impl Tools for SystemTools {
+    fn run(&self, argv: &[String]) -> std::io::Result<Output> {
+        let (program, args) = argv.split_first().ok_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, "empty command line")
+        })?;
+        let out = Command::new(program)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()?;
+        use std::os::unix::process::ExitStatusExt;
+        let status = out
+            .status
+            .code()
+            .unwrap_or_else(|| 128 + out.status.signal().unwrap_or(0));
+        Ok(Output {
+            status,
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        })
+    }
+
+    fn which(&self, program: &str) -> Option<PathBuf> {
+        if program.contains('/') {
+            return Path::new(program).is_file().then(|| PathBuf::from(program));
+        }
+        let path =
+            std::env::var_os("PATH").unwrap_or_else(|| "/usr/sbin:/usr/bin:/sbin:/bin".into());
+        std::env::split_paths(&path)
+            .chain(["/usr/sbin".into(), "/sbin".into()])
+            .map(|d| d.join(program))
+            .find(|p| p.is_file())
+    }
+}
+
+/// The path of `program`, or [`EngineError::Missing`] naming the Debian `package`.
+pub fn require(
+    tools: &dyn Tools,
+    engine: &'static str,
+    program: &str,
+    package: &'static str,
+) -> Result<PathBuf, EngineError> {
+    tools.which(program).ok_or_else(|| EngineError::Missing {
+        engine,
+        program: program.to_owned(),
+        package,
+    })
+}
+
+/// Runs `argv` and returns its standard output, or [`EngineError::Command`] when it
+/// cannot start or exits non-zero.
+pub fn run_ok(
+    tools: &dyn Tools,
+    engine: &'static str,
+    argv: &[String],
+) -> Result<String, EngineError> {
+    let command = argv.join(" ");
+    match tools.run(argv) {
+        Ok(out) if out.status == 0 => Ok(out.stdout),
+        Ok(out) => Err(EngineError::Command {
+            engine,
+            command,
+            status: format!("exit status {}", out.status),
+            stderr: tail(&out.stderr, 2000),
+        }),
+        Err(e) => Err(EngineError::Command {
+            engine,
+            command,
+            status: "not started".into(),
+            stderr: e.to_string(),
+        }),
+    }
+}
+
+/// The last `max` bytes of `s` (on a character boundary), trimmed.
+pub fn tail(s: &str, max: usize) -> String {
+    let s = s.trim();
+    let mut start = s.len().saturating_sub(max);
+    while !s.is_char_boundary(start) {
+        start += 1;
+    }
+    s[start..].to_owned()
+}
+
+/// Builds an argv from string slices.
+pub fn argv<I, S>(parts: I) -> Vec<String>
+where
+    I: IntoIterator<Item = S>,
+    S: Into<String>,
+{
+    parts.into_iter().map(Into::into).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failing_command_says_what_and_why() {
+        let err = run_ok(
+            &SystemTools,
+            "docker",
+            &argv(["sh", "-c", "echo boom >&2; exit 3"]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("exit status 3") && err.contains("boom"),
+            "{err}"
+        );
+        assert_eq!(
+            run_ok(&SystemTools, "docker", &argv(["echo", "hi"])).unwrap(),
+            "hi\n"
+        );
+    }
+
+    #[test]
+    fn a_missing_program_names_its_package() {
+        let err = require(&SystemTools, "lxc", "lxc-no-such-program", "lxc").unwrap_err();
+        assert!(err.to_string().contains("apt-get install lxc"), "{err}");
+        assert!(SystemTools.which("sh").is_some());
+    }
+
+    #[test]
+    fn tails_respect_character_boundaries() {
+        assert_eq!(tail("héllo", 4), "llo");
+    }
+}

@@ -1,0 +1,352 @@
+//! The third-party container engines as platforms: `docker`, `podman`, `runc`,
+//! `crun` and `lxc`, each driven through [`isolab_engines::Engine`].
+//!
+//! A run is an instance of the host platform like every other: an empty, unlimited
+//! instance cgroup (`isolab/exp3-pid42/c0-r1`) in which the lab starts the engine's
+//! foreground command (`docker run --rm --cgroup-parent …`, `runc run`,
+//! `lxc-execute …`). The engine creates the container's cgroup below the instance
+//! and applies the shape and placement there, as its own flags or configuration.
+//! While the command runs, a watcher finds that cgroup (the deepest one below the
+//! instance that holds processes), **reads the limits back from the kernel** and
+//! samples the container's counters every [`SAMPLE`], so that every row proves
+//! what the engine gave it and its throttling and memory peak describe the
+//! container, not the engine's client around it. The engine then removes what it
+//! left (container, bundle, overlay) before the instance cgroup goes.
+//!
+//! Each engine is made ready once per process (Docker's daemon started when none
+//! runs, crun's hybrid-cgroup fix), imports the experiment's image once, and is
+//! shut down when the platforms are dropped (a daemon isolab started is stopped and
+//! the host's iptables and `ip_forward` restored).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use isolab_cgroups::{Cgroup, Controller, Hierarchy, Limits, Stats};
+use isolab_engines::{Engine, NetworkMode, PreparedImage, RunRequest};
+
+use super::host::HostPlatform;
+use super::{Execution, Interrupt, Job, Network, PlatformError};
+
+/// How often the container's counters are sampled while it runs (the last sample
+/// before the engine removes its cgroup is what the run stores).
+pub const SAMPLE: Duration = Duration::from_millis(50);
+
+/// How long an engine's client has, after SIGTERM, to stop its container.
+const GRACE: Duration = Duration::from_secs(10);
+
+/// The drivers of this build, one per engine platform.
+pub(crate) fn drivers() -> Vec<(super::PlatformKind, Box<dyn Engine>)> {
+    Vec::new()
+}
+
+/// One engine as a platform: the driver, whether it is ready, and the images it
+/// has imported.
+pub(crate) struct EnginePlatform {
+    engine: Box<dyn Engine>,
+    ready: Mutex<Option<Result<String, String>>>,
+    images: Mutex<HashMap<PathBuf, PreparedImage>>,
+}
+
+impl std::fmt::Debug for EnginePlatform {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EnginePlatform")
+            .field("engine", &self.engine.name())
+            .finish_non_exhaustive()
+    }
+}
+
+fn engine_error(engine: &str, e: impl std::fmt::Display) -> PlatformError {
+    PlatformError::Engine {
+        engine: engine.to_owned(),
+        message: e.to_string(),
+    }
+}
+
+impl EnginePlatform {
+    pub(crate) fn new(engine: Box<dyn Engine>) -> EnginePlatform {
+        EnginePlatform {
+            engine,
+            ready: Mutex::new(None),
+            images: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The engine's name.
+    pub(crate) fn name(&self) -> &'static str {
+        self.engine.name()
+    }
+
+    /// Makes the engine ready once and returns its version (the same error on every
+    /// call when it cannot be).
+    pub(crate) fn ready(&self) -> Result<String, PlatformError> {
+        let mut ready = self.ready.lock().unwrap_or_else(|e| e.into_inner());
+        let state = ready.get_or_insert_with(|| {
+            self.engine
+                .ensure_ready()
+                .and_then(|()| self.engine.version())
+                .map_err(|e| e.to_string())
+        });
+        state
+            .clone()
+            .map_err(|e| engine_error(self.engine.name(), e))
+    }
+
+    /// The image `image` as this engine runs it, imported on first use.
+    pub(crate) fn image(&self, image: &Path) -> Result<PreparedImage, PlatformError> {
+        self.ready()?;
+        let mut images = self.images.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = images.get(image) {
+            return Ok(p.clone());
+        }
+        let prepared = self
+            .engine
+            .prepare_image(image)
+            .map_err(|e| engine_error(self.engine.name(), e))?;
+        images.insert(image.to_path_buf(), prepared.clone());
+        Ok(prepared)
+    }
+
+    /// Where a container on `network` reaches a server on the host.
+    pub(crate) fn host_address(&self, network: Network) -> Option<String> {
+        self.ready().ok()?;
+        self.engine.host_address(mode(network))
+    }
+
+    /// Removes containers of dead experiments.
+    pub(crate) fn gc(&self, prefix: &str) -> Result<Vec<String>, PlatformError> {
+        self.engine
+            .gc(prefix)
+            .map_err(|e| engine_error(self.engine.name(), e))
+    }
+
+    /// Undoes [`Self::ready`] when it succeeded.
+    pub(crate) fn shutdown(&self) -> Result<(), PlatformError> {
+        let ready = self.ready.lock().unwrap_or_else(|e| e.into_inner());
+        if ready.is_none() {
+            return Ok(());
+        }
+        self.engine
+            .shutdown()
+            .map_err(|e| engine_error(self.engine.name(), e))
+    }
+}
+
+fn mode(network: Network) -> NetworkMode {
+    match network {
+        Network::None => NetworkMode::None,
+        Network::Host => NetworkMode::Host,
+        Network::Bridge => NetworkMode::Bridge,
+    }
+}
+
+/// The container id of a job on an engine: [`isolab_engines::ID_PREFIX`] and the
+/// job's name with `/` replaced (`isolab-exp3-pid42-c0-r1`).
+pub(crate) fn engine_container_id(job_name: &str) -> String {
+    format!(
+        "{}{}",
+        isolab_engines::ID_PREFIX,
+        super::isolab::container_id(job_name)
+    )
+}
+
+/// What the watcher saw of the container's cgroup.
+#[derive(Debug, Default)]
+struct Watched {
+    /// The container's cgroup, relative to the hierarchy roots.
+    cgroup: Option<PathBuf>,
+    /// Its limits, read once it held processes.
+    limits: Option<Result<Limits, String>>,
+    /// Its last counters.
+    stats: Option<Stats>,
+}
+
+/// Watches the instance cgroup `instance` for the container's cgroup until
+/// `stop` is set: reads its limits once, then samples its counters.
+fn watch(hierarchy: Hierarchy, instance: PathBuf, stop: Arc<AtomicBool>) -> Watched {
+    let mut seen = Watched::default();
+    let Some(mount) = hierarchy
+        .mount(Controller::Cpu)
+        .or_else(|| hierarchy.mount(Controller::Memory))
+        .map(Path::to_path_buf)
+    else {
+        return seen;
+    };
+    loop {
+        let stopping = stop.load(Ordering::Acquire);
+        if seen.cgroup.is_none() {
+            if let Some(rel) = isolab_engines::find_container_cgroup(&mount, &instance) {
+                let rel = rel.strip_prefix("/").unwrap_or(&rel).to_path_buf();
+                seen.limits = Some(
+                    Cgroup::open(&hierarchy, &rel)
+                        .and_then(|c| c.read_limits())
+                        .map_err(|e| e.to_string()),
+                );
+                seen.cgroup = Some(rel);
+            }
+        }
+        if let Some(rel) = &seen.cgroup {
+            if let Ok(stats) = Cgroup::open(&hierarchy, rel).and_then(|c| c.stats()) {
+                seen.stats = Some(stats);
+            }
+        }
+        if stopping {
+            return seen;
+        }
+        std::thread::sleep(if seen.cgroup.is_some() {
+            SAMPLE
+        } else {
+            Duration::from_millis(5)
+        });
+    }
+}
+
+/// Runs `job` in a container of `engine` inside an instance of `host`.
+pub(crate) fn execute(
+    host: &HostPlatform,
+    engine: &EnginePlatform,
+    job: &Job,
+    interrupt: &Interrupt,
+) -> Result<Execution, PlatformError> {
+    let name = engine.name();
+    let image = job
+        .image
+        .as_deref()
+        .ok_or_else(|| engine_error(name, "no image was given for the container's root"))?;
+    if job.server.is_some() && job.platform.network == Network::None {
+        return Err(engine_error(
+            name,
+            format!(
+                "platform `{}` has network `none`, so the command cannot reach its server",
+                job.platform.name
+            ),
+        ));
+    }
+    let prepared = engine.image(image)?;
+    let instance = host.instance_path(&job.name);
+    let request = RunRequest {
+        id: engine_container_id(&job.name),
+        argv: job.argv.clone(),
+        workdir: job.workdir.clone(),
+        network: mode(job.platform.network),
+        limits: job.limits.clone(),
+        cgroup_parent: instance.clone(),
+        env: Vec::new(),
+    };
+    host.instance(job, interrupt, |cgroup| {
+        let argv = engine
+            .engine
+            .run_command(&request, &prepared)
+            .map_err(|e| engine_error(name, e));
+        let argv = match argv {
+            Ok(a) => a,
+            Err(e) => {
+                let _ = engine.engine.remove(&request);
+                return Err(e);
+            }
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let watcher = {
+            let (h, stop) = (host.hierarchy().clone(), Arc::clone(&stop));
+            let instance = instance.clone();
+            std::thread::spawn(move || watch(h, instance, stop))
+        };
+        let measured = host.measured(job, &argv, cgroup, interrupt, GRACE);
+        stop.store(true, Ordering::Release);
+        let watched = watcher.join().unwrap_or_default();
+        let removed = engine.engine.remove(&request);
+        let mut measured = measured?;
+        if let Err(e) = removed {
+            measured
+                .notes
+                .push(format!("removing the container failed: {e}"));
+        }
+        let seen = watched.limits.is_some();
+        let limits = match watched.limits {
+            Some(Ok(l)) => l,
+            Some(Err(e)) => {
+                return Err(engine_error(
+                    name,
+                    format!("cannot read the limits of the container's cgroup: {e}"),
+                ))
+            }
+            None if measured.exit.success() => {
+                return Err(engine_error(
+                    name,
+                    format!(
+                        "the container's cgroup never appeared below {}: the engine did not nest it there, so its limits cannot be verified; stderr: {}",
+                        instance.display(),
+                        super::process::read_tail(&job.workdir.join(".isolab-command.stderr"), 2000)
+                    ),
+                ))
+            }
+            // The engine failed before the container ran: the run fails on its exit.
+            None => Limits::default(),
+        };
+        if seen || measured.exit.success() {
+            let differences = job.limits.differences(&limits);
+            if !differences.is_empty() {
+                return Err(PlatformError::LimitMismatch {
+                    cgroup: watched
+                        .cgroup
+                        .as_deref()
+                        .unwrap_or(&instance)
+                        .display()
+                        .to_string(),
+                    detail: differences.join("; "),
+                });
+            }
+        }
+        // The container's counters, not those of the engine's client around it.
+        if let Some(stats) = watched.stats {
+            measured.stats = Ok(stats);
+        }
+        if name == "docker" {
+            // The container is a child of containerd, not of the client isolab
+            // starts, so the client's perf counters would not describe it.
+            measured.perf = Err(
+                "perf counters unavailable on docker: the container is not a descendant of the docker client".into(),
+            );
+        }
+        Ok(measured.into_execution(&job.workdir, limits))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn container_ids_carry_the_gc_prefix() {
+        assert_eq!(
+            engine_container_id("exp3-pid42/c0-r1"),
+            "isolab-exp3-pid42-c0-r1"
+        );
+    }
+
+    #[test]
+    fn the_watcher_reads_limits_and_keeps_the_last_counters() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let h = Hierarchy::v2(root);
+        let c = root.join("isolab/exp1/c0-r1/ctr");
+        std::fs::create_dir_all(&c).unwrap();
+        std::fs::write(c.join("cgroup.procs"), "42\n").unwrap();
+        std::fs::write(c.join("cpu.max"), "50000 100000\n").unwrap();
+        std::fs::write(c.join("pids.max"), "128\n").unwrap();
+        std::fs::write(
+            c.join("cpu.stat"),
+            "usage_usec 2000000\nuser_usec 1500000\nsystem_usec 500000\nnr_periods 10\nnr_throttled 3\nthrottled_usec 40000\n",
+        )
+        .unwrap();
+        let stop = Arc::new(AtomicBool::new(true));
+        let seen = watch(h, PathBuf::from("isolab/exp1/c0-r1"), stop);
+        assert_eq!(seen.cgroup, Some(PathBuf::from("isolab/exp1/c0-r1/ctr")));
+        let limits = seen.limits.unwrap().unwrap();
+        assert_eq!(limits.pids_max, Some(128));
+        assert_eq!(limits.cpu.map(|q| q.cpus()), Some(0.5));
+        assert_eq!(seen.stats.unwrap().nr_throttled, Some(3));
+    }
+}
