@@ -763,6 +763,78 @@ fn io_and_net_reservations_throttle_the_neighbours_and_network_targets_are_check
     assert!(namespaces.is_empty(), "namespaces left: {namespaces:?}");
 }
 
+const CONTAINED_NEIGHBOURS: &str = r#"[experiment]
+name = "contained"
+seed = 7
+repetitions = { warmup = 0, min = 2, max = 2, target_cv = 0.5 }
+duration = "1s"
+
+[matrix]
+platform = ["isolab"]
+shape = ["medium"]
+placement = ["quota"]
+workload = ["sysbench-cpu"]
+neighbour = ["none", "cpu*2", "memory", "fork"]
+"#;
+
+#[test]
+fn neighbours_of_a_container_run_in_containers_and_leave_nothing() {
+    let Some(guard) = CgroupTest::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("n.db");
+    let spec = write_spec(dir.path(), "contained.toml", CONTAINED_NEIGHBOURS);
+    let out = run(isolab()
+        .arg("--db")
+        .arg(&db)
+        .args(["run", "--no-report", "--workdir"])
+        .arg(dir.path().join("work"))
+        .arg(&spec));
+    assert!(
+        out.status.success(),
+        "stdout {}\nstderr {}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let store = isolab_store::Store::open(&db).unwrap();
+    let id = store.resolve("contained").unwrap();
+    let cells = store.cells(id).unwrap();
+    for run in store.runs(id).unwrap() {
+        let cell = cells.iter().find(|c| c.id == run.cell).unwrap();
+        assert!(run.is_counted(), "{}: {:?}", cell.key, run.error);
+        let t = |name: &str| {
+            run.telemetry
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| *v)
+        };
+        if cell.key.contains("neighbour=none") {
+            continue;
+        }
+        assert_eq!(t("neighbours_in_containers"), Some(1.0), "{}", cell.key);
+        assert!(
+            t("neighbours_cpu_s").is_some_and(|c| c > 0.0),
+            "{}",
+            cell.key
+        );
+        if cell.key.contains("memory") {
+            // The bomb filled its container up to the safety limit's share.
+            let peak = t("neighbours_memory_peak_bytes").unwrap();
+            assert!(peak > 64.0 * 1024.0 * 1024.0, "{}: {peak}", cell.key);
+        }
+    }
+    guard.assert_nothing_leaked("cgroups left");
+    let state: Vec<_> = std::fs::read_dir("/run/isolab")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("exp"))
+        .collect();
+    assert!(state.is_empty(), "container state left: {state:?}");
+}
+
 #[test]
 fn concurrent_instances_in_containers_add_up_and_leave_nothing() {
     let Some(guard) = CgroupTest::start() else {

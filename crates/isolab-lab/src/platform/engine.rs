@@ -203,6 +203,50 @@ fn watch(hierarchy: Hierarchy, instance: PathBuf, stop: Arc<AtomicBool>) -> Watc
     }
 }
 
+/// Neighbours in containers of the same engine (seed 001's stress containers),
+/// network none, on the experiment's image.
+struct EngineNeighbours<'a> {
+    engine: &'a EnginePlatform,
+    image: &'a PreparedImage,
+    workdir: PathBuf,
+}
+
+impl EngineNeighbours<'_> {
+    fn request(&self, id: &str, argv: &[String], cgroup_parent: &Path) -> RunRequest {
+        RunRequest {
+            id: engine_container_id(id),
+            argv: argv.to_vec(),
+            workdir: self.workdir.clone(),
+            network: NetworkMode::None,
+            limits: Limits::default(),
+            cgroup_parent: cgroup_parent.to_path_buf(),
+            env: Vec::new(),
+        }
+    }
+}
+
+impl super::NeighbourContainers for EngineNeighbours<'_> {
+    fn wrap(
+        &self,
+        id: &str,
+        argv: &[String],
+        cgroup_parent: &Path,
+        _workdir: &Path,
+    ) -> Result<Vec<String>, PlatformError> {
+        self.engine
+            .engine
+            .run_command(&self.request(id, argv, cgroup_parent), self.image)
+            .map_err(|e| engine_error(self.engine.name(), e))
+    }
+
+    fn collect(&self, id: &str) -> Result<(), PlatformError> {
+        self.engine
+            .engine
+            .remove(&self.request(id, &[], Path::new("")))
+            .map_err(|e| engine_error(self.engine.name(), e))
+    }
+}
+
 /// Runs `job` in a container of `engine` inside an instance of `host`.
 pub(crate) fn execute(
     host: &HostPlatform,
@@ -235,7 +279,12 @@ pub(crate) fn execute(
         cgroup_parent: instance.clone(),
         env: Vec::new(),
     };
-    host.instance(job, interrupt, |cgroup| {
+    let neighbours = EngineNeighbours {
+        engine,
+        image: &prepared,
+        workdir: job.workdir.clone(),
+    };
+    host.instance_with(job, interrupt, Some(&neighbours), |cgroup| {
         let argv = engine
             .engine
             .run_command(&request, &prepared)

@@ -329,13 +329,25 @@ impl HostPlatform {
         interrupt: &Interrupt,
         body: impl FnOnce(&Cgroup) -> Result<Execution, PlatformError>,
     ) -> Result<Execution, PlatformError> {
+        self.instance_with(job, interrupt, None, body)
+    }
+
+    /// [`Self::instance`] with the neighbours run by `containers` (in containers of
+    /// the subject's platform) instead of directly in their cgroups.
+    pub(crate) fn instance_with(
+        &self,
+        job: &Job,
+        interrupt: &Interrupt,
+        containers: Option<&dyn super::NeighbourContainers>,
+        body: impl FnOnce(&Cgroup) -> Result<Execution, PlatformError>,
+    ) -> Result<Execution, PlatformError> {
         self.enter_scope(&job.name)?;
         if let Some(prepare) = &job.prepare {
             self.helper("prepare", &job.name, prepare, &job.workdir, interrupt)?;
         }
         let result = (|| {
             let neighbours = match &job.neighbours {
-                Some(n) => Some(self.start_neighbours(job, n, interrupt)?),
+                Some(n) => Some(self.start_neighbours(job, n, interrupt, containers)?),
                 None => None,
             };
             let cgroup = match Cgroup::create(&self.config.hierarchy, &self.cgroup_path(&job.name))
@@ -414,12 +426,15 @@ impl HostPlatform {
     /// Starts each neighbour instance of `job` in a cgroup of its own
     /// (`<job>-nb<i>`, limits applied and read back), then lets them run for their
     /// settle time. Everything started is stopped again on error.
-    fn start_neighbours(
+    fn start_neighbours<'c>(
         &self,
         job: &Job,
         set: &NeighbourJobs,
         interrupt: &Interrupt,
-    ) -> Result<RunningNeighbours, PlatformError> {
+        containers: Option<&'c dyn super::NeighbourContainers>,
+    ) -> Result<RunningNeighbours<'c>, PlatformError> {
+        // Network neighbours live in the neighbour namespaces, so on the host.
+        let containers = containers.filter(|_| set.network_servers == 0);
         let net = if set.network_servers > 0 {
             Some(
                 crate::neighbour::NeighbourNet::create(set.network_servers).map_err(|e| {
@@ -456,6 +471,8 @@ impl HostPlatform {
         }
         let mut running = RunningNeighbours {
             instances: Vec::new(),
+            containers,
+            ids: Vec::new(),
             net,
             net_rate,
             disk_start: None,
@@ -478,7 +495,15 @@ impl HostPlatform {
                         });
                     }
                     let (out, err) = log_files(&job.workdir, &format!("neighbour{i}"))?;
-                    start(argv, &job.workdir, out, err, Some(&cgroup), false)
+                    match containers {
+                        // Limited from outside: the container's cgroup nests in this one.
+                        Some(c) => {
+                            let id = format!("{}-nb{i}", job.name);
+                            let wrapped = c.wrap(&id, argv, cgroup.rel(), &job.workdir)?;
+                            start(&wrapped, &job.workdir, out, err, Some(&cgroup), false)
+                        }
+                        None => start(argv, &job.workdir, out, err, Some(&cgroup), false),
+                    }
                 })();
                 match spawned {
                     Ok(child) => Ok((cgroup, child)),
@@ -488,6 +513,9 @@ impl HostPlatform {
                     }
                 }
             })();
+            if containers.is_some() {
+                running.ids.push(format!("{}-nb{i}", job.name));
+            }
             match started {
                 Ok(instance) => running.instances.push(instance),
                 Err(e) => {
@@ -766,8 +794,11 @@ fn ended_within(child: &Child, signal: libc::c_int, grace: Duration) -> bool {
 }
 
 /// Neighbour instances while they run: each cgroup with its process.
-struct RunningNeighbours {
+struct RunningNeighbours<'c> {
     instances: Vec<(Cgroup, Child)>,
+    /// Who runs them in containers, and the container ids (to collect after).
+    containers: Option<&'c dyn super::NeighbourContainers>,
+    ids: Vec<String>,
     /// The namespaces network neighbours stream between.
     net: Option<crate::neighbour::NeighbourNet>,
     /// The rate of the neighbours' interface read back, Mbit/s (`net` reservation).
@@ -798,11 +829,13 @@ struct StoppedNeighbours {
     net_mbps: Option<(f64, f64)>,
     /// The rate of the neighbours' interface, Mbit/s.
     net_rate: Option<f64>,
+    /// Whether they ran in containers of the subject's platform.
+    in_containers: bool,
     /// Problems while stopping.
     notes: Vec<String>,
 }
 
-impl RunningNeighbours {
+impl RunningNeighbours<'_> {
     /// Kills every instance, reads its counters, removes its cgroup.
     fn stop(self, proc_root: &Path, disk: Option<&str>) -> StoppedNeighbours {
         let disk_iops = match (self.disk_start, disk) {
@@ -827,13 +860,30 @@ impl RunningNeighbours {
             disk_iops,
             net_mbps,
             net_rate: self.net_rate,
+            in_containers: self.containers.is_some(),
             notes: Vec::new(),
         };
-        for (cgroup, child) in self.instances {
+        for (i, (cgroup, child)) in self.instances.into_iter().enumerate() {
             child.signal_group(libc::SIGKILL);
+            // A container's processes sit in cgroups nested in the instance's.
+            let h = cgroup.hierarchy().clone();
+            let mut nested = isolab_cgroups::list_below(&h, cgroup.rel()).unwrap_or_default();
+            nested.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
+            for rel in nested {
+                if let Ok(c) = Cgroup::open(&h, &rel) {
+                    let _ = c.kill_all();
+                }
+            }
             let _ = cgroup.kill_all();
             let _ = child.reap();
             stopped.stats.push(cgroup.stats().ok());
+            if let (Some(c), Some(id)) = (self.containers, self.ids.get(i)) {
+                if let Err(e) = c.collect(id) {
+                    stopped
+                        .notes
+                        .push(format!("collecting neighbour container {id}: {e}"));
+                }
+            }
             if let Err(e) = cgroup.remove() {
                 stopped
                     .notes
@@ -866,6 +916,10 @@ impl StoppedNeighbours {
         let cpu = sum(&|s| s.cpu_usage.map(|d| d.as_secs_f64())).unwrap_or(0.0);
         t.push(("neighbours_cpu_s".into(), cpu));
         t.push(("neighbours".into(), self.stats.len() as f64));
+        t.push((
+            "neighbours_in_containers".into(),
+            if self.in_containers { 1.0 } else { 0.0 },
+        ));
         if let Some(peak) = stats
             .iter()
             .filter_map(|s| s.memory_peak.map(|b| b.0 as f64))

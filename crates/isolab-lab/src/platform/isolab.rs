@@ -145,6 +145,56 @@ pub(crate) fn limit_flags(limits: &Limits) -> Vec<String> {
     a
 }
 
+/// Neighbours in isolab containers on the experiment's image, network none.
+struct IsolabNeighbours<'a> {
+    config: &'a IsolabConfig,
+    image: &'a Path,
+    hierarchy: &'a isolab_cgroups::Hierarchy,
+}
+
+impl super::NeighbourContainers for IsolabNeighbours<'_> {
+    fn wrap(
+        &self,
+        id: &str,
+        argv: &[String],
+        cgroup_parent: &Path,
+        workdir: &Path,
+    ) -> Result<Vec<String>, PlatformError> {
+        let mut a: Vec<String> = [
+            self.config.program.display().to_string(),
+            "run".into(),
+            "--id".into(),
+            container_id(id),
+            "--rootfs-type".into(),
+            "overlay".into(),
+            "--cgroup-parent".into(),
+            cgroup_parent.display().to_string(),
+            "--network".into(),
+            "none".into(),
+            "--bind".into(),
+            format!("{0}:{0}", workdir.display()),
+            "--cwd".into(),
+            workdir.display().to_string(),
+            self.image.display().to_string(),
+            "--".into(),
+        ]
+        .into();
+        a.extend(argv.iter().cloned());
+        Ok(a)
+    }
+
+    fn collect(&self, _id: &str) -> Result<(), PlatformError> {
+        // The runtime was killed with its container: gc finds it dead and removes
+        // its cgroup, mounts and state.
+        isolab_runtime::gc(&self.config.state_dir, self.hierarchy)
+            .map(drop)
+            .map_err(|e| PlatformError::Engine {
+                engine: RUNTIME_PROGRAM.into(),
+                message: format!("collecting a neighbour's container: {e}"),
+            })
+    }
+}
+
 /// Runs `job` in an `isolab-runtime` container inside an instance of `host`.
 pub(crate) fn execute(
     host: &HostPlatform,
@@ -169,7 +219,12 @@ pub(crate) fn execute(
     let report_path = job.workdir.join(".isolab-runtime.json");
     let instance = host.instance_path(&job.name);
     let argv = runtime_argv(&config.program, job, image, &instance, &report_path);
-    host.instance(job, interrupt, |cgroup| {
+    let neighbours = IsolabNeighbours {
+        config,
+        image,
+        hierarchy: host.hierarchy(),
+    };
+    host.instance_with(job, interrupt, Some(&neighbours), |cgroup| {
         let _ = std::fs::remove_file(&report_path);
         let measured = host.measured(job, &argv, cgroup, interrupt, GRACE);
         // A runtime killed after its grace leaves its container behind: collect it

@@ -334,6 +334,24 @@ pub struct NeighbourJobs {
     pub network_servers: u32,
 }
 
+/// Runs neighbour instances in containers of the subject's platform (seed 001's
+/// stress containers next to a container under test): the instance's cgroup is
+/// limited from outside, and the container's cgroup nests in it.
+pub(crate) trait NeighbourContainers: Sync {
+    /// The command that runs `argv` in a container named after `id`, its cgroup
+    /// below `cgroup_parent`, with `workdir` bound at the same path.
+    fn wrap(
+        &self,
+        id: &str,
+        argv: &[String],
+        cgroup_parent: &std::path::Path,
+        workdir: &std::path::Path,
+    ) -> Result<Vec<String>, PlatformError>;
+
+    /// Removes what the container `id` left after its processes were killed.
+    fn collect(&self, id: &str) -> Result<(), PlatformError>;
+}
+
 /// How a command ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExitKind {
