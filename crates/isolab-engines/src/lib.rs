@@ -137,7 +137,7 @@ pub fn find_container_cgroup(mount: &Path, parent: &Path) -> Option<PathBuf> {
                 stack.push((depth + 1, e.path()));
             }
         }
-        if depth > 0 && has_processes(&dir) && best.as_ref().map_or(true, |(d, _)| depth > *d) {
+        if depth > 0 && has_processes(&dir) && !matches!(best, Some((d, _)) if d >= depth) {
             best = Some((depth, dir));
         }
     }
