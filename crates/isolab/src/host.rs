@@ -24,13 +24,13 @@ pub fn hierarchy() -> Result<Hierarchy> {
 }
 
 /// Every platform of this build: the host, and containers of `isolab-runtime`.
-pub fn platform(hierarchy: Hierarchy) -> Platforms {
+pub fn platform(hierarchy: Hierarchy, probe: Option<isolab_lab::probe::ProbeConfig>) -> Platforms {
     let host = HostPlatform::new(HostPlatformConfig {
         hierarchy,
         proc_root: PathBuf::from("/proc"),
         cgroup_base: PathBuf::from(CGROUP_BASE),
         sample_interval: SAMPLE_INTERVAL,
-        probe: Some(isolab_lab::probe::ProbeConfig::default()),
+        probe,
     });
     Platforms::new(host, IsolabConfig::discover())
 }

@@ -182,6 +182,10 @@ pub struct ExperimentSpec {
     pub seed: Option<u64>,
     /// Length of time-bound workloads (`{duration}`).
     pub duration: Duration,
+    /// The latency probe of every run (`probe_threshold`: a wake-up later than it,
+    /// or a p99 above a fifth of it over a second, aborts the run); `None` = off.
+    #[serde(skip)]
+    pub probe: Option<crate::probe::ProbeConfig>,
     /// Root filesystem (a directory) of container platforms: `[experiment] image`,
     /// relative to the spec's directory, or [`DEFAULT_IMAGE`].
     pub image: PathBuf,
@@ -323,6 +327,27 @@ impl Validator<'_> {
                         ),
                     );
                     Duration::from_secs(10)
+                }
+            },
+        };
+
+        let probe = match &exp.probe_threshold {
+            None => Some(crate::probe::ProbeConfig::default()),
+            Some(t) if t.get_ref() == "off" => None,
+            Some(t) => match humantime::parse_duration(t.get_ref()) {
+                Ok(v) if v >= Duration::from_millis(50) => Some(crate::probe::ProbeConfig {
+                    threshold: v,
+                    ..crate::probe::ProbeConfig::default()
+                }),
+                _ => {
+                    self.err(
+                        t.span(),
+                        format!(
+                            "invalid probe_threshold `{}`: expected a duration of at least 50ms (e.g. \"500ms\", \"2s\") or \"off\"",
+                            t.get_ref()
+                        ),
+                    );
+                    None
                 }
             },
         };
@@ -671,6 +696,7 @@ impl Validator<'_> {
             order,
             seed,
             duration,
+            probe,
             image,
             factors,
             cells,

@@ -50,6 +50,8 @@ pub(crate) struct RawExperiment {
     #[serde(default)]
     pub duration: Option<Spanned<String>>,
     #[serde(default)]
+    pub probe_threshold: Option<Spanned<String>>,
+    #[serde(default)]
     pub impossible: Option<Spanned<String>>,
     #[serde(default)]
     pub image: Option<Spanned<String>>,

@@ -370,3 +370,21 @@ fn vm_levels_name_their_accelerator() {
         "{errs:?}"
     );
 }
+
+#[test]
+fn the_probe_threshold_is_a_duration_or_off() {
+    let spec = parse("[experiment]\nname = \"x\"\nprobe_threshold = \"2s\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\n").unwrap();
+    let probe = spec.probe.unwrap();
+    assert_eq!(probe.threshold, std::time::Duration::from_secs(2));
+    assert_eq!(
+        probe.sustained_limit(),
+        std::time::Duration::from_millis(400)
+    );
+    let off = parse("[experiment]\nname = \"x\"\nprobe_threshold = \"off\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\n").unwrap();
+    assert!(off.probe.is_none());
+    let errs = errors("[experiment]\nname = \"x\"\nprobe_threshold = \"1ms\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\n");
+    assert!(
+        errs[0].starts_with("exp.toml:3:19: invalid probe_threshold `1ms`"),
+        "{errs:?}"
+    );
+}

@@ -11,7 +11,7 @@ pub fn gc(args: GcArgs) -> Result<Exit> {
     let hierarchy = host::hierarchy()?;
     // Containers of isolab-runtime killed with their runtime (cgroups, loop devices,
     // networks, state files under /run/isolab), then the host's run cgroups.
-    let platform = host::platform(hierarchy);
+    let platform = host::platform(hierarchy, None);
     let mut removed = platform.gc()?;
     removed.extend(isolab_lab::runner::gc_workdirs(&args.workdir)?);
     if removed.is_empty() {

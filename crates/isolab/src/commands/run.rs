@@ -49,7 +49,7 @@ pub fn execute(
     });
 
     let mut environment = host::environment(Some(spec), Some(&hierarchy));
-    let platform = host::platform(hierarchy);
+    let platform = host::platform(hierarchy, spec.probe);
     // Engines made ready (a daemon started, the image imported) before the first
     // run, so that a missing one fails once, with what to do.
     let mut kinds: Vec<_> = spec.cells.iter().map(|c| c.platform.kind).collect();
