@@ -722,7 +722,10 @@ impl<'a> Runner<'a> {
             .zip(&jobs)
             .map(|(e, j)| parse(e, j))
             .collect::<Result<Vec<Vec<MetricValue>>, String>>()
-            .map(|per_instance| aggregate_instances(&per_instance));
+            .map(|per_instance| {
+                let spans: Vec<_> = executions.iter().map(|e| (e.started, e.wall)).collect();
+                aggregate_instances(&per_instance, &spans)
+            });
         let mut executions = executions.into_iter();
         let mut execution = executions.next().ok_or(PlatformError::Interrupted)?;
         let rest: Vec<Execution> = executions.collect();
@@ -731,6 +734,20 @@ impl<'a> Runner<'a> {
             // instance count, the longest wall time and every failure.
             let n = rest.len() + 1;
             execution.telemetry.push(("instances".into(), n as f64));
+            let spans: Vec<_> = std::iter::once(&execution)
+                .chain(&rest)
+                .map(|e| (e.started, e.wall))
+                .collect();
+            let overlap = instances_overlap(&spans);
+            execution
+                .telemetry
+                .push(("instances_overlap_pct".into(), 100.0 * overlap));
+            if overlap < 0.9 {
+                execution.notes.push(format!(
+                    "the {n} instances overlapped {:.0}% (their starts were staggered): throughputs are the work done over the span from the first start to the last exit, not the sum of the instances' rates",
+                    100.0 * overlap
+                ));
+            }
             let slowest = rest.iter().map(|e| e.wall).max().unwrap_or_default();
             execution.wall = execution.wall.max(slowest);
             if let Some(bad) = rest.iter().find(|e| !e.exit.success()) {
@@ -823,11 +840,39 @@ impl<'a> Runner<'a> {
     }
 }
 
-/// The metrics of a run of several instances: each metric's sum over the instances
-/// when higher is better (aggregate throughput), its mean when lower is better
-/// (time or latency), and its mean per instance as `<name>_per_instance`. One
+/// From the first start to the last exit of `spans` (start, wall).
+fn span(spans: &[(std::time::Instant, Duration)]) -> Duration {
+    let (Some(first), Some(last)) = (
+        spans.iter().map(|(s, _)| *s).min(),
+        spans.iter().map(|(s, w)| *s + *w).max(),
+    ) else {
+        return Duration::ZERO;
+    };
+    last.saturating_duration_since(first)
+}
+
+/// How much concurrent instances overlapped: their mean wall time over the span
+/// from the first start to the last exit (1 = side by side all the time).
+pub fn instances_overlap(spans: &[(std::time::Instant, Duration)]) -> f64 {
+    let total = span(spans).as_secs_f64();
+    if spans.is_empty() || total <= 0.0 {
+        return 1.0;
+    }
+    spans.iter().map(|(_, w)| w.as_secs_f64()).sum::<f64>() / spans.len() as f64 / total
+}
+
+/// The metrics of a run of several instances: when higher is better (a rate:
+/// events/s, MiB/s, IOPS), the aggregate throughput, which is the work all instances
+/// did over the span from the first start to the last exit (`Σ rateᵢ·wallᵢ / span`;
+/// the plain sum of rates when they ran side by side, less when their starts were
+/// staggered, as when 128 containers start at once); when lower is better (time or
+/// latency), the mean. Each metric's mean per instance is kept as
+/// `<name>_per_instance`. `spans` are each instance's start and wall time. One
 /// instance's metrics are returned as they are.
-pub fn aggregate_instances(per_instance: &[Vec<MetricValue>]) -> Vec<MetricValue> {
+pub fn aggregate_instances(
+    per_instance: &[Vec<MetricValue>],
+    spans: &[(std::time::Instant, Duration)],
+) -> Vec<MetricValue> {
     let Some(first) = per_instance.first() else {
         return Vec::new();
     };
@@ -847,8 +892,17 @@ pub fn aggregate_instances(per_instance: &[Vec<MetricValue>]) -> Vec<MetricValue
         }
         let sum: f64 = values.iter().sum();
         let mean = sum / n;
+        let span = span(spans).as_secs_f64();
+        let work: f64 = values
+            .iter()
+            .zip(spans)
+            .map(|(v, (_, wall))| v * wall.as_secs_f64())
+            .sum();
         out.push(MetricValue {
             value: match m.direction {
+                isolab_stats::Direction::Higher if span > 0.0 && spans.len() == values.len() => {
+                    work / span
+                }
                 isolab_stats::Direction::Higher => sum,
                 isolab_stats::Direction::Lower => mean,
             },

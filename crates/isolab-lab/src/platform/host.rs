@@ -181,6 +181,7 @@ impl HostPlatform {
         };
         Ok(Measured {
             exit,
+            started: child.started,
             rusage,
             wall: ended.duration_since(child.started),
             stats: stats.map_err(|e| e.to_string()),
@@ -194,6 +195,8 @@ impl HostPlatform {
 /// What a measured command produced, before it becomes an [`Execution`].
 pub(crate) struct Measured {
     pub exit: ExitKind,
+    /// When the command started.
+    pub started: Instant,
     pub rusage: libc::rusage,
     /// From the start of the command to its exit.
     pub wall: Duration,
@@ -209,6 +212,7 @@ impl Measured {
     pub(crate) fn into_execution(self, workdir: &Path, limits_applied: Limits) -> Execution {
         let Measured {
             exit,
+            started,
             rusage,
             wall,
             stats,
@@ -279,6 +283,7 @@ impl Measured {
             stdout: read_tail(&workdir.join(".isolab-command.stdout"), LOG_TAIL),
             stderr: read_tail(&workdir.join(".isolab-command.stderr"), LOG_TAIL),
             wall,
+            started,
             limits_applied,
             telemetry,
             series: host_cpu.series,

@@ -396,6 +396,8 @@ pub struct Execution {
     pub stderr: String,
     /// Wall-clock time from exec to exit of the measured command.
     pub wall: Duration,
+    /// When the measured command started (to line up concurrent instances).
+    pub started: std::time::Instant,
     /// The limits as read back from the instance after applying them.
     pub limits_applied: Limits,
     /// Scalar telemetry, `(name, value)` with the unit in the name (`_s`, `_bytes`, `_pct`).

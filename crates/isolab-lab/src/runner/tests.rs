@@ -61,6 +61,8 @@ impl Platform for FakePlatform {
             stdout: sysbench_output(v),
             stderr: String::new(),
             wall: Duration::from_millis(10),
+            // Instances of one run side by side: the same start.
+            started: *FAKE_START.get_or_init(std::time::Instant::now),
             limits_applied: job.limits.clone(),
             telemetry: vec![("cpu_usage_s".into(), 0.01)],
             series: Vec::new(),
@@ -371,6 +373,8 @@ fn instances_run_together_and_their_throughputs_add_up() {
     }
 }
 
+static FAKE_START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+
 #[test]
 fn lower_is_better_metrics_of_instances_are_averaged() {
     let m = |v: f64| MetricValue {
@@ -379,10 +383,38 @@ fn lower_is_better_metrics_of_instances_are_averaged() {
         direction: isolab_stats::Direction::Lower,
         value: v,
     };
-    let agg = aggregate_instances(&[vec![m(1.0)], vec![m(3.0)]]);
+    let at = std::time::Instant::now();
+    let spans = [(at, Duration::from_secs(3)), (at, Duration::from_secs(3))];
+    let agg = aggregate_instances(&[vec![m(1.0)], vec![m(3.0)]], &spans);
     assert_eq!(agg[0].value, 2.0);
     assert_eq!(agg[1].name, "total_time_per_instance");
-    assert_eq!(aggregate_instances(&[vec![m(5.0)]]), vec![m(5.0)]);
+    assert_eq!(
+        aggregate_instances(&[vec![m(5.0)]], &spans[..1]),
+        vec![m(5.0)]
+    );
+}
+
+#[test]
+fn throughputs_of_instances_that_did_not_overlap_are_not_simply_summed() {
+    let m = |v: f64| MetricValue {
+        name: "events_per_second".into(),
+        unit: "events/s".into(),
+        direction: isolab_stats::Direction::Higher,
+        value: v,
+    };
+    let at = std::time::Instant::now();
+    let s3 = Duration::from_secs(3);
+    // Side by side: the rates add up.
+    let together = aggregate_instances(&[vec![m(100.0)], vec![m(100.0)]], &[(at, s3), (at, s3)]);
+    assert_eq!(together[0].value, 200.0);
+    // One after the other (6 s for 2 × 3 s of work at 100/s): 100/s, not 200/s.
+    let apart = aggregate_instances(
+        &[vec![m(100.0)], vec![m(100.0)]],
+        &[(at, s3), (at + s3, s3)],
+    );
+    assert!((apart[0].value - 100.0).abs() < 1e-9, "{apart:?}");
+    assert_eq!(apart[1].value, 100.0, "per instance is still their mean");
+    assert!((instances_overlap(&[(at, s3), (at + s3, s3)]) - 0.5).abs() < 1e-9);
 }
 
 #[test]
