@@ -836,6 +836,7 @@ impl<'a> Runner<'a> {
             limits,
             timeout: spec.duration * 4 + Duration::from_secs(120),
             neighbours: None,
+            uses_disk: w.uses_disk,
         })
     }
 }
@@ -1130,6 +1131,7 @@ impl Runner<'_> {
             limits: isolab_cgroups::Limits::default(),
             timeout: Duration::from_secs(120),
             neighbours: None,
+            uses_disk: false,
         };
         let e = self.platform.execute(&calibration, self.interrupt)?;
         let _ = std::fs::remove_dir_all(&workdir);
@@ -1186,6 +1188,7 @@ impl Runner<'_> {
                 settle: Duration::ZERO,
                 network_servers: 1,
             }),
+            uses_disk: false,
         };
         let e = self.platform.execute(&calibration, self.interrupt)?;
         let _ = std::fs::remove_dir_all(&workdir);

@@ -50,6 +50,7 @@ fn job(name: &str, argv: &[&str], workdir: &Path, limits: Limits) -> Job {
         limits,
         timeout: Duration::from_secs(30),
         neighbours: None,
+        uses_disk: false,
     }
 }
 

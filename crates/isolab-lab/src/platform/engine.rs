@@ -37,9 +37,28 @@ pub const SAMPLE: Duration = Duration::from_millis(50);
 /// How long an engine's client has, after SIGTERM, to stop its container.
 const GRACE: Duration = Duration::from_secs(10);
 
-/// The drivers of this build, one per engine platform.
+/// The drivers of this build, one per engine platform. crun (directly and under
+/// Podman) may fix a hybrid cgroup host for the experiment (a v1 hierarchy for each
+/// controller the cgroup2 mount lists), which their shutdown undoes; the
+/// environment records it.
 pub(crate) fn drivers() -> Vec<(super::PlatformKind, Box<dyn Engine>)> {
-    Vec::new()
+    use super::PlatformKind as K;
+    use isolab_engines::{docker, lxc, oci, podman};
+    let mut crun = oci::OciEngine::new(oci::OciKind::Crun);
+    crun.allow_host_fixes = true;
+    vec![
+        (
+            K::Docker,
+            Box::new(docker::Docker::new()) as Box<dyn Engine>,
+        ),
+        (
+            K::Podman,
+            Box::new(podman::Podman::new(podman::OciRuntime::Crun, true)),
+        ),
+        (K::Runc, Box::new(oci::OciEngine::new(oci::OciKind::Runc))),
+        (K::Crun, Box::new(crun)),
+        (K::Lxc, Box::new(lxc::Lxc::new())),
+    ]
 }
 
 /// One engine as a platform: the driver, whether it is ready, and the images it
@@ -157,14 +176,14 @@ pub(crate) fn engine_container_id(job_name: &str) -> String {
 struct Watched {
     /// The container's cgroup, relative to the hierarchy roots.
     cgroup: Option<PathBuf>,
-    /// Its limits, read once it held processes.
+    /// Its limits, as last read while it held processes.
     limits: Option<Result<Limits, String>>,
     /// Its last counters.
     stats: Option<Stats>,
 }
 
 /// Watches the instance cgroup `instance` for the container's cgroup until
-/// `stop` is set: reads its limits once, then samples its counters.
+/// `stop` is set, then samples its limits and counters, keeping the last readings.
 fn watch(hierarchy: Hierarchy, instance: PathBuf, stop: Arc<AtomicBool>) -> Watched {
     let mut seen = Watched::default();
     let Some(mount) = hierarchy
@@ -178,18 +197,25 @@ fn watch(hierarchy: Hierarchy, instance: PathBuf, stop: Arc<AtomicBool>) -> Watc
         let stopping = stop.load(Ordering::Acquire);
         if seen.cgroup.is_none() {
             if let Some(rel) = isolab_engines::find_container_cgroup(&mount, &instance) {
-                let rel = rel.strip_prefix("/").unwrap_or(&rel).to_path_buf();
-                seen.limits = Some(
-                    Cgroup::open(&hierarchy, &rel)
-                        .and_then(|c| c.read_limits())
-                        .map_err(|e| e.to_string()),
-                );
-                seen.cgroup = Some(rel);
+                seen.cgroup = Some(rel.strip_prefix("/").unwrap_or(&rel).to_path_buf());
             }
         }
         if let Some(rel) = &seen.cgroup {
-            if let Ok(stats) = Cgroup::open(&hierarchy, rel).and_then(|c| c.stats()) {
-                seen.stats = Some(stats);
+            // Limits are read at every sample and the last reading kept: runc moves
+            // its init into the cgroup before it writes the limits there.
+            match Cgroup::open(&hierarchy, rel) {
+                Ok(c) => {
+                    match c.read_limits() {
+                        Ok(l) => seen.limits = Some(Ok(l)),
+                        Err(e) if seen.limits.is_none() => seen.limits = Some(Err(e.to_string())),
+                        Err(_) => {} // gone at the end: the last reading stands
+                    }
+                    if let Ok(stats) = c.stats() {
+                        seen.stats = Some(stats);
+                    }
+                }
+                Err(e) if seen.limits.is_none() => seen.limits = Some(Err(e.to_string())),
+                Err(_) => {}
             }
         }
         if stopping {

@@ -309,6 +309,7 @@ mod tests {
             limits,
             timeout: Duration::from_secs(60),
             neighbours: None,
+            uses_disk: false,
         }
     }
 

@@ -7,6 +7,7 @@ mod engine;
 mod host;
 mod isolab;
 mod process;
+mod vm;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -296,6 +297,9 @@ pub struct Job {
     pub timeout: Duration,
     /// Co-located stressors, started before the command and stopped after it.
     pub neighbours: Option<NeighbourJobs>,
+    /// Whether the workload's I/O should hit a disk (a VM gives it a scratch disk
+    /// rather than the 9p-shared working directory).
+    pub uses_disk: bool,
 }
 
 /// The neighbours of a run: each instance in a cgroup of its own, next to the
@@ -531,12 +535,13 @@ pub trait Platform: Sync {
         })
     }
 
-    /// Makes the engines of `kinds` ready before the first run (a daemon started,
-    /// the image imported) and returns what the experiment's environment should
-    /// record about them (versions, image digests, accelerators).
+    /// Makes the engines of `platforms` (the experiment's platform levels) ready
+    /// before the first run (a daemon started, the image imported, a VM kernel and
+    /// disk made) and returns what the experiment's environment should record about
+    /// them (versions, image digests, accelerators).
     fn prepare(
         &self,
-        _kinds: &[PlatformKind],
+        _platforms: &[PlatformDef],
         _image: Option<&std::path::Path>,
     ) -> Result<Vec<(String, String)>, PlatformError> {
         Ok(Vec::new())
@@ -575,6 +580,7 @@ pub struct Platforms {
     host: HostPlatform,
     isolab: IsolabConfig,
     engines: Vec<(PlatformKind, engine::EnginePlatform)>,
+    vm: vm::VmPlatform,
 }
 
 impl Platforms {
@@ -589,6 +595,7 @@ impl Platforms {
             host,
             isolab,
             engines,
+            vm: vm::VmPlatform::new(),
         }
     }
 
@@ -627,21 +634,21 @@ impl Platform for Platforms {
             | PlatformKind::Lxc => {
                 engine::execute(&self.host, self.engine(job.platform.kind)?, job, interrupt)
             }
-            PlatformKind::Vm | PlatformKind::VmIsolab => Err(PlatformError::Engine {
-                engine: "qemu".into(),
-                message: "virtual machines are not wired in yet".into(),
-            }),
+            PlatformKind::Vm | PlatformKind::VmIsolab => {
+                let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+                vm::execute(&self.host, &self.vm, &self.isolab, cpus, job, interrupt)
+            }
         }
     }
 
     fn prepare(
         &self,
-        kinds: &[PlatformKind],
+        platforms: &[PlatformDef],
         image: Option<&std::path::Path>,
     ) -> Result<Vec<(String, String)>, PlatformError> {
         let mut env = Vec::new();
         for (kind, e) in &self.engines {
-            if !kinds.contains(kind) {
+            if !platforms.iter().any(|p| p.kind == *kind) {
                 continue;
             }
             env.push((format!("engine.{kind}"), e.ready()?));
@@ -650,6 +657,10 @@ impl Platform for Platforms {
                 env.push((format!("engine.{kind}.image"), prepared.reference));
                 env.push((format!("engine.{kind}.image_digest"), prepared.digest));
             }
+        }
+        let vms: Vec<&PlatformDef> = platforms.iter().filter(|p| p.kind.is_vm()).collect();
+        if let (false, Some(image)) = (vms.is_empty(), image) {
+            env.extend(self.vm.prepare(&vms, image)?);
         }
         Ok(env)
     }

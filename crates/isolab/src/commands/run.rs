@@ -52,13 +52,17 @@ pub fn execute(
     let platform = host::platform(hierarchy, spec.probe);
     // Engines made ready (a daemon started, the image imported) before the first
     // run, so that a missing one fails once, with what to do.
-    let mut kinds: Vec<_> = spec.cells.iter().map(|c| c.platform.kind).collect();
-    kinds.dedup();
-    let needs_image = kinds.iter().any(|k| k.needs_image());
+    let mut levels: Vec<isolab_lab::platform::PlatformDef> = Vec::new();
+    for c in &spec.cells {
+        if !levels.contains(&c.platform) {
+            levels.push(c.platform.clone());
+        }
+    }
+    let needs_image = levels.iter().any(|p| p.kind.needs_image());
     environment.extend(
         isolab_lab::Platform::prepare(
             &platform,
-            &kinds,
+            &levels,
             needs_image.then_some(spec.image.as_path()),
         )
         .context("preparing the spec's platforms")?,

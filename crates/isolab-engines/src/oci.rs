@@ -1,0 +1,2474 @@
+//! runc and crun: [`OciEngine`] runs each request as an OCI bundle with
+//! `runc run` / `crun run` in the foreground.
+//!
+//! # Image
+//! [`Engine::prepare_image`] copies nothing: the image directory is the read-only lower
+//! layer of every run's overlay. Its digest is `sha256:` + the SHA-256 of the image's
+//! manifest (`.isolab-image.json`, written by `isolab image build`: recipe, build time,
+//! every package with its version), read in microseconds, where hashing the 272 MB tree
+//! ([`isolab_image::tree_digest`]) would take seconds per experiment. A rebuilt image has
+//! a new manifest (its build time changes), so equal digests mean the same build.
+//!
+//! # One run
+//! [`Engine::run_command`] writes the bundle `/run/isolab/oci/<id>/`:
+//! - `scratch/`: a tmpfs holding the overlay's `upper/` and `work/` directories, the
+//!   same throw-away upper layer as isolab-runtime's overlay root (writes to the root
+//!   filesystem go to memory on both, and vanish with the run);
+//! - `rootfs/`: the overlay (lower = the image directory);
+//! - `config.json`: the OCI runtime spec (below);
+//! - `isolab-run.json`: what [`Engine::remove`] must undo (the cgroup parent, and in
+//!   which hierarchies it already existed), so that `remove` works from the id alone.
+//!
+//! and returns `runc run --bundle /run/isolab/oci/<id> <id>` (or `crun run …`): no
+//! `--detach`, so the command exits with the container's status, passes its stdout and
+//! stderr through, and forwards the signals it receives to the container.
+//!
+//! # The spec: the same as isolab-runtime's
+//! `config.json` comes from [`isolab_runtime::oci_spec`], the generator isolab-runtime
+//! itself is configured by, with isolab-runtime's defaults
+//! ([`isolab_runtime::default_security`]). So runc, crun and isolab-runtime get the same
+//! capabilities (Docker's 14), `noNewPrivileges`, seccomp profile (Docker's default),
+//! masked and read-only paths, device allowlist, standard mounts (/proc, a tmpfs /dev,
+//! /dev/pts, /dev/shm, /dev/mqueue, read-only /sys) and namespaces (pid, ipc, uts, mount,
+//! cgroup, and net unless the network is `host`). (`isolab_image::default_spec()` is
+//! *not* that: it is oci-spec's default, with 3 capabilities and no seccomp.) What
+//! differs from an isolab-runtime run:
+//! - PID 1 is `tini` (Debian's static `tini-static`, bind-mounted read-only at
+//!   `/.isolab-init`): runc and crun have no init of their own, and the signals `runc run`
+//!   forwards to a workload that is PID 1 are dropped by the kernel unless it handles them
+//!   (checked: `sysbench` ignores SIGTERM there), so the container would not stop on
+//!   SIGTERM. tini forwards them and reaps zombies, as isolab-runtime's built-in init does.
+//!   [`OciEngine::init`] turns it off.
+//! - the overlay is mounted by this driver on the host before the runtime starts, not
+//!   inside the container's mount namespace;
+//! - the container's cgroup is `<cgroup_parent>/<id>` (isolab-runtime: `rt-<id>`), and
+//!   runc/crun create it in *every* mounted hierarchy, also `devices`, `name=systemd` and
+//!   `hugetlb`, where the lab's parent does not exist: [`Engine::remove`] removes what they
+//!   leave there.
+//! - on cgroup v2 runc and crun enforce the device allowlist with eBPF; isolab-runtime
+//!   does not yet (on v1 all three use the `devices` controller).
+//!
+//! Limits become `linux.resources`: cpu (quota, period, cpus, mems), memory (limit,
+//! swap), pids, blockIO throttles. OCI's `swap` is memory + swap (v1 semantics): on v1
+//! isolab's `memory_swap_max` is already that; on v2 it is swap alone, so the spec gets
+//! `memory_max + memory_swap_max`, which runc and crun turn back into `memory.swap.max`.
+//!
+//! Reading the limits back: runc 1.1 moves its `runc init` process into the container's
+//! cgroup *before* it writes the limits there, so for a few milliseconds the cgroup holds
+//! a process and is unlimited (seen in every root test run). crun and LXC write the
+//! limits first. A watcher should read them once the workload runs (or read them again
+//! later), not at the first sight of the cgroup.
+//!
+//! # Stopping
+//! SIGTERM to the command stops the container (runc/crun forward it to tini, tini to the
+//! workload; the command exits with 143). SIGKILL to the command leaves the container
+//! running (checked): [`Engine::remove`] then deletes it (`runc delete --force`, which
+//! kills it), unmounts the overlay and the tmpfs (lazily when busy), removes the
+//! container's cgroups in every hierarchy (killing whatever is left in them) and the
+//! bundle directory.
+//!
+//! # Networks
+//! `none`: a new network namespace, in which runc and crun bring `lo` up; `host`: no
+//! network namespace. `bridge` is [`EngineError::Unsupported`]: runc and crun have no
+//! networking of their own (use the `isolab` platform's bridge, or docker/podman).
+//!
+//! # crun on a hybrid cgroup host
+//! crun refuses a host whose cgroup2 mount (`/sys/fs/cgroup/unified`) lists controllers
+//! in `cgroup.controllers` ("cgroups in hybrid mode not supported, drop all controllers
+//! from cgroupv2"). A controller listed there is one no v1 hierarchy holds (here
+//! `hugetlb`). With [`OciEngine::allow_host_fixes`], [`Engine::ensure_ready`] mounts a v1
+//! hierarchy for each at `/sys/fs/cgroup/<name>` (remounting the `/sys/fs/cgroup` tmpfs
+//! read-write first when it is read-only), as `scripts/bench-runtime.sh` does, and
+//! [`Engine::shutdown`] undoes exactly that. It unmounts a hierarchy only once it holds
+//! no cgroup but its root (`/proc/cgroups`): unmounted while a removed cgroup is still
+//! being released, the kernel keeps the hierarchy alive and the controller never returns
+//! to cgroup2 (seen); when another program's cgroups are in it, it stays mounted and
+//! `shutdown` says so. Without it, `ensure_ready` fails with what to
+//! do; it does not fall back to runc, since results labelled crun must come from crun.
+//!
+//! # Shared with the LXC driver
+//! [`Host`] (mounts, signals, cgroup directories: the host effects a test replaces) and
+//! [`SystemHost`] are used by [`crate::lxc`] too, as are the crate-internal helpers for
+//! requests, run state files and cleanup.
+
+use std::ffi::CString;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use isolab_cgroups::{Limits, Version};
+use serde_json::{json, Map, Value};
+
+use crate::tool::{argv, require, run_ok, SystemTools, Tools};
+use crate::{Engine, EngineError, NetworkMode, PreparedImage, RunRequest};
+
+/// Where bundles live by default.
+pub const DEFAULT_BUNDLES: &str = "/run/isolab/oci";
+/// Path of the init inside the container.
+pub const INIT_PATH: &str = "/.isolab-init";
+/// The static init bind-mounted as PID 1 (Debian package `tini`).
+pub const INIT_PROGRAM: &str = "tini-static";
+/// Name of the state file in a run's directory.
+pub(crate) const STATE_FILE: &str = "isolab-run.json";
+/// Default `PATH` of the container's command (the same as isolab-runtime's).
+pub(crate) const DEFAULT_PATH: &str = isolab_runtime::config::DEFAULT_PATH;
+
+/// Which OCI runtime an [`OciEngine`] drives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OciKind {
+    /// runc (Debian package `runc`).
+    Runc,
+    /// crun (Debian package `crun`).
+    Crun,
+}
+
+impl OciKind {
+    /// The engine's name, which is also its program.
+    pub fn name(self) -> &'static str {
+        match self {
+            OciKind::Runc => "runc",
+            OciKind::Crun => "crun",
+        }
+    }
+
+    /// The Debian package that provides it.
+    pub fn package(self) -> &'static str {
+        self.name()
+    }
+
+    /// Where the runtime keeps its container state by default (`--root`).
+    pub fn default_state_root(self) -> PathBuf {
+        PathBuf::from(match self {
+            OciKind::Runc => "/run/runc",
+            OciKind::Crun => "/run/crun",
+        })
+    }
+}
+
+/// The host paths an [`OciEngine`] uses; [`OciPaths::new`] gives this host's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OciPaths {
+    /// Directory of the per-run bundles (`/run/isolab/oci`).
+    pub bundles: PathBuf,
+    /// The runtime's state directory (`/run/runc`, `/run/crun`): a container whose
+    /// directory is there still exists for the runtime.
+    pub runtime_state: PathBuf,
+    /// This process's mount table (`/proc/self/mountinfo`).
+    pub mountinfo: PathBuf,
+    /// Where the cgroup hierarchies are mounted (`/sys/fs/cgroup`).
+    pub cgroup_root: PathBuf,
+    /// The kernel's table of controllers and hierarchies (`/proc/cgroups`).
+    pub proc_cgroups: PathBuf,
+}
+
+impl OciPaths {
+    /// This host's paths for `kind`.
+    pub fn new(kind: OciKind) -> OciPaths {
+        OciPaths {
+            bundles: PathBuf::from(DEFAULT_BUNDLES),
+            runtime_state: kind.default_state_root(),
+            mountinfo: PathBuf::from("/proc/self/mountinfo"),
+            cgroup_root: PathBuf::from("/sys/fs/cgroup"),
+            proc_cgroups: PathBuf::from("/proc/cgroups"),
+        }
+    }
+}
+
+/// A change [`Engine::ensure_ready`] made to the host, undone by [`Engine::shutdown`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostFix {
+    /// The cgroup tmpfs was remounted read-write (remounted read-only again).
+    RemountedReadWrite(PathBuf),
+    /// A mount point directory was created (removed again).
+    CreatedDir(PathBuf),
+    /// A v1 hierarchy of this controller was mounted there (unmounted again).
+    MountedV1 {
+        /// The controller (`hugetlb`).
+        controller: String,
+        /// The mount point.
+        path: PathBuf,
+    },
+}
+
+/// runc or crun as an [`Engine`].
+pub struct OciEngine {
+    /// Which runtime.
+    pub kind: OciKind,
+    /// May [`Engine::ensure_ready`] change the host so that the runtime works (crun on a
+    /// hybrid cgroup host: mount v1 hierarchies for the controllers cgroup2 lists)?
+    /// [`Engine::shutdown`] undoes what it did.
+    pub allow_host_fixes: bool,
+    /// Run the workload under `tini` as PID 1 (see the module docs); on by default.
+    pub init: bool,
+    /// The host paths.
+    pub paths: OciPaths,
+    tools: Arc<dyn Tools>,
+    host: Arc<dyn Host>,
+    fixes: Mutex<Vec<HostFix>>,
+    /// How long [`Engine::shutdown`] waits for a v1 hierarchy it mounted to be empty.
+    unmount_wait: Duration,
+}
+
+impl std::fmt::Debug for OciEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OciEngine")
+            .field("kind", &self.kind)
+            .field("allow_host_fixes", &self.allow_host_fixes)
+            .field("init", &self.init)
+            .field("paths", &self.paths)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OciEngine {
+    /// `kind` on this host: its programs, mounts and paths; no host fixes allowed.
+    pub fn new(kind: OciKind) -> OciEngine {
+        OciEngine::with(
+            kind,
+            OciPaths::new(kind),
+            Arc::new(SystemTools),
+            Arc::new(SystemHost),
+        )
+    }
+
+    /// `kind` with explicit paths, programs and host effects (tests pass fakes).
+    pub fn with(
+        kind: OciKind,
+        paths: OciPaths,
+        tools: Arc<dyn Tools>,
+        host: Arc<dyn Host>,
+    ) -> OciEngine {
+        OciEngine {
+            kind,
+            allow_host_fixes: false,
+            init: true,
+            paths,
+            tools,
+            host,
+            fixes: Mutex::new(Vec::new()),
+            unmount_wait: UNMOUNT_V1_DEADLINE,
+        }
+    }
+
+    /// The same engine with [`OciEngine::allow_host_fixes`] set to `allow`.
+    pub fn allowing_host_fixes(mut self, allow: bool) -> OciEngine {
+        self.allow_host_fixes = allow;
+        self
+    }
+
+    /// The host changes [`Engine::ensure_ready`] made and [`Engine::shutdown`] will undo.
+    pub fn host_fixes(&self) -> Vec<HostFix> {
+        self.fixes.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn engine(&self) -> &'static str {
+        self.kind.name()
+    }
+
+    fn program(&self) -> Result<PathBuf, EngineError> {
+        require(
+            &*self.tools,
+            self.engine(),
+            self.kind.name(),
+            self.kind.package(),
+        )
+    }
+
+    fn init_program(&self) -> Result<PathBuf, EngineError> {
+        require(&*self.tools, self.engine(), INIT_PROGRAM, "tini")
+    }
+
+    fn bundle(&self, id: &str) -> PathBuf {
+        self.paths.bundles.join(id)
+    }
+
+    /// The controllers crun would object to: those listed in the hybrid cgroup2
+    /// mount's `cgroup.controllers` that no v1 hierarchy is mounted for.
+    fn hybrid_controllers(&self, mounts: &[MountEntry]) -> Result<Vec<String>, EngineError> {
+        let unified = self.paths.cgroup_root.join("unified");
+        let is_hybrid = mounts
+            .iter()
+            .any(|m| m.fstype == "cgroup2" && m.mount_point == unified)
+            && mounts.iter().any(|m| m.fstype == "cgroup");
+        if !is_hybrid {
+            return Ok(Vec::new());
+        }
+        let file = unified.join("cgroup.controllers");
+        let text = std::fs::read_to_string(&file).map_err(|source| EngineError::Io {
+            engine: self.engine(),
+            action: "read",
+            path: file.clone(),
+            source,
+        })?;
+        Ok(text
+            .split_whitespace()
+            .filter(|c| {
+                let target = self.paths.cgroup_root.join(c);
+                !mounts.iter().any(|m| m.mount_point == target)
+            })
+            .map(str::to_owned)
+            .collect())
+    }
+
+    /// Controllers whose v1 hierarchy exists (`/proc/cgroups` gives it a number) but is
+    /// mounted nowhere: what is left when a v1 hierarchy is unmounted while it still
+    /// has cgroups. crun finds such a hierarchy in `/proc/self/cgroup` and writes plain
+    /// directories into the unmounted `/sys/fs/cgroup/<name>` (seen); mounting it again
+    /// makes it usable, and lets [`Engine::shutdown`] free it.
+    fn unmounted_v1_controllers(&self, mounts: &[MountEntry]) -> Vec<String> {
+        let Ok(text) = std::fs::read_to_string(&self.paths.proc_cgroups) else {
+            return Vec::new();
+        };
+        text.lines()
+            .filter_map(|line| {
+                let fields: Vec<&str> = line.split_whitespace().collect();
+                match fields.as_slice() {
+                    [name, hierarchy, _, "1"] if !name.starts_with('#') && *hierarchy != "0" => {
+                        Some((*name).to_owned())
+                    }
+                    _ => None,
+                }
+            })
+            .filter(|name| {
+                !mounts
+                    .iter()
+                    .any(|m| m.fstype == "cgroup" && m.super_options.split(',').any(|o| o == name))
+            })
+            .collect()
+    }
+
+    /// Mounts a v1 hierarchy for each of `controllers` (the crun fix), recording each
+    /// step in `self.fixes`.
+    fn fix_hybrid(&self, controllers: &[String], mounts: &[MountEntry]) -> Result<(), EngineError> {
+        let engine = self.engine();
+        let root = &self.paths.cgroup_root;
+        let mut fixes = self.fixes.lock().unwrap_or_else(|e| e.into_inner());
+        let root_ro = mounts
+            .iter()
+            .rev()
+            .find(|m| &m.mount_point == root)
+            .is_some_and(|m| m.options.split(',').any(|o| o == "ro"));
+        if root_ro && !fixes.contains(&HostFix::RemountedReadWrite(root.clone())) {
+            run_ok(
+                &*self.tools,
+                engine,
+                &argv(["mount", "-o", "remount,rw", &path_str(root)]),
+            )?;
+            fixes.push(HostFix::RemountedReadWrite(root.clone()));
+        }
+        for c in controllers {
+            let target = root.join(c);
+            if !target.is_dir() {
+                std::fs::create_dir(&target).map_err(|source| EngineError::Io {
+                    engine,
+                    action: "create the cgroup mount point",
+                    path: target.clone(),
+                    source,
+                })?;
+                fixes.push(HostFix::CreatedDir(target.clone()));
+            }
+            run_ok(
+                &*self.tools,
+                engine,
+                &argv([
+                    "mount",
+                    "-t",
+                    "cgroup",
+                    "-o",
+                    c,
+                    "cgroup",
+                    &path_str(&target),
+                ]),
+            )?;
+            fixes.push(HostFix::MountedV1 {
+                controller: c.clone(),
+                path: target,
+            });
+        }
+        Ok(())
+    }
+
+    /// Unmounts the v1 hierarchy of `controller` at `path` that [`Engine::ensure_ready`]
+    /// mounted, once it holds no cgroup but its root. The kernel only frees (and hands
+    /// the controller back to cgroup2) a hierarchy that has no children when it is
+    /// unmounted, and a removed cgroup stays a child until the kernel has released it,
+    /// some milliseconds after its `rmdir`: unmounting earlier would keep the v1
+    /// hierarchy alive, unmounted, until the next mount.
+    fn unmount_v1(&self, controller: &str, path: &Path) -> Result<(), EngineError> {
+        let engine = self.engine();
+        let deadline = Instant::now() + self.unmount_wait;
+        loop {
+            let children: Vec<PathBuf> = std::fs::read_dir(path)
+                .map(|entries| {
+                    entries
+                        .flatten()
+                        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                        .map(|e| e.path())
+                        .collect()
+                })
+                .unwrap_or_default();
+            let count = std::fs::read_to_string(&self.paths.proc_cgroups)
+                .ok()
+                .and_then(|t| cgroups_in_hierarchy(&t, controller));
+            if children.is_empty() && !matches!(count, Some(n) if n > 1) {
+                break;
+            }
+            if Instant::now() >= deadline {
+                return Err(EngineError::Unsupported {
+                    engine,
+                    detail: format!(
+                        "the v1 {controller} hierarchy isolab mounted at {} still holds cgroups ({}); unmounting it now would keep it alive and {controller} would not return to cgroup v2, so it stays mounted: remove them (rmdir, deepest first), then `umount {}`",
+                        path.display(),
+                        if children.is_empty() {
+                            format!("{} being released by the kernel", count.unwrap_or(0).saturating_sub(1))
+                        } else {
+                            children.iter().map(|c| c.display().to_string()).collect::<Vec<_>>().join(", ")
+                        },
+                        path.display()
+                    ),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        run_ok(&*self.tools, engine, &argv(["umount", &path_str(path)])).map(|_| ())
+    }
+
+    /// The OCI spec of `request` (see the module docs).
+    fn spec(
+        &self,
+        request: &RunRequest,
+        version: Version,
+        init: Option<&Path>,
+    ) -> Result<Value, EngineError> {
+        oci_config(self.engine(), request, version, init)
+    }
+
+    /// Removes everything of the run `id` (see [`Engine::remove`]).
+    fn remove_id(&self, id: &str, fallback_parent: &Path) -> Result<Vec<String>, EngineError> {
+        let engine = self.engine();
+        let dir = self.bundle(id);
+        let mut done = Vec::new();
+        let mut first_error: Option<EngineError> = None;
+        // The runtime's container: only when the runtime still knows it (a `run` that
+        // exited normally has deleted it already; this saves a runtime start).
+        if self.paths.runtime_state.join(id).exists() {
+            match self.program().and_then(|p| {
+                run_ok(
+                    &*self.tools,
+                    engine,
+                    &argv([path_str(&p).as_str(), "delete", "--force", id]),
+                )
+            }) {
+                Ok(_) => done.push(format!("{engine}: deleted container {id}")),
+                Err(e) => first_error = first_error.or(Some(e)),
+            }
+        }
+        let state = RunState::load(engine, &dir)?;
+        let state = state.unwrap_or_else(|| RunState::fallback(id, fallback_parent));
+        let cleanup = Cleanup {
+            engine,
+            host: &*self.host,
+            mountinfo: &self.paths.mountinfo,
+        };
+        match cleanup.run(&dir, &state) {
+            Ok(mut lines) => done.append(&mut lines),
+            Err(e) => first_error = first_error.or(Some(e)),
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(done),
+        }
+    }
+}
+
+impl Engine for OciEngine {
+    fn name(&self) -> &'static str {
+        self.kind.name()
+    }
+
+    fn version(&self) -> Result<String, EngineError> {
+        let program = self.program()?;
+        let command = argv([path_str(&program).as_str(), "--version"]);
+        let out = run_ok(&*self.tools, self.engine(), &command)?;
+        parse_version(self.kind, &out).ok_or_else(|| EngineError::Unexpected {
+            engine: self.engine(),
+            command: command.join(" "),
+            detail: format!(
+                "no `{} version X` line in: {}",
+                self.kind.name(),
+                crate::tool::tail(&out, 300)
+            ),
+        })
+    }
+
+    fn ensure_ready(&self) -> Result<(), EngineError> {
+        self.program()?;
+        if self.init {
+            self.init_program()?;
+        }
+        if self.kind != OciKind::Crun {
+            return Ok(());
+        }
+        let mounts = read_mountinfo(self.engine(), &self.paths.mountinfo)?;
+        let hybrid = self.hybrid_controllers(&mounts)?;
+        let unmounted = self.unmounted_v1_controllers(&mounts);
+        let mut controllers = hybrid.clone();
+        controllers.extend(unmounted.iter().filter(|c| !hybrid.contains(c)).cloned());
+        if controllers.is_empty() {
+            return Ok(());
+        }
+        if !self.allow_host_fixes {
+            let mut why = Vec::new();
+            if !hybrid.is_empty() {
+                why.push(format!(
+                    "crun refuses this hybrid cgroup host: {} lists {} (\"cgroups in hybrid mode not supported, drop all controllers from cgroupv2\")",
+                    self.paths.cgroup_root.join("unified/cgroup.controllers").display(),
+                    hybrid.join(" ")
+                ));
+            }
+            if !unmounted.is_empty() {
+                why.push(format!(
+                    "the v1 hierarchy of {} exists but is mounted nowhere (it was unmounted while it had cgroups), and crun would write plain directories in its place",
+                    unmounted.join(" ")
+                ));
+            }
+            return Err(EngineError::Unsupported {
+                engine: self.engine(),
+                detail: format!(
+                    "{}; allow isolab to mount a v1 hierarchy for {} at {} for the experiment (host fixes; undone at the end), mount it yourself (`mount -t cgroup -o {} cgroup {}`), or use runc",
+                    why.join("; "),
+                    if controllers.len() == 1 { "it" } else { "each" },
+                    self.paths.cgroup_root.join("<name>").display(),
+                    controllers[0],
+                    self.paths.cgroup_root.join(&controllers[0]).display(),
+                ),
+            });
+        }
+        self.fix_hybrid(&controllers, &mounts)
+    }
+
+    fn prepare_image(&self, image: &Path) -> Result<PreparedImage, EngineError> {
+        prepare_dir_image(self.engine(), image)
+    }
+
+    fn run_command(
+        &self,
+        request: &RunRequest,
+        image: &PreparedImage,
+    ) -> Result<Vec<String>, EngineError> {
+        let engine = self.engine();
+        check_request(engine, request)?;
+        if request.network == NetworkMode::Bridge {
+            return Err(EngineError::Unsupported {
+                engine,
+                detail: format!(
+                    "network `bridge`: {engine} has no networking of its own (it only creates namespaces); use network `none` or `host`, the `isolab` platform (its bridge `isolab0`), or docker/podman for a bridged container"
+                ),
+            });
+        }
+        let program = self.program()?;
+        let init = if self.init {
+            Some(self.init_program()?)
+        } else {
+            None
+        };
+        let mounts = read_mountinfo(engine, &self.paths.mountinfo)?;
+        let version = cgroup_version(engine, &self.paths.mountinfo)?;
+        let spec = self.spec(request, version, init.as_deref())?;
+        let dir = self.bundle(&request.id);
+        if dir.exists() {
+            // A leftover of a killed run with the same id.
+            self.remove_id(&request.id, &request.cgroup_parent)?;
+        }
+        let state = RunState::new(
+            request,
+            vec![parent_rel(&request.cgroup_parent).join(&request.id)],
+            Vec::new(),
+            &mounts,
+        );
+        let prepared = (|| {
+            create_dir(engine, &dir, "create the bundle directory")?;
+            state.save(engine, &dir)?;
+            let scratch = dir.join("scratch");
+            let rootfs = dir.join("rootfs");
+            create_dir(engine, &scratch, "create the overlay scratch directory")?;
+            create_dir(engine, &rootfs, "create the root file system mount point")?;
+            self.host
+                .mount_tmpfs(&scratch)
+                .map_err(|source| EngineError::Io {
+                    engine,
+                    action: "mount a tmpfs (the overlay's upper layer) on",
+                    path: scratch.clone(),
+                    source,
+                })?;
+            let (upper, work) = (scratch.join("upper"), scratch.join("work"));
+            create_dir(engine, &upper, "create the overlay upper directory")?;
+            create_dir(engine, &work, "create the overlay work directory")?;
+            self.host
+                .mount_overlay(Path::new(&image.reference), &upper, &work, &rootfs)
+                .map_err(|source| EngineError::Io {
+                    engine,
+                    action: "mount the overlay root (lower = the image) on",
+                    path: rootfs.clone(),
+                    source,
+                })?;
+            let config = dir.join("config.json");
+            let text = serde_json::to_vec_pretty(&spec).map_err(|e| EngineError::Unexpected {
+                engine,
+                command: "serialise config.json".into(),
+                detail: e.to_string(),
+            })?;
+            std::fs::write(&config, text).map_err(|source| EngineError::Io {
+                engine,
+                action: "write",
+                path: config,
+                source,
+            })
+        })();
+        if let Err(e) = prepared {
+            let _ = self.remove_id(&request.id, &request.cgroup_parent);
+            return Err(e);
+        }
+        Ok(vec![
+            path_str(&program),
+            "run".into(),
+            "--bundle".into(),
+            path_str(&dir),
+            request.id.clone(),
+        ])
+    }
+
+    fn remove(&self, request: &RunRequest) -> Result<(), EngineError> {
+        if check_id(self.engine(), &request.id).is_err() {
+            // Nothing of an invalid id can exist (run_command refused it).
+            return Ok(());
+        }
+        self.remove_id(&request.id, &request.cgroup_parent)
+            .map(|_| ())
+    }
+
+    fn host_address(&self, network: NetworkMode) -> Option<String> {
+        (network == NetworkMode::Host).then(|| "127.0.0.1".to_owned())
+    }
+
+    fn gc(&self, prefix: &str) -> Result<Vec<String>, EngineError> {
+        let engine = self.engine();
+        let mut lines = Vec::new();
+        let program = self.program()?;
+        let command = argv([path_str(&program).as_str(), "list", "--format", "json"]);
+        let out = run_ok(&*self.tools, engine, &command)?;
+        let ids = parse_list(&out).map_err(|detail| EngineError::Unexpected {
+            engine,
+            command: command.join(" "),
+            detail,
+        })?;
+        for id in ids.iter().filter(|id| id.starts_with(prefix)) {
+            run_ok(
+                &*self.tools,
+                engine,
+                &argv([path_str(&program).as_str(), "delete", "--force", id]),
+            )?;
+            lines.push(format!("{engine}: deleted container {id}"));
+        }
+        for id in run_dirs_with_prefix(engine, &self.paths.bundles, prefix)? {
+            let mut done = self.remove_id(&id, Path::new(""))?;
+            lines.append(&mut done);
+            lines.push(format!(
+                "{engine}: removed bundle {}",
+                self.bundle(&id).display()
+            ));
+        }
+        Ok(lines)
+    }
+
+    fn shutdown(&self) -> Result<(), EngineError> {
+        let engine = self.engine();
+        let mut fixes = self.fixes.lock().unwrap_or_else(|e| e.into_inner());
+        let mut first_error = None;
+        while let Some(fix) = fixes.pop() {
+            let result = match &fix {
+                HostFix::MountedV1 { controller, path } => self.unmount_v1(controller, path),
+                HostFix::CreatedDir(path) => {
+                    std::fs::remove_dir(path).map_err(|source| EngineError::Io {
+                        engine,
+                        action: "remove the cgroup mount point",
+                        path: path.clone(),
+                        source,
+                    })
+                }
+                HostFix::RemountedReadWrite(path) => run_ok(
+                    &*self.tools,
+                    engine,
+                    &argv(["mount", "-o", "remount,ro", &path_str(path)]),
+                )
+                .map(|_| ()),
+            };
+            if let Err(e) = result {
+                first_error = first_error.or(Some(e));
+            }
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
+/// `runc version 1.1.5+ds1` → `runc 1.1.5+ds1`; `crun version 1.8.1` → `crun 1.8.1`.
+fn parse_version(kind: OciKind, out: &str) -> Option<String> {
+    let prefix = format!("{} version ", kind.name());
+    out.lines()
+        .find_map(|l| l.trim().strip_prefix(&prefix))
+        .map(|v| format!("{} {}", kind.name(), v.trim()))
+        .filter(|s| s.len() > kind.name().len() + 1)
+}
+
+/// The ids of `runc list --format json` / `crun list --format json` (runc prints `null`
+/// when there are none).
+fn parse_list(out: &str) -> Result<Vec<String>, String> {
+    let value: Value = serde_json::from_str(out.trim())
+        .map_err(|e| format!("not JSON ({e}): {}", crate::tool::tail(out, 300)))?;
+    match value {
+        Value::Null => Ok(Vec::new()),
+        Value::Array(list) => list
+            .iter()
+            .map(|c| {
+                c.get("id")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+                    .ok_or_else(|| format!("a container without an \"id\": {c}"))
+            })
+            .collect(),
+        other => Err(format!("expected a list of containers, got {other}")),
+    }
+}
+
+/// How long [`Engine::shutdown`] waits for a v1 hierarchy it mounted to become empty.
+const UNMOUNT_V1_DEADLINE: Duration = Duration::from_secs(5);
+
+/// The number of cgroups (`num_cgroups`) of the v1 hierarchy holding `controller`, from
+/// the text of `/proc/cgroups`; `None` when the controller is not listed or is on
+/// cgroup2 (hierarchy 0).
+fn cgroups_in_hierarchy(proc_cgroups: &str, controller: &str) -> Option<u64> {
+    proc_cgroups.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        match fields.as_slice() {
+            [name, hierarchy, count, _] if *name == controller && *hierarchy != "0" => {
+                count.parse().ok()
+            }
+            _ => None,
+        }
+    })
+}
+
+/// The `config.json` of `request`: isolab-runtime's spec for the same configuration
+/// (see the module docs), with root `rootfs`, hostname = id, `cgroupsPath`
+/// `/<cgroup_parent>/<id>`, resources for cgroup `version` and, with `init`, the init
+/// bind-mounted read-only at [`INIT_PATH`] as PID 1.
+pub(crate) fn oci_config(
+    engine: &'static str,
+    request: &RunRequest,
+    version: Version,
+    init: Option<&Path>,
+) -> Result<Value, EngineError> {
+    use isolab_runtime::{BindMount, ContainerConfig, NetworkChoice, Rootfs};
+    let invalid = |detail: String| EngineError::Unexpected {
+        engine,
+        command: "isolab_runtime::oci_spec".into(),
+        detail,
+    };
+    let mut args = Vec::new();
+    if init.is_some() {
+        args.extend([INIT_PATH.to_owned(), "--".to_owned()]);
+    }
+    args.extend(request.argv.iter().cloned());
+    let mut config = ContainerConfig::new(
+        Rootfs::Dir {
+            path: PathBuf::from("rootfs"),
+            readonly: false,
+        },
+        args,
+    );
+    config.id = request.id.clone();
+    config.hostname = request.id.clone();
+    config.env = base_env(request);
+    config.cwd = request.workdir.clone();
+    config.network = match request.network {
+        NetworkMode::Host => NetworkChoice::Host,
+        _ => NetworkChoice::None,
+    };
+    config.cgroup_parent = parent_rel(&request.cgroup_parent);
+    config.binds = vec![BindMount {
+        source: request.workdir.clone(),
+        destination: request.workdir.clone(),
+        readonly: false,
+    }];
+    if let Some(init) = init {
+        config.binds.push(BindMount {
+            source: init.to_path_buf(),
+            destination: PathBuf::from(INIT_PATH),
+            readonly: true,
+        });
+    }
+    let spec = isolab_runtime::oci_spec(&config).map_err(|e| invalid(e.to_string()))?;
+    let mut value = serde_json::to_value(&spec).map_err(|e| invalid(e.to_string()))?;
+    let linux = value
+        .get_mut("linux")
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| invalid("the spec has no `linux` section".into()))?;
+    linux.insert(
+        "cgroupsPath".into(),
+        json!(Path::new("/")
+            .join(parent_rel(&request.cgroup_parent))
+            .join(&request.id)),
+    );
+    let mut resources = match linux.remove("resources") {
+        Some(Value::Object(r)) => r,
+        _ => Map::new(),
+    };
+    for key in ["cpu", "memory", "pids", "blockIO"] {
+        resources.remove(key);
+    }
+    resources.extend(oci_resources(engine, &request.limits, version)?);
+    linux.insert("resources".into(), Value::Object(resources));
+    Ok(value)
+}
+
+/// `linux.resources` (without devices) for `limits` on cgroup `version`.
+pub(crate) fn oci_resources(
+    engine: &'static str,
+    limits: &Limits,
+    version: Version,
+) -> Result<Map<String, Value>, EngineError> {
+    let mut r = Map::new();
+    let mut cpu = Map::new();
+    if let Some(q) = limits.cpu {
+        cpu.insert("quota".into(), json!(micros(q.quota)));
+        cpu.insert("period".into(), json!(micros(q.period)));
+    }
+    if let Some(set) = &limits.cpuset {
+        cpu.insert("cpus".into(), json!(set.to_string()));
+    }
+    if let Some(set) = &limits.mems {
+        cpu.insert("mems".into(), json!(set.to_string()));
+    }
+    if !cpu.is_empty() {
+        r.insert("cpu".into(), Value::Object(cpu));
+    }
+    let mut memory = Map::new();
+    if let Some(m) = limits.memory_max {
+        memory.insert("limit".into(), json!(m.0));
+    }
+    if let Some(s) = limits.memory_swap_max {
+        let Some(m) = limits.memory_max else {
+            return Err(EngineError::Unsupported {
+                engine,
+                detail: "a swap limit without a memory limit: OCI's `memory.swap` is memory + swap and needs `memory.limit`; give a memory limit too".into(),
+            });
+        };
+        // OCI (and runc/crun) read `swap` as memory + swap, like v1's memsw; isolab's
+        // v2 value is swap alone.
+        let total = match version {
+            Version::V1 => s.0,
+            Version::V2 => m.0.saturating_add(s.0),
+        };
+        memory.insert("swap".into(), json!(total));
+    }
+    if !memory.is_empty() {
+        r.insert("memory".into(), Value::Object(memory));
+    }
+    if let Some(p) = limits.pids_max {
+        r.insert("pids".into(), json!({ "limit": p }));
+    }
+    let mut blkio = Map::new();
+    type Get = fn(&isolab_cgroups::IoThrottle) -> Option<u64>;
+    let directions: [(&str, Get); 4] = [
+        ("throttleReadBpsDevice", |t| t.read_bps),
+        ("throttleWriteBpsDevice", |t| t.write_bps),
+        ("throttleReadIOPSDevice", |t| t.read_iops),
+        ("throttleWriteIOPSDevice", |t| t.write_iops),
+    ];
+    for (key, get) in directions {
+        let list: Vec<Value> = limits
+            .io
+            .iter()
+            .filter_map(|t| {
+                get(t).map(
+                    |rate| json!({"major": t.device.major, "minor": t.device.minor, "rate": rate}),
+                )
+            })
+            .collect();
+        if !list.is_empty() {
+            blkio.insert(key.into(), Value::Array(list));
+        }
+    }
+    if !blkio.is_empty() {
+        r.insert("blockIO".into(), Value::Object(blkio));
+    }
+    Ok(r)
+}
+
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
+// ---------------------------------------------------------------------------
+// Shared with the LXC driver.
+// ---------------------------------------------------------------------------
+
+/// The host effects of the runc/crun and LXC drivers that are not programs: mounts,
+/// signals and removing cgroup directories. [`SystemHost`] is the real one.
+pub trait Host: Send + Sync {
+    /// Mounts a fresh tmpfs (mode 0755) on `target`.
+    fn mount_tmpfs(&self, target: &Path) -> io::Result<()>;
+    /// Mounts an overlay of read-only `lower` and writable `upper` (with `work`, on the
+    /// same file system as `upper`) on `target`.
+    fn mount_overlay(
+        &self,
+        lower: &Path,
+        upper: &Path,
+        work: &Path,
+        target: &Path,
+    ) -> io::Result<()>;
+    /// Unmounts `target`; when it is busy, detaches it lazily. Returns whether the
+    /// unmount had to be lazy.
+    fn unmount(&self, target: &Path) -> io::Result<bool>;
+    /// Sends SIGKILL to `pid`.
+    fn kill(&self, pid: u32) -> io::Result<()>;
+    /// Removes the (cgroup) directory `path` (`rmdir`).
+    fn rmdir(&self, path: &Path) -> io::Result<()>;
+}
+
+/// The real [`Host`]: mount(2), umount2(2), kill(2) and rmdir(2).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemHost;
+
+fn c_path(p: &Path) -> io::Result<CString> {
+    CString::new(p.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "the path contains a NUL byte"))
+}
+
+fn c_str(s: &str) -> io::Result<CString> {
+    CString::new(s)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "the text contains a NUL byte"))
+}
+
+fn sys_mount(source: &str, target: &Path, fstype: &str, data: &str) -> io::Result<()> {
+    let (source, target, fstype, data) = (
+        c_str(source)?,
+        c_path(target)?,
+        c_str(fstype)?,
+        c_str(data)?,
+    );
+    // SAFETY: every pointer is a valid NUL-terminated string that outlives the call;
+    // mount(2) only reads them.
+    let rc = unsafe {
+        libc::mount(
+            source.as_ptr(),
+            target.as_ptr(),
+            fstype.as_ptr(),
+            0,
+            data.as_ptr().cast(),
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Escapes the characters overlayfs treats specially in a `lowerdir=` list (`,` `:`
+/// and `\`).
+fn overlay_escape(p: &Path) -> String {
+    let mut out = String::new();
+    for ch in p.to_string_lossy().chars() {
+        if matches!(ch, ',' | ':' | '\\') {
+            out.push('\\');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+impl Host for SystemHost {
+    fn mount_tmpfs(&self, target: &Path) -> io::Result<()> {
+        sys_mount("tmpfs", target, "tmpfs", "mode=0755")
+    }
+
+    fn mount_overlay(
+        &self,
+        lower: &Path,
+        upper: &Path,
+        work: &Path,
+        target: &Path,
+    ) -> io::Result<()> {
+        let data = format!(
+            "lowerdir={},upperdir={},workdir={}",
+            overlay_escape(lower),
+            overlay_escape(upper),
+            overlay_escape(work)
+        );
+        sys_mount("overlay", target, "overlay", &data)
+    }
+
+    fn unmount(&self, target: &Path) -> io::Result<bool> {
+        let target = c_path(target)?;
+        // SAFETY: `target` is a valid NUL-terminated path that outlives the call.
+        if unsafe { libc::umount2(target.as_ptr(), 0) } == 0 {
+            return Ok(false);
+        }
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::EBUSY) {
+            return Err(err);
+        }
+        // SAFETY: as above.
+        if unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) } == 0 {
+            Ok(true)
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+
+    fn kill(&self, pid: u32) -> io::Result<()> {
+        let pid = libc::pid_t::try_from(pid)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "pid out of range"))?;
+        // SAFETY: kill(2) takes plain integers and touches no memory of ours.
+        if unsafe { libc::kill(pid, libc::SIGKILL) } == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+
+    fn rmdir(&self, path: &Path) -> io::Result<()> {
+        std::fs::remove_dir(path)
+    }
+}
+
+/// One line of `/proc/self/mountinfo`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct MountEntry {
+    /// Where it is mounted (octal escapes decoded).
+    pub mount_point: PathBuf,
+    /// Per-mount options (`rw,nosuid,…`).
+    pub options: String,
+    /// File system type (`cgroup`, `cgroup2`, `overlay`, …).
+    pub fstype: String,
+    /// Per-superblock options (for cgroup v1: the controllers).
+    pub super_options: String,
+}
+
+/// Decodes mountinfo's octal escapes (`\040` for a space).
+fn unescape(field: &str) -> String {
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\\' && i + 4 <= bytes.len() {
+            let digits = &bytes[i + 1..i + 4];
+            if digits.iter().all(|d| (b'0'..=b'7').contains(d)) {
+                let code = digits
+                    .iter()
+                    .fold(0u32, |acc, d| acc * 8 + u32::from(d - b'0'));
+                if let Ok(byte) = u8::try_from(code) {
+                    out.push(byte);
+                    i += 4;
+                    continue;
+                }
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Parses the text of a mountinfo file; malformed lines are skipped.
+pub(crate) fn parse_mountinfo(text: &str) -> Vec<MountEntry> {
+    text.lines()
+        .filter_map(|line| {
+            let (left, right) = line.split_once(" - ")?;
+            let left: Vec<&str> = left.split(' ').collect();
+            let right: Vec<&str> = right.split(' ').collect();
+            Some(MountEntry {
+                mount_point: PathBuf::from(unescape(left.get(4)?)),
+                options: (*left.get(5)?).to_owned(),
+                fstype: (*right.first()?).to_owned(),
+                super_options: right.get(2).copied().unwrap_or("").to_owned(),
+            })
+        })
+        .collect()
+}
+
+/// Reads and parses the mountinfo file at `path`.
+pub(crate) fn read_mountinfo(
+    engine: &'static str,
+    path: &Path,
+) -> Result<Vec<MountEntry>, EngineError> {
+    let text = std::fs::read_to_string(path).map_err(|source| EngineError::Io {
+        engine,
+        action: "read the mount table",
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(parse_mountinfo(&text))
+}
+
+/// The cgroup version of the mount table at `path` (as `isolab_cgroups` sees it).
+pub(crate) fn cgroup_version(engine: &'static str, path: &Path) -> Result<Version, EngineError> {
+    let text = std::fs::read_to_string(path).map_err(|source| EngineError::Io {
+        engine,
+        action: "read the mount table",
+        path: path.to_path_buf(),
+        source,
+    })?;
+    isolab_cgroups::Hierarchy::from_mountinfo(&text)
+        .map(|h| h.version())
+        .map_err(|e| EngineError::Unsupported {
+            engine,
+            detail: format!("cannot tell the cgroup layout from {}: {e}", path.display()),
+        })
+}
+
+/// The mount points of every cgroup hierarchy (v1 and v2) in `mounts`.
+pub(crate) fn cgroup_mounts(mounts: &[MountEntry]) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    for m in mounts {
+        if (m.fstype == "cgroup" || m.fstype == "cgroup2") && !out.contains(&m.mount_point) {
+            out.push(m.mount_point.clone());
+        }
+    }
+    out
+}
+
+/// The v1 `cpuset` hierarchy's mount point, if any.
+pub(crate) fn cpuset_v1_mount(mounts: &[MountEntry]) -> Option<PathBuf> {
+    mounts
+        .iter()
+        .find(|m| m.fstype == "cgroup" && m.super_options.split(',').any(|o| o == "cpuset"))
+        .map(|m| m.mount_point.clone())
+}
+
+pub(crate) fn path_str(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+/// `cgroup_parent` without a leading `/`.
+pub(crate) fn parent_rel(parent: &Path) -> PathBuf {
+    parent.strip_prefix("/").unwrap_or(parent).to_path_buf()
+}
+
+/// The container's environment: isolab-runtime's defaults (`PATH`, `TERM`), then the
+/// request's.
+pub(crate) fn base_env(request: &RunRequest) -> Vec<String> {
+    let mut env = vec![DEFAULT_PATH.to_owned(), "TERM=xterm".to_owned()];
+    env.extend(request.env.iter().cloned());
+    env
+}
+
+pub(crate) fn check_id(engine: &'static str, id: &str) -> Result<(), EngineError> {
+    let ok = !id.is_empty()
+        && id.len() <= 64
+        && !id.starts_with(['.', '-'])
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.');
+    if ok {
+        Ok(())
+    } else {
+        Err(EngineError::Unsupported {
+            engine,
+            detail: format!(
+                "container id {id:?}: expected 1 to 64 letters, digits, '-', '_' or '.', not starting with '.' or '-'"
+            ),
+        })
+    }
+}
+
+fn plain_components(p: &Path) -> bool {
+    p.components()
+        .all(|c| matches!(c, Component::Normal(_) | Component::RootDir))
+}
+
+/// Checks what every driver needs of a request before touching the host.
+pub(crate) fn check_request(engine: &'static str, request: &RunRequest) -> Result<(), EngineError> {
+    check_id(engine, &request.id)?;
+    let bad = |detail: String| Err(EngineError::Unsupported { engine, detail });
+    if request.argv.is_empty() {
+        return bad(format!("container {}: the command is empty", request.id));
+    }
+    let w = &request.workdir;
+    if !w.is_absolute() || !plain_components(w) || w == Path::new("/") {
+        return bad(format!(
+            "working directory {}: expected an absolute path other than / without '.' or '..'",
+            w.display()
+        ));
+    }
+    if !w.is_dir() {
+        return Err(EngineError::Io {
+            engine,
+            action: "use as the working directory (it is bind-mounted into the container)",
+            path: w.clone(),
+            source: io::Error::new(io::ErrorKind::NotFound, "not a directory"),
+        });
+    }
+    let parent = parent_rel(&request.cgroup_parent);
+    if parent.as_os_str().is_empty()
+        || !parent
+            .components()
+            .all(|c| matches!(c, Component::Normal(_)))
+    {
+        return bad(format!(
+            "cgroup parent {:?}: expected a path relative to the cgroup mounts without '.' or '..' (e.g. isolab/exp1/c0-r1)",
+            request.cgroup_parent
+        ));
+    }
+    if let Some(e) = request
+        .env
+        .iter()
+        .find(|e| !e.contains('=') || e.contains('\n'))
+    {
+        return bad(format!(
+            "environment entry {e:?}: expected NAME=value on one line"
+        ));
+    }
+    Ok(())
+}
+
+/// An image directory as a [`PreparedImage`]: reference = the directory, digest =
+/// `sha256:` + the SHA-256 of its manifest (see the module docs).
+pub(crate) fn prepare_dir_image(
+    engine: &'static str,
+    image: &Path,
+) -> Result<PreparedImage, EngineError> {
+    let dir = std::fs::canonicalize(image).map_err(|source| EngineError::Io {
+        engine,
+        action: "open the image directory",
+        path: image.to_path_buf(),
+        source,
+    })?;
+    if !dir.is_dir() {
+        return Err(EngineError::Io {
+            engine,
+            action: "use as the image (overlay lower layer)",
+            path: dir,
+            source: io::Error::new(io::ErrorKind::NotADirectory, "not a directory"),
+        });
+    }
+    let manifest = dir.join(isolab_image::MANIFEST_FILE);
+    let digest = isolab_image::sha256_file(&manifest).map_err(|e| EngineError::Io {
+        engine,
+        action: "hash the image manifest (build the image with `isolab image build`)",
+        path: manifest.clone(),
+        source: io::Error::other(e.to_string()),
+    })?;
+    Ok(PreparedImage {
+        reference: path_str(&dir),
+        digest: format!("sha256:{digest}"),
+        source: image.to_path_buf(),
+    })
+}
+
+pub(crate) fn create_dir(
+    engine: &'static str,
+    path: &Path,
+    action: &'static str,
+) -> Result<(), EngineError> {
+    std::fs::create_dir_all(path).map_err(|source| EngineError::Io {
+        engine,
+        action,
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// The ids of the run directories in `dir` whose name starts with `prefix`.
+pub(crate) fn run_dirs_with_prefix(
+    engine: &'static str,
+    dir: &Path,
+    prefix: &str,
+) -> Result<Vec<String>, EngineError> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => {
+            return Err(EngineError::Io {
+                engine,
+                action: "list",
+                path: dir.to_path_buf(),
+                source,
+            })
+        }
+    };
+    let mut ids: Vec<String> = entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+        .filter(|n| n.starts_with(prefix) && check_id(engine, n).is_ok())
+        .collect();
+    ids.sort();
+    Ok(ids)
+}
+
+/// What a run left for [`Engine::remove`] to undo, saved as `isolab-run.json` in the
+/// run's directory.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct RunState {
+    /// The container id.
+    pub id: String,
+    /// The cgroup parent the container was nested in (relative).
+    pub cgroup_parent: PathBuf,
+    /// Cgroups of the container (relative to every hierarchy's root), removed with
+    /// everything below them in every hierarchy.
+    pub cgroups: Vec<PathBuf>,
+    /// Cgroups removed in every hierarchy when empty, after `cgroups` (shared
+    /// top-level directories).
+    pub prune: Vec<PathBuf>,
+    /// The hierarchies (mount points) in which `cgroup_parent` existed when the run was
+    /// prepared: in all others the engine created it, so its empty levels go too.
+    pub parent_existed_in: Vec<PathBuf>,
+}
+
+impl RunState {
+    pub(crate) fn new(
+        request: &RunRequest,
+        cgroups: Vec<PathBuf>,
+        prune: Vec<PathBuf>,
+        mounts: &[MountEntry],
+    ) -> RunState {
+        let parent = parent_rel(&request.cgroup_parent);
+        RunState {
+            id: request.id.clone(),
+            parent_existed_in: cgroup_mounts(mounts)
+                .into_iter()
+                .filter(|m| m.join(&parent).is_dir())
+                .collect(),
+            cgroup_parent: parent,
+            cgroups,
+            prune,
+        }
+    }
+
+    /// What can be known without the state file: the container's cgroup below
+    /// `parent` (empty when unknown), and nothing else.
+    pub(crate) fn fallback(id: &str, parent: &Path) -> RunState {
+        let parent = parent_rel(parent);
+        let cgroups = if parent.as_os_str().is_empty() {
+            Vec::new()
+        } else {
+            vec![parent.join(id)]
+        };
+        RunState {
+            id: id.to_owned(),
+            cgroup_parent: PathBuf::new(),
+            cgroups,
+            prune: Vec::new(),
+            parent_existed_in: Vec::new(),
+        }
+    }
+
+    pub(crate) fn save(&self, engine: &'static str, dir: &Path) -> Result<(), EngineError> {
+        let path = dir.join(STATE_FILE);
+        let text = serde_json::to_vec_pretty(self).map_err(|e| EngineError::Unexpected {
+            engine,
+            command: format!("serialise {}", path.display()),
+            detail: e.to_string(),
+        })?;
+        std::fs::write(&path, text).map_err(|source| EngineError::Io {
+            engine,
+            action: "write",
+            path,
+            source,
+        })
+    }
+
+    /// The state saved in `dir`, `None` when there is none (or it is unreadable: a run
+    /// killed while writing it).
+    pub(crate) fn load(engine: &'static str, dir: &Path) -> Result<Option<RunState>, EngineError> {
+        let path = dir.join(STATE_FILE);
+        match std::fs::read(&path) {
+            Ok(text) => Ok(serde_json::from_slice(&text).ok()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(EngineError::Io {
+                engine,
+                action: "read",
+                path,
+                source,
+            }),
+        }
+    }
+}
+
+/// How long cleanup keeps killing and retrying a busy cgroup.
+const CGROUP_DEADLINE: Duration = Duration::from_secs(3);
+
+/// Removes what a run left: mounts below its directory, its cgroups in every
+/// hierarchy (killing what is still inside), the parent levels the engine created,
+/// and the directory.
+pub(crate) struct Cleanup<'a> {
+    pub engine: &'static str,
+    pub host: &'a dyn Host,
+    pub mountinfo: &'a Path,
+}
+
+impl Cleanup<'_> {
+    /// Cleans up the run in `dir` described by `state`; returns one line per thing
+    /// removed. Continues after a failure and returns the first one.
+    pub(crate) fn run(&self, dir: &Path, state: &RunState) -> Result<Vec<String>, EngineError> {
+        let engine = self.engine;
+        let mut lines = Vec::new();
+        let mut first_error: Option<EngineError> = None;
+        let mounts = read_mountinfo(engine, self.mountinfo)?;
+        // Mounts below the run's directory, deepest (= latest) first.
+        let mut below: Vec<&MountEntry> = mounts
+            .iter()
+            .filter(|m| m.mount_point.starts_with(dir))
+            .collect();
+        below.reverse();
+        for m in below {
+            match self.host.unmount(&m.mount_point) {
+                Ok(lazy) => lines.push(format!(
+                    "{engine}: unmounted {}{}",
+                    m.mount_point.display(),
+                    if lazy { " (lazily: it was busy)" } else { "" }
+                )),
+                Err(e)
+                    if e.raw_os_error() == Some(libc::EINVAL)
+                        || e.kind() == io::ErrorKind::NotFound => {}
+                Err(source) => {
+                    first_error = first_error.or(Some(EngineError::Io {
+                        engine,
+                        action: "unmount",
+                        path: m.mount_point.clone(),
+                        source,
+                    }))
+                }
+            }
+        }
+        let hierarchies = cgroup_mounts(&mounts);
+        for rel in &state.cgroups {
+            for root in &hierarchies {
+                match self.remove_cgroup_tree(&root.join(rel)) {
+                    Ok(true) => lines.push(format!(
+                        "{engine}: removed cgroup {}",
+                        root.join(rel).display()
+                    )),
+                    Ok(false) => {}
+                    Err(e) => first_error = first_error.or(Some(e)),
+                }
+            }
+        }
+        let mut prune: Vec<(PathBuf, PathBuf)> = Vec::new();
+        for root in &hierarchies {
+            for rel in &state.prune {
+                prune.push((root.clone(), rel.clone()));
+            }
+            if !state.cgroup_parent.as_os_str().is_empty()
+                && !state.parent_existed_in.contains(root)
+            {
+                let mut level = Some(state.cgroup_parent.as_path());
+                while let Some(rel) = level.filter(|r| !r.as_os_str().is_empty()) {
+                    prune.push((root.clone(), rel.to_path_buf()));
+                    level = rel.parent();
+                }
+            }
+        }
+        for (root, rel) in prune {
+            let path = root.join(&rel);
+            match self.host.rmdir(&path) {
+                Ok(()) => lines.push(format!("{engine}: removed cgroup {}", path.display())),
+                // Not there, or still used by another run (its remove takes it).
+                Err(e)
+                    if e.kind() == io::ErrorKind::NotFound
+                        || matches!(
+                            e.raw_os_error(),
+                            Some(libc::ENOTEMPTY | libc::EBUSY | libc::EEXIST)
+                        ) => {}
+                Err(source) => {
+                    first_error = first_error.or(Some(EngineError::Io {
+                        engine,
+                        action: "remove the cgroup",
+                        path,
+                        source,
+                    }))
+                }
+            }
+        }
+        match std::fs::remove_dir_all(dir) {
+            Ok(()) => lines.push(format!("{engine}: removed {}", dir.display())),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(source) => {
+                first_error = first_error.or(Some(EngineError::Io {
+                    engine,
+                    action: "remove the run directory",
+                    path: dir.to_path_buf(),
+                    source,
+                }))
+            }
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(lines),
+        }
+    }
+
+    /// Removes the cgroup `top` and everything below it, killing the processes still
+    /// inside; `Ok(false)` when it does not exist.
+    fn remove_cgroup_tree(&self, top: &Path) -> Result<bool, EngineError> {
+        if !top.is_dir() {
+            return Ok(false);
+        }
+        let start = Instant::now();
+        loop {
+            let dirs = dirs_deepest_first(top);
+            let mut last_error = None;
+            for d in &dirs {
+                for pid in procs(d) {
+                    let _ = self.host.kill(pid);
+                }
+                match self.host.rmdir(d) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                    Err(e) => last_error = Some((d.clone(), e)),
+                }
+            }
+            match last_error {
+                None => return Ok(true),
+                Some((path, source)) if start.elapsed() >= CGROUP_DEADLINE => {
+                    return Err(EngineError::Io {
+                        engine: self.engine,
+                        action: "remove the container's cgroup",
+                        path,
+                        source,
+                    })
+                }
+                Some(_) => std::thread::sleep(Duration::from_millis(10)),
+            }
+        }
+    }
+}
+
+/// `top` and every directory below it, children before their parents.
+fn dirs_deepest_first(top: &Path) -> Vec<PathBuf> {
+    let mut order = Vec::new();
+    let mut stack = vec![top.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        if let Ok(entries) = std::fs::read_dir(&d) {
+            for e in entries.flatten() {
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    stack.push(e.path());
+                }
+            }
+        }
+        order.push(d);
+    }
+    order.reverse();
+    order
+}
+
+/// The pids in the cgroup `dir` (none when unreadable).
+fn procs(dir: &Path) -> Vec<u32> {
+    std::fs::read_to_string(dir.join("cgroup.procs"))
+        .map(|s| {
+            s.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+pub(crate) mod fakes {
+    //! Test doubles shared by the oci and lxc unit tests.
+    use super::*;
+    use crate::tool::Output;
+    use std::collections::HashMap;
+
+    /// Records command lines; answers by the program's file name and first argument.
+    #[derive(Default)]
+    pub struct FakeTools {
+        pub calls: Mutex<Vec<Vec<String>>>,
+        pub answers: Mutex<HashMap<String, Output>>,
+        pub missing: Vec<String>,
+    }
+
+    impl FakeTools {
+        pub fn answer(&self, key: &str, status: i32, stdout: &str) {
+            self.answers.lock().unwrap().insert(
+                key.to_owned(),
+                Output {
+                    status,
+                    stdout: stdout.to_owned(),
+                    stderr: if status == 0 {
+                        String::new()
+                    } else {
+                        "boom".into()
+                    },
+                },
+            );
+        }
+
+        pub fn calls(&self) -> Vec<String> {
+            self.calls
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|c| c.join(" "))
+                .collect()
+        }
+    }
+
+    impl Tools for FakeTools {
+        fn run(&self, argv: &[String]) -> io::Result<Output> {
+            self.calls.lock().unwrap().push(argv.to_vec());
+            let program = Path::new(&argv[0])
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            let key = format!(
+                "{program} {}",
+                argv.get(1).map(String::as_str).unwrap_or("")
+            );
+            Ok(self
+                .answers
+                .lock()
+                .unwrap()
+                .get(&key)
+                .cloned()
+                .unwrap_or(Output {
+                    status: 0,
+                    stdout: String::new(),
+                    stderr: String::new(),
+                }))
+        }
+
+        fn which(&self, program: &str) -> Option<PathBuf> {
+            (!self.missing.iter().any(|m| m == program))
+                .then(|| PathBuf::from("/usr/bin").join(program))
+        }
+    }
+
+    /// Records host effects; rmdir removes a fake cgroup directory with its files.
+    #[derive(Default)]
+    pub struct FakeHost {
+        pub calls: Mutex<Vec<String>>,
+    }
+
+    impl FakeHost {
+        pub fn calls(&self) -> Vec<String> {
+            self.calls.lock().unwrap().clone()
+        }
+    }
+
+    impl Host for FakeHost {
+        fn mount_tmpfs(&self, target: &Path) -> io::Result<()> {
+            self.calls
+                .lock()
+                .unwrap()
+                .push(format!("tmpfs {}", target.display()));
+            Ok(())
+        }
+        fn mount_overlay(
+            &self,
+            lower: &Path,
+            upper: &Path,
+            work: &Path,
+            target: &Path,
+        ) -> io::Result<()> {
+            self.calls.lock().unwrap().push(format!(
+                "overlay {} {} {} {}",
+                lower.display(),
+                upper.display(),
+                work.display(),
+                target.display()
+            ));
+            Ok(())
+        }
+        fn unmount(&self, target: &Path) -> io::Result<bool> {
+            self.calls
+                .lock()
+                .unwrap()
+                .push(format!("umount {}", target.display()));
+            Ok(false)
+        }
+        fn kill(&self, pid: u32) -> io::Result<()> {
+            self.calls.lock().unwrap().push(format!("kill {pid}"));
+            Ok(())
+        }
+        fn rmdir(&self, path: &Path) -> io::Result<()> {
+            if std::fs::read_dir(path)?
+                .flatten()
+                .any(|e| e.path().is_dir())
+            {
+                return Err(io::Error::from_raw_os_error(libc::ENOTEMPTY));
+            }
+            std::fs::remove_dir_all(path)?;
+            self.calls
+                .lock()
+                .unwrap()
+                .push(format!("rmdir {}", path.display()));
+            Ok(())
+        }
+    }
+
+    /// A fake v1 host in `root`: `root/cg/<ctrl>` hierarchies, a mountinfo file
+    /// listing them plus `extra` lines, and a workdir.
+    pub struct FakeSystem {
+        pub root: PathBuf,
+        pub mountinfo: PathBuf,
+        pub workdir: PathBuf,
+    }
+
+    pub const V1_CONTROLLERS: [&str; 9] = [
+        "cpu", "cpuacct", "cpuset", "memory", "pids", "blkio", "freezer", "devices", "systemd",
+    ];
+
+    impl FakeSystem {
+        pub fn v1(root: &Path, extra: &str) -> FakeSystem {
+            let mut info = String::from("22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n");
+            info.push_str(&format!(
+                "30 22 0:26 / {} rw,nosuid,nodev,noexec - tmpfs tmpfs rw,mode=755\n",
+                root.join("cg").display()
+            ));
+            for (i, c) in V1_CONTROLLERS.iter().enumerate() {
+                let dir = root.join("cg").join(c);
+                std::fs::create_dir_all(&dir).unwrap();
+                let opt = if *c == "systemd" {
+                    "name=systemd".to_string()
+                } else {
+                    c.to_string()
+                };
+                info.push_str(&format!(
+                    "{} 30 0:{} / {} rw,nosuid,nodev,noexec,relatime - cgroup cgroup rw,{opt}\n",
+                    31 + i,
+                    40 + i,
+                    dir.display()
+                ));
+            }
+            std::fs::create_dir_all(root.join("cg/unified")).unwrap();
+            info.push_str(&format!(
+                "50 30 0:60 / {} rw,nosuid,nodev,noexec,relatime - cgroup2 cgroup2 rw\n",
+                root.join("cg/unified").display()
+            ));
+            info.push_str(extra);
+            let mountinfo = root.join("mountinfo");
+            std::fs::write(&mountinfo, info).unwrap();
+            let workdir = root.join("work");
+            std::fs::create_dir_all(&workdir).unwrap();
+            FakeSystem {
+                root: root.to_path_buf(),
+                mountinfo,
+                workdir,
+            }
+        }
+
+        pub fn v2(root: &Path) -> FakeSystem {
+            let cg = root.join("cg");
+            std::fs::create_dir_all(&cg).unwrap();
+            let info = format!(
+                "22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n30 22 0:26 / {} rw,nosuid,nodev,noexec,relatime - cgroup2 cgroup2 rw\n",
+                cg.display()
+            );
+            let mountinfo = root.join("mountinfo");
+            std::fs::write(&mountinfo, info).unwrap();
+            let workdir = root.join("work");
+            std::fs::create_dir_all(&workdir).unwrap();
+            FakeSystem {
+                root: root.to_path_buf(),
+                mountinfo,
+                workdir,
+            }
+        }
+
+        pub fn cg(&self, rel: &str) -> PathBuf {
+            self.root.join("cg").join(rel)
+        }
+
+        /// Creates `rel` in the lab's hierarchies (those isolab_cgroups uses).
+        pub fn lab_parent(&self, rel: &str) {
+            for c in [
+                "cpu", "cpuacct", "cpuset", "memory", "pids", "blkio", "freezer", "unified",
+            ] {
+                std::fs::create_dir_all(self.cg(c).join(rel)).unwrap();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fakes::*;
+    use super::*;
+    use isolab_cgroups::{Bytes, CpuQuota, DeviceNumber, IdSet, IoThrottle};
+
+    fn request(workdir: &Path) -> RunRequest {
+        RunRequest {
+            id: "isolab-t1-c0-r1".into(),
+            argv: vec!["sysbench".into(), "cpu".into(), "run".into()],
+            workdir: workdir.to_path_buf(),
+            network: NetworkMode::None,
+            limits: Limits::default(),
+            cgroup_parent: PathBuf::from("isolab/t1/c0-r1"),
+            env: vec!["FOO=bar baz".into()],
+        }
+    }
+
+    fn engine(
+        kind: OciKind,
+        sys: &FakeSystem,
+        tools: Arc<FakeTools>,
+        host: Arc<FakeHost>,
+    ) -> OciEngine {
+        let paths = OciPaths {
+            bundles: sys.root.join("run/oci"),
+            runtime_state: sys.root.join("run/runtime"),
+            mountinfo: sys.mountinfo.clone(),
+            cgroup_root: sys.root.join("cg"),
+            proc_cgroups: sys.root.join("proc-cgroups"),
+        };
+        OciEngine::with(kind, paths, tools, host)
+    }
+
+    fn full_limits() -> Limits {
+        Limits {
+            cpu: Some(CpuQuota::from_cpus(0.5, CpuQuota::DEFAULT_PERIOD).unwrap()),
+            cpuset: Some("1".parse::<IdSet>().unwrap()),
+            mems: Some("0".parse::<IdSet>().unwrap()),
+            memory_max: Some(Bytes(256 << 20)),
+            memory_swap_max: Some(Bytes(512 << 20)),
+            pids_max: Some(128),
+            io: vec![IoThrottle {
+                device: DeviceNumber {
+                    major: 254,
+                    minor: 0,
+                },
+                read_bps: Some(10 << 20),
+                write_bps: None,
+                read_iops: None,
+                write_iops: Some(500),
+            }],
+        }
+    }
+
+    #[test]
+    fn versions_are_parsed_from_the_first_lines() {
+        let runc =
+            "runc version 1.1.5+ds1\ncommit: 1.1.5+ds1-1+deb12u1\nspec: 1.0.2-dev\ngo: go1.19.8\n";
+        assert_eq!(
+            parse_version(OciKind::Runc, runc).unwrap(),
+            "runc 1.1.5+ds1"
+        );
+        let crun = "crun version 1.8.1\ncommit: f8a096be060b22ccd3d5f3ebe44108517fbf6c30\nrundir: /run/crun\n";
+        assert_eq!(parse_version(OciKind::Crun, crun).unwrap(), "crun 1.8.1");
+        assert_eq!(parse_version(OciKind::Crun, "runc version 1.1.5\n"), None);
+        assert_eq!(parse_version(OciKind::Runc, "runc version \n"), None);
+    }
+
+    #[test]
+    fn container_lists_are_parsed() {
+        assert!(parse_list("null\n").unwrap().is_empty());
+        assert!(parse_list("[\n\n]\n").unwrap().is_empty());
+        let out = r#"[{"ociVersion":"1.0.2","id":"isolab-a","pid":1},{"id":"other"}]"#;
+        assert_eq!(parse_list(out).unwrap(), ["isolab-a", "other"]);
+        assert!(parse_list("ID PID\n").is_err());
+        assert!(parse_list(r#"[{"pid":1}]"#).is_err());
+    }
+
+    #[test]
+    fn resources_on_v1_and_v2() {
+        let limits = full_limits();
+        let v1 = Value::Object(oci_resources("runc", &limits, Version::V1).unwrap());
+        assert_eq!(
+            v1,
+            json!({
+                "cpu": {"quota": 50000, "period": 100000, "cpus": "1", "mems": "0"},
+                "memory": {"limit": 268435456, "swap": 536870912},
+                "pids": {"limit": 128},
+                "blockIO": {
+                    "throttleReadBpsDevice": [{"major": 254, "minor": 0, "rate": 10485760}],
+                    "throttleWriteIOPSDevice": [{"major": 254, "minor": 0, "rate": 500}]
+                }
+            })
+        );
+        // v2: isolab's swap is swap alone; OCI's is memory + swap.
+        let v2 = Value::Object(oci_resources("runc", &limits, Version::V2).unwrap());
+        assert_eq!(v2["memory"]["swap"], json!(768u64 << 20));
+        assert_eq!(v2["cpu"], v1["cpu"]);
+        assert!(oci_resources("runc", &Limits::default(), Version::V1)
+            .unwrap()
+            .is_empty());
+        let swap_only = Limits {
+            memory_swap_max: Some(Bytes(1 << 20)),
+            ..Limits::default()
+        };
+        let err = oci_resources("crun", &swap_only, Version::V2).unwrap_err();
+        assert!(err.to_string().contains("memory limit"), "{err}");
+    }
+
+    #[test]
+    fn the_spec_is_isolab_runtimes_with_our_root_cgroup_and_init() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut req = request(dir.path());
+        req.limits = full_limits();
+        let spec = oci_config(
+            "runc",
+            &req,
+            Version::V1,
+            Some(Path::new("/usr/bin/tini-static")),
+        )
+        .unwrap();
+        let p = &spec["process"];
+        assert_eq!(
+            p["args"],
+            json!(["/.isolab-init", "--", "sysbench", "cpu", "run"])
+        );
+        assert_eq!(p["cwd"], json!(dir.path()));
+        assert_eq!(p["terminal"], json!(false));
+        assert_eq!(p["noNewPrivileges"], json!(true));
+        let env: Vec<&str> = p["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e.as_str().unwrap())
+            .collect();
+        assert_eq!(env, [DEFAULT_PATH, "TERM=xterm", "FOO=bar baz"]);
+        // Docker's 14 capabilities, as isolab-runtime.
+        assert_eq!(p["capabilities"]["bounding"].as_array().unwrap().len(), 14);
+        assert_eq!(spec["root"], json!({"path": "rootfs", "readonly": false}));
+        assert_eq!(spec["hostname"], json!("isolab-t1-c0-r1"));
+        let linux = &spec["linux"];
+        assert_eq!(
+            linux["cgroupsPath"],
+            json!("/isolab/t1/c0-r1/isolab-t1-c0-r1")
+        );
+        assert!(linux["seccomp"].is_object(), "Docker's seccomp profile");
+        assert!(linux["maskedPaths"].as_array().unwrap().len() > 5);
+        assert_eq!(linux["resources"]["cpu"]["quota"], json!(50000));
+        assert_eq!(linux["resources"]["memory"]["swap"], json!(512u64 << 20));
+        assert!(linux["resources"]["devices"].as_array().unwrap().len() > 5);
+        let ns: Vec<&str> = linux["namespaces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["type"].as_str().unwrap())
+            .collect();
+        assert!(ns.contains(&"network"), "{ns:?}");
+        let mounts = spec["mounts"].as_array().unwrap();
+        let bind = |dst: &str| {
+            mounts
+                .iter()
+                .find(|m| m["destination"] == json!(dst))
+                .cloned()
+        };
+        let work = bind(&dir.path().display().to_string()).unwrap();
+        assert_eq!(work["source"], json!(dir.path()));
+        assert_eq!(work["options"], json!(["rbind"]));
+        let init = bind(INIT_PATH).unwrap();
+        assert_eq!(init["source"], json!("/usr/bin/tini-static"));
+        assert_eq!(init["options"], json!(["rbind", "ro"]));
+
+        req.network = NetworkMode::Host;
+        let spec = oci_config("runc", &req, Version::V2, None).unwrap();
+        let ns: Vec<&str> = spec["linux"]["namespaces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["type"].as_str().unwrap())
+            .collect();
+        assert!(!ns.contains(&"network"), "{ns:?}");
+        assert_eq!(spec["process"]["args"], json!(["sysbench", "cpu", "run"]));
+        assert_eq!(
+            spec["linux"]["resources"]["memory"]["swap"],
+            json!(768u64 << 20)
+        );
+    }
+
+    #[test]
+    fn requests_are_checked_before_touching_the_host() {
+        let dir = tempfile::tempdir().unwrap();
+        let ok = request(dir.path());
+        assert!(check_request("runc", &ok).is_ok());
+        let bad = |f: &dyn Fn(&mut RunRequest)| {
+            let mut r = ok.clone();
+            f(&mut r);
+            check_request("runc", &r).unwrap_err().to_string()
+        };
+        assert!(bad(&|r| r.id = "../x".into()).contains("container id"));
+        assert!(bad(&|r| r.id = String::new()).contains("container id"));
+        assert!(bad(&|r| r.argv.clear()).contains("command is empty"));
+        assert!(bad(&|r| r.workdir = "rel".into()).contains("working directory"));
+        assert!(bad(&|r| r.workdir = dir.path().join("missing")).contains("working directory"));
+        assert!(bad(&|r| r.cgroup_parent = "a/../b".into()).contains("cgroup parent"));
+        assert!(bad(&|r| r.cgroup_parent = "".into()).contains("cgroup parent"));
+        assert!(bad(&|r| r.env = vec!["NOVALUE".into()]).contains("environment entry"));
+        let mut abs = ok.clone();
+        abs.cgroup_parent = "/isolab/x".into();
+        assert!(check_request("runc", &abs).is_ok());
+    }
+
+    #[test]
+    fn mountinfo_lines_are_parsed_with_escapes() {
+        let text = "36 25 0:31 / /sys/fs/cgroup/cpu rw,nosuid,relatime shared:12 - cgroup cgroup rw,cpu\n\
+                    40 22 0:50 / /run/isolab/oci/a\\040b/rootfs rw,relatime - overlay overlay rw,lowerdir=/x\n\
+                    garbage\n";
+        let m = parse_mountinfo(text);
+        assert_eq!(m.len(), 2);
+        assert_eq!(m[0].mount_point, Path::new("/sys/fs/cgroup/cpu"));
+        assert_eq!(m[0].fstype, "cgroup");
+        assert_eq!(m[0].super_options, "rw,cpu");
+        assert_eq!(m[0].options, "rw,nosuid,relatime");
+        assert_eq!(m[1].mount_point, Path::new("/run/isolab/oci/a b/rootfs"));
+        assert_eq!(cgroup_mounts(&m), [PathBuf::from("/sys/fs/cgroup/cpu")]);
+        assert_eq!(cpuset_v1_mount(&m), None);
+    }
+
+    #[test]
+    fn images_are_the_directory_and_the_manifest_digest() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = prepare_dir_image("runc", dir.path()).unwrap_err();
+        assert!(err.to_string().contains("isolab image build"), "{err}");
+        std::fs::write(dir.path().join(isolab_image::MANIFEST_FILE), "{}\n").unwrap();
+        let p = prepare_dir_image("runc", dir.path()).unwrap();
+        assert_eq!(p.reference, path_str(&dir.path().canonicalize().unwrap()));
+        // sha256("{}\n")
+        assert_eq!(
+            p.digest,
+            "sha256:ca3d163bab055381827226140568f3bef7eaac187cebd76878e0b63e9e442356"
+        );
+        assert!(prepare_dir_image("runc", &dir.path().join("none")).is_err());
+    }
+
+    #[test]
+    fn run_command_writes_a_bundle_and_remove_undoes_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let sys = FakeSystem::v1(dir.path(), "");
+        sys.lab_parent("isolab/t1/c0-r1");
+        let (tools, host) = (
+            Arc::new(FakeTools::default()),
+            Arc::new(FakeHost::default()),
+        );
+        let e = engine(OciKind::Runc, &sys, tools.clone(), host.clone());
+        let req = request(&sys.workdir);
+        let image = PreparedImage {
+            reference: "/images/bench".into(),
+            digest: "sha256:x".into(),
+            source: "/images/bench".into(),
+        };
+        let cmd = e.run_command(&req, &image).unwrap();
+        let bundle = sys.root.join("run/oci/isolab-t1-c0-r1");
+        assert_eq!(
+            cmd,
+            [
+                "/usr/bin/runc",
+                "run",
+                "--bundle",
+                &path_str(&bundle),
+                "isolab-t1-c0-r1"
+            ]
+        );
+        assert_eq!(
+            host.calls(),
+            [
+                format!("tmpfs {}", bundle.join("scratch").display()),
+                format!(
+                    "overlay /images/bench {} {} {}",
+                    bundle.join("scratch/upper").display(),
+                    bundle.join("scratch/work").display(),
+                    bundle.join("rootfs").display()
+                )
+            ]
+        );
+        let config: Value =
+            serde_json::from_slice(&std::fs::read(bundle.join("config.json")).unwrap()).unwrap();
+        assert_eq!(
+            config["linux"]["cgroupsPath"],
+            json!("/isolab/t1/c0-r1/isolab-t1-c0-r1")
+        );
+        let state = RunState::load("runc", &bundle).unwrap().unwrap();
+        assert_eq!(
+            state.cgroups,
+            [PathBuf::from("isolab/t1/c0-r1/isolab-t1-c0-r1")]
+        );
+        assert_eq!(
+            state.parent_existed_in.len(),
+            8,
+            "{:?}",
+            state.parent_existed_in
+        );
+
+        // What runc leaves: the container's cgroup (still holding a process after a
+        // kill) and the parent chain in the hierarchies the lab does not use.
+        for c in V1_CONTROLLERS.iter().chain(&["unified"]) {
+            std::fs::create_dir_all(sys.cg(c).join("isolab/t1/c0-r1/isolab-t1-c0-r1")).unwrap();
+        }
+        std::fs::write(
+            sys.cg("cpu/isolab/t1/c0-r1/isolab-t1-c0-r1/cgroup.procs"),
+            "4242\n",
+        )
+        .unwrap();
+        std::fs::create_dir_all(sys.root.join("run/runtime/isolab-t1-c0-r1")).unwrap();
+        // The lab's collect() passes no cgroup parent: the state file has it.
+        let mut collect = req.clone();
+        collect.cgroup_parent = PathBuf::new();
+        collect.argv.clear();
+        e.remove(&collect).unwrap();
+        assert!(tools
+            .calls()
+            .contains(&"/usr/bin/runc delete --force isolab-t1-c0-r1".to_string()));
+        assert!(host.calls().contains(&"kill 4242".to_string()));
+        assert!(!bundle.exists());
+        for c in V1_CONTROLLERS.iter().chain(&["unified"]) {
+            let parent = sys.cg(c).join("isolab/t1/c0-r1");
+            if ["devices", "systemd"].contains(c) {
+                assert!(
+                    !sys.cg(c).join("isolab").exists(),
+                    "{c}: the engine's chain is pruned"
+                );
+            } else {
+                assert!(parent.is_dir(), "{c}: the lab's parent stays");
+                assert_eq!(
+                    std::fs::read_dir(&parent).unwrap().count(),
+                    0,
+                    "{c}: no child left"
+                );
+            }
+        }
+        // Idempotent.
+        e.remove(&req).unwrap();
+    }
+
+    #[test]
+    fn remove_unmounts_what_is_mounted_below_the_bundle() {
+        let dir = tempfile::tempdir().unwrap();
+        let bundle = dir.path().join("run/oci/isolab-x");
+        let extra = format!(
+            "60 22 0:70 / {} rw - tmpfs tmpfs rw\n61 22 0:71 / {} rw - overlay overlay rw\n",
+            bundle.join("scratch").display(),
+            bundle.join("rootfs").display()
+        );
+        let sys = FakeSystem::v1(dir.path(), &extra);
+        std::fs::create_dir_all(&bundle).unwrap();
+        let (tools, host) = (
+            Arc::new(FakeTools::default()),
+            Arc::new(FakeHost::default()),
+        );
+        let e = engine(OciKind::Crun, &sys, tools.clone(), host.clone());
+        let mut req = request(&sys.workdir);
+        req.id = "isolab-x".into();
+        e.remove(&req).unwrap();
+        assert_eq!(
+            host.calls(),
+            [
+                format!("umount {}", bundle.join("rootfs").display()),
+                format!("umount {}", bundle.join("scratch").display())
+            ]
+        );
+        // The runtime did not know it: no `crun delete`.
+        assert!(tools.calls().is_empty(), "{:?}", tools.calls());
+        assert!(!bundle.exists());
+    }
+
+    #[test]
+    fn bridge_networks_are_unsupported_and_host_has_loopback() {
+        let dir = tempfile::tempdir().unwrap();
+        let sys = FakeSystem::v1(dir.path(), "");
+        let e = engine(OciKind::Runc, &sys, Arc::default(), Arc::default());
+        let mut req = request(&sys.workdir);
+        req.network = NetworkMode::Bridge;
+        let image = prepare_image_stub();
+        let err = e.run_command(&req, &image).unwrap_err().to_string();
+        assert!(
+            err.contains("bridge") && err.contains("docker/podman"),
+            "{err}"
+        );
+        assert_eq!(
+            e.host_address(NetworkMode::Host).as_deref(),
+            Some("127.0.0.1")
+        );
+        assert_eq!(e.host_address(NetworkMode::None), None);
+        assert_eq!(e.host_address(NetworkMode::Bridge), None);
+        assert!(!sys.root.join("run/oci").join(&req.id).exists());
+    }
+
+    fn prepare_image_stub() -> PreparedImage {
+        PreparedImage {
+            reference: "/images/bench".into(),
+            digest: "sha256:x".into(),
+            source: "/images/bench".into(),
+        }
+    }
+
+    #[test]
+    fn missing_programs_name_their_packages() {
+        let dir = tempfile::tempdir().unwrap();
+        let sys = FakeSystem::v1(dir.path(), "");
+        let tools = Arc::new(FakeTools {
+            missing: vec!["crun".into(), "tini-static".into()],
+            ..FakeTools::default()
+        });
+        let e = engine(OciKind::Crun, &sys, tools.clone(), Arc::default());
+        assert!(e
+            .ensure_ready()
+            .unwrap_err()
+            .to_string()
+            .contains("apt-get install crun"));
+        let tools = Arc::new(FakeTools {
+            missing: vec!["tini-static".into()],
+            ..FakeTools::default()
+        });
+        let e = engine(OciKind::Runc, &sys, tools, Arc::default());
+        assert!(e
+            .ensure_ready()
+            .unwrap_err()
+            .to_string()
+            .contains("apt-get install tini"));
+    }
+
+    #[test]
+    fn crun_on_a_hybrid_host_needs_the_fix_and_shutdown_undoes_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let sys = FakeSystem::v1(dir.path(), "");
+        std::fs::write(sys.cg("unified/cgroup.controllers"), "hugetlb\n").unwrap();
+        let tools = Arc::new(FakeTools::default());
+        let e = engine(OciKind::Crun, &sys, tools.clone(), Arc::default());
+        let err = e.ensure_ready().unwrap_err().to_string();
+        assert!(err.contains("hugetlb") && err.contains("use runc"), "{err}");
+        assert!(tools.calls().is_empty());
+        // runc does not care.
+        let runc = engine(OciKind::Runc, &sys, tools.clone(), Arc::default());
+        runc.ensure_ready().unwrap();
+
+        let e = e.allowing_host_fixes(true);
+        e.ensure_ready().unwrap();
+        let target = sys.cg("hugetlb");
+        assert_eq!(
+            tools.calls(),
+            [format!(
+                "mount -t cgroup -o hugetlb cgroup {}",
+                target.display()
+            )]
+        );
+        assert_eq!(
+            e.host_fixes(),
+            [
+                HostFix::CreatedDir(target.clone()),
+                HostFix::MountedV1 {
+                    controller: "hugetlb".into(),
+                    path: target.clone()
+                }
+            ]
+        );
+        e.shutdown().unwrap();
+        assert!(!target.exists());
+        assert_eq!(
+            tools.calls().last().unwrap(),
+            &format!("umount {}", target.display())
+        );
+        assert!(e.host_fixes().is_empty());
+        e.shutdown().unwrap();
+
+        // A cgroup2 mount without controllers needs nothing.
+        std::fs::write(sys.cg("unified/cgroup.controllers"), "\n").unwrap();
+        let e = engine(OciKind::Crun, &sys, Arc::default(), Arc::default());
+        e.ensure_ready().unwrap();
+    }
+
+    #[test]
+    fn a_read_only_cgroup_tmpfs_is_remounted_and_restored() {
+        let dir = tempfile::tempdir().unwrap();
+        let sys = FakeSystem::v1(dir.path(), "");
+        // The later line for the same mount point wins (it is mounted over).
+        let extra = format!(
+            "70 22 0:80 / {} ro,nosuid,nodev,noexec - tmpfs tmpfs ro,mode=755\n",
+            sys.root.join("cg").display()
+        );
+        let mut info = std::fs::read_to_string(&sys.mountinfo).unwrap();
+        info.push_str(&extra);
+        std::fs::write(&sys.mountinfo, info).unwrap();
+        std::fs::write(sys.cg("unified/cgroup.controllers"), "hugetlb rdma\n").unwrap();
+        std::fs::create_dir_all(sys.cg("rdma")).unwrap();
+        let tools = Arc::new(FakeTools::default());
+        let e =
+            engine(OciKind::Crun, &sys, tools.clone(), Arc::default()).allowing_host_fixes(true);
+        e.ensure_ready().unwrap();
+        let cg = path_str(&sys.root.join("cg"));
+        assert_eq!(
+            tools.calls(),
+            [
+                format!("mount -o remount,rw {cg}"),
+                format!("mount -t cgroup -o hugetlb cgroup {cg}/hugetlb"),
+                format!("mount -t cgroup -o rdma cgroup {cg}/rdma"),
+            ]
+        );
+        e.shutdown().unwrap();
+        let calls = tools.calls();
+        assert_eq!(
+            &calls[3..],
+            [
+                format!("umount {cg}/rdma"),
+                format!("umount {cg}/hugetlb"),
+                format!("mount -o remount,ro {cg}"),
+            ]
+        );
+        assert!(sys.cg("rdma").exists(), "a mount point that existed stays");
+        assert!(!sys.cg("hugetlb").exists());
+    }
+
+    #[test]
+    fn an_unmounted_v1_hierarchy_is_mounted_again_for_crun() {
+        let dir = tempfile::tempdir().unwrap();
+        let sys = FakeSystem::v1(dir.path(), "");
+        std::fs::write(sys.cg("unified/cgroup.controllers"), "").unwrap();
+        std::fs::write(
+            sys.root.join("proc-cgroups"),
+            "#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpu\t1\t7\t1\nnet_cls\t0\t7\t1\nhugetlb\t21\t4\t1\n",
+        )
+        .unwrap();
+        let tools = Arc::new(FakeTools::default());
+        let e = engine(OciKind::Crun, &sys, tools.clone(), Arc::default());
+        let err = e.ensure_ready().unwrap_err().to_string();
+        assert!(
+            err.contains("hugetlb exists but is mounted nowhere"),
+            "{err}"
+        );
+        let e = e.allowing_host_fixes(true);
+        e.ensure_ready().unwrap();
+        assert_eq!(
+            tools.calls(),
+            [format!(
+                "mount -t cgroup -o hugetlb cgroup {}",
+                sys.cg("hugetlb").display()
+            )]
+        );
+    }
+
+    #[test]
+    fn proc_cgroups_counts() {
+        let text = "#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpu\t1\t12\t1\nhugetlb\t14\t3\t1\nrdma\t0\t1\t1\n";
+        assert_eq!(cgroups_in_hierarchy(text, "hugetlb"), Some(3));
+        assert_eq!(cgroups_in_hierarchy(text, "cpu"), Some(12));
+        assert_eq!(cgroups_in_hierarchy(text, "rdma"), None);
+        assert_eq!(cgroups_in_hierarchy(text, "net_cls"), None);
+    }
+
+    #[test]
+    fn the_v1_hierarchy_is_unmounted_only_once_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let sys = FakeSystem::v1(dir.path(), "");
+        std::fs::write(sys.cg("unified/cgroup.controllers"), "hugetlb\n").unwrap();
+        let tools = Arc::new(FakeTools::default());
+        let e =
+            engine(OciKind::Crun, &sys, tools.clone(), Arc::default()).allowing_host_fixes(true);
+        e.ensure_ready().unwrap();
+        // A cgroup the kernel has not released yet, then released in the meantime.
+        std::fs::write(sys.root.join("proc-cgroups"), "hugetlb\t14\t2\t1\n").unwrap();
+        let proc_cgroups = sys.root.join("proc-cgroups");
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            std::fs::write(proc_cgroups, "hugetlb\t14\t1\t1\n").unwrap();
+        });
+        let t = Instant::now();
+        e.shutdown().unwrap();
+        release.join().unwrap();
+        assert!(t.elapsed() >= Duration::from_millis(100));
+        assert!(tools.calls().last().unwrap().starts_with("umount "));
+
+        // Someone else's cgroup in it: it stays mounted, and the error says why.
+        let tools = Arc::new(FakeTools::default());
+        let e =
+            engine(OciKind::Crun, &sys, tools.clone(), Arc::default()).allowing_host_fixes(true);
+        e.ensure_ready().unwrap();
+        std::fs::create_dir_all(sys.cg("hugetlb/docker")).unwrap();
+        let mut e = e;
+        e.paths.proc_cgroups = sys.root.join("none");
+        e.unmount_wait = Duration::from_millis(50);
+        let err = e.shutdown().unwrap_err().to_string();
+        assert!(
+            err.contains("hugetlb/docker") && err.contains("stays mounted"),
+            "{err}"
+        );
+        assert!(
+            !tools.calls().iter().any(|c| c.starts_with("umount")),
+            "{:?}",
+            tools.calls()
+        );
+    }
+
+    #[test]
+    fn a_failed_fix_is_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let sys = FakeSystem::v1(dir.path(), "");
+        std::fs::write(sys.cg("unified/cgroup.controllers"), "hugetlb\n").unwrap();
+        let tools = Arc::new(FakeTools::default());
+        tools.answer("mount -t", 32, "");
+        let e = engine(OciKind::Crun, &sys, tools, Arc::default()).allowing_host_fixes(true);
+        let err = e.ensure_ready().unwrap_err().to_string();
+        assert!(
+            err.contains("mount -t cgroup -o hugetlb") && err.contains("boom"),
+            "{err}"
+        );
+        // The directory it created is still undone.
+        e.shutdown().unwrap();
+        assert!(!sys.cg("hugetlb").exists());
+    }
+
+    #[test]
+    fn gc_deletes_containers_and_bundles_with_the_prefix() {
+        let dir = tempfile::tempdir().unwrap();
+        let sys = FakeSystem::v1(dir.path(), "");
+        let tools = Arc::new(FakeTools::default());
+        tools.answer(
+            "runc list",
+            0,
+            r#"[{"id":"isolab-e1-a"},{"id":"isolab-e2-b"},{"id":"other"}]"#,
+        );
+        let e = engine(OciKind::Runc, &sys, tools.clone(), Arc::default());
+        for id in ["isolab-e1-a", "isolab-e1-z", "isolab-e2-c"] {
+            std::fs::create_dir_all(sys.root.join("run/oci").join(id)).unwrap();
+        }
+        let lines = e.gc("isolab-e1-").unwrap();
+        assert!(tools
+            .calls()
+            .contains(&"/usr/bin/runc delete --force isolab-e1-a".to_string()));
+        assert!(!tools
+            .calls()
+            .iter()
+            .any(|c| c.contains("isolab-e2-b") || c.contains("other")));
+        assert!(!sys.root.join("run/oci/isolab-e1-a").exists());
+        assert!(!sys.root.join("run/oci/isolab-e1-z").exists());
+        assert!(sys.root.join("run/oci/isolab-e2-c").exists());
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains("deleted container isolab-e1-a")),
+            "{lines:?}"
+        );
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains("removed bundle") && l.contains("isolab-e1-z")),
+            "{lines:?}"
+        );
+    }
+
+    #[test]
+    fn version_runs_the_program() {
+        let dir = tempfile::tempdir().unwrap();
+        let sys = FakeSystem::v1(dir.path(), "");
+        let tools = Arc::new(FakeTools::default());
+        tools.answer("crun --version", 0, "crun version 1.8.1\ncommit: abc\n");
+        let e = engine(OciKind::Crun, &sys, tools.clone(), Arc::default());
+        assert_eq!(e.version().unwrap(), "crun 1.8.1");
+        tools.answer("crun --version", 0, "nonsense\n");
+        assert!(e
+            .version()
+            .unwrap_err()
+            .to_string()
+            .contains("unexpected answer"));
+        assert_eq!(e.name(), "crun");
+    }
+}

@@ -1,0 +1,646 @@
+//! Root tests of the runc, crun and LXC drivers on this host: real containers on the
+//! bench image, limits read back from the container's cgroup while the workload runs,
+//! exit status and output passed through, SIGTERM, loopback-only networks, and nothing
+//! left afterwards (containers, cgroups, mounts, bundle directories).
+//!
+//! Skipped with a printed reason when not root, when the bench image
+//! (`/var/lib/isolab/images/bench`) is missing, or when an engine is not installed.
+//! The tests run one at a time (a lock): crun's host fix mounts a `hugetlb` hierarchy
+//! that the other engines' containers would otherwise get cgroups in.
+//!
+//! `cargo test -p isolab-engines --test oci_lxc -- --ignored --nocapture start_latency`
+//! prints the start-to-exit latency of `true` per engine.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use isolab_cgroups::{Bytes, Cgroup, Controller, CpuQuota, Hierarchy, IdSet, Limits};
+use isolab_engines::lxc::Lxc;
+use isolab_engines::oci::{OciEngine, OciKind};
+use isolab_engines::{find_container_cgroup, Engine, NetworkMode, PreparedImage, RunRequest};
+
+const IMAGE: &str = "/var/lib/isolab/images/bench";
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn skip_reason(engine: &str, program: &str) -> Option<String> {
+    // SAFETY: geteuid has no preconditions and touches no memory.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("needs root".into());
+    }
+    if !Path::new(IMAGE).join(".isolab-image.json").is_file() {
+        return Some(format!(
+            "no bench image at {IMAGE} (build it with `isolab image build bench {IMAGE}`)"
+        ));
+    }
+    if isolab_engines::tool::SystemTools.which(program).is_none() {
+        return Some(format!("{engine}: `{program}` is not installed"));
+    }
+    None
+}
+
+use isolab_engines::tool::Tools as _;
+
+/// What one container run gave.
+#[derive(Debug)]
+struct Ran {
+    status: i32,
+    stdout: String,
+    stderr: String,
+    /// The container's cgroup (relative, with a leading `/`), as found while it ran.
+    cgroup: Option<PathBuf>,
+    /// Limits read from it once the workload process was inside.
+    limits: Option<Limits>,
+    /// Limits read the first time the cgroup held any process.
+    first_limits: Option<Limits>,
+    wall: Duration,
+}
+
+struct Lab {
+    hierarchy: Hierarchy,
+    cpu_mount: PathBuf,
+    parent: Option<Cgroup>,
+    rel: PathBuf,
+    workdir: tempfile::TempDir,
+}
+
+impl Lab {
+    fn new(name: &str) -> Lab {
+        let hierarchy = Hierarchy::detect().unwrap();
+        let cpu_mount = hierarchy.mount(Controller::Cpu).unwrap().to_path_buf();
+        let rel = PathBuf::from(format!("isolab-test-{}/{name}", std::process::id()));
+        let parent = Cgroup::create(&hierarchy, &rel).unwrap();
+        Lab {
+            hierarchy,
+            cpu_mount,
+            parent: Some(parent),
+            rel,
+            workdir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn request(&self, id: &str, argv: &[&str], limits: Limits, network: NetworkMode) -> RunRequest {
+        RunRequest {
+            id: format!("isolab-test{}-{id}", std::process::id()),
+            argv: argv.iter().map(|s| s.to_string()).collect(),
+            workdir: self.workdir.path().to_path_buf(),
+            network,
+            limits,
+            cgroup_parent: self.rel.clone(),
+            env: vec!["ISOLAB_TEST=1".into()],
+        }
+    }
+
+    /// Runs the engine's command inside the parent cgroup (as the lab does), watching
+    /// for the container's cgroup from a thread; `on_start` is called with the
+    /// command's pid once the workload `comm` runs in the container.
+    fn run(
+        &self,
+        engine: &dyn Engine,
+        request: &RunRequest,
+        image: &PreparedImage,
+        workload: &str,
+        on_start: impl FnOnce(u32) + Send + 'static,
+    ) -> Ran {
+        let argv = engine.run_command(request, image).unwrap();
+        let attacher = self.parent.as_ref().unwrap().attacher().unwrap();
+        // Files, as the lab does: a container that outlives its killed command keeps
+        // pipes open.
+        let logs = tempfile::tempdir().unwrap();
+        let (out_path, err_path) = (logs.path().join("stdout"), logs.path().join("stderr"));
+        let mut command = Command::new(&argv[0]);
+        command
+            .args(&argv[1..])
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&out_path).unwrap())
+            .stderr(std::fs::File::create(&err_path).unwrap());
+        // SAFETY: attach_self only calls write(2) on pre-opened descriptors and
+        // allocates nothing, so it is safe between fork and exec.
+        unsafe {
+            command.pre_exec(move || attacher.attach_self());
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let started = Instant::now();
+        let mut child = command.spawn().unwrap();
+        let pid = child.id();
+        let watcher = {
+            let (h, mount, rel, stop) = (
+                self.hierarchy.clone(),
+                self.cpu_mount.clone(),
+                self.rel.clone(),
+                Arc::clone(&stop),
+            );
+            let workload = workload.to_owned();
+            std::thread::spawn(move || watch(h, mount, rel, stop, workload, pid, on_start))
+        };
+        let status = child.wait().unwrap();
+        let out = std::fs::read_to_string(&out_path).unwrap();
+        let err = std::fs::read_to_string(&err_path).unwrap();
+        let wall = started.elapsed();
+        stop.store(true, Ordering::Release);
+        let (cgroup, first_limits, limits) = watcher.join().unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        Ran {
+            status: status
+                .code()
+                .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)),
+            stdout: out,
+            stderr: err,
+            cgroup,
+            limits,
+            first_limits,
+            wall,
+        }
+    }
+
+    /// Asserts that nothing is left below the parent in any hierarchy, then removes
+    /// the parent and asserts that `isolab-test-<pid>` is gone everywhere.
+    fn finish(mut self) {
+        for root in cgroup_mounts() {
+            let dir = root.join(&self.rel);
+            if let Ok(entries) = std::fs::read_dir(&dir) {
+                let children: Vec<_> = entries
+                    .flatten()
+                    .filter(|e| e.path().is_dir())
+                    .map(|e| e.path())
+                    .collect();
+                assert!(children.is_empty(), "left below the parent: {children:?}");
+            }
+        }
+        self.parent.take().unwrap().remove().unwrap();
+        let top = self.rel.components().next().unwrap();
+        for root in cgroup_mounts() {
+            assert!(
+                !root.join(top).exists(),
+                "{} is left",
+                root.join(top).display()
+            );
+        }
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        if let Some(p) = self.parent.take() {
+            let _ = p.remove();
+        }
+    }
+}
+
+type Watched = (Option<PathBuf>, Option<Limits>, Option<Limits>);
+
+fn watch(
+    h: Hierarchy,
+    mount: PathBuf,
+    parent: PathBuf,
+    stop: Arc<AtomicBool>,
+    workload: String,
+    pid: u32,
+    on_start: impl FnOnce(u32),
+) -> Watched {
+    let (mut cgroup, mut first, mut limits) = (None, None, None);
+    let mut on_start = Some(on_start);
+    loop {
+        let stopping = stop.load(Ordering::Acquire);
+        if let Some(rel) = find_container_cgroup(&mount, &parent) {
+            let plain = rel.strip_prefix("/").unwrap().to_path_buf();
+            if cgroup.is_none() {
+                first = Cgroup::open(&h, &plain).and_then(|c| c.read_limits()).ok();
+                cgroup = Some(rel.clone());
+            }
+            if limits.is_none() {
+                let procs = std::fs::read_to_string(mount.join(&plain).join("cgroup.procs"))
+                    .unwrap_or_default();
+                let running = procs.split_whitespace().any(|p| {
+                    std::fs::read_to_string(format!("/proc/{p}/comm"))
+                        .is_ok_and(|c| c.trim() == workload)
+                });
+                if running {
+                    limits = Cgroup::open(&h, &plain).and_then(|c| c.read_limits()).ok();
+                    if let Some(f) = on_start.take() {
+                        f(pid);
+                    }
+                }
+            }
+        }
+        if stopping {
+            return (cgroup, first, limits);
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+fn cgroup_mounts() -> Vec<PathBuf> {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let (left, right) = l.split_once(" - ")?;
+            let fstype = right.split(' ').next()?;
+            (fstype == "cgroup" || fstype == "cgroup2")
+                .then(|| PathBuf::from(left.split(' ').nth(4).unwrap()))
+        })
+        .collect()
+}
+
+fn has_processes_below(dir: &Path) -> bool {
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            if e.path().is_dir() {
+                stack.push(e.path());
+            }
+        }
+        if d != dir
+            && std::fs::read_to_string(d.join("cgroup.procs")).is_ok_and(|p| !p.trim().is_empty())
+        {
+            return true;
+        }
+    }
+    false
+}
+
+fn mounts_below(dir: &str) -> Vec<String> {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .filter(|l| l.split(' ').nth(4).is_some_and(|m| m.starts_with(dir)))
+        .map(str::to_owned)
+        .collect()
+}
+
+fn quota() -> Limits {
+    Limits {
+        cpu: Some(CpuQuota::from_cpus(0.5, CpuQuota::DEFAULT_PERIOD).unwrap()),
+        ..Limits::default()
+    }
+}
+
+fn pinned(version: isolab_cgroups::Version) -> Limits {
+    Limits {
+        cpuset: Some("1".parse::<IdSet>().unwrap()),
+        memory_max: Some(Bytes::mib(256)),
+        // No swap: memory + swap = memory on v1, swap 0 on v2.
+        memory_swap_max: Some(match version {
+            isolab_cgroups::Version::V1 => Bytes::mib(256),
+            isolab_cgroups::Version::V2 => Bytes(0),
+        }),
+        pids_max: Some(128),
+        ..Limits::default()
+    }
+}
+
+const SYSBENCH: [&str; 5] = ["sysbench", "cpu", "--cpu-max-prime=2000", "--time=1", "run"];
+
+/// Everything the three engines must do, on `engine`; `run_dir` is where its
+/// per-run directories live and `gone` checks that the engine forgot a container.
+fn exercise(engine: &dyn Engine, run_dir: &str, gone: &dyn Fn(&str) -> bool) {
+    let name = engine.name();
+    engine.ensure_ready().unwrap();
+    let version = engine.version().unwrap();
+    assert!(version.starts_with(name), "{version}");
+    let image = engine.prepare_image(Path::new(IMAGE)).unwrap();
+    assert!(image.digest.starts_with("sha256:") && image.digest.len() == 71);
+    let lab = Lab::new(name);
+    let cg_version = lab.hierarchy.version();
+
+    let check_removed = |req: &RunRequest| {
+        engine.remove(req).unwrap();
+        assert!(gone(&req.id), "{name}: the engine still knows {}", req.id);
+        assert!(!Path::new(run_dir).join(&req.id).exists());
+        let left = mounts_below(run_dir);
+        assert!(left.is_empty(), "{name}: mounts left: {left:?}");
+    };
+
+    for (case, limits) in [("quota", quota()), ("pinned", pinned(cg_version))] {
+        let req = lab.request(case, &SYSBENCH, limits.clone(), NetworkMode::None);
+        let ran = lab.run(engine, &req, &image, "sysbench", |_| {});
+        assert_eq!(
+            ran.status, 0,
+            "{name} {case}: {}\n{}",
+            ran.stdout, ran.stderr
+        );
+        assert!(ran.stdout.contains("events per second"), "{}", ran.stdout);
+        let cgroup = ran
+            .cgroup
+            .clone()
+            .expect("the container's cgroup was found");
+        assert!(
+            cgroup.starts_with(Path::new("/").join(&lab.rel)),
+            "{cgroup:?}"
+        );
+        let read = ran.limits.clone().expect("limits read while sysbench ran");
+        assert_eq!(
+            limits.differences(&read),
+            Vec::<String>::new(),
+            "{name} {case}"
+        );
+        let first = ran.first_limits.clone().unwrap_or_default();
+        let early = limits.differences(&first);
+        eprintln!(
+            "{name} {case}: cgroup {} in {:.2?}; limits at first sight of the cgroup: {}",
+            cgroup.display(),
+            ran.wall,
+            if early.is_empty() {
+                "already in force".into()
+            } else {
+                format!("not yet in force ({})", early.join("; "))
+            }
+        );
+        check_removed(&req);
+    }
+
+    // Only loopback, and it is up; the environment and workdir come through.
+    let script = "cat /proc/net/dev; cat /sys/class/net/lo/flags; echo \"env=$ISOLAB_TEST\"; pwd";
+    let req = lab.request(
+        "net",
+        &["sh", "-c", script],
+        Limits::default(),
+        NetworkMode::None,
+    );
+    let ran = lab.run(engine, &req, &image, "sh", |_| {});
+    assert_eq!(ran.status, 0, "{name}: {}", ran.stderr);
+    let ifaces: Vec<&str> = ran
+        .stdout
+        .lines()
+        .filter_map(|l| l.split_once(':').map(|(i, _)| i.trim()))
+        .filter(|i| !i.contains('|') && !i.is_empty() && !i.starts_with("env"))
+        .collect();
+    assert_eq!(ifaces, ["lo"], "{name}: {}", ran.stdout);
+    let flags = ran.stdout.lines().find(|l| l.starts_with("0x")).unwrap();
+    let flags = u32::from_str_radix(flags.trim_start_matches("0x"), 16).unwrap();
+    assert_eq!(flags & 1, 1, "{name}: lo is down: {}", ran.stdout);
+    assert!(ran.stdout.contains("env=1"), "{}", ran.stdout);
+    assert!(
+        ran.stdout
+            .contains(&lab.workdir.path().display().to_string()),
+        "{}",
+        ran.stdout
+    );
+    check_removed(&req);
+
+    // Exit status, stdout and stderr pass through; the workdir is writable; host
+    // network sees the host's interfaces.
+    let script = "echo out; echo err >&2; echo data > result; grep -c : /proc/net/dev; exit 3";
+    let req = lab.request(
+        "status",
+        &["sh", "-c", script],
+        Limits::default(),
+        NetworkMode::Host,
+    );
+    let ran = lab.run(engine, &req, &image, "sh", |_| {});
+    assert_eq!(ran.status, 3, "{name}: {}", ran.stderr);
+    assert!(ran.stdout.starts_with("out\n"), "{}", ran.stdout);
+    assert!(ran.stderr.contains("err"), "{}", ran.stderr);
+    let host_ifaces = std::fs::read_to_string("/proc/net/dev")
+        .unwrap()
+        .matches(':')
+        .count();
+    assert!(
+        ran.stdout.contains(&format!("\n{host_ifaces}\n")),
+        "{name}: host network expected {host_ifaces} interfaces: {}",
+        ran.stdout
+    );
+    assert_eq!(
+        std::fs::read_to_string(lab.workdir.path().join("result")).unwrap(),
+        "data\n"
+    );
+    assert_eq!(
+        engine.host_address(NetworkMode::Host).as_deref(),
+        Some("127.0.0.1")
+    );
+    check_removed(&req);
+
+    // SIGTERM to the engine's command stops the container.
+    let req = lab.request(
+        "term",
+        &["sysbench", "cpu", "--time=60", "run"],
+        Limits::default(),
+        NetworkMode::None,
+    );
+    let sent = Arc::new(Mutex::new(None::<Instant>));
+    let sent2 = Arc::clone(&sent);
+    let ran = lab.run(engine, &req, &image, "sysbench", move |pid| {
+        // SAFETY: kill(2) takes plain integers.
+        unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+        *sent2.lock().unwrap() = Some(Instant::now());
+    });
+    let sent = sent.lock().unwrap().expect("sysbench started");
+    assert!(
+        sent.elapsed() < Duration::from_secs(10) && ran.wall < Duration::from_secs(20),
+        "{name}: SIGTERM did not stop the container ({:?})",
+        ran.wall
+    );
+    assert_ne!(ran.status, 0, "{name}: {}", ran.stderr);
+    eprintln!("{name} SIGTERM: exit status {}", ran.status);
+    check_removed(&req);
+
+    // SIGKILL to the engine's command (the lab's last resort) leaves the container
+    // running; remove stops it and cleans up all the same.
+    let req = lab.request(
+        "kill",
+        &["sysbench", "cpu", "--time=60", "run"],
+        Limits::default(),
+        NetworkMode::None,
+    );
+    let ran = lab.run(engine, &req, &image, "sysbench", |pid| {
+        // SAFETY: kill(2) takes plain integers.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    });
+    assert_eq!(ran.status, 128 + libc::SIGKILL, "{name}");
+    let orphans = cgroup_mounts()
+        .iter()
+        .map(|m| m.join(&lab.rel))
+        .any(|d| has_processes_below(&d));
+    eprintln!("{name} SIGKILL: container still running after its command was killed: {orphans}");
+    check_removed(&req);
+
+    // Bridge is refused clearly and leaves nothing.
+    let req = lab.request("bridge", &["true"], Limits::default(), NetworkMode::Bridge);
+    let err = engine.run_command(&req, &image).unwrap_err();
+    assert!(
+        matches!(err, isolab_engines::EngineError::Unsupported { .. }),
+        "{err}"
+    );
+    check_removed(&req);
+
+    lab.finish();
+    assert_eq!(
+        engine
+            .gc(&format!("isolab-test{}-", std::process::id()))
+            .unwrap(),
+        Vec::<String>::new()
+    );
+}
+
+fn runtime_forgot(kind: OciKind) -> impl Fn(&str) -> bool {
+    move |id: &str| {
+        let out = Command::new(kind.name())
+            .args(["list", "--format", "json"])
+            .output()
+            .unwrap();
+        !String::from_utf8_lossy(&out.stdout).contains(&format!("\"{id}\""))
+            && !kind.default_state_root().join(id).exists()
+    }
+}
+
+#[test]
+fn runc_runs_sysbench_with_limits_and_leaves_nothing() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(why) = skip_reason("runc", "runc") {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let engine = OciEngine::new(OciKind::Runc);
+    exercise(&engine, "/run/isolab/oci", &runtime_forgot(OciKind::Runc));
+    engine.shutdown().unwrap();
+}
+
+#[test]
+fn crun_runs_sysbench_with_the_hybrid_fix_undone_afterwards() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(why) = skip_reason("crun", "crun") {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let controllers =
+        std::fs::read_to_string("/sys/fs/cgroup/unified/cgroup.controllers").unwrap_or_default();
+    let needs_fix = !controllers.trim().is_empty();
+    let strict = OciEngine::new(OciKind::Crun);
+    if needs_fix {
+        let err = strict.ensure_ready().unwrap_err().to_string();
+        assert!(
+            err.contains(controllers.split_whitespace().next().unwrap()),
+            "{err}"
+        );
+    }
+    let mounts_before = cgroup_mounts();
+    let engine = OciEngine::new(OciKind::Crun).allowing_host_fixes(true);
+    exercise(&engine, "/run/isolab/oci", &runtime_forgot(OciKind::Crun));
+    assert_eq!(engine.host_fixes().is_empty(), !needs_fix);
+    engine.shutdown().unwrap();
+    assert!(engine.host_fixes().is_empty());
+    assert_eq!(
+        cgroup_mounts(),
+        mounts_before,
+        "the host's cgroup mounts are restored"
+    );
+    if needs_fix {
+        // The kernel hands the controller back to cgroup2 once the v1 hierarchy is gone.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let now = std::fs::read_to_string("/sys/fs/cgroup/unified/cgroup.controllers")
+                .unwrap_or_default();
+            if now.trim() == controllers.trim() {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "cgroup2 lists {now:?}, was {controllers:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+#[test]
+fn lxc_runs_sysbench_with_limits_and_leaves_nothing() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(why) = skip_reason("lxc", "lxc-execute") {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let engine = Lxc::new();
+    let gone = |id: &str| {
+        !Path::new("/run/isolab/lxc").join(id).exists()
+            && cgroup_mounts()
+                .iter()
+                .all(|m| !m.join("isolab-lxc").join(id).exists())
+    };
+    exercise(&engine, "/run/isolab/lxc", &gone);
+    engine.shutdown().unwrap();
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+/// Start-to-exit latency of `true` through each engine's run_command: the engine's
+/// command alone, with the bundle/configuration preparation, and with remove too.
+#[test]
+#[ignore = "a measurement, not a check: run with --ignored --nocapture"]
+fn start_latency() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(why) = skip_reason("runc", "runc") {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let mut engines: Vec<(String, Box<dyn Engine>)> = vec![
+        (
+            "runc (tini)".into(),
+            Box::new(OciEngine::new(OciKind::Runc)),
+        ),
+        (
+            "crun (tini)".into(),
+            Box::new(OciEngine::new(OciKind::Crun).allowing_host_fixes(true)),
+        ),
+        ("lxc".into(), Box::new(Lxc::new())),
+    ];
+    for kind in [OciKind::Runc, OciKind::Crun] {
+        let mut e = OciEngine::new(kind).allowing_host_fixes(true);
+        e.init = false;
+        engines.push((format!("{} (no init)", kind.name()), Box::new(e)));
+    }
+    for (label, engine) in &engines {
+        engine.ensure_ready().unwrap();
+        let image = engine.prepare_image(Path::new(IMAGE)).unwrap();
+        let lab = Lab::new(engine.name());
+        let (mut run, mut prep_run, mut all) = (Vec::new(), Vec::new(), Vec::new());
+        for i in 0..11 {
+            let req = lab.request(
+                &format!("lat{i}"),
+                &["true"],
+                Limits::default(),
+                NetworkMode::None,
+            );
+            let t0 = Instant::now();
+            let argv = engine.run_command(&req, &image).unwrap();
+            let t1 = Instant::now();
+            let attacher = lab.parent.as_ref().unwrap().attacher().unwrap();
+            let mut command = Command::new(&argv[0]);
+            command.args(&argv[1..]).stdin(Stdio::null());
+            // SAFETY: attach_self only calls write(2); no allocation after fork.
+            unsafe {
+                command.pre_exec(move || attacher.attach_self());
+            }
+            let status = command.status().unwrap();
+            let t2 = Instant::now();
+            engine.remove(&req).unwrap();
+            let t3 = Instant::now();
+            assert!(status.success(), "{label}");
+            if i > 0 {
+                // The first run warms the caches.
+                run.push(t2 - t1);
+                prep_run.push(t2 - t0);
+                all.push(t3 - t0);
+            }
+        }
+        eprintln!(
+            "{label:<16} median of 10: run {:>7.1?}  prepare+run {:>7.1?}  prepare+run+remove {:>7.1?}",
+            median(run),
+            median(prep_run),
+            median(all)
+        );
+        lab.finish();
+    }
+    for (_, engine) in &engines {
+        engine.shutdown().unwrap();
+    }
+}

@@ -1,0 +1,408 @@
+//! The `vm` and `vm+isolab` platforms: the workload runs in a QEMU guest
+//! ([`isolab_vm`]), booted per run inside the run's instance cgroup.
+//!
+//! - vCPUs are the shape's cpus; the guest's memory is the shape's memory (for
+//!   `vm+isolab`, that plus [`INNER_HEADROOM`] for the guest around the container).
+//! - `quota` puts the CFS quota on QEMU's cgroup (all its threads: vCPUs and device
+//!   emulation); `pinned` binds QEMU's cgroup to the cpuset and pins each vCPU
+//!   thread to one of its cpus. The memory limit becomes the guest's RAM, not a
+//!   cgroup limit (QEMU needs memory beyond the guest's), and the pids limit
+//!   applies inside the guest for `vm+isolab` only; the run's notes say so.
+//! - `vm+isolab` runs the command through `isolab-runtime` inside the guest (a pure
+//!   cgroup2 guest), with the shape and placement as runtime flags in the guest's
+//!   cpu numbering, and brings its report back through the shared working directory:
+//!   the limits read back there and the container's counters are the run's.
+//! - Every level names its accelerator (`vm(tcg)`, `vm(kvm)+isolab`): `prepare`
+//!   detects whether KVM works only when a level asks for it, and refuses it when it
+//!   does not; TCG rows are emulation and their notes say so.
+//! - Disk workloads get a scratch virtio disk as the working directory (9p would be
+//!   measured instead of a disk); the files are copied in and out outside the
+//!   measured time.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use isolab_cgroups::{Bytes, IdSet, Limits};
+use isolab_vm::{BaseDisk, GuestCommand, InnerContainer, KernelFiles, VmConfig};
+
+use super::host::HostPlatform;
+use super::isolab::{limit_flags, IsolabConfig};
+use super::{Accel, Execution, ExitKind, Interrupt, Job, PlatformDef, PlatformError, PlatformKind};
+
+/// Guest memory beyond the container's limit in `vm+isolab` (the guest kernel,
+/// its page cache and the runtime).
+pub const INNER_HEADROOM: Bytes = Bytes(512 << 20);
+
+/// Guest memory when the shape sets none.
+pub const DEFAULT_GUEST_MEMORY: Bytes = Bytes(2 << 30);
+
+/// The scratch disk of disk workloads.
+pub const SCRATCH_DISK: Bytes = Bytes(4 << 30);
+
+/// Where the kernel, initramfs and disks are cached.
+pub const VM_CACHE: &str = "/var/lib/isolab/vm";
+
+/// What a VM needs, prepared once per experiment.
+#[derive(Debug, Clone)]
+struct Prepared {
+    kernel: KernelFiles,
+    disk: BaseDisk,
+    accel: isolab_vm::Accel,
+}
+
+/// The VM platforms: the cache, and what was prepared.
+#[derive(Debug)]
+pub(crate) struct VmPlatform {
+    cache: PathBuf,
+    prepared: Mutex<Option<Prepared>>,
+}
+
+fn vm_error(e: impl std::fmt::Display) -> PlatformError {
+    PlatformError::Engine {
+        engine: "qemu".into(),
+        message: e.to_string(),
+    }
+}
+
+impl VmPlatform {
+    pub(crate) fn new() -> VmPlatform {
+        VmPlatform {
+            cache: PathBuf::from(VM_CACHE),
+            prepared: Mutex::new(None),
+        }
+    }
+
+    /// Fetches the kernel, packs the image as a disk, and settles the accelerator for
+    /// `levels` (all VM levels of the experiment); returns the environment's entries.
+    pub(crate) fn prepare(
+        &self,
+        levels: &[&PlatformDef],
+        image: &Path,
+    ) -> Result<Vec<(String, String)>, PlatformError> {
+        let kernel = isolab_vm::prepare_kernel(&self.cache.join("kernel")).map_err(vm_error)?;
+        let disk = isolab_vm::prepare_disk(image, &self.cache.join("disk")).map_err(vm_error)?;
+        let qemu = PathBuf::from(isolab_vm::QEMU);
+        let wants_kvm = levels.iter().any(|d| d.accel == Some(Accel::Kvm));
+        let report = if wants_kvm {
+            isolab_vm::detect_accel(&kernel, &qemu, isolab_vm::DEFAULT_PROBE_TIMEOUT)
+        } else {
+            isolab_vm::AccelReport {
+                accel: isolab_vm::Accel::Tcg,
+                reason:
+                    "the spec asks for TCG (vm(tcg)): software emulation, whatever KVM can do here"
+                        .into(),
+            }
+        };
+        if wants_kvm && report.accel != isolab_vm::Accel::Kvm {
+            return Err(vm_error(format!(
+                "a platform level asks for KVM (vm(kvm)) but it does not work here: {}; use vm(tcg) (emulation) instead",
+                report.reason
+            )));
+        }
+        let mut config = VmConfig::new(
+            kernel.clone(),
+            disk.clone(),
+            report.accel,
+            "/tmp",
+            "/tmp/unused",
+        );
+        config.qemu = qemu;
+        let env = isolab_vm::environment(&config, &report).map_err(vm_error)?;
+        *self.prepared.lock().unwrap_or_else(|e| e.into_inner()) = Some(Prepared {
+            kernel,
+            disk,
+            accel: report.accel,
+        });
+        Ok(vec![
+            ("vm.qemu".into(), env.qemu_version),
+            ("vm.machine".into(), env.machine),
+            ("vm.cpu_model".into(), env.cpu_model),
+            ("vm.accel".into(), env.accel.to_string()),
+            ("vm.accel_reason".into(), env.accel_reason),
+            (
+                "vm.kernel".into(),
+                format!("{} {}", env.kernel_package, env.kernel_version),
+            ),
+            ("vm.kernel_release".into(), env.kernel_release),
+            ("vm.disk_sha256".into(), env.disk_sha256),
+        ])
+    }
+
+    fn prepared(&self, job: &Job) -> Result<Prepared, PlatformError> {
+        if let Some(p) = self
+            .prepared
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+        {
+            return Ok(p);
+        }
+        let image = job
+            .image
+            .as_deref()
+            .ok_or_else(|| vm_error("no image was given for the guest's disk"))?;
+        self.prepare(&[&job.platform], image)?;
+        self.prepared
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .ok_or_else(|| vm_error("the VM platform was not prepared"))
+    }
+}
+
+/// The guest's shape from the job's limits: vCPUs (the cpuset's size when pinned,
+/// the quota rounded up, else every cpu isolab may use) and the host cpus to pin
+/// them to.
+fn guest_cpus(limits: &Limits, host_cpus: usize) -> (u32, Option<Vec<u32>>) {
+    if let Some(set) = &limits.cpuset {
+        let ids: Vec<u32> = set.iter().copied().collect();
+        return (ids.len().max(1) as u32, Some(ids));
+    }
+    if let Some(q) = &limits.cpu {
+        return ((q.cpus().ceil() as u32).max(1), None);
+    }
+    ((host_cpus as u32).max(1), None)
+}
+
+/// The limits QEMU's cgroup gets: cpu quota, cpuset and io throttles (memory and
+/// pids describe the guest, not QEMU).
+fn qemu_limits(limits: &Limits) -> Limits {
+    Limits {
+        cpu: limits.cpu,
+        cpuset: limits.cpuset.clone(),
+        mems: limits.mems.clone(),
+        io: limits.io.clone(),
+        ..Limits::default()
+    }
+}
+
+/// The runtime's limits inside the guest (`vm+isolab`): the job's, with the cpuset
+/// renumbered to the guest's vCPUs (vCPU i is pinned to the i-th host cpu).
+fn inner_limits(limits: &Limits) -> Limits {
+    let mut inner = limits.clone();
+    if let Some(set) = &limits.cpuset {
+        inner.cpuset = Some(IdSet::from_iter(0..set.len() as u32));
+    }
+    inner.mems = None;
+    inner.io = Vec::new(); // the guest's disks are not the host's
+    inner
+}
+
+/// Runs `job` in a QEMU guest inside an instance of `host`.
+pub(crate) fn execute(
+    host: &HostPlatform,
+    vm: &VmPlatform,
+    runtime: &IsolabConfig,
+    host_cpus: usize,
+    job: &Job,
+    interrupt: &Interrupt,
+) -> Result<Execution, PlatformError> {
+    let prepared = vm.prepared(job)?;
+    let inner = job.platform.kind == PlatformKind::VmIsolab;
+    let (vcpus, pin) = guest_cpus(&job.limits, host_cpus);
+    let shape_memory = job.limits.memory_max.unwrap_or(DEFAULT_GUEST_MEMORY);
+    let memory = if inner {
+        Bytes(shape_memory.0 + INNER_HEADROOM.0)
+    } else {
+        shape_memory
+    };
+    // Whole MiB, as QEMU takes it.
+    let memory = Bytes(memory.0.div_ceil(1 << 20) << 20);
+    let run_dir = PathBuf::from(format!("{}.vm", job.workdir.display()));
+    let _ = std::fs::remove_dir_all(&run_dir);
+    let mut config = VmConfig::new(
+        prepared.kernel,
+        prepared.disk,
+        prepared.accel,
+        job.workdir.clone(),
+        run_dir,
+    );
+    config.vcpus = vcpus;
+    config.memory = memory;
+    config.pin = pin;
+    config.boot_timeout = Duration::from_secs(180);
+    config.scratch_disk = job.uses_disk.then_some(SCRATCH_DISK);
+    let report_path = job.workdir.join(".isolab-runtime.json");
+    let mut command = GuestCommand::new(job.argv.clone(), job.timeout);
+    if inner {
+        let mut flags = limit_flags(&inner_limits(&job.limits));
+        flags.extend(["--report".into(), report_path.display().to_string()]);
+        command.inner = Some(InnerContainer {
+            runtime: runtime.program.clone(),
+            flags,
+            image: None,
+        });
+    }
+    let outer = qemu_limits(&job.limits);
+    host.instance(job, interrupt, |cgroup| {
+        cgroup.apply(&outer)?;
+        let applied = cgroup.read_limits()?;
+        let differences = outer.differences(&applied);
+        if !differences.is_empty() {
+            return Err(PlatformError::LimitMismatch {
+                cgroup: cgroup.rel().display().to_string(),
+                detail: differences.join("; "),
+            });
+        }
+        let attacher = cgroup.attacher()?;
+        let stop = || interrupt.is_triggered();
+        let run = isolab_vm::run(&config, &command, Some(attacher), &stop);
+        let stats = cgroup.stats();
+        let run = match run {
+            Ok(r) => r,
+            Err(isolab_vm::VmError::Interrupted) => return Err(PlatformError::Interrupted),
+            Err(e) => return Err(vm_error(e)),
+        };
+        let ended = Instant::now();
+        let mut notes = vec![match run.accel {
+            isolab_vm::Accel::Tcg => format!(
+                "vm(tcg): QEMU's software emulation, not hardware virtualisation; boot {:.1} s",
+                run.boot.as_secs_f64()
+            ),
+            isolab_vm::Accel::Kvm => format!("vm(kvm); boot {:.1} s", run.boot.as_secs_f64()),
+        }];
+        if !run.pinned.is_empty() {
+            let pins: Vec<String> = run
+                .pinned
+                .iter()
+                .map(|p| format!("vCPU {} → cpu {}", p.vcpu, p.host_cpu))
+                .collect();
+            notes.push(format!("pinned {}", pins.join(", ")));
+        }
+        notes.push(format!(
+            "the guest has {} MiB of RAM{}; QEMU's cgroup has no memory or pids limit",
+            memory.0 >> 20,
+            if inner {
+                " (the container's memory limit plus headroom for the guest)"
+            } else {
+                " (the shape's memory)"
+            }
+        ));
+        let mut telemetry = vec![
+            ("wall_s".to_owned(), run.wall.as_secs_f64()),
+            ("vm_boot_s".to_owned(), run.boot.as_secs_f64()),
+            ("vm_total_s".to_owned(), run.total.as_secs_f64()),
+            ("vm_vcpus".to_owned(), f64::from(vcpus)),
+        ];
+        match &stats {
+            Ok(s) => {
+                let mut put = |k: &str, v: Option<f64>| {
+                    if let Some(v) = v {
+                        telemetry.push((k.to_owned(), v));
+                    }
+                };
+                // QEMU's whole life (boot included): what the host paid for the run.
+                put("qemu_cpu_usage_s", s.cpu_usage.map(|d| d.as_secs_f64()));
+                put("qemu_nr_throttled", s.nr_throttled.map(|v| v as f64));
+                put("qemu_throttled_s", s.throttled.map(|d| d.as_secs_f64()));
+                put("qemu_memory_peak_bytes", s.memory_peak.map(|b| b.0 as f64));
+            }
+            Err(e) => notes.push(format!("QEMU's cgroup statistics unavailable: {e}")),
+        }
+        // What the guest got: QEMU's cgroup limits, the guest's RAM as its memory.
+        let mut limits_applied = applied;
+        limits_applied.memory_max = job.limits.memory_max.map(|_| shape_memory);
+        limits_applied.pids_max = job.limits.pids_max;
+        limits_applied.memory_swap_max = job.limits.memory_swap_max;
+        if inner {
+            let report = isolab_runtime::Report::read(&report_path).map_err(|e| {
+                vm_error(format!(
+                    "isolab-runtime in the guest left no readable report {}: {e}; its stderr: {}",
+                    report_path.display(),
+                    run.stderr.chars().rev().take(2000).collect::<String>().chars().rev().collect::<String>()
+                ))
+            })?;
+            if let Some(message) = report.error {
+                return Err(vm_error(format!("isolab-runtime in the guest: {message}")));
+            }
+            let asked = inner_limits(&job.limits);
+            let differences = asked.differences(&report.limits);
+            if !differences.is_empty() {
+                return Err(PlatformError::LimitMismatch {
+                    cgroup: format!("{} (in the guest)", report.cgroup.display()),
+                    detail: differences.join("; "),
+                });
+            }
+            if let Some(s) = &report.stats {
+                let mut put = |k: &str, v: Option<f64>| {
+                    if let Some(v) = v {
+                        telemetry.push((k.to_owned(), v));
+                    }
+                };
+                put("cpu_usage_s", s.cpu_usage.map(|d| d.as_secs_f64()));
+                put("nr_throttled", s.nr_throttled.map(|v| v as f64));
+                put("throttled_s", s.throttled.map(|d| d.as_secs_f64()));
+                put("memory_peak_bytes", s.memory_peak.map(|b| b.0 as f64));
+            }
+            for (phase, at) in &report.trace {
+                telemetry.push((format!("runtime_{}_s", phase.name()), at.as_secs_f64()));
+            }
+            notes.extend(report.notes);
+            // The limits in force around the workload: the container's, in the guest.
+            limits_applied.memory_max = report.limits.memory_max.or(limits_applied.memory_max);
+            limits_applied.pids_max = report.limits.pids_max.or(limits_applied.pids_max);
+        } else if job.limits.pids_max.is_some() {
+            notes.push("the shape's pids limit is not applied in a plain vm (the guest's processes are not the host's)".into());
+        }
+        let _ = std::fs::remove_file(&report_path);
+        Ok(Execution {
+            exit: if run.exit_status > 128 {
+                ExitKind::Signal(run.exit_status - 128)
+            } else {
+                ExitKind::Code(run.exit_status)
+            },
+            stdout: run.stdout,
+            stderr: run.stderr,
+            wall: run.wall,
+            started: ended.checked_sub(run.wall).unwrap_or(ended),
+            limits_applied,
+            telemetry,
+            series: Vec::new(),
+            notes,
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use isolab_cgroups::CpuQuota;
+
+    fn quota(cpus: f64) -> Option<CpuQuota> {
+        CpuQuota::from_cpus(cpus, CpuQuota::DEFAULT_PERIOD).ok()
+    }
+
+    #[test]
+    fn vcpus_follow_the_placement() {
+        let pinned = Limits {
+            cpuset: Some("1".parse().unwrap()),
+            ..Limits::default()
+        };
+        assert_eq!(guest_cpus(&pinned, 2), (1, Some(vec![1])));
+        let q = Limits {
+            cpu: quota(1.5),
+            ..Limits::default()
+        };
+        assert_eq!(guest_cpus(&q, 2), (2, None));
+        assert_eq!(guest_cpus(&Limits::default(), 2), (2, None));
+    }
+
+    #[test]
+    fn qemu_gets_cpu_limits_and_the_container_the_rest_in_guest_numbering() {
+        let limits = Limits {
+            cpu: quota(1.0),
+            cpuset: Some("1".parse().unwrap()),
+            memory_max: Some(Bytes::gib(1)),
+            pids_max: Some(128),
+            ..Limits::default()
+        };
+        let outer = qemu_limits(&limits);
+        assert_eq!(outer.cpuset, limits.cpuset);
+        assert_eq!((outer.memory_max, outer.pids_max), (None, None));
+        let inner = inner_limits(&limits);
+        assert_eq!(inner.cpuset, Some("0".parse().unwrap()));
+        assert_eq!(inner.memory_max, Some(Bytes::gib(1)));
+        assert_eq!(inner.pids_max, Some(128));
+    }
+}

@@ -1,0 +1,963 @@
+//! One measured run: boot a VM, run one command in the guest, bring back its status, output and
+//! guest-measured wall time, shut the VM down and leave nothing behind.
+
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use isolab_cgroups::{Attacher, Bytes};
+use serde::{Deserialize, Serialize};
+
+use crate::accel::{Accel, AccelReport};
+use crate::agent::{
+    command_script, config_file, parse_result, CommandSpec, GuestClock, InnerSpec, DEFAULT_PATH,
+    GUEST_DIR, GUEST_IMAGE,
+};
+use crate::disk::{create_overlay, create_scratch, BaseDisk};
+use crate::error::{IoContext, VmError};
+use crate::host::{tail_lines, CommandRunner, SystemRunner};
+use crate::kernel::KernelFiles;
+use crate::qemu::{kernel_cmdline, qemu_args, qemu_version, QemuPlan, QemuProcess, MACHINE, QEMU};
+use crate::qmp::{Qmp, VcpuThread};
+
+/// How long QEMU may take to exit after the guest reported its result, before QMP `quit`.
+const POWEROFF_GRACE: Duration = Duration::from_secs(10);
+/// How long QEMU may take to exit after `quit`, before SIGKILL.
+const QUIT_GRACE: Duration = Duration::from_secs(3);
+/// Poll interval of the run loop.
+const POLL: Duration = Duration::from_millis(10);
+/// Lines of the console kept in results and errors.
+const CONSOLE_LINES: usize = 30;
+
+/// Where and how to boot a VM.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VmConfig {
+    /// The guest kernel ([`crate::prepare_kernel`]).
+    pub kernel: KernelFiles,
+    /// The root disk ([`crate::prepare_disk`]), used read-only under a per-run qcow2 overlay.
+    pub disk: BaseDisk,
+    /// Number of vCPUs.
+    pub vcpus: u32,
+    /// Guest memory (a whole number of MiB, at least 128 MiB).
+    pub memory: Bytes,
+    /// Host cpus, one per vCPU: vCPU *i*'s thread is pinned to `pin[i]` right after QEMU starts.
+    pub pin: Option<Vec<u32>>,
+    /// The accelerator ([`crate::detect_accel`]).
+    pub accel: Accel,
+    /// The run's working directory on the host; it appears at the same path in the guest.
+    pub workdir: PathBuf,
+    /// A directory for this run's files (overlay, sockets, logs); it must not exist, is created,
+    /// and is removed afterwards whatever happens.
+    pub run_dir: PathBuf,
+    /// How long the guest may take from QEMU's start to the agent's start.
+    pub boot_timeout: Duration,
+    /// With `Some(size)`, the workdir in the guest is a fresh ext4 disk of that size instead of
+    /// the 9p share: the host's workdir is copied onto it before the command and copied back
+    /// after it, so that file I/O measures a virtio disk rather than 9p.
+    pub scratch_disk: Option<Bytes>,
+    /// The QEMU binary ([`QEMU`] by default).
+    pub qemu: PathBuf,
+}
+
+impl VmConfig {
+    /// A configuration with 1 vCPU, 512 MiB, no pinning, a 120 s boot timeout, no scratch disk.
+    pub fn new(
+        kernel: KernelFiles,
+        disk: BaseDisk,
+        accel: Accel,
+        workdir: impl Into<PathBuf>,
+        run_dir: impl Into<PathBuf>,
+    ) -> VmConfig {
+        VmConfig {
+            kernel,
+            disk,
+            vcpus: 1,
+            memory: Bytes::mib(512),
+            pin: None,
+            accel,
+            workdir: workdir.into(),
+            run_dir: run_dir.into(),
+            boot_timeout: Duration::from_secs(120),
+            scratch_disk: None,
+            qemu: PathBuf::from(QEMU),
+        }
+    }
+}
+
+/// The command to run in the guest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GuestCommand {
+    /// Program and arguments; the program is looked up in the guest's `PATH`.
+    pub argv: Vec<String>,
+    /// The environment, complete but for `PATH` (a default is added when missing) and `HOME`
+    /// (`/root` when missing).
+    pub env: Vec<(String, String)>,
+    /// Working directory in the guest (default: the workdir).
+    pub cwd: Option<PathBuf>,
+    /// How long the command may run once the guest is up; the VM is killed after that.
+    pub timeout: Duration,
+    /// `vm+isolab`: run the command in isolab's container runtime inside the guest.
+    pub inner: Option<InnerContainer>,
+}
+
+impl GuestCommand {
+    /// `argv` with an empty environment, the workdir as working directory, and `timeout`.
+    pub fn new<S: Into<String>>(argv: impl IntoIterator<Item = S>, timeout: Duration) -> Self {
+        GuestCommand {
+            argv: argv.into_iter().map(Into::into).collect(),
+            env: Vec::new(),
+            cwd: None,
+            timeout,
+            inner: None,
+        }
+    }
+}
+
+/// isolab's runtime around the guest command (`vm+isolab`): the guest runs
+/// `isolab-runtime run --rootfs-type overlay --network none --bind W:W --cwd CWD -e K=V…
+/// FLAGS… IMAGE -- argv…`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InnerContainer {
+    /// The `isolab-runtime` binary on the host (dynamically linked against glibc 2.36 like the
+    /// bench image, so it runs in the guest); it is hard-linked (or copied) into the run's
+    /// control share.
+    pub runtime: PathBuf,
+    /// Extra runtime flags, e.g. `--cpus 0.5 --memory 268435456 --report W/.isolab-runtime.json`.
+    /// `--network` and `--cwd` given here replace the defaults.
+    pub flags: Vec<String>,
+    /// The container's image directory in the guest (overlay lower layer). Default
+    /// [`GUEST_IMAGE`]: a read-only bind mount of the guest's own root, i.e. the bench image.
+    pub image: Option<PathBuf>,
+}
+
+/// One vCPU thread pinned to one host cpu.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VcpuPin {
+    /// The vCPU index.
+    pub vcpu: u32,
+    /// QEMU's host thread running it.
+    pub thread_id: i32,
+    /// The host cpu, as read back with `sched_getaffinity`.
+    pub host_cpu: u32,
+}
+
+/// How QEMU ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Shutdown {
+    /// The guest powered off and QEMU exited by itself.
+    PoweredOff,
+    /// QEMU was asked to `quit` over QMP after the grace period.
+    QmpQuit,
+    /// QEMU was killed with SIGKILL.
+    Killed,
+}
+
+/// What a run brought back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GuestRun {
+    /// The guest shell's `$?`: the command's exit status, or 128 + the signal that ended it.
+    pub exit_status: i32,
+    /// The command's standard output (invalid UTF-8 replaced).
+    pub stdout: String,
+    /// The command's standard error (invalid UTF-8 replaced).
+    pub stderr: String,
+    /// Wall time of the command, measured in the guest.
+    pub wall: Duration,
+    /// The guest clock that measured [`GuestRun::wall`].
+    pub clock: GuestClock,
+    /// Host time from QEMU's start to the agent's start (firmware, kernel, initramfs, mounts).
+    pub boot: Duration,
+    /// The guest's uptime when the command started, when known.
+    pub guest_uptime: Option<Duration>,
+    /// Host time from QEMU's start until it was gone.
+    pub total: Duration,
+    /// QEMU's pid (gone by now).
+    pub qemu_pid: u32,
+    /// The vCPU pinning done (empty without [`VmConfig::pin`]).
+    pub pinned: Vec<VcpuPin>,
+    /// The accelerator used.
+    pub accel: Accel,
+    /// How QEMU ended.
+    pub shutdown: Shutdown,
+    /// The end of the guest's serial console.
+    pub console_tail: String,
+    /// QEMU's command line (program and arguments), for the run's log.
+    pub qemu_command: Vec<String>,
+}
+
+/// What the lab records about the VM platform in the experiment's environment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VmEnvironment {
+    /// `qemu-system-x86_64 --version` ("7.2.22 (Debian 1:7.2+dfsg-7+deb12u18+b3)").
+    pub qemu_version: String,
+    /// The machine type ("q35").
+    pub machine: String,
+    /// The vCPU model ("max" under TCG, "host" under KVM).
+    pub cpu_model: String,
+    /// The accelerator.
+    pub accel: Accel,
+    /// Why that accelerator.
+    pub accel_reason: String,
+    /// The kernel package ("linux-image-6.1.0-56-amd64").
+    pub kernel_package: String,
+    /// Its version ("6.1.192-2").
+    pub kernel_version: String,
+    /// The guest's `uname -r`.
+    pub kernel_release: String,
+    /// SHA-256 of the root disk.
+    pub disk_sha256: String,
+    /// SHA-256 of the image manifest the disk was made from.
+    pub image_manifest_sha256: String,
+}
+
+/// The environment record for `config` with accelerator report `accel`.
+pub fn environment(config: &VmConfig, accel: &AccelReport) -> Result<VmEnvironment, VmError> {
+    Ok(VmEnvironment {
+        qemu_version: qemu_version(&config.qemu)?,
+        machine: MACHINE.into(),
+        cpu_model: match accel.accel {
+            Accel::Kvm => "host".into(),
+            Accel::Tcg => "max".into(),
+        },
+        accel: accel.accel,
+        accel_reason: accel.reason.clone(),
+        kernel_package: config.kernel.package.clone(),
+        kernel_version: config.kernel.version.clone(),
+        kernel_release: config.kernel.release.clone(),
+        disk_sha256: config.disk.sha256.clone(),
+        image_manifest_sha256: config.disk.manifest_sha256.clone(),
+    })
+}
+
+/// Guest paths where the VM's own things live; the workdir must not be among them.
+const RESERVED: &[&str] = &[GUEST_DIR, "/proc", "/sys", "/dev", "/run"];
+
+fn bad_config(field: &'static str, reason: impl Into<String>) -> VmError {
+    VmError::Config {
+        field,
+        reason: reason.into(),
+    }
+}
+
+fn bad_command(reason: impl Into<String>) -> VmError {
+    VmError::Command {
+        reason: reason.into(),
+    }
+}
+
+fn is_under(path: &Path, dir: &str) -> bool {
+    path.starts_with(dir)
+}
+
+pub(crate) fn validate(config: &VmConfig, command: &GuestCommand) -> Result<(), VmError> {
+    if config.vcpus == 0 || config.vcpus > 255 {
+        return Err(bad_config(
+            "vcpus",
+            format!("{} is not in 1..=255", config.vcpus),
+        ));
+    }
+    let mib = config.memory.0 >> 20;
+    if !config.memory.0.is_multiple_of(1 << 20) || mib < 128 {
+        return Err(bad_config(
+            "memory",
+            format!(
+                "{} is not a whole number of MiB of at least 128 MiB",
+                config.memory
+            ),
+        ));
+    }
+    if let Some(pin) = &config.pin {
+        if pin.len() != config.vcpus as usize {
+            return Err(bad_config(
+                "pin",
+                format!(
+                    "{} host cpus for {} vCPUs; give one per vCPU",
+                    pin.len(),
+                    config.vcpus
+                ),
+            ));
+        }
+    }
+    let w = &config.workdir;
+    if !w.is_absolute() || w == Path::new("/") || RESERVED.iter().any(|r| is_under(w, r)) {
+        return Err(bad_config(
+            "workdir",
+            format!(
+                "{} must be an absolute path other than / and outside /run, /proc, /sys and /dev",
+                w.display()
+            ),
+        ));
+    }
+    if !w.is_dir() {
+        return Err(bad_config(
+            "workdir",
+            format!("{} is not a directory", w.display()),
+        ));
+    }
+    if config.boot_timeout.is_zero() {
+        return Err(bad_config("boot_timeout", "must be more than zero"));
+    }
+    if let Some(s) = config.scratch_disk {
+        if s.0 < 64 << 20 {
+            return Err(bad_config(
+                "scratch_disk",
+                format!("{s} is smaller than 64 MiB"),
+            ));
+        }
+    }
+    let has_nul = |s: &str| s.contains('\0');
+    let Some(program) = command.argv.first() else {
+        return Err(bad_command("argv is empty"));
+    };
+    if program.is_empty() || program.contains('=') || program.starts_with('-') {
+        return Err(bad_command(format!(
+            "program {program:?} must be non-empty, contain no '=' and not start with '-'"
+        )));
+    }
+    if command.argv.iter().any(|a| has_nul(a)) {
+        return Err(bad_command("an argument contains a NUL byte"));
+    }
+    for (k, v) in &command.env {
+        if k.is_empty() || k.contains('=') || has_nul(k) || has_nul(v) {
+            return Err(bad_command(format!(
+                "environment variable {k:?} is not a valid name"
+            )));
+        }
+    }
+    if let Some(cwd) = &command.cwd {
+        if !cwd.is_absolute() {
+            return Err(bad_command(format!(
+                "cwd {} is not absolute",
+                cwd.display()
+            )));
+        }
+    }
+    if command.timeout.is_zero() {
+        return Err(bad_command("timeout must be more than zero"));
+    }
+    if let Some(inner) = &command.inner {
+        if !inner.runtime.is_file() {
+            return Err(bad_command(format!(
+                "the runtime {} is not a file; build it with `cargo build -p isolab-runtime`",
+                inner.runtime.display()
+            )));
+        }
+        if inner.flags.iter().any(|f| has_nul(f)) {
+            return Err(bad_command("a runtime flag contains a NUL byte"));
+        }
+    }
+    Ok(())
+}
+
+/// The complete guest environment: the caller's, plus `PATH` and `HOME` when missing.
+fn full_env(env: &[(String, String)]) -> Vec<(String, String)> {
+    let mut out = env.to_vec();
+    if !out.iter().any(|(k, _)| k == "PATH") {
+        out.insert(0, ("PATH".into(), DEFAULT_PATH.into()));
+    }
+    if !out.iter().any(|(k, _)| k == "HOME") {
+        out.push(("HOME".into(), "/root".into()));
+    }
+    out
+}
+
+/// The run directory; removed (recursively) when dropped.
+struct RunDir {
+    path: PathBuf,
+    armed: bool,
+}
+
+impl RunDir {
+    fn create(path: &Path) -> Result<RunDir, VmError> {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).ctx("create directory", parent)?;
+        }
+        match std::fs::create_dir(path) {
+            Ok(()) => Ok(RunDir {
+                path: path.to_path_buf(),
+                armed: true,
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(VmError::RunDirExists {
+                path: path.to_path_buf(),
+            }),
+            Err(e) => Err(VmError::io("create directory", path, e)),
+        }
+    }
+
+    fn remove(mut self) -> Result<(), VmError> {
+        self.armed = false;
+        std::fs::remove_dir_all(&self.path).ctx("remove the run directory", &self.path)
+    }
+}
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        if self.armed {
+            // Best effort on an error path: the error being returned matters more.
+            let _ = std::fs::remove_dir_all(&self.path);
+        }
+    }
+}
+
+fn console_tail(path: &Path) -> String {
+    let bytes = std::fs::read(path).unwrap_or_default();
+    tail_lines(&bytes, CONSOLE_LINES).replace('\r', "")
+}
+
+/// Hard-links `src` to `dst`, or copies it when they are on different file systems.
+fn link_or_copy(src: &Path, dst: &Path) -> Result<(), VmError> {
+    match std::fs::hard_link(src, dst) {
+        Ok(()) => Ok(()),
+        Err(_) => std::fs::copy(src, dst)
+            .map(|_| ())
+            .ctx("copy the runtime to", dst),
+    }
+}
+
+/// Boots a VM, runs `command` in it and returns what it did; see [`run_with`].
+pub fn run(
+    config: &VmConfig,
+    command: &GuestCommand,
+    attacher: Option<Attacher>,
+    stop: &dyn Fn() -> bool,
+) -> Result<GuestRun, VmError> {
+    run_with(config, command, attacher, stop, &SystemRunner)
+}
+
+/// Boots a VM per `config`, runs `command` in the guest, and returns its status, output and
+/// guest-measured wall time.
+///
+/// QEMU starts in its own process group with SIGKILL as parent-death signal, attached to the
+/// cgroup of `attacher` before `exec` (so everything it does is accounted there). vCPU threads
+/// are pinned as soon as QMP answers, before the guest kernel runs far. `stop` is polled every
+/// 10 ms: when it returns true the VM is killed and the result is [`VmError::Interrupted`].
+/// After the guest reports its result it powers off; QEMU gets 10 s to exit, then QMP `quit`,
+/// then SIGKILL. On every way out QEMU is gone and the run directory is removed; `runner` runs
+/// `qemu-img` and `mkfs.ext4`.
+pub fn run_with(
+    config: &VmConfig,
+    command: &GuestCommand,
+    attacher: Option<Attacher>,
+    stop: &dyn Fn() -> bool,
+    runner: &dyn CommandRunner,
+) -> Result<GuestRun, VmError> {
+    validate(config, command)?;
+    let run_dir = RunDir::create(&config.run_dir)?;
+    let dir = run_dir.path.clone();
+    let ctl = dir.join("ctl");
+    std::fs::create_dir(&ctl).ctx("create directory", &ctl)?;
+
+    let cwd = command
+        .cwd
+        .clone()
+        .unwrap_or_else(|| config.workdir.clone());
+    let env = full_env(&command.env);
+    let runtime_in_guest = format!("{GUEST_DIR}/ctl/isolab-runtime");
+    let image = command
+        .inner
+        .as_ref()
+        .and_then(|i| i.image.clone())
+        .unwrap_or_else(|| PathBuf::from(GUEST_IMAGE));
+    if let Some(inner) = &command.inner {
+        link_or_copy(&inner.runtime, &ctl.join("isolab-runtime"))?;
+    }
+    let spec = CommandSpec {
+        argv: &command.argv,
+        env: &env,
+        cwd: &cwd,
+        inner: command.inner.as_ref().map(|i| InnerSpec {
+            runtime: &runtime_in_guest,
+            image: &image,
+            workdir: &config.workdir,
+            flags: &i.flags,
+        }),
+    };
+    let write = |name: &str, text: &str| {
+        let p = ctl.join(name);
+        std::fs::write(&p, text).ctx("write", &p)
+    };
+    write(
+        "config",
+        &config_file(
+            &config.workdir,
+            config.scratch_disk.is_some(),
+            command.inner.is_some(),
+        ),
+    )?;
+    write("command.sh", &command_script(&spec))?;
+
+    let root = dir.join("root.qcow2");
+    create_overlay(runner, &config.disk.path, &root)?;
+    let scratch = match config.scratch_disk {
+        Some(size) => {
+            let file = dir.join("scratch.ext4");
+            create_scratch(runner, &file, size.0)?;
+            Some(file)
+        }
+        None => None,
+    };
+    let console = dir.join("console.log");
+    let qmp_path = dir.join("qmp.sock");
+    let pidfile = dir.join("qemu.pid");
+    let plan = QemuPlan {
+        accel: config.accel,
+        vcpus: config.vcpus,
+        memory_mib: config.memory.0 >> 20,
+        vmlinux: &config.kernel.vmlinux,
+        initramfs: &config.kernel.initramfs,
+        cmdline: kernel_cmdline(false),
+        root: Some(&root),
+        scratch: scratch.as_deref(),
+        ctl: Some(&ctl),
+        workdir: Some(&config.workdir),
+        console: &console,
+        qmp: Some(&qmp_path),
+        pidfile: Some(&pidfile),
+    };
+    let args = qemu_args(&plan);
+    let mut qemu_command = vec![config.qemu.to_string_lossy().into_owned()];
+    qemu_command.extend(args.iter().cloned());
+
+    let start = Instant::now();
+    // Declared after run_dir, so dropped (killed) before the directory is removed.
+    let mut qemu = QemuProcess::spawn(&config.qemu, &args, &dir.join("qemu.log"), attacher)?;
+    let qemu_pid = qemu.pid();
+    let exited_early = |qemu: &mut QemuProcess| -> Option<VmError> {
+        qemu.try_wait().map(|status| VmError::QemuExited {
+            status: status.to_string(),
+            qemu: tail_lines(&std::fs::read(dir.join("qemu.log")).unwrap_or_default(), 10),
+            console: console_tail(&console),
+        })
+    };
+
+    // QMP: QEMU creates the socket before the machine starts.
+    let stream = loop {
+        if let Some(e) = exited_early(&mut qemu) {
+            return Err(e);
+        }
+        if stop() {
+            return Err(VmError::Interrupted);
+        }
+        match UnixStream::connect(&qmp_path) {
+            Ok(s) => break s,
+            Err(_) if start.elapsed() < config.boot_timeout => std::thread::sleep(POLL),
+            Err(e) => {
+                return Err(VmError::Qmp {
+                    socket: qmp_path.clone(),
+                    detail: format!("cannot connect within {:?}: {e}", config.boot_timeout),
+                })
+            }
+        }
+    };
+    let qmp_err = |detail: String| VmError::Qmp {
+        socket: qmp_path.clone(),
+        detail,
+    };
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .map_err(|e| qmp_err(e.to_string()))?;
+    let mut qmp = Qmp::handshake(stream).map_err(qmp_err)?;
+    let pinned = match &config.pin {
+        Some(cpus) => {
+            let threads = qmp.vcpu_threads().map_err(qmp_err)?;
+            pin_vcpus(&threads, cpus)?
+        }
+        None => Vec::new(),
+    };
+
+    let ready_path = ctl.join("ready");
+    let result_path = ctl.join("result");
+    let error_path = ctl.join("error");
+    let mut ready_at: Option<Instant> = None;
+    let mut reported_at: Option<Instant> = None;
+    let mut quit_at: Option<Instant> = None;
+    let mut shutdown = Shutdown::PoweredOff;
+    let status = loop {
+        if let Some(status) = qemu.try_wait() {
+            break status;
+        }
+        if stop() {
+            qemu.kill();
+            return Err(VmError::Interrupted);
+        }
+        let now = Instant::now();
+        if ready_at.is_none() && ready_path.exists() {
+            ready_at = Some(now);
+        }
+        if reported_at.is_none() && (result_path.exists() || error_path.exists()) {
+            reported_at = Some(now);
+        }
+        match (ready_at, reported_at) {
+            (None, None) if now - start > config.boot_timeout => {
+                qemu.kill();
+                return Err(VmError::BootTimeout {
+                    timeout: config.boot_timeout,
+                    console: console_tail(&console),
+                });
+            }
+            (Some(ready), None) if now - ready > command.timeout => {
+                qemu.kill();
+                return Err(VmError::CommandTimeout {
+                    timeout: command.timeout,
+                });
+            }
+            (_, Some(reported)) if now - reported > POWEROFF_GRACE => match quit_at {
+                None => {
+                    // QEMU may close the socket while answering: either way it is quitting.
+                    let _ = qmp.execute("quit", None);
+                    shutdown = Shutdown::QmpQuit;
+                    quit_at = Some(now);
+                }
+                Some(q) if now - q > QUIT_GRACE => {
+                    shutdown = Shutdown::Killed;
+                    match qemu.kill() {
+                        Some(status) => break status,
+                        None => {
+                            return Err(VmError::QemuExited {
+                                status: "killed, not reaped".into(),
+                                qemu: String::new(),
+                                console: console_tail(&console),
+                            })
+                        }
+                    }
+                }
+                Some(_) => {}
+            },
+            _ => {}
+        }
+        std::thread::sleep(POLL);
+    };
+    let total = start.elapsed();
+    let boot = ready_at.map_or(total, |r| r - start);
+    let tail = console_tail(&console);
+
+    if let Ok(message) = std::fs::read_to_string(&error_path) {
+        return Err(VmError::Guest {
+            message: message.trim().to_owned(),
+            console: tail,
+        });
+    }
+    let text = match std::fs::read_to_string(&result_path) {
+        Ok(t) => t,
+        Err(_) => {
+            return Err(VmError::QemuExited {
+                status: status.to_string(),
+                qemu: tail_lines(&std::fs::read(dir.join("qemu.log")).unwrap_or_default(), 10),
+                console: tail,
+            })
+        }
+    };
+    let result = parse_result(&text).map_err(|reason| VmError::Result {
+        path: result_path.clone(),
+        reason,
+    })?;
+    if !result.copy_back_ok {
+        return Err(VmError::Guest {
+            message: format!(
+                "the command ran (status {}) but copying the scratch disk back into {} failed",
+                result.status,
+                config.workdir.display()
+            ),
+            console: tail,
+        });
+    }
+    let read_output = |name: &str| -> Result<String, VmError> {
+        let p = ctl.join(name);
+        let bytes = std::fs::read(&p).ctx("read the guest's", &p)?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    };
+    let stdout = read_output("stdout")?;
+    let stderr = read_output("stderr")?;
+    drop(qmp);
+    drop(qemu);
+    run_dir.remove()?;
+    Ok(GuestRun {
+        exit_status: result.status,
+        stdout,
+        stderr,
+        wall: result.wall,
+        clock: result.clock,
+        boot,
+        guest_uptime: result.uptime,
+        total,
+        qemu_pid,
+        pinned,
+        accel: config.accel,
+        shutdown,
+        console_tail: tail,
+        qemu_command,
+    })
+}
+
+/// Pins each vCPU thread to its host cpu and reads the affinity back.
+fn pin_vcpus(threads: &[VcpuThread], cpus: &[u32]) -> Result<Vec<VcpuPin>, VmError> {
+    if threads.len() != cpus.len() {
+        return Err(bad_config(
+            "pin",
+            format!(
+                "QEMU reports {} vCPU threads for {} pinned cpus",
+                threads.len(),
+                cpus.len()
+            ),
+        ));
+    }
+    let mut ids: Vec<i32> = threads.iter().map(|t| t.thread_id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    if ids.len() != threads.len() {
+        return Err(bad_config(
+            "pin",
+            "the vCPUs share one host thread (single-threaded TCG), so they cannot be pinned one by one",
+        ));
+    }
+    let mut out = Vec::with_capacity(threads.len());
+    for (t, &cpu) in threads.iter().zip(cpus) {
+        let err = |source: std::io::Error| VmError::Pin {
+            vcpu: t.vcpu,
+            thread: t.thread_id,
+            cpu,
+            source,
+        };
+        set_affinity(t.thread_id, cpu).map_err(err)?;
+        let now = get_affinity(t.thread_id).map_err(err)?;
+        if now != [cpu] {
+            return Err(err(std::io::Error::other(format!(
+                "affinity reads back as {now:?}"
+            ))));
+        }
+        out.push(VcpuPin {
+            vcpu: t.vcpu,
+            thread_id: t.thread_id,
+            host_cpu: cpu,
+        });
+    }
+    Ok(out)
+}
+
+fn set_affinity(tid: i32, cpu: u32) -> std::io::Result<()> {
+    let cpu = cpu as usize;
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    // SAFETY: cpu_set_t is plain data; all-zero is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: cpu < CPU_SETSIZE was checked above.
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: the set is a valid cpu_set_t of the size passed.
+    let rc = unsafe { libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The cpus thread `tid` may run on.
+pub fn get_affinity(tid: i32) -> std::io::Result<Vec<u32>> {
+    // SAFETY: cpu_set_t is plain data; all-zero is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: the kernel writes at most size_of::<cpu_set_t>() bytes into set.
+    let rc =
+        unsafe { libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: CPU_ISSET reads the set for indices below CPU_SETSIZE.
+    Ok((0..libc::CPU_SETSIZE as usize)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .map(|c| c as u32)
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kernel() -> KernelFiles {
+        KernelFiles {
+            metapackage: "linux-image-amd64".into(),
+            package: "linux-image-6.1.0-56-amd64".into(),
+            version: "6.1.192-2".into(),
+            release: "6.1.0-56-amd64".into(),
+            dir: "/c".into(),
+            vmlinux: "/c/vmlinux".into(),
+            initramfs: "/c/initramfs.cpio".into(),
+            modules: vec![],
+        }
+    }
+
+    fn disk() -> BaseDisk {
+        BaseDisk {
+            path: "/c/d.ext4".into(),
+            sha256: "ab".into(),
+            bytes: 1,
+            image: "/img".into(),
+            manifest_sha256: "cd".into(),
+        }
+    }
+
+    fn config(workdir: &Path) -> VmConfig {
+        VmConfig::new(kernel(), disk(), Accel::Tcg, workdir, workdir.join("run"))
+    }
+
+    #[test]
+    fn validation_catches_bad_configs_and_commands() {
+        let w = tempfile::tempdir().unwrap();
+        let ok_cmd = GuestCommand::new(["true"], Duration::from_secs(5));
+        let c = config(w.path());
+        validate(&c, &ok_cmd).unwrap();
+        let field = |c: &VmConfig| match validate(c, &ok_cmd) {
+            Err(VmError::Config { field, .. }) => field,
+            other => panic!("{other:?}"),
+        };
+        let mut bad = c.clone();
+        bad.vcpus = 0;
+        assert_eq!(field(&bad), "vcpus");
+        let mut bad = c.clone();
+        bad.pin = Some(vec![0, 1]);
+        assert_eq!(field(&bad), "pin");
+        let mut bad = c.clone();
+        bad.memory = Bytes(100 << 20);
+        assert_eq!(field(&bad), "memory");
+        let mut bad = c.clone();
+        bad.memory = Bytes((512 << 20) + 1);
+        assert_eq!(field(&bad), "memory");
+        for wd in ["/", "relative", "/run/x", "/proc/1", "/nonexistent-isolab"] {
+            let mut bad = c.clone();
+            bad.workdir = wd.into();
+            assert_eq!(field(&bad), "workdir", "{wd}");
+        }
+        let mut bad = c.clone();
+        bad.scratch_disk = Some(Bytes::mib(1));
+        assert_eq!(field(&bad), "scratch_disk");
+        let cmd = |argv: &[&str]| GuestCommand::new(argv.iter().copied(), Duration::from_secs(1));
+        for argv in [&[][..], &[""], &["A=b", "x"], &["-x"], &["a", "b\0"]] {
+            assert!(
+                matches!(validate(&c, &cmd(argv)), Err(VmError::Command { .. })),
+                "{argv:?}"
+            );
+        }
+        let mut e = ok_cmd.clone();
+        e.env = vec![("A=B".into(), "x".into())];
+        assert!(validate(&c, &e).is_err());
+        let mut e = ok_cmd.clone();
+        e.cwd = Some("rel".into());
+        assert!(validate(&c, &e).is_err());
+        let mut e = ok_cmd.clone();
+        e.timeout = Duration::ZERO;
+        assert!(validate(&c, &e).is_err());
+        let mut e = ok_cmd.clone();
+        e.inner = Some(InnerContainer {
+            runtime: "/nonexistent/isolab-runtime".into(),
+            flags: vec![],
+            image: None,
+        });
+        let msg = validate(&c, &e).unwrap_err().to_string();
+        assert!(msg.contains("cargo build -p isolab-runtime"), "{msg}");
+    }
+
+    #[test]
+    fn env_gets_path_and_home() {
+        let env = full_env(&[("X".into(), "1".into())]);
+        assert_eq!(env[0], ("PATH".into(), DEFAULT_PATH.into()));
+        assert!(env.contains(&("HOME".into(), "/root".into())));
+        let env = full_env(&[("PATH".into(), "/bin".into()), ("HOME".into(), "/".into())]);
+        assert_eq!(env.len(), 2);
+    }
+
+    #[test]
+    fn run_dir_must_be_fresh_and_is_removed() {
+        let w = tempfile::tempdir().unwrap();
+        let p = w.path().join("a/run");
+        let d = RunDir::create(&p).unwrap();
+        std::fs::write(p.join("f"), "x").unwrap();
+        assert!(matches!(
+            RunDir::create(&p),
+            Err(VmError::RunDirExists { .. })
+        ));
+        drop(d);
+        assert!(!p.exists());
+        let d = RunDir::create(&p).unwrap();
+        d.remove().unwrap();
+        assert!(!p.exists());
+    }
+
+    #[test]
+    fn run_fails_cleanly_when_qemu_is_missing() {
+        let w = tempfile::tempdir().unwrap();
+        let mut c = config(w.path());
+        c.qemu = "/nonexistent/qemu-system-x86_64".into();
+        let r = crate::host::fake::FakeRunner::default().answer("qemu-img", "");
+        let e = run_with(
+            &c,
+            &GuestCommand::new(["true"], Duration::from_secs(5)),
+            None,
+            &|| false,
+            &r,
+        )
+        .unwrap_err();
+        assert!(matches!(e, VmError::QemuSpawn { .. }), "{e}");
+        assert!(!c.run_dir.exists(), "run dir removed");
+        let r = crate::host::fake::FakeRunner::default().fail("qemu-img", "no space");
+        let e = run_with(
+            &c,
+            &GuestCommand::new(["true"], Duration::from_secs(5)),
+            None,
+            &|| false,
+            &r,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("no space"), "{e}");
+        assert!(!c.run_dir.exists());
+    }
+
+    #[test]
+    fn pinning_checks_thread_counts() {
+        let t = [
+            VcpuThread {
+                vcpu: 0,
+                thread_id: 1,
+            },
+            VcpuThread {
+                vcpu: 1,
+                thread_id: 1,
+            },
+        ];
+        assert!(pin_vcpus(&t, &[0, 1])
+            .unwrap_err()
+            .to_string()
+            .contains("single-threaded"));
+        assert!(pin_vcpus(&t[..1], &[0, 1]).is_err());
+        // pin this test's own thread, then read it back
+        // SAFETY: gettid has no preconditions.
+        let me = unsafe { libc::gettid() };
+        let before = get_affinity(me).unwrap();
+        let cpu = before[0];
+        let pinned = pin_vcpus(
+            &[VcpuThread {
+                vcpu: 0,
+                thread_id: me,
+            }],
+            &[cpu],
+        )
+        .unwrap();
+        assert_eq!(
+            pinned,
+            [VcpuPin {
+                vcpu: 0,
+                thread_id: me,
+                host_cpu: cpu
+            }]
+        );
+        assert_eq!(get_affinity(me).unwrap(), [cpu]);
+        // restore: allow every cpu this thread had
+        // SAFETY: plain data, zero = empty set.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        for c in before {
+            // SAFETY: c came from the kernel's own set, so it is below CPU_SETSIZE.
+            unsafe { libc::CPU_SET(c as usize, &mut set) };
+        }
+        // SAFETY: a valid set of the size passed.
+        unsafe { libc::sched_setaffinity(me, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    }
+}

@@ -1,0 +1,396 @@
+//! Root integration tests: real QEMU guests (TCG on a host whose KVM cannot boot them).
+//!
+//! They need root, qemu-system-x86_64, qemu-img, busybox-static, the bench image at
+//! /var/lib/isolab/images/bench (or $ISOLAB_BENCH_IMAGE) and, once, access to the Debian mirror
+//! for the kernel; each is skipped with a printed reason when something is missing. The kernel
+//! and disk caches live in /var/lib/isolab/vm (or $ISOLAB_VM_CACHE).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use isolab_vm::{
+    detect_accel, prepare_disk, prepare_kernel, run, Accel, AccelReport, BaseDisk, GuestClock,
+    GuestCommand, InnerContainer, KernelFiles, Shutdown, VmConfig, VmError, DEFAULT_PROBE_TIMEOUT,
+    QEMU,
+};
+
+struct Setup {
+    kernel: KernelFiles,
+    disk: BaseDisk,
+    accel: AccelReport,
+}
+
+fn setup() -> Option<&'static Setup> {
+    static SETUP: OnceLock<Option<Setup>> = OnceLock::new();
+    SETUP
+        .get_or_init(|| {
+            // SAFETY: geteuid has no preconditions.
+            if unsafe { libc::geteuid() } != 0 {
+                eprintln!("skipped: needs root");
+                return None;
+            }
+            if isolab_vm::host::find_program(QEMU).is_none() {
+                eprintln!("skipped: {QEMU} missing (apt-get install qemu-system-x86)");
+                return None;
+            }
+            let image = std::env::var_os("ISOLAB_BENCH_IMAGE").map_or_else(
+                || PathBuf::from("/var/lib/isolab/images/bench"),
+                PathBuf::from,
+            );
+            if !image.join(".isolab-image.json").is_file() {
+                eprintln!(
+                    "skipped: no bench image at {} (cargo run -p isolab -- image build bench DIR)",
+                    image.display()
+                );
+                return None;
+            }
+            let cache = std::env::var_os("ISOLAB_VM_CACHE")
+                .map_or_else(|| PathBuf::from("/var/lib/isolab/vm"), PathBuf::from);
+            let t = Instant::now();
+            let kernel = prepare_kernel(&cache).expect("prepare the kernel");
+            eprintln!(
+                "kernel {} {} ready in {:?}",
+                kernel.package,
+                kernel.version,
+                t.elapsed()
+            );
+            let t = Instant::now();
+            let disk = prepare_disk(&image, &cache).expect("prepare the disk");
+            eprintln!("disk {} ready in {:?}", disk.path.display(), t.elapsed());
+            let t = Instant::now();
+            let accel = detect_accel(&kernel, Path::new(QEMU), DEFAULT_PROBE_TIMEOUT);
+            eprintln!(
+                "accel {} ({}) in {:?}",
+                accel.accel,
+                accel.reason,
+                t.elapsed()
+            );
+            Some(Setup {
+                kernel,
+                disk,
+                accel,
+            })
+        })
+        .as_ref()
+}
+
+fn config(s: &Setup, workdir: &Path) -> VmConfig {
+    let mut c = VmConfig::new(
+        s.kernel.clone(),
+        s.disk.clone(),
+        s.accel.accel,
+        workdir,
+        workdir.parent().unwrap().join(format!(
+            "run-{}",
+            workdir.file_name().unwrap().to_string_lossy()
+        )),
+    );
+    c.vcpus = 1;
+    c.memory = isolab_cgroups::Bytes::mib(512);
+    c
+}
+
+/// No QEMU process mentions `run_dir` and the directory is gone.
+fn assert_nothing_left(run_dir: &Path) {
+    assert!(!run_dir.exists(), "{} left behind", run_dir.display());
+    let needle = run_dir.to_string_lossy().into_owned();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline);
+        assert!(
+            !cmdline.contains(&needle),
+            "process {:?} still runs: {cmdline}",
+            entry.file_name()
+        );
+    }
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(!mounts.contains(&needle));
+}
+
+fn report(name: &str, r: &isolab_vm::GuestRun) {
+    eprintln!(
+        "{name}: status {} wall {:?} ({:?}) boot {:?} guest uptime {:?} total {:?} shutdown {:?}",
+        r.exit_status, r.wall, r.clock, r.boot, r.guest_uptime, r.total, r.shutdown
+    );
+}
+
+#[test]
+fn sysbench_runs_in_a_tcg_guest() {
+    let Some(s) = setup() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let w = tmp.path().join("w");
+    std::fs::create_dir(&w).unwrap();
+    let c = config(s, &w);
+    let cmd = GuestCommand::new(
+        ["sysbench", "cpu", "--cpu-max-prime=2000", "--time=2", "run"],
+        Duration::from_secs(120),
+    );
+    let r = run(&c, &cmd, None, &|| false).unwrap();
+    report("sysbench", &r);
+    assert_eq!(r.exit_status, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("events per second:"), "{}", r.stdout);
+    assert_eq!(r.clock, GuestClock::Monotonic);
+    assert!(
+        r.wall >= Duration::from_secs(2) && r.wall < Duration::from_secs(60),
+        "{:?}",
+        r.wall
+    );
+    assert_eq!(r.shutdown, Shutdown::PoweredOff);
+    assert_eq!(r.accel, s.accel.accel);
+    assert_nothing_left(&c.run_dir);
+}
+
+#[test]
+fn failing_command_returns_its_status_output_env_and_files() {
+    let Some(s) = setup() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let w = tmp.path().join("w");
+    std::fs::create_dir(&w).unwrap();
+    std::fs::write(w.join("input"), "from the host\n").unwrap();
+    let c = config(s, &w);
+    let mut cmd = GuestCommand::new(
+        [
+            "sh",
+            "-c",
+            "cat input; echo \"X=$X pwd=$(pwd)\"; echo it\\'s an error >&2; \
+             cat /proc/self/cgroup > cgroup.txt; cat /sys/fs/cgroup/cgroup.subtree_control >> cgroup.txt; \
+             exit 3",
+        ],
+        Duration::from_secs(60),
+    );
+    cmd.env = vec![("X".into(), "a b 'c'".into())];
+    let r = run(&c, &cmd, None, &|| false).unwrap();
+    report("failing", &r);
+    assert_eq!(r.exit_status, 3);
+    assert_eq!(
+        r.stdout,
+        format!("from the host\nX=a b 'c' pwd={}\n", w.display())
+    );
+    assert_eq!(r.stderr, "it's an error\n");
+    let cg = std::fs::read_to_string(w.join("cgroup.txt")).unwrap();
+    assert!(cg.starts_with("0::/\n"), "pure cgroup2 in the guest: {cg}");
+    for c in ["cpuset", "cpu", "io", "memory", "pids"] {
+        assert!(cg.contains(c), "{c} enabled: {cg}");
+    }
+    assert_nothing_left(&c.run_dir);
+
+    // a command that does not exist: 127 from the guest's env
+    let run_dir2 = c.run_dir.with_extension("2");
+    let c2 = VmConfig {
+        run_dir: run_dir2.clone(),
+        ..c.clone()
+    };
+    let r = run(
+        &c2,
+        &GuestCommand::new(["isolab-no-such-program"], Duration::from_secs(60)),
+        None,
+        &|| false,
+    )
+    .unwrap();
+    assert_eq!(r.exit_status, 127, "{}", r.stderr);
+    assert_nothing_left(&run_dir2);
+}
+
+#[test]
+fn pinned_vcpu_thread_runs_on_host_cpu_1() {
+    let Some(s) = setup() else { return };
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        eprintln!("skipped: needs 2 host cpus");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let w = tmp.path().join("w");
+    std::fs::create_dir(&w).unwrap();
+    let mut c = config(s, &w);
+    c.pin = Some(vec![1]);
+    let run_dir = c.run_dir.clone();
+    // Watch the vCPU thread ("CPU 0/TCG" or "CPU 0/KVM") of the QEMU using our run dir.
+    let done = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let done = done.clone();
+        let needle = run_dir.to_string_lossy().into_owned();
+        std::thread::spawn(move || -> Option<Vec<u32>> {
+            while !done.load(Ordering::Relaxed) {
+                for p in std::fs::read_dir("/proc").unwrap().flatten() {
+                    let cmdline = std::fs::read(p.path().join("cmdline")).unwrap_or_default();
+                    if !String::from_utf8_lossy(&cmdline).contains(&needle) {
+                        continue;
+                    }
+                    let Ok(tasks) = std::fs::read_dir(p.path().join("task")) else {
+                        continue;
+                    };
+                    for t in tasks.flatten() {
+                        let comm =
+                            std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+                        if comm.starts_with("CPU 0/") {
+                            let tid: i32 = t.file_name().to_string_lossy().parse().unwrap();
+                            // wait until the guest is well into its run
+                            std::thread::sleep(Duration::from_secs(2));
+                            if let Ok(a) = isolab_vm::get_affinity(tid) {
+                                return Some(a);
+                            }
+                        }
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            None
+        })
+    };
+    let r = run(
+        &c,
+        &GuestCommand::new(["sleep", "3"], Duration::from_secs(60)),
+        None,
+        &|| false,
+    );
+    done.store(true, Ordering::Relaxed);
+    let r = r.unwrap();
+    report("pinned", &r);
+    assert_eq!(r.exit_status, 0);
+    assert_eq!(r.pinned.len(), 1);
+    assert_eq!((r.pinned[0].vcpu, r.pinned[0].host_cpu), (0, 1));
+    assert_eq!(
+        watcher.join().unwrap(),
+        Some(vec![1]),
+        "vCPU thread affinity while running"
+    );
+    assert_nothing_left(&run_dir);
+}
+
+#[test]
+fn vm_plus_isolab_runs_the_runtime_in_the_guest() {
+    let Some(s) = setup() else { return };
+    let runtime = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/debug/isolab-runtime");
+    if !runtime.is_file() {
+        eprintln!(
+            "skipped: {} missing (cargo build -p isolab-runtime)",
+            runtime.display()
+        );
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let w = tmp.path().join("w");
+    std::fs::create_dir(&w).unwrap();
+    let c = config(s, &w);
+    let report_file = w.join(".isolab-runtime.json");
+    let mut cmd = GuestCommand::new(
+        [
+            "sh",
+            "-c",
+            "cat /proc/self/cgroup; pwd; echo hi > from-container",
+        ],
+        Duration::from_secs(120),
+    );
+    cmd.inner = Some(InnerContainer {
+        runtime,
+        flags: vec![
+            "--cpus".into(),
+            "0.5".into(),
+            "--report".into(),
+            report_file.to_string_lossy().into_owned(),
+        ],
+        image: None,
+    });
+    let r = run(&c, &cmd, None, &|| false).unwrap();
+    report("vm+isolab", &r);
+    assert_eq!(
+        r.exit_status, 0,
+        "stdout:\n{}\nstderr:\n{}",
+        r.stdout, r.stderr
+    );
+    assert!(r.stdout.contains("0::/"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains(&w.to_string_lossy().into_owned()),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.join("from-container")).unwrap(),
+        "hi\n"
+    );
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&report_file).expect("runtime report")).unwrap();
+    eprintln!("runtime report: {report}");
+    assert_eq!(report["status"], 0, "{report}");
+    assert!(
+        report["cgroup"].as_str().unwrap().starts_with("isolab/"),
+        "{report}"
+    );
+    assert!(
+        !report["limits"]["cpu"].is_null(),
+        "--cpus 0.5 applied: {report}"
+    );
+    assert_nothing_left(&c.run_dir);
+}
+
+#[test]
+fn scratch_disk_holds_the_workdir_and_is_copied_back() {
+    let Some(s) = setup() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let w = tmp.path().join("w");
+    std::fs::create_dir(&w).unwrap();
+    std::fs::write(w.join("input"), "in\n").unwrap();
+    let mut c = config(s, &w);
+    c.scratch_disk = Some(isolab_cgroups::Bytes::mib(256));
+    let cmd = GuestCommand::new(
+        [
+            "sh",
+            "-c",
+            "cat input; stat -f -c %T .; grep \" $PWD \" /proc/mounts; echo out > output",
+        ],
+        Duration::from_secs(60),
+    );
+    let r = run(&c, &cmd, None, &|| false).unwrap();
+    report("scratch", &r);
+    assert_eq!(r.exit_status, 0, "{}", r.stderr);
+    assert!(r.stdout.starts_with("in\n"), "{}", r.stdout);
+    assert!(r.stdout.contains("/dev/vdb"), "{}", r.stdout);
+    assert!(r.stdout.contains(" ext4 "), "{}", r.stdout);
+    assert_eq!(std::fs::read_to_string(w.join("output")).unwrap(), "out\n");
+    assert_nothing_left(&c.run_dir);
+}
+
+#[test]
+fn boot_timeout_reports_the_console_and_cleans_up() {
+    let Some(s) = setup() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let w = tmp.path().join("w");
+    std::fs::create_dir(&w).unwrap();
+    let mut c = config(s, &w);
+    c.boot_timeout = Duration::from_millis(1500);
+    let e = run(
+        &c,
+        &GuestCommand::new(["true"], Duration::from_secs(60)),
+        None,
+        &|| false,
+    )
+    .unwrap_err();
+    assert!(matches!(e, VmError::BootTimeout { .. }), "{e}");
+    assert!(e.to_string().contains("did not come up within 1.5s"), "{e}");
+    assert_nothing_left(&c.run_dir);
+}
+
+#[test]
+fn stop_kills_the_vm_and_leaves_nothing() {
+    let Some(s) = setup() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let w = tmp.path().join("w");
+    std::fs::create_dir(&w).unwrap();
+    let c = config(s, &w);
+    let start = Instant::now();
+    let stop = move || start.elapsed() > Duration::from_secs(3);
+    let e = run(
+        &c,
+        &GuestCommand::new(["sleep", "600"], Duration::from_secs(600)),
+        None,
+        &stop,
+    )
+    .unwrap_err();
+    assert!(matches!(e, VmError::Interrupted), "{e}");
+    assert!(start.elapsed() < Duration::from_secs(10));
+    assert_nothing_left(&c.run_dir);
+    // the accelerator under test is labelled
+    assert!(matches!(s.accel.accel, Accel::Kvm | Accel::Tcg));
+}
