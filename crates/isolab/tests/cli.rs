@@ -871,3 +871,230 @@ fn concurrent_instances_in_containers_add_up_and_leave_nothing() {
     // Three containers of one run shared their parents, also in the devices hierarchy.
     guard.assert_nothing_leaked("cgroups left");
 }
+
+/// The program each engine platform needs, to skip (with the reason printed) where
+/// an engine is not installed.
+fn engine_installed(program: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|paths| {
+        std::env::split_paths(&paths)
+            .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
+            .any(|d| d.join(program).is_file())
+    })
+}
+
+/// iptables rules and ip_forward: what starting and stopping dockerd must leave as it was.
+fn host_net_state() -> (String, String) {
+    let rules = std::process::Command::new("iptables-save")
+        .output()
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .filter(|l| l.starts_with('-') || l.starts_with(':'))
+                .map(|l| l.split(" [").next().unwrap_or(l).to_owned())
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default();
+    let forward = std::fs::read_to_string("/proc/sys/net/ipv4/ip_forward").unwrap_or_default();
+    (rules, forward)
+}
+
+#[test]
+fn every_engine_runs_sysbench_with_quota_and_pinned_limits_read_back() {
+    let Some(guard) = CgroupTest::start() else {
+        return;
+    };
+    let mut platforms = Vec::new();
+    for (platform, program) in [
+        ("runc", "runc"),
+        ("crun", "crun"),
+        ("lxc", "lxc-execute"),
+        ("docker", "dockerd"),
+        ("podman", "podman"),
+    ] {
+        if engine_installed(program) {
+            platforms.push(format!("\"{platform}\""));
+        } else {
+            eprintln!("skipped platform {platform}: `{program}` is not installed (scripts/setup.sh installs it)");
+        }
+    }
+    if platforms.is_empty() {
+        return;
+    }
+    if !std::path::Path::new(IMAGE).join("bin/sh").exists() {
+        eprintln!("skipped: no bench image at {IMAGE} (make image)");
+        return;
+    }
+    let dockerd_before = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            std::fs::read_to_string(e.path().join("comm")).is_ok_and(|c| c.trim() == "dockerd")
+        })
+        .count();
+    let net_before = host_net_state();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("e.db");
+    let spec = write_spec(
+        dir.path(),
+        "engines.toml",
+        &format!(
+            "[experiment]\nname = \"engines\"\nseed = 8\nrepetitions = {{ warmup = 0, min = 2, max = 2, target_cv = 0.5 }}\nduration = \"1s\"\n\n[matrix]\nplatform = [{}]\nshape = [\"medium\"]\nplacement = [\"quota\", \"pinned\"]\nworkload = [\"sysbench-cpu\"]\n",
+            platforms.join(", ")
+        ),
+    );
+    let out = run(isolab()
+        .arg("--db")
+        .arg(&db)
+        .args(["run", "--no-report", "--workdir"])
+        .arg(dir.path().join("work"))
+        .arg(&spec));
+    assert!(
+        out.status.success(),
+        "stdout {}\nstderr {}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let store = isolab_store::Store::open(&db).unwrap();
+    let id = store.resolve("engines").unwrap();
+    let cells = store.cells(id).unwrap();
+    let runs = store.runs(id).unwrap();
+    assert_eq!(runs.len(), platforms.len() * 2 * 2);
+    for run in &runs {
+        let cell = cells.iter().find(|c| c.id == run.cell).unwrap();
+        assert!(run.is_counted(), "{}: {:?}", cell.key, run.error);
+        let applied = &run.limits["applied"];
+        if cell.key.contains("placement=pinned") {
+            // Read back from the engine's own cgroup below the run's instance.
+            assert_eq!(applied["cpuset"], "1", "{}: {applied}", cell.key);
+        } else {
+            assert_eq!(
+                applied["cpu"]["quota"]["secs"], 0,
+                "{}: {applied}",
+                cell.key
+            );
+            assert!(!applied["cpu"].is_null(), "{}: {applied}", cell.key);
+        }
+        assert!(!applied["memory_max"].is_null(), "{}: {applied}", cell.key);
+    }
+    let env = store.environment(id).unwrap();
+    for p in &platforms {
+        let p = p.trim_matches('"');
+        assert!(
+            env.iter().any(|(k, _)| k == &format!("engine.{p}")),
+            "no version of {p} in {env:?}"
+        );
+        assert!(
+            env.iter()
+                .any(|(k, v)| k == &format!("engine.{p}.image_digest") && !v.is_empty()),
+            "no image digest for {p}"
+        );
+    }
+    guard.assert_nothing_leaked("cgroups left");
+    // A dockerd isolab started is gone again, with the host's network as it was.
+    let dockerd_after = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            std::fs::read_to_string(e.path().join("comm")).is_ok_and(|c| c.trim() == "dockerd")
+        })
+        .count();
+    assert_eq!(dockerd_after, dockerd_before, "dockerd left running");
+    if dockerd_before == 0 {
+        assert_eq!(
+            host_net_state(),
+            net_before,
+            "iptables or ip_forward changed"
+        );
+    }
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(
+        !mounts.contains("/run/isolab/oci/") && !mounts.contains("/run/isolab/lxc/"),
+        "engine mounts left"
+    );
+}
+
+#[test]
+fn vm_platforms_run_sysbench_in_a_labelled_tcg_guest() {
+    let Some(guard) = CgroupTest::start() else {
+        return;
+    };
+    if !engine_installed("qemu-system-x86_64") {
+        eprintln!("skipped: qemu-system-x86_64 is not installed (scripts/setup.sh installs it)");
+        return;
+    }
+    if !std::path::Path::new(IMAGE).join("bin/sh").exists() {
+        eprintln!("skipped: no bench image at {IMAGE} (make image)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("v.db");
+    let spec = write_spec(
+        dir.path(),
+        "vm.toml",
+        "[experiment]\nname = \"vms\"\nseed = 9\nrepetitions = { warmup = 0, min = 2, max = 2, target_cv = 0.5 }\nduration = \"1s\"\n\n[matrix]\nplatform = [\"vm(tcg)\", \"vm(tcg)+isolab\"]\nshape = [\"medium\"]\nplacement = [\"pinned\"]\nworkload = [\"sysbench-cpu\"]\n",
+    );
+    let out = run(isolab()
+        .arg("--db")
+        .arg(&db)
+        .args(["run", "--no-report", "--workdir"])
+        .arg(dir.path().join("work"))
+        .arg(&spec));
+    let stdout = text(&out.stdout);
+    assert!(
+        out.status.success(),
+        "stdout {stdout}\nstderr {}",
+        text(&out.stderr)
+    );
+    assert!(stdout.contains("vm(tcg)+isolab"), "{stdout}");
+    let store = isolab_store::Store::open(&db).unwrap();
+    let id = store.resolve("vms").unwrap();
+    let cells = store.cells(id).unwrap();
+    for run in store.runs(id).unwrap() {
+        let cell = cells.iter().find(|c| c.id == run.cell).unwrap();
+        assert!(run.is_counted(), "{}: {:?}", cell.key, run.error);
+        assert!(
+            run.notes
+                .iter()
+                .any(|n| n.starts_with("vm(tcg): QEMU's software emulation")),
+            "{}: {:?}",
+            cell.key,
+            run.notes
+        );
+        assert!(
+            run.notes.iter().any(|n| n.contains("vCPU 0 → cpu 1")),
+            "{}: {:?}",
+            cell.key,
+            run.notes
+        );
+        assert_eq!(run.limits["applied"]["cpuset"], "1", "{}", cell.key);
+        let t = |name: &str| {
+            run.telemetry
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| *v)
+        };
+        assert!(t("vm_boot_s").is_some_and(|b| b > 0.0), "{}", cell.key);
+        if cell.key.contains("+isolab") {
+            // The runtime's report came back from the guest: its phases and counters.
+            assert!(t("runtime_exec_s").is_some(), "{}", cell.key);
+        }
+    }
+    let env = store.environment(id).unwrap();
+    assert!(
+        env.iter().any(|(k, v)| k == "vm.accel" && v == "tcg"),
+        "{env:?}"
+    );
+    guard.assert_nothing_leaked("cgroups left");
+    let qemu_left = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|e| {
+            std::fs::read_to_string(e.path().join("comm"))
+                .is_ok_and(|c| c.trim().starts_with("qemu-system"))
+        });
+    assert!(!qemu_left, "a QEMU process is left");
+}
