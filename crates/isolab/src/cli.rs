@@ -59,6 +59,27 @@ pub enum Command {
     /// state under /run/isolab), and the network namespaces of killed runs'
     /// neighbours. Idempotent; leaves live ones alone.
     Gc(GcArgs),
+    /// Benchmark container start-up: start→exit latency of `true` in isolab-runtime
+    /// and in each engine (same image, network none, one parent cgroup), interleaved
+    /// in one run, with the ratios isolab-runtime / engine and bootstrap CIs.
+    BenchStart(BenchStartArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct BenchStartArgs {
+    /// Measured runs per engine (after 3 warm-up rounds).
+    #[arg(long, default_value_t = 50)]
+    pub runs: usize,
+    /// The image every engine runs.
+    #[arg(long, default_value = "/var/lib/isolab/images/bench")]
+    pub image: std::path::PathBuf,
+    /// Engines to compare with isolab-runtime.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "crun,runc,lxc,podman,docker"
+    )]
+    pub engines: Vec<String>,
 }
 
 #[derive(Debug, clap::Args)]

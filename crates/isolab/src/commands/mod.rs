@@ -1,5 +1,6 @@
 //! One file per subcommand; this module dispatches and maps errors to exit codes.
 
+mod bench;
 mod calibrate;
 mod check;
 mod compare;
@@ -37,6 +38,7 @@ pub fn dispatch(cli: Cli) -> Result<Exit> {
     let db = cli.db;
     match cli.command {
         Command::Run(args) => run::run(&db, args),
+        Command::BenchStart(args) => bench::bench_start(args),
         Command::Check(args) => check::check(args),
         Command::List(args) => list::list(&db, args),
         Command::Show(args) => show::show(&db, args),

@@ -1,0 +1,222 @@
+//! `isolab bench-start`: start-to-exit latency of `true` in a container, per engine,
+//! interleaved in one run, printed with ratios against isolab-runtime.
+//!
+//! Every engine runs the same command on the same image with network `none` and no
+//! limits, its container's cgroup below one parent cgroup. What is timed is what a
+//! user of the engine waits for: preparing the container (isolab's drivers mount
+//! the overlay and write the bundle or configuration for runc, crun and LXC;
+//! isolab-runtime and the daemons do that inside their own command) and running
+//! its foreground command until it exits. Removing the container afterwards is not
+//! timed (`docker run --rm` and `podman run --rm` remove it inside their command,
+//! so their numbers include it: they are upper bounds).
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use isolab_cgroups::Cgroup;
+use isolab_engines::{Engine, NetworkMode, RunRequest};
+use isolab_stats::{bootstrap_ratio_ci, percentile, Direction, Sample};
+
+use super::Exit;
+use crate::cli::BenchStartArgs;
+use crate::host;
+
+/// One engine under test.
+enum Subject {
+    Runtime(PathBuf),
+    Driver(Box<dyn Engine>),
+}
+
+pub fn bench_start(args: BenchStartArgs) -> Result<Exit> {
+    if args.runs < 5 {
+        bail!("--runs must be at least 5, got {}", args.runs);
+    }
+    let hierarchy = host::hierarchy()?;
+    let parent_rel = PathBuf::from(format!("isolab/bench-start-pid{}", std::process::id()));
+    let parent = Cgroup::create(&hierarchy, &parent_rel)
+        .with_context(|| format!("creating cgroup {}", parent_rel.display()))?;
+    let result = measure(&args, &parent, &parent_rel);
+    let removed = parent.remove();
+    let exit = result?;
+    removed.context("removing the benchmark's cgroup")?;
+    Ok(exit)
+}
+
+fn measure(args: &BenchStartArgs, parent: &Cgroup, parent_rel: &std::path::Path) -> Result<Exit> {
+    use isolab_engines::{docker, lxc, oci, podman};
+    let mut subjects: Vec<(String, Subject)> = vec![(
+        "isolab-runtime".into(),
+        Subject::Runtime(isolab_lab::platform::IsolabConfig::discover().program),
+    )];
+    for name in &args.engines {
+        let driver: Box<dyn Engine> = match name.as_str() {
+            "docker" => Box::new(docker::Docker::new()),
+            "podman" => Box::new(podman::Podman::new(podman::OciRuntime::Crun, true)),
+            "runc" => Box::new(oci::OciEngine::new(oci::OciKind::Runc)),
+            "crun" => {
+                let mut e = oci::OciEngine::new(oci::OciKind::Crun);
+                e.allow_host_fixes = true;
+                Box::new(e)
+            }
+            "lxc" => Box::new(lxc::Lxc::new()),
+            other => bail!("unknown engine `{other}`: expected docker, podman, runc, crun or lxc"),
+        };
+        subjects.push((name.clone(), Subject::Driver(driver)));
+    }
+    let workdir = tempfile_dir()?;
+    let mut prepared = Vec::new();
+    let mut ready: Vec<(String, Subject)> = Vec::new();
+    for (name, subject) in subjects {
+        if let Subject::Driver(d) = &subject {
+            if let Err(e) = d.ensure_ready() {
+                println!("{name:15} skipped: {e}");
+                continue;
+            }
+            let image = d
+                .prepare_image(&args.image)
+                .with_context(|| format!("{name}: importing {}", args.image.display()))?;
+            println!(
+                "{name:15} {} (image {})",
+                d.version().unwrap_or_default(),
+                image.digest
+            );
+            prepared.push(Some(image));
+        } else {
+            prepared.push(None);
+        }
+        ready.push((name, subject));
+    }
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); ready.len()];
+    let total = args.runs + 3;
+    for round in 0..total {
+        for (i, (name, subject)) in ready.iter().enumerate() {
+            let id = format!("isolab-bench-{}-{i}-{round}", std::process::id());
+            let request = RunRequest {
+                id: id.clone(),
+                argv: vec!["true".into()],
+                workdir: workdir.clone(),
+                network: NetworkMode::None,
+                limits: isolab_cgroups::Limits::default(),
+                cgroup_parent: parent_rel.to_path_buf(),
+                env: Vec::new(),
+            };
+            let started = Instant::now();
+            let argv = match (subject, &prepared[i]) {
+                (Subject::Runtime(rt), _) => vec![
+                    rt.display().to_string(),
+                    "run".into(),
+                    "--id".into(),
+                    id.clone(),
+                    "--rootfs-type".into(),
+                    "overlay".into(),
+                    "--cgroup-parent".into(),
+                    parent_rel.display().to_string(),
+                    "--network".into(),
+                    "none".into(),
+                    args.image.display().to_string(),
+                    "--".into(),
+                    "true".into(),
+                ],
+                (Subject::Driver(d), Some(image)) => d
+                    .run_command(&request, image)
+                    .with_context(|| format!("{name}: preparing a container"))?,
+                (Subject::Driver(_), None) => unreachable_prepared(name)?,
+            };
+            let attacher = parent.attacher()?;
+            let status = spawn_in(&argv, attacher)?;
+            let elapsed = started.elapsed();
+            if let Subject::Driver(d) = subject {
+                d.remove(&request)
+                    .with_context(|| format!("{name}: removing container {id}"))?;
+            }
+            if !status {
+                bail!("{name}: `{}` failed", argv.join(" "));
+            }
+            if round >= 3 {
+                times[i].push(elapsed.as_secs_f64() * 1000.0);
+            }
+        }
+    }
+    for (_, subject) in &ready {
+        if let Subject::Driver(d) = subject {
+            if let Err(e) = d.shutdown() {
+                eprintln!("warning: {e}");
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&workdir);
+    println!();
+    println!(
+        "start→exit of `true`, N={} each, interleaved (after 3 warm-up rounds), network none, no limits; ms",
+        args.runs
+    );
+    println!(
+        "{:15} {:>8} {:>8} {:>8} {:>8}   isolab-runtime / engine (means) [95% bootstrap CI]",
+        "engine", "median", "p5", "p95", "mean"
+    );
+    let ours = Sample::new(times[0].clone()).context("no measurements of isolab-runtime")?;
+    for (i, (name, _)) in ready.iter().enumerate() {
+        let t = &times[i];
+        let q = |p: f64| percentile(t, p).unwrap_or(f64::NAN);
+        let mean = t.iter().sum::<f64>() / t.len().max(1) as f64;
+        let ratio = if i == 0 {
+            String::new()
+        } else {
+            let theirs = Sample::new(t.clone()).context("no measurements")?;
+            match bootstrap_ratio_ci(&theirs, &ours, Direction::Lower, 0.95, 2000, 1) {
+                Some(ci) => format!(
+                    "{:.2}× [{:.2}, {:.2}]",
+                    mean_of(&times[0]) / mean,
+                    ci.low,
+                    ci.high
+                ),
+                None => "-".into(),
+            }
+        };
+        println!(
+            "{name:15} {:>8.1} {:>8.1} {:>8.1} {:>8.1}   {ratio}",
+            q(50.0),
+            q(5.0),
+            q(95.0),
+            mean
+        );
+    }
+    Ok(Exit::Success)
+}
+
+fn mean_of(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len().max(1) as f64
+}
+
+fn unreachable_prepared(name: &str) -> Result<Vec<String>> {
+    bail!("{name}: the image was not prepared")
+}
+
+fn tempfile_dir() -> Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("isolab-bench-start-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    Ok(dir)
+}
+
+/// Runs `argv` in the benchmark's cgroup, output discarded; whether it exited 0.
+fn spawn_in(argv: &[String], attacher: isolab_cgroups::Attacher) -> Result<bool> {
+    use std::os::unix::process::CommandExt;
+    let (program, rest) = argv.split_first().context("empty command")?;
+    let mut command = Command::new(program);
+    command
+        .args(rest)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    // SAFETY: attach_self only writes this process's pid to the cgroup's procs
+    // files with async-signal-safe calls, which is allowed between fork and exec.
+    unsafe {
+        command.pre_exec(move || attacher.attach_self());
+    }
+    let status = command
+        .status()
+        .with_context(|| format!("starting {program}"))?;
+    Ok(status.success())
+}
