@@ -310,7 +310,7 @@ pub(crate) fn execute(
                 vm_error(format!(
                     "isolab-runtime in the guest left no readable report {}: {e}; its stderr: {}",
                     report_path.display(),
-                    run.stderr.chars().rev().take(2000).collect::<String>().chars().rev().collect::<String>()
+                    isolab_engines::tool::tail(&run.stderr, 2000)
                 ))
             })?;
             if let Some(message) = report.error {
