@@ -676,6 +676,41 @@ fn a_short_isolation_experiment_measures_degradation_and_leaves_nothing() {
     assert!(namespaces.is_empty(), "namespaces left: {namespaces:?}");
 }
 
+/// Writes `body` as a spec in `dir`, runs it into `dir/x.db` (working directories
+/// under `dir/work`), asserts it succeeded, and returns its stdout, the store and the
+/// experiment named `name`.
+fn run_experiment(
+    dir: &Path,
+    body: &str,
+    name: &str,
+) -> (String, isolab_store::Store, isolab_store::ExperimentId) {
+    let db = dir.join("x.db");
+    let spec = write_spec(dir, &format!("{name}.toml"), body);
+    let out = run(isolab()
+        .arg("--db")
+        .arg(&db)
+        .args(["run", "--no-report", "--workdir"])
+        .arg(dir.join("work"))
+        .arg(&spec));
+    let stdout = text(&out.stdout);
+    assert!(
+        out.status.success(),
+        "stdout {stdout}\nstderr {}",
+        text(&out.stderr)
+    );
+    let store = isolab_store::Store::open(&db).unwrap();
+    let id = store.resolve(name).unwrap();
+    (stdout, store, id)
+}
+
+/// A run's telemetry value `name`.
+fn telemetry(run: &isolab_store::RunRecord, name: &str) -> Option<f64> {
+    run.telemetry
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| *v)
+}
+
 const RESERVATIONS: &str = r#"[experiment]
 name = "reservations"
 seed = 6
@@ -698,34 +733,14 @@ fn io_and_net_reservations_throttle_the_neighbours_and_network_targets_are_check
     };
     let namespaces_before = neighbour_namespaces();
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("r.db");
-    let spec = write_spec(dir.path(), "reservations.toml", RESERVATIONS);
-    let out = run(isolab()
-        .arg("--db")
-        .arg(&db)
-        .args(["run", "--no-report", "--workdir"])
-        .arg(dir.path().join("work"))
-        .arg(&spec));
-    assert!(
-        out.status.success(),
-        "stdout {}\nstderr {}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
-    let store = isolab_store::Store::open(&db).unwrap();
-    let id = store.resolve("reservations").unwrap();
+    let (_, store, id) = run_experiment(dir.path(), RESERVATIONS, "reservations");
     let cells = store.cells(id).unwrap();
     let runs = store.runs(id).unwrap();
     assert_eq!(runs.len(), 4 * 2);
     for run in &runs {
         let cell = cells.iter().find(|c| c.id == run.cell).unwrap();
         assert!(run.is_counted(), "{}: {:?}", cell.key, run.error);
-        let t = |name: &str| {
-            run.telemetry
-                .iter()
-                .find(|(n, _)| n == name)
-                .map(|(_, v)| *v)
-        };
+        let t = |name: &str| telemetry(run, name);
         if cell.key.contains("disk*2") {
             // Each of the two fio neighbours is held to its read and write IOPS
             // (32 KiB each): what they did stays within the throttle.
@@ -786,32 +801,12 @@ fn neighbours_of_a_container_run_in_containers_and_leave_nothing() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("n.db");
-    let spec = write_spec(dir.path(), "contained.toml", CONTAINED_NEIGHBOURS);
-    let out = run(isolab()
-        .arg("--db")
-        .arg(&db)
-        .args(["run", "--no-report", "--workdir"])
-        .arg(dir.path().join("work"))
-        .arg(&spec));
-    assert!(
-        out.status.success(),
-        "stdout {}\nstderr {}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
-    let store = isolab_store::Store::open(&db).unwrap();
-    let id = store.resolve("contained").unwrap();
+    let (_, store, id) = run_experiment(dir.path(), CONTAINED_NEIGHBOURS, "contained");
     let cells = store.cells(id).unwrap();
     for run in store.runs(id).unwrap() {
         let cell = cells.iter().find(|c| c.id == run.cell).unwrap();
         assert!(run.is_counted(), "{}: {:?}", cell.key, run.error);
-        let t = |name: &str| {
-            run.telemetry
-                .iter()
-                .find(|(n, _)| n == name)
-                .map(|(_, v)| *v)
-        };
+        let t = |name: &str| telemetry(&run, name);
         if cell.key.contains("neighbour=none") {
             continue;
         }
@@ -948,29 +943,11 @@ fn every_engine_runs_sysbench_with_quota_and_pinned_limits_read_back() {
         .count();
     let net_before = host_net_state();
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("e.db");
-    let spec = write_spec(
-        dir.path(),
-        "engines.toml",
-        &format!(
+    let body = format!(
             "[experiment]\nname = \"engines\"\nseed = 8\nrepetitions = {{ warmup = 0, min = 2, max = 2, target_cv = 0.5 }}\nduration = \"1s\"\n\n[matrix]\nplatform = [{}]\nshape = [\"medium\"]\nplacement = [\"quota\", \"pinned\"]\nworkload = [\"sysbench-cpu\"]\n",
             platforms.join(", ")
-        ),
-    );
-    let out = run(isolab()
-        .arg("--db")
-        .arg(&db)
-        .args(["run", "--no-report", "--workdir"])
-        .arg(dir.path().join("work"))
-        .arg(&spec));
-    assert!(
-        out.status.success(),
-        "stdout {}\nstderr {}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
-    let store = isolab_store::Store::open(&db).unwrap();
-    let id = store.resolve("engines").unwrap();
+        );
+    let (_, store, id) = run_experiment(dir.path(), &body, "engines");
     let cells = store.cells(id).unwrap();
     let runs = store.runs(id).unwrap();
     assert_eq!(runs.len(), platforms.len() * 2 * 2);
@@ -1043,27 +1020,12 @@ fn vm_platforms_run_sysbench_in_a_labelled_tcg_guest() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("v.db");
-    let spec = write_spec(
+    let (stdout, store, id) = run_experiment(
         dir.path(),
-        "vm.toml",
         "[experiment]\nname = \"vms\"\nseed = 9\nrepetitions = { warmup = 0, min = 2, max = 2, target_cv = 0.5 }\nduration = \"1s\"\n\n[matrix]\nplatform = [\"vm(tcg)\", \"vm(tcg)+isolab\"]\nshape = [\"medium\"]\nplacement = [\"pinned\"]\nworkload = [\"sysbench-cpu\"]\n",
-    );
-    let out = run(isolab()
-        .arg("--db")
-        .arg(&db)
-        .args(["run", "--no-report", "--workdir"])
-        .arg(dir.path().join("work"))
-        .arg(&spec));
-    let stdout = text(&out.stdout);
-    assert!(
-        out.status.success(),
-        "stdout {stdout}\nstderr {}",
-        text(&out.stderr)
+        "vms",
     );
     assert!(stdout.contains("vm(tcg)+isolab"), "{stdout}");
-    let store = isolab_store::Store::open(&db).unwrap();
-    let id = store.resolve("vms").unwrap();
     let cells = store.cells(id).unwrap();
     for run in store.runs(id).unwrap() {
         let cell = cells.iter().find(|c| c.id == run.cell).unwrap();
