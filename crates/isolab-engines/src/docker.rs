@@ -1448,6 +1448,18 @@ impl Engine for Docker {
     }
 
     fn gc(&self, prefix: &str) -> Result<Vec<String>, EngineError> {
+        // Listing must not start a daemon: with none answering, no container of a
+        // dead experiment runs (they are all `--rm`).
+        if lock(&self.conn).is_none() {
+            let found = match self.connect(&self.config.system_socket, false)? {
+                Some(c) => Some(c),
+                None => self.connect(&self.config.socket(), true)?,
+            };
+            match found {
+                Some(c) => *lock(&self.conn) = Some(c),
+                None => return Ok(Vec::new()),
+            }
+        }
         let cmd = self.docker([
             "ps".to_string(),
             "-a".into(),

@@ -141,11 +141,13 @@ impl EnginePlatform {
 
     /// Removes containers of dead experiments.
     pub(crate) fn gc(&self, prefix: &str) -> Result<Vec<String>, PlatformError> {
-        // Listing may start the engine's daemon: shutdown stops it again.
+        // Listing may connect to a daemon isolab started earlier: shutdown stops it.
         self.touched.store(true, Ordering::Release);
-        self.engine
-            .gc(prefix)
-            .map_err(|e| engine_error(self.engine.name(), e))
+        match self.engine.gc(prefix) {
+            // An engine that is not installed ran no container.
+            Err(isolab_engines::EngineError::Missing { .. }) => Ok(Vec::new()),
+            other => other.map_err(|e| engine_error(self.engine.name(), e)),
+        }
     }
 
     /// Undoes what [`Self::ready`] or [`Self::gc`] started (a daemon, a host fix).
