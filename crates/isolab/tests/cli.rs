@@ -745,7 +745,8 @@ fn io_and_net_reservations_throttle_the_neighbours_and_network_targets_are_check
             // Each of the two fio neighbours is held to its read and write IOPS
             // (32 KiB each): what they did stays within the throttle.
             let limit = t("neighbour_read_iops_limit").expect("io throttle");
-            let wall = t("wall_s").unwrap();
+            // The neighbours run for their 1 s settle time and the subject's wall.
+            let wall = t("wall_s").unwrap() + 1.0;
             let read = t("neighbours_io_read_bytes").unwrap_or(0.0);
             let iops = read / 32768.0 / wall;
             eprintln!(
