@@ -175,10 +175,12 @@ impl DockerConfig {
 /// What isolab recorded before starting a daemon, to undo its network changes.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct HostNetSnapshot {
-    /// `iptables-save` output (empty when not installed).
-    pub iptables: String,
-    /// `ip6tables-save` output (empty when not installed).
-    pub ip6tables: String,
+    /// `iptables-save` output; `None` when the tool is missing or failed. An empty
+    /// string is a host with no rules at all (a fresh nf_tables host): everything
+    /// the engine adds is then undone.
+    pub iptables: Option<String>,
+    /// `ip6tables-save` output, as `iptables`.
+    pub ip6tables: Option<String>,
     /// The content of `/proc/sys/net/ipv4/ip_forward` (`0` or `1`).
     pub ip_forward: String,
     /// The bridge the engine uses (`docker0`, `cni-podman0`).
@@ -233,10 +235,10 @@ impl HostNetSnapshot {
                 &self.ip6tables,
             ),
         ] {
-            if before.is_empty() {
+            let Some(before) = before else {
                 continue;
-            }
-            let now = save_rules(tools, save);
+            };
+            let now = save_rules(tools, save).unwrap_or_default();
             let plan = undo_plan(before, &now, &markers);
             if !plan.script.is_empty() {
                 let file = scratch.join(format!("{restore}.rules"));
@@ -263,7 +265,7 @@ impl HostNetSnapshot {
             if is_nf_tables(&now) {
                 if let Some(nft) = tools.which("nft") {
                     for table in &plan.new_tables {
-                        let after = save_rules(tools, save);
+                        let after = save_rules(tools, save).unwrap_or_default();
                         if table_is_default(&after, table) {
                             run_ok(
                                 tools,
@@ -315,13 +317,12 @@ impl HostNetSnapshot {
     }
 }
 
-fn save_rules(tools: &dyn Tools, save: &str) -> String {
-    let Some(bin) = tools.which(save) else {
-        return String::new();
-    };
+/// The output of `save` (`iptables-save`), `None` when it is missing or fails.
+fn save_rules(tools: &dyn Tools, save: &str) -> Option<String> {
+    let bin = tools.which(save)?;
     match tools.run(&[bin.display().to_string()]) {
-        Ok(out) if out.status == 0 => out.stdout,
-        _ => String::new(),
+        Ok(out) if out.status == 0 => Some(out.stdout),
+        _ => None,
     }
 }
 
@@ -2064,5 +2065,46 @@ pub(crate) mod tests {
         );
         // The filter table still has OTHER (not Docker's): it is not deleted.
         assert!(!calls.iter().any(|c| c.contains("nft delete table")));
+    }
+
+    #[test]
+    fn a_host_without_any_rule_gets_every_rule_of_docker_undone() {
+        // A fresh nf_tables host: iptables-save prints nothing at all. That is a
+        // snapshot of "no rules", not "no iptables".
+        let dir = tempfile::tempdir().unwrap();
+        let (proc, sys) = (dir.path().join("proc"), dir.path().join("sys"));
+        std::fs::create_dir_all(proc.join("sys/net/ipv4")).unwrap();
+        std::fs::write(proc.join("sys/net/ipv4/ip_forward"), "0\n").unwrap();
+        std::fs::create_dir_all(sys.join("class/net")).unwrap();
+        let fake = Fake::default();
+        fake.reply("/usr/bin/iptables-save", 0, "", "");
+        let snap = HostNetSnapshot::take(&fake, &proc, &sys, "docker0", &["DOCKER", "docker0"]);
+        assert_eq!(snap.iptables.as_deref(), Some(""));
+        lock(&fake.replies).clear();
+        fake.reply("/usr/bin/iptables-save", 0, AFTER, "");
+        let done = snap
+            .restore(ENGINE, &fake, &proc, &sys, dir.path())
+            .unwrap();
+        assert!(
+            fake.calls()
+                .iter()
+                .any(|c| c.starts_with("/usr/bin/iptables-restore --noflush ")),
+            "{done:?}"
+        );
+        assert!(done.iter().any(|d| d.starts_with("iptables-save: deleted")));
+
+        // No iptables-save at all: nothing is recorded and nothing is touched.
+        let missing = Fake {
+            missing: vec!["iptables-save".into(), "ip6tables-save".into()],
+            ..Fake::default()
+        };
+        let snap = HostNetSnapshot::take(&missing, &proc, &sys, "docker0", &["DOCKER"]);
+        assert_eq!(snap.iptables, None);
+        snap.restore(ENGINE, &missing, &proc, &sys, dir.path())
+            .unwrap();
+        assert!(!missing
+            .calls()
+            .iter()
+            .any(|c| c.contains("iptables-restore")));
     }
 }

@@ -695,12 +695,55 @@ fn run_experiment(
     let stdout = text(&out.stdout);
     assert!(
         out.status.success(),
-        "stdout {stdout}\nstderr {}",
-        text(&out.stderr)
+        "stdout {stdout}\nstderr {}\n{}",
+        text(&out.stderr),
+        failed_runs(&db, name)
     );
     let store = isolab_store::Store::open(&db).unwrap();
     let id = store.resolve(name).unwrap();
     (stdout, store, id)
+}
+
+/// Why each run of experiment `name` in `db` failed, with the tails of its logs (what
+/// a failed CI run needs to show).
+fn failed_runs(db: &Path, name: &str) -> String {
+    let Ok(store) = isolab_store::Store::open(db) else {
+        return "no store".into();
+    };
+    let Ok(id) = store.resolve(name) else {
+        return "no experiment".into();
+    };
+    let cells = store.cells(id).unwrap_or_default();
+    let mut out = String::new();
+    for run in store.runs(id).unwrap_or_default() {
+        if run.is_counted() || run.warmup {
+            continue;
+        }
+        let key = cells
+            .iter()
+            .find(|c| c.id == run.cell)
+            .map_or("?", |c| c.key.as_str());
+        let (o, e) = store.run_logs(run.id).unwrap_or_default();
+        let tail = |s: &str| {
+            s.chars()
+                .rev()
+                .take(1500)
+                .collect::<String>()
+                .chars()
+                .rev()
+                .collect::<String>()
+        };
+        out.push_str(&format!(
+            "failed run {key} r{}: {:?} exit {:?} notes {:?}\n  stdout …{}\n  stderr …{}\n",
+            run.repetition,
+            run.error,
+            run.exit_code,
+            run.notes,
+            tail(&o),
+            tail(&e)
+        ));
+    }
+    out
 }
 
 /// A run's telemetry value `name`.

@@ -20,7 +20,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -66,9 +66,12 @@ pub(crate) fn drivers() -> Vec<(super::PlatformKind, Box<dyn Engine>)> {
 pub(crate) struct EnginePlatform {
     engine: Box<dyn Engine>,
     ready: Mutex<Option<Result<String, String>>>,
-    /// Whether the engine was asked to do anything (a daemon may have been started
-    /// for it, even by `gc`), so that shutdown must run.
-    touched: AtomicBool,
+    /// When the engine was first asked to do anything (a daemon may have been
+    /// started for it, even by `gc`), so that shutdown must run: 0 = never, else its
+    /// place in the order of first use among all engines sharing `clock`.
+    touched: AtomicU64,
+    /// The order of first use, shared by the engines of one [`super::Platforms`].
+    clock: Arc<AtomicU64>,
     images: Mutex<HashMap<PathBuf, PreparedImage>>,
 }
 
@@ -88,11 +91,14 @@ fn engine_error(engine: &str, e: impl std::fmt::Display) -> PlatformError {
 }
 
 impl EnginePlatform {
-    pub(crate) fn new(engine: Box<dyn Engine>) -> EnginePlatform {
+    /// The engine `engine`; engines that share `clock` record the order of their
+    /// first use, so that they can be shut down in the reverse order.
+    pub(crate) fn new(engine: Box<dyn Engine>, clock: Arc<AtomicU64>) -> EnginePlatform {
         EnginePlatform {
             engine,
             ready: Mutex::new(None),
-            touched: AtomicBool::new(false),
+            touched: AtomicU64::new(0),
+            clock,
             images: Mutex::new(HashMap::new()),
         }
     }
@@ -105,7 +111,7 @@ impl EnginePlatform {
     /// Makes the engine ready once and returns its version (the same error on every
     /// call when it cannot be).
     pub(crate) fn ready(&self) -> Result<String, PlatformError> {
-        self.touched.store(true, Ordering::Release);
+        self.touch();
         let mut ready = self.ready.lock().unwrap_or_else(|e| e.into_inner());
         let state = ready.get_or_insert_with(|| {
             self.engine
@@ -142,7 +148,7 @@ impl EnginePlatform {
     /// Removes containers of dead experiments.
     pub(crate) fn gc(&self, prefix: &str) -> Result<Vec<String>, PlatformError> {
         // Listing may connect to a daemon isolab started earlier: shutdown stops it.
-        self.touched.store(true, Ordering::Release);
+        self.touch();
         match self.engine.gc(prefix) {
             // An engine that is not installed ran no container.
             Err(isolab_engines::EngineError::Missing { .. }) => Ok(Vec::new()),
@@ -150,15 +156,49 @@ impl EnginePlatform {
         }
     }
 
+    fn touch(&self) {
+        if self.touched.load(Ordering::Acquire) == 0 {
+            let order = self.clock.fetch_add(1, Ordering::AcqRel) + 1;
+            // Only the first use counts; a concurrent first use keeps the earlier one.
+            let _ = self
+                .touched
+                .compare_exchange(0, order, Ordering::AcqRel, Ordering::Acquire);
+        }
+    }
+
+    /// When this engine was first used (0: never), in the order shared by its
+    /// [`super::Platforms`]. Engines change the host on first use (dockerd's
+    /// iptables rules and `ip_forward`, Podman's snapshot of them, crun's hugetlb
+    /// hierarchy), each recording what it found, which may be another engine's
+    /// change: they must be shut down last-used-first.
+    pub(crate) fn first_used(&self) -> u64 {
+        self.touched.load(Ordering::Acquire)
+    }
+
     /// Undoes what [`Self::ready`] or [`Self::gc`] started (a daemon, a host fix).
     pub(crate) fn shutdown(&self) -> Result<(), PlatformError> {
-        if !self.touched.load(Ordering::Acquire) {
+        if self.first_used() == 0 {
             return Ok(());
         }
         self.engine
             .shutdown()
             .map_err(|e| engine_error(self.engine.name(), e))
     }
+}
+
+/// Shuts the engines down, the last used first: each one's record of the host
+/// (taken on first use) may hold the changes of the engines used before it, e.g.
+/// Podman's snapshot holds the `ip_forward` that dockerd turned on, so undoing in
+/// any other order would put an engine's change back. Returns the engines that
+/// failed, with their errors.
+pub(crate) fn shutdown_all<'a>(
+    engines: impl IntoIterator<Item = &'a EnginePlatform>,
+) -> Vec<(&'static str, PlatformError)> {
+    let mut used: Vec<&EnginePlatform> = engines.into_iter().collect();
+    used.sort_by_key(|e| std::cmp::Reverse(e.first_used()));
+    used.into_iter()
+        .filter_map(|e| e.shutdown().err().map(|err| (e.name(), err)))
+        .collect()
 }
 
 fn mode(network: Network) -> NetworkMode {
@@ -203,9 +243,25 @@ fn watch(hierarchy: Hierarchy, instance: PathBuf, stop: Arc<AtomicBool>) -> Watc
     };
     loop {
         let stopping = stop.load(Ordering::Acquire);
-        if seen.cgroup.is_none() {
-            if let Some(rel) = isolab_engines::find_container_cgroup(&mount, &instance) {
-                seen.cgroup = Some(rel.strip_prefix("/").unwrap_or(&rel).to_path_buf());
+        // Found again at every sample: an engine may hold its process in a cgroup of
+        // its own setup below the instance for a moment (LXC's monitor, runc's init)
+        // before the container's, deeper, cgroup exists. Once the container is gone
+        // nothing is found and the last one stands.
+        if let Some(rel) = isolab_engines::find_container_cgroup(&mount, &instance) {
+            let rel = rel.strip_prefix("/").unwrap_or(&rel).to_path_buf();
+            let deeper = seen
+                .cgroup
+                .as_ref()
+                .is_none_or(|c| rel.components().count() > c.components().count());
+            let emptied = seen.cgroup.as_ref().is_some_and(|c| {
+                std::fs::read_to_string(mount.join(c).join("cgroup.procs"))
+                    .map_or(true, |p| p.trim().is_empty())
+            });
+            if seen.cgroup.as_ref() != Some(&rel) && (deeper || emptied) {
+                // Readings of another cgroup are not this one's.
+                seen.limits = None;
+                seen.stats = None;
+                seen.cgroup = Some(rel);
             }
         }
         if let Some(rel) = &seen.cgroup {
@@ -400,6 +456,112 @@ pub(crate) fn execute(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An engine that only logs what is asked of it.
+    struct Logged(&'static str, Arc<Mutex<Vec<String>>>);
+
+    impl Engine for Logged {
+        fn name(&self) -> &'static str {
+            self.0
+        }
+        fn version(&self) -> Result<String, isolab_engines::EngineError> {
+            Ok("1".into())
+        }
+        fn ensure_ready(&self) -> Result<(), isolab_engines::EngineError> {
+            self.1.lock().unwrap().push(format!("ready {}", self.0));
+            Ok(())
+        }
+        fn prepare_image(&self, _: &Path) -> Result<PreparedImage, isolab_engines::EngineError> {
+            unreachable!("not used")
+        }
+        fn run_command(
+            &self,
+            _: &isolab_engines::RunRequest,
+            _: &PreparedImage,
+        ) -> Result<Vec<String>, isolab_engines::EngineError> {
+            unreachable!("not used")
+        }
+        fn remove(
+            &self,
+            _: &isolab_engines::RunRequest,
+        ) -> Result<(), isolab_engines::EngineError> {
+            Ok(())
+        }
+        fn host_address(&self, _: NetworkMode) -> Option<String> {
+            None
+        }
+        fn gc(&self, _: &str) -> Result<Vec<String>, isolab_engines::EngineError> {
+            Ok(Vec::new())
+        }
+        fn shutdown(&self) -> Result<(), isolab_engines::EngineError> {
+            self.1.lock().unwrap().push(format!("shutdown {}", self.0));
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn engines_are_shut_down_last_used_first_and_unused_ones_not_at_all() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let clock = Arc::new(AtomicU64::new(0));
+        let engines: Vec<EnginePlatform> = ["docker", "podman", "crun", "lxc"]
+            .into_iter()
+            .map(|n| EnginePlatform::new(Box::new(Logged(n, log.clone())), clock.clone()))
+            .collect();
+        // The spec's order: crun, docker, then podman; lxc is never used.
+        engines[2].ready().unwrap();
+        engines[0].ready().unwrap();
+        engines[1].gc("isolab-exp9-").unwrap();
+        engines[1].ready().unwrap();
+        engines[0].ready().unwrap();
+        assert!(shutdown_all(&engines).is_empty());
+        assert_eq!(
+            *log.lock().unwrap(),
+            [
+                "ready crun",
+                "ready docker",
+                "ready podman",
+                "shutdown podman",
+                "shutdown docker",
+                "shutdown crun"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_watcher_moves_from_an_engine_setup_cgroup_to_the_deeper_container() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_path_buf();
+        let h = Hierarchy::v2(&root);
+        // First only the engine's own cgroup holds a process, with no limit.
+        let setup = root.join("isolab/exp1/c0-r1/lxc-x");
+        std::fs::create_dir_all(&setup).unwrap();
+        std::fs::write(setup.join("cgroup.procs"), "7\n").unwrap();
+        std::fs::write(setup.join("cpu.max"), "max 100000\n").unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let watcher = {
+            let stop = stop.clone();
+            std::thread::spawn(move || watch(h, PathBuf::from("isolab/exp1/c0-r1"), stop))
+        };
+        std::thread::sleep(Duration::from_millis(200));
+        // Then the container's cgroup, deeper, with its limit.
+        let payload = setup.join("payload");
+        std::fs::create_dir_all(&payload).unwrap();
+        std::fs::write(payload.join("cpu.max"), "50000 100000\n").unwrap();
+        std::fs::write(payload.join("cgroup.procs"), "42\n").unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        // The container exits: the last reading stands.
+        std::fs::write(payload.join("cgroup.procs"), "").unwrap();
+        std::fs::write(setup.join("cgroup.procs"), "").unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        stop.store(true, Ordering::Release);
+        let seen = watcher.join().unwrap();
+        assert_eq!(
+            seen.cgroup,
+            Some(PathBuf::from("isolab/exp1/c0-r1/lxc-x/payload"))
+        );
+        let limits = seen.limits.unwrap().unwrap();
+        assert_eq!(limits.cpu.map(|c| c.quota), Some(Duration::from_millis(50)));
+    }
 
     #[test]
     fn container_ids_carry_the_gc_prefix() {

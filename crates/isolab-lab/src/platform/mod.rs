@@ -587,9 +587,10 @@ impl Platforms {
     /// The platforms, on `host`'s cgroups, with the runtime from `isolab` and the
     /// third-party engines' drivers (each made ready on first use only).
     pub fn new(host: HostPlatform, isolab: IsolabConfig) -> Platforms {
+        let clock = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
         let engines = engine::drivers()
             .into_iter()
-            .map(|(kind, driver)| (kind, engine::EnginePlatform::new(driver)))
+            .map(|(kind, driver)| (kind, engine::EnginePlatform::new(driver, clock.clone())))
             .collect();
         Platforms {
             host,
@@ -614,10 +615,8 @@ impl Platforms {
 impl Drop for Platforms {
     fn drop(&mut self) {
         // A daemon isolab started is stopped, and the host state it changed restored.
-        for (_, e) in &self.engines {
-            if let Err(err) = e.shutdown() {
-                eprintln!("warning: shutting down {}: {err}", e.name());
-            }
+        for (name, err) in engine::shutdown_all(self.engines.iter().map(|(_, e)| e)) {
+            eprintln!("warning: shutting down {name}: {err}");
         }
     }
 }
