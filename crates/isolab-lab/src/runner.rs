@@ -696,36 +696,36 @@ impl<'a> Runner<'a> {
         }
         let executions: Vec<Execution> = executions.into_iter().collect::<Result<_, _>>()?;
         let parse = |e: &Execution, job: &Job| {
-            isolab_workloads::parse(
-                w.parser,
-                &RunOutput {
-                    stdout: &e.stdout,
-                    stderr: &e.stderr,
-                    workdir: &job.workdir,
-                    wall: e.wall,
-                },
-            )
-            .map(|ms| {
-                ms.into_iter()
-                    .map(|m| MetricValue {
-                        name: m.name,
-                        unit: m.unit,
-                        direction: m.direction,
-                        value: m.value,
-                    })
-                    .collect::<Vec<_>>()
-            })
-            .map_err(|e| format!("cannot parse the output of {}: {e}", w.name))
+            isolab_workloads::parse(w.parser, &output(e, job))
+                .map(|ms| {
+                    ms.into_iter()
+                        .map(|m| MetricValue {
+                            name: m.name,
+                            unit: m.unit,
+                            direction: m.direction,
+                            value: m.value,
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .map_err(|e| format!("cannot parse the output of {}: {e}", w.name))
         };
+        // Each instance's measurement window: the span its tool measured its rates
+        // over, which ends when the instance exits (its start-up, seconds for a
+        // container among 128 starting at once, is not part of it).
+        let windows: Vec<(std::time::Instant, Duration)> = executions
+            .iter()
+            .zip(&jobs)
+            .map(|(e, job)| {
+                let measured = isolab_workloads::measured_time(w.parser, &output(e, job));
+                measurement_window(e.started, e.wall, measured)
+            })
+            .collect();
         let metrics = executions
             .iter()
             .zip(&jobs)
             .map(|(e, j)| parse(e, j))
             .collect::<Result<Vec<Vec<MetricValue>>, String>>()
-            .map(|per_instance| {
-                let spans: Vec<_> = executions.iter().map(|e| (e.started, e.wall)).collect();
-                aggregate_instances(&per_instance, &spans)
-            });
+            .map(|per_instance| aggregate_instances(&per_instance, &windows));
         let mut executions = executions.into_iter();
         let mut execution = executions.next().ok_or(PlatformError::Interrupted)?;
         let rest: Vec<Execution> = executions.collect();
@@ -734,17 +734,13 @@ impl<'a> Runner<'a> {
             // instance count, the longest wall time and every failure.
             let n = rest.len() + 1;
             execution.telemetry.push(("instances".into(), n as f64));
-            let spans: Vec<_> = std::iter::once(&execution)
-                .chain(&rest)
-                .map(|e| (e.started, e.wall))
-                .collect();
-            let overlap = instances_overlap(&spans);
+            let overlap = instances_overlap(&windows);
             execution
                 .telemetry
                 .push(("instances_overlap_pct".into(), 100.0 * overlap));
             if overlap < 0.9 {
                 execution.notes.push(format!(
-                    "the {n} instances overlapped {:.0}% (their starts were staggered): throughputs are the work done over the span from the first start to the last exit, not the sum of the instances' rates",
+                    "the {n} instances' measurements overlapped {:.0}% (their starts were staggered): throughputs are the work done over the span from the first measurement's start to the last one's end, not the sum of the instances' rates",
                     100.0 * overlap
                 ));
             }
@@ -852,6 +848,28 @@ fn span(spans: &[(std::time::Instant, Duration)]) -> Duration {
     last.saturating_duration_since(first)
 }
 
+/// What the parsers read of an instance's execution.
+fn output<'a>(e: &'a Execution, job: &'a Job) -> RunOutput<'a> {
+    RunOutput {
+        stdout: &e.stdout,
+        stderr: &e.stderr,
+        workdir: &job.workdir,
+        wall: e.wall,
+    }
+}
+
+/// The window over which an instance that started at `started` and ran for `wall`
+/// measured its rates: the last `measured` of its run (the whole run when its tool
+/// does not say, or says more).
+pub fn measurement_window(
+    started: std::time::Instant,
+    wall: Duration,
+    measured: Option<Duration>,
+) -> (std::time::Instant, Duration) {
+    let len = measured.map_or(wall, |m| m.min(wall));
+    (started + (wall - len), len)
+}
+
 /// How much concurrent instances overlapped: their mean wall time over the span
 /// from the first start to the last exit (1 = side by side all the time).
 pub fn instances_overlap(spans: &[(std::time::Instant, Duration)]) -> f64 {
@@ -864,12 +882,14 @@ pub fn instances_overlap(spans: &[(std::time::Instant, Duration)]) -> f64 {
 
 /// The metrics of a run of several instances: when higher is better (a rate:
 /// events/s, MiB/s, IOPS), the aggregate throughput, which is the work all instances
-/// did over the span from the first start to the last exit (`Σ rateᵢ·wallᵢ / span`;
-/// the plain sum of rates when they ran side by side, less when their starts were
-/// staggered, as when 128 containers start at once); when lower is better (time or
-/// latency), the mean. Each metric's mean per instance is kept as
-/// `<name>_per_instance`. `spans` are each instance's start and wall time. One
-/// instance's metrics are returned as they are.
+/// did over the span from the first start to the last end of their measurements
+/// (`Σ rateᵢ·lenᵢ / span`; the plain sum of rates when they ran side by side, less
+/// when their starts were staggered, as when 128 containers start at once); when
+/// lower is better (time or latency), the mean. Each metric's mean per instance is
+/// kept as `<name>_per_instance`. `spans` are each instance's measurement window
+/// (start and length: the span its tool measured its rate over, see
+/// [`isolab_workloads::measured_time`]). One instance's metrics are returned as
+/// they are.
 pub fn aggregate_instances(
     per_instance: &[Vec<MetricValue>],
     spans: &[(std::time::Instant, Duration)],

@@ -160,7 +160,8 @@ fn concurrency(level: &str) -> Option<f64> {
 
 /// The scalability curves of an experiment (see the [module docs](self)): for each
 /// factor of [`FACTORS`] with at least two numeric levels, one curve per group of cells
-/// equal in every other level and per primary metric (`options.is_primary`). `rows` are
+/// equal in every other level and per primary metric (`options.is_primary`) that has
+/// at least two levels of the factor. `rows` are
 /// the summary rows of `data` (their `values` are the runs' observations).
 pub fn scalability(
     data: &ExperimentData,
@@ -214,6 +215,13 @@ fn curves(
                 None => groups.push((others, *r, vec![(*r, *n)])),
             }
         }
+        // A group with one level of the factor is no curve (in seed 001's design
+        // the threads curve has instances = 1 only, and vice versa): left out.
+        groups.retain(|(_, _, members)| {
+            members
+                .iter()
+                .any(|(_, n)| members.first().is_some_and(|(_, n0)| n0 != n))
+        });
         let varied = varied_factors(groups.iter().map(|(o, _, _)| o.as_slice()));
         for (others, first, members) in groups {
             let label: Vec<String> = others
@@ -957,10 +965,12 @@ mod tests {
             ));
         }
         let c = fitted(&rs);
-        let threads = c
-            .iter()
-            .find(|c| c.factor == "threads" && c.group_label.contains("instances=1"))
-            .unwrap();
+        // The cells at instances = 2 and 4 have one level of threads each: no curve
+        // over threads (and the threads = 2, 4 cells none over instances).
+        assert_eq!(c.iter().filter(|c| c.factor == "threads").count(), 1);
+        assert_eq!(c.iter().filter(|c| c.factor == "instances").count(), 1);
+        let threads = c.iter().find(|c| c.factor == "threads").unwrap();
+        assert_eq!(threads.group_label, "all cells");
         assert_eq!(threads.throughput, Throughput::Reciprocal);
         assert_eq!(threads.throughput_label, "1/total_time");
         assert_eq!(threads.throughput_unit, "1/s");

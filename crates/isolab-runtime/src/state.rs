@@ -5,7 +5,7 @@
 //! everything is gone, so every leftover is named by one.
 
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -61,6 +61,10 @@ impl State {
     }
 
     /// Writes a new state file; [`RuntimeError::AlreadyExists`] if there is one.
+    ///
+    /// The file appears whole or not at all (its content is written to a temporary
+    /// file that is then hard-linked into place, which fails when the name exists):
+    /// [`gc`] of another runtime may list the directory at any moment.
     pub fn create(&self, state_dir: &Path) -> Result<PathBuf, RuntimeError> {
         fs::create_dir_all(state_dir).map_err(|source| RuntimeError::Host {
             op: "create the state directory",
@@ -68,33 +72,30 @@ impl State {
             source,
         })?;
         let path = State::path(state_dir, &self.id);
-        let mut file = match fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-        {
-            Ok(f) => f,
+        let tmp = path.with_extension(format!("json.new.{}", std::process::id()));
+        fs::write(&tmp, self.to_json()).map_err(|source| RuntimeError::Host {
+            op: "write the state file",
+            path: tmp.clone(),
+            source,
+        })?;
+        let linked = fs::hard_link(&tmp, &path);
+        // Best effort: a leftover temporary file is not a state file (gc reads only
+        // `*.json`) and is replaced by the next create of this id.
+        let _ = fs::remove_file(&tmp);
+        match linked {
+            Ok(()) => Ok(path),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                return Err(RuntimeError::AlreadyExists {
+                Err(RuntimeError::AlreadyExists {
                     id: self.id.clone(),
                     path,
                 })
             }
-            Err(source) => {
-                return Err(RuntimeError::Host {
-                    op: "create the state file",
-                    path,
-                    source,
-                })
-            }
-        };
-        file.write_all(&self.to_json())
-            .map_err(|source| RuntimeError::Host {
-                op: "write the state file",
-                path: path.clone(),
+            Err(source) => Err(RuntimeError::Host {
+                op: "create the state file",
+                path,
                 source,
-            })?;
-        Ok(path)
+            }),
+        }
     }
 
     /// Replaces the state file atomically (write to a temporary file, rename).
@@ -274,6 +275,10 @@ pub fn gc(state_dir: &Path, hierarchy: &Hierarchy) -> Result<Vec<String>, Runtim
         }
         let state = match State::read(&path) {
             Ok(s) => s,
+            // Its runtime removed it between the listing and now: nothing left.
+            Err(RuntimeError::Host { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
+                continue
+            }
             Err(e) => {
                 failures.push(e.to_string());
                 continue;
@@ -381,6 +386,35 @@ mod tests {
             .exists());
         assert!(State::path(dir.path(), "live").exists());
         assert!(!State::path(dir.path(), "dead").exists());
+    }
+
+    #[test]
+    fn gc_next_to_live_runtimes_that_come_and_go_finds_nothing_wrong() {
+        // 128 containers in one run: each runtime's gc lists the state files of the
+        // others while they are created and removed.
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir_all(dir.path().join("cgroupfs/pids")).unwrap();
+        let h = Hierarchy::v1_under(dir.path().join("cgroupfs").as_path());
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let churn = {
+            let (dir, stop) = (dir.path().to_path_buf(), stop.clone());
+            std::thread::spawn(move || {
+                let mut i = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let s = state(&format!("c{}", i % 8), &dir);
+                    if let Ok(path) = s.create(&dir) {
+                        let _ = fs::remove_file(path);
+                    }
+                    i += 1;
+                }
+                i
+            })
+        };
+        for _ in 0..300 {
+            assert_eq!(gc(dir.path(), &h).unwrap(), Vec::<String>::new());
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert!(churn.join().unwrap() > 0);
     }
 
     #[test]

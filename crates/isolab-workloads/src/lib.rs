@@ -38,7 +38,7 @@ pub mod parsers;
 pub mod template;
 
 pub use builtins::{builtin, catalog, RenderedWorkload, WorkloadDef};
-pub use parsers::{parse, ParseError, UnknownParser, STRESS_NG_REPORT};
+pub use parsers::{measured_time, parse, ParseError, UnknownParser, STRESS_NG_REPORT};
 pub use template::{render, validate, Params, TemplateError, PLACEHOLDERS};
 
 use isolab_stats::Direction;

@@ -520,3 +520,42 @@ fn empty_outputs_are_errors() {
     let err = parse_fixture(ParserKind::StressNg, None, None, "no-such-dir").unwrap_err();
     assert!(matches!(err, ParseError::ReportFile { .. }), "{err:?}");
 }
+
+#[test]
+fn measured_time_comes_from_each_tool_s_own_report() {
+    let measured = |kind, stdout: Option<&str>, workdir: &str| {
+        let stdout = stdout.map(read).unwrap_or_default();
+        let workdir = fixtures().join(workdir);
+        isolab_workloads::measured_time(
+            kind,
+            &RunOutput {
+                stdout: &stdout,
+                stderr: "",
+                workdir: &workdir,
+                wall: Duration::from_secs(9),
+            },
+        )
+        .map(|d| d.as_secs_f64())
+    };
+    for (kind, stdout, workdir, secs) in [
+        (ParserKind::Sysbench, Some("sysbench-cpu.txt"), ".", 1.0013),
+        (ParserKind::Fio, Some("fio-randread.json"), ".", 2.005),
+        (ParserKind::Iperf3, Some("iperf3-tcp.json"), ".", 1.000142),
+        // UDP: the sender's span too.
+        (ParserKind::Iperf3, Some("iperf3-udp.json"), ".", 1.000085),
+        (ParserKind::StressNg, None, "stress-ng-cpu", 1.0025),
+    ] {
+        assert_eq!(measured(kind, stdout, workdir), Some(secs), "{kind:?}");
+    }
+    assert_eq!(measured(ParserKind::Time, None, "."), Some(9.0));
+    // No report: unknown, never a made-up number.
+    assert_eq!(measured(ParserKind::Fio, None, "."), None);
+    assert_eq!(
+        measured(
+            ParserKind::Sysbench,
+            Some("sysbench-fileio-unprepared.txt"),
+            "."
+        ),
+        None
+    );
+}

@@ -46,7 +46,12 @@ pub fn commands(plan: &NeighbourPlan, ctx: &CommandContext) -> Vec<Vec<String>> 
     (0..plan.instances)
         .map(|i| {
             command(
-                plan,
+                &NeighbourPlan {
+                    instances: 1,
+                    per_instance: plan.rate_of(i),
+                    last: None,
+                    ..*plan
+                },
                 &CommandContext {
                     index: ctx.index + i,
                     ..ctx.clone()
@@ -102,7 +107,16 @@ pub fn command(plan: &NeighbourPlan, ctx: &CommandContext) -> Vec<String> {
                 &ctx.workdir.join(format!("bomb-{}", ctx.index)),
                 ctx.direct,
             );
-            v.extend(["--ioengine=psync".into(), format!("--runtime={FOREVER_S}")]);
+            if plan.target.is_some() {
+                // Sized against a capacity measured with libaio: the same engine.
+                v.extend([
+                    "--ioengine=libaio".into(),
+                    format!("--iodepth={}", super::plan::NEIGHBOUR_IODEPTH),
+                ]);
+            } else {
+                v.push("--ioengine=psync".into());
+            }
+            v.push(format!("--runtime={FOREVER_S}"));
             if let Rate::Iops(total) = plan.per_instance {
                 // fio caps reads and writes separately with one value: half each.
                 v.push(format!("--rate_iops={}", total.div_ceil(2).max(1)));
@@ -295,6 +309,7 @@ mod tests {
             kind,
             instances,
             per_instance: rate,
+            last: None,
             target: None,
             reachable: None,
         }
@@ -355,6 +370,47 @@ mod tests {
         let c = command(&plan(NeighbourKind::Disk, 1, Rate::Unlimited), &buffered);
         assert!(line(&c).contains("--direct=0"));
         assert!(!line(&c).contains("rate_iops"));
+    }
+
+    #[test]
+    fn targeted_disk_neighbours_use_libaio_like_the_calibration() {
+        let targeted = NeighbourPlan {
+            target: Some(90.0),
+            ..plan(NeighbourKind::Disk, 4, Rate::Iops(4000))
+        };
+        let all = commands(&targeted, &ctx(0));
+        assert_eq!(all.len(), 4);
+        let l = line(&all[3]);
+        assert!(
+            l.ends_with("--filename=/w/bomb-3 --ioengine=libaio --iodepth=4 --runtime=86400 --rate_iops=2000"),
+            "{l}"
+        );
+        // Full usage: not limited.
+        let full = NeighbourPlan {
+            target: Some(100.0),
+            ..plan(NeighbourKind::Disk, 4, Rate::Unlimited)
+        };
+        let l = line(&command(&full, &ctx(0)));
+        assert!(
+            l.contains("--ioengine=libaio") && !l.contains("rate_iops"),
+            "{l}"
+        );
+    }
+
+    #[test]
+    fn the_last_cpu_worker_carries_the_part_of_a_cpu() {
+        let p = NeighbourPlan {
+            last: Some(Rate::CpuLoadPct(40)),
+            target: Some(90.0),
+            ..plan(NeighbourKind::Cpu, 2, Rate::CpuLoadPct(100))
+        };
+        let all = commands(&p, &ctx(0));
+        assert!(
+            line(&all[0]).contains("--cpu-load 100"),
+            "{}",
+            line(&all[0])
+        );
+        assert!(line(&all[1]).contains("--cpu-load 40"), "{}", line(&all[1]));
     }
 
     #[test]

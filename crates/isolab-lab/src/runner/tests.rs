@@ -394,14 +394,19 @@ fn lower_is_better_metrics_of_instances_are_averaged() {
     );
 }
 
-#[test]
-fn throughputs_of_instances_that_did_not_overlap_are_not_simply_summed() {
-    let m = |v: f64| MetricValue {
+/// An `events_per_second` metric of `v`.
+fn events_per_second(v: f64) -> MetricValue {
+    MetricValue {
         name: "events_per_second".into(),
         unit: "events/s".into(),
         direction: isolab_stats::Direction::Higher,
         value: v,
-    };
+    }
+}
+
+#[test]
+fn throughputs_of_instances_that_did_not_overlap_are_not_simply_summed() {
+    let m = events_per_second;
     let at = std::time::Instant::now();
     let s3 = Duration::from_secs(3);
     // Side by side: the rates add up.
@@ -415,6 +420,30 @@ fn throughputs_of_instances_that_did_not_overlap_are_not_simply_summed() {
     assert!((apart[0].value - 100.0).abs() < 1e-9, "{apart:?}");
     assert_eq!(apart[1].value, 100.0, "per instance is still their mean");
     assert!((instances_overlap(&[(at, s3), (at + s3, s3)]) - 0.5).abs() < 1e-9);
+}
+
+#[test]
+fn instances_add_up_over_their_measurements_not_their_start_up() {
+    let m = events_per_second;
+    let at = std::time::Instant::now();
+    let s = Duration::from_secs;
+    // Two containers started together; the second took 6 s to start (128 others
+    // were starting too), then both measured 3 s at 1000/s on their own cpu.
+    let runs = [(at, s(4)), (at, s(9))];
+    let windows: Vec<_> = runs
+        .iter()
+        .map(|(start, wall)| measurement_window(*start, *wall, Some(s(3))))
+        .collect();
+    assert_eq!(windows[1], (at + s(6), s(3)));
+    // 6000 events over the 8 s from the first measurement's start (1 s) to the
+    // last one's end (9 s): 750/s. Rates times wall times would claim 13000
+    // events over 9 s, 1444/s, more than two cpus at 1000/s could do in the span.
+    let agg = aggregate_instances(&[vec![m(1000.0)], vec![m(1000.0)]], &windows);
+    assert!((agg[0].value - 750.0).abs() < 1e-9, "{agg:?}");
+    // A tool that does not say how long it measured: its whole run.
+    assert_eq!(measurement_window(at, s(4), None), (at, s(4)));
+    // Nor can it measure longer than it ran.
+    assert_eq!(measurement_window(at, s(4), Some(s(5))), (at, s(4)));
 }
 
 #[test]

@@ -119,6 +119,43 @@ pub fn parse(kind: ParserKind, out: &RunOutput) -> Result<Vec<Metric>, ParseErro
     }
 }
 
+/// How long the tool measured the rates it reports, from its own report: sysbench's
+/// `total time`, fio's `jobs[0].job_runtime`, iperf3's `end.sum_sent.seconds`
+/// (`end.sum.seconds` for UDP), stress-ng's longest `wall-clock-time`, and the wall
+/// time for [`ParserKind::Time`]. `None` when the report does not say (then only
+/// the command's wall time, which includes its start-up, is known).
+///
+/// Rates of concurrent instances add up over the spans in which they were
+/// measured: an instance in a container that took seconds to start under load
+/// measured its rate over its own run only, not over its wall time.
+pub fn measured_time(kind: ParserKind, out: &RunOutput) -> Option<std::time::Duration> {
+    let secs = match kind {
+        ParserKind::Sysbench => sysbench::parse(out)
+            .ok()?
+            .into_iter()
+            .find(|m| m.name == "total_time")
+            .map(|m| m.value),
+        ParserKind::Fio => {
+            let root = first_json(ParserKind::Fio, out).ok()?;
+            json_get(&root, &["jobs"])?
+                .as_array()?
+                .first()?
+                .get("job_runtime")?
+                .as_f64()
+                .map(|ms| ms / 1000.0)
+        }
+        ParserKind::Iperf3 => {
+            let root = first_json(ParserKind::Iperf3, out).ok()?;
+            json_get(&root, &["end", "sum_sent", "seconds"])
+                .or_else(|| json_get(&root, &["end", "sum", "seconds"]))?
+                .as_f64()
+        }
+        ParserKind::StressNg => stress_ng::wall_clock_time(out),
+        ParserKind::Time => Some(out.wall.as_secs_f64()),
+    }?;
+    (secs.is_finite() && secs > 0.0).then(|| std::time::Duration::from_secs_f64(secs))
+}
+
 /// The longest excerpt quoted in an error, in characters.
 const EXCERPT_CHARS: usize = 240;
 

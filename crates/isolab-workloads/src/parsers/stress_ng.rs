@@ -96,6 +96,17 @@ pub(super) fn parse(out: &RunOutput) -> Result<Vec<Metric>, ParseError> {
     Ok(metrics)
 }
 
+/// The longest `wall-clock-time` of the report's stressors, in seconds.
+pub(super) fn wall_clock_time(out: &RunOutput) -> Option<f64> {
+    let text = std::fs::read_to_string(out.workdir.join(STRESS_NG_REPORT)).ok()?;
+    let doc: serde_yaml::Value = serde_yaml::from_str(&text).ok()?;
+    doc.get("metrics")?
+        .as_sequence()?
+        .iter()
+        .filter_map(|e| e.get("wall-clock-time")?.as_f64())
+        .reduce(f64::max)
+}
+
 /// `name` with every run of non-alphanumeric characters turned into one `_`, lowercased.
 fn snake_case(name: &str) -> String {
     let mut s = String::with_capacity(name.len());
