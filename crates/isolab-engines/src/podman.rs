@@ -85,6 +85,9 @@ use crate::{Engine, EngineError, NetworkMode, PreparedImage, RunRequest};
 
 const ENGINE: &str = "podman";
 
+/// How long [`Engine::remove`] waits for the container's conmon to exit on its own.
+const MONITOR_EXIT: Duration = Duration::from_secs(10);
+
 /// The highest `RLIMIT_NPROC` a container can get from podman 4.3, which sets its own
 /// limit to this value when it starts.
 pub const PODMAN_NPROC_CEILING: u64 = 32768;
@@ -752,6 +755,58 @@ impl Podman {
         done
     }
 
+    /// The pids of the conmon processes that monitor the container named `name`
+    /// (`conmon … -n <name> …`), from the proc file system.
+    fn monitor_pids(&self, name: &str) -> Vec<u32> {
+        let Ok(entries) = std::fs::read_dir(&self.config.proc) else {
+            return Vec::new();
+        };
+        let mut pids = Vec::new();
+        for e in entries.flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                continue;
+            };
+            let Ok(raw) = std::fs::read(e.path().join("cmdline")) else {
+                continue;
+            };
+            let args: Vec<&[u8]> = raw.split(|&b| b == 0).collect();
+            let is_conmon = args
+                .first()
+                .is_some_and(|a| a.rsplit(|&b| b == b'/').next() == Some(b"conmon"));
+            if is_conmon
+                && args
+                    .windows(2)
+                    .any(|w| w[0] == b"-n" && w[1] == name.as_bytes())
+            {
+                pids.push(pid);
+            }
+        }
+        pids
+    }
+
+    /// Waits up to `limit` for the container's conmon to exit (it outlives `podman
+    /// rm` by a moment: it still runs Podman's cleanup command), then kills what is
+    /// left so no process of the container survives its removal.
+    fn wait_for_monitors(&self, name: &str, limit: Duration) {
+        let start = Instant::now();
+        loop {
+            let pids = self.monitor_pids(name);
+            if pids.is_empty() {
+                return;
+            }
+            if start.elapsed() >= limit {
+                for pid in pids {
+                    // Best effort: it may have exited since it was listed.
+                    let _ = self
+                        .tools
+                        .run(&argv(["kill", "-KILL", pid.to_string().as_str()]));
+                }
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Undoes [`Engine::ensure_ready`] and reports one line per thing undone.
     pub fn shutdown_report(&self) -> Result<Vec<String>, EngineError> {
         let mut done = Vec::new();
@@ -969,6 +1024,7 @@ impl Engine for Podman {
         ])?;
         run_ok(&*self.tools, ENGINE, &cmd)?;
         self.remove_orphans(&request.cgroup_parent);
+        self.wait_for_monitors(&request.id, MONITOR_EXIT);
         // The hugetlb hierarchy isolab mounted is among them, also when the
         // mountinfo of `proc` does not show it yet.
         remove_foreign_parent_cgroups(&self.config.proc, &request.cgroup_parent);
@@ -1010,6 +1066,7 @@ impl Engine for Podman {
                 ENGINE,
                 &self.podman(["rm", "--force", "--ignore", "--time", "0", name.as_str()])?,
             )?;
+            self.wait_for_monitors(&name, MONITOR_EXIT);
             removed.push(format!("podman container {name}"));
         }
         Ok(removed)
@@ -1327,6 +1384,55 @@ mod tests {
             ])
         );
         assert!(hard_limit(libc::RLIMIT_NOFILE) > 0);
+    }
+
+    #[test]
+    fn remove_waits_for_the_containers_conmon_and_kills_a_lingering_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = fake();
+        let p = Podman::with(
+            OciRuntime::Runc,
+            false,
+            config(dir.path(), hybrid(dir.path(), "")),
+            f.clone(),
+        );
+        let proc = dir.path().join("proc");
+        let cmdline = |pid: &str, args: &[&str]| {
+            std::fs::create_dir_all(proc.join(pid)).unwrap();
+            std::fs::write(proc.join(pid).join("cmdline"), args.join("\0") + "\0").unwrap();
+        };
+        cmdline(
+            "41",
+            &[
+                "/usr/bin/conmon",
+                "-c",
+                "abc",
+                "-n",
+                "isolab-e1-r1",
+                "-r",
+                "/usr/bin/runc",
+            ],
+        );
+        cmdline("42", &["/usr/bin/conmon", "-n", "isolab-e1-r10"]);
+        cmdline("43", &["sleep", "-n", "isolab-e1-r1"]);
+        std::fs::create_dir_all(proc.join("self")).unwrap();
+        assert_eq!(p.monitor_pids("isolab-e1-r1"), vec![41]);
+        p.wait_for_monitors("isolab-e1-r1", Duration::ZERO);
+        assert!(
+            f.calls().contains(&"kill -KILL 41".to_string()),
+            "{:?}",
+            f.calls()
+        );
+        assert!(!f
+            .calls()
+            .iter()
+            .any(|c| c.contains("42") || c.contains("43")));
+
+        // Gone at once: nothing is killed.
+        std::fs::remove_dir_all(proc.join("41")).unwrap();
+        let before = f.calls().len();
+        p.wait_for_monitors("isolab-e1-r1", Duration::ZERO);
+        assert_eq!(f.calls().len(), before);
     }
 
     #[test]
