@@ -395,26 +395,37 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         fs::create_dir_all(dir.path().join("cgroupfs/pids")).unwrap();
         let h = Hierarchy::v1_under(dir.path().join("cgroupfs").as_path());
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let made = std::sync::Arc::new(AtomicU64::new(0));
         let churn = {
-            let (dir, stop) = (dir.path().to_path_buf(), stop.clone());
+            let (dir, stop, made) = (dir.path().to_path_buf(), stop.clone(), made.clone());
             std::thread::spawn(move || {
                 let mut i = 0u64;
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                while !stop.load(Ordering::Relaxed) {
                     let s = state(&format!("c{}", i % 8), &dir);
                     if let Ok(path) = s.create(&dir) {
                         let _ = fs::remove_file(path);
                     }
                     i += 1;
+                    made.store(i, Ordering::Relaxed);
                 }
-                i
             })
         };
-        for _ in 0..300 {
-            assert_eq!(gc(dir.path(), &h).unwrap(), Vec::<String>::new());
+        // The lists must overlap the churn however the two threads are scheduled:
+        // gc runs until the other thread has created and removed 300 files since
+        // the first listing (and at least 300 times).
+        while made.load(Ordering::Relaxed) == 0 {
+            std::thread::yield_now();
         }
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        assert!(churn.join().unwrap() > 0);
+        let from = made.load(Ordering::Relaxed);
+        let mut listings = 0;
+        while listings < 300 || made.load(Ordering::Relaxed) < from + 300 {
+            assert_eq!(gc(dir.path(), &h).unwrap(), Vec::<String>::new());
+            listings += 1;
+        }
+        stop.store(true, Ordering::Relaxed);
+        churn.join().unwrap();
     }
 
     #[test]
