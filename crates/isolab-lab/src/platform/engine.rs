@@ -226,6 +226,10 @@ struct Watched {
     cgroup: Option<PathBuf>,
     /// Its limits, as last read while it held processes.
     limits: Option<Result<Limits, String>>,
+    /// Whether `limits` was read while the cgroup held processes (a reading during
+    /// the engine's teardown may find some controllers' directories gone already,
+    /// which reads as "unlimited").
+    limits_live: bool,
     /// Its last counters.
     stats: Option<Stats>,
 }
@@ -260,17 +264,29 @@ fn watch(hierarchy: Hierarchy, instance: PathBuf, stop: Arc<AtomicBool>) -> Watc
             if seen.cgroup.as_ref() != Some(&rel) && (deeper || emptied) {
                 // Readings of another cgroup are not this one's.
                 seen.limits = None;
+                seen.limits_live = false;
                 seen.stats = None;
                 seen.cgroup = Some(rel);
             }
         }
         if let Some(rel) = &seen.cgroup {
             // Limits are read at every sample and the last reading kept: runc moves
-            // its init into the cgroup before it writes the limits there.
+            // its init into the cgroup before it writes the limits there. A reading
+            // counts only if the cgroup still held processes after it: LXC removes
+            // the payload one hierarchy after the other once the container exited,
+            // and a controller's missing files read as no limit.
             match Cgroup::open(&hierarchy, rel) {
                 Ok(c) => {
                     match c.read_limits() {
-                        Ok(l) => seen.limits = Some(Ok(l)),
+                        Ok(l) => {
+                            let live =
+                                std::fs::read_to_string(mount.join(rel).join("cgroup.procs"))
+                                    .is_ok_and(|p| !p.trim().is_empty());
+                            if live || !seen.limits_live {
+                                seen.limits = Some(Ok(l));
+                                seen.limits_live = live;
+                            }
+                        }
                         Err(e) if seen.limits.is_none() => seen.limits = Some(Err(e.to_string())),
                         Err(_) => {} // gone at the end: the last reading stands
                     }
@@ -561,6 +577,33 @@ mod tests {
         );
         let limits = seen.limits.unwrap().unwrap();
         assert_eq!(limits.cpu.map(|c| c.quota), Some(Duration::from_millis(50)));
+    }
+
+    #[test]
+    fn a_reading_during_the_engines_teardown_does_not_replace_a_live_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_path_buf();
+        let h = Hierarchy::v2(&root);
+        let payload = root.join("isolab/exp1/c0-r1/lxc-x/payload");
+        std::fs::create_dir_all(&payload).unwrap();
+        std::fs::write(payload.join("cgroup.procs"), "42\n").unwrap();
+        std::fs::write(payload.join("memory.max"), "4294967296\n").unwrap();
+        std::fs::write(payload.join("cpuset.cpus"), "1\n").unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let watcher = {
+            let stop = stop.clone();
+            std::thread::spawn(move || watch(h, PathBuf::from("isolab/exp1/c0-r1"), stop))
+        };
+        std::thread::sleep(Duration::from_millis(200));
+        // The container exited and the engine removed some controllers' files.
+        std::fs::write(payload.join("cgroup.procs"), "").unwrap();
+        std::fs::remove_file(payload.join("memory.max")).unwrap();
+        std::fs::remove_file(payload.join("cpuset.cpus")).unwrap();
+        std::thread::sleep(Duration::from_millis(150));
+        stop.store(true, Ordering::Release);
+        let limits = watcher.join().unwrap().limits.unwrap().unwrap();
+        assert_eq!(limits.memory_max.map(|b| b.0), Some(4294967296));
+        assert_eq!(limits.cpuset.map(|c| c.to_string()), Some("1".to_owned()));
     }
 
     #[test]
