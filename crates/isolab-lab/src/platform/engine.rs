@@ -543,6 +543,15 @@ mod tests {
         );
     }
 
+    /// The watcher of the instance `isolab/exp1/c0-r1`, in a thread, and its stop flag.
+    fn spawn_watcher(h: Hierarchy) -> (Arc<AtomicBool>, std::thread::JoinHandle<Watched>) {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let watcher =
+            std::thread::spawn(move || watch(h, PathBuf::from("isolab/exp1/c0-r1"), flag));
+        (stop, watcher)
+    }
+
     #[test]
     fn the_watcher_moves_from_an_engine_setup_cgroup_to_the_deeper_container() {
         let dir = tempfile::tempdir().unwrap();
@@ -553,11 +562,7 @@ mod tests {
         std::fs::create_dir_all(&setup).unwrap();
         std::fs::write(setup.join("cgroup.procs"), "7\n").unwrap();
         std::fs::write(setup.join("cpu.max"), "max 100000\n").unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let watcher = {
-            let stop = stop.clone();
-            std::thread::spawn(move || watch(h, PathBuf::from("isolab/exp1/c0-r1"), stop))
-        };
+        let (stop, watcher) = spawn_watcher(h);
         std::thread::sleep(Duration::from_millis(200));
         // Then the container's cgroup, deeper, with its limit.
         let payload = setup.join("payload");
@@ -589,11 +594,7 @@ mod tests {
         std::fs::write(payload.join("cgroup.procs"), "42\n").unwrap();
         std::fs::write(payload.join("memory.max"), "4294967296\n").unwrap();
         std::fs::write(payload.join("cpuset.cpus"), "1\n").unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let watcher = {
-            let stop = stop.clone();
-            std::thread::spawn(move || watch(h, PathBuf::from("isolab/exp1/c0-r1"), stop))
-        };
+        let (stop, watcher) = spawn_watcher(h);
         std::thread::sleep(Duration::from_millis(200));
         // The container exited and the engine removed some controllers' files.
         std::fs::write(payload.join("cgroup.procs"), "").unwrap();
