@@ -711,15 +711,20 @@ impl<'a> Runner<'a> {
         };
         // Each instance's measurement window: the span its tool measured its rates
         // over, which ends when the instance exits (its start-up, seconds for a
-        // container among 128 starting at once, is not part of it).
-        let windows: Vec<(std::time::Instant, Duration)> = executions
-            .iter()
-            .zip(&jobs)
-            .map(|(e, job)| {
-                let measured = isolab_workloads::measured_time(w.parser, &output(e, job));
-                measurement_window(e.started, e.wall, measured)
-            })
-            .collect();
+        // container among 128 starting at once, is not part of it). A single
+        // instance's metrics are taken as they are, so its output is parsed once.
+        let windows: Vec<(std::time::Instant, Duration)> = if executions.len() > 1 {
+            executions
+                .iter()
+                .zip(&jobs)
+                .map(|(e, job)| {
+                    let measured = isolab_workloads::measured_time(w.parser, &output(e, job));
+                    measurement_window(e.started, e.wall, measured)
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let metrics = executions
             .iter()
             .zip(&jobs)
