@@ -144,7 +144,8 @@ pub fn find_container_cgroup(mount: &Path, parent: &Path) -> Option<PathBuf> {
     best.and_then(|(_, p)| p.strip_prefix(mount).ok().map(|r| Path::new("/").join(r)))
 }
 
-fn has_processes(dir: &Path) -> bool {
+/// Whether the cgroup directory `dir` holds a process (its `cgroup.procs` lists one).
+pub fn has_processes(dir: &Path) -> bool {
     std::fs::read_to_string(dir.join("cgroup.procs"))
         .map(|s| !s.trim().is_empty())
         .unwrap_or(false)

@@ -233,29 +233,30 @@ pub fn plan(
             let need = wanted.min(allowed);
             let reachable = (wanted > allowed + EPS)
                 .then(|| 100.0 * (solo.cpus_used.max(0.0) + allowed) / cpus);
-            let whole = (need + EPS).floor();
-            let part = need - whole;
-            let (instances, last) = if full {
-                // Full usage: whatever the neighbours may use, they use; a part of
-                // a cpu becomes a whole worker (the host is saturated).
-                (((need - CPU_SLACK).ceil()).max(1.0), None)
-            } else if part <= CPU_SLACK && whole >= 1.0 {
-                (whole, None)
-            } else if whole == 0.0 {
-                (1.0, Some(part))
-            } else {
-                (whole + 1.0, Some(part))
-            };
             let pct = |cpus: f64| Rate::CpuLoadPct((cpus * 100.0).round().clamp(1.0, 100.0) as u32);
+            // Whole workers at full load and one for the part of a cpu left (none
+            // within the slack). At full usage every worker is whole: whatever the
+            // neighbours may use, they use (the host is saturated).
+            let (whole, part) = if full {
+                ((need - CPU_SLACK).ceil().max(1.0) as u32, None)
+            } else {
+                let whole = (need + EPS).floor();
+                let part = need - whole;
+                (
+                    whole as u32,
+                    (part > CPU_SLACK || whole == 0.0).then(|| pct(part)),
+                )
+            };
+            // A lone partial worker's rate is the per-instance rate.
+            let (per_instance, last) = match (whole, part) {
+                (0, Some(p)) => (p, None),
+                (_, last) => (Rate::CpuLoadPct(100), last),
+            };
             Ok(NeighbourPlan {
                 kind,
-                instances: instances as u32,
-                // With a single worker its rate is the part itself.
-                per_instance: match last {
-                    Some(p) if instances == 1.0 => pct(p),
-                    _ => Rate::CpuLoadPct(100),
-                },
-                last: last.filter(|_| instances > 1.0).map(pct),
+                instances: whole + u32::from(part.is_some()),
+                per_instance,
+                last,
                 target,
                 reachable,
             })

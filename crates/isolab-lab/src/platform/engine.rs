@@ -257,10 +257,10 @@ fn watch(hierarchy: Hierarchy, instance: PathBuf, stop: Arc<AtomicBool>) -> Watc
                 .cgroup
                 .as_ref()
                 .is_none_or(|c| rel.components().count() > c.components().count());
-            let emptied = seen.cgroup.as_ref().is_some_and(|c| {
-                std::fs::read_to_string(mount.join(c).join("cgroup.procs"))
-                    .map_or(true, |p| p.trim().is_empty())
-            });
+            let emptied = seen
+                .cgroup
+                .as_ref()
+                .is_some_and(|c| !isolab_engines::has_processes(&mount.join(c)));
             if seen.cgroup.as_ref() != Some(&rel) && (deeper || emptied) {
                 // Readings of another cgroup are not this one's.
                 seen.limits = None;
@@ -279,9 +279,7 @@ fn watch(hierarchy: Hierarchy, instance: PathBuf, stop: Arc<AtomicBool>) -> Watc
                 Ok(c) => {
                     match c.read_limits() {
                         Ok(l) => {
-                            let live =
-                                std::fs::read_to_string(mount.join(rel).join("cgroup.procs"))
-                                    .is_ok_and(|p| !p.trim().is_empty());
+                            let live = isolab_engines::has_processes(&mount.join(rel));
                             if live || !seen.limits_live {
                                 seen.limits = Some(Ok(l));
                                 seen.limits_live = live;
@@ -543,6 +541,14 @@ mod tests {
         );
     }
 
+    /// Creates the fake cgroup directory `dir` with `files` (name, content) in it.
+    fn fake_cgroup(dir: &Path, files: &[(&str, &str)]) {
+        std::fs::create_dir_all(dir).unwrap();
+        for (name, content) in files {
+            std::fs::write(dir.join(name), content).unwrap();
+        }
+    }
+
     /// The watcher of the instance `isolab/exp1/c0-r1`, in a thread, and its stop flag.
     fn spawn_watcher(h: Hierarchy) -> (Arc<AtomicBool>, std::thread::JoinHandle<Watched>) {
         let stop = Arc::new(AtomicBool::new(false));
@@ -559,16 +565,18 @@ mod tests {
         let h = Hierarchy::v2(&root);
         // First only the engine's own cgroup holds a process, with no limit.
         let setup = root.join("isolab/exp1/c0-r1/lxc-x");
-        std::fs::create_dir_all(&setup).unwrap();
-        std::fs::write(setup.join("cgroup.procs"), "7\n").unwrap();
-        std::fs::write(setup.join("cpu.max"), "max 100000\n").unwrap();
+        fake_cgroup(
+            &setup,
+            &[("cgroup.procs", "7\n"), ("cpu.max", "max 100000\n")],
+        );
         let (stop, watcher) = spawn_watcher(h);
         std::thread::sleep(Duration::from_millis(200));
         // Then the container's cgroup, deeper, with its limit.
         let payload = setup.join("payload");
-        std::fs::create_dir_all(&payload).unwrap();
-        std::fs::write(payload.join("cpu.max"), "50000 100000\n").unwrap();
-        std::fs::write(payload.join("cgroup.procs"), "42\n").unwrap();
+        fake_cgroup(
+            &payload,
+            &[("cpu.max", "50000 100000\n"), ("cgroup.procs", "42\n")],
+        );
         std::thread::sleep(Duration::from_millis(300));
         // The container exits: the last reading stands.
         std::fs::write(payload.join("cgroup.procs"), "").unwrap();
@@ -590,10 +598,14 @@ mod tests {
         let root = dir.path().to_path_buf();
         let h = Hierarchy::v2(&root);
         let payload = root.join("isolab/exp1/c0-r1/lxc-x/payload");
-        std::fs::create_dir_all(&payload).unwrap();
-        std::fs::write(payload.join("cgroup.procs"), "42\n").unwrap();
-        std::fs::write(payload.join("memory.max"), "4294967296\n").unwrap();
-        std::fs::write(payload.join("cpuset.cpus"), "1\n").unwrap();
+        fake_cgroup(
+            &payload,
+            &[
+                ("cgroup.procs", "42\n"),
+                ("memory.max", "4294967296\n"),
+                ("cpuset.cpus", "1\n"),
+            ],
+        );
         let (stop, watcher) = spawn_watcher(h);
         std::thread::sleep(Duration::from_millis(200));
         // The container exited and the engine removed some controllers' files.
@@ -621,15 +633,18 @@ mod tests {
         let root = dir.path();
         let h = Hierarchy::v2(root);
         let c = root.join("isolab/exp1/c0-r1/ctr");
-        std::fs::create_dir_all(&c).unwrap();
-        std::fs::write(c.join("cgroup.procs"), "42\n").unwrap();
-        std::fs::write(c.join("cpu.max"), "50000 100000\n").unwrap();
-        std::fs::write(c.join("pids.max"), "128\n").unwrap();
-        std::fs::write(
-            c.join("cpu.stat"),
-            "usage_usec 2000000\nuser_usec 1500000\nsystem_usec 500000\nnr_periods 10\nnr_throttled 3\nthrottled_usec 40000\n",
-        )
-        .unwrap();
+        fake_cgroup(
+            &c,
+            &[
+                ("cgroup.procs", "42\n"),
+                ("cpu.max", "50000 100000\n"),
+                ("pids.max", "128\n"),
+                (
+                    "cpu.stat",
+                    "usage_usec 2000000\nuser_usec 1500000\nsystem_usec 500000\nnr_periods 10\nnr_throttled 3\nthrottled_usec 40000\n",
+                ),
+            ],
+        );
         let stop = Arc::new(AtomicBool::new(true));
         let seen = watch(h, PathBuf::from("isolab/exp1/c0-r1"), stop);
         assert_eq!(seen.cgroup, Some(PathBuf::from("isolab/exp1/c0-r1/ctr")));
