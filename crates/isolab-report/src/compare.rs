@@ -3,19 +3,21 @@
 //! matched by their levels).
 //!
 //! For every matched point (cell × metric) it computes the medians with their
-//! order-statistic CIs, the overhead ratio of the means with a bootstrap CI, the
-//! Mann-Whitney p-value, the Hodges-Lehmann shift as a relative change with its CI,
-//! the seed-000 regression %, and — after Benjamini-Hochberg across all points — a
-//! verdict that says better or worse only when the change is significant and its CI
-//! lies beyond the noise threshold. The regression % of all points is binned into
-//! the seed-000 histogram.
+//! order-statistic CIs, the overhead ratio of the means with a bootstrap CI, the test
+//! of [`isolab_stats::test_point`] — paired by round (Wilcoxon signed-rank, paired
+//! Hodges-Lehmann) when both sides are cells of one experiment that shared at least
+//! [`isolab_stats::MIN_PAIRS`] rounds, else Mann-Whitney with the two-sample shift —
+//! the relative change with its CI (and the unpaired CI, to show what pairing gained),
+//! the seed-000 regression %, and — after Benjamini-Hochberg across all points — one
+//! of four verdicts: worse, better, ≈ or ? (with the runs that would decide). The
+//! regression % of all points is binned into the seed-000 histogram.
 
 use std::collections::BTreeMap;
 
 use isolab_stats::{
-    benjamini_hochberg, bootstrap_ratio_ci, degradation_pct, hodges_lehmann, mann_whitney,
-    median_ci, overhead_ratio, regression_histogram, regression_pct, Direction, Histogram,
-    Interval, Sample, Verdict, VerdictRule,
+    benjamini_hochberg, bootstrap_ratio_ci, degradation_pct, median_ci, overhead_ratio,
+    regression_histogram, regression_pct, runs_to_decide, test_point, Direction, Histogram,
+    Interval, Method, PointData, Sample, Verdict, VerdictRule,
 };
 use isolab_store::RunRecord;
 
@@ -131,12 +133,55 @@ pub struct Point {
     pub regression_pct: Option<f64>,
     /// Seed 001's degradation %.
     pub degradation_pct: Option<f64>,
-    /// Mann-Whitney two-sided p-value.
+    /// Its interval at level 1 − 2α, for the equivalence test (≈).
+    pub equivalence_ci: Option<Interval>,
+    /// The unpaired (two-sample) interval of the change, beside `change_ci` when the
+    /// point was paired: what pairing gained.
+    pub unpaired_change_ci: Option<Interval>,
+    /// Paired by round or unpaired.
+    pub method: Option<Method>,
+    /// Rounds in which both sides ran.
+    pub pairs: usize,
+    /// Two-sided p-value of the test used (signed-rank when paired, else
+    /// Mann-Whitney).
     pub p: Option<f64>,
+    /// Mann-Whitney's two-sided p-value on all runs (benchstat's), whichever test
+    /// decided.
+    pub p_unpaired: Option<f64>,
     /// Benjamini-Hochberg adjusted p-value across all points.
     pub q: Option<f64>,
     /// The verdict.
     pub verdict: Verdict,
+    /// For a `?` point: about how many runs per side would decide it, from the
+    /// observed spread (`None`: no affordable number, or decided).
+    pub runs_to_decide: Option<u64>,
+}
+
+impl Point {
+    /// The point's test as the statistics crate states it, when it was tested.
+    pub fn test(&self) -> Option<isolab_stats::PointTest> {
+        Some(isolab_stats::PointTest {
+            method: self.method?,
+            pairs: self.pairs,
+            p: self.p.unwrap_or(f64::NAN),
+            p_unpaired: self.p_unpaired.unwrap_or(f64::NAN),
+            change: self.change,
+            change_ci: self.change_ci,
+            equivalence_ci: self.equivalence_ci,
+            unpaired_change_ci: self.unpaired_change_ci,
+        })
+    }
+
+    /// The CI width of the change, paired against unpaired (below 1: pairing
+    /// narrowed it); `None` unless the point was paired.
+    pub fn pairing_gain(&self) -> Option<f64> {
+        if self.method != Some(Method::Paired) {
+            return None;
+        }
+        let (p, u) = (self.change_ci?, self.unpaired_change_ci?);
+        let (wp, wu) = (p.high - p.low, u.high - u.low);
+        (wu > 0.0).then(|| wp / wu)
+    }
 }
 
 /// All compared points with the regression histogram.
@@ -156,15 +201,18 @@ pub struct Comparison {
     pub worse: usize,
     /// Points judged better.
     pub better: usize,
-    /// Points without a significant change beyond the noise threshold.
-    pub same: usize,
+    /// Points judged equivalent within the noise threshold.
+    pub equivalent: usize,
+    /// Points the data cannot decide yet.
+    pub inconclusive: usize,
     /// Keys present on one side only.
     pub unmatched: Vec<String>,
     /// The rule used.
     pub rule: VerdictRule,
 }
 
-type Values = (String, Direction, Vec<f64>);
+/// A metric's unit, direction, and observations with the round of each.
+type Values = (String, Direction, Vec<(u32, f64)>);
 /// A side's cells by match key: the shared levels and each metric's unit, direction
 /// and observations.
 type Collected = BTreeMap<String, (Vec<(String, String)>, BTreeMap<String, Values>)>;
@@ -205,7 +253,7 @@ fn collect(side: &Side, drop: &[String], all_metrics: bool) -> Result<Collected,
                     .entry(m.name.clone())
                     .or_insert_with(|| (m.unit.clone(), m.direction, Vec::new()))
                     .2
-                    .push(m.value);
+                    .push((r.round, m.value));
             }
         }
         out.insert(key, (shared, metrics));
@@ -244,6 +292,8 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Result<Compariso
     drop.dedup();
     let side_a = collect(a, &drop, options.all_metrics)?;
     let side_b = collect(b, &drop, options.all_metrics)?;
+    // Runs of one experiment that shared a round shared the machine's state.
+    let pairable = a.data.record.id == b.data.record.id;
     let mut jobs = Vec::new();
     let mut unmatched: Vec<String> = side_b
         .keys()
@@ -275,7 +325,7 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Result<Compariso
                 scope.spawn(move || {
                     part.iter()
                         .map(|(levels, metric, unit, direction, va, vb)| {
-                            point(levels, metric, unit, *direction, va, vb, options)
+                            point(levels, metric, unit, *direction, va, vb, pairable, options)
                         })
                         .collect::<Vec<_>>()
                 })
@@ -313,10 +363,17 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Result<Compariso
         .iter()
         .map(|&i| points[i].p.unwrap_or(f64::NAN))
         .collect();
+    let mut qs = vec![f64::NAN; points.len()];
     for (&i, q) in with_p.iter().zip(benjamini_hochberg(&ps)) {
         points[i].q = Some(q);
-        if let Some(ci) = points[i].change_ci {
-            points[i].verdict = isolab_stats::verdict(&options.rule, q, ci);
+        qs[i] = q;
+    }
+    for (p, q) in points.iter_mut().zip(qs) {
+        p.verdict = isolab_stats::verdict(&options.rule, q, p.change, p.equivalence_ci);
+        if p.verdict == Verdict::Inconclusive {
+            p.runs_to_decide = p
+                .test()
+                .and_then(|t| runs_to_decide(&options.rule, &t, p.n_a.min(p.n_b)));
         }
     }
     let regressions: Vec<f64> = points.iter().filter_map(|p| p.regression_pct).collect();
@@ -328,7 +385,8 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Result<Compariso
         histogram: regression_histogram(&regressions, options.bin_width),
         worse: count(Verdict::Worse),
         better: count(Verdict::Better),
-        same: count(Verdict::Same),
+        equivalent: count(Verdict::Equivalent),
+        inconclusive: count(Verdict::Inconclusive),
         points,
         unmatched,
         rule: options.rule.clone(),
@@ -344,17 +402,28 @@ fn mean_of(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len() as f64
 }
 
-/// Compares one point: `vb` (side B) against `va` (side A), before the FDR control
-/// and the verdict, which need every point of the comparison.
+/// Compares one point: `vb` (side B) against `va` (side A), each observation with
+/// its round, before the FDR control and the verdict, which need every point of the
+/// comparison. Runs of the same round are paired when `pairable`.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn point(
     levels: &[(String, String)],
     metric: &str,
     unit: &str,
     direction: Direction,
-    va: &[f64],
-    vb: &[f64],
+    va: &[(u32, f64)],
+    vb: &[(u32, f64)],
+    pairable: bool,
     o: &CompareOptions,
 ) -> Point {
+    let pairs = if pairable {
+        pairs_by_round(va, vb)
+    } else {
+        Vec::new()
+    };
+    let values = |v: &[(u32, f64)]| v.iter().map(|(_, x)| *x).collect::<Vec<f64>>();
+    let (va_values, vb_values) = (values(va), values(vb));
+    let (va, vb) = (&va_values[..], &vb_values[..]);
     let (sa, sb) = (Sample::new(va.to_vec()).ok(), Sample::new(vb.to_vec()).ok());
     let (median_a, median_b) = (median_of(va), median_of(vb));
     let (mean_a, mean_b) = (mean_of(va), mean_of(vb));
@@ -375,35 +444,54 @@ pub(crate) fn point(
         ratio_ci: None,
         change: None,
         change_ci: None,
+        equivalence_ci: None,
+        unpaired_change_ci: None,
+        method: None,
+        pairs: 0,
         regression_pct: regression_pct(mean_a, mean_b, direction),
         degradation_pct: degradation_pct(mean_a, mean_b, direction),
         p: None,
+        p_unpaired: None,
         q: None,
-        verdict: Verdict::Same,
+        verdict: Verdict::Inconclusive,
+        runs_to_decide: None,
     };
     if let (Some(sa), Some(sb)) = (&sa, &sb) {
         p.ratio_ci = bootstrap_ratio_ci(sa, sb, direction, o.level, o.resamples, o.seed);
-        p.p = Some(mann_whitney(sa, sb).p).filter(|v| v.is_finite());
-        let shift = hodges_lehmann(sa, sb, o.level);
-        if median_a != 0.0 {
-            // Shift of B against A relative to A's median; positive = worse.
-            let sign = match direction {
-                Direction::Lower => 1.0,
-                Direction::Higher => -1.0,
-            };
-            let scale = sign / median_a.abs();
-            p.change = Some(shift.estimate * scale);
-            p.change_ci = shift.ci.map(|ci| {
-                let (x, y) = (ci.low * scale, ci.high * scale);
-                Interval {
-                    low: x.min(y),
-                    high: x.max(y),
-                    level: ci.level,
-                }
-            });
-        }
+    }
+    let data = PointData {
+        a: va,
+        b: vb,
+        pairs: &pairs,
+        direction,
+    };
+    if let Some(t) = test_point(data, o.level, &o.rule) {
+        p.method = Some(t.method);
+        p.pairs = t.pairs;
+        p.p = Some(t.p).filter(|v| v.is_finite());
+        p.p_unpaired = Some(t.p_unpaired).filter(|v| v.is_finite());
+        p.change = t.change;
+        p.change_ci = t.change_ci;
+        p.equivalence_ci = t.equivalence_ci;
+        p.unpaired_change_ci = t.unpaired_change_ci;
     }
     p
+}
+
+/// (a, b) of the rounds in which both sides have an observation, in round order;
+/// none when a side has two observations in one round (then rounds cannot pair).
+fn pairs_by_round(a: &[(u32, f64)], b: &[(u32, f64)]) -> Vec<(f64, f64)> {
+    let by_round: BTreeMap<u32, f64> = b.iter().copied().collect();
+    let rounds_a: std::collections::BTreeSet<u32> = a.iter().map(|(r, _)| *r).collect();
+    if by_round.len() != b.len() || rounds_a.len() != a.len() {
+        return Vec::new();
+    }
+    let mut out: Vec<(u32, f64, f64)> = a
+        .iter()
+        .filter_map(|&(round, x)| by_round.get(&round).map(|&y| (round, x, y)))
+        .collect();
+    out.sort_by_key(|(round, _, _)| *round);
+    out.into_iter().map(|(_, x, y)| (x, y)).collect()
 }
 
 #[cfg(test)]
@@ -508,8 +596,16 @@ mod tests {
         assert_eq!(c.points.len(), 2);
         assert_eq!(c.points[0].verdict, Verdict::Worse, "{:?}", c.points[0]);
         assert!((c.points[0].change.unwrap() - 0.2).abs() < 0.01);
-        assert_eq!(c.points[1].verdict, Verdict::Same, "{:?}", c.points[1]);
-        assert_eq!((c.worse, c.better, c.same), (1, 0, 1));
+        assert_eq!(
+            c.points[1].verdict,
+            Verdict::Equivalent,
+            "{:?}",
+            c.points[1]
+        );
+        assert_eq!(
+            (c.worse, c.better, c.equivalent, c.inconclusive),
+            (1, 0, 1, 0)
+        );
         assert_eq!(c.histogram.as_ref().unwrap().n, 2);
     }
 

@@ -35,7 +35,7 @@ const STYLE: &str = "body{font-family:system-ui,-apple-system,Segoe UI,sans-seri
 h1{font-size:1.6rem}h2{margin-top:2.2rem;border-bottom:1px solid #ddd;padding-bottom:.2rem}\
 table{border-collapse:collapse;margin:1rem 0;font-size:.9rem}th,td{border:1px solid #d4d4d4;padding:.25rem .5rem;text-align:left;vertical-align:top}\
 th{background:#f3f3f3;cursor:pointer;user-select:none}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}\
-.worse{color:#b31b1b;font-weight:600}.better{color:#11661e;font-weight:600}.same{color:#666}\
+.worse{color:#b31b1b;font-weight:600}.better{color:#11661e;font-weight:600}.same{color:#666}.undecided{color:#8a5a00}\
 pre{background:#f7f7f7;padding:1rem;overflow:auto;font-size:.85rem}.note{color:#555;font-size:.9rem}\
 .charts{display:flex;flex-wrap:wrap;gap:1rem}.charts>figure{margin:0}figcaption{font-size:.85rem;color:#555}\
 ul.quality li{margin:.2rem 0}svg{max-width:100%;height:auto}";
@@ -50,7 +50,8 @@ fn verdict_class(v: Option<Verdict>) -> &'static str {
     match v {
         Some(Verdict::Worse) => "worse",
         Some(Verdict::Better) => "better",
-        _ => "same",
+        Some(Verdict::Equivalent) => "same",
+        _ => "undecided",
     }
 }
 
@@ -98,9 +99,15 @@ pub fn html(data: &ExperimentData, analysis: &Analysis) -> String {
 fn summary_section(out: &mut String, data: &ExperimentData, a: &Analysis) {
     let r = &data.record;
     let counted = data.runs.iter().filter(|r| r.is_counted()).count();
-    let (worse, better, same) = a.comparisons.iter().fold((0, 0, 0), |(w, b, s), c| {
-        (w + c.worse, b + c.better, s + c.same)
-    });
+    let (worse, better, equivalent, inconclusive) =
+        a.comparisons.iter().fold((0, 0, 0, 0), |(w, b, e, i), c| {
+            (
+                w + c.worse,
+                b + c.better,
+                e + c.equivalent,
+                i + c.inconclusive,
+            )
+        });
     let baseline = a
         .options
         .baseline
@@ -110,7 +117,7 @@ fn summary_section(out: &mut String, data: &ExperimentData, a: &Analysis) {
         .join(" ");
     let _ = write!(
         out,
-        "<h2>Summary</h2>\n<p>Status <b>{status}</b>; {cells} cells; {counted} counted runs ({all} stored, warm-ups and failures included); seed {seed}; isolab {ver}. Baseline: <b>{base}</b>. Against it: <span class=worse>{worse} worse</span>, <span class=better>{better} better</span>, <span class=same>{same} ~</span>.</p>\n",
+        "<h2>Summary</h2>\n<p>Status <b>{status}</b>; {cells} cells; {counted} counted runs ({all} stored, warm-ups and failures included); seed {seed}; isolab {ver}. Baseline: <b>{base}</b>. Against it: <span class=worse>{worse} worse</span>, <span class=better>{better} better</span>, <span class=same>{equivalent} ≈ (equivalent)</span>, <span class=undecided>{inconclusive} ? (inconclusive)</span>.</p>\n",
         status = r.status.as_str(),
         cells = data.cells.len(),
         all = data.runs.len(),
@@ -118,7 +125,7 @@ fn summary_section(out: &mut String, data: &ExperimentData, a: &Analysis) {
         ver = esc(&r.isolab_version),
         base = if baseline.is_empty() { "none".to_owned() } else { esc(&baseline) },
     );
-    out.push_str("<p class=note>Mean with the half-width of its 95% Student-t interval. “vs baseline”: overhead ratio of the means (1 = none, above 1 = worse, oriented by the metric's direction) with its 95% bootstrap interval, given as a number only when the Mann-Whitney test, after Benjamini-Hochberg control over the comparison, is significant and the change's interval lies beyond the noise threshold; otherwise ~ with the interval. Click a column to sort.</p>\n<table class=sortable><thead><tr>");
+    out.push_str("<p class=note>Mean with the half-width of its 95% Student-t interval. “vs baseline”: overhead ratio of the means (1 = none, above 1 = worse, oriented by the metric's direction) with its 95% bootstrap interval and the verdict: worse or better when the test (Wilcoxon signed-rank on runs paired by round, Mann-Whitney otherwise), after Benjamini-Hochberg control over the comparison, is significant and the estimated change lies beyond the noise threshold; ≈ when the change's 90% interval lies within ±the threshold (equivalent); ? when the data cannot tell yet, with the runs per cell that would decide. Click a column to sort.</p>\n<table class=sortable><thead><tr>");
     for f in &a.factors {
         let _ = write!(out, "<th>{}</th>", esc(f));
     }
@@ -204,10 +211,9 @@ fn overhead_section(out: &mut String, a: &Analysis) {
                     let ci = p.ratio_ci.map_or(String::new(), |ci| {
                         format!(" [{:.3}, {:.3}]", ci.low, ci.high)
                     });
-                    let text = match (p.verdict, p.ratio) {
-                        (Verdict::Same, _) => format!("~{ci}"),
-                        (v, Some(r)) => format!("{r:.3}×{ci} {v}"),
-                        (v, None) => v.to_string(),
+                    let text = match p.ratio {
+                        Some(r) => format!("{r:.3}×{ci} {}", p.verdict),
+                        None => p.verdict.to_string(),
                     };
                     let _ = write!(
                         out,
@@ -269,11 +275,7 @@ fn grid_section(out: &mut String, a: &Analysis) {
                     value: ratio,
                     low: p.ratio_ci.map(|c| c.low),
                     high: p.ratio_ci.map(|c| c.high),
-                    marker: Some(match p.verdict {
-                        Verdict::Worse => Marker::Worse,
-                        Verdict::Better => Marker::Better,
-                        Verdict::Same => Marker::Same,
-                    }),
+                    marker: Some(Marker::from(p.verdict)),
                 });
             }
         }
@@ -363,11 +365,7 @@ pub fn isolation_chart(t: &IsolationTable) -> BarChart {
                 value: d,
                 low: e.ci.map(|c| c.low),
                 high: e.ci.map(|c| c.high),
-                marker: e.verdict.map(|v| match v {
-                    Verdict::Worse => Marker::Worse,
-                    Verdict::Better => Marker::Better,
-                    Verdict::Same => Marker::Same,
-                }),
+                marker: e.verdict.map(Marker::from),
             });
         }
     }
@@ -494,11 +492,12 @@ fn histogram_section(out: &mut String, comparisons: &[Comparison]) {
         };
         let _ = writeln!(
             out,
-            "<figure>{}<figcaption>{} worse, {} better, {} ~ ({} above 0, {} below)</figcaption></figure>",
+            "<figure>{}<figcaption>{} worse, {} better, {} ≈, {} ? ({} above 0, {} below)</figcaption></figure>",
             plots::histogram(&chart),
             c.worse,
             c.better,
-            c.same,
+            c.equivalent,
+            c.inconclusive,
             h.above_zero,
             h.below_zero
         );

@@ -86,7 +86,7 @@ pub struct IsolationEntry {
     pub degradation: Option<f64>,
     /// Its confidence interval, mapped from the overhead ratio's bootstrap CI.
     pub ci: Option<Interval>,
-    /// Worse, better or `~`; `None` when the pair could not be tested (fewer than two
+    /// Worse, better, `≈` or `?`; `None` when the pair could not be tested (fewer than two
     /// observations on a side).
     pub verdict: Option<Verdict>,
     /// Counted observations with the neighbour.
@@ -152,16 +152,15 @@ impl IsolationTable {
 /// What the numbers are, as the first line of every rendering.
 pub const TITLE: &str = "isolation degradation (seed 001), % of the same cell without neighbour: 100·(b − a)/a for lower-is-better metrics, 100·(a − b)/a for higher-is-better (a = mean without, b = mean with the neighbour); positive = worse";
 /// How to read the rows and entries.
-pub const LEGEND: &str = "90%U / FU: neighbour at 90% / full utilisation of the contended resource; 90%URR / FURR: the same with the resource reserved; [95% CI] from the bootstrap CI of the overhead ratio; worse/better only when significant beyond the noise threshold, otherwise ~ with the CI; ? = untested (n with/without)";
+pub const LEGEND: &str = "90%U / FU: neighbour at 90% / full utilisation of the contended resource; 90%URR / FURR: the same with the resource reserved; [95% CI] from the bootstrap CI of the overhead ratio; worse/better when significant and beyond the noise threshold, ≈ when equivalent within it, ? when the data cannot tell (n≈ runs that would decide) or untested (n with/without)";
 
-/// An entry as text: `+12.3% [+8.1, +16.0] worse`, `~ [-1.2, +3.4]` when not
-/// significant (never a number that looks real), `+4.0% ? (n=1/8)` when untested.
+/// An entry as text: `+12.3% [+8.1, +16.0] worse`, `+0.4% [-1.2, +1.9] ≈`,
+/// `+3.1% [-1.2, +7.4] ?`, `+4.0% ? (n=1/8)` when untested.
 pub fn entry_text(e: &IsolationEntry) -> String {
     let ci = e.ci.map_or(String::new(), |ci| {
         format!(" [{}, {}]", signed_pct(ci.low), signed_pct(ci.high))
     });
     match (e.verdict, e.degradation) {
-        (Some(Verdict::Same), _) => format!("~{ci}"),
         (Some(v), Some(d)) => format!("{}%{ci} {v}", signed_pct(d)),
         (Some(v), None) => format!("{v}{ci}"),
         (None, Some(d)) => format!("{}% ? (n={}/{})", signed_pct(d), e.n_with, e.n_without),
@@ -537,13 +536,16 @@ fn fallback_verdicts(
             .iter()
             .map(|&i| {
                 let (_, _, with, base) = pairs[i];
+                // Rows keep no rounds: these points are tested unpaired.
+                let indexed = |v: &[f64]| (0u32..).zip(v.iter().copied()).collect::<Vec<_>>();
                 crate::compare::point(
                     &with.levels,
                     &with.metric,
                     &with.unit,
                     with.direction,
-                    &base.values,
-                    &with.values,
+                    &indexed(&base.values),
+                    &indexed(&with.values),
+                    false,
                     &options,
                 )
             })
@@ -551,10 +553,9 @@ fn fallback_verdicts(
         let ps: Vec<f64> = points.iter().map(|p| p.p.unwrap_or(f64::NAN)).collect();
         let qs = benjamini_hochberg(&ps);
         for ((&i, p), q) in members.iter().zip(&points).zip(qs) {
-            let verdict = match (q.is_finite(), p.change_ci) {
-                (true, Some(ci)) => Some(isolab_stats::verdict(&options.rule, q, ci)),
-                _ => None,
-            };
+            let verdict = p
+                .change
+                .map(|_| isolab_stats::verdict(&options.rule, q, p.change, p.equivalence_ci));
             out.insert(
                 i,
                 Fallback {
@@ -617,6 +618,7 @@ mod tests {
             is_baseline: none,
             ratio_ci: None,
             verdict: None,
+            runs_to_decide: None,
             limits: None,
             throttled_periods: None,
             migrations: None,
@@ -697,7 +699,7 @@ mod tests {
     }
 
     #[test]
-    fn a_difference_within_noise_shows_no_number() {
+    fn an_equivalent_difference_shows_its_estimate_and_interval() {
         let rows = vec![
             row(
                 levels("host", "cpu", "none", "cpuset"),
@@ -712,16 +714,16 @@ mod tests {
                 ),
                 1.005,
                 (0.99, 1.02),
-                Verdict::Same,
+                Verdict::Equivalent,
             ),
         ];
         let t = isolation_table(&rows, |_| true).unwrap();
         assert_eq!(t.rows[0].label, "FURR (cpu, cpuset)");
         let e = t.entry(0, 0).unwrap();
-        assert_eq!(e.verdict, Some(Verdict::Same));
+        assert_eq!(e.verdict, Some(Verdict::Equivalent));
         let text = entry_text(e);
-        assert_eq!(text, "~ [-1.0, +2.0]");
-        assert!(!text.contains("0.5"), "no point estimate: {text}");
+        assert!(text.ends_with("[-1.0, +2.0] ≈"), "{text}");
+        assert!(text.starts_with("+0.5%"), "the point estimate: {text}");
     }
 
     #[test]
@@ -859,10 +861,10 @@ mod tests {
         ];
         rows[0].is_baseline = true;
         rows[1].is_baseline = false;
-        rows[1] = compared(rows[1].clone(), 1.0, (0.99, 1.01), Verdict::Same);
+        rows[1] = compared(rows[1].clone(), 1.0, (0.99, 1.01), Verdict::Equivalent);
         // Its summary verdict against the host says ~; against no neighbour it is worse.
         rows[2].is_baseline = false;
-        rows[2] = compared(rows[2].clone(), 1.0, (0.99, 1.01), Verdict::Same);
+        rows[2] = compared(rows[2].clone(), 1.0, (0.99, 1.01), Verdict::Equivalent);
         let t = isolation_table(&rows[1..], |_| true).unwrap();
         let e = t.entry(0, 0).unwrap();
         assert_eq!(e.verdict, Some(Verdict::Worse), "{e:?}");

@@ -796,6 +796,7 @@ mod tests {
             is_baseline: false,
             ratio_ci: None,
             verdict: None,
+            runs_to_decide: None,
             limits: None,
             throttled_periods: None,
             migrations: None,

@@ -117,9 +117,11 @@ pub struct MetricRow {
     pub is_baseline: bool,
     /// Bootstrap CI of the overhead ratio against the baseline.
     pub ratio_ci: Option<isolab_stats::Interval>,
-    /// Verdict against the baseline (Mann-Whitney, BH across the comparison, noise
-    /// threshold), when the cell is compared with one.
+    /// Verdict against the baseline (signed-rank by round or Mann-Whitney, BH across
+    /// the comparison, noise threshold), when the cell is compared with one.
     pub verdict: Option<isolab_stats::Verdict>,
+    /// For a `?` verdict: about how many runs per cell would decide it.
+    pub runs_to_decide: Option<u64>,
     /// Limits read back, as stored with the first counted run.
     pub limits: Option<String>,
     /// Mean number of throttled CFS periods per run.
@@ -219,6 +221,7 @@ pub fn summarize(data: &ExperimentData, options: &SummaryOptions) -> Vec<MetricR
                 p_value: None,
                 ratio_ci: None,
                 verdict: None,
+                runs_to_decide: None,
                 values,
                 is_baseline: false,
                 limits: limits.clone(),
@@ -315,6 +318,7 @@ pub fn attach_verdicts(rows: &mut [MetricRow], comparisons: &[crate::compare::Co
             if let Some(&i) = index.get(&(canonical(&mut levels), p.metric.clone())) {
                 rows[i].ratio_ci = p.ratio_ci;
                 rows[i].verdict = Some(p.verdict);
+                rows[i].runs_to_decide = p.runs_to_decide;
             }
         }
     }
@@ -389,6 +393,7 @@ mod tests {
             p_value: None,
             ratio_ci: None,
             verdict: None,
+            runs_to_decide: None,
             values: vec![mean, mean * 1.01],
             is_baseline: false,
             limits: None,

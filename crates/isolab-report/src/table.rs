@@ -167,17 +167,17 @@ pub fn summary_table(rows: &[MetricRow], factors: &[String], color: bool) -> Str
     t.render(color)
 }
 
-/// The overhead ratio when it differs significantly from the baseline, `~` with the
-/// p-value when it does not (benchstat's convention), `?` when it cannot be tested.
+/// The overhead ratio with its interval and the verdict (`worse`, `better`, `≈`, or
+/// `?` with the runs per cell that would decide it); without a verdict, the ratio with
+/// Welch's p-value.
 pub fn vs_baseline(r: &MetricRow) -> String {
     if let (false, Some(v), Some(o)) = (r.is_baseline, r.verdict, r.overhead) {
         let ci = r.ratio_ci.map_or(String::new(), |ci| {
             format!(" [{:.3}, {:.3}]", ci.low, ci.high)
         });
-        return match v {
-            // Not significant beyond the noise: no number that looks real, only the CI.
-            isolab_stats::Verdict::Same => format!("~{ci}"),
-            other => format!("{o:.3}×{ci} {other}"),
+        return match (v, r.runs_to_decide) {
+            (isolab_stats::Verdict::Inconclusive, Some(n)) => format!("{o:.3}×{ci} ? (n≈{n})"),
+            _ => format!("{o:.3}×{ci} {v}"),
         };
     }
     match (r.is_baseline, r.overhead, r.p_value) {
@@ -222,7 +222,9 @@ pub fn comparison_table(c: &crate::compare::Comparison, color: bool) -> String {
             ("A median", true),
             ("B median", true),
             ("change [95% CI]", true),
+            ("unpaired CI", true),
             ("ratio [95% CI]", true),
+            ("test", false),
             ("p", true),
             ("q (BH)", true),
             ("verdict", false),
@@ -243,33 +245,50 @@ pub fn comparison_table(c: &crate::compare::Comparison, color: bool) -> String {
             (Some(ch), None) => format!("{}%", signed_pct(ch * 100.0)),
             _ => "-".into(),
         });
+        row.push(match (p.method, p.unpaired_change_ci) {
+            (Some(isolab_stats::Method::Paired), Some(ci)) => format!(
+                "[{}, {}]",
+                signed_pct(ci.low * 100.0),
+                signed_pct(ci.high * 100.0)
+            ),
+            _ => "-".into(),
+        });
         row.push(match (p.ratio, p.ratio_ci) {
             (Some(r), Some(ci)) => format!("{r:.3} [{:.3}, {:.3}]", ci.low, ci.high),
             (Some(r), None) => format!("{r:.3}"),
             _ => "-".into(),
         });
+        row.push(match p.method {
+            Some(isolab_stats::Method::Paired) => format!("paired n={}", p.pairs),
+            Some(isolab_stats::Method::Unpaired) => "U".into(),
+            None => "-".into(),
+        });
         row.push(p.p.map_or("-".into(), |v| format!("{v:.3}")));
         row.push(p.q.map_or("-".into(), |v| format!("{v:.3}")));
-        let v = match p.verdict {
-            Verdict::Worse if color => "\x1b[31mworse\x1b[0m".to_owned(),
-            Verdict::Better if color => "\x1b[32mbetter\x1b[0m".to_owned(),
-            other => other.to_string(),
+        let v = match (p.verdict, p.runs_to_decide) {
+            (Verdict::Worse, _) if color => "\x1b[31mworse\x1b[0m".to_owned(),
+            (Verdict::Better, _) if color => "\x1b[32mbetter\x1b[0m".to_owned(),
+            (Verdict::Inconclusive, Some(n)) => format!("? (n≈{n})"),
+            (other, _) => other.to_string(),
         };
         row.push(v);
         t.push(row);
     }
     let mut out = format!(
-        "A: {}    B: {}\nchange = Hodges-Lehmann shift of B against A's median (positive = worse); p = Mann-Whitney; q = Benjamini-Hochberg over {} points; worse/better only when q < {} and the change's CI lies beyond ±{:.0}%, otherwise ~; ±? = too few runs for a 95% CI of the median (n ≥ 6 needed)\n",
+        "A: {}    B: {}\nchange = Hodges-Lehmann shift of B against A's median (positive = worse), paired by round when both ran in at least {} rounds (test: paired = Wilcoxon signed-rank, unpaired CI beside it; U = Mann-Whitney); q = Benjamini-Hochberg over {} points; worse/better when q < {} and the change is beyond ±{:.0}%; ≈ when its {:.0}% CI lies within ±{:.0}%; ? otherwise, with the runs per side that would decide (n≈); ±? = too few runs for a 95% CI of the median (n ≥ 6 needed)\n",
         c.a,
         c.b,
+        isolab_stats::MIN_PAIRS,
         c.points.len(),
         c.rule.alpha,
+        c.rule.noise * 100.0,
+        c.rule.equivalence_level() * 100.0,
         c.rule.noise * 100.0
     );
     out.push_str(&t.render(color));
     out.push_str(&format!(
-        "worse {}, better {}, ~ {}\n",
-        c.worse, c.better, c.same
+        "worse {}, better {}, ≈ {}, ? {}\n",
+        c.worse, c.better, c.equivalent, c.inconclusive
     ));
     if !c.unmatched.is_empty() {
         out.push_str(&format!(

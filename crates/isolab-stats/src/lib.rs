@@ -18,13 +18,21 @@
 //!   else the normal approximation with tie and continuity correction),
 //!   [`hodges_lehmann`] (shift estimate with its Moses confidence interval) and, as a
 //!   secondary view, [`welch_t_test`].
-//! - [`benjamini_hochberg`] adjusts the p-values of all points of one comparison for
-//!   the false discovery rate; [`verdict`] then calls a point [`Verdict::Better`],
-//!   [`Verdict::Worse`] or `~` ([`Verdict::Same`]) only when it is significant **and**
-//!   the interval of its change lies beyond a noise threshold ([`VerdictRule`]).
+//! - Paired comparisons for runs that shared a round: [`signed_rank`] (Wilcoxon) and
+//!   [`paired_hodges_lehmann`] (the median of Walsh averages with Tukey's interval).
+//! - [`test_point`] tests one A/B measurement point (paired by round from
+//!   [`MIN_PAIRS`] shared rounds on, else unpaired); [`benjamini_hochberg`] adjusts the
+//!   p-values of all points of one comparison for the false discovery rate; [`verdict`]
+//!   then decides one of four outcomes ([`Verdict`]): `worse`/`better` (significant and
+//!   the estimate beyond the noise threshold), `≈` (the 1 − 2α interval inside ±the
+//!   threshold: two one-sided tests) or `?` (with [`runs_to_decide`]). The runner's
+//!   early stops use [`interim_verdict`] at the Haybittle-Peto level [`INTERIM_ALPHA`].
 //! - [`regression_histogram`]: the histogram of regression % of seed 000, with mean,
 //!   percentiles and the counts of better and worse points.
-//! - [`runs_for_power`]: the runs per group needed to detect an effect of a given size.
+//! - [`runs_for_verdict`]: the runs per side at which the rule calls an effect with a
+//!   given power ([`verdict_power`], closed form), checked by the seeded simulation
+//!   [`simulate_verdicts`] (normal or skewed noise, paired or not, fixed-N or
+//!   sequential); [`runs_for_power`] is the plain test's number, for comparison.
 //! - [`scalability`]: Amdahl's law and the Universal Scalability Law fitted to
 //!   throughput over concurrency ([`ScalingData::fit`], [`ScalingData::compare`] by
 //!   AIC), with a seeded within-level bootstrap for parameter intervals and a band of
@@ -42,6 +50,7 @@ mod histogram;
 pub mod measures;
 mod order;
 mod outliers;
+mod paired;
 mod power;
 mod rank;
 mod sample;
@@ -55,13 +64,19 @@ pub use histogram::{regression_histogram, Bin, Histogram, HISTOGRAM_PERCENTILES,
 pub use measures::{degradation_pct, overhead_ratio, regression_pct};
 pub use order::{median_ci, percentile};
 pub use outliers::{outliers_mad, Outliers, DEFAULT_OUTLIER_THRESHOLD};
-pub use power::runs_for_power;
+pub use paired::{paired_hodges_lehmann, signed_rank, signed_rank_min_p, SignedRank};
+pub use power::{
+    runs_for_power, runs_for_verdict, simulate_verdicts, verdict_power, Design, Noise, Rates,
+};
 pub use rank::{hodges_lehmann, mann_whitney, MannWhitney, Shift};
 pub use sample::{Interval, Sample, SampleError, Summary};
 pub use scalability::{
     BandPoint, BootstrapFit, Fit, ModelComparison, ScalabilityError, ScalingData, ScalingModel,
 };
-pub use verdict::{verdict, Verdict, VerdictRule};
+pub use verdict::{
+    interim_verdict, runs_to_decide, test_point, verdict, Method, PointData, PointTest, Verdict,
+    VerdictRule, INTERIM_ALPHA, MIN_PAIRS,
+};
 pub use welch::{welch_t_test, WelchTest};
 
 use std::fmt;

@@ -255,7 +255,7 @@ fn exact_sf(u: u64, n1: usize, n2: usize) -> f64 {
 }
 
 /// 1 − Φ(z) for the standard normal, accurate in the upper tail (via erfc).
-fn standard_normal_sf(z: f64) -> f64 {
+pub(crate) fn standard_normal_sf(z: f64) -> f64 {
     standard_normal().sf(z)
 }
 

@@ -1,32 +1,96 @@
-//! The per-point verdict: better, worse, or not distinguishable from noise (`~`).
+//! The per-point verdict, one of four: `worse`, `better`, `≈` (equivalent) or `?`
+//! (inconclusive), and the test of one A/B measurement point it is decided from.
+//!
+//! # The rule
+//!
+//! With Δ the noise threshold (default 2%) and α the significance level (default
+//! 0.05), for a point whose relative change of B against A is ĉ (the Hodges-Lehmann
+//! shift over A's median, oriented so that positive is worse) and whose p-value is q
+//! after Benjamini-Hochberg across the points of one comparison:
+//!
+//! - **worse** when q < α and ĉ > Δ; **better** when q < α and ĉ < −Δ: significant and
+//!   the *point estimate* beyond the threshold (Firecracker's A/B rule, `tools/ab_test.py`:
+//!   a significance test and a minimum relative change of the estimate);
+//! - **≈** (equivalent) when the (1 − 2α) interval of the change lies inside (−Δ, Δ):
+//!   two one-sided tests at level α each (D. J. Schuirmann, "A comparison of the two
+//!   one-sided tests procedure and the power approach for assessing the equivalence of
+//!   average bioavailability", J. Pharmacokinet. Biopharm. 15, 1987);
+//! - **?** (inconclusive) otherwise, with an estimate of the runs that would decide
+//!   ([`runs_to_decide`]).
+//!
+//! The outcomes exclude each other: a worse or better point has its estimate, and so
+//! its interval, outside (−Δ, Δ). On A/A designs a false verdict needs a significant
+//! test, so its rate stays at most α after FDR (and well below α where the threshold
+//! binds); asking the whole interval to clear Δ instead (criterion.rs's rule, isolab's
+//! before) needs about six times the runs to call a 3% effect at 2.5% CV.
+//!
+//! # The test
+//!
+//! [`test_point`] pairs runs of A and B that shared a round where it can (at least
+//! [`MIN_PAIRS`] rounds: runs of one round share the machine's state) and then uses
+//! the Wilcoxon signed-rank test with the paired Hodges-Lehmann shift; otherwise the
+//! Mann-Whitney U test with the two-sample shift. The unpaired interval is computed
+//! in both cases, so a report can show what pairing gained.
 
 use std::fmt;
 
-use crate::Interval;
+use crate::paired::{paired_hodges_lehmann, signed_rank};
+use crate::rank::standard_normal_quantile;
+use crate::{hodges_lehmann, mann_whitney, Direction, Interval, Sample};
+
+/// Fewest rounds shared by A and B for the paired analysis: with 6 pairs the exact
+/// signed-rank test can reach p = 2/2⁶ = 0.031 < 0.05; with 5 it cannot.
+pub const MIN_PAIRS: usize = 6;
+
+/// The significance level below which the runner may stop a cell *before* `max` on a
+/// worse or better verdict (a Haybittle-Peto boundary: J. L. Haybittle, Br. J. Radiol.
+/// 44, 1971; R. Peto et al., Br. J. Cancer 34, 1976). Interim looks at so strict a
+/// level leave the false-verdict rate of the final look at about α; isolab's
+/// simulations check it (`sequential_false_verdicts_stay_below_alpha`).
+pub const INTERIM_ALPHA: f64 = 0.001;
 
 /// A comparison verdict for one measurement point, B against A.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 pub enum Verdict {
-    /// B is significantly and materially better. Serialized and displayed as `better`.
-    #[serde(rename = "better")]
-    Better,
-    /// B is significantly and materially worse. Serialized and displayed as `worse`.
+    /// B is significantly and materially worse. Shown and serialized as `worse`.
     #[serde(rename = "worse")]
     Worse,
-    /// No difference that is both significant and beyond the noise threshold.
-    /// Serialized and displayed as `~` (benchstat's notation).
-    #[serde(rename = "~")]
-    Same,
+    /// B is significantly and materially better. Shown and serialized as `better`.
+    #[serde(rename = "better")]
+    Better,
+    /// A and B are equivalent within the noise threshold (two one-sided tests). Shown
+    /// as `≈`, serialized as `equivalent`.
+    #[serde(rename = "equivalent")]
+    Equivalent,
+    /// The data cannot tell yet. Shown as `?`, serialized as `inconclusive`.
+    #[serde(rename = "inconclusive")]
+    Inconclusive,
 }
 
 impl Verdict {
-    /// The word shown in tables and exports: `better`, `worse` or `~`.
+    /// The word or symbol shown in tables: `worse`, `better`, `≈` or `?`.
     pub fn as_str(self) -> &'static str {
         match self {
-            Verdict::Better => "better",
             Verdict::Worse => "worse",
-            Verdict::Same => "~",
+            Verdict::Better => "better",
+            Verdict::Equivalent => "≈",
+            Verdict::Inconclusive => "?",
         }
+    }
+
+    /// The word used in JSON and CSV: `worse`, `better`, `equivalent`, `inconclusive`.
+    pub fn word(self) -> &'static str {
+        match self {
+            Verdict::Worse => "worse",
+            Verdict::Better => "better",
+            Verdict::Equivalent => "equivalent",
+            Verdict::Inconclusive => "inconclusive",
+        }
+    }
+
+    /// Whether the point is decided (anything but `?`).
+    pub fn is_decided(self) -> bool {
+        self != Verdict::Inconclusive
     }
 }
 
@@ -36,12 +100,13 @@ impl fmt::Display for Verdict {
     }
 }
 
-/// Thresholds of the verdict rule (see [`verdict`]).
+/// Thresholds of the verdict rule (see the module documentation).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct VerdictRule {
-    /// Significance level for the FDR-adjusted p-value; default 0.05.
+    /// Significance level for the FDR-adjusted p-value; default 0.05. The equivalence
+    /// interval is at level 1 − 2α.
     pub alpha: f64,
-    /// Noise threshold on the relative change, as a fraction (0.02 = 2%); default 0.02.
+    /// Noise threshold Δ on the relative change, as a fraction (0.02 = 2%); default 0.02.
     pub noise: f64,
 }
 
@@ -55,64 +120,366 @@ impl Default for VerdictRule {
     }
 }
 
-/// Decides a point's verdict from its FDR-adjusted p-value and the confidence interval
-/// of its relative change (oriented so that positive is worse, as a fraction: 0.03 is
-/// 3% worse):
-///
-/// - [`Verdict::Worse`] when `adjusted_p < alpha` **and** `change_ci.low > noise`;
-/// - [`Verdict::Better`] when `adjusted_p < alpha` **and** `change_ci.high < −noise`;
-/// - [`Verdict::Same`] otherwise, including a NaN p-value or interval bound.
-///
-/// This is the rule of criterion.rs (a change is reported only when it is statistically
-/// significant at `significance_level`, default 0.05, *and* its confidence interval lies
-/// beyond `noise_threshold`, default 1%; `criterion::Criterion::noise_threshold`) and of
-/// Firecracker's A/B testing tool (`tools/ab_test.py`: a significance test *and* a
-/// minimum relative change), with isolab's default noise threshold of 2%.
-pub fn verdict(rule: &VerdictRule, adjusted_p: f64, change_ci: Interval) -> Verdict {
-    let significant = adjusted_p < rule.alpha;
-    if significant && change_ci.low > rule.noise {
-        Verdict::Worse
-    } else if significant && change_ci.high < -rule.noise {
-        Verdict::Better
-    } else {
-        Verdict::Same
+impl VerdictRule {
+    /// The level of the equivalence interval, 1 − 2α.
+    pub fn equivalence_level(&self) -> f64 {
+        1.0 - 2.0 * self.alpha
     }
+}
+
+/// How a point was tested.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Method {
+    /// Wilcoxon signed-rank on the runs of A and B that shared a round.
+    Paired,
+    /// Mann-Whitney U on all runs of A and B.
+    Unpaired,
+}
+
+/// The observations of one measurement point on both sides.
+#[derive(Debug, Clone, Copy)]
+pub struct PointData<'a> {
+    /// A's observations (the baseline).
+    pub a: &'a [f64],
+    /// B's observations.
+    pub b: &'a [f64],
+    /// (a, b) of the runs that shared a round; empty when the sides cannot be paired
+    /// (e.g. two experiments).
+    pub pairs: &'a [(f64, f64)],
+    /// Which way is better.
+    pub direction: Direction,
+}
+
+/// The test of one point, before false-discovery control.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct PointTest {
+    /// Paired or unpaired.
+    pub method: Method,
+    /// Rounds in which both sides ran.
+    pub pairs: usize,
+    /// Two-sided p-value of the test used.
+    pub p: f64,
+    /// Mann-Whitney's two-sided p-value on all runs (benchstat's test), whichever
+    /// method decides.
+    pub p_unpaired: f64,
+    /// Relative change of B against A (shift over A's median), positive = worse;
+    /// `None` when A's median is 0.
+    pub change: Option<f64>,
+    /// Its confidence interval at the comparison's level.
+    pub change_ci: Option<Interval>,
+    /// Its interval at level 1 − 2α, for the equivalence test.
+    pub equivalence_ci: Option<Interval>,
+    /// The unpaired (two-sample) interval of the change at the comparison's level, to
+    /// show what pairing gained.
+    pub unpaired_change_ci: Option<Interval>,
+}
+
+/// Tests one point at confidence `level` (e.g. 0.95) under `rule` (whose α sets the
+/// equivalence interval). `None` when either side has fewer than two observations or
+/// a value that is not finite.
+pub fn test_point(data: PointData, level: f64, rule: &VerdictRule) -> Option<PointTest> {
+    let sa = Sample::new(data.a.to_vec()).ok()?;
+    let sb = Sample::new(data.b.to_vec()).ok()?;
+    let median_a = sa.median();
+    let sign = match data.direction {
+        Direction::Lower => 1.0,
+        Direction::Higher => -1.0,
+    };
+    // Relative, oriented: positive = worse.
+    let scale = if median_a != 0.0 && median_a.is_finite() {
+        Some(sign / median_a.abs())
+    } else {
+        None
+    };
+    let relative = |ci: Interval| {
+        scale.map(|s| {
+            let (x, y) = (ci.low * s, ci.high * s);
+            Interval {
+                low: x.min(y),
+                high: x.max(y),
+                level: ci.level,
+            }
+        })
+    };
+    let p_unpaired = mann_whitney(&sa, &sb).p;
+    let unpaired = hodges_lehmann(&sa, &sb, level);
+    let unpaired_change_ci = unpaired.ci.and_then(relative);
+    let paired_ok = data.pairs.len() >= MIN_PAIRS
+        && data
+            .pairs
+            .iter()
+            .all(|(x, y)| x.is_finite() && y.is_finite());
+    if paired_ok {
+        let d: Vec<f64> = data.pairs.iter().map(|(x, y)| y - x).collect();
+        let shift = paired_hodges_lehmann(&d, level)?;
+        let equivalence = paired_hodges_lehmann(&d, rule.equivalence_level())?;
+        Some(PointTest {
+            method: Method::Paired,
+            pairs: d.len(),
+            p: signed_rank(&d).p,
+            p_unpaired,
+            change: scale.map(|s| shift.estimate * s),
+            change_ci: shift.ci.and_then(relative),
+            equivalence_ci: equivalence.ci.and_then(relative),
+            unpaired_change_ci,
+        })
+    } else {
+        let equivalence = hodges_lehmann(&sa, &sb, rule.equivalence_level());
+        Some(PointTest {
+            method: Method::Unpaired,
+            pairs: data.pairs.len(),
+            p: p_unpaired,
+            p_unpaired,
+            change: scale.map(|s| unpaired.estimate * s),
+            change_ci: unpaired_change_ci,
+            equivalence_ci: equivalence.ci.and_then(relative),
+            unpaired_change_ci,
+        })
+    }
+}
+
+/// Decides a point from its FDR-adjusted p-value `q`, its relative change and the
+/// change's (1 − 2α) interval (see the module documentation). NaN inputs never give
+/// worse, better or ≈.
+pub fn verdict(
+    rule: &VerdictRule,
+    q: f64,
+    change: Option<f64>,
+    equivalence_ci: Option<Interval>,
+) -> Verdict {
+    let significant = q < rule.alpha;
+    match change {
+        Some(c) if significant && c > rule.noise => return Verdict::Worse,
+        Some(c) if significant && c < -rule.noise => return Verdict::Better,
+        _ => {}
+    }
+    match equivalence_ci {
+        Some(ci) if ci.low > -rule.noise && ci.high < rule.noise => Verdict::Equivalent,
+        _ => Verdict::Inconclusive,
+    }
+}
+
+/// What the runner may conclude about a point *before* `max`: worse or better only
+/// at [`INTERIM_ALPHA`] (and with the p-value, Bonferroni-adjusted for the `points` of
+/// its comparison, below α, so that the report's FDR-controlled verdict agrees), ≈ by
+/// the equivalence interval as in [`verdict`]; `None` while undecided.
+pub fn interim_verdict(rule: &VerdictRule, test: &PointTest, points: usize) -> Option<Verdict> {
+    let p = test.p;
+    let strict = p < INTERIM_ALPHA && p * points.max(1) as f64 <= rule.alpha * 0.999_999;
+    let v = verdict(
+        rule,
+        if strict { p } else { f64::NAN },
+        test.change,
+        test.equivalence_ci,
+    );
+    v.is_decided().then_some(v)
+}
+
+/// For a `?` point with `n` runs on its smaller side: about how many runs per side
+/// would decide it, from the observed change and the width of its interval (whose
+/// standard error shrinks as 1/√n): n·(z₁₋α/₂·s/|ĉ|)² for significance when |ĉ| > Δ,
+/// n·(z₁₋α·s/(Δ − |ĉ|))² for equivalence when |ĉ| < Δ, s = (width of the change
+/// interval)/(2·z of its level). `None` when no number of runs up to 10⁵ is expected
+/// to decide (|ĉ| at Δ, or no interval).
+pub fn runs_to_decide(rule: &VerdictRule, test: &PointTest, n: usize) -> Option<u64> {
+    let ci = test.change_ci?;
+    let c = test.change?.abs();
+    let z_level = standard_normal_quantile(0.5 + ci.level / 2.0);
+    let s = (ci.high - ci.low) / (2.0 * z_level);
+    if !(s.is_finite() && s > 0.0) || n == 0 {
+        return None;
+    }
+    let needed = if c > rule.noise {
+        let z = standard_normal_quantile(1.0 - rule.alpha / 2.0);
+        n as f64 * (z * s / c).powi(2)
+    } else if c < rule.noise {
+        let z = standard_normal_quantile(1.0 - rule.alpha);
+        n as f64 * (z * s / (rule.noise - c)).powi(2)
+    } else {
+        return None;
+    };
+    // A small-sample test may need more than the large-sample estimate: never fewer
+    // than one more run, nor fewer than the paired minimum.
+    let needed = needed.ceil().max((n + 1) as f64).max(MIN_PAIRS as f64);
+    (needed <= 1e5).then_some(needed as u64)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn ci(low: f64, high: f64) -> Interval {
-        Interval {
+    fn ci(low: f64, high: f64) -> Option<Interval> {
+        Some(Interval {
             low,
             high,
-            level: 0.95,
-        }
+            level: 0.9,
+        })
     }
 
     #[test]
-    fn needs_significance_and_an_interval_beyond_noise() {
+    fn four_outcomes() {
         let r = VerdictRule::default();
-        assert_eq!(verdict(&r, 0.01, ci(0.03, 0.06)), Verdict::Worse);
-        assert_eq!(verdict(&r, 0.01, ci(-0.06, -0.03)), Verdict::Better);
-        // Significant but the interval reaches into the noise band.
-        assert_eq!(verdict(&r, 0.01, ci(0.01, 0.06)), Verdict::Same);
+        assert_eq!(
+            verdict(&r, 0.01, Some(0.03), ci(0.01, 0.05)),
+            Verdict::Worse
+        );
+        assert_eq!(
+            verdict(&r, 0.01, Some(-0.03), ci(-0.05, -0.01)),
+            Verdict::Better
+        );
+        // Significant but the estimate within the threshold, interval not inside it.
+        assert_eq!(
+            verdict(&r, 0.01, Some(0.015), ci(0.005, 0.025)),
+            Verdict::Inconclusive
+        );
+        // Significant, small, and narrow: equivalent within ±2%.
+        assert_eq!(
+            verdict(&r, 0.01, Some(0.015), ci(0.01, 0.019)),
+            Verdict::Equivalent
+        );
         // Large change, not significant.
-        assert_eq!(verdict(&r, 0.2, ci(0.10, 0.30)), Verdict::Same);
-        assert_eq!(verdict(&r, f64::NAN, ci(0.10, 0.30)), Verdict::Same);
-        assert_eq!(verdict(&r, 0.01, ci(f64::NAN, f64::NAN)), Verdict::Same);
-        // Exactly at the threshold is not beyond it.
-        assert_eq!(verdict(&r, 0.05, ci(0.10, 0.30)), Verdict::Same);
+        assert_eq!(
+            verdict(&r, 0.2, Some(0.2), ci(-0.1, 0.5)),
+            Verdict::Inconclusive
+        );
+        assert_eq!(
+            verdict(&r, f64::NAN, Some(0.2), ci(0.1, 0.3)),
+            Verdict::Inconclusive
+        );
+        assert_eq!(
+            verdict(&r, 0.01, None, ci(f64::NAN, f64::NAN)),
+            Verdict::Inconclusive
+        );
+        // Exactly at α is not significant; exactly at the threshold is not beyond it.
+        assert_eq!(
+            verdict(&r, 0.05, Some(0.3), ci(0.1, 0.5)),
+            Verdict::Inconclusive
+        );
+        assert_eq!(
+            verdict(&r, 0.01, Some(0.02), ci(0.019, 0.021)),
+            Verdict::Inconclusive
+        );
     }
 
     #[test]
     fn words() {
-        assert_eq!(Verdict::Better.to_string(), "better");
-        assert_eq!(Verdict::Worse.to_string(), "worse");
-        assert_eq!(Verdict::Same.to_string(), "~");
-        for v in [Verdict::Better, Verdict::Worse, Verdict::Same] {
-            assert_eq!(serde_json::to_string(&v).unwrap(), format!("\"{v}\""));
+        let all = [
+            Verdict::Worse,
+            Verdict::Better,
+            Verdict::Equivalent,
+            Verdict::Inconclusive,
+        ];
+        let shown: Vec<String> = all.iter().map(|v| v.to_string()).collect();
+        assert_eq!(shown, ["worse", "better", "≈", "?"]);
+        for v in all {
+            assert_eq!(
+                serde_json::to_string(&v).unwrap(),
+                format!("\"{}\"", v.word())
+            );
         }
+    }
+
+    fn linear(n: usize, start: f64, step: f64) -> Vec<f64> {
+        (0..n)
+            .map(|i| start + step * ((i * 7) % n) as f64)
+            .collect()
+    }
+
+    #[test]
+    fn pairs_are_used_from_six_rounds_on() {
+        let rule = VerdictRule::default();
+        let a = linear(8, 100.0, 1.0);
+        let b: Vec<f64> = a.iter().map(|v| v * 1.1).collect();
+        let pairs: Vec<(f64, f64)> = a.iter().copied().zip(b.iter().copied()).collect();
+        let data = |pairs| PointData {
+            a: &a,
+            b: &b,
+            pairs,
+            direction: Direction::Lower,
+        };
+        let t = test_point(data(&pairs), 0.95, &rule).unwrap();
+        assert_eq!(t.method, Method::Paired);
+        // Every pair 10% slower: p = 2/2⁸, change about 10%.
+        assert!((t.p - 2.0 / 256.0).abs() < 1e-12, "{t:?}");
+        assert!((t.change.unwrap() - 0.1).abs() < 0.01, "{t:?}");
+        let ci = t.change_ci.unwrap();
+        let unpaired = t.unpaired_change_ci.unwrap();
+        assert!(ci.high - ci.low < unpaired.high - unpaired.low, "{t:?}");
+        let t5 = test_point(data(&pairs[..5]), 0.95, &rule).unwrap();
+        assert_eq!(t5.method, Method::Unpaired);
+        assert_eq!(t5.p, t5.p_unpaired);
+    }
+
+    #[test]
+    fn direction_orients_the_change() {
+        let rule = VerdictRule::default();
+        let a = linear(10, 100.0, 0.1);
+        let b: Vec<f64> = a.iter().map(|v| v + 10.0).collect();
+        let higher = test_point(
+            PointData {
+                a: &a,
+                b: &b,
+                pairs: &[],
+                direction: Direction::Higher,
+            },
+            0.95,
+            &rule,
+        )
+        .unwrap();
+        // Higher is better and B is higher: negative change (better).
+        assert!(higher.change.unwrap() < -0.09, "{higher:?}");
+        let v = verdict(&rule, higher.p, higher.change, higher.equivalence_ci);
+        assert_eq!(v, Verdict::Better);
+    }
+
+    #[test]
+    fn interim_needs_the_strict_level() {
+        let rule = VerdictRule::default();
+        let mut t = PointTest {
+            method: Method::Paired,
+            pairs: 6,
+            p: 0.03,
+            p_unpaired: 0.03,
+            change: Some(0.5),
+            change_ci: ci(0.3, 0.7),
+            equivalence_ci: ci(0.35, 0.65),
+            unpaired_change_ci: None,
+        };
+        assert_eq!(interim_verdict(&rule, &t, 1), None);
+        t.p = 0.0005;
+        assert_eq!(interim_verdict(&rule, &t, 1), Some(Verdict::Worse));
+        // 100 points: Bonferroni 0.05 > α.
+        assert_eq!(interim_verdict(&rule, &t, 100), None);
+        t.change = Some(0.001);
+        t.equivalence_ci = ci(-0.01, 0.012);
+        assert_eq!(interim_verdict(&rule, &t, 1), Some(Verdict::Equivalent));
+    }
+
+    #[test]
+    fn runs_to_decide_grows_with_the_spread() {
+        let rule = VerdictRule::default();
+        let t = PointTest {
+            method: Method::Unpaired,
+            pairs: 0,
+            p: 0.2,
+            p_unpaired: 0.2,
+            change: Some(0.03),
+            change_ci: Some(Interval {
+                low: -0.01,
+                high: 0.07,
+                level: 0.95,
+            }),
+            equivalence_ci: None,
+            unpaired_change_ci: None,
+        };
+        // s = 0.08/(2·1.96) = 0.0204; 10·(1.96·0.0204/0.03)² = 17.8 → 18.
+        assert_eq!(runs_to_decide(&rule, &t, 10), Some(18));
+        let mut eq = t.clone();
+        eq.change = Some(0.0);
+        // 10·(1.645·0.0204/0.02)² = 28.2 → 29.
+        assert_eq!(runs_to_decide(&rule, &eq, 10), Some(29));
+        eq.change = Some(0.02);
+        assert_eq!(runs_to_decide(&rule, &eq, 10), None);
     }
 }

@@ -423,3 +423,69 @@ fn scalability_fits_match_scipy_curve_fit() {
         assert_eq!(cmp.preferred, want, "{}: preferred model", c.name);
     }
 }
+
+/// Vectors of `reference/paired.py` (SciPy's `wilcoxon` and the Walsh-average interval).
+#[derive(Deserialize)]
+struct PairedVectors {
+    signed_rank: Vec<SignedRankCase>,
+    paired_hodges_lehmann: Vec<PairedHlCase>,
+}
+
+#[derive(Deserialize)]
+struct SignedRankCase {
+    name: String,
+    d: Vec<f64>,
+    exact_expected: bool,
+    statistic: f64,
+    p_approx: f64,
+    p_exact: Option<f64>,
+}
+
+#[derive(Deserialize)]
+struct PairedHlCase {
+    name: String,
+    d: Vec<f64>,
+    level: f64,
+    estimate: f64,
+    ci: Option<[f64; 2]>,
+}
+
+fn paired_vectors() -> PairedVectors {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("reference/paired.json");
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn signed_rank_matches_scipy() {
+    let v = paired_vectors();
+    assert!(v.signed_rank.iter().any(|c| c.exact_expected));
+    assert!(v.signed_rank.iter().any(|c| !c.exact_expected));
+    for c in &v.signed_rank {
+        let r = isolab_stats::signed_rank(&c.d);
+        assert_eq!(r.exact, c.exact_expected, "{}: method", c.name);
+        assert_close(
+            &format!("{} statistic", c.name),
+            r.statistic,
+            c.statistic,
+            EXACT,
+        );
+        let want = if r.exact {
+            c.p_exact.expect("exact cases carry SciPy's exact p")
+        } else {
+            c.p_approx
+        };
+        assert_close(&format!("{} p", c.name), r.p, want, EXACT);
+    }
+}
+
+#[test]
+fn paired_hodges_lehmann_matches_reference() {
+    for c in &paired_vectors().paired_hodges_lehmann {
+        let what = format!("{} at {}", c.name, c.level);
+        let h = isolab_stats::paired_hodges_lehmann(&c.d, c.level).expect("finite");
+        assert_close(&format!("{what} estimate"), h.estimate, c.estimate, EXACT);
+        assert_interval(&format!("{what} ci"), h.ci, c.ci, EXACT);
+    }
+}

@@ -188,7 +188,9 @@ pub struct VerdictArgs {
     /// Significance level of verdicts, after false-discovery control.
     #[arg(long, default_value_t = 0.05)]
     pub alpha: f64,
-    /// Noise threshold: a change whose CI does not lie beyond ±this fraction is `~`.
+    /// Noise threshold Δ, a fraction: a significant change is called worse or better
+    /// only when its estimate lies beyond ±Δ; a change whose 1 − 2α interval lies
+    /// within ±Δ is `≈` (equivalent).
     #[arg(long, default_value_t = 0.02)]
     pub noise: f64,
 }

@@ -123,7 +123,7 @@ pub fn grouped_bars(chart: &BarChart) -> String {
             label: g.clone(),
         })
         .collect();
-    for m in [Marker::Worse, Marker::Better, Marker::Same] {
+    for m in Marker::ALL {
         if bars.iter().any(|b| b.marker == Some(m)) {
             legend.push(LegendEntry {
                 swatch: Swatch::Verdict(m),
@@ -299,7 +299,7 @@ mod tests {
                 Bar {
                     low: Some(0.98),
                     high: Some(1.03),
-                    marker: Some(Marker::Same),
+                    marker: Some(Marker::Equivalent),
                     ..Bar::new(0, 1, 1.01)
                 },
                 Bar::new(1, 0, 1.1),
@@ -326,9 +326,9 @@ mod tests {
         // Bar 0 and 1: a stem and two caps each; bar 3: a stem and one cap.
         assert_eq!(svg.matches("class=\"plot-whisker\"").count(), 3 + 3 + 2);
         assert_eq!(svg.matches("\"plot-marker plot-worse\"").count(), 1);
-        assert_eq!(svg.matches("\"plot-marker plot-same\"").count(), 1);
+        assert_eq!(svg.matches("\"plot-marker plot-equivalent\"").count(), 1);
         assert_eq!(svg.matches("\"plot-swatch plot-worse\"").count(), 1);
-        assert_eq!(svg.matches("\"plot-swatch plot-same\"").count(), 1);
+        assert_eq!(svg.matches("\"plot-swatch plot-equivalent\"").count(), 1);
         assert!(svg.contains(">quota</text>"));
         assert!(svg.contains(">pinned</text>"));
         assert!(svg.contains("significantly worse"));

@@ -305,11 +305,18 @@ impl Overlay {
                 x,
                 y + 5
             ),
-            Marker::Same => writeln!(
-                self.svg,
-                "<text class=\"{class} plot-same\" x=\"{x}\" y=\"{}\" text-anchor=\"middle\" fill=\"{INK}\" style=\"font-family:{FONT};font-size:16px;font-weight:bold\">~<title>{desc}</title></text>",
-                y + 5
-            ),
+            Marker::Equivalent | Marker::Inconclusive => {
+                let (name, symbol) = if marker == Marker::Equivalent {
+                    ("equivalent", "≈")
+                } else {
+                    ("inconclusive", "?")
+                };
+                writeln!(
+                    self.svg,
+                    "<text class=\"{class} plot-{name}\" x=\"{x}\" y=\"{}\" text-anchor=\"middle\" fill=\"{INK}\" style=\"font-family:{FONT};font-size:16px;font-weight:bold\">{symbol}<title>{desc}</title></text>",
+                    y + 5
+                )
+            }
         };
     }
 

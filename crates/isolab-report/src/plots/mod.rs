@@ -100,25 +100,47 @@ pub struct ReferenceLine {
 
 /// The verdict of a comparison, drawn as a small symbol over a bar (benchstat's notation).
 ///
-/// Shapes carry the meaning, not colour alone: ▲ worse, ▼ better, `~` no significant
-/// difference.
+/// Shapes carry the meaning, not colour alone: ▲ worse, ▼ better, `≈` equivalent
+/// within the noise threshold, `?` inconclusive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Marker {
     /// Significantly worse than the baseline (a filled triangle pointing up).
     Worse,
     /// Significantly better than the baseline (a filled triangle pointing down).
     Better,
-    /// No significant difference (a `~`).
-    Same,
+    /// Equivalent within the noise threshold (a `≈`).
+    Equivalent,
+    /// The data cannot tell yet (a `?`).
+    Inconclusive,
 }
 
 impl Marker {
+    /// Every marker, in legend order.
+    pub const ALL: [Marker; 4] = [
+        Marker::Worse,
+        Marker::Better,
+        Marker::Equivalent,
+        Marker::Inconclusive,
+    ];
+
     /// The words the legend uses for this marker.
     pub fn description(self) -> &'static str {
         match self {
             Marker::Worse => "significantly worse",
             Marker::Better => "significantly better",
-            Marker::Same => "no significant difference",
+            Marker::Equivalent => "equivalent within the noise threshold",
+            Marker::Inconclusive => "inconclusive: more runs needed",
+        }
+    }
+}
+
+impl From<isolab_stats::Verdict> for Marker {
+    fn from(v: isolab_stats::Verdict) -> Self {
+        match v {
+            isolab_stats::Verdict::Worse => Marker::Worse,
+            isolab_stats::Verdict::Better => Marker::Better,
+            isolab_stats::Verdict::Equivalent => Marker::Equivalent,
+            isolab_stats::Verdict::Inconclusive => Marker::Inconclusive,
         }
     }
 }
