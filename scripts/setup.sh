@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what isolab needs on Debian bookworm (or a derivative): the benchmark
-# tools and the build dependencies; checks that cargo is there.
+# tools and the build dependencies, and benchstat when Go is there; checks that cargo
+# is there.
 # Idempotent: packages already present are skipped by apt-get.
 set -euo pipefail
 
@@ -33,6 +34,29 @@ if [ "${#missing[@]}" -gt 0 ]; then
     echo "setup: installing ${missing[*]}"
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# benchstat reads `isolab export --format benchstat`; the report tests run it and compare
+# its p-values with isolab's (they are skipped without it). golang.org/x/perf has no
+# release tags: this pseudo-version is the module proxy's latest as of 2026-09-08.
+BENCHSTAT_VERSION=v0.0.0-20260908200009-22c9c6c9d4da
+GO=$(command -v go || true)
+if [ -z "$GO" ] && [ -x /usr/local/go/bin/go ]; then
+    GO=/usr/local/go/bin/go # the official tarball's place, often not on root's PATH
+fi
+if [ -z "$GO" ]; then
+    if command -v benchstat >/dev/null 2>&1; then
+        echo "setup: go not found; keeping the installed $(command -v benchstat)"
+    else
+        echo "setup: go not found: skipping benchstat (install Go from https://go.dev/dl and run again)"
+    fi
+elif [ -x /usr/local/bin/benchstat ] \
+    && "$GO" version -m /usr/local/bin/benchstat 2>/dev/null | grep -q "$BENCHSTAT_VERSION"; then
+    :
+else
+    need_root
+    echo "setup: installing benchstat $BENCHSTAT_VERSION into /usr/local/bin"
+    GOBIN=/usr/local/bin "$GO" install "golang.org/x/perf/cmd/benchstat@$BENCHSTAT_VERSION"
 fi
 
 if ! command -v cargo >/dev/null 2>&1; then

@@ -209,6 +209,19 @@ pub struct Comparison {
     pub unmatched: Vec<String>,
     /// The rule used.
     pub rule: VerdictRule,
+    /// Geometric mean of the points' overhead ratios, as benchstat's `geomean` row;
+    /// `None` when no point has a positive ratio.
+    pub geomean: Option<GeoMean>,
+}
+
+/// The geometric mean of the overhead ratios of a comparison's points
+/// ([`isolab_stats::geometric_mean`]): B against A, above 1 = worse.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct GeoMean {
+    /// The geometric mean.
+    pub ratio: f64,
+    /// How many points it covers: those with a positive, finite ratio.
+    pub points: usize,
 }
 
 /// A metric's unit, direction, and observations with the round of each.
@@ -378,6 +391,15 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Result<Compariso
     }
     let regressions: Vec<f64> = points.iter().filter_map(|p| p.regression_pct).collect();
     let count = |v: Verdict| points.iter().filter(|p| p.verdict == v).count();
+    let ratios: Vec<f64> = points
+        .iter()
+        .filter_map(|p| p.ratio)
+        .filter(|r| r.is_finite() && *r > 0.0)
+        .collect();
+    let geomean = isolab_stats::geometric_mean(&ratios).map(|ratio| GeoMean {
+        ratio,
+        points: ratios.len(),
+    });
     Ok(Comparison {
         a: a.label.clone(),
         b: b.label.clone(),
@@ -390,6 +412,7 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Result<Compariso
         points,
         unmatched,
         rule: options.rule.clone(),
+        geomean,
     })
 }
 
@@ -607,6 +630,13 @@ mod tests {
             (1, 0, 1, 0)
         );
         assert_eq!(c.histogram.as_ref().unwrap().n, 2);
+        let g = c.geomean.as_ref().unwrap();
+        let ratios = [c.points[0].ratio.unwrap(), c.points[1].ratio.unwrap()];
+        assert_eq!(g.points, 2);
+        assert!(
+            (g.ratio - (ratios[0] * ratios[1]).sqrt()).abs() < 1e-12,
+            "{g:?}"
+        );
     }
 
     #[test]

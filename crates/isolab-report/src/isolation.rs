@@ -27,7 +27,7 @@ use isolab_stats::{benjamini_hochberg, degradation_pct, Direction, Interval, Ver
 
 use crate::compare::CompareOptions;
 use crate::summary::MetricRow;
-use crate::table::{signed_pct, Table};
+use crate::table::{signed_pct, text_lines, Style, Table};
 
 /// The factor that names the neighbour.
 pub const NEIGHBOUR: &str = "neighbour";
@@ -101,9 +101,11 @@ impl IsolationTable {
         self.cells.get(row)?.get(column)?.as_ref()
     }
 
-    /// The terminal rendering: a title saying what the numbers are, the metric of each
+    /// The rendering for a terminal or in Markdown ([`Style`]; a `bool` is text with or
+    /// without colour): a title saying what the numbers are, the metric of each
     /// workload, then one line per scenario and one column per workload × platform.
-    pub fn render(&self, color: bool) -> String {
+    pub fn render(&self, style: impl Into<Style>) -> String {
+        let style = style.into();
         let mut header = vec!["scenario".to_owned()];
         header.extend(self.columns.iter().map(|c| c.label.clone()));
         let mut right = vec![false];
@@ -117,8 +119,11 @@ impl IsolationTable {
             );
             t.push(line);
         }
-        let mut out = format!("{TITLE}\n{LEGEND}\nmetrics: {}\n", self.metrics_line());
-        out.push_str(&t.render(color));
+        let mut out = text_lines(
+            &format!("{TITLE}\n{LEGEND}\nmetrics: {}\n", self.metrics_line()),
+            style,
+        );
+        out.push_str(&t.render(style));
         out
     }
 

@@ -3,10 +3,12 @@
 //! - [`summary`]: loads an experiment ([`ExperimentData`]) and summarises each cell's
 //!   metrics ([`MetricRow`]): n, mean, 95% CI, CV, overhead ratio against the
 //!   baseline cell, limits read back, throttling and migrations.
-//! - [`table`]: the terminal summary table.
-//! - [`export`]: CSV and JSON, one row per metric observation.
-//! - [`compare`]: A/B comparisons with honest verdicts and the seed-000 regression
-//!   histogram.
+//! - [`table`]: every report table as one [`table::Table`], rendered as aligned text
+//!   for a terminal or as a GitHub-flavoured Markdown pipe table ([`table::Style`]).
+//! - [`export`]: CSV and JSON, one row per metric observation, and Go's benchmark
+//!   format for `benchstat`.
+//! - [`compare`]: A/B comparisons with honest verdicts, the geometric mean of their
+//!   overhead ratios and the seed-000 regression histogram.
 //! - [`isolation`]: seed 001's isolation table ([`IsolationTable`]): degradation with a
 //!   neighbour against the same cell without one, rows 90%U, FU, 90%URR, FURR.
 //! - [`scalability`]: throughput over `threads` or `instances` ([`ScalingCurve`]) with

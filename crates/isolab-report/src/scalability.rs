@@ -31,7 +31,7 @@ use isolab_stats::{
 
 use crate::plots::{BandSample, Fit, LinePoint, ScalingChart, Size, XScale};
 use crate::summary::{ExperimentData, MetricRow, SummaryOptions};
-use crate::table::{num, Table};
+use crate::table::{num, text_lines, Style, Table};
 
 /// The factors whose levels are a concurrency N.
 pub const FACTORS: [&str; 2] = ["threads", "instances"];
@@ -551,8 +551,10 @@ pub fn title(factor: &str) -> String {
 
 /// The terminal rendering: per factor, a title, a table (group, throughput, N, runs,
 /// mean ± CI, speedup, efficiency, and per instance where stored) and one fit line per
-/// curve. Empty when there is no curve.
-pub fn render(curves: &[ScalingCurve], color: bool) -> String {
+/// curve. Empty when there is no curve. In [`Style::Markdown`] (a `bool` is text with
+/// or without colour) the tables are pipe tables.
+pub fn render(curves: &[ScalingCurve], style: impl Into<Style>) -> String {
+    let style = style.into();
     let mut out = String::new();
     for factor in FACTORS {
         let of: Vec<&ScalingCurve> = curves.iter().filter(|c| c.factor == factor).collect();
@@ -609,11 +611,13 @@ pub fn render(curves: &[ScalingCurve], color: bool) -> String {
                 t.push(row);
             }
         }
-        let _ = writeln!(out, "{}", title(factor));
-        out.push_str(&t.render(color));
+        out.push_str(&text_lines(&format!("{}\n", title(factor)), style));
+        out.push_str(&t.render(style));
+        let mut fits = String::new();
         for c in &of {
-            let _ = writeln!(out, "  {} · {}: {}", c.group_label, c.metric, c.fit_line());
+            let _ = writeln!(fits, "  {} · {}: {}", c.group_label, c.metric, c.fit_line());
         }
+        out.push_str(&text_lines(&fits, style));
     }
     out
 }

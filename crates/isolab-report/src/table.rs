@@ -1,8 +1,45 @@
-//! Terminal tables.
+//! Tables: every report table (summary, comparison, isolation, scalability) is one
+//! [`Table`], rendered in a [`Style`]: aligned text for a terminal, optionally with
+//! ANSI colour, or a GitHub-flavoured Markdown pipe table to paste into an issue, a
+//! pull request or a wiki.
 
 use crate::summary::MetricRow;
 
-/// A plain text table with aligned columns.
+/// How a table renders. A `bool` converts to [`Style::Text`] with that colour setting,
+/// so `render(color)` keeps working.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// Columns aligned with spaces; with `color`, ANSI bold headers and coloured
+    /// verdicts.
+    Text {
+        /// Whether to use ANSI colour.
+        color: bool,
+    },
+    /// A GitHub-flavoured Markdown pipe table (numeric columns right-aligned, `|`
+    /// escaped), with a blank line before and after it; text around tables is
+    /// Markdown too.
+    Markdown,
+}
+
+impl Style {
+    /// Whether ANSI colour is used.
+    pub fn color(self) -> bool {
+        matches!(self, Style::Text { color: true })
+    }
+
+    /// Whether this is Markdown.
+    pub fn is_markdown(self) -> bool {
+        self == Style::Markdown
+    }
+}
+
+impl From<bool> for Style {
+    fn from(color: bool) -> Self {
+        Style::Text { color }
+    }
+}
+
+/// A table with aligned columns, rendered as text or Markdown ([`Style`]).
 #[derive(Debug, Clone, Default)]
 pub struct Table {
     header: Vec<String>,
@@ -26,8 +63,47 @@ impl Table {
         self.rows.push(row);
     }
 
-    /// Renders the table; with `color`, the header is bold.
-    pub fn render(&self, color: bool) -> String {
+    /// Renders the table in `style` (a `bool` is text with or without colour; with
+    /// colour the header is bold).
+    pub fn render(&self, style: impl Into<Style>) -> String {
+        match style.into() {
+            Style::Text { color } => self.render_text(color),
+            Style::Markdown => self.render_markdown(),
+        }
+    }
+
+    /// A GitHub-flavoured Markdown pipe table, preceded and followed by a blank line:
+    /// numeric columns right-aligned (`---:`), `|` escaped as `\|`, line breaks as
+    /// `<br>`, and ANSI escapes removed.
+    pub fn render_markdown(&self) -> String {
+        let cols = self.header.len();
+        let line = |row: &Vec<String>| -> String {
+            let cells: Vec<String> = (0..cols)
+                .map(|i| markdown_cell(row.get(i).map(String::as_str).unwrap_or("")))
+                .collect();
+            format!("| {} |\n", cells.join(" | "))
+        };
+        let mut out = String::from("\n");
+        out.push_str(&line(&self.header));
+        let rule: Vec<&str> = (0..cols)
+            .map(|i| {
+                if self.right.get(i).copied().unwrap_or(false) {
+                    "---:"
+                } else {
+                    "---"
+                }
+            })
+            .collect();
+        out.push_str(&format!("| {} |\n", rule.join(" | ")));
+        for row in &self.rows {
+            out.push_str(&line(row));
+        }
+        out.push('\n');
+        out
+    }
+
+    /// Aligned text; with `color`, the header is bold.
+    fn render_text(&self, color: bool) -> String {
         let cols = self.header.len();
         let mut width = vec![0; cols];
         for row in std::iter::once(&self.header).chain(&self.rows) {
@@ -69,6 +145,47 @@ impl Table {
         }
         out
     }
+}
+
+/// A cell of a Markdown table: ANSI escapes dropped, `|` escaped (also inside code
+/// spans, as GitHub reads it), line breaks as `<br>`, no surrounding whitespace.
+fn markdown_cell(text: &str) -> String {
+    let mut out = String::new();
+    let mut chars = text.trim().chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            // An ANSI escape: ESC [ … final byte in @..~.
+            '\x1b' => {
+                if chars.peek() == Some(&'[') {
+                    for e in chars.by_ref() {
+                        if ('@'..='~').contains(&e) && e != '[' {
+                            break;
+                        }
+                    }
+                }
+            }
+            '|' => out.push_str("\\|"),
+            '\n' => out.push_str("<br>"),
+            '\r' => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A paragraph of text in `style`: as it is for a terminal; in Markdown each line
+/// ends with a hard break (a backslash) so that lines stay lines.
+pub fn text_lines(text: &str, style: Style) -> String {
+    if !style.is_markdown() {
+        return text.to_owned();
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = String::new();
+    for (i, l) in lines.iter().enumerate() {
+        out.push_str(l.trim_end());
+        out.push_str(if i + 1 < lines.len() { "\\\n" } else { "\n" });
+    }
+    out
 }
 
 /// A number with four significant digits, without exponent for everyday magnitudes.
@@ -114,7 +231,7 @@ fn factor_cells(factors: &[String], levels: &[(String, String)]) -> Vec<String> 
 }
 
 /// The summary table of an experiment: one row per cell and metric.
-pub fn summary_table(rows: &[MetricRow], factors: &[String], color: bool) -> String {
+pub fn summary_table(rows: &[MetricRow], factors: &[String], style: impl Into<Style>) -> String {
     let mut t = factor_table(
         factors,
         &[
@@ -164,7 +281,7 @@ pub fn summary_table(rows: &[MetricRow], factors: &[String], color: bool) -> Str
         row.push(short_stop(r));
         t.push(row);
     }
-    t.render(color)
+    t.render(style)
 }
 
 /// The overhead ratio with its interval and the verdict (`worse`, `better`, `≈`, or
@@ -204,9 +321,12 @@ pub(crate) fn signed_pct(v: f64) -> String {
     format!("{v:+.1}")
 }
 
-/// A benchstat-like table of a comparison, then the seed-000 regression histogram.
-pub fn comparison_table(c: &crate::compare::Comparison, color: bool) -> String {
+/// A benchstat-like table of a comparison with a geometric-mean row, then the seed-000
+/// regression histogram.
+pub fn comparison_table(c: &crate::compare::Comparison, style: impl Into<Style>) -> String {
     use isolab_stats::Verdict;
+    let style = style.into();
+    let color = style.color();
     let mut factors: Vec<String> = Vec::new();
     for p in &c.points {
         for (f, _) in &p.levels {
@@ -274,7 +394,10 @@ pub fn comparison_table(c: &crate::compare::Comparison, color: bool) -> String {
         row.push(v);
         t.push(row);
     }
-    let mut out = format!(
+    if let Some(g) = &c.geomean {
+        t.push(geomean_row(factors.len(), g));
+    }
+    let mut legend = format!(
         "A: {}    B: {}\nchange = Hodges-Lehmann shift of B against A's median (positive = worse), paired by round when both ran in at least {} rounds (test: paired = Wilcoxon signed-rank, unpaired CI beside it; U = Mann-Whitney); q = Benjamini-Hochberg over {} points; worse/better when q < {} and the change is beyond ±{:.0}%; ≈ when its {:.0}% CI lies within ±{:.0}%; ? otherwise, with the runs per side that would decide (n≈); ±? = too few runs for a 95% CI of the median (n ≥ 6 needed)\n",
         c.a,
         c.b,
@@ -285,22 +408,51 @@ pub fn comparison_table(c: &crate::compare::Comparison, color: bool) -> String {
         c.rule.equivalence_level() * 100.0,
         c.rule.noise * 100.0
     );
-    out.push_str(&t.render(color));
-    out.push_str(&format!(
+    if c.geomean.is_some() {
+        legend.push_str(GEOMEAN_LEGEND);
+        legend.push('\n');
+    }
+    let mut out = text_lines(&legend, style);
+    out.push_str(&t.render(style));
+    let mut tail = format!(
         "worse {}, better {}, ≈ {}, ? {}\n",
         c.worse, c.better, c.equivalent, c.inconclusive
-    ));
+    );
     if !c.unmatched.is_empty() {
-        out.push_str(&format!(
+        tail.push_str(&format!(
             "on one side only (not compared): {}\n",
             c.unmatched.join("; ")
         ));
     }
+    out.push_str(&text_lines(&tail, style));
     if let Some(h) = &c.histogram {
         out.push('\n');
-        out.push_str(&histogram_text(h));
+        if style.is_markdown() {
+            // Bars need a monospace block.
+            out.push_str(&format!("```text\n{}```\n", histogram_text(h)));
+        } else {
+            out.push_str(&histogram_text(h));
+        }
     }
     out
+}
+
+/// What the comparison's geomean row means.
+const GEOMEAN_LEGEND: &str = "geomean = geometric mean of the points' overhead ratios (B against A, > 1 = worse), as benchstat's geomean row";
+
+/// The comparison table's last row: the geometric mean of the ratios in the ratio
+/// column, and how many points it covers in the metric column.
+fn geomean_row(factors: usize, g: &crate::compare::GeoMean) -> Vec<String> {
+    let mut row = vec![String::new(); factors + 8];
+    let points = format!("{} point{}", g.points, if g.points == 1 { "" } else { "s" });
+    if factors == 0 {
+        row[0] = format!("geomean of {points}");
+    } else {
+        row[0] = "geomean".into();
+        row[factors] = points;
+    }
+    row[factors + 4] = format!("{:.3}", g.ratio);
+    row
 }
 
 /// The seed-000 regression histogram as text bars.
@@ -353,6 +505,24 @@ mod tests {
         assert_eq!(num(0.012345), "0.01235");
         assert_eq!(num(0.0), "0");
         assert_eq!(num(123456789.0), "1.235e8");
+    }
+
+    #[test]
+    fn markdown_is_a_pipe_table_with_escaped_cells() {
+        let mut t = Table::new(vec!["a|b".into(), "n".into()], vec![false, true]);
+        t.push(vec!["x | y".into(), "\x1b[31m1\x1b[0m".into()]);
+        t.push(vec!["two\nlines".into()]);
+        assert_eq!(
+            t.render(Style::Markdown),
+            "\n| a\\|b | n |\n| --- | ---: |\n| x \\| y | 1 |\n| two<br>lines |  |\n\n"
+        );
+        assert_eq!(t.render(false), t.render(Style::Text { color: false }));
+    }
+
+    #[test]
+    fn markdown_text_keeps_its_lines() {
+        assert_eq!(text_lines("a\nb\n", Style::Markdown), "a\\\nb\n");
+        assert_eq!(text_lines("a\nb\n", false.into()), "a\nb\n");
     }
 
     #[test]

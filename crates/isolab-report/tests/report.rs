@@ -4,7 +4,7 @@
 mod experiment;
 
 use isolab_report::compare::{compare, CompareOptions, Side};
-use isolab_report::table::{comparison_table, summary_table};
+use isolab_report::table::{comparison_table, summary_table, Style};
 use isolab_report::{analyse, html};
 use isolab_stats::Verdict;
 
@@ -18,6 +18,21 @@ fn summary_table_shows_verdicts_against_the_baseline() {
     );
     let table = summary_table(&analysis.rows, &analysis.factors, false);
     insta::assert_snapshot!("summary_table", table);
+    // The same table in Markdown: a pipe table with one line per row, every line with
+    // as many cells as the header.
+    let md = summary_table(&analysis.rows, &analysis.factors, Style::Markdown);
+    let lines: Vec<&str> = md.lines().collect();
+    assert_eq!(lines.len(), 1 + 2 + analysis.rows.len() + 1, "{md}");
+    let header = "| shape | placement | workload | metric | n | mean |";
+    assert!(lines[1].starts_with(header), "{md}");
+    assert!(
+        lines[2].starts_with("| --- | --- | --- | --- | ---: |"),
+        "{md}"
+    );
+    let cells = |l: &str| l.matches(" | ").count();
+    assert!(lines[1..=analysis.rows.len() + 2]
+        .iter()
+        .all(|l| cells(l) == cells(lines[1])));
     let quota_cpu = analysis
         .rows
         .iter()
@@ -57,6 +72,14 @@ fn comparison_table_and_histogram() {
         (2, 0, 2)
     );
     insta::assert_snapshot!("comparison_table", comparison_table(&c, false));
+    insta::assert_snapshot!(
+        "comparison_table_markdown",
+        comparison_table(&c, Style::Markdown)
+    );
+    let g = c.geomean.as_ref().unwrap();
+    assert_eq!(g.points, 4);
+    // Two points at 1/0.9 and two at 1: the geometric mean is √(1/0.9).
+    assert!((g.ratio - (1.0f64 / 0.9).sqrt()).abs() < 2e-3, "{g:?}");
 }
 
 #[test]
@@ -142,6 +165,11 @@ fn isolation_table_in_seed_001_shape() {
     assert!((fio.degradation.unwrap() - 10.0).abs() < 0.01, "{fio:?}");
     assert_eq!(fio.verdict, Some(Verdict::Worse));
     insta::assert_snapshot!("isolation_table", t.render(false));
+    assert!(
+        t.render(Style::Markdown).contains("\n| scenario | "),
+        "{}",
+        t.render(Style::Markdown)
+    );
     // The summary rows without neighbour are not in the table, and the table agrees
     // with the summary's verdicts.
     for row in analysis.rows.iter().filter(|r| !r.is_baseline) {
@@ -260,6 +288,8 @@ fn scalability_fits_and_table() {
     let (_d, again) = scalability_analysis();
     assert_eq!(again.scalability, analysis.scalability);
     let table = isolab_report::scalability::render(curves, false);
+    let md = isolab_report::scalability::render(curves, Style::Markdown);
+    assert!(md.contains("\n| group | throughput | N | n |"), "{md}");
     insta::assert_snapshot!("scalability_table", table);
     // JSON carries the curves (without the replicates).
     let json = serde_json::to_value(&analysis).unwrap();
@@ -323,4 +353,174 @@ fn html_report_of_a_scalability_experiment() {
     );
     assert!(a.scalability.is_empty());
     assert!(!html::html(&plain, &a).contains("<h2>Scalability</h2>"));
+}
+
+/// A store with one workload in two placements, ten counted runs each with two metrics
+/// (events/s, higher is better; latency in ms, lower is better), every value distinct
+/// so that both benchstat and isolab use the exact Mann-Whitney distribution.
+fn two_placements() -> (isolab_store::Store, isolab_store::ExperimentId) {
+    use isolab_store::{MetricValue, NewCell, NewExperiment, NewRun, RunStatus, Store};
+    use std::time::{Duration, SystemTime};
+    let mut store = Store::open_in_memory().unwrap();
+    let cells: Vec<NewCell> = ["quota", "pinned"]
+        .iter()
+        .enumerate()
+        .map(|(i, p)| NewCell {
+            index: i as u32,
+            key: format!("workload=sysbench-cpu placement={p}"),
+            levels: vec![
+                ("workload".into(), "sysbench-cpu".into()),
+                ("placement".into(), (*p).into()),
+            ],
+        })
+        .collect();
+    let id = store
+        .create_experiment(&NewExperiment {
+            name: "benchstat".into(),
+            spec_toml: String::new(),
+            spec_path: None,
+            seed: 1,
+            isolab_version: "test".into(),
+            created_at: SystemTime::UNIX_EPOCH,
+            cells,
+            environment: vec![("cpu_model".into(), "Synthetic CPU".into())],
+        })
+        .unwrap();
+    for (i, cell) in store.cells(id).unwrap().iter().enumerate() {
+        // pinned: +13 events/s (better) and 0.17 ms more latency (worse) than quota.
+        let (events, latency) = if i == 0 {
+            (1000.0, 5.0)
+        } else {
+            (1013.0, 5.17)
+        };
+        for k in 0..10u32 {
+            let metric = |name: &str, unit: &str, direction, value| MetricValue {
+                name: name.into(),
+                unit: unit.into(),
+                direction,
+                value,
+            };
+            store
+                .insert_run(&NewRun {
+                    cell: cell.id,
+                    repetition: k + 1,
+                    warmup: false,
+                    round: k,
+                    status: RunStatus::Ok,
+                    exit_code: Some(0),
+                    started_at: SystemTime::UNIX_EPOCH,
+                    wall: Duration::from_secs(1),
+                    stdout: String::new(),
+                    stderr: String::new(),
+                    error: None,
+                    limits: serde_json::Value::Null,
+                    metrics: vec![
+                        metric(
+                            "events_per_second",
+                            "events/s",
+                            isolab_stats::Direction::Higher,
+                            events + 3.0 * f64::from(k),
+                        ),
+                        metric(
+                            "latency",
+                            "ms",
+                            isolab_stats::Direction::Lower,
+                            latency + 0.05 * f64::from(k),
+                        ),
+                    ],
+                    telemetry: vec![],
+                    series: vec![],
+                    notes: vec![],
+                })
+                .unwrap();
+        }
+    }
+    (store, id)
+}
+
+/// The real `benchstat` reads the export: `-col /placement` compares the two placements
+/// with the p-value of isolab's unpaired Mann-Whitney test, in the same direction.
+#[test]
+fn benchstat_reads_the_export_and_agrees_with_mann_whitney() {
+    use isolab_stats::{mann_whitney, overhead_ratio, Direction, Sample};
+    let (store, id) = two_placements();
+    let obs = store.observations(id).unwrap();
+    let text = isolab_report::export::benchstat(&obs, &[("cpu".into(), "Synthetic CPU".into())]);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("isolab.txt");
+    std::fs::write(&file, &text).unwrap();
+    let output = match std::process::Command::new("benchstat")
+        .args(["-format", "csv", "-col", "/placement"])
+        .arg(&file)
+        .output()
+    {
+        Ok(o) => o,
+        Err(e) => {
+            println!("skipped: benchstat is not installed ({e}); scripts/setup.sh installs it");
+            return;
+        }
+    };
+    let csv = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "benchstat failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let head: Vec<&str> = text.lines().take(8).collect();
+    println!(
+        "export (first lines):\n{}\n…\nbenchstat -format csv -col /placement:\n{csv}",
+        head.join("\n")
+    );
+    for (metric, direction) in [
+        ("events_per_second", Direction::Higher),
+        ("latency", Direction::Lower),
+    ] {
+        let values = |placement: &str| -> Vec<f64> {
+            obs.iter()
+                .filter(|o| o.metric == metric && o.levels.iter().any(|(_, l)| l == placement))
+                .map(|o| o.value)
+                .collect()
+        };
+        let (a, b) = (values("quota"), values("pinned"));
+        assert_eq!((a.len(), b.len()), (10, 10));
+        let mw = mann_whitney(
+            &Sample::new(a.clone()).unwrap(),
+            &Sample::new(b.clone()).unwrap(),
+        );
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        let isolab_worse = overhead_ratio(mean(&a), mean(&b), direction).unwrap() > 1.0;
+        // A row: name, A center, A CI, B center, B CI, change ("+1.30%" or "~"), "p=… n=…".
+        let row: Vec<&str> = csv
+            .lines()
+            .map(|l| l.split(',').collect::<Vec<_>>())
+            .find(|f| f[0] == format!("sysbench-cpu/metric={metric}"))
+            .unwrap_or_else(|| panic!("no row for {metric} in\n{csv}"));
+        assert_eq!(row.len(), 7, "{row:?}");
+        let p: f64 = row[6]
+            .strip_prefix("p=")
+            .and_then(|r| r.split(' ').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no p in {row:?}"));
+        let delta: f64 = row[5]
+            .trim_end_matches('%')
+            .parse()
+            .unwrap_or_else(|_| panic!("benchstat saw no significant change: {row:?}"));
+        // benchstat's change is B against A unoriented; its unit says which way is better.
+        let benchstat_worse = match direction {
+            Direction::Lower => delta > 0.0,
+            Direction::Higher => delta < 0.0,
+        };
+        println!(
+            "{metric}: benchstat p = {p:.3}, change {delta:+.2}% ({}); isolab Mann-Whitney p = {:.6} (exact: {}), ratio > 1: {isolab_worse}",
+            if benchstat_worse { "worse" } else { "better" },
+            mw.p,
+            mw.exact
+        );
+        assert!(
+            (p - mw.p).abs() <= 1e-3,
+            "{metric}: benchstat p {p} vs isolab {}",
+            mw.p
+        );
+        assert_eq!(benchstat_worse, isolab_worse, "{metric}: {row:?}");
+    }
 }

@@ -6,7 +6,8 @@
 //!   statistics: mean, median, standard deviation, coefficient of variation and the
 //!   Student-t confidence interval of the mean.
 //! - [`measures`] holds the derived measures of `DESIGN.md`: overhead ratio,
-//!   degradation and regression.
+//!   degradation and regression, and the [`geometric_mean`] that summarises many
+//!   overhead ratios.
 //! - Order statistics: [`percentile`] (NumPy's linear interpolation) and
 //!   [`median_ci`], the distribution-free confidence interval of the median from
 //!   Binomial(n, ½) order statistics, as benchstat computes it.
@@ -61,7 +62,7 @@ mod welch;
 pub use bootstrap::bootstrap_ratio_ci;
 pub use fdr::benjamini_hochberg;
 pub use histogram::{regression_histogram, Bin, Histogram, HISTOGRAM_PERCENTILES, MAX_BINS};
-pub use measures::{degradation_pct, overhead_ratio, regression_pct};
+pub use measures::{degradation_pct, geometric_mean, overhead_ratio, regression_pct};
 pub use order::{median_ci, percentile};
 pub use outliers::{outliers_mad, Outliers, DEFAULT_OUTLIER_THRESHOLD};
 pub use paired::{paired_hodges_lehmann, signed_rank, signed_rank_min_p, SignedRank};

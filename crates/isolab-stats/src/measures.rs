@@ -43,6 +43,24 @@ pub fn regression_pct(a: f64, b: f64, direction: Direction) -> Option<f64> {
     })
 }
 
+/// Geometric mean of positive values, as benchstat's `geomean` row summarises the
+/// overhead ratios of many points: `G = exp((1/n)·Σ ln xᵢ) = (∏ xᵢ)^(1/n)` (computed
+/// in logarithms, so a product of many ratios neither overflows nor underflows).
+/// Proportional changes compose: doubling one of n ratios multiplies `G` by 2^(1/n),
+/// and the geometric mean of reciprocals is the reciprocal of `G`, so B against A and
+/// A against B agree, which the arithmetic mean of ratios does not.
+///
+/// `None` when `values` is empty or any value is not finite or not positive (a
+/// logarithm must exist for every value; dropping such values silently would bias
+/// the summary).
+pub fn geometric_mean(values: &[f64]) -> Option<f64> {
+    if values.is_empty() || values.iter().any(|v| !v.is_finite() || *v <= 0.0) {
+        return None;
+    }
+    let mean_log = values.iter().map(|v| v.ln()).sum::<f64>() / values.len() as f64;
+    Some(mean_log.exp())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -72,5 +90,33 @@ mod tests {
         assert_eq!(overhead_ratio(0.0, 1.0, Lower), None);
         assert_eq!(degradation_pct(0.0, 1.0, Higher), None);
         assert_eq!(regression_pct(0.0, 1.0, Lower), None);
+    }
+
+    #[test]
+    fn geometric_mean_of_ratios() {
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+        // (2 · 8)^(1/2) = 4.
+        assert!(close(geometric_mean(&[2.0, 8.0]).unwrap(), 4.0));
+        // A 10% overhead and a 10% gain do not cancel: √(1.1 · 0.9) < 1.
+        assert!(close(
+            geometric_mean(&[1.1, 0.9]).unwrap(),
+            (1.1f64 * 0.9).sqrt()
+        ));
+        // Reciprocals give the reciprocal.
+        let (r, inv) = ([1.2, 0.7, 3.0], [1.0 / 1.2, 1.0 / 0.7, 1.0 / 3.0]);
+        assert!(close(
+            geometric_mean(&r).unwrap() * geometric_mean(&inv).unwrap(),
+            1.0
+        ));
+        assert!(close(geometric_mean(&[5.0]).unwrap(), 5.0));
+    }
+
+    #[test]
+    fn geometric_mean_refuses_what_has_no_logarithm() {
+        assert_eq!(geometric_mean(&[]), None);
+        assert_eq!(geometric_mean(&[1.0, 0.0]), None);
+        assert_eq!(geometric_mean(&[1.0, -2.0]), None);
+        assert_eq!(geometric_mean(&[1.0, f64::NAN]), None);
+        assert_eq!(geometric_mean(&[1.0, f64::INFINITY]), None);
     }
 }

@@ -32,17 +32,20 @@ pub enum Command {
     /// List stored experiments (or the built-in workloads and shapes).
     List(ListArgs),
     /// Show an experiment: per cell n, mean, 95% CI, CV, overhead vs baseline, limits
-    /// read back and why the cell stopped.
+    /// read back and why the cell stopped (`--format md` for Markdown tables).
     Show(ShowArgs),
-    /// Export every metric observation of an experiment, one row each.
+    /// Export every metric observation of an experiment's counted runs, one row each:
+    /// CSV, JSON, or Go's benchmark format for `benchstat`.
+    #[command(after_long_help = BENCHSTAT_HELP)]
     Export(ExportArgs),
     /// Write the self-contained HTML report of an experiment.
     Report(ReportArgs),
     /// Compare configuration B against A: within one experiment (`EXP --a
     /// placement=quota --b placement=pinned`, other factors matched) or across two
     /// experiments (`EXP_A EXP_B`, cells matched by their levels). Prints medians with
-    /// CIs, the change with its CI, Mann-Whitney p, Benjamini-Hochberg q, a verdict,
-    /// and seed 000's regression histogram.
+    /// CIs, the change with its CI, Mann-Whitney p, Benjamini-Hochberg q, a verdict, the
+    /// geometric mean of the overhead ratios, and seed 000's regression histogram
+    /// (`--format md` for Markdown tables).
     Compare(CompareArgs),
     /// Measure the noise of this host: run the spec (or the quick start) as an A/A
     /// design (every cell twice, interleaved), then report per workload the CV, the
@@ -148,16 +151,73 @@ pub struct ShowArgs {
     /// Summarise every metric, not only each workload's primary one.
     #[arg(long)]
     pub all_metrics: bool,
-    /// Print JSON.
-    #[arg(long)]
+    #[command(flatten)]
+    pub format: TableFormatArgs,
+}
+
+/// How `show` and `compare` print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TableFormat {
+    /// Aligned text tables, coloured on a terminal.
+    Text,
+    /// GitHub-flavoured Markdown: pipe tables to paste into an issue or a pull request.
+    Md,
+    /// JSON, the same as --json.
+    Json,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct TableFormatArgs {
+    /// Output format: text tables, Markdown (GitHub pipe tables) or JSON [default: text].
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: Option<TableFormat>,
+    /// Print JSON (the same as --format json).
+    #[arg(long, conflicts_with = "format")]
     pub json: bool,
+}
+
+impl TableFormatArgs {
+    /// The chosen format: --json, else --format, else text.
+    pub fn get(&self) -> TableFormat {
+        if self.json {
+            TableFormat::Json
+        } else {
+            self.format.unwrap_or(TableFormat::Text)
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum ExportFormat {
+    /// experiment,run,cell,<factors…>,repetition,metric,unit,direction,value
     Csv,
+    /// A JSON array of objects, the levels as an object.
     Json,
+    /// Go's benchmark format, for `benchstat -col /placement FILE` (see --help).
+    Benchstat,
 }
+
+/// `isolab export --help`'s account of the benchstat format.
+const BENCHSTAT_HELP: &str = "\
+--format benchstat writes Go's benchmark format, which benchstat
+(golang.org/x/perf/cmd/benchstat) reads: one line per observation,
+
+  Benchmark<workload>/<factor>=<level>/.../metric=<metric> 1 <value> <unit>
+
+e.g. `Benchmarksysbench-cpu/platform=host/placement=quota/metric=events_per_second
+1 1234.5 events/s`: the workload is the name, every other factor a sub-benchmark key
+in the cells' order. A `Unit <unit> better=higher|lower` line per unit gives the
+metric's direction, and a `cpu:` line the host's cpu. Whitespace and `/` in names
+become `_`; units are the metrics' own (`events/s`, `ms`) with whitespace as `_`, a
+metric's name when it has no unit, and `<metric>:<unit>` when metrics sharing a unit
+disagree on their direction. Then
+
+  benchstat -col /placement isolab.txt
+  benchstat -col '/platform@(host docker)' -filter /metric:events_per_second isolab.txt
+
+compare levels, a column each, the first as the base, with benchstat's Mann-Whitney
+test (the same p as isolab's unpaired test; isolab's verdicts also control the false
+discovery rate and a noise threshold).";
 
 #[derive(Debug, clap::Args)]
 pub struct ExportArgs {
@@ -214,9 +274,8 @@ pub struct CompareArgs {
     /// Compare every metric, not only each workload's primary one.
     #[arg(long)]
     pub all_metrics: bool,
-    /// Print JSON.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub format: TableFormatArgs,
 }
 
 #[derive(Debug, clap::Args)]

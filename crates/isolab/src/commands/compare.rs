@@ -88,13 +88,12 @@ pub fn compare(db: &Path, args: CompareArgs) -> Result<Exit> {
         label: label(data_b, &sel_b),
     };
     let comparison = compare_sides(&a, &b, &options)?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&comparison)?);
-    } else {
-        print!(
+    match super::table_style(args.format.get()) {
+        None => println!("{}", serde_json::to_string_pretty(&comparison)?),
+        Some(style) => print!(
             "{}",
-            isolab_report::table::comparison_table(&comparison, super::color())
-        );
+            isolab_report::table::comparison_table(&comparison, style)
+        ),
     }
     Ok(Exit::Success)
 }

@@ -132,6 +132,17 @@ pub fn analyse(data: &isolab_report::ExperimentData, all_metrics: bool) -> isola
     )
 }
 
+/// How tables print in a text or Markdown format (`None` for JSON).
+pub fn table_style(format: crate::cli::TableFormat) -> Option<isolab_report::table::Style> {
+    use crate::cli::TableFormat;
+    use isolab_report::table::Style;
+    match format {
+        TableFormat::Text => Some(Style::Text { color: color() }),
+        TableFormat::Md => Some(Style::Markdown),
+        TableFormat::Json => None,
+    }
+}
+
 /// Whether to colour terminal output: a terminal, and NO_COLOR unset.
 pub fn color() -> bool {
     use std::io::IsTerminal;

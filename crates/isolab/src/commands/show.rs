@@ -1,4 +1,4 @@
-//! `isolab show EXP`: the summary of a stored experiment.
+//! `isolab show EXP`: the summary of a stored experiment, as text, Markdown or JSON.
 
 use std::path::Path;
 
@@ -14,7 +14,7 @@ pub fn show(db: &Path, args: ShowArgs) -> Result<Exit> {
     let data = isolab_report::ExperimentData::load(&store, id)?;
     let analysis = super::analyse(&data, args.all_metrics);
     let options = &analysis.options;
-    if args.json {
+    let Some(style) = super::table_style(args.format.get()) else {
         let cells: Vec<serde_json::Value> = data
             .cells
             .iter()
@@ -38,7 +38,10 @@ pub fn show(db: &Path, args: ShowArgs) -> Result<Exit> {
             }))?
         );
         return Ok(Exit::Success);
-    }
+    };
+    let markdown = style.is_markdown();
+    // Lines under a heading: indented for a terminal, a list in Markdown.
+    let item = if markdown { "- " } else { "  " };
     let r = &data.record;
     println!(
         "experiment {} ({}): {}, {} cells, {} runs stored, seed {}, baseline {}",
@@ -56,26 +59,29 @@ pub fn show(db: &Path, args: ShowArgs) -> Result<Exit> {
     );
     print!(
         "{}",
-        isolab_report::table::summary_table(&analysis.rows, &analysis.factors, super::color())
+        isolab_report::table::summary_table(&analysis.rows, &analysis.factors, style)
     );
     if let Some(isolation) = &analysis.isolation {
         println!();
-        print!("{}", isolation.render(super::color()));
+        print!("{}", isolation.render(style));
     }
     if !analysis.scalability.is_empty() {
         println!();
         print!(
             "{}",
-            isolab_report::scalability::render(&analysis.scalability, super::color())
+            isolab_report::scalability::render(&analysis.scalability, style)
         );
     }
-    for line in isolab_report::quality::quality_lines(&analysis.quality) {
-        println!("{line}");
+    if markdown {
+        println!();
     }
-    println!("stop reasons:");
+    for line in isolab_report::quality::quality_lines(&analysis.quality) {
+        println!("{}{line}", if markdown { "- " } else { "" });
+    }
+    println!("{}stop reasons:", if markdown { "\n" } else { "" });
     for c in &data.cells {
         println!(
-            "  [{}] {}: {}",
+            "{item}[{}] {}: {}",
             c.index,
             c.key,
             c.stop_reason.as_deref().unwrap_or("not finished")
@@ -84,7 +90,7 @@ pub fn show(db: &Path, args: ShowArgs) -> Result<Exit> {
     let failed: Vec<_> = data.runs.iter().filter(|r| r.error.is_some()).collect();
     for run in failed.iter().take(10) {
         println!(
-            "  failed run {} (cell {} repetition {}): {}",
+            "{item}failed run {} (cell {} repetition {}): {}",
             run.id,
             run.cell,
             run.repetition,
@@ -93,7 +99,8 @@ pub fn show(db: &Path, args: ShowArgs) -> Result<Exit> {
     }
     if !data.interruptions.is_empty() {
         println!(
-            "{} interrupted attempts recorded (not counted as runs)",
+            "{}{} interrupted attempts recorded (not counted as runs)",
+            if markdown { "\n" } else { "" },
             data.interruptions.len()
         );
     }
