@@ -158,7 +158,7 @@ pub fn grouped_bars(chart: &BarChart) -> String {
 fn category_labels(categories: &[String], width: u32) -> Vec<String> {
     // The plot is the width less the y-axis area and margins (about 130 px).
     let per_category = (f64::from(width) - 130.0).max(50.0) / categories.len().max(1) as f64;
-    let per_char = f64::from(axis::text_width("m", 12.0));
+    let per_char = f64::from(axis::text_width("m", 12.0, false));
     let every = (4.0 * per_char / per_category).ceil().max(1.0) as usize;
     let max_chars = ((per_category * every as f64) / per_char).floor().max(1.0) as usize;
     categories
