@@ -5,7 +5,7 @@
 //! missing (`apt-get install -y chromium`). Set `ISOLAB_PLOTS_SCREENSHOT=/some/file.png` (or
 //! `ISOLAB_REPORT_SCREENSHOT`, `ISOLAB_ISOLATION_SCREENSHOT`,
 //! `ISOLAB_SCALABILITY_SCREENSHOT`, `ISOLAB_QUICK_START_SCREENSHOT` for the reports) to keep
-//! the screenshot.
+//! the screenshot (and, for a report, its page beside it as `.html`).
 
 mod experiment;
 mod fixtures;
@@ -192,7 +192,13 @@ fn report_renders(
         );
         if let Some(keep) = std::env::var_os(keep) {
             fs::copy(&shot, &keep).expect("copy screenshot");
-            eprintln!("screenshot copied to {}", Path::new(&keep).display());
+            let html = Path::new(&keep).with_extension("html");
+            fs::write(&html, &page).expect("write the page");
+            eprintln!(
+                "screenshot copied to {}, the page to {}",
+                Path::new(&keep).display(),
+                html.display()
+            );
         }
     }
     (analysis, page)
