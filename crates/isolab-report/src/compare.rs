@@ -79,6 +79,16 @@ pub enum CompareError {
         /// What its cells are.
         cells: String,
     },
+    /// Both sides select the same cells of one experiment.
+    #[error("{a} and {b} select the same cells of experiment {experiment}: a comparison of them with themselves says nothing; choose another level on one side")]
+    SameSelection {
+        /// The experiment.
+        experiment: i64,
+        /// Side A's label.
+        a: String,
+        /// Side B's label.
+        b: String,
+    },
     /// The two sides share no point.
     #[error("no point of {a} matches a point of {b}: the cells' other levels differ ({a_keys} vs {b_keys})")]
     NoMatches {
@@ -294,7 +304,19 @@ fn collect(side: &Side, drop: &[String], all_metrics: bool) -> Result<Collected,
 }
 
 /// Compares side B against side A.
+///
+/// Two sides that select the same cells of the same experiment (the same pairs in any
+/// order) are refused with [`CompareError::SameSelection`].
 pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Result<Comparison, CompareError> {
+    let same_pairs =
+        a.select.len() == b.select.len() && a.select.iter().all(|pair| b.select.contains(pair));
+    if same_pairs && a.data.record.id == b.data.record.id {
+        return Err(CompareError::SameSelection {
+            experiment: a.data.record.id,
+            a: a.label.clone(),
+            b: b.label.clone(),
+        });
+    }
     let mut drop: Vec<String> = a
         .select
         .iter()

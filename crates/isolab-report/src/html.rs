@@ -33,7 +33,7 @@ pub fn esc(s: &str) -> String {
 
 const STYLE: &str = "body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem auto;color:#222;max-width:100rem;padding:0 1rem}\
 h1{font-size:1.6rem}h2{margin-top:2.2rem;border-bottom:1px solid #ddd;padding-bottom:.2rem}\
-table{border-collapse:collapse;margin:1rem 0;font-size:.9rem}th,td{border:1px solid #d4d4d4;padding:.25rem .5rem;text-align:left;vertical-align:top}\
+table{border-collapse:collapse;margin:1rem 0;font-size:.85rem;display:block;max-width:100%;overflow-x:auto}th,td{border:1px solid #d4d4d4;padding:.25rem .4rem;text-align:left;vertical-align:top}\
 th{background:#f3f3f3;cursor:pointer;user-select:none}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}\
 .worse{color:#b31b1b;font-weight:600}.better{color:#11661e;font-weight:600}.same{color:#666}.undecided{color:#8a5a00}\
 pre{background:#f7f7f7;padding:1rem;overflow:auto;font-size:.85rem}.note{color:#555;font-size:.9rem}\
@@ -281,7 +281,7 @@ fn grid_section(out: &mut String, a: &Analysis) {
         }
         let chart = BarChart {
             title: format!("{workload}: overhead ratio of {metric}"),
-            y_label: "overhead ratio (× baseline, above 1 = worse)".into(),
+            y_label: "overhead ratio (× baseline)".into(),
             x_label: if has_shape {
                 "shape".into()
             } else {
@@ -292,7 +292,7 @@ fn grid_section(out: &mut String, a: &Analysis) {
             bars,
             reference: Some(ReferenceLine {
                 value: 1.0,
-                label: "1.0 = baseline".into(),
+                label: "1.0 = baseline, above = worse".into(),
             }),
             size: Size {
                 width: 640,

@@ -688,7 +688,8 @@ pub fn chart(curve: &ScalingCurve) -> ScalingChart {
             curve.group_label, curve.throughput_label, curve.factor
         ),
         x_label: format!("{} (count)", curve.factor),
-        y_label: format!("throughput {}{unit}", curve.throughput_label),
+        // The metric and its unit: short enough to show whole beside the plot.
+        y_label: format!("{}{unit}", curve.throughput_label),
         x_scale: if max_n >= LOG2_FROM {
             XScale::Log2
         } else {

@@ -270,10 +270,10 @@ pub fn baseline_comparisons(
             .filter(|(f, _)| factors.contains(&f))
             .cloned()
             .collect();
-        if combo != options.baseline
-            && combo.len() == options.baseline.len()
-            && !others.contains(&combo)
-        {
+        // The cells list their levels in matrix order, the baseline in the spec's
+        // (sorted) order: the baseline cells are those that have all its pairs.
+        let is_baseline = options.baseline.iter().all(|pair| combo.contains(pair));
+        if !is_baseline && combo.len() == options.baseline.len() && !others.contains(&combo) {
             others.push(combo);
         }
     }

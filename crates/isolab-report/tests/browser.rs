@@ -4,7 +4,8 @@
 //! Skipped, with the reason printed, when `/usr/bin/chromium` (or `$ISOLAB_CHROMIUM`) is
 //! missing (`apt-get install -y chromium`). Set `ISOLAB_PLOTS_SCREENSHOT=/some/file.png` (or
 //! `ISOLAB_REPORT_SCREENSHOT`, `ISOLAB_ISOLATION_SCREENSHOT`,
-//! `ISOLAB_SCALABILITY_SCREENSHOT` for the reports) to keep the screenshot.
+//! `ISOLAB_SCALABILITY_SCREENSHOT`, `ISOLAB_QUICK_START_SCREENSHOT` for the reports) to keep
+//! the screenshot (and, for a report, its page beside it as `.html`).
 
 mod experiment;
 mod fixtures;
@@ -167,78 +168,71 @@ fn charts_render_in_headless_chromium() {
     }
 }
 
+/// Renders the report of `data` in Chromium at `window` and checks that its script ran;
+/// keeps the screenshot where the environment variable `keep` says. Returns the page.
+fn report_renders(
+    data: &isolab_report::ExperimentData,
+    options: isolab_report::SummaryOptions,
+    window: &str,
+    keep: &str,
+) -> (isolab_report::Analysis, String) {
+    let analysis = isolab_report::analyse(
+        data,
+        options,
+        &isolab_report::compare::CompareOptions::default(),
+    );
+    let page = isolab_report::html::html(data, &analysis);
+    let dir = tempfile::tempdir().expect("temp dir");
+    if let Some((log, shot)) = render(&page, window, dir.path()) {
+        // The report's own script ran (it logs once it has wired up the sortable tables).
+        assert!(
+            log.lines()
+                .any(|l| l.contains("CONSOLE") && l.contains("isolab-report: ready")),
+            "the report's console message is missing:\n{log}"
+        );
+        if let Some(keep) = std::env::var_os(keep) {
+            fs::copy(&shot, &keep).expect("copy screenshot");
+            let html = Path::new(&keep).with_extension("html");
+            fs::write(&html, &page).expect("write the page");
+            eprintln!(
+                "screenshot copied to {}, the page to {}",
+                Path::new(&keep).display(),
+                html.display()
+            );
+        }
+    }
+    (analysis, page)
+}
+
 #[test]
 fn the_report_renders_in_headless_chromium() {
     let (_store, data) = experiment::experiment();
-    let analysis = isolab_report::analyse(
-        &data,
-        experiment::options(&data),
-        &isolab_report::compare::CompareOptions::default(),
-    );
-    let page = isolab_report::html::html(&data, &analysis);
-    let dir = tempfile::tempdir().expect("temp dir");
-    let Some((log, shot)) = render(&page, "1400,5000", dir.path()) else {
-        return;
-    };
-    // The report's own script ran (it logs once it has wired up the sortable tables).
-    assert!(
-        log.lines()
-            .any(|l| l.contains("CONSOLE") && l.contains("isolab-report: ready")),
-        "the report's console message is missing:\n{log}"
-    );
-    if let Some(keep) = std::env::var_os("ISOLAB_REPORT_SCREENSHOT") {
-        fs::copy(&shot, &keep).expect("copy screenshot");
-        eprintln!("screenshot copied to {}", Path::new(&keep).display());
-    }
+    let options = experiment::options(&data);
+    report_renders(&data, options, "1400,5000", "ISOLAB_REPORT_SCREENSHOT");
 }
 
 #[test]
 fn the_isolation_report_renders_in_headless_chromium() {
     let (_store, data) = experiment::isolation_experiment();
-    let analysis = isolab_report::analyse(
-        &data,
-        experiment::isolation_options(&data),
-        &isolab_report::compare::CompareOptions::default(),
-    );
+    let options = experiment::isolation_options(&data);
+    let (analysis, _) = report_renders(&data, options, "1400,4000", "ISOLAB_ISOLATION_SCREENSHOT");
     assert!(analysis.isolation.is_some());
-    let page = isolab_report::html::html(&data, &analysis);
-    let dir = tempfile::tempdir().expect("temp dir");
-    let Some((log, shot)) = render(&page, "1400,4000", dir.path()) else {
-        return;
-    };
-    assert!(
-        log.lines()
-            .any(|l| l.contains("CONSOLE") && l.contains("isolab-report: ready")),
-        "the report's console message is missing:\n{log}"
-    );
-    if let Some(keep) = std::env::var_os("ISOLAB_ISOLATION_SCREENSHOT") {
-        fs::copy(&shot, &keep).expect("copy screenshot");
-        eprintln!("screenshot copied to {}", Path::new(&keep).display());
-    }
 }
 
 #[test]
 fn the_scalability_report_renders_in_headless_chromium() {
     let (_store, data) = experiment::scalability_experiment();
-    let analysis = isolab_report::analyse(
-        &data,
-        experiment::scalability_options(&data),
-        &isolab_report::compare::CompareOptions::default(),
-    );
+    let options = experiment::scalability_options(&data);
+    let (analysis, page) =
+        report_renders(&data, options, "1400,3000", "ISOLAB_SCALABILITY_SCREENSHOT");
     assert_eq!(analysis.scalability.len(), 2);
-    let page = isolab_report::html::html(&data, &analysis);
     assert!(page.contains("<h2>Scalability</h2>"));
-    let dir = tempfile::tempdir().expect("temp dir");
-    let Some((log, shot)) = render(&page, "1400,3000", dir.path()) else {
-        return;
-    };
-    assert!(
-        log.lines()
-            .any(|l| l.contains("CONSOLE") && l.contains("isolab-report: ready")),
-        "the report's console message is missing:\n{log}"
-    );
-    if let Some(keep) = std::env::var_os("ISOLAB_SCALABILITY_SCREENSHOT") {
-        fs::copy(&shot, &keep).expect("copy screenshot");
-        eprintln!("screenshot copied to {}", Path::new(&keep).display());
-    }
+}
+
+/// The built-in quick start's shape, at the width of a laptop screen.
+#[test]
+fn the_quick_start_report_renders_in_headless_chromium() {
+    let (_store, data) = experiment::quick_start_experiment();
+    let options = experiment::quick_start_options(&data);
+    report_renders(&data, options, "1280,4000", "ISOLAB_QUICK_START_SCREENSHOT");
 }

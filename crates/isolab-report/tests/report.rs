@@ -524,3 +524,53 @@ fn benchstat_reads_the_export_and_agrees_with_mann_whitney() {
         assert_eq!(benchstat_worse, isolab_worse, "{metric}: {row:?}");
     }
 }
+
+#[test]
+fn the_baseline_is_never_compared_with_itself() {
+    // The quick start's baseline names two factors, in another order than its cells.
+    let (_store, data) = experiment::quick_start_experiment();
+    let analysis = analyse(
+        &data,
+        experiment::quick_start_options(&data),
+        &CompareOptions::default(),
+    );
+    let compared: Vec<&str> = analysis.comparisons.iter().map(|c| c.b.as_str()).collect();
+    // host with quota and pinned, isolab with each placement: 5 configurations.
+    assert_eq!(compared.len(), 5, "{compared:?}");
+    for c in &analysis.comparisons {
+        let mut b = c.b_select.clone();
+        b.sort();
+        assert_ne!(
+            b,
+            [
+                ("placement".to_owned(), "shared".to_owned()),
+                ("platform".to_owned(), "host".to_owned())
+            ],
+            "the baseline compared with itself: {} against {}",
+            c.b,
+            c.a
+        );
+    }
+    let page = html::html(&data, &analysis);
+    assert!(page.contains("class=\"plot-bin\""));
+    assert!(
+        !page.contains("platform=host placement=shared against"),
+        "a histogram of the baseline against itself"
+    );
+    // The same selection on both sides of one experiment is refused, in any order.
+    let side = |select: &[(&str, &str)]| Side {
+        data: &data,
+        select: select
+            .iter()
+            .map(|(f, l)| ((*f).to_owned(), (*l).to_owned()))
+            .collect(),
+        primary: Default::default(),
+        label: String::new(),
+    };
+    assert!(compare(
+        &side(&[("placement", "shared"), ("platform", "host")]),
+        &side(&[("platform", "host"), ("placement", "shared")]),
+        &CompareOptions::default(),
+    )
+    .is_err());
+}

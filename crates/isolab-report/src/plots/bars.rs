@@ -158,21 +158,17 @@ pub fn grouped_bars(chart: &BarChart) -> String {
 fn category_labels(categories: &[String], width: u32) -> Vec<String> {
     // The plot is the width less the y-axis area and margins (about 130 px).
     let per_category = (f64::from(width) - 130.0).max(50.0) / categories.len().max(1) as f64;
-    let per_char = f64::from(axis::text_width("m", 12.0));
-    let every = (4.0 * per_char / per_category).ceil().max(1.0) as usize;
-    let max_chars = ((per_category * every as f64) / per_char).floor().max(1.0) as usize;
+    let short = f64::from(axis::text_width("0000", 12.0, false));
+    let every = (short / per_category).ceil().max(1.0) as usize;
+    let room = (per_category * every as f64) as i32 - 8;
     categories
         .iter()
         .enumerate()
         .map(|(i, c)| {
             if i % every != 0 {
                 String::new()
-            } else if c.chars().count() <= max_chars {
-                c.clone()
             } else {
-                let mut s: String = c.chars().take(max_chars.saturating_sub(1)).collect();
-                s.push('…');
-                s
+                canvas::ellipsize(c, 12.0, false, room)
             }
         })
         .collect()

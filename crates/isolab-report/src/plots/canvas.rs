@@ -57,6 +57,49 @@ pub(crate) fn esc(s: &str) -> String {
     out
 }
 
+/// `text` shortened with "…" to at most `max` pixels at `px` (bold or not), whole if it
+/// fits; the full text stays in the chart's tooltips and accessible name.
+pub(crate) fn ellipsize(text: &str, px: f64, bold: bool, max: i32) -> String {
+    if text_width(text, px, bold) as i32 <= max {
+        return text.to_owned();
+    }
+    let mut chars: Vec<char> = text.chars().collect();
+    while chars.pop().is_some() {
+        let kept: String = chars.iter().collect();
+        let mut short = kept
+            .trim_end_matches([' ', ',', ';', ':', '(', '·'])
+            .to_owned();
+        short.push('…');
+        if text_width(&short, px, bold) as i32 <= max {
+            return short;
+        }
+    }
+    String::new()
+}
+
+/// `text` broken at spaces into at most `max_lines` lines of at most `max` pixels each,
+/// the last one shortened with "…" when the rest does not fit.
+pub(crate) fn wrap(text: &str, px: f64, bold: bool, max: i32, max_lines: usize) -> Vec<String> {
+    let fits = |s: &str| text_width(s, px, bold) as i32 <= max;
+    let mut lines = Vec::new();
+    let mut rest = text.trim();
+    while lines.len() + 1 < max_lines && !fits(rest) {
+        let Some(cut) = rest
+            .char_indices()
+            .filter(|(_, c)| *c == ' ')
+            .map(|(i, _)| i)
+            .take_while(|i| fits(&rest[..*i]))
+            .last()
+        else {
+            break;
+        };
+        lines.push(rest[..cut].to_owned());
+        rest = rest[cut..].trim_start();
+    }
+    lines.push(ellipsize(rest, px, bold, max));
+    lines
+}
+
 /// What a legend entry shows before its text.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Swatch {
@@ -408,7 +451,30 @@ pub(crate) struct Frame<'a> {
     pub top_extra: u32,
 }
 
+/// The height of a one-line title; each further line adds [`TITLE_LINE_H`].
 const TITLE_H: i32 = 34;
+const TITLE_LINE_H: i32 = 20;
+const TITLE_LINES: usize = 2;
+
+/// Writes the title centred, its first baseline at `y`, in at most [`TITLE_LINES`] lines
+/// that fit the width (the last shortened with "…"); returns the height of the lines
+/// after the first.
+fn draw_title(o: &mut Overlay, title: &str, width: i32, y: i32) -> i32 {
+    let lines = wrap(title, 16.0, true, width - 2 * MARGIN, TITLE_LINES);
+    for (i, line) in lines.iter().enumerate() {
+        let baseline = y + i as i32 * TITLE_LINE_H;
+        o.text(
+            "plot-title",
+            (width / 2, baseline),
+            line,
+            "middle",
+            16,
+            INK,
+            true,
+        );
+    }
+    (lines.len() as i32 - 1).max(0) * TITLE_LINE_H
+}
 const LEGEND_ROW_H: i32 = 20;
 const MARGIN: i32 = 12;
 
@@ -434,12 +500,26 @@ fn legend_rows(entries: &[LegendEntry], width: i32) -> Vec<Vec<(i32, &LegendEntr
 
 fn entry_width(e: &LegendEntry) -> i32 {
     let swatch = if e.swatch == Swatch::None { 0 } else { 30 };
-    swatch + text_width(&e.label, 12.0) as i32
+    swatch + text_width(&e.label, 12.0, false) as i32
 }
 
-/// Draws the legend under the title in at most `max_rows` rows (the rest is summed up as
-/// "+N more"); returns its height.
-fn draw_legend(o: &mut Overlay, entries: &[LegendEntry], width: i32, max_rows: usize) -> i32 {
+/// Draws the legend from `top` down in at most `max_rows` rows (the rest is summed up as
+/// "+N more"), each label shortened to fit the width; returns its height.
+fn draw_legend(
+    o: &mut Overlay,
+    entries: &[LegendEntry],
+    width: i32,
+    top: i32,
+    max_rows: usize,
+) -> i32 {
+    let entries: Vec<LegendEntry> = entries
+        .iter()
+        .map(|e| LegendEntry {
+            swatch: e.swatch.clone(),
+            label: ellipsize(&e.label, 12.0, false, width - 2 * MARGIN - 30),
+        })
+        .collect();
+    let entries = &entries[..];
     let mut rows = legend_rows(entries, width - 2 * MARGIN);
     let more;
     if rows.len() > max_rows.max(1) {
@@ -461,7 +541,7 @@ fn draw_legend(o: &mut Overlay, entries: &[LegendEntry], width: i32, max_rows: u
             .map(|(x, e)| x + entry_width(e))
             .unwrap_or_default();
         let x0 = (width - row_w) / 2;
-        let cy = TITLE_H + r as i32 * LEGEND_ROW_H + LEGEND_ROW_H / 2;
+        let cy = top + r as i32 * LEGEND_ROW_H + LEGEND_ROW_H / 2;
         for (dx, e) in row {
             let x = x0 + dx;
             match &e.swatch {
@@ -526,24 +606,19 @@ fn try_render(
 ) -> Result<String, PlotError> {
     let width = size.width as i32;
     let mut overlay = Overlay::default();
-    overlay.text(
-        "plot-title",
-        (width / 2, 22),
-        frame.title,
-        "middle",
-        16,
-        INK,
-        true,
-    );
+    let title_h = TITLE_H + draw_title(&mut overlay, frame.title, width, 22);
     let legend_h = if frame.legend.is_empty() {
         0
     } else {
         let max_rows = (size.height as i32 / 4 / LEGEND_ROW_H).max(1) as usize;
-        draw_legend(&mut overlay, &frame.legend, width, max_rows)
+        draw_legend(&mut overlay, &frame.legend, width, title_h, max_rows)
     };
-    let top = TITLE_H + legend_h + frame.top_extra as i32 + 6;
+    let top = title_h + legend_h + frame.top_extra as i32 + 6;
     // Tick labels + gap + the rotated axis title.
     let y_area = (y.label_width() + 36).max(50);
+    // Room for half the last x label right of the plot.
+    let last_x_label = x.labels.iter().rev().find(|l| !l.is_empty());
+    let right = last_x_label.map_or(0, |l| text_width(l, 12.0, false) as i32 / 2 + 4);
 
     let mut buf = String::new();
     {
@@ -556,10 +631,19 @@ fn try_render(
         let mut chart = ChartBuilder::on(&root)
             .margin(MARGIN as u32)
             .margin_top(top.max(0) as u32)
-            .margin_right(MARGIN as u32 + 8)
+            .margin_right((MARGIN + 8).max(right) as u32)
             .x_label_area_size(46)
             .y_label_area_size(y_area)
             .build_cartesian_2d(Ticked::new(x), Ticked::new(y))?;
+        // Tick labels that would touch are thinned out; axis titles longer than the plot
+        // are shortened.
+        let (xr, yr) = chart.plotting_area().get_pixel_range();
+        let x_px = |v: f64| Ticked::new(x).map(&v, (xr.start, xr.end));
+        let y_px = |v: f64| Ticked::new(y).map(&v, (yr.end, yr.start));
+        let x = x.thinned(x_px, |l| text_width(l, 12.0, false) as i32, 8);
+        let y = y.thinned(y_px, |_| 12, 4);
+        let x_desc = ellipsize(&x.desc, 13.0, false, xr.end - xr.start);
+        let y_desc = ellipsize(&y.desc, 13.0, false, yr.end - yr.start);
         let x_fmt = |v: &f64| x.label_at(*v);
         let y_fmt = |v: &f64| y.label_at(*v);
         let mut mesh = chart.configure_mesh();
@@ -570,11 +654,11 @@ fn try_render(
             .bold_line_style(grid)
             .axis_style(ink)
             .set_all_tick_mark_size(4);
-        if !x.desc.is_empty() {
-            mesh.x_desc(x.desc.as_str());
+        if !x_desc.is_empty() {
+            mesh.x_desc(x_desc.as_str());
         }
-        if !y.desc.is_empty() {
-            mesh.y_desc(y.desc.as_str());
+        if !y_desc.is_empty() {
+            mesh.y_desc(y_desc.as_str());
         }
         if !x.grid {
             mesh.disable_x_mesh();
@@ -584,7 +668,6 @@ fn try_render(
         }
         mesh.draw()?;
 
-        let (xr, yr) = chart.plotting_area().get_pixel_range();
         let map = |a: f64, b: f64| chart.backend_coord(&(a, b));
         let plot = Plot {
             map: &map,
@@ -642,19 +725,11 @@ pub(crate) fn message(size: Size, title: &str, text: &str) -> String {
     let w = size.clamped().width;
     let h = 120;
     let mut o = Overlay::default();
-    o.text(
-        "plot-title",
-        (w as i32 / 2, 28),
-        title,
-        "middle",
-        16,
-        INK,
-        true,
-    );
+    draw_title(&mut o, title, w as i32, 28);
     o.text(
         "plot-message",
-        (w as i32 / 2, 72),
-        text,
+        (w as i32 / 2, 78),
+        &ellipsize(text, 14.0, false, w as i32 - 2 * MARGIN),
         "middle",
         14,
         "#666666",
@@ -704,6 +779,36 @@ mod tests {
         assert!(svg.contains("<title>x &lt;y&gt;: no data</title>"));
         assert!(svg.contains(">no data</text>"));
         assert!(svg.trim_end().ends_with("</svg>"));
+    }
+
+    #[test]
+    fn long_text_is_shortened_or_wrapped_to_fit() {
+        assert_eq!(ellipsize("short", 12.0, false, 100), "short");
+        let short = ellipsize(
+            "overhead ratio (× baseline, above 1 = worse)",
+            12.0,
+            false,
+            180,
+        );
+        assert_eq!(short, "overhead ratio (× baseline…");
+        assert!(text_width(&short, 12.0, false) <= 180);
+        assert_eq!(ellipsize("abc", 12.0, false, 2), "");
+
+        let title =
+            "platform=host placement=quota against placement=shared platform=host: 3 points";
+        let lines = wrap(title, 16.0, true, 400, 2);
+        assert_eq!(
+            lines,
+            [
+                "platform=host placement=quota against",
+                "placement=shared platform=host: 3 points"
+            ]
+        );
+        let lines = wrap(&title.repeat(3), 16.0, true, 400, 2);
+        assert_eq!(lines.len(), 2);
+        assert!(lines[1].ends_with('…'));
+        assert!(lines.iter().all(|l| text_width(l, 16.0, true) <= 400));
+        assert_eq!(wrap("fits", 16.0, true, 400, 2), ["fits"]);
     }
 
     #[test]

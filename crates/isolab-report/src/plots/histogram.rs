@@ -70,9 +70,12 @@ const PERCENTILE_COLOUR: &str = "#0072B2";
 const LABEL_ROW_H: i32 = 15;
 const MAX_LABEL_ROWS: usize = 3;
 
-/// A vertical line and its label.
+/// A vertical line, its tag over the plot and its label in the legend.
 struct VLine {
     x: f64,
+    /// Over the line, where it fits: "mean", "p95".
+    tag: String,
+    /// In the legend, with the value: "mean 1.2%", "p95 4.5%".
     label: String,
     colour: &'static str,
     dash: &'static str,
@@ -84,7 +87,8 @@ struct VLine {
 ///
 /// One `<rect class="plot-bin">` per bin (with a tooltip), the count above each non-empty
 /// bin where it fits, a solid line at 0 (`plot-zero`), the mean and percentiles as dashed
-/// lines (`plot-vline`) labelled above the plot ("mean 1.2%", "p95 4.5%"), and a legend.
+/// lines (`plot-vline`) tagged above the plot where the tags fit ("mean", "p95", staggered
+/// in up to three rows), and a legend that gives each line's value ("mean 1.2%", "p95 4.5%").
 /// Returns the "no data" chart when there is no valid bin or every count is 0.
 pub fn histogram(chart: &HistogramChart) -> String {
     let bins: Vec<HistogramBin> = chart
@@ -101,6 +105,7 @@ pub fn histogram(chart: &HistogramChart) -> String {
     if let Some(m) = chart.mean.filter(|m| m.is_finite()) {
         vlines.push(VLine {
             x: m,
+            tag: "mean".to_owned(),
             label: format!("mean {}{unit}", axis::value(m)),
             colour: MEAN_COLOUR,
             dash: "7 4",
@@ -115,6 +120,7 @@ pub fn histogram(chart: &HistogramChart) -> String {
     {
         vlines.push(VLine {
             x: p.value,
+            tag: format!("p{}", axis::value(p.p)),
             label: format!("p{} {}{unit}", axis::value(p.p), axis::value(p.value)),
             colour: PERCENTILE_COLOUR,
             dash: "3 3",
@@ -146,26 +152,16 @@ pub fn histogram(chart: &HistogramChart) -> String {
         },
         label: "0 = no change".to_owned(),
     });
-    if vlines.iter().any(|v| v.class.ends_with("mean")) {
-        legend.push(LegendEntry {
-            swatch: Swatch::Line {
-                colour: MEAN_COLOUR,
-                dash: "7 4",
-                width: 2.0,
-            },
-            label: "mean".to_owned(),
-        });
-    }
-    if vlines.iter().any(|v| v.class.ends_with("percentile")) {
-        legend.push(LegendEntry {
-            swatch: Swatch::Line {
-                colour: PERCENTILE_COLOUR,
-                dash: "3 3",
-                width: 1.5,
-            },
-            label: "percentiles".to_owned(),
-        });
-    }
+    // Each line's value is in the legend, so none is lost where tags over the plot
+    // would collide.
+    legend.extend(vlines.iter().map(|v| LegendEntry {
+        swatch: Swatch::Line {
+            colour: v.colour,
+            dash: v.dash,
+            width: v.width,
+        },
+        label: v.label.clone(),
+    }));
     let rows = vlines.len().min(MAX_LABEL_ROWS) as u32;
     let frame = Frame {
         size: chart.size,
@@ -210,7 +206,7 @@ fn draw_histogram(
         );
         let text = b.count.to_string();
         let bin_px = (c.0 - a.0).abs();
-        if b.count > 0 && axis::text_width(&text, 11.0) as i32 <= bin_px + 2 {
+        if b.count > 0 && axis::text_width(&text, 11.0, false) as i32 <= bin_px + 2 {
             counts.push((((a.0 + c.0) / 2, c.1 - 4), text));
         }
     }
@@ -219,7 +215,8 @@ fn draw_histogram(
     let (zx, _) = (plot.map)(0.0, 0.0);
     o.line("plot-zero", (zx, plot.bottom), (zx, plot.top), INK, 1.5, "");
 
-    // Label rows above the plot, filled greedily left to right so labels do not overlap.
+    // Tags in rows above the plot, filled greedily left to right; a tag that fits in no
+    // row is left out (its line's value is in the legend), so tags never overlap.
     let mut order: Vec<usize> = (0..vlines.len()).collect();
     order.sort_by(|a, b| vlines[*a].x.total_cmp(&vlines[*b].x));
     let mut row_end = [i32::MIN; MAX_LABEL_ROWS];
@@ -234,18 +231,17 @@ fn draw_histogram(
             v.width,
             v.dash,
         );
-        let w = axis::text_width(&v.label, 12.0) as i32;
-        let start = (px - w / 2).max(4);
-        let row = row_end
-            .iter()
-            .position(|end| *end + 6 <= start)
-            .unwrap_or(MAX_LABEL_ROWS - 1);
+        let w = axis::text_width(&v.tag, 12.0, false) as i32;
+        let start = (px - w / 2).min(plot.right - w).max(plot.left);
+        let Some(row) = row_end.iter().position(|end| *end + 6 <= start) else {
+            continue;
+        };
         row_end[row] = start + w;
         let y = plot.top - 5 - row as i32 * LABEL_ROW_H;
         o.text(
             "plot-vline-label",
             (start, y),
-            &v.label,
+            &v.tag,
             "start",
             12,
             v.colour,

@@ -34,6 +34,8 @@ mod axis;
 mod bars;
 mod canvas;
 mod histogram;
+#[cfg(test)]
+mod layout_tests;
 mod lines;
 mod scaling;
 mod time_series;

@@ -476,3 +476,70 @@ pub fn scalability_options(data: &ExperimentData) -> isolab_report::SummaryOptio
         all_metrics: false,
     }
 }
+
+/// The built-in quick start's matrix (isolab-lab's `quick-start.toml`).
+pub const QUICK_START_SPEC: &str = "[experiment]\nname = \"quick-start\"\nbaseline = { platform = \"host\", placement = \"shared\" }\n[matrix]\nplatform = [\"host\", \"isolab\"]\nshape = [\"medium\"]\nplacement = [\"shared\", \"quota\", \"pinned\"]\nworkload = [\"sysbench-cpu\", \"sysbench-memory\", \"fio-randread\"]\n";
+
+/// The quick start's cells (2 platforms × 1 shape × 3 placements × 3 workloads, levels
+/// in matrix order), 5 counted runs each: quota costs 8%, the container 2%, ±3% noise.
+pub fn quick_start_experiment() -> (Store, ExperimentData) {
+    let mut cells = Vec::new();
+    for platform in ["host", "isolab"] {
+        for placement in ["shared", "quota", "pinned"] {
+            for workload in ["sysbench-cpu", "sysbench-memory", "fio-randread"] {
+                cells.push(levels_of(&[
+                    ("platform", platform.to_owned()),
+                    ("shape", "medium".to_owned()),
+                    ("placement", placement.to_owned()),
+                    ("workload", workload.to_owned()),
+                ]));
+            }
+        }
+    }
+    store_cells(
+        "quick-start",
+        QUICK_START_SPEC,
+        7,
+        cells,
+        |i, levels, rep| {
+            let cost = 1.0
+                + if levels[2].1 == "quota" { 0.08 } else { 0.0 }
+                + if levels[0].1 == "isolab" { 0.02 } else { 0.0 };
+            let (name, unit, base) = match levels[3].1.as_str() {
+                "sysbench-cpu" => ("events_per_second", "events/s", 1200.0),
+                "sysbench-memory" => ("throughput", "MiB/s", 9800.0),
+                _ => ("read_iops", "IO/s", 48_000.0),
+            };
+            vec![MetricValue {
+                name: name.into(),
+                unit: unit.into(),
+                direction: Direction::Higher,
+                value: base / cost * (1.0 + scaling_noise(i, rep)),
+            }]
+        },
+    )
+}
+
+/// The baseline as isolab-lab parses the quick start's spec: an inline table, so its
+/// pairs come sorted by factor (placement before platform), not in the cells' order.
+pub fn quick_start_options(data: &ExperimentData) -> isolab_report::SummaryOptions {
+    isolab_report::SummaryOptions {
+        baseline: vec![
+            ("placement".into(), "shared".into()),
+            ("platform".into(), "host".into()),
+        ],
+        primary: data
+            .cells
+            .iter()
+            .map(|c| {
+                let metric = match c.levels[3].1.as_str() {
+                    "sysbench-cpu" => "events_per_second",
+                    "sysbench-memory" => "throughput",
+                    _ => "read_iops",
+                };
+                (c.index, metric.to_owned())
+            })
+            .collect(),
+        all_metrics: false,
+    }
+}
