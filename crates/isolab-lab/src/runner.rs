@@ -4,9 +4,15 @@
 //! Promises (DESIGN.md, "Runner semantics"):
 //! - rounds over all active cells, each round shuffled with a recorded seed, so that
 //!   drift of the machine spreads over all cells;
-//! - warm-up runs are stored but not counted; after `min` counted runs a cell stops
-//!   as soon as the CV of its primary metric is at most `target_cv`, or at `max`;
-//!   the stop reason is stored;
+//! - warm-up runs are stored but not counted; a cell compared with a baseline cell
+//!   (or a baseline cell with its partners) stops once every comparison it takes part
+//!   in is decided — worse or better at the Haybittle-Peto level
+//!   [`isolab_stats::INTERIM_ALPHA`], or ≈ — and never before `min` nor before
+//!   [`isolab_stats::MIN_PAIRS`] rounds, at which the paired test can first be
+//!   significant ([`comparisons`], [`decide_comparisons`]); a cell without
+//!   comparisons stops after `min` counted runs as soon as the CV of its primary
+//!   metric is at most `target_cv`; every cell stops at `max`; the stop reason is
+//!   stored;
 //! - each run is committed in its own transaction; an interrupted run is recorded as
 //!   an interruption, never as a run; `resume` continues where the store says the
 //!   experiment stopped, so no completed run is lost or repeated.
@@ -171,8 +177,78 @@ struct CellState {
     id: CellId,
     warmups: u32,
     counted: u32,
-    values: Vec<f64>,
+    /// The primary metric of each successful counted run, with its round.
+    values: Vec<(u32, f64)>,
+    /// The primary metric's direction, once a run reported it.
+    direction: Option<isolab_stats::Direction>,
     stopped: Option<String>,
+}
+
+impl CellState {
+    fn primary_values(&self) -> Vec<f64> {
+        self.values.iter().map(|(_, v)| *v).collect()
+    }
+}
+
+/// One comparison the runner decides: cell `other` against baseline cell `base`, as
+/// the report compares them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Comparison {
+    /// Index of the baseline cell.
+    pub base: usize,
+    /// Index of the compared cell.
+    pub other: usize,
+    /// Points in its comparison (cells of the same baseline-factor levels), for the
+    /// multiplicity of the interim test.
+    pub points: usize,
+    /// Its verdict once decided (decisions are kept).
+    pub decided: Option<isolab_stats::Verdict>,
+}
+
+/// The comparisons of an experiment: every cell whose baseline-factor levels differ
+/// from the baseline against the baseline cell with the same other levels.
+pub fn comparisons(spec: &ExperimentSpec) -> Vec<Comparison> {
+    if spec.baseline.is_empty() {
+        return Vec::new();
+    }
+    let factors: Vec<&String> = spec.baseline.iter().map(|(f, _)| f).collect();
+    let split = |cell: &Cell| {
+        let (mut own, mut rest): (Vec<_>, Vec<_>) = cell
+            .levels
+            .iter()
+            .cloned()
+            .partition(|(f, _)| factors.contains(&f));
+        own.sort();
+        rest.sort();
+        (own, rest)
+    };
+    let mut baseline = spec.baseline.clone();
+    baseline.sort();
+    let mut out = Vec::new();
+    for (i, cell) in spec.cells.iter().enumerate() {
+        let (own, rest) = split(cell);
+        if own == baseline || own.len() != baseline.len() {
+            continue;
+        }
+        let base = spec.cells.iter().position(|c| {
+            let (o, r) = split(c);
+            o == baseline && r == rest
+        });
+        if let Some(base) = base {
+            out.push(Comparison {
+                base,
+                other: i,
+                points: 0,
+                decided: None,
+            });
+        }
+    }
+    let own_of = |i: usize| split(&spec.cells[i]).0;
+    let combos: Vec<_> = out.iter().map(|c| own_of(c.other)).collect();
+    for (k, c) in out.iter_mut().enumerate() {
+        c.points = combos.iter().filter(|o| **o == combos[k]).count();
+    }
+    out
 }
 
 /// Runs experiments on one platform into one store.
@@ -260,6 +336,7 @@ impl<'a> Runner<'a> {
     ) -> Result<Outcome, RunError> {
         let (mut states, mut round) = self.load_states(id, spec)?;
         let reps = spec.repetitions;
+        let mut comparisons = comparisons(spec);
         let stored: u64 = states
             .iter()
             .map(|s| u64::from(s.warmups + s.counted))
@@ -308,13 +385,23 @@ impl<'a> Runner<'a> {
                 if self.interrupt.is_triggered() {
                     return self.interrupted(id, &spec.cells[i], &states[i], reps.warmup, runs);
                 }
-                match self.one_run(id, spec, &spec.cells[i], &mut states[i], round, &disk)? {
+                let compared = compared_live(&comparisons, &states, i);
+                match self.one_run(
+                    id,
+                    spec,
+                    &spec.cells[i],
+                    &mut states[i],
+                    round,
+                    &disk,
+                    compared,
+                )? {
                     Some(()) => runs += 1,
                     None => {
                         return self.interrupted(id, &spec.cells[i], &states[i], reps.warmup, runs)
                     }
                 }
             }
+            self.decide_round(spec, &mut comparisons, &mut states)?;
             round += 1;
         }
         let failed_cells = states
@@ -419,14 +506,17 @@ impl<'a> Runner<'a> {
             if run.status == RunStatus::Ok {
                 let primary = &spec.cells[i].workload.primary;
                 if let Some(m) = run.metrics.iter().find(|m| &m.name == primary) {
-                    state.values.push(m.value);
+                    state.values.push((run.round, m.value));
+                    state.direction = Some(m.direction);
                 }
             }
         }
         Ok((states, next_round))
     }
 
-    /// Executes and stores one run; `None` when it was interrupted.
+    /// Executes and stores one run; `None` when it was interrupted. A `compared` cell
+    /// is not stopped for a low CV: its comparisons decide (see [`Self::decide_round`]).
+    #[allow(clippy::too_many_arguments)]
     fn one_run(
         &mut self,
         id: ExperimentId,
@@ -435,6 +525,7 @@ impl<'a> Runner<'a> {
         state: &mut CellState,
         round: u32,
         disk: &DiskFacts,
+        compared: bool,
     ) -> Result<Option<()>, RunError> {
         let reps = spec.repetitions;
         let warmup = state.warmups < reps.warmup;
@@ -521,10 +612,9 @@ impl<'a> Runner<'a> {
                 )
             }
         };
-        let primary = metrics
-            .iter()
-            .find(|m| m.name == cell.workload.primary)
-            .map(|m| m.value);
+        let primary_metric = metrics.iter().find(|m| m.name == cell.workload.primary);
+        let primary = primary_metric.map(|m| m.value);
+        let primary_direction = primary_metric.map(|m| m.direction);
         let (status, error) = match (status, primary, error) {
             (RunStatus::Ok, None, _) => (
                 RunStatus::Failed,
@@ -564,10 +654,11 @@ impl<'a> Runner<'a> {
         } else {
             state.counted = repetition;
             if let (RunStatus::Ok, Some(v)) = (status, primary) {
-                state.values.push(v);
+                state.values.push((round, v));
+                state.direction = primary_direction;
             }
         }
-        let cv = Sample::new(state.values.clone()).ok().map(|s| s.cv());
+        let cv = Sample::new(state.primary_values()).ok().map(|s| s.cv());
         self.observer.event(&Event::RunFinished {
             cell: cell.key(),
             index: cell.index,
@@ -595,7 +686,7 @@ impl<'a> Runner<'a> {
                 cv,
                 reps.min,
                 reps.max,
-                reps.target_cv,
+                if compared { -1.0 } else { reps.target_cv },
                 &cell.workload.primary,
             )
         };
@@ -609,6 +700,60 @@ impl<'a> Runner<'a> {
             state.stopped = Some(reason);
         }
         Ok(Some(()))
+    }
+
+    /// After a round: decides the comparisons that the data now decide (worse or
+    /// better only at [`isolab_stats::INTERIM_ALPHA`]), and stops every compared cell
+    /// whose live comparisons are all decided, once it has at least `min` and
+    /// [`isolab_stats::MIN_PAIRS`] counted runs.
+    fn decide_round(
+        &mut self,
+        spec: &ExperimentSpec,
+        comparisons: &mut [Comparison],
+        states: &mut [CellState],
+    ) -> Result<(), RunError> {
+        decide_comparisons(comparisons, states);
+        let floor = spec.repetitions.min.max(isolab_stats::MIN_PAIRS as u32);
+        for i in 0..states.len() {
+            if states[i].stopped.is_some()
+                || states[i].counted < floor
+                || !compared_live(comparisons, states, i)
+            {
+                continue;
+            }
+            let mine: Vec<&Comparison> = comparisons
+                .iter()
+                .filter(|c| (c.base == i || c.other == i) && !partner_failed(c, states, i))
+                .collect();
+            if mine.iter().any(|c| c.decided.is_none()) {
+                continue;
+            }
+            let count = |v: isolab_stats::Verdict| mine.iter().filter(|c| c.decided == Some(v)).count();
+            let reason = if mine.len() == 1 && mine[0].other == i {
+                format!(
+                    "decided: {} against the baseline after {} runs",
+                    mine[0].decided.map_or("?", |v| v.as_str()),
+                    states[i].counted
+                )
+            } else {
+                format!(
+                    "decided: all {} comparisons ({} worse, {} better, {} ≈) after {} runs",
+                    mine.len(),
+                    count(isolab_stats::Verdict::Worse),
+                    count(isolab_stats::Verdict::Better),
+                    count(isolab_stats::Verdict::Equivalent),
+                    states[i].counted
+                )
+            };
+            self.store.set_stop_reason(states[i].id, &reason)?;
+            self.observer.event(&Event::CellStopped {
+                cell: spec.cells[i].key(),
+                index: spec.cells[i].index,
+                reason: reason.clone(),
+            });
+            states[i].stopped = Some(reason);
+        }
+        Ok(())
     }
 
     fn execute(
@@ -1267,6 +1412,52 @@ struct Done {
     execution: crate::platform::Execution,
     metrics: Result<Vec<MetricValue>, String>,
     limits: serde_json::Value,
+}
+
+/// Decides every undecided comparison that its cells' primary values now decide,
+/// paired by round as the report pairs them ([`isolab_stats::interim_verdict`] under
+/// the default rule). Decisions are kept once made.
+fn decide_comparisons(comparisons: &mut [Comparison], states: &[CellState]) {
+    let rule = isolab_stats::VerdictRule::default();
+    for c in comparisons.iter_mut().filter(|c| c.decided.is_none()) {
+        let (a, b) = (&states[c.base], &states[c.other]);
+        let Some(direction) = a.direction.or(b.direction) else {
+            continue;
+        };
+        let rounds: BTreeMap<u32, f64> = b.values.iter().copied().collect();
+        let pairs: Vec<(f64, f64)> = a
+            .values
+            .iter()
+            .filter_map(|(r, x)| rounds.get(r).map(|y| (*x, *y)))
+            .collect();
+        let (va, vb) = (a.primary_values(), b.primary_values());
+        let data = isolab_stats::PointData {
+            a: &va,
+            b: &vb,
+            pairs: &pairs,
+            direction,
+        };
+        if let Some(t) = isolab_stats::test_point(data, 0.95, &rule) {
+            c.decided = isolab_stats::interim_verdict(&rule, &t, c.points);
+        }
+    }
+}
+
+/// Whether the partner of cell `i` in `c` stopped because a run failed (the
+/// comparison can then never be decided and does not hold `i` back).
+fn partner_failed(c: &Comparison, states: &[CellState], i: usize) -> bool {
+    let partner = if c.base == i { c.other } else { c.base };
+    states[partner]
+        .stopped
+        .as_deref()
+        .is_some_and(|r| r.starts_with("failed"))
+}
+
+/// Whether cell `i` takes part in a comparison whose partner has not failed.
+fn compared_live(comparisons: &[Comparison], states: &[CellState], i: usize) -> bool {
+    comparisons
+        .iter()
+        .any(|c| (c.base == i || c.other == i) && !partner_failed(c, states, i))
 }
 
 /// Why a cell with `n` counted runs and coefficient of variation `cv` needs no more

@@ -17,6 +17,10 @@ struct FakePlatform {
     jobs: Mutex<Vec<Job>>,
     interrupt_at: Option<usize>,
     fail_cell: Option<&'static str>,
+    /// Cells (by the `/cN-` of their job names) whose value is scaled, and the factor.
+    scale_cell: Vec<(&'static str, f64)>,
+    /// Relative noise added to every value (a fixed pseudo-random sequence).
+    noise: f64,
 }
 
 impl FakePlatform {
@@ -27,6 +31,8 @@ impl FakePlatform {
             jobs: Mutex::new(Vec::new()),
             interrupt_at: None,
             fail_cell: None,
+            scale_cell: Vec::new(),
+            noise: 0.0,
         }
     }
 }
@@ -46,12 +52,21 @@ impl Platform for FakePlatform {
             return Err(PlatformError::Interrupted);
         }
         let failing = self.fail_cell.is_some_and(|c| job.name.contains(c));
+        let scale = self
+            .scale_cell
+            .iter()
+            .find(|(c, _)| job.name.contains(c))
+            .map_or(1.0, |(_, f)| *f);
+        // A fixed, well-spread sequence in [-1, 1] (Weyl sequence of the job number).
+        let jitter = ((n as f64 * 0.618_033_988_75).fract() * 2.0 - 1.0) * self.noise;
         let v = self
             .values
             .lock()
             .unwrap()
             .pop_front()
-            .unwrap_or(self.constant);
+            .unwrap_or(self.constant)
+            * scale
+            * (1.0 + jitter);
         Ok(Execution {
             exit: if failing {
                 ExitKind::Code(1)
@@ -115,16 +130,19 @@ fn stable_cells_stop_at_min_and_warmups_are_not_counted() {
     let mut store = Store::open_in_memory().unwrap();
     let outcome = start(&platform, &mut store, &spec, dir.path());
     assert_eq!(outcome.status, ExperimentStatus::Complete);
-    assert_eq!(outcome.runs, 3 * 4);
+    // Every cell is compared with the baseline (placement = shared): none stops for
+    // its CV, and none before the 6 rounds at which the paired test can decide; the
+    // identical cells are then equivalent.
+    assert_eq!(outcome.runs, 3 * (1 + 6));
     let runs = store.runs(outcome.experiment).unwrap();
     assert_eq!(runs.iter().filter(|r| r.warmup).count(), 3);
-    assert_eq!(runs.iter().filter(|r| !r.warmup).count(), 9);
+    assert_eq!(runs.iter().filter(|r| !r.warmup).count(), 18);
     for cell in store.cells(outcome.experiment).unwrap() {
         assert!(
             cell.stop_reason
                 .as_deref()
                 .unwrap()
-                .starts_with("stable: CV of events_per_second 0.00%"),
+                .starts_with("decided: "),
             "{cell:?}"
         );
     }
@@ -152,6 +170,52 @@ fn stable_cells_stop_at_min_and_warmups_are_not_counted() {
     assert_eq!(pinned_job.limits.cpuset.unwrap().to_string(), "1");
     // Working directories are removed.
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn compared_cells_stop_once_decided() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec(
+        "{ warmup = 0, min = 3, max = 30, target_cv = 0.05 }",
+        "[\"shared\", \"quota\", \"pinned\"]",
+    );
+    // An injected effect: quota does 10% fewer events/s; pinned is the baseline's
+    // equal; every run ±1% noise.
+    let mut platform = FakePlatform::constant(1000.0);
+    platform.scale_cell = vec![("/c1-", 0.9)];
+    platform.noise = 0.01;
+    let mut store = Store::open_in_memory().unwrap();
+    let outcome = start(&platform, &mut store, &spec, dir.path());
+    let cells = store.cells(outcome.experiment).unwrap();
+    let reason = |i: usize| cells[i].stop_reason.clone().unwrap();
+    let runs = store.runs(outcome.experiment).unwrap();
+    let n = |i: usize| runs.iter().filter(|r| r.cell == cells[i].id).count();
+    // The first round at which the signed-rank test can pass the interim level
+    // 0.001: 2/2¹¹.
+    assert!(
+        reason(1).starts_with("decided: worse against the baseline after 11 runs"),
+        "{}",
+        reason(1)
+    );
+    assert!(reason(2).starts_with("decided: ≈"), "{}", reason(2));
+    assert!(
+        reason(0).starts_with("decided: all 2 comparisons (1 worse, 0 better, 1 ≈)"),
+        "{}",
+        reason(0)
+    );
+    assert!(n(0) < 30 && n(2) <= n(0), "{} {} {}", n(0), n(1), n(2));
+    assert_eq!(n(1), 11);
+}
+
+#[test]
+fn comparisons_follow_the_baseline() {
+    let s = spec(
+        "{ warmup = 0, min = 3, max = 3, target_cv = 0.05 }",
+        "[\"shared\", \"quota\", \"pinned\"]",
+    );
+    let c = comparisons(&s);
+    let pairs: Vec<(usize, usize, usize)> = c.iter().map(|c| (c.base, c.other, c.points)).collect();
+    assert_eq!(pairs, vec![(0, 1, 1), (0, 2, 1)]);
 }
 
 #[test]
