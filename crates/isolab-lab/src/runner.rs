@@ -686,7 +686,7 @@ impl<'a> Runner<'a> {
                 cv,
                 reps.min,
                 reps.max,
-                if compared { -1.0 } else { reps.target_cv },
+                (!compared).then_some(reps.target_cv),
                 &cell.workload.primary,
             )
         };
@@ -728,7 +728,8 @@ impl<'a> Runner<'a> {
             if mine.iter().any(|c| c.decided.is_none()) {
                 continue;
             }
-            let count = |v: isolab_stats::Verdict| mine.iter().filter(|c| c.decided == Some(v)).count();
+            let count =
+                |v: isolab_stats::Verdict| mine.iter().filter(|c| c.decided == Some(v)).count();
             let reason = if mine.len() == 1 && mine[0].other == i {
                 format!(
                     "decided: {} against the baseline after {} runs",
@@ -1461,18 +1462,26 @@ fn compared_live(comparisons: &[Comparison], states: &[CellState], i: usize) -> 
 }
 
 /// Why a cell with `n` counted runs and coefficient of variation `cv` needs no more
-/// runs, or `None` if it does.
+/// runs, or `None` if it does. `target_cv` is `None` for a cell whose comparisons
+/// decide when it stops (then only `max` stops it here).
 pub fn stop_reason(
     n: u32,
     cv: Option<f64>,
     min: u32,
     max: u32,
-    target_cv: f64,
+    target_cv: Option<f64>,
     primary: &str,
 ) -> Option<String> {
     if n < min {
         return None;
     }
+    let Some(target_cv) = target_cv else {
+        return (n >= max).then(|| {
+            format!(
+                "max: {n} runs reached before every comparison was decided (see `isolab compare`)"
+            )
+        });
+    };
     match cv {
         Some(cv) if cv <= target_cv => Some(format!(
             "stable: CV of {primary} {:.2}% ≤ target {:.2}% after {n} runs",

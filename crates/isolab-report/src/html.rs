@@ -134,6 +134,14 @@ fn summary_section(out: &mut String, data: &ExperimentData, a: &Analysis) {
         summary_row(out, row, &a.factors);
     }
     out.push_str("</tbody></table>\n");
+    let findings = crate::findings::findings(&a.rows, &a.options.baseline);
+    if !findings.is_empty() {
+        out.push_str("<h3>Findings</h3>\n<ul class=findings>\n");
+        for f in findings {
+            let _ = writeln!(out, "<li>{}</li>", esc(&f));
+        }
+        out.push_str("</ul>\n");
+    }
 }
 
 /// The stop reason's first word, with the whole reason on hover.

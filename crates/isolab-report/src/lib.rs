@@ -18,6 +18,7 @@
 
 pub mod compare;
 pub mod export;
+pub mod findings;
 pub mod html;
 pub mod isolation;
 pub mod plots;

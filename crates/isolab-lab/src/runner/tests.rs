@@ -359,17 +359,22 @@ fn a_failing_cell_stops_and_the_others_go_on() {
 
 #[test]
 fn stop_rule() {
-    assert_eq!(stop_reason(2, Some(0.0), 3, 5, 0.05, "m"), None);
-    assert!(stop_reason(3, Some(0.04), 3, 5, 0.05, "m")
+    assert_eq!(stop_reason(2, Some(0.0), 3, 5, Some(0.05), "m"), None);
+    assert!(stop_reason(3, Some(0.04), 3, 5, Some(0.05), "m")
         .unwrap()
         .starts_with("stable"));
-    assert_eq!(stop_reason(4, Some(0.06), 3, 5, 0.05, "m"), None);
-    assert!(stop_reason(5, Some(0.06), 3, 5, 0.05, "m")
+    assert_eq!(stop_reason(4, Some(0.06), 3, 5, Some(0.05), "m"), None);
+    assert!(stop_reason(5, Some(0.06), 3, 5, Some(0.05), "m")
         .unwrap()
         .starts_with("max"));
-    assert!(stop_reason(5, None, 3, 5, 0.05, "m")
+    assert!(stop_reason(5, None, 3, 5, Some(0.05), "m")
         .unwrap()
         .contains("unknown"));
+    // A compared cell: no CV rule, only max.
+    assert_eq!(stop_reason(4, Some(0.0), 3, 5, None, "m"), None);
+    assert!(stop_reason(5, Some(0.0), 3, 5, None, "m")
+        .unwrap()
+        .starts_with("max: 5 runs reached before every comparison was decided"));
 }
 
 #[test]

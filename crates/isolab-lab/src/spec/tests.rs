@@ -21,41 +21,42 @@ fn errors(text: &str) -> Vec<String> {
 }
 
 #[test]
-fn quick_start_expands_to_eighteen_cells() {
+fn quick_start_expands_to_eight_cells() {
     let spec = ExperimentSpec::parse(
         Source::new("built-in quick-start", QUICK_START),
         &host("0-1"),
     )
     .unwrap();
     assert_eq!(spec.name, "quick-start");
-    assert_eq!(spec.cells.len(), 18);
+    assert_eq!(spec.cells.len(), 8);
     assert_eq!(
         spec.baseline,
         vec![
-            ("placement".to_string(), "shared".to_string()),
+            ("placement".to_string(), "pinned".to_string()),
             ("platform".to_string(), "host".to_string())
         ]
     );
     assert_eq!(
         spec.cells[0].key(),
-        "platform=host shape=medium placement=shared workload=sysbench-cpu"
+        "platform=host shape=medium placement=pinned workload=cpu-throughput"
     );
-    assert_eq!(spec.cells[4].placement, Placement::Quota);
+    assert_eq!(spec.cells[2].placement, Placement::Quota);
     assert_eq!(
-        spec.cells[9].platform,
+        spec.cells[4].platform,
         PlatformDef::new(PlatformKind::Isolab)
     );
+    assert_eq!(spec.cells[1].workload.primary, "latency_max");
     assert_eq!(spec.image, PathBuf::from(DEFAULT_IMAGE));
     assert_eq!(
         spec.repetitions,
         Repetitions {
             warmup: 1,
-            min: 3,
-            max: 5,
+            min: 6,
+            max: 12,
             target_cv: 0.05
         }
     );
-    assert_eq!(spec.run_bounds(), (54, 90));
+    assert_eq!(spec.run_bounds(), (56, 104));
     assert!(spec.dropped.is_empty());
 }
 
@@ -266,7 +267,7 @@ fn aa_design_adds_replicas_and_a_baseline() {
     assert_eq!(aa.name, "A/A calibration of q.toml");
     let spec = ExperimentSpec::parse(aa, &host("0-1")).unwrap();
     assert_eq!(spec.name, "quick-start-calibration");
-    assert_eq!(spec.cells.len(), 36);
+    assert_eq!(spec.cells.len(), 16);
     assert_eq!(
         spec.baseline,
         vec![("replica".to_string(), "a".to_string())]

@@ -229,7 +229,9 @@ fn bar_charts(size: Size, lo: f64, hi: f64) -> Vec<BarChart> {
                     Bar {
                         low: Some(v - (hi - lo) * 0.05),
                         high: Some(v + (hi - lo) * 0.05),
-                        marker: Some([Marker::Worse, Marker::Better, Marker::Equivalent][(c + g) % 3]),
+                        marker: Some(
+                            [Marker::Worse, Marker::Better, Marker::Equivalent][(c + g) % 3],
+                        ),
                         ..Bar::new(c, g, v)
                     }
                 })

@@ -159,6 +159,9 @@ pub fn run(db: &Path, args: RunArgs) -> Result<Exit> {
             "{}",
             isolab_report::table::summary_table(&analysis.rows, &analysis.factors, super::color())
         );
+        for line in isolab_report::findings::findings(&analysis.rows, &analysis.options.baseline) {
+            println!("finding: {line}");
+        }
         if let Some(isolation) = &analysis.isolation {
             println!();
             print!("{}", isolation.render(super::color()));

@@ -61,6 +61,9 @@ pub fn show(db: &Path, args: ShowArgs) -> Result<Exit> {
         "{}",
         isolab_report::table::summary_table(&analysis.rows, &analysis.factors, style)
     );
+    for line in isolab_report::findings::findings(&analysis.rows, &analysis.options.baseline) {
+        println!("finding: {line}");
+    }
     if let Some(isolation) = &analysis.isolation {
         println!();
         print!("{}", isolation.render(style));
