@@ -56,7 +56,7 @@ fn quick_start_expands_to_eight_cells() {
             target_cv: 0.05
         }
     );
-    assert_eq!(spec.run_bounds(), (56, 104));
+    assert_eq!(spec.run_bounds(), (48, 96));
     assert!(spec.dropped.is_empty());
 }
 
