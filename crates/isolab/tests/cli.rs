@@ -704,6 +704,36 @@ fn run_experiment(
     (stdout, store, id)
 }
 
+/// A real injected effect: a 2-thread job of fixed work on 2 cpus against the same job
+/// held to 1 cpu of CFS quota takes about twice as long. The runner must call it
+/// `worse`, stop the cell once decided (11 rounds: the first at which the signed-rank
+/// test passes the interim level), and the summary must say so in plain words.
+#[test]
+fn a_known_injected_effect_is_called_worse() {
+    let Some(_guard) = CgroupTest::start() else {
+        return;
+    };
+    if !engine_installed("sysbench") {
+        eprintln!("skipped: sysbench is not installed (scripts/setup.sh installs it)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let body = "[experiment]\nname = \"effect\"\nseed = 3\nbaseline = { placement = \"shared\" }\nrepetitions = { warmup = 1, min = 6, max = 14, target_cv = 0.5 }\n\n[matrix]\nshape = [\"large\"]\nplacement = [\"shared\", \"quota\"]\nworkload = [\"work\"]\n\n[workload.work]\ncommand = \"sysbench cpu --cpu-max-prime=5000 --threads=2 --time=0 --events=600 run\"\nparser = \"time\"\nprimary = \"wall_time\"\n";
+    let (stdout, store, id) = run_experiment(dir.path(), body, "effect");
+    let quota = stdout
+        .lines()
+        .find(|l| l.contains(" quota ") && l.contains("wall_time"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(quota.contains(" worse "), "{stdout}");
+    assert!(
+        stdout.contains("finding: large quota work: wall_time"),
+        "{stdout}"
+    );
+    let cells = store.cells(id).unwrap();
+    let reason = cells[1].stop_reason.clone().unwrap();
+    assert!(reason.starts_with("decided: worse"), "{reason}");
+}
+
 /// Why each run of experiment `name` in `db` failed, with the tails of its logs (what
 /// a failed CI run needs to show).
 fn failed_runs(db: &Path, name: &str) -> String {

@@ -44,12 +44,20 @@ pub fn check(args: CheckArgs) -> Result<Exit> {
     }
     let r = spec.repetitions;
     println!(
-        "runs: {lo}..{hi} counted (+{} warm-ups), {}..{} per cell until CV ≤ {:.1}%",
+        "runs: {lo}..{hi} counted (+{} warm-ups), {}..{} per cell: a cell compared with the baseline until its comparisons are decided (never before {} rounds), others until CV ≤ {:.1}%",
         spec.cells.len() as u32 * r.warmup,
         r.min,
         r.max,
+        isolab_stats::MIN_PAIRS,
         r.target_cv * 100.0
     );
+    if r.max < isolab_stats::MIN_PAIRS as u32 && !spec.baseline.is_empty() {
+        println!(
+            "  warning: repetitions.max = {} is below {}, the fewest paired rounds at which a comparison can be significant: every verdict will be `?`",
+            r.max,
+            isolab_stats::MIN_PAIRS
+        );
+    }
     println!("estimated time: {} to {}", humanize(tlo), humanize(thi));
     println!(
         "baseline: {}",
