@@ -718,7 +718,7 @@ fn a_known_injected_effect_is_called_worse() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let body = "[experiment]\nname = \"effect\"\nseed = 3\nbaseline = { placement = \"shared\" }\nrepetitions = { warmup = 1, min = 6, max = 14, target_cv = 0.5 }\n\n[matrix]\nshape = [\"large\"]\nplacement = [\"shared\", \"quota\"]\nworkload = [\"work\"]\n\n[workload.work]\ncommand = \"sysbench cpu --cpu-max-prime=5000 --threads=2 --time=0 --events=600 run\"\nparser = \"time\"\nprimary = \"wall_time\"\n";
+    let body = "[experiment]\nname = \"effect\"\nseed = 3\nbaseline = { placement = \"shared\" }\nrepetitions = { warmup = 1, min = 6, max = 14, target_cv = 0.5 }\n\n[matrix]\nshape = [\"medium\"]\nplacement = [\"shared\", \"quota\"]\nworkload = [\"work\"]\n\n[workload.work]\ncommand = \"sysbench cpu --cpu-max-prime=10000 --threads=2 --time=0 --events=2000 run\"\nparser = \"time\"\nprimary = \"wall_time\"\n";
     let (stdout, store, id) = run_experiment(dir.path(), body, "effect");
     let quota = stdout
         .lines()
@@ -726,7 +726,7 @@ fn a_known_injected_effect_is_called_worse() {
         .unwrap_or_else(|| panic!("{stdout}"));
     assert!(quota.contains(" worse "), "{stdout}");
     assert!(
-        stdout.contains("finding: large quota work: wall_time"),
+        stdout.contains("finding: medium quota work: wall_time"),
         "{stdout}"
     );
     let cells = store.cells(id).unwrap();

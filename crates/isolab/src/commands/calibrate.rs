@@ -181,8 +181,10 @@ struct Plan {
 fn plan(cv: f64, effect: f64, rule: &VerdictRule, power: f64) -> Plan {
     let first = runs_for_verdict(cv, effect, rule, power);
     if first == u32::MAX || first > 2000 {
+        // Never (the effect is inside the noise threshold), or too many runs to be
+        // worth simulating: the closed form's number, without a simulated power.
         return Plan {
-            runs: None,
+            runs: (first != u32::MAX).then_some(first),
             normal: None,
             skewed: None,
         };
@@ -216,6 +218,6 @@ fn plan(cv: f64, effect: f64, rule: &VerdictRule, power: f64) -> Plan {
 fn runs_text(runs: Option<u64>) -> String {
     match runs {
         Some(n) if n < u64::from(u32::MAX) => n.to_string(),
-        _ => "unreachable".into(),
+        _ => "never (effect ≤ threshold)".into(),
     }
 }
