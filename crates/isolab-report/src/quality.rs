@@ -37,6 +37,8 @@ pub struct Quality {
     pub share_stable: Option<f64>,
     /// Cells that stopped at `max` without reaching the target CV.
     pub max_without_target: Vec<String>,
+    /// Compared cells that stopped at `max` with a comparison still undecided.
+    pub max_undecided: Vec<String>,
     /// Cells that failed.
     pub failed_cells: Vec<String>,
     /// Flagged outlier runs.
@@ -55,6 +57,7 @@ pub fn quality(data: &ExperimentData, primary: &BTreeMap<u32, String>) -> Qualit
         stable_points: 0,
         share_stable: None,
         max_without_target: Vec::new(),
+        max_undecided: Vec::new(),
         failed_cells: Vec::new(),
         outliers: Vec::new(),
         unexpected_throttling: Vec::new(),
@@ -63,6 +66,9 @@ pub fn quality(data: &ExperimentData, primary: &BTreeMap<u32, String>) -> Qualit
     let by_cell = data.runs_by_cell();
     for cell in &data.cells {
         match cell.stop_reason.as_deref() {
+            Some(r) if r.starts_with("max") && r.contains("comparison") => {
+                q.max_undecided.push(cell.key.clone())
+            }
             Some(r) if r.starts_with("max") => q.max_without_target.push(cell.key.clone()),
             Some(r) if r.starts_with("failed") => q.failed_cells.push(cell.key.clone()),
             _ => {}
@@ -140,6 +146,13 @@ pub fn quality_lines(q: &Quality) -> Vec<String> {
             "{} cells reached max runs without the target CV: {}",
             q.max_without_target.len(),
             q.max_without_target.join("; ")
+        ));
+    }
+    if !q.max_undecided.is_empty() {
+        out.push(format!(
+            "{} cells reached max runs before every comparison was decided (see `?` and its n≈): {}",
+            q.max_undecided.len(),
+            q.max_undecided.join("; ")
         ));
     }
     if !q.failed_cells.is_empty() {
