@@ -1,7 +1,7 @@
 //! Paired comparisons: the Wilcoxon signed-rank test and the paired Hodges-Lehmann
 //! shift, for runs of A and B that shared a round (and so the machine's state).
 
-use crate::rank::{standard_normal_quantile, standard_normal_sf};
+use crate::rank::{largest_tail_rank, standard_normal_quantile, standard_normal_sf};
 use crate::{Interval, Shift};
 
 /// Largest number of pairs for which the exact null distribution of the signed-rank
@@ -136,19 +136,7 @@ pub(crate) fn signed_rank_ci_rank(n: usize, level: f64) -> Option<usize> {
     }
     let half_alpha = (1.0 - level) / 2.0;
     if n <= MAX_EXACT_PAIRS {
-        let counts = t_counts(n);
-        let total = 2f64.powi(n as i32);
-        let mut below: u128 = 0;
-        let mut k = 0;
-        for (j, &c) in counts.iter().enumerate() {
-            below += c;
-            if below as f64 / total <= half_alpha {
-                k = j + 1;
-            } else {
-                break;
-            }
-        }
-        (k >= 1).then_some(k)
+        largest_tail_rank(&t_counts(n), 2f64.powi(n as i32), half_alpha)
     } else {
         let nf = n as f64;
         let m = nf * (nf + 1.0) / 2.0;

@@ -123,18 +123,7 @@ pub(crate) fn shift_ci_rank(n1: usize, n2: usize, level: f64) -> Option<usize> {
     if arrangements_within(n1, n2, MAX_EXACT_ARRANGEMENTS) {
         let counts = u_counts(n1, n2);
         let total: u128 = counts.iter().sum();
-        // cumulative[k − 1] = P(U ≤ k − 1); find the largest k with it ≤ α/2.
-        let mut below: u128 = 0;
-        let mut k = 0;
-        for (j, &c) in counts.iter().enumerate() {
-            below += c;
-            if below as f64 / total as f64 <= half_alpha {
-                k = j + 1;
-            } else {
-                break;
-            }
-        }
-        (k >= 1).then_some(k)
+        largest_tail_rank(&counts, total as f64, half_alpha)
     } else {
         let nn = pairs as f64;
         let z = standard_normal_quantile(1.0 - half_alpha);
@@ -142,6 +131,24 @@ pub(crate) fn shift_ci_rank(n1: usize, n2: usize, level: f64) -> Option<usize> {
         let k = (nn / 2.0 - z * sd).round();
         (k >= 1.0).then_some(k as usize)
     }
+}
+
+/// The largest k ≥ 1 with P(S ≤ k − 1) ≤ `half_alpha`, for a statistic S whose null
+/// distribution has `counts[s]` arrangements with S = s out of `total`; `None` when
+/// even P(S ≤ 0) exceeds it. The critical rank of the distribution-free intervals
+/// (Hollander & Wolfe, §3.2 and §4.3).
+pub(crate) fn largest_tail_rank(counts: &[u128], total: f64, half_alpha: f64) -> Option<usize> {
+    let mut below: u128 = 0;
+    let mut k = 0;
+    for (j, &c) in counts.iter().enumerate() {
+        below += c;
+        if below as f64 / total <= half_alpha {
+            k = j + 1;
+        } else {
+            break;
+        }
+    }
+    (k >= 1).then_some(k)
 }
 
 /// The pooled sample's rank information.
