@@ -67,8 +67,10 @@ pub fn require(
 ) -> Result<PathBuf, EngineError> {
     tools.which(program).ok_or_else(|| EngineError::Missing {
         engine,
-        program: program.to_owned(),
-        package,
+        missing: isolab_tools::NotInstalled {
+            program: program.to_owned(),
+            package: package.to_owned(),
+        },
     })
 }
 

@@ -132,7 +132,8 @@ mod tests {
         }));
         assert_eq!(
             e.to_string(),
-            "mkfs.ext4 not found in PATH, /usr/sbin or /sbin: apt-get install e2fsprogs"
+            "`mkfs.ext4` is not installed: install the Debian package `e2fsprogs` \
+             (`apt-get install e2fsprogs`) or run scripts/setup.sh"
         );
         let e = ImageError::io(
             "read",

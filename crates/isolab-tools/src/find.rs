@@ -57,7 +57,7 @@ impl Program {
 
 /// A program is not installed on this host.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{program} not found in PATH, /usr/sbin or /sbin: apt-get install {package}")]
+#[error("`{program}` is not installed: install the Debian package `{package}` (`apt-get install {package}`) or run scripts/setup.sh")]
 pub struct NotInstalled {
     /// The program (or path) looked for.
     pub program: String,
@@ -97,7 +97,8 @@ mod tests {
         );
         assert_eq!(
             err.to_string(),
-            "isolab-no-such-tool not found in PATH, /usr/sbin or /sbin: apt-get install isolab-pkg"
+            "`isolab-no-such-tool` is not installed: install the Debian package `isolab-pkg` \
+             (`apt-get install isolab-pkg`) or run scripts/setup.sh"
         );
     }
 }

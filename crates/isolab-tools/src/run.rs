@@ -219,7 +219,8 @@ mod tests {
             .unwrap_err();
         assert_eq!(
             err.to_string(),
-            "isolab-no-such-tool not found in PATH, /usr/sbin or /sbin: apt-get install isolab-pkg"
+            "`isolab-no-such-tool` is not installed: install the Debian package `isolab-pkg` \
+             (`apt-get install isolab-pkg`) or run scripts/setup.sh"
         );
     }
 

@@ -235,7 +235,8 @@ mod tests {
         }));
         assert_eq!(
             e.to_string(),
-            "qemu-img not found in PATH, /usr/sbin or /sbin: apt-get install qemu-utils"
+            "`qemu-img` is not installed: install the Debian package `qemu-utils` \
+             (`apt-get install qemu-utils`) or run scripts/setup.sh"
         );
         let e = VmError::KernelDownload {
             package: "linux-image-6.1.0-56-amd64".into(),
