@@ -6,14 +6,12 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
     /// A program of the engine is not installed.
-    #[error("{engine}: `{program}` not found; install the Debian package `{package}` (`apt-get install {package}`) or choose another platform")]
+    #[error("{engine}: {missing}, or choose another platform")]
     Missing {
         /// The engine.
         engine: &'static str,
-        /// The program looked for.
-        program: String,
-        /// The Debian package that provides it.
-        package: &'static str,
+        /// The program looked for and the Debian package that provides it.
+        missing: isolab_tools::NotInstalled,
     },
     /// A command of the engine failed.
     #[error("{engine}: `{command}` failed ({status}): {stderr}")]

@@ -269,8 +269,10 @@ impl Engine for Lxc {
             if !common.is_file() {
                 return Err(EngineError::Missing {
                     engine: ENGINE,
-                    program: path_str(common),
-                    package: "lxc",
+                    missing: isolab_tools::NotInstalled {
+                        program: path_str(common),
+                        package: "lxc".to_owned(),
+                    },
                 });
             }
         }

@@ -2,7 +2,7 @@
 //! implementation ([`SystemTools`]) so that drivers can be tested with a fake that
 //! records command lines and answers canned output.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use crate::EngineError;
@@ -23,7 +23,8 @@ pub trait Tools: Send + Sync {
     /// Runs `argv` to completion with stdin closed, capturing both outputs.
     fn run(&self, argv: &[String]) -> std::io::Result<Output>;
 
-    /// The program's path when it is installed (a name is looked up on `PATH`).
+    /// The program's path when it is installed (a name is looked up by
+    /// [`isolab_tools::find_program`]: `PATH`, then the sbin and bin directories).
     fn which(&self, program: &str) -> Option<PathBuf>;
 }
 
@@ -53,15 +54,7 @@ impl Tools for SystemTools {
     }
 
     fn which(&self, program: &str) -> Option<PathBuf> {
-        if program.contains('/') {
-            return Path::new(program).is_file().then(|| PathBuf::from(program));
-        }
-        let path =
-            std::env::var_os("PATH").unwrap_or_else(|| "/usr/sbin:/usr/bin:/sbin:/bin".into());
-        std::env::split_paths(&path)
-            .chain(["/usr/sbin".into(), "/sbin".into()])
-            .map(|d| d.join(program))
-            .find(|p| p.is_file())
+        isolab_tools::find_program(program)
     }
 }
 
@@ -74,8 +67,10 @@ pub fn require(
 ) -> Result<PathBuf, EngineError> {
     tools.which(program).ok_or_else(|| EngineError::Missing {
         engine,
-        program: program.to_owned(),
-        package,
+        missing: isolab_tools::NotInstalled {
+            program: program.to_owned(),
+            package: package.to_owned(),
+        },
     })
 }
 

@@ -5,8 +5,8 @@
 use crate::error::ImageError;
 use crate::manifest::{Image, ImageKind, Manifest};
 use crate::skeleton::{self, Staging};
-use crate::tool::{ToolCommand, ToolRunner};
 use crate::{apt, dpkg, BuildOptions, HostPaths};
+use isolab_tools::{ToolCommand, ToolRunner};
 
 /// The Debian suite of the bench image.
 pub const BENCH_SUITE: &str = "bookworm";
@@ -76,14 +76,14 @@ pub fn build_bench_with(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tool::ToolOutput;
+    use isolab_tools::{ToolError, ToolOutput};
     use std::cell::RefCell;
     use std::path::PathBuf;
 
     /// Plays mmdebstrap: writes a tiny dpkg status into the target.
     struct FakeMmdebstrap(RefCell<Vec<ToolCommand>>);
     impl ToolRunner for FakeMmdebstrap {
-        fn run(&self, cmd: &ToolCommand) -> Result<ToolOutput, ImageError> {
+        fn run(&self, cmd: &ToolCommand) -> Result<ToolOutput, ToolError> {
             self.0.borrow_mut().push(cmd.clone());
             let target = PathBuf::from(&cmd.args[cmd.args.len() - 4]);
             std::fs::create_dir_all(target.join("var/lib/dpkg")).unwrap();

@@ -6,8 +6,8 @@ use std::path::{Component, Path, PathBuf};
 use crate::error::{ImageError, IoContext};
 use crate::manifest::{Image, ImageKind, Manifest, Source};
 use crate::skeleton::{self, Staging};
-use crate::tool::{ToolCommand, ToolRunner};
 use crate::{dpkg, tree, BuildOptions, HostPaths};
+use isolab_tools::{ToolCommand, ToolRunner};
 
 /// The Debian package the busybox binary comes from.
 pub const BUSYBOX_PACKAGE: &str = "busybox-static";
@@ -108,13 +108,13 @@ pub(crate) fn install_applets(root: &Path, applets: &[PathBuf]) -> Result<(), Im
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tool::ToolOutput;
+    use isolab_tools::{ToolError, ToolOutput};
     use std::cell::RefCell;
 
     /// Answers `--list-full` with a fixed list and records the commands.
     struct FakeBusybox(RefCell<Vec<String>>);
     impl ToolRunner for FakeBusybox {
-        fn run(&self, cmd: &ToolCommand) -> Result<ToolOutput, ImageError> {
+        fn run(&self, cmd: &ToolCommand) -> Result<ToolOutput, ToolError> {
             self.0.borrow_mut().push(cmd.display());
             Ok(ToolOutput {
                 stdout:

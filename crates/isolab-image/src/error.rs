@@ -16,35 +16,9 @@ pub enum ImageError {
         #[source]
         source: std::io::Error,
     },
-    /// An external tool is not installed.
-    #[error("{tool} not found in PATH, /usr/sbin or /sbin: apt-get install {package}")]
-    ToolMissing {
-        /// The program name.
-        tool: String,
-        /// The Debian package that provides it.
-        package: String,
-    },
-    /// An external tool could not be started.
-    #[error("cannot start {tool} ({path}): {source}")]
-    ToolSpawn {
-        /// The program name.
-        tool: String,
-        /// The resolved program path.
-        path: PathBuf,
-        /// The operating system's error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// An external tool ran and failed.
-    #[error("{command} failed ({status}); its last output lines:\n{stderr}")]
-    ToolFailed {
-        /// The command line, quoted for display.
-        command: String,
-        /// Exit status as text ("exit status 1", "killed by signal 9").
-        status: String,
-        /// The last lines of its standard error (or output).
-        stderr: String,
-    },
+    /// An external tool is not installed, could not be started or failed.
+    #[error(transparent)]
+    Tool(#[from] isolab_tools::ToolError),
     /// A host file the build reads from does not exist.
     #[error("{path} not found: apt-get install {package}")]
     SourceMissing {
@@ -152,13 +126,14 @@ mod tests {
 
     #[test]
     fn messages_name_path_and_remedy() {
-        let e = ImageError::ToolMissing {
-            tool: "mkfs.ext4".into(),
+        let e = ImageError::from(isolab_tools::ToolError::from(isolab_tools::NotInstalled {
+            program: "mkfs.ext4".into(),
             package: "e2fsprogs".into(),
-        };
+        }));
         assert_eq!(
             e.to_string(),
-            "mkfs.ext4 not found in PATH, /usr/sbin or /sbin: apt-get install e2fsprogs"
+            "`mkfs.ext4` is not installed: install the Debian package `e2fsprogs` \
+             (`apt-get install e2fsprogs`) or run scripts/setup.sh"
         );
         let e = ImageError::io(
             "read",

@@ -21,8 +21,9 @@
 //! - **oci**: a bundle (`rootfs/` copied faithfully and a default `config.json` from `oci-spec`) for
 //!   `runc run` / `crun run`.
 //!
-//! External programs (busybox, mmdebstrap, mkfs.ext4) run through the [`ToolRunner`] trait;
-//! [`SystemTools`] is the real one and the `*_with` functions take any runner, so tests fake them.
+//! External programs (busybox, mmdebstrap, mkfs.ext4) run through `isolab-tools`'
+//! [`ToolRunner`](isolab_tools::ToolRunner) trait; [`SystemTools`] is the real one and the
+//! `*_with` functions take any runner, so tests fake them.
 //! Host paths the builds read ([`HostPaths`]) are parameters too. [`tree_digest`] and
 //! [`sha256_file`] identify trees and files for the environment record.
 
@@ -34,10 +35,11 @@ mod error;
 mod manifest;
 mod pack;
 mod skeleton;
-mod tool;
 mod tree;
 
 use std::path::PathBuf;
+
+use isolab_tools::SystemTools;
 
 pub use apt::{host_sources, mirror_lines, AptSource};
 pub use bench::{build_bench_with, BENCH_PACKAGES, BENCH_SUITE};
@@ -50,7 +52,6 @@ pub use pack::{
     OCI_ROOTFS, TAR_MTIME,
 };
 pub use skeleton::IMAGE_HOSTNAME;
-pub use tool::{find_program, SystemTools, ToolCommand, ToolOutput, ToolRunner};
 pub use tree::{sha256_file, tree_digest};
 
 /// Where and how to build an image.

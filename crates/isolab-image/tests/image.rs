@@ -8,6 +8,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use isolab_image::*;
+use isolab_tools::find_program;
 
 fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.

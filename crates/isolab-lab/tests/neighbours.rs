@@ -36,10 +36,7 @@ fn setup(tools: &[&str]) -> Option<Hierarchy> {
         return None;
     }
     for tool in tools {
-        let found = std::env::var_os("PATH")
-            .map(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
-            .unwrap_or(false);
-        if !found {
+        if isolab_tools::find_program(tool).is_none() {
             eprintln!("skipped: `{tool}` is not installed");
             return None;
         }

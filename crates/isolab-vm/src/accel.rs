@@ -150,12 +150,12 @@ fn probe_in(
             let said = std::fs::read(&log).unwrap_or_default();
             return Err(format!(
                 "QEMU exited ({status}) without the probe marker: {}",
-                crate::host::tail_lines(&said, 5)
+                isolab_tools::tail_lines(&said, 5)
             ));
         }
         if start.elapsed() > timeout {
             qemu.kill();
-            let tail = crate::host::tail_lines(text.as_bytes(), 3);
+            let tail = isolab_tools::tail_lines(text.as_bytes(), 3);
             return Err(if tail.is_empty() {
                 format!("the guest kernel printed nothing within {timeout:?}")
             } else {

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::{IoContext, VmError};
-use crate::host::{CommandRunner, HostCommand};
+use isolab_tools::{ToolCommand, ToolRunner};
 
 /// Free space added to the packed image, so that the guest can write to its root (the writes
 /// land in the per-VM overlay; unused space costs nothing in the sparse file).
@@ -140,12 +140,12 @@ fn hex(bytes: &[u8]) -> String {
 /// Creates the per-VM overlay `overlay` (qcow2) over the read-only `base` (raw) with
 /// `qemu-img create -f qcow2 -b BASE -F raw`.
 pub(crate) fn create_overlay(
-    runner: &dyn CommandRunner,
+    runner: &dyn ToolRunner,
     base: &Path,
     overlay: &Path,
 ) -> Result<(), VmError> {
     runner.run(
-        &HostCommand::new("qemu-img", "qemu-utils")
+        &ToolCommand::new("qemu-img", "qemu-utils")
             .arg("create")
             .arg("-q")
             .arg("-f")
@@ -162,7 +162,7 @@ pub(crate) fn create_overlay(
 /// Creates the scratch disk: a sparse file of `bytes` with an empty ext4 file system, inode
 /// tables and journal written now (not lazily by the guest kernel while it measures).
 pub(crate) fn create_scratch(
-    runner: &dyn CommandRunner,
+    runner: &dyn ToolRunner,
     file: &Path,
     bytes: u64,
 ) -> Result<(), VmError> {
@@ -170,7 +170,7 @@ pub(crate) fn create_scratch(
     f.set_len(bytes).ctx("resize", file)?;
     drop(f);
     runner.run(
-        &HostCommand::new("mkfs.ext4", "e2fsprogs")
+        &ToolCommand::new("mkfs.ext4", "e2fsprogs")
             .arg("-q")
             .arg("-F")
             .arg("-L")
@@ -185,7 +185,7 @@ pub(crate) fn create_scratch(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::fake::FakeRunner;
+    use crate::fake_runner::FakeRunner;
 
     #[test]
     fn overlay_and_scratch_commands() {

@@ -18,34 +18,9 @@ pub enum VmError {
         /// The OS error.
         source: std::io::Error,
     },
-    /// A host program is missing.
-    #[error("{program} not found in PATH, /usr/sbin or /sbin: apt-get install {package}")]
-    ToolMissing {
-        /// The program ("qemu-img").
-        program: String,
-        /// The Debian package that provides it ("qemu-utils").
-        package: String,
-    },
-    /// A host program could not be started.
-    #[error("cannot start {program} ({path}): {source}")]
-    ToolSpawn {
-        /// The program name.
-        program: String,
-        /// Its resolved path.
-        path: PathBuf,
-        /// The OS error.
-        source: std::io::Error,
-    },
-    /// A host program exited with a failure.
-    #[error("`{command}` failed ({status}):\n{stderr}")]
-    ToolFailed {
-        /// The command line.
-        command: String,
-        /// Its exit status.
-        status: String,
-        /// The last lines of its standard error (or output).
-        stderr: String,
-    },
+    /// A host program is missing, could not be started or failed.
+    #[error(transparent)]
+    Tool(#[from] isolab_tools::ToolError),
     /// apt could not tell which versioned kernel package the metapackage stands for.
     #[error(
         "cannot resolve the kernel package {metapackage} with apt-cache: {detail}; run \
@@ -254,13 +229,14 @@ mod tests {
 
     #[test]
     fn messages_say_what_to_do() {
-        let e = VmError::ToolMissing {
+        let e = VmError::from(isolab_tools::ToolError::from(isolab_tools::NotInstalled {
             program: "qemu-img".into(),
             package: "qemu-utils".into(),
-        };
+        }));
         assert_eq!(
             e.to_string(),
-            "qemu-img not found in PATH, /usr/sbin or /sbin: apt-get install qemu-utils"
+            "`qemu-img` is not installed: install the Debian package `qemu-utils` \
+             (`apt-get install qemu-utils`) or run scripts/setup.sh"
         );
         let e = VmError::KernelDownload {
             package: "linux-image-6.1.0-56-amd64".into(),

@@ -18,9 +18,9 @@ use sha2::{Digest, Sha256};
 
 use crate::agent::{agent_script, init_script};
 use crate::error::{IoContext, VmError};
-use crate::host::{CommandRunner, HostCommand, SystemRunner};
 use crate::initramfs::{self, ModuleFile};
 use crate::modules::ModuleIndex;
+use isolab_tools::{SystemTools, ToolCommand, ToolError, ToolRunner};
 
 /// The Debian metapackage whose dependency names the current kernel package.
 pub const KERNEL_METAPACKAGE: &str = "linux-image-amd64";
@@ -83,7 +83,7 @@ impl Default for KernelOptions {
 
 /// [`prepare_kernel_with`] with the default options and the host's programs.
 pub fn prepare_kernel(cache: &Path) -> Result<KernelFiles, VmError> {
-    prepare_kernel_with(cache, &KernelOptions::default(), &SystemRunner)
+    prepare_kernel_with(cache, &KernelOptions::default(), &SystemTools)
 }
 
 /// Makes sure the kernel is in `cache/kernel/VERSION/` and returns its files.
@@ -97,7 +97,7 @@ pub fn prepare_kernel(cache: &Path) -> Result<KernelFiles, VmError> {
 pub fn prepare_kernel_with(
     cache: &Path,
     opts: &KernelOptions,
-    runner: &dyn CommandRunner,
+    runner: &dyn ToolRunner,
 ) -> Result<KernelFiles, VmError> {
     let root = cache.join("kernel");
     std::fs::create_dir_all(&root).ctx("create directory", &root)?;
@@ -137,7 +137,7 @@ pub fn prepare_kernel_with(
 
     let tree = TempDir::new(dir.join(format!("tree.tmp-{}", std::process::id())))?;
     runner.run(
-        &HostCommand::new("dpkg-deb", "dpkg")
+        &ToolCommand::new("dpkg-deb", "dpkg")
             .arg("-x")
             .arg(&deb)
             .arg(&tree.0),
@@ -278,7 +278,7 @@ fn newest_cached(root: &Path, metapackage: &str) -> Result<Option<KernelFiles>, 
 
 /// Resolves `metapackage` to (versioned package, version) with `apt-cache show`.
 pub fn resolve_kernel_package(
-    runner: &dyn CommandRunner,
+    runner: &dyn ToolRunner,
     metapackage: &str,
 ) -> Result<(String, String), VmError> {
     let fail = |detail: String| VmError::KernelResolve {
@@ -288,12 +288,12 @@ pub fn resolve_kernel_package(
     let show = |pkg: &str| {
         runner
             .run(
-                &HostCommand::new("apt-cache", "apt")
+                &ToolCommand::new("apt-cache", "apt")
                     .arg("show")
                     .arg("--no-all-versions")
                     .arg(pkg),
             )
-            .map(|out| String::from_utf8_lossy(&out).into_owned())
+            .map(|out| String::from_utf8_lossy(&out.stdout).into_owned())
     };
     let text = show(metapackage).map_err(|e| fail(e.to_string()))?;
     let (package, version) = kernel_dependency(&text).ok_or_else(|| {
@@ -372,13 +372,13 @@ fn find_deb(dir: &Path, package: &str) -> Result<Option<PathBuf>, VmError> {
 }
 
 fn download(
-    runner: &dyn CommandRunner,
+    runner: &dyn ToolRunner,
     package: &str,
     version: &str,
     dir: &Path,
 ) -> Result<PathBuf, VmError> {
     let tmp = TempDir::new(dir.join(format!("download.tmp-{}", std::process::id())))?;
-    let cmd = HostCommand::new("apt-get", "apt")
+    let cmd = ToolCommand::new("apt-get", "apt")
         .arg("-q")
         .arg("-o")
         .arg("APT::Sandbox::User=root")
@@ -387,7 +387,7 @@ fn download(
         .cwd(&tmp.0);
     match runner.run(&cmd) {
         Ok(_) => {}
-        Err(e @ VmError::ToolMissing { .. }) => return Err(e),
+        Err(e @ ToolError::NotInstalled(_)) => return Err(e.into()),
         Err(e) => {
             return Err(VmError::KernelDownload {
                 package: package.to_owned(),
@@ -456,14 +456,14 @@ impl Compression {
         }
     }
 
-    fn command(self, file: &Path) -> HostCommand {
+    fn command(self, file: &Path) -> ToolCommand {
         let c = match self {
-            Compression::Gzip => HostCommand::new("gzip", "gzip").arg("-dc"),
-            Compression::Xz => HostCommand::new("xz", "xz-utils")
+            Compression::Gzip => ToolCommand::new("gzip", "gzip").arg("-dc"),
+            Compression::Xz => ToolCommand::new("xz", "xz-utils")
                 .arg("-dc")
                 .arg("--single-stream"),
-            Compression::Zstd => HostCommand::new("zstd", "zstd").arg("-dcq"),
-            Compression::Lz4 => HostCommand::new("lz4", "lz4").arg("-dc"),
+            Compression::Zstd => ToolCommand::new("zstd", "zstd").arg("-dcq"),
+            Compression::Lz4 => ToolCommand::new("lz4", "lz4").arg("-dc"),
         };
         c.arg(file)
     }
@@ -507,7 +507,7 @@ pub fn bzimage_payload(b: &[u8]) -> Result<(&[u8], Compression), String> {
 
 /// Decompresses `vmlinuz`'s payload into the ELF `out`, through `payload_file`.
 fn extract_vmlinux(
-    runner: &dyn CommandRunner,
+    runner: &dyn ToolRunner,
     vmlinuz: &Path,
     payload_file: &Path,
     out: &Path,
@@ -606,7 +606,7 @@ fn check_static(elf: &[u8]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::fake::FakeRunner;
+    use crate::fake_runner::FakeRunner;
 
     const SHOW_META: &str = "Package: linux-image-amd64
 Source: linux-signed-amd64 (6.1.192+2)
@@ -719,8 +719,8 @@ Description: Linux for 64-bit PCs (meta-package)
             // gzip of "\x7fELF...": made with the host's gzip, as the real path does.
             let raw = dir.path().join("raw");
             std::fs::write(&raw, b"\x7fELF-not-really-a-kernel").unwrap();
-            crate::host::SystemRunner
-                .run(&HostCommand::new("gzip", "gzip").arg("-k").arg(&raw))
+            SystemTools
+                .run(&ToolCommand::new("gzip", "gzip").arg("-k").arg(&raw))
                 .unwrap();
             std::fs::read(dir.path().join("raw.gz")).unwrap()
         };
@@ -729,7 +729,7 @@ Description: Linux for 64-bit PCs (meta-package)
         let out = dir.path().join("vmlinux");
         // gzip reports the appended bytes as trailing garbage (exit 2) only when present;
         // the fake image ends exactly at the payload's end.
-        extract_vmlinux(&SystemRunner, &vmlinuz, &dir.path().join("p"), &out).unwrap();
+        extract_vmlinux(&SystemTools, &vmlinuz, &dir.path().join("p"), &out).unwrap();
         assert_eq!(std::fs::read(&out).unwrap(), b"\x7fELF-not-really-a-kernel");
     }
 

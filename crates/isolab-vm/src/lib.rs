@@ -35,15 +35,17 @@
 //! second virtio disk, with the host workdir's files copied in before the command and copied
 //! back after it (outside the measured time).
 //!
-//! Host programs (apt-cache, apt-get, dpkg-deb, xz, qemu-img, mkfs.ext4) run through the
-//! [`CommandRunner`] trait ([`SystemRunner`] for real); QMP's encoding and parsing are tested on
+//! Host programs (apt-cache, apt-get, dpkg-deb, xz, qemu-img, mkfs.ext4) run through
+//! `isolab-tools`' [`ToolRunner`](isolab_tools::ToolRunner) trait
+//! ([`SystemTools`](isolab_tools::SystemTools) for real); QMP's encoding and parsing are tested on
 //! canned text ([`qmp`]).
 
 pub mod accel;
 pub mod agent;
 pub mod disk;
 mod error;
-pub mod host;
+#[cfg(test)]
+mod fake_runner;
 pub mod initramfs;
 pub mod kernel;
 pub mod modules;
@@ -55,7 +57,6 @@ pub use accel::{detect_accel, Accel, AccelReport, DEFAULT_PROBE_TIMEOUT};
 pub use agent::GuestClock;
 pub use disk::{prepare_disk, BaseDisk};
 pub use error::VmError;
-pub use host::{CommandRunner, HostCommand, SystemRunner};
 pub use kernel::{prepare_kernel, prepare_kernel_with, KernelFiles, KernelOptions};
 pub use qemu::{qemu_version, QEMU};
 pub use run::{

@@ -15,7 +15,7 @@ use isolab_cgroups::Attacher;
 use crate::accel::Accel;
 use crate::agent::{CTL_TAG, WORK_TAG};
 use crate::error::VmError;
-use crate::host::{CommandRunner, HostCommand};
+use isolab_tools::{SystemTools, ToolCommand, ToolRunner};
 
 /// The QEMU binary used when the configuration names none.
 pub const QEMU: &str = "qemu-system-x86_64";
@@ -131,16 +131,16 @@ pub(crate) fn qemu_args(plan: &QemuPlan<'_>) -> Vec<String> {
 }
 
 /// The version line of `qemu --version` ("7.2.22 (Debian 1:7.2+dfsg-7+deb12u18+b3)").
-pub fn qemu_version_with(runner: &dyn CommandRunner, qemu: &Path) -> Result<String, VmError> {
+pub fn qemu_version_with(runner: &dyn ToolRunner, qemu: &Path) -> Result<String, VmError> {
     let out = runner
-        .run(&HostCommand::new(qemu.to_string_lossy(), "qemu-system-x86").arg("--version"))?;
-    let text = String::from_utf8_lossy(&out);
+        .run(&ToolCommand::new(qemu.to_string_lossy(), "qemu-system-x86").arg("--version"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
     Ok(parse_version(&text))
 }
 
 /// The version of the QEMU binary `qemu` (see [`qemu_version_with`]).
 pub fn qemu_version(qemu: &Path) -> Result<String, VmError> {
-    qemu_version_with(&crate::host::SystemRunner, qemu)
+    qemu_version_with(&SystemTools, qemu)
 }
 
 fn parse_version(text: &str) -> String {
@@ -245,7 +245,7 @@ impl Drop for QemuProcess {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::fake::FakeRunner;
+    use crate::fake_runner::FakeRunner;
 
     fn plan<'a>(accel: Accel, console: &'a Path) -> QemuPlan<'a> {
         QemuPlan {

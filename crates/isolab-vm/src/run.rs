@@ -15,10 +15,10 @@ use crate::agent::{
 };
 use crate::disk::{create_overlay, create_scratch, BaseDisk};
 use crate::error::{IoContext, VmError};
-use crate::host::{tail_lines, CommandRunner, SystemRunner};
 use crate::kernel::KernelFiles;
 use crate::qemu::{kernel_cmdline, qemu_args, qemu_version, QemuPlan, QemuProcess, MACHINE, QEMU};
 use crate::qmp::{Qmp, VcpuThread};
+use isolab_tools::{tail_lines, SystemTools, ToolRunner};
 
 /// How long QEMU may take to exit after the guest reported its result, before QMP `quit`.
 const POWEROFF_GRACE: Duration = Duration::from_secs(10);
@@ -422,7 +422,7 @@ pub fn run(
     attacher: Option<Attacher>,
     stop: &dyn Fn() -> bool,
 ) -> Result<GuestRun, VmError> {
-    run_with(config, command, attacher, stop, &SystemRunner)
+    run_with(config, command, attacher, stop, &SystemTools)
 }
 
 /// Boots a VM per `config`, runs `command` in the guest, and returns its status, output and
@@ -440,7 +440,7 @@ pub fn run_with(
     command: &GuestCommand,
     attacher: Option<Attacher>,
     stop: &dyn Fn() -> bool,
-    runner: &dyn CommandRunner,
+    runner: &dyn ToolRunner,
 ) -> Result<GuestRun, VmError> {
     validate(config, command)?;
     let run_dir = RunDir::create(&config.run_dir)?;
@@ -887,7 +887,7 @@ mod tests {
         let w = tempfile::tempdir().unwrap();
         let mut c = config(w.path());
         c.qemu = "/nonexistent/qemu-system-x86_64".into();
-        let r = crate::host::fake::FakeRunner::default().answer("qemu-img", "");
+        let r = crate::fake_runner::FakeRunner::default().answer("qemu-img", "");
         let e = run_with(
             &c,
             &GuestCommand::new(["true"], Duration::from_secs(5)),
@@ -898,7 +898,7 @@ mod tests {
         .unwrap_err();
         assert!(matches!(e, VmError::QemuSpawn { .. }), "{e}");
         assert!(!c.run_dir.exists(), "run dir removed");
-        let r = crate::host::fake::FakeRunner::default().fail("qemu-img", "no space");
+        let r = crate::fake_runner::FakeRunner::default().fail("qemu-img", "no space");
         let e = run_with(
             &c,
             &GuestCommand::new(["true"], Duration::from_secs(5)),

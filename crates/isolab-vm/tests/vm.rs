@@ -31,7 +31,7 @@ fn setup() -> Option<&'static Setup> {
                 eprintln!("skipped: needs root");
                 return None;
             }
-            if isolab_vm::host::find_program(QEMU).is_none() {
+            if isolab_tools::find_program(QEMU).is_none() {
                 eprintln!("skipped: {QEMU} missing (apt-get install qemu-system-x86)");
                 return None;
             }

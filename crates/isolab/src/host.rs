@@ -41,12 +41,7 @@ pub fn preflight_engines(spec: &ExperimentSpec) -> Result<()> {
     let kinds: Vec<PlatformKind> = spec.cells.iter().map(|c| c.platform.kind).collect();
     if kinds.contains(&PlatformKind::Isolab) {
         let runtime = IsolabConfig::discover().program;
-        let found = if runtime.components().count() > 1 {
-            runtime.is_file()
-        } else {
-            which(&runtime)
-        };
-        if !found {
+        if isolab_tools::find_program(&runtime).is_none() {
             bail!(
                 "platform isolab needs the `isolab-runtime` program, which is neither next to isolab nor on PATH: build it with `cargo build --release -p isolab-runtime` (or set ISOLAB_RUNTIME to its path)"
             );
@@ -59,11 +54,6 @@ pub fn preflight_engines(spec: &ExperimentSpec) -> Result<()> {
         );
     }
     Ok(())
-}
-
-fn which(program: &Path) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
 }
 
 /// Creates and removes a probe cgroup, so that a missing privilege is reported once,

@@ -957,11 +957,7 @@ fn concurrent_instances_in_containers_add_up_and_leave_nothing() {
 /// The program each engine platform needs, to skip (with the reason printed) where
 /// an engine is not installed.
 fn engine_installed(program: &str) -> bool {
-    std::env::var_os("PATH").is_some_and(|paths| {
-        std::env::split_paths(&paths)
-            .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
-            .any(|d| d.join(program).is_file())
-    })
+    isolab_tools::find_program(program).is_some()
 }
 
 /// iptables rules and ip_forward: what starting and stopping dockerd must leave as it was.

@@ -5,8 +5,8 @@ use std::path::Path;
 
 use super::{temp_sibling, Packed, TempFile};
 use crate::error::{ImageError, IoContext};
-use crate::tool::{ToolCommand, ToolRunner};
 use crate::tree;
+use isolab_tools::{ToolCommand, ToolRunner};
 
 /// The file-system label of every image.
 pub const EXT4_LABEL: &str = "isolab";
@@ -70,17 +70,17 @@ pub(crate) fn pack_ext4(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tool::ToolOutput;
+    use isolab_tools::{ToolError, ToolOutput};
     use std::cell::RefCell;
 
     struct Recorder(RefCell<Vec<String>>, bool);
     impl ToolRunner for Recorder {
-        fn run(&self, cmd: &ToolCommand) -> Result<ToolOutput, ImageError> {
+        fn run(&self, cmd: &ToolCommand) -> Result<ToolOutput, ToolError> {
             self.0.borrow_mut().push(cmd.display());
             if self.1 {
                 Ok(ToolOutput::default())
             } else {
-                Err(ImageError::ToolFailed {
+                Err(ToolError::Failed {
                     command: cmd.display(),
                     status: "exit status: 1".into(),
                     stderr: "no space".into(),

@@ -8,7 +8,7 @@ mod tarball;
 use std::path::{Path, PathBuf};
 
 use crate::error::ImageError;
-use crate::tool::{SystemTools, ToolRunner};
+use isolab_tools::{SystemTools, ToolRunner};
 
 pub use ext4::{default_ext4_size, EXT4_LABEL};
 pub use oci::{default_spec, OCI_CONFIG, OCI_ROOTFS};

@@ -8,6 +8,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use isolab_tools::{SystemTools, ToolCommand, ToolRunner};
+
 /// Port of the iperf3 server of neighbour 0; neighbour `i` uses `BASE_PORT + i`
 /// (an iperf3 server serves one client at a time).
 pub const BASE_PORT: u16 = 5201;
@@ -123,6 +125,9 @@ pub enum NetError {
         /// What it printed on standard error.
         stderr: String,
     },
+    /// An `ip` command is not installed, could not start or failed.
+    #[error("{0}; network neighbours need root and iproute2")]
+    Ip(isolab_tools::ToolError),
     /// A command could not be started.
     #[error("cannot start `{program}`: {source}; is it installed (iproute2, iperf3)?")]
     Spawn {
@@ -166,7 +171,8 @@ pub trait NetCommands: fmt::Debug + Send + Sync {
     fn run(&self, argv: &[String]) -> Result<String, NetError>;
 }
 
-/// Runs commands for real, without a shell.
+/// Runs the commands for real, without a shell, through [`isolab_tools::SystemTools`]
+/// (`ip` comes from Debian's `iproute2`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct IpCommands;
 
@@ -177,23 +183,11 @@ impl NetCommands for IpCommands {
             status: "empty command".into(),
             stderr: String::new(),
         })?;
-        let out = Command::new(program)
-            .args(args)
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|source| NetError::Spawn {
-                program: program.clone(),
-                source,
-            })?;
-        if out.status.success() {
-            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-        } else {
-            Err(NetError::Failed {
-                command: argv.join(" "),
-                status: out.status.to_string(),
-                stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
-            })
-        }
+        let command = args
+            .iter()
+            .fold(ToolCommand::new(program, "iproute2"), ToolCommand::arg);
+        let out = SystemTools.run(&command).map_err(NetError::Ip)?;
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 }
 

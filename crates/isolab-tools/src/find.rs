@@ -1,0 +1,104 @@
+//! Finding a program on this host, and the error that says which Debian package to install.
+
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// Directories searched after `PATH`: root's tools (`mkfs.ext4`, `chroot`) live in the sbin
+/// directories, which a non-root `PATH` often lacks, and an unset `PATH` still finds the
+/// usual programs.
+const SEARCHED_AFTER_PATH: [&str; 4] = ["/usr/sbin", "/sbin", "/usr/bin", "/bin"];
+
+/// The path of `program`: a name containing `/` is taken as it is; a bare name is looked up
+/// on `PATH` as a shell would, then in `/usr/sbin`, `/sbin`, `/usr/bin` and `/bin`. Only an
+/// executable regular file counts.
+pub fn find_program(program: impl AsRef<Path>) -> Option<PathBuf> {
+    let program = program.as_ref();
+    if program.as_os_str().as_bytes().contains(&b'/') {
+        return is_executable(program).then(|| program.to_path_buf());
+    }
+    let path_var = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path_var)
+        .chain(SEARCHED_AFTER_PATH.iter().map(PathBuf::from))
+        .map(|dir| dir.join(program))
+        .find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// A host program and the Debian package that provides it (`mkfs.ext4` from `e2fsprogs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Program {
+    /// The program's name, looked up by [`find_program`], or a path.
+    pub name: String,
+    /// The Debian package that provides it, named when it is missing.
+    pub package: String,
+}
+
+impl Program {
+    /// `name`, provided by the Debian package `package`.
+    pub fn new(name: impl Into<String>, package: impl Into<String>) -> Self {
+        Program {
+            name: name.into(),
+            package: package.into(),
+        }
+    }
+
+    /// The program's path, or [`NotInstalled`] naming its package.
+    pub fn find(&self) -> Result<PathBuf, NotInstalled> {
+        find_program(&self.name).ok_or_else(|| NotInstalled {
+            program: self.name.clone(),
+            package: self.package.clone(),
+        })
+    }
+}
+
+/// A program is not installed on this host.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{program}` is not installed: install the Debian package `{package}` (`apt-get install {package}`) or run scripts/setup.sh")]
+pub struct NotInstalled {
+    /// The program (or path) looked for.
+    pub program: String,
+    /// The Debian package that provides it.
+    pub package: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_programs_by_name_and_by_path() {
+        let sh = find_program("sh").expect("sh is installed");
+        assert!(sh.is_absolute(), "{}", sh.display());
+        assert_eq!(find_program(&sh), Some(sh.clone()));
+        assert_eq!(find_program("isolab-no-such-tool"), None);
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("not-executable");
+        std::fs::write(&plain, "#!/bin/sh\n").unwrap();
+        assert_eq!(find_program(&plain), None);
+        assert_eq!(find_program(dir.path()), None);
+    }
+
+    #[test]
+    fn a_missing_program_names_its_package() {
+        assert!(Program::new("sh", "dash").find().is_ok());
+        let err = Program::new("isolab-no-such-tool", "isolab-pkg")
+            .find()
+            .unwrap_err();
+        assert_eq!(
+            err,
+            NotInstalled {
+                program: "isolab-no-such-tool".into(),
+                package: "isolab-pkg".into()
+            }
+        );
+        assert_eq!(
+            err.to_string(),
+            "`isolab-no-such-tool` is not installed: install the Debian package `isolab-pkg` \
+             (`apt-get install isolab-pkg`) or run scripts/setup.sh"
+        );
+    }
+}
