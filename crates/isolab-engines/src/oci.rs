@@ -791,7 +791,10 @@ pub(crate) fn oci_config(
         },
         args,
     );
-    config.id = request.id.clone();
+    config.id = request
+        .id
+        .parse()
+        .map_err(|e: isolab_runtime::InvalidContainerId| invalid(e.to_string()))?;
     config.hostname = request.id.clone();
     config.env = base_env(request);
     config.cwd = request.workdir.clone();
