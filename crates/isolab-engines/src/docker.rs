@@ -694,7 +694,7 @@ pub(crate) fn common_run_flags(request: &RunRequest) -> Vec<String> {
     let wd = request.workdir.display().to_string();
     let mut f = argv([
         "--name".to_string(),
-        request.id.clone(),
+        request.id.to_string(),
         "--cgroup-parent".into(),
         Path::new("/")
             .join(&request.cgroup_parent)
@@ -717,26 +717,6 @@ pub(crate) fn common_run_flags(request: &RunRequest) -> Vec<String> {
         f.push(e.clone());
     }
     f
-}
-
-/// Checks a request's id (`[a-z0-9-]`, at most 64 bytes, starting with the prefix).
-pub(crate) fn check_id(engine: &'static str, id: &str) -> Result<(), EngineError> {
-    let ok = id.starts_with(crate::ID_PREFIX)
-        && id.len() <= 64
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
-    if ok {
-        Ok(())
-    } else {
-        Err(EngineError::Unsupported {
-            engine,
-            detail: format!(
-                "container id {id:?} must start with {:?}, use only [a-z0-9-] and be at most 64 bytes",
-                crate::ID_PREFIX
-            ),
-        })
-    }
 }
 
 /// The first usable host address of an IPv4 `a.b.c.d/n` subnet (its gateway by
@@ -1391,7 +1371,7 @@ impl Engine for Docker {
         request: &RunRequest,
         image: &PreparedImage,
     ) -> Result<Vec<String>, EngineError> {
-        check_id(ENGINE, &request.id)?;
+        crate::check_id_prefix(ENGINE, &request.id)?;
         if request.argv.is_empty() {
             return Err(EngineError::Unsupported {
                 engine: ENGINE,
@@ -1412,7 +1392,7 @@ impl Engine for Docker {
     }
 
     fn remove(&self, request: &RunRequest) -> Result<(), EngineError> {
-        check_id(ENGINE, &request.id)?;
+        crate::check_id_prefix(ENGINE, &request.id)?;
         let cmd = self.docker(["rm", "-f", request.id.as_str()])?;
         match self.tools.run(&cmd) {
             Ok(out) if out.status == 0 || out.stderr.contains("No such container") => {
@@ -1568,7 +1548,7 @@ pub(crate) mod tests {
 
     fn request() -> RunRequest {
         RunRequest {
-            id: "isolab-e1-r1".into(),
+            id: "isolab-e1-r1".parse().unwrap(),
             argv: argv(["sysbench", "cpu", "run"]),
             workdir: PathBuf::from("/tmp/wd"),
             network: NetworkMode::None,
@@ -1712,10 +1692,13 @@ pub(crate) mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (d, _) = ready_docker(dir.path(), Version::V1);
         let mut r = request();
-        r.id = "other-1".into();
+        r.id = "other-1".parse().unwrap();
         assert!(d.run_command(&r, &image()).is_err());
-        r.id = "isolab-UPPER".into();
         assert!(d.remove(&r).is_err());
+        // Capitals cannot reach a request: the id's type refuses them.
+        assert!("isolab-UPPER"
+            .parse::<isolab_runtime::ContainerId>()
+            .is_err());
     }
 
     #[test]
@@ -1750,7 +1733,7 @@ pub(crate) mod tests {
         assert!(calls.iter().any(|c| c.ends_with("rm -f isolab-x-2")));
         fake.reply("rm -f isolab-bad", 1, "", "permission denied");
         let mut r = request();
-        r.id = "isolab-bad".into();
+        r.id = "isolab-bad".parse().unwrap();
         assert!(d
             .remove(&r)
             .unwrap_err()

@@ -68,4 +68,15 @@ pub enum EngineError {
         /// The end of its log.
         log: String,
     },
+    /// A container id lacks [`crate::ID_PREFIX`], by which [`crate::Engine::gc`]
+    /// finds the containers isolab made.
+    #[error("{engine}: container id {id} does not start with `{prefix}`, so `isolab gc` would not find it after a crash; name it {prefix}…")]
+    MissingIdPrefix {
+        /// The engine.
+        engine: &'static str,
+        /// The id.
+        id: isolab_runtime::ContainerId,
+        /// The prefix it needs.
+        prefix: &'static str,
+    },
 }

@@ -24,6 +24,7 @@ pub mod tool;
 use std::path::{Path, PathBuf};
 
 use isolab_cgroups::Limits;
+use isolab_runtime::ContainerId;
 
 pub use error::EngineError;
 
@@ -41,9 +42,9 @@ pub enum NetworkMode {
 /// One container to run in the foreground.
 #[derive(Debug, Clone)]
 pub struct RunRequest {
-    /// Unique name of the container on this host: `[a-z0-9-]`, at most 64 bytes,
-    /// starting with [`ID_PREFIX`] so that [`Engine::gc`] finds it.
-    pub id: String,
+    /// Unique name of the container on this host. Docker and Podman also require
+    /// it to start with [`ID_PREFIX`], so that [`Engine::gc`] finds it.
+    pub id: ContainerId,
     /// The workload's command line, run in the container.
     pub argv: Vec<String>,
     /// Bind-mounted read-write at the same path in the container, and the command's
@@ -62,6 +63,20 @@ pub struct RunRequest {
 
 /// Prefix of every container id isolab creates.
 pub const ID_PREFIX: &str = "isolab-";
+
+/// Refuses an id without [`ID_PREFIX`] ([`EngineError::MissingIdPrefix`]), for engines
+/// whose [`Engine::gc`] finds isolab's containers by it among everyone's.
+pub(crate) fn check_id_prefix(engine: &'static str, id: &ContainerId) -> Result<(), EngineError> {
+    if id.as_str().starts_with(ID_PREFIX) {
+        Ok(())
+    } else {
+        Err(EngineError::MissingIdPrefix {
+            engine,
+            id: id.clone(),
+            prefix: ID_PREFIX,
+        })
+    }
+}
 
 /// The experiment's image as an engine can run it.
 #[derive(Debug, Clone, PartialEq, Eq)]

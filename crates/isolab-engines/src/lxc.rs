@@ -86,6 +86,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use isolab_cgroups::{Limits, Version};
+use isolab_runtime::ContainerId;
 
 use crate::oci::{
     base_env, cgroup_mounts, cgroup_version, check_request, cpuset_v1_mount, create_dir,
@@ -166,7 +167,7 @@ impl Lxc {
         require(&*self.tools, ENGINE, name, "lxc")
     }
 
-    fn run_dir(&self, id: &str) -> PathBuf {
+    fn run_dir(&self, id: &ContainerId) -> PathBuf {
         self.paths.lxcpath.join(id)
     }
 
@@ -184,7 +185,11 @@ impl Lxc {
         }))
     }
 
-    fn remove_id(&self, id: &str, fallback_parent: &Path) -> Result<Vec<String>, EngineError> {
+    fn remove_id(
+        &self,
+        id: &ContainerId,
+        fallback_parent: &Path,
+    ) -> Result<Vec<String>, EngineError> {
         let dir = self.run_dir(id);
         let state = RunState::load(ENGINE, &dir)?.unwrap_or_else(|| {
             let mut s = RunState::fallback(id, Path::new(""));
@@ -204,7 +209,7 @@ impl Lxc {
                 let command = argv([
                     path_str(&stop).as_str(),
                     "-n",
-                    id,
+                    id.as_str(),
                     "-P",
                     &path_str(&self.paths.lxcpath),
                     "-k",
@@ -351,7 +356,7 @@ impl Engine for Lxc {
         let mut command = argv([
             path_str(&execute).as_str(),
             "-n",
-            &request.id,
+            request.id.as_str(),
             "-P",
             &path_str(&self.paths.lxcpath),
             "-f",
@@ -363,9 +368,6 @@ impl Engine for Lxc {
     }
 
     fn remove(&self, request: &RunRequest) -> Result<(), EngineError> {
-        if crate::oci::check_id(ENGINE, &request.id).is_err() {
-            return Ok(());
-        }
         self.remove_id(&request.id, &request.cgroup_parent)
             .map(|_| ())
     }
@@ -499,7 +501,7 @@ pub(crate) fn config_text(input: &ConfigInput<'_>) -> Result<String, EngineError
         config_value("LXC common configuration", &path_str(common), true)?;
         line("lxc.include", &path_str(common));
     }
-    line("lxc.uts.name", &r.id);
+    line("lxc.uts.name", r.id.as_str());
     line(
         "lxc.rootfs.path",
         &format!(
@@ -628,7 +630,7 @@ mod tests {
 
     fn request(workdir: &Path) -> RunRequest {
         RunRequest {
-            id: "isolab-t1-c0-r1".into(),
+            id: "isolab-t1-c0-r1".parse().unwrap(),
             argv: vec!["sysbench".into(), "cpu".into(), "run".into()],
             workdir: workdir.to_path_buf(),
             network: NetworkMode::None,

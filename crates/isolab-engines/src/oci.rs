@@ -99,6 +99,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use isolab_cgroups::{Limits, Version};
+use isolab_runtime::ContainerId;
 use serde_json::{json, Map, Value};
 
 use crate::tool::{argv, require, run_ok, SystemTools, Tools};
@@ -280,7 +281,7 @@ impl OciEngine {
         require(&*self.tools, self.engine(), INIT_PROGRAM, "tini")
     }
 
-    fn bundle(&self, id: &str) -> PathBuf {
+    fn bundle(&self, id: &ContainerId) -> PathBuf {
         self.paths.bundles.join(id)
     }
 
@@ -446,7 +447,11 @@ impl OciEngine {
     }
 
     /// Removes everything of the run `id` (see [`Engine::remove`]).
-    fn remove_id(&self, id: &str, fallback_parent: &Path) -> Result<Vec<String>, EngineError> {
+    fn remove_id(
+        &self,
+        id: &ContainerId,
+        fallback_parent: &Path,
+    ) -> Result<Vec<String>, EngineError> {
         let engine = self.engine();
         let dir = self.bundle(id);
         let mut done = Vec::new();
@@ -458,7 +463,7 @@ impl OciEngine {
                 run_ok(
                     &*self.tools,
                     engine,
-                    &argv([path_str(&p).as_str(), "delete", "--force", id]),
+                    &argv([path_str(&p).as_str(), "delete", "--force", id.as_str()]),
                 )
             }) {
                 Ok(_) => done.push(format!("{engine}: deleted container {id}")),
@@ -636,15 +641,11 @@ impl Engine for OciEngine {
             "run".into(),
             "--bundle".into(),
             path_str(&dir),
-            request.id.clone(),
+            request.id.to_string(),
         ])
     }
 
     fn remove(&self, request: &RunRequest) -> Result<(), EngineError> {
-        if check_id(self.engine(), &request.id).is_err() {
-            // Nothing of an invalid id can exist (run_command refused it).
-            return Ok(());
-        }
         self.remove_id(&request.id, &request.cgroup_parent)
             .map(|_| ())
     }
@@ -792,7 +793,7 @@ pub(crate) fn oci_config(
         args,
     );
     config.id = request.id.clone();
-    config.hostname = request.id.clone();
+    config.hostname = request.id.to_string();
     config.env = base_env(request);
     config.cwd = request.workdir.clone();
     config.network = match request.network {
@@ -1169,25 +1170,6 @@ pub(crate) fn base_env(request: &RunRequest) -> Vec<String> {
     env
 }
 
-pub(crate) fn check_id(engine: &'static str, id: &str) -> Result<(), EngineError> {
-    let ok = !id.is_empty()
-        && id.len() <= 64
-        && !id.starts_with(['.', '-'])
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.');
-    if ok {
-        Ok(())
-    } else {
-        Err(EngineError::Unsupported {
-            engine,
-            detail: format!(
-                "container id {id:?}: expected 1 to 64 letters, digits, '-', '_' or '.', not starting with '.' or '-'"
-            ),
-        })
-    }
-}
-
 fn plain_components(p: &Path) -> bool {
     p.components()
         .all(|c| matches!(c, Component::Normal(_) | Component::RootDir))
@@ -1195,7 +1177,6 @@ fn plain_components(p: &Path) -> bool {
 
 /// Checks what every driver needs of a request before touching the host.
 pub(crate) fn check_request(engine: &'static str, request: &RunRequest) -> Result<(), EngineError> {
-    check_id(engine, &request.id)?;
     let bad = |detail: String| Err(EngineError::Unsupported { engine, detail });
     if request.argv.is_empty() {
         return bad(format!("container {}: the command is empty", request.id));
@@ -1285,12 +1266,13 @@ pub(crate) fn create_dir(
     })
 }
 
-/// The ids of the run directories in `dir` whose name starts with `prefix`.
+/// The ids of the run directories in `dir` whose name starts with `prefix` (names
+/// that are no container id are not isolab's).
 pub(crate) fn run_dirs_with_prefix(
     engine: &'static str,
     dir: &Path,
     prefix: &str,
-) -> Result<Vec<String>, EngineError> {
+) -> Result<Vec<ContainerId>, EngineError> {
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -1303,11 +1285,11 @@ pub(crate) fn run_dirs_with_prefix(
             })
         }
     };
-    let mut ids: Vec<String> = entries
+    let mut ids: Vec<ContainerId> = entries
         .flatten()
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .filter_map(|e| e.file_name().to_str().map(str::to_owned))
-        .filter(|n| n.starts_with(prefix) && check_id(engine, n).is_ok())
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok()))
+        .filter(|id: &ContainerId| id.as_str().starts_with(prefix))
         .collect();
     ids.sort();
     Ok(ids)
@@ -1318,7 +1300,7 @@ pub(crate) fn run_dirs_with_prefix(
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct RunState {
     /// The container id.
-    pub id: String,
+    pub id: ContainerId,
     /// The cgroup parent the container was nested in (relative).
     pub cgroup_parent: PathBuf,
     /// Cgroups of the container (relative to every hierarchy's root), removed with
@@ -1354,7 +1336,7 @@ impl RunState {
 
     /// What can be known without the state file: the container's cgroup below
     /// `parent` (empty when unknown), and nothing else.
-    pub(crate) fn fallback(id: &str, parent: &Path) -> RunState {
+    pub(crate) fn fallback(id: &ContainerId, parent: &Path) -> RunState {
         let parent = parent_rel(parent);
         let cgroups = if parent.as_os_str().is_empty() {
             Vec::new()
@@ -1362,7 +1344,7 @@ impl RunState {
             vec![parent.join(id)]
         };
         RunState {
-            id: id.to_owned(),
+            id: id.clone(),
             cgroup_parent: PathBuf::new(),
             cgroups,
             prune: Vec::new(),
@@ -1807,7 +1789,7 @@ mod tests {
 
     fn request(workdir: &Path) -> RunRequest {
         RunRequest {
-            id: "isolab-t1-c0-r1".into(),
+            id: "isolab-t1-c0-r1".parse().unwrap(),
             argv: vec!["sysbench".into(), "cpu".into(), "run".into()],
             workdir: workdir.to_path_buf(),
             network: NetworkMode::None,
@@ -1997,8 +1979,15 @@ mod tests {
             f(&mut r);
             check_request("runc", &r).unwrap_err().to_string()
         };
-        assert!(bad(&|r| r.id = "../x".into()).contains("container id"));
-        assert!(bad(&|r| r.id = String::new()).contains("container id"));
+        // Ids are checked by their type, before a request can hold them.
+        assert!(ContainerId::new("../x")
+            .unwrap_err()
+            .to_string()
+            .contains("container id"));
+        assert!(ContainerId::new("")
+            .unwrap_err()
+            .to_string()
+            .contains("container id"));
         assert!(bad(&|r| r.argv.clear()).contains("command is empty"));
         assert!(bad(&|r| r.workdir = "rel".into()).contains("working directory"));
         assert!(bad(&|r| r.workdir = dir.path().join("missing")).contains("working directory"));
@@ -2158,7 +2147,7 @@ mod tests {
         );
         let e = engine(OciKind::Crun, &sys, tools.clone(), host.clone());
         let mut req = request(&sys.workdir);
-        req.id = "isolab-x".into();
+        req.id = "isolab-x".parse().unwrap();
         e.remove(&req).unwrap();
         assert_eq!(
             host.calls(),

@@ -77,7 +77,7 @@ use std::time::{Duration, Instant};
 use isolab_cgroups::{Hierarchy, Version};
 
 use crate::docker::{
-    cached_tar_in, check_id, common_run_flags, limit_flags, remove_foreign_parent_cgroups,
+    cached_tar_in, common_run_flags, limit_flags, remove_foreign_parent_cgroups,
     remove_parent_chains, repository, HostNetSnapshot, DEFAULT_CACHE_DIR,
 };
 use crate::tool::{argv, require, run_ok, tail, SystemTools, Tools};
@@ -989,7 +989,7 @@ impl Engine for Podman {
         request: &RunRequest,
         image: &PreparedImage,
     ) -> Result<Vec<String>, EngineError> {
-        check_id(ENGINE, &request.id)?;
+        crate::check_id_prefix(ENGINE, &request.id)?;
         if request.argv.is_empty() {
             return Err(EngineError::Unsupported {
                 engine: ENGINE,
@@ -1018,7 +1018,7 @@ impl Engine for Podman {
     }
 
     fn remove(&self, request: &RunRequest) -> Result<(), EngineError> {
-        check_id(ENGINE, &request.id)?;
+        crate::check_id_prefix(ENGINE, &request.id)?;
         let cmd = self.podman([
             "rm",
             "--force",
@@ -1029,7 +1029,7 @@ impl Engine for Podman {
         ])?;
         run_ok(&*self.tools, ENGINE, &cmd)?;
         self.remove_orphans(&request.cgroup_parent);
-        self.wait_for_monitors(&request.id, MONITOR_EXIT);
+        self.wait_for_monitors(request.id.as_str(), MONITOR_EXIT);
         // The hugetlb hierarchy isolab mounted is among them, also when the
         // mountinfo of `proc` does not show it yet.
         remove_foreign_parent_cgroups(&self.config.proc, &request.cgroup_parent);
@@ -1161,7 +1161,7 @@ mod tests {
 
     fn request() -> RunRequest {
         RunRequest {
-            id: "isolab-e1-r1".into(),
+            id: "isolab-e1-r1".parse().unwrap(),
             argv: argv(["true"]),
             workdir: PathBuf::from("/tmp/wd"),
             network: NetworkMode::Bridge,

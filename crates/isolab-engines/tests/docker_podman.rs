@@ -316,7 +316,7 @@ fn exercise(engine: &dyn Engine, tag: &str, bridge: bool) {
         let rel = PathBuf::from(format!("{base}/{tag}-{case}"));
         let parent = Cgroup::create(&h, &rel).unwrap();
         let request = RunRequest {
-            id: format!("isolab-test-{pid}-{tag}-{case}"),
+            id: format!("isolab-test-{pid}-{tag}-{case}").parse().unwrap(),
             argv: sysbench.clone(),
             workdir: workdir.path().to_path_buf(),
             network: NetworkMode::None,
@@ -344,14 +344,17 @@ fn exercise(engine: &dyn Engine, tag: &str, bridge: bool) {
         );
         engine.remove(&request).unwrap();
         engine.remove(&request).unwrap();
-        assert_eq!(engine.gc(&request.id).unwrap(), Vec::<String>::new());
+        assert_eq!(
+            engine.gc(request.id.as_str()).unwrap(),
+            Vec::<String>::new()
+        );
         assert_eq!(
             isolab_cgroups::list_below(&h, &rel).unwrap(),
             Vec::<PathBuf>::new(),
             "{tag} {case}: cgroups left below the parent"
         );
         assert_eq!(
-            new_engine_mounts(&mounts, &request.id),
+            new_engine_mounts(&mounts, request.id.as_str()),
             Vec::<String>::new()
         );
         parent.remove().unwrap();
@@ -362,7 +365,7 @@ fn exercise(engine: &dyn Engine, tag: &str, bridge: bool) {
     let rel = PathBuf::from(format!("{base}/{tag}-term"));
     let parent = Cgroup::create(&h, &rel).unwrap();
     let request = RunRequest {
-        id: format!("isolab-test-{pid}-{tag}-term"),
+        id: format!("isolab-test-{pid}-{tag}-term").parse().unwrap(),
         argv: vec!["sleep".into(), "30".into()],
         workdir: workdir.path().to_path_buf(),
         network: NetworkMode::None,
@@ -398,7 +401,7 @@ fn exercise(engine: &dyn Engine, tag: &str, bridge: bool) {
     let rel = PathBuf::from(format!("{base}/{tag}-kill"));
     let parent = Cgroup::create(&h, &rel).unwrap();
     let request = RunRequest {
-        id: format!("isolab-test-{pid}-{tag}-kill"),
+        id: format!("isolab-test-{pid}-{tag}-kill").parse().unwrap(),
         argv: vec!["sleep".into(), "30".into()],
         workdir: workdir.path().to_path_buf(),
         network: NetworkMode::None,
@@ -435,7 +438,7 @@ fn exercise(engine: &dyn Engine, tag: &str, bridge: bool) {
     }
     engine.remove(&request).unwrap();
     assert_eq!(
-        process_cmdlines_containing(&request.id),
+        process_cmdlines_containing(request.id.as_str()),
         Vec::<String>::new()
     );
     let start = Instant::now();
@@ -461,7 +464,7 @@ fn exercise(engine: &dyn Engine, tag: &str, bridge: bool) {
         let rel = PathBuf::from(format!("{base}/{tag}-{name}"));
         let parent = Cgroup::create(&h, &rel).unwrap();
         let request = RunRequest {
-            id: format!("isolab-test-{pid}-{tag}-{name}"),
+            id: format!("isolab-test-{pid}-{tag}-{name}").parse().unwrap(),
             argv: vec!["cat".into(), "/proc/net/dev".into()],
             workdir: workdir.path().to_path_buf(),
             network,
@@ -495,7 +498,7 @@ fn exercise(engine: &dyn Engine, tag: &str, bridge: bool) {
         }
         engine.remove(&request).unwrap();
         assert_eq!(
-            new_engine_mounts(&mounts, &request.id),
+            new_engine_mounts(&mounts, request.id.as_str()),
             Vec::<String>::new()
         );
         // Only the engine's bridge may have appeared, no veth.
@@ -627,7 +630,7 @@ fn latency_of_true() {
         let mut times = Vec::new();
         for i in 0..10 {
             let request = RunRequest {
-                id: format!("isolab-lat-{tag}-{i}"),
+                id: format!("isolab-lat-{tag}-{i}").parse().unwrap(),
                 argv: vec!["true".into()],
                 workdir: std::env::temp_dir(),
                 network: NetworkMode::None,

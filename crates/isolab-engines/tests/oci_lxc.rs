@@ -84,7 +84,9 @@ impl Lab {
 
     fn request(&self, id: &str, argv: &[&str], limits: Limits, network: NetworkMode) -> RunRequest {
         RunRequest {
-            id: format!("isolab-test{}-{id}", std::process::id()),
+            id: format!("isolab-test{}-{id}", std::process::id())
+                .parse()
+                .unwrap(),
             argv: argv.iter().map(|s| s.to_string()).collect(),
             workdir: self.workdir.path().to_path_buf(),
             network,
@@ -312,7 +314,11 @@ fn exercise(engine: &dyn Engine, run_dir: &str, gone: &dyn Fn(&str) -> bool) {
 
     let check_removed = |req: &RunRequest| {
         engine.remove(req).unwrap();
-        assert!(gone(&req.id), "{name}: the engine still knows {}", req.id);
+        assert!(
+            gone(req.id.as_str()),
+            "{name}: the engine still knows {}",
+            req.id
+        );
         assert!(!Path::new(run_dir).join(&req.id).exists());
         let left = mounts_below(run_dir);
         assert!(left.is_empty(), "{name}: mounts left: {left:?}");

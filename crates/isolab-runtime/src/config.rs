@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use isolab_cgroups::Limits;
 
 use crate::error::RuntimeError;
+use crate::id::ContainerId;
 use crate::security::SecurityConfig;
 
 /// The runtime's default security: Docker's defaults plus `no_new_privs`.
@@ -27,9 +28,8 @@ pub const DEFAULT_CGROUP_PARENT: &str = "isolab";
 /// ([`crate::oci::from_bundle`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ContainerConfig {
-    /// Container id: letters, digits, `-`, `_`, `.`; at most 64 bytes. Names the
-    /// cgroup (`<cgroup_parent>/rt-<id>`) and the state file.
-    pub id: String,
+    /// Container id. Names the cgroup (`<cgroup_parent>/rt-<id>`) and the state file.
+    pub id: ContainerId,
     /// The root filesystem.
     pub rootfs: Rootfs,
     /// The command and its arguments; a program without `/` is looked up in the
@@ -217,9 +217,9 @@ impl ContainerConfig {
     /// hostname = id, no limits, network `none`, default security, no user namespace,
     /// state in `/run/isolab`, cgroups under `isolab`.
     pub fn new(rootfs: Rootfs, args: Vec<String>) -> ContainerConfig {
-        let id = generate_id();
+        let id = ContainerId::generate();
         ContainerConfig {
-            hostname: id.clone(),
+            hostname: id.to_string(),
             id,
             rootfs,
             args,
@@ -245,7 +245,6 @@ impl ContainerConfig {
 
     /// Checks what can be checked without touching the host.
     pub fn validate(&self) -> Result<(), RuntimeError> {
-        validate_id(&self.id)?;
         validate_cgroup_parent(&self.cgroup_parent)?;
         for bind in &self.binds {
             bind.validate()?;
@@ -286,25 +285,6 @@ impl ContainerConfig {
     }
 }
 
-/// Checks a container id: 1 to 64 of `[A-Za-z0-9_.-]`, not starting with `.`.
-pub fn validate_id(id: &str) -> Result<(), RuntimeError> {
-    let ok = !id.is_empty()
-        && id.len() <= 64
-        && !id.starts_with('.')
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.');
-    if ok {
-        Ok(())
-    } else {
-        Err(RuntimeError::InvalidConfig {
-            what: "container id",
-            value: id.to_owned(),
-            expected: "1 to 64 letters, digits, '-', '_' or '.', not starting with '.'",
-        })
-    }
-}
-
 /// Checks a cgroup parent: a relative path of plain names (`isolab`, `isolab/lab-7`).
 pub fn validate_cgroup_parent(parent: &Path) -> Result<(), RuntimeError> {
     use std::path::Component;
@@ -321,21 +301,6 @@ pub fn validate_cgroup_parent(parent: &Path) -> Result<(), RuntimeError> {
             expected: "a path relative to the cgroup mounts, without '.' or '..' (e.g. isolab/lab)",
         })
     }
-}
-
-/// A fresh id: the process id and a nanosecond timestamp, both hexadecimal.
-pub fn generate_id() -> String {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static COUNTER: AtomicU32 = AtomicU32::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    format!(
-        "{:x}-{:x}{:x}",
-        std::process::id(),
-        nanos,
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    )
 }
 
 #[cfg(test)]
@@ -356,16 +321,14 @@ mod tests {
     fn defaults_validate() {
         let c = config();
         c.validate().unwrap();
-        assert_eq!(c.hostname, c.id);
+        assert_eq!(c.hostname, c.id.as_str());
         assert_eq!(c.cgroup_rel(), PathBuf::from(format!("isolab/rt-{}", c.id)));
-        assert_ne!(generate_id(), generate_id());
     }
 
     #[test]
     fn invalid_configs() {
-        let mut c = config();
-        c.id = "../x".into();
-        assert!(c.validate().is_err());
+        // A bad id cannot reach a configuration: its type refuses it.
+        assert!("../x".parse::<ContainerId>().is_err());
         let mut c = config();
         c.args.clear();
         assert!(matches!(c.validate(), Err(RuntimeError::EmptyCommand)));

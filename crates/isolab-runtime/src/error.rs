@@ -50,7 +50,7 @@ pub enum RuntimeError {
     #[error("container {id} already exists (state file {path}); choose another --id, or run `isolab-runtime gc` if it was killed")]
     AlreadyExists {
         /// The id.
-        id: String,
+        id: crate::id::ContainerId,
         /// Its state file.
         path: PathBuf,
     },

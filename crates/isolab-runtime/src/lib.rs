@@ -22,7 +22,9 @@
 //! - networks `none`, `host` and `bridge` with published ports ([`network`]);
 //! - a [`Trace`] of phase timestamps ([`Phase`]), and a JSON [`Report`] of the whole
 //!   run (`isolab-runtime run --report FILE`) that the lab reads back;
-//! - state files under `/run/isolab` so that [`gc`] undoes what a killed runtime left.
+//! - state files under `/run/isolab` so that [`gc`] undoes what a killed runtime left;
+//! - [`ContainerId`], the one container-id type of isolab: the runtime, the engines
+//!   and the lab all name containers with it.
 //!
 //! [`oci_spec()`] turns the same configuration into an OCI runtime spec that runc and
 //! crun run unchanged. The module docs of [`container`] explain how start-up is
@@ -41,6 +43,7 @@
 pub mod config;
 pub mod container;
 pub mod error;
+pub mod id;
 pub mod loopdev;
 pub mod network;
 pub mod oci;
@@ -56,6 +59,7 @@ pub use config::{
 pub use container::devices::remove_devices_mirror;
 pub use container::{backing_device, run, run_in, Exit};
 pub use error::RuntimeError;
+pub use id::{ContainerId, IdProblem, InvalidContainerId};
 pub use oci::oci_spec;
 pub use report::Report;
 pub use state::gc;

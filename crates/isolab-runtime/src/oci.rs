@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 
 use crate::config::{BindMount, ContainerConfig, NetworkChoice, Rootfs, USERNS_BASE, USERNS_SIZE};
 use crate::error::RuntimeError;
+use crate::id::ContainerId;
 
 /// The mounts every container gets (the same as the runtime makes itself).
 fn default_mounts() -> Value {
@@ -214,7 +215,7 @@ fn bundle_err(path: &Path, problem: impl Into<String>) -> RuntimeError {
 /// and `noNewPrivileges`; the parent of `cgroupsPath` becomes the cgroup parent.
 /// Anything else that would change behaviour (other mounts, joining a namespace by
 /// path, hooks) is refused with what to remove.
-pub fn from_bundle(dir: &Path, id: &str) -> Result<ContainerConfig, RuntimeError> {
+pub fn from_bundle(dir: &Path, id: &ContainerId) -> Result<ContainerConfig, RuntimeError> {
     let file = dir.join("config.json");
     let spec = Spec::load(&file).map_err(|e| bundle_err(&file, format!("cannot load: {e}")))?;
     let process = spec
@@ -238,8 +239,8 @@ pub fn from_bundle(dir: &Path, id: &str) -> Result<ContainerConfig, RuntimeError
         },
         args,
     );
-    config.id = id.to_owned();
-    config.hostname = spec.hostname().clone().unwrap_or_else(|| id.to_owned());
+    config.id = id.clone();
+    config.hostname = spec.hostname().clone().unwrap_or_else(|| id.to_string());
     if let Some(env) = process.env() {
         config.env = env.clone();
     }
@@ -414,6 +415,10 @@ fn limits_from(r: &oci_spec::runtime::LinuxResources) -> Result<Limits, String> 
 mod tests {
     use super::*;
 
+    fn oci1() -> ContainerId {
+        "oci1".parse().unwrap()
+    }
+
     fn config() -> ContainerConfig {
         let mut c = ContainerConfig::new(
             Rootfs::Dir {
@@ -422,7 +427,7 @@ mod tests {
             },
             vec!["sh".into(), "-c".into(), "echo hi".into()],
         );
-        c.id = "oci1".into();
+        c.id = oci1();
         c.hostname = "box".into();
         c.limits = Limits {
             cpu: Some(CpuQuota::from_cpus(0.5, CpuQuota::DEFAULT_PERIOD).unwrap()),
@@ -492,7 +497,7 @@ mod tests {
         assert_eq!(mounts[7]["options"], json!(["rbind"]));
         assert_eq!(v["linux"]["cgroupsPath"], "/isolab/lab-3/rt-oci1");
         spec.save(dir.path().join("config.json")).unwrap();
-        let back = from_bundle(dir.path(), "oci1").unwrap();
+        let back = from_bundle(dir.path(), &oci1()).unwrap();
         assert_eq!(back.binds, c.binds);
         assert_eq!(back.cgroup_parent, PathBuf::from("isolab/lab-3"));
 
@@ -500,11 +505,11 @@ mod tests {
         let mut v = v;
         v["mounts"][7]["source"] = json!("out");
         std::fs::write(dir.path().join("config.json"), v.to_string()).unwrap();
-        let back = from_bundle(dir.path(), "oci1").unwrap();
+        let back = from_bundle(dir.path(), &oci1()).unwrap();
         assert_eq!(back.binds[1].source, dir.path().join("out"));
         v["mounts"][7]["options"] = json!(["rbind", "nosuid"]);
         std::fs::write(dir.path().join("config.json"), v.to_string()).unwrap();
-        let e = from_bundle(dir.path(), "oci1").unwrap_err();
+        let e = from_bundle(dir.path(), &oci1()).unwrap_err();
         assert!(e.to_string().contains("nosuid"), "{e}");
     }
 
@@ -517,7 +522,7 @@ mod tests {
             .unwrap()
             .save(dir.path().join("config.json"))
             .unwrap();
-        let back = from_bundle(dir.path(), "oci1").unwrap();
+        let back = from_bundle(dir.path(), &oci1()).unwrap();
         assert_eq!(back.args, c.args);
         assert_eq!(back.hostname, "box");
         assert_eq!(back.limits, c.limits);
@@ -547,7 +552,7 @@ mod tests {
             .unwrap()
             .push(json!({"destination": "/data", "type": "tmpfs", "source": "tmpfs"}));
         std::fs::write(dir.path().join("config.json"), v.to_string()).unwrap();
-        let e = from_bundle(dir.path(), "x").unwrap_err();
+        let e = from_bundle(dir.path(), &"x1".parse().unwrap()).unwrap_err();
         assert!(e.to_string().contains("/data"), "{e}");
     }
 }

@@ -53,7 +53,7 @@ impl Report {
     /// The report of a container that ran.
     pub fn from_exit(config: &ContainerConfig, exit: &Exit) -> Report {
         Report {
-            id: config.id.clone(),
+            id: config.id.to_string(),
             cgroup: config.cgroup_rel(),
             status: Some(exit.status),
             trace: exit.trace.clone(),
@@ -197,7 +197,7 @@ mod tests {
             },
             vec!["true".into()],
         );
-        c.id = "r1".into();
+        c.id = "r1".parse().unwrap();
         c.cgroup_parent = "isolab/lab".into();
         c
     }

@@ -12,13 +12,14 @@ use std::time::Duration;
 use isolab_cgroups::{Cgroup, Hierarchy};
 
 use crate::error::RuntimeError;
+use crate::id::ContainerId;
 use crate::loopdev;
 
 /// What a running container has created on the host.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct State {
     /// Container id.
-    pub id: String,
+    pub id: ContainerId,
     /// Pid of the runtime process that owns the container.
     pub runtime_pid: u32,
     /// Its start time (field 22 of `/proc/<pid>/stat`), against pid reuse.
@@ -56,7 +57,7 @@ pub struct State {
 
 impl State {
     /// The state file of container `id`.
-    pub fn path(state_dir: &Path, id: &str) -> PathBuf {
+    pub fn path(state_dir: &Path, id: &ContainerId) -> PathBuf {
         state_dir.join(format!("{id}.json"))
     }
 
@@ -292,7 +293,7 @@ pub fn gc(state_dir: &Path, hierarchy: &Hierarchy) -> Result<Vec<String>, Runtim
         }
         let f = undo(&state, &path, hierarchy);
         if f.is_empty() {
-            cleaned.push(state.id);
+            cleaned.push(state.id.into());
         } else {
             failures.extend(f);
         }
@@ -329,7 +330,7 @@ mod tests {
 
     fn state(id: &str, dir: &Path) -> State {
         State {
-            id: id.into(),
+            id: id.parse().unwrap(),
             runtime_pid: std::process::id(),
             runtime_start: process_start_time(std::process::id()).unwrap(),
             init_pid: None,
@@ -349,7 +350,7 @@ mod tests {
     #[test]
     fn create_update_read_and_refuse_duplicates() {
         let dir = tempfile::tempdir().unwrap();
-        let mut s = state("a", dir.path());
+        let mut s = state("a1", dir.path());
         let path = s.create(dir.path()).unwrap();
         assert!(matches!(
             s.create(dir.path()),
@@ -384,8 +385,8 @@ mod tests {
             .path()
             .join("cgroupfs/memory/isolab-unit/other")
             .exists());
-        assert!(State::path(dir.path(), "live").exists());
-        assert!(!State::path(dir.path(), "dead").exists());
+        assert!(State::path(dir.path(), &live.id).exists());
+        assert!(!State::path(dir.path(), &dead.id).exists());
     }
 
     #[test]

@@ -439,7 +439,7 @@ fn library_run_reports_phases_in_order() {
         },
         vec!["true".into()],
     );
-    config.id = "t-lib".into();
+    config.id = "t-lib".parse().unwrap();
     config.state_dir = root.state_dir();
     config.stdio = isolab_runtime::Stdio::Null;
     let exit = isolab_runtime::run(&config).unwrap();

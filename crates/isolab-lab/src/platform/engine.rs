@@ -25,10 +25,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use isolab_cgroups::{Cgroup, Controller, Hierarchy, Limits, Stats};
-use isolab_engines::{Engine, NetworkMode, PreparedImage, RunRequest};
+use isolab_engines::{Engine, NetworkMode, PreparedImage, RunRequest, ID_PREFIX};
 
 use super::host::HostPlatform;
-use super::{Execution, Interrupt, Job, Network, PlatformError};
+use super::{container_id, Execution, Interrupt, Job, Network, PlatformError};
 
 /// How often the container's counters are sampled while it runs (the last sample
 /// before the engine removes its cgroup is what the run stores).
@@ -209,16 +209,6 @@ fn mode(network: Network) -> NetworkMode {
     }
 }
 
-/// The container id of a job on an engine: [`isolab_engines::ID_PREFIX`] and the
-/// job's name with `/` replaced (`isolab-exp3-pid42-c0-r1`).
-pub(crate) fn engine_container_id(job_name: &str) -> String {
-    format!(
-        "{}{}",
-        isolab_engines::ID_PREFIX,
-        super::isolab::container_id(job_name)
-    )
-}
-
 /// What the watcher saw of the container's cgroup.
 #[derive(Debug, Default)]
 struct Watched {
@@ -316,16 +306,21 @@ struct EngineNeighbours<'a> {
 }
 
 impl EngineNeighbours<'_> {
-    fn request(&self, id: &str, argv: &[String], cgroup_parent: &Path) -> RunRequest {
-        RunRequest {
-            id: engine_container_id(id),
+    fn request(
+        &self,
+        id: &str,
+        argv: &[String],
+        cgroup_parent: &Path,
+    ) -> Result<RunRequest, PlatformError> {
+        Ok(RunRequest {
+            id: container_id(ID_PREFIX, id)?,
             argv: argv.to_vec(),
             workdir: self.workdir.clone(),
             network: NetworkMode::None,
             limits: Limits::default(),
             cgroup_parent: cgroup_parent.to_path_buf(),
             env: Vec::new(),
-        }
+        })
     }
 }
 
@@ -339,14 +334,14 @@ impl super::NeighbourContainers for EngineNeighbours<'_> {
     ) -> Result<Vec<String>, PlatformError> {
         self.engine
             .engine
-            .run_command(&self.request(id, argv, cgroup_parent), self.image)
+            .run_command(&self.request(id, argv, cgroup_parent)?, self.image)
             .map_err(|e| engine_error(self.engine.name(), e))
     }
 
     fn collect(&self, id: &str) -> Result<(), PlatformError> {
         self.engine
             .engine
-            .remove(&self.request(id, &[], Path::new("")))
+            .remove(&self.request(id, &[], Path::new(""))?)
             .map_err(|e| engine_error(self.engine.name(), e))
     }
 }
@@ -375,7 +370,7 @@ pub(crate) fn execute(
     let prepared = engine.image(image)?;
     let instance = host.instance_path(&job.name);
     let request = RunRequest {
-        id: engine_container_id(&job.name),
+        id: container_id(ID_PREFIX, &job.name)?,
         argv: job.argv.clone(),
         workdir: job.workdir.clone(),
         network: mode(job.platform.network),
@@ -617,14 +612,6 @@ mod tests {
         let limits = watcher.join().unwrap().limits.unwrap().unwrap();
         assert_eq!(limits.memory_max.map(|b| b.0), Some(4294967296));
         assert_eq!(limits.cpuset.map(|c| c.to_string()), Some("1".to_owned()));
-    }
-
-    #[test]
-    fn container_ids_carry_the_gc_prefix() {
-        assert_eq!(
-            engine_container_id("exp3-pid42/c0-r1"),
-            "isolab-exp3-pid42-c0-r1"
-        );
     }
 
     #[test]

@@ -24,10 +24,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use isolab_cgroups::Limits;
-use isolab_runtime::Report;
+use isolab_runtime::{ContainerId, Report};
 
 use super::host::HostPlatform;
-use super::{Execution, Interrupt, Job, Network, PlatformError};
+use super::{container_id, Execution, Interrupt, Job, Network, PlatformError};
 
 /// How long the runtime has, after SIGTERM, to stop its container and tear it
 /// down before it is killed (and its leftovers collected).
@@ -72,15 +72,11 @@ fn find_runtime() -> PathBuf {
     PathBuf::from(RUNTIME_PROGRAM)
 }
 
-/// The container id of a job: its name with `/` replaced (`exp3-pid42-c0-r1`).
-pub(crate) fn container_id(job_name: &str) -> String {
-    job_name.replace('/', "-")
-}
-
-/// The `isolab-runtime run` command line that runs `job` in a container whose cgroup
-/// is nested in `instance_cgroup`, writing its report to `report`.
+/// The `isolab-runtime run` command line that runs `job` in container `id` whose
+/// cgroup is nested in `instance_cgroup`, writing its report to `report`.
 pub(crate) fn runtime_argv(
     program: &Path,
+    id: &ContainerId,
     job: &Job,
     image: &Path,
     instance_cgroup: &Path,
@@ -90,7 +86,7 @@ pub(crate) fn runtime_argv(
         program.display().to_string(),
         "run".into(),
         "--id".into(),
-        container_id(&job.name),
+        id.to_string(),
         "--rootfs-type".into(),
         "overlay".into(),
         "--cgroup-parent".into(),
@@ -164,7 +160,7 @@ impl super::NeighbourContainers for IsolabNeighbours<'_> {
             self.config.program.display().to_string(),
             "run".into(),
             "--id".into(),
-            container_id(id),
+            container_id("", id)?.to_string(),
             "--rootfs-type".into(),
             "overlay".into(),
             "--cgroup-parent".into(),
@@ -218,7 +214,8 @@ pub(crate) fn execute(
     }
     let report_path = job.workdir.join(".isolab-runtime.json");
     let instance = host.instance_path(&job.name);
-    let argv = runtime_argv(&config.program, job, image, &instance, &report_path);
+    let id = container_id("", &job.name)?;
+    let argv = runtime_argv(&config.program, &id, job, image, &instance, &report_path);
     let neighbours = IsolabNeighbours {
         config,
         image,
@@ -352,6 +349,7 @@ mod tests {
         let j = job(Limits::default());
         let argv = runtime_argv(
             Path::new("/usr/bin/isolab-runtime"),
+            &container_id("", &j.name).unwrap(),
             &j,
             Path::new("/img"),
             Path::new("isolab/exp3-pid42/c0-r1"),

@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use isolab_cgroups::Limits;
+use isolab_runtime::{ContainerId, InvalidContainerId};
 use isolab_store::Series;
 
 pub use host::{HostPlatform, HostPlatformConfig};
@@ -501,6 +502,21 @@ pub enum PlatformError {
         #[source]
         source: std::io::Error,
     },
+    /// A job's name does not make a valid container id (see [`container_id`]).
+    #[error(transparent)]
+    InvalidContainerId(#[from] InvalidContainerId),
+}
+
+/// The container id of the job named `job_name`: `prefix`, then the name with `/`
+/// replaced by `-` (`exp3-pid42/c0-r1` → `exp3-pid42-c0-r1` on the `isolab` platform,
+/// with no prefix; `isolab-exp3-pid42-c0-r1` on the engines, with
+/// [`isolab_engines::ID_PREFIX`], by which their `gc` finds it). Every container the
+/// lab starts, subject or neighbour (`…-nb0`), is named by this one function.
+pub(crate) fn container_id(
+    prefix: &str,
+    job_name: &str,
+) -> Result<ContainerId, InvalidContainerId> {
+    ContainerId::new(&format!("{prefix}{}", job_name.replace('/', "-")))
 }
 
 /// Something that can run jobs.
@@ -682,7 +698,9 @@ impl Platform for Platforms {
             .host
             .orphan_experiments()?
             .iter()
-            .map(|exp| engine::engine_container_id(exp))
+            // A name that makes no container id cannot prefix one either.
+            .filter_map(|exp| container_id(isolab_engines::ID_PREFIX, exp).ok())
+            .map(String::from)
             .collect();
         prefixes.dedup();
         let mut removed = Vec::new();
@@ -722,5 +740,37 @@ impl Platform for Platforms {
             }
         }
         Ok(removed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn container_ids_carry_the_gc_prefix() {
+        assert_eq!(
+            container_id(isolab_engines::ID_PREFIX, "exp3-pid42/c0-r1").unwrap(),
+            "isolab-exp3-pid42-c0-r1"
+        );
+        assert_eq!(
+            container_id("", "exp3-pid42/c0-r1").unwrap(),
+            "exp3-pid42-c0-r1"
+        );
+    }
+
+    #[test]
+    fn the_longest_job_names_the_lab_makes_are_container_ids() {
+        // Experiment 2^32 - 1 of pid_max's largest pid, cell 9999, warm-up 99 of
+        // instance 127, its neighbour 15, and the calibration suffixes.
+        for suffix in ["-nb15", "-diskcal", "-netcal"] {
+            let name = format!("exp4294967295-pid4194304/c9999-w99-i127{suffix}");
+            assert!(
+                container_id(isolab_engines::ID_PREFIX, &name).is_ok(),
+                "{name}"
+            );
+        }
+        let e = container_id("", "exp1-pid2/c0-r1/x y").unwrap_err();
+        assert!(e.to_string().contains("' ' at byte"), "{e}");
     }
 }

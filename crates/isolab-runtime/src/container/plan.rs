@@ -605,7 +605,7 @@ mod tests {
 
     fn config(rootfs: Rootfs) -> ContainerConfig {
         let mut c = ContainerConfig::new(rootfs, vec!["sh".into(), "-c".into(), "true".into()]);
-        c.id = "t1".into();
+        c.id = "t1".parse().unwrap();
         c.state_dir = "/run/isolab".into();
         c
     }

@@ -128,21 +128,6 @@ pub(crate) fn validate_ifname(name: &str) -> Result<(), NetworkError> {
     Ok(())
 }
 
-/// CNI container ids (and our state file names): `[A-Za-z0-9][A-Za-z0-9_.-]*`, ≤ 128.
-pub(crate) fn validate_container_id(id: &str) -> Result<(), NetworkError> {
-    let ok = !id.is_empty()
-        && id.len() <= 128
-        && id.as_bytes()[0].is_ascii_alphanumeric()
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.');
-    if ok {
-        Ok(())
-    } else {
-        Err(NetworkError::InvalidContainerId { id: id.to_owned() })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -175,15 +160,11 @@ mod tests {
     }
 
     #[test]
-    fn names_and_ids_are_checked() {
+    fn interface_names_are_checked() {
         assert!(validate_ifname("isolab0").is_ok());
         assert!(validate_ifname("a-very-long-name0").is_err());
         assert!(validate_ifname("br/0").is_err());
         assert!(validate_ifname("").is_err());
-        assert!(validate_container_id("abc-123_x.y").is_ok());
-        assert!(validate_container_id("-abc").is_err());
-        assert!(validate_container_id("../etc").is_err());
-        assert!(validate_container_id(&"a".repeat(129)).is_err());
     }
 
     #[test]

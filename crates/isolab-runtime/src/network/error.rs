@@ -8,14 +8,6 @@ use std::path::PathBuf;
 /// to do about it.
 #[derive(Debug, thiserror::Error)]
 pub enum NetworkError {
-    /// The container id cannot be used as a CNI container id or a file name.
-    #[error(
-        "invalid container id {id:?}: use 1-128 characters from [A-Za-z0-9_.-], starting with a letter or digit"
-    )]
-    InvalidContainerId {
-        /// The rejected id.
-        id: String,
-    },
     /// The bridge name is not a valid Linux interface name.
     #[error("invalid bridge name {name:?}: {reason}")]
     InvalidBridgeName {

@@ -9,10 +9,11 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::cni::{self, CniCommand, CniResult, PluginRequest, CONTAINER_IFNAME};
-use super::config::{validate_container_id, Ipv4Subnet};
+use super::config::Ipv4Subnet;
 use super::host::{NetHost, SystemHost};
 use super::state::{AttachmentRecord, StateDir};
 use super::{iptables, BridgeConfig, NetworkError, NetworkMode, Publish};
+use crate::id::ContainerId;
 
 /// Default state directory.
 pub const DEFAULT_STATE_DIR: &str = "/run/isolab/cni";
@@ -79,7 +80,7 @@ impl<H: NetHost> Networking<H> {
     /// On failure everything done so far is undone.
     pub fn attach(
         &self,
-        container_id: &str,
+        container_id: &ContainerId,
         netns: &Path,
         mode: &NetworkMode,
     ) -> Result<Option<Attachment>, NetworkError> {
@@ -91,7 +92,7 @@ impl<H: NetHost> Networking<H> {
             }
             NetworkMode::Bridge(cfg) => cfg,
         };
-        validate_container_id(container_id)?;
+        let container_id = container_id.as_str();
         let subnet = cfg.validate()?;
         let ns_id = self
             .host
@@ -205,14 +206,14 @@ impl<H: NetHost> Networking<H> {
     /// is only entered if it still names the namespace that was attached.
     pub fn detach(
         &self,
-        container_id: &str,
+        container_id: &ContainerId,
         netns: &Path,
         mode: &NetworkMode,
     ) -> Result<(), NetworkError> {
         match mode {
             NetworkMode::None | NetworkMode::Host => Ok(()),
             NetworkMode::Bridge(cfg) => {
-                validate_container_id(container_id)?;
+                let container_id = container_id.as_str();
                 cfg.validate()?;
                 let record = self.state.read_record(&cfg.bridge, container_id)?;
                 self.teardown(container_id, Some(netns), cfg, record)
@@ -227,13 +228,13 @@ impl<H: NetHost> Networking<H> {
     /// thing removed.
     pub fn cleanup_leftovers(
         &self,
-        container_id: &str,
+        container_id: &ContainerId,
         mode: &NetworkMode,
     ) -> Result<Vec<String>, NetworkError> {
         match mode {
             NetworkMode::None | NetworkMode::Host => Ok(Vec::new()),
             NetworkMode::Bridge(cfg) => {
-                validate_container_id(container_id)?;
+                let container_id = container_id.as_str();
                 cfg.validate()?;
                 let record = self.state.read_record(&cfg.bridge, container_id)?;
                 self.teardown(container_id, None, cfg, record)
@@ -390,6 +391,10 @@ mod tests {
     use super::*;
     use crate::network::host::NetnsId;
 
+    fn id(s: &str) -> ContainerId {
+        s.parse().unwrap()
+    }
+
     /// A host that records plugin and iptables calls, with a fake rule set
     /// and host-local writing lease files like the real one.
     #[derive(Default)]
@@ -541,7 +546,10 @@ mod tests {
     fn attach_runs_bridge_then_portmap_and_detach_reverses() {
         let (_tmp, net) = setup(false);
         let mode = bridge_mode(&["8080:80"]);
-        let att = net.attach("c1", Path::new(NS), &mode).unwrap().unwrap();
+        let att = net
+            .attach(&id("c1"), Path::new(NS), &mode)
+            .unwrap()
+            .unwrap();
         assert_eq!(att.ip.to_string(), "10.213.0.2");
         assert_eq!(att.gateway.to_string(), "10.213.0.1");
         assert_eq!(att.prefix, 24);
@@ -551,7 +559,7 @@ mod tests {
             1,
             "one masquerade rule"
         );
-        net.detach("c1", Path::new(NS), &mode).unwrap();
+        net.detach(&id("c1"), Path::new(NS), &mode).unwrap();
         let calls = net.host.calls.lock().unwrap().clone();
         assert_eq!(
             calls,
@@ -565,7 +573,7 @@ mod tests {
         );
         assert!(net.recorded_attachments().unwrap().is_empty());
         // Idempotent: nothing recorded, nothing leased, no plugin runs.
-        net.detach("c1", Path::new(NS), &mode).unwrap();
+        net.detach(&id("c1"), Path::new(NS), &mode).unwrap();
         assert_eq!(net.host.calls.lock().unwrap().len(), 5);
     }
 
@@ -573,8 +581,8 @@ mod tests {
     fn a_second_attach_does_not_duplicate_the_masquerade_rule() {
         let (_tmp, net) = setup(false);
         let mode = bridge_mode(&[]);
-        net.attach("c1", Path::new(NS), &mode).unwrap();
-        net.attach("c2", Path::new(NS), &mode).unwrap();
+        net.attach(&id("c1"), Path::new(NS), &mode).unwrap();
+        net.attach(&id("c2"), Path::new(NS), &mode).unwrap();
         assert_eq!(net.host.rules.lock().unwrap().len(), 1);
     }
 
@@ -582,7 +590,7 @@ mod tests {
     fn failed_portmap_rolls_the_bridge_back() {
         let (tmp, net) = setup(true);
         let err = net
-            .attach("c1", Path::new(NS), &bridge_mode(&["8080:80"]))
+            .attach(&id("c1"), Path::new(NS), &bridge_mode(&["8080:80"]))
             .unwrap_err();
         assert!(err.to_string().contains("boom"), "{err}");
         let calls = net.host.calls.lock().unwrap().clone();
@@ -598,8 +606,8 @@ mod tests {
     fn cleanup_after_a_crash_passes_no_namespace_and_removes_the_veth() {
         let (tmp, net) = setup(false);
         let mode = bridge_mode(&["8080:80"]);
-        net.attach("c1", Path::new(NS), &mode).unwrap();
-        let removed = net.cleanup_leftovers("c1", &mode).unwrap();
+        net.attach(&id("c1"), Path::new(NS), &mode).unwrap();
+        let removed = net.cleanup_leftovers(&id("c1"), &mode).unwrap();
         let calls = net.host.calls.lock().unwrap().clone();
         assert!(calls.contains(&"bridge DEL c1 ns=".to_owned()), "{calls:?}");
         assert!(
@@ -613,15 +621,15 @@ mod tests {
         assert!(removed.iter().any(|r| r.contains("vethabc")), "{removed:?}");
         assert!(removed.iter().any(|r| r.contains("8080:80")), "{removed:?}");
         assert!(!tmp.path().join("ipam/isolab0/10.213.0.2").exists());
-        assert!(net.cleanup_leftovers("c1", &mode).unwrap().is_empty());
+        assert!(net.cleanup_leftovers(&id("c1"), &mode).unwrap().is_empty());
     }
 
     #[test]
     fn a_stale_record_of_the_same_id_is_torn_down_before_attach() {
         let (_tmp, net) = setup(false);
         let mode = bridge_mode(&[]);
-        net.attach("c1", Path::new(NS), &mode).unwrap();
-        net.attach("c1", Path::new(NS), &mode).unwrap();
+        net.attach(&id("c1"), Path::new(NS), &mode).unwrap();
+        net.attach(&id("c1"), Path::new(NS), &mode).unwrap();
         let calls = net.host.calls.lock().unwrap().clone();
         assert_eq!(calls[2], "bridge DEL c1 ns=", "{calls:?}");
         assert_eq!(calls[4], format!("bridge ADD c1 ns={NS}"), "{calls:?}");
@@ -631,8 +639,8 @@ mod tests {
     fn a_reused_namespace_path_is_not_entered() {
         let (_tmp, net) = setup(false);
         let mode = bridge_mode(&[]);
-        net.attach("c1", Path::new(NS), &mode).unwrap();
-        net.detach("c1", Path::new("/proc/43/ns/net"), &mode)
+        net.attach(&id("c1"), Path::new(NS), &mode).unwrap();
+        net.detach(&id("c1"), Path::new("/proc/43/ns/net"), &mode)
             .unwrap();
         let calls = net.host.calls.lock().unwrap().clone();
         assert!(calls.contains(&"bridge DEL c1 ns=".to_owned()), "{calls:?}");
@@ -642,13 +650,13 @@ mod tests {
     fn remove_bridge_refuses_while_leased_and_then_cleans_up() {
         let (_tmp, net) = setup(false);
         let mode = bridge_mode(&[]);
-        net.attach("c1", Path::new(NS), &mode).unwrap();
+        net.attach(&id("c1"), Path::new(NS), &mode).unwrap();
         let NetworkMode::Bridge(cfg) = &mode else {
             unreachable!()
         };
         let err = net.remove_bridge(cfg).unwrap_err();
         assert!(matches!(err, NetworkError::BridgeInUse { .. }), "{err}");
-        net.detach("c1", Path::new(NS), &mode).unwrap();
+        net.detach(&id("c1"), Path::new(NS), &mode).unwrap();
         let removed = net.remove_bridge(cfg).unwrap();
         assert!(
             removed.iter().any(|r| r.contains("masquerade")),
@@ -661,11 +669,11 @@ mod tests {
     fn none_brings_lo_up_and_host_does_nothing() {
         let (_tmp, net) = setup(false);
         assert!(net
-            .attach("c1", Path::new(NS), &NetworkMode::None)
+            .attach(&id("c1"), Path::new(NS), &NetworkMode::None)
             .unwrap()
             .is_none());
         assert!(net
-            .attach("c1", Path::new(NS), &NetworkMode::Host)
+            .attach(&id("c1"), Path::new(NS), &NetworkMode::Host)
             .unwrap()
             .is_none());
         assert_eq!(
@@ -673,7 +681,7 @@ mod tests {
             [format!("lo up {NS}")]
         );
         assert!(net
-            .cleanup_leftovers("c1", &NetworkMode::None)
+            .cleanup_leftovers(&id("c1"), &NetworkMode::None)
             .unwrap()
             .is_empty());
     }
@@ -681,12 +689,10 @@ mod tests {
     #[test]
     fn bad_input_is_rejected_before_anything_runs() {
         let (_tmp, net) = setup(false);
+        // A bad id ("../x") cannot be passed at all: `ContainerId` refuses it.
+        assert!("../x".parse::<ContainerId>().is_err());
         let e = net
-            .attach("../x", Path::new(NS), &bridge_mode(&[]))
-            .unwrap_err();
-        assert!(matches!(e, NetworkError::InvalidContainerId { .. }));
-        let e = net
-            .attach("c1", Path::new("/proc/1/ns/none"), &bridge_mode(&[]))
+            .attach(&id("c1"), Path::new("/proc/1/ns/none"), &bridge_mode(&[]))
             .unwrap_err();
         assert!(matches!(e, NetworkError::Netns { .. }));
         assert!(net.host.calls.lock().unwrap().is_empty());

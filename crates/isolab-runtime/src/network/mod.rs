@@ -62,6 +62,8 @@ mod privileged_tests;
 
 use std::path::Path;
 
+use crate::id::ContainerId;
+
 pub use cni::{CniCommand, CniResult, PluginRequest};
 pub use config::{BridgeConfig, Ipv4Subnet, NetworkMode, DEFAULT_BRIDGE, DEFAULT_SUBNET};
 pub use error::NetworkError;
@@ -73,7 +75,7 @@ pub use publish::{Proto, Publish};
 /// (`/proc/<pid>/ns/net` or a bind mount of it); see [`Networking::attach`].
 /// Returns the address for the bridge mode, `None` otherwise.
 pub fn attach(
-    container_id: &str,
+    container_id: &ContainerId,
     netns: &Path,
     mode: &NetworkMode,
 ) -> Result<Option<Attachment>, NetworkError> {
@@ -81,7 +83,11 @@ pub fn attach(
 }
 
 /// Undoes [`attach`] (idempotent); see [`Networking::detach`].
-pub fn detach(container_id: &str, netns: &Path, mode: &NetworkMode) -> Result<(), NetworkError> {
+pub fn detach(
+    container_id: &ContainerId,
+    netns: &Path,
+    mode: &NetworkMode,
+) -> Result<(), NetworkError> {
     Networking::system().detach(container_id, netns, mode)
 }
 
@@ -96,7 +102,7 @@ pub fn loopback_up() -> Result<(), NetworkError> {
 /// the port mappings of `container_id` although its namespace is gone.
 /// Returns a line per thing removed.
 pub fn cleanup_leftovers(
-    container_id: &str,
+    container_id: &ContainerId,
     mode: &NetworkMode,
 ) -> Result<Vec<String>, NetworkError> {
     Networking::system().cleanup_leftovers(container_id, mode)

@@ -18,6 +18,11 @@ use std::time::Duration;
 
 use super::link::in_netns;
 use super::*;
+use crate::id::ContainerId;
+
+fn cid(s: &str) -> ContainerId {
+    s.parse().unwrap()
+}
 
 static SERIAL: Mutex<()> = Mutex::new(());
 const TIMEOUT: Duration = Duration::from_secs(5);
@@ -104,7 +109,7 @@ struct TestNet {
     net: Networking,
     cfg: BridgeConfig,
     subnet: Ipv4Subnet,
-    ids: Vec<String>,
+    ids: Vec<ContainerId>,
     ip_forward: String,
     _state: tempfile::TempDir,
     _serial: std::sync::MutexGuard<'static, ()>,
@@ -135,8 +140,8 @@ impl TestNet {
         NetworkMode::Bridge(self.cfg.clone())
     }
 
-    fn attach(&mut self, id: &str, ns: &NetnsHolder) -> Attachment {
-        self.ids.push(id.to_owned());
+    fn attach(&mut self, id: &ContainerId, ns: &NetnsHolder) -> Attachment {
+        self.ids.push(id.clone());
         self.net
             .attach(id, &ns.path(), &self.mode())
             .unwrap()
@@ -299,8 +304,8 @@ fn bridge_attach_configures_the_namespace_and_reaches_the_host() {
     let before = t.our_rules();
     let ns1 = NetnsHolder::new();
     let ns2 = NetnsHolder::new();
-    let a1 = t.attach("c1", &ns1);
-    let a2 = t.attach("c2", &ns2);
+    let a1 = t.attach(&cid("c1"), &ns1);
+    let a2 = t.attach(&cid("c2"), &ns2);
 
     let IpAddr::V4(ip1) = a1.ip else {
         panic!("not IPv4: {a1:?}")
@@ -337,14 +342,14 @@ fn bridge_attach_configures_the_namespace_and_reaches_the_host() {
     server.join().unwrap().unwrap();
 
     let mode = t.mode();
-    t.net.detach("c1", &ns1.path(), &mode).unwrap();
-    t.net.detach("c2", &ns2.path(), &mode).unwrap();
+    t.net.detach(&cid("c1"), &ns1.path(), &mode).unwrap();
+    t.net.detach(&cid("c2"), &ns2.path(), &mode).unwrap();
     assert!(!link::link_exists(&veth), "veth {veth} survived detach");
     assert!(!interfaces_in(&ns1.path())
         .iter()
         .any(|(n, _, _)| n == "eth0"));
     assert_eq!(t.lease_file_count(), 0, "leases left");
-    t.net.detach("c1", &ns1.path(), &mode).unwrap();
+    t.net.detach(&cid("c1"), &ns1.path(), &mode).unwrap();
 
     let removed = t.net.remove_bridge(&t.cfg).unwrap();
     assert!(
@@ -364,7 +369,7 @@ fn published_port_reaches_a_server_in_the_container() {
     let inside = in_netns(&ns.path(), || Ok(TcpListener::bind("0.0.0.0:80")))
         .unwrap()
         .unwrap();
-    let a = t.attach("p1", &ns);
+    let a = t.attach(&cid("p1"), &ns);
     assert_eq!(a.publish.len(), 1);
     let server = serve_once(inside);
     let mut s = TcpStream::connect_timeout(&SocketAddr::new(a.gateway, 18080), TIMEOUT).unwrap();
@@ -380,7 +385,7 @@ fn published_port_reaches_a_server_in_the_container() {
         "{during:?}"
     );
 
-    t.net.detach("p1", &ns.path(), &t.mode()).unwrap();
+    t.net.detach(&cid("p1"), &ns.path(), &t.mode()).unwrap();
     let after_detach = t.our_rules();
     let ip = a.ip.to_string();
     assert!(
@@ -399,10 +404,10 @@ fn cleanup_leftovers_after_the_namespace_died() {
     let mut t = TestNet::new(3, &["18081:81/udp", "18082:82"]);
     let before = t.our_rules();
     let mut ns = NetnsHolder::new();
-    let a = t.attach("k1", &ns);
+    let a = t.attach(&cid("k1"), &ns);
     let veth = a.host_veth.clone().unwrap();
     ns.kill(); // the runtime and its container are gone; nothing detached
-    let removed = t.net.cleanup_leftovers("k1", &t.mode()).unwrap();
+    let removed = t.net.cleanup_leftovers(&cid("k1"), &t.mode()).unwrap();
     assert!(
         removed.iter().any(|r| r.contains(&a.ip.to_string())),
         "{removed:?}"
@@ -415,7 +420,11 @@ fn cleanup_leftovers_after_the_namespace_died() {
     assert!(!link::link_exists(&veth), "veth {veth} survived");
     assert!(!t.our_rules().iter().any(|l| l.contains("CNI-DN-")));
     assert!(t.net.recorded_attachments().unwrap().is_empty());
-    assert!(t.net.cleanup_leftovers("k1", &t.mode()).unwrap().is_empty());
+    assert!(t
+        .net
+        .cleanup_leftovers(&cid("k1"), &t.mode())
+        .unwrap()
+        .is_empty());
     t.net.remove_bridge(&t.cfg).unwrap();
     assert_eq!(t.our_rules(), before, "iptables rules left behind");
 }
@@ -433,11 +442,12 @@ fn network_none_brings_loopback_up() {
     assert!(!lo_up(&ns));
     let net = Networking::system();
     assert!(net
-        .attach("n1", &ns.path(), &NetworkMode::None)
+        .attach(&cid("n1"), &ns.path(), &NetworkMode::None)
         .unwrap()
         .is_none());
     assert!(lo_up(&ns));
-    net.detach("n1", &ns.path(), &NetworkMode::None).unwrap();
+    net.detach(&cid("n1"), &ns.path(), &NetworkMode::None)
+        .unwrap();
 
     let ns2 = NetnsHolder::new();
     in_netns(&ns2.path(), loopback_up).unwrap();

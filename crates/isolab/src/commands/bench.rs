@@ -92,7 +92,8 @@ fn measure(args: &BenchStartArgs, parent: &Cgroup, parent_rel: &std::path::Path)
     let total = args.runs + 3;
     for round in 0..total {
         for (i, (name, subject)) in ready.iter().enumerate() {
-            let id = format!("isolab-bench-{}-{i}-{round}", std::process::id());
+            let id: isolab_runtime::ContainerId =
+                format!("isolab-bench-{}-{i}-{round}", std::process::id()).parse()?;
             let request = RunRequest {
                 id: id.clone(),
                 argv: vec!["true".into()],
@@ -108,7 +109,7 @@ fn measure(args: &BenchStartArgs, parent: &Cgroup, parent_rel: &std::path::Path)
                     rt.display().to_string(),
                     "run".into(),
                     "--id".into(),
-                    id.clone(),
+                    id.to_string(),
                     "--rootfs-type".into(),
                     "overlay".into(),
                     "--cgroup-parent".into(),

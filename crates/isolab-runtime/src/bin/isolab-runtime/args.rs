@@ -8,8 +8,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use isolab_cgroups::{Bytes, CpuQuota, DeviceNumber, Hierarchy, IdSet, IoThrottle};
 use isolab_runtime::security::{SeccompChoice, SecurityConfig};
 use isolab_runtime::{
-    backing_device, default_security, oci, trace_json, BindMount, ContainerConfig, NetworkChoice,
-    PortMapping, Report, Rootfs,
+    backing_device, default_security, oci, trace_json, BindMount, ContainerConfig, ContainerId,
+    NetworkChoice, PortMapping, Report, Rootfs,
 };
 
 /// isolab's container runtime.
@@ -70,7 +70,8 @@ enum SeccompMode {
 
 #[derive(Debug, Args)]
 struct ContainerArgs {
-    /// Container id (default: generated).
+    /// Container id: 2 to 64 lowercase letters, digits, '-', '_' or '.', starting with a
+    /// letter or digit (default: generated).
     #[arg(long)]
     id: Option<String>,
     /// Hostname (default: the id).
@@ -222,7 +223,7 @@ fn run(mut config: ContainerConfig, report: Option<&Path>) -> Result<i32> {
         Err(e) => {
             let e = anyhow::Error::from(e);
             if let Some(path) = report {
-                let failed = Report::failed(&config.id, &config.cgroup_rel(), chain(&e));
+                let failed = Report::failed(config.id.as_str(), &config.cgroup_rel(), chain(&e));
                 write_failure(path, &failed);
             }
             return Err(e);
@@ -265,14 +266,18 @@ pub fn chain(e: &anyhow::Error) -> String {
 }
 
 impl ContainerArgs {
+    /// `--id`, checked; a generated id without it.
+    fn container_id(&self) -> Result<ContainerId> {
+        match &self.id {
+            Some(id) => Ok(id.parse()?),
+            None => Ok(ContainerId::generate()),
+        }
+    }
+
     /// `run --bundle DIR`: the bundle's configuration, with the id, state directory,
     /// trace, extra binds and cgroup parent of the flags.
     fn bundle_config(&self, dir: &Path) -> Result<ContainerConfig> {
-        let id = self
-            .id
-            .clone()
-            .unwrap_or_else(isolab_runtime::config::generate_id);
-        let mut config = oci::from_bundle(dir, &id)?;
+        let mut config = oci::from_bundle(dir, &self.container_id()?)?;
         config.state_dir = self.state_dir.clone();
         config.trace = self.trace;
         config.binds.extend(self.binds()?);
@@ -334,10 +339,11 @@ impl ContainerArgs {
             bail!("--upper only applies to --rootfs-type overlay");
         }
         let mut config = ContainerConfig::new(rootfs, self.command.clone());
-        if let Some(id) = &self.id {
-            config.id = id.clone();
-        }
-        config.hostname = self.hostname.clone().unwrap_or_else(|| config.id.clone());
+        config.id = self.container_id()?;
+        config.hostname = self
+            .hostname
+            .clone()
+            .unwrap_or_else(|| config.id.to_string());
         config.env.extend(self.env.iter().cloned());
         config.cwd = self.cwd.clone();
         config.trace = self.trace;
