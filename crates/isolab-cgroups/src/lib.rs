@@ -14,6 +14,9 @@
 //!   itself before `exec`, [`Cgroup::stats`] ([`Stats`], with [`Pressure`]),
 //!   [`Cgroup::kill_all`] and [`Cgroup::remove`].
 //! - [`list_below`] finds leftovers for `isolab gc`.
+//! - [`read_mountinfo`] is isolab's one reader of `/proc/self/mountinfo`: typed
+//!   [`MountEntry`] lines with octal escapes decoded, errors naming the file and
+//!   line ([`mountinfo_path`] takes the proc root as a parameter).
 //! - Value types: [`IdSet`] (cpu lists like `0-2,4`), [`Bytes`], [`CpuQuota`],
 //!   [`DeviceNumber`], [`IoThrottle`].
 //! - [`Error`] names the path of every failure and, for writes, the data written.
@@ -47,6 +50,7 @@ mod format;
 mod hierarchy;
 mod idset;
 mod limits;
+mod mountinfo;
 mod psi;
 mod stats;
 mod syscalls;
@@ -59,6 +63,7 @@ pub use error::{Error, InvalidValue};
 pub use hierarchy::{Controller, Hierarchy, Version};
 pub use idset::IdSet;
 pub use limits::{CpuQuota, DeviceNumber, IoThrottle, Limits};
+pub use mountinfo::{mountinfo_path, parse_mountinfo, read_mountinfo, Malformed, MountEntry};
 pub use psi::{Pressure, Psi, PsiLines};
 pub use stats::Stats;
 pub use syscalls::{RealSyscalls, Syscalls};
