@@ -15,14 +15,14 @@ use crate::format::pid_list;
 use crate::hierarchy::{Controller, Hierarchy, Layout, MountRole};
 use crate::limits::Limits;
 use crate::stats::Stats;
-use crate::{psi, v1, v2};
+use crate::{psi, tree, v1, v2};
 
 /// How long [`Cgroup::kill_all`] keeps killing before it gives up.
 const KILL_DEADLINE: Duration = Duration::from_secs(5);
 /// How long [`Cgroup::remove`] retries an `rmdir` that fails with `EBUSY` (the
 /// last processes are still exiting).
 const RMDIR_DEADLINE: Duration = Duration::from_secs(1);
-/// Pause between polls of `cgroup.procs` and `rmdir` retries.
+/// Pause between polls of `cgroup.procs`.
 const POLL: Duration = Duration::from_millis(10);
 
 /// The cgroup's directory under one mount point.
@@ -446,7 +446,7 @@ impl Cgroup {
     pub fn remove(self) -> Result<(), Error> {
         self.kill_all()?;
         for d in &self.dirs {
-            match rmdir_retrying(&*self.hierarchy.sys, &d.path) {
+            match tree::rmdir_retrying(&*self.hierarchy.sys, &d.path, RMDIR_DEADLINE) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(source) => {
@@ -473,18 +473,6 @@ impl Cgroup {
             }
         }
         Ok(())
-    }
-}
-
-fn rmdir_retrying(sys: &dyn crate::Syscalls, path: &Path) -> io::Result<()> {
-    let start = Instant::now();
-    loop {
-        match sys.rmdir(path) {
-            Err(e) if is_errno(&e, libc::EBUSY) && start.elapsed() < RMDIR_DEADLINE => {
-                thread::sleep(POLL);
-            }
-            other => return other,
-        }
     }
 }
 
@@ -535,25 +523,14 @@ pub fn list_below(h: &Hierarchy, base: &Path) -> Result<Vec<PathBuf>, Error> {
     let base = validate_rel(base)?;
     let mut found = BTreeSet::new();
     for (_, root) in h.roots() {
-        let mut stack = vec![base.clone()];
-        while let Some(rel) = stack.pop() {
-            let dir = root.join(&rel);
-            let entries = match fs::read_dir(&dir) {
-                Ok(entries) => entries,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                Err(source) => return Err(Error::ReadDir { path: dir, source }),
-            };
-            for entry in entries {
-                let entry = entry.map_err(|source| Error::ReadDir {
-                    path: dir.clone(),
-                    source,
-                })?;
-                let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-                if is_dir {
-                    let child = rel.join(entry.file_name());
-                    found.insert(child.clone());
-                    stack.push(child);
-                }
+        let top = root.join(&base);
+        let (dirs, error) = tree::subtree(&top);
+        if let Some(e) = error {
+            return Err(e);
+        }
+        for dir in dirs.iter().filter(|d| **d != top) {
+            if let Ok(below) = dir.strip_prefix(&root) {
+                found.insert(below.to_path_buf());
             }
         }
     }

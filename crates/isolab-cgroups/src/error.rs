@@ -166,8 +166,12 @@ pub enum Error {
     },
 
     /// A line of the mount table could not be parsed.
-    #[error("cannot parse line {line_no} of the mount table: expected {expected}, found {line:?}")]
+    #[error(
+        "cannot parse line {line_no} of the mount table {path}: expected {expected}, found {line:?}"
+    )]
     Mountinfo {
+        /// The mount table (`/proc/self/mountinfo`).
+        path: PathBuf,
         /// 1-based line number.
         line_no: usize,
         /// The line.

@@ -6,8 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::error::Error;
-use crate::file;
-use crate::format::Expected;
+use crate::mountinfo::{mountinfo_path, parse_mountinfo, read_mountinfo, Malformed, MountEntry};
 use crate::syscalls::{RealSyscalls, Syscalls};
 
 /// The cgroup interface version of a [`Hierarchy`].
@@ -153,17 +152,24 @@ impl fmt::Debug for Hierarchy {
     }
 }
 
-const MOUNTINFO: &str = "/proc/self/mountinfo";
+const PROC: &str = "/proc";
 
 impl Hierarchy {
     /// Finds the cgroup mounts of this process's mount namespace in
     /// `/proc/self/mountinfo`.
     pub fn detect() -> Result<Hierarchy, Error> {
-        let path = Path::new(MOUNTINFO);
-        Hierarchy::from_mountinfo(&file::read(path)?)
+        let path = mountinfo_path(Path::new(PROC));
+        Hierarchy::from_mounts(&read_mountinfo(&path, Malformed::Fail)?)
     }
 
-    /// Finds the cgroup mounts in the text of a `mountinfo` file.
+    /// Finds the cgroup mounts in the text of a `mountinfo` file (errors name it
+    /// `/proc/self/mountinfo`); see [`Hierarchy::from_mounts`].
+    pub fn from_mountinfo(text: &str) -> Result<Hierarchy, Error> {
+        let path = mountinfo_path(Path::new(PROC));
+        Hierarchy::from_mounts(&parse_mountinfo(&path, text, Malformed::Fail)?)
+    }
+
+    /// Finds the cgroup mounts in a parsed mount table ([`crate::read_mountinfo`]).
     ///
     /// A v1 controller mounted on its own (`cpu`) or co-mounted (`cpu,cpuacct`) maps
     /// to its mount point; the first mount of a controller wins. When any of the
@@ -171,19 +177,10 @@ impl Hierarchy {
     /// mount next to them (systemd's hybrid mode, usually `/sys/fs/cgroup/unified`,
     /// without controllers) is kept for PSI and `cgroup.kill`. Otherwise a cgroup2
     /// mount makes a pure v2 layout.
-    pub fn from_mountinfo(text: &str) -> Result<Hierarchy, Error> {
+    pub fn from_mounts(entries: &[MountEntry]) -> Result<Hierarchy, Error> {
         let mut mounts = BTreeMap::new();
         let mut cgroup2 = None;
-        for (i, line) in text.lines().enumerate() {
-            if line.trim().is_empty() {
-                continue;
-            }
-            let entry =
-                parse_mountinfo_line(line).map_err(|Expected(expected)| Error::Mountinfo {
-                    line_no: i + 1,
-                    line: line.to_owned(),
-                    expected,
-                })?;
+        for entry in entries {
             match entry.fstype.as_str() {
                 "cgroup" => {
                     for option in entry.super_options.split(',') {
@@ -192,7 +189,7 @@ impl Hierarchy {
                         }
                     }
                 }
-                "cgroup2" if cgroup2.is_none() => cgroup2 = Some(entry.mount_point),
+                "cgroup2" if cgroup2.is_none() => cgroup2 = Some(entry.mount_point.clone()),
                 _ => {}
             }
         }
@@ -205,7 +202,7 @@ impl Hierarchy {
             Layout::V2 { root }
         } else {
             return Err(Error::NoCgroupMount {
-                path: PathBuf::from(MOUNTINFO),
+                path: mountinfo_path(Path::new(PROC)),
             });
         };
         Ok(Hierarchy::with_layout(layout))
@@ -341,61 +338,6 @@ impl Hierarchy {
     }
 }
 
-/// The fields of a `mountinfo` line this crate needs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct MountEntry {
-    pub mount_point: PathBuf,
-    pub fstype: String,
-    pub super_options: String,
-}
-
-/// Parses one line of `/proc/PID/mountinfo` (proc(5)):
-/// `ID PARENT MAJ:MIN ROOT MOUNT_POINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER_OPTIONS`.
-pub(crate) fn parse_mountinfo_line(line: &str) -> Result<MountEntry, Expected> {
-    const EXPECTED: Expected =
-        Expected("\"ID PARENT MAJ:MIN ROOT MOUNT_POINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER_OPTIONS\"");
-    let fields: Vec<&str> = line.split(' ').collect();
-    let sep = fields
-        .iter()
-        .skip(6)
-        .position(|f| *f == "-")
-        .map(|i| i + 6)
-        .ok_or(EXPECTED)?;
-    let (Some(fstype), Some(super_options)) = (fields.get(sep + 1), fields.get(sep + 3)) else {
-        return Err(EXPECTED);
-    };
-    Ok(MountEntry {
-        mount_point: PathBuf::from(unescape_octal(fields[4])),
-        fstype: (*fstype).to_owned(),
-        super_options: (*super_options).to_owned(),
-    })
-}
-
-/// Undoes the kernel's octal escaping of space, tab, newline and backslash in
-/// mountinfo paths (`\040`, `\011`, `\012`, `\134`).
-fn unescape_octal(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let octal = bytes
-            .get(i + 1..i + 4)
-            .filter(|d| d.iter().all(|b| (b'0'..=b'7').contains(b)));
-        match (bytes[i], octal) {
-            (b'\\', Some(d)) => {
-                let v = d.iter().fold(0u32, |acc, b| acc * 8 + u32::from(b - b'0'));
-                out.push(u8::try_from(v).unwrap_or(b'?'));
-                i += 4;
-            }
-            (b, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -526,20 +468,6 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("line 1"), "{err}");
-    }
-
-    #[test]
-    fn mountinfo_escapes() {
-        let e = parse_mountinfo_line(
-            r"40 31 0:37 / /mnt/my\040cgroups\134x rw,relatime - cgroup cgroup rw,pids",
-        )
-        .unwrap();
-        assert_eq!(e.mount_point, Path::new("/mnt/my cgroups\\x"));
-        assert_eq!(e.fstype, "cgroup");
-        assert_eq!(e.super_options, "rw,pids");
-        assert_eq!(unescape_octal(r"a\011b\012c\9"), "a\tb\nc\\9");
-        assert_eq!(unescape_octal(r"tail\04"), r"tail\04");
-        assert!(parse_mountinfo_line("1 2 3 4 5 6 - cgroup").is_err());
     }
 
     #[test]

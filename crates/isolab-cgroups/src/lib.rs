@@ -14,6 +14,14 @@
 //!   itself before `exec`, [`Cgroup::stats`] ([`Stats`], with [`Pressure`]),
 //!   [`Cgroup::kill_all`] and [`Cgroup::remove`].
 //! - [`list_below`] finds leftovers for `isolab gc`.
+//! - [`read_mountinfo`] is isolab's one reader of `/proc/self/mountinfo`: typed
+//!   [`MountEntry`] lines with octal escapes decoded, errors naming the file and
+//!   line ([`mountinfo_path`] takes the proc root as a parameter).
+//! - Cgroup subtrees, also in hierarchies isolab does not manage: [`subtree`] walks
+//!   one children first, [`has_processes`], [`populated`] and [`deepest_populated`]
+//!   find processes in it, [`remove_tree`] removes it bottom-up (optionally killing
+//!   what is inside, retrying busy directories) and [`rmdir_retrying`] waits for
+//!   one busy directory.
 //! - Value types: [`IdSet`] (cpu lists like `0-2,4`), [`Bytes`], [`CpuQuota`],
 //!   [`DeviceNumber`], [`IoThrottle`].
 //! - [`Error`] names the path of every failure and, for writes, the data written.
@@ -47,9 +55,11 @@ mod format;
 mod hierarchy;
 mod idset;
 mod limits;
+mod mountinfo;
 mod psi;
 mod stats;
 mod syscalls;
+mod tree;
 mod v1;
 mod v2;
 
@@ -59,6 +69,11 @@ pub use error::{Error, InvalidValue};
 pub use hierarchy::{Controller, Hierarchy, Version};
 pub use idset::IdSet;
 pub use limits::{CpuQuota, DeviceNumber, IoThrottle, Limits};
+pub use mountinfo::{mountinfo_path, parse_mountinfo, read_mountinfo, Malformed, MountEntry};
 pub use psi::{Pressure, Psi, PsiLines};
 pub use stats::Stats;
 pub use syscalls::{RealSyscalls, Syscalls};
+pub use tree::{
+    deepest_populated, has_processes, populated, procs, remove_tree, rmdir_retrying, subtree,
+    RemoveTree, RemovedTree,
+};

@@ -71,7 +71,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use isolab_cgroups::{Bytes, Limits, Version};
+use isolab_cgroups::{
+    mountinfo_path, read_mountinfo, remove_tree, rmdir_retrying, Bytes, Limits, Malformed,
+    MountEntry, RealSyscalls, RemoveTree, Version,
+};
 
 use crate::tool::{argv, require, run_ok, tail, SystemTools, Tools};
 use crate::{Engine, EngineError, NetworkMode, PreparedImage, RunRequest};
@@ -746,12 +749,17 @@ pub(crate) fn process_is(proc: &Path, pid: u32, comm: &str) -> bool {
     name == comm && state != "Z" && state != "X"
 }
 
-/// Mount points at or below any of `roots`, deepest first, from `mountinfo` text.
-pub(crate) fn mounts_below(mountinfo: &str, roots: &[&Path]) -> Vec<PathBuf> {
-    let mut found: Vec<PathBuf> = mountinfo
-        .lines()
-        .filter_map(|l| l.split_whitespace().nth(4))
-        .map(|m| PathBuf::from(m.replace("\\040", " ")))
+/// This process's mount table in the proc file system at `proc`; empty when it cannot
+/// be read (cleanup is best effort). Lines that are not mount entries are skipped.
+pub(crate) fn mounts_of(proc: &Path) -> Vec<MountEntry> {
+    read_mountinfo(&mountinfo_path(proc), Malformed::Skip).unwrap_or_default()
+}
+
+/// Mount points at or below any of `roots`, deepest first.
+pub(crate) fn mounts_below(mounts: &[MountEntry], roots: &[&Path]) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = mounts
+        .iter()
+        .map(|m| m.mount_point.clone())
         .filter(|m| roots.iter().any(|r| m.starts_with(r)))
         .collect();
     found.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
@@ -765,22 +773,13 @@ const LAB_CONTROLLERS: [&str; 7] = [
 ];
 
 /// Mount points of cgroup v1 hierarchies that hold none of the controllers the lab
-/// manages (`devices`, `name=systemd`, a `hugetlb` mounted for crun, …), from
-/// `mountinfo` text.
-pub(crate) fn foreign_v1_mounts(mountinfo: &str) -> Vec<PathBuf> {
-    mountinfo
-        .lines()
-        .filter_map(|l| {
-            let (pre, post) = l.split_once(" - ")?;
-            let mut post = post.split_whitespace();
-            if post.next()? != "cgroup" {
-                return None;
-            }
-            let options = post.nth(1)?;
-            let managed = options.split(',').any(|o| LAB_CONTROLLERS.contains(&o));
-            let mount = pre.split_whitespace().nth(4)?;
-            (!managed).then(|| PathBuf::from(mount.replace("\\040", " ")))
-        })
+/// manages (`devices`, `name=systemd`, a `hugetlb` mounted for crun, …).
+pub(crate) fn foreign_v1_mounts(mounts: &[MountEntry]) -> Vec<PathBuf> {
+    mounts
+        .iter()
+        .filter(|m| m.fstype == "cgroup")
+        .filter(|m| !LAB_CONTROLLERS.iter().any(|c| m.has_super_option(c)))
+        .map(|m| m.mount_point.clone())
         .collect()
 }
 
@@ -790,9 +789,12 @@ pub(crate) fn foreign_v1_mounts(mountinfo: &str) -> Vec<PathBuf> {
 /// the container's own cgroup, so without this each run would leave its parent
 /// there. Directories still in use (another run's) stay. Returns what was removed.
 pub fn remove_foreign_parent_cgroups(proc: &Path, parent: &Path) -> Vec<PathBuf> {
-    let mountinfo = std::fs::read_to_string(proc.join("self/mountinfo")).unwrap_or_default();
-    remove_parent_chains(&foreign_v1_mounts(&mountinfo), parent)
+    remove_parent_chains(&foreign_v1_mounts(&mounts_of(proc)), parent)
 }
+
+/// How long [`remove_parent_chains`] waits for a busy `parent` (the container's own
+/// cgroup is still being removed).
+const PARENT_BUSY: Duration = Duration::from_secs(2);
 
 /// Removes everything below `parent` (the container's cgroups: the lab puts nothing
 /// else there), `parent` itself and its empty ancestors below each of `mounts`,
@@ -800,39 +802,24 @@ pub fn remove_foreign_parent_cgroups(proc: &Path, parent: &Path) -> Vec<PathBuf>
 pub(crate) fn remove_parent_chains(mounts: &[PathBuf], parent: &Path) -> Vec<PathBuf> {
     let parent = parent.strip_prefix("/").unwrap_or(parent);
     let mut removed = Vec::new();
+    // Best effort: a cgroup that still holds a process stays, and so does the parent
+    // above it.
+    let below = RemoveTree {
+        keep_top: true,
+        ..RemoveTree::default()
+    };
     for m in mounts {
-        let mut below = Vec::new();
-        let mut stack = vec![m.join(parent)];
-        while let Some(d) = stack.pop() {
-            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-                if e.file_type().is_ok_and(|t| t.is_dir()) {
-                    stack.push(e.path());
-                    below.push(e.path());
-                }
-            }
-        }
-        below.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
-        for d in below {
-            // Best effort: a cgroup that still holds a process stays, and so does
-            // the parent above it.
-            if std::fs::remove_dir(&d).is_ok() {
-                removed.push(d);
-            }
-        }
+        removed.append(&mut remove_tree(&RealSyscalls, &m.join(parent), &below).removed);
         let mut dir = m.join(parent);
-        let deadline = Instant::now() + Duration::from_secs(2);
         while dir != *m && dir.starts_with(m) {
-            match std::fs::remove_dir(&dir) {
+            let patience = if dir.ends_with(parent) {
+                PARENT_BUSY
+            } else {
+                Duration::ZERO
+            };
+            match rmdir_retrying(&RealSyscalls, &dir, patience) {
                 Ok(()) => removed.push(dir.clone()),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e)
-                    if dir.ends_with(parent)
-                        && e.raw_os_error() == Some(libc::EBUSY)
-                        && Instant::now() < deadline =>
-                {
-                    std::thread::sleep(Duration::from_millis(20));
-                    continue;
-                }
                 // In use by another run (or not ours): leave it and its ancestors.
                 Err(_) => break,
             }
@@ -1030,11 +1017,10 @@ impl Docker {
     }
 
     fn unmount_leftovers(&self) -> Result<Vec<String>, EngineError> {
-        let mountinfo =
-            std::fs::read_to_string(self.config.proc.join("self/mountinfo")).unwrap_or_default();
+        let mounts = mounts_of(&self.config.proc);
         let exec = self.config.exec_root();
         let mut done = Vec::new();
-        for m in mounts_below(&mountinfo, &[&self.config.data_root, &exec]) {
+        for m in mounts_below(&mounts, &[&self.config.data_root, &exec]) {
             let umount = require(&*self.tools, ENGINE, "umount", "mount")?;
             run_ok(
                 &*self.tools,
@@ -1476,6 +1462,10 @@ pub(crate) mod tests {
     use crate::tool::Output;
     use isolab_cgroups::{CpuQuota, DeviceNumber, IdSet, IoThrottle};
 
+    fn parse(mountinfo: &str) -> Vec<MountEntry> {
+        isolab_cgroups::parse_mountinfo(Path::new("mountinfo"), mountinfo, Malformed::Fail).unwrap()
+    }
+
     /// A fake [`Tools`]: records every argv and answers the first canned reply
     /// whose pattern the joined command line contains.
     #[derive(Default)]
@@ -1916,7 +1906,7 @@ pub(crate) mod tests {
              34 27 0:34 / {d}/hugetlb rw - cgroup cgroup rw,hugetlb\n",
             d = d.display()
         );
-        let foreign = foreign_v1_mounts(&mi);
+        let foreign = foreign_v1_mounts(&parse(&mi));
         assert_eq!(
             foreign,
             vec![d.join("devices"), d.join("systemd"), d.join("hugetlb")]
@@ -1950,7 +1940,7 @@ pub(crate) mod tests {
                   46 27 0:4 / /run/isolab/dockerd/exec/netns/default rw - nsfs nsfs rw\n";
         assert_eq!(
             mounts_below(
-                mi,
+                &parse(mi),
                 &[
                     Path::new("/var/lib/isolab/docker"),
                     Path::new("/run/isolab/dockerd/exec")

@@ -137,33 +137,13 @@ pub trait Engine: Send + Sync {
 }
 
 /// The container's cgroup below `parent` in the hierarchy mounted at `mount` (e.g.
-/// `/sys/fs/cgroup/cpu`): the deepest descendant that holds processes, or `None`
-/// while the container has not started.
+/// `/sys/fs/cgroup/cpu`): the deepest descendant that holds processes
+/// ([`isolab_cgroups::deepest_populated`]), or `None` while the container has not
+/// started.
 pub fn find_container_cgroup(mount: &Path, parent: &Path) -> Option<PathBuf> {
     let root = mount.join(parent.strip_prefix("/").unwrap_or(parent));
-    let mut best: Option<(usize, PathBuf)> = None;
-    let mut stack = vec![(0usize, root.clone())];
-    while let Some((depth, dir)) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
-                stack.push((depth + 1, e.path()));
-            }
-        }
-        if depth > 0 && has_processes(&dir) && !matches!(best, Some((d, _)) if d >= depth) {
-            best = Some((depth, dir));
-        }
-    }
-    best.and_then(|(_, p)| p.strip_prefix(mount).ok().map(|r| Path::new("/").join(r)))
-}
-
-/// Whether the cgroup directory `dir` holds a process (its `cgroup.procs` lists one).
-pub fn has_processes(dir: &Path) -> bool {
-    std::fs::read_to_string(dir.join("cgroup.procs"))
-        .map(|s| !s.trim().is_empty())
-        .unwrap_or(false)
+    isolab_cgroups::deepest_populated(&root)
+        .and_then(|p| p.strip_prefix(mount).ok().map(|r| Path::new("/").join(r)))
 }
 
 #[cfg(test)]

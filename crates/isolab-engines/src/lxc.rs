@@ -90,7 +90,7 @@ use isolab_runtime::ContainerId;
 
 use crate::oci::{
     base_env, cgroup_mounts, cgroup_version, check_request, cpuset_v1_mount, create_dir,
-    parent_rel, path_str, prepare_dir_image, read_mountinfo, run_dirs_with_prefix, Cleanup, Host,
+    mount_table, parent_rel, path_str, prepare_dir_image, run_dirs_with_prefix, Cleanup, Host,
     RunState, SystemHost,
 };
 use crate::tool::{argv, require, run_ok, SystemTools, Tools};
@@ -173,15 +173,13 @@ impl Lxc {
 
     /// Whether a process is left in the container's or the monitor's cgroups.
     fn has_processes(&self, state: &RunState) -> Result<bool, EngineError> {
-        let mounts = read_mountinfo(ENGINE, &self.paths.mountinfo)?;
+        let mounts = mount_table(ENGINE, &self.paths.mountinfo)?;
         let roots = cgroup_mounts(&mounts);
         Ok(roots.iter().any(|root| {
-            state.cgroups.iter().any(|rel| {
-                walk(&root.join(rel)).iter().any(|d| {
-                    std::fs::read_to_string(d.join("cgroup.procs"))
-                        .is_ok_and(|s| !s.trim().is_empty())
-                })
-            })
+            state
+                .cgroups
+                .iter()
+                .any(|rel| isolab_cgroups::populated(&root.join(rel)))
         }))
     }
 
@@ -227,24 +225,6 @@ impl Lxc {
         lines.append(&mut cleanup.run(&dir, &state)?);
         Ok(lines)
     }
-}
-
-/// `path` and every directory below it (parents first); empty when it does not exist.
-fn walk(path: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![path.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            if e.file_type().is_ok_and(|t| t.is_dir()) {
-                stack.push(e.path());
-            }
-        }
-        out.push(d);
-    }
-    out
 }
 
 impl Engine for Lxc {
@@ -301,7 +281,7 @@ impl Engine for Lxc {
             });
         }
         let execute = self.program("lxc-execute")?;
-        let mounts = read_mountinfo(ENGINE, &self.paths.mountinfo)?;
+        let mounts = mount_table(ENGINE, &self.paths.mountinfo)?;
         let version = cgroup_version(ENGINE, &self.paths.mountinfo)?;
         let dir = self.run_dir(&request.id);
         let scratch = dir.join("scratch");
@@ -379,7 +359,7 @@ impl Engine for Lxc {
     fn gc(&self, prefix: &str) -> Result<Vec<String>, EngineError> {
         let mut ids = run_dirs_with_prefix(ENGINE, &self.paths.lxcpath, prefix)?;
         // Monitors whose run directory is gone.
-        let mounts = read_mountinfo(ENGINE, &self.paths.mountinfo)?;
+        let mounts = mount_table(ENGINE, &self.paths.mountinfo)?;
         for root in cgroup_mounts(&mounts) {
             for id in run_dirs_with_prefix(ENGINE, &root.join(MONITOR_CGROUP), prefix)? {
                 if !ids.contains(&id) {

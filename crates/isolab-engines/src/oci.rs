@@ -98,7 +98,9 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use isolab_cgroups::{Limits, Version};
+use isolab_cgroups::{
+    read_mountinfo, Limits, Malformed, MountEntry, RemoveTree, Syscalls, Version,
+};
 use isolab_runtime::ContainerId;
 use serde_json::{json, Map, Value};
 
@@ -335,7 +337,7 @@ impl OciEngine {
             .filter(|name| {
                 !mounts
                     .iter()
-                    .any(|m| m.fstype == "cgroup" && m.super_options.split(',').any(|o| o == name))
+                    .any(|m| m.fstype == "cgroup" && m.has_super_option(name))
             })
             .collect()
     }
@@ -516,7 +518,7 @@ impl Engine for OciEngine {
         if self.kind != OciKind::Crun {
             return Ok(());
         }
-        let mounts = read_mountinfo(self.engine(), &self.paths.mountinfo)?;
+        let mounts = mount_table(self.engine(), &self.paths.mountinfo)?;
         let hybrid = self.hybrid_controllers(&mounts)?;
         let unmounted = self.unmounted_v1_controllers(&mounts);
         let mut controllers = hybrid.clone();
@@ -579,7 +581,7 @@ impl Engine for OciEngine {
         } else {
             None
         };
-        let mounts = read_mountinfo(engine, &self.paths.mountinfo)?;
+        let mounts = mount_table(engine, &self.paths.mountinfo)?;
         let version = cgroup_version(engine, &self.paths.mountinfo)?;
         let spec = self.spec(request, version, init.as_deref())?;
         let dir = self.bundle(&request.id);
@@ -1049,96 +1051,47 @@ impl Host for SystemHost {
     }
 }
 
-/// One line of `/proc/self/mountinfo`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct MountEntry {
-    /// Where it is mounted (octal escapes decoded).
-    pub mount_point: PathBuf,
-    /// Per-mount options (`rw,nosuid,…`).
-    pub options: String,
-    /// File system type (`cgroup`, `cgroup2`, `overlay`, …).
-    pub fstype: String,
-    /// Per-superblock options (for cgroup v1: the controllers).
-    pub super_options: String,
-}
-
-/// Decodes mountinfo's octal escapes (`\040` for a space).
-fn unescape(field: &str) -> String {
-    let bytes = field.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'\\' && i + 4 <= bytes.len() {
-            let digits = &bytes[i + 1..i + 4];
-            if digits.iter().all(|d| (b'0'..=b'7').contains(d)) {
-                let code = digits
-                    .iter()
-                    .fold(0u32, |acc, d| acc * 8 + u32::from(d - b'0'));
-                if let Ok(byte) = u8::try_from(code) {
-                    out.push(byte);
-                    i += 4;
-                    continue;
-                }
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
+/// The mount table at `path` as an engine error: a file that cannot be read is
+/// [`EngineError::Io`], a table that does not say the cgroup layout is
+/// [`EngineError::Unsupported`].
+fn mountinfo_error(engine: &'static str, path: &Path, e: isolab_cgroups::Error) -> EngineError {
+    match e {
+        isolab_cgroups::Error::Read { path, source } => EngineError::Io {
+            engine,
+            action: "read the mount table",
+            path,
+            source,
+        },
+        e => EngineError::Unsupported {
+            engine,
+            detail: format!("cannot tell the cgroup layout from {}: {e}", path.display()),
+        },
     }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
-/// Parses the text of a mountinfo file; malformed lines are skipped.
-pub(crate) fn parse_mountinfo(text: &str) -> Vec<MountEntry> {
-    text.lines()
-        .filter_map(|line| {
-            let (left, right) = line.split_once(" - ")?;
-            let left: Vec<&str> = left.split(' ').collect();
-            let right: Vec<&str> = right.split(' ').collect();
-            Some(MountEntry {
-                mount_point: PathBuf::from(unescape(left.get(4)?)),
-                options: (*left.get(5)?).to_owned(),
-                fstype: (*right.first()?).to_owned(),
-                super_options: right.get(2).copied().unwrap_or("").to_owned(),
-            })
-        })
-        .collect()
-}
-
-/// Reads and parses the mountinfo file at `path`.
-pub(crate) fn read_mountinfo(
+/// Reads the mountinfo file at `path` ([`isolab_cgroups::read_mountinfo`]); lines that
+/// are not mount entries are skipped, so that cleanup goes on.
+pub(crate) fn mount_table(
     engine: &'static str,
     path: &Path,
 ) -> Result<Vec<MountEntry>, EngineError> {
-    let text = std::fs::read_to_string(path).map_err(|source| EngineError::Io {
-        engine,
-        action: "read the mount table",
-        path: path.to_path_buf(),
-        source,
-    })?;
-    Ok(parse_mountinfo(&text))
+    read_mountinfo(path, Malformed::Skip).map_err(|e| mountinfo_error(engine, path, e))
 }
 
 /// The cgroup version of the mount table at `path` (as `isolab_cgroups` sees it).
 pub(crate) fn cgroup_version(engine: &'static str, path: &Path) -> Result<Version, EngineError> {
-    let text = std::fs::read_to_string(path).map_err(|source| EngineError::Io {
-        engine,
-        action: "read the mount table",
-        path: path.to_path_buf(),
-        source,
-    })?;
-    isolab_cgroups::Hierarchy::from_mountinfo(&text)
+    let mounts =
+        read_mountinfo(path, Malformed::Fail).map_err(|e| mountinfo_error(engine, path, e))?;
+    isolab_cgroups::Hierarchy::from_mounts(&mounts)
         .map(|h| h.version())
-        .map_err(|e| EngineError::Unsupported {
-            engine,
-            detail: format!("cannot tell the cgroup layout from {}: {e}", path.display()),
-        })
+        .map_err(|e| mountinfo_error(engine, path, e))
 }
 
 /// The mount points of every cgroup hierarchy (v1 and v2) in `mounts`.
 pub(crate) fn cgroup_mounts(mounts: &[MountEntry]) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
     for m in mounts {
-        if (m.fstype == "cgroup" || m.fstype == "cgroup2") && !out.contains(&m.mount_point) {
+        if m.is_cgroup() && !out.contains(&m.mount_point) {
             out.push(m.mount_point.clone());
         }
     }
@@ -1149,7 +1102,7 @@ pub(crate) fn cgroup_mounts(mounts: &[MountEntry]) -> Vec<PathBuf> {
 pub(crate) fn cpuset_v1_mount(mounts: &[MountEntry]) -> Option<PathBuf> {
     mounts
         .iter()
-        .find(|m| m.fstype == "cgroup" && m.super_options.split(',').any(|o| o == "cpuset"))
+        .find(|m| m.fstype == "cgroup" && m.has_super_option("cpuset"))
         .map(|m| m.mount_point.clone())
 }
 
@@ -1403,7 +1356,7 @@ impl Cleanup<'_> {
         let engine = self.engine;
         let mut lines = Vec::new();
         let mut first_error: Option<EngineError> = None;
-        let mounts = read_mountinfo(engine, self.mountinfo)?;
+        let mounts = mount_table(engine, self.mountinfo)?;
         // Mounts below the run's directory, deepest (= latest) first.
         let mut below: Vec<&MountEntry> = mounts
             .iter()
@@ -1498,68 +1451,51 @@ impl Cleanup<'_> {
     }
 
     /// Removes the cgroup `top` and everything below it, killing the processes still
-    /// inside; `Ok(false)` when it does not exist.
+    /// inside ([`isolab_cgroups::remove_tree`] through the [`Host`]); `Ok(false)` when
+    /// it does not exist.
     fn remove_cgroup_tree(&self, top: &Path) -> Result<bool, EngineError> {
         if !top.is_dir() {
             return Ok(false);
         }
-        let start = Instant::now();
-        loop {
-            let dirs = dirs_deepest_first(top);
-            let mut last_error = None;
-            for d in &dirs {
-                for pid in procs(d) {
-                    let _ = self.host.kill(pid);
-                }
-                match self.host.rmdir(d) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                    Err(e) => last_error = Some((d.clone(), e)),
-                }
-            }
-            match last_error {
-                None => return Ok(true),
-                Some((path, source)) if start.elapsed() >= CGROUP_DEADLINE => {
-                    return Err(EngineError::Io {
-                        engine: self.engine,
-                        action: "remove the container's cgroup",
-                        path,
-                        source,
-                    })
-                }
-                Some(_) => std::thread::sleep(Duration::from_millis(10)),
-            }
+        let how = RemoveTree {
+            kill: true,
+            patience: CGROUP_DEADLINE,
+            ..RemoveTree::default()
+        };
+        match isolab_cgroups::remove_tree(&HostCalls(self.host), top, &how).failed {
+            None => Ok(true),
+            Some((path, source)) => Err(EngineError::Io {
+                engine: self.engine,
+                action: "remove the container's cgroup",
+                path,
+                source,
+            }),
         }
     }
 }
 
-/// `top` and every directory below it, children before their parents.
-fn dirs_deepest_first(top: &Path) -> Vec<PathBuf> {
-    let mut order = Vec::new();
-    let mut stack = vec![top.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        if let Ok(entries) = std::fs::read_dir(&d) {
-            for e in entries.flatten() {
-                if e.file_type().is_ok_and(|t| t.is_dir()) {
-                    stack.push(e.path());
-                }
-            }
-        }
-        order.push(d);
+/// A [`Host`]'s `rmdir` and `kill`, as the [`Syscalls`] of
+/// [`isolab_cgroups::remove_tree`].
+struct HostCalls<'a>(&'a dyn Host);
+
+impl std::fmt::Debug for HostCalls<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HostCalls")
     }
-    order.reverse();
-    order
 }
 
-/// The pids in the cgroup `dir` (none when unreadable).
-fn procs(dir: &Path) -> Vec<u32> {
-    std::fs::read_to_string(dir.join("cgroup.procs"))
-        .map(|s| {
-            s.split_whitespace()
-                .filter_map(|p| p.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default()
+impl Syscalls for HostCalls<'_> {
+    fn mkdir(&self, path: &Path) -> io::Result<()> {
+        std::fs::create_dir(path)
+    }
+
+    fn rmdir(&self, path: &Path) -> io::Result<()> {
+        self.0.rmdir(path)
+    }
+
+    fn kill(&self, pid: u32) -> io::Result<()> {
+        self.0.kill(pid)
+    }
 }
 
 #[cfg(test)]
@@ -2001,16 +1937,12 @@ mod tests {
 
     #[test]
     fn mountinfo_lines_are_parsed_with_escapes() {
+        // The parsing itself is tested in `isolab_cgroups::mountinfo`.
         let text = "36 25 0:31 / /sys/fs/cgroup/cpu rw,nosuid,relatime shared:12 - cgroup cgroup rw,cpu\n\
                     40 22 0:50 / /run/isolab/oci/a\\040b/rootfs rw,relatime - overlay overlay rw,lowerdir=/x\n\
                     garbage\n";
-        let m = parse_mountinfo(text);
+        let m = isolab_cgroups::parse_mountinfo(Path::new("mi"), text, Malformed::Skip).unwrap();
         assert_eq!(m.len(), 2);
-        assert_eq!(m[0].mount_point, Path::new("/sys/fs/cgroup/cpu"));
-        assert_eq!(m[0].fstype, "cgroup");
-        assert_eq!(m[0].super_options, "rw,cpu");
-        assert_eq!(m[0].options, "rw,nosuid,relatime");
-        assert_eq!(m[1].mount_point, Path::new("/run/isolab/oci/a b/rootfs"));
         assert_eq!(cgroup_mounts(&m), [PathBuf::from("/sys/fs/cgroup/cpu")]);
         assert_eq!(cpuset_v1_mount(&m), None);
     }

@@ -74,7 +74,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use isolab_cgroups::{Hierarchy, Version};
+use isolab_cgroups::{
+    mountinfo_path, read_mountinfo, remove_tree, Hierarchy, Malformed, RealSyscalls, RemoveTree,
+    Version,
+};
 
 use crate::docker::{
     cached_tar_in, common_run_flags, limit_flags, remove_foreign_parent_cgroups,
@@ -476,33 +479,21 @@ impl Podman {
     /// went back to cgroup2.
     fn undo_mount(&self, m: &FixMount) -> Result<Vec<String>, EngineError> {
         let mut done = Vec::new();
-        let mut dirs = Vec::new();
-        let mut stack = vec![m.mount_point.clone()];
-        while let Some(d) = stack.pop() {
-            if let Ok(entries) = std::fs::read_dir(&d) {
-                for e in entries.flatten() {
-                    if e.file_type().is_ok_and(|t| t.is_dir()) {
-                        stack.push(e.path());
-                        dirs.push(e.path());
-                    }
-                }
-            }
-        }
-        dirs.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
-        for d in &dirs {
-            // Best effort: a cgroup still in use makes the unmount keep the hierarchy,
-            // which the check below reports.
-            let _ = std::fs::remove_dir(d);
-        }
+        // Best effort: a cgroup still in use makes the unmount keep the hierarchy,
+        // which the check below reports.
+        let below = RemoveTree {
+            keep_top: true,
+            ..RemoveTree::default()
+        };
+        remove_tree(&RealSyscalls, &m.mount_point, &below);
         let umount = require(&*self.tools, ENGINE, "umount", "mount")?;
         let mount = require(&*self.tools, ENGINE, "mount", "mount")?;
         let mounted = |tools: &dyn Tools| {
-            let mi = std::fs::read_to_string(self.config.proc.join("self/mountinfo"))
-                .unwrap_or_default();
             let _ = tools;
-            mi.lines()
-                .filter_map(|l| l.split_whitespace().nth(4))
-                .any(|p| Path::new(p) == m.mount_point)
+            read_mountinfo(&mountinfo_path(&self.config.proc), Malformed::Skip)
+                .unwrap_or_default()
+                .iter()
+                .any(|e| e.mount_point == m.mount_point)
         };
         let back_in_v2 = || {
             self.config

@@ -236,36 +236,18 @@ fn watch(
 }
 
 fn cgroup_mounts() -> Vec<PathBuf> {
-    std::fs::read_to_string("/proc/self/mountinfo")
+    let table = isolab_cgroups::mountinfo_path(Path::new("/proc"));
+    isolab_cgroups::read_mountinfo(&table, isolab_cgroups::Malformed::Fail)
         .unwrap()
-        .lines()
-        .filter_map(|l| {
-            let (left, right) = l.split_once(" - ")?;
-            let fstype = right.split(' ').next()?;
-            (fstype == "cgroup" || fstype == "cgroup2")
-                .then(|| PathBuf::from(left.split(' ').nth(4).unwrap()))
-        })
+        .into_iter()
+        .filter(|m| m.is_cgroup())
+        .map(|m| m.mount_point)
         .collect()
 }
 
+/// Whether a cgroup strictly below `dir` holds a process.
 fn has_processes_below(dir: &Path) -> bool {
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            if e.path().is_dir() {
-                stack.push(e.path());
-            }
-        }
-        if d != dir
-            && std::fs::read_to_string(d.join("cgroup.procs")).is_ok_and(|p| !p.trim().is_empty())
-        {
-            return true;
-        }
-    }
-    false
+    isolab_cgroups::deepest_populated(dir).is_some()
 }
 
 fn mounts_below(dir: &str) -> Vec<String> {

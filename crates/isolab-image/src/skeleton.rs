@@ -4,6 +4,8 @@
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use isolab_cgroups::{mountinfo_path, read_mountinfo, Malformed};
+
 use crate::error::{ImageError, IoContext};
 
 /// The hostname written into every image.
@@ -85,24 +87,19 @@ pub(crate) fn write_identity(root: &Path) -> Result<(), ImageError> {
     write_file(root, "etc/resolv.conf", "", 0o644)
 }
 
-/// Mount points at or below `path`, from `/proc/self/mountinfo`.
+/// Where the proc file system is mounted (its `self/mountinfo` is read).
+const PROC: &str = "/proc";
+
+/// Mount points at or below `path`, from `/proc/self/mountinfo` (none when it cannot
+/// be read).
 fn mounts_below(path: &Path) -> Vec<PathBuf> {
-    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
-        return Vec::new();
-    };
-    info.lines()
-        .filter_map(|l| l.split(' ').nth(4))
-        .map(|m| PathBuf::from(unescape_mountinfo(m)))
+    let table = mountinfo_path(Path::new(PROC));
+    read_mountinfo(&table, Malformed::Skip)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|m| m.mount_point)
         .filter(|m| m.starts_with(path))
         .collect()
-}
-
-fn unescape_mountinfo(s: &str) -> String {
-    // Octal escapes for space, tab, newline and backslash.
-    s.replace("\\040", " ")
-        .replace("\\011", "\t")
-        .replace("\\012", "\n")
-        .replace("\\134", "\\")
 }
 
 /// `remove_dir_all` that refuses to run when something is mounted below `path` (a failed
@@ -279,7 +276,8 @@ mod tests {
 
     #[test]
     fn mountinfo_escapes() {
-        assert_eq!(unescape_mountinfo("/a\\040b"), "/a b");
+        // Unescaping moved with the parser to `isolab_cgroups::mountinfo` (its test
+        // `mountinfo_escapes` checks `\040`).
         assert!(!mounts_below(Path::new("/proc")).is_empty());
         let d = tempfile::tempdir().unwrap();
         assert!(mounts_below(d.path()).is_empty());

@@ -250,7 +250,7 @@ fn watch(hierarchy: Hierarchy, instance: PathBuf, stop: Arc<AtomicBool>) -> Watc
             let emptied = seen
                 .cgroup
                 .as_ref()
-                .is_some_and(|c| !isolab_engines::has_processes(&mount.join(c)));
+                .is_some_and(|c| !isolab_cgroups::has_processes(&mount.join(c)));
             if seen.cgroup.as_ref() != Some(&rel) && (deeper || emptied) {
                 // Readings of another cgroup are not this one's.
                 seen.limits = None;
@@ -269,7 +269,7 @@ fn watch(hierarchy: Hierarchy, instance: PathBuf, stop: Arc<AtomicBool>) -> Watc
                 Ok(c) => {
                     match c.read_limits() {
                         Ok(l) => {
-                            let live = isolab_engines::has_processes(&mount.join(rel));
+                            let live = isolab_cgroups::has_processes(&mount.join(rel));
                             if live || !seen.limits_live {
                                 seen.limits = Some(Ok(l));
                                 seen.limits_live = live;

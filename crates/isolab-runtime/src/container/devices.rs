@@ -17,10 +17,11 @@ use std::fs;
 use std::io;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use isolab_cgroups::{Controller, Hierarchy, Version};
+use isolab_cgroups::{
+    remove_tree, rmdir_retrying, Controller, Hierarchy, RealSyscalls, RemoveTree, Version,
+};
 
 use crate::error::RuntimeError;
 use crate::security::{write_v1_rules, DeviceRule};
@@ -60,25 +61,12 @@ pub fn remove_devices_mirror(h: &Hierarchy, rel: &Path) -> Vec<PathBuf> {
     let Some(mount) = devices_mount(h) else {
         return Vec::new();
     };
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        let Ok(entries) = fs::read_dir(dir) else {
-            return;
-        };
-        for e in entries.flatten() {
-            if e.file_type().is_ok_and(|t| t.is_dir()) {
-                walk(&e.path(), out);
-            }
-        }
-        if fs::remove_dir(dir).is_ok() {
-            out.push(dir.to_owned());
-        }
-    }
-    let mut removed = Vec::new();
     let top = mount.join(rel);
-    if top.is_dir() && top != mount {
-        walk(&top, &mut removed);
+    if top == mount {
+        return Vec::new();
     }
-    removed
+    // One pass, nobody killed: a directory that holds a process stays.
+    remove_tree(&RealSyscalls, &top, &RemoveTree::default()).removed
 }
 
 /// Every mount root a container's cgroup lives under: each controller's mount, the
@@ -126,16 +114,9 @@ pub(crate) fn missing_ancestors(roots: &[PathBuf], parent: &Path) -> Vec<PathBuf
 /// `rmdir` of a cgroup directory, retrying `EBUSY` for about a second; a missing
 /// directory is fine.
 pub(crate) fn remove_cgroup_dir(path: &Path) -> io::Result<()> {
-    let start = Instant::now();
-    loop {
-        match fs::remove_dir(path) {
-            Ok(()) => return Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-            Err(e) if e.raw_os_error() == Some(libc::EBUSY) && start.elapsed() < RMDIR_DEADLINE => {
-                thread::sleep(Duration::from_millis(10));
-            }
-            Err(e) => return Err(e),
-        }
+    match rmdir_retrying(&RealSyscalls, path, RMDIR_DEADLINE) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        other => other,
     }
 }
 
