@@ -335,21 +335,7 @@ pub fn comparison_table(c: &crate::compare::Comparison, style: impl Into<Style>)
             }
         }
     }
-    let mut t = factor_table(
-        &factors,
-        &[
-            ("metric", false),
-            ("A median", true),
-            ("B median", true),
-            ("change [95% CI]", true),
-            ("unpaired CI", true),
-            ("ratio [95% CI]", true),
-            ("test", false),
-            ("p", true),
-            ("q (BH)", true),
-            ("verdict", false),
-        ],
-    );
+    let mut t = factor_table(&factors, &COMPARISON_COLUMNS);
     for p in &c.points {
         let mut row = factor_cells(&factors, &p.levels);
         row.push(format!("{} ({})", p.metric, p.unit));
@@ -442,8 +428,22 @@ const GEOMEAN_LEGEND: &str = "geomean = geometric mean of the points' overhead r
 
 /// The comparison table's last row: the geometric mean of the ratios in the ratio
 /// column, and how many points it covers in the metric column.
+/// The comparison table's columns after the factors; the geomean row fills `ratio`.
+const COMPARISON_COLUMNS: [(&str, bool); 10] = [
+    ("metric", false),
+    ("A median", true),
+    ("B median", true),
+    ("change [95% CI]", true),
+    ("unpaired CI", true),
+    ("ratio [95% CI]", true),
+    ("test", false),
+    ("p", true),
+    ("q (BH)", true),
+    ("verdict", false),
+];
+
 fn geomean_row(factors: usize, g: &crate::compare::GeoMean) -> Vec<String> {
-    let mut row = vec![String::new(); factors + 8];
+    let mut row = vec![String::new(); factors + COMPARISON_COLUMNS.len()];
     let points = format!("{} point{}", g.points, if g.points == 1 { "" } else { "s" });
     if factors == 0 {
         row[0] = format!("geomean of {points}");
@@ -451,7 +451,11 @@ fn geomean_row(factors: usize, g: &crate::compare::GeoMean) -> Vec<String> {
         row[0] = "geomean".into();
         row[factors] = points;
     }
-    row[factors + 4] = format!("{:.3}", g.ratio);
+    let ratio = COMPARISON_COLUMNS
+        .iter()
+        .position(|(c, _)| c.starts_with("ratio"))
+        .unwrap_or(0);
+    row[factors + ratio] = format!("{:.3}", g.ratio);
     row
 }
 
