@@ -82,7 +82,7 @@
 //!         direction: isolab_stats::Direction::Higher,
 //!         value: 1234.5,
 //!     }],
-//!     telemetry: vec![],
+//!     telemetry: TelemetrySet::new(),
 //!     series: vec![],
 //!     notes: vec![],
 //! })?;

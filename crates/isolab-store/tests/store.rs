@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use isolab_stats::Direction;
 use isolab_store::{
     Error, ExperimentStatus, Interruption, MetricValue, NewCell, NewExperiment, NewRun, RunRecord,
-    RunStatus, Series, Store, SCHEMA_VERSION,
+    RunStatus, Series, Store, Telemetry, SCHEMA_VERSION,
 };
 use serde_json::json;
 
@@ -87,7 +87,9 @@ fn run(cell: i64, repetition: u32, warmup: bool, status: RunStatus) -> NewRun {
         } else {
             vec![]
         },
-        telemetry: vec![("cpu_usage_s".into(), 1.93), ("nr_throttled".into(), 12.0)],
+        telemetry: [(Telemetry::CpuUsage, 1.93), (Telemetry::NrThrottled, 12.0)]
+            .into_iter()
+            .collect(),
         series: vec![
             Series {
                 name: "host_cpu_util".into(),
