@@ -8,7 +8,8 @@
 //! - [`platform`]: the [`platform::Platform`] trait and the `host` platform, which
 //!   runs a workload in a cgroup of its own, reads its limits back, and collects
 //!   telemetry (cgroup cpu, throttling, memory peak, io, PSI, context switches, cpu
-//!   migrations, per-core host utilisation).
+//!   migrations, per-core host utilisation) into an [`isolab_store::TelemetrySet`],
+//!   under the typed [`isolab_store::Telemetry`] keys the store and the report share.
 //! - [`runner`]: shuffled rounds, warm-ups, adaptive repetitions, one transaction
 //!   per run, interruption and resume.
 //! - [`environment`]: what the host is, stored with every experiment.

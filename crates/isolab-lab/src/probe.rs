@@ -37,6 +37,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use isolab_store::{Telemetry, TelemetrySet};
+
 /// Shortest accepted probe interval: the probe must stay light.
 pub const MIN_INTERVAL: Duration = Duration::from_micros(100);
 
@@ -400,15 +402,15 @@ impl ProbeReport {
     /// Scalars for the run's telemetry: `sched_latency_p50_ms`, `sched_latency_p99_ms`,
     /// `sched_latency_max_ms` (milliseconds, left out when there were no samples) and
     /// `probe_samples`.
-    pub fn telemetry(&self) -> Vec<(String, f64)> {
-        let mut out = Vec::with_capacity(4);
+    pub fn telemetry(&self) -> TelemetrySet {
+        let mut out = TelemetrySet::new();
         if self.samples > 0 {
             let as_ms = |d: Duration| d.as_secs_f64() * 1e3;
-            out.push(("sched_latency_p50_ms".to_string(), as_ms(self.p50)));
-            out.push(("sched_latency_p99_ms".to_string(), as_ms(self.p99)));
-            out.push(("sched_latency_max_ms".to_string(), as_ms(self.max)));
+            out.push(Telemetry::SchedLatencyP50, as_ms(self.p50));
+            out.push(Telemetry::SchedLatencyP99, as_ms(self.p99));
+            out.push(Telemetry::SchedLatencyMax, as_ms(self.max));
         }
-        out.push(("probe_samples".to_string(), self.samples as f64));
+        out.push(Telemetry::ProbeSamples, self.samples as f64);
         out
     }
 

@@ -25,7 +25,7 @@ use isolab_cgroups::{DeviceNumber, IdSet};
 use isolab_stats::Sample;
 use isolab_store::{
     CellId, ExperimentId, ExperimentStatus, Interruption, MetricValue, NewCell, NewExperiment,
-    NewRun, RunStatus, Store,
+    NewRun, RunStatus, Store, Telemetry,
 };
 use isolab_workloads::{Params, RunOutput};
 use rand::seq::SliceRandom;
@@ -579,7 +579,7 @@ impl<'a> Runner<'a> {
                 Some(e.to_string()),
                 serde_json::Value::Null,
                 Vec::new(),
-                Vec::new(),
+                isolab_store::TelemetrySet::new(),
                 Vec::new(),
                 disk.notes.clone(),
             ),
@@ -884,11 +884,11 @@ impl<'a> Runner<'a> {
             // The first instance's logs and telemetry stand for the run, with the
             // instance count, the longest wall time and every failure.
             let n = rest.len() + 1;
-            execution.telemetry.push(("instances".into(), n as f64));
+            execution.telemetry.push(Telemetry::Instances, n as f64);
             let overlap = instances_overlap(&windows);
             execution
                 .telemetry
-                .push(("instances_overlap_pct".into(), 100.0 * overlap));
+                .push(Telemetry::InstancesOverlap, 100.0 * overlap);
             if overlap < 0.9 {
                 execution.notes.push(format!(
                     "the {n} instances' measurements overlapped {:.0}% (their starts were staggered): throughputs are the work done over the span from the first measurement's start to the last one's end, not the sum of the instances' rates",
@@ -1241,9 +1241,8 @@ impl Runner<'_> {
         let e = self.platform.execute(&solo_job, self.interrupt)?;
         let after = ios(disk);
         let net_after = neighbour::net_rx(Path::new("/proc"));
-        let get = |k: &str| e.telemetry.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
-        let wall = get("wall_s").filter(|w| *w > 0.0);
-        let cpus = match (get("cpu_usage_s"), wall) {
+        let wall = e.telemetry.get(Telemetry::Wall).filter(|w| *w > 0.0);
+        let cpus = match (e.telemetry.get(Telemetry::CpuUsage), wall) {
             (Some(c), Some(w)) => c / w,
             _ => cell.shape.cpus as f64,
         };

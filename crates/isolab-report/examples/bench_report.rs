@@ -8,7 +8,7 @@ use std::time::{Duration, Instant, SystemTime};
 use isolab_report::compare::CompareOptions;
 use isolab_report::{analyse, ExperimentData, SummaryOptions};
 use isolab_stats::Direction;
-use isolab_store::{MetricValue, NewCell, NewExperiment, NewRun, RunStatus, Store};
+use isolab_store::{MetricValue, NewCell, NewExperiment, NewRun, RunStatus, Store, Telemetry};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<usize> = std::env::args()
@@ -79,7 +79,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 direction: Direction::Higher,
                 value,
             }],
-            telemetry: vec![("nr_throttled".into(), 0.0), ("cpu_migrations".into(), 3.0)],
+            telemetry: [
+                (Telemetry::NrThrottled, 0.0),
+                (Telemetry::CpuMigrations, 3.0),
+            ]
+            .into_iter()
+            .collect(),
             series: vec![],
             notes: vec![],
         })?;

@@ -564,7 +564,7 @@ mod tests {
                 direction: Direction::Lower,
                 value,
             }],
-            telemetry: vec![],
+            telemetry: isolab_store::TelemetrySet::new(),
             notes: vec![],
         }
     }

@@ -2,7 +2,8 @@
 //!
 //! - [`summary`]: loads an experiment ([`ExperimentData`]) and summarises each cell's
 //!   metrics ([`MetricRow`]): n, mean, 95% CI, CV, overhead ratio against the
-//!   baseline cell, limits read back, throttling and migrations.
+//!   baseline cell, limits read back, throttling and migrations (read from each run's
+//!   [`isolab_store::TelemetrySet`] by [`isolab_store::Telemetry`] key).
 //! - [`table`]: every report table as one [`table::Table`], rendered as aligned text
 //!   for a terminal or as a GitHub-flavoured Markdown pipe table ([`table::Style`]).
 //! - [`export`]: CSV and JSON, one row per metric observation, and Go's benchmark

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use isolab_stats::{outliers_mad, Sample};
+use isolab_store::Telemetry;
 
 use crate::summary::ExperimentData;
 
@@ -118,8 +119,8 @@ pub fn quality(data: &ExperimentData, primary: &BTreeMap<u32, String>) -> Qualit
             .is_some_and(|a| a.get("cpu").is_some_and(|c| c.is_null()));
         let throttled = runs.iter().any(|r| {
             r.telemetry
-                .iter()
-                .any(|(k, v)| k == "nr_throttled" && *v > 0.0)
+                .get(Telemetry::NrThrottled)
+                .is_some_and(|v| v > 0.0)
         });
         if unlimited && throttled {
             q.unexpected_throttling.push(cell.key.clone());
@@ -216,7 +217,7 @@ mod tests {
                     direction: Direction::Lower,
                     value: v,
                 }],
-                telemetry: vec![],
+                telemetry: isolab_store::TelemetrySet::new(),
                 notes: vec![],
             })
             .collect();

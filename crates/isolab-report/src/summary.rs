@@ -9,6 +9,7 @@ use isolab_stats::{overhead_ratio, welch_t_test, Direction, Sample, Summary};
 pub const SIGNIFICANCE: f64 = 0.05;
 use isolab_store::{
     CellRecord, ExperimentId, ExperimentRecord, Interruption, RunRecord, RunStatus, Store,
+    Telemetry,
 };
 
 /// Everything stored about one experiment that reports use.
@@ -124,9 +125,9 @@ pub struct MetricRow {
     pub runs_to_decide: Option<u64>,
     /// Limits read back, as stored with the first counted run.
     pub limits: Option<String>,
-    /// Mean number of throttled CFS periods per run.
+    /// Mean number of throttled CFS periods per run ([`Telemetry::NrThrottled`]).
     pub throttled_periods: Option<f64>,
-    /// Mean cpu migrations per run.
+    /// Mean cpu migrations per run ([`Telemetry::CpuMigrations`]).
     pub migrations: Option<f64>,
     /// Why the cell stopped.
     pub stop_reason: Option<String>,
@@ -161,15 +162,15 @@ pub fn summarize(data: &ExperimentData, options: &SummaryOptions) -> Vec<MetricR
             .and_then(|r| r.limits.get("summary"))
             .and_then(|s| s.as_str())
             .map(str::to_owned);
-        let telemetry_mean = |key: &str| {
+        let telemetry_mean = |key: Telemetry| {
             let v: Vec<f64> = counted
                 .iter()
-                .filter_map(|r| r.telemetry.iter().find(|(k, _)| k == key).map(|(_, v)| *v))
+                .filter_map(|r| r.telemetry.get(key.clone()))
                 .collect();
             mean_of(&v)
         };
-        let throttled_periods = telemetry_mean("nr_throttled");
-        let migrations = telemetry_mean("cpu_migrations");
+        let throttled_periods = telemetry_mean(Telemetry::NrThrottled);
+        let migrations = telemetry_mean(Telemetry::CpuMigrations);
 
         // Metric names in the order the parser gave them.
         let mut names: Vec<(String, String, Direction)> = Vec::new();

@@ -428,7 +428,7 @@ fn two_placements() -> (isolab_store::Store, isolab_store::ExperimentId) {
                             latency + 0.05 * f64::from(k),
                         ),
                     ],
-                    telemetry: vec![],
+                    telemetry: isolab_store::TelemetrySet::new(),
                     series: vec![],
                     notes: vec![],
                 })

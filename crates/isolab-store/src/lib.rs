@@ -12,6 +12,17 @@
 //! metric value of a counted run, with its cell's levels), [`Store::series`],
 //! [`Store::run_logs`].
 //!
+//! # Telemetry vocabulary
+//!
+//! [`Telemetry`] is every scalar a run records besides its metrics (cgroup cpu time and
+//! throttling, memory peak, io bytes, PSI, context switches, cpu migrations, host and
+//! neighbour utilisation, VM and runtime phases, probe latencies): its stored name, its
+//! [`Unit`] and a doc line, in one place. A run carries a [`TelemetrySet`]: producers
+//! (the lab) push values under keys, consumers (the report) ask for keys, and the store
+//! writes and reads the set as `(name, value)` rows. Stored names never change, and a
+//! set keeps the rows as stored, so a name another isolab version wrote survives a read
+//! and a rewrite ([`TelemetryName::Other`]).
+//!
 //! # Storage
 //!
 //! - One SQLite file, WAL journal (reports can read while a run writes), `synchronous =
@@ -71,7 +82,7 @@
 //!         direction: isolab_stats::Direction::Higher,
 //!         value: 1234.5,
 //!     }],
-//!     telemetry: vec![],
+//!     telemetry: TelemetrySet::new(),
 //!     series: vec![],
 //!     notes: vec![],
 //! })?;
@@ -86,6 +97,7 @@ mod error;
 mod model;
 mod schema;
 mod store;
+mod telemetry;
 
 pub use error::{BackendError, Error};
 pub use model::{
@@ -95,3 +107,4 @@ pub use model::{
 };
 pub use schema::SCHEMA_VERSION;
 pub use store::Store;
+pub use telemetry::{PsiLine, PsiResource, Telemetry, TelemetryName, TelemetrySet, Unit};

@@ -250,8 +250,8 @@ pub struct NewRun {
     pub limits: serde_json::Value,
     /// Parsed metrics, in parser order.
     pub metrics: Vec<MetricValue>,
-    /// Scalar telemetry, e.g. `("cpu_usage_s", 1.93)`.
-    pub telemetry: Vec<(String, f64)>,
+    /// Scalar telemetry, e.g. [`crate::Telemetry::CpuUsage`] = 1.93, in recorded order.
+    pub telemetry: crate::TelemetrySet,
     /// Sampled time series.
     pub series: Vec<Series>,
     /// Free-form notes (e.g. "KVM unavailable, TCG used").
@@ -286,8 +286,9 @@ pub struct RunRecord {
     pub limits: serde_json::Value,
     /// Parsed metrics, in parser order.
     pub metrics: Vec<MetricValue>,
-    /// Scalar telemetry, in recorded order.
-    pub telemetry: Vec<(String, f64)>,
+    /// Scalar telemetry, in recorded order, with the stored names as written (names this
+    /// version does not know included).
+    pub telemetry: crate::TelemetrySet,
     /// Notes, in recorded order.
     pub notes: Vec<String>,
 }

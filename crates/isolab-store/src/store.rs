@@ -154,7 +154,7 @@ impl RawRun {
             error: self.error,
             limits: at.json("limits_json", &self.limits_json)?,
             metrics: Vec::new(),
-            telemetry: Vec::new(),
+            telemetry: crate::TelemetrySet::new(),
             notes: Vec::new(),
         })
     }
@@ -879,15 +879,17 @@ fn positions<R>(records: &[R], id: impl Fn(&R) -> i64) -> HashMap<i64, usize> {
 
 /// Appends each `(owner id, item)` row to the list `list` picks in its owner, keeping the
 /// rows' order; `slot` comes from [`positions`]. Rows of owners not in `slot` are skipped.
-fn attach<O, T>(
+fn attach<O, T, C>(
     owners: &mut [O],
     slot: &HashMap<i64, usize>,
     rows: impl IntoIterator<Item = (i64, T)>,
-    list: impl Fn(&mut O) -> &mut Vec<T>,
-) {
+    list: impl Fn(&mut O) -> &mut C,
+) where
+    C: Extend<T>,
+{
     for (owner, item) in rows {
         if let Some(o) = slot.get(&owner).and_then(|&i| owners.get_mut(i)) {
-            list(o).push(item);
+            list(o).extend(std::iter::once(item));
         }
     }
 }
@@ -1007,7 +1009,7 @@ mod tests {
             error: None,
             limits: serde_json::Value::Null,
             metrics,
-            telemetry: vec![("psi_some_avg10".into(), f64::NAN)],
+            telemetry: vec![("psi_some_avg10".to_string(), f64::NAN)].into(),
             series: vec![],
             notes: vec![],
         }
@@ -1031,7 +1033,7 @@ mod tests {
         let runs = store.runs(id).unwrap();
         assert!(runs[0].metrics[0].value.is_nan());
         assert_eq!(runs[0].metrics[1].value, f64::INFINITY);
-        assert!(runs[0].telemetry[0].1.is_nan());
+        assert!(runs[0].telemetry.as_rows()[0].1.is_nan());
         assert_eq!(runs[0].limits, serde_json::Value::Null);
         assert_eq!(runs[0].exit_code, None);
         assert!(store.series(runs[0].id).unwrap().is_empty());

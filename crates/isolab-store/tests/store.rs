@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use isolab_stats::Direction;
 use isolab_store::{
     Error, ExperimentStatus, Interruption, MetricValue, NewCell, NewExperiment, NewRun, RunRecord,
-    RunStatus, Series, Store, SCHEMA_VERSION,
+    RunStatus, Series, Store, Telemetry, TelemetryName, TelemetrySet, SCHEMA_VERSION,
 };
 use serde_json::json;
 
@@ -87,7 +87,9 @@ fn run(cell: i64, repetition: u32, warmup: bool, status: RunStatus) -> NewRun {
         } else {
             vec![]
         },
-        telemetry: vec![("cpu_usage_s".into(), 1.93), ("nr_throttled".into(), 12.0)],
+        telemetry: [(Telemetry::CpuUsage, 1.93), (Telemetry::NrThrottled, 12.0)]
+            .into_iter()
+            .collect(),
         series: vec![
             Series {
                 name: "host_cpu_util".into(),
@@ -568,4 +570,34 @@ fn many_runs_insert_quickly() {
         elapsed < Duration::from_secs(20),
         "50 runs took {elapsed:?}"
     );
+}
+
+#[test]
+fn telemetry_names_this_version_does_not_know_load_and_survive() {
+    // As an older or a newer isolab wrote them: known names beside unknown ones.
+    let mut store = Store::open_in_memory().unwrap();
+    let id = store.create_experiment(&experiment("tel", at(0))).unwrap();
+    let c = store.cells(id).unwrap()[0].id;
+    let rows = vec![
+        ("nr_throttled".to_string(), 4.0),
+        ("gpu_energy_j".to_string(), 12.5),
+        ("cpu_migrations".to_string(), 3.0),
+    ];
+    let mut new = run(c, 0, false, RunStatus::Ok);
+    new.telemetry = TelemetrySet::from(rows.clone());
+    store.insert_run(&new).unwrap();
+
+    let runs = store.runs(id).unwrap();
+    let t = &runs[0].telemetry;
+    assert_eq!(t.get(Telemetry::NrThrottled), Some(4.0));
+    assert_eq!(t.get(Telemetry::CpuMigrations), Some(3.0));
+    assert_eq!(t.get_named("gpu_energy_j"), Some(12.5));
+    assert!(t
+        .entries()
+        .any(|(name, _)| name == TelemetryName::Other("gpu_energy_j")));
+    // Written back, the rows are what was read.
+    let mut again = run(c, 1, false, RunStatus::Ok);
+    again.telemetry = t.clone();
+    store.insert_run(&again).unwrap();
+    assert_eq!(store.runs(id).unwrap()[1].telemetry, rows);
 }

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use isolab_cgroups::{Cgroup, Hierarchy, Limits, Stats};
+use isolab_store::{PsiLine, PsiResource, Telemetry as T, TelemetrySet};
 
 use super::process::{read_tail, wait_listening, Child, PerfCounts, Spawn, Waited};
 use super::{Execution, ExitKind, Interrupt, Job, NeighbourJobs, Platform, PlatformError};
@@ -220,37 +221,33 @@ impl Measured {
             host_cpu,
             mut notes,
         } = self;
-        let mut telemetry: Vec<(String, f64)> = vec![("wall_s".into(), wall.as_secs_f64())];
+        let mut telemetry = TelemetrySet::new();
+        telemetry.push(T::Wall, wall.as_secs_f64());
         match stats {
             Ok(s) => {
-                let mut put = |k: &str, v: Option<f64>| {
-                    if let Some(v) = v {
-                        telemetry.push((k.to_string(), v));
-                    }
-                };
-                put("cpu_usage_s", s.cpu_usage.map(|d| d.as_secs_f64()));
-                put("cpu_user_s", s.cpu_user.map(|d| d.as_secs_f64()));
-                put("cpu_system_s", s.cpu_system.map(|d| d.as_secs_f64()));
-                put(
-                    "cpu_util_pct",
+                let t = &mut telemetry;
+                t.push_some(T::CpuUsage, s.cpu_usage.map(|d| d.as_secs_f64()));
+                t.push_some(T::CpuUser, s.cpu_user.map(|d| d.as_secs_f64()));
+                t.push_some(T::CpuSystem, s.cpu_system.map(|d| d.as_secs_f64()));
+                t.push_some(
+                    T::CpuUtil,
                     s.cpu_usage
                         .map(|d| 100.0 * d.as_secs_f64() / wall.as_secs_f64().max(1e-9)),
                 );
-                put("nr_periods", s.nr_periods.map(|v| v as f64));
-                put("nr_throttled", s.nr_throttled.map(|v| v as f64));
-                put("throttled_s", s.throttled.map(|d| d.as_secs_f64()));
-                put("memory_peak_bytes", s.memory_peak.map(|b| b.0 as f64));
-                put("io_read_bytes", s.io_read.map(|b| b.0 as f64));
-                put("io_write_bytes", s.io_write.map(|b| b.0 as f64));
+                t.push_some(T::NrPeriods, s.nr_periods.map(|v| v as f64));
+                t.push_some(T::NrThrottled, s.nr_throttled.map(|v| v as f64));
+                t.push_some(T::Throttled, s.throttled.map(|d| d.as_secs_f64()));
+                t.push_some(T::MemoryPeak, s.memory_peak.map(|b| b.0 as f64));
+                t.push_some(T::IoRead, s.io_read.map(|b| b.0 as f64));
+                t.push_some(T::IoWrite, s.io_write.map(|b| b.0 as f64));
                 if let Some(p) = &s.psi {
-                    for (name, lines) in [("cpu", &p.cpu), ("memory", &p.memory), ("io", &p.io)] {
+                    for (resource, lines) in
+                        PsiResource::ALL.into_iter().zip([&p.cpu, &p.memory, &p.io])
+                    {
                         if let Some(l) = lines {
-                            put(
-                                &format!("psi_{name}_some_s"),
-                                Some(l.some.total.as_secs_f64()),
-                            );
-                            put(
-                                &format!("psi_{name}_full_s"),
+                            t.push(T::Psi(resource, PsiLine::Some), l.some.total.as_secs_f64());
+                            t.push_some(
+                                T::Psi(resource, PsiLine::Full),
                                 l.full.map(|f| f.total.as_secs_f64()),
                             );
                         }
@@ -259,23 +256,23 @@ impl Measured {
             }
             Err(e) => notes.push(format!("cgroup statistics unavailable: {e}")),
         }
-        telemetry.push(("ctx_switches_voluntary".into(), rusage.ru_nvcsw as f64));
-        telemetry.push(("ctx_switches_involuntary".into(), rusage.ru_nivcsw as f64));
-        telemetry.push(("max_rss_kib".into(), rusage.ru_maxrss as f64));
+        telemetry.push(T::CtxSwitchesVoluntary, rusage.ru_nvcsw as f64);
+        telemetry.push(T::CtxSwitchesInvoluntary, rusage.ru_nivcsw as f64);
+        telemetry.push(T::MaxRss, rusage.ru_maxrss as f64);
         match perf {
             Ok(c) => {
-                telemetry.push(("context_switches".into(), c.context_switches as f64));
-                telemetry.push(("cpu_migrations".into(), c.cpu_migrations as f64));
+                telemetry.push(T::ContextSwitches, c.context_switches as f64);
+                telemetry.push(T::CpuMigrations, c.cpu_migrations as f64);
             }
             Err(why) => notes.push(why),
         }
         if !host_cpu.mean.is_empty() {
             for (id, u) in &host_cpu.mean {
-                telemetry.push((format!("host_cpu{id}_util_pct"), *u));
+                telemetry.push(T::HostCoreUtil(*id), *u);
             }
             let mean =
                 host_cpu.mean.iter().map(|(_, u)| u).sum::<f64>() / host_cpu.mean.len() as f64;
-            telemetry.push(("host_util_pct".into(), mean));
+            telemetry.push(T::HostUtil, mean);
         }
 
         Execution {
@@ -919,39 +916,33 @@ impl StoppedNeighbours {
         };
         let t = &mut execution.telemetry;
         let cpu = sum(&|s| s.cpu_usage.map(|d| d.as_secs_f64())).unwrap_or(0.0);
-        t.push(("neighbours_cpu_s".into(), cpu));
-        t.push(("neighbours".into(), self.stats.len() as f64));
-        t.push((
-            "neighbours_in_containers".into(),
+        t.push(T::NeighboursCpu, cpu);
+        t.push(T::Neighbours, self.stats.len() as f64);
+        t.push(
+            T::NeighboursInContainers,
             if self.in_containers { 1.0 } else { 0.0 },
-        ));
-        if let Some(peak) = stats
-            .iter()
-            .filter_map(|s| s.memory_peak.map(|b| b.0 as f64))
-            .reduce(f64::max)
-        {
-            t.push(("neighbours_memory_peak_bytes".into(), peak));
-        }
-        if let Some(v) = sum(&|s| s.io_read.map(|b| b.0 as f64)) {
-            t.push(("neighbours_io_read_bytes".into(), v));
-        }
-        if let Some(v) = sum(&|s| s.io_write.map(|b| b.0 as f64)) {
-            t.push(("neighbours_io_write_bytes".into(), v));
-        }
-        if let Some(v) = sum(&|s| s.throttled.map(|d| d.as_secs_f64())) {
-            t.push(("neighbours_throttled_s".into(), v));
-        }
-        if let Some(rate) = self.net_rate {
-            t.push(("neighbours_net_rate_mbps".into(), rate));
-        }
+        );
+        t.push_some(
+            T::NeighboursMemoryPeak,
+            stats
+                .iter()
+                .filter_map(|s| s.memory_peak.map(|b| b.0 as f64))
+                .reduce(f64::max),
+        );
+        t.push_some(T::NeighboursIoRead, sum(&|s| s.io_read.map(|b| b.0 as f64)));
+        t.push_some(
+            T::NeighboursIoWrite,
+            sum(&|s| s.io_write.map(|b| b.0 as f64)),
+        );
+        t.push_some(
+            T::NeighboursThrottled,
+            sum(&|s| s.throttled.map(|d| d.as_secs_f64())),
+        );
+        t.push_some(T::NeighboursNetRate, self.net_rate);
         // The io reservation's throttle of each instance, to compare with what they did.
         for io in &set.limits.io {
-            if let Some(r) = io.read_iops {
-                t.push(("neighbour_read_iops_limit".into(), r as f64));
-            }
-            if let Some(w) = io.write_iops {
-                t.push(("neighbour_write_iops_limit".into(), w as f64));
-            }
+            t.push_some(T::NeighbourReadIopsLimit, io.read_iops.map(|r| r as f64));
+            t.push_some(T::NeighbourWriteIopsLimit, io.write_iops.map(|w| w as f64));
         }
         execution.notes.extend(self.notes);
         if let (Some((capacity, target)), Some((neighbours, subject))) =
@@ -959,10 +950,10 @@ impl StoppedNeighbours {
         {
             let achieved = 100.0 * (neighbours + subject) / capacity;
             let t = &mut execution.telemetry;
-            t.push(("neighbour_target_util_pct".into(), target));
-            t.push(("neighbour_achieved_util_pct".into(), achieved));
-            t.push(("neighbours_net_mbps".into(), neighbours));
-            t.push(("subject_net_mbps".into(), subject));
+            t.push(T::NeighbourTargetUtil, target);
+            t.push(T::NeighbourAchievedUtil, achieved);
+            t.push(T::NeighboursNetMbps, neighbours);
+            t.push(T::SubjectNetMbps, subject);
             if crate::neighbour::off_target(target, achieved) {
                 execution.notes.push(format!(
                     "neighbour {} off target: neighbours {neighbours:.0} + subject {subject:.0} Mbit/s, {achieved:.1}% of {capacity:.0} against {target:.1}% (more than {} points apart)",
@@ -973,13 +964,10 @@ impl StoppedNeighbours {
         }
         if let (Some((_, capacity, target)), Some(iops)) = (&set.disk_target, self.disk_iops) {
             let achieved = 100.0 * iops / capacity;
-            execution
-                .telemetry
-                .push(("neighbour_target_util_pct".into(), *target));
-            execution
-                .telemetry
-                .push(("neighbour_achieved_util_pct".into(), achieved));
-            execution.telemetry.push(("disk_iops".into(), iops));
+            let t = &mut execution.telemetry;
+            t.push(T::NeighbourTargetUtil, *target);
+            t.push(T::NeighbourAchievedUtil, achieved);
+            t.push(T::DiskIops, iops);
             if crate::neighbour::off_target(*target, achieved) {
                 execution.notes.push(format!(
                     "neighbour {} off target: the disk did {iops:.0} IOPS, {achieved:.1}% of its {capacity:.0} against {target:.1}% (more than {} points apart)",
@@ -989,24 +977,12 @@ impl StoppedNeighbours {
             }
         }
         if let Some(requested) = set.target_util_pct {
-            execution
-                .telemetry
-                .push(("neighbour_target_util_pct".into(), requested));
-            if let Some(r) = set.reachable_util_pct {
-                execution
-                    .telemetry
-                    .push(("neighbour_reachable_util_pct".into(), r));
-            }
+            let t = &mut execution.telemetry;
+            t.push(T::NeighbourTargetUtil, requested);
+            t.push_some(T::NeighbourReachableUtil, set.reachable_util_pct);
             let target = set.reachable_util_pct.unwrap_or(requested);
-            let achieved = execution
-                .telemetry
-                .iter()
-                .find(|(k, _)| k == "host_util_pct")
-                .map(|(_, v)| *v);
-            if let Some(achieved) = achieved {
-                execution
-                    .telemetry
-                    .push(("neighbour_achieved_util_pct".into(), achieved));
+            if let Some(achieved) = t.get(T::HostUtil) {
+                t.push(T::NeighbourAchievedUtil, achieved);
                 if crate::neighbour::off_target(target, achieved) {
                     execution.notes.push(format!(
                         "neighbour {} off target: host utilisation {achieved:.1}% against {target:.1}% (more than {} points apart)",

@@ -261,9 +261,10 @@ pub(crate) fn execute(
         measured.notes.extend(report.notes);
         let mut execution = measured.into_execution(&job.workdir, report.limits);
         for (phase, at) in &report.trace {
-            execution
-                .telemetry
-                .push((format!("runtime_{}_s", phase.name()), at.as_secs_f64()));
+            execution.telemetry.push(
+                isolab_store::Telemetry::RuntimePhase(phase.name().into()),
+                at.as_secs_f64(),
+            );
         }
         Ok(execution)
     })

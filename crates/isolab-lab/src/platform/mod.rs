@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use isolab_cgroups::Limits;
 use isolab_runtime::{ContainerId, InvalidContainerId};
-use isolab_store::Series;
+use isolab_store::{Series, TelemetrySet};
 
 pub use host::{HostPlatform, HostPlatformConfig};
 pub use isolab::{IsolabConfig, RUNTIME_PROGRAM};
@@ -405,8 +405,8 @@ pub struct Execution {
     pub started: std::time::Instant,
     /// The limits as read back from the instance after applying them.
     pub limits_applied: Limits,
-    /// Scalar telemetry, `(name, value)` with the unit in the name (`_s`, `_bytes`, `_pct`).
-    pub telemetry: Vec<(String, f64)>,
+    /// Scalar telemetry under typed keys (names and units in [`isolab_store::Telemetry`]).
+    pub telemetry: TelemetrySet,
     /// Time series sampled during the run.
     pub series: Vec<Series>,
     /// Remarks worth storing with the run (e.g. a counter that was unavailable).

@@ -24,6 +24,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use isolab_cgroups::{Bytes, IdSet, Limits};
+use isolab_store::{Telemetry as T, TelemetrySet};
 use isolab_vm::{BaseDisk, GuestCommand, InnerContainer, KernelFiles, VmConfig};
 
 use super::host::HostPlatform;
@@ -279,24 +280,22 @@ pub(crate) fn execute(
                 " (the shape's memory)"
             }
         ));
-        let mut telemetry = vec![
-            ("wall_s".to_owned(), run.wall.as_secs_f64()),
-            ("vm_boot_s".to_owned(), run.boot.as_secs_f64()),
-            ("vm_total_s".to_owned(), run.total.as_secs_f64()),
-            ("vm_vcpus".to_owned(), f64::from(vcpus)),
-        ];
+        let mut telemetry: TelemetrySet = [
+            (T::Wall, run.wall.as_secs_f64()),
+            (T::VmBoot, run.boot.as_secs_f64()),
+            (T::VmTotal, run.total.as_secs_f64()),
+            (T::VmVcpus, f64::from(vcpus)),
+        ]
+        .into_iter()
+        .collect();
         match &stats {
             Ok(s) => {
-                let mut put = |k: &str, v: Option<f64>| {
-                    if let Some(v) = v {
-                        telemetry.push((k.to_owned(), v));
-                    }
-                };
+                let t = &mut telemetry;
                 // QEMU's whole life (boot included): what the host paid for the run.
-                put("qemu_cpu_usage_s", s.cpu_usage.map(|d| d.as_secs_f64()));
-                put("qemu_nr_throttled", s.nr_throttled.map(|v| v as f64));
-                put("qemu_throttled_s", s.throttled.map(|d| d.as_secs_f64()));
-                put("qemu_memory_peak_bytes", s.memory_peak.map(|b| b.0 as f64));
+                t.push_some(T::QemuCpuUsage, s.cpu_usage.map(|d| d.as_secs_f64()));
+                t.push_some(T::QemuNrThrottled, s.nr_throttled.map(|v| v as f64));
+                t.push_some(T::QemuThrottled, s.throttled.map(|d| d.as_secs_f64()));
+                t.push_some(T::QemuMemoryPeak, s.memory_peak.map(|b| b.0 as f64));
             }
             Err(e) => notes.push(format!("QEMU's cgroup statistics unavailable: {e}")),
         }
@@ -325,18 +324,14 @@ pub(crate) fn execute(
                 });
             }
             if let Some(s) = &report.stats {
-                let mut put = |k: &str, v: Option<f64>| {
-                    if let Some(v) = v {
-                        telemetry.push((k.to_owned(), v));
-                    }
-                };
-                put("cpu_usage_s", s.cpu_usage.map(|d| d.as_secs_f64()));
-                put("nr_throttled", s.nr_throttled.map(|v| v as f64));
-                put("throttled_s", s.throttled.map(|d| d.as_secs_f64()));
-                put("memory_peak_bytes", s.memory_peak.map(|b| b.0 as f64));
+                let t = &mut telemetry;
+                t.push_some(T::CpuUsage, s.cpu_usage.map(|d| d.as_secs_f64()));
+                t.push_some(T::NrThrottled, s.nr_throttled.map(|v| v as f64));
+                t.push_some(T::Throttled, s.throttled.map(|d| d.as_secs_f64()));
+                t.push_some(T::MemoryPeak, s.memory_peak.map(|b| b.0 as f64));
             }
             for (phase, at) in &report.trace {
-                telemetry.push((format!("runtime_{}_s", phase.name()), at.as_secs_f64()));
+                telemetry.push(T::RuntimePhase(phase.name().into()), at.as_secs_f64());
             }
             notes.extend(report.notes);
             // The limits in force around the workload: the container's, in the guest.

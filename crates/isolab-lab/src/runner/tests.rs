@@ -79,7 +79,9 @@ impl Platform for FakePlatform {
             // Instances of one run side by side: the same start.
             started: *FAKE_START.get_or_init(std::time::Instant::now),
             limits_applied: job.limits.clone(),
-            telemetry: vec![("cpu_usage_s".into(), 0.01)],
+            telemetry: [(isolab_store::Telemetry::CpuUsage, 0.01)]
+                .into_iter()
+                .collect(),
             series: Vec::new(),
             notes: Vec::new(),
         })

@@ -9,6 +9,7 @@ use isolab_report::ExperimentData;
 use isolab_stats::Direction;
 use isolab_store::{
     ExperimentStatus, MetricValue, NewCell, NewExperiment, NewRun, RunStatus, Series, Store,
+    Telemetry,
 };
 
 pub const SPEC: &str = "[experiment]\nname = \"synthetic\"\nbaseline = { placement = \"shared\" }\n[matrix]\nshape = [\"medium\", \"large\"]\nplacement = [\"shared\", \"quota\", \"pinned\"]\nworkload = [\"sysbench-cpu\", \"fio-randread\"]\n";
@@ -95,7 +96,7 @@ pub fn experiment() -> (Store, ExperimentData) {
                         serde_json::json!({ "summary": format!("{placement} limits"), "applied": { "cpu": null } })
                     },
                     metrics: vec![MetricValue { name: name.into(), unit: unit.into(), direction: Direction::Higher, value }],
-                    telemetry: vec![("nr_throttled".into(), if placement == "quota" { 12.0 } else { 0.0 }), ("cpu_migrations".into(), 3.0)],
+                    telemetry: [(Telemetry::NrThrottled, if placement == "quota" { 12.0 } else { 0.0 }), (Telemetry::CpuMigrations, 3.0)].into_iter().collect(),
                     series: vec![
                         Series { name: "cpu0_util".into(), unit: "%".into(), points: (0..40).map(|t| (t as f64 / 10.0, 90.0 + (t % 5) as f64)).collect() },
                         Series { name: "cpu1_util".into(), unit: "%".into(), points: (0..40).map(|t| (t as f64 / 10.0, 5.0 + (t % 3) as f64)).collect() },
@@ -246,7 +247,7 @@ pub fn isolation_experiment() -> (Store, ExperimentData) {
                         direction,
                         value: value * (1.0 + jitter),
                     }],
-                    telemetry: vec![],
+                    telemetry: isolab_store::TelemetrySet::new(),
                     series: vec![],
                     notes: vec![],
                 })
@@ -358,7 +359,7 @@ fn store_cells(
                     error: None,
                     limits: serde_json::json!({ "summary": "none" }),
                     metrics: metrics(i, &new_cells[i].levels, rep),
-                    telemetry: vec![],
+                    telemetry: isolab_store::TelemetrySet::new(),
                     series: vec![],
                     notes: vec![],
                 })
