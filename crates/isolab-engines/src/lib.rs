@@ -15,10 +15,18 @@
 //! The crate knows nothing of experiments; the lab's platform adapters use it.
 
 pub mod docker;
-pub mod error;
 pub mod lxc;
 pub mod oci;
 pub mod podman;
+
+pub mod error;
+#[cfg(test)]
+mod fakes;
+pub mod host_net;
+pub mod image_tar;
+mod mounts;
+mod parent_cgroups;
+mod run_flags;
 pub mod tool;
 
 use std::path::{Path, PathBuf};
