@@ -19,14 +19,18 @@ pub mod lxc;
 pub mod oci;
 pub mod podman;
 
+mod dir_image;
 pub mod error;
 #[cfg(test)]
 mod fakes;
+pub mod host;
 pub mod host_net;
 pub mod image_tar;
 mod mounts;
 mod parent_cgroups;
+mod request;
 mod run_flags;
+mod run_state;
 pub mod tool;
 
 use std::path::{Path, PathBuf};

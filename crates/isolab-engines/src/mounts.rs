@@ -1,9 +1,12 @@
-//! The host's mount table as the engines read it during cleanup: best effort, and
-//! the mount points below a directory.
+//! The host's mount table as the engines read it: best effort during cleanup
+//! ([`mounts_of`]) or as an engine error ([`mount_table`]), the mount points below a
+//! directory, the cgroup hierarchies and the host's cgroup version.
 
 use std::path::{Path, PathBuf};
 
-use isolab_cgroups::{mountinfo_path, read_mountinfo, Malformed, MountEntry};
+use isolab_cgroups::{mountinfo_path, read_mountinfo, Malformed, MountEntry, Version};
+
+use crate::EngineError;
 
 /// This process's mount table in the proc file system at `proc`; empty when it cannot
 /// be read (cleanup is best effort). Lines that are not mount entries are skipped.
@@ -21,4 +24,59 @@ pub(crate) fn mounts_below(mounts: &[MountEntry], roots: &[&Path]) -> Vec<PathBu
     found.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
     found.dedup();
     found
+}
+
+/// The mount table at `path` as an engine error: a file that cannot be read is
+/// [`EngineError::Io`], a table that does not say the cgroup layout is
+/// [`EngineError::Unsupported`].
+fn mountinfo_error(engine: &'static str, path: &Path, e: isolab_cgroups::Error) -> EngineError {
+    match e {
+        isolab_cgroups::Error::Read { path, source } => EngineError::Io {
+            engine,
+            action: "read the mount table",
+            path,
+            source,
+        },
+        e => EngineError::Unsupported {
+            engine,
+            detail: format!("cannot tell the cgroup layout from {}: {e}", path.display()),
+        },
+    }
+}
+
+/// Reads the mountinfo file at `path` ([`isolab_cgroups::read_mountinfo`]); lines that
+/// are not mount entries are skipped, so that cleanup goes on.
+pub(crate) fn mount_table(
+    engine: &'static str,
+    path: &Path,
+) -> Result<Vec<MountEntry>, EngineError> {
+    read_mountinfo(path, Malformed::Skip).map_err(|e| mountinfo_error(engine, path, e))
+}
+
+/// The cgroup version of the mount table at `path` (as `isolab_cgroups` sees it).
+pub(crate) fn cgroup_version(engine: &'static str, path: &Path) -> Result<Version, EngineError> {
+    let mounts =
+        read_mountinfo(path, Malformed::Fail).map_err(|e| mountinfo_error(engine, path, e))?;
+    isolab_cgroups::Hierarchy::from_mounts(&mounts)
+        .map(|h| h.version())
+        .map_err(|e| mountinfo_error(engine, path, e))
+}
+
+/// The mount points of every cgroup hierarchy (v1 and v2) in `mounts`.
+pub(crate) fn cgroup_mounts(mounts: &[MountEntry]) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    for m in mounts {
+        if m.is_cgroup() && !out.contains(&m.mount_point) {
+            out.push(m.mount_point.clone());
+        }
+    }
+    out
+}
+
+/// The v1 `cpuset` hierarchy's mount point, if any.
+pub(crate) fn cpuset_v1_mount(mounts: &[MountEntry]) -> Option<PathBuf> {
+    mounts
+        .iter()
+        .find(|m| m.fstype == "cgroup" && m.has_super_option("cpuset"))
+        .map(|m| m.mount_point.clone())
 }
