@@ -1,7 +1,7 @@
 //! The host's network state that an engine's daemon changes (netfilter rules,
 //! `ip_forward`, its bridge), recorded before the daemon starts ([`HostNetSnapshot`])
 //! and restored after it stopped; and the address arithmetic of an engine's bridge
-//! subnet ([`first_host`]). Used by the Docker and Podman drivers.
+//! subnet (`first_host`). Used by the Docker and Podman drivers.
 
 use std::collections::BTreeMap;
 use std::path::Path;

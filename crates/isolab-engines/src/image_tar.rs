@@ -1,6 +1,6 @@
 //! The experiment's image as a tar for `docker import` / `podman import`: packed once
 //! into a cache keyed on the image's manifest ([`cached_tar_in`]), and the repository
-//! name an imported image gets ([`repository`]).
+//! name an imported image gets (`repository`).
 
 use std::path::{Path, PathBuf};
 

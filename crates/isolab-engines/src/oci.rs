@@ -89,7 +89,7 @@
 //! # Shared with the LXC driver
 //! [`Host`] (mounts, signals, cgroup directories: the host effects a test replaces) and
 //! [`SystemHost`] live in [`crate::host`], below both drivers, as do the helpers for
-//! requests ([`crate::request`]), run state files and cleanup ([`crate::run_state`]).
+//! requests (`request.rs`), run state files and cleanup (`run_state.rs`).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

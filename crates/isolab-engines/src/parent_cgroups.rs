@@ -72,3 +72,46 @@ pub(crate) fn remove_parent_chains(mounts: &[PathBuf], parent: &Path) -> Vec<Pat
     }
     removed
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use isolab_cgroups::Malformed;
+
+    fn parse(mountinfo: &str) -> Vec<MountEntry> {
+        isolab_cgroups::parse_mountinfo(Path::new("mountinfo"), mountinfo, Malformed::Fail).unwrap()
+    }
+
+    #[test]
+    fn parents_in_hierarchies_the_lab_does_not_manage_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let mi = format!(
+            "30 27 0:30 / {d}/cpu rw - cgroup cgroup rw,cpu\n\
+             31 27 0:31 / {d}/devices rw - cgroup cgroup rw,devices\n\
+             32 27 0:32 / {d}/systemd rw - cgroup cgroup rw,xattr,name=systemd\n\
+             33 27 0:33 / {d}/unified rw - cgroup2 cgroup2 rw\n\
+             34 27 0:34 / {d}/hugetlb rw - cgroup cgroup rw,hugetlb\n",
+            d = d.display()
+        );
+        let foreign = foreign_v1_mounts(&parse(&mi));
+        assert_eq!(
+            foreign,
+            vec![d.join("devices"), d.join("systemd"), d.join("hugetlb")]
+        );
+        for m in ["cpu", "devices", "systemd"] {
+            std::fs::create_dir_all(d.join(m).join("isolab/e1/r1")).unwrap();
+        }
+        // Another run still uses isolab/e2 in devices: isolab stays there.
+        std::fs::create_dir_all(d.join("devices/isolab/e2/r1")).unwrap();
+        // The container's own cgroup left in systemd goes too.
+        std::fs::create_dir_all(d.join("systemd/isolab/e1/r1/libpod-1")).unwrap();
+        let removed = remove_parent_chains(&foreign, Path::new("/isolab/e1/r1"));
+        assert_eq!(removed.len(), 6, "{removed:?}");
+        assert!(!d.join("systemd/isolab").exists());
+        assert!(!d.join("devices/isolab/e1").exists());
+        assert!(d.join("devices/isolab/e2/r1").exists());
+        // The lab's own hierarchies are the lab's to clean.
+        assert!(d.join("cpu/isolab/e1/r1").exists());
+    }
+}

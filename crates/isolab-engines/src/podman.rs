@@ -67,7 +67,7 @@
 //! **Images.** The tar of [`cached_tar_in`] is `podman import`ed as
 //! `localhost/isolab/<kind>:<first 12 hex of its sha256>` once; runs use
 //! `--pull never`. Limits are the same flags as Docker's
-//! ([`crate::run_flags`]), plus `--pids-limit -1` when no pids limit is asked (Podman's
+//! (`run_flags.rs`), plus `--pids-limit -1` when no pids limit is asked (Podman's
 //! default would be 2048).
 
 use std::path::{Path, PathBuf};
