@@ -40,3 +40,24 @@ pub(crate) fn prepare_dir_image(
         source: image.to_path_buf(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn images_are_the_directory_and_the_manifest_digest() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = prepare_dir_image("runc", dir.path()).unwrap_err();
+        assert!(err.to_string().contains("isolab image build"), "{err}");
+        std::fs::write(dir.path().join(isolab_image::MANIFEST_FILE), "{}\n").unwrap();
+        let p = prepare_dir_image("runc", dir.path()).unwrap();
+        assert_eq!(p.reference, path_str(&dir.path().canonicalize().unwrap()));
+        // sha256("{}\n")
+        assert_eq!(
+            p.digest,
+            "sha256:ca3d163bab055381827226140568f3bef7eaac187cebd76878e0b63e9e442356"
+        );
+        assert!(prepare_dir_image("runc", &dir.path().join("none")).is_err());
+    }
+}

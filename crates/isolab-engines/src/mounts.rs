@@ -80,3 +80,20 @@ pub(crate) fn cpuset_v1_mount(mounts: &[MountEntry]) -> Option<PathBuf> {
         .find(|m| m.fstype == "cgroup" && m.has_super_option("cpuset"))
         .map(|m| m.mount_point.clone())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mountinfo_lines_are_parsed_with_escapes() {
+        // The parsing itself is tested in `isolab_cgroups::mountinfo`.
+        let text = "36 25 0:31 / /sys/fs/cgroup/cpu rw,nosuid,relatime shared:12 - cgroup cgroup rw,cpu\n\
+                    40 22 0:50 / /run/isolab/oci/a\\040b/rootfs rw,relatime - overlay overlay rw,lowerdir=/x\n\
+                    garbage\n";
+        let m = isolab_cgroups::parse_mountinfo(Path::new("mi"), text, Malformed::Skip).unwrap();
+        assert_eq!(m.len(), 2);
+        assert_eq!(cgroup_mounts(&m), [PathBuf::from("/sys/fs/cgroup/cpu")]);
+        assert_eq!(cpuset_v1_mount(&m), None);
+    }
+}

@@ -917,9 +917,8 @@ fn micros(d: Duration) -> u64 {
 mod tests {
     use super::*;
     use crate::fakes::*;
-    use crate::mounts::{cgroup_mounts, cpuset_v1_mount};
     use crate::request::DEFAULT_PATH;
-    use isolab_cgroups::{Bytes, CpuQuota, DeviceNumber, IdSet, IoThrottle, Malformed};
+    use isolab_cgroups::{Bytes, CpuQuota, DeviceNumber, IdSet, IoThrottle};
 
     fn request(workdir: &Path) -> RunRequest {
         RunRequest {
@@ -1131,34 +1130,6 @@ mod tests {
         let mut abs = ok.clone();
         abs.cgroup_parent = "/isolab/x".into();
         assert!(check_request("runc", &abs).is_ok());
-    }
-
-    #[test]
-    fn mountinfo_lines_are_parsed_with_escapes() {
-        // The parsing itself is tested in `isolab_cgroups::mountinfo`.
-        let text = "36 25 0:31 / /sys/fs/cgroup/cpu rw,nosuid,relatime shared:12 - cgroup cgroup rw,cpu\n\
-                    40 22 0:50 / /run/isolab/oci/a\\040b/rootfs rw,relatime - overlay overlay rw,lowerdir=/x\n\
-                    garbage\n";
-        let m = isolab_cgroups::parse_mountinfo(Path::new("mi"), text, Malformed::Skip).unwrap();
-        assert_eq!(m.len(), 2);
-        assert_eq!(cgroup_mounts(&m), [PathBuf::from("/sys/fs/cgroup/cpu")]);
-        assert_eq!(cpuset_v1_mount(&m), None);
-    }
-
-    #[test]
-    fn images_are_the_directory_and_the_manifest_digest() {
-        let dir = tempfile::tempdir().unwrap();
-        let err = prepare_dir_image("runc", dir.path()).unwrap_err();
-        assert!(err.to_string().contains("isolab image build"), "{err}");
-        std::fs::write(dir.path().join(isolab_image::MANIFEST_FILE), "{}\n").unwrap();
-        let p = prepare_dir_image("runc", dir.path()).unwrap();
-        assert_eq!(p.reference, path_str(&dir.path().canonicalize().unwrap()));
-        // sha256("{}\n")
-        assert_eq!(
-            p.digest,
-            "sha256:ca3d163bab055381827226140568f3bef7eaac187cebd76878e0b63e9e442356"
-        );
-        assert!(prepare_dir_image("runc", &dir.path().join("none")).is_err());
     }
 
     #[test]
