@@ -37,7 +37,7 @@
 //! so that any client talks the server's API; everything parsed comes from
 //! `--format '{{json .}}'`.
 //!
-//! **Images.** [`cached_tar`] packs an image tree once into a reproducible tar in a
+//! **Images.** [`cached_tar`](crate::image_tar::cached_tar) packs an image tree once into a reproducible tar in a
 //! cache (`/var/lib/isolab/cache`), keyed on the image's manifest; `docker import`
 //! makes it `isolab/<kind>:<first 12 hex of the tar's sha256>` unless that tag
 //! exists; the digest recorded is Docker's image ID.
@@ -57,13 +57,12 @@
 //! to the CLI stops the container (exit status 143). [`Engine::remove`] runs
 //! `docker rm -f` (for a CLI that was SIGKILLed) and removes the copies of the
 //! parent cgroup that runc creates in the hierarchies the lab does not manage
-//! (`devices`, `name=systemd`, …: [`remove_foreign_parent_cgroups`]); without that
-//! every run would leave `isolab/<exp>/<run>` there.
+//! (`devices`, `name=systemd`, …: `parent_cgroups.rs`); without that every run
+//! would leave `isolab/<exp>/<run>` there.
 //!
 //! Measured here (2 cores, Debian 12, median of 10, `--network none`, through
 //! [`Engine::run_command`]): `docker run --rm … true` takes about 340–390 ms.
 
-use std::collections::BTreeMap;
 use std::fs::OpenOptions;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -71,11 +70,13 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use isolab_cgroups::{
-    mountinfo_path, read_mountinfo, remove_tree, rmdir_retrying, Bytes, Limits, Malformed,
-    MountEntry, RealSyscalls, RemoveTree, Version,
-};
+use isolab_cgroups::Version;
 
+use crate::host_net::{first_host, HostNetSnapshot};
+use crate::image_tar::{cached_tar_in, repository, DEFAULT_CACHE_DIR};
+use crate::mounts::{mounts_below, mounts_of};
+use crate::parent_cgroups::remove_foreign_parent_cgroups;
+use crate::run_flags::{common_run_flags, limit_flags};
 use crate::tool::{argv, require, run_ok, tail, SystemTools, Tools};
 use crate::{Engine, EngineError, NetworkMode, PreparedImage, RunRequest};
 
@@ -83,9 +84,6 @@ const ENGINE: &str = "docker";
 
 /// The host daemon's socket, used when it answers.
 pub const SYSTEM_SOCKET: &str = "/var/run/docker.sock";
-
-/// Where packed image tars are cached by default.
-pub const DEFAULT_CACHE_DIR: &str = "/var/lib/isolab/cache";
 
 /// Where and how the Docker driver works; [`DockerConfig::default`] is this host's.
 #[derive(Debug, Clone)]
@@ -175,566 +173,6 @@ impl DockerConfig {
     }
 }
 
-/// What isolab recorded before starting a daemon, to undo its network changes.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct HostNetSnapshot {
-    /// `iptables-save` output; `None` when the tool is missing or failed. An empty
-    /// string is a host with no rules at all (a fresh nf_tables host): everything
-    /// the engine adds is then undone.
-    pub iptables: Option<String>,
-    /// `ip6tables-save` output, as `iptables`.
-    pub ip6tables: Option<String>,
-    /// The content of `/proc/sys/net/ipv4/ip_forward` (`0` or `1`).
-    pub ip_forward: String,
-    /// The bridge the engine uses (`docker0`, `cni-podman0`).
-    pub bridge: String,
-    /// Whether that bridge existed.
-    pub bridge_existed: bool,
-    /// Text that marks a rule or chain as the engine's (`DOCKER`, `docker0`, the
-    /// bridge's subnet): only added rules and chains that contain one are deleted.
-    pub markers: Vec<String>,
-}
-
-impl HostNetSnapshot {
-    /// Records the host's netfilter rules, `ip_forward` and whether `bridge` exists.
-    pub fn take(
-        tools: &dyn Tools,
-        proc: &Path,
-        sys: &Path,
-        bridge: &str,
-        markers: &[&str],
-    ) -> HostNetSnapshot {
-        HostNetSnapshot {
-            iptables: save_rules(tools, "iptables-save"),
-            ip6tables: save_rules(tools, "ip6tables-save"),
-            ip_forward: std::fs::read_to_string(proc.join("sys/net/ipv4/ip_forward"))
-                .map(|s| s.trim().to_owned())
-                .unwrap_or_default(),
-            bridge: bridge.to_owned(),
-            bridge_existed: sys.join("class/net").join(bridge).exists(),
-            markers: markers.iter().map(|m| (*m).to_owned()).collect(),
-        }
-    }
-
-    /// Undoes what happened since [`HostNetSnapshot::take`] and belongs to the engine
-    /// (see the module documentation); `scratch` is a directory for the restore
-    /// scripts. Returns one line per thing undone.
-    pub fn restore(
-        &self,
-        engine: &'static str,
-        tools: &dyn Tools,
-        proc: &Path,
-        sys: &Path,
-        scratch: &Path,
-    ) -> Result<Vec<String>, EngineError> {
-        let mut done = Vec::new();
-        let markers: Vec<&str> = self.markers.iter().map(String::as_str).collect();
-        for (save, restore, family, before) in [
-            ("iptables-save", "iptables-restore", "ip", &self.iptables),
-            (
-                "ip6tables-save",
-                "ip6tables-restore",
-                "ip6",
-                &self.ip6tables,
-            ),
-        ] {
-            let Some(before) = before else {
-                continue;
-            };
-            let now = save_rules(tools, save).unwrap_or_default();
-            let plan = undo_plan(before, &now, &markers);
-            if !plan.script.is_empty() {
-                let file = scratch.join(format!("{restore}.rules"));
-                std::fs::write(&file, &plan.script).map_err(|source| EngineError::Io {
-                    engine,
-                    action: "write a restore script to",
-                    path: file.clone(),
-                    source,
-                })?;
-                let restore_bin = tools.which(restore).unwrap_or_else(|| restore.into());
-                run_ok(
-                    tools,
-                    engine,
-                    &argv([
-                        restore_bin.display().to_string(),
-                        "--noflush".into(),
-                        file.display().to_string(),
-                    ]),
-                )?;
-                // Best effort: the script is only a record of what was done.
-                let _ = std::fs::remove_file(&file);
-                done.push(format!("{save}: {}", plan.summary));
-            }
-            if is_nf_tables(&now) {
-                if let Some(nft) = tools.which("nft") {
-                    for table in &plan.new_tables {
-                        let after = save_rules(tools, save).unwrap_or_default();
-                        if table_is_default(&after, table) {
-                            run_ok(
-                                tools,
-                                engine,
-                                &argv([
-                                    nft.display().to_string(),
-                                    "delete".into(),
-                                    "table".into(),
-                                    family.into(),
-                                    table.clone(),
-                                ]),
-                            )?;
-                            done.push(format!("deleted the {family} table {table}"));
-                        }
-                    }
-                }
-            }
-        }
-        let forward = proc.join("sys/net/ipv4/ip_forward");
-        if !self.ip_forward.is_empty() {
-            let current = std::fs::read_to_string(&forward).unwrap_or_default();
-            if current.trim() != self.ip_forward {
-                std::fs::write(&forward, format!("{}\n", self.ip_forward)).map_err(|source| {
-                    EngineError::Io {
-                        engine,
-                        action: "restore",
-                        path: forward.clone(),
-                        source,
-                    }
-                })?;
-                done.push(format!("ip_forward set back to {}", self.ip_forward));
-            }
-        }
-        if !self.bridge_existed && sys.join("class/net").join(&self.bridge).exists() {
-            let ip = require(tools, engine, "ip", "iproute2")?;
-            run_ok(
-                tools,
-                engine,
-                &argv([
-                    ip.display().to_string(),
-                    "link".into(),
-                    "delete".into(),
-                    self.bridge.clone(),
-                ]),
-            )?;
-            done.push(format!("deleted the bridge {}", self.bridge));
-        }
-        Ok(done)
-    }
-}
-
-/// The output of `save` (`iptables-save`), `None` when it is missing or fails.
-fn save_rules(tools: &dyn Tools, save: &str) -> Option<String> {
-    let bin = tools.which(save)?;
-    match tools.run(&[bin.display().to_string()]) {
-        Ok(out) if out.status == 0 => Some(out.stdout),
-        _ => None,
-    }
-}
-
-fn is_nf_tables(save_output: &str) -> bool {
-    save_output
-        .lines()
-        .any(|l| l.starts_with('#') && l.contains("(nf_tables)"))
-}
-
-/// One table of `iptables-save` output without counters and comments.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(crate) struct Table {
-    /// Chain name → policy (`-` for user chains), in order.
-    pub chains: Vec<(String, String)>,
-    /// `-A …` lines, in order.
-    pub rules: Vec<String>,
-}
-
-const BUILTIN_CHAINS: [&str; 5] = ["PREROUTING", "INPUT", "FORWARD", "OUTPUT", "POSTROUTING"];
-
-/// Parses `iptables-save` output into tables (comments and counters dropped).
-pub(crate) fn parse_save(text: &str) -> BTreeMap<String, Table> {
-    let mut tables = BTreeMap::new();
-    let mut current: Option<(String, Table)> = None;
-    for line in text.lines().map(str::trim) {
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        if let Some(name) = line.strip_prefix('*') {
-            if let Some((n, t)) = current.take() {
-                tables.insert(n, t);
-            }
-            current = Some((name.to_owned(), Table::default()));
-        } else if line == "COMMIT" {
-            if let Some((n, t)) = current.take() {
-                tables.insert(n, t);
-            }
-        } else if let Some((_, t)) = current.as_mut() {
-            if let Some(chain) = line.strip_prefix(':') {
-                let mut parts = chain.split_whitespace();
-                let name = parts.next().unwrap_or_default().to_owned();
-                let policy = parts.next().unwrap_or("-").to_owned();
-                t.chains.push((name, policy));
-            } else if line.starts_with("-A ") {
-                t.rules.push(line.to_owned());
-            }
-        }
-    }
-    if let Some((n, t)) = current.take() {
-        tables.insert(n, t);
-    }
-    tables
-}
-
-/// `iptables-save` output with comments and counters dropped, for comparisons.
-pub fn normalized_rules(text: &str) -> String {
-    let mut out = String::new();
-    for (name, table) in parse_save(text) {
-        out.push_str(&format!("*{name}\n"));
-        for (chain, policy) in &table.chains {
-            out.push_str(&format!(":{chain} {policy}\n"));
-        }
-        for rule in &table.rules {
-            out.push_str(rule);
-            out.push('\n');
-        }
-        out.push_str("COMMIT\n");
-    }
-    out
-}
-
-/// What [`undo_plan`] found to undo.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(crate) struct UndoPlan {
-    /// An `iptables-restore --noflush` script (empty when nothing is to be done).
-    pub script: String,
-    /// Tables that did not exist before (delete them when default again).
-    pub new_tables: Vec<String>,
-    /// One line saying what the script does.
-    pub summary: String,
-}
-
-/// The restore script that deletes rules and chains present in `now` but not in
-/// `before` whose text contains one of `markers`, and sets changed built-in chain
-/// policies back.
-pub(crate) fn undo_plan(before: &str, now: &str, markers: &[&str]) -> UndoPlan {
-    let before = parse_save(before);
-    let now = parse_save(now);
-    let owned = |s: &str| markers.iter().any(|m| !m.is_empty() && s.contains(m));
-    let mut plan = UndoPlan::default();
-    let (mut n_rules, mut n_chains, mut n_policies) = (0, 0, 0);
-    for (name, table) in &now {
-        let empty = Table::default();
-        let old = match before.get(name) {
-            Some(t) => t,
-            None => {
-                plan.new_tables.push(name.clone());
-                &empty
-            }
-        };
-        let mut lines = Vec::new();
-        for (chain, policy) in &table.chains {
-            if !BUILTIN_CHAINS.contains(&chain.as_str()) {
-                continue;
-            }
-            let old_policy = old
-                .chains
-                .iter()
-                .find(|(c, _)| c == chain)
-                .map(|(_, p)| p.as_str())
-                .unwrap_or("ACCEPT");
-            if old_policy != policy {
-                lines.push(format!("-P {chain} {old_policy}"));
-                n_policies += 1;
-            }
-        }
-        // Multiset difference: a rule present k times before and n times now was
-        // added n − k times; delete the last ones first.
-        let mut remaining: BTreeMap<&str, usize> = BTreeMap::new();
-        for r in &old.rules {
-            *remaining.entry(r.as_str()).or_default() += 1;
-        }
-        let mut added = Vec::new();
-        for r in &table.rules {
-            match remaining.get_mut(r.as_str()) {
-                Some(k) if *k > 0 => *k -= 1,
-                _ => added.push(r.as_str()),
-            }
-        }
-        let new_chains: Vec<&str> = table
-            .chains
-            .iter()
-            .map(|(c, _)| c.as_str())
-            .filter(|c| !BUILTIN_CHAINS.contains(c) && !old.chains.iter().any(|(o, _)| o == c))
-            .filter(|c| owned(c))
-            .collect();
-        for r in added.iter().rev() {
-            let chain = r.split_whitespace().nth(1).unwrap_or_default();
-            if owned(r) || new_chains.contains(&chain) {
-                lines.push(format!("-D {}", &r[3..]));
-                n_rules += 1;
-            }
-        }
-        for c in &new_chains {
-            lines.push(format!("-F {c}"));
-        }
-        for c in &new_chains {
-            lines.push(format!("-X {c}"));
-            n_chains += 1;
-        }
-        if !lines.is_empty() {
-            plan.script.push_str(&format!("*{name}\n"));
-            for l in lines {
-                plan.script.push_str(&l);
-                plan.script.push('\n');
-            }
-            plan.script.push_str("COMMIT\n");
-        }
-    }
-    plan.summary =
-        format!("deleted {n_rules} rules and {n_chains} chains, restored {n_policies} policies");
-    plan
-}
-
-/// Whether `table` in `save_output` holds only built-in chains with policy ACCEPT
-/// and no rule (or is absent).
-fn table_is_default(save_output: &str, table: &str) -> bool {
-    match parse_save(save_output).get(table) {
-        None => true,
-        Some(t) => {
-            t.rules.is_empty()
-                && t.chains
-                    .iter()
-                    .all(|(c, p)| BUILTIN_CHAINS.contains(&c.as_str()) && p == "ACCEPT")
-        }
-    }
-}
-
-/// The tar of `image_dir` for `docker import` / `podman import`, packed once into
-/// [`DEFAULT_CACHE_DIR`], with its SHA-256 (hex). See [`cached_tar_in`].
-pub fn cached_tar(image_dir: &Path) -> Result<(PathBuf, String), EngineError> {
-    cached_tar_in(Path::new(DEFAULT_CACHE_DIR), image_dir)
-}
-
-/// A cache entry: which image it was packed from and the tar's digest.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-struct CacheRecord {
-    image: PathBuf,
-    key: String,
-    tar_sha256: String,
-    tar_bytes: u64,
-}
-
-/// The tar of `image_dir`, packed with `isolab_image::pack` into `cache_dir` unless
-/// a packed tar of the same image is already there, with its SHA-256 (hex).
-///
-/// The cache is keyed on the SHA-256 of the image's manifest (`.isolab-image.json`,
-/// which every isolab build writes with its build time and the exact package
-/// versions): hashing the manifest takes microseconds, whereas
-/// `isolab_image::tree_digest` reads all 272 MB of the bench image (seconds, more
-/// in a debug build), and packing takes about as long. A tree changed by hand
-/// without a rebuild is therefore not noticed: rebuild it (or delete the cache
-/// entry). A directory without a manifest is keyed on its `tree_digest`.
-pub fn cached_tar_in(cache_dir: &Path, image_dir: &Path) -> Result<(PathBuf, String), EngineError> {
-    let io = |action: &'static str, path: &Path| {
-        let path = path.to_path_buf();
-        move |source| EngineError::Io {
-            engine: ENGINE,
-            action,
-            path,
-            source,
-        }
-    };
-    let manifest = image_dir.join(isolab_image::MANIFEST_FILE);
-    let key = if manifest.is_file() {
-        isolab_image::sha256_file(&manifest)
-    } else {
-        isolab_image::tree_digest(image_dir)
-    }
-    .map_err(|e| pack_error(image_dir, e))?;
-    let short = &key[..key.len().min(16)];
-    let tar = cache_dir.join(format!("image-{short}.tar"));
-    let record_file = cache_dir.join(format!("image-{short}.json"));
-    if let Ok(text) = std::fs::read_to_string(&record_file) {
-        if let Ok(rec) = serde_json::from_str::<CacheRecord>(&text) {
-            let len = std::fs::metadata(&tar).map(|m| m.len()).ok();
-            if rec.key == key && len == Some(rec.tar_bytes) {
-                return Ok((tar, rec.tar_sha256));
-            }
-        }
-    }
-    std::fs::create_dir_all(cache_dir).map_err(io("create the cache directory", cache_dir))?;
-    let packed = isolab_image::pack(
-        image_dir,
-        &isolab_image::PackTarget::Tar { file: tar.clone() },
-    )
-    .map_err(|e| pack_error(image_dir, e))?;
-    let rec = CacheRecord {
-        image: image_dir.to_path_buf(),
-        key,
-        tar_sha256: packed.sha256.clone(),
-        tar_bytes: packed.bytes,
-    };
-    let text = serde_json::to_string_pretty(&rec).unwrap_or_default();
-    std::fs::write(&record_file, text).map_err(io("write the cache record", &record_file))?;
-    Ok((tar, packed.sha256))
-}
-
-fn pack_error(image_dir: &Path, e: isolab_image::ImageError) -> EngineError {
-    EngineError::Command {
-        engine: ENGINE,
-        command: format!("isolab image pack --to tar {}", image_dir.display()),
-        status: "failed".into(),
-        stderr: e.to_string(),
-    }
-}
-
-/// The repository of an imported image: `isolab/<kind>` from the image's manifest.
-pub(crate) fn repository(image_dir: &Path) -> String {
-    let kind = isolab_image::Manifest::load(image_dir)
-        .map(|m| m.kind.as_str().to_owned())
-        .unwrap_or_else(|_| "image".into());
-    format!("isolab/{kind}")
-}
-
-/// Flags shared by `docker run` and `podman run` for `limits`: exact CFS period and
-/// quota, cpuset, memory (+swap, translated for `version`), pids and io throttles.
-pub(crate) fn limit_flags(
-    engine: &'static str,
-    limits: &Limits,
-    version: Version,
-    sys: &Path,
-) -> Result<Vec<String>, EngineError> {
-    let mut f = Vec::new();
-    if let Some(q) = limits.cpu {
-        f.push("--cpu-period".into());
-        f.push(q.period.as_micros().to_string());
-        f.push("--cpu-quota".into());
-        f.push(q.quota.as_micros().to_string());
-    }
-    if let Some(set) = &limits.cpuset {
-        f.push("--cpuset-cpus".into());
-        f.push(set.to_string());
-    }
-    if let Some(set) = &limits.mems {
-        f.push("--cpuset-mems".into());
-        f.push(set.to_string());
-    }
-    match (limits.memory_max, limits.memory_swap_max) {
-        (None, None) => {}
-        (None, Some(_)) => {
-            return Err(EngineError::Unsupported {
-                engine,
-                detail: "a swap limit without a memory limit cannot be expressed with \
-                         --memory-swap; give the shape a memory limit too"
-                    .into(),
-            })
-        }
-        (Some(Bytes(mem)), swap) => {
-            f.push("--memory".into());
-            f.push(mem.to_string());
-            f.push("--memory-swap".into());
-            f.push(match (swap, version) {
-                (None, _) => "-1".into(),
-                (Some(Bytes(total)), Version::V1) => {
-                    if total < mem {
-                        return Err(EngineError::Unsupported {
-                            engine,
-                            detail: format!(
-                                "memory+swap limit {total} is below the memory limit {mem} \
-                                 (on cgroup v1 it is the limit of memory plus swap)"
-                            ),
-                        });
-                    }
-                    total.to_string()
-                }
-                (Some(Bytes(swap)), Version::V2) => mem.saturating_add(swap).to_string(),
-            });
-        }
-    }
-    if let Some(p) = limits.pids_max {
-        f.push("--pids-limit".into());
-        f.push(p.to_string());
-    }
-    for t in &limits.io {
-        let dev = device_path(engine, sys, &t.device.to_string())?;
-        for (flag, value) in [
-            ("--device-read-bps", t.read_bps),
-            ("--device-write-bps", t.write_bps),
-            ("--device-read-iops", t.read_iops),
-            ("--device-write-iops", t.write_iops),
-        ] {
-            if let Some(v) = value {
-                f.push(flag.into());
-                f.push(format!("{dev}:{v}"));
-            }
-        }
-    }
-    Ok(f)
-}
-
-/// `/dev/<DEVNAME>` of the block device `major:minor`, from
-/// `<sys>/dev/block/<major:minor>/uevent`.
-pub(crate) fn device_path(
-    engine: &'static str,
-    sys: &Path,
-    number: &str,
-) -> Result<String, EngineError> {
-    let uevent = sys.join("dev/block").join(number).join("uevent");
-    let text = std::fs::read_to_string(&uevent).map_err(|source| EngineError::Io {
-        engine,
-        action: "read the block device's name from",
-        path: uevent.clone(),
-        source,
-    })?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("DEVNAME="))
-        .map(|name| format!("/dev/{}", name.trim()))
-        .ok_or_else(|| EngineError::Unexpected {
-            engine,
-            command: format!("read {}", uevent.display()),
-            detail: "no DEVNAME line: is it a block device?".into(),
-        })
-}
-
-/// The arguments of `run` that both engines share: name, cgroup parent, network,
-/// workdir, environment.
-pub(crate) fn common_run_flags(request: &RunRequest) -> Vec<String> {
-    let wd = request.workdir.display().to_string();
-    let mut f = argv([
-        "--name".to_string(),
-        request.id.to_string(),
-        "--cgroup-parent".into(),
-        Path::new("/")
-            .join(&request.cgroup_parent)
-            .display()
-            .to_string(),
-        "--network".into(),
-        match request.network {
-            NetworkMode::None => "none",
-            NetworkMode::Host => "host",
-            NetworkMode::Bridge => "bridge",
-        }
-        .into(),
-        "-v".into(),
-        format!("{wd}:{wd}"),
-        "-w".into(),
-        wd,
-    ]);
-    for e in &request.env {
-        f.push("-e".into());
-        f.push(e.clone());
-    }
-    f
-}
-
-/// The first usable host address of an IPv4 `a.b.c.d/n` subnet (its gateway by
-/// convention).
-pub(crate) fn first_host(subnet: &str) -> Option<String> {
-    let (addr, len) = subnet.split_once('/')?;
-    let addr: std::net::Ipv4Addr = addr.parse().ok()?;
-    let len: u32 = len.parse().ok()?;
-    if len >= 31 {
-        return None;
-    }
-    let mask = u32::MAX.checked_shl(32 - len).unwrap_or(0);
-    Some(std::net::Ipv4Addr::from((u32::from(addr) & mask) + 1).to_string())
-}
-
 /// Whether process `pid` is alive (not gone, not a zombie) and named `comm`.
 pub(crate) fn process_is(proc: &Path, pid: u32, comm: &str) -> bool {
     let Ok(stat) = std::fs::read_to_string(proc.join(pid.to_string()).join("stat")) else {
@@ -747,88 +185,6 @@ pub(crate) fn process_is(proc: &Path, pid: u32, comm: &str) -> bool {
     let name = &stat[open + 1..close];
     let state = stat[close + 1..].split_whitespace().next().unwrap_or("");
     name == comm && state != "Z" && state != "X"
-}
-
-/// This process's mount table in the proc file system at `proc`; empty when it cannot
-/// be read (cleanup is best effort). Lines that are not mount entries are skipped.
-pub(crate) fn mounts_of(proc: &Path) -> Vec<MountEntry> {
-    read_mountinfo(&mountinfo_path(proc), Malformed::Skip).unwrap_or_default()
-}
-
-/// Mount points at or below any of `roots`, deepest first.
-pub(crate) fn mounts_below(mounts: &[MountEntry], roots: &[&Path]) -> Vec<PathBuf> {
-    let mut found: Vec<PathBuf> = mounts
-        .iter()
-        .map(|m| m.mount_point.clone())
-        .filter(|m| roots.iter().any(|r| m.starts_with(r)))
-        .collect();
-    found.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
-    found.dedup();
-    found
-}
-
-/// The v1 controllers the lab creates `cgroup_parent` in (through `isolab_cgroups`).
-const LAB_CONTROLLERS: [&str; 7] = [
-    "cpu", "cpuacct", "cpuset", "memory", "pids", "blkio", "freezer",
-];
-
-/// Mount points of cgroup v1 hierarchies that hold none of the controllers the lab
-/// manages (`devices`, `name=systemd`, a `hugetlb` mounted for crun, …).
-pub(crate) fn foreign_v1_mounts(mounts: &[MountEntry]) -> Vec<PathBuf> {
-    mounts
-        .iter()
-        .filter(|m| m.fstype == "cgroup")
-        .filter(|m| !LAB_CONTROLLERS.iter().any(|c| m.has_super_option(c)))
-        .map(|m| m.mount_point.clone())
-        .collect()
-}
-
-/// Removes `parent` and its empty ancestors in every cgroup v1 hierarchy the lab does
-/// not manage: runc and crun create the container's cgroup path with all its
-/// parents in every mounted hierarchy (`devices`, `name=systemd`, …) and remove only
-/// the container's own cgroup, so without this each run would leave its parent
-/// there. Directories still in use (another run's) stay. Returns what was removed.
-pub fn remove_foreign_parent_cgroups(proc: &Path, parent: &Path) -> Vec<PathBuf> {
-    remove_parent_chains(&foreign_v1_mounts(&mounts_of(proc)), parent)
-}
-
-/// How long [`remove_parent_chains`] waits for a busy `parent` (the container's own
-/// cgroup is still being removed).
-const PARENT_BUSY: Duration = Duration::from_secs(2);
-
-/// Removes everything below `parent` (the container's cgroups: the lab puts nothing
-/// else there), `parent` itself and its empty ancestors below each of `mounts`,
-/// retrying for a moment while the container's own cgroup is still being removed.
-pub(crate) fn remove_parent_chains(mounts: &[PathBuf], parent: &Path) -> Vec<PathBuf> {
-    let parent = parent.strip_prefix("/").unwrap_or(parent);
-    let mut removed = Vec::new();
-    // Best effort: a cgroup that still holds a process stays, and so does the parent
-    // above it.
-    let below = RemoveTree {
-        keep_top: true,
-        ..RemoveTree::default()
-    };
-    for m in mounts {
-        removed.append(&mut remove_tree(&RealSyscalls, &m.join(parent), &below).removed);
-        let mut dir = m.join(parent);
-        while dir != *m && dir.starts_with(m) {
-            let patience = if dir.ends_with(parent) {
-                PARENT_BUSY
-            } else {
-                Duration::ZERO
-            };
-            match rmdir_retrying(&RealSyscalls, &dir, patience) {
-                Ok(()) => removed.push(dir.clone()),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                // In use by another run (or not ours): leave it and its ancestors.
-                Err(_) => break,
-            }
-            if !dir.pop() {
-                break;
-            }
-        }
-    }
-    removed
 }
 
 /// A daemon connection: how to call the CLI and what the server said.
@@ -1326,7 +682,7 @@ impl Engine for Docker {
     }
 
     fn prepare_image(&self, image: &Path) -> Result<PreparedImage, EngineError> {
-        let (tar, sha) = cached_tar_in(&self.config.cache_dir, image)?;
+        let (tar, sha) = cached_tar_in(ENGINE, &self.config.cache_dir, image)?;
         let reference = format!("{}:{}", repository(image), &sha[..12.min(sha.len())]);
         let digest = match self.image_id(&reference)? {
             Some(id) => id,
@@ -1459,64 +815,13 @@ impl Engine for Docker {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::fakes::Fake;
     use crate::tool::Output;
+    use isolab_cgroups::{Bytes, Limits, Malformed, MountEntry};
     use isolab_cgroups::{CpuQuota, DeviceNumber, IdSet, IoThrottle};
 
     fn parse(mountinfo: &str) -> Vec<MountEntry> {
         isolab_cgroups::parse_mountinfo(Path::new("mountinfo"), mountinfo, Malformed::Fail).unwrap()
-    }
-
-    /// A fake [`Tools`]: records every argv and answers the first canned reply
-    /// whose pattern the joined command line contains.
-    #[derive(Default)]
-    pub(crate) struct Fake {
-        pub calls: Mutex<Vec<Vec<String>>>,
-        pub replies: Mutex<Vec<(String, Output)>>,
-        pub missing: Vec<String>,
-    }
-
-    impl Fake {
-        pub fn reply(&self, pattern: &str, status: i32, stdout: &str, stderr: &str) {
-            lock(&self.replies).push((
-                pattern.to_owned(),
-                Output {
-                    status,
-                    stdout: stdout.to_owned(),
-                    stderr: stderr.to_owned(),
-                },
-            ));
-        }
-
-        pub fn calls(&self) -> Vec<String> {
-            lock(&self.calls).iter().map(|c| c.join(" ")).collect()
-        }
-    }
-
-    impl Tools for Fake {
-        fn run(&self, argv: &[String]) -> std::io::Result<Output> {
-            lock(&self.calls).push(argv.to_vec());
-            let line = argv.join(" ");
-            Ok(lock(&self.replies)
-                .iter()
-                .find(|(p, _)| line.contains(p.as_str()))
-                .map(|(_, o)| o.clone())
-                .unwrap_or(Output {
-                    status: 0,
-                    stdout: String::new(),
-                    stderr: String::new(),
-                }))
-        }
-
-        fn which(&self, program: &str) -> Option<PathBuf> {
-            if self.missing.iter().any(|m| m == program) {
-                return None;
-            }
-            Some(if program.contains('/') {
-                PathBuf::from(program)
-            } else {
-                PathBuf::from("/usr/bin").join(program)
-            })
-        }
     }
 
     pub(crate) const VERSION_JSON: &str = r#"{"Client":{"Version":"28.2.2","ApiVersion":"1.50"},"Server":{"Version":"20.10.24+dfsg1","ApiVersion":"1.41","MinAPIVersion":"1.12"}}"#;
@@ -1764,7 +1069,7 @@ pub(crate) mod tests {
         std::fs::create_dir_all(img.join("bin")).unwrap();
         std::fs::write(img.join("bin/hello"), "hi\n").unwrap();
         let (d, fake) = ready_docker(dir.path(), Version::V1);
-        let (tar, sha) = cached_tar_in(&dir.path().join("cache"), &img).unwrap();
+        let (tar, sha) = cached_tar_in(ENGINE, &dir.path().join("cache"), &img).unwrap();
         assert!(tar.is_file());
         let reference = format!("isolab/image:{}", &sha[..12]);
         // The tag exists already.
@@ -1781,7 +1086,7 @@ pub(crate) mod tests {
         assert!(!fake.calls().iter().any(|c| c.contains(" import ")));
         // The cache is reused: same path and digest, tar not rewritten.
         let mtime = std::fs::metadata(&tar).unwrap().modified().unwrap();
-        let again = cached_tar_in(&dir.path().join("cache"), &img).unwrap();
+        let again = cached_tar_in(ENGINE, &dir.path().join("cache"), &img).unwrap();
         assert_eq!(again, (tar.clone(), sha.clone()));
         assert_eq!(std::fs::metadata(&tar).unwrap().modified().unwrap(), mtime);
     }
@@ -1895,39 +1200,6 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn parents_in_hierarchies_the_lab_does_not_manage_are_removed() {
-        let dir = tempfile::tempdir().unwrap();
-        let d = dir.path();
-        let mi = format!(
-            "30 27 0:30 / {d}/cpu rw - cgroup cgroup rw,cpu\n\
-             31 27 0:31 / {d}/devices rw - cgroup cgroup rw,devices\n\
-             32 27 0:32 / {d}/systemd rw - cgroup cgroup rw,xattr,name=systemd\n\
-             33 27 0:33 / {d}/unified rw - cgroup2 cgroup2 rw\n\
-             34 27 0:34 / {d}/hugetlb rw - cgroup cgroup rw,hugetlb\n",
-            d = d.display()
-        );
-        let foreign = foreign_v1_mounts(&parse(&mi));
-        assert_eq!(
-            foreign,
-            vec![d.join("devices"), d.join("systemd"), d.join("hugetlb")]
-        );
-        for m in ["cpu", "devices", "systemd"] {
-            std::fs::create_dir_all(d.join(m).join("isolab/e1/r1")).unwrap();
-        }
-        // Another run still uses isolab/e2 in devices: isolab stays there.
-        std::fs::create_dir_all(d.join("devices/isolab/e2/r1")).unwrap();
-        // The container's own cgroup left in systemd goes too.
-        std::fs::create_dir_all(d.join("systemd/isolab/e1/r1/libpod-1")).unwrap();
-        let removed = remove_parent_chains(&foreign, Path::new("/isolab/e1/r1"));
-        assert_eq!(removed.len(), 6, "{removed:?}");
-        assert!(!d.join("systemd/isolab").exists());
-        assert!(!d.join("devices/isolab/e1").exists());
-        assert!(d.join("devices/isolab/e2/r1").exists());
-        // The lab's own hierarchies are the lab's to clean.
-        assert!(d.join("cpu/isolab/e1/r1").exists());
-    }
-
-    #[test]
     fn process_states_and_mount_lists() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("5")).unwrap();
@@ -1952,132 +1224,5 @@ pub(crate) mod tests {
                 PathBuf::from("/var/lib/isolab/docker"),
             ]
         );
-    }
-
-    const BEFORE: &str = "# Generated by iptables-save v1.8.9 (nf_tables) on Sun\n\
-        *nat\n:PREROUTING ACCEPT [0:0]\n:INPUT ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\n\
-        -A POSTROUTING -s 10.9.0.0/24 -j MASQUERADE\nCOMMIT\n";
-
-    const AFTER: &str = "# Generated by iptables-save v1.8.9 (nf_tables) on Sun\n\
-        *filter\n:INPUT ACCEPT [0:0]\n:FORWARD DROP [3:180]\n:OUTPUT ACCEPT [0:0]\n:DOCKER - [0:0]\n\
-        :DOCKER-USER - [0:0]\n:OTHER - [0:0]\n\
-        -A FORWARD -j DOCKER-USER\n-A FORWARD -o docker0 -j DOCKER\n-A FORWARD -i eth9 -j OTHER\n\
-        -A DOCKER-USER -j RETURN\nCOMMIT\n\
-        *nat\n:PREROUTING ACCEPT [5:300]\n:INPUT ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\n\
-        :DOCKER - [0:0]\n-A PREROUTING -m addrtype --dst-type LOCAL -j DOCKER\n\
-        -A POSTROUTING -s 10.9.0.0/24 -j MASQUERADE\n\
-        -A POSTROUTING -s 172.17.0.0/16 ! -o docker0 -j MASQUERADE\n\
-        -A POSTROUTING -m comment --comment \"someone else\" -j ACCEPT\n\
-        -A DOCKER -i docker0 -j RETURN\nCOMMIT\n";
-
-    #[test]
-    fn undo_deletes_only_what_docker_added() {
-        let plan = undo_plan(BEFORE, AFTER, &["DOCKER", "docker0", "172.17."]);
-        assert_eq!(plan.new_tables, vec!["filter".to_string()]);
-        assert_eq!(
-            plan.script,
-            "*filter\n-P FORWARD ACCEPT\n-D DOCKER-USER -j RETURN\n-D FORWARD -o docker0 -j DOCKER\n\
-             -D FORWARD -j DOCKER-USER\n-F DOCKER\n-F DOCKER-USER\n-X DOCKER\n-X DOCKER-USER\nCOMMIT\n\
-             *nat\n-D DOCKER -i docker0 -j RETURN\n\
-             -D POSTROUTING -s 172.17.0.0/16 ! -o docker0 -j MASQUERADE\n\
-             -D PREROUTING -m addrtype --dst-type LOCAL -j DOCKER\n-F DOCKER\n-X DOCKER\nCOMMIT\n"
-        );
-        assert_eq!(
-            plan.summary,
-            "deleted 6 rules and 3 chains, restored 1 policies"
-        );
-        // Nothing changed: nothing to do.
-        assert!(undo_plan(AFTER, AFTER, &["DOCKER"]).script.is_empty());
-        assert_eq!(
-            normalized_rules(BEFORE),
-            "*nat\n:PREROUTING ACCEPT\n:INPUT ACCEPT\n:OUTPUT ACCEPT\n:POSTROUTING ACCEPT\n\
-             -A POSTROUTING -s 10.9.0.0/24 -j MASQUERADE\nCOMMIT\n"
-        );
-        assert!(is_nf_tables(BEFORE));
-        assert!(table_is_default(
-            "*filter\n:INPUT ACCEPT [1:2]\n:FORWARD ACCEPT [0:0]\nCOMMIT\n",
-            "filter"
-        ));
-        assert!(!table_is_default(AFTER, "filter"));
-    }
-
-    #[test]
-    fn restore_runs_the_script_deletes_new_tables_and_the_bridge() {
-        let dir = tempfile::tempdir().unwrap();
-        let proc = dir.path().join("proc");
-        let sys = dir.path().join("sys");
-        std::fs::create_dir_all(proc.join("sys/net/ipv4")).unwrap();
-        std::fs::write(proc.join("sys/net/ipv4/ip_forward"), "0\n").unwrap();
-        std::fs::create_dir_all(sys.join("class/net")).unwrap();
-        let fake = Fake::default();
-        fake.reply("/usr/bin/iptables-save", 0, BEFORE, "");
-        let snap = HostNetSnapshot::take(&fake, &proc, &sys, "docker0", &["DOCKER", "docker0"]);
-        assert_eq!(snap.ip_forward, "0");
-        assert!(!snap.bridge_existed);
-        // The daemon ran: rules added, forwarding on, a bridge.
-        std::fs::write(proc.join("sys/net/ipv4/ip_forward"), "1\n").unwrap();
-        std::fs::create_dir_all(sys.join("class/net/docker0")).unwrap();
-        lock(&fake.replies).clear();
-        // After the restore the filter table is default again.
-        fake.reply("/usr/bin/iptables-save", 0, AFTER, "");
-        let done = snap
-            .restore(ENGINE, &fake, &proc, &sys, dir.path())
-            .unwrap();
-        let calls = fake.calls();
-        assert!(calls
-            .iter()
-            .any(|c| c.starts_with("/usr/bin/iptables-restore --noflush ")));
-        assert!(calls.iter().any(|c| c == "/usr/bin/ip link delete docker0"));
-        assert_eq!(
-            std::fs::read_to_string(proc.join("sys/net/ipv4/ip_forward")).unwrap(),
-            "0\n"
-        );
-        assert!(
-            done.iter().any(|d| d.contains("ip_forward set back to 0")),
-            "{done:?}"
-        );
-        // The filter table still has OTHER (not Docker's): it is not deleted.
-        assert!(!calls.iter().any(|c| c.contains("nft delete table")));
-    }
-
-    #[test]
-    fn a_host_without_any_rule_gets_every_rule_of_docker_undone() {
-        // A fresh nf_tables host: iptables-save prints nothing at all. That is a
-        // snapshot of "no rules", not "no iptables".
-        let dir = tempfile::tempdir().unwrap();
-        let (proc, sys) = (dir.path().join("proc"), dir.path().join("sys"));
-        std::fs::create_dir_all(proc.join("sys/net/ipv4")).unwrap();
-        std::fs::write(proc.join("sys/net/ipv4/ip_forward"), "0\n").unwrap();
-        std::fs::create_dir_all(sys.join("class/net")).unwrap();
-        let fake = Fake::default();
-        fake.reply("/usr/bin/iptables-save", 0, "", "");
-        let snap = HostNetSnapshot::take(&fake, &proc, &sys, "docker0", &["DOCKER", "docker0"]);
-        assert_eq!(snap.iptables.as_deref(), Some(""));
-        lock(&fake.replies).clear();
-        fake.reply("/usr/bin/iptables-save", 0, AFTER, "");
-        let done = snap
-            .restore(ENGINE, &fake, &proc, &sys, dir.path())
-            .unwrap();
-        assert!(
-            fake.calls()
-                .iter()
-                .any(|c| c.starts_with("/usr/bin/iptables-restore --noflush ")),
-            "{done:?}"
-        );
-        assert!(done.iter().any(|d| d.starts_with("iptables-save: deleted")));
-
-        // No iptables-save at all: nothing is recorded and nothing is touched.
-        let missing = Fake {
-            missing: vec!["iptables-save".into(), "ip6tables-save".into()],
-            ..Fake::default()
-        };
-        let snap = HostNetSnapshot::take(&missing, &proc, &sys, "docker0", &["DOCKER"]);
-        assert_eq!(snap.iptables, None);
-        snap.restore(ENGINE, &missing, &proc, &sys, dir.path())
-            .unwrap();
-        assert!(!missing
-            .calls()
-            .iter()
-            .any(|c| c.contains("iptables-restore")));
     }
 }

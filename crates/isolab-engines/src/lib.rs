@@ -13,12 +13,55 @@
 //! ([`find_container_cgroup`]) and reads the limits back from the kernel.
 //!
 //! The crate knows nothing of experiments; the lab's platform adapters use it.
+//!
+//! # Layout
+//! One file per engine on top, shared helpers below them; an engine uses only the
+//! helpers and this file, never another engine:
+//!
+//! ```text
+//!  engines   docker.rs   podman.rs          oci.rs (runc, crun)   lxc.rs
+//!                 \         /                        \           /
+//!  helpers   host_net, image_tar,            host, request, dir_image,
+//!            run_flags, parent_cgroups       run_state
+//!                        \                        /
+//!  below all             mounts, tool, error (fakes: tests only)
+//! ```
+//!
+//! - [`host_net`]: the netfilter rules, `ip_forward` and bridge a daemon changes,
+//!   recorded before it starts and restored after (Docker, Podman).
+//! - [`image_tar`]: the image packed once as a cached tar for `docker import` /
+//!   `podman import`, and the imported image's repository name.
+//! - `run_flags`: the `run` flags Docker and Podman share (name, cgroup parent,
+//!   network, workdir, environment, limits).
+//! - `parent_cgroups`: removal of the parent cgroup copies OCI runtimes leave in the
+//!   v1 hierarchies the lab does not manage.
+//! - `mounts`: the host's mount table, its cgroup hierarchies and version.
+//! - [`host`]: the host effects of the OCI-style drivers (mounts, signals, cgroup
+//!   directories) behind [`host::Host`], with the real [`host::SystemHost`].
+//! - `request`, `dir_image`, `run_state`: a request's checks, an image directory as
+//!   an overlay's lower layer, run directories with their state file and cleanup
+//!   (runc, crun, LXC).
+//! - [`tool`]: finding and running the engines' programs; [`error`]: [`EngineError`].
+//! - `fakes` (tests only): the fake tools, host and cgroup trees the engines' unit
+//!   tests share.
 
 pub mod docker;
-pub mod error;
 pub mod lxc;
 pub mod oci;
 pub mod podman;
+
+mod dir_image;
+pub mod error;
+#[cfg(test)]
+mod fakes;
+pub mod host;
+pub mod host_net;
+pub mod image_tar;
+mod mounts;
+mod parent_cgroups;
+mod request;
+mod run_flags;
+mod run_state;
 pub mod tool;
 
 use std::path::{Path, PathBuf};

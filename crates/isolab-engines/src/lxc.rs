@@ -88,11 +88,11 @@ use std::sync::Arc;
 use isolab_cgroups::{Limits, Version};
 use isolab_runtime::ContainerId;
 
-use crate::oci::{
-    base_env, cgroup_mounts, cgroup_version, check_request, cpuset_v1_mount, create_dir,
-    mount_table, parent_rel, path_str, prepare_dir_image, run_dirs_with_prefix, Cleanup, Host,
-    RunState, SystemHost,
-};
+use crate::dir_image::prepare_dir_image;
+use crate::host::{Host, SystemHost};
+use crate::mounts::{cgroup_mounts, cgroup_version, cpuset_v1_mount, mount_table};
+use crate::request::{base_env, check_request, parent_rel, path_str};
+use crate::run_state::{create_dir, run_dirs_with_prefix, Cleanup, RunState};
 use crate::tool::{argv, require, run_ok, SystemTools, Tools};
 use crate::{Engine, EngineError, NetworkMode, PreparedImage, RunRequest};
 
@@ -605,7 +605,7 @@ pub(crate) fn limit_lines(limits: &Limits, version: Version) -> Vec<(String, Str
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::oci::fakes::*;
+    use crate::fakes::*;
     use isolab_cgroups::{Bytes, CpuQuota, DeviceNumber, IdSet, IoThrottle};
 
     fn request(workdir: &Path) -> RunRequest {

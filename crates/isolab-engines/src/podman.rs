@@ -58,16 +58,16 @@
 //! `podman` (CNI with Debian's `containernetworking-plugins`, or netavark), which
 //! Podman 4 creates in memory when the dedicated network directory holds no
 //! configuration; its bridge (`cni-podman0`) and firewall chains (`CNI-*`) appear on
-//! first use. Like Docker's daemon ([`crate::docker::HostNetSnapshot`]), isolab
+//! first use. Like Docker's daemon ([`HostNetSnapshot`]), isolab
 //! records the host's netfilter rules, `ip_forward` and the bridge's absence in
 //! [`Engine::ensure_ready`], and [`Engine::shutdown`] removes exactly what Podman
 //! added (rules and chains naming `CNI-`, `NETAVARK`, the bridge or its subnet), the
 //! bridge, and `/var/lib/cni` when it did not exist and holds no reservation.
 //!
-//! **Images.** The tar of [`crate::docker::cached_tar`] is `podman import`ed as
+//! **Images.** The tar of [`cached_tar_in`] is `podman import`ed as
 //! `localhost/isolab/<kind>:<first 12 hex of its sha256>` once; runs use
 //! `--pull never`. Limits are the same flags as Docker's
-//! ([`crate::docker`]), plus `--pids-limit -1` when no pids limit is asked (Podman's
+//! (`run_flags.rs`), plus `--pids-limit -1` when no pids limit is asked (Podman's
 //! default would be 2048).
 
 use std::path::{Path, PathBuf};
@@ -79,10 +79,10 @@ use isolab_cgroups::{
     Version,
 };
 
-use crate::docker::{
-    cached_tar_in, common_run_flags, limit_flags, remove_foreign_parent_cgroups,
-    remove_parent_chains, repository, HostNetSnapshot, DEFAULT_CACHE_DIR,
-};
+use crate::host_net::{first_host, HostNetSnapshot};
+use crate::image_tar::{cached_tar_in, repository, DEFAULT_CACHE_DIR};
+use crate::parent_cgroups::{remove_foreign_parent_cgroups, remove_parent_chains};
+use crate::run_flags::{common_run_flags, limit_flags};
 use crate::tool::{argv, require, run_ok, tail, SystemTools, Tools};
 use crate::{Engine, EngineError, NetworkMode, PreparedImage, RunRequest};
 
@@ -884,7 +884,7 @@ pub(crate) fn parse_network(stdout: &str) -> Option<(String, String, String)> {
         .get("gateway")
         .and_then(|g| g.as_str())
         .map(str::to_owned)
-        .or_else(|| crate::docker::first_host(&subnet))?;
+        .or_else(|| first_host(&subnet))?;
     Some((bridge, subnet, gateway))
 }
 
@@ -936,7 +936,7 @@ impl Engine for Podman {
     }
 
     fn prepare_image(&self, image: &Path) -> Result<PreparedImage, EngineError> {
-        let (tar, sha) = cached_tar_in(&self.config.cache_dir, image)?;
+        let (tar, sha) = cached_tar_in(ENGINE, &self.config.cache_dir, image)?;
         let reference = format!(
             "localhost/{}:{}",
             repository(image),
@@ -1076,7 +1076,7 @@ impl Engine for Podman {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::docker::tests::Fake;
+    use crate::fakes::Fake;
     use crate::tool::Output;
     use isolab_cgroups::{Bytes, CpuQuota, IdSet, Limits};
 

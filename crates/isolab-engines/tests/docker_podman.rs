@@ -18,7 +18,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use isolab_cgroups::{Bytes, Cgroup, Controller, CpuQuota, Hierarchy, IdSet, Limits};
-use isolab_engines::docker::{normalized_rules, Docker};
+use isolab_engines::docker::Docker;
+use isolab_engines::host_net::normalized_rules;
 use isolab_engines::podman::{OciRuntime, Podman};
 use isolab_engines::tool::{SystemTools, Tools};
 use isolab_engines::{find_container_cgroup, Engine, NetworkMode, PreparedImage, RunRequest};

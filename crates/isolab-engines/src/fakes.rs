@@ -1,0 +1,277 @@
+//! Test doubles shared by the engines' unit tests.
+
+use std::collections::HashMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+
+use crate::host::Host;
+use crate::tool::{Output, Tools};
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A fake [`Tools`]: records every argv and answers the first canned reply
+/// whose pattern the joined command line contains.
+#[derive(Default)]
+pub(crate) struct Fake {
+    pub calls: Mutex<Vec<Vec<String>>>,
+    pub replies: Mutex<Vec<(String, Output)>>,
+    pub missing: Vec<String>,
+}
+
+impl Fake {
+    pub fn reply(&self, pattern: &str, status: i32, stdout: &str, stderr: &str) {
+        lock(&self.replies).push((
+            pattern.to_owned(),
+            Output {
+                status,
+                stdout: stdout.to_owned(),
+                stderr: stderr.to_owned(),
+            },
+        ));
+    }
+
+    pub fn calls(&self) -> Vec<String> {
+        lock(&self.calls).iter().map(|c| c.join(" ")).collect()
+    }
+}
+
+impl Tools for Fake {
+    fn run(&self, argv: &[String]) -> std::io::Result<Output> {
+        lock(&self.calls).push(argv.to_vec());
+        let line = argv.join(" ");
+        Ok(lock(&self.replies)
+            .iter()
+            .find(|(p, _)| line.contains(p.as_str()))
+            .map(|(_, o)| o.clone())
+            .unwrap_or(Output {
+                status: 0,
+                stdout: String::new(),
+                stderr: String::new(),
+            }))
+    }
+
+    fn which(&self, program: &str) -> Option<PathBuf> {
+        if self.missing.iter().any(|m| m == program) {
+            return None;
+        }
+        Some(if program.contains('/') {
+            PathBuf::from(program)
+        } else {
+            PathBuf::from("/usr/bin").join(program)
+        })
+    }
+}
+
+/// Records command lines; answers by the program's file name and first argument.
+#[derive(Default)]
+pub struct FakeTools {
+    pub calls: Mutex<Vec<Vec<String>>>,
+    pub answers: Mutex<HashMap<String, Output>>,
+    pub missing: Vec<String>,
+}
+
+impl FakeTools {
+    pub fn answer(&self, key: &str, status: i32, stdout: &str) {
+        self.answers.lock().unwrap().insert(
+            key.to_owned(),
+            Output {
+                status,
+                stdout: stdout.to_owned(),
+                stderr: if status == 0 {
+                    String::new()
+                } else {
+                    "boom".into()
+                },
+            },
+        );
+    }
+
+    pub fn calls(&self) -> Vec<String> {
+        self.calls
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|c| c.join(" "))
+            .collect()
+    }
+}
+
+impl Tools for FakeTools {
+    fn run(&self, argv: &[String]) -> io::Result<Output> {
+        self.calls.lock().unwrap().push(argv.to_vec());
+        let program = Path::new(&argv[0])
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let key = format!(
+            "{program} {}",
+            argv.get(1).map(String::as_str).unwrap_or("")
+        );
+        Ok(self
+            .answers
+            .lock()
+            .unwrap()
+            .get(&key)
+            .cloned()
+            .unwrap_or(Output {
+                status: 0,
+                stdout: String::new(),
+                stderr: String::new(),
+            }))
+    }
+
+    fn which(&self, program: &str) -> Option<PathBuf> {
+        (!self.missing.iter().any(|m| m == program))
+            .then(|| PathBuf::from("/usr/bin").join(program))
+    }
+}
+
+/// Records host effects; rmdir removes a fake cgroup directory with its files.
+#[derive(Default)]
+pub struct FakeHost {
+    pub calls: Mutex<Vec<String>>,
+}
+
+impl FakeHost {
+    pub fn calls(&self) -> Vec<String> {
+        self.calls.lock().unwrap().clone()
+    }
+}
+
+impl Host for FakeHost {
+    fn mount_tmpfs(&self, target: &Path) -> io::Result<()> {
+        self.calls
+            .lock()
+            .unwrap()
+            .push(format!("tmpfs {}", target.display()));
+        Ok(())
+    }
+    fn mount_overlay(
+        &self,
+        lower: &Path,
+        upper: &Path,
+        work: &Path,
+        target: &Path,
+    ) -> io::Result<()> {
+        self.calls.lock().unwrap().push(format!(
+            "overlay {} {} {} {}",
+            lower.display(),
+            upper.display(),
+            work.display(),
+            target.display()
+        ));
+        Ok(())
+    }
+    fn unmount(&self, target: &Path) -> io::Result<bool> {
+        self.calls
+            .lock()
+            .unwrap()
+            .push(format!("umount {}", target.display()));
+        Ok(false)
+    }
+    fn kill(&self, pid: u32) -> io::Result<()> {
+        self.calls.lock().unwrap().push(format!("kill {pid}"));
+        Ok(())
+    }
+    fn rmdir(&self, path: &Path) -> io::Result<()> {
+        if std::fs::read_dir(path)?
+            .flatten()
+            .any(|e| e.path().is_dir())
+        {
+            return Err(io::Error::from_raw_os_error(libc::ENOTEMPTY));
+        }
+        std::fs::remove_dir_all(path)?;
+        self.calls
+            .lock()
+            .unwrap()
+            .push(format!("rmdir {}", path.display()));
+        Ok(())
+    }
+}
+
+/// A fake v1 host in `root`: `root/cg/<ctrl>` hierarchies, a mountinfo file
+/// listing them plus `extra` lines, and a workdir.
+pub struct FakeSystem {
+    pub root: PathBuf,
+    pub mountinfo: PathBuf,
+    pub workdir: PathBuf,
+}
+
+pub const V1_CONTROLLERS: [&str; 9] = [
+    "cpu", "cpuacct", "cpuset", "memory", "pids", "blkio", "freezer", "devices", "systemd",
+];
+
+impl FakeSystem {
+    pub fn v1(root: &Path, extra: &str) -> FakeSystem {
+        let mut info = String::from("22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n");
+        info.push_str(&format!(
+            "30 22 0:26 / {} rw,nosuid,nodev,noexec - tmpfs tmpfs rw,mode=755\n",
+            root.join("cg").display()
+        ));
+        for (i, c) in V1_CONTROLLERS.iter().enumerate() {
+            let dir = root.join("cg").join(c);
+            std::fs::create_dir_all(&dir).unwrap();
+            let opt = if *c == "systemd" {
+                "name=systemd".to_string()
+            } else {
+                c.to_string()
+            };
+            info.push_str(&format!(
+                "{} 30 0:{} / {} rw,nosuid,nodev,noexec,relatime - cgroup cgroup rw,{opt}\n",
+                31 + i,
+                40 + i,
+                dir.display()
+            ));
+        }
+        std::fs::create_dir_all(root.join("cg/unified")).unwrap();
+        info.push_str(&format!(
+            "50 30 0:60 / {} rw,nosuid,nodev,noexec,relatime - cgroup2 cgroup2 rw\n",
+            root.join("cg/unified").display()
+        ));
+        info.push_str(extra);
+        let mountinfo = root.join("mountinfo");
+        std::fs::write(&mountinfo, info).unwrap();
+        let workdir = root.join("work");
+        std::fs::create_dir_all(&workdir).unwrap();
+        FakeSystem {
+            root: root.to_path_buf(),
+            mountinfo,
+            workdir,
+        }
+    }
+
+    pub fn v2(root: &Path) -> FakeSystem {
+        let cg = root.join("cg");
+        std::fs::create_dir_all(&cg).unwrap();
+        let info = format!(
+                "22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n30 22 0:26 / {} rw,nosuid,nodev,noexec,relatime - cgroup2 cgroup2 rw\n",
+                cg.display()
+            );
+        let mountinfo = root.join("mountinfo");
+        std::fs::write(&mountinfo, info).unwrap();
+        let workdir = root.join("work");
+        std::fs::create_dir_all(&workdir).unwrap();
+        FakeSystem {
+            root: root.to_path_buf(),
+            mountinfo,
+            workdir,
+        }
+    }
+
+    pub fn cg(&self, rel: &str) -> PathBuf {
+        self.root.join("cg").join(rel)
+    }
+
+    /// Creates `rel` in the lab's hierarchies (those isolab_cgroups uses).
+    pub fn lab_parent(&self, rel: &str) {
+        for c in [
+            "cpu", "cpuacct", "cpuset", "memory", "pids", "blkio", "freezer", "unified",
+        ] {
+            std::fs::create_dir_all(self.cg(c).join(rel)).unwrap();
+        }
+    }
+}

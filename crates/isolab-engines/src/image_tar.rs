@@ -1,0 +1,105 @@
+//! The experiment's image as a tar for `docker import` / `podman import`: packed once
+//! into a cache keyed on the image's manifest ([`cached_tar_in`]), and the repository
+//! name an imported image gets (`repository`).
+
+use std::path::{Path, PathBuf};
+
+use crate::EngineError;
+
+/// Where packed image tars are cached by default.
+pub const DEFAULT_CACHE_DIR: &str = "/var/lib/isolab/cache";
+
+/// The tar of `image_dir` for `docker import` / `podman import`, packed once into
+/// [`DEFAULT_CACHE_DIR`], with its SHA-256 (hex). See [`cached_tar_in`].
+pub fn cached_tar(
+    engine: &'static str,
+    image_dir: &Path,
+) -> Result<(PathBuf, String), EngineError> {
+    cached_tar_in(engine, Path::new(DEFAULT_CACHE_DIR), image_dir)
+}
+
+/// A cache entry: which image it was packed from and the tar's digest.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+struct CacheRecord {
+    image: PathBuf,
+    key: String,
+    tar_sha256: String,
+    tar_bytes: u64,
+}
+
+/// The tar of `image_dir`, packed with `isolab_image::pack` into `cache_dir` unless
+/// a packed tar of the same image is already there, with its SHA-256 (hex).
+///
+/// The cache is keyed on the SHA-256 of the image's manifest (`.isolab-image.json`,
+/// which every isolab build writes with its build time and the exact package
+/// versions): hashing the manifest takes microseconds, whereas
+/// `isolab_image::tree_digest` reads all 272 MB of the bench image (seconds, more
+/// in a debug build), and packing takes about as long. A tree changed by hand
+/// without a rebuild is therefore not noticed: rebuild it (or delete the cache
+/// entry). A directory without a manifest is keyed on its `tree_digest`. Errors
+/// name `engine`, the driver that asked.
+pub fn cached_tar_in(
+    engine: &'static str,
+    cache_dir: &Path,
+    image_dir: &Path,
+) -> Result<(PathBuf, String), EngineError> {
+    let io = |action: &'static str, path: &Path| {
+        let path = path.to_path_buf();
+        move |source| EngineError::Io {
+            engine,
+            action,
+            path,
+            source,
+        }
+    };
+    let manifest = image_dir.join(isolab_image::MANIFEST_FILE);
+    let key = if manifest.is_file() {
+        isolab_image::sha256_file(&manifest)
+    } else {
+        isolab_image::tree_digest(image_dir)
+    }
+    .map_err(|e| pack_error(engine, image_dir, e))?;
+    let short = &key[..key.len().min(16)];
+    let tar = cache_dir.join(format!("image-{short}.tar"));
+    let record_file = cache_dir.join(format!("image-{short}.json"));
+    if let Ok(text) = std::fs::read_to_string(&record_file) {
+        if let Ok(rec) = serde_json::from_str::<CacheRecord>(&text) {
+            let len = std::fs::metadata(&tar).map(|m| m.len()).ok();
+            if rec.key == key && len == Some(rec.tar_bytes) {
+                return Ok((tar, rec.tar_sha256));
+            }
+        }
+    }
+    std::fs::create_dir_all(cache_dir).map_err(io("create the cache directory", cache_dir))?;
+    let packed = isolab_image::pack(
+        image_dir,
+        &isolab_image::PackTarget::Tar { file: tar.clone() },
+    )
+    .map_err(|e| pack_error(engine, image_dir, e))?;
+    let rec = CacheRecord {
+        image: image_dir.to_path_buf(),
+        key,
+        tar_sha256: packed.sha256.clone(),
+        tar_bytes: packed.bytes,
+    };
+    let text = serde_json::to_string_pretty(&rec).unwrap_or_default();
+    std::fs::write(&record_file, text).map_err(io("write the cache record", &record_file))?;
+    Ok((tar, packed.sha256))
+}
+
+fn pack_error(engine: &'static str, image_dir: &Path, e: isolab_image::ImageError) -> EngineError {
+    EngineError::Command {
+        engine,
+        command: format!("isolab image pack --to tar {}", image_dir.display()),
+        status: "failed".into(),
+        stderr: e.to_string(),
+    }
+}
+
+/// The repository of an imported image: `isolab/<kind>` from the image's manifest.
+pub(crate) fn repository(image_dir: &Path) -> String {
+    let kind = isolab_image::Manifest::load(image_dir)
+        .map(|m| m.kind.as_str().to_owned())
+        .unwrap_or_else(|_| "image".into());
+    format!("isolab/{kind}")
+}
