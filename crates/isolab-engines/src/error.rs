@@ -80,3 +80,20 @@ pub enum EngineError {
         prefix: &'static str,
     },
 }
+
+impl EngineError {
+    /// A closure turning an I/O error of `action` on `path` into [`EngineError::Io`].
+    pub(crate) fn io(
+        engine: &'static str,
+        action: &'static str,
+        path: &std::path::Path,
+    ) -> impl FnOnce(std::io::Error) -> EngineError {
+        let path = path.to_path_buf();
+        move |source| EngineError::Io {
+            engine,
+            action,
+            path,
+            source,
+        }
+    }
+}

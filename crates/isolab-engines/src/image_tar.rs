@@ -43,15 +43,7 @@ pub fn cached_tar_in(
     cache_dir: &Path,
     image_dir: &Path,
 ) -> Result<(PathBuf, String), EngineError> {
-    let io = |action: &'static str, path: &Path| {
-        let path = path.to_path_buf();
-        move |source| EngineError::Io {
-            engine,
-            action,
-            path,
-            source,
-        }
-    };
+    let io = |action: &'static str, path: &Path| EngineError::io(engine, action, path);
     let manifest = image_dir.join(isolab_image::MANIFEST_FILE);
     let key = if manifest.is_file() {
         isolab_image::sha256_file(&manifest)

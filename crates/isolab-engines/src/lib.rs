@@ -56,6 +56,7 @@ pub mod error;
 mod fakes;
 pub mod host;
 pub mod host_net;
+pub mod hybrid_fix;
 pub mod image_tar;
 mod mounts;
 mod parent_cgroups;

@@ -79,7 +79,10 @@
 //! `hugetlb`). With [`OciEngine::allow_host_fixes`], [`Engine::ensure_ready`] mounts a v1
 //! hierarchy for each at `/sys/fs/cgroup/<name>` (remounting the `/sys/fs/cgroup` tmpfs
 //! read-write first when it is read-only), as `scripts/bench-runtime.sh` does, and
-//! [`Engine::shutdown`] undoes exactly that. It unmounts a hierarchy only once it holds
+//! [`Engine::shutdown`] undoes exactly that. The fix is the shared one of
+//! [`crate::hybrid_fix`]: each step is recorded in `/run/isolab/hybrid-fix-crun.json`
+//! before it is taken, so [`Engine::gc`] undoes it when the process that made it was
+//! killed. It unmounts a hierarchy only once it holds
 //! no cgroup but its root (`/proc/cgroups`): unmounted while a removed cgroup is still
 //! being released, the kernel keeps the hierarchy alive and the controller never returns
 //! to cgroup2 (seen); when another program's cgroups are in it, it stays mounted and
@@ -101,6 +104,7 @@ use serde_json::{json, Map, Value};
 
 use crate::dir_image::prepare_dir_image;
 use crate::host::{Host, SystemHost};
+use crate::hybrid_fix::{gc_dead_owners, HybridFix};
 use crate::mounts::{cgroup_version, mount_table};
 use crate::request::{base_env, check_request, parent_rel, path_str};
 use crate::run_state::{create_dir, run_dirs_with_prefix, Cleanup, RunState};
@@ -175,21 +179,9 @@ impl OciPaths {
     }
 }
 
-/// A change [`Engine::ensure_ready`] made to the host, undone by [`Engine::shutdown`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HostFix {
-    /// The cgroup tmpfs was remounted read-write (remounted read-only again).
-    RemountedReadWrite(PathBuf),
-    /// A mount point directory was created (removed again).
-    CreatedDir(PathBuf),
-    /// A v1 hierarchy of this controller was mounted there (unmounted again).
-    MountedV1 {
-        /// The controller (`hugetlb`).
-        controller: String,
-        /// The mount point.
-        path: PathBuf,
-    },
-}
+/// A change [`Engine::ensure_ready`] made to the host, undone by [`Engine::shutdown`]
+/// (the shared hybrid-cgroup fix's step, recorded on disk before it is taken).
+pub use crate::hybrid_fix::HostFix;
 
 /// runc or crun as an [`Engine`].
 pub struct OciEngine {
@@ -205,7 +197,8 @@ pub struct OciEngine {
     pub paths: OciPaths,
     tools: Arc<dyn Tools>,
     host: Arc<dyn Host>,
-    fixes: Mutex<Vec<HostFix>>,
+    /// Serialises [`Engine::ensure_ready`]'s fix and [`Engine::shutdown`]'s undo.
+    fix_lock: Mutex<()>,
     /// How long [`Engine::shutdown`] waits for a v1 hierarchy it mounted to be empty.
     unmount_wait: Duration,
 }
@@ -246,7 +239,7 @@ impl OciEngine {
             paths,
             tools,
             host,
-            fixes: Mutex::new(Vec::new()),
+            fix_lock: Mutex::new(()),
             unmount_wait: UNMOUNT_V1_DEADLINE,
         }
     }
@@ -258,8 +251,30 @@ impl OciEngine {
     }
 
     /// The host changes [`Engine::ensure_ready`] made and [`Engine::shutdown`] will undo.
+    /// They are read from the fix's record file (see [`crate::hybrid_fix`]).
     pub fn host_fixes(&self) -> Vec<HostFix> {
-        self.fixes.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.hybrid_fix()
+            .load()
+            .ok()
+            .flatten()
+            .map(|r| r.steps)
+            .unwrap_or_default()
+    }
+
+    /// The shared hybrid-cgroup fix, with its record in the parent of the bundles
+    /// directory (`/run/isolab`).
+    fn hybrid_fix(&self) -> HybridFix<'_> {
+        HybridFix {
+            engine: self.engine(),
+            tools: &*self.tools,
+            mount: "mount".into(),
+            state_dir: self.fix_state_dir(),
+        }
+    }
+
+    fn fix_state_dir(&self) -> PathBuf {
+        let b = &self.paths.bundles;
+        b.parent().map_or_else(|| b.clone(), Path::to_path_buf)
     }
 
     fn engine(&self) -> &'static str {
@@ -338,55 +353,19 @@ impl OciEngine {
             .collect()
     }
 
-    /// Mounts a v1 hierarchy for each of `controllers` (the crun fix), recording each
-    /// step in `self.fixes`.
+    /// Mounts a v1 hierarchy for each of `controllers` (the crun fix) with the shared
+    /// [`HybridFix`], which records each step on disk before it takes it.
     fn fix_hybrid(&self, controllers: &[String], mounts: &[MountEntry]) -> Result<(), EngineError> {
-        let engine = self.engine();
         let root = &self.paths.cgroup_root;
-        let mut fixes = self.fixes.lock().unwrap_or_else(|e| e.into_inner());
+        let _guard = self.fix_lock.lock().unwrap_or_else(|e| e.into_inner());
         let root_ro = mounts
             .iter()
             .rev()
             .find(|m| &m.mount_point == root)
             .is_some_and(|m| m.options.split(',').any(|o| o == "ro"));
-        if root_ro && !fixes.contains(&HostFix::RemountedReadWrite(root.clone())) {
-            run_ok(
-                &*self.tools,
-                engine,
-                &argv(["mount", "-o", "remount,rw", &path_str(root)]),
-            )?;
-            fixes.push(HostFix::RemountedReadWrite(root.clone()));
-        }
-        for c in controllers {
-            let target = root.join(c);
-            if !target.is_dir() {
-                std::fs::create_dir(&target).map_err(|source| EngineError::Io {
-                    engine,
-                    action: "create the cgroup mount point",
-                    path: target.clone(),
-                    source,
-                })?;
-                fixes.push(HostFix::CreatedDir(target.clone()));
-            }
-            run_ok(
-                &*self.tools,
-                engine,
-                &argv([
-                    "mount",
-                    "-t",
-                    "cgroup",
-                    "-o",
-                    c,
-                    "cgroup",
-                    &path_str(&target),
-                ]),
-            )?;
-            fixes.push(HostFix::MountedV1 {
-                controller: c.clone(),
-                path: target,
-            });
-        }
-        Ok(())
+        self.hybrid_fix()
+            .apply(root, controllers, root_ro)
+            .map(|_| ())
     }
 
     /// Unmounts the v1 hierarchy of `controller` at `path` that [`Engine::ensure_ready`]
@@ -679,39 +658,28 @@ impl Engine for OciEngine {
                 self.bundle(&id).display()
             ));
         }
+        // A hybrid-cgroup fix whose owner was killed before its shutdown.
+        let proc = self
+            .paths
+            .proc_cgroups
+            .parent()
+            .unwrap_or(Path::new("/proc"));
+        lines.extend(gc_dead_owners(
+            engine,
+            &*self.tools,
+            "mount",
+            &self.fix_state_dir(),
+            proc,
+            &mut |controller, path| self.unmount_v1(controller, path),
+        )?);
         Ok(lines)
     }
 
     fn shutdown(&self) -> Result<(), EngineError> {
-        let engine = self.engine();
-        let mut fixes = self.fixes.lock().unwrap_or_else(|e| e.into_inner());
-        let mut first_error = None;
-        while let Some(fix) = fixes.pop() {
-            let result = match &fix {
-                HostFix::MountedV1 { controller, path } => self.unmount_v1(controller, path),
-                HostFix::CreatedDir(path) => {
-                    std::fs::remove_dir(path).map_err(|source| EngineError::Io {
-                        engine,
-                        action: "remove the cgroup mount point",
-                        path: path.clone(),
-                        source,
-                    })
-                }
-                HostFix::RemountedReadWrite(path) => run_ok(
-                    &*self.tools,
-                    engine,
-                    &argv(["mount", "-o", "remount,ro", &path_str(path)]),
-                )
-                .map(|_| ()),
-            };
-            if let Err(e) = result {
-                first_error = first_error.or(Some(e));
-            }
-        }
-        match first_error {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        let _guard = self.fix_lock.lock().unwrap_or_else(|e| e.into_inner());
+        self.hybrid_fix()
+            .undo(&mut |controller, path| self.unmount_v1(controller, path))
+            .map(|_| ())
     }
 }
 
