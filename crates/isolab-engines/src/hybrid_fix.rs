@@ -24,6 +24,10 @@ use serde::{Deserialize, Serialize};
 use crate::tool::{argv, run_ok, Tools};
 use crate::EngineError;
 
+/// How an engine unmounts a v1 hierarchy it mounted: `(controller, mount point)`,
+/// returning what it did beyond the unmount (one line each).
+pub(crate) type Unmount<'a> = dyn FnMut(&str, &Path) -> Result<Vec<String>, EngineError> + 'a;
+
 /// The record files' name: `hybrid-fix-<engine>.json`.
 const RECORD_PREFIX: &str = "hybrid-fix-";
 
@@ -142,20 +146,7 @@ impl HybridFix<'_> {
                 path: target.clone(),
             };
             self.step(&mut record, mounted.clone(), || {
-                run_ok(
-                    self.tools,
-                    engine,
-                    &argv([
-                        self.mount.as_str(),
-                        "-t",
-                        "cgroup",
-                        "-o",
-                        c,
-                        "cgroup",
-                        &path_str(&target),
-                    ]),
-                )
-                .map(|_| ())
+                mount_v1(self.tools, engine, &self.mount, c, &target)
             })?;
             taken.push(mounted);
         }
@@ -182,10 +173,7 @@ impl HybridFix<'_> {
 
     /// Undoes this engine's recorded fix (see [`undo_record`]); nothing when there is
     /// no record.
-    pub fn undo(
-        &self,
-        unmount: &mut dyn FnMut(&str, &Path) -> Result<(), EngineError>,
-    ) -> Result<Vec<String>, EngineError> {
+    pub fn undo(&self, unmount: &mut Unmount<'_>) -> Result<Vec<String>, EngineError> {
         undo_record(
             self.engine,
             self.tools,
@@ -194,6 +182,31 @@ impl HybridFix<'_> {
             unmount,
         )
     }
+}
+
+/// `mount -t cgroup -o <controller> cgroup <target>`: the one mount of a v1 hierarchy
+/// (also used by an undo that has to mount a lingering hierarchy again to free it).
+pub(crate) fn mount_v1(
+    tools: &dyn Tools,
+    engine: &'static str,
+    mount: &str,
+    controller: &str,
+    target: &Path,
+) -> Result<(), EngineError> {
+    run_ok(
+        tools,
+        engine,
+        &argv([
+            mount,
+            "-t",
+            "cgroup",
+            "-o",
+            controller,
+            "cgroup",
+            &path_str(target),
+        ]),
+    )
+    .map(|_| ())
 }
 
 /// The record file of `engine` in `state_dir`.
@@ -262,7 +275,7 @@ pub(crate) fn undo_record(
     tools: &dyn Tools,
     mount: &str,
     file: &Path,
-    unmount: &mut dyn FnMut(&str, &Path) -> Result<(), EngineError>,
+    unmount: &mut Unmount<'_>,
 ) -> Result<Vec<String>, EngineError> {
     let Some(mut record) = load(engine, file)? else {
         return Ok(Vec::new());
@@ -272,17 +285,24 @@ pub(crate) fn undo_record(
     let mut first_error = None;
     while let Some(fix) = record.steps.pop() {
         let result = match &fix {
-            HostFix::MountedV1 { controller, path } => unmount(controller, path).map(|()| {
-                format!(
-                    "{engine}: unmounted the v1 {controller} hierarchy at {}",
-                    path.display()
-                )
-            }),
+            HostFix::MountedV1 { controller, path } => {
+                unmount(controller, path).map(|mut lines| {
+                    lines.insert(
+                        0,
+                        format!(
+                            "{engine}: unmounted the v1 {controller} hierarchy at {}",
+                            path.display()
+                        ),
+                    );
+                    lines
+                })
+            }
             HostFix::CreatedDir(path) => match std::fs::remove_dir(path) {
-                Ok(()) => Ok(format!("{engine}: removed {}", path.display())),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    Ok(format!("{engine}: {} was already gone", path.display()))
-                }
+                Ok(()) => Ok(vec![format!("{engine}: removed {}", path.display())]),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(vec![format!(
+                    "{engine}: {} was already gone",
+                    path.display()
+                )]),
                 Err(source) => Err(EngineError::Io {
                     engine,
                     action: "remove the cgroup mount point",
@@ -295,10 +315,10 @@ pub(crate) fn undo_record(
                 engine,
                 &argv([mount, "-o", "remount,ro", &path_str(path)]),
             )
-            .map(|_| format!("{engine}: remounted {} read-only", path.display())),
+            .map(|_| vec![format!("{engine}: remounted {} read-only", path.display())]),
         };
         match result {
-            Ok(line) => done.push(line),
+            Ok(mut lines) => done.append(&mut lines),
             Err(e) => {
                 kept.push(fix);
                 first_error = first_error.or(Some(e));
@@ -323,7 +343,7 @@ pub(crate) fn gc_dead_owners(
     mount: &str,
     state_dir: &Path,
     proc: &Path,
-    unmount: &mut dyn FnMut(&str, &Path) -> Result<(), EngineError>,
+    unmount: &mut Unmount<'_>,
 ) -> Result<Vec<String>, EngineError> {
     let entries = match std::fs::read_dir(state_dir) {
         Ok(e) => e,
@@ -472,7 +492,7 @@ mod tests {
         let lines = f
             .undo(&mut |c, p| {
                 unmounted.push((c.to_owned(), p.to_path_buf()));
-                Ok(())
+                Ok(Vec::new())
             })
             .unwrap();
         assert_eq!(
@@ -548,7 +568,7 @@ mod tests {
         let mut unmounted = Vec::new();
         let lines = gc_dead_owners("crun", &tools, "mount", &state, &proc, &mut |c, _| {
             unmounted.push(c.to_owned());
-            Ok(())
+            Ok(Vec::new())
         })
         .unwrap();
         assert_eq!(unmounted, vec!["hugetlb".to_owned()]);

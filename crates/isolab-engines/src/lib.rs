@@ -23,6 +23,7 @@
 //!                 \         /                        \           /
 //!  helpers   host_net, image_tar,            host, request, dir_image,
 //!            run_flags, parent_cgroups       run_state
+//!                 hybrid_fix (podman and runc/crun)
 //!                        \                        /
 //!  below all             mounts, tool, error (fakes: tests only)
 //! ```
@@ -35,6 +36,10 @@
 //!   network, workdir, environment, limits).
 //! - `parent_cgroups`: removal of the parent cgroup copies OCI runtimes leave in the
 //!   v1 hierarchies the lab does not manage.
+//! - [`hybrid_fix`]: the one hybrid-cgroup fix for crun (runc/crun driver, Podman
+//!   with crun): v1 hierarchies mounted for the controllers cgroup2 lists, each step
+//!   recorded on disk before it is taken, undone at shutdown, or by `gc` when the
+//!   process that made it is gone.
 //! - `mounts`: the host's mount table, its cgroup hierarchies and version.
 //! - [`host`]: the host effects of the OCI-style drivers (mounts, signals, cgroup
 //!   directories) behind [`host::Host`], with the real [`host::SystemHost`].

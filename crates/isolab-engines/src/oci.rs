@@ -670,7 +670,7 @@ impl Engine for OciEngine {
             "mount",
             &self.fix_state_dir(),
             proc,
-            &mut |controller, path| self.unmount_v1(controller, path),
+            &mut |controller, path| self.unmount_v1(controller, path).map(|()| Vec::new()),
         )?);
         Ok(lines)
     }
@@ -678,7 +678,7 @@ impl Engine for OciEngine {
     fn shutdown(&self) -> Result<(), EngineError> {
         let _guard = self.fix_lock.lock().unwrap_or_else(|e| e.into_inner());
         self.hybrid_fix()
-            .undo(&mut |controller, path| self.unmount_v1(controller, path))
+            .undo(&mut |controller, path| self.unmount_v1(controller, path).map(|()| Vec::new()))
             .map(|_| ())
     }
 }

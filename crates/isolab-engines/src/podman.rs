@@ -35,9 +35,10 @@
 //!   last child died just before the unmount lingers: isolab mounts and unmounts it
 //!   once more, which destroys it). Without `allow_host_fixes` isolab falls back to
 //!   runc, which accepts this layout, and says so in [`Engine::version`] and
-//!   [`Podman::notes`]. Both decisions are recorded in
-//!   `/run/isolab/podman/host-fixes.json` so that another isolab process can undo a
-//!   mount after a crash.
+//!   [`Podman::notes`]. The mounts are the shared fix of [`crate::hybrid_fix`]:
+//!   each is recorded in `/run/isolab/hybrid-fix-podman.json` before it is made, so
+//!   that another isolab process can undo it ([`Engine::shutdown`] undoes the record
+//!   whoever made it; [`Engine::gc`] undoes it when its owner process is gone).
 //! - A workload that is PID 1 ignores SIGTERM unless it handles it, so the signal
 //!   that `podman run` forwards would not stop it: isolab runs it under an init
 //!   (`--init`: catatonit when installed, else Docker's `docker-init`/tini with
@@ -80,6 +81,7 @@ use isolab_cgroups::{
 };
 
 use crate::host_net::{first_host, HostNetSnapshot};
+use crate::hybrid_fix::{gc_dead_owners, mount_v1, HybridFix};
 use crate::image_tar::{cached_tar_in, repository, DEFAULT_CACHE_DIR};
 use crate::parent_cgroups::{remove_foreign_parent_cgroups, remove_parent_chains};
 use crate::run_flags::{common_run_flags, limit_flags};
@@ -224,23 +226,6 @@ pub fn hybrid_decision(
     }
 }
 
-/// One v1 hierarchy isolab mounted for crun.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct FixMount {
-    /// The controller (`hugetlb`).
-    pub controller: String,
-    /// Where it is mounted (`/sys/fs/cgroup/hugetlb`).
-    pub mount_point: PathBuf,
-    /// Whether isolab created the mount point directory.
-    pub created_dir: bool,
-}
-
-/// The host fixes in force, as recorded in `host-fixes.json`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-struct HostFixes {
-    mounts: Vec<FixMount>,
-}
-
 /// What was decided and found in [`Engine::ensure_ready`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Resolved {
@@ -341,33 +326,32 @@ impl Podman {
         lock(&self.resolved).as_ref().map(|r| r.runtime)
     }
 
-    fn fixes_file(&self) -> PathBuf {
-        self.config.state_dir.join("host-fixes.json")
+    /// The shared hybrid-cgroup fix, with its record in the parent of the state
+    /// directory (`/run/isolab`, beside the runc/crun driver's).
+    fn hybrid_fix(&self, mount: &Path) -> HybridFix<'_> {
+        let state = &self.config.state_dir;
+        HybridFix {
+            engine: ENGINE,
+            tools: &*self.tools,
+            mount: mount.display().to_string(),
+            state_dir: state
+                .parent()
+                .map_or_else(|| state.clone(), Path::to_path_buf),
+        }
+    }
+
+    /// The v1 hierarchies the fix's record lists: `(controller, mount point)`.
+    fn fixed_mounts(&self) -> Vec<(String, PathBuf)> {
+        self.hybrid_fix(Path::new("mount"))
+            .load()
+            .ok()
+            .flatten()
+            .map(|r| r.mounted())
+            .unwrap_or_default()
     }
 
     fn net_file(&self) -> PathBuf {
         self.config.state_dir.join("net.json")
-    }
-
-    fn read_fixes(&self) -> HostFixes {
-        std::fs::read_to_string(self.fixes_file())
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok())
-            .unwrap_or_default()
-    }
-
-    fn write_fixes(&self, fixes: &HostFixes) -> Result<(), EngineError> {
-        let file = self.fixes_file();
-        if fixes.mounts.is_empty() {
-            return match std::fs::remove_file(&file) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                    Err(io_err("remove", &file)(e))
-                }
-                _ => Ok(()),
-            };
-        }
-        let text = serde_json::to_string_pretty(fixes).unwrap_or_default();
-        std::fs::write(&file, text).map_err(io_err("record the host fixes in", &file))
     }
 
     /// The global options of every podman command for `runtime`.
@@ -421,63 +405,23 @@ impl Podman {
         Vec::new()
     }
 
-    /// Mounts `controllers` as v1 hierarchies next to the others; returns what was
-    /// mounted (also recorded).
-    fn mount_as_v1(&self, controllers: &[String]) -> Result<Vec<FixMount>, EngineError> {
+    /// Mounts `controllers` as v1 hierarchies next to the others with the shared fix
+    /// (each recorded before it is mounted).
+    fn mount_as_v1(&self, controllers: &[String]) -> Result<(), EngineError> {
         let unified = self.config.hierarchy.unified().map(Path::to_path_buf);
         let Some(base) = unified.as_deref().and_then(Path::parent) else {
-            return Ok(Vec::new());
+            return Ok(());
         };
         let mount = require(&*self.tools, ENGINE, "mount", "mount")?;
-        let mut fixes = self.read_fixes();
-        let mut mounted = Vec::new();
-        for c in controllers {
-            let mp = base.join(c);
-            if fixes.mounts.iter().any(|m| m.mount_point == mp) {
-                continue;
-            }
-            let created_dir = !mp.exists();
-            if created_dir {
-                std::fs::create_dir(&mp).map_err(io_err("create the mount point", &mp))?;
-            }
-            let m = FixMount {
-                controller: c.clone(),
-                mount_point: mp.clone(),
-                created_dir,
-            };
-            // Record first: a crash after the mount must still be undone.
-            fixes.mounts.push(m.clone());
-            self.write_fixes(&fixes)?;
-            let r = run_ok(
-                &*self.tools,
-                ENGINE,
-                &argv([
-                    mount.display().to_string(),
-                    "-t".into(),
-                    "cgroup".into(),
-                    "-o".into(),
-                    c.clone(),
-                    "cgroup".into(),
-                    mp.display().to_string(),
-                ]),
-            );
-            if let Err(e) = r {
-                fixes.mounts.retain(|x| x.mount_point != mp);
-                self.write_fixes(&fixes)?;
-                if created_dir {
-                    // Best effort: the mount's failure is the error to report.
-                    let _ = std::fs::remove_dir(&mp);
-                }
-                return Err(e);
-            }
-            mounted.push(m);
-        }
-        Ok(mounted)
+        self.hybrid_fix(&mount)
+            .apply(base, controllers, false)
+            .map(|_| ())
     }
 
-    /// Removes every cgroup below `mp`, unmounts it, and makes sure the controller
-    /// went back to cgroup2.
-    fn undo_mount(&self, m: &FixMount) -> Result<Vec<String>, EngineError> {
+    /// Removes every cgroup below the v1 hierarchy of `controller` at `mount_point`,
+    /// unmounts it, and makes sure the controller went back to cgroup2 (the shared
+    /// fix removes the mount point when it created it).
+    fn undo_mount(&self, controller: &str, mount_point: &Path) -> Result<Vec<String>, EngineError> {
         let mut done = Vec::new();
         // Best effort: a cgroup still in use makes the unmount keep the hierarchy,
         // which the check below reports.
@@ -485,31 +429,30 @@ impl Podman {
             keep_top: true,
             ..RemoveTree::default()
         };
-        remove_tree(&RealSyscalls, &m.mount_point, &below);
+        remove_tree(&RealSyscalls, mount_point, &below);
         let umount = require(&*self.tools, ENGINE, "umount", "mount")?;
         let mount = require(&*self.tools, ENGINE, "mount", "mount")?;
-        let mounted = |tools: &dyn Tools| {
-            let _ = tools;
+        let mounted = || {
             read_mountinfo(&mountinfo_path(&self.config.proc), Malformed::Skip)
                 .unwrap_or_default()
                 .iter()
-                .any(|e| e.mount_point == m.mount_point)
+                .any(|e| e.mount_point == mount_point)
         };
         let back_in_v2 = || {
             self.config
                 .hierarchy
                 .unified()
                 .and_then(|u| std::fs::read_to_string(u.join("cgroup.controllers")).ok())
-                .is_some_and(|s| s.split_whitespace().any(|c| c == m.controller))
+                .is_some_and(|s| s.split_whitespace().any(|c| c == controller))
         };
         let umount_argv = argv([
             umount.display().to_string(),
-            m.mount_point.display().to_string(),
+            mount_point.display().to_string(),
         ]);
-        if mounted(&*self.tools) {
+        if mounted() {
             run_ok(&*self.tools, ENGINE, &umount_argv)?;
         }
-        done.push(format!("unmounted {}", m.mount_point.display()));
+        done.push(format!("unmounted {}", mount_point.display()));
         let mut attempt = 0;
         loop {
             let start = Instant::now();
@@ -525,88 +468,76 @@ impl Podman {
                     engine: ENGINE,
                     command: umount_argv.join(" "),
                     detail: format!(
-                        "the {} v1 hierarchy survived its unmount (a cgroup in it is still \
-                         in use?); see /proc/cgroups, remove its cgroups and unmount it again",
-                        m.controller
+                        "the {controller} v1 hierarchy survived its unmount (a cgroup in it is still \
+                         in use?); see /proc/cgroups, remove its cgroups and unmount it again"
                     ),
                 });
             }
             // The hierarchy outlived the unmount because its last children were
             // still dying: mounting reuses it, and unmounting it now destroys it.
-            run_ok(
+            mount_v1(
                 &*self.tools,
                 ENGINE,
-                &argv([
-                    mount.display().to_string(),
-                    "-t".into(),
-                    "cgroup".into(),
-                    "-o".into(),
-                    m.controller.clone(),
-                    "cgroup".into(),
-                    m.mount_point.display().to_string(),
-                ]),
+                &mount.display().to_string(),
+                controller,
+                mount_point,
             )?;
             run_ok(&*self.tools, ENGINE, &umount_argv)?;
         }
-        done.push(format!("{} is back in cgroup2", m.controller));
-        if m.created_dir {
-            match std::fs::remove_dir(&m.mount_point) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(io_err("remove the mount point", &m.mount_point)(e)),
-            }
-        }
+        done.push(format!("{controller} is back in cgroup2"));
         Ok(done)
     }
 
     fn resolve(&self) -> Result<Resolved, EngineError> {
         let podman = require(&*self.tools, ENGINE, "podman", "podman")?;
         let mut notes = Vec::new();
-        let runtime =
-            match hybrid_decision(self.runtime, &self.config.hierarchy, self.allow_host_fixes) {
-                HybridDecision::NotNeeded => {
-                    let fixes = match self.runtime {
-                        OciRuntime::Crun => self.read_fixes().mounts,
-                        OciRuntime::Runc => Vec::new(),
-                    };
-                    for m in fixes {
-                        notes.push(format!(
-                            "{} mounted as cgroup v1 hierarchy for crun (earlier, still in force)",
-                            m.controller
-                        ));
-                    }
-                    self.runtime
-                }
-                HybridDecision::MountAsV1(cs) => {
-                    self.mount_as_v1(&cs)?;
-                    match hybrid_decision(self.runtime, &self.config.hierarchy, true) {
-                        HybridDecision::NotNeeded => {
-                            notes.push(format!(
-                                "{} mounted as cgroup v1 hierarch{} for crun (hybrid host)",
-                                cs.join(", "),
-                                if cs.len() == 1 { "y" } else { "ies" }
-                            ));
-                            self.runtime
-                        }
-                        _ => {
-                            notes.push(format!(
-                                "crun refuses hybrid cgroups with {} in cgroup2 even after \
-                             mounting it as v1: runc used instead",
-                                cs.join(", ")
-                            ));
-                            OciRuntime::Runc
-                        }
-                    }
-                }
-                HybridDecision::FallBackToRunc(cs) => {
+        let runtime = match hybrid_decision(
+            self.runtime,
+            &self.config.hierarchy,
+            self.allow_host_fixes,
+        ) {
+            HybridDecision::NotNeeded => {
+                let fixes = match self.runtime {
+                    OciRuntime::Crun => self.fixed_mounts(),
+                    OciRuntime::Runc => Vec::new(),
+                };
+                for (controller, _) in fixes {
                     notes.push(format!(
-                        "runc instead of crun: crun refuses hybrid cgroups while cgroup2 lists \
-                     {} (allow host fixes to mount it as v1 instead)",
-                        cs.join(", ")
-                    ));
-                    OciRuntime::Runc
+                            "{controller} mounted as cgroup v1 hierarchy for crun (earlier, still in force)"
+                        ));
                 }
-            };
+                self.runtime
+            }
+            HybridDecision::MountAsV1(cs) => {
+                self.mount_as_v1(&cs)?;
+                match hybrid_decision(self.runtime, &self.config.hierarchy, true) {
+                    HybridDecision::NotNeeded => {
+                        notes.push(format!(
+                            "{} mounted as cgroup v1 hierarch{} for crun (hybrid host)",
+                            cs.join(", "),
+                            if cs.len() == 1 { "y" } else { "ies" }
+                        ));
+                        self.runtime
+                    }
+                    _ => {
+                        notes.push(format!(
+                            "crun refuses hybrid cgroups with {} in cgroup2 even after \
+                             mounting it as v1: runc used instead",
+                            cs.join(", ")
+                        ));
+                        OciRuntime::Runc
+                    }
+                }
+            }
+            HybridDecision::FallBackToRunc(cs) => {
+                notes.push(format!(
+                    "runc instead of crun: crun refuses hybrid cgroups while cgroup2 lists \
+                     {} (allow host fixes to mount it as v1 instead)",
+                    cs.join(", ")
+                ));
+                OciRuntime::Runc
+            }
+        };
         let runtime_bin = require(&*self.tools, ENGINE, runtime.program(), runtime.program())?;
         let runtime_version = run_ok(
             &*self.tools,
@@ -806,13 +737,10 @@ impl Podman {
     /// Undoes [`Engine::ensure_ready`] and reports one line per thing undone.
     pub fn shutdown_report(&self) -> Result<Vec<String>, EngineError> {
         let mut done = Vec::new();
-        let fixes = self.read_fixes();
-        let mut left = fixes.clone();
-        for m in &fixes.mounts {
-            done.extend(self.undo_mount(m)?);
-            left.mounts.retain(|x| x != m);
-            self.write_fixes(&left)?;
-        }
+        done.extend(
+            self.hybrid_fix(Path::new("mount"))
+                .undo(&mut |controller, path| self.undo_mount(controller, path))?,
+        );
         if let Some(state) = std::fs::read_to_string(self.net_file())
             .ok()
             .and_then(|t| serde_json::from_str::<NetState>(&t).ok())
@@ -1024,12 +952,7 @@ impl Engine for Podman {
         // The hugetlb hierarchy isolab mounted is among them, also when the
         // mountinfo of `proc` does not show it yet.
         remove_foreign_parent_cgroups(&self.config.proc, &request.cgroup_parent);
-        let fixes: Vec<PathBuf> = self
-            .read_fixes()
-            .mounts
-            .into_iter()
-            .map(|m| m.mount_point)
-            .collect();
+        let fixes: Vec<PathBuf> = self.fixed_mounts().into_iter().map(|(_, p)| p).collect();
         remove_parent_chains(&fixes, &request.cgroup_parent);
         Ok(())
     }
@@ -1065,6 +988,16 @@ impl Engine for Podman {
             self.wait_for_monitors(&name, MONITOR_EXIT);
             removed.push(format!("podman container {name}"));
         }
+        // A hybrid-cgroup fix whose owner was killed before its shutdown.
+        let state = &self.config.state_dir;
+        removed.extend(gc_dead_owners(
+            ENGINE,
+            &*self.tools,
+            "mount",
+            state.parent().unwrap_or(state),
+            &self.config.proc,
+            &mut |controller, path| self.undo_mount(controller, path),
+        )?);
         Ok(removed)
     }
 
@@ -1312,7 +1245,7 @@ mod tests {
             .filter(|c| c.starts_with("/usr/bin/mount "))
             .count();
         assert_eq!((umounts, mounts), (2, 2), "{calls:?}");
-        assert!(!dir.path().join("state/host-fixes.json").exists());
+        assert!(!dir.path().join("hybrid-fix-podman.json").exists());
     }
 
     #[test]
