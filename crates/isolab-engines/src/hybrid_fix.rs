@@ -31,7 +31,8 @@ pub(crate) type Unmount<'a> = dyn FnMut(&str, &Path) -> Result<Vec<String>, Engi
 /// The record files' name: `hybrid-fix-<engine>.json`.
 const RECORD_PREFIX: &str = "hybrid-fix-";
 
-/// One change the fix makes to the host, undone by [`HybridFix::undo`].
+/// One change the fix makes to the host, undone at shutdown (or by `gc` once its
+/// owner process is gone).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum HostFix {
     /// The cgroup tmpfs was remounted read-write (remounted read-only again).

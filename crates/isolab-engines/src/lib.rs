@@ -36,7 +36,7 @@
 //!   network, workdir, environment, limits).
 //! - `parent_cgroups`: removal of the parent cgroup copies OCI runtimes leave in the
 //!   v1 hierarchies the lab does not manage.
-//! - [`hybrid_fix`]: the one hybrid-cgroup fix for crun (runc/crun driver, Podman
+//! - `hybrid_fix`: the one hybrid-cgroup fix for crun (runc/crun driver, Podman
 //!   with crun): v1 hierarchies mounted for the controllers cgroup2 lists, each step
 //!   recorded on disk before it is taken, undone at shutdown, or by `gc` when the
 //!   process that made it is gone.
@@ -61,7 +61,7 @@ pub mod error;
 mod fakes;
 pub mod host;
 pub mod host_net;
-pub mod hybrid_fix;
+mod hybrid_fix;
 pub mod image_tar;
 mod mounts;
 mod parent_cgroups;

@@ -80,7 +80,7 @@
 //! hierarchy for each at `/sys/fs/cgroup/<name>` (remounting the `/sys/fs/cgroup` tmpfs
 //! read-write first when it is read-only), as `scripts/bench-runtime.sh` does, and
 //! [`Engine::shutdown`] undoes exactly that. The fix is the shared one of
-//! [`crate::hybrid_fix`]: each step is recorded in `/run/isolab/hybrid-fix-crun.json`
+//! `hybrid_fix.rs`: each step is recorded in `/run/isolab/hybrid-fix-crun.json`
 //! before it is taken, so [`Engine::gc`] undoes it when the process that made it was
 //! killed. It unmounts a hierarchy only once it holds
 //! no cgroup but its root (`/proc/cgroups`): unmounted while a removed cgroup is still
@@ -251,7 +251,7 @@ impl OciEngine {
     }
 
     /// The host changes [`Engine::ensure_ready`] made and [`Engine::shutdown`] will undo.
-    /// They are read from the fix's record file (see [`crate::hybrid_fix`]).
+    /// They are read from the fix's record file (see `hybrid_fix.rs`).
     pub fn host_fixes(&self) -> Vec<HostFix> {
         self.hybrid_fix()
             .load()
@@ -1511,6 +1511,38 @@ mod tests {
                 .any(|l| l.contains("removed bundle") && l.contains("isolab-e1-z")),
             "{lines:?}"
         );
+    }
+
+    #[test]
+    fn gc_undoes_the_hybrid_fix_of_a_dead_process_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let sys = FakeSystem::v1(dir.path(), "");
+        std::fs::write(sys.cg("unified/cgroup.controllers"), "hugetlb\n").unwrap();
+        let tools = Arc::new(FakeTools::default());
+        tools.answer("crun list", 0, "null");
+        let e =
+            engine(OciKind::Crun, &sys, tools.clone(), Arc::default()).allowing_host_fixes(true);
+        e.ensure_ready().unwrap();
+        let target = sys.cg("hugetlb");
+        let record = sys.root.join("run/hybrid-fix-crun.json");
+        assert!(record.is_file());
+        // The owner (this process, in the fake /proc) lives: gc leaves the fix alone.
+        let own = sys.root.join(std::process::id().to_string());
+        std::fs::create_dir(&own).unwrap();
+        e.gc("isolab-").unwrap();
+        assert!(target.is_dir() && record.is_file());
+        assert!(!tools.calls().iter().any(|c| c.starts_with("umount")));
+        // The owner is gone (killed): gc undoes exactly the record.
+        std::fs::remove_dir(&own).unwrap();
+        let lines = e.gc("isolab-").unwrap();
+        assert!(!target.exists());
+        assert!(!record.exists());
+        assert_eq!(
+            tools.calls().last().unwrap(),
+            &format!("umount {}", target.display())
+        );
+        assert!(lines.iter().any(|l| l.contains("gone")), "{lines:?}");
+        assert!(e.host_fixes().is_empty());
     }
 
     #[test]

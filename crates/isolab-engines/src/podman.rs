@@ -35,7 +35,7 @@
 //!   last child died just before the unmount lingers: isolab mounts and unmounts it
 //!   once more, which destroys it). Without `allow_host_fixes` isolab falls back to
 //!   runc, which accepts this layout, and says so in [`Engine::version`] and
-//!   [`Podman::notes`]. The mounts are the shared fix of [`crate::hybrid_fix`]:
+//!   [`Podman::notes`]. The mounts are the shared fix of `hybrid_fix.rs`:
 //!   each is recorded in `/run/isolab/hybrid-fix-podman.json` before it is made, so
 //!   that another isolab process can undo it ([`Engine::shutdown`] undoes the record
 //!   whoever made it; [`Engine::gc`] undoes it when its owner process is gone).
