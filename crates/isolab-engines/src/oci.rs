@@ -677,8 +677,13 @@ impl Engine for OciEngine {
 
     fn shutdown(&self) -> Result<(), EngineError> {
         let _guard = self.fix_lock.lock().unwrap_or_else(|e| e.into_inner());
-        self.hybrid_fix()
-            .undo(&mut |controller, path| self.unmount_v1(controller, path).map(|()| Vec::new()))
+        let fix = self.hybrid_fix();
+        // Only this process's fix: another running isolab's stays until its shutdown
+        // (or `gc` once it is gone), as when the fix was kept in memory.
+        if fix.load()?.is_none_or(|r| r.pid != std::process::id()) {
+            return Ok(());
+        }
+        fix.undo(&mut |controller, path| self.unmount_v1(controller, path).map(|()| Vec::new()))
             .map(|_| ())
     }
 }
@@ -1511,6 +1516,26 @@ mod tests {
                 .any(|l| l.contains("removed bundle") && l.contains("isolab-e1-z")),
             "{lines:?}"
         );
+    }
+
+    #[test]
+    fn shutdown_leaves_another_live_process_s_fix_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let sys = FakeSystem::v1(dir.path(), "");
+        std::fs::create_dir(sys.cg("hugetlb")).unwrap();
+        let record = sys.root.join("run/hybrid-fix-crun.json");
+        std::fs::create_dir_all(record.parent().unwrap()).unwrap();
+        let other = format!(
+            r#"{{"engine":"crun","pid":{},"steps":[{{"MountedV1":{{"controller":"hugetlb","path":"{}"}}}}]}}"#,
+            std::process::id() + 1,
+            sys.cg("hugetlb").display()
+        );
+        std::fs::write(&record, &other).unwrap();
+        let tools = Arc::new(FakeTools::default());
+        let e = engine(OciKind::Crun, &sys, tools.clone(), Arc::default());
+        e.shutdown().unwrap();
+        assert!(tools.calls().is_empty());
+        assert_eq!(std::fs::read_to_string(&record).unwrap(), other);
     }
 
     #[test]
