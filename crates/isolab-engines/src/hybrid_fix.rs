@@ -28,6 +28,16 @@ use crate::EngineError;
 /// returning what it did beyond the unmount (one line each).
 pub(crate) type Unmount<'a> = dyn FnMut(&str, &Path) -> Result<Vec<String>, EngineError> + 'a;
 
+/// The controllers the cgroup2 mount at `unified` lists in `cgroup.controllers`: on a
+/// hybrid host, the ones crun objects to (`cgroups in hybrid mode not supported`).
+/// Each engine decides from them whether to fix, refuse, or fall back to runc.
+pub(crate) fn cgroup2_controllers(unified: &Path) -> std::io::Result<Vec<String>> {
+    Ok(std::fs::read_to_string(unified.join("cgroup.controllers"))?
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect())
+}
+
 /// The record files' name: `hybrid-fix-<engine>.json`.
 const RECORD_PREFIX: &str = "hybrid-fix-";
 

@@ -104,7 +104,7 @@ use serde_json::{json, Map, Value};
 
 use crate::dir_image::prepare_dir_image;
 use crate::host::{Host, SystemHost};
-use crate::hybrid_fix::{gc_dead_owners, HybridFix};
+use crate::hybrid_fix::{cgroup2_controllers, gc_dead_owners, HybridFix};
 use crate::mounts::{cgroup_version, mount_table};
 use crate::request::{base_env, check_request, parent_rel, path_str};
 use crate::run_state::{create_dir, run_dirs_with_prefix, Cleanup, RunState};
@@ -309,20 +309,18 @@ impl OciEngine {
         if !is_hybrid {
             return Ok(Vec::new());
         }
-        let file = unified.join("cgroup.controllers");
-        let text = std::fs::read_to_string(&file).map_err(|source| EngineError::Io {
+        let listed = cgroup2_controllers(&unified).map_err(|source| EngineError::Io {
             engine: self.engine(),
             action: "read",
-            path: file.clone(),
+            path: unified.join("cgroup.controllers"),
             source,
         })?;
-        Ok(text
-            .split_whitespace()
+        Ok(listed
+            .into_iter()
             .filter(|c| {
                 let target = self.paths.cgroup_root.join(c);
                 !mounts.iter().any(|m| m.mount_point == target)
             })
-            .map(str::to_owned)
             .collect())
     }
 

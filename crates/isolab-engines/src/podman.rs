@@ -81,7 +81,7 @@ use isolab_cgroups::{
 };
 
 use crate::host_net::{first_host, HostNetSnapshot};
-use crate::hybrid_fix::{gc_dead_owners, mount_v1, HybridFix};
+use crate::hybrid_fix::{cgroup2_controllers, gc_dead_owners, mount_v1, HybridFix};
 use crate::image_tar::{cached_tar_in, repository, DEFAULT_CACHE_DIR};
 use crate::parent_cgroups::{remove_foreign_parent_cgroups, remove_parent_chains};
 use crate::run_flags::{common_run_flags, limit_flags};
@@ -212,11 +212,7 @@ pub fn hybrid_decision(
     let Some(unified) = hierarchy.unified() else {
         return HybridDecision::NotNeeded;
     };
-    let listed: Vec<String> = std::fs::read_to_string(unified.join("cgroup.controllers"))
-        .unwrap_or_default()
-        .split_whitespace()
-        .map(str::to_owned)
-        .collect();
+    let listed = cgroup2_controllers(unified).unwrap_or_default();
     if listed.is_empty() {
         HybridDecision::NotNeeded
     } else if allow_host_fixes {
