@@ -438,8 +438,8 @@ impl Podman {
             self.config
                 .hierarchy
                 .unified()
-                .and_then(|u| std::fs::read_to_string(u.join("cgroup.controllers")).ok())
-                .is_some_and(|s| s.split_whitespace().any(|c| c == controller))
+                .and_then(|u| cgroup2_controllers(u).ok())
+                .is_some_and(|listed| listed.iter().any(|c| c == controller))
         };
         let umount_argv = argv([
             umount.display().to_string(),
