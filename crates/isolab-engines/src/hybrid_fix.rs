@@ -5,7 +5,7 @@
 //! `cgroup.controllers`; mounting a v1 hierarchy for each such controller empties
 //! that list. [`HybridFix::apply`] does it step by step ([`HostFix`]: remount the
 //! cgroup tmpfs read-write, create a mount point, mount a hierarchy), and writes
-//! each step into the owner's record (`<state dir>/hybrid-fix-<engine>.json`: the
+//! each step into the owner's record (`<state dir>/hybrid-fix/<engine>.json`: the
 //! engine, its pid and the steps) *before* it takes it, with a write-then-rename so
 //! the record is always whole. [`HybridFix::undo`] undoes exactly the recorded steps,
 //! newest first, and removes the record; [`gc_dead_owners`] does the same for every
@@ -38,8 +38,10 @@ pub(crate) fn cgroup2_controllers(unified: &Path) -> std::io::Result<Vec<String>
         .collect())
 }
 
-/// The record files' name: `hybrid-fix-<engine>.json`.
-const RECORD_PREFIX: &str = "hybrid-fix-";
+/// The directory of the record files, below the engines' state directory: a folder of
+/// its own, because `isolab-runtime gc` reads every `*.json` in `/run/isolab` as a
+/// container's state.
+const RECORD_DIR: &str = "hybrid-fix";
 
 /// One change the fix makes to the host, undone at shutdown (or by `gc` once its
 /// owner process is gone).
@@ -222,7 +224,7 @@ pub(crate) fn mount_v1(
 
 /// The record file of `engine` in `state_dir`.
 pub(crate) fn record_file(state_dir: &Path, engine: &str) -> PathBuf {
-    state_dir.join(format!("{RECORD_PREFIX}{engine}.json"))
+    state_dir.join(RECORD_DIR).join(format!("{engine}.json"))
 }
 
 fn path_str(p: &Path) -> String {
@@ -356,14 +358,15 @@ pub(crate) fn gc_dead_owners(
     proc: &Path,
     unmount: &mut Unmount<'_>,
 ) -> Result<Vec<String>, EngineError> {
-    let entries = match std::fs::read_dir(state_dir) {
+    let dir = state_dir.join(RECORD_DIR);
+    let entries = match std::fs::read_dir(&dir) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(source) => {
             return Err(EngineError::Io {
                 engine,
                 action: "list the hybrid-cgroup fix records in",
-                path: state_dir.to_path_buf(),
+                path: dir.clone(),
                 source,
             })
         }
@@ -374,7 +377,7 @@ pub(crate) fn gc_dead_owners(
         .filter(|p| {
             p.file_name()
                 .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(RECORD_PREFIX) && n.ends_with(".json"))
+                .is_some_and(|n| n.ends_with(".json"))
         })
         .collect();
     files.sort();

@@ -80,7 +80,7 @@
 //! hierarchy for each at `/sys/fs/cgroup/<name>` (remounting the `/sys/fs/cgroup` tmpfs
 //! read-write first when it is read-only), as `scripts/bench-runtime.sh` does, and
 //! [`Engine::shutdown`] undoes exactly that. The fix is the shared one of
-//! `hybrid_fix.rs`: each step is recorded in `/run/isolab/hybrid-fix-crun.json`
+//! `hybrid_fix.rs`: each step is recorded in `/run/isolab/hybrid-fix/crun.json`
 //! before it is taken, so [`Engine::gc`] undoes it when the process that made it was
 //! killed. It unmounts a hierarchy only once it holds
 //! no cgroup but its root (`/proc/cgroups`): unmounted while a removed cgroup is still
@@ -1521,7 +1521,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let sys = FakeSystem::v1(dir.path(), "");
         std::fs::create_dir(sys.cg("hugetlb")).unwrap();
-        let record = sys.root.join("run/hybrid-fix-crun.json");
+        let record = sys.root.join("run/hybrid-fix/crun.json");
         std::fs::create_dir_all(record.parent().unwrap()).unwrap();
         let other = format!(
             r#"{{"engine":"crun","pid":{},"steps":[{{"MountedV1":{{"controller":"hugetlb","path":"{}"}}}}]}}"#,
@@ -1547,7 +1547,7 @@ mod tests {
             engine(OciKind::Crun, &sys, tools.clone(), Arc::default()).allowing_host_fixes(true);
         e.ensure_ready().unwrap();
         let target = sys.cg("hugetlb");
-        let record = sys.root.join("run/hybrid-fix-crun.json");
+        let record = sys.root.join("run/hybrid-fix/crun.json");
         assert!(record.is_file());
         // The owner (this process, in the fake /proc) lives: gc leaves the fix alone.
         let own = sys.root.join(std::process::id().to_string());

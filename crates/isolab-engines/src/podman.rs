@@ -36,7 +36,7 @@
 //!   once more, which destroys it). Without `allow_host_fixes` isolab falls back to
 //!   runc, which accepts this layout, and says so in [`Engine::version`] and
 //!   [`Podman::notes`]. The mounts are the shared fix of `hybrid_fix.rs`:
-//!   each is recorded in `/run/isolab/hybrid-fix-podman.json` before it is made, so
+//!   each is recorded in `/run/isolab/hybrid-fix/podman.json` before it is made, so
 //!   that another isolab process can undo it ([`Engine::shutdown`] undoes the record
 //!   whoever made it; [`Engine::gc`] undoes it when its owner process is gone).
 //! - A workload that is PID 1 ignores SIGTERM unless it handles it, so the signal
@@ -1241,7 +1241,7 @@ mod tests {
             .filter(|c| c.starts_with("/usr/bin/mount "))
             .count();
         assert_eq!((umounts, mounts), (2, 2), "{calls:?}");
-        assert!(!dir.path().join("hybrid-fix-podman.json").exists());
+        assert!(!dir.path().join("hybrid-fix/podman.json").exists());
     }
 
     #[test]
