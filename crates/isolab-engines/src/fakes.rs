@@ -233,15 +233,7 @@ impl FakeSystem {
             root.join("cg/unified").display()
         ));
         info.push_str(extra);
-        let mountinfo = root.join("mountinfo");
-        std::fs::write(&mountinfo, info).unwrap();
-        let workdir = root.join("work");
-        std::fs::create_dir_all(&workdir).unwrap();
-        FakeSystem {
-            root: root.to_path_buf(),
-            mountinfo,
-            workdir,
-        }
+        FakeSystem::with_mountinfo(root, &info)
     }
 
     pub fn v2(root: &Path) -> FakeSystem {
@@ -251,6 +243,11 @@ impl FakeSystem {
                 "22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n30 22 0:26 / {} rw,nosuid,nodev,noexec,relatime - cgroup2 cgroup2 rw\n",
                 cg.display()
             );
+        FakeSystem::with_mountinfo(root, &info)
+    }
+
+    /// A fake system under `root` whose mount table is `info`, with a work directory.
+    fn with_mountinfo(root: &Path, info: &str) -> FakeSystem {
         let mountinfo = root.join("mountinfo");
         std::fs::write(&mountinfo, info).unwrap();
         let workdir = root.join("work");

@@ -1424,12 +1424,7 @@ fn decide_comparisons(comparisons: &mut [Comparison], states: &[CellState]) {
         let Some(direction) = a.direction.or(b.direction) else {
             continue;
         };
-        let rounds: BTreeMap<u32, f64> = b.values.iter().copied().collect();
-        let pairs: Vec<(f64, f64)> = a
-            .values
-            .iter()
-            .filter_map(|(r, x)| rounds.get(r).map(|y| (*x, *y)))
-            .collect();
+        let pairs = isolab_stats::pairs_by_round(&a.values, &b.values);
         let (va, vb) = (a.primary_values(), b.primary_values());
         let data = isolab_stats::PointData {
             a: &va,

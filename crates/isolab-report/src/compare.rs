@@ -16,8 +16,8 @@ use std::collections::BTreeMap;
 
 use isolab_stats::{
     benjamini_hochberg, bootstrap_ratio_ci, degradation_pct, median_ci, overhead_ratio,
-    regression_histogram, regression_pct, runs_to_decide, test_point, Direction, Histogram,
-    Interval, Method, PointData, Sample, Verdict, VerdictRule,
+    pairs_by_round, regression_histogram, regression_pct, runs_to_decide, test_point, Direction,
+    Histogram, Interval, Method, PointData, Sample, Verdict, VerdictRule,
 };
 use isolab_store::RunRecord;
 
@@ -521,22 +521,6 @@ pub(crate) fn point(
         p.unpaired_change_ci = t.unpaired_change_ci;
     }
     p
-}
-
-/// (a, b) of the rounds in which both sides have an observation, in round order;
-/// none when a side has two observations in one round (then rounds cannot pair).
-fn pairs_by_round(a: &[(u32, f64)], b: &[(u32, f64)]) -> Vec<(f64, f64)> {
-    let by_round: BTreeMap<u32, f64> = b.iter().copied().collect();
-    let rounds_a: std::collections::BTreeSet<u32> = a.iter().map(|(r, _)| *r).collect();
-    if by_round.len() != b.len() || rounds_a.len() != a.len() {
-        return Vec::new();
-    }
-    let mut out: Vec<(u32, f64, f64)> = a
-        .iter()
-        .filter_map(|&(round, x)| by_round.get(&round).map(|&y| (round, x, y)))
-        .collect();
-    out.sort_by_key(|(round, _, _)| *round);
-    out.into_iter().map(|(_, x, y)| (x, y)).collect()
 }
 
 #[cfg(test)]

@@ -33,16 +33,10 @@ pub fn findings(rows: &[MetricRow], baseline: &[(String, String)]) -> Vec<String
         };
         // The baseline row of the same workload and metric: the other levels equal
         // once the baseline's levels are put in.
-        let base = rows.iter().find(|b| {
-            b.is_baseline
-                && b.metric == r.metric
-                && b.levels.iter().all(|(f, l)| {
-                    baseline.iter().find(|(bf, _)| bf == f).map_or_else(
-                        || r.levels.contains(&(f.clone(), l.clone())),
-                        |(_, bl)| bl == l,
-                    )
-                })
-        });
+        let base_levels = crate::summary::baseline_levels(&r.levels, baseline);
+        let base = rows
+            .iter()
+            .find(|b| b.is_baseline && b.metric == r.metric && b.levels == base_levels);
         let workload = r
             .levels
             .iter()

@@ -175,6 +175,23 @@ pub struct PointTest {
     pub unpaired_change_ci: Option<Interval>,
 }
 
+/// (a, b) of the rounds in which both sides have an observation, in round order, from
+/// observations given as `(round, value)`; none when a side has two observations in one
+/// round (then rounds cannot pair).
+pub fn pairs_by_round(a: &[(u32, f64)], b: &[(u32, f64)]) -> Vec<(f64, f64)> {
+    let by_round: std::collections::BTreeMap<u32, f64> = b.iter().copied().collect();
+    let rounds_a: std::collections::BTreeSet<u32> = a.iter().map(|(r, _)| *r).collect();
+    if by_round.len() != b.len() || rounds_a.len() != a.len() {
+        return Vec::new();
+    }
+    let mut out: Vec<(u32, f64, f64)> = a
+        .iter()
+        .filter_map(|&(round, x)| by_round.get(&round).map(|&y| (round, x, y)))
+        .collect();
+    out.sort_by_key(|(round, _, _)| *round);
+    out.into_iter().map(|(_, x, y)| (x, y)).collect()
+}
+
 /// Tests one point at confidence `level` (e.g. 0.95) under `rule` (whose α sets the
 /// equivalence interval). `None` when either side has fewer than two observations or
 /// a value that is not finite.
