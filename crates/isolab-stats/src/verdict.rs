@@ -283,7 +283,7 @@ pub fn verdict(
 /// the equivalence interval as in [`verdict`]; `None` while undecided.
 pub fn interim_verdict(rule: &VerdictRule, test: &PointTest, points: usize) -> Option<Verdict> {
     let p = test.p;
-    let strict = p < INTERIM_ALPHA && p * points.max(1) as f64 <= rule.alpha * 0.999_999;
+    let strict = p < INTERIM_ALPHA && p * (points.max(1) as f64) < rule.alpha;
     let v = verdict(
         rule,
         if strict { p } else { f64::NAN },
