@@ -78,7 +78,7 @@ use crate::mounts::{mounts_below, mounts_of};
 use crate::parent_cgroups::remove_foreign_parent_cgroups;
 use crate::run_flags::{common_run_flags, limit_flags};
 use crate::tool::{argv, require, run_ok, tail, SystemTools, Tools};
-use crate::{Engine, EngineError, NetworkMode, PreparedImage, RunRequest};
+use crate::{Capabilities, Engine, EngineError, NetworkMode, PreparedImage, RunRequest};
 
 const ENGINE: &str = "docker";
 
@@ -643,6 +643,23 @@ pub(crate) fn parse_ps_names(stdout: &str) -> Vec<String> {
 impl Engine for Docker {
     fn name(&self) -> &'static str {
         ENGINE
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            // The container is a child of containerd, not of the client isolab
+            // starts, so the client's perf counters would not describe it.
+            perf_follows_workload: false,
+            ..Capabilities::container(&[NetworkMode::None, NetworkMode::Bridge, NetworkMode::Host])
+        }
+    }
+
+    fn available(&self) -> Result<(), EngineError> {
+        self.client()?;
+        if !self.config.system_socket.exists() {
+            require(&*self.tools, ENGINE, "dockerd", "docker.io")?;
+        }
+        Ok(())
     }
 
     fn version(&self) -> Result<String, EngineError> {

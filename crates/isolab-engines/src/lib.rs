@@ -50,6 +50,7 @@
 //! - `fakes` (tests only): the fake tools, host and cgroup trees the engines' unit
 //!   tests share.
 
+pub mod capabilities;
 pub mod docker;
 pub mod lxc;
 pub mod oci;
@@ -75,17 +76,64 @@ use std::path::{Path, PathBuf};
 use isolab_cgroups::Limits;
 use isolab_runtime::ContainerId;
 
+pub use capabilities::{Capabilities, LimitKinds};
 pub use error::EngineError;
 
-/// The network a container gets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// Every container engine of this build, configured as the lab runs them: the one
+/// list that spec validation, `isolab list --platforms`, `isolab bench-start` and
+/// `isolab gc` read. A new engine is a new file and one line here.
+///
+/// crun (directly and under Podman) may fix a hybrid cgroup host for the
+/// experiment (a v1 hierarchy for each controller the cgroup2 mount lists, recorded
+/// on disk first and undone at shutdown or by `gc`).
+pub fn registry() -> Vec<Box<dyn Engine>> {
+    vec![
+        Box::new(docker::Docker::new()),
+        Box::new(podman::Podman::new(podman::OciRuntime::Crun, true)),
+        Box::new(oci::OciEngine::new(oci::RUNC)),
+        Box::new(oci::OciEngine::new(oci::CRUN).allowing_host_fixes(true)),
+        Box::new(lxc::Lxc::new()),
+    ]
+}
+
+/// The network an instance gets (a spec's `network = "…"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum NetworkMode {
     /// A network namespace of its own with only loopback.
     None,
     /// The host's network namespace.
     Host,
-    /// Attached to the engine's bridge (Docker's `docker0`, Podman's `podman` network, …).
+    /// Attached to the engine's bridge (isolab's `isolab0`, Docker's `docker0`,
+    /// Podman's `podman` network, …).
     Bridge,
+}
+
+impl NetworkMode {
+    /// Parses `none`, `host` or `bridge`.
+    pub fn parse(s: &str) -> Option<NetworkMode> {
+        match s {
+            "none" => Some(NetworkMode::None),
+            "host" => Some(NetworkMode::Host),
+            "bridge" => Some(NetworkMode::Bridge),
+            _ => None,
+        }
+    }
+
+    /// Its name in specs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NetworkMode::None => "none",
+            NetworkMode::Host => "host",
+            NetworkMode::Bridge => "bridge",
+        }
+    }
+}
+
+impl std::fmt::Display for NetworkMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// One container to run in the foreground.
@@ -144,6 +192,14 @@ pub struct PreparedImage {
 pub trait Engine: Send + Sync {
     /// Its name as a platform engine in specs: `docker`, `podman`, `runc`, `crun`, `lxc`.
     fn name(&self) -> &'static str;
+
+    /// What it can do: networks, limits, whether perf counters follow the workload.
+    fn capabilities(&self) -> Capabilities;
+
+    /// Whether it can be used on this host, without changing anything (no daemon
+    /// started): its programs are installed and the user may run them. The error
+    /// says what to install or do.
+    fn available(&self) -> Result<(), EngineError>;
 
     /// The engine's version (`docker version`'s server version, `runc --version`, …),
     /// or what to install when it is missing.

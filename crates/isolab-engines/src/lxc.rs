@@ -94,7 +94,7 @@ use crate::mounts::{cgroup_mounts, cgroup_version, cpuset_v1_mount, mount_table}
 use crate::request::{base_env, check_request, parent_rel, path_str};
 use crate::run_state::{create_dir, run_dirs_with_prefix, Cleanup, RunState};
 use crate::tool::{argv, require, run_ok, SystemTools, Tools};
-use crate::{Engine, EngineError, NetworkMode, PreparedImage, RunRequest};
+use crate::{Capabilities, Engine, EngineError, NetworkMode, PreparedImage, RunRequest};
 
 const ENGINE: &str = "lxc";
 /// Where run directories live by default (LXC's `lxcpath` for isolab's containers).
@@ -230,6 +230,17 @@ impl Lxc {
 impl Engine for Lxc {
     fn name(&self) -> &'static str {
         ENGINE
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::container(&[NetworkMode::None, NetworkMode::Host])
+    }
+
+    fn available(&self) -> Result<(), EngineError> {
+        for program in ["lxc-execute", "lxc-stop", "lxc-start"] {
+            self.program(program)?;
+        }
+        Ok(())
     }
 
     fn version(&self) -> Result<String, EngineError> {

@@ -109,7 +109,7 @@ use crate::mounts::{cgroup_version, mount_table};
 use crate::request::{base_env, check_request, parent_rel, path_str};
 use crate::run_state::{create_dir, run_dirs_with_prefix, Cleanup, RunState};
 use crate::tool::{argv, require, run_ok, SystemTools, Tools};
-use crate::{Engine, EngineError, NetworkMode, PreparedImage, RunRequest};
+use crate::{Capabilities, Engine, EngineError, NetworkMode, PreparedImage, RunRequest};
 
 /// Where bundles live by default.
 pub const DEFAULT_BUNDLES: &str = "/run/isolab/oci";
@@ -118,35 +118,53 @@ pub const INIT_PATH: &str = "/.isolab-init";
 /// The static init bind-mounted as PID 1 (Debian package `tini`).
 pub const INIT_PROGRAM: &str = "tini-static";
 
-/// Which OCI runtime an [`OciEngine`] drives.
+/// An OCI runtime an [`OciEngine`] drives: every runtime that runs an OCI bundle
+/// with `RUNTIME --root STATE run --bundle DIR ID` and lists containers with
+/// `RUNTIME --root STATE list --format json` is one of these constants ([`RUNC`],
+/// [`CRUN`], and `youki` in its own file).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum OciKind {
-    /// runc (Debian package `runc`).
-    Runc,
-    /// crun (Debian package `crun`).
-    Crun,
+pub struct OciKind {
+    /// The engine's name, which is also its program.
+    pub name: &'static str,
+    /// What provides it: a Debian package, or the command that installs it.
+    pub package: &'static str,
+    /// Where the runtime keeps its container state by default (`--root`).
+    pub state_root: &'static str,
+    /// Whether it refuses a hybrid cgroup host (controllers listed by the cgroup2
+    /// mount), so that the shared hybrid-cgroup fix must run before it can.
+    pub refuses_hybrid: bool,
 }
+
+/// runc (Debian package `runc`).
+pub const RUNC: OciKind = OciKind {
+    name: "runc",
+    package: "runc",
+    state_root: "/run/runc",
+    refuses_hybrid: false,
+};
+
+/// crun (Debian package `crun`): refuses hybrid cgroup hosts.
+pub const CRUN: OciKind = OciKind {
+    name: "crun",
+    package: "crun",
+    state_root: "/run/crun",
+    refuses_hybrid: true,
+};
 
 impl OciKind {
     /// The engine's name, which is also its program.
     pub fn name(self) -> &'static str {
-        match self {
-            OciKind::Runc => "runc",
-            OciKind::Crun => "crun",
-        }
+        self.name
     }
 
-    /// The Debian package that provides it.
+    /// What provides it.
     pub fn package(self) -> &'static str {
-        self.name()
+        self.package
     }
 
     /// Where the runtime keeps its container state by default (`--root`).
     pub fn default_state_root(self) -> PathBuf {
-        PathBuf::from(match self {
-            OciKind::Runc => "/run/runc",
-            OciKind::Crun => "/run/crun",
-        })
+        PathBuf::from(self.state_root)
     }
 }
 
@@ -468,6 +486,18 @@ impl Engine for OciEngine {
         self.kind.name()
     }
 
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::container(&[NetworkMode::None, NetworkMode::Host])
+    }
+
+    fn available(&self) -> Result<(), EngineError> {
+        self.program()?;
+        if self.init {
+            self.init_program()?;
+        }
+        Ok(())
+    }
+
     fn version(&self) -> Result<String, EngineError> {
         let program = self.program()?;
         let command = argv([path_str(&program).as_str(), "--version"]);
@@ -488,7 +518,7 @@ impl Engine for OciEngine {
         if self.init {
             self.init_program()?;
         }
-        if self.kind != OciKind::Crun {
+        if !self.kind.refuses_hybrid {
             return Ok(());
         }
         let mounts = mount_table(self.engine(), &self.paths.mountinfo)?;
@@ -503,7 +533,8 @@ impl Engine for OciEngine {
             let mut why = Vec::new();
             if !hybrid.is_empty() {
                 why.push(format!(
-                    "crun refuses this hybrid cgroup host: {} lists {} (\"cgroups in hybrid mode not supported, drop all controllers from cgroupv2\")",
+                    "{} refuses this hybrid cgroup host: {} lists {} (\"cgroups in hybrid mode not supported, drop all controllers from cgroupv2\")",
+                    self.kind.name,
                     self.paths.cgroup_root.join("unified/cgroup.controllers").display(),
                     hybrid.join(" ")
                 ));
@@ -944,14 +975,11 @@ mod tests {
     fn versions_are_parsed_from_the_first_lines() {
         let runc =
             "runc version 1.1.5+ds1\ncommit: 1.1.5+ds1-1+deb12u1\nspec: 1.0.2-dev\ngo: go1.19.8\n";
-        assert_eq!(
-            parse_version(OciKind::Runc, runc).unwrap(),
-            "runc 1.1.5+ds1"
-        );
+        assert_eq!(parse_version(RUNC, runc).unwrap(), "runc 1.1.5+ds1");
         let crun = "crun version 1.8.1\ncommit: f8a096be060b22ccd3d5f3ebe44108517fbf6c30\nrundir: /run/crun\n";
-        assert_eq!(parse_version(OciKind::Crun, crun).unwrap(), "crun 1.8.1");
-        assert_eq!(parse_version(OciKind::Crun, "runc version 1.1.5\n"), None);
-        assert_eq!(parse_version(OciKind::Runc, "runc version \n"), None);
+        assert_eq!(parse_version(CRUN, crun).unwrap(), "crun 1.8.1");
+        assert_eq!(parse_version(CRUN, "runc version 1.1.5\n"), None);
+        assert_eq!(parse_version(RUNC, "runc version \n"), None);
     }
 
     #[test]
@@ -1112,7 +1140,7 @@ mod tests {
             Arc::new(FakeTools::default()),
             Arc::new(FakeHost::default()),
         );
-        let e = engine(OciKind::Runc, &sys, tools.clone(), host.clone());
+        let e = engine(RUNC, &sys, tools.clone(), host.clone());
         let req = request(&sys.workdir);
         let image = PreparedImage {
             reference: "/images/bench".into(),
@@ -1217,7 +1245,7 @@ mod tests {
             Arc::new(FakeTools::default()),
             Arc::new(FakeHost::default()),
         );
-        let e = engine(OciKind::Crun, &sys, tools.clone(), host.clone());
+        let e = engine(CRUN, &sys, tools.clone(), host.clone());
         let mut req = request(&sys.workdir);
         req.id = "isolab-x".parse().unwrap();
         e.remove(&req).unwrap();
@@ -1237,7 +1265,7 @@ mod tests {
     fn bridge_networks_are_unsupported_and_host_has_loopback() {
         let dir = tempfile::tempdir().unwrap();
         let sys = FakeSystem::v1(dir.path(), "");
-        let e = engine(OciKind::Runc, &sys, Arc::default(), Arc::default());
+        let e = engine(RUNC, &sys, Arc::default(), Arc::default());
         let mut req = request(&sys.workdir);
         req.network = NetworkMode::Bridge;
         let image = prepare_image_stub();
@@ -1271,7 +1299,7 @@ mod tests {
             missing: vec!["crun".into(), "tini-static".into()],
             ..FakeTools::default()
         });
-        let e = engine(OciKind::Crun, &sys, tools.clone(), Arc::default());
+        let e = engine(CRUN, &sys, tools.clone(), Arc::default());
         assert!(e
             .ensure_ready()
             .unwrap_err()
@@ -1281,7 +1309,7 @@ mod tests {
             missing: vec!["tini-static".into()],
             ..FakeTools::default()
         });
-        let e = engine(OciKind::Runc, &sys, tools, Arc::default());
+        let e = engine(RUNC, &sys, tools, Arc::default());
         assert!(e
             .ensure_ready()
             .unwrap_err()
@@ -1295,12 +1323,12 @@ mod tests {
         let sys = FakeSystem::v1(dir.path(), "");
         std::fs::write(sys.cg("unified/cgroup.controllers"), "hugetlb\n").unwrap();
         let tools = Arc::new(FakeTools::default());
-        let e = engine(OciKind::Crun, &sys, tools.clone(), Arc::default());
+        let e = engine(CRUN, &sys, tools.clone(), Arc::default());
         let err = e.ensure_ready().unwrap_err().to_string();
         assert!(err.contains("hugetlb") && err.contains("use runc"), "{err}");
         assert!(tools.calls().is_empty());
         // runc does not care.
-        let runc = engine(OciKind::Runc, &sys, tools.clone(), Arc::default());
+        let runc = engine(RUNC, &sys, tools.clone(), Arc::default());
         runc.ensure_ready().unwrap();
 
         let e = e.allowing_host_fixes(true);
@@ -1334,7 +1362,7 @@ mod tests {
 
         // A cgroup2 mount without controllers needs nothing.
         std::fs::write(sys.cg("unified/cgroup.controllers"), "\n").unwrap();
-        let e = engine(OciKind::Crun, &sys, Arc::default(), Arc::default());
+        let e = engine(CRUN, &sys, Arc::default(), Arc::default());
         e.ensure_ready().unwrap();
     }
 
@@ -1353,8 +1381,7 @@ mod tests {
         std::fs::write(sys.cg("unified/cgroup.controllers"), "hugetlb rdma\n").unwrap();
         std::fs::create_dir_all(sys.cg("rdma")).unwrap();
         let tools = Arc::new(FakeTools::default());
-        let e =
-            engine(OciKind::Crun, &sys, tools.clone(), Arc::default()).allowing_host_fixes(true);
+        let e = engine(CRUN, &sys, tools.clone(), Arc::default()).allowing_host_fixes(true);
         e.ensure_ready().unwrap();
         let cg = path_str(&sys.root.join("cg"));
         assert_eq!(
@@ -1390,7 +1417,7 @@ mod tests {
         )
         .unwrap();
         let tools = Arc::new(FakeTools::default());
-        let e = engine(OciKind::Crun, &sys, tools.clone(), Arc::default());
+        let e = engine(CRUN, &sys, tools.clone(), Arc::default());
         let err = e.ensure_ready().unwrap_err().to_string();
         assert!(
             err.contains("hugetlb exists but is mounted nowhere"),
@@ -1422,8 +1449,7 @@ mod tests {
         let sys = FakeSystem::v1(dir.path(), "");
         std::fs::write(sys.cg("unified/cgroup.controllers"), "hugetlb\n").unwrap();
         let tools = Arc::new(FakeTools::default());
-        let e =
-            engine(OciKind::Crun, &sys, tools.clone(), Arc::default()).allowing_host_fixes(true);
+        let e = engine(CRUN, &sys, tools.clone(), Arc::default()).allowing_host_fixes(true);
         e.ensure_ready().unwrap();
         // A cgroup the kernel has not released yet, then released in the meantime.
         std::fs::write(sys.root.join("proc-cgroups"), "hugetlb\t14\t2\t1\n").unwrap();
@@ -1440,8 +1466,7 @@ mod tests {
 
         // Someone else's cgroup in it: it stays mounted, and the error says why.
         let tools = Arc::new(FakeTools::default());
-        let e =
-            engine(OciKind::Crun, &sys, tools.clone(), Arc::default()).allowing_host_fixes(true);
+        let e = engine(CRUN, &sys, tools.clone(), Arc::default()).allowing_host_fixes(true);
         e.ensure_ready().unwrap();
         std::fs::create_dir_all(sys.cg("hugetlb/docker")).unwrap();
         let mut e = e;
@@ -1466,7 +1491,7 @@ mod tests {
         std::fs::write(sys.cg("unified/cgroup.controllers"), "hugetlb\n").unwrap();
         let tools = Arc::new(FakeTools::default());
         tools.answer("mount -t", 32, "");
-        let e = engine(OciKind::Crun, &sys, tools, Arc::default()).allowing_host_fixes(true);
+        let e = engine(CRUN, &sys, tools, Arc::default()).allowing_host_fixes(true);
         let err = e.ensure_ready().unwrap_err().to_string();
         assert!(
             err.contains("mount -t cgroup -o hugetlb") && err.contains("boom"),
@@ -1487,7 +1512,7 @@ mod tests {
             0,
             r#"[{"id":"isolab-e1-a"},{"id":"isolab-e2-b"},{"id":"other"}]"#,
         );
-        let e = engine(OciKind::Runc, &sys, tools.clone(), Arc::default());
+        let e = engine(RUNC, &sys, tools.clone(), Arc::default());
         for id in ["isolab-e1-a", "isolab-e1-z", "isolab-e2-c"] {
             std::fs::create_dir_all(sys.root.join("run/oci").join(id)).unwrap();
         }
@@ -1530,7 +1555,7 @@ mod tests {
         );
         std::fs::write(&record, &other).unwrap();
         let tools = Arc::new(FakeTools::default());
-        let e = engine(OciKind::Crun, &sys, tools.clone(), Arc::default());
+        let e = engine(CRUN, &sys, tools.clone(), Arc::default());
         e.shutdown().unwrap();
         assert!(tools.calls().is_empty());
         assert_eq!(std::fs::read_to_string(&record).unwrap(), other);
@@ -1543,8 +1568,7 @@ mod tests {
         std::fs::write(sys.cg("unified/cgroup.controllers"), "hugetlb\n").unwrap();
         let tools = Arc::new(FakeTools::default());
         tools.answer("crun list", 0, "null");
-        let e =
-            engine(OciKind::Crun, &sys, tools.clone(), Arc::default()).allowing_host_fixes(true);
+        let e = engine(CRUN, &sys, tools.clone(), Arc::default()).allowing_host_fixes(true);
         e.ensure_ready().unwrap();
         let target = sys.cg("hugetlb");
         let record = sys.root.join("run/hybrid-fix/crun.json");
@@ -1574,7 +1598,7 @@ mod tests {
         let sys = FakeSystem::v1(dir.path(), "");
         let tools = Arc::new(FakeTools::default());
         tools.answer("crun --version", 0, "crun version 1.8.1\ncommit: abc\n");
-        let e = engine(OciKind::Crun, &sys, tools.clone(), Arc::default());
+        let e = engine(CRUN, &sys, tools.clone(), Arc::default());
         assert_eq!(e.version().unwrap(), "crun 1.8.1");
         tools.answer("crun --version", 0, "nonsense\n");
         assert!(e

@@ -86,7 +86,7 @@ use crate::image_tar::{cached_tar_in, repository, DEFAULT_CACHE_DIR};
 use crate::parent_cgroups::{remove_foreign_parent_cgroups, remove_parent_chains};
 use crate::run_flags::{common_run_flags, limit_flags};
 use crate::tool::{argv, require, run_ok, tail, SystemTools, Tools};
-use crate::{Engine, EngineError, NetworkMode, PreparedImage, RunRequest};
+use crate::{Capabilities, Engine, EngineError, NetworkMode, PreparedImage, RunRequest};
 
 const ENGINE: &str = "podman";
 
@@ -827,6 +827,21 @@ pub(crate) fn parse_ps_names(stdout: &str) -> Vec<String> {
 impl Engine for Podman {
     fn name(&self) -> &'static str {
         ENGINE
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::container(&[NetworkMode::None, NetworkMode::Bridge, NetworkMode::Host])
+    }
+
+    fn available(&self) -> Result<(), EngineError> {
+        require(&*self.tools, ENGINE, "podman", "podman")?;
+        require(
+            &*self.tools,
+            ENGINE,
+            self.runtime.program(),
+            self.runtime.program(),
+        )?;
+        Ok(())
     }
 
     fn version(&self) -> Result<String, EngineError> {

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use isolab_cgroups::{Bytes, Cgroup, Controller, CpuQuota, Hierarchy, IdSet, Limits};
 use isolab_engines::lxc::Lxc;
-use isolab_engines::oci::{OciEngine, OciKind};
+use isolab_engines::oci::{self, OciEngine, OciKind};
 use isolab_engines::{find_container_cgroup, Engine, NetworkMode, PreparedImage, RunRequest};
 
 const IMAGE: &str = "/var/lib/isolab/images/bench";
@@ -485,8 +485,8 @@ fn runc_runs_sysbench_with_limits_and_leaves_nothing() {
         eprintln!("skipped: {why}");
         return;
     }
-    let engine = OciEngine::new(OciKind::Runc);
-    exercise(&engine, "/run/isolab/oci", &runtime_forgot(OciKind::Runc));
+    let engine = OciEngine::new(oci::RUNC);
+    exercise(&engine, "/run/isolab/oci", &runtime_forgot(oci::RUNC));
     engine.shutdown().unwrap();
 }
 
@@ -500,7 +500,7 @@ fn crun_runs_sysbench_with_the_hybrid_fix_undone_afterwards() {
     let controllers =
         std::fs::read_to_string("/sys/fs/cgroup/unified/cgroup.controllers").unwrap_or_default();
     let needs_fix = !controllers.trim().is_empty();
-    let strict = OciEngine::new(OciKind::Crun);
+    let strict = OciEngine::new(oci::CRUN);
     if needs_fix {
         let err = strict.ensure_ready().unwrap_err().to_string();
         assert!(
@@ -509,8 +509,8 @@ fn crun_runs_sysbench_with_the_hybrid_fix_undone_afterwards() {
         );
     }
     let mounts_before = cgroup_mounts();
-    let engine = OciEngine::new(OciKind::Crun).allowing_host_fixes(true);
-    exercise(&engine, "/run/isolab/oci", &runtime_forgot(OciKind::Crun));
+    let engine = OciEngine::new(oci::CRUN).allowing_host_fixes(true);
+    exercise(&engine, "/run/isolab/oci", &runtime_forgot(oci::CRUN));
     assert_eq!(engine.host_fixes().is_empty(), !needs_fix);
     engine.shutdown().unwrap();
     assert!(engine.host_fixes().is_empty());
@@ -571,17 +571,14 @@ fn start_latency() {
         return;
     }
     let mut engines: Vec<(String, Box<dyn Engine>)> = vec![
-        (
-            "runc (tini)".into(),
-            Box::new(OciEngine::new(OciKind::Runc)),
-        ),
+        ("runc (tini)".into(), Box::new(OciEngine::new(oci::RUNC))),
         (
             "crun (tini)".into(),
-            Box::new(OciEngine::new(OciKind::Crun).allowing_host_fixes(true)),
+            Box::new(OciEngine::new(oci::CRUN).allowing_host_fixes(true)),
         ),
         ("lxc".into(), Box::new(Lxc::new())),
     ];
-    for kind in [OciKind::Runc, OciKind::Crun] {
+    for kind in [oci::RUNC, oci::CRUN] {
         let mut e = OciEngine::new(kind).allowing_host_fixes(true);
         e.init = false;
         engines.push((format!("{} (no init)", kind.name()), Box::new(e)));

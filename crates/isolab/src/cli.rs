@@ -76,12 +76,9 @@ pub struct BenchStartArgs {
     /// The image every engine runs.
     #[arg(long, default_value = "/var/lib/isolab/images/bench")]
     pub image: std::path::PathBuf,
-    /// Engines to compare with isolab-runtime.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "crun,runc,lxc,podman,docker"
-    )]
+    /// Engines to compare with isolab-runtime (default: every container engine of
+    /// `isolab list --platforms`).
+    #[arg(long, value_delimiter = ',')]
     pub engines: Vec<String>,
 }
 

@@ -37,28 +37,13 @@ pub const SAMPLE: Duration = Duration::from_millis(50);
 /// How long an engine's client has, after SIGTERM, to stop its container.
 const GRACE: Duration = Duration::from_secs(10);
 
-/// The drivers of this build, one per engine platform. crun (directly and under
-/// Podman) may fix a hybrid cgroup host for the experiment (a v1 hierarchy for each
-/// controller the cgroup2 mount lists), which their shutdown undoes; the
-/// environment records it.
+/// The drivers of this build, one per engine platform of
+/// [`isolab_engines::registry`] that the lab knows as a platform kind.
 pub(crate) fn drivers() -> Vec<(super::PlatformKind, Box<dyn Engine>)> {
-    use super::PlatformKind as K;
-    use isolab_engines::{docker, lxc, oci, podman};
-    let mut crun = oci::OciEngine::new(oci::OciKind::Crun);
-    crun.allow_host_fixes = true;
-    vec![
-        (
-            K::Docker,
-            Box::new(docker::Docker::new()) as Box<dyn Engine>,
-        ),
-        (
-            K::Podman,
-            Box::new(podman::Podman::new(podman::OciRuntime::Crun, true)),
-        ),
-        (K::Runc, Box::new(oci::OciEngine::new(oci::OciKind::Runc))),
-        (K::Crun, Box::new(crun)),
-        (K::Lxc, Box::new(lxc::Lxc::new())),
-    ]
+    isolab_engines::registry()
+        .into_iter()
+        .filter_map(|e| super::PlatformKind::parse(e.name()).ok().map(|k| (k, e)))
+        .collect()
 }
 
 /// One engine as a platform: the driver, whether it is ready, and the images it
@@ -354,6 +339,7 @@ pub(crate) fn execute(
     interrupt: &Interrupt,
 ) -> Result<Execution, PlatformError> {
     let name = engine.name();
+    let perf_follows = engine.engine.capabilities().perf_follows_workload;
     let image = job
         .image
         .as_deref()
@@ -451,12 +437,12 @@ pub(crate) fn execute(
         if let Some(stats) = watched.stats {
             measured.stats = Ok(stats);
         }
-        if name == "docker" {
-            // The container is a child of containerd, not of the client isolab
-            // starts, so the client's perf counters would not describe it.
-            measured.perf = Err(
-                "perf counters unavailable on docker: the container is not a descendant of the docker client".into(),
-            );
+        if !perf_follows {
+            // e.g. Docker's container is a child of containerd, not of the client
+            // isolab starts, so the client's perf counters would not describe it.
+            measured.perf = Err(format!(
+                "perf counters unavailable on {name}: the container is not a descendant of the {name} client"
+            ));
         }
         Ok(measured.into_execution(&job.workdir, limits))
     })
@@ -472,6 +458,12 @@ mod tests {
     impl Engine for Logged {
         fn name(&self) -> &'static str {
             self.0
+        }
+        fn capabilities(&self) -> isolab_engines::Capabilities {
+            isolab_engines::Capabilities::container(&[NetworkMode::None])
+        }
+        fn available(&self) -> Result<(), isolab_engines::EngineError> {
+            Ok(())
         }
         fn version(&self) -> Result<String, isolab_engines::EngineError> {
             Ok("1".into())

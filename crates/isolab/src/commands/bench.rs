@@ -45,25 +45,31 @@ pub fn bench_start(args: BenchStartArgs) -> Result<Exit> {
 }
 
 fn measure(args: &BenchStartArgs, parent: &Cgroup, parent_rel: &std::path::Path) -> Result<Exit> {
-    use isolab_engines::{docker, lxc, oci, podman};
     let mut subjects: Vec<(String, Subject)> = vec![(
         "isolab-runtime".into(),
         Subject::Runtime(isolab_lab::platform::IsolabConfig::discover().program),
     )];
-    for name in &args.engines {
-        let driver: Box<dyn Engine> = match name.as_str() {
-            "docker" => Box::new(docker::Docker::new()),
-            "podman" => Box::new(podman::Podman::new(podman::OciRuntime::Crun, true)),
-            "runc" => Box::new(oci::OciEngine::new(oci::OciKind::Runc)),
-            "crun" => {
-                let mut e = oci::OciEngine::new(oci::OciKind::Crun);
-                e.allow_host_fixes = true;
-                Box::new(e)
+    let mut registry = isolab_engines::registry();
+    let known: Vec<&str> = registry.iter().map(|e| e.name()).collect();
+    if let Some(unknown) = args.engines.iter().find(|n| !known.contains(&n.as_str())) {
+        bail!(
+            "unknown engine `{unknown}`: expected one of {}",
+            known.join(", ")
+        );
+    }
+    // Every engine by default, in the registry's order; else the order asked.
+    let mut chosen: Vec<Box<dyn Engine>> = Vec::new();
+    if args.engines.is_empty() {
+        chosen = registry;
+    } else {
+        for name in &args.engines {
+            if let Some(i) = registry.iter().position(|e| e.name() == name) {
+                chosen.push(registry.swap_remove(i));
             }
-            "lxc" => Box::new(lxc::Lxc::new()),
-            other => bail!("unknown engine `{other}`: expected docker, podman, runc, crun or lxc"),
-        };
-        subjects.push((name.clone(), Subject::Driver(driver)));
+        }
+    }
+    for driver in chosen {
+        subjects.push((driver.name().to_owned(), Subject::Driver(driver)));
     }
     let workdir = tempfile_dir()?;
     let mut prepared = Vec::new();

@@ -1,0 +1,153 @@
+//! What a platform can do, declared once by its driver and read by every consumer:
+//! the spec checker explains an impossible cell from it, `isolab list --platforms`
+//! prints it, the runner decides from it whether perf counters describe the workload.
+
+use isolab_cgroups::Limits;
+
+use crate::NetworkMode;
+
+/// The kinds of limit a platform can apply to an instance and read back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LimitKinds {
+    /// A CFS bandwidth quota (`cpus = 1.5`).
+    pub cpu_quota: bool,
+    /// Pinned cpus and memory nodes (`cpuset`, `mems`).
+    pub cpuset: bool,
+    /// A memory limit, and swap with it.
+    pub memory: bool,
+    /// A maximum number of tasks.
+    pub pids: bool,
+    /// Block I/O throttles.
+    pub io: bool,
+}
+
+impl LimitKinds {
+    /// Every kind.
+    pub const ALL: LimitKinds = LimitKinds {
+        cpu_quota: true,
+        cpuset: true,
+        memory: true,
+        pids: true,
+        io: true,
+    };
+
+    /// The names of the kinds it has, in a fixed order (`cpu-quota cpuset memory pids io`).
+    pub fn names(&self) -> Vec<&'static str> {
+        [
+            (self.cpu_quota, "cpu-quota"),
+            (self.cpuset, "cpuset"),
+            (self.memory, "memory"),
+            (self.pids, "pids"),
+            (self.io, "io"),
+        ]
+        .into_iter()
+        .filter_map(|(has, name)| has.then_some(name))
+        .collect()
+    }
+
+    /// The kinds `limits` asks for that this platform cannot apply, by name.
+    pub fn missing(&self, limits: &Limits) -> Vec<&'static str> {
+        [
+            (limits.cpu.is_some() && !self.cpu_quota, "cpu-quota"),
+            (
+                (limits.cpuset.is_some() || limits.mems.is_some()) && !self.cpuset,
+                "cpuset",
+            ),
+            (
+                (limits.memory_max.is_some() || limits.memory_swap_max.is_some()) && !self.memory,
+                "memory",
+            ),
+            (limits.pids_max.is_some() && !self.pids, "pids"),
+            (!limits.io.is_empty() && !self.io, "io"),
+        ]
+        .into_iter()
+        .filter_map(|(missing, name)| missing.then_some(name))
+        .collect()
+    }
+}
+
+/// What a platform offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capabilities {
+    /// The networks an instance can get; the first is the default.
+    pub networks: &'static [NetworkMode],
+    /// The limits it applies and reads back.
+    pub limits: LimitKinds,
+    /// Whether perf counters opened on the command isolab starts follow the
+    /// workload (false when a daemon, not the client, is the container's parent).
+    pub perf_follows_workload: bool,
+    /// Whether it runs the workload from the experiment's image.
+    pub needs_image: bool,
+    /// Whether it can run a long-running service that a client outside reaches at
+    /// an address (an instance on a network the host can route to).
+    pub services: bool,
+    /// Whether the workload runs in a virtual machine.
+    pub vm: bool,
+}
+
+impl Capabilities {
+    /// A container engine's: every limit, the image, perf counters following the
+    /// workload, services on any network but `none`.
+    pub const fn container(networks: &'static [NetworkMode]) -> Capabilities {
+        let mut i = 0;
+        let mut services = false;
+        while i < networks.len() {
+            if !matches!(networks[i], NetworkMode::None) {
+                services = true;
+            }
+            i += 1;
+        }
+        Capabilities {
+            networks,
+            limits: LimitKinds::ALL,
+            perf_follows_workload: true,
+            needs_image: true,
+            services,
+            vm: false,
+        }
+    }
+
+    /// Whether it offers `network`.
+    pub fn has_network(&self, network: NetworkMode) -> bool {
+        self.networks.contains(&network)
+    }
+
+    /// The default network.
+    pub fn default_network(&self) -> NetworkMode {
+        self.networks.first().copied().unwrap_or(NetworkMode::None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_limit_kinds_are_named() {
+        let limits = Limits {
+            cpu: Some(
+                isolab_cgroups::CpuQuota::from_cpus(1.5, std::time::Duration::from_millis(100))
+                    .unwrap(),
+            ),
+            pids_max: Some(10),
+            ..Limits::default()
+        };
+        assert!(LimitKinds::ALL.missing(&limits).is_empty());
+        let only_cpus = LimitKinds {
+            cpu_quota: true,
+            cpuset: true,
+            ..LimitKinds::default()
+        };
+        assert_eq!(only_cpus.missing(&limits), vec!["pids"]);
+        assert_eq!(only_cpus.names(), vec!["cpu-quota", "cpuset"]);
+    }
+
+    #[test]
+    fn a_container_engine_runs_services_only_with_a_network() {
+        assert!(!Capabilities::container(&[NetworkMode::None]).services);
+        let c = Capabilities::container(&[NetworkMode::None, NetworkMode::Host]);
+        assert!(c.services && c.needs_image && !c.vm);
+        assert_eq!(c.default_network(), NetworkMode::None);
+        assert!(c.has_network(NetworkMode::Host) && !c.has_network(NetworkMode::Bridge));
+    }
+}
