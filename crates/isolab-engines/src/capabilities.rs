@@ -45,24 +45,27 @@ impl LimitKinds {
         .collect()
     }
 
-    /// The kinds `limits` asks for that this platform cannot apply, by name.
-    pub fn missing(&self, limits: &Limits) -> Vec<&'static str> {
-        [
-            (limits.cpu.is_some() && !self.cpu_quota, "cpu-quota"),
-            (
-                (limits.cpuset.is_some() || limits.mems.is_some()) && !self.cpuset,
-                "cpuset",
-            ),
-            (
-                (limits.memory_max.is_some() || limits.memory_swap_max.is_some()) && !self.memory,
-                "memory",
-            ),
-            (limits.pids_max.is_some() && !self.pids, "pids"),
-            (!limits.io.is_empty() && !self.io, "io"),
-        ]
-        .into_iter()
-        .filter_map(|(missing, name)| missing.then_some(name))
-        .collect()
+    /// The kinds `limits` asks for.
+    pub fn of(limits: &Limits) -> LimitKinds {
+        LimitKinds {
+            cpu_quota: limits.cpu.is_some(),
+            cpuset: limits.cpuset.is_some() || limits.mems.is_some(),
+            memory: limits.memory_max.is_some() || limits.memory_swap_max.is_some(),
+            pids: limits.pids_max.is_some(),
+            io: !limits.io.is_empty(),
+        }
+    }
+
+    /// The kinds of `asked` this platform cannot apply, by name.
+    pub fn missing(&self, asked: LimitKinds) -> Vec<&'static str> {
+        LimitKinds {
+            cpu_quota: asked.cpu_quota && !self.cpu_quota,
+            cpuset: asked.cpuset && !self.cpuset,
+            memory: asked.memory && !self.memory,
+            pids: asked.pids && !self.pids,
+            io: asked.io && !self.io,
+        }
+        .names()
     }
 }
 
@@ -132,13 +135,13 @@ mod tests {
             pids_max: Some(10),
             ..Limits::default()
         };
-        assert!(LimitKinds::ALL.missing(&limits).is_empty());
+        assert!(LimitKinds::ALL.missing(LimitKinds::of(&limits)).is_empty());
         let only_cpus = LimitKinds {
             cpu_quota: true,
             cpuset: true,
             ..LimitKinds::default()
         };
-        assert_eq!(only_cpus.missing(&limits), vec!["pids"]);
+        assert_eq!(only_cpus.missing(LimitKinds::of(&limits)), vec!["pids"]);
         assert_eq!(only_cpus.names(), vec!["cpu-quota", "cpuset"]);
     }
 

@@ -645,6 +645,10 @@ impl Engine for Docker {
         ENGINE
     }
 
+    fn summary(&self) -> &'static str {
+        "Docker (Debian docker.io): `docker run`; isolab starts dockerd when none runs"
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             // The container is a child of containerd, not of the client isolab

@@ -193,6 +193,9 @@ pub trait Engine: Send + Sync {
     /// Its name as a platform engine in specs: `docker`, `podman`, `runc`, `crun`, `lxc`.
     fn name(&self) -> &'static str;
 
+    /// One line saying what it is, for `isolab list --platforms`.
+    fn summary(&self) -> &'static str;
+
     /// What it can do: networks, limits, whether perf counters follow the workload.
     fn capabilities(&self) -> Capabilities;
 

@@ -232,6 +232,10 @@ impl Engine for Lxc {
         ENGINE
     }
 
+    fn summary(&self) -> &'static str {
+        "LXC: `lxc-execute` with a generated configuration on an overlay of the image"
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities::container(&[NetworkMode::None, NetworkMode::Host])
     }

@@ -130,6 +130,8 @@ pub struct OciKind {
     pub package: &'static str,
     /// Where the runtime keeps its container state by default (`--root`).
     pub state_root: &'static str,
+    /// One line saying what it is, for `isolab list --platforms`.
+    pub summary: &'static str,
     /// Whether it refuses a hybrid cgroup host (controllers listed by the cgroup2
     /// mount), so that the shared hybrid-cgroup fix must run before it can.
     pub refuses_hybrid: bool,
@@ -140,6 +142,7 @@ pub const RUNC: OciKind = OciKind {
     name: "runc",
     package: "runc",
     state_root: "/run/runc",
+    summary: "runc, the OCI reference runtime, on a bundle of the image (tini as PID 1)",
     refuses_hybrid: false,
 };
 
@@ -148,6 +151,7 @@ pub const CRUN: OciKind = OciKind {
     name: "crun",
     package: "crun",
     state_root: "/run/crun",
+    summary: "crun, the C OCI runtime, on the same bundle as runc",
     refuses_hybrid: true,
 };
 
@@ -484,6 +488,10 @@ impl OciEngine {
 impl Engine for OciEngine {
     fn name(&self) -> &'static str {
         self.kind.name()
+    }
+
+    fn summary(&self) -> &'static str {
+        self.kind.summary
     }
 
     fn capabilities(&self) -> Capabilities {

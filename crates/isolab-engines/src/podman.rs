@@ -829,6 +829,10 @@ impl Engine for Podman {
         ENGINE
     }
 
+    fn summary(&self) -> &'static str {
+        "Podman, daemonless, with crun below it (runc when crun cannot run here)"
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities::container(&[NetworkMode::None, NetworkMode::Bridge, NetworkMode::Host])
     }

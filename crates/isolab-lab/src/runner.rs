@@ -1290,7 +1290,7 @@ impl Runner<'_> {
             source,
         })?;
         let calibration = Job {
-            platform: crate::platform::PlatformDef::new(crate::platform::PlatformKind::Host),
+            platform: crate::platform::PlatformDef::new(crate::platform::PlatformKind::HOST),
             image: None,
             name: format!("{}-diskcal", job.name),
             argv: neighbour::disk_capacity_command(&workdir, disk.direct),
@@ -1336,7 +1336,7 @@ impl Runner<'_> {
         })?;
         let names = neighbour::NetNames::of(std::process::id());
         let calibration = Job {
-            platform: crate::platform::PlatformDef::new(crate::platform::PlatformKind::Host),
+            platform: crate::platform::PlatformDef::new(crate::platform::PlatformKind::HOST),
             image: None,
             name: format!("{}-netcal", job.name),
             argv: neighbour::net_capacity_command(&names),

@@ -109,6 +109,17 @@ pub fn pinned_cpus(available: &IdSet, count: u32) -> Option<IdSet> {
     Some(ids[ids.len() - count..].iter().copied().collect())
 }
 
+/// The kinds of limit a shape in a placement asks of a platform.
+pub fn limit_kinds(shape: &Shape, placement: Placement) -> isolab_engines::LimitKinds {
+    isolab_engines::LimitKinds {
+        cpu_quota: placement == Placement::Quota,
+        cpuset: placement == Placement::Pinned,
+        memory: shape.memory.is_some(),
+        pids: shape.pids.is_some(),
+        io: shape.io_read_bps.is_some() || shape.io_write_bps.is_some(),
+    }
+}
+
 /// The cgroup limits for a shape in a placement, given the cpus this host offers.
 /// `io_device` is the block device behind the working directory, when known.
 pub fn limits_for(

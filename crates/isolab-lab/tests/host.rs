@@ -39,7 +39,7 @@ fn platform_with(
 
 fn job(name: &str, argv: &[&str], workdir: &Path, limits: Limits) -> Job {
     Job {
-        platform: PlatformDef::new(PlatformKind::Host),
+        platform: PlatformDef::new(PlatformKind::HOST),
         image: None,
         name: format!("scope/{name}"),
         argv: argv.iter().map(|s| s.to_string()).collect(),

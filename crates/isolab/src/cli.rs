@@ -131,11 +131,15 @@ pub struct CheckArgs {
 #[derive(Debug, clap::Args)]
 pub struct ListArgs {
     /// List the built-in workloads instead of experiments.
-    #[arg(long, conflicts_with = "shapes")]
+    #[arg(long, conflicts_with_all = ["shapes", "platforms"])]
     pub workloads: bool,
     /// List the built-in shapes instead of experiments.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "platforms")]
     pub shapes: bool,
+    /// List the platforms (engines) with their capabilities and whether each is
+    /// usable on this host, and why not.
+    #[arg(long)]
+    pub platforms: bool,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,

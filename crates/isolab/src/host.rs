@@ -38,14 +38,19 @@ pub fn platform(hierarchy: Hierarchy, probe: Option<isolab_lab::probe::ProbeConf
 /// Checks that the engines and the image the spec's cells need are there, so that a
 /// missing one is reported once, before any run, with what to do.
 pub fn preflight_engines(spec: &ExperimentSpec) -> Result<()> {
-    let kinds: Vec<PlatformKind> = spec.cells.iter().map(|c| c.platform.kind).collect();
-    if kinds.contains(&PlatformKind::Isolab) {
-        let runtime = IsolabConfig::discover().program;
-        if isolab_tools::find_program(&runtime).is_none() {
-            bail!(
-                "platform isolab needs the `isolab-runtime` program, which is neither next to isolab nor on PATH: build it with `cargo build --release -p isolab-runtime` (or set ISOLAB_RUNTIME to its path)"
-            );
-        }
+    let mut kinds: Vec<PlatformKind> = spec.cells.iter().map(|c| c.platform.kind).collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    let missing = isolab_lab::platform::unavailable(&kinds);
+    if !missing.is_empty() {
+        let lines: Vec<String> = missing
+            .iter()
+            .map(|(kind, why)| format!("platform {kind}: {why}"))
+            .collect();
+        bail!(
+            "{} (`isolab list --platforms` shows what this host can run)",
+            lines.join("; ")
+        );
     }
     if kinds.iter().any(|k| k.needs_image()) && !spec.image.join("bin/sh").exists() {
         bail!(

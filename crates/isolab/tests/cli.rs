@@ -108,6 +108,40 @@ fn misspelt_key_is_rejected_with_location_and_expected_keys() {
 }
 
 #[test]
+fn list_platforms_shows_the_registry_with_capabilities_and_usability() {
+    let out = run(isolab().args(["list", "--platforms", "--json"]));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = v.as_array().unwrap();
+    let names: Vec<&str> = rows.iter().map(|r| r["engine"].as_str().unwrap()).collect();
+    for engine in [
+        "host",
+        "isolab",
+        "docker",
+        "podman",
+        "runc",
+        "crun",
+        "lxc",
+        "vm",
+        "vm+isolab",
+    ] {
+        assert!(names.contains(&engine), "{engine} missing from {names:?}");
+    }
+    let row = |name: &str| rows.iter().find(|r| r["engine"] == name).unwrap();
+    assert_eq!(row("host")["networks"], serde_json::json!(["host"]));
+    assert_eq!(row("docker")["perf_follows_workload"], false);
+    assert_eq!(row("vm")["services"], false);
+    assert_eq!(row("host")["usable"], is_root(), "{}", row("host"));
+    for r in rows {
+        assert!(!r["detail"].as_str().unwrap().is_empty(), "{r}");
+    }
+    let out = run(isolab().args(["list", "--platforms"]));
+    let table = text(&out.stdout);
+    assert!(table.contains("usable here"), "{table}");
+    assert!(table.contains("vm+isolab"), "{table}");
+}
+
+#[test]
 fn check_prints_the_expanded_matrix() {
     let dir = tempfile::tempdir().unwrap();
     let spec = write_spec(

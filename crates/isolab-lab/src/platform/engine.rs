@@ -28,7 +28,8 @@ use isolab_cgroups::{Cgroup, Controller, Hierarchy, Limits, Stats};
 use isolab_engines::{Engine, NetworkMode, PreparedImage, RunRequest, ID_PREFIX};
 
 use super::host::HostPlatform;
-use super::{container_id, Execution, Interrupt, Job, Network, PlatformError};
+use super::registry::{Driver, PlatformInfo, PlatformKind};
+use super::{container_id, Execution, Interrupt, Job, Network, PlatformDef, PlatformError};
 
 /// How often the container's counters are sampled while it runs (the last sample
 /// before the engine removes its cgroup is what the run stores).
@@ -36,15 +37,6 @@ pub const SAMPLE: Duration = Duration::from_millis(50);
 
 /// How long an engine's client has, after SIGTERM, to stop its container.
 const GRACE: Duration = Duration::from_secs(10);
-
-/// The drivers of this build, one per engine platform of
-/// [`isolab_engines::registry`] that the lab knows as a platform kind.
-pub(crate) fn drivers() -> Vec<(super::PlatformKind, Box<dyn Engine>)> {
-    isolab_engines::registry()
-        .into_iter()
-        .filter_map(|e| super::PlatformKind::parse(e.name()).ok().map(|k| (k, e)))
-        .collect()
-}
 
 /// One engine as a platform: the driver, whether it is ready, and the images it
 /// has imported.
@@ -127,7 +119,7 @@ impl EnginePlatform {
     /// Where a container on `network` reaches a server on the host.
     pub(crate) fn host_address(&self, network: Network) -> Option<String> {
         self.ready().ok()?;
-        self.engine.host_address(mode(network))
+        self.engine.host_address(network)
     }
 
     /// Removes containers of dead experiments.
@@ -171,26 +163,65 @@ impl EnginePlatform {
     }
 }
 
-/// Shuts the engines down, the last used first: each one's record of the host
-/// (taken on first use) may hold the changes of the engines used before it, e.g.
-/// Podman's snapshot holds the `ip_forward` that dockerd turned on, so undoing in
-/// any other order would put an engine's change back. Returns the engines that
-/// failed, with their errors.
-pub(crate) fn shutdown_all<'a>(
-    engines: impl IntoIterator<Item = &'a EnginePlatform>,
-) -> Vec<(&'static str, PlatformError)> {
-    let mut used: Vec<&EnginePlatform> = engines.into_iter().collect();
-    used.sort_by_key(|e| std::cmp::Reverse(e.first_used()));
-    used.into_iter()
-        .filter_map(|e| e.shutdown().err().map(|err| (e.name(), err)))
-        .collect()
-}
+impl Driver for EnginePlatform {
+    fn info(&self) -> PlatformInfo {
+        PlatformInfo {
+            kind: PlatformKind::from_engine(self.engine.name()),
+            summary: self.engine.summary(),
+            capabilities: self.engine.capabilities(),
+        }
+    }
 
-fn mode(network: Network) -> NetworkMode {
-    match network {
-        Network::None => NetworkMode::None,
-        Network::Host => NetworkMode::Host,
-        Network::Bridge => NetworkMode::Bridge,
+    fn available(&self) -> Result<String, String> {
+        self.engine
+            .available()
+            .map(|()| "installed".to_owned())
+            .map_err(|e| e.to_string())
+    }
+
+    fn prepare(
+        &self,
+        _levels: &[&PlatformDef],
+        image: Option<&Path>,
+    ) -> Result<Vec<(String, String)>, PlatformError> {
+        let kind = self.name();
+        let mut env = vec![(format!("engine.{kind}"), self.ready()?)];
+        if let Some(image) = image {
+            let prepared = self.image(image)?;
+            env.push((format!("engine.{kind}.image"), prepared.reference));
+            env.push((format!("engine.{kind}.image_digest"), prepared.digest));
+        }
+        Ok(env)
+    }
+
+    fn execute(
+        &self,
+        host: &HostPlatform,
+        job: &Job,
+        interrupt: &Interrupt,
+    ) -> Result<Execution, PlatformError> {
+        execute(host, self, job, interrupt)
+    }
+
+    fn server_address(&self, level: &PlatformDef) -> Option<std::net::Ipv4Addr> {
+        self.host_address(level.network)
+            .and_then(|a| a.parse().ok())
+    }
+
+    fn gc(&self, prefixes: &[String]) -> Result<Vec<String>, PlatformError> {
+        let mut removed = Vec::new();
+        for prefix in prefixes {
+            removed.extend(EnginePlatform::gc(self, prefix)?);
+        }
+        Ok(removed)
+    }
+
+    fn first_used(&self) -> u64 {
+        EnginePlatform::first_used(self)
+    }
+
+    fn shutdown(&self) -> Result<(), PlatformError> {
+        EnginePlatform::shutdown(self)
     }
 }
 
@@ -359,7 +390,7 @@ pub(crate) fn execute(
         id: container_id(ID_PREFIX, &job.name)?,
         argv: job.argv.clone(),
         workdir: job.workdir.clone(),
-        network: mode(job.platform.network),
+        network: job.platform.network,
         limits: job.limits.clone(),
         cgroup_parent: instance.clone(),
         env: Vec::new(),
@@ -459,6 +490,9 @@ mod tests {
         fn name(&self) -> &'static str {
             self.0
         }
+        fn summary(&self) -> &'static str {
+            "logged"
+        }
         fn capabilities(&self) -> isolab_engines::Capabilities {
             isolab_engines::Capabilities::container(&[NetworkMode::None])
         }
@@ -514,7 +548,10 @@ mod tests {
         engines[1].gc("isolab-exp9-").unwrap();
         engines[1].ready().unwrap();
         engines[0].ready().unwrap();
-        assert!(shutdown_all(&engines).is_empty());
+        assert!(
+            super::super::registry::shutdown_all(engines.iter().map(|e| e as &dyn Driver))
+                .is_empty()
+        );
         assert_eq!(
             *log.lock().unwrap(),
             [

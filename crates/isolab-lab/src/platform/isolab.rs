@@ -26,7 +26,10 @@ use std::time::Duration;
 use isolab_cgroups::Limits;
 use isolab_runtime::{ContainerId, Report};
 
+use isolab_engines::Capabilities;
+
 use super::host::HostPlatform;
+use super::registry::{Driver, PlatformInfo, PlatformKind};
 use super::{container_id, Execution, Interrupt, Job, Network, PlatformError};
 
 /// How long the runtime has, after SIGTERM, to stop its container and tear it
@@ -191,6 +194,46 @@ impl super::NeighbourContainers for IsolabNeighbours<'_> {
     }
 }
 
+/// The `isolab` platform's driver.
+pub(crate) struct IsolabDriver {
+    config: IsolabConfig,
+}
+
+impl IsolabDriver {
+    pub(crate) fn new(config: IsolabConfig) -> IsolabDriver {
+        IsolabDriver { config }
+    }
+}
+
+impl Driver for IsolabDriver {
+    fn info(&self) -> PlatformInfo {
+        use isolab_engines::NetworkMode as N;
+        PlatformInfo {
+            kind: PlatformKind::ISOLAB,
+            summary: "isolab's own container runtime (isolab-runtime) on the experiment's image",
+            capabilities: Capabilities::container(&[N::None, N::Bridge, N::Host]),
+        }
+    }
+
+    fn available(&self) -> Result<String, String> {
+        isolab_tools::find_program(&self.config.program)
+            .map(|p| p.display().to_string())
+            .ok_or_else(|| format!(
+                "`{}` is neither next to isolab nor on PATH: build it with `cargo build --release -p isolab-runtime` (or set ISOLAB_RUNTIME to its path)",
+                RUNTIME_PROGRAM
+            ))
+    }
+
+    fn execute(
+        &self,
+        host: &HostPlatform,
+        job: &Job,
+        interrupt: &Interrupt,
+    ) -> Result<Execution, PlatformError> {
+        execute(host, &self.config, job, interrupt)
+    }
+}
+
 /// Runs `job` in an `isolab-runtime` container inside an instance of `host`.
 pub(crate) fn execute(
     host: &HostPlatform,
@@ -296,7 +339,7 @@ mod tests {
 
     fn job(limits: Limits) -> Job {
         Job {
-            platform: PlatformDef::new(PlatformKind::Isolab),
+            platform: PlatformDef::new(PlatformKind::ISOLAB),
             image: Some("/img".into()),
             name: "exp3-pid42/c0-r1".into(),
             argv: vec!["sysbench".into(), "cpu".into(), "run".into()],

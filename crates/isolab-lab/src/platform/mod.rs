@@ -7,10 +7,13 @@ mod engine;
 mod host;
 mod isolab;
 mod process;
+mod registry;
 mod vm;
 
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
 use std::time::Duration;
 
 use isolab_cgroups::Limits;
@@ -22,139 +25,10 @@ pub use isolab::{IsolabConfig, RUNTIME_PROGRAM};
 pub use process::Interrupt;
 pub(crate) use process::{free_port, isolab_running};
 
-/// The engines isolab can run workloads on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum PlatformKind {
-    /// Bare host: the workload runs as a child in its own cgroup.
-    Host,
-    /// isolab's own container runtime (`isolab-runtime`), on the experiment's image.
-    Isolab,
-    /// Docker (Debian's `docker.io` engine; isolab starts `dockerd` when none runs).
-    Docker,
-    /// Podman (no daemon; crun or runc below it).
-    Podman,
-    /// runc on an OCI bundle of the image.
-    Runc,
-    /// crun on an OCI bundle of the image.
-    Crun,
-    /// LXC (`lxc-execute` with a generated configuration).
-    Lxc,
-    /// A QEMU virtual machine (KVM when it works, TCG otherwise, always labelled).
-    Vm,
-    /// isolab-runtime inside a QEMU virtual machine (a container in a VM).
-    #[serde(rename = "vm+isolab")]
-    VmIsolab,
-}
-
-/// A platform name that cannot be used.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum UnknownPlatform {
-    /// Not an engine at all.
-    #[error("unknown engine `{0}`: expected one of host, isolab, docker, podman, runc, crun, lxc, vm, vm+isolab")]
-    Unknown(String),
-}
-
-impl PlatformKind {
-    /// Every engine, in documentation order.
-    pub const ALL: [PlatformKind; 9] = [
-        PlatformKind::Host,
-        PlatformKind::Isolab,
-        PlatformKind::Docker,
-        PlatformKind::Podman,
-        PlatformKind::Runc,
-        PlatformKind::Crun,
-        PlatformKind::Lxc,
-        PlatformKind::Vm,
-        PlatformKind::VmIsolab,
-    ];
-
-    /// Parses an engine name.
-    pub fn parse(s: &str) -> Result<PlatformKind, UnknownPlatform> {
-        PlatformKind::ALL
-            .into_iter()
-            .find(|k| k.as_str() == s)
-            .ok_or_else(|| UnknownPlatform::Unknown(s.into()))
-    }
-
-    /// Its name in specs.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PlatformKind::Host => "host",
-            PlatformKind::Isolab => "isolab",
-            PlatformKind::Docker => "docker",
-            PlatformKind::Podman => "podman",
-            PlatformKind::Runc => "runc",
-            PlatformKind::Crun => "crun",
-            PlatformKind::Lxc => "lxc",
-            PlatformKind::Vm => "vm",
-            PlatformKind::VmIsolab => "vm+isolab",
-        }
-    }
-
-    /// Whether the workload runs from the experiment's image (a container or VM).
-    pub fn needs_image(self) -> bool {
-        self != PlatformKind::Host
-    }
-
-    /// Whether it is a virtual machine.
-    pub fn is_vm(self) -> bool {
-        matches!(self, PlatformKind::Vm | PlatformKind::VmIsolab)
-    }
-
-    /// The networks it offers; the first is its default.
-    pub fn networks(self) -> &'static [Network] {
-        match self {
-            PlatformKind::Host => &[Network::Host],
-            PlatformKind::Isolab | PlatformKind::Docker | PlatformKind::Podman => {
-                &[Network::None, Network::Bridge, Network::Host]
-            }
-            PlatformKind::Runc | PlatformKind::Crun | PlatformKind::Lxc => {
-                &[Network::None, Network::Host]
-            }
-            PlatformKind::Vm | PlatformKind::VmIsolab => &[Network::None],
-        }
-    }
-}
-
-impl fmt::Display for PlatformKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// The network an instance gets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Network {
-    /// A network namespace of its own with only loopback.
-    None,
-    /// The host's network namespace.
-    Host,
-    /// A network namespace attached to the engine's bridge (isolab: `isolab0`).
-    Bridge,
-}
-
-impl Network {
-    /// Parses `none`, `host` or `bridge`.
-    pub fn parse(s: &str) -> Option<Network> {
-        match s {
-            "none" => Some(Network::None),
-            "host" => Some(Network::Host),
-            "bridge" => Some(Network::Bridge),
-            _ => None,
-        }
-    }
-
-    /// Its name in specs.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Network::None => "none",
-            Network::Host => "host",
-            Network::Bridge => "bridge",
-        }
-    }
-}
+pub use isolab_engines::{Capabilities, LimitKinds, NetworkMode as Network};
+pub use registry::{
+    availability, registry, unavailable, PlatformInfo, PlatformKind, UnknownPlatform,
+};
 
 /// A platform level of a spec: a name, the engine behind it and its options.
 ///
@@ -215,56 +89,99 @@ impl PlatformDef {
         }
     }
 
-    /// A VM level on `accel`, named `vm(tcg)` or `vm(tcg)+isolab`.
+    /// A VM level on `accel`, named `vm(tcg)`, or `vm(tcg)+ENGINE` for a
+    /// container engine in the guest.
     pub fn vm(kind: PlatformKind, accel: Accel) -> PlatformDef {
-        let name = match kind {
-            PlatformKind::VmIsolab => format!("vm({})+isolab", accel.as_str()),
-            _ => format!("vm({})", accel.as_str()),
-        };
+        let inner = kind.as_str().strip_prefix("vm").unwrap_or_default();
         PlatformDef {
-            name,
+            name: format!("vm({}){inner}", accel.as_str()),
             accel: Some(accel),
             ..PlatformDef::new(kind)
         }
     }
 
-    /// The built-in platform levels: one per container engine with its default
-    /// network; `isolab-bridge`, `docker-bridge` and `podman-bridge` on their
-    /// bridges; and the VM levels named by accelerator, `vm(kvm)`, `vm(tcg)`,
-    /// `vm(kvm)+isolab` and `vm(tcg)+isolab` (there is no plain `vm`: a spec says
-    /// which it measures, and `isolab env` says which works on the host).
+    /// The built-in platform levels, from the [`registry`]: one per engine with its
+    /// default network; `ENGINE-bridge` for each engine that also offers a bridge
+    /// (`isolab-bridge`, `docker-bridge`, `podman-bridge`); and the VM levels named by
+    /// accelerator, `vm(kvm)`, `vm(tcg)`, `vm(kvm)+isolab`, … (there is no plain
+    /// `vm`: a spec says which it measures, and `isolab env` says which works on the
+    /// host).
     pub fn builtins() -> Vec<PlatformDef> {
-        let mut all: Vec<PlatformDef> = PlatformKind::ALL
-            .into_iter()
-            .filter(|k| !k.is_vm())
-            .map(PlatformDef::new)
+        let mut all: Vec<PlatformDef> = registry()
+            .iter()
+            .filter(|p| !p.capabilities.vm)
+            .map(|p| PlatformDef::new(p.kind))
             .collect();
-        for kind in [
-            PlatformKind::Isolab,
-            PlatformKind::Docker,
-            PlatformKind::Podman,
-        ] {
-            all.push(PlatformDef {
-                name: format!("{kind}-bridge"),
-                network: Network::Bridge,
-                ..PlatformDef::new(kind)
-            });
+        for p in registry() {
+            let caps = p.capabilities;
+            if !caps.vm
+                && caps.default_network() != Network::Bridge
+                && caps.has_network(Network::Bridge)
+            {
+                all.push(PlatformDef {
+                    name: format!("{}-bridge", p.kind),
+                    network: Network::Bridge,
+                    ..PlatformDef::new(p.kind)
+                });
+            }
         }
-        for kind in [PlatformKind::Vm, PlatformKind::VmIsolab] {
+        for p in registry().iter().filter(|p| p.capabilities.vm) {
             for accel in [Accel::Kvm, Accel::Tcg] {
-                all.push(PlatformDef::vm(kind, accel));
+                all.push(PlatformDef::vm(p.kind, accel));
             }
         }
         all
     }
 
-    /// Why this platform cannot run a workload with a server, if it cannot: the
-    /// command must reach the server over a network.
-    pub fn server_unreachable(&self) -> Option<String> {
-        (self.network == Network::None).then(|| {
+    /// The kinds of limit of `asked` this level does not apply, from its
+    /// capabilities, said in one sentence; `None` when it applies them all.
+    pub fn limits_unapplied(&self, asked: LimitKinds) -> Option<String> {
+        let limits = self.kind.capabilities().limits;
+        let missing = limits.missing(asked);
+        (!missing.is_empty()).then(|| {
             format!(
-                "platform `{}` has network `none`, so its command cannot reach the workload's server; use `isolab-bridge` or a [platform.NAME] with network = \"bridge\" or \"host\"",
-                self.name
+                "platform `{}` does not apply {} limits (it applies {})",
+                self.name,
+                missing.join(", "),
+                limits.names().join(", ")
+            )
+        })
+    }
+
+    /// Why this platform cannot run a workload with a server, if it cannot: the
+    /// command must reach the server over a network, which the level's engine may
+    /// offer (from its capabilities) or not at all.
+    pub fn server_unreachable(&self) -> Option<String> {
+        if self.network != Network::None {
+            return None;
+        }
+        let others: Vec<&str> = self
+            .kind
+            .networks()
+            .iter()
+            .filter(|n| **n != Network::None)
+            .map(|n| n.as_str())
+            .collect();
+        Some(if others.is_empty() {
+            format!(
+                "platform `{}` has network `none` and its engine `{}` offers no other, so its command cannot reach the workload's server",
+                self.name, self.kind
+            )
+        } else {
+            let builtin = others
+                .iter()
+                .map(|n| format!("`{}-{n}`", self.kind))
+                .find(|l| {
+                    PlatformDef::builtins()
+                        .iter()
+                        .any(|b| format!("`{}`", b.name) == *l)
+                });
+            format!(
+                "platform `{}` has network `none`, so its command cannot reach the workload's server; use {}a [platform.NAME] with engine = \"{}\" and network = \"{}\"",
+                self.name,
+                builtin.map(|b| format!("{b} or ")).unwrap_or_default(),
+                self.kind,
+                others.join("\" or \"")
             )
         })
     }
@@ -589,38 +506,44 @@ pub fn default_server_address(platform: &PlatformDef) -> std::net::Ipv4Addr {
 }
 
 /// Every platform of this build behind one [`Platform`]: each job goes to the
-/// engine its [`Job::platform`] names. All engines share the host platform's
-/// experiment scope cgroup and instance life cycle.
-#[derive(Debug)]
+/// driver of the engine its [`Job::platform`] names (the [`registry`]'s). All
+/// drivers share the host platform's experiment scope cgroup and instance life
+/// cycle.
 pub struct Platforms {
     host: HostPlatform,
     isolab: IsolabConfig,
-    engines: Vec<(PlatformKind, engine::EnginePlatform)>,
-    vm: vm::VmPlatform,
+    drivers: Vec<Box<dyn registry::Driver>>,
+}
+
+impl fmt::Debug for Platforms {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<PlatformKind> = self.drivers.iter().map(|d| d.info().kind).collect();
+        f.debug_struct("Platforms")
+            .field("host", &self.host)
+            .field("isolab", &self.isolab)
+            .field("drivers", &names)
+            .finish()
+    }
 }
 
 impl Platforms {
-    /// The platforms, on `host`'s cgroups, with the runtime from `isolab` and the
-    /// third-party engines' drivers (each made ready on first use only).
+    /// The platforms, on `host`'s cgroups, with the runtime from `isolab` and every
+    /// driver of the registry (each made ready on first use only).
     pub fn new(host: HostPlatform, isolab: IsolabConfig) -> Platforms {
-        let clock = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let engines = engine::drivers()
-            .into_iter()
-            .map(|(kind, driver)| (kind, engine::EnginePlatform::new(driver, clock.clone())))
-            .collect();
+        let clock = Arc::new(AtomicU64::new(0));
+        let drivers = registry::drivers(&isolab, clock);
         Platforms {
             host,
             isolab,
-            engines,
-            vm: vm::VmPlatform::new(),
+            drivers,
         }
     }
 
-    fn engine(&self, kind: PlatformKind) -> Result<&engine::EnginePlatform, PlatformError> {
-        self.engines
+    fn driver(&self, kind: PlatformKind) -> Result<&dyn registry::Driver, PlatformError> {
+        self.drivers
             .iter()
-            .find(|(k, _)| *k == kind)
-            .map(|(_, e)| e)
+            .find(|d| d.info().kind == kind)
+            .map(|d| &**d)
             .ok_or_else(|| PlatformError::Engine {
                 engine: kind.as_str().into(),
                 message: "this build of isolab has no driver for it".into(),
@@ -630,30 +553,18 @@ impl Platforms {
 
 impl Drop for Platforms {
     fn drop(&mut self) {
-        // A daemon isolab started is stopped, and the host state it changed restored.
-        for (name, err) in engine::shutdown_all(self.engines.iter().map(|(_, e)| e)) {
-            eprintln!("warning: shutting down {name}: {err}");
+        // A daemon isolab started is stopped, and the host state it changed
+        // restored, the last used first.
+        for (kind, err) in registry::shutdown_all(self.drivers.iter().map(|d| &**d)) {
+            eprintln!("warning: shutting down {kind}: {err}");
         }
     }
 }
 
 impl Platform for Platforms {
     fn execute(&self, job: &Job, interrupt: &Interrupt) -> Result<Execution, PlatformError> {
-        match job.platform.kind {
-            PlatformKind::Host => self.host.execute(job, interrupt),
-            PlatformKind::Isolab => isolab::execute(&self.host, &self.isolab, job, interrupt),
-            PlatformKind::Docker
-            | PlatformKind::Podman
-            | PlatformKind::Runc
-            | PlatformKind::Crun
-            | PlatformKind::Lxc => {
-                engine::execute(&self.host, self.engine(job.platform.kind)?, job, interrupt)
-            }
-            PlatformKind::Vm | PlatformKind::VmIsolab => {
-                let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-                vm::execute(&self.host, &self.vm, &self.isolab, cpus, job, interrupt)
-            }
-        }
+        self.driver(job.platform.kind)?
+            .execute(&self.host, job, interrupt)
     }
 
     fn prepare(
@@ -662,31 +573,21 @@ impl Platform for Platforms {
         image: Option<&std::path::Path>,
     ) -> Result<Vec<(String, String)>, PlatformError> {
         let mut env = Vec::new();
-        for (kind, e) in &self.engines {
-            if !platforms.iter().any(|p| p.kind == *kind) {
-                continue;
+        for d in &self.drivers {
+            let kind = d.info().kind;
+            let levels: Vec<&PlatformDef> = platforms.iter().filter(|p| p.kind == kind).collect();
+            if !levels.is_empty() {
+                env.extend(d.prepare(&levels, image)?);
             }
-            env.push((format!("engine.{kind}"), e.ready()?));
-            if let Some(image) = image {
-                let prepared = e.image(image)?;
-                env.push((format!("engine.{kind}.image"), prepared.reference));
-                env.push((format!("engine.{kind}.image_digest"), prepared.digest));
-            }
-        }
-        let vms: Vec<&PlatformDef> = platforms.iter().filter(|p| p.kind.is_vm()).collect();
-        if let (false, Some(image)) = (vms.is_empty(), image) {
-            env.extend(self.vm.prepare(&vms, image)?);
         }
         Ok(env)
     }
 
     fn server_address(&self, platform: &PlatformDef) -> std::net::Ipv4Addr {
-        let engine_address = self
-            .engine(platform.kind)
+        self.driver(platform.kind)
             .ok()
-            .and_then(|e| e.host_address(platform.network))
-            .and_then(|a| a.parse().ok());
-        engine_address.unwrap_or_else(|| default_server_address(platform))
+            .and_then(|d| d.server_address(platform))
+            .unwrap_or_else(|| default_server_address(platform))
     }
 
     fn gc(&self) -> Result<Vec<String>, PlatformError> {
@@ -704,10 +605,8 @@ impl Platform for Platforms {
             .collect();
         prefixes.dedup();
         let mut removed = Vec::new();
-        for (_, e) in &self.engines {
-            for prefix in &prefixes {
-                removed.extend(e.gc(prefix)?);
-            }
+        for d in &self.drivers {
+            removed.extend(d.gc(&prefixes)?);
         }
         self.host.kill_orphans()?;
         removed.extend(

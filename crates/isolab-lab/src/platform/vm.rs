@@ -20,7 +20,7 @@
 //!   measured time.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use isolab_cgroups::{Bytes, IdSet, Limits};
@@ -29,7 +29,8 @@ use isolab_vm::{BaseDisk, GuestCommand, InnerContainer, KernelFiles, VmConfig};
 
 use super::host::HostPlatform;
 use super::isolab::{limit_flags, IsolabConfig};
-use super::{Accel, Execution, ExitKind, Interrupt, Job, PlatformDef, PlatformError, PlatformKind};
+use super::registry::{Driver, PlatformInfo, PlatformKind};
+use super::{Accel, Capabilities, Execution, ExitKind, Interrupt, Job, PlatformDef, PlatformError};
 
 /// Guest memory beyond the container's limit in `vm+isolab` (the guest kernel,
 /// its page cache and the runtime).
@@ -130,6 +131,27 @@ impl VmPlatform {
         ])
     }
 
+    /// [`Self::prepare`] unless it was done already for an accelerator that serves
+    /// `levels` (the plain and inner VM levels share one kernel and disk, and
+    /// record them in the environment once).
+    pub(crate) fn prepare_once(
+        &self,
+        levels: &[&PlatformDef],
+        image: &Path,
+    ) -> Result<Vec<(String, String)>, PlatformError> {
+        let wants_kvm = levels.iter().any(|d| d.accel == Some(Accel::Kvm));
+        let done = self
+            .prepared
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .is_some_and(|p| !wants_kvm || p.accel == isolab_vm::Accel::Kvm);
+        if done {
+            return Ok(Vec::new());
+        }
+        self.prepare(levels, image)
+    }
+
     fn prepared(&self, job: &Job) -> Result<Prepared, PlatformError> {
         if let Some(p) = self
             .prepared
@@ -190,17 +212,98 @@ fn inner_limits(limits: &Limits) -> Limits {
     inner
 }
 
+/// The VM platforms' drivers: a plain `vm`, and `vm+isolab` (isolab-runtime in
+/// the guest), sharing one prepared kernel and disk.
+pub(crate) fn drivers(runtime: &IsolabConfig) -> Vec<Box<dyn Driver>> {
+    let vm = Arc::new(VmPlatform::new());
+    vec![
+        Box::new(VmDriver {
+            vm: vm.clone(),
+            runtime: None,
+        }),
+        Box::new(VmDriver {
+            vm,
+            runtime: Some(runtime.clone()),
+        }),
+    ]
+}
+
+/// A VM platform: plain, or with isolab-runtime inside the guest.
+struct VmDriver {
+    vm: Arc<VmPlatform>,
+    /// The container runtime inside the guest (`vm+isolab`).
+    runtime: Option<IsolabConfig>,
+}
+
+impl Driver for VmDriver {
+    fn info(&self) -> PlatformInfo {
+        use isolab_engines::{LimitKinds, NetworkMode};
+        let (kind, summary) = match self.runtime {
+            None => (PlatformKind::VM, "a QEMU guest booted per run (KVM or TCG, named in the level: vm(kvm), vm(tcg)); the shape's memory is the guest's RAM"),
+            Some(_) => (PlatformKind::VM_ISOLAB, "isolab-runtime in a QEMU guest (a container in a VM), limits applied and read back in the guest"),
+        };
+        PlatformInfo {
+            kind,
+            summary,
+            capabilities: Capabilities {
+                networks: &[NetworkMode::None],
+                limits: LimitKinds {
+                    // A plain guest's processes are not the host's: no pids limit.
+                    pids: self.runtime.is_some(),
+                    ..LimitKinds::ALL
+                },
+                perf_follows_workload: false,
+                needs_image: true,
+                services: false,
+                vm: true,
+            },
+        }
+    }
+
+    fn available(&self) -> Result<String, String> {
+        let qemu = isolab_tools::Program::new(isolab_vm::QEMU, "qemu-system-x86");
+        let path = qemu.find().map_err(|e| e.to_string())?;
+        let kvm = if Path::new("/dev/kvm").exists() {
+            "/dev/kvm present (vm(kvm) is probed at prepare)"
+        } else {
+            "no /dev/kvm: vm(tcg) only"
+        };
+        Ok(format!("{}; {kvm}", path.display()))
+    }
+
+    fn prepare(
+        &self,
+        levels: &[&PlatformDef],
+        image: Option<&Path>,
+    ) -> Result<Vec<(String, String)>, PlatformError> {
+        match image {
+            Some(image) => self.vm.prepare_once(levels, image),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    fn execute(
+        &self,
+        host: &HostPlatform,
+        job: &Job,
+        interrupt: &Interrupt,
+    ) -> Result<Execution, PlatformError> {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        execute(host, &self.vm, self.runtime.as_ref(), cpus, job, interrupt)
+    }
+}
+
 /// Runs `job` in a QEMU guest inside an instance of `host`.
 pub(crate) fn execute(
     host: &HostPlatform,
     vm: &VmPlatform,
-    runtime: &IsolabConfig,
+    runtime: Option<&IsolabConfig>,
     host_cpus: usize,
     job: &Job,
     interrupt: &Interrupt,
 ) -> Result<Execution, PlatformError> {
     let prepared = vm.prepared(job)?;
-    let inner = job.platform.kind == PlatformKind::VmIsolab;
+    let inner = runtime.is_some();
     let (vcpus, pin) = guest_cpus(&job.limits, host_cpus);
     let shape_memory = job.limits.memory_max.unwrap_or(DEFAULT_GUEST_MEMORY);
     let memory = if inner {
@@ -226,7 +329,7 @@ pub(crate) fn execute(
     config.scratch_disk = job.uses_disk.then_some(SCRATCH_DISK);
     let report_path = job.workdir.join(".isolab-runtime.json");
     let mut command = GuestCommand::new(job.argv.clone(), job.timeout);
-    if inner {
+    if let Some(runtime) = runtime {
         let mut flags = limit_flags(&inner_limits(&job.limits));
         flags.extend(["--report".into(), report_path.display().to_string()]);
         command.inner = Some(InnerContainer {

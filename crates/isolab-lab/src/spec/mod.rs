@@ -655,6 +655,13 @@ impl Validator<'_> {
                     }
                 }
             }
+            let asked = crate::shape::limit_kinds(&shape, placement);
+            if let Some(unapplied) = platform.limits_unapplied(asked) {
+                let w = format!("{key}: {unapplied}; its runs say so in their notes");
+                if !warnings.contains(&w) {
+                    warnings.push(w);
+                }
+            }
             if placement == Placement::Quota && shape.cpus > host_cpus {
                 let w = format!(
                     "{key}: a quota of {} cpus on a {host_cpus}-cpu host does not limit anything",

@@ -43,7 +43,7 @@ fn quick_start_expands_to_eight_cells() {
     assert_eq!(spec.cells[2].placement, Placement::Quota);
     assert_eq!(
         spec.cells[4].platform,
-        PlatformDef::new(PlatformKind::Isolab)
+        PlatformDef::new(PlatformKind::ISOLAB)
     );
     assert_eq!(spec.cells[1].workload.primary, "latency_max");
     assert_eq!(spec.image, PathBuf::from(DEFAULT_IMAGE));
@@ -65,7 +65,7 @@ fn platform_tables_define_levels_with_engine_and_network() {
     let spec = parse("[experiment]\nname = \"x\"\nimage = \"images/bench\"\n[platform.iso-host-net]\nengine = \"isolab\"\nnetwork = \"host\"\n[matrix]\nplatform = [\"host\", \"isolab-bridge\", \"iso-host-net\"]\nworkload = [\"iperf3-tcp\"]\n").unwrap();
     let platforms: Vec<_> = spec.cells.iter().map(|c| c.platform.clone()).collect();
     assert_eq!(platforms[0].network, Network::Host);
-    assert_eq!(platforms[1].kind, PlatformKind::Isolab);
+    assert_eq!(platforms[1].kind, PlatformKind::ISOLAB);
     assert_eq!(platforms[1].network, Network::Bridge);
     assert_eq!(platforms[2].name, "iso-host-net");
     assert_eq!(platforms[2].network, Network::Host);
@@ -114,6 +114,30 @@ fn a_server_workload_cannot_run_without_a_network() {
     assert_eq!(
         skipped.dropped[0].key,
         "platform=isolab workload=iperf3-tcp"
+    );
+}
+
+#[test]
+fn the_checker_explains_cells_from_the_platforms_capabilities() {
+    // isolab offers a bridge: the error names the built-in level that has one.
+    let errs = errors("[experiment]\nname = \"x\"\n[matrix]\nplatform = [\"isolab\"]\nworkload = [\"iperf3-tcp\"]\n");
+    assert!(
+        errs[0].contains("use `isolab-bridge` or a [platform.NAME] with engine = \"isolab\" and network = \"bridge\" or \"host\""),
+        "{errs:?}"
+    );
+    // A VM offers no network but none: nothing to suggest but another platform.
+    let errs = errors("[experiment]\nname = \"x\"\n[matrix]\nplatform = [\"vm(tcg)\"]\nworkload = [\"iperf3-tcp\"]\n");
+    assert!(
+        errs[0].contains("its engine `vm` offers no other"),
+        "{errs:?}"
+    );
+    // A plain VM does not apply a pids limit: a warning, the runs carry a note.
+    let spec = parse("[experiment]\nname = \"x\"\n[shape.small]\ncpus = 1\npids = 64\n[matrix]\nplatform = [\"vm(tcg)\", \"vm(tcg)+isolab\"]\nshape = [\"small\"]\nworkload = [\"sysbench-cpu\"]\n").unwrap();
+    assert_eq!(spec.warnings.len(), 1, "{:?}", spec.warnings);
+    assert!(
+        spec.warnings[0].contains("platform `vm(tcg)` does not apply pids limits (it applies cpu-quota, cpuset, memory, io)"),
+        "{:?}",
+        spec.warnings
     );
 }
 
@@ -351,9 +375,9 @@ fn threads_and_instances_are_counts() {
 fn vm_levels_name_their_accelerator() {
     let spec = parse("[experiment]\nname = \"x\"\n[platform.guest]\nengine = \"vm\"\naccel = \"tcg\"\n[matrix]\nplatform = [\"host\", \"vm(tcg)\", \"vm(kvm)+isolab\", \"guest\"]\nworkload = [\"sysbench-cpu\"]\n").unwrap();
     let platforms: Vec<_> = spec.cells.iter().map(|c| c.platform.clone()).collect();
-    assert_eq!(platforms[1].kind, PlatformKind::Vm);
+    assert_eq!(platforms[1].kind, PlatformKind::VM);
     assert_eq!(platforms[1].accel, Some(crate::platform::Accel::Tcg));
-    assert_eq!(platforms[2].kind, PlatformKind::VmIsolab);
+    assert_eq!(platforms[2].kind, PlatformKind::VM_ISOLAB);
     assert_eq!(platforms[2].accel, Some(crate::platform::Accel::Kvm));
     assert_eq!(platforms[3].accel, Some(crate::platform::Accel::Tcg));
     let errs = errors("[experiment]\nname = \"x\"\n[matrix]\nplatform = [\"vm\"]\nworkload = [\"sysbench-cpu\"]\n");

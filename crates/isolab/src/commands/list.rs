@@ -1,4 +1,4 @@
-//! `isolab list`: stored experiments, or the built-in workloads and shapes.
+//! `isolab list`: stored experiments, or the built-in workloads, shapes and platforms.
 
 use std::path::Path;
 use std::time::UNIX_EPOCH;
@@ -31,6 +31,9 @@ pub fn list(db: &Path, args: ListArgs) -> Result<Exit> {
             print!("{}", t.render(super::color()));
         }
         return Ok(Exit::Success);
+    }
+    if args.platforms {
+        return list_platforms(args.json);
     }
     if args.shapes {
         let cpus = host::facts()?.cpus.len() as u32;
@@ -91,5 +94,74 @@ pub fn list(db: &Path, args: ListArgs) -> Result<Exit> {
         ]);
     }
     print!("{}", t.render(super::color()));
+    Ok(Exit::Success)
+}
+
+/// `isolab list --platforms`: the registry, with each platform's capabilities and
+/// whether this host can run it (checked without starting anything).
+fn list_platforms(json: bool) -> Result<Exit> {
+    let platforms = isolab_lab::platform::availability();
+    if json {
+        let v: Vec<serde_json::Value> = platforms
+            .iter()
+            .map(|(p, usable)| {
+                let c = &p.capabilities;
+                serde_json::json!({
+                    "engine": p.kind,
+                    "summary": p.summary,
+                    "networks": c.networks,
+                    "default_network": c.default_network(),
+                    "limits": c.limits.names(),
+                    "perf_follows_workload": c.perf_follows_workload,
+                    "needs_image": c.needs_image,
+                    "services": c.services,
+                    "vm": c.vm,
+                    "usable": usable.is_ok(),
+                    "detail": match usable { Ok(s) | Err(s) => s },
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(Exit::Success);
+    }
+    let yes_no = |b: bool| if b { "yes" } else { "no" }.to_owned();
+    let mut t = Table::new(
+        vec![
+            "engine".into(),
+            "networks".into(),
+            "limits".into(),
+            "perf".into(),
+            "image".into(),
+            "services".into(),
+            "usable here".into(),
+        ],
+        vec![false; 7],
+    );
+    for (p, usable) in &platforms {
+        let c = &p.capabilities;
+        let networks: Vec<&str> = c.networks.iter().map(|n| n.as_str()).collect();
+        t.push(vec![
+            p.kind.to_string(),
+            networks.join(","),
+            c.limits.names().join(","),
+            yes_no(c.perf_follows_workload),
+            yes_no(c.needs_image),
+            yes_no(c.services),
+            match usable {
+                Ok(_) => "yes".into(),
+                Err(_) => "no".into(),
+            },
+        ]);
+    }
+    print!("{}", t.render(super::color()));
+    println!();
+    for (p, usable) in &platforms {
+        match usable {
+            Ok(found) => println!("{:10} {} ({found})", p.kind.as_str(), p.summary),
+            Err(why) => println!("{:10} {}; not usable: {why}", p.kind.as_str(), p.summary),
+        }
+    }
+    println!();
+    println!("The first network is each engine's default. VM engines are named with their accelerator in a spec: vm(kvm), vm(tcg), vm(tcg)+isolab, …; built-in bridge levels: ENGINE-bridge.");
     Ok(Exit::Success)
 }
