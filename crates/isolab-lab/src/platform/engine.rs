@@ -42,7 +42,7 @@ const GRACE: Duration = Duration::from_secs(10);
 /// has imported.
 pub(crate) struct EnginePlatform {
     engine: Box<dyn Engine>,
-    ready: Mutex<Option<Result<String, String>>>,
+    ready: Mutex<Option<Result<String, Arc<isolab_engines::EngineError>>>>,
     /// When the engine was first asked to do anything (a daemon may have been
     /// started for it, even by `gc`), so that shutdown must run: 0 = never, else its
     /// place in the order of first use among all engines sharing `clock`.
@@ -94,11 +94,9 @@ impl EnginePlatform {
             self.engine
                 .ensure_ready()
                 .and_then(|()| self.engine.version())
-                .map_err(|e| e.to_string())
+                .map_err(Arc::new)
         });
-        state
-            .clone()
-            .map_err(|e| engine_error(self.engine.name(), e))
+        state.clone().map_err(PlatformError::Driver)
     }
 
     /// The image `image` as this engine runs it, imported on first use.
@@ -111,7 +109,7 @@ impl EnginePlatform {
         let prepared = self
             .engine
             .prepare_image(image)
-            .map_err(|e| engine_error(self.engine.name(), e))?;
+            .map_err(PlatformError::from)?;
         images.insert(image.to_path_buf(), prepared.clone());
         Ok(prepared)
     }
@@ -129,7 +127,7 @@ impl EnginePlatform {
         match self.engine.gc(prefix) {
             // An engine that is not installed ran no container.
             Err(isolab_engines::EngineError::Missing { .. }) => Ok(Vec::new()),
-            other => other.map_err(|e| engine_error(self.engine.name(), e)),
+            other => other.map_err(PlatformError::from),
         }
     }
 
@@ -157,9 +155,7 @@ impl EnginePlatform {
         if self.first_used() == 0 {
             return Ok(());
         }
-        self.engine
-            .shutdown()
-            .map_err(|e| engine_error(self.engine.name(), e))
+        self.engine.shutdown().map_err(PlatformError::from)
     }
 }
 
@@ -351,14 +347,14 @@ impl super::NeighbourContainers for EngineNeighbours<'_> {
         self.engine
             .engine
             .run_command(&self.request(id, argv, cgroup_parent)?, self.image)
-            .map_err(|e| engine_error(self.engine.name(), e))
+            .map_err(PlatformError::from)
     }
 
     fn collect(&self, id: &str) -> Result<(), PlatformError> {
         self.engine
             .engine
             .remove(&self.request(id, &[], Path::new(""))?)
-            .map_err(|e| engine_error(self.engine.name(), e))
+            .map_err(PlatformError::from)
     }
 }
 
@@ -404,7 +400,7 @@ pub(crate) fn execute(
         let argv = engine
             .engine
             .run_command(&request, &prepared)
-            .map_err(|e| engine_error(name, e));
+            .map_err(PlatformError::from);
         let argv = match argv {
             Ok(a) => a,
             Err(e) => {
@@ -532,6 +528,85 @@ mod tests {
             self.1.lock().unwrap().push(format!("shutdown {}", self.0));
             Ok(())
         }
+    }
+
+    /// An engine that is not installed.
+    struct Missing;
+
+    impl Engine for Missing {
+        fn name(&self) -> &'static str {
+            "missing"
+        }
+        fn summary(&self) -> &'static str {
+            "not installed"
+        }
+        fn capabilities(&self) -> isolab_engines::Capabilities {
+            isolab_engines::Capabilities::container(&[NetworkMode::None])
+        }
+        fn available(&self) -> Result<(), isolab_engines::EngineError> {
+            self.ensure_ready()
+        }
+        fn version(&self) -> Result<String, isolab_engines::EngineError> {
+            unreachable!("not ready")
+        }
+        fn ensure_ready(&self) -> Result<(), isolab_engines::EngineError> {
+            Err(isolab_engines::EngineError::Missing {
+                engine: "missing",
+                missing: isolab_tools::NotInstalled {
+                    program: "missingd".into(),
+                    package: "missing-engine".into(),
+                },
+            })
+        }
+        fn prepare_image(&self, _: &Path) -> Result<PreparedImage, isolab_engines::EngineError> {
+            unreachable!("not ready")
+        }
+        fn run_command(
+            &self,
+            _: &isolab_engines::RunRequest,
+            _: &PreparedImage,
+        ) -> Result<Vec<String>, isolab_engines::EngineError> {
+            unreachable!("not ready")
+        }
+        fn remove(
+            &self,
+            _: &isolab_engines::RunRequest,
+        ) -> Result<(), isolab_engines::EngineError> {
+            Ok(())
+        }
+        fn host_address(&self, _: NetworkMode) -> Option<String> {
+            None
+        }
+        fn gc(&self, _: &str) -> Result<Vec<String>, isolab_engines::EngineError> {
+            Ok(Vec::new())
+        }
+        fn shutdown(&self) -> Result<(), isolab_engines::EngineError> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn an_engine_that_cannot_be_made_ready_keeps_its_error_and_cause() {
+        let e = EnginePlatform::new(Box::new(Missing), Arc::new(AtomicU64::new(0)));
+        let first = e.ready().unwrap_err();
+        let second = e.ready().unwrap_err();
+        match (&first, &second) {
+            (PlatformError::Driver(a), PlatformError::Driver(b)) => {
+                assert!(Arc::ptr_eq(a, b), "made ready once, the same error after");
+                assert!(matches!(**a, isolab_engines::EngineError::Missing { .. }));
+            }
+            other => panic!("expected the driver's own error, got {other:?}"),
+        }
+        // The engine's own message, which names what to install, is the run's.
+        let message = first.to_string();
+        assert!(
+            message.starts_with("missing: `missingd` is not installed"),
+            "{message}"
+        );
+        assert!(
+            message.contains("apt-get install missing-engine"),
+            "{message}"
+        );
     }
 
     #[test]

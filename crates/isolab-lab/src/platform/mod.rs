@@ -27,7 +27,7 @@ pub(crate) use process::{free_port, isolab_running};
 
 pub use isolab_engines::{Capabilities, LimitKinds, NetworkMode as Network};
 pub use registry::{
-    availability, registry, unavailable, PlatformInfo, PlatformKind, UnknownPlatform,
+    availability, registry, unavailable, Availability, PlatformInfo, PlatformKind, UnknownPlatform,
 };
 
 /// A platform level of a spec: a name, the engine behind it and its options.
@@ -400,6 +400,11 @@ pub enum PlatformError {
         /// What the probe saw.
         reason: String,
     },
+    /// A container engine's driver failed (its own error, not the workload's),
+    /// with its cause chain; shared, as an engine that could not be made ready
+    /// gives the same error to every run.
+    #[error(transparent)]
+    Driver(#[from] Arc<isolab_engines::EngineError>),
     /// The engine could not run the instance (its own error, not the workload's).
     #[error("{engine} failed: {message}")]
     Engine {
@@ -422,6 +427,12 @@ pub enum PlatformError {
     /// A job's name does not make a valid container id (see [`container_id`]).
     #[error(transparent)]
     InvalidContainerId(#[from] InvalidContainerId),
+}
+
+impl From<isolab_engines::EngineError> for PlatformError {
+    fn from(e: isolab_engines::EngineError) -> PlatformError {
+        PlatformError::Driver(Arc::new(e))
+    }
 }
 
 /// The container id of the job named `job_name`: `prefix`, then the name with `/`

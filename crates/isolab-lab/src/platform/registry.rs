@@ -264,10 +264,19 @@ pub fn registry() -> &'static [PlatformInfo] {
     })
 }
 
-/// Whether each platform of the registry can run on this host, in registry order:
-/// `Ok` with what was found, or what is missing and what to do. Every platform
+/// Whether this host can run a platform.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Availability {
+    /// Whether it can.
+    pub usable: bool,
+    /// What was found, or what is missing and what to do.
+    pub detail: String,
+}
+
+/// Whether each platform of the registry can run on this host, in registry order,
+/// with what was found or what is missing and what to do. Every platform
 /// creates cgroups, so none is usable without root.
-pub fn availability() -> Vec<(PlatformInfo, Result<String, String>)> {
+pub fn availability() -> Vec<(PlatformInfo, Availability)> {
     // SAFETY: geteuid has no preconditions and cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
     drivers(
@@ -276,16 +285,21 @@ pub fn availability() -> Vec<(PlatformInfo, Result<String, String>)> {
     )
     .iter()
     .map(|d| {
-        let usable = d.available().and_then(|found| {
-            if root {
-                Ok(found)
-            } else {
-                Err(format!(
-                    "{found}, but isolab must run as root to create cgroups"
-                ))
-            }
-        });
-        (d.info(), usable)
+        let availability = match d.available() {
+            Ok(found) if root => Availability {
+                usable: true,
+                detail: found,
+            },
+            Ok(found) => Availability {
+                usable: false,
+                detail: format!("{found}, but isolab must run as root to create cgroups"),
+            },
+            Err(why) => Availability {
+                usable: false,
+                detail: why,
+            },
+        };
+        (d.info(), availability)
     })
     .collect()
 }

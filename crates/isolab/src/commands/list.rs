@@ -116,8 +116,8 @@ fn list_platforms(json: bool) -> Result<Exit> {
                     "needs_image": c.needs_image,
                     "services": c.services,
                     "vm": c.vm,
-                    "usable": usable.is_ok(),
-                    "detail": match usable { Ok(s) | Err(s) => s },
+                    "usable": usable.usable,
+                    "detail": usable.detail,
                 })
             })
             .collect();
@@ -147,18 +147,17 @@ fn list_platforms(json: bool) -> Result<Exit> {
             yes_no(c.perf_follows_workload),
             yes_no(c.needs_image),
             yes_no(c.services),
-            match usable {
-                Ok(_) => "yes".into(),
-                Err(_) => "no".into(),
-            },
+            yes_no(usable.usable),
         ]);
     }
     print!("{}", t.render(super::color()));
     println!();
     for (p, usable) in &platforms {
-        match usable {
-            Ok(found) => println!("{:10} {} ({found})", p.kind.as_str(), p.summary),
-            Err(why) => println!("{:10} {}; not usable: {why}", p.kind.as_str(), p.summary),
+        let (name, detail) = (p.kind.as_str(), &usable.detail);
+        if usable.usable {
+            println!("{name:10} {} ({detail})", p.summary);
+        } else {
+            println!("{name:10} {}; not usable: {detail}", p.summary);
         }
     }
     println!();
