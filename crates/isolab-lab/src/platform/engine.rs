@@ -479,7 +479,8 @@ pub(crate) fn execute(
 mod tests {
     use super::*;
 
-    /// An engine that only logs what is asked of it.
+    /// An engine that only logs what is asked of it; the one named `missing` is
+    /// not installed.
     struct Logged(&'static str, Arc<Mutex<Vec<String>>>);
 
     impl Engine for Logged {
@@ -500,6 +501,15 @@ mod tests {
         }
         fn ensure_ready(&self) -> Result<(), isolab_engines::EngineError> {
             self.1.lock().unwrap().push(format!("ready {}", self.0));
+            if self.0 == "missing" {
+                return Err(isolab_engines::EngineError::Missing {
+                    engine: "missing",
+                    missing: isolab_tools::NotInstalled {
+                        program: "missingd".into(),
+                        package: "missing-engine".into(),
+                    },
+                });
+            }
             Ok(())
         }
         fn prepare_image(&self, _: &Path) -> Result<PreparedImage, isolab_engines::EngineError> {
@@ -530,69 +540,19 @@ mod tests {
         }
     }
 
-    /// An engine that is not installed.
-    struct Missing;
-
-    impl Engine for Missing {
-        fn name(&self) -> &'static str {
-            "missing"
-        }
-        fn summary(&self) -> &'static str {
-            "not installed"
-        }
-        fn capabilities(&self) -> isolab_engines::Capabilities {
-            isolab_engines::Capabilities::container(&[NetworkMode::None])
-        }
-        fn available(&self) -> Result<(), isolab_engines::EngineError> {
-            self.ensure_ready()
-        }
-        fn version(&self) -> Result<String, isolab_engines::EngineError> {
-            unreachable!("not ready")
-        }
-        fn ensure_ready(&self) -> Result<(), isolab_engines::EngineError> {
-            Err(isolab_engines::EngineError::Missing {
-                engine: "missing",
-                missing: isolab_tools::NotInstalled {
-                    program: "missingd".into(),
-                    package: "missing-engine".into(),
-                },
-            })
-        }
-        fn prepare_image(&self, _: &Path) -> Result<PreparedImage, isolab_engines::EngineError> {
-            unreachable!("not ready")
-        }
-        fn run_command(
-            &self,
-            _: &isolab_engines::RunRequest,
-            _: &PreparedImage,
-        ) -> Result<Vec<String>, isolab_engines::EngineError> {
-            unreachable!("not ready")
-        }
-        fn remove(
-            &self,
-            _: &isolab_engines::RunRequest,
-        ) -> Result<(), isolab_engines::EngineError> {
-            Ok(())
-        }
-        fn host_address(&self, _: NetworkMode) -> Option<String> {
-            None
-        }
-        fn gc(&self, _: &str) -> Result<Vec<String>, isolab_engines::EngineError> {
-            Ok(Vec::new())
-        }
-        fn shutdown(&self) -> Result<(), isolab_engines::EngineError> {
-            Ok(())
-        }
-    }
-
     #[test]
     fn an_engine_that_cannot_be_made_ready_keeps_its_error_and_cause() {
-        let e = EnginePlatform::new(Box::new(Missing), Arc::new(AtomicU64::new(0)));
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let e = EnginePlatform::new(
+            Box::new(Logged("missing", log.clone())),
+            Arc::new(AtomicU64::new(0)),
+        );
         let first = e.ready().unwrap_err();
         let second = e.ready().unwrap_err();
         match (&first, &second) {
             (PlatformError::Driver(a), PlatformError::Driver(b)) => {
                 assert!(Arc::ptr_eq(a, b), "made ready once, the same error after");
+                assert_eq!(*log.lock().unwrap(), ["ready missing"]);
                 assert!(matches!(**a, isolab_engines::EngineError::Missing { .. }));
             }
             other => panic!("expected the driver's own error, got {other:?}"),
