@@ -17,13 +17,14 @@ need_root() {
 # the container runtime and images use: busybox-static (test images), mmdebstrap (the
 # bench image), e2fsprogs (ext4 images), Debian's CNI plugins and iptables (bridge
 # networking), runc and crun (the same OCI bundle on other runtimes); the engines isolab
-# compares with: docker.io (dockerd, started by isolab when none runs), podman, lxc, tini
+# compares with: docker.io (dockerd, started by isolab when none runs), podman, lxc,
+# systemd-container (systemd-nspawn, run without systemd as PID 1), tini
 # (PID 1 of runc/crun bundles), nftables (`nft`, with which isolab deletes the netfilter
 # tables an engine's daemon created on a host that had none), and QEMU for the vm platforms (the guest kernel is
 # fetched with `apt-get download` on first use and cached in /var/lib/isolab/vm).
 PACKAGES=(sysbench fio stress-ng iperf3 build-essential pkg-config ca-certificates chromium
     busybox-static mmdebstrap e2fsprogs containernetworking-plugins iptables runc crun
-    docker.io podman lxc tini qemu-system-x86 qemu-utils nftables)
+    docker.io podman lxc systemd-container tini qemu-system-x86 qemu-utils nftables)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
