@@ -38,6 +38,17 @@ pub enum EngineError {
         #[source]
         source: std::io::Error,
     },
+    /// Creating, limiting or removing a cgroup failed (the error names the path).
+    #[error("{engine}: cannot {action}: {source}")]
+    Cgroup {
+        /// The engine.
+        engine: &'static str,
+        /// What was attempted.
+        action: &'static str,
+        /// Why, with the cgroup's path.
+        #[source]
+        source: isolab_cgroups::Error,
+    },
     /// The engine answered something isolab cannot use.
     #[error("{engine}: unexpected answer from `{command}`: {detail}")]
     Unexpected {

@@ -177,6 +177,15 @@ impl Host for FakeHost {
         self.calls.lock().unwrap().push(format!("kill {pid}"));
         Ok(())
     }
+    /// Creates the directory with the (empty) interface files the kernel would put
+    /// there, of every controller.
+    fn mkdir(&self, path: &Path) -> io::Result<()> {
+        std::fs::create_dir(path)?;
+        for file in CGROUP_FILES {
+            std::fs::write(path.join(file), "")?;
+        }
+        Ok(())
+    }
     fn rmdir(&self, path: &Path) -> io::Result<()> {
         if std::fs::read_dir(path)?
             .flatten()
@@ -192,6 +201,29 @@ impl Host for FakeHost {
         Ok(())
     }
 }
+
+/// The interface files [`FakeHost::mkdir`] creates: those `isolab_cgroups` writes
+/// when it creates a cgroup and applies limits (v1 and v2).
+pub const CGROUP_FILES: [&str; 18] = [
+    "cgroup.procs",
+    "cgroup.subtree_control",
+    "cpu.cfs_period_us",
+    "cpu.cfs_quota_us",
+    "cpu.max",
+    "cpuset.cpus",
+    "cpuset.mems",
+    "memory.limit_in_bytes",
+    "memory.memsw.limit_in_bytes",
+    "memory.max",
+    "memory.swap.max",
+    "pids.max",
+    "io.max",
+    "blkio.throttle.read_bps_device",
+    "blkio.throttle.write_bps_device",
+    "blkio.throttle.read_iops_device",
+    "blkio.throttle.write_iops_device",
+    "cgroup.controllers",
+];
 
 /// A fake v1 host in `root`: `root/cg/<ctrl>` hierarchies, a mountinfo file
 /// listing them plus `extra` lines, and a workdir.

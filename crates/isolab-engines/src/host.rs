@@ -1,16 +1,19 @@
-//! The host effects of the runc/crun and LXC drivers that are not programs: mounts,
-//! signals and removing cgroup directories ([`Host`]), the real implementation
-//! ([`SystemHost`]) and its use as the [`Syscalls`] of `isolab_cgroups`' tree removal.
+//! The host effects of the runc/crun, LXC and nspawn drivers that are not programs:
+//! mounts, signals, creating and removing cgroup directories ([`Host`]), the real
+//! implementation ([`SystemHost`]) and its use as the [`Syscalls`] of `isolab_cgroups`
+//! (tree removal, and the cgroups a driver creates itself).
 
 use std::ffi::CString;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::sync::Arc;
 
 use isolab_cgroups::Syscalls;
 
-/// The host effects of the runc/crun and LXC drivers that are not programs: mounts,
-/// signals and removing cgroup directories. [`SystemHost`] is the real one.
+/// The host effects of the runc/crun, LXC and nspawn drivers that are not programs:
+/// mounts, signals, creating and removing cgroup directories. [`SystemHost`] is the
+/// real one.
 pub trait Host: Send + Sync {
     /// Mounts a fresh tmpfs (mode 0755) on `target`.
     fn mount_tmpfs(&self, target: &Path) -> io::Result<()>;
@@ -28,11 +31,13 @@ pub trait Host: Send + Sync {
     fn unmount(&self, target: &Path) -> io::Result<bool>;
     /// Sends SIGKILL to `pid`.
     fn kill(&self, pid: u32) -> io::Result<()>;
+    /// Creates the cgroup directory `path` (`mkdir`; its parent exists).
+    fn mkdir(&self, path: &Path) -> io::Result<()>;
     /// Removes the (cgroup) directory `path` (`rmdir`).
     fn rmdir(&self, path: &Path) -> io::Result<()>;
 }
 
-/// The real [`Host`]: mount(2), umount2(2), kill(2) and rmdir(2).
+/// The real [`Host`]: mount(2), umount2(2), kill(2), mkdir(2) and rmdir(2).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SystemHost;
 
@@ -134,24 +139,29 @@ impl Host for SystemHost {
         }
     }
 
+    fn mkdir(&self, path: &Path) -> io::Result<()> {
+        std::fs::create_dir(path)
+    }
+
     fn rmdir(&self, path: &Path) -> io::Result<()> {
         std::fs::remove_dir(path)
     }
 }
 
-/// A [`Host`]'s `rmdir` and `kill`, as the [`Syscalls`] of
-/// [`isolab_cgroups::remove_tree`].
-pub(crate) struct HostCalls<'a>(pub(crate) &'a dyn Host);
+/// A [`Host`]'s `mkdir`, `rmdir` and `kill`, as the [`Syscalls`] of
+/// [`isolab_cgroups::remove_tree`] and of a [`isolab_cgroups::Hierarchy`]
+/// ([`isolab_cgroups::Hierarchy::with_syscalls`]).
+pub(crate) struct HostCalls(pub(crate) Arc<dyn Host>);
 
-impl std::fmt::Debug for HostCalls<'_> {
+impl std::fmt::Debug for HostCalls {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("HostCalls")
     }
 }
 
-impl Syscalls for HostCalls<'_> {
+impl Syscalls for HostCalls {
     fn mkdir(&self, path: &Path) -> io::Result<()> {
-        std::fs::create_dir(path)
+        self.0.mkdir(path)
     }
 
     fn rmdir(&self, path: &Path) -> io::Result<()> {

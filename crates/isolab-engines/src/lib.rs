@@ -46,6 +46,8 @@
 //! - `request`, `dir_image`, `run_state`: a request's checks, an image directory as
 //!   an overlay's lower layer, run directories with their state file and cleanup
 //!   (runc, crun, LXC).
+//! - [`container_cgroup`]: the container's cgroup with the request's limits, created
+//!   below the lab's parent by a driver whose engine does not create one itself.
 //! - [`tool`]: finding and running the engines' programs; [`error`]: [`EngineError`].
 //! - `fakes` (tests only): the fake tools, host and cgroup trees the engines' unit
 //!   tests share.
@@ -56,6 +58,7 @@ pub mod lxc;
 pub mod oci;
 pub mod podman;
 
+pub mod container_cgroup;
 mod dir_image;
 pub mod error;
 #[cfg(test)]

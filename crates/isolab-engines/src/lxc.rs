@@ -219,7 +219,7 @@ impl Lxc {
         }
         let cleanup = Cleanup {
             engine: ENGINE,
-            host: &*self.host,
+            host: &self.host,
             mountinfo: &self.paths.mountinfo,
         };
         lines.append(&mut cleanup.run(&dir, &state)?);

@@ -471,7 +471,7 @@ impl OciEngine {
         let state = state.unwrap_or_else(|| RunState::fallback(id, fallback_parent));
         let cleanup = Cleanup {
             engine,
-            host: &*self.host,
+            host: &self.host,
             mountinfo: &self.paths.mountinfo,
         };
         match cleanup.run(&dir, &state) {

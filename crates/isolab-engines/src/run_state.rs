@@ -4,6 +4,7 @@
 
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use isolab_cgroups::{MountEntry, RemoveTree};
@@ -156,7 +157,7 @@ const CGROUP_DEADLINE: Duration = Duration::from_secs(3);
 /// and the directory.
 pub(crate) struct Cleanup<'a> {
     pub engine: &'static str,
-    pub host: &'a dyn Host,
+    pub host: &'a Arc<dyn Host>,
     pub mountinfo: &'a Path,
 }
 
@@ -273,7 +274,7 @@ impl Cleanup<'_> {
             patience: CGROUP_DEADLINE,
             ..RemoveTree::default()
         };
-        match isolab_cgroups::remove_tree(&HostCalls(self.host), top, &how).failed {
+        match isolab_cgroups::remove_tree(&HostCalls(Arc::clone(self.host)), top, &how).failed {
             None => Ok(true),
             Some((path, source)) => Err(EngineError::Io {
                 engine: self.engine,
