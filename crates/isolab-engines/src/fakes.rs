@@ -7,6 +7,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use crate::host::Host;
 use crate::tool::{Output, Tools};
+use crate::{NetworkMode, PreparedImage, RunRequest};
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -302,5 +303,28 @@ impl FakeSystem {
         ] {
             std::fs::create_dir_all(self.cg(c).join(rel)).unwrap();
         }
+    }
+}
+
+/// A request to run `sysbench cpu run` as `isolab-t1-c0-r1` in `workdir`, network
+/// `none`, no limits, below the lab's `/isolab/t1/c0-r1`, with `FOO=bar`.
+pub fn request(workdir: &Path) -> RunRequest {
+    RunRequest {
+        id: "isolab-t1-c0-r1".parse().unwrap(),
+        argv: vec!["sysbench".into(), "cpu".into(), "run".into()],
+        workdir: workdir.to_path_buf(),
+        network: NetworkMode::None,
+        limits: isolab_cgroups::Limits::default(),
+        cgroup_parent: PathBuf::from("/isolab/t1/c0-r1"),
+        env: vec!["FOO=bar".into()],
+    }
+}
+
+/// The image directory `/images/bench` as a prepared image.
+pub fn image() -> PreparedImage {
+    PreparedImage {
+        reference: "/images/bench".into(),
+        digest: "sha256:x".into(),
+        source: "/images/bench".into(),
     }
 }

@@ -92,8 +92,8 @@ use crate::dir_image::prepare_dir_image;
 use crate::host::{Host, SystemHost};
 use crate::mounts::{cgroup_mounts, cgroup_version, cpuset_v1_mount, mount_table};
 use crate::request::{base_env, check_request, parent_rel, path_str};
-use crate::run_state::{create_dir, run_dirs_with_prefix, Cleanup, RunState};
-use crate::tool::{argv, require, run_ok, SystemTools, Tools};
+use crate::run_state::{create_dir, gc_runs, Cleanup, RunState};
+use crate::tool::{argv, require, run_ok, version, SystemTools, Tools};
 use crate::{Capabilities, Engine, EngineError, NetworkMode, PreparedImage, RunRequest};
 
 const ENGINE: &str = "lxc";
@@ -249,16 +249,13 @@ impl Engine for Lxc {
 
     fn version(&self) -> Result<String, EngineError> {
         let program = self.program("lxc-start")?;
-        let command = argv([path_str(&program).as_str(), "--version"]);
-        let out = run_ok(&*self.tools, ENGINE, &command)?;
-        parse_version(&out).ok_or_else(|| EngineError::Unexpected {
-            engine: ENGINE,
-            command: command.join(" "),
-            detail: format!(
-                "expected a version such as 5.0.2, got: {}",
-                crate::tool::tail(&out, 300)
-            ),
-        })
+        version(
+            &*self.tools,
+            ENGINE,
+            &program,
+            "a version such as 5.0.2",
+            parse_version,
+        )
     }
 
     fn ensure_ready(&self) -> Result<(), EngineError> {
@@ -372,22 +369,17 @@ impl Engine for Lxc {
     }
 
     fn gc(&self, prefix: &str) -> Result<Vec<String>, EngineError> {
-        let mut ids = run_dirs_with_prefix(ENGINE, &self.paths.lxcpath, prefix)?;
-        // Monitors whose run directory is gone.
         let mounts = mount_table(ENGINE, &self.paths.mountinfo)?;
-        for root in cgroup_mounts(&mounts) {
-            for id in run_dirs_with_prefix(ENGINE, &root.join(MONITOR_CGROUP), prefix)? {
-                if !ids.contains(&id) {
-                    ids.push(id);
-                }
-            }
-        }
-        let mut lines = Vec::new();
-        for id in ids {
-            lines.append(&mut self.remove_id(&id, Path::new(""))?);
-            lines.push(format!("lxc: removed container {id}"));
-        }
-        Ok(lines)
+        let mut dirs = vec![self.paths.lxcpath.clone()];
+        // Monitors whose run directory is gone.
+        dirs.extend(
+            cgroup_mounts(&mounts)
+                .iter()
+                .map(|root| root.join(MONITOR_CGROUP)),
+        );
+        gc_runs(ENGINE, &dirs, prefix, |id| {
+            self.remove_id(id, Path::new(""))
+        })
     }
 
     fn shutdown(&self) -> Result<(), EngineError> {
@@ -623,18 +615,6 @@ mod tests {
     use crate::fakes::*;
     use isolab_cgroups::{Bytes, CpuQuota, DeviceNumber, IdSet, IoThrottle};
 
-    fn request(workdir: &Path) -> RunRequest {
-        RunRequest {
-            id: "isolab-t1-c0-r1".parse().unwrap(),
-            argv: vec!["sysbench".into(), "cpu".into(), "run".into()],
-            workdir: workdir.to_path_buf(),
-            network: NetworkMode::None,
-            limits: Limits::default(),
-            cgroup_parent: PathBuf::from("/isolab/t1/c0-r1"),
-            env: vec!["FOO=bar".into()],
-        }
-    }
-
     fn limits() -> Limits {
         Limits {
             cpu: Some(CpuQuota::from_cpus(0.5, CpuQuota::DEFAULT_PERIOD).unwrap()),
@@ -801,14 +781,6 @@ lxc.cgroup.pids.max = 64
             tools,
             host,
         )
-    }
-
-    fn image() -> PreparedImage {
-        PreparedImage {
-            reference: "/images/bench".into(),
-            digest: "sha256:x".into(),
-            source: "/images/bench".into(),
-        }
     }
 
     #[test]

@@ -108,7 +108,7 @@ use crate::hybrid_fix::{cgroup2_controllers, gc_dead_owners, HybridFix};
 use crate::mounts::{cgroup_version, mount_table};
 use crate::request::{base_env, check_request, parent_rel, path_str};
 use crate::run_state::{create_dir, run_dirs_with_prefix, Cleanup, RunState};
-use crate::tool::{argv, require, run_ok, SystemTools, Tools};
+use crate::tool::{argv, require, run_ok, version, SystemTools, Tools};
 use crate::{Capabilities, Engine, EngineError, NetworkMode, PreparedImage, RunRequest};
 
 /// Where bundles live by default.
@@ -508,16 +508,9 @@ impl Engine for OciEngine {
 
     fn version(&self) -> Result<String, EngineError> {
         let program = self.program()?;
-        let command = argv([path_str(&program).as_str(), "--version"]);
-        let out = run_ok(&*self.tools, self.engine(), &command)?;
-        parse_version(self.kind, &out).ok_or_else(|| EngineError::Unexpected {
-            engine: self.engine(),
-            command: command.join(" "),
-            detail: format!(
-                "no `{} version X` line in: {}",
-                self.kind.name(),
-                crate::tool::tail(&out, 300)
-            ),
+        let expected = format!("a `{} version X` line", self.kind.name());
+        version(&*self.tools, self.engine(), &program, &expected, |out| {
+            parse_version(self.kind, out)
         })
     }
 

@@ -60,6 +60,32 @@ pub(crate) fn run_dirs_with_prefix(
     Ok(ids)
 }
 
+/// Removes, with `remove`, every container whose id starts with `prefix` and names a
+/// directory in any of `dirs` (the run directories, and wherever else the engine
+/// leaves a directory per container); returns `remove`'s lines and
+/// `<engine>: removed container <id>` for each, in the order of `dirs`.
+pub(crate) fn gc_runs(
+    engine: &'static str,
+    dirs: &[PathBuf],
+    prefix: &str,
+    mut remove: impl FnMut(&ContainerId) -> Result<Vec<String>, EngineError>,
+) -> Result<Vec<String>, EngineError> {
+    let mut ids: Vec<ContainerId> = Vec::new();
+    for dir in dirs {
+        for id in run_dirs_with_prefix(engine, dir, prefix)? {
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+    }
+    let mut lines = Vec::new();
+    for id in ids {
+        lines.append(&mut remove(&id)?);
+        lines.push(format!("{engine}: removed container {id}"));
+    }
+    Ok(lines)
+}
+
 /// What a run left for [`Engine::remove`] to undo, saved as `isolab-run.json` in the
 /// run's directory.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -283,5 +309,42 @@ impl Cleanup<'_> {
                 source,
             }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gc_removes_each_prefixed_id_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let (runs, machines) = (dir.path().join("runs"), dir.path().join("machines"));
+        for d in [
+            runs.join("isolab-e1-b"),
+            runs.join("isolab-e2-a"),
+            machines.join("isolab-e1-a"),
+            machines.join("isolab-e1-b"),
+            machines.join("Not-an-id"),
+        ] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let mut removed = Vec::new();
+        let dirs = [runs, machines, dir.path().join("absent")];
+        let lines = gc_runs("nspawn", &dirs, "isolab-e1-", |id| {
+            removed.push(id.to_string());
+            Ok(vec![format!("undid {id}")])
+        })
+        .unwrap();
+        assert_eq!(removed, ["isolab-e1-b", "isolab-e1-a"]);
+        assert_eq!(
+            lines,
+            [
+                "undid isolab-e1-b",
+                "nspawn: removed container isolab-e1-b",
+                "undid isolab-e1-a",
+                "nspawn: removed container isolab-e1-a"
+            ]
+        );
     }
 }

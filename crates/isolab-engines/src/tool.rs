@@ -2,7 +2,7 @@
 //! implementation ([`SystemTools`]) so that drivers can be tested with a fake that
 //! records command lines and answers canned output.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::EngineError;
@@ -99,6 +99,25 @@ pub fn run_ok(
     }
 }
 
+/// Runs `<program> --version` and turns its output into the engine's version with
+/// `parse`; output `parse` rejects is [`EngineError::Unexpected`], saying it expected
+/// `expected` (e.g. "a version such as 5.0.2").
+pub fn version(
+    tools: &dyn Tools,
+    engine: &'static str,
+    program: &Path,
+    expected: &str,
+    parse: impl FnOnce(&str) -> Option<String>,
+) -> Result<String, EngineError> {
+    let command = argv([program.to_string_lossy().as_ref(), "--version"]);
+    let out = run_ok(tools, engine, &command)?;
+    parse(&out).ok_or_else(|| EngineError::Unexpected {
+        engine,
+        command: command.join(" "),
+        detail: format!("expected {expected}, got: {}", tail(&out, 300)),
+    })
+}
+
 /// The last `max` bytes of `s` (on a character boundary), trimmed.
 pub fn tail(s: &str, max: usize) -> String {
     let s = s.trim();
@@ -146,6 +165,26 @@ mod tests {
         let err = require(&SystemTools, "lxc", "lxc-no-such-program", "lxc").unwrap_err();
         assert!(err.to_string().contains("apt-get install lxc"), "{err}");
         assert!(SystemTools.which("sh").is_some());
+    }
+
+    #[test]
+    fn versions_are_parsed_or_the_output_is_shown() {
+        let tools = crate::fakes::FakeTools::default();
+        tools.answer("lxc-start --version", 0, "5.0.2\n");
+        let program = Path::new("/usr/bin/lxc-start");
+        let parse = |out: &str| Some(format!("lxc {}", out.trim()));
+        assert_eq!(
+            version(&tools, "lxc", program, "a version", parse).unwrap(),
+            "lxc 5.0.2"
+        );
+        let err = version(&tools, "lxc", program, "a version such as 5.0.2", |_| None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("`/usr/bin/lxc-start --version`")
+                && err.contains("expected a version such as 5.0.2, got: 5.0.2"),
+            "{err}"
+        );
     }
 
     #[test]
