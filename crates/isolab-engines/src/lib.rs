@@ -235,8 +235,11 @@ pub trait Engine: Send + Sync {
 
     /// The address at which a container on `network` reaches a server listening on
     /// the host (Docker's bridge gateway, `127.0.0.1` for the host network), or
-    /// `None` when it cannot.
-    fn host_address(&self, network: NetworkMode) -> Option<String>;
+    /// `None` when it cannot. By default `127.0.0.1` on the host network and `None`
+    /// on any other (engines without a bridge of their own).
+    fn host_address(&self, network: NetworkMode) -> Option<String> {
+        (network == NetworkMode::Host).then(|| "127.0.0.1".to_owned())
+    }
 
     /// Removes containers whose id starts with `prefix` (e.g. those of a dead
     /// experiment); returns one line per thing removed.

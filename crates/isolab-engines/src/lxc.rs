@@ -364,10 +364,6 @@ impl Engine for Lxc {
             .map(|_| ())
     }
 
-    fn host_address(&self, network: NetworkMode) -> Option<String> {
-        (network == NetworkMode::Host).then(|| "127.0.0.1".to_owned())
-    }
-
     fn gc(&self, prefix: &str) -> Result<Vec<String>, EngineError> {
         let mounts = mount_table(ENGINE, &self.paths.mountinfo)?;
         let mut dirs = vec![self.paths.lxcpath.clone()];

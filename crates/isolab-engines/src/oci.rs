@@ -657,10 +657,6 @@ impl Engine for OciEngine {
             .map(|_| ())
     }
 
-    fn host_address(&self, network: NetworkMode) -> Option<String> {
-        (network == NetworkMode::Host).then(|| "127.0.0.1".to_owned())
-    }
-
     fn gc(&self, prefix: &str) -> Result<Vec<String>, EngineError> {
         let engine = self.engine();
         let mut lines = Vec::new();
