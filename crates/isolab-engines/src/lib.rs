@@ -55,6 +55,7 @@
 pub mod capabilities;
 pub mod docker;
 pub mod lxc;
+pub mod nspawn;
 pub mod oci;
 pub mod podman;
 
@@ -96,6 +97,7 @@ pub fn registry() -> Vec<Box<dyn Engine>> {
         Box::new(oci::OciEngine::new(oci::RUNC)),
         Box::new(oci::OciEngine::new(oci::CRUN).allowing_host_fixes(true)),
         Box::new(lxc::Lxc::new()),
+        Box::new(nspawn::Nspawn::new()),
     ]
 }
 
