@@ -1,5 +1,5 @@
 //! An image directory used as it is, as the read-only lower layer of an overlay
-//! (runc, crun, LXC): [`prepare_dir_image`].
+//! (runc, crun, LXC, nspawn): [`prepare_dir_image`].
 
 use std::io;
 use std::path::Path;

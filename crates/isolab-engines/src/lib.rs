@@ -1,14 +1,15 @@
 //! Drivers of the third-party container engines isolab compares with its own
-//! runtime: Docker, Podman, runc, crun and LXC.
+//! runtime: Docker, Podman, runc, crun, LXC and systemd-nspawn.
 //!
 //! Each engine implements [`Engine`]: it checks that it is installed (and says which
 //! Debian package to install when it is not), makes itself ready (Docker's daemon
 //! is started by isolab when none runs, and stopped again with the host's iptables
 //! and `ip_forward` restored), imports the experiment's image once
 //! ([`Engine::prepare_image`]: `docker import`, `podman import`, an overlay root for
-//! runc/crun and LXC), and turns a [`RunRequest`] into the one foreground command
+//! runc/crun, LXC and nspawn), and turns a [`RunRequest`] into the one foreground command
 //! that runs the workload in a container: the shape and placement become the
-//! engine's own flags or configuration, and the container's cgroup is nested below
+//! engine's own flags or configuration (or, for nspawn without systemd, a cgroup
+//! the driver creates), and the container's cgroup is nested below
 //! the [`RunRequest::cgroup_parent`] the lab created, where the lab finds it
 //! ([`find_container_cgroup`]) and reads the limits back from the kernel.
 //!
@@ -19,10 +20,10 @@
 //! helpers and this file, never another engine:
 //!
 //! ```text
-//!  engines   docker.rs   podman.rs          oci.rs (runc, crun)   lxc.rs
-//!                 \         /                        \           /
+//!  engines   docker.rs   podman.rs     oci.rs (runc, crun)   lxc.rs   nspawn.rs
+//!                 \         /                    \            |         /
 //!  helpers   host_net, image_tar,            host, request, dir_image,
-//!            run_flags, parent_cgroups       run_state
+//!            run_flags, parent_cgroups       run_state, container_cgroup
 //!                 hybrid_fix (podman and runc/crun)
 //!                        \                        /
 //!  below all             mounts, tool, error (fakes: tests only)
@@ -45,7 +46,7 @@
 //!   directories) behind [`host::Host`], with the real [`host::SystemHost`].
 //! - `request`, `dir_image`, `run_state`: a request's checks, an image directory as
 //!   an overlay's lower layer, run directories with their state file and cleanup
-//!   (runc, crun, LXC).
+//!   (runc, crun, LXC, nspawn).
 //! - [`container_cgroup`]: the container's cgroup with the request's limits, created
 //!   below the lab's parent by a driver whose engine does not create one itself.
 //! - [`tool`]: finding and running the engines' programs; [`error`]: [`EngineError`].

@@ -1,4 +1,4 @@
-//! What the OCI-style drivers (runc, crun, LXC) check and derive from a
+//! What the OCI-style drivers (runc, crun, LXC, nspawn) check and derive from a
 //! [`RunRequest`] before touching the host: [`check_request`], the container's base
 //! environment and its cgroup parent as a relative path.
 

@@ -1,4 +1,4 @@
-//! The run directories of the OCI-style drivers (runc, crun, LXC): creating and
+//! The run directories of the OCI-style drivers (runc, crun, LXC, nspawn): creating and
 //! listing them, the state file a run leaves there ([`RunState`]) and the
 //! [`Cleanup`] that undoes a run from it, also after a crash.
 
