@@ -22,8 +22,11 @@
 //!   For the same reason `--property=CPUQuota=…` and friends cannot work: the limits
 //!   are on a cgroup this driver creates.
 //! - `--volatile=overlay`: the root is an overlay of the image directory with a tmpfs
-//!   as upper layer, mounted by nspawn inside the container's mount namespace; the
-//!   image is not modified (checked) and nothing is mounted on the host.
+//!   as upper layer, mounted by nspawn inside the container's mount namespace (the
+//!   tmpfs on a `/tmp/nspawn-volatile-XXXXXX` directory that nspawn removes as soon as
+//!   the overlay is mounted); the image is not modified (checked: nothing in the
+//!   image directory changes, though nspawn creates its mount points under the image
+//!   path, in the overlay) and the container's mounts are not visible on the host.
 //!   `SYSTEMD_NSPAWN_LOCK=0` keeps nspawn from taking its image lock, whose files
 //!   (`.#<image>.lck` next to the image, `/run/systemd/nspawn/locks/…`) a killed run
 //!   would leave. `--link-journal=no`, `--resolv-conf=off` and `--timezone=off` keep
@@ -84,10 +87,20 @@
 //! container's limit and its (idle: `--console=pipe` forwards nothing) cpu time to
 //! the quota.
 //!
-//! A pure cgroup v2 host is refused ([`EngineError::Unsupported`]): there the lab's
+//! For a few milliseconds at start, nspawn (252, `sync_cgroup`) mounts a cgroup
+//! hierarchy on a `/tmp/unifiedXXXXXX` directory in the host's mount namespace to
+//! give the payload the same place in the `name=systemd` hierarchy as in cgroup2 (the
+//! host's systemd controller is the cgroup2 one, the container's the v1 one: the image
+//! has no systemd), then unmounts and removes it (the mkdir, umount and rmdir seen
+//! with strace). An nspawn killed within that window leaves that mount, which
+//! [`Engine::remove`] does not know of.
+//!
+//! A pure cgroup v2 host is refused ([`EngineError::Unsupported`]). There the lab's
 //! instance cgroup cannot both hold the command and have controllers enabled for the
-//! container's, and nspawn moves its payload into a `payload` child without the limits.
-//! This driver has been run on a hybrid host only.
+//! container's, and nspawn would move its payload into a `payload` child of the
+//! container's cgroup, where the lab would read no limits (inferred from what it does
+//! in the cgroup2 hierarchy here, not run). This driver has been run on a hybrid host
+//! only.
 //!
 //! # Security compared with isolab-runtime
 //! nspawn's defaults: its capability set keeps e.g. `sys_admin`, `mknod`, `sys_ptrace`
