@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what isolab needs on Debian bookworm (or a derivative): the benchmark
 # tools and the build dependencies, and benchstat when Go is there; checks that cargo
-# is there.
-# Idempotent: packages already present are skipped by apt-get.
+# is there and builds youki with it.
+# Idempotent: packages already present are skipped by apt-get, benchstat and youki when
+# the installed one is the pinned version.
 set -euo pipefail
 
 need_root() {
@@ -21,10 +22,11 @@ need_root() {
 # systemd-container (systemd-nspawn, run without systemd as PID 1), tini
 # (PID 1 of runc/crun bundles), nftables (`nft`, with which isolab deletes the netfilter
 # tables an engine's daemon created on a host that had none), and QEMU for the vm platforms (the guest kernel is
-# fetched with `apt-get download` on first use and cached in /var/lib/isolab/vm).
+# fetched with `apt-get download` on first use and cached in /var/lib/isolab/vm);
+# libseccomp-dev (with pkg-config) for the build of youki below.
 PACKAGES=(sysbench fio stress-ng iperf3 build-essential pkg-config ca-certificates chromium
     busybox-static mmdebstrap e2fsprogs containernetworking-plugins iptables runc crun
-    docker.io podman lxc systemd-container tini qemu-system-x86 qemu-utils nftables)
+    docker.io podman lxc systemd-container tini qemu-system-x86 qemu-utils nftables libseccomp-dev)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -64,4 +66,15 @@ if ! command -v cargo >/dev/null 2>&1; then
     echo "setup: cargo not found: install a Rust toolchain of at least 1.80 (https://rustup.rs) and run again" >&2
     exit 1
 fi
-echo "setup: Debian packages and cargo present"
+# youki, the Rust OCI runtime (the `youki` platform), is not in Debian: it is built from
+# crates.io into /usr/local/bin (a few minutes on two cores). Its crate has no default
+# features, so the cgroup managers (v1, v2) and seccomp (libseccomp-dev) are named: a
+# plain `cargo install youki` runs no container here. The same command is in
+# crates/isolab-engines/src/youki.rs. Skipped when the installed youki is this version.
+YOUKI_VERSION=0.7.0
+if [ "$(/usr/local/bin/youki --version 2>/dev/null | head -n 1)" != "youki version: $YOUKI_VERSION" ]; then
+    need_root
+    echo "setup: installing youki $YOUKI_VERSION into /usr/local/bin"
+    cargo install youki --version "$YOUKI_VERSION" --locked --features v1,v2,seccomp --root /usr/local
+fi
+echo "setup: Debian packages, cargo and youki present"

@@ -1,4 +1,5 @@
-//! Finding a program on this host, and the error that says which Debian package to install.
+//! Finding a program on this host, and the error that says what to install: a Debian
+//! package, or the `cargo install …` command of a program Debian does not ship.
 
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -28,17 +29,19 @@ fn is_executable(p: &Path) -> bool {
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// A host program and the Debian package that provides it (`mkfs.ext4` from `e2fsprogs`).
+/// A host program and the Debian package that provides it (`mkfs.ext4` from `e2fsprogs`),
+/// or the `cargo install …` command that installs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Program {
     /// The program's name, looked up by [`find_program`], or a path.
     pub name: String,
-    /// The Debian package that provides it, named when it is missing.
+    /// The Debian package that provides it, or the command that installs it (one that
+    /// begins with `cargo install `), named when it is missing.
     pub package: String,
 }
 
 impl Program {
-    /// `name`, provided by the Debian package `package`.
+    /// `name`, provided by `package` (a Debian package or a `cargo install …` command).
     pub fn new(name: impl Into<String>, package: impl Into<String>) -> Self {
         Program {
             name: name.into(),
@@ -57,12 +60,23 @@ impl Program {
 
 /// A program is not installed on this host.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("`{program}` is not installed: install the Debian package `{package}` (`apt-get install {package}`) or run scripts/setup.sh")]
+#[error("`{program}` is not installed: {} or run scripts/setup.sh", how_to_install(.package))]
 pub struct NotInstalled {
     /// The program (or path) looked for.
     pub program: String,
-    /// The Debian package that provides it.
+    /// The Debian package that provides it, or the command that installs it (one that
+    /// begins with `cargo install `).
     pub package: String,
+}
+
+/// What to do to get `package`: the `cargo install …` command as it is, otherwise the
+/// Debian package and its `apt-get install`.
+fn how_to_install(package: &str) -> String {
+    if package.starts_with("cargo install ") {
+        format!("install it with `{package}`")
+    } else {
+        format!("install the Debian package `{package}` (`apt-get install {package}`)")
+    }
 }
 
 #[cfg(test)]
@@ -99,6 +113,18 @@ mod tests {
             err.to_string(),
             "`isolab-no-such-tool` is not installed: install the Debian package `isolab-pkg` \
              (`apt-get install isolab-pkg`) or run scripts/setup.sh"
+        );
+    }
+
+    #[test]
+    fn a_program_cargo_installs_names_the_command() {
+        let err = Program::new("isolab-no-such-tool", "cargo install isolab-tool --locked")
+            .find()
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "`isolab-no-such-tool` is not installed: install it with \
+             `cargo install isolab-tool --locked` or run scripts/setup.sh"
         );
     }
 }

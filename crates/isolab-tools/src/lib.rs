@@ -10,7 +10,8 @@
 //!   `/usr/sbin`, `/sbin`, `/usr/bin` and `/bin` (root's tools live there and a non-root
 //!   `PATH` often lacks them).
 //! - [`Program`]: a program and the Debian package that provides it. [`Program::find`]
-//!   fails with [`NotInstalled`], whose message names the package to install.
+//!   fails with [`NotInstalled`], whose message names the package to install (or the
+//!   `cargo install …` command of a program Debian does not ship, such as youki).
 //! - [`ToolCommand`], run by a [`ToolRunner`] ([`SystemTools`] is the real one): a program
 //!   with its arguments, run to completion with its output captured; a missing program, a
 //!   failed start or a non-zero exit is a [`ToolError`] naming the command and ending with
