@@ -119,9 +119,9 @@ pub const INIT_PATH: &str = "/.isolab-init";
 pub const INIT_PROGRAM: &str = "tini-static";
 
 /// An OCI runtime an [`OciEngine`] drives: every runtime that runs an OCI bundle
-/// with `RUNTIME --root STATE run --bundle DIR ID` and lists containers with
-/// `RUNTIME --root STATE list --format json` is one of these constants ([`RUNC`],
-/// [`CRUN`], and `youki` in its own file).
+/// with `RUNTIME run --bundle DIR ID`, deletes a container with
+/// `RUNTIME delete --force ID` and keeps one directory per container in its state root
+/// is one of these constants ([`RUNC`], [`CRUN`], and `youki` in its own file).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct OciKind {
     /// The engine's name, which is also its program.
@@ -135,6 +135,20 @@ pub struct OciKind {
     /// Whether it refuses a hybrid cgroup host (controllers listed by the cgroup2
     /// mount), so that the shared hybrid-cgroup fix must run before it can.
     pub refuses_hybrid: bool,
+    /// How [`Engine::gc`] finds the runtime's containers.
+    pub listing: Listing,
+}
+
+/// How [`Engine::gc`] finds the containers an [`OciKind`] runtime knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Listing {
+    /// `RUNTIME list --format json` prints a JSON list of `{"id": …}` objects, or
+    /// `null` when there are none (runc, crun).
+    Json,
+    /// The runtime has no JSON listing (youki prints its table whatever `--format`
+    /// says): each directory of its state root is a container, named by its id, as
+    /// the runtime's own `list` finds them.
+    StateRoot,
 }
 
 /// runc (Debian package `runc`).
@@ -144,6 +158,7 @@ pub const RUNC: OciKind = OciKind {
     state_root: "/run/runc",
     summary: "runc, the OCI reference runtime, on a bundle of the image (tini as PID 1)",
     refuses_hybrid: false,
+    listing: Listing::Json,
 };
 
 /// crun (Debian package `crun`): refuses hybrid cgroup hosts.
@@ -153,6 +168,7 @@ pub const CRUN: OciKind = OciKind {
     state_root: "/run/crun",
     summary: "crun, the C OCI runtime, on the same bundle as runc",
     refuses_hybrid: true,
+    listing: Listing::Json,
 };
 
 impl OciKind {
@@ -443,6 +459,31 @@ impl OciEngine {
         oci_config(self.engine(), request, version, init)
     }
 
+    /// The ids of the runtime's containers that start with `prefix`, found as its
+    /// [`OciKind::listing`] says.
+    fn containers(&self, program: &Path, prefix: &str) -> Result<Vec<String>, EngineError> {
+        let engine = self.engine();
+        let ids = match self.kind.listing {
+            Listing::Json => {
+                let command = argv([path_str(program).as_str(), "list", "--format", "json"]);
+                let out = run_ok(&*self.tools, engine, &command)?;
+                parse_list(&out).map_err(|detail| EngineError::Unexpected {
+                    engine,
+                    command: command.join(" "),
+                    detail,
+                })?
+            }
+            Listing::StateRoot => run_dirs_with_prefix(engine, &self.paths.runtime_state, prefix)?
+                .into_iter()
+                .map(|id| id.to_string())
+                .collect(),
+        };
+        Ok(ids
+            .into_iter()
+            .filter(|id| id.starts_with(prefix))
+            .collect())
+    }
+
     /// Removes everything of the run `id` (see [`Engine::remove`]).
     fn remove_id(
         &self,
@@ -508,7 +549,10 @@ impl Engine for OciEngine {
 
     fn version(&self) -> Result<String, EngineError> {
         let program = self.program()?;
-        let expected = format!("a `{} version X` line", self.kind.name());
+        let expected = format!(
+            "a `{name} version X` (or `{name} version: X`) line",
+            name = self.kind.name()
+        );
         version(&*self.tools, self.engine(), &program, &expected, |out| {
             parse_version(self.kind, out)
         })
@@ -661,18 +705,11 @@ impl Engine for OciEngine {
         let engine = self.engine();
         let mut lines = Vec::new();
         let program = self.program()?;
-        let command = argv([path_str(&program).as_str(), "list", "--format", "json"]);
-        let out = run_ok(&*self.tools, engine, &command)?;
-        let ids = parse_list(&out).map_err(|detail| EngineError::Unexpected {
-            engine,
-            command: command.join(" "),
-            detail,
-        })?;
-        for id in ids.iter().filter(|id| id.starts_with(prefix)) {
+        for id in self.containers(&program, prefix)? {
             run_ok(
                 &*self.tools,
                 engine,
-                &argv([path_str(&program).as_str(), "delete", "--force", id]),
+                &argv([path_str(&program).as_str(), "delete", "--force", &id]),
             )?;
             lines.push(format!("{engine}: deleted container {id}"));
         }
@@ -714,11 +751,14 @@ impl Engine for OciEngine {
     }
 }
 
-/// `runc version 1.1.5+ds1` → `runc 1.1.5+ds1`; `crun version 1.8.1` → `crun 1.8.1`.
+/// `runc version 1.1.5+ds1` → `runc 1.1.5+ds1`; `crun version 1.8.1` → `crun 1.8.1`;
+/// `youki version: 0.7.0` → `youki 0.7.0` (youki puts a colon after `version`).
 fn parse_version(kind: OciKind, out: &str) -> Option<String> {
-    let prefix = format!("{} version ", kind.name());
+    let prefix = format!("{} version", kind.name());
     out.lines()
-        .find_map(|l| l.trim().strip_prefix(&prefix))
+        .filter_map(|l| l.trim().strip_prefix(&prefix))
+        .map(|rest| rest.strip_prefix(':').unwrap_or(rest))
+        .find(|v| v.starts_with(' '))
         .map(|v| format!("{} {}", kind.name(), v.trim()))
         .filter(|s| s.len() > kind.name().len() + 1)
 }
@@ -977,6 +1017,51 @@ mod tests {
         assert_eq!(parse_version(CRUN, crun).unwrap(), "crun 1.8.1");
         assert_eq!(parse_version(CRUN, "runc version 1.1.5\n"), None);
         assert_eq!(parse_version(RUNC, "runc version \n"), None);
+        // youki 0.7.0's `--version`.
+        let youki = "youki version: 0.7.0\ncommit: 0.7.0-unknown\nspec: 1.2.1\nrustc: 1.95.0\nlibseccomp: 2.5.4\n";
+        assert_eq!(
+            parse_version(STATE_ROOT_LISTED, youki).unwrap(),
+            "youki 0.7.0"
+        );
+        assert_eq!(parse_version(STATE_ROOT_LISTED, "youki version:\n"), None);
+        assert_eq!(parse_version(STATE_ROOT_LISTED, "youki versions 1\n"), None);
+    }
+
+    /// A runtime without a JSON listing, as youki.
+    const STATE_ROOT_LISTED: OciKind = OciKind {
+        name: "youki",
+        package: "cargo install youki",
+        state_root: "/run/youki",
+        summary: "a runtime without a JSON listing",
+        refuses_hybrid: false,
+        listing: Listing::StateRoot,
+    };
+
+    #[test]
+    fn gc_finds_the_containers_of_a_runtime_without_json_in_its_state_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let sys = FakeSystem::v1(dir.path(), "");
+        let tools = Arc::new(FakeTools::default());
+        let e = engine(STATE_ROOT_LISTED, &sys, tools.clone(), Arc::default());
+        for id in ["isolab-e1-a", "isolab-e2-b", "other"] {
+            std::fs::create_dir_all(sys.root.join("run/runtime").join(id)).unwrap();
+        }
+        // A file is no container.
+        std::fs::write(sys.root.join("run/runtime/isolab-e1-file"), "").unwrap();
+        std::fs::create_dir_all(sys.root.join("run/oci/isolab-e1-z")).unwrap();
+        let lines = e.gc("isolab-e1-").unwrap();
+        assert_eq!(
+            tools.calls(),
+            ["/usr/bin/youki delete --force isolab-e1-a"],
+            "no `youki list`"
+        );
+        assert!(
+            lines
+                .iter()
+                .any(|l| l == "youki: deleted container isolab-e1-a"),
+            "{lines:?}"
+        );
+        assert!(!sys.root.join("run/oci/isolab-e1-z").exists());
     }
 
     #[test]
