@@ -68,8 +68,10 @@
 //! bundle directory.
 //!
 //! # Networks
-//! `none`: a new network namespace, in which runc and crun bring `lo` up; `host`: no
-//! network namespace. `bridge` is [`EngineError::Unsupported`]: runc and crun have no
+//! `none`: a new network namespace, in which runc and crun bring `lo` up (for a runtime
+//! that leaves it down, [`OciKind::brings_up_loopback`], the spec gets a
+//! `createContainer` hook, `ip link set lo up`, run in the container's namespaces before
+//! `pivot_root`); `host`: no network namespace. `bridge` is [`EngineError::Unsupported`]: runc and crun have no
 //! networking of their own (use the `isolab` platform's bridge, or docker/podman).
 //!
 //! # crun on a hybrid cgroup host
@@ -117,6 +119,9 @@ pub const DEFAULT_BUNDLES: &str = "/run/isolab/oci";
 pub const INIT_PATH: &str = "/.isolab-init";
 /// The static init bind-mounted as PID 1 (Debian package `tini`).
 pub const INIT_PROGRAM: &str = "tini-static";
+/// The program of the hook that brings `lo` up for a runtime that leaves it down
+/// (Debian package `iproute2`).
+pub const LOOPBACK_PROGRAM: &str = "ip";
 
 /// An OCI runtime an [`OciEngine`] drives: every runtime that runs an OCI bundle
 /// with `RUNTIME run --bundle DIR ID`, deletes a container with
@@ -137,6 +142,17 @@ pub struct OciKind {
     pub refuses_hybrid: bool,
     /// How [`Engine::gc`] finds the runtime's containers.
     pub listing: Listing,
+    /// Its word for a private root mount applied recursively, written as the spec's
+    /// `linux.rootfsPropagation`: `rprivate` for runc and crun (isolab-runtime's
+    /// spec says it too); youki knows only the runtime spec's `shared`, `slave`,
+    /// `private` and `unbindable`, and applies each recursively, so `private` is the
+    /// same mount flags there (`MS_PRIVATE | MS_REC`), where it refuses `rprivate`.
+    pub root_propagation: &'static str,
+    /// Whether it brings `lo` up in the container's new network namespace (runc,
+    /// crun). For one that leaves it down (youki), the spec gets a `createContainer`
+    /// hook that runs [`LOOPBACK_PROGRAM`] (`ip link set lo up`, Debian package
+    /// `iproute2`) in the container's namespaces.
+    pub brings_up_loopback: bool,
 }
 
 /// How [`Engine::gc`] finds the containers an [`OciKind`] runtime knows.
@@ -159,6 +175,8 @@ pub const RUNC: OciKind = OciKind {
     summary: "runc, the OCI reference runtime, on a bundle of the image (tini as PID 1)",
     refuses_hybrid: false,
     listing: Listing::Json,
+    root_propagation: "rprivate",
+    brings_up_loopback: true,
 };
 
 /// crun (Debian package `crun`): refuses hybrid cgroup hosts.
@@ -169,6 +187,8 @@ pub const CRUN: OciKind = OciKind {
     summary: "crun, the C OCI runtime, on the same bundle as runc",
     refuses_hybrid: true,
     listing: Listing::Json,
+    root_propagation: "rprivate",
+    brings_up_loopback: true,
 };
 
 impl OciKind {
@@ -332,6 +352,25 @@ impl OciEngine {
         require(&*self.tools, self.engine(), INIT_PROGRAM, "tini")
     }
 
+    /// [`LOOPBACK_PROGRAM`] for a runtime that leaves `lo` down
+    /// ([`OciKind::brings_up_loopback`]); `None` for the others.
+    fn loopback_program(&self) -> Result<Option<PathBuf>, EngineError> {
+        if self.kind.brings_up_loopback {
+            return Ok(None);
+        }
+        require(&*self.tools, self.engine(), LOOPBACK_PROGRAM, "iproute2").map(Some)
+    }
+
+    /// Finds every program a run needs: the runtime, tini (with [`OciEngine::init`])
+    /// and the loopback hook's `ip` (for a runtime that leaves `lo` down).
+    fn require_programs(&self) -> Result<(), EngineError> {
+        self.program()?;
+        if self.init {
+            self.init_program()?;
+        }
+        self.loopback_program().map(|_| ())
+    }
+
     fn bundle(&self, id: &ContainerId) -> PathBuf {
         self.paths.bundles.join(id)
     }
@@ -449,14 +488,27 @@ impl OciEngine {
         run_ok(&*self.tools, engine, &argv(["umount", &path_str(path)])).map(|_| ())
     }
 
-    /// The OCI spec of `request` (see the module docs).
+    /// The OCI spec of `request` (see the module docs), with the root's propagation
+    /// in the runtime's words ([`OciKind::root_propagation`]) and, with `loopback` (the
+    /// path of `ip`), the hook that brings `lo` up.
     fn spec(
         &self,
         request: &RunRequest,
         version: Version,
         init: Option<&Path>,
+        loopback: Option<&Path>,
     ) -> Result<Value, EngineError> {
-        oci_config(self.engine(), request, version, init)
+        let mut spec = oci_config(self.engine(), request, version, init)?;
+        spec["linux"]["rootfsPropagation"] = json!(self.kind.root_propagation);
+        if let Some(ip) = loopback {
+            // Run in the container's namespaces, before pivot_root: the host's `ip`.
+            spec["hooks"] = json!({
+                "createContainer": [
+                    {"path": path_str(ip), "args": ["ip", "link", "set", "lo", "up"]}
+                ]
+            });
+        }
+        Ok(spec)
     }
 
     /// The ids of the runtime's containers that start with `prefix`, found as its
@@ -540,11 +592,7 @@ impl Engine for OciEngine {
     }
 
     fn available(&self) -> Result<(), EngineError> {
-        self.program()?;
-        if self.init {
-            self.init_program()?;
-        }
-        Ok(())
+        self.require_programs()
     }
 
     fn version(&self) -> Result<String, EngineError> {
@@ -559,10 +607,7 @@ impl Engine for OciEngine {
     }
 
     fn ensure_ready(&self) -> Result<(), EngineError> {
-        self.program()?;
-        if self.init {
-            self.init_program()?;
-        }
+        self.require_programs()?;
         if !self.kind.refuses_hybrid {
             return Ok(());
         }
@@ -630,9 +675,13 @@ impl Engine for OciEngine {
         } else {
             None
         };
+        let loopback = match request.network {
+            NetworkMode::None => self.loopback_program()?,
+            _ => None,
+        };
         let mounts = mount_table(engine, &self.paths.mountinfo)?;
         let version = cgroup_version(engine, &self.paths.mountinfo)?;
-        let spec = self.spec(request, version, init.as_deref())?;
+        let spec = self.spec(request, version, init.as_deref(), loopback.as_deref())?;
         let dir = self.bundle(&request.id);
         if dir.exists() {
             // A leftover of a killed run with the same id.
@@ -1019,30 +1068,71 @@ mod tests {
         assert_eq!(parse_version(RUNC, "runc version \n"), None);
         // youki 0.7.0's `--version`.
         let youki = "youki version: 0.7.0\ncommit: 0.7.0-unknown\nspec: 1.2.1\nrustc: 1.95.0\nlibseccomp: 2.5.4\n";
-        assert_eq!(
-            parse_version(STATE_ROOT_LISTED, youki).unwrap(),
-            "youki 0.7.0"
-        );
-        assert_eq!(parse_version(STATE_ROOT_LISTED, "youki version:\n"), None);
-        assert_eq!(parse_version(STATE_ROOT_LISTED, "youki versions 1\n"), None);
+        assert_eq!(parse_version(YOUKI_LIKE, youki).unwrap(), "youki 0.7.0");
+        assert_eq!(parse_version(YOUKI_LIKE, "youki version:\n"), None);
+        assert_eq!(parse_version(YOUKI_LIKE, "youki versions 1\n"), None);
     }
 
-    /// A runtime without a JSON listing, as youki.
-    const STATE_ROOT_LISTED: OciKind = OciKind {
+    /// A runtime as youki: no JSON listing, only the runtime spec's propagation words,
+    /// `lo` left down.
+    const YOUKI_LIKE: OciKind = OciKind {
         name: "youki",
         package: "cargo install youki",
         state_root: "/run/youki",
         summary: "a runtime without a JSON listing",
         refuses_hybrid: false,
         listing: Listing::StateRoot,
+        root_propagation: "private",
+        brings_up_loopback: false,
     };
+
+    #[test]
+    fn a_runtime_that_leaves_lo_down_gets_the_loopback_hook_and_its_propagation_word() {
+        let dir = tempfile::tempdir().unwrap();
+        let sys = FakeSystem::v1(dir.path(), "");
+        sys.lab_parent("isolab/t1/c0-r1");
+        let config = |kind: OciKind, network: NetworkMode| -> Value {
+            let e = engine(kind, &sys, Arc::default(), Arc::default());
+            let mut req = request(&sys.workdir);
+            req.network = network;
+            e.run_command(&req, &prepare_image_stub()).unwrap();
+            let path = sys.root.join("run/oci").join(&req.id).join("config.json");
+            let config = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+            e.remove(&req).unwrap();
+            config
+        };
+        let youki = config(YOUKI_LIKE, NetworkMode::None);
+        assert_eq!(
+            youki["hooks"],
+            json!({"createContainer": [
+                {"path": "/usr/bin/ip", "args": ["ip", "link", "set", "lo", "up"]}
+            ]})
+        );
+        assert_eq!(youki["linux"]["rootfsPropagation"], json!("private"));
+        // The host's network: its `lo` is up already.
+        assert!(config(YOUKI_LIKE, NetworkMode::Host).get("hooks").is_none());
+        let runc = config(RUNC, NetworkMode::None);
+        assert!(runc.get("hooks").is_none());
+        assert_eq!(runc["linux"]["rootfsPropagation"], json!("rprivate"));
+        // Without iproute2, it says what to install.
+        let tools = Arc::new(FakeTools {
+            missing: vec!["ip".into()],
+            ..FakeTools::default()
+        });
+        let e = engine(YOUKI_LIKE, &sys, tools.clone(), Arc::default());
+        let err = e.available().unwrap_err().to_string();
+        assert!(err.contains("apt-get install iproute2"), "{err}");
+        engine(RUNC, &sys, tools, Arc::default())
+            .available()
+            .unwrap();
+    }
 
     #[test]
     fn gc_finds_the_containers_of_a_runtime_without_json_in_its_state_root() {
         let dir = tempfile::tempdir().unwrap();
         let sys = FakeSystem::v1(dir.path(), "");
         let tools = Arc::new(FakeTools::default());
-        let e = engine(STATE_ROOT_LISTED, &sys, tools.clone(), Arc::default());
+        let e = engine(YOUKI_LIKE, &sys, tools.clone(), Arc::default());
         for id in ["isolab-e1-a", "isolab-e2-b", "other"] {
             std::fs::create_dir_all(sys.root.join("run/runtime").join(id)).unwrap();
         }
