@@ -59,6 +59,7 @@ pub mod lxc;
 pub mod nspawn;
 pub mod oci;
 pub mod podman;
+pub mod youki;
 
 pub mod container_cgroup;
 mod dir_image;
@@ -97,6 +98,7 @@ pub fn registry() -> Vec<Box<dyn Engine>> {
         Box::new(podman::Podman::new(podman::OciRuntime::Crun, true)),
         Box::new(oci::OciEngine::new(oci::RUNC)),
         Box::new(oci::OciEngine::new(oci::CRUN).allowing_host_fixes(true)),
+        Box::new(oci::OciEngine::new(youki::YOUKI)),
         Box::new(lxc::Lxc::new()),
         Box::new(nspawn::Nspawn::new()),
     ]
