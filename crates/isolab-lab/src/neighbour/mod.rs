@@ -31,6 +31,7 @@ mod level;
 mod measure;
 mod net;
 mod plan;
+mod run;
 
 pub use command::{
     command, commands, disk_capacity_command, net_capacity_command, parse_fio_iops,
@@ -46,3 +47,4 @@ pub use net::{
     stale_namespaces, IpCommands, NeighbourNet, NetCommands, NetError, NetNames, BASE_PORT,
 };
 pub use plan::{plan, Capacity, NeighbourPlan, PlanError, Rate, SoloProfile, CALIBRATION_IODEPTH};
+pub(crate) use run::{start_neighbours, NeighbourSite};

@@ -28,6 +28,7 @@ use isolab_cgroups::{Cgroup, Controller, Hierarchy, Limits, Stats};
 use isolab_engines::{Engine, NetworkMode, PreparedImage, RunRequest, ID_PREFIX};
 
 use super::host::HostPlatform;
+use super::instance::Supervisor;
 use super::registry::{Driver, PlatformInfo, PlatformKind};
 use super::{container_id, Execution, Interrupt, Job, Network, PlatformDef, PlatformError};
 
@@ -196,7 +197,7 @@ impl Driver for EnginePlatform {
         job: &Job,
         interrupt: &Interrupt,
     ) -> Result<Execution, PlatformError> {
-        execute(host, self, job, interrupt)
+        execute(host.supervisor(), self, job, interrupt)
     }
 
     fn server_address(&self, level: &PlatformDef) -> Option<std::net::Ipv4Addr> {
@@ -360,7 +361,7 @@ impl super::NeighbourContainers for EngineNeighbours<'_> {
 
 /// Runs `job` in a container of `engine` inside an instance of `host`.
 pub(crate) fn execute(
-    host: &HostPlatform,
+    host: &Supervisor,
     engine: &EnginePlatform,
     job: &Job,
     interrupt: &Interrupt,
@@ -439,7 +440,7 @@ pub(crate) fn execute(
                     format!(
                         "the container's cgroup never appeared below {}: the engine did not nest it there, so its limits cannot be verified; stderr: {}",
                         instance.display(),
-                        super::process::read_tail(&job.workdir.join(".isolab-command.stderr"), 2000)
+                        super::process::read_tail(&super::launch::log_path(&job.workdir, "command", "stderr"), 2000)
                     ),
                 ))
             }

@@ -29,6 +29,7 @@ use isolab_runtime::{ContainerId, Report};
 use isolab_engines::Capabilities;
 
 use super::host::HostPlatform;
+use super::instance::Supervisor;
 use super::registry::{Driver, PlatformInfo, PlatformKind};
 use super::{container_id, Execution, Interrupt, Job, Network, PlatformError};
 
@@ -230,13 +231,13 @@ impl Driver for IsolabDriver {
         job: &Job,
         interrupt: &Interrupt,
     ) -> Result<Execution, PlatformError> {
-        execute(host, &self.config, job, interrupt)
+        execute(host.supervisor(), &self.config, job, interrupt)
     }
 }
 
 /// Runs `job` in an `isolab-runtime` container inside an instance of `host`.
 pub(crate) fn execute(
-    host: &HostPlatform,
+    host: &Supervisor,
     config: &IsolabConfig,
     job: &Job,
     interrupt: &Interrupt,
@@ -283,7 +284,10 @@ pub(crate) fn execute(
                 RUNTIME_PROGRAM,
                 measured.exit,
                 report_path.display(),
-                super::process::read_tail(&job.workdir.join(".isolab-command.stderr"), 2000)
+                super::process::read_tail(
+                    &super::launch::log_path(&job.workdir, "command", "stderr"),
+                    2000
+                )
             ),
         })?;
         if let Some(message) = report.error {

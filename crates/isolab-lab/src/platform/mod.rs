@@ -5,8 +5,11 @@
 
 mod engine;
 mod host;
+mod instance;
 mod isolab;
-mod process;
+pub mod launch;
+mod measured;
+pub(crate) mod process;
 mod registry;
 mod vm;
 
@@ -20,8 +23,10 @@ use isolab_cgroups::Limits;
 use isolab_runtime::{ContainerId, InvalidContainerId};
 use isolab_store::{Series, TelemetrySet};
 
-pub use host::{HostPlatform, HostPlatformConfig};
+pub use host::HostPlatform;
+pub use instance::HostPlatformConfig;
 pub use isolab::{IsolabConfig, RUNTIME_PROGRAM};
+pub use launch::{Launch, Launcher, Process, RealLauncher};
 pub use process::Interrupt;
 pub(crate) use process::{free_port, isolab_running};
 
@@ -608,6 +613,7 @@ impl Platform for Platforms {
         // are nested in the instances'), then the instances.
         let mut prefixes: Vec<String> = self
             .host
+            .supervisor()
             .orphan_experiments()?
             .iter()
             // A name that makes no container id cannot prefix one either.
@@ -619,9 +625,9 @@ impl Platform for Platforms {
         for d in &self.drivers {
             removed.extend(d.gc(&prefixes)?);
         }
-        self.host.kill_orphans()?;
+        self.host.supervisor().kill_orphans()?;
         removed.extend(
-            isolab_runtime::gc(&self.isolab.state_dir, self.host.hierarchy())
+            isolab_runtime::gc(&self.isolab.state_dir, self.host.supervisor().hierarchy())
                 .map_err(|e| PlatformError::Engine {
                     engine: RUNTIME_PROGRAM.into(),
                     message: format!("collecting containers of killed runtimes: {e}"),

@@ -181,11 +181,14 @@ pub(crate) struct Child {
 }
 
 /// How waiting for a child ended.
-pub(crate) enum Waited {
+pub enum Waited {
     /// It exited; with its resource usage (of it and its reaped descendants).
     Exited {
+        /// How it ended.
         exit: ExitKind,
+        /// Its resource usage.
         rusage: libc::rusage,
+        /// When the exit was seen.
         at: Instant,
     },
     /// The interrupt fired first.

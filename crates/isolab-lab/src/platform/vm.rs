@@ -28,6 +28,7 @@ use isolab_store::{Telemetry as T, TelemetrySet};
 use isolab_vm::{BaseDisk, GuestCommand, InnerContainer, KernelFiles, VmConfig};
 
 use super::host::HostPlatform;
+use super::instance::Supervisor;
 use super::isolab::{limit_flags, IsolabConfig};
 use super::registry::{Driver, PlatformInfo, PlatformKind};
 use super::{Accel, Capabilities, Execution, ExitKind, Interrupt, Job, PlatformDef, PlatformError};
@@ -289,13 +290,20 @@ impl Driver for VmDriver {
         interrupt: &Interrupt,
     ) -> Result<Execution, PlatformError> {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        execute(host, &self.vm, self.runtime.as_ref(), cpus, job, interrupt)
+        execute(
+            host.supervisor(),
+            &self.vm,
+            self.runtime.as_ref(),
+            cpus,
+            job,
+            interrupt,
+        )
     }
 }
 
 /// Runs `job` in a QEMU guest inside an instance of `host`.
 pub(crate) fn execute(
-    host: &HostPlatform,
+    host: &Supervisor,
     vm: &VmPlatform,
     runtime: Option<&IsolabConfig>,
     host_cpus: usize,

@@ -1,0 +1,377 @@
+//! Neighbours while they run: each instance started in a cgroup of its own next to
+//! the subject's (limits applied and read back), the neighbour network and its
+//! rate, the counters at the subject's start, and, after the subject, the stop
+//! (kill, counters read, cgroups and network removed) and the telemetry and notes
+//! the subject's run gets about them.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use isolab_cgroups::{Cgroup, Hierarchy};
+use isolab_store::Telemetry as T;
+
+use crate::platform::launch::{log_path, Launch, Launcher, Process};
+use crate::platform::process::read_tail;
+use crate::platform::{
+    Execution, ExitKind, Interrupt, Job, NeighbourContainers, NeighbourJobs, PlatformError,
+};
+
+/// Where the neighbours of a run live, as the instance supervisor gives it.
+pub(crate) struct NeighbourSite<'a> {
+    /// The cgroup layout.
+    pub hierarchy: &'a Hierarchy,
+    /// The cgroup of each instance, relative to the mounts (`<job>-nb<i>`).
+    pub cgroups: Vec<PathBuf>,
+    /// Who starts their processes.
+    pub launcher: &'a dyn Launcher,
+    /// The proc file system (disk and network counters).
+    pub proc_root: &'a Path,
+}
+
+/// Starts each neighbour instance of `job` in a cgroup of its own
+/// (`<job>-nb<i>`, limits applied and read back), then lets them run for their
+/// settle time. Everything started is stopped again on error.
+pub(crate) fn start_neighbours<'c>(
+    site: &NeighbourSite<'_>,
+    job: &Job,
+    set: &NeighbourJobs,
+    interrupt: &Interrupt,
+    containers: Option<&'c dyn NeighbourContainers>,
+) -> Result<RunningNeighbours<'c>, PlatformError> {
+    // Network neighbours live in the neighbour namespaces, so on the host.
+    let containers = containers.filter(|_| set.network_servers == 0);
+    let net = if set.network_servers > 0 {
+        Some(
+            crate::neighbour::NeighbourNet::create(set.network_servers).map_err(|e| {
+                PlatformError::Helper {
+                    phase: "neighbour network",
+                    command: "ip netns add … (neighbour namespaces)".into(),
+                    exit: ExitKind::Code(-1),
+                    stderr: e.to_string(),
+                }
+            })?,
+        )
+    } else {
+        None
+    };
+    let mut net_rate = None;
+    if let (Some(net), Some(mbps)) = (&net, set.net_rate_mbps) {
+        let read = net.rate_limit(mbps).map_err(|e| PlatformError::Helper {
+            phase: "net reservation",
+            command: net.rate_limit_command(mbps).join(" "),
+            exit: ExitKind::Code(-1),
+            stderr: e.to_string(),
+        })?;
+        // tc stores the rate in bytes per second: a rounding, not a change.
+        if (read - mbps as f64).abs() > 0.01 * mbps as f64 + 0.01 {
+            return Err(PlatformError::LimitMismatch {
+                cgroup: format!("network namespace {}", net.namespace()),
+                detail: format!(
+                    "rate of {} asked {mbps} Mbit/s read {read:.1} Mbit/s",
+                    net.interface()
+                ),
+            });
+        }
+        net_rate = Some(read);
+    }
+    let mut running = RunningNeighbours {
+        instances: Vec::new(),
+        containers,
+        ids: Vec::new(),
+        net,
+        net_rate,
+        disk_start: None,
+        net_start: None,
+        proc_root: site.proc_root.to_path_buf(),
+    };
+    for (i, argv) in set.instances.iter().enumerate() {
+        let started = (|| {
+            let cgroup = Cgroup::create(site.hierarchy, &site.cgroups[i])?;
+            let spawned = (|| {
+                cgroup.apply(&set.limits)?;
+                let applied = cgroup.read_limits()?;
+                let differences = set.limits.differences(&applied);
+                if !differences.is_empty() {
+                    return Err(PlatformError::LimitMismatch {
+                        cgroup: cgroup.rel().display().to_string(),
+                        detail: differences.join("; "),
+                    });
+                }
+                let log = format!("neighbour{i}");
+                let start = |argv: &[String]| {
+                    site.launcher.start(Launch {
+                        argv,
+                        workdir: &job.workdir,
+                        log: &log,
+                        cgroup: Some(&cgroup),
+                        count: false,
+                    })
+                };
+                match containers {
+                    // Limited from outside: the container's cgroup nests in this one.
+                    Some(c) => {
+                        let id = format!("{}-nb{i}", job.name);
+                        start(&c.wrap(&id, argv, cgroup.rel(), &job.workdir)?)
+                    }
+                    None => start(argv),
+                }
+            })();
+            match spawned {
+                Ok(child) => Ok((cgroup, child)),
+                Err(e) => {
+                    let _ = cgroup.remove();
+                    Err(e)
+                }
+            }
+        })();
+        if containers.is_some() {
+            running.ids.push(format!("{}-nb{i}", job.name));
+        }
+        match started {
+            Ok(instance) => running.instances.push(instance),
+            Err(e) => {
+                running.stop(None);
+                return Err(e);
+            }
+        }
+    }
+    // Let them reach their steady state; Ctrl-C cuts the wait short.
+    let settled = Instant::now() + set.settle;
+    while Instant::now() < settled && !interrupt.is_triggered() {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if interrupt.is_triggered() {
+        running.stop(None);
+        return Err(PlatformError::Interrupted);
+    }
+    if let Some((device, _, _)) = &set.disk_target {
+        running.disk_start =
+            crate::neighbour::disk_ios(site.proc_root, device).map(|n| (n, Instant::now()));
+    }
+    if let (Some(_), Some(net)) = (&set.net_target, &running.net) {
+        running.net_start = net.received_bytes().ok().map(|neighbours| NetStart {
+            neighbours,
+            host: crate::neighbour::net_rx(site.proc_root),
+            at: Instant::now(),
+        });
+    }
+    for (i, (_, child)) in running.instances.iter().enumerate() {
+        if !child.is_running() {
+            let stderr = read_tail(
+                &log_path(&job.workdir, &format!("neighbour{i}"), "stderr"),
+                2000,
+            );
+            running.stop(None);
+            return Err(PlatformError::Helper {
+                phase: "neighbour",
+                command: set.instances[i].join(" "),
+                exit: ExitKind::Code(-1),
+                stderr,
+            });
+        }
+    }
+    Ok(running)
+}
+
+/// Neighbour instances while they run: each cgroup with its process.
+pub(crate) struct RunningNeighbours<'c> {
+    instances: Vec<(Cgroup, Box<dyn Process>)>,
+    /// Who runs them in containers, and the container ids (to collect after).
+    containers: Option<&'c dyn NeighbourContainers>,
+    ids: Vec<String>,
+    /// The namespaces network neighbours stream between.
+    net: Option<crate::neighbour::NeighbourNet>,
+    /// The rate of the neighbours' interface read back, Mbit/s (`net` reservation).
+    net_rate: Option<f64>,
+    /// Operations completed on the target disk when the subject started.
+    disk_start: Option<(u64, Instant)>,
+    /// Network counters when the subject started (network utilisation target).
+    net_start: Option<NetStart>,
+    /// The proc file system (disk and network counters).
+    proc_root: PathBuf,
+}
+
+/// Network counters at the subject's start.
+struct NetStart {
+    /// Bytes the neighbour network's server side had received.
+    neighbours: u64,
+    /// Bytes each interface of the host's namespace had received (the subject's
+    /// traffic).
+    host: Vec<(String, u64)>,
+    at: Instant,
+}
+
+/// What the neighbours did, read before their cgroups were removed.
+pub(crate) struct StoppedNeighbours {
+    /// The counters of each instance.
+    stats: Vec<Option<isolab_cgroups::Stats>>,
+    /// IOPS on the target disk while subject and neighbours ran.
+    disk_iops: Option<f64>,
+    /// Mbit/s of the neighbours and of the subject while both ran.
+    net_mbps: Option<(f64, f64)>,
+    /// The rate of the neighbours' interface, Mbit/s.
+    net_rate: Option<f64>,
+    /// Whether they ran in containers of the subject's platform.
+    in_containers: bool,
+    /// Problems while stopping.
+    notes: Vec<String>,
+}
+
+impl RunningNeighbours<'_> {
+    /// Kills every instance, reads its counters, removes its cgroup.
+    pub(crate) fn stop(self, disk: Option<&str>) -> StoppedNeighbours {
+        let proc_root = &self.proc_root;
+        let disk_iops = match (self.disk_start, disk) {
+            (Some((before, at)), Some(device)) => crate::neighbour::disk_ios(proc_root, device)
+                .map(|after| {
+                    after.saturating_sub(before) as f64 / at.elapsed().as_secs_f64().max(1e-3)
+                }),
+            _ => None,
+        };
+        let net_mbps = match (&self.net_start, &self.net) {
+            (Some(start), Some(net)) => net.received_bytes().ok().map(|now| {
+                let secs = start.at.elapsed().as_secs_f64().max(1e-3);
+                let host =
+                    crate::neighbour::busiest_rx(&start.host, &crate::neighbour::net_rx(proc_root));
+                let mbps = |bytes: u64| bytes as f64 * 8.0 / 1e6 / secs;
+                (mbps(now.saturating_sub(start.neighbours)), mbps(host))
+            }),
+            _ => None,
+        };
+        let mut stopped = StoppedNeighbours {
+            stats: Vec::new(),
+            disk_iops,
+            net_mbps,
+            net_rate: self.net_rate,
+            in_containers: self.containers.is_some(),
+            notes: Vec::new(),
+        };
+        for (i, (cgroup, child)) in self.instances.into_iter().enumerate() {
+            child.signal_group(libc::SIGKILL);
+            // A container's processes sit in cgroups nested in the instance's.
+            let h = cgroup.hierarchy().clone();
+            let mut nested = isolab_cgroups::list_below(&h, cgroup.rel()).unwrap_or_default();
+            nested.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
+            for rel in nested {
+                if let Ok(c) = Cgroup::open(&h, &rel) {
+                    let _ = c.kill_all();
+                }
+            }
+            let _ = cgroup.kill_all();
+            let _ = child.reap();
+            stopped.stats.push(cgroup.stats().ok());
+            if let (Some(c), Some(id)) = (self.containers, self.ids.get(i)) {
+                if let Err(e) = c.collect(id) {
+                    stopped
+                        .notes
+                        .push(format!("collecting neighbour container {id}: {e}"));
+                }
+            }
+            if let Err(e) = cgroup.remove() {
+                stopped
+                    .notes
+                    .push(format!("removing a neighbour's cgroup: {e}"));
+            }
+        }
+        if let Some(net) = self.net {
+            if let Err(e) = net.remove() {
+                stopped
+                    .notes
+                    .push(format!("removing the neighbour network: {e}"));
+            }
+        }
+        stopped
+    }
+}
+
+impl StoppedNeighbours {
+    /// Adds the neighbours' telemetry to the subject's run: their cpu time, and for
+    /// a utilisation target, the target and what the host sampler measured, with a
+    /// note when they are more than 5 percentage points apart.
+    pub(crate) fn describe(self, job: &Job, execution: &mut Execution) {
+        let Some(set) = &job.neighbours else { return };
+        let stats: Vec<&isolab_cgroups::Stats> = self.stats.iter().flatten().collect();
+        let sum = |f: &dyn Fn(&isolab_cgroups::Stats) -> Option<f64>| {
+            let v: Vec<f64> = stats.iter().filter_map(|s| f(s)).collect();
+            (!v.is_empty()).then(|| v.iter().sum::<f64>())
+        };
+        let t = &mut execution.telemetry;
+        let cpu = sum(&|s| s.cpu_usage.map(|d| d.as_secs_f64())).unwrap_or(0.0);
+        t.push(T::NeighboursCpu, cpu);
+        t.push(T::Neighbours, self.stats.len() as f64);
+        t.push(
+            T::NeighboursInContainers,
+            if self.in_containers { 1.0 } else { 0.0 },
+        );
+        t.push_some(
+            T::NeighboursMemoryPeak,
+            stats
+                .iter()
+                .filter_map(|s| s.memory_peak.map(|b| b.0 as f64))
+                .reduce(f64::max),
+        );
+        t.push_some(T::NeighboursIoRead, sum(&|s| s.io_read.map(|b| b.0 as f64)));
+        t.push_some(
+            T::NeighboursIoWrite,
+            sum(&|s| s.io_write.map(|b| b.0 as f64)),
+        );
+        t.push_some(
+            T::NeighboursThrottled,
+            sum(&|s| s.throttled.map(|d| d.as_secs_f64())),
+        );
+        t.push_some(T::NeighboursNetRate, self.net_rate);
+        // The io reservation's throttle of each instance, to compare with what they did.
+        for io in &set.limits.io {
+            t.push_some(T::NeighbourReadIopsLimit, io.read_iops.map(|r| r as f64));
+            t.push_some(T::NeighbourWriteIopsLimit, io.write_iops.map(|w| w as f64));
+        }
+        execution.notes.extend(self.notes);
+        if let (Some((capacity, target)), Some((neighbours, subject))) =
+            (set.net_target, self.net_mbps)
+        {
+            let achieved = 100.0 * (neighbours + subject) / capacity;
+            let t = &mut execution.telemetry;
+            t.push(T::NeighbourTargetUtil, target);
+            t.push(T::NeighbourAchievedUtil, achieved);
+            t.push(T::NeighboursNetMbps, neighbours);
+            t.push(T::SubjectNetMbps, subject);
+            if crate::neighbour::off_target(target, achieved) {
+                execution.notes.push(format!(
+                    "neighbour {} off target: neighbours {neighbours:.0} + subject {subject:.0} Mbit/s, {achieved:.1}% of {capacity:.0} against {target:.1}% (more than {} points apart)",
+                    set.level,
+                    crate::neighbour::OFF_TARGET_POINTS
+                ));
+            }
+        }
+        if let (Some((_, capacity, target)), Some(iops)) = (&set.disk_target, self.disk_iops) {
+            let achieved = 100.0 * iops / capacity;
+            let t = &mut execution.telemetry;
+            t.push(T::NeighbourTargetUtil, *target);
+            t.push(T::NeighbourAchievedUtil, achieved);
+            t.push(T::DiskIops, iops);
+            if crate::neighbour::off_target(*target, achieved) {
+                execution.notes.push(format!(
+                    "neighbour {} off target: the disk did {iops:.0} IOPS, {achieved:.1}% of its {capacity:.0} against {target:.1}% (more than {} points apart)",
+                    set.level,
+                    crate::neighbour::OFF_TARGET_POINTS
+                ));
+            }
+        }
+        if let Some(requested) = set.target_util_pct {
+            let t = &mut execution.telemetry;
+            t.push(T::NeighbourTargetUtil, requested);
+            t.push_some(T::NeighbourReachableUtil, set.reachable_util_pct);
+            let target = set.reachable_util_pct.unwrap_or(requested);
+            if let Some(achieved) = t.get(T::HostUtil) {
+                t.push(T::NeighbourAchievedUtil, achieved);
+                if crate::neighbour::off_target(target, achieved) {
+                    execution.notes.push(format!(
+                        "neighbour {} off target: host utilisation {achieved:.1}% against {target:.1}% (more than {} points apart)",
+                        set.level,
+                        crate::neighbour::OFF_TARGET_POINTS
+                    ));
+                }
+            }
+        }
+    }
+}
