@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use isolab_cgroups::{Cgroup, Hierarchy};
 use isolab_store::Telemetry as T;
 
+use crate::platform::instance::limit;
 use crate::platform::launch::{log_path, Launch, Launcher, Process};
 use crate::platform::process::read_tail;
 use crate::platform::{
@@ -88,15 +89,7 @@ pub(crate) fn start_neighbours<'c>(
         let started = (|| {
             let cgroup = Cgroup::create(site.hierarchy, &site.cgroups[i])?;
             let spawned = (|| {
-                cgroup.apply(&set.limits)?;
-                let applied = cgroup.read_limits()?;
-                let differences = set.limits.differences(&applied);
-                if !differences.is_empty() {
-                    return Err(PlatformError::LimitMismatch {
-                        cgroup: cgroup.rel().display().to_string(),
-                        detail: differences.join("; "),
-                    });
-                }
+                limit(&cgroup, &set.limits)?;
                 let log = format!("neighbour{i}");
                 let start = |argv: &[String]| {
                     site.launcher.start(Launch {
@@ -335,13 +328,9 @@ impl StoppedNeighbours {
             t.push(T::NeighbourAchievedUtil, achieved);
             t.push(T::NeighboursNetMbps, neighbours);
             t.push(T::SubjectNetMbps, subject);
-            if crate::neighbour::off_target(target, achieved) {
-                execution.notes.push(format!(
-                    "neighbour {} off target: neighbours {neighbours:.0} + subject {subject:.0} Mbit/s, {achieved:.1}% of {capacity:.0} against {target:.1}% (more than {} points apart)",
-                    set.level,
-                    crate::neighbour::OFF_TARGET_POINTS
-                ));
-            }
+            note_off_target(&mut execution.notes, &set.level, target, achieved, || {
+                format!("neighbours {neighbours:.0} + subject {subject:.0} Mbit/s, {achieved:.1}% of {capacity:.0}")
+            });
         }
         if let (Some((_, capacity, target)), Some(iops)) = (&set.disk_target, self.disk_iops) {
             let achieved = 100.0 * iops / capacity;
@@ -349,13 +338,9 @@ impl StoppedNeighbours {
             t.push(T::NeighbourTargetUtil, *target);
             t.push(T::NeighbourAchievedUtil, achieved);
             t.push(T::DiskIops, iops);
-            if crate::neighbour::off_target(*target, achieved) {
-                execution.notes.push(format!(
-                    "neighbour {} off target: the disk did {iops:.0} IOPS, {achieved:.1}% of its {capacity:.0} against {target:.1}% (more than {} points apart)",
-                    set.level,
-                    crate::neighbour::OFF_TARGET_POINTS
-                ));
-            }
+            note_off_target(&mut execution.notes, &set.level, *target, achieved, || {
+                format!("the disk did {iops:.0} IOPS, {achieved:.1}% of its {capacity:.0}")
+            });
         }
         if let Some(requested) = set.target_util_pct {
             let t = &mut execution.telemetry;
@@ -364,14 +349,29 @@ impl StoppedNeighbours {
             let target = set.reachable_util_pct.unwrap_or(requested);
             if let Some(achieved) = t.get(T::HostUtil) {
                 t.push(T::NeighbourAchievedUtil, achieved);
-                if crate::neighbour::off_target(target, achieved) {
-                    execution.notes.push(format!(
-                        "neighbour {} off target: host utilisation {achieved:.1}% against {target:.1}% (more than {} points apart)",
-                        set.level,
-                        crate::neighbour::OFF_TARGET_POINTS
-                    ));
-                }
+                note_off_target(&mut execution.notes, &set.level, target, achieved, || {
+                    format!("host utilisation {achieved:.1}%")
+                });
             }
         }
+    }
+}
+
+/// Notes that neighbour `level` missed its `target` (percent): `achieved` is more
+/// than [`crate::neighbour::OFF_TARGET_POINTS`] points away; `seen` says what was
+/// measured.
+fn note_off_target(
+    notes: &mut Vec<String>,
+    level: &str,
+    target: f64,
+    achieved: f64,
+    seen: impl FnOnce() -> String,
+) {
+    if crate::neighbour::off_target(target, achieved) {
+        notes.push(format!(
+            "neighbour {level} off target: {} against {target:.1}% (more than {} points apart)",
+            seen(),
+            crate::neighbour::OFF_TARGET_POINTS
+        ));
     }
 }

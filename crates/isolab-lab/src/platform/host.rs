@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::instance::{HostPlatformConfig, Supervisor};
+use super::instance::{limit, HostPlatformConfig, Supervisor};
 use super::launch::{Launcher, RealLauncher};
 use super::{Execution, Interrupt, Job, Platform, PlatformError};
 
@@ -39,15 +39,7 @@ impl Platform for HostPlatform {
     fn execute(&self, job: &Job, interrupt: &Interrupt) -> Result<Execution, PlatformError> {
         let supervisor = &self.supervisor;
         supervisor.instance(job, interrupt, |cgroup| {
-            cgroup.apply(&job.limits)?;
-            let applied = cgroup.read_limits()?;
-            let differences = job.limits.differences(&applied);
-            if !differences.is_empty() {
-                return Err(PlatformError::LimitMismatch {
-                    cgroup: cgroup.rel().display().to_string(),
-                    detail: differences.join("; "),
-                });
-            }
+            let applied = limit(cgroup, &job.limits)?;
             let measured =
                 supervisor.measured(job, &job.argv, cgroup, interrupt, Duration::ZERO)?;
             Ok(measured.into_execution(&job.workdir, applied))

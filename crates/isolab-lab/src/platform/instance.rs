@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use isolab_cgroups::{Cgroup, Hierarchy};
+use isolab_cgroups::{Cgroup, Hierarchy, Limits};
 
 use super::launch::{ended_within, log_path, wait_or_kill, Launch, Launcher, Process};
 use super::measured::Measured;
@@ -469,6 +469,21 @@ impl Drop for Supervisor {
             let _ = self.remove_scope(scope);
         }
     }
+}
+
+/// Applies `limits` to `cgroup` and reads them back: what was read, or
+/// [`PlatformError::LimitMismatch`] naming every limit that differs.
+pub(crate) fn limit(cgroup: &Cgroup, limits: &Limits) -> Result<Limits, PlatformError> {
+    cgroup.apply(limits)?;
+    let applied = cgroup.read_limits()?;
+    let differences = limits.differences(&applied);
+    if !differences.is_empty() {
+        return Err(PlatformError::LimitMismatch {
+            cgroup: cgroup.rel().display().to_string(),
+            detail: differences.join("; "),
+        });
+    }
+    Ok(applied)
 }
 
 /// The pid of the isolab process that owns a run cgroup: its first component below

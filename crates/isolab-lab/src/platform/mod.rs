@@ -5,7 +5,7 @@
 
 mod engine;
 mod host;
-mod instance;
+pub(crate) mod instance;
 mod isolab;
 pub mod launch;
 mod measured;

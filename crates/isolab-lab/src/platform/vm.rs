@@ -28,7 +28,7 @@ use isolab_store::{Telemetry as T, TelemetrySet};
 use isolab_vm::{BaseDisk, GuestCommand, InnerContainer, KernelFiles, VmConfig};
 
 use super::host::HostPlatform;
-use super::instance::Supervisor;
+use super::instance::{limit, Supervisor};
 use super::isolab::{limit_flags, IsolabConfig};
 use super::registry::{Driver, PlatformInfo, PlatformKind};
 use super::{Accel, Capabilities, Execution, ExitKind, Interrupt, Job, PlatformDef, PlatformError};
@@ -348,15 +348,7 @@ pub(crate) fn execute(
     }
     let outer = qemu_limits(&job.limits);
     host.instance(job, interrupt, |cgroup| {
-        cgroup.apply(&outer)?;
-        let applied = cgroup.read_limits()?;
-        let differences = outer.differences(&applied);
-        if !differences.is_empty() {
-            return Err(PlatformError::LimitMismatch {
-                cgroup: cgroup.rel().display().to_string(),
-                detail: differences.join("; "),
-            });
-        }
+        let applied = limit(cgroup, &outer)?;
         let attacher = cgroup.attacher()?;
         let stop = || interrupt.is_triggered();
         let run = isolab_vm::run(&config, &command, Some(attacher), &stop);
