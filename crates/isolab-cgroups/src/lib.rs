@@ -28,8 +28,8 @@
 //!
 //! Directory creation, removal and `kill(2)` go through the [`Syscalls`] trait
 //! ([`RealSyscalls`] by default) so that a test double can emulate the kernel on a
-//! plain directory tree. Each controller's files are handled in one module per
-//! controller under `v1/` and `v2/`; the parsers of the kernel's file formats are
+//! plain directory tree (`testing::FakeKernel`, with the feature `testing`). Each
+//! controller's files are handled in one module per controller under `v1/` and `v2/`; the parsers of the kernel's file formats are
 //! pure functions with unit tests.
 //!
 //! ```no_run
@@ -59,6 +59,8 @@ mod mountinfo;
 mod psi;
 mod stats;
 mod syscalls;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod tree;
 mod v1;
 mod v2;
