@@ -14,6 +14,9 @@
 //!   per run, interruption and resume.
 //! - [`environment`]: what the host is, stored with every experiment.
 //! - [`telemetry`]: the per-core utilisation sampler.
+//! - `testing` (feature `testing`): a scripted launcher and a fake cgroupfs, with
+//!   which a whole experiment runs through the real runner, platforms and store
+//!   without root.
 
 pub mod environment;
 pub mod neighbour;
@@ -24,6 +27,8 @@ pub mod runner;
 pub mod shape;
 pub mod spec;
 pub mod telemetry;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use platform::{HostPlatform, HostPlatformConfig, Interrupt, Platform, PlatformKind};
 pub use runner::{Event, Observer, Outcome, RunError, Runner, RunnerConfig, Silent};
