@@ -33,7 +33,8 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::neighbour::{
-    self, Capacity, CommandContext, Intensity, NeighbourKind, NeighbourLevel, SoloProfile,
+    self, Calibrations, Capacity, CommandContext, Intensity, NeighbourKind, NeighbourLevel,
+    SoloProfile,
 };
 use crate::platform::{Execution, Interrupt, Job, NeighbourJobs, Platform, PlatformError};
 use crate::reservation::{reserve, DiskShare, NetShare, ReserveRequest};
@@ -258,17 +259,8 @@ pub struct Runner<'a> {
     observer: &'a mut dyn Observer,
     interrupt: &'a Interrupt,
     config: RunnerConfig,
-    /// Cpus each subject uses alone (by the key of its cell without neighbour),
-    /// measured once per process by a calibration run when a neighbour's intensity
-    /// is a utilisation target.
-    solo: std::cell::RefCell<std::collections::HashMap<String, SoloProfile>>,
-    /// IOPS of the working directory's disk (random 50/50, 32 KiB), measured once per
-    /// process by a calibration run when a disk neighbour has a utilisation target.
-    disk_capacity: std::cell::RefCell<Option<f64>>,
-    /// Throughput of the neighbour network in Mbit/s (one unlimited TCP stream
-    /// between its namespaces), measured once per process when a network neighbour
-    /// has a utilisation target or a cell reserves `net`.
-    net_capacity: std::cell::RefCell<Option<f64>>,
+    /// What neighbours are sized against, measured once per process.
+    calibrations: Calibrations,
 }
 
 impl<'a> Runner<'a> {
@@ -286,9 +278,7 @@ impl<'a> Runner<'a> {
             observer,
             interrupt,
             config,
-            solo: Default::default(),
-            disk_capacity: Default::default(),
-            net_capacity: Default::default(),
+            calibrations: Calibrations::new(PathBuf::from("/proc")),
         }
     }
 
@@ -1115,21 +1105,31 @@ impl Runner<'_> {
         // send nothing, so it changes nothing for them.
         let wants_net = network && (utilisation || cell.reservation.needs_net_capacity());
         let disk_iops = if wants_disk || cell.reservation.needs_disk_capacity() {
-            let (iops, note) = self.disk_capacity(job, disk)?;
+            let (iops, note) =
+                self.calibrations
+                    .disk_capacity(self.platform, self.interrupt, job, disk.direct)?;
             notes.extend(note);
             Some(iops)
         } else {
             None
         };
         let net_mbps = if wants_net {
-            let (mbps, note) = self.net_capacity(job)?;
+            let (mbps, note) =
+                self.calibrations
+                    .net_capacity(self.platform, self.interrupt, job)?;
             notes.extend(note);
             Some(mbps)
         } else {
             None
         };
         let solo = if utilisation || cell.reservation.needs_disk_capacity() || wants_net {
-            let (solo, note) = self.solo_profile(cell, job, disk_name.as_deref())?;
+            let (solo, note) = self.calibrations.solo_profile(
+                self.platform,
+                self.interrupt,
+                cell,
+                job,
+                disk_name.as_deref(),
+            )?;
             notes.extend(note);
             solo
         } else {
@@ -1210,172 +1210,6 @@ impl Runner<'_> {
             },
             reserved.subject,
             note,
-        ))
-    }
-
-    /// What the subject of `cell` uses alone (cpus; IOPS on `disk` when named):
-    /// measured once by an unstored calibration run of the same job without
-    /// neighbours.
-    fn solo_profile(
-        &self,
-        cell: &Cell,
-        job: &Job,
-        disk: Option<&str>,
-    ) -> Result<(SoloProfile, Option<String>), PlatformError> {
-        let key: Vec<(String, String)> = cell
-            .levels
-            .iter()
-            .filter(|(f, _)| f != "neighbour" && f != "replica")
-            .cloned()
-            .collect();
-        let key = crate::spec::levels_key(&key);
-        if let Some(solo) = self.solo.borrow().get(&key) {
-            return Ok((*solo, None));
-        }
-        let mut solo_job = job.clone();
-        solo_job.neighbours = None;
-        solo_job.name = format!("{}-solo", job.name);
-        let ios = |d: Option<&str>| d.and_then(|d| neighbour::disk_ios(Path::new("/proc"), d));
-        let before = ios(disk);
-        let net_before = neighbour::net_rx(Path::new("/proc"));
-        let e = self.platform.execute(&solo_job, self.interrupt)?;
-        let after = ios(disk);
-        let net_after = neighbour::net_rx(Path::new("/proc"));
-        let wall = e.telemetry.get(Telemetry::Wall).filter(|w| *w > 0.0);
-        let cpus = match (e.telemetry.get(Telemetry::CpuUsage), wall) {
-            (Some(c), Some(w)) => c / w,
-            _ => cell.shape.cpus as f64,
-        };
-        let disk_iops = match (before, after, wall) {
-            (Some(b), Some(a), Some(w)) => a.saturating_sub(b) as f64 / w,
-            _ => 0.0,
-        };
-        let net_gbps = wall.map_or(0.0, |w| {
-            neighbour::busiest_rx(&net_before, &net_after) as f64 * 8.0 / 1e9 / w
-        });
-        let solo = SoloProfile {
-            cpus_used: cpus,
-            disk_iops,
-            net_gbps,
-        };
-        self.solo.borrow_mut().insert(key.clone(), solo);
-        Ok((
-            solo,
-            Some(format!(
-                "calibration: the subject ({key}) uses {cpus:.2} cpus{}{} alone (one unstored solo run)",
-                disk.map(|d| format!(", {disk_iops:.0} IOPS on {d}")).unwrap_or_default(),
-                if net_gbps > 0.0 {
-                    format!(", {:.0} Mbit/s on its busiest interface", net_gbps * 1000.0)
-                } else {
-                    String::new()
-                }
-            )),
-        ))
-    }
-
-    /// The IOPS the working directory's disk sustains (random 50/50 read/write,
-    /// 32 KiB, iodepth 16): measured once by an unstored fio run on the host.
-    fn disk_capacity(
-        &self,
-        job: &Job,
-        disk: &DiskFacts,
-    ) -> Result<(f64, Option<String>), PlatformError> {
-        if let Some(iops) = *self.disk_capacity.borrow() {
-            return Ok((iops, None));
-        }
-        let workdir = job.workdir.join("disk-capacity");
-        std::fs::create_dir_all(&workdir).map_err(|source| PlatformError::Io {
-            action: "cannot create working directory",
-            path: workdir.clone(),
-            source,
-        })?;
-        let calibration = Job {
-            platform: crate::platform::PlatformDef::new(crate::platform::PlatformKind::HOST),
-            image: None,
-            name: format!("{}-diskcal", job.name),
-            argv: neighbour::disk_capacity_command(&workdir, disk.direct),
-            prepare: None,
-            cleanup: None,
-            server: None,
-            workdir: workdir.clone(),
-            limits: isolab_cgroups::Limits::default(),
-            timeout: Duration::from_secs(120),
-            neighbours: None,
-            uses_disk: false,
-        };
-        let e = self.platform.execute(&calibration, self.interrupt)?;
-        let _ = std::fs::remove_dir_all(&workdir);
-        let iops = neighbour::parse_fio_iops(&e.stdout).map_err(|err| PlatformError::Helper {
-            phase: "disk calibration",
-            command: calibration.argv.join(" "),
-            exit: e.exit,
-            stderr: err.to_string(),
-        })?;
-        *self.disk_capacity.borrow_mut() = Some(iops);
-        Ok((
-            iops,
-            Some(format!(
-                "calibration: the working directory's disk does {iops:.0} IOPS (fio random 50/50 read/write, 32 KiB, iodepth {}; one unstored run)",
-                neighbour::CALIBRATION_IODEPTH
-            )),
-        ))
-    }
-
-    /// The throughput of the neighbour network (one unlimited TCP stream between
-    /// its two namespaces, iperf3): measured once by an unstored run on the host,
-    /// with a neighbour network of one server around it.
-    fn net_capacity(&self, job: &Job) -> Result<(f64, Option<String>), PlatformError> {
-        if let Some(mbps) = *self.net_capacity.borrow() {
-            return Ok((mbps, None));
-        }
-        let workdir = job.workdir.join("net-capacity");
-        std::fs::create_dir_all(&workdir).map_err(|source| PlatformError::Io {
-            action: "cannot create working directory",
-            path: workdir.clone(),
-            source,
-        })?;
-        let names = neighbour::NetNames::of(std::process::id());
-        let calibration = Job {
-            platform: crate::platform::PlatformDef::new(crate::platform::PlatformKind::HOST),
-            image: None,
-            name: format!("{}-netcal", job.name),
-            argv: neighbour::net_capacity_command(&names),
-            prepare: None,
-            cleanup: None,
-            server: None,
-            workdir: workdir.clone(),
-            limits: isolab_cgroups::Limits::default(),
-            timeout: Duration::from_secs(120),
-            neighbours: Some(NeighbourJobs {
-                level: "network calibration".into(),
-                instances: Vec::new(),
-                limits: isolab_cgroups::Limits::default(),
-                target_util_pct: None,
-                reachable_util_pct: None,
-                disk_target: None,
-                net_target: None,
-                net_rate_mbps: None,
-                settle: Duration::ZERO,
-                network_servers: 1,
-            }),
-            uses_disk: false,
-        };
-        let e = self.platform.execute(&calibration, self.interrupt)?;
-        let _ = std::fs::remove_dir_all(&workdir);
-        let gbps =
-            neighbour::parse_iperf3_gbps(&e.stdout).map_err(|err| PlatformError::Helper {
-                phase: "network calibration",
-                command: calibration.argv.join(" "),
-                exit: e.exit,
-                stderr: err.to_string(),
-            })?;
-        let mbps = gbps * 1000.0;
-        *self.net_capacity.borrow_mut() = Some(mbps);
-        Ok((
-            mbps,
-            Some(format!(
-                "calibration: the neighbour network carries {mbps:.0} Mbit/s (one unlimited iperf3 TCP stream between its namespaces; one unstored run)"
-            )),
         ))
     }
 }

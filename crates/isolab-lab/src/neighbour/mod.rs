@@ -12,7 +12,11 @@
 //!   `iperf3` (network, between the namespaces of a [`NeighbourNet`]).
 //! - Calibration: [`disk_capacity_command`] / [`parse_fio_iops`] measure the disk's
 //!   capacity, [`net_capacity_command`] / [`parse_iperf3_gbps`] the network's; both
-//!   read the tools' JSON output.
+//!   read the tools' JSON output. `Calibrations` runs them (and the subject's solo
+//!   run) once per process on the platform, for the runner.
+//! - While a run lasts: `start_neighbours` starts the instances in cgroups of their
+//!   own next to the subject's, through the platform's launcher, and stops them
+//!   after the subject, adding their telemetry and notes to its run.
 //! - Verification: [`achieved`] computes the utilisation reached from telemetry
 //!   ([`Observed`]) and [`off_target`] flags runs more than
 //!   [`OFF_TARGET_POINTS`] percentage points away from their target.
@@ -26,6 +30,7 @@
 //! | `network` | `iperf3` TCP client in namespace a to a server in namespace b, optional `-b` | count, or utilisation of the measured throughput |
 //! | `cache` | `stress-ng --cache 1` (even instances), `--stream 1` (odd ones) | count only |
 
+mod calibrate;
 mod command;
 mod level;
 mod measure;
@@ -33,6 +38,7 @@ mod net;
 mod plan;
 mod run;
 
+pub(crate) use calibrate::Calibrations;
 pub use command::{
     command, commands, disk_capacity_command, net_capacity_command, parse_fio_iops,
     parse_iperf3_gbps, CommandContext, JsonError, DEFAULT_MEMORY_BYTES, DISK_FILE_SIZE,
