@@ -10,6 +10,12 @@
 //!   telemetry (cgroup cpu, throttling, memory peak, io, PSI, context switches, cpu
 //!   migrations, per-core host utilisation) into an [`isolab_store::TelemetrySet`],
 //!   under the typed [`isolab_store::Telemetry`] keys the store and the report share.
+//!   Every platform's instances live through one supervisor (scope cgroup,
+//!   prepare and cleanup, neighbours, latency probe, removal), and every process
+//!   starts through a [`platform::Launcher`] ([`platform::RealLauncher`] spawns
+//!   real ones).
+//! - [`neighbour`]: noisy neighbours: levels, plans, commands, their calibration
+//!   and their start and stop around a run.
 //! - [`runner`]: shuffled rounds, warm-ups, adaptive repetitions, one transaction
 //!   per run, interruption and resume.
 //! - [`environment`]: what the host is, stored with every experiment.
