@@ -11,7 +11,7 @@ use isolab_lab::platform::{ExitKind, IsolabConfig, Platforms};
 use isolab_lab::runner::{Outcome, Runner, RunnerConfig, Silent};
 use isolab_lab::testing::{FakeCgroupfs, FakeLauncher, Scripted};
 use isolab_lab::{ExperimentSpec, HostFacts, HostPlatform, HostPlatformConfig, Interrupt, Source};
-use isolab_store::{ExperimentStatus, RunRecord, Store};
+use isolab_store::{CellRecord, ExperimentStatus, RunRecord, Store};
 
 /// sysbench cpu's report, with `events_per_second`.
 fn sysbench(events_per_second: f64) -> Scripted {
@@ -34,28 +34,25 @@ fn around(mean: f64) -> Vec<Scripted> {
         .collect()
 }
 
-const SPEC: &str = r#"
-[experiment]
-name = "fake-launcher"
-seed = 7
-duration = "10s"
-baseline = { shape = "medium" }
-repetitions = { warmup = 1, min = 3, max = 30, target_cv = 0.05 }
-
-[matrix]
-platform = ["host"]
-shape = ["medium", "large"]
-placement = ["quota", "pinned"]
-workload = ["sysbench-cpu"]
-exclude = [{ shape = "large", placement = "pinned" }]
-"#;
-
 fn metric(run: &RunRecord) -> f64 {
     run.metrics
         .iter()
         .find(|m| m.name == "events_per_second")
         .unwrap_or_else(|| panic!("no events_per_second in {:?}", run.metrics))
         .value
+}
+
+/// An experiment that ran, as stored.
+struct Ran {
+    outcome: Outcome,
+    store: Store,
+    cells: Vec<CellRecord>,
+    runs: Vec<RunRecord>,
+}
+
+/// A command that would run for an hour.
+fn hangs() -> Scripted {
+    Scripted::success("", Duration::from_secs(3600))
 }
 
 /// The fake host: its cgroupfs, /proc and working directories, and a store.
@@ -77,9 +74,13 @@ impl Lab {
         }
     }
 
-    /// Runs `spec` on the real platforms, with `launcher` and a fake cgroupfs,
-    /// into a store on disk; returns the outcome and the store, opened again.
-    fn run(&self, spec: &str, launcher: Arc<FakeLauncher>) -> (Outcome, Store) {
+    /// Runs a spec of sysbench cpu on the host, with the lines `experiment` and
+    /// `matrix` in its tables, on the real platforms with `launcher` and a fake
+    /// cgroupfs, into a store on disk; returns what the store, opened again, holds.
+    fn run(&self, experiment: &str, matrix: &str, launcher: Arc<FakeLauncher>) -> Ran {
+        let spec = format!(
+            "[experiment]\nseed = 7\nduration = \"10s\"\n{experiment}\n[matrix]\nplatform = [\"host\"]\nworkload = [\"sysbench-cpu\"]\n{matrix}"
+        );
         let host = HostPlatform::with_launcher(
             HostPlatformConfig {
                 hierarchy: FakeCgroupfs::create(self.cgroupfs.path()).unwrap(),
@@ -98,7 +99,7 @@ impl Lab {
             },
         );
         let spec = ExperimentSpec::parse(
-            Source::new("fake.toml", spec),
+            Source::new("fake.toml", spec.as_str()),
             &HostFacts {
                 cpus: "0-3".parse().unwrap(),
             },
@@ -123,7 +124,13 @@ impl Lab {
         // The experiment's scope cgroup goes with the platforms.
         drop(platforms);
         drop(store);
-        (outcome, Store::open(&path).unwrap())
+        let store = Store::open(&path).unwrap();
+        Ran {
+            cells: store.cells(outcome.experiment).unwrap(),
+            runs: store.runs(outcome.experiment).unwrap(),
+            outcome,
+            store,
+        }
     }
 
     /// Whatever is left: cgroups in the fake tree, working directories.
@@ -142,12 +149,20 @@ fn a_whole_experiment_runs_through_the_fake_launcher_without_root() {
             .on("--threads=2 ", around(900.0)),
     );
     let lab = Lab::new();
-    let (outcome, store) = lab.run(SPEC, launcher.clone());
+    let ran = lab.run(
+        "name = \"fake-launcher\"\nrepetitions = { warmup = 1, min = 3, max = 30, target_cv = 0.05 }\nbaseline = { shape = \"medium\" }\n",
+        "shape = [\"medium\", \"large\"]\nplacement = [\"quota\", \"pinned\"]\nexclude = [{ shape = \"large\", placement = \"pinned\" }]\n",
+        launcher.clone(),
+    );
+    let Ran {
+        outcome,
+        cells,
+        runs,
+        ..
+    } = ran;
 
     assert_eq!(outcome.status, ExperimentStatus::Complete);
     assert_eq!(outcome.failed_cells, 0);
-    let cells = store.cells(outcome.experiment).unwrap();
-    let runs = store.runs(outcome.experiment).unwrap();
     let keys: Vec<&str> = cells.iter().map(|c| c.key.as_str()).collect();
     assert_eq!(
         keys,
@@ -286,28 +301,20 @@ fn failed_and_timed_out_commands_are_recorded_and_leave_nothing() {
                     wall: Duration::from_millis(5),
                 }],
             )
-            .on(
-                "--threads=2 ",
-                [Scripted::success("", Duration::from_secs(3600))],
-            ),
+            .on("--threads=2 ", [hangs()]),
     );
     let lab = Lab::new();
-    let spec = r#"
-[experiment]
-name = "fake-failures"
-seed = 7
-duration = "10s"
-repetitions = { warmup = 0, min = 2, max = 3, target_cv = 0.05 }
-
-[matrix]
-platform = ["host"]
-shape = ["medium", "large"]
-placement = ["quota"]
-workload = ["sysbench-cpu"]
-"#;
-    let (outcome, store) = lab.run(spec, launcher.clone());
-    let cells = store.cells(outcome.experiment).unwrap();
-    let runs = store.runs(outcome.experiment).unwrap();
+    let ran = lab.run(
+        "name = \"fake-failures\"\nrepetitions = { warmup = 0, min = 2, max = 3, target_cv = 0.05 }\n",
+        "shape = [\"medium\", \"large\"]\nplacement = [\"quota\"]\n",
+        launcher.clone(),
+    );
+    let Ran {
+        outcome,
+        store,
+        cells,
+        runs,
+    } = ran;
     // One counted failure fails a cell; the experiment itself completes.
     assert_eq!(outcome.status, ExperimentStatus::Complete);
     assert_eq!((outcome.runs, outcome.failed_cells), (2, 2));
@@ -332,5 +339,67 @@ workload = ["sysbench-cpu"]
     assert_eq!(timed_out.exit_code, None);
     // The killed command's cgroup was emptied through the (fake) kernel and
     // removed with everything else.
+    assert_eq!(lab.leftovers(), (Vec::new(), 0));
+}
+
+#[test]
+fn neighbours_start_in_cgroups_of_their_own_and_are_stopped_after_the_subject() {
+    // The subject's sysbench, and two stress-ng cpu neighbours that would run
+    // for an hour: they are killed once the subject is done.
+    let launcher = Arc::new(
+        FakeLauncher::new()
+            .on("--threads=1 ", around(1000.0))
+            .on("stress-ng", [hangs()]),
+    );
+    let lab = Lab::new();
+    let ran = lab.run(
+        "name = \"fake-neighbours\"\nrepetitions = { warmup = 0, min = 2, max = 2, target_cv = 0.05 }\n",
+        "shape = [\"medium\"]\nplacement = [\"pinned\"]\nneighbour = [\"none\", \"cpu*2\"]\n",
+        launcher.clone(),
+    );
+    let Ran {
+        outcome,
+        cells,
+        runs,
+        ..
+    } = ran;
+    assert_eq!(
+        (outcome.status, outcome.runs),
+        (ExperimentStatus::Complete, 4)
+    );
+    assert!(runs.iter().all(|r| r.is_counted() && r.notes.is_empty()));
+    // The runs with neighbours say how many ran, next to the subject and not in
+    // containers; the others say nothing about neighbours.
+    for r in &runs {
+        let with = r.cell == cells[1].id;
+        let neighbours = r.telemetry.get_named("neighbours");
+        assert_eq!(neighbours, with.then_some(2.0), "{:?}", r.telemetry);
+        if with {
+            assert_eq!(r.telemetry.get_named("neighbours_in_containers"), Some(0.0));
+            assert_eq!(r.telemetry.get_named("neighbours_cpu_s"), Some(0.0));
+        }
+    }
+    // In each run with neighbours: both instances, each in its own cgroup next to
+    // the subject's, started before the subject's command.
+    let launched = launcher.launched();
+    let scope = format!("isolab/exp{}-pid{}", outcome.experiment, std::process::id());
+    for run in ["c1-r1", "c1-r2"] {
+        let at = |cgroup: String| {
+            launched
+                .iter()
+                .position(|l| l.cgroup == Some(PathBuf::from(&cgroup)))
+                .unwrap_or_else(|| panic!("nothing ran in {cgroup}"))
+        };
+        let subject = at(format!("{scope}/{run}"));
+        for i in 0..2 {
+            let n = at(format!("{scope}/{run}-nb{i}"));
+            assert!(n < subject, "neighbour {i} of {run} after the subject");
+            assert_eq!(launched[n].log, format!("neighbour{i}"));
+            assert_eq!(launched[n].argv[..2], ["stress-ng", "--cpu"]);
+        }
+    }
+    assert_eq!(launched.len(), 2 + 2 * 3);
+    // The neighbours, still "running", were killed through their cgroups, which
+    // are gone with everything else.
     assert_eq!(lab.leftovers(), (Vec::new(), 0));
 }
