@@ -540,4 +540,62 @@ mod tests {
         );
         assert_eq!(owner_pid(Path::new("isolab/other"), base), None);
     }
+
+    /// `gc` on a fake cgroupfs: the runs of a dead experiment go (their leftover
+    /// process killed), those of a live isolab stay.
+    #[cfg(feature = "testing")]
+    #[test]
+    fn gc_removes_the_runs_of_dead_experiments_only() {
+        use crate::testing::{FakeCgroupfs, FakeLauncher};
+        let cgroupfs = tempfile::tempdir().unwrap();
+        let proc_root = tempfile::tempdir().unwrap();
+        let hierarchy = FakeCgroupfs::create(cgroupfs.path()).unwrap();
+        // A live isolab: our parent process, named so in the fake /proc.
+        let live = std::os::unix::process::parent_id();
+        let dir = proc_root.path().join(live.to_string());
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("comm"), "isolab\n").unwrap();
+        std::fs::write(dir.join("stat"), format!("{live} (isolab) S 1")).unwrap();
+        // No process has a pid above the largest pid_max.
+        let dead = 4_194_399;
+        for rel in [
+            format!("isolab/exp3-pid{dead}/c0-r1"),
+            format!("isolab/exp4-pid{live}/c0-r1"),
+        ] {
+            Cgroup::create(&hierarchy, Path::new(&rel)).unwrap();
+        }
+        let leftover = cgroupfs
+            .path()
+            .join(format!("isolab/exp3-pid{dead}/c0-r1/cgroup.procs"));
+        std::fs::write(&leftover, "4194400\n").unwrap();
+        let supervisor = Supervisor::new(
+            HostPlatformConfig {
+                hierarchy,
+                proc_root: proc_root.path().to_path_buf(),
+                cgroup_base: PathBuf::from("isolab"),
+                sample_interval: Duration::from_millis(100),
+                probe: None,
+            },
+            Arc::new(FakeLauncher::new()),
+        );
+        assert_eq!(
+            supervisor.orphan_experiments().unwrap(),
+            [format!("exp3-pid{dead}")]
+        );
+        assert_eq!(
+            supervisor.gc().unwrap(),
+            [
+                format!("cgroup isolab/exp3-pid{dead}/c0-r1 (1 processes killed)"),
+                format!("cgroup isolab/exp3-pid{dead} (0 processes killed)"),
+            ]
+        );
+        assert_eq!(
+            FakeCgroupfs::cgroups(cgroupfs.path()),
+            [
+                PathBuf::from("isolab"),
+                PathBuf::from(format!("isolab/exp4-pid{live}")),
+                PathBuf::from(format!("isolab/exp4-pid{live}/c0-r1")),
+            ]
+        );
+    }
 }
