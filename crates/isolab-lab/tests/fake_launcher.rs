@@ -149,17 +149,11 @@ fn a_whole_experiment_runs_through_the_fake_launcher_without_root() {
             .on("--threads=2 ", around(900.0)),
     );
     let lab = Lab::new();
-    let ran = lab.run(
+    let Ran { outcome, cells, runs, .. } = lab.run(
         "name = \"fake-launcher\"\nrepetitions = { warmup = 1, min = 3, max = 30, target_cv = 0.05 }\nbaseline = { shape = \"medium\" }\n",
         "shape = [\"medium\", \"large\"]\nplacement = [\"quota\", \"pinned\"]\nexclude = [{ shape = \"large\", placement = \"pinned\" }]\n",
         launcher.clone(),
     );
-    let Ran {
-        outcome,
-        cells,
-        runs,
-        ..
-    } = ran;
 
     assert_eq!(outcome.status, ExperimentStatus::Complete);
     assert_eq!(outcome.failed_cells, 0);
@@ -304,17 +298,11 @@ fn failed_and_timed_out_commands_are_recorded_and_leave_nothing() {
             .on("--threads=2 ", [hangs()]),
     );
     let lab = Lab::new();
-    let ran = lab.run(
+    let Ran { outcome, store, cells, runs } = lab.run(
         "name = \"fake-failures\"\nrepetitions = { warmup = 0, min = 2, max = 3, target_cv = 0.05 }\n",
         "shape = [\"medium\", \"large\"]\nplacement = [\"quota\"]\n",
         launcher.clone(),
     );
-    let Ran {
-        outcome,
-        store,
-        cells,
-        runs,
-    } = ran;
     // One counted failure fails a cell; the experiment itself completes.
     assert_eq!(outcome.status, ExperimentStatus::Complete);
     assert_eq!((outcome.runs, outcome.failed_cells), (2, 2));
@@ -352,17 +340,11 @@ fn neighbours_start_in_cgroups_of_their_own_and_are_stopped_after_the_subject() 
             .on("stress-ng", [hangs()]),
     );
     let lab = Lab::new();
-    let ran = lab.run(
+    let Ran { outcome, cells, runs, .. } = lab.run(
         "name = \"fake-neighbours\"\nrepetitions = { warmup = 0, min = 2, max = 2, target_cv = 0.05 }\n",
         "shape = [\"medium\"]\nplacement = [\"pinned\"]\nneighbour = [\"none\", \"cpu*2\"]\n",
         launcher.clone(),
     );
-    let Ran {
-        outcome,
-        cells,
-        runs,
-        ..
-    } = ran;
     assert_eq!(
         (outcome.status, outcome.runs),
         (ExperimentStatus::Complete, 4)
