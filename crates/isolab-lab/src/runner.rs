@@ -968,7 +968,7 @@ impl<'a> Runner<'a> {
                 .as_deref()
                 .map(render)
                 .transpose()?
-                .map(|argv| (argv, port)),
+                .map(|argv| crate::platform::Server { argv, port }),
             workdir: workdir.to_path_buf(),
             limits,
             timeout: spec.duration * 4 + Duration::from_secs(120),
@@ -1197,11 +1197,20 @@ impl Runner<'_> {
                 target_util_pct: target.filter(|_| level.kind == NeighbourKind::Cpu),
                 reachable_util_pct: plan.reachable,
                 disk_target: match (level.kind, target, disk_name, disk_iops) {
-                    (NeighbourKind::Disk, Some(t), Some(name), Some(cap)) => Some((name, cap, t)),
+                    (NeighbourKind::Disk, Some(t), Some(name), Some(cap)) => {
+                        Some(crate::platform::DiskTarget {
+                            device: name,
+                            capacity_iops: cap,
+                            target_pct: t,
+                        })
+                    }
                     _ => None,
                 },
                 net_target: match (network, target, net_mbps) {
-                    (true, Some(t), Some(cap)) => Some((cap, t)),
+                    (true, Some(t), Some(cap)) => Some(crate::platform::NetTarget {
+                        capacity_mbps: cap,
+                        target_pct: t,
+                    }),
                     _ => None,
                 },
                 net_rate_mbps: reserved.neighbour_net_mbps.filter(|_| network),

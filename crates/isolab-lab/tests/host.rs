@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use isolab_cgroups::{CpuQuota, Hierarchy, Limits};
-use isolab_lab::platform::{ExitKind, Job, PlatformDef, PlatformError, PlatformKind};
+use isolab_lab::platform::{ExitKind, Job, PlatformDef, PlatformError, PlatformKind, Server};
 use isolab_lab::{HostPlatform, HostPlatformConfig, Interrupt, Platform};
 
 fn platform(base: &str) -> Option<HostPlatform> {
@@ -218,8 +218,8 @@ fn a_server_is_ready_before_the_command_and_stopped_after() {
         dir.path(),
         Limits::default(),
     );
-    j.server = Some((
-        vec![
+    j.server = Some(Server {
+        argv: vec![
             "iperf3".into(),
             "-s".into(),
             "-1".into(),
@@ -227,7 +227,7 @@ fn a_server_is_ready_before_the_command_and_stopped_after() {
             port.to_string(),
         ],
         port,
-    ));
+    });
     let e = p.execute(&j, &Interrupt::new().unwrap()).unwrap();
     assert!(e.exit.success(), "{}", e.stderr);
     let v: serde_json::Value = serde_json::from_str(&e.stdout).unwrap();

@@ -14,7 +14,8 @@ use crate::platform::instance::limit;
 use crate::platform::launch::{log_path, Launch, Launcher, Process};
 use crate::platform::process::read_tail;
 use crate::platform::{
-    Execution, ExitKind, Interrupt, Job, NeighbourContainers, NeighbourJobs, PlatformError,
+    DiskTarget, Execution, ExitKind, Interrupt, Job, NeighbourContainers, NeighbourJobs, NetTarget,
+    PlatformError,
 };
 
 /// Where the neighbours of a run live, as the instance supervisor gives it.
@@ -137,7 +138,7 @@ pub(crate) fn start_neighbours<'c>(
         running.stop(None);
         return Err(PlatformError::Interrupted);
     }
-    if let Some((device, _, _)) = &set.disk_target {
+    if let Some(DiskTarget { device, .. }) = &set.disk_target {
         running.disk_start =
             crate::neighbour::disk_ios(site.proc_root, device).map(|n| (n, Instant::now()));
     }
@@ -319,8 +320,13 @@ impl StoppedNeighbours {
             t.push_some(T::NeighbourWriteIopsLimit, io.write_iops.map(|w| w as f64));
         }
         execution.notes.extend(self.notes);
-        if let (Some((capacity, target)), Some((neighbours, subject))) =
-            (set.net_target, self.net_mbps)
+        if let (
+            Some(NetTarget {
+                capacity_mbps: capacity,
+                target_pct: target,
+            }),
+            Some((neighbours, subject)),
+        ) = (set.net_target, self.net_mbps)
         {
             let achieved = 100.0 * (neighbours + subject) / capacity;
             let t = &mut execution.telemetry;
@@ -332,7 +338,15 @@ impl StoppedNeighbours {
                 format!("neighbours {neighbours:.0} + subject {subject:.0} Mbit/s, {achieved:.1}% of {capacity:.0}")
             });
         }
-        if let (Some((_, capacity, target)), Some(iops)) = (&set.disk_target, self.disk_iops) {
+        if let (
+            Some(DiskTarget {
+                capacity_iops: capacity,
+                target_pct: target,
+                ..
+            }),
+            Some(iops),
+        ) = (&set.disk_target, self.disk_iops)
+        {
             let achieved = 100.0 * iops / capacity;
             let t = &mut execution.telemetry;
             t.push(T::NeighbourTargetUtil, *target);

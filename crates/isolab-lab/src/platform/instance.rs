@@ -153,7 +153,7 @@ impl Supervisor {
         // The server, when the workload has one, lives in the same instance.
         let server = match &job.server {
             None => None,
-            Some((argv, port)) => {
+            Some(super::Server { argv, port }) => {
                 let child = self.start(argv, &job.workdir, "server", cgroup, false)?;
                 let alive = || child.is_running();
                 if !wait_listening(
@@ -284,7 +284,7 @@ impl Supervisor {
                 .neighbours
                 .as_ref()
                 .and_then(|n| n.disk_target.as_ref())
-                .map(|(d, _, _)| d.as_str());
+                .map(|d| d.device.as_str());
             let stopped = neighbours.map(|n| n.stop(disk));
             let probed = probe.map(crate::probe::LatencyProbe::finish);
             let removed = cgroup.remove();

@@ -211,7 +211,7 @@ pub struct Job {
     /// Started in the background before the command, inside the instance on the
     /// host platform and on the host side of the network for containers; the port
     /// must be listening before the command starts.
-    pub server: Option<(Vec<String>, u16)>,
+    pub server: Option<Server>,
     /// Working directory of all commands (created by the runner, removed after).
     pub workdir: PathBuf,
     /// Limits to apply to the instance and verify by reading them back.
@@ -223,6 +223,36 @@ pub struct Job {
     /// Whether the workload's I/O should hit a disk (a VM gives it a scratch disk
     /// rather than the 9p-shared working directory).
     pub uses_disk: bool,
+}
+
+/// A workload's server: started in the background before the measured command,
+/// which starts once `port` is listening.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Server {
+    /// Its command line.
+    pub argv: Vec<String>,
+    /// The TCP port it listens on.
+    pub port: u16,
+}
+
+/// A disk utilisation target of disk neighbours.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DiskTarget {
+    /// The whole disk's name in /proc/diskstats (`vda`).
+    pub device: String,
+    /// Its measured capacity, in IOPS.
+    pub capacity_iops: f64,
+    /// The utilisation to reach, in percent of the capacity.
+    pub target_pct: f64,
+}
+
+/// A network utilisation target of network neighbours.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NetTarget {
+    /// The neighbour network's measured capacity, in Mbit/s.
+    pub capacity_mbps: f64,
+    /// The utilisation to reach, in percent of the capacity.
+    pub target_pct: f64,
 }
 
 /// The neighbours of a run: each instance in a cgroup of its own, next to the
@@ -242,14 +272,12 @@ pub struct NeighbourJobs {
     /// When the reservation keeps the neighbours from reaching `target_util_pct`:
     /// the most they can reach, which runs are checked against instead.
     pub reachable_util_pct: Option<f64>,
-    /// A disk utilisation target: the whole disk's name in /proc/diskstats
-    /// (`vda`), its measured capacity in IOPS, and the target in percent; the
-    /// operations completed on it during the run are compared with the target.
-    pub disk_target: Option<(String, f64, f64)>,
-    /// A network utilisation target: the neighbour network's measured capacity in
-    /// Mbit/s and the target in percent; the traffic of neighbours and subject
-    /// during the run is compared with it.
-    pub net_target: Option<(f64, f64)>,
+    /// A disk utilisation target: the operations completed on the disk during the
+    /// run are compared with it.
+    pub disk_target: Option<DiskTarget>,
+    /// A network utilisation target: the traffic of neighbours and subject during
+    /// the run is compared with it.
+    pub net_target: Option<NetTarget>,
     /// The `net` reservation: the rate, in Mbit/s, of the neighbours' interface
     /// (all network neighbours together), applied with `tc` and read back.
     pub net_rate_mbps: Option<u64>,
