@@ -49,7 +49,8 @@ pub const DEFAULT_GUEST_MEMORY: Bytes = Bytes(2 << 30);
 /// The scratch disk of disk workloads.
 pub const SCRATCH_DISK: Bytes = Bytes(4 << 30);
 
-/// Where the kernel, initramfs and disks are cached.
+/// Where the kernel, initramfs and disks are cached, unless `ISOLAB_VM_CACHE` (the
+/// variable isolab-vm's tests read too) names another directory.
 pub const VM_CACHE: &str = "/var/lib/isolab/vm";
 
 /// What a VM needs, prepared once per experiment.
@@ -77,7 +78,8 @@ fn vm_error(e: impl std::fmt::Display) -> PlatformError {
 impl VmPlatform {
     pub(crate) fn new() -> VmPlatform {
         VmPlatform {
-            cache: PathBuf::from(VM_CACHE),
+            cache: std::env::var_os("ISOLAB_VM_CACHE")
+                .map_or_else(|| PathBuf::from(VM_CACHE), PathBuf::from),
             prepared: Mutex::new(None),
         }
     }
