@@ -7,8 +7,8 @@
 //! something started first (dockerd for `vm+docker`), `setup.sh` before boot; the agent runs
 //! `setup.sh` (timed, outside the command's time), writes `ready` when it is about to start the
 //! command, then `stdout`, `stderr` and `result` (or `error` when it cannot run the command),
-//! syncs and powers the guest off. The command's output
-//! goes to a tmpfs first, so writing it does not perturb the measurement.
+//! syncs and powers the guest off. The command's output goes to a tmpfs first, so writing it
+//! does not perturb the measurement.
 //!
 //! The wall time is measured in the guest on `CLOCK_MONOTONIC`, read from the `now at … nsecs`
 //! line of `/proc/timer_list` with shell built-ins only (no process is started to read the
@@ -205,7 +205,8 @@ pub(crate) fn has_flag(flags: &[String], flag: &str) -> bool {
 }
 
 /// `command.sh`, sourced in a subshell whose output goes to the agent's files: changes to the
-/// working directory and replaces itself with the command under a clean environment (`env -i`).
+/// working directory (for `vm+docker`, also empties the report directory) and replaces itself
+/// with the command under a clean environment (`env -i`).
 pub(crate) fn command_script(spec: &CommandSpec<'_>) -> String {
     let mut s = String::from("# isolab-vm command\n");
     s.push_str(&format!(
@@ -218,7 +219,7 @@ pub(crate) fn command_script(spec: &CommandSpec<'_>) -> String {
             let (prelude, docker_words) =
                 crate::docker::command_words(spec.argv, spec.env, spec.cwd, workdir, docker);
             s.push_str(&prelude);
-            words = docker_words;
+            words.extend(docker_words);
         }
         None => {
             words.extend(spec.env.iter().map(|(k, v)| format!("{k}={v}")));
@@ -428,6 +429,40 @@ mod tests {
             !s.contains("'--network' 'none'") && !s.contains("'--cwd' '/w'"),
             "{s}"
         );
+    }
+
+    #[test]
+    fn docker_command_script_empties_the_report_then_runs_docker() {
+        let argv = strings(&["sysbench", "cpu", "run"]);
+        let env = vec![("PATH".to_string(), "/usr/bin:/bin".to_string())];
+        let docker = crate::docker::InnerDocker {
+            flags: strings(&["--pids-limit", "64"]),
+            report: "/w/.isolab-docker".into(),
+        };
+        let s = command_script(&CommandSpec {
+            argv: &argv,
+            env: &env,
+            cwd: Path::new("/w"),
+            inner: Some(Inner::Docker {
+                docker: &docker,
+                workdir: Path::new("/w"),
+            }),
+        });
+        let lines: Vec<&str> = s.lines().collect();
+        assert_eq!(lines[1], "cd '/w' || exit 125");
+        assert!(lines[2].contains("rm -rf '/w/.isolab-docker'"), "{s}");
+        assert!(
+            lines[3].starts_with(
+                "exec '/run/isolab-vm/busybox' 'env' '-i' 'PATH=/usr/bin:/bin' \
+                 'DOCKER_HOST=unix:///run/isolab-vm/docker.sock' 'docker' 'run' '--rm'"
+            ),
+            "{s}"
+        );
+        assert!(
+            lines[3].contains("'--pids-limit' '64' '--entrypoint' '/bin/sh' 'isolab/guest'"),
+            "{s}"
+        );
+        assert!(lines[3].ends_with("'sysbench' 'cpu' 'run'"), "{s}");
     }
 
     #[test]

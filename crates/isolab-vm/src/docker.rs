@@ -127,9 +127,9 @@ fn wrapper() -> String {
     )
 }
 
-/// The words of `command.sh` after `cd`: empty the report directory, then `docker run` with
-/// the environment `env` given to the container (the client itself gets `PATH` and
-/// `DOCKER_HOST` only).
+/// What `command.sh` runs after `cd`: a line emptying the report directory, and the words
+/// after `busybox env -i`: `docker run` with the environment `env` given to the container (the
+/// client itself gets `PATH` and `DOCKER_HOST` only).
 pub(crate) fn command_words(
     argv: &[String],
     env: &[(String, String)],
@@ -144,9 +144,6 @@ pub(crate) fn command_words(
     );
     let w = workdir.to_string_lossy();
     let mut words: Vec<String> = vec![
-        format!("{GUEST_DIR}/busybox"),
-        "env".into(),
-        "-i".into(),
         format!("PATH={}", env_path(env)),
         format!("DOCKER_HOST=unix://{DOCKER_SOCKET}"),
         "docker".into(),
@@ -251,8 +248,7 @@ mod tests {
         let line = words.join(" ");
         assert!(
             line.starts_with(
-                "/run/isolab-vm/busybox env -i PATH=/usr/bin:/bin \
-                 DOCKER_HOST=unix:///run/isolab-vm/docker.sock docker run --rm --log-driver none \
+                "PATH=/usr/bin:/bin DOCKER_HOST=unix:///run/isolab-vm/docker.sock docker run --rm --log-driver none \
                  --network none -v /w:/w -w /w/c -e PATH=/usr/bin:/bin --cpu-quota 50000 \
                  --entrypoint /bin/sh isolab/guest -c "
             ),
