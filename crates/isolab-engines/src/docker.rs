@@ -198,6 +198,17 @@ struct Conn {
     ours: bool,
 }
 
+/// The `docker run` flags that apply `limits` on a cgroup `version` host: exact CFS period
+/// and quota, cpuset, memory (and swap), pids, and io throttles on the devices named under
+/// `sys`. For a Docker this crate does not drive itself, e.g. the one in a `vm+docker` guest.
+pub fn run_limit_flags(
+    limits: &isolab_cgroups::Limits,
+    version: Version,
+    sys: &Path,
+) -> Result<Vec<String>, EngineError> {
+    limit_flags(ENGINE, limits, version, sys)
+}
+
 /// What a started daemon changed, kept in [`DockerConfig::state_file`].
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 struct DaemonState {

@@ -1,6 +1,7 @@
-//! The bench root: Debian bookworm built by mmdebstrap from Debian's packages, with the tools the
+//! The bench roots: Debian bookworm built by mmdebstrap from Debian's packages, with the tools the
 //! workloads run (sysbench, fio, stress-ng, iperf3), from the same mirror the host uses, so the
-//! tool versions inside equal those on the host.
+//! tool versions inside equal those on the host. `bench-docker` is the same root plus Debian's
+//! `docker.io` (dockerd, containerd, runc), the guest image of the `vm+docker` platform.
 
 use crate::error::ImageError;
 use crate::manifest::{Image, ImageKind, Manifest};
@@ -15,6 +16,19 @@ pub const BENCH_SUITE: &str = "bookworm";
 /// what the built-in workloads run.
 pub const BENCH_PACKAGES: &[&str] = &["sysbench", "fio", "stress-ng", "iperf3"];
 
+/// Packages a `bench-docker` image has beyond [`BENCH_PACKAGES`]: Docker's engine from Debian
+/// (`dockerd`, `docker`, with containerd and runc as dependencies).
+pub const BENCH_DOCKER_PACKAGES: &[&str] = &["docker.io"];
+
+/// The packages mmdebstrap installs for `kind` (a bench kind).
+fn packages(kind: ImageKind) -> Vec<&'static str> {
+    let mut p = BENCH_PACKAGES.to_vec();
+    if kind == ImageKind::BenchDocker {
+        p.extend(BENCH_DOCKER_PACKAGES);
+    }
+    p
+}
+
 /// Documentation and translations are not installed (copyright files are kept).
 const DPKG_OPTS: &[&str] = &[
     "path-exclude=/usr/share/man/*",
@@ -24,13 +38,17 @@ const DPKG_OPTS: &[&str] = &[
     "path-include=/usr/share/doc/*/copyright",
 ];
 
-/// The mmdebstrap invocation that builds into `target` from `mirrors`.
-pub(crate) fn mmdebstrap_command(target: &std::path::Path, mirrors: &[String]) -> ToolCommand {
+/// The mmdebstrap invocation that builds `packages` into `target` from `mirrors`.
+pub(crate) fn mmdebstrap_command(
+    target: &std::path::Path,
+    mirrors: &[String],
+    packages: &[&str],
+) -> ToolCommand {
     let mut c = ToolCommand::new("mmdebstrap", "mmdebstrap")
         .arg("--variant=apt")
         .arg("--format=directory")
         .arg("--components=main")
-        .arg(format!("--include={}", BENCH_PACKAGES.join(",")))
+        .arg(format!("--include={}", packages.join(",")))
         .arg("--aptopt=Acquire::Languages \"none\"");
     for o in DPKG_OPTS {
         c = c.arg(format!("--dpkgopt={o}"));
@@ -49,15 +67,34 @@ pub fn build_bench_with(
     host: &HostPaths,
     tools: &dyn ToolRunner,
 ) -> Result<Image, ImageError> {
+    build_debian(ImageKind::Bench, opts, host, tools)
+}
+
+/// Build the bench root plus Docker ([`BENCH_DOCKER_PACKAGES`]) at `opts.dir`, as
+/// [`build_bench_with`] does.
+pub fn build_bench_docker_with(
+    opts: &BuildOptions,
+    host: &HostPaths,
+    tools: &dyn ToolRunner,
+) -> Result<Image, ImageError> {
+    build_debian(ImageKind::BenchDocker, opts, host, tools)
+}
+
+fn build_debian(
+    kind: ImageKind,
+    opts: &BuildOptions,
+    host: &HostPaths,
+    tools: &dyn ToolRunner,
+) -> Result<Image, ImageError> {
     let mirrors = apt::mirror_lines(&host.apt_dir, BENCH_SUITE)?;
     let staging = Staging::new(&opts.dir, opts.force)?;
     let root = staging.path();
-    tools.run(&mmdebstrap_command(root, &mirrors))?;
+    tools.run(&mmdebstrap_command(root, &mirrors, &packages(kind)))?;
 
     skeleton::make_root_dirs(root)?;
     skeleton::write_identity(root)?;
 
-    let mut manifest = Manifest::new(ImageKind::Bench);
+    let mut manifest = Manifest::new(kind);
     manifest.suite = Some(BENCH_SUITE.into());
     manifest.mirrors = mirrors;
     manifest.tools = dpkg::installed_package(&host.dpkg_status, "mmdebstrap")
@@ -68,7 +105,7 @@ pub fn build_bench_with(
     let dir = staging.commit()?;
     Ok(Image {
         dir,
-        kind: ImageKind::Bench,
+        kind,
         manifest,
     })
 }
@@ -152,6 +189,32 @@ mod tests {
             "isolab\n"
         );
         assert!(dir.join("tmp").is_dir() && dir.join("proc").is_dir());
+    }
+
+    #[test]
+    fn bench_docker_adds_docker_io_and_names_its_kind() {
+        let d = tempfile::tempdir().unwrap();
+        let host = fake_host(d.path());
+        let runner = FakeMmdebstrap(RefCell::new(Vec::new()));
+        let img = build_bench_docker_with(
+            &BuildOptions {
+                dir: d.path().join("bench-docker"),
+                force: false,
+            },
+            &host,
+            &runner,
+        )
+        .unwrap();
+        let line = runner.0.borrow()[0].display();
+        assert!(
+            line.contains(" --include=sysbench,fio,stress-ng,iperf3,docker.io "),
+            "{line}"
+        );
+        assert_eq!(img.kind, ImageKind::BenchDocker);
+        let reopened = Image::open(&img.dir).unwrap();
+        assert_eq!(reopened.manifest.kind, ImageKind::BenchDocker);
+        let json = std::fs::read_to_string(img.dir.join(crate::MANIFEST_FILE)).unwrap();
+        assert!(json.contains(r#""kind": "bench-docker""#), "{json}");
     }
 
     #[test]

@@ -1,12 +1,14 @@
 //! isolab images: root file systems for containers and VMs, built from Debian's packages and
 //! packed for every engine the lab compares.
 //!
-//! Two recipes build a tree in a directory:
+//! Three recipes build a tree in a directory:
 //! - [`build_busybox`]: Debian's static busybox with its applets as symlinks (`busybox --install -s`
 //!   semantics, done in Rust), `/etc/passwd`, `/etc/group`, identity files and mount points. A
 //!   few MB, built in milliseconds: the image of the runtime's tests and start-up benchmarks.
 //! - [`build_bench`]: Debian bookworm through `mmdebstrap` (variant `apt`) from the mirror in the
 //!   host's apt sources, with sysbench, fio, stress-ng and iperf3: the image workloads run in.
+//! - [`build_bench_docker`]: the same plus Debian's `docker.io`, the guest image of `vm+docker`
+//!   (Docker inside a VM).
 //!
 //! Each build writes into a staging directory next to the target and renames it into place only on
 //! success, and leaves a manifest, `.isolab-image.json` ([`Manifest`]): kind, build time, sources
@@ -42,7 +44,9 @@ use std::path::PathBuf;
 use isolab_tools::SystemTools;
 
 pub use apt::{host_sources, mirror_lines, AptSource};
-pub use bench::{build_bench_with, BENCH_PACKAGES, BENCH_SUITE};
+pub use bench::{
+    build_bench_docker_with, build_bench_with, BENCH_DOCKER_PACKAGES, BENCH_PACKAGES, BENCH_SUITE,
+};
 pub use busybox::{build_busybox_with, BUSYBOX_PACKAGE};
 pub use dpkg::{installed_package, installed_packages};
 pub use error::ImageError;
@@ -94,4 +98,10 @@ pub fn build_busybox(opts: &BuildOptions) -> Result<Image, ImageError> {
 /// and takes minutes: it downloads about 100 MB of packages.
 pub fn build_bench(opts: &BuildOptions) -> Result<Image, ImageError> {
     build_bench_with(opts, &HostPaths::default(), &SystemTools)
+}
+
+/// Build the bench root plus Docker (`docker.io`) at `opts.dir`, as [`build_bench`] does: the
+/// image a `vm+docker` guest boots, whose `dockerd` runs the experiment's container.
+pub fn build_bench_docker(opts: &BuildOptions) -> Result<Image, ImageError> {
+    build_bench_docker_with(opts, &HostPaths::default(), &SystemTools)
 }

@@ -17,6 +17,9 @@ pub enum ImageKind {
     Busybox,
     /// A Debian root with the benchmark tools (sysbench, fio, stress-ng, iperf3).
     Bench,
+    /// The bench root plus Debian's Docker engine (`docker.io`), for `vm+docker` guests.
+    #[serde(rename = "bench-docker")]
+    BenchDocker,
 }
 
 impl ImageKind {
@@ -25,6 +28,7 @@ impl ImageKind {
         match self {
             ImageKind::Busybox => "busybox",
             ImageKind::Bench => "bench",
+            ImageKind::BenchDocker => "bench-docker",
         }
     }
 }

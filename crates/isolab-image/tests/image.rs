@@ -455,3 +455,41 @@ fn bench_root_has_the_tools() {
         "faithful copy of a Debian root"
     );
 }
+
+/// Slow (minutes, downloads about 150 MB): the `bench-docker` recipe installs a working `dockerd`.
+/// Run by hand with `cargo test -p isolab-image --test image -- --ignored bench_docker --nocapture`;
+/// with `ISOLAB_BENCH_DOCKER_DIR=DIR` (absent or empty) the image is built there and kept, e.g.
+/// `/var/lib/isolab/images/bench-docker` for the `vm+docker` tests.
+#[test]
+#[ignore = "slow: mmdebstrap downloads ~150 MB; run with --ignored"]
+fn bench_docker_root_has_dockerd() {
+    require!("mmdebstrap", "chroot");
+    let temp = tempfile::tempdir_in(std::env::temp_dir()).unwrap();
+    let dir = std::env::var_os("ISOLAB_BENCH_DOCKER_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| temp.path().join("bench-docker"));
+    let t = Instant::now();
+    let img = build_bench_docker(&BuildOptions {
+        dir: dir.clone(),
+        force: false,
+    })
+    .unwrap();
+    let took = t.elapsed();
+    assert_eq!(img.kind, ImageKind::BenchDocker);
+    for p in BENCH_PACKAGES.iter().chain(BENCH_DOCKER_PACKAGES) {
+        assert!(img.manifest.source(p).is_some(), "{p} not in the manifest");
+    }
+    let (ok, out) = run(Command::new(find_program("chroot").unwrap()).args([
+        dir.as_os_str(),
+        "/bin/sh".as_ref(),
+        "-c".as_ref(),
+        "sysbench --version && dockerd --version && docker --version && runc --version | head -1"
+            .as_ref(),
+    ]));
+    assert!(ok, "{out}");
+    let (_, du) = run(Command::new("du").args(["-sb"]).arg(&dir));
+    eprintln!(
+        "build_bench_docker: {took:?}, {} packages, {du}tools:\n{out}",
+        img.manifest.sources.len()
+    );
+}

@@ -3,10 +3,12 @@
 //! parser of what it writes back (`result`).
 //!
 //! The channel is a 9p share of the run's control directory (`isolabctl`, mounted at
-//! [`GUEST_DIR`]`/ctl`): the host writes `config` and `command.sh` before boot; the agent writes
-//! `ready` when it is about to start the command, then `stdout`, `stderr` and `result` (or
-//! `error` when it cannot run the command), syncs and powers the guest off. The command's output
-//! goes to a tmpfs first, so writing it does not perturb the measurement.
+//! [`GUEST_DIR`]`/ctl`): the host writes `config`, `command.sh` and, when the command needs
+//! something started first (dockerd for `vm+docker`), `setup.sh` before boot; the agent runs
+//! `setup.sh` (timed, outside the command's time), writes `ready` when it is about to start the
+//! command, then `stdout`, `stderr` and `result` (or `error` when it cannot run the command),
+//! syncs and powers the guest off. The command's output goes to a tmpfs first, so writing it
+//! does not perturb the measurement.
 //!
 //! The wall time is measured in the guest on `CLOCK_MONOTONIC`, read from the `now at … nsecs`
 //! line of `/proc/timer_list` with shell built-ins only (no process is started to read the
@@ -113,6 +115,12 @@ if [ "$ISOLAB_INNER" = 1 ]; then
   $B mount --bind / {GUEST_IMAGE} || fail "cannot bind the guest root on {GUEST_IMAGE}"
   $B mount -o remount,bind,ro {GUEST_IMAGE} || fail "cannot make {GUEST_IMAGE} read-only"
 fi
+SETUP_START=; SETUP_END=
+if [ -f $C/setup.sh ]; then
+  mono; SETUP_START=$MONO
+  ( . $C/setup.sh ) > $V/setup.log 2>&1 < /dev/null || fail "the setup before the command failed: $($B tail -n 12 $V/setup.log)"
+  mono; SETUP_END=$MONO
+fi
 read -r UP rest < /proc/uptime
 echo "uptime=$UP" > $C/ready
 mono; START=$MONO
@@ -127,7 +135,7 @@ if [ "$ISOLAB_SCRATCH" = 1 ]; then
 else
   $B umount "$W"
 fi
-printf 'status=%s\nstart_ns=%s\nend_ns=%s\nclock=%s\nuptime=%s\ncopy_back=%s\n' "$STATUS" "$START" "$END" "$CLOCK" "$UP" "$COPY" > $C/result.tmp
+printf 'status=%s\nstart_ns=%s\nend_ns=%s\nclock=%s\nuptime=%s\ncopy_back=%s\nsetup_start_ns=%s\nsetup_end_ns=%s\n' "$STATUS" "$START" "$END" "$CLOCK" "$UP" "$COPY" "$SETUP_START" "$SETUP_END" > $C/result.tmp
 $B mv $C/result.tmp $C/result
 off
 "#
@@ -156,8 +164,20 @@ pub(crate) struct CommandSpec<'a> {
     /// Environment, complete (`PATH` included).
     pub env: &'a [(String, String)],
     pub cwd: &'a Path,
-    /// `vm+isolab`: run argv through the runtime.
-    pub inner: Option<InnerSpec<'a>>,
+    /// `vm+ENGINE`: run argv in a container of that engine.
+    pub inner: Option<Inner<'a>>,
+}
+
+/// The container engine around the command in `vm+ENGINE`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Inner<'a> {
+    /// `vm+isolab`: isolab-runtime.
+    Isolab(InnerSpec<'a>),
+    /// `vm+docker`: `docker run` on the guest's dockerd; the workdir is bound into the container.
+    Docker {
+        docker: &'a crate::docker::InnerDocker,
+        workdir: &'a Path,
+    },
 }
 
 /// The container around the command in `vm+isolab`.
@@ -170,8 +190,23 @@ pub(crate) struct InnerSpec<'a> {
     pub flags: &'a [String],
 }
 
+/// The `PATH` of `env`, or [`DEFAULT_PATH`].
+pub(crate) fn env_path(env: &[(String, String)]) -> &str {
+    env.iter()
+        .find(|(k, _)| k == "PATH")
+        .map_or(DEFAULT_PATH, |(_, v)| v.as_str())
+}
+
+/// Whether `flags` hold `flag`, as `--flag VALUE` or `--flag=VALUE`.
+pub(crate) fn has_flag(flags: &[String], flag: &str) -> bool {
+    flags
+        .iter()
+        .any(|f| f == flag || f.starts_with(&format!("{flag}=")))
+}
+
 /// `command.sh`, sourced in a subshell whose output goes to the agent's files: changes to the
-/// working directory and replaces itself with the command under a clean environment (`env -i`).
+/// working directory (for `vm+docker`, also empties the report directory) and replaces itself
+/// with the command under a clean environment (`env -i`).
 pub(crate) fn command_script(spec: &CommandSpec<'_>) -> String {
     let mut s = String::from("# isolab-vm command\n");
     s.push_str(&format!(
@@ -180,28 +215,24 @@ pub(crate) fn command_script(spec: &CommandSpec<'_>) -> String {
     ));
     let mut words: Vec<String> = vec![format!("{GUEST_DIR}/busybox"), "env".into(), "-i".into()];
     match &spec.inner {
+        Some(Inner::Docker { docker, workdir }) => {
+            let (prelude, docker_words) =
+                crate::docker::command_words(spec.argv, spec.env, spec.cwd, workdir, docker);
+            s.push_str(&prelude);
+            words.extend(docker_words);
+        }
         None => {
             words.extend(spec.env.iter().map(|(k, v)| format!("{k}={v}")));
             words.extend(spec.argv.iter().cloned());
         }
-        Some(inner) => {
+        Some(Inner::Isolab(inner)) => {
             // The runtime itself gets PATH only; the command's environment goes in with -e.
-            let path = spec
-                .env
-                .iter()
-                .find(|(k, _)| k == "PATH")
-                .map_or(DEFAULT_PATH, |(_, v)| v.as_str());
-            words.push(format!("PATH={path}"));
+            words.push(format!("PATH={}", env_path(spec.env)));
             words.push(inner.runtime.to_owned());
             words.push("run".into());
             words.push("--rootfs-type".into());
             words.push("overlay".into());
-            let has = |flag: &str| {
-                inner
-                    .flags
-                    .iter()
-                    .any(|f| f == flag || f.starts_with(&format!("{flag}=")))
-            };
+            let has = |flag: &str| has_flag(inner.flags, flag);
             if !has("--network") {
                 words.extend(["--network".into(), "none".into()]);
             }
@@ -252,6 +283,8 @@ pub(crate) struct AgentResult {
     pub uptime: Option<Duration>,
     /// Whether the scratch disk's contents were copied back into the workdir.
     pub copy_back_ok: bool,
+    /// How long `setup.sh` took, when there was one.
+    pub setup: Option<Duration>,
 }
 
 /// Parses `/proc/uptime`-style seconds ("12.34").
@@ -268,6 +301,7 @@ pub(crate) fn parse_result(text: &str) -> Result<AgentResult, String> {
     let mut clock = None;
     let mut uptime = None;
     let mut copy_back_ok = true;
+    let (mut setup_start, mut setup_end) = (None, None);
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let (k, v) = line
             .split_once('=')
@@ -296,6 +330,8 @@ pub(crate) fn parse_result(text: &str) -> Result<AgentResult, String> {
             }
             "uptime" => uptime = parse_seconds(v),
             "copy_back" => copy_back_ok = v.trim() == "ok",
+            "setup_start_ns" if !v.trim().is_empty() => setup_start = Some(int("setup_start_ns")?),
+            "setup_end_ns" if !v.trim().is_empty() => setup_end = Some(int("setup_end_ns")?),
             _ => {}
         }
     }
@@ -310,6 +346,10 @@ pub(crate) fn parse_result(text: &str) -> Result<AgentResult, String> {
         clock: clock.ok_or("no clock")?,
         uptime,
         copy_back_ok,
+        setup: match (setup_start, setup_end) {
+            (Some(a), Some(b)) => b.checked_sub(a).map(Duration::from_nanos),
+            _ => None,
+        },
     })
 }
 
@@ -357,12 +397,12 @@ mod tests {
             argv: &argv,
             env: &env,
             cwd: Path::new("/w"),
-            inner: Some(InnerSpec {
+            inner: Some(Inner::Isolab(InnerSpec {
                 runtime: "/run/isolab-vm/ctl/isolab-runtime",
                 image: Path::new(GUEST_IMAGE),
                 workdir: Path::new("/w"),
                 flags: &flags,
-            }),
+            })),
         });
         assert!(
             s.contains(
@@ -378,17 +418,51 @@ mod tests {
             argv: &argv,
             env: &env,
             cwd: Path::new("/w"),
-            inner: Some(InnerSpec {
+            inner: Some(Inner::Isolab(InnerSpec {
                 runtime: "rt",
                 image: Path::new("/img"),
                 workdir: Path::new("/w"),
                 flags: &flags,
-            }),
+            })),
         });
         assert!(
             !s.contains("'--network' 'none'") && !s.contains("'--cwd' '/w'"),
             "{s}"
         );
+    }
+
+    #[test]
+    fn docker_command_script_empties_the_report_then_runs_docker() {
+        let argv = strings(&["sysbench", "cpu", "run"]);
+        let env = vec![("PATH".to_string(), "/usr/bin:/bin".to_string())];
+        let docker = crate::docker::InnerDocker {
+            flags: strings(&["--pids-limit", "64"]),
+            report: "/w/.isolab-docker".into(),
+        };
+        let s = command_script(&CommandSpec {
+            argv: &argv,
+            env: &env,
+            cwd: Path::new("/w"),
+            inner: Some(Inner::Docker {
+                docker: &docker,
+                workdir: Path::new("/w"),
+            }),
+        });
+        let lines: Vec<&str> = s.lines().collect();
+        assert_eq!(lines[1], "cd '/w' || exit 125");
+        assert!(lines[2].contains("rm -rf '/w/.isolab-docker'"), "{s}");
+        assert!(
+            lines[3].starts_with(
+                "exec '/run/isolab-vm/busybox' 'env' '-i' 'PATH=/usr/bin:/bin' \
+                 'DOCKER_HOST=unix:///run/isolab-vm/docker.sock' 'docker' 'run' '--rm'"
+            ),
+            "{s}"
+        );
+        assert!(
+            lines[3].contains("'--pids-limit' '64' '--entrypoint' '/bin/sh' 'isolab/guest'"),
+            "{s}"
+        );
+        assert!(lines[3].ends_with("'sysbench' 'cpu' 'run'"), "{s}");
     }
 
     #[test]
@@ -410,6 +484,17 @@ mod tests {
         assert_eq!(r.clock, GuestClock::Monotonic);
         assert_eq!(r.uptime, Some(Duration::from_millis(7250)));
         assert!(r.copy_back_ok);
+        assert_eq!(r.setup, None);
+        let r = parse_result(
+            "status=0\nstart_ns=1\nend_ns=2\nclock=monotonic\nsetup_start_ns=\nsetup_end_ns=\n",
+        )
+        .unwrap();
+        assert_eq!(r.setup, None);
+        let r = parse_result(
+            "status=0\nstart_ns=1\nend_ns=2\nclock=monotonic\nsetup_start_ns=1000\nsetup_end_ns=6001000\n",
+        )
+        .unwrap();
+        assert_eq!(r.setup, Some(Duration::from_millis(6)));
         let r = parse_result("status=137\nstart_ns=5\nend_ns=5\nclock=uptime\ncopy_back=failed\n")
             .unwrap();
         assert_eq!(
@@ -436,6 +521,13 @@ mod tests {
         let agent = agent_script();
         assert!(agent.contains("isolabwork \"$W\""));
         assert!(agent.contains("/sys/fs/cgroup/cgroup.subtree_control"));
+        let setup = agent
+            .find(". $C/setup.sh")
+            .expect("the agent runs setup.sh");
+        assert!(
+            setup < agent.find("> $C/ready").unwrap(),
+            "setup before ready"
+        );
         assert!(!agent.contains("{{"), "format escapes resolved");
     }
 }

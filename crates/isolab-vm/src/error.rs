@@ -195,6 +195,26 @@ pub enum VmError {
         /// What is wrong.
         reason: String,
     },
+    /// The image of a `vm+docker` guest has no Docker daemon.
+    #[error(
+        "the image {image} has no dockerd (usr/sbin/dockerd), so Docker cannot run in the guest: \
+         build an image with Docker: isolab image build bench-docker DIR and set image = \"DIR\" \
+         in [experiment]"
+    )]
+    NoDockerd {
+        /// The image directory.
+        image: PathBuf,
+    },
+    /// The container's cgroup files, copied into the workdir by the guest, cannot be read.
+    #[error(
+        "the Docker container's cgroup report {dir} (written in the guest) cannot be read: {source}"
+    )]
+    DockerReport {
+        /// The report directory.
+        dir: PathBuf,
+        /// What failed.
+        source: isolab_cgroups::Error,
+    },
     /// The caller asked to stop; the VM was killed.
     #[error("interrupted: the VM was killed")]
     Interrupted,

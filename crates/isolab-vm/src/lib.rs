@@ -1,4 +1,4 @@
-//! QEMU virtual machines for isolab's `vm` and `vm+isolab` platforms: boot a VM (inside the
+//! QEMU virtual machines for isolab's `vm`, `vm+isolab` and `vm+docker` platforms: boot a VM (inside the
 //! lab's cgroup), run one command in the guest, bring back its exit status, output and
 //! guest-measured wall time, shut the VM down and leave nothing behind.
 //!
@@ -18,9 +18,11 @@
 //!
 //! Each run ([`run`]): a [`VmConfig`] (vCPUs, memory, optional pinning of vCPU threads to host
 //! cpus, workdir, run directory, boot timeout, optional scratch disk) and a [`GuestCommand`]
-//! (argv, environment, cwd, timeout, and for `vm+isolab` an [`InnerContainer`]: the guest runs
-//! it through `isolab-runtime run --rootfs-type overlay` on the guest's own root). The result is
-//! a [`GuestRun`].
+//! (argv, environment, cwd, timeout, and for a container in the VM an [`InnerEngine`]: for
+//! `vm+isolab` an [`InnerContainer`], the guest runs the command through `isolab-runtime run
+//! --rootfs-type overlay` on the guest's own root; for `vm+docker` an [`InnerDocker`], the guest
+//! image's dockerd is started before the command and runs it with `docker run` on the guest's
+//! root, see [`docker`]). The result is a [`GuestRun`].
 //!
 //! Guest layout: `q35` machine, `-accel tcg,thread=multi -cpu max` or `-accel kvm -cpu host`,
 //! the root disk on virtio-blk, the serial console in a log file, QMP on a Unix socket (vCPU
@@ -43,6 +45,7 @@
 pub mod accel;
 pub mod agent;
 pub mod disk;
+pub mod docker;
 mod error;
 #[cfg(test)]
 mod fake_runner;
@@ -56,10 +59,11 @@ mod run;
 pub use accel::{detect_accel, Accel, AccelReport, DEFAULT_PROBE_TIMEOUT};
 pub use agent::GuestClock;
 pub use disk::{prepare_disk, BaseDisk};
+pub use docker::{DockerReport, InnerDocker};
 pub use error::VmError;
 pub use kernel::{prepare_kernel, prepare_kernel_with, KernelFiles, KernelOptions};
 pub use qemu::{qemu_version, QEMU};
 pub use run::{
-    environment, get_affinity, run, run_with, GuestCommand, GuestRun, InnerContainer, Shutdown,
-    VcpuPin, VmConfig, VmEnvironment,
+    environment, get_affinity, run, run_with, GuestCommand, GuestRun, InnerContainer, InnerEngine,
+    Shutdown, VcpuPin, VmConfig, VmEnvironment,
 };

@@ -10,10 +10,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::accel::{Accel, AccelReport};
 use crate::agent::{
-    command_script, config_file, parse_result, CommandSpec, GuestClock, InnerSpec, DEFAULT_PATH,
-    GUEST_DIR, GUEST_IMAGE,
+    command_script, config_file, parse_result, CommandSpec, GuestClock, Inner, InnerSpec,
+    DEFAULT_PATH, GUEST_DIR, GUEST_IMAGE,
 };
 use crate::disk::{create_overlay, create_scratch, BaseDisk};
+use crate::docker::InnerDocker;
 use crate::error::{IoContext, VmError};
 use crate::kernel::KernelFiles;
 use crate::qemu::{kernel_cmdline, qemu_args, qemu_version, QemuPlan, QemuProcess, MACHINE, QEMU};
@@ -96,8 +97,19 @@ pub struct GuestCommand {
     pub cwd: Option<PathBuf>,
     /// How long the command may run once the guest is up; the VM is killed after that.
     pub timeout: Duration,
-    /// `vm+isolab`: run the command in isolab's container runtime inside the guest.
-    pub inner: Option<InnerContainer>,
+    /// `vm+ENGINE`: run the command in a container of that engine inside the guest.
+    pub inner: Option<InnerEngine>,
+}
+
+/// The container engine around the guest command (`vm+ENGINE`); the container's image is the
+/// guest's own root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InnerEngine {
+    /// `vm+isolab`: isolab-runtime, brought in from the host.
+    Isolab(InnerContainer),
+    /// `vm+docker`: the guest image's dockerd, started before the command
+    /// ([`crate::docker`]).
+    Docker(InnerDocker),
 }
 
 impl GuestCommand {
@@ -170,6 +182,10 @@ pub struct GuestRun {
     pub boot: Duration,
     /// The guest's uptime when the command started, when known.
     pub guest_uptime: Option<Duration>,
+    /// Guest time spent starting what the command needs before it (dockerd and its image for
+    /// `vm+docker`); part of [`GuestRun::boot`], not of [`GuestRun::wall`].
+    #[serde(default)]
+    pub setup: Option<Duration>,
     /// Host time from QEMU's start until it was gone.
     pub total: Duration,
     /// QEMU's pid (gone by now).
@@ -336,15 +352,31 @@ pub(crate) fn validate(config: &VmConfig, command: &GuestCommand) -> Result<(), 
     if command.timeout.is_zero() {
         return Err(bad_command("timeout must be more than zero"));
     }
-    if let Some(inner) = &command.inner {
-        if !inner.runtime.is_file() {
-            return Err(bad_command(format!(
-                "the runtime {} is not a file; build it with `cargo build -p isolab-runtime`",
-                inner.runtime.display()
-            )));
+    match &command.inner {
+        None => {}
+        Some(InnerEngine::Isolab(inner)) => {
+            if !inner.runtime.is_file() {
+                return Err(bad_command(format!(
+                    "the runtime {} is not a file; build it with `cargo build -p isolab-runtime`",
+                    inner.runtime.display()
+                )));
+            }
+            if inner.flags.iter().any(|f| has_nul(f)) {
+                return Err(bad_command("a runtime flag contains a NUL byte"));
+            }
         }
-        if inner.flags.iter().any(|f| has_nul(f)) {
-            return Err(bad_command("a runtime flag contains a NUL byte"));
+        Some(InnerEngine::Docker(docker)) => {
+            crate::docker::check_image(&config.disk.image)?;
+            if docker.flags.iter().any(|f| has_nul(f)) {
+                return Err(bad_command("a docker run flag contains a NUL byte"));
+            }
+            if !docker.report.starts_with(w) || docker.report == *w {
+                return Err(bad_command(format!(
+                    "the Docker report directory {} is not inside the workdir {}",
+                    docker.report.display(),
+                    w.display()
+                )));
+            }
         }
     }
     Ok(())
@@ -454,28 +486,39 @@ pub fn run_with(
         .unwrap_or_else(|| config.workdir.clone());
     let env = full_env(&command.env);
     let runtime_in_guest = format!("{GUEST_DIR}/ctl/isolab-runtime");
-    let image = command
-        .inner
-        .as_ref()
-        .and_then(|i| i.image.clone())
-        .unwrap_or_else(|| PathBuf::from(GUEST_IMAGE));
-    if let Some(inner) = &command.inner {
-        link_or_copy(&inner.runtime, &ctl.join("isolab-runtime"))?;
+    let image = match &command.inner {
+        Some(InnerEngine::Isolab(i)) => i.image.clone(),
+        _ => None,
     }
+    .unwrap_or_else(|| PathBuf::from(GUEST_IMAGE));
+    let write = |name: &str, text: &str| {
+        let p = ctl.join(name);
+        std::fs::write(&p, text).ctx("write", &p)
+    };
+    let inner = match &command.inner {
+        None => None,
+        Some(InnerEngine::Isolab(i)) => {
+            link_or_copy(&i.runtime, &ctl.join("isolab-runtime"))?;
+            Some(Inner::Isolab(InnerSpec {
+                runtime: &runtime_in_guest,
+                image: &image,
+                workdir: &config.workdir,
+                flags: &i.flags,
+            }))
+        }
+        Some(InnerEngine::Docker(docker)) => {
+            write("setup.sh", &crate::docker::setup_script())?;
+            Some(Inner::Docker {
+                docker,
+                workdir: &config.workdir,
+            })
+        }
+    };
     let spec = CommandSpec {
         argv: &command.argv,
         env: &env,
         cwd: &cwd,
-        inner: command.inner.as_ref().map(|i| InnerSpec {
-            runtime: &runtime_in_guest,
-            image: &image,
-            workdir: &config.workdir,
-            flags: &i.flags,
-        }),
-    };
-    let write = |name: &str, text: &str| {
-        let p = ctl.join(name);
-        std::fs::write(&p, text).ctx("write", &p)
+        inner,
     };
     write(
         "config",
@@ -680,6 +723,7 @@ pub fn run_with(
         clock: result.clock,
         boot,
         guest_uptime: result.uptime,
+        setup: result.setup,
         total,
         qemu_pid,
         pinned,
@@ -847,13 +891,40 @@ mod tests {
         e.timeout = Duration::ZERO;
         assert!(validate(&c, &e).is_err());
         let mut e = ok_cmd.clone();
-        e.inner = Some(InnerContainer {
+        e.inner = Some(InnerEngine::Isolab(InnerContainer {
             runtime: "/nonexistent/isolab-runtime".into(),
             flags: vec![],
             image: None,
-        });
+        }));
         let msg = validate(&c, &e).unwrap_err().to_string();
         assert!(msg.contains("cargo build -p isolab-runtime"), "{msg}");
+        let docker = |report: PathBuf| {
+            let mut e = ok_cmd.clone();
+            e.inner = Some(InnerEngine::Docker(InnerDocker {
+                flags: vec![],
+                report,
+            }));
+            validate(&c, &e).unwrap_err().to_string()
+        };
+        let msg = docker(w.path().join(".isolab-docker"));
+        assert!(msg.contains("isolab image build bench-docker"), "{msg}");
+        let mut c = c.clone();
+        let image = w.path().join("image");
+        std::fs::create_dir_all(image.join("usr/sbin")).unwrap();
+        std::fs::write(image.join(crate::docker::DOCKERD), "").unwrap();
+        c.disk.image = image;
+        let mut e = ok_cmd.clone();
+        e.inner = Some(InnerEngine::Docker(InnerDocker {
+            flags: vec![],
+            report: "/elsewhere/r".into(),
+        }));
+        let msg = validate(&c, &e).unwrap_err().to_string();
+        assert!(msg.contains("not inside the workdir"), "{msg}");
+        e.inner = Some(InnerEngine::Docker(InnerDocker {
+            flags: vec![],
+            report: w.path().join(".isolab-docker"),
+        }));
+        validate(&c, &e).unwrap();
     }
 
     #[test]

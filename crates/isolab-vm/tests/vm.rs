@@ -1,8 +1,9 @@
 //! Root integration tests: real QEMU guests (TCG on a host whose KVM cannot boot them).
 //!
 //! They need root, qemu-system-x86_64, qemu-img, busybox-static, the bench image at
-//! /var/lib/isolab/images/bench (or $ISOLAB_BENCH_IMAGE) and, once, access to the Debian mirror
-//! for the kernel; each is skipped with a printed reason when something is missing. The kernel
+//! /var/lib/isolab/images/bench (or $ISOLAB_BENCH_IMAGE), for `vm+docker` the bench-docker image
+//! at /var/lib/isolab/images/bench-docker (or $ISOLAB_BENCH_DOCKER_IMAGE), and, once, access to
+//! the Debian mirror for the kernel; each is skipped with a printed reason when something is missing. The kernel
 //! and disk caches live in /var/lib/isolab/vm (or $ISOLAB_VM_CACHE).
 
 use std::path::{Path, PathBuf};
@@ -11,9 +12,9 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use isolab_vm::{
-    detect_accel, prepare_disk, prepare_kernel, run, Accel, AccelReport, BaseDisk, GuestClock,
-    GuestCommand, InnerContainer, KernelFiles, Shutdown, VmConfig, VmError, DEFAULT_PROBE_TIMEOUT,
-    QEMU,
+    detect_accel, prepare_disk, prepare_kernel, run, Accel, AccelReport, BaseDisk, DockerReport,
+    GuestClock, GuestCommand, InnerContainer, InnerDocker, InnerEngine, KernelFiles, Shutdown,
+    VmConfig, VmError, DEFAULT_PROBE_TIMEOUT, QEMU,
 };
 
 struct Setup {
@@ -22,56 +23,96 @@ struct Setup {
     accel: AccelReport,
 }
 
+/// Root, QEMU, the kernel and the accelerator, once per test binary.
+struct Base {
+    cache: PathBuf,
+    kernel: KernelFiles,
+    accel: AccelReport,
+}
+
+fn base() -> Option<&'static Base> {
+    static BASE: OnceLock<Option<Base>> = OnceLock::new();
+    BASE.get_or_init(|| {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: needs root");
+            return None;
+        }
+        if isolab_tools::find_program(QEMU).is_none() {
+            eprintln!("skipped: {QEMU} missing (apt-get install qemu-system-x86)");
+            return None;
+        }
+        let cache = std::env::var_os("ISOLAB_VM_CACHE")
+            .map_or_else(|| PathBuf::from("/var/lib/isolab/vm"), PathBuf::from);
+        let t = Instant::now();
+        let kernel = prepare_kernel(&cache).expect("prepare the kernel");
+        eprintln!(
+            "kernel {} {} ready in {:?}",
+            kernel.package,
+            kernel.version,
+            t.elapsed()
+        );
+        let t = Instant::now();
+        let accel = detect_accel(&kernel, Path::new(QEMU), DEFAULT_PROBE_TIMEOUT);
+        eprintln!(
+            "accel {} ({}) in {:?}",
+            accel.accel,
+            accel.reason,
+            t.elapsed()
+        );
+        Some(Base {
+            cache,
+            kernel,
+            accel,
+        })
+    })
+    .as_ref()
+}
+
+/// The base plus the disk of the image at `$var` (default `default`), built by `recipe`.
+fn setup_for(var: &str, default: &str, recipe: &str) -> Option<Setup> {
+    let image = std::env::var_os(var).map_or_else(|| PathBuf::from(default), PathBuf::from);
+    if !image.join(".isolab-image.json").is_file() {
+        eprintln!(
+            "skipped: no {recipe} image at {} (isolab image build {recipe} DIR, or set {var})",
+            image.display()
+        );
+        return None;
+    }
+    let base = base()?;
+    let t = Instant::now();
+    let disk = prepare_disk(&image, &base.cache).expect("prepare the disk");
+    eprintln!("disk {} ready in {:?}", disk.path.display(), t.elapsed());
+    Some(Setup {
+        kernel: base.kernel.clone(),
+        disk,
+        accel: base.accel.clone(),
+    })
+}
+
 fn setup() -> Option<&'static Setup> {
     static SETUP: OnceLock<Option<Setup>> = OnceLock::new();
     SETUP
         .get_or_init(|| {
-            // SAFETY: geteuid has no preconditions.
-            if unsafe { libc::geteuid() } != 0 {
-                eprintln!("skipped: needs root");
-                return None;
-            }
-            if isolab_tools::find_program(QEMU).is_none() {
-                eprintln!("skipped: {QEMU} missing (apt-get install qemu-system-x86)");
-                return None;
-            }
-            let image = std::env::var_os("ISOLAB_BENCH_IMAGE").map_or_else(
-                || PathBuf::from("/var/lib/isolab/images/bench"),
-                PathBuf::from,
-            );
-            if !image.join(".isolab-image.json").is_file() {
-                eprintln!(
-                    "skipped: no bench image at {} (cargo run -p isolab -- image build bench DIR)",
-                    image.display()
-                );
-                return None;
-            }
-            let cache = std::env::var_os("ISOLAB_VM_CACHE")
-                .map_or_else(|| PathBuf::from("/var/lib/isolab/vm"), PathBuf::from);
-            let t = Instant::now();
-            let kernel = prepare_kernel(&cache).expect("prepare the kernel");
-            eprintln!(
-                "kernel {} {} ready in {:?}",
-                kernel.package,
-                kernel.version,
-                t.elapsed()
-            );
-            let t = Instant::now();
-            let disk = prepare_disk(&image, &cache).expect("prepare the disk");
-            eprintln!("disk {} ready in {:?}", disk.path.display(), t.elapsed());
-            let t = Instant::now();
-            let accel = detect_accel(&kernel, Path::new(QEMU), DEFAULT_PROBE_TIMEOUT);
-            eprintln!(
-                "accel {} ({}) in {:?}",
-                accel.accel,
-                accel.reason,
-                t.elapsed()
-            );
-            Some(Setup {
-                kernel,
-                disk,
-                accel,
-            })
+            setup_for(
+                "ISOLAB_BENCH_IMAGE",
+                "/var/lib/isolab/images/bench",
+                "bench",
+            )
+        })
+        .as_ref()
+}
+
+/// The guest of `vm+docker`: a disk of the bench-docker image (the bench image has no dockerd).
+fn docker_setup() -> Option<&'static Setup> {
+    static SETUP: OnceLock<Option<Setup>> = OnceLock::new();
+    SETUP
+        .get_or_init(|| {
+            setup_for(
+                "ISOLAB_BENCH_DOCKER_IMAGE",
+                "/var/lib/isolab/images/bench-docker",
+                "bench-docker",
+            )
         })
         .as_ref()
 }
@@ -283,7 +324,7 @@ fn vm_plus_isolab_runs_the_runtime_in_the_guest() {
         ],
         Duration::from_secs(120),
     );
-    cmd.inner = Some(InnerContainer {
+    cmd.inner = Some(InnerEngine::Isolab(InnerContainer {
         runtime,
         flags: vec![
             "--cpus".into(),
@@ -292,7 +333,7 @@ fn vm_plus_isolab_runs_the_runtime_in_the_guest() {
             report_file.to_string_lossy().into_owned(),
         ],
         image: None,
-    });
+    }));
     let r = run(&c, &cmd, None, &|| false).unwrap();
     report("vm+isolab", &r);
     assert_eq!(
@@ -322,6 +363,74 @@ fn vm_plus_isolab_runs_the_runtime_in_the_guest() {
         !report["limits"]["cpu"].is_null(),
         "--cpus 0.5 applied: {report}"
     );
+    assert_nothing_left(&c.run_dir);
+}
+
+/// `vm+docker`: the guest image's dockerd runs sysbench in a container on the guest's root with a
+/// cpu quota, memory and pids limits, read back from the container's cgroup in the guest.
+#[test]
+fn vm_plus_docker_runs_the_command_under_dockerd_in_the_guest() {
+    let Some(s) = docker_setup() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let w = tmp.path().join("w");
+    std::fs::create_dir(&w).unwrap();
+    let mut c = config(s, &w);
+    c.memory = isolab_cgroups::Bytes::mib(1024);
+    let report_dir = w.join(".isolab-docker");
+    let mut cmd = GuestCommand::new(
+        [
+            "sh",
+            "-c",
+            "cat /proc/self/cgroup; pwd; echo hi > from-container; \
+             sysbench cpu --threads=1 --time=2 run",
+        ],
+        Duration::from_secs(300),
+    );
+    cmd.inner = Some(InnerEngine::Docker(InnerDocker {
+        flags: [
+            "--cpu-period",
+            "100000",
+            "--cpu-quota",
+            "50000",
+            "--memory",
+            "268435456",
+            "--pids-limit",
+            "64",
+        ]
+        .map(String::from)
+        .to_vec(),
+        report: report_dir.clone(),
+    }));
+    let r = run(&c, &cmd, None, &|| false).unwrap();
+    report("vm+docker", &r);
+    eprintln!("dockerd and image ready in {:?} (guest time)", r.setup);
+    assert_eq!(
+        r.exit_status, 0,
+        "stdout:\n{}\nstderr:\n{}",
+        r.stdout, r.stderr
+    );
+    assert!(r.setup.is_some_and(|d| d < r.boot), "{:?}", r.setup);
+    assert!(r.stdout.contains("0::/"), "cgroup namespace: {}", r.stdout);
+    assert!(r.stdout.contains("events per second:"), "{}", r.stdout);
+    assert_eq!(
+        std::fs::read_to_string(w.join("from-container")).unwrap(),
+        "hi\n"
+    );
+    let report = DockerReport::read(&report_dir).unwrap();
+    eprintln!("limits read back: {:?}", report.limits);
+    eprintln!("counters: {:?}", report.stats);
+    let cpu = report.limits.cpu.expect("cpu quota read back");
+    assert_eq!(
+        (cpu.quota, cpu.period),
+        (Duration::from_millis(50), Duration::from_millis(100))
+    );
+    assert_eq!(
+        report.limits.memory_max,
+        Some(isolab_cgroups::Bytes::mib(256))
+    );
+    assert_eq!(report.limits.pids_max, Some(64));
+    let stats = report.stats.expect("counters after the command");
+    assert!(stats.nr_throttled.unwrap_or(0) > 0, "{stats:?}");
     assert_nothing_left(&c.run_dir);
 }
 

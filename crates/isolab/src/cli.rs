@@ -301,8 +301,8 @@ pub struct CalibrateArgs {
 #[derive(Debug, Subcommand)]
 pub enum ImageCommand {
     /// Build a root filesystem into DIR: `busybox` (from Debian's busybox-static, for
-    /// tests) or `bench` (Debian bookworm through mmdebstrap, with sysbench, fio,
-    /// stress-ng and iperf3).
+    /// tests), `bench` (Debian bookworm through mmdebstrap, with sysbench, fio,
+    /// stress-ng and iperf3) or `bench-docker` (bench plus docker.io, for `vm+docker`).
     Build {
         /// Which image.
         #[arg(value_enum)]
@@ -331,8 +331,12 @@ pub enum ImageCommand {
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum ImageKind {
+    /// Debian's busybox-static in a minimal root, for tests.
     Busybox,
+    /// Debian bookworm through mmdebstrap, with sysbench, fio, stress-ng and iperf3.
     Bench,
+    /// The bench image plus Debian's docker.io, for `vm+docker` (Docker in the guest).
+    BenchDocker,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

@@ -1,17 +1,21 @@
-//! The `vm` and `vm+isolab` platforms: the workload runs in a QEMU guest
-//! ([`isolab_vm`]), booted per run inside the run's instance cgroup.
+//! The `vm`, `vm+isolab` and `vm+docker` platforms: the workload runs in a QEMU
+//! guest ([`isolab_vm`]), booted per run inside the run's instance cgroup.
 //!
-//! - vCPUs are the shape's cpus; the guest's memory is the shape's memory (for
-//!   `vm+isolab`, that plus [`INNER_HEADROOM`] for the guest around the container).
+//! - vCPUs are the shape's cpus; the guest's memory is the shape's memory (for a
+//!   container in the VM, that plus [`INNER_HEADROOM`] for the guest around it).
 //! - `quota` puts the CFS quota on QEMU's cgroup (all its threads: vCPUs and device
 //!   emulation); `pinned` binds QEMU's cgroup to the cpuset and pins each vCPU
 //!   thread to one of its cpus. The memory limit becomes the guest's RAM, not a
 //!   cgroup limit (QEMU needs memory beyond the guest's), and the pids limit
-//!   applies inside the guest for `vm+isolab` only; the run's notes say so.
+//!   applies inside the guest for a container in the VM only; the run's notes say so.
 //! - `vm+isolab` runs the command through `isolab-runtime` inside the guest (a pure
 //!   cgroup2 guest), with the shape and placement as runtime flags in the guest's
 //!   cpu numbering, and brings its report back through the shared working directory:
 //!   the limits read back there and the container's counters are the run's.
+//! - `vm+docker` does the same with the guest image's own dockerd (started before
+//!   the measured time) and `docker run` flags; the container's cgroup files come
+//!   back through the working directory. The experiment's image must have Docker
+//!   (`isolab image build bench-docker DIR`).
 //! - Every level names its accelerator (`vm(tcg)`, `vm(kvm)+isolab`): `prepare`
 //!   detects whether KVM works only when a level asks for it, and refuses it when it
 //!   does not; TCG rows are emulation and their notes say so.
@@ -25,7 +29,10 @@ use std::time::{Duration, Instant};
 
 use isolab_cgroups::{Bytes, IdSet, Limits};
 use isolab_store::{Telemetry as T, TelemetrySet};
-use isolab_vm::{BaseDisk, GuestCommand, InnerContainer, KernelFiles, VmConfig};
+use isolab_vm::{
+    BaseDisk, DockerReport, GuestCommand, InnerContainer, InnerDocker, InnerEngine, KernelFiles,
+    VmConfig,
+};
 
 use super::host::HostPlatform;
 use super::instance::{limit, Supervisor};
@@ -43,7 +50,8 @@ pub const DEFAULT_GUEST_MEMORY: Bytes = Bytes(2 << 30);
 /// The scratch disk of disk workloads.
 pub const SCRATCH_DISK: Bytes = Bytes(4 << 30);
 
-/// Where the kernel, initramfs and disks are cached.
+/// Where the kernel, initramfs and disks are cached, unless `ISOLAB_VM_CACHE` (the
+/// variable isolab-vm's tests read too) names another directory.
 pub const VM_CACHE: &str = "/var/lib/isolab/vm";
 
 /// What a VM needs, prepared once per experiment.
@@ -71,7 +79,8 @@ fn vm_error(e: impl std::fmt::Display) -> PlatformError {
 impl VmPlatform {
     pub(crate) fn new() -> VmPlatform {
         VmPlatform {
-            cache: PathBuf::from(VM_CACHE),
+            cache: std::env::var_os("ISOLAB_VM_CACHE")
+                .map_or_else(|| PathBuf::from(VM_CACHE), PathBuf::from),
             prepared: Mutex::new(None),
         }
     }
@@ -213,35 +222,57 @@ fn inner_limits(limits: &Limits) -> Limits {
     inner
 }
 
-/// The VM platforms' drivers: a plain `vm`, and `vm+isolab` (isolab-runtime in
-/// the guest), sharing one prepared kernel and disk.
-pub(crate) fn drivers(runtime: &IsolabConfig) -> Vec<Box<dyn Driver>> {
-    let vm = Arc::new(VmPlatform::new());
-    vec![
-        Box::new(VmDriver {
-            vm: vm.clone(),
-            runtime: None,
-        }),
-        Box::new(VmDriver {
-            vm,
-            runtime: Some(runtime.clone()),
-        }),
-    ]
+/// The report directory of `vm+docker` in the run's working directory.
+const DOCKER_REPORT: &str = ".isolab-docker";
+
+/// `vm+docker`'s name in specs.
+fn vm_docker() -> PlatformKind {
+    PlatformKind::from_engine("vm+docker")
 }
 
-/// A VM platform: plain, or with isolab-runtime inside the guest.
+/// The container engine in the guest of a `vm+ENGINE` platform.
+#[derive(Debug, Clone)]
+enum GuestEngine {
+    /// `vm+isolab`: isolab-runtime, brought in from the host.
+    Isolab(IsolabConfig),
+    /// `vm+docker`: the image's dockerd.
+    Docker,
+}
+
+/// The VM platforms' drivers: a plain `vm`, `vm+isolab` (isolab-runtime in the
+/// guest) and `vm+docker` (the image's dockerd in the guest), sharing one prepared
+/// kernel and disk.
+pub(crate) fn drivers(runtime: &IsolabConfig) -> Vec<Box<dyn Driver>> {
+    let vm = Arc::new(VmPlatform::new());
+    [
+        None,
+        Some(GuestEngine::Isolab(runtime.clone())),
+        Some(GuestEngine::Docker),
+    ]
+    .into_iter()
+    .map(|engine| {
+        Box::new(VmDriver {
+            vm: vm.clone(),
+            engine,
+        }) as Box<dyn Driver>
+    })
+    .collect()
+}
+
+/// A VM platform: plain, or with a container engine inside the guest.
 struct VmDriver {
     vm: Arc<VmPlatform>,
-    /// The container runtime inside the guest (`vm+isolab`).
-    runtime: Option<IsolabConfig>,
+    /// The container engine inside the guest (`vm+ENGINE`).
+    engine: Option<GuestEngine>,
 }
 
 impl Driver for VmDriver {
     fn info(&self) -> PlatformInfo {
         use isolab_engines::{LimitKinds, NetworkMode};
-        let (kind, summary) = match self.runtime {
+        let (kind, summary) = match self.engine {
             None => (PlatformKind::VM, "a QEMU guest booted per run (KVM or TCG, named in the level: vm(kvm), vm(tcg)); the shape's memory is the guest's RAM"),
-            Some(_) => (PlatformKind::VM_ISOLAB, "isolab-runtime in a QEMU guest (a container in a VM), limits applied and read back in the guest"),
+            Some(GuestEngine::Isolab(_)) => (PlatformKind::VM_ISOLAB, "isolab-runtime in a QEMU guest (a container in a VM), limits applied and read back in the guest"),
+            Some(GuestEngine::Docker) => (vm_docker(), "Docker in a QEMU guest (the image's dockerd; a container in a VM), limits applied by Docker and read back from the container's cgroup in the guest; needs an image with Docker (bench-docker)"),
         };
         PlatformInfo {
             kind,
@@ -250,7 +281,7 @@ impl Driver for VmDriver {
                 networks: &[NetworkMode::None],
                 limits: LimitKinds {
                     // A plain guest's processes are not the host's: no pids limit.
-                    pids: self.runtime.is_some(),
+                    pids: self.engine.is_some(),
                     ..LimitKinds::ALL
                 },
                 perf_follows_workload: false,
@@ -269,7 +300,13 @@ impl Driver for VmDriver {
         } else {
             "no /dev/kvm: vm(tcg) only"
         };
-        Ok(format!("{}; {kvm}", path.display()))
+        let docker = match self.engine {
+            Some(GuestEngine::Docker) => {
+                "; the experiment's image must have Docker (isolab image build bench-docker DIR)"
+            }
+            _ => "",
+        };
+        Ok(format!("{}; {kvm}{docker}", path.display()))
     }
 
     fn prepare(
@@ -277,10 +314,13 @@ impl Driver for VmDriver {
         levels: &[&PlatformDef],
         image: Option<&Path>,
     ) -> Result<Vec<(String, String)>, PlatformError> {
-        match image {
-            Some(image) => self.vm.prepare_once(levels, image),
-            None => Ok(Vec::new()),
+        let Some(image) = image else {
+            return Ok(Vec::new());
+        };
+        if let Some(GuestEngine::Docker) = self.engine {
+            isolab_vm::docker::check_image(image).map_err(vm_error)?;
         }
+        self.vm.prepare_once(levels, image)
     }
 
     fn execute(
@@ -293,7 +333,7 @@ impl Driver for VmDriver {
         execute(
             host.supervisor(),
             &self.vm,
-            self.runtime.as_ref(),
+            self.engine.as_ref(),
             cpus,
             job,
             interrupt,
@@ -302,16 +342,16 @@ impl Driver for VmDriver {
 }
 
 /// Runs `job` in a QEMU guest inside an instance of `host`.
-pub(crate) fn execute(
+fn execute(
     host: &Supervisor,
     vm: &VmPlatform,
-    runtime: Option<&IsolabConfig>,
+    engine: Option<&GuestEngine>,
     host_cpus: usize,
     job: &Job,
     interrupt: &Interrupt,
 ) -> Result<Execution, PlatformError> {
     let prepared = vm.prepared(job)?;
-    let inner = runtime.is_some();
+    let inner = engine.is_some();
     let (vcpus, pin) = guest_cpus(&job.limits, host_cpus);
     let shape_memory = job.limits.memory_max.unwrap_or(DEFAULT_GUEST_MEMORY);
     let memory = if inner {
@@ -336,16 +376,29 @@ pub(crate) fn execute(
     config.boot_timeout = Duration::from_secs(180);
     config.scratch_disk = job.uses_disk.then_some(SCRATCH_DISK);
     let report_path = job.workdir.join(".isolab-runtime.json");
+    let docker_report = job.workdir.join(DOCKER_REPORT);
     let mut command = GuestCommand::new(job.argv.clone(), job.timeout);
-    if let Some(runtime) = runtime {
-        let mut flags = limit_flags(&inner_limits(&job.limits));
-        flags.extend(["--report".into(), report_path.display().to_string()]);
-        command.inner = Some(InnerContainer {
-            runtime: runtime.program.clone(),
-            flags,
-            image: None,
-        });
-    }
+    command.inner = match engine {
+        None => None,
+        Some(GuestEngine::Isolab(runtime)) => {
+            let mut flags = limit_flags(&inner_limits(&job.limits));
+            flags.extend(["--report".into(), report_path.display().to_string()]);
+            Some(InnerEngine::Isolab(InnerContainer {
+                runtime: runtime.program.clone(),
+                flags,
+                image: None,
+            }))
+        }
+        Some(GuestEngine::Docker) => Some(InnerEngine::Docker(InnerDocker {
+            // A pure cgroup2 guest; inner limits have no io throttles, so no device is named.
+            flags: isolab_engines::docker::run_limit_flags(
+                &inner_limits(&job.limits),
+                isolab_cgroups::Version::V2,
+                Path::new("/sys"),
+            )?,
+            report: docker_report.clone(),
+        })),
+    };
     let outer = qemu_limits(&job.limits);
     host.instance(job, interrupt, |cgroup| {
         let applied = limit(cgroup, &outer)?;
@@ -366,6 +419,12 @@ pub(crate) fn execute(
             ),
             isolab_vm::Accel::Kvm => format!("vm(kvm); boot {:.1} s", run.boot.as_secs_f64()),
         }];
+        if let Some(setup) = run.setup {
+            notes.push(format!(
+                "dockerd started and the image made a Docker image in {:.1} s of guest time, before the measured time (part of the boot)",
+                setup.as_secs_f64()
+            ));
+        }
         if !run.pinned.is_empty() {
             let pins: Vec<String> = run
                 .pinned
@@ -407,22 +466,13 @@ pub(crate) fn execute(
         limits_applied.memory_max = job.limits.memory_max.map(|_| shape_memory);
         limits_applied.pids_max = job.limits.pids_max;
         limits_applied.memory_swap_max = job.limits.memory_swap_max;
-        if inner {
-            let report = isolab_runtime::Report::read(&report_path).map_err(|e| {
-                vm_error(format!(
-                    "isolab-runtime in the guest left no readable report {}: {e}; its stderr: {}",
-                    report_path.display(),
-                    isolab_engines::tool::tail(&run.stderr, 2000)
-                ))
-            })?;
-            if let Some(message) = report.error {
-                return Err(vm_error(format!("isolab-runtime in the guest: {message}")));
-            }
+        if let Some(engine) = engine {
+            let report = inner_report(engine, &report_path, &docker_report, &run.stderr)?;
             let asked = inner_limits(&job.limits);
             let differences = asked.differences(&report.limits);
             if !differences.is_empty() {
                 return Err(PlatformError::LimitMismatch {
-                    cgroup: format!("{} (in the guest)", report.cgroup.display()),
+                    cgroup: format!("{} (in the guest)", report.cgroup),
                     detail: differences.join("; "),
                 });
             }
@@ -433,8 +483,8 @@ pub(crate) fn execute(
                 t.push_some(T::Throttled, s.throttled.map(|d| d.as_secs_f64()));
                 t.push_some(T::MemoryPeak, s.memory_peak.map(|b| b.0 as f64));
             }
-            for (phase, at) in &report.trace {
-                telemetry.push(T::RuntimePhase(phase.name().into()), at.as_secs_f64());
+            for (phase, at) in report.trace {
+                telemetry.push(T::RuntimePhase(phase.into()), at);
             }
             notes.extend(report.notes);
             // The limits in force around the workload: the container's, in the guest.
@@ -444,6 +494,7 @@ pub(crate) fn execute(
             notes.push("the shape's pids limit is not applied in a plain vm (the guest's processes are not the host's)".into());
         }
         let _ = std::fs::remove_file(&report_path);
+        let _ = std::fs::remove_dir_all(&docker_report);
         Ok(Execution {
             exit: if run.exit_status > 128 {
                 ExitKind::Signal(run.exit_status - 128)
@@ -460,6 +511,70 @@ pub(crate) fn execute(
             notes,
         })
     })
+}
+
+/// What the container in the guest reported, whatever its engine.
+struct InnerReport {
+    /// Its cgroup, as the report names it.
+    cgroup: String,
+    /// Its limits, read back from its cgroup in the guest.
+    limits: Limits,
+    /// Its cgroup's counters after the command.
+    stats: Option<isolab_cgroups::Stats>,
+    /// Phase timestamps (seconds), when the engine records them.
+    trace: Vec<(String, f64)>,
+    /// The engine's notes.
+    notes: Vec<String>,
+}
+
+/// Reads the report the guest's container engine left in the workdir: isolab-runtime's
+/// JSON at `runtime_report`, or the Docker container's cgroup files in `docker_report`.
+fn inner_report(
+    engine: &GuestEngine,
+    runtime_report: &Path,
+    docker_report: &Path,
+    stderr: &str,
+) -> Result<InnerReport, PlatformError> {
+    match engine {
+        GuestEngine::Isolab(_) => {
+            let report = isolab_runtime::Report::read(runtime_report).map_err(|e| {
+                vm_error(format!(
+                    "isolab-runtime in the guest left no readable report {}: {e}; its stderr: {}",
+                    runtime_report.display(),
+                    isolab_engines::tool::tail(stderr, 2000)
+                ))
+            })?;
+            if let Some(message) = report.error {
+                return Err(vm_error(format!("isolab-runtime in the guest: {message}")));
+            }
+            Ok(InnerReport {
+                cgroup: report.cgroup.display().to_string(),
+                limits: report.limits,
+                stats: report.stats,
+                trace: report
+                    .trace
+                    .iter()
+                    .map(|(phase, at)| (phase.name().into(), at.as_secs_f64()))
+                    .collect(),
+                notes: report.notes,
+            })
+        }
+        GuestEngine::Docker => {
+            let report = DockerReport::read(docker_report).map_err(|e| {
+                vm_error(format!(
+                    "{e}; docker run's stderr: {}",
+                    isolab_engines::tool::tail(stderr, 2000)
+                ))
+            })?;
+            Ok(InnerReport {
+                cgroup: "the Docker container's cgroup".into(),
+                limits: report.limits,
+                stats: report.stats,
+                trace: Vec::new(),
+                notes: vec!["Docker in the guest: the container's root is an overlay on the guest's root; docker run's own start is in the measured time, as on the docker platform".into()],
+            })
+        }
+    }
 }
 
 #[cfg(test)]
@@ -502,5 +617,57 @@ mod tests {
         assert_eq!(inner.cpuset, Some("0".parse().unwrap()));
         assert_eq!(inner.memory_max, Some(Bytes::gib(1)));
         assert_eq!(inner.pids_max, Some(128));
+    }
+
+    #[test]
+    fn vm_docker_is_registered_with_the_limits_docker_applies_in_the_guest() {
+        let kind = PlatformKind::parse("vm+docker").unwrap();
+        assert_eq!(kind, vm_docker());
+        let caps = kind.capabilities();
+        assert!(caps.vm && caps.needs_image && caps.limits.pids && caps.limits.cpuset);
+        assert!(!caps.perf_follows_workload && !caps.services);
+        assert_eq!(caps.networks, &[isolab_engines::NetworkMode::None]);
+        let level = PlatformDef::vm(kind, Accel::Tcg);
+        assert_eq!(level.name, "vm(tcg)+docker");
+        assert!(PlatformDef::builtins().iter().any(|d| d.name == level.name));
+    }
+
+    #[test]
+    fn vm_docker_prepare_refuses_an_image_without_dockerd() {
+        let image = tempfile::tempdir().unwrap();
+        let all = drivers(&IsolabConfig::discover());
+        let docker = all.iter().find(|d| d.info().kind == vm_docker()).unwrap();
+        let level = PlatformDef::vm(vm_docker(), Accel::Tcg);
+        let e = docker
+            .prepare(&[&level], Some(image.path()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("no dockerd") && e.contains("isolab image build bench-docker DIR"),
+            "{e}"
+        );
+        assert!(docker.prepare(&[&level], None).unwrap().is_empty());
+    }
+
+    #[test]
+    fn docker_in_the_guest_gets_the_inner_limits_as_docker_flags() {
+        let limits = Limits {
+            cpu: quota(0.5),
+            cpuset: Some("1".parse().unwrap()),
+            memory_max: Some(Bytes::mib(256)),
+            pids_max: Some(64),
+            ..Limits::default()
+        };
+        let flags = isolab_engines::docker::run_limit_flags(
+            &inner_limits(&limits),
+            isolab_cgroups::Version::V2,
+            Path::new("/sys"),
+        )
+        .unwrap();
+        assert_eq!(
+            flags.join(" "),
+            "--cpu-period 100000 --cpu-quota 50000 --cpuset-cpus 0 --memory 268435456 \
+             --memory-swap -1 --pids-limit 64"
+        );
     }
 }

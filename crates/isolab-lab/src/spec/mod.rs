@@ -424,7 +424,7 @@ impl Validator<'_> {
             if platform_defs.contains_key(l) {
                 return Ok(());
             }
-            if l == "vm" || l == "vm+isolab" {
+            if PlatformKind::parse(l).is_ok_and(PlatformKind::is_vm) {
                 return Err(format!(
                     "platform `{l}` needs its accelerator in the name: `{}` (KVM) or `{}` (QEMU's software emulation); `isolab env` says which works on this host",
                     l.replacen("vm", "vm(kvm)", 1),

@@ -118,6 +118,25 @@ fn a_server_workload_cannot_run_without_a_network() {
 }
 
 #[test]
+fn every_vm_platform_needs_its_accelerator_in_the_name() {
+    for (level, kvm, tcg) in [
+        ("vm", "vm(kvm)", "vm(tcg)"),
+        ("vm+isolab", "vm(kvm)+isolab", "vm(tcg)+isolab"),
+        ("vm+docker", "vm(kvm)+docker", "vm(tcg)+docker"),
+    ] {
+        let errs = errors(&format!("[experiment]\nname = \"x\"\n[matrix]\nplatform = [\"{level}\"]\nworkload = [\"sysbench-cpu\"]\n"));
+        assert!(
+            errs[0].contains(&format!(
+                "platform `{level}` needs its accelerator in the name: `{kvm}` (KVM) or `{tcg}`"
+            )),
+            "{errs:?}"
+        );
+        let spec = parse(&format!("[experiment]\nname = \"x\"\n[matrix]\nplatform = [\"{tcg}\"]\nworkload = [\"sysbench-cpu\"]\n")).unwrap();
+        assert_eq!(spec.cells[0].platform.kind.as_str(), level);
+    }
+}
+
+#[test]
 fn the_checker_explains_cells_from_the_platforms_capabilities() {
     // isolab offers a bridge: the error names the built-in level that has one.
     let errs = errors("[experiment]\nname = \"x\"\n[matrix]\nplatform = [\"isolab\"]\nworkload = [\"iperf3-tcp\"]\n");

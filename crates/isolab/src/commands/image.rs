@@ -13,6 +13,7 @@ pub fn image(command: ImageCommand) -> Result<Exit> {
             let image = match kind {
                 ImageKind::Busybox => isolab_image::build_busybox(&opts)?,
                 ImageKind::Bench => isolab_image::build_bench(&opts)?,
+                ImageKind::BenchDocker => isolab_image::build_bench_docker(&opts)?,
             };
             println!("built {:?} image in {}", image.kind, image.dir.display());
             for s in &image.manifest.sources {
