@@ -29,7 +29,7 @@ use isolab_engines::{Engine, NetworkMode, PreparedImage, RunRequest, ID_PREFIX};
 
 use super::host::HostPlatform;
 use super::instance::Supervisor;
-use super::registry::{Driver, PlatformInfo, PlatformKind};
+use super::registry::{Driver, Executed, PlatformInfo, PlatformKind};
 use super::{container_id, Execution, Interrupt, Job, Network, PlatformDef, PlatformError};
 
 /// How often the container's counters are sampled while it runs (the last sample
@@ -191,12 +191,7 @@ impl Driver for EnginePlatform {
         Ok(env)
     }
 
-    fn execute(
-        &self,
-        host: &HostPlatform,
-        job: &Job,
-        interrupt: &Interrupt,
-    ) -> Result<Execution, PlatformError> {
+    fn execute(&self, host: &HostPlatform, job: &Job, interrupt: &Interrupt) -> Executed {
         execute(host.supervisor(), self, job, interrupt)
     }
 

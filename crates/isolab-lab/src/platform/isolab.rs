@@ -30,7 +30,7 @@ use isolab_engines::Capabilities;
 
 use super::host::HostPlatform;
 use super::instance::Supervisor;
-use super::registry::{Driver, PlatformInfo, PlatformKind};
+use super::registry::{Driver, Executed, PlatformInfo, PlatformKind};
 use super::{container_id, Execution, Interrupt, Job, Network, PlatformError};
 
 /// How long the runtime has, after SIGTERM, to stop its container and tear it
@@ -225,12 +225,7 @@ impl Driver for IsolabDriver {
             ))
     }
 
-    fn execute(
-        &self,
-        host: &HostPlatform,
-        job: &Job,
-        interrupt: &Interrupt,
-    ) -> Result<Execution, PlatformError> {
+    fn execute(&self, host: &HostPlatform, job: &Job, interrupt: &Interrupt) -> Executed {
         execute(host.supervisor(), &self.config, job, interrupt)
     }
 }

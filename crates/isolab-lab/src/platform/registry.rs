@@ -129,6 +129,9 @@ pub struct PlatformInfo {
     pub capabilities: Capabilities,
 }
 
+/// What a driver's [`Driver::execute`] gives: the run, or why there is none.
+pub(crate) type Executed = Result<Execution, PlatformError>;
+
 /// A platform's driver: what the runner, the preflight and gc ask of a platform.
 pub(crate) trait Driver: Send + Sync {
     /// Its name and what it can do.
@@ -152,12 +155,7 @@ pub(crate) trait Driver: Send + Sync {
     /// Runs one job inside an instance of `host` (scope and instance cgroups,
     /// prepare and cleanup, neighbours, probe), tearing everything down, also on
     /// error.
-    fn execute(
-        &self,
-        host: &HostPlatform,
-        job: &Job,
-        interrupt: &Interrupt,
-    ) -> Result<Execution, PlatformError>;
+    fn execute(&self, host: &HostPlatform, job: &Job, interrupt: &Interrupt) -> Executed;
 
     /// Where a command on `level` reaches a server on the host, when the platform
     /// knows better than [`super::default_server_address`].
@@ -206,12 +204,7 @@ impl Driver for HostDriver {
         Ok("always".into())
     }
 
-    fn execute(
-        &self,
-        host: &HostPlatform,
-        job: &Job,
-        interrupt: &Interrupt,
-    ) -> Result<Execution, PlatformError> {
+    fn execute(&self, host: &HostPlatform, job: &Job, interrupt: &Interrupt) -> Executed {
         use super::Platform;
         host.execute(job, interrupt)
     }

@@ -37,7 +37,7 @@ use isolab_vm::{
 use super::host::HostPlatform;
 use super::instance::{limit, Supervisor};
 use super::isolab::{limit_flags, IsolabConfig};
-use super::registry::{Driver, PlatformInfo, PlatformKind};
+use super::registry::{Driver, Executed, PlatformInfo, PlatformKind};
 use super::{Accel, Capabilities, Execution, ExitKind, Interrupt, Job, PlatformDef, PlatformError};
 
 /// Guest memory beyond the container's limit in `vm+isolab` (the guest kernel,
@@ -323,12 +323,7 @@ impl Driver for VmDriver {
         self.vm.prepare_once(levels, image)
     }
 
-    fn execute(
-        &self,
-        host: &HostPlatform,
-        job: &Job,
-        interrupt: &Interrupt,
-    ) -> Result<Execution, PlatformError> {
+    fn execute(&self, host: &HostPlatform, job: &Job, interrupt: &Interrupt) -> Executed {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         execute(
             host.supervisor(),
