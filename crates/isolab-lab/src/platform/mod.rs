@@ -438,6 +438,10 @@ pub enum PlatformError {
     /// gives the same error to every run.
     #[error(transparent)]
     Driver(#[from] Arc<isolab_engines::EngineError>),
+    /// QEMU or the guest could not run the instance (isolab-vm's error, with its
+    /// cause chain).
+    #[error(transparent)]
+    Vm(#[from] isolab_vm::VmError),
     /// The engine could not run the instance (its own error, not the workload's).
     #[error("{engine} failed: {message}")]
     Engine {

@@ -92,8 +92,8 @@ impl VmPlatform {
         levels: &[&PlatformDef],
         image: &Path,
     ) -> Result<Vec<(String, String)>, PlatformError> {
-        let kernel = isolab_vm::prepare_kernel(&self.cache.join("kernel")).map_err(vm_error)?;
-        let disk = isolab_vm::prepare_disk(image, &self.cache.join("disk")).map_err(vm_error)?;
+        let kernel = isolab_vm::prepare_kernel(&self.cache.join("kernel"))?;
+        let disk = isolab_vm::prepare_disk(image, &self.cache.join("disk"))?;
         let qemu = PathBuf::from(isolab_vm::QEMU);
         let wants_kvm = levels.iter().any(|d| d.accel == Some(Accel::Kvm));
         let report = if wants_kvm {
@@ -120,7 +120,7 @@ impl VmPlatform {
             "/tmp/unused",
         );
         config.qemu = qemu;
-        let env = isolab_vm::environment(&config, &report).map_err(vm_error)?;
+        let env = isolab_vm::environment(&config, &report)?;
         *self.prepared.lock().unwrap_or_else(|e| e.into_inner()) = Some(Prepared {
             kernel,
             disk,
@@ -318,7 +318,7 @@ impl Driver for VmDriver {
             return Ok(Vec::new());
         };
         if let Some(GuestEngine::Docker) = self.engine {
-            isolab_vm::docker::check_image(image).map_err(vm_error)?;
+            isolab_vm::docker::check_image(image)?;
         }
         self.vm.prepare_once(levels, image)
     }
@@ -404,7 +404,7 @@ fn execute(
         let run = match run {
             Ok(r) => r,
             Err(isolab_vm::VmError::Interrupted) => return Err(PlatformError::Interrupted),
-            Err(e) => return Err(vm_error(e)),
+            Err(e) => return Err(e.into()),
         };
         let ended = Instant::now();
         let mut notes = vec![match run.accel {
