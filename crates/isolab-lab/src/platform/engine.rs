@@ -30,6 +30,7 @@ use isolab_engines::{Engine, NetworkMode, PreparedImage, RunRequest, ID_PREFIX};
 use super::host::HostPlatform;
 use super::instance::Supervisor;
 use super::registry::{Driver, Executed, PlatformInfo, PlatformKind};
+use super::service::{self, LimitsAt, Remove, ServiceSpec, Started};
 use super::{container_id, Execution, Interrupt, Job, Network, PlatformDef, PlatformError};
 
 /// How often the container's counters are sampled while it runs (the last sample
@@ -195,6 +196,26 @@ impl Driver for EnginePlatform {
         execute(host.supervisor(), self, job, interrupt)
     }
 
+    fn start_service(&self, host: &HostPlatform, job: &Job, spec: ServiceSpec) -> Started<'_> {
+        let image = job.image.as_deref().ok_or_else(|| {
+            engine_error(self.name(), "no image was given for the container's root")
+        })?;
+        let prepared = self.image(image)?;
+        let sup = host.supervisor();
+        let request = run_request(job, &sup.instance_path(&job.name))?;
+        service::start(sup, job, spec, LimitsAt::Container, move || {
+            let argv = self.engine.run_command(&request, &prepared);
+            let remove: Remove<'_> = Box::new(move || Ok(self.engine.remove(&request)?));
+            match argv {
+                Ok(argv) => Ok((argv, Some(remove))),
+                Err(e) => {
+                    let _ = remove();
+                    Err(e.into())
+                }
+            }
+        })
+    }
+
     fn server_address(&self, level: &PlatformDef) -> Option<std::net::Ipv4Addr> {
         self.host_address(level.network)
             .and_then(|a| a.parse().ok())
@@ -354,6 +375,19 @@ impl super::NeighbourContainers for EngineNeighbours<'_> {
     }
 }
 
+/// The container of `job`, its cgroup below the instance cgroup `instance`.
+fn run_request(job: &Job, instance: &Path) -> Result<RunRequest, PlatformError> {
+    Ok(RunRequest {
+        id: container_id(ID_PREFIX, &job.name)?,
+        argv: job.argv.clone(),
+        workdir: job.workdir.clone(),
+        network: job.platform.network,
+        limits: job.limits.clone(),
+        cgroup_parent: instance.to_path_buf(),
+        env: Vec::new(),
+    })
+}
+
 /// Runs `job` in a container of `engine` inside an instance of `host`.
 pub(crate) fn execute(
     host: &Supervisor,
@@ -378,15 +412,7 @@ pub(crate) fn execute(
     }
     let prepared = engine.image(image)?;
     let instance = host.instance_path(&job.name);
-    let request = RunRequest {
-        id: container_id(ID_PREFIX, &job.name)?,
-        argv: job.argv.clone(),
-        workdir: job.workdir.clone(),
-        network: job.platform.network,
-        limits: job.limits.clone(),
-        cgroup_parent: instance.clone(),
-        env: Vec::new(),
-    };
+    let request = run_request(job, &instance)?;
     let neighbours = EngineNeighbours {
         engine,
         image: &prepared,

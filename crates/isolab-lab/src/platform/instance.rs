@@ -81,6 +81,22 @@ impl Supervisor {
         Ok(())
     }
 
+    /// The instance cgroup of `name` (`isolab/exp3-pid42/c0-r1-db`), created empty
+    /// and unlimited in the experiment's scope, for a caller that keeps it beyond
+    /// one call (a service).
+    pub(crate) fn create_instance(&self, name: &str) -> Result<Cgroup, PlatformError> {
+        self.enter_scope(name)?;
+        Ok(Cgroup::create(
+            &self.config.hierarchy,
+            &self.cgroup_path(name),
+        )?)
+    }
+
+    /// How it starts processes.
+    pub(crate) fn launcher(&self) -> &dyn Launcher {
+        &*self.launcher
+    }
+
     fn cgroup_path(&self, name: &str) -> PathBuf {
         self.config.cgroup_base.join(name)
     }

@@ -31,6 +31,7 @@ use isolab_engines::Capabilities;
 use super::host::HostPlatform;
 use super::instance::Supervisor;
 use super::registry::{Driver, Executed, PlatformInfo, PlatformKind};
+use super::service::{self, LimitsAt, Remove, ServiceSpec, Started};
 use super::{container_id, Execution, Interrupt, Job, Network, PlatformError};
 
 /// How long the runtime has, after SIGTERM, to stop its container and tear it
@@ -227,6 +228,32 @@ impl Driver for IsolabDriver {
 
     fn execute(&self, host: &HostPlatform, job: &Job, interrupt: &Interrupt) -> Executed {
         execute(host.supervisor(), &self.config, job, interrupt)
+    }
+
+    fn start_service(&self, host: &HostPlatform, job: &Job, spec: ServiceSpec) -> Started<'_> {
+        let image = job.image.as_deref().ok_or_else(|| PlatformError::Engine {
+            engine: RUNTIME_PROGRAM.into(),
+            message: "no image was given for the container's root".into(),
+        })?;
+        check_image(image)?;
+        let sup = host.supervisor();
+        let id = container_id("", &job.name)?;
+        let report = job.workdir.join(".isolab-service.json");
+        let instance = sup.instance_path(&job.name);
+        let argv = runtime_argv(&self.config.program, &id, job, image, &instance, &report);
+        // A runtime killed after its grace leaves its container behind.
+        let hierarchy = sup.hierarchy().clone();
+        let remove: Remove<'_> = Box::new(move || {
+            isolab_runtime::gc(&self.config.state_dir, &hierarchy)
+                .map(|_| ())
+                .map_err(|e| PlatformError::Engine {
+                    engine: RUNTIME_PROGRAM.into(),
+                    message: format!("collecting the service's container: {e}"),
+                })
+        });
+        service::start(sup, job, spec, LimitsAt::Container, || {
+            Ok((argv, Some(remove)))
+        })
     }
 }
 

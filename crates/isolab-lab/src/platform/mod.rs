@@ -11,6 +11,7 @@ pub mod launch;
 mod measured;
 pub(crate) mod process;
 mod registry;
+mod service;
 mod vm;
 
 use std::fmt;
@@ -29,6 +30,7 @@ pub use isolab::{IsolabConfig, RUNTIME_PROGRAM};
 pub use launch::{Launch, Launcher, Process, RealLauncher};
 pub use process::Interrupt;
 pub(crate) use process::{free_port, isolab_running};
+pub use service::{Service, ServiceSpec};
 
 pub use isolab_engines::{Capabilities, LimitKinds, NetworkMode as Network};
 pub use registry::{
@@ -438,6 +440,14 @@ pub enum PlatformError {
     /// gives the same error to every run.
     #[error(transparent)]
     Driver(#[from] Arc<isolab_engines::EngineError>),
+    /// The level cannot run a service that clients on the host reach.
+    #[error("platform `{platform}` cannot run a service: {why}")]
+    NoServices {
+        /// The level.
+        platform: String,
+        /// Why, and what to do.
+        why: String,
+    },
     /// QEMU or the guest could not run the instance (isolab-vm's error, with its
     /// cause chain).
     #[error(transparent)]
@@ -596,6 +606,20 @@ impl Platforms {
                 engine: kind.as_str().into(),
                 message: "this build of isolab has no driver for it".into(),
             })
+    }
+}
+
+impl Platforms {
+    /// Starts `job`'s command as a long-running service of its level (instance,
+    /// limits applied and read back, ready once `spec.port` accepts connections);
+    /// it runs until [`Service::stop`] or until it is dropped.
+    pub fn start_service(
+        &self,
+        job: &Job,
+        spec: ServiceSpec,
+    ) -> Result<Service<'_>, PlatformError> {
+        self.driver(job.platform.kind)?
+            .start_service(&self.host, job, spec)
     }
 }
 

@@ -19,6 +19,7 @@ use std::sync::{Arc, OnceLock};
 use isolab_engines::{Capabilities, LimitKinds, NetworkMode};
 
 use super::host::HostPlatform;
+use super::service::{self, ServiceSpec, Started};
 use super::{Execution, Interrupt, Job, PlatformDef, PlatformError};
 
 /// A platform engine's name in specs (`host`, `docker`, `vm+isolab`), one of the
@@ -157,6 +158,15 @@ pub(crate) trait Driver: Send + Sync {
     /// error.
     fn execute(&self, host: &HostPlatform, job: &Job, interrupt: &Interrupt) -> Executed;
 
+    /// Starts `job`'s command as a long-running service in an instance of `host`
+    /// (see [`super::service`]); platforms without services say why.
+    fn start_service(&self, _host: &HostPlatform, job: &Job, _spec: ServiceSpec) -> Started<'_> {
+        Err(PlatformError::NoServices {
+            platform: job.platform.name.clone(),
+            why: format!("engine `{}` runs no services", self.info().kind),
+        })
+    }
+
     /// Where a command on `level` reaches a server on the host, when the platform
     /// knows better than [`super::default_server_address`].
     fn server_address(&self, _level: &PlatformDef) -> Option<std::net::Ipv4Addr> {
@@ -207,6 +217,13 @@ impl Driver for HostDriver {
     fn execute(&self, host: &HostPlatform, job: &Job, interrupt: &Interrupt) -> Executed {
         use super::Platform;
         host.execute(job, interrupt)
+    }
+
+    fn start_service(&self, host: &HostPlatform, job: &Job, spec: ServiceSpec) -> Started<'_> {
+        let sup = host.supervisor();
+        service::start(sup, job, spec, service::LimitsAt::Instance, || {
+            Ok((job.argv.clone(), None))
+        })
     }
 }
 

@@ -1,0 +1,230 @@
+//! Long-running services: a process started inside a platform's instance, with
+//! the cell's limits applied and read back, reachable at an address, that lives
+//! until it is stopped (a database or web server a load generator outside drives).
+//!
+//! Every platform whose run is one foreground command (the host's own command,
+//! `isolab-runtime run`, an engine's `docker run` / `runc run` / …) starts a
+//! service the same way, here: the experiment's scope cgroup, an instance cgroup
+//! of the job's name, the command started in it through the supervisor's
+//! launcher, readiness when a TCP connection to the address succeeds (failing at
+//! once when the command exits first), then the service's own cgroup — the
+//! instance on the host, the deepest populated cgroup below it in a container —
+//! whose limits are read back from the kernel and compared with the job's.
+//! [`Service::stop`] (or dropping it) sends SIGTERM, kills what is left after a
+//! grace period, removes the engine's container and the instance cgroup.
+//!
+//! Services reach the host here over the host network; a level with network
+//! `none` cannot serve anyone, and on a bridge the service's address is the
+//! container's, which the engines do not report yet.
+
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use isolab_cgroups::{Cgroup, Controller, Limits};
+
+use super::instance::{limit, Supervisor};
+use super::launch::{ended_within, log_path, Launch, Process};
+use super::process::read_tail;
+use super::{Job, Network, PlatformError};
+
+/// How long a stopped service has after SIGTERM before its cgroup is killed.
+const GRACE: Duration = Duration::from_secs(10);
+
+/// Where a service listens and how long it may take to be ready.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServiceSpec {
+    /// The TCP port it listens on.
+    pub port: u16,
+    /// How long it may take to accept a connection.
+    pub ready_timeout: Duration,
+}
+
+/// Where a platform applies the job's limits.
+pub(crate) enum LimitsAt {
+    /// On the instance cgroup itself (the host platform).
+    Instance,
+    /// On a container cgroup the engine creates below the instance.
+    Container,
+}
+
+/// Removes what an engine left for a service (its container).
+pub(crate) type Remove<'p> = Box<dyn FnOnce() -> Result<(), PlatformError> + Send + 'p>;
+
+/// A running service, on the platforms it was started from.
+pub struct Service<'p> {
+    /// Where clients reach it.
+    pub address: SocketAddr,
+    /// The cgroup that holds its processes, relative to the hierarchy roots.
+    pub cgroup: PathBuf,
+    /// Its limits as read back from that cgroup.
+    pub limits_applied: Limits,
+    process: Option<Box<dyn Process>>,
+    instance: Option<Cgroup>,
+    remove: Option<Remove<'p>>,
+}
+
+impl std::fmt::Debug for Service<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Service")
+            .field("address", &self.address)
+            .field("cgroup", &self.cgroup)
+            .field("limits_applied", &self.limits_applied)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Service<'_> {
+    /// Stops it: SIGTERM, then everything in its instance killed after a grace
+    /// period; its container and instance cgroup removed.
+    pub fn stop(mut self) -> Result<(), PlatformError> {
+        self.teardown()
+    }
+
+    fn teardown(&mut self) -> Result<(), PlatformError> {
+        if let Some(process) = self.process.take() {
+            if !ended_within(&*process, libc::SIGTERM, GRACE) {
+                if let Some(instance) = &self.instance {
+                    let _ = instance.kill_all();
+                }
+            }
+            let _ = process.reap();
+        }
+        let removed = self.remove.take().map_or(Ok(()), |remove| remove());
+        if let Some(instance) = self.instance.take() {
+            let _ = instance.kill_all();
+            match instance.remove() {
+                // An OCI runtime's delete may take the empty parent with it.
+                Ok(()) | Err(isolab_cgroups::Error::NotFound { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        removed
+    }
+}
+
+impl Drop for Service<'_> {
+    fn drop(&mut self) {
+        if let Err(e) = self.teardown() {
+            eprintln!("warning: stopping service at {}: {e}", self.address);
+        }
+    }
+}
+
+/// Why `job`'s level cannot serve clients on the host, if it cannot.
+fn unreachable(job: &Job) -> Option<PlatformError> {
+    let why = match job.platform.network {
+        Network::Host => return None,
+        Network::None => "its network is `none`, so no client outside can reach it",
+        Network::Bridge => "on a bridge the service's address is the container's, which isolab does not look up yet; use network `host`",
+    };
+    Some(PlatformError::NoServices {
+        platform: job.platform.name.clone(),
+        why: why.into(),
+    })
+}
+
+/// What a driver's start of a service gives.
+pub(crate) type Started<'p> = Result<Service<'p>, PlatformError>;
+
+/// What a platform runs for a service: the foreground command (the job's own, or
+/// the engine's around it) and what removes the engine's container after it.
+pub(crate) type Command<'p> = (Vec<String>, Option<Remove<'p>>);
+
+/// Starts the service of `job` in an instance of `sup`: `command` makes the
+/// platform's command once the instance cgroup exists (an engine may prepare
+/// cgroups below it); its `Remove` runs on every failure after that too.
+pub(crate) fn start<'p>(
+    sup: &Supervisor,
+    job: &Job,
+    spec: ServiceSpec,
+    limits_at: LimitsAt,
+    command: impl FnOnce() -> Result<Command<'p>, PlatformError>,
+) -> Started<'p> {
+    if let Some(e) = unreachable(job) {
+        return Err(e);
+    }
+    let mut service = Service {
+        address: SocketAddr::from((Ipv4Addr::LOCALHOST, spec.port)),
+        cgroup: PathBuf::new(),
+        limits_applied: Limits::default(),
+        process: None,
+        instance: None,
+        remove: None,
+    };
+    // On any error below, dropping `service` tears down what was made.
+    let instance = sup.create_instance(&job.name)?;
+    service.cgroup = instance.rel().to_path_buf();
+    let instance = service.instance.insert(instance);
+    if let LimitsAt::Instance = limits_at {
+        service.limits_applied = limit(instance, &job.limits)?;
+    }
+    let (argv, remove) = command()?;
+    service.remove = remove;
+    let argv = &argv;
+    let process = sup.launcher().start(Launch {
+        argv,
+        workdir: &job.workdir,
+        log: "service",
+        cgroup: Some(instance),
+        count: false,
+    })?;
+    let process = service.process.insert(process);
+    wait_ready(&**process, service.address, spec.ready_timeout).map_err(|waited| {
+        PlatformError::ServerNotReady {
+            command: argv.join(" "),
+            port: spec.port,
+            waited,
+            stderr: read_tail(&log_path(&job.workdir, "service", "stderr"), 2000),
+        }
+    })?;
+    if let LimitsAt::Container = limits_at {
+        let rel = container_cgroup(sup, &service.cgroup).ok_or_else(|| PlatformError::Engine {
+            engine: job.platform.kind.to_string(),
+            message: format!(
+                "the service listens but no cgroup below {} holds its processes",
+                service.cgroup.display()
+            ),
+        })?;
+        let read = Cgroup::open(sup.hierarchy(), &rel)?.read_limits()?;
+        let differences = job.limits.differences(&read);
+        if !differences.is_empty() {
+            return Err(PlatformError::LimitMismatch {
+                cgroup: rel.display().to_string(),
+                detail: differences.join("; "),
+            });
+        }
+        service.cgroup = rel;
+        service.limits_applied = read;
+    }
+    Ok(service)
+}
+
+/// Waits until `address` accepts a TCP connection; `Err` with the time waited
+/// when `process` exits first or `timeout` passes.
+fn wait_ready(
+    process: &dyn Process,
+    address: SocketAddr,
+    timeout: Duration,
+) -> Result<(), Duration> {
+    let started = Instant::now();
+    loop {
+        if TcpStream::connect_timeout(&address, Duration::from_millis(200)).is_ok() {
+            return Ok(());
+        }
+        if !process.is_running() || started.elapsed() >= timeout {
+            return Err(started.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The deepest cgroup below `instance` that holds processes: the container's.
+fn container_cgroup(sup: &Supervisor, instance: &Path) -> Option<PathBuf> {
+    let hierarchy = sup.hierarchy();
+    let mount = hierarchy
+        .mount(Controller::Cpu)
+        .or_else(|| hierarchy.mount(Controller::Memory))?;
+    isolab_engines::find_container_cgroup(mount, instance)
+        .map(|rel| rel.strip_prefix("/").unwrap_or(&rel).to_path_buf())
+}

@@ -1,0 +1,243 @@
+//! Long-running services through the platforms: without root on a fake cgroupfs
+//! with a scripted launcher, and as root for real on every platform of the
+//! registry this host can run (iperf3's server on the host network, limits read
+//! back from the service's cgroup, nothing left behind).
+
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use isolab_cgroups::{Bytes, CpuQuota, Hierarchy, Limits};
+use isolab_lab::platform::{
+    Accel, ExitKind, IsolabConfig, Job, Network, PlatformDef, PlatformError, PlatformKind,
+    Platforms, ServiceSpec,
+};
+use isolab_lab::testing::{FakeCgroupfs, FakeLauncher, Scripted};
+use isolab_lab::{HostPlatform, HostPlatformConfig};
+
+const IMAGE: &str = "/var/lib/isolab/images/bench";
+
+fn limits() -> Limits {
+    Limits {
+        cpu: Some(CpuQuota::from_cpus(1.0, CpuQuota::DEFAULT_PERIOD).unwrap()),
+        memory_max: Some(Bytes::mib(512)),
+        pids_max: Some(64),
+        ..Limits::default()
+    }
+}
+
+fn job(platform: PlatformDef, name: &str, argv: Vec<String>, workdir: &Path) -> Job {
+    Job {
+        image: platform.kind.needs_image().then(|| PathBuf::from(IMAGE)),
+        platform,
+        name: format!("svc{}/{name}", std::process::id()),
+        argv,
+        prepare: None,
+        cleanup: None,
+        server: None,
+        workdir: workdir.to_path_buf(),
+        limits: limits(),
+        timeout: Duration::from_secs(60),
+        neighbours: None,
+        uses_disk: false,
+    }
+}
+
+fn fake_platforms(cgroupfs: &Path, launcher: Arc<FakeLauncher>, state: &Path) -> Platforms {
+    let host = HostPlatform::with_launcher(
+        HostPlatformConfig {
+            hierarchy: FakeCgroupfs::create(cgroupfs).unwrap(),
+            proc_root: state.join("proc"),
+            cgroup_base: PathBuf::from("isolab"),
+            sample_interval: Duration::from_millis(100),
+            probe: None,
+        },
+        launcher,
+    );
+    Platforms::new(
+        host,
+        IsolabConfig {
+            program: PathBuf::from("isolab-runtime"),
+            state_dir: state.join("runtime-state"),
+        },
+    )
+}
+
+#[test]
+fn a_host_service_is_limited_reachable_and_removed_without_root() {
+    let (cgroupfs, state, work) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    // The "server" is this test's own listener; the scripted command runs for an hour.
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let launcher = Arc::new(
+        FakeLauncher::new()
+            .on("serve", [Scripted::success("", Duration::from_secs(3600))])
+            .on(
+                "crash",
+                [Scripted {
+                    exit: ExitKind::Code(1),
+                    stdout: String::new(),
+                    stderr: "crash: address in use\n".into(),
+                    wall: Duration::ZERO,
+                }],
+            ),
+    );
+    let platforms = fake_platforms(cgroupfs.path(), launcher.clone(), state.path());
+    let host = PlatformDef::new(PlatformKind::HOST);
+    let spec = ServiceSpec {
+        port,
+        ready_timeout: Duration::from_secs(5),
+    };
+    let argv = vec!["serve".into(), "--port".into(), port.to_string()];
+    let db = job(host.clone(), "c0-r1-db", argv, work.path());
+    let service = platforms.start_service(&db, spec).unwrap();
+    assert_eq!(service.address, (Ipv4Addr::LOCALHOST, port).into());
+    let instance = PathBuf::from(format!("isolab/svc{}/c0-r1-db", std::process::id()));
+    assert_eq!(service.cgroup, instance);
+    assert_eq!(service.limits_applied, limits());
+    assert_eq!(
+        launcher.launched()[0].cgroup.as_deref(),
+        Some(instance.as_path())
+    );
+    service.stop().unwrap();
+
+    // A command that exits before it listens fails at once, with its stderr.
+    let unused = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let free = unused.local_addr().unwrap().port();
+    drop(unused);
+    let crash = job(host, "c0-r1-web", vec!["crash".into()], work.path());
+    let e = platforms
+        .start_service(&crash, ServiceSpec { port: free, ..spec })
+        .unwrap_err();
+    match &e {
+        PlatformError::ServerNotReady {
+            port,
+            stderr,
+            waited,
+            ..
+        } => {
+            assert_eq!(*port, free);
+            assert!(stderr.contains("address in use"), "{e}");
+            assert!(*waited < Duration::from_secs(5), "{e}");
+        }
+        other => panic!("expected ServerNotReady, got {other:?}"),
+    }
+
+    // Levels no client on the host can reach say why.
+    let mut none = PlatformDef::new(PlatformKind::ISOLAB);
+    none.network = Network::None;
+    let e = platforms
+        .start_service(
+            &job(none, "c1-r1-db", vec!["serve".into()], work.path()),
+            spec,
+        )
+        .unwrap_err();
+    assert!(e.to_string().contains("its network is `none`"), "{e}");
+    let vm = PlatformDef::vm(PlatformKind::VM, Accel::Tcg);
+    let e = platforms
+        .start_service(
+            &job(vm, "c2-r1-db", vec!["serve".into()], work.path()),
+            spec,
+        )
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("engine `vm` runs no services"),
+        "{e}"
+    );
+
+    drop(platforms);
+    assert_eq!(
+        FakeCgroupfs::cgroups(cgroupfs.path()),
+        Vec::<PathBuf>::new()
+    );
+    drop(listener);
+}
+
+fn isolab_cgroups(base: &str) -> Vec<PathBuf> {
+    std::fs::read_dir("/sys/fs/cgroup")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|c| c.path().join(base))
+        .filter(|p| p.exists())
+        .collect()
+}
+
+#[test]
+fn every_usable_platform_runs_a_real_service_with_its_limits_read_back() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: services need root to create cgroups");
+        return;
+    }
+    if !Path::new(IMAGE).join("bin/sh").exists() || isolab_tools::find_program("iperf3").is_none() {
+        eprintln!("skipped: needs the bench image at {IMAGE} and iperf3 (make image)");
+        return;
+    }
+    let base = format!("isolab-svctest-{}", std::process::id());
+    let host = HostPlatform::new(HostPlatformConfig {
+        hierarchy: Hierarchy::detect().unwrap(),
+        proc_root: "/proc".into(),
+        cgroup_base: PathBuf::from(&base),
+        sample_interval: Duration::from_millis(100),
+        probe: None,
+    });
+    let platforms = Platforms::new(host, IsolabConfig::discover());
+    let work = tempfile::tempdir().unwrap();
+    let mut served = Vec::new();
+    for (i, (info, availability)) in isolab_lab::platform::availability().iter().enumerate() {
+        let caps = info.capabilities;
+        if !caps.services || !caps.has_network(Network::Host) {
+            continue;
+        }
+        if !availability.usable {
+            eprintln!("skipped platform {}: {}", info.kind, availability.detail);
+            continue;
+        }
+        let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut level = PlatformDef::new(info.kind);
+        level.network = Network::Host;
+        let argv = ["iperf3", "-s", "-p", &port.to_string()]
+            .map(String::from)
+            .to_vec();
+        let job = job(level, &format!("c{i}-r1-db"), argv, work.path());
+        let spec = ServiceSpec {
+            port,
+            ready_timeout: Duration::from_secs(60),
+        };
+        let service = platforms
+            .start_service(&job, spec)
+            .unwrap_or_else(|e| panic!("{}: {e}", info.kind));
+        TcpStream::connect(service.address).unwrap_or_else(|e| panic!("{}: {e}", info.kind));
+        assert!(
+            limits().differences(&service.limits_applied).is_empty(),
+            "{}: {:?}",
+            info.kind,
+            service.limits_applied
+        );
+        assert!(
+            service.cgroup.starts_with(&base),
+            "{}: {}",
+            info.kind,
+            service.cgroup.display()
+        );
+        service
+            .stop()
+            .unwrap_or_else(|e| panic!("{}: stopping: {e}", info.kind));
+        served.push(info.kind.to_string());
+    }
+    drop(platforms);
+    eprintln!("served on {served:?}");
+    assert!(served.contains(&"host".to_owned()), "{served:?}");
+    let left = isolab_cgroups(&base);
+    assert!(left.is_empty(), "cgroups left: {left:?}");
+}
