@@ -24,11 +24,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use isolab_cgroups::{Cgroup, Controller, Hierarchy, Limits, Stats};
+use isolab_cgroups::{Cgroup, Hierarchy, Limits, Stats};
 use isolab_engines::{Engine, NetworkMode, PreparedImage, RunRequest, ID_PREFIX};
 
 use super::host::HostPlatform;
 use super::instance::Supervisor;
+use super::instance::{container_below, container_mount};
 use super::registry::{Driver, Executed, PlatformInfo, PlatformKind};
 use super::service::{self, LimitsAt, Remove, ServiceSpec, Started};
 use super::{container_id, Execution, Interrupt, Job, Network, PlatformDef, PlatformError};
@@ -257,11 +258,7 @@ struct Watched {
 /// `stop` is set, then samples its limits and counters, keeping the last readings.
 fn watch(hierarchy: Hierarchy, instance: PathBuf, stop: Arc<AtomicBool>) -> Watched {
     let mut seen = Watched::default();
-    let Some(mount) = hierarchy
-        .mount(Controller::Cpu)
-        .or_else(|| hierarchy.mount(Controller::Memory))
-        .map(Path::to_path_buf)
-    else {
+    let Some(mount) = container_mount(&hierarchy).map(Path::to_path_buf) else {
         return seen;
     };
     loop {
@@ -270,8 +267,7 @@ fn watch(hierarchy: Hierarchy, instance: PathBuf, stop: Arc<AtomicBool>) -> Watc
         // its own setup below the instance for a moment (LXC's monitor, runc's init)
         // before the container's, deeper, cgroup exists. Once the container is gone
         // nothing is found and the last one stands.
-        if let Some(rel) = isolab_engines::find_container_cgroup(&mount, &instance) {
-            let rel = rel.strip_prefix("/").unwrap_or(&rel).to_path_buf();
+        if let Some(rel) = container_below(&mount, &instance) {
             let deeper = seen
                 .cgroup
                 .as_ref()

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use isolab_cgroups::{Cgroup, Hierarchy, Limits};
+use isolab_cgroups::{Cgroup, Controller, Hierarchy, Limits};
 
 use super::launch::{ended_within, log_path, wait_or_kill, Launch, Launcher, Process};
 use super::measured::Measured;
@@ -485,6 +485,21 @@ impl Drop for Supervisor {
             let _ = self.remove_scope(scope);
         }
     }
+}
+
+/// The mount in which an engine's container cgroup is looked for below an
+/// instance: the cpu hierarchy's, else the memory hierarchy's.
+pub(crate) fn container_mount(hierarchy: &Hierarchy) -> Option<&Path> {
+    hierarchy
+        .mount(Controller::Cpu)
+        .or_else(|| hierarchy.mount(Controller::Memory))
+}
+
+/// The deepest cgroup below the instance `instance` that holds processes (an
+/// engine's container), relative to the hierarchy roots like `instance`.
+pub(crate) fn container_below(mount: &Path, instance: &Path) -> Option<PathBuf> {
+    isolab_engines::find_container_cgroup(mount, instance)
+        .map(|rel| rel.strip_prefix("/").unwrap_or(&rel).to_path_buf())
 }
 
 /// Applies `limits` to `cgroup` and reads them back: what was read, or

@@ -18,12 +18,12 @@
 //! container's, which the engines do not report yet.
 
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use isolab_cgroups::{Cgroup, Controller, Limits};
+use isolab_cgroups::{Cgroup, Limits};
 
-use super::instance::{limit, Supervisor};
+use super::instance::{container_below, container_mount, limit, Supervisor};
 use super::launch::{ended_within, log_path, Launch, Process};
 use super::process::read_tail;
 use super::{Job, Network, PlatformError};
@@ -179,13 +179,15 @@ pub(crate) fn start<'p>(
         }
     })?;
     if let LimitsAt::Container = limits_at {
-        let rel = container_cgroup(sup, &service.cgroup).ok_or_else(|| PlatformError::Engine {
-            engine: job.platform.kind.to_string(),
-            message: format!(
-                "the service listens but no cgroup below {} holds its processes",
-                service.cgroup.display()
-            ),
-        })?;
+        let rel = container_mount(sup.hierarchy())
+            .and_then(|mount| container_below(mount, &service.cgroup))
+            .ok_or_else(|| PlatformError::Engine {
+                engine: job.platform.kind.to_string(),
+                message: format!(
+                    "the service listens but no cgroup below {} holds its processes",
+                    service.cgroup.display()
+                ),
+            })?;
         let read = Cgroup::open(sup.hierarchy(), &rel)?.read_limits()?;
         let differences = job.limits.differences(&read);
         if !differences.is_empty() {
@@ -217,14 +219,4 @@ fn wait_ready(
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-}
-
-/// The deepest cgroup below `instance` that holds processes: the container's.
-fn container_cgroup(sup: &Supervisor, instance: &Path) -> Option<PathBuf> {
-    let hierarchy = sup.hierarchy();
-    let mount = hierarchy
-        .mount(Controller::Cpu)
-        .or_else(|| hierarchy.mount(Controller::Memory))?;
-    isolab_engines::find_container_cgroup(mount, instance)
-        .map(|rel| rel.strip_prefix("/").unwrap_or(&rel).to_path_buf())
 }
