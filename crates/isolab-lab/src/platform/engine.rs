@@ -198,10 +198,7 @@ impl Driver for EnginePlatform {
     }
 
     fn start_service(&self, host: &HostPlatform, job: &Job, spec: ServiceSpec) -> Started<'_> {
-        let image = job.image.as_deref().ok_or_else(|| {
-            engine_error(self.name(), "no image was given for the container's root")
-        })?;
-        let prepared = self.image(image)?;
+        let prepared = self.image(job.container_image(self.name())?)?;
         let sup = host.supervisor();
         let request = run_request(job, &sup.instance_path(&job.name))?;
         service::start(sup, job, spec, LimitsAt::Container, move || {
@@ -393,10 +390,7 @@ pub(crate) fn execute(
 ) -> Result<Execution, PlatformError> {
     let name = engine.name();
     let perf_follows = engine.engine.capabilities().perf_follows_workload;
-    let image = job
-        .image
-        .as_deref()
-        .ok_or_else(|| engine_error(name, "no image was given for the container's root"))?;
+    let image = job.container_image(name)?;
     if job.server.is_some() && job.platform.network == Network::None {
         return Err(engine_error(
             name,

@@ -231,11 +231,7 @@ impl Driver for IsolabDriver {
     }
 
     fn start_service(&self, host: &HostPlatform, job: &Job, spec: ServiceSpec) -> Started<'_> {
-        let image = job.image.as_deref().ok_or_else(|| PlatformError::Engine {
-            engine: RUNTIME_PROGRAM.into(),
-            message: "no image was given for the container's root".into(),
-        })?;
-        check_image(image)?;
+        let image = check_image(job.container_image(RUNTIME_PROGRAM)?)?;
         let sup = host.supervisor();
         let id = container_id("", &job.name)?;
         let report = job.workdir.join(".isolab-service.json");
@@ -264,11 +260,7 @@ pub(crate) fn execute(
     job: &Job,
     interrupt: &Interrupt,
 ) -> Result<Execution, PlatformError> {
-    let image = job.image.as_deref().ok_or_else(|| PlatformError::Engine {
-        engine: RUNTIME_PROGRAM.into(),
-        message: "no image was given for the container's root".into(),
-    })?;
-    check_image(image)?;
+    let image = check_image(job.container_image(RUNTIME_PROGRAM)?)?;
     if job.server.is_some() && job.platform.network == Network::None {
         return Err(PlatformError::Engine {
             engine: RUNTIME_PROGRAM.into(),
@@ -339,10 +331,10 @@ pub(crate) fn execute(
     })
 }
 
-/// The image must be a directory with a shell, or the container cannot start.
-fn check_image(image: &Path) -> Result<(), PlatformError> {
+/// `image`, which must be a directory with a shell, or the container cannot start.
+fn check_image(image: &Path) -> Result<&Path, PlatformError> {
     if image.join("bin/sh").exists() || image.join("usr/bin/sh").exists() {
-        return Ok(());
+        return Ok(image);
     }
     Err(PlatformError::Engine {
         engine: RUNTIME_PROGRAM.into(),

@@ -175,18 +175,14 @@ impl PlatformDef {
                 self.name, self.kind
             )
         } else {
-            let builtin = others
-                .iter()
-                .map(|n| format!("`{}-{n}`", self.kind))
-                .find(|l| {
-                    PlatformDef::builtins()
-                        .iter()
-                        .any(|b| format!("`{}`", b.name) == *l)
-                });
+            // A built-in level of the same engine that has a network.
+            let builtin = PlatformDef::builtins()
+                .into_iter()
+                .find(|b| b.kind == self.kind && b.network != Network::None);
             format!(
                 "platform `{}` has network `none`, so its command cannot reach the workload's server; use {}a [platform.NAME] with engine = \"{}\" and network = \"{}\"",
                 self.name,
-                builtin.map(|b| format!("{b} or ")).unwrap_or_default(),
+                builtin.map(|b| format!("`{}` or ", b.name)).unwrap_or_default(),
                 self.kind,
                 others.join("\" or \"")
             )
@@ -225,6 +221,16 @@ pub struct Job {
     /// Whether the workload's I/O should hit a disk (a VM gives it a scratch disk
     /// rather than the 9p-shared working directory).
     pub uses_disk: bool,
+}
+
+impl Job {
+    /// The image a container of `engine` runs from, which the job must name.
+    pub(crate) fn container_image(&self, engine: &str) -> Result<&std::path::Path, PlatformError> {
+        self.image.as_deref().ok_or_else(|| PlatformError::Engine {
+            engine: engine.into(),
+            message: "no image was given for the container's root".into(),
+        })
+    }
 }
 
 /// A workload's server: started in the background before the measured command,
