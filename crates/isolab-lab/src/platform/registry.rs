@@ -260,18 +260,19 @@ pub(crate) fn drivers(isolab: &super::IsolabConfig, clock: Arc<AtomicU64>) -> Ve
     all
 }
 
+/// The drivers as the registry and availability checks use them: this host's
+/// runtime, and no [`super::Platforms`] around them (nothing is made ready).
+fn detached_drivers() -> Vec<Box<dyn Driver>> {
+    drivers(
+        &super::IsolabConfig::discover(),
+        Arc::new(AtomicU64::new(0)),
+    )
+}
+
 /// Every platform of this build, in documentation order.
 pub fn registry() -> &'static [PlatformInfo] {
     static REGISTRY: OnceLock<Vec<PlatformInfo>> = OnceLock::new();
-    REGISTRY.get_or_init(|| {
-        drivers(
-            &super::IsolabConfig::discover(),
-            Arc::new(AtomicU64::new(0)),
-        )
-        .iter()
-        .map(|d| d.info())
-        .collect()
-    })
+    REGISTRY.get_or_init(|| detached_drivers().iter().map(|d| d.info()).collect())
 }
 
 /// Whether this host can run a platform.
@@ -289,42 +290,36 @@ pub struct Availability {
 pub fn availability() -> Vec<(PlatformInfo, Availability)> {
     // SAFETY: geteuid has no preconditions and cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
-    drivers(
-        &super::IsolabConfig::discover(),
-        Arc::new(AtomicU64::new(0)),
-    )
-    .iter()
-    .map(|d| {
-        let availability = match d.available() {
-            Ok(found) if root => Availability {
-                usable: true,
-                detail: found,
-            },
-            Ok(found) => Availability {
-                usable: false,
-                detail: format!("{found}, but isolab must run as root to create cgroups"),
-            },
-            Err(why) => Availability {
-                usable: false,
-                detail: why,
-            },
-        };
-        (d.info(), availability)
-    })
-    .collect()
+    detached_drivers()
+        .iter()
+        .map(|d| {
+            let availability = match d.available() {
+                Ok(found) if root => Availability {
+                    usable: true,
+                    detail: found,
+                },
+                Ok(found) => Availability {
+                    usable: false,
+                    detail: format!("{found}, but isolab must run as root to create cgroups"),
+                },
+                Err(why) => Availability {
+                    usable: false,
+                    detail: why,
+                },
+            };
+            (d.info(), availability)
+        })
+        .collect()
 }
 
 /// The platforms among `kinds` that this host cannot run, each with what is
 /// missing and what to do (root aside: the preflight checks that once, itself).
 pub fn unavailable(kinds: &[PlatformKind]) -> Vec<(PlatformKind, String)> {
-    drivers(
-        &super::IsolabConfig::discover(),
-        Arc::new(AtomicU64::new(0)),
-    )
-    .iter()
-    .filter(|d| kinds.contains(&d.info().kind))
-    .filter_map(|d| d.available().err().map(|why| (d.info().kind, why)))
-    .collect()
+    detached_drivers()
+        .iter()
+        .filter(|d| kinds.contains(&d.info().kind))
+        .filter_map(|d| d.available().err().map(|why| (d.info().kind, why)))
+        .collect()
 }
 
 #[cfg(test)]
