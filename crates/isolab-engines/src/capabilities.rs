@@ -91,21 +91,13 @@ pub struct Capabilities {
 impl Capabilities {
     /// A container engine's: every limit, the image, perf counters following the
     /// workload, services on any network but `none`.
-    pub const fn container(networks: &'static [NetworkMode]) -> Capabilities {
-        let mut i = 0;
-        let mut services = false;
-        while i < networks.len() {
-            if !matches!(networks[i], NetworkMode::None) {
-                services = true;
-            }
-            i += 1;
-        }
+    pub fn container(networks: &'static [NetworkMode]) -> Capabilities {
         Capabilities {
             networks,
             limits: LimitKinds::ALL,
             perf_follows_workload: true,
             needs_image: true,
-            services,
+            services: networks.iter().any(|n| *n != NetworkMode::None),
             vm: false,
         }
     }
