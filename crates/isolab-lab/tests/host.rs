@@ -8,6 +8,9 @@ use isolab_cgroups::{CpuQuota, Hierarchy, Limits};
 use isolab_lab::platform::{ExitKind, Job, PlatformDef, PlatformError, PlatformKind, Server};
 use isolab_lab::{HostPlatform, HostPlatformConfig, Interrupt, Platform};
 
+mod common;
+use common::leftovers;
+
 fn platform(base: &str) -> Option<HostPlatform> {
     platform_with(base, Some(isolab_lab::probe::ProbeConfig::default()))
 }
@@ -60,16 +63,6 @@ fn telemetry(e: &isolab_lab::platform::Execution, key: &str) -> f64 {
         .find(|(k, _)| k == key)
         .map(|(_, v)| *v)
         .unwrap_or_else(|| panic!("no {key} in {:?}", e.telemetry))
-}
-
-fn leftovers(base: &str) -> Vec<PathBuf> {
-    std::fs::read_dir("/sys/fs/cgroup")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|c| c.path().join(base))
-        .filter(|p| p.exists())
-        .collect()
 }
 
 #[test]

@@ -16,6 +16,9 @@ use isolab_lab::platform::{
 use isolab_lab::testing::{FakeCgroupfs, FakeLauncher, Scripted};
 use isolab_lab::{HostPlatform, HostPlatformConfig};
 
+mod common;
+use common::leftovers;
+
 const IMAGE: &str = "/var/lib/isolab/images/bench";
 
 fn limits() -> Limits {
@@ -158,16 +161,6 @@ fn a_host_service_is_limited_reachable_and_removed_without_root() {
     drop(listener);
 }
 
-fn isolab_cgroups(base: &str) -> Vec<PathBuf> {
-    std::fs::read_dir("/sys/fs/cgroup")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|c| c.path().join(base))
-        .filter(|p| p.exists())
-        .collect()
-}
-
 #[test]
 fn every_usable_platform_runs_a_real_service_with_its_limits_read_back() {
     // SAFETY: geteuid has no preconditions.
@@ -238,6 +231,6 @@ fn every_usable_platform_runs_a_real_service_with_its_limits_read_back() {
     drop(platforms);
     eprintln!("served on {served:?}");
     assert!(served.contains(&"host".to_owned()), "{served:?}");
-    let left = isolab_cgroups(&base);
+    let left = leftovers(&base);
     assert!(left.is_empty(), "cgroups left: {left:?}");
 }
