@@ -210,7 +210,7 @@ fn every_usable_platform_runs_a_real_service_with_its_limits_read_back() {
         let service = platforms
             .start_service(&job, spec)
             .unwrap_or_else(|e| panic!("{}: {e}", info.kind));
-        TcpStream::connect(service.address).unwrap_or_else(|e| panic!("{}: {e}", info.kind));
+        connect_to_iperf3(service.address).unwrap_or_else(|e| panic!("{}: {e}", info.kind));
         assert!(
             limits().differences(&service.limits_applied).is_empty(),
             "{}: {:?}",
@@ -233,4 +233,22 @@ fn every_usable_platform_runs_a_real_service_with_its_limits_read_back() {
     assert!(served.contains(&"host".to_owned()), "{served:?}");
     let left = leftovers(&base);
     assert!(left.is_empty(), "cgroups left: {left:?}");
+}
+
+/// Connects to an iperf3 server. iperf3 closes its listening socket after every session and opens
+/// it again, the readiness probe's connection included, so a connection refused within the first
+/// seconds is that re-listen, not a stopped server: retry for up to 10 s.
+fn connect_to_iperf3(address: std::net::SocketAddr) -> std::io::Result<TcpStream> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match TcpStream::connect(address) {
+            Err(e)
+                if e.kind() == std::io::ErrorKind::ConnectionRefused
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            r => return r,
+        }
+    }
 }
