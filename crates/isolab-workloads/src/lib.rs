@@ -29,11 +29,17 @@
 //! pass `{workdir}` explicitly, through `env --chdir` for sysbench fileio,
 //! which has no directory option).
 //!
+//! Service workloads are driven by a real load generator: [`load`] turns a
+//! [`load::LoadSpec`] (generator, named requests, [`load::LoadProfile`]) into the
+//! files and commands to run ([`load::invocation`]) and reads what the generator wrote
+//! into totals and per-second intervals ([`load::parse_load`]).
+//!
 //! The modules document the details: [`template`] the template language,
 //! [`builtins`] every built-in, and [`parsers`]' submodules the metrics each
 //! tool's parser yields (names, units, directions, sources).
 
 pub mod builtins;
+pub mod load;
 pub mod parsers;
 pub mod template;
 

@@ -172,7 +172,7 @@ pub(crate) fn test_output(stdout: &str) -> RunOutput<'_> {
     }
 }
 
-fn excerpt(text: &str) -> String {
+pub(crate) fn excerpt(text: &str) -> String {
     let text = text.trim();
     let n = text.chars().count();
     if n <= EXCERPT_CHARS {
@@ -185,7 +185,7 @@ fn excerpt(text: &str) -> String {
 }
 
 /// The end of `text` (its last [`EXCERPT_CHARS`] characters).
-fn tail(text: &str) -> String {
+pub(crate) fn tail(text: &str) -> String {
     let text = text.trim();
     let n = text.chars().count();
     let skipped = n.saturating_sub(EXCERPT_CHARS);
