@@ -4,6 +4,9 @@
 //! that every built-in's primary metric is among what its parser yields on its
 //! fixture; and checks the failure fixtures' errors.
 
+#[path = "parsers/load.rs"]
+mod load;
+
 use isolab_stats::Direction::{self, Higher, Lower};
 use isolab_workloads::{builtin, catalog, parse, Metric, ParseError, ParserKind, RunOutput};
 use std::path::{Path, PathBuf};
