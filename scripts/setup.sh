@@ -2,8 +2,8 @@
 # Installs what isolab needs on Debian bookworm (or a derivative): the benchmark
 # tools and the build dependencies, and benchstat when Go is there; checks that cargo
 # is there and builds youki with it.
-# Idempotent: packages already present are skipped by apt-get, benchstat and youki when
-# the installed one is the pinned version.
+# Idempotent: packages already present are skipped by apt-get, benchstat, vegeta, Locust
+# and youki when the installed one is the pinned version.
 set -euo pipefail
 
 need_root() {
@@ -27,6 +27,9 @@ need_root() {
 PACKAGES=(sysbench fio stress-ng iperf3 build-essential pkg-config ca-certificates chromium
     busybox-static mmdebstrap e2fsprogs containernetworking-plugins iptables runc crun
     docker.io podman lxc systemd-container tini qemu-system-x86 qemu-utils nftables libseccomp-dev)
+# The load generators that drive service workloads, as Debian packages: JMeter (its HTTP
+# sampler is the separate jmeter-http), wrk, and python3-venv for Locust's venv below.
+PACKAGES+=(jmeter jmeter-http wrk python3-venv)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -60,6 +63,38 @@ else
     need_root
     echo "setup: installing benchstat $BENCHSTAT_VERSION into /usr/local/bin"
     GOBIN=/usr/local/bin "$GO" install "golang.org/x/perf/cmd/benchstat@$BENCHSTAT_VERSION"
+fi
+
+# vegeta, the open-loop load generator (constant rate), is not in Debian: built with Go
+# into /usr/local/bin like benchstat, skipped when the installed one is this version.
+VEGETA_VERSION=v12.13.0
+if [ -z "$GO" ]; then
+    if command -v vegeta >/dev/null 2>&1; then
+        echo "setup: go not found; keeping the installed $(command -v vegeta)"
+    else
+        echo "setup: go not found: skipping vegeta (install Go from https://go.dev/dl and run again)"
+    fi
+elif [ -x /usr/local/bin/vegeta ] \
+    && "$GO" version -m /usr/local/bin/vegeta 2>/dev/null \
+    | grep -q "github.com/tsenart/vegeta/v12[[:space:]]$VEGETA_VERSION[[:space:]]"; then
+    :
+else
+    need_root
+    echo "setup: installing vegeta $VEGETA_VERSION into /usr/local/bin"
+    GOBIN=/usr/local/bin "$GO" install "github.com/tsenart/vegeta/v12@$VEGETA_VERSION"
+fi
+
+# Locust, the Python load generator, is on PyPI only: a venv of its own in
+# /opt/isolab/locust with Debian's python3, where isolab runs /opt/isolab/locust/bin/locust
+# (Generator::program). The version is the one the load fixtures were captured with;
+# skipped when it is installed.
+LOCUST_VERSION=2.47.0
+LOCUST_VENV=/opt/isolab/locust
+if [ "$("$LOCUST_VENV/bin/locust" --version 2>/dev/null | awk '{print $2}')" != "$LOCUST_VERSION" ]; then
+    need_root
+    echo "setup: installing locust $LOCUST_VERSION into $LOCUST_VENV"
+    /usr/bin/python3 -m venv "$LOCUST_VENV"
+    "$LOCUST_VENV/bin/pip" install --quiet "locust==$LOCUST_VERSION"
 fi
 
 if ! command -v cargo >/dev/null 2>&1; then
