@@ -4,21 +4,27 @@
 use super::{Generator, ParseError};
 use std::path::Path;
 
-/// A CSV file's header and records, each record with its 1-based line number.
-#[derive(Debug)]
-pub(crate) struct Table {
+/// A CSV file's header, then its records one at a time (JMeter's JTL of a long run has
+/// millions: they are never all held at once).
+pub(crate) struct Csv<'a> {
+    tool: Generator,
+    path: &'a Path,
+    /// The header's fields.
     pub header: Vec<String>,
-    pub rows: Vec<(usize, Vec<String>)>,
+    records: Records<'a>,
 }
 
-impl Table {
-    /// Reads `text` (the content of `path`) whose first record is a header. Quoted
-    /// fields may hold commas, doubled quotes and line breaks. A file that ends inside
-    /// a quoted field, or a record with another number of fields than the header, is
-    /// truncated or not the expected file: both are errors naming the line.
-    pub fn parse(tool: Generator, path: &Path, text: &str) -> Result<Table, ParseError> {
-        let mut records = records(tool, path, text)?.into_iter();
-        let header = match records.next() {
+impl<'a> Csv<'a> {
+    /// Reads the header of `text` (the content of `path`), or [`ParseError::NoHeader`].
+    /// Quoted fields may hold commas, doubled quotes and line breaks.
+    pub fn open(tool: Generator, path: &'a Path, text: &'a str) -> Result<Csv<'a>, ParseError> {
+        let mut records = Records {
+            tool,
+            path,
+            chars: text.chars().peekable(),
+            line: 1,
+        };
+        let header = match records.next().transpose()? {
             Some((_, h)) if h.iter().any(|f| !f.trim().is_empty()) => h,
             _ => {
                 return Err(ParseError::NoHeader {
@@ -27,24 +33,88 @@ impl Table {
                 })
             }
         };
-        let mut rows = Vec::new();
-        for (line, fields) in records {
-            if fields.len() != header.len() {
-                return Err(ParseError::BadRow {
-                    tool,
-                    path: path.to_owned(),
-                    line,
-                    reason: format!(
-                        "{} fields where the header has {} (a truncated file?)",
-                        fields.len(),
-                        header.len()
-                    ),
-                    excerpt: super::excerpt(&fields.join(",")),
-                });
-            }
-            rows.push((line, fields));
+        Ok(Csv {
+            tool,
+            path,
+            header,
+            records,
+        })
+    }
+
+    /// Reads `text` (the content of `path`), a file without a header line whose
+    /// columns are `header`.
+    pub fn headless(tool: Generator, path: &'a Path, text: &'a str, header: &[&str]) -> Csv<'a> {
+        Csv {
+            tool,
+            path,
+            header: header.iter().map(|h| (*h).to_owned()).collect(),
+            records: Records {
+                tool,
+                path,
+                chars: text.chars().peekable(),
+                line: 1,
+            },
         }
-        Ok(Table { header, rows })
+    }
+
+    /// The index of the column named `name`, or [`ParseError::MissingColumn`].
+    pub fn column(&self, name: &str) -> Result<usize, ParseError> {
+        self.header
+            .iter()
+            .position(|h| h == name)
+            .ok_or_else(|| ParseError::MissingColumn {
+                tool: self.tool,
+                path: self.path.to_owned(),
+                column: name.to_owned(),
+                header: super::excerpt(&self.header.join(",")),
+            })
+    }
+}
+
+impl Iterator for Csv<'_> {
+    type Item = Result<(usize, Vec<String>), ParseError>;
+
+    /// The next record with the line it starts on. A file that ends inside a quoted
+    /// field, or a record with another number of fields than the header, is truncated or
+    /// not the expected file: both are errors naming the line.
+    fn next(&mut self) -> Option<Self::Item> {
+        let (line, fields) = match self.records.next()? {
+            Ok(r) => r,
+            Err(e) => return Some(Err(e)),
+        };
+        if fields.len() != self.header.len() {
+            return Some(Err(ParseError::BadRow {
+                tool: self.tool,
+                path: self.path.to_owned(),
+                line,
+                reason: format!(
+                    "{} fields where the header has {} (a truncated file?)",
+                    fields.len(),
+                    self.header.len()
+                ),
+                excerpt: super::excerpt(&fields.join(",")),
+            }));
+        }
+        Some(Ok((line, fields)))
+    }
+}
+
+/// A small CSV file's header and all its records (Locust's statistics).
+#[derive(Debug)]
+pub(crate) struct Table {
+    pub header: Vec<String>,
+    pub rows: Vec<(usize, Vec<String>)>,
+}
+
+impl Table {
+    /// Reads all of `text` (the content of `path`), as [`Csv`] does.
+    pub fn parse(tool: Generator, path: &Path, text: &str) -> Result<Table, ParseError> {
+        let mut csv = Csv::open(tool, path, text)?;
+        let rows = csv.by_ref().collect::<Result<_, _>>()?;
+        Ok(Table {
+            header: csv.header,
+            rows,
+        })
     }
 
     /// The index of the column named `name`, or [`ParseError::MissingColumn`].
@@ -81,67 +151,73 @@ pub(crate) fn number(
     }
 }
 
-/// Splits `text` into records of fields, each with the line it starts on; blank lines
-/// are skipped.
-fn records(
+/// The records of a CSV text, each with the line it starts on; blank lines are
+/// skipped.
+struct Records<'a> {
     tool: Generator,
-    path: &Path,
-    text: &str,
-) -> Result<Vec<(usize, Vec<String>)>, ParseError> {
-    let mut out = Vec::new();
-    let mut fields = Vec::new();
-    let mut field = String::new();
-    let mut quoted = false;
-    let mut line = 1;
-    let mut start_line = 1;
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        if quoted {
-            match c {
-                '"' if chars.peek() == Some(&'"') => {
-                    chars.next();
-                    field.push('"');
-                }
-                '"' => quoted = false,
-                _ => {
-                    if c == '\n' {
-                        line += 1;
+    path: &'a Path,
+    chars: std::iter::Peekable<std::str::Chars<'a>>,
+    line: usize,
+}
+
+impl Iterator for Records<'_> {
+    type Item = Result<(usize, Vec<String>), ParseError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let start_line = self.line;
+            let mut fields = Vec::new();
+            let mut field = String::new();
+            let mut quoted = false;
+            let mut ended = false;
+            while let Some(c) = self.chars.next() {
+                if quoted {
+                    match c {
+                        '"' if self.chars.peek() == Some(&'"') => {
+                            self.chars.next();
+                            field.push('"');
+                        }
+                        '"' => quoted = false,
+                        _ => {
+                            if c == '\n' {
+                                self.line += 1;
+                            }
+                            field.push(c);
+                        }
                     }
-                    field.push(c);
+                    continue;
+                }
+                match c {
+                    '"' => quoted = true,
+                    ',' => fields.push(std::mem::take(&mut field)),
+                    '\r' if self.chars.peek() == Some(&'\n') => {}
+                    '\n' => {
+                        self.line += 1;
+                        ended = true;
+                        break;
+                    }
+                    _ => field.push(c),
                 }
             }
-            continue;
-        }
-        match c {
-            '"' => quoted = true,
-            ',' => fields.push(std::mem::take(&mut field)),
-            '\r' if chars.peek() == Some(&'\n') => {}
-            '\n' => {
-                fields.push(std::mem::take(&mut field));
-                if !(fields.len() == 1 && fields[0].is_empty()) {
-                    out.push((start_line, std::mem::take(&mut fields)));
-                }
-                fields.clear();
-                line += 1;
-                start_line = line;
+            if quoted {
+                return Some(Err(ParseError::BadRow {
+                    tool: self.tool,
+                    path: self.path.to_owned(),
+                    line: start_line,
+                    reason: "the file ends inside a quoted field (a truncated file?)".to_owned(),
+                    excerpt: super::excerpt(&field),
+                }));
             }
-            _ => field.push(c),
+            if !ended && field.is_empty() && fields.is_empty() {
+                return None; // end of the text
+            }
+            if field.is_empty() && fields.is_empty() {
+                continue; // a blank line
+            }
+            fields.push(field);
+            return Some(Ok((start_line, fields)));
         }
     }
-    if quoted {
-        return Err(ParseError::BadRow {
-            tool,
-            path: path.to_owned(),
-            line: start_line,
-            reason: "the file ends inside a quoted field (a truncated file?)".to_owned(),
-            excerpt: super::excerpt(&field),
-        });
-    }
-    if !field.is_empty() || !fields.is_empty() {
-        fields.push(field);
-        out.push((start_line, fields));
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

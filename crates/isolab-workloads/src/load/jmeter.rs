@@ -47,7 +47,7 @@
 //! `timeStamp + elapsed`, a success when `success` is `true` (JMeter counts responses
 //! other than 2xx and 3xx as failures), users from `allThreads`.
 
-use super::csv::{number, Table};
+use super::csv::{number, Csv};
 use super::result::{summarize, Sample};
 use super::{
     in_dir, read_file, whole_secs, BaseUrl, Generator, Invocation, LoadProfile, LoadResult,
@@ -355,8 +355,8 @@ pub(crate) fn plan(spec: &LoadSpec, url: &BaseUrl) -> String {
 pub(crate) fn parse(workdir: &Path, output: &Output) -> Result<LoadResult, ParseError> {
     let tool = Generator::Jmeter;
     let (path, text) = read_file(tool, workdir, RESULTS, output)?;
-    let table = Table::parse(tool, &path, &text)?;
-    let col = |name| table.column(tool, &path, name);
+    let mut rows = Csv::open(tool, &path, &text)?;
+    let col = |name| rows.column(name);
     let (ts, elapsed, label, code, success, threads) = (
         col("timeStamp")?,
         col("elapsed")?,
@@ -365,13 +365,14 @@ pub(crate) fn parse(workdir: &Path, output: &Output) -> Result<LoadResult, Parse
         col("success")?,
         col("allThreads")?,
     );
-    let message = table.header.iter().position(|h| h == "failureMessage");
+    let message = rows.header.iter().position(|h| h == "failureMessage");
     let mut names: Vec<String> = Vec::new();
-    let mut samples = Vec::with_capacity(table.rows.len());
+    let mut samples = Vec::new();
     // (name, responseCode or failure message) → count
     let mut failures: BTreeMap<(String, String), u64> = BTreeMap::new();
-    for (line, row) in &table.rows {
-        let num = |i: usize, column| number(tool, &path, *line, column, &row[i]);
+    for row in rows.by_ref() {
+        let (line, row) = row?;
+        let num = |i: usize, column| number(tool, &path, line, column, &row[i]);
         let name = &row[label];
         let index = match names.iter().position(|n| n == name) {
             Some(i) => i,
@@ -387,7 +388,7 @@ pub(crate) fn parse(workdir: &Path, output: &Output) -> Result<LoadResult, Parse
                 return Err(ParseError::BadRow {
                     tool,
                     path: path.clone(),
-                    line: *line,
+                    line,
                     reason: format!("column `success` is {other:?}, not true or false"),
                     excerpt: super::excerpt(&row.join(",")),
                 })

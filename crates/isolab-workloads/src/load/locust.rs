@@ -18,8 +18,9 @@
 //! and break the per-second history), which [`saturation`](super::saturation) reveals.
 //!
 //! [`parse`] reads, by header names, `locust_stats.csv` for the totals (the
-//! `Aggregated` row for all requests; span = count / `Requests/s`, which Locust
-//! computes over the first request's start to the last one's end) and
+//! `Aggregated` row for all requests; span = count / `Requests/s`, which Locust 2.47
+//! computes over the time from the test's start to the last request, the same for every
+//! name) and
 //! `locust_stats_history.csv` for the intervals: one row per name and second whose
 //! cumulative `Total Request Count`, `Total Failure Count` and `Total Average Response
 //! Time` give each second's requests, failures and mean, and whose `50%`, `90%`,

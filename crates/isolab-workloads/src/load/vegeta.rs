@@ -20,7 +20,7 @@
 //! headers). A request fails when it has an error (a timeout, a refused connection:
 //! status code 0) or a status outside 200–399.
 
-use super::csv::number;
+use super::csv::{number, Csv};
 use super::result::{summarize, Sample};
 use super::{
     go_duration, in_dir, read_file, BaseUrl, Generator, Invocation, LoadProfile, LoadResult,
@@ -43,8 +43,21 @@ const LATENCY: usize = 2;
 const ERROR: usize = 5;
 const METHOD: usize = 9;
 const URL: usize = 10;
-/// The number of columns vegeta 12.13 writes.
-const COLUMNS: usize = 12;
+/// The columns vegeta 12.13 writes, as `vegeta encode -h` lists them.
+const COLUMNS: [&str; 12] = [
+    "timestamp",
+    "code",
+    "latency",
+    "bytes_out",
+    "bytes_in",
+    "error",
+    "body",
+    "attack",
+    "seq",
+    "method",
+    "url",
+    "headers",
+];
 
 /// `rate` requests per second as vegeta's `-rate` value.
 fn rate_flag(rate: f64) -> String {
@@ -170,17 +183,12 @@ pub(crate) fn parse(workdir: &Path, output: &Output) -> Result<LoadResult, Parse
     }
 
     let (path, text) = read_file(tool, workdir, RESULTS, output)?;
-    // vegeta's CSV has no header: read it with one naming its 12 columns.
-    let header =
-        "timestamp,code,latency,bytes_out,bytes_in,error,body,attack,seq,method,url,headers\n";
-    let table = super::csv::Table::parse(tool, &path, &format!("{header}{text}"))
-        .map_err(|e| shift_line(e, &path))?;
-    debug_assert_eq!(table.header.len(), COLUMNS);
-    let mut samples = Vec::with_capacity(table.rows.len());
+    let mut rows = Csv::headless(tool, &path, &text, &COLUMNS);
+    let mut samples = Vec::new();
     let mut failures: BTreeMap<(String, String), u64> = BTreeMap::new();
-    for (line, row) in &table.rows {
-        let line = line - 1;
-        let num = |i: usize| number(tool, &path, line, &table.header[i], &row[i]);
+    for row in rows.by_ref() {
+        let (line, row) = row?;
+        let num = |i: usize| number(tool, &path, line, COLUMNS[i], &row[i]);
         let target = (row[METHOD].clone(), row[URL].clone());
         let index = match by_target.get(&target) {
             Some(i) => *i,
@@ -230,27 +238,6 @@ pub(crate) fn parse(workdir: &Path, output: &Output) -> Result<LoadResult, Parse
     let mut result = summarize(&ordered, &samples);
     result.notes = super::jmeter::failure_notes(&failures);
     Ok(result)
-}
-
-/// The line numbers of errors in a header-less file, counted without the header
-/// [`parse`] adds; a missing header cannot happen there.
-fn shift_line(e: ParseError, path: &Path) -> ParseError {
-    match e {
-        ParseError::BadRow {
-            tool,
-            line,
-            reason,
-            excerpt,
-            ..
-        } => ParseError::BadRow {
-            tool,
-            path: path.to_owned(),
-            line: line.saturating_sub(1),
-            reason,
-            excerpt,
-        },
-        other => other,
-    }
 }
 
 #[cfg(test)]
