@@ -339,6 +339,10 @@ pub enum LoadError {
     /// No request, or the same name twice.
     #[error("the load sends {0}: give each request once, with its own name")]
     Requests(String),
+    /// A zero per-request timeout (JMeter would wait for ever, vegeta would fail every
+    /// request).
+    #[error("the per-request timeout is zero: give each request a timeout above zero")]
+    ZeroTimeout,
     /// wrk sends one request.
     #[error("wrk sends one request but the load has {count} ({names}): use jmeter or locust for several named requests")]
     WrkSeveralRequests {
@@ -381,6 +385,9 @@ pub fn invocation(
                 r.name
             )));
         }
+    }
+    if spec.timeout.is_zero() {
+        return Err(LoadError::ZeroTimeout);
     }
     let url = BaseUrl::parse(base_url)?;
     let threads = threads.max(1);
@@ -747,6 +754,10 @@ mod tests {
         assert!(invocation(&s, "http://h", Path::new("/w"), 1).is_err());
         s.requests.clear();
         assert!(invocation(&s, "http://h", Path::new("/w"), 1).is_err());
+        s.requests = vec![Request::get("a", "/")];
+        s.timeout = Duration::ZERO;
+        let e = invocation(&s, "http://h", Path::new("/w"), 1).unwrap_err();
+        assert_eq!(e, LoadError::ZeroTimeout);
 
         let u = BaseUrl::parse("http://10.0.0.2:8080").unwrap();
         assert_eq!(u.origin(), "http://10.0.0.2:8080");
