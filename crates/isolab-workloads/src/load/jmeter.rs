@@ -41,9 +41,9 @@
 //! timestamps of the sample's **start**, elapsed, label, responseCode, success,
 //! failureMessage, bytes, thread counts, Latency) instead of relying on
 //! `jmeter.properties`. JMeter exits 0 even when it could not run the plan: the
-//! missing `results.jtl` is then the error [`parse`] reports, quoting its output.
+//! missing `results.jtl` is then the error [`parse_load`](super::parse_load) reports, quoting its output.
 //!
-//! [`parse`] reads `results.jtl` by header names: one sample per row, its end being
+//! [`parse_load`](super::parse_load) reads `results.jtl` by header names: one sample per row, its end being
 //! `timeStamp + elapsed`, a success when `success` is `true` (JMeter counts responses
 //! other than 2xx and 3xx as failures), users from `allThreads`.
 

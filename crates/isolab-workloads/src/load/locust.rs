@@ -17,7 +17,7 @@
 //! whatever the generator was given (its `--processes` workers report only every 3 s
 //! and break the per-second history), which [`saturation`](super::saturation) reveals.
 //!
-//! [`parse`] reads, by header names, `locust_stats.csv` for the totals (the
+//! [`parse_load`](super::parse_load) reads, by header names, `locust_stats.csv` for the totals (the
 //! `Aggregated` row for all requests; span = count / `Requests/s`, which Locust 2.47
 //! computes over the time from the test's start to the last request, the same for every
 //! name) and

@@ -14,7 +14,7 @@
 //! distribution (µs: mean, max, `latency:percentile(50, 90, 99)`), the total of non-2xx/3xx
 //! responses and the per-second buckets.
 //!
-//! [`parse`] reads that file. Totals: requests = responses + socket errors (connect,
+//! [`parse_load`](super::parse_load) reads that file. Totals: requests = responses + socket errors (connect,
 //! read, write, timeout); failures = those errors + non-2xx/3xx responses; span = wrk's
 //! duration; latency from wrk's histogram (its percentiles are wrk's own, over every
 //! response, in µs converted to ms). Intervals have requests and failures but **no
