@@ -35,17 +35,20 @@
 //! plans (`SaveService.JMXSAVER`; the only plan it reads is the one isolab generated),
 //! then calls JMeter's usual entry point `org.apache.jmeter.NewDriver.main` with the
 //! arguments. The JVM gets a 512 MiB heap, the generator's cpus as its processor
-//! count, and no performance-data file in `/tmp`. The HTTP sampler is in Debian's `jmeter-http` package.
+//! count, and no performance-data file in `/tmp`. The HTTP sampler is in Debian's
+//! `jmeter-http` package.
 //!
 //! The command sets every JTL save property isolab reads (CSV with a header, ms epoch
 //! timestamps of the sample's **start**, elapsed, label, responseCode, success,
 //! failureMessage, bytes, thread counts, Latency) instead of relying on
 //! `jmeter.properties`. JMeter exits 0 even when it could not run the plan: the
-//! missing `results.jtl` is then the error [`parse_load`](super::parse_load) reports, quoting its output.
+//! missing `results.jtl` is then the error [`parse_load`] reports, quoting its output.
 //!
-//! [`parse_load`](super::parse_load) reads `results.jtl` by header names: one sample per row, its end being
+//! [`parse_load`] reads `results.jtl` by header names: one sample per row, its end being
 //! `timeStamp + elapsed`, a success when `success` is `true` (JMeter counts responses
 //! other than 2xx and 3xx as failures), users from `allThreads`.
+//!
+//! [`parse_load`]: super::parse_load
 
 use super::csv::{number, Csv};
 use super::result::{summarize, Sample};

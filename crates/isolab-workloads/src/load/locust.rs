@@ -17,7 +17,7 @@
 //! whatever the generator was given (its `--processes` workers report only every 3 s
 //! and break the per-second history), which [`saturation`](super::saturation) reveals.
 //!
-//! [`parse_load`](super::parse_load) reads, by header names, `locust_stats.csv` for the totals (the
+//! [`parse_load`] reads, by header names, `locust_stats.csv` for the totals (the
 //! `Aggregated` row for all requests; span = count / `Requests/s`, which Locust 2.47
 //! computes over the time from the test's start to the last request, the same for every
 //! name) and
@@ -30,6 +30,8 @@
 //! 100 ms above) and its rows follow a timer that may skip or repeat a second under
 //! load: a skipped second shows as an empty interval, its requests in the next.
 //! `locust_failures.csv` becomes notes.
+//!
+//! [`parse_load`]: super::parse_load
 
 use super::csv::{number, Table};
 use super::{

@@ -12,13 +12,15 @@
 //! cannot; response bodies are not kept (`-max-body 0`). A last command encodes every
 //! step's results into one CSV: `vegeta encode --to csv --output results.csv
 //! results-0.bin …`. `vegeta-requests.json` maps each method and URL back to its
-//! request's name for [`parse_load`](super::parse_load).
+//! request's name for [`parse_load`].
 //!
-//! [`parse_load`](super::parse_load) reads `results.csv`, which has no header: its columns are documented by
+//! [`parse_load`] reads `results.csv`, which has no header: its columns are documented by
 //! `vegeta encode -h` (timestamp in ns since the epoch, status code, latency in ns, bytes
 //! out, bytes in, error, base64 body, attack name, sequence number, method, URL, base64
 //! headers). A request fails when it has an error (a timeout, a refused connection:
 //! status code 0) or a status outside 200–399.
+//!
+//! [`parse_load`]: super::parse_load
 
 use super::csv::{number, Csv};
 use super::result::{summarize, Sample};
@@ -36,7 +38,7 @@ pub const REQUESTS: &str = "vegeta-requests.json";
 /// The encoded results' file name in the working directory.
 pub const RESULTS: &str = "results.csv";
 
-/// The columns of `vegeta encode --to csv` that [`parse_load`](super::parse_load) reads (0-based).
+/// The columns of `vegeta encode --to csv` that the parser reads (0-based).
 const TIMESTAMP: usize = 0;
 const CODE: usize = 1;
 const LATENCY: usize = 2;

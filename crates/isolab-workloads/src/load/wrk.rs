@@ -14,13 +14,15 @@
 //! distribution (µs: mean, max, `latency:percentile(50, 90, 99)`), the total of non-2xx/3xx
 //! responses and the per-second buckets.
 //!
-//! [`parse_load`](super::parse_load) reads that file. Totals: requests = responses + socket errors (connect,
+//! [`parse_load`] reads that file. Totals: requests = responses + socket errors (connect,
 //! read, write, timeout); failures = those errors + non-2xx/3xx responses; span = wrk's
 //! duration; latency from wrk's histogram (its percentiles are wrk's own, over every
 //! response, in µs converted to ms). Intervals have requests and failures but **no
 //! latency**: wrk's `response()` callback does not say which request a response
 //! answers, so a script cannot time single requests; errors counted by wrk itself
 //! (socket errors, timeouts) appear in the totals only.
+//!
+//! [`parse_load`]: super::parse_load
 
 use super::{
     in_dir, read_file, whole_secs, BaseUrl, Generator, Interval, Invocation, Latency, LoadError,
