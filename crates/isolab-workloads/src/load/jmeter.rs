@@ -486,6 +486,22 @@ mod tests {
         });
         assert_eq!(flat.iter().map(|g| g.threads).sum::<u32>(), 3);
         assert_eq!(flat.last().unwrap().ramp_s, 0);
+        // from 0 starts like from 1: 10 threads 1 s apart, the first at once
+        let zero = groups(&LoadProfile::Ramp {
+            from: 0,
+            to: 10,
+            over: secs(9),
+            hold: secs(1),
+        });
+        assert_eq!(
+            zero,
+            [Group {
+                name: "ramp",
+                threads: 10,
+                ramp_s: 10,
+                duration_s: Some(10)
+            }]
+        );
     }
 
     #[test]
