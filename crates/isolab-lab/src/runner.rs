@@ -636,6 +636,7 @@ impl<'a> Runner<'a> {
             metrics,
             telemetry,
             series,
+            intervals: vec![],
             notes,
         })?;
 

@@ -86,6 +86,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .into_iter()
             .collect(),
             series: vec![],
+            intervals: vec![],
             notes: vec![],
         })?;
     }

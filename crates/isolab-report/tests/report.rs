@@ -430,6 +430,7 @@ fn two_placements() -> (isolab_store::Store, isolab_store::ExperimentId) {
                     ],
                     telemetry: isolab_store::TelemetrySet::new(),
                     series: vec![],
+                    intervals: vec![],
                     notes: vec![],
                 })
                 .unwrap();

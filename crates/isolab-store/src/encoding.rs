@@ -8,6 +8,8 @@
 //! | `u64` seed | TEXT, decimal (an SQL INTEGER is signed 64-bit) |
 //! | `bool` | INTEGER 0 or 1 |
 //! | `f64` metric or telemetry | REAL; NaN, which SQL cannot hold, is stored as NULL |
+//! | `Option<f64>` load interval field | REAL; `None` and NaN as NULL, read back as `None` |
+//! | `u64` count (load interval requests, failures) | INTEGER, saturating at 2^63 − 1 |
 //! | series points | BLOB: for each point, time then value, each an IEEE-754 `f64`, little-endian (16 bytes a point) |
 //! | limits | TEXT, JSON |
 
@@ -54,6 +56,16 @@ pub(crate) fn real_to_sql(v: f64) -> Option<f64> {
 /// The real read from an SQL REAL column: NULL is NaN.
 pub(crate) fn sql_to_real(v: Option<f64>) -> f64 {
     v.unwrap_or(f64::NAN)
+}
+
+/// An optional real for an SQL REAL column: `None` and NaN become NULL.
+pub(crate) fn optional_real_to_sql(v: Option<f64>) -> Option<f64> {
+    v.and_then(real_to_sql)
+}
+
+/// A count for an SQL INTEGER column (signed 64-bit), saturating at `i64::MAX`.
+pub(crate) fn count_to_sql(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 /// Series points as a BLOB (see the module table).
@@ -111,6 +123,15 @@ mod tests {
         assert!(sql_to_real(None).is_nan());
         assert_eq!(real_to_sql(f64::INFINITY), Some(f64::INFINITY));
         assert_eq!(sql_to_real(Some(2.5)), 2.5);
+    }
+
+    #[test]
+    fn optional_reals_and_counts() {
+        assert_eq!(optional_real_to_sql(None), None);
+        assert_eq!(optional_real_to_sql(Some(f64::NAN)), None);
+        assert_eq!(optional_real_to_sql(Some(1.5)), Some(1.5));
+        assert_eq!(count_to_sql(7), 7);
+        assert_eq!(count_to_sql(u64::MAX), i64::MAX);
     }
 
     #[test]

@@ -2,15 +2,17 @@
 //!
 //! [`Store`] is the whole API. A runner creates an experiment with its cells and captured
 //! environment ([`Store::create_experiment`]), then stores each run as it completes
-//! ([`Store::insert_run`]): the run row, its metrics, scalar telemetry, time series, notes
-//! and logs are written in **one transaction**, so a run is either stored whole or not at
-//! all, and a stored run is never lost: a crash, Ctrl-C or SIGKILL afterwards cannot touch
-//! it. `(cell, warmup, repetition)` is unique, which is what lets `isolab run --resume`
+//! ([`Store::insert_run`]): the run row, its metrics, scalar telemetry, time series, load
+//! intervals, notes and logs are written in **one transaction**, so a run is either stored
+//! whole or not at all, and a stored run is never lost: a crash, Ctrl-C or SIGKILL
+//! afterwards cannot touch it. `(cell, warmup, repetition)` is unique, which is what lets `isolab run --resume`
 //! continue an experiment without running anything twice ([`Error::DuplicateRun`]).
 //! Interrupted attempts are kept apart ([`Store::record_interruption`]).
 //! Reports and exports read it back: [`Store::runs`], [`Store::observations`] (one row per
 //! metric value of a counted run, with its cell's levels), [`Store::series`],
-//! [`Store::run_logs`].
+//! [`Store::intervals`] (a service workload's per-second load per named request,
+//! [`LoadInterval`]), [`Store::interval_observations`] (those of all counted runs, with
+//! their cells' levels), [`Store::run_logs`].
 //!
 //! # Telemetry vocabulary
 //!
@@ -29,9 +31,10 @@
 //!   FULL` (a committed run survives a power cut), foreign keys on, a busy timeout so that
 //!   two processes wait for each other instead of failing.
 //! - Tidy tables, one fact per row: `experiments`, `environment`, `cells`, `cell_levels`,
-//!   `runs`, `metrics`, `telemetry`, `series`, `run_logs`, `run_notes`, `interruptions`.
-//!   Child tables are keyed by `(parent id, position)`, so order is kept and per-run reads
-//!   are index lookups; runs are indexed by experiment.
+//!   `runs`, `metrics`, `telemetry`, `series`, `load_intervals`, `run_logs`, `run_notes`,
+//!   `interruptions`. Child tables are keyed by `(parent id, position)` (load intervals by
+//!   `(run id, request, start)`), so order is kept and per-run reads are index lookups;
+//!   runs are indexed by experiment.
 //! - The schema is created and upgraded by numbered migrations recorded in `PRAGMA
 //!   user_version`; a store written by a newer isolab is refused
 //!   ([`Error::SchemaTooNew`]), as is a file of another program ([`Error::NotAStore`]).
@@ -84,6 +87,7 @@
 //!     }],
 //!     telemetry: TelemetrySet::new(),
 //!     series: vec![],
+//!     intervals: vec![],
 //!     notes: vec![],
 //! })?;
 //! assert_eq!(store.resolve("quick-start")?, id);
@@ -102,8 +106,8 @@ mod telemetry;
 pub use error::{BackendError, Error};
 pub use model::{
     CellId, CellRecord, ExperimentId, ExperimentRecord, ExperimentStatus, ExperimentSummary,
-    Interruption, MetricValue, NewCell, NewExperiment, NewRun, Observation, RunId, RunRecord,
-    RunStatus, Series, UnknownStatus,
+    Interruption, IntervalObservation, LoadInterval, MetricValue, NewCell, NewExperiment, NewRun,
+    Observation, RunId, RunRecord, RunStatus, Series, UnknownStatus,
 };
 pub use schema::SCHEMA_VERSION;
 pub use store::Store;

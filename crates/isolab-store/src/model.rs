@@ -221,6 +221,39 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
 }
 
+/// One second (or interval) of a run's load, for one named request.
+///
+/// A load generator reports these per named request (a JMeter sampler, a Locust task, a
+/// wrk or vegeta target); the store keeps one row per `(run, request, start_s)`. Counts
+/// are what completed in the interval; latencies are of the requests that completed in
+/// it, `None` when the generator did not report them (or no request completed). A NaN
+/// in an optional field is stored, and read back, as `None`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct LoadInterval {
+    /// The named request, e.g. `"home"`.
+    pub request: String,
+    /// Seconds since the load started (0, 1, 2, …): where the interval begins.
+    pub start_s: f64,
+    /// Active users (closed-loop profiles) when known.
+    pub users: Option<f64>,
+    /// Target requests per second (open-loop profiles) when known.
+    pub target_rate: Option<f64>,
+    /// Requests completed in the interval.
+    pub requests: u64,
+    /// Of which failed.
+    pub failures: u64,
+    /// Mean latency (ms) of the requests completed in the interval.
+    pub latency_mean_ms: Option<f64>,
+    /// Median latency (ms).
+    pub latency_p50_ms: Option<f64>,
+    /// 90th percentile latency (ms).
+    pub latency_p90_ms: Option<f64>,
+    /// 99th percentile latency (ms).
+    pub latency_p99_ms: Option<f64>,
+    /// Largest latency (ms).
+    pub latency_max_ms: Option<f64>,
+}
+
 /// A run to store.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewRun {
@@ -254,12 +287,15 @@ pub struct NewRun {
     pub telemetry: crate::TelemetrySet,
     /// Sampled time series.
     pub series: Vec<Series>,
+    /// Per-second (or per-interval) load of a service workload, per named request; empty
+    /// for command workloads. `(request, start_s)` must be unique within a run.
+    pub intervals: Vec<LoadInterval>,
     /// Free-form notes (e.g. "KVM unavailable, TCG used").
     pub notes: Vec<String>,
 }
 
-/// A stored run, without its logs and series (see [`crate::Store::run_logs`] and
-/// [`crate::Store::series`]).
+/// A stored run, without its logs, series and load intervals (see
+/// [`crate::Store::run_logs`], [`crate::Store::series`] and [`crate::Store::intervals`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunRecord {
     /// Its identifier.
@@ -339,6 +375,24 @@ pub struct Observation {
     pub direction: Direction,
     /// The value.
     pub value: f64,
+}
+
+/// One load interval of one counted run, with its cell's levels: a row of `isolab export
+/// --series`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IntervalObservation {
+    /// The experiment.
+    pub experiment: ExperimentId,
+    /// The run.
+    pub run: RunId,
+    /// The cell's position in the matrix.
+    pub cell_index: u32,
+    /// The cell's `(factor, level)` pairs in spec order.
+    pub levels: Vec<(String, String)>,
+    /// The run's repetition number.
+    pub repetition: u32,
+    /// The interval.
+    pub interval: LoadInterval,
 }
 
 #[cfg(test)]

@@ -134,8 +134,29 @@ CREATE TABLE interruptions (
 CREATE INDEX interruptions_by_experiment ON interruptions (experiment_id, id);
 "#;
 
+/// Version 2: a service workload's load per run, named request and second, as its load
+/// generator reported it (one row per interval; counts as integers, latencies in ms, a
+/// field the generator did not report NULL).
+const V2: &str = r#"
+CREATE TABLE load_intervals (
+    run_id          INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    request         TEXT    NOT NULL,
+    start_s         REAL    NOT NULL,
+    users           REAL,
+    target_rate     REAL,
+    requests        INTEGER NOT NULL,
+    failures        INTEGER NOT NULL,
+    latency_mean_ms REAL,
+    latency_p50_ms  REAL,
+    latency_p90_ms  REAL,
+    latency_p99_ms  REAL,
+    latency_max_ms  REAL,
+    PRIMARY KEY (run_id, request, start_s)
+);
+"#;
+
 /// Every migration, in order: entry `i` upgrades version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1];
+const MIGRATIONS: &[&str] = &[V1, V2];
 
 /// The schema version this build creates and understands.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
@@ -271,6 +292,59 @@ mod tests {
         // A second pass changes nothing.
         migrate(&mut conn, ":memory:").unwrap();
         assert_eq!(user_version(&conn).unwrap(), SCHEMA_VERSION);
+    }
+
+    /// The tables of the store, by name.
+    fn tables(conn: &Connection) -> Vec<String> {
+        let mut stmt = conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+            .unwrap();
+        let names = stmt.query_map([], |r| r.get(0)).unwrap();
+        names.collect::<Result<_, _>>().unwrap()
+    }
+
+    #[test]
+    fn a_fresh_store_has_every_version_s_tables() {
+        let mut conn = memory();
+        migrate(&mut conn, ":memory:").unwrap();
+        let tables = tables(&conn);
+        for t in ["runs", "series", "load_intervals"] {
+            assert!(tables.iter().any(|n| n == t), "{t} missing from {tables:?}");
+        }
+    }
+
+    /// A store as version 1 left it.
+    fn at_version_1() -> Connection {
+        let conn = memory();
+        conn.execute_batch(V1).unwrap();
+        conn.pragma_update(None, "application_id", APPLICATION_ID)
+            .unwrap();
+        conn.pragma_update(None, "user_version", 1).unwrap();
+        conn
+    }
+
+    #[test]
+    fn upgrades_version_1_to_the_current_version() {
+        let mut conn = at_version_1();
+        assert!(!tables(&conn).iter().any(|n| n == "load_intervals"));
+        migrate(&mut conn, ":memory:").unwrap();
+        assert_eq!(user_version(&conn).unwrap(), SCHEMA_VERSION);
+        assert!(tables(&conn).iter().any(|n| n == "load_intervals"));
+    }
+
+    #[test]
+    fn a_failed_upgrade_leaves_the_store_at_its_version() {
+        let mut conn = at_version_1();
+        // A table in the way of version 2's.
+        conn.execute_batch("CREATE TABLE load_intervals (x INTEGER)")
+            .unwrap();
+        let err = migrate(&mut conn, ":memory:").unwrap_err();
+        assert!(
+            matches!(err, Error::Migrate { from: 1, to: 2, .. }),
+            "{err}"
+        );
+        assert!(err.to_string().contains("left at version 1"), "{err}");
+        assert_eq!(user_version(&conn).unwrap(), 1);
     }
 
     #[test]

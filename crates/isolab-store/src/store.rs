@@ -10,14 +10,14 @@ use isolab_stats::Direction;
 use rusqlite::{params, Connection, OptionalExtension, Params, Row, TransactionBehavior};
 
 use crate::encoding::{
-    decode_points, duration_to_nanos, encode_points, millis_to_time, nanos_to_duration,
-    real_to_sql, sql_to_real, time_to_millis,
+    count_to_sql, decode_points, duration_to_nanos, encode_points, millis_to_time,
+    nanos_to_duration, optional_real_to_sql, real_to_sql, sql_to_real, time_to_millis,
 };
 use crate::error::{BackendError, Context, Error};
 use crate::model::{
     CellId, CellRecord, ExperimentId, ExperimentRecord, ExperimentStatus, ExperimentSummary,
-    Interruption, MetricValue, NewExperiment, NewRun, Observation, RunId, RunRecord, RunStatus,
-    Series,
+    Interruption, IntervalObservation, LoadInterval, MetricValue, NewExperiment, NewRun,
+    Observation, RunId, RunRecord, RunStatus, Series,
 };
 use crate::schema;
 
@@ -91,6 +91,81 @@ impl At {
 
     fn json(&self, column: &'static str, text: &str) -> Result<serde_json::Value, Error> {
         serde_json::from_str(text).map_err(|e| self.corrupt(column, text, e))
+    }
+
+    fn count(&self, column: &'static str, v: i64) -> Result<u64, Error> {
+        u64::try_from(v).map_err(|_| self.corrupt(column, v, "expected a count >= 0"))
+    }
+}
+
+/// The columns of `load_intervals` after `run_id`, in the order [`RawInterval`] reads them.
+const INTERVAL_COLUMNS: &str = "request, start_s, users, target_rate, requests, failures, \
+     latency_mean_ms, latency_p50_ms, latency_p90_ms, latency_p99_ms, latency_max_ms";
+
+/// A `load_intervals` row as read, before decoding.
+struct RawInterval {
+    request: String,
+    start_s: f64,
+    users: Option<f64>,
+    target_rate: Option<f64>,
+    requests: i64,
+    failures: i64,
+    latency_ms: [Option<f64>; 5],
+}
+
+impl RawInterval {
+    /// Reads [`INTERVAL_COLUMNS`] starting at column `first`.
+    fn read(r: &Row<'_>, first: usize) -> rusqlite::Result<RawInterval> {
+        Ok(RawInterval {
+            request: r.get(first)?,
+            start_s: r.get(first + 1)?,
+            users: r.get(first + 2)?,
+            target_rate: r.get(first + 3)?,
+            requests: r.get(first + 4)?,
+            failures: r.get(first + 5)?,
+            latency_ms: [
+                r.get(first + 6)?,
+                r.get(first + 7)?,
+                r.get(first + 8)?,
+                r.get(first + 9)?,
+                r.get(first + 10)?,
+            ],
+        })
+    }
+
+    fn decode(self, run: RunId) -> Result<LoadInterval, Error> {
+        let at = At::new(
+            "load_intervals",
+            format!(
+                "run_id {run}, request `{}`, start_s {}",
+                self.request, self.start_s
+            ),
+        );
+        let [mean, p50, p90, p99, max] = self.latency_ms;
+        Ok(LoadInterval {
+            requests: at.count("requests", self.requests)?,
+            failures: at.count("failures", self.failures)?,
+            request: self.request,
+            start_s: self.start_s,
+            users: self.users,
+            target_rate: self.target_rate,
+            latency_mean_ms: mean,
+            latency_p50_ms: p50,
+            latency_p90_ms: p90,
+            latency_p99_ms: p99,
+            latency_max_ms: max,
+        })
+    }
+}
+
+/// `(run id, interval row)` as selected by `SELECT run_id, INTERVAL_COLUMNS`.
+struct RunInterval(RunId, RawInterval);
+
+impl TryFrom<&Row<'_>> for RunInterval {
+    type Error = rusqlite::Error;
+
+    fn try_from(r: &Row<'_>) -> rusqlite::Result<RunInterval> {
+        Ok(RunInterval(r.get(0)?, RawInterval::read(r, 1)?))
     }
 }
 
@@ -430,10 +505,12 @@ impl Store {
     }
 
     /// Stores a run in one transaction: the run row, its metrics, scalar telemetry, time
-    /// series, notes and logs. Either all of it is stored or nothing is.
+    /// series, load intervals, notes and logs. Either all of it is stored or nothing is.
     ///
     /// `(cell, warmup, repetition)` is unique: storing it a second time fails with
-    /// [`Error::DuplicateRun`] and keeps the first.
+    /// [`Error::DuplicateRun`] and keeps the first. Within the run, `(request, start_s)` of
+    /// its load intervals is unique and `start_s` must be a number: a run that breaks
+    /// either is not stored ([`Error::Sql`] names the interval).
     pub fn insert_run(&mut self, run: &NewRun) -> Result<RunId, Error> {
         let store = self.location.as_str();
         let what = format!(
@@ -543,6 +620,35 @@ impl Store {
                     encode_points(&s.points)
                 ])
                 .during(store, || step(&format!("inserting series `{}`", s.name)))?;
+            }
+            let mut stmt = tx
+                .prepare_cached(&format!(
+                    "INSERT INTO load_intervals (run_id, {INTERVAL_COLUMNS}) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
+                ))
+                .during(store, || step("inserting load intervals"))?;
+            for i in &run.intervals {
+                stmt.execute(params![
+                    id,
+                    i.request,
+                    real_to_sql(i.start_s),
+                    optional_real_to_sql(i.users),
+                    optional_real_to_sql(i.target_rate),
+                    count_to_sql(i.requests),
+                    count_to_sql(i.failures),
+                    optional_real_to_sql(i.latency_mean_ms),
+                    optional_real_to_sql(i.latency_p50_ms),
+                    optional_real_to_sql(i.latency_p90_ms),
+                    optional_real_to_sql(i.latency_p99_ms),
+                    optional_real_to_sql(i.latency_max_ms),
+                ])
+                .during(store, || {
+                    step(&format!(
+                        "inserting the load interval of request `{}` at {} s (each request \
+                         and start once per run, the start a number)",
+                        i.request, i.start_s
+                    ))
+                })?;
             }
             let mut stmt = tx
                 .prepare_cached(
@@ -700,36 +806,109 @@ impl Store {
 
     /// The time series sampled during a run, in recorded order.
     pub fn series(&self, run: RunId) -> Result<Vec<Series>, Error> {
-        let store = self.location.as_str();
         let what = || format!("reading the series of run {run}");
+        self.read_run(run, |db| {
+            db.decode_rows(
+                "SELECT position, name, unit, points FROM series WHERE run_id = ?1 \
+                 ORDER BY position",
+                [run],
+                what,
+                |row: (i64, String, String, Vec<u8>)| {
+                    let (position, name, unit, blob) = row;
+                    let points = decode_points(&blob).ok_or_else(|| {
+                        At::new("series", format!("run_id {run}, position {position}")).corrupt(
+                            "points",
+                            format!("{} bytes", blob.len()),
+                            "expected a whole number of 16-byte points",
+                        )
+                    })?;
+                    Ok(Series { name, unit, points })
+                },
+            )
+        })
+    }
+
+    /// The load intervals of a run, ordered by request, then start.
+    pub fn intervals(&self, run: RunId) -> Result<Vec<LoadInterval>, Error> {
+        let what = || format!("reading the load intervals of run {run}");
+        self.read_run(run, |db| {
+            db.decode_rows(
+                &format!(
+                    "SELECT run_id, {INTERVAL_COLUMNS} FROM load_intervals WHERE run_id = ?1 \
+                     ORDER BY request, start_s"
+                ),
+                [run],
+                what,
+                |RunInterval(run, raw)| raw.decode(run),
+            )
+        })
+    }
+
+    /// Runs `read_it` in one read transaction once `run` is known to exist.
+    fn read_run<T>(
+        &self,
+        run: RunId,
+        read_it: impl FnOnce(Db<'_>) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let store = self.location.as_str();
         let tx = read(&self.conn, store)?;
         let db = Db::new(&tx, store);
-        let exists: bool = db.query_one(
-            "SELECT EXISTS (SELECT 1 FROM runs WHERE id = ?1)",
-            [run],
-            what,
-            |r| r.get(0),
+        ensure_run(db, run)?;
+        read_it(db)
+    }
+
+    /// One row per load interval of the experiment's counted runs (not warm-ups, status
+    /// `ok`), with the cell's levels: what `isolab export --series` writes. Ordered by cell
+    /// index, repetition, request, then start.
+    pub fn interval_observations(
+        &self,
+        id: ExperimentId,
+    ) -> Result<Vec<IntervalObservation>, Error> {
+        let store = self.location.as_str();
+        let tx = read(&self.conn, store)?;
+        let db = Db::new(&tx, store);
+        ensure_experiment(db, id)?;
+        let cells: HashMap<CellId, CellRecord> =
+            read_cells(db, id)?.into_iter().map(|c| (c.id, c)).collect();
+        let runs: Vec<(RunId, CellId, i64)> = db.query_rows(
+            "SELECT id, cell_id, repetition FROM runs \
+             WHERE experiment_id = ?1 AND warmup = 0 AND status = ?2",
+            params![id, RunStatus::Ok.as_str()],
+            || format!("reading the counted runs of experiment {id}"),
         )?;
-        if !exists {
-            return Err(Error::NoSuchRun { run });
-        }
-        db.decode_rows(
-            "SELECT position, name, unit, points FROM series WHERE run_id = ?1 \
-             ORDER BY position",
-            [run],
-            what,
-            |row: (i64, String, String, Vec<u8>)| {
-                let (position, name, unit, blob) = row;
-                let points = decode_points(&blob).ok_or_else(|| {
-                    At::new("series", format!("run_id {run}, position {position}")).corrupt(
-                        "points",
-                        format!("{} bytes", blob.len()),
-                        "expected a whole number of 16-byte points",
-                    )
-                })?;
-                Ok(Series { name, unit, points })
+        let runs: HashMap<RunId, (&CellRecord, u32)> = runs
+            .into_iter()
+            .filter_map(|(run, cell, repetition)| {
+                let repetition = At::new("runs", format!("id {run}")).u32("repetition", repetition);
+                cells.get(&cell).map(|c| repetition.map(|r| (run, (c, r))))
+            })
+            .collect::<Result<_, _>>()?;
+        let rows = db.decode_rows(
+            &format!(
+                "SELECT l.run_id, {} FROM load_intervals l \
+                 JOIN runs r ON r.id = l.run_id JOIN cells c ON c.id = r.cell_id \
+                 WHERE r.experiment_id = ?1 AND r.warmup = 0 AND r.status = ?2 \
+                 ORDER BY c.idx, r.repetition, r.id, l.request, l.start_s",
+                qualified("l", INTERVAL_COLUMNS)
+            ),
+            params![id, RunStatus::Ok.as_str()],
+            || format!("reading the load intervals of experiment {id}"),
+            |RunInterval(run, raw)| {
+                let Some((cell, repetition)) = runs.get(&run) else {
+                    // The join guarantees the run is a counted run of this experiment.
+                    return Ok(None);
+                };
+                Ok(Some(IntervalObservation {
+                    experiment: id,
+                    run,
+                    cell_index: cell.index,
+                    levels: cell.levels.clone(),
+                    repetition: *repetition,
+                    interval: raw.decode(run)?,
+                }))
             },
-        )
+        )?;
+        Ok(rows.into_iter().flatten().collect())
     }
 
     /// One row per metric value of the experiment's counted runs (not warm-ups, status
@@ -917,6 +1096,29 @@ fn ensure_experiment(db: Db<'_>, id: ExperimentId) -> Result<(), Error> {
     }
 }
 
+fn ensure_run(db: Db<'_>, run: RunId) -> Result<(), Error> {
+    let exists: bool = db.query_one(
+        "SELECT EXISTS (SELECT 1 FROM runs WHERE id = ?1)",
+        [run],
+        || format!("looking up run {run}"),
+        |r| r.get(0),
+    )?;
+    if exists {
+        Ok(())
+    } else {
+        Err(Error::NoSuchRun { run })
+    }
+}
+
+/// `columns` (comma-separated) each prefixed with `table.`.
+fn qualified(table: &str, columns: &str) -> String {
+    columns
+        .split(',')
+        .map(|c| format!("{table}.{}", c.trim()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// [`Error::NoSuchExperiment`] listing what exists, or the error that prevented listing.
 fn missing_experiment(db: Db<'_>, requested: &str) -> Error {
     let known = db.query_rows(
@@ -1011,6 +1213,7 @@ mod tests {
             metrics,
             telemetry: vec![("psi_some_avg10".to_string(), f64::NAN)].into(),
             series: vec![],
+            intervals: vec![],
             notes: vec![],
         }
     }
@@ -1140,6 +1343,38 @@ mod tests {
             store.experiment(id).unwrap_err(),
             Error::Corrupt { column: "seed", .. }
         ));
+    }
+
+    #[test]
+    fn a_negative_count_names_its_interval() {
+        let (mut store, _, cell) = store_with_cell();
+        let mut new = bare_run(cell, vec![]);
+        new.intervals = vec![LoadInterval {
+            request: "home".into(),
+            start_s: 3.0,
+            users: None,
+            target_rate: Some(50.0),
+            requests: 50,
+            failures: 0,
+            latency_mean_ms: None,
+            latency_p50_ms: None,
+            latency_p90_ms: None,
+            latency_p99_ms: None,
+            latency_max_ms: None,
+        }];
+        let run = store.insert_run(&new).unwrap();
+        assert_eq!(store.intervals(run).unwrap(), new.intervals);
+        store
+            .conn
+            .execute("UPDATE load_intervals SET failures = -2", [])
+            .unwrap();
+        let msg = store.intervals(run).unwrap_err().to_string();
+        assert!(
+            msg.contains(&format!(
+                "table `load_intervals` (run_id {run}, request `home`, start_s 3), column `failures`: `-2`"
+            )),
+            "{msg}"
+        );
     }
 
     #[test]

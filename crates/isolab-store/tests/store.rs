@@ -5,8 +5,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use isolab_stats::Direction;
 use isolab_store::{
-    Error, ExperimentStatus, Interruption, MetricValue, NewCell, NewExperiment, NewRun, RunRecord,
-    RunStatus, Series, Store, Telemetry, TelemetryName, TelemetrySet, SCHEMA_VERSION,
+    Error, ExperimentStatus, Interruption, LoadInterval, MetricValue, NewCell, NewExperiment,
+    NewRun, RunRecord, RunStatus, Series, Store, Telemetry, TelemetryName, TelemetrySet,
+    SCHEMA_VERSION,
 };
 use serde_json::json;
 
@@ -65,6 +66,57 @@ fn metrics(events: f64) -> Vec<MetricValue> {
     ]
 }
 
+/// One second of load of request `request` with `users` users: about 40 requests per user
+/// and second, one in a hundred failed.
+fn interval(request: &str, start_s: f64, users: f64) -> LoadInterval {
+    let requests = (40.0 * users) as u64;
+    LoadInterval {
+        request: request.into(),
+        start_s,
+        users: Some(users),
+        target_rate: None,
+        requests,
+        failures: requests / 100,
+        latency_mean_ms: Some(20.0 + users),
+        latency_p50_ms: Some(18.0 + users),
+        latency_p90_ms: Some(30.0 + users),
+        latency_p99_ms: Some(60.0 + users),
+        latency_max_ms: Some(90.0 + users),
+    }
+}
+
+/// Two requests over five seconds of a ramp, listed by second (not in the order the store
+/// returns them), the last second with nothing completed and nothing measured.
+fn intervals() -> Vec<LoadInterval> {
+    let mut out = Vec::new();
+    for second in 0..4 {
+        let users = 1.0 + f64::from(second);
+        out.push(interval("login", f64::from(second), users));
+        out.push(interval("home", f64::from(second), users));
+    }
+    out.push(LoadInterval {
+        requests: 0,
+        failures: 0,
+        latency_mean_ms: None,
+        latency_p50_ms: None,
+        latency_p90_ms: None,
+        latency_p99_ms: None,
+        latency_max_ms: None,
+        ..interval("home", 4.0, 5.0)
+    });
+    out
+}
+
+/// `intervals` as the store reads them back: by request, then start.
+fn sorted(mut intervals: Vec<LoadInterval>) -> Vec<LoadInterval> {
+    intervals.sort_by(|a, b| {
+        a.request
+            .cmp(&b.request)
+            .then(a.start_s.total_cmp(&b.start_s))
+    });
+    intervals
+}
+
 fn run(cell: i64, repetition: u32, warmup: bool, status: RunStatus) -> NewRun {
     let points: Vec<(f64, f64)> = (0..1000)
         .map(|i| (f64::from(i) * 0.01, f64::from(i % 97)))
@@ -107,6 +159,11 @@ fn run(cell: i64, repetition: u32, warmup: bool, status: RunStatus) -> NewRun {
                 points,
             },
         ],
+        intervals: if status == RunStatus::Ok {
+            intervals()
+        } else {
+            vec![]
+        },
         notes: vec!["KVM unavailable, TCG used".into(), "second note".into()],
     }
 }
@@ -137,6 +194,171 @@ fn count(path: &Path, table: &str) -> i64 {
     let conn = rusqlite::Connection::open(path).unwrap();
     conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
         .unwrap()
+}
+
+/// A store written by isolab at schema version 1 (before load intervals), kept as it was
+/// written: experiment `made-by-v1` (seed 7, status complete), cells `platform=host` and
+/// `platform=docker`, two counted runs each with metric `events_per_s` = 1000 plus the
+/// repetition plus 100 × the cell index, telemetry `cpu_usage` 1.5, series `host_cpu_util` (0, 50), (0.1, 60),
+/// a note and logs. Written through `Store` by the isolab of commit ccf2cfd, then
+/// switched to a rollback journal and vacuumed with 1 KiB pages to keep the file small.
+const SCHEMA_V1_STORE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/schema-v1.sqlite"
+);
+
+#[test]
+fn a_store_written_at_schema_version_1_is_upgraded_with_its_runs_intact() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = db(&dir);
+    std::fs::copy(SCHEMA_V1_STORE, &path).unwrap();
+    let version = |path: &Path| -> u32 {
+        let conn = rusqlite::Connection::open(path).unwrap();
+        conn.query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap()
+    };
+    assert_eq!(version(&path), 1);
+
+    let mut store = Store::open(&path).unwrap();
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+    let id = store.resolve("made-by-v1").unwrap();
+    let e = store.experiment(id).unwrap();
+    assert_eq!(e.seed, 7);
+    assert_eq!(e.status, ExperimentStatus::Complete);
+    assert_eq!(
+        store.environment(id).unwrap(),
+        vec![("kernel".to_string(), "6.18.0".to_string())]
+    );
+    let cells = store.cells(id).unwrap();
+    assert_eq!(
+        cells.iter().map(|c| c.key.as_str()).collect::<Vec<_>>(),
+        ["platform=host", "platform=docker"]
+    );
+    let runs = store.runs(id).unwrap();
+    assert_eq!(runs.len(), 4);
+    let values: Vec<f64> = store
+        .observations(id)
+        .unwrap()
+        .iter()
+        .map(|o| o.value)
+        .collect();
+    assert_eq!(values, [1001.0, 1002.0, 1101.0, 1102.0]);
+    for r in &runs {
+        assert!(r.is_counted());
+        assert_eq!(r.telemetry.get(Telemetry::CpuUsage), Some(1.5));
+        assert_eq!(r.notes, ["made by schema version 1"]);
+        assert_eq!(
+            store.series(r.id).unwrap()[0].points,
+            [(0.0, 50.0), (0.1, 60.0)]
+        );
+        assert!(store
+            .run_logs(r.id)
+            .unwrap()
+            .0
+            .starts_with("events per second"));
+        // Old runs have no load intervals, and that is no error.
+        assert!(store.intervals(r.id).unwrap().is_empty());
+    }
+    assert!(store.interval_observations(id).unwrap().is_empty());
+
+    // The upgraded store takes new runs with intervals, and keeps them after a reopen.
+    let mut new = run(cells[0].id, 3, false, RunStatus::Ok);
+    new.metrics.clear();
+    let run_id = store.insert_run(&new).unwrap();
+    drop(store);
+    assert_eq!(version(&path), SCHEMA_VERSION);
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.intervals(run_id).unwrap(), sorted(intervals()));
+    assert_eq!(store.runs(id).unwrap().len(), 5);
+}
+
+#[test]
+fn interval_observations_are_the_counted_runs_with_their_levels() {
+    let mut store = Store::open_in_memory().unwrap();
+    let new = experiment("load", at(0));
+    let id = store.create_experiment(&new).unwrap();
+    let cells = store.cells(id).unwrap();
+    let warmup = store
+        .insert_run(&run(cells[0].id, 1, true, RunStatus::Ok))
+        .unwrap();
+    let mut failed = run(cells[0].id, 9, false, RunStatus::Failed);
+    failed.intervals = intervals();
+    store.insert_run(&failed).unwrap();
+    // Stored out of order: cell 1 first, repetition 2 before 1.
+    let r12 = store
+        .insert_run(&run(cells[1].id, 2, false, RunStatus::Ok))
+        .unwrap();
+    let r01 = store
+        .insert_run(&run(cells[0].id, 1, false, RunStatus::Ok))
+        .unwrap();
+    let r02 = store
+        .insert_run(&run(cells[0].id, 2, false, RunStatus::Ok))
+        .unwrap();
+    let rows = store.interval_observations(id).unwrap();
+    let n = intervals().len();
+    assert_eq!(rows.len(), 3 * n);
+    let runs: Vec<i64> = rows.iter().map(|r| r.run).collect();
+    let expected: Vec<i64> = [r01, r02, r12]
+        .iter()
+        .flat_map(|r| std::iter::repeat_n(*r, n))
+        .collect();
+    assert_eq!(runs, expected);
+    assert!(!runs.contains(&warmup));
+    assert_eq!(rows[0].cell_index, 0);
+    assert_eq!(rows[0].repetition, 1);
+    assert_eq!(rows[0].levels, new.cells[0].levels);
+    assert_eq!(rows[2 * n].levels, new.cells[1].levels);
+    assert!(rows.iter().all(|r| r.experiment == id));
+    let first: Vec<LoadInterval> = rows[..n].iter().map(|r| r.interval.clone()).collect();
+    assert_eq!(first, sorted(intervals()));
+}
+
+#[test]
+fn a_run_with_a_repeated_or_unplaced_interval_is_not_stored() {
+    let mut store = Store::open_in_memory().unwrap();
+    let id = store.create_experiment(&experiment("bad", at(0))).unwrap();
+    let cell = store.cells(id).unwrap()[0].id;
+
+    let mut new = run(cell, 1, false, RunStatus::Ok);
+    new.intervals.push(interval("home", 2.0, 9.0));
+    let err = store.insert_run(&new).unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, Error::Sql { .. }), "{msg}");
+    assert!(
+        msg.starts_with(&format!("storing run 1 of cell {cell}")),
+        "{msg}"
+    );
+    assert!(msg.contains("request `home` at 2 s"), "{msg}");
+
+    new.intervals = vec![interval("home", f64::NAN, 1.0)];
+    let msg = store.insert_run(&new).unwrap_err().to_string();
+    assert!(msg.contains("at NaN s"), "{msg}");
+
+    // Nothing of either attempt was kept; the repetition is still free.
+    assert!(store.runs(id).unwrap().is_empty());
+    new.intervals = intervals();
+    let stored = store.insert_run(&new).unwrap();
+    assert_eq!(store.intervals(stored).unwrap().len(), intervals().len());
+}
+
+#[test]
+fn nan_latencies_are_stored_as_unknown_and_huge_counts_saturate() {
+    let mut store = Store::open_in_memory().unwrap();
+    let id = store.create_experiment(&experiment("nan", at(0))).unwrap();
+    let cell = store.cells(id).unwrap()[0].id;
+    let mut new = run(cell, 1, false, RunStatus::Ok);
+    new.intervals = vec![LoadInterval {
+        users: Some(f64::NAN),
+        latency_p50_ms: Some(f64::NAN),
+        requests: u64::MAX,
+        ..interval("home", 0.0, 1.0)
+    }];
+    let stored = store.insert_run(&new).unwrap();
+    let back = &store.intervals(stored).unwrap()[0];
+    assert_eq!(back.users, None);
+    assert_eq!(back.latency_p50_ms, None);
+    assert_eq!(back.latency_p99_ms, Some(61.0));
+    assert_eq!(back.requests, i64::MAX as u64);
 }
 
 #[test]
@@ -288,6 +510,10 @@ fn round_trips_a_whole_experiment() {
         assert_eq!(stdout, new.stdout);
         assert_eq!(stderr, new.stderr);
         assert_eq!(store.series(stored.id).unwrap(), new.series);
+        assert_eq!(
+            store.intervals(stored.id).unwrap(),
+            sorted(new.intervals.clone())
+        );
     }
 
     assert_eq!(store.interruptions(id).unwrap(), vec![interruption]);
@@ -472,6 +698,15 @@ fn an_interruption_does_not_take_the_runs_slot() {
     store.insert_run(&run(c, 0, false, RunStatus::Ok)).unwrap();
     assert_eq!(store.interruptions(id).unwrap().len(), 2);
     assert_eq!(store.runs(id).unwrap().len(), 1);
+}
+
+#[test]
+fn intervals_of_an_unknown_run_are_an_error() {
+    let store = Store::open_in_memory().unwrap();
+    assert!(matches!(
+        store.intervals(404).unwrap_err(),
+        Error::NoSuchRun { run: 404 }
+    ));
 }
 
 #[test]

@@ -101,6 +101,7 @@ pub fn experiment() -> (Store, ExperimentData) {
                         Series { name: "cpu0_util".into(), unit: "%".into(), points: (0..40).map(|t| (t as f64 / 10.0, 90.0 + (t % 5) as f64)).collect() },
                         Series { name: "cpu1_util".into(), unit: "%".into(), points: (0..40).map(|t| (t as f64 / 10.0, 5.0 + (t % 3) as f64)).collect() },
                     ],
+                    intervals: vec![],
                     notes: vec![],
                 })
                 .unwrap();
@@ -249,6 +250,7 @@ pub fn isolation_experiment() -> (Store, ExperimentData) {
                     }],
                     telemetry: isolab_store::TelemetrySet::new(),
                     series: vec![],
+                    intervals: vec![],
                     notes: vec![],
                 })
                 .unwrap();
@@ -361,6 +363,7 @@ fn store_cells(
                     metrics: metrics(i, &new_cells[i].levels, rep),
                     telemetry: isolab_store::TelemetrySet::new(),
                     series: vec![],
+                    intervals: vec![],
                     notes: vec![],
                 })
                 .unwrap();
