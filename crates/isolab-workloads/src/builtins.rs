@@ -56,6 +56,10 @@ pub struct WorkloadDef {
     pub uses_disk: bool,
     /// Executables it needs, for environment capture and "not installed" errors.
     pub tools: Vec<String>,
+    /// The service stack it runs, for a service workload: the measured `command`
+    /// then runs against the stack's components ([`crate::Measure::Command`]) or
+    /// is empty and a load generator measures ([`crate::Measure::Load`]).
+    pub stack: Option<crate::StackDef>,
 }
 
 /// The argv vectors of a workload's templates, rendered with one set of [`Params`].
@@ -104,6 +108,7 @@ fn def(
         primary: primary.to_owned(),
         uses_disk: false,
         tools: vec![tool.to_owned()],
+        stack: None,
     }
 }
 
@@ -254,6 +259,7 @@ mod tests {
             port: 5201,
             server: std::net::Ipv4Addr::LOCALHOST,
             direct: true,
+            components: Vec::new(),
         }
     }
 

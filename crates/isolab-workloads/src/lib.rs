@@ -41,11 +41,17 @@
 pub mod builtins;
 pub mod load;
 pub mod parsers;
+pub mod stack;
+pub mod stacks;
 pub mod template;
 
 pub use builtins::{builtin, catalog, RenderedWorkload, WorkloadDef};
 pub use parsers::{measured_time, parse, ParseError, UnknownParser, STRESS_NG_REPORT};
-pub use template::{render, validate, Params, TemplateError, PLACEHOLDERS};
+pub use stack::{ComponentDef, FileTemplate, LoadDef, Measure, Ready, ShapeScope, StackDef};
+pub use template::{
+    endpoint_placeholder, endpoints_used, render, render_text, validate, Endpoint, Params,
+    TemplateError, PLACEHOLDERS,
+};
 
 use isolab_stats::Direction;
 use serde::{Deserialize, Serialize};
@@ -96,27 +102,35 @@ pub enum ParserKind {
     StressNg,
     /// iperf3 client `-J` on stdout.
     Iperf3,
+    /// A `{"metrics": [...]}` object on stdout (see [`parsers::json`]).
+    Json,
+    /// A service stack's load generator (see [`load::parse_load`]): no command output.
+    Load,
     /// No parsing: the wall-clock time of the command (`wall_time`, s, lower).
     Time,
 }
 
 impl ParserKind {
     /// Every parser kind, in declaration order.
-    pub const ALL: [ParserKind; 5] = [
+    pub const ALL: [ParserKind; 7] = [
         ParserKind::Sysbench,
         ParserKind::Fio,
         ParserKind::StressNg,
         ParserKind::Iperf3,
+        ParserKind::Json,
+        ParserKind::Load,
         ParserKind::Time,
     ];
 
-    /// The word used in specs and the store: `sysbench`, `fio`, `stress-ng`, `iperf3` or `time`.
+    /// The word used in specs and the store: `sysbench`, `fio`, `stress-ng`, `iperf3`, `json`, `load` or `time`.
     pub fn as_str(self) -> &'static str {
         match self {
             ParserKind::Sysbench => "sysbench",
             ParserKind::Fio => "fio",
             ParserKind::StressNg => "stress-ng",
             ParserKind::Iperf3 => "iperf3",
+            ParserKind::Json => "json",
+            ParserKind::Load => "load",
             ParserKind::Time => "time",
         }
     }
@@ -169,7 +183,7 @@ mod tests {
         let err = "stressng".parse::<ParserKind>().unwrap_err();
         assert_eq!(
             err.to_string(),
-            "unknown parser `stressng`: expected one of sysbench, fio, stress-ng, iperf3, time"
+            "unknown parser `stressng`: expected one of sysbench, fio, stress-ng, iperf3, json, load, time"
         );
     }
 

@@ -29,6 +29,10 @@ use std::time::Duration;
 /// | `{server}` | the address at which the measured command reaches its server ([`Params::server`]) |
 /// | `{direct}` | `1` when direct I/O works on `{workdir}`'s file system, else `0` (fio's `--direct=`) |
 /// | `{direct_flag}` | `direct` when direct I/O works there, else the empty string (sysbench's `--file-extra-flags=`) |
+///
+/// A service stack's templates can also name its components' endpoints
+/// ([`Params::components`]): `{NAME.host}`, `{NAME.port}` and `{NAME.address}`
+/// (`host:port`) for the component `NAME` (e.g. `{db.host}`).
 pub const PLACEHOLDERS: &[&str] = &[
     "cpus",
     "threads",
@@ -62,7 +66,25 @@ pub struct Params {
     /// Whether direct I/O (`O_DIRECT`) is supported on `workdir`'s file system
     /// (`{direct}` = `1`|`0`, `{direct_flag}` = `direct`|empty).
     pub direct: bool,
+    /// The endpoints of a service stack's components started so far
+    /// (`{NAME.host}`, `{NAME.port}`, `{NAME.address}`); empty for a command workload.
+    pub components: Vec<Endpoint>,
 }
+
+/// Where a service stack's component is reached by the other components and by the
+/// load generator.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Endpoint {
+    /// The component's name in its stack (e.g. `db`).
+    pub name: String,
+    /// Its host name or address as the others reach it (e.g. `127.0.0.1`).
+    pub host: String,
+    /// Its TCP port.
+    pub port: u16,
+}
+
+/// The fields of a component endpoint placeholder: `{NAME.host}`, `{NAME.port}`, `{NAME.address}`.
+pub const ENDPOINT_FIELDS: &[&str] = &["host", "port", "address"];
 
 impl Params {
     /// The rendered value of placeholder `name`, `None` when `name` is not one of
@@ -77,7 +99,16 @@ impl Params {
             "server" => self.server.to_string(),
             "direct" => if self.direct { "1" } else { "0" }.to_owned(),
             "direct_flag" => if self.direct { "direct" } else { "" }.to_owned(),
-            _ => return None,
+            _ => {
+                let (component, field) = name.split_once('.')?;
+                let c = self.components.iter().find(|c| c.name == component)?;
+                match field {
+                    "host" => c.host.clone(),
+                    "port" => c.port.to_string(),
+                    "address" => format!("{}:{}", c.host, c.port),
+                    _ => return None,
+                }
+            }
         };
         Some(Ok(v))
     }
@@ -229,6 +260,9 @@ pub fn validate(template: &str) -> Result<Vec<&'static str>, TemplateError> {
     for word in &split(template)? {
         for piece in pieces(word, template)? {
             if let Piece::Placeholder(name) = piece {
+                if endpoint_placeholder(name).is_some() {
+                    continue;
+                }
                 let known = PLACEHOLDERS.iter().find(|k| **k == name).ok_or_else(|| {
                     TemplateError::UnknownPlaceholder {
                         name: name.to_owned(),
@@ -242,6 +276,77 @@ pub fn validate(template: &str) -> Result<Vec<&'static str>, TemplateError> {
         }
     }
     Ok(used)
+}
+
+/// The component a `{NAME.FIELD}` placeholder names, when `name` has that form
+/// (a non-empty component name and one of [`ENDPOINT_FIELDS`]).
+pub fn endpoint_placeholder(name: &str) -> Option<&str> {
+    let (component, field) = name.split_once('.')?;
+    (!component.is_empty() && ENDPOINT_FIELDS.contains(&field)).then_some(component)
+}
+
+/// The components that `template`'s endpoint placeholders name, in order of first use.
+pub fn endpoints_used(template: &str) -> Result<Vec<String>, TemplateError> {
+    let mut used: Vec<String> = Vec::new();
+    for word in &split(template)? {
+        for piece in pieces(word, template)? {
+            if let Piece::Placeholder(name) = piece {
+                if let Some(c) = endpoint_placeholder(name) {
+                    if !used.iter().any(|u| u == c) {
+                        used.push(c.to_owned());
+                    }
+                }
+            }
+        }
+    }
+    Ok(used)
+}
+
+/// Renders a text file's template: every `@NAME@` whose `NAME` is a placeholder
+/// (see [`PLACEHOLDERS`], endpoints included) is replaced by its value; other text,
+/// braces and `$` included, is kept as written (configuration files of nginx, PHP
+/// and SQL use those). `@@` stands for a literal `@` where it would otherwise start
+/// a placeholder.
+pub fn render_text(text: &str, p: &Params) -> Result<String, TemplateError> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find('@') {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 1..];
+        if let Some(next) = after.strip_prefix('@') {
+            out.push('@');
+            rest = next;
+            continue;
+        }
+        let name_len = after
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '-'))
+            .unwrap_or(after.len());
+        let name = &after[..name_len];
+        if name.is_empty() || !after[name_len..].starts_with('@') {
+            out.push('@');
+            rest = after;
+            continue;
+        }
+        match p.value(name) {
+            Some(v) => out.push_str(&v?),
+            None => {
+                return Err(TemplateError::UnknownPlaceholder {
+                    name: name.to_owned(),
+                    template: excerpt(text, i),
+                })
+            }
+        }
+        rest = &after[name_len + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// The line of `text` that holds byte `at`, for error messages about long files.
+fn excerpt(text: &str, at: usize) -> String {
+    let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let end = text[at..].find('\n').map_or(text.len(), |i| at + i);
+    text[start..end].to_owned()
 }
 
 fn split(template: &str) -> Result<Vec<String>, TemplateError> {
@@ -267,7 +372,57 @@ mod tests {
             port: 5201,
             server: std::net::Ipv4Addr::LOCALHOST,
             direct: true,
+            components: vec![Endpoint {
+                name: "db".into(),
+                host: "10.0.0.2".into(),
+                port: 3306,
+            }],
         }
+    }
+
+    #[test]
+    fn component_endpoints_render_in_commands_and_files() {
+        let p = params();
+        assert_eq!(
+            render(
+                "client -h {db.host} -P {db.port} --url=tcp://{db.address}",
+                &p
+            )
+            .unwrap(),
+            [
+                "client",
+                "-h",
+                "10.0.0.2",
+                "-P",
+                "3306",
+                "--url=tcp://10.0.0.2:3306"
+            ]
+        );
+        assert_eq!(validate("c {db.host} {web.port} {cpus}").unwrap(), ["cpus"]);
+        assert_eq!(
+            endpoints_used("c {db.host} {web.port} {db.port}").unwrap(),
+            ["db", "web"]
+        );
+        let e = render("c {web.host}", &p).unwrap_err();
+        assert!(
+            e.to_string().contains("unknown placeholder `{web.host}`"),
+            "{e}"
+        );
+        assert!(validate("c {db.user}").is_err());
+
+        let conf = "server { listen @port@; location @php { fastcgi_pass @db.address@; } }\nmail me@@example.org, $uri @ @x\n";
+        assert_eq!(
+            render_text(conf, &p).unwrap(),
+            "server { listen 5201; location @php { fastcgi_pass 10.0.0.2:3306; } }\nmail me@example.org, $uri @ @x\n"
+        );
+        let e = render_text("a\nlisten @nope@;\nb", &p).unwrap_err();
+        assert_eq!(
+            e,
+            TemplateError::UnknownPlaceholder {
+                name: "nope".into(),
+                template: "listen @nope@;".into()
+            }
+        );
     }
 
     #[test]

@@ -2,6 +2,7 @@
 
 pub mod fio;
 pub mod iperf3;
+pub mod json;
 pub mod stress_ng;
 pub mod sysbench;
 
@@ -13,7 +14,7 @@ use std::path::PathBuf;
 
 /// A parser name other than the known ones.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown parser `{0}`: expected one of sysbench, fio, stress-ng, iperf3, time")]
+#[error("unknown parser `{0}`: expected one of sysbench, fio, stress-ng, iperf3, json, load, time")]
 pub struct UnknownParser(pub String);
 
 /// Why a run's output could not be turned into metrics.
@@ -110,6 +111,11 @@ pub fn parse(kind: ParserKind, out: &RunOutput) -> Result<Vec<Metric>, ParseErro
         ParserKind::Fio => fio::parse(out),
         ParserKind::StressNg => stress_ng::parse(out),
         ParserKind::Iperf3 => iperf3::parse(out),
+        ParserKind::Json => json::parse(out),
+        ParserKind::Load => Err(ParseError::ToolError {
+            tool: kind,
+            message: "a load's metrics come from its generator's output (load::parse_load), not from a command's".into(),
+        }),
         ParserKind::Time => Ok(vec![Metric::new(
             "wall_time",
             "s",
@@ -151,6 +157,7 @@ pub fn measured_time(kind: ParserKind, out: &RunOutput) -> Option<std::time::Dur
                 .as_f64()
         }
         ParserKind::StressNg => stress_ng::wall_clock_time(out),
+        ParserKind::Json | ParserKind::Load => None,
         ParserKind::Time => Some(out.wall.as_secs_f64()),
     }?;
     (secs.is_finite() && secs > 0.0).then(|| std::time::Duration::from_secs_f64(secs))
