@@ -200,11 +200,29 @@ pub enum Telemetry {
     SchedLatencyMax,
     /// `probe_samples`: how many wake-ups the probe measured.
     ProbeSamples,
+    /// `generator_cpu_s`: cpu time the load generator used (its own cgroup).
+    GeneratorCpu,
+    /// `generator_cpu_util_pct`: the generator's cpu time over its wall time, in
+    /// percent of the cpus it was given (near 100: it may have been the bottleneck).
+    GeneratorCpuUtil,
+    /// `generator_cpus`: how many cpus the generator was bound to.
+    GeneratorCpus,
+    /// `generator_shares_cpus`: 1 when the generator ran on cpus the subject uses too.
+    GeneratorSharesCpus,
+    /// `generator_saturated`: 1 when the generator may have been the bottleneck.
+    GeneratorSaturated,
+    /// `load_achieved_rps`: requests per second the generator achieved.
+    LoadAchievedRate,
+    /// `load_target_rps`: the open-loop profile's mean target rate.
+    LoadTargetRate,
+    /// `stack_ready_s`: from the first component's start until every one was ready
+    /// and the data loaded.
+    StackReady,
 }
 
 /// Every key with a fixed name, for [`Telemetry::parse`] (the families — PSI, host
 /// cores, runtime phases — are parsed from their pattern).
-const FIXED: [Telemetry; 46] = [
+const FIXED: [Telemetry; 54] = [
     Telemetry::Wall,
     Telemetry::CpuUsage,
     Telemetry::CpuUser,
@@ -251,6 +269,14 @@ const FIXED: [Telemetry; 46] = [
     Telemetry::SchedLatencyP99,
     Telemetry::SchedLatencyMax,
     Telemetry::ProbeSamples,
+    Telemetry::GeneratorCpu,
+    Telemetry::GeneratorCpuUtil,
+    Telemetry::GeneratorCpus,
+    Telemetry::GeneratorSharesCpus,
+    Telemetry::GeneratorSaturated,
+    Telemetry::LoadAchievedRate,
+    Telemetry::LoadTargetRate,
+    Telemetry::StackReady,
 ];
 
 impl Telemetry {
@@ -310,6 +336,14 @@ impl Telemetry {
             T::SchedLatencyP99 => "sched_latency_p99_ms",
             T::SchedLatencyMax => "sched_latency_max_ms",
             T::ProbeSamples => "probe_samples",
+            T::GeneratorCpu => "generator_cpu_s",
+            T::GeneratorCpuUtil => "generator_cpu_util_pct",
+            T::GeneratorCpus => "generator_cpus",
+            T::GeneratorSharesCpus => "generator_shares_cpus",
+            T::GeneratorSaturated => "generator_saturated",
+            T::LoadAchievedRate => "load_achieved_rps",
+            T::LoadTargetRate => "load_target_rps",
+            T::StackReady => "stack_ready_s",
         })
     }
 
@@ -329,7 +363,9 @@ impl Telemetry {
             | T::QemuThrottled
             | T::RuntimePhase(_)
             | T::NeighboursCpu
-            | T::NeighboursThrottled => Unit::Seconds,
+            | T::NeighboursThrottled
+            | T::GeneratorCpu
+            | T::StackReady => Unit::Seconds,
             T::SchedLatencyP50 | T::SchedLatencyP99 | T::SchedLatencyMax => Unit::Milliseconds,
             T::MemoryPeak
             | T::IoRead
@@ -345,10 +381,17 @@ impl Telemetry {
             | T::NeighbourTargetUtil
             | T::NeighbourReachableUtil
             | T::NeighbourAchievedUtil
-            | T::InstancesOverlap => Unit::Percent,
+            | T::InstancesOverlap
+            | T::GeneratorCpuUtil => Unit::Percent,
             T::NeighboursNetRate | T::NeighboursNetMbps | T::SubjectNetMbps => Unit::Mbps,
-            T::DiskIops | T::NeighbourReadIopsLimit | T::NeighbourWriteIopsLimit => Unit::PerSecond,
-            T::NeighboursInContainers => Unit::Flag,
+            T::DiskIops
+            | T::NeighbourReadIopsLimit
+            | T::NeighbourWriteIopsLimit
+            | T::LoadAchievedRate
+            | T::LoadTargetRate => Unit::PerSecond,
+            T::NeighboursInContainers | T::GeneratorSharesCpus | T::GeneratorSaturated => {
+                Unit::Flag
+            }
             T::NrPeriods
             | T::NrThrottled
             | T::CtxSwitchesVoluntary
@@ -359,7 +402,8 @@ impl Telemetry {
             | T::QemuNrThrottled
             | T::Neighbours
             | T::Instances
-            | T::ProbeSamples => Unit::Count,
+            | T::ProbeSamples
+            | T::GeneratorCpus => Unit::Count,
         }
     }
 
