@@ -557,6 +557,7 @@ impl<'a> Runner<'a> {
             metrics,
             telemetry,
             series,
+            intervals,
             notes,
         ) = match result {
             Err(PlatformError::Interrupted) => return Ok(None),
@@ -570,6 +571,7 @@ impl<'a> Runner<'a> {
                 serde_json::Value::Null,
                 Vec::new(),
                 isolab_store::TelemetrySet::new(),
+                Vec::new(),
                 Vec::new(),
                 disk.notes.clone(),
             ),
@@ -598,6 +600,10 @@ impl<'a> Runner<'a> {
                     done.metrics.unwrap_or_default(),
                     done.execution.telemetry,
                     done.execution.series,
+                    done.load
+                        .as_ref()
+                        .map(|r| stack::intervals(r, cell))
+                        .unwrap_or_default(),
                     notes,
                 )
             }
@@ -636,7 +642,7 @@ impl<'a> Runner<'a> {
             metrics,
             telemetry,
             series,
-            intervals: vec![],
+            intervals,
             notes,
         })?;
 
@@ -767,6 +773,18 @@ impl<'a> Runner<'a> {
                 ),
             })?;
         let name = format!("exp{id}-pid{}/{tag}", std::process::id());
+        if cell.workload.stack.is_some() {
+            if cell.neighbour.is_some()
+                || cell.instances > 1
+                || cell.reservation != crate::reservation::Reservation::None
+            {
+                return Err(PlatformError::NoServices {
+                    platform: cell.platform.name.clone(),
+                    why: "a service stack runs one instance, without neighbours or reservations, in this version".into(),
+                });
+            }
+            return self.execute_stack(spec, cell, &name, workdir, &limits, disk.direct);
+        }
         // One job per instance of the subject: instance k works in `<workdir>/i<k>`
         // (a single instance in the working directory itself).
         let mut jobs = Vec::new();
@@ -912,6 +930,7 @@ impl<'a> Runner<'a> {
             execution,
             metrics,
             limits,
+            load: None,
         })
     }
 
@@ -949,6 +968,7 @@ impl<'a> Runner<'a> {
             port,
             server: self.platform.server_address(&cell.platform),
             direct: disk.direct,
+            components: Vec::new(),
         };
         let render = |t: &str| {
             isolab_workloads::render(t, &params).map_err(|e| PlatformError::Io {
@@ -1256,6 +1276,8 @@ struct Done {
     execution: crate::platform::Execution,
     metrics: Result<Vec<MetricValue>, String>,
     limits: serde_json::Value,
+    /// A load generator's totals and intervals (service stacks measured by a load).
+    load: Option<isolab_workloads::load::LoadResult>,
 }
 
 /// Decides every undecided comparison that its cells' primary values now decide,
@@ -1423,3 +1445,5 @@ pub fn direct_io_supported(dir: &Path) -> bool {
 
 #[cfg(test)]
 mod tests;
+
+mod stack;

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use isolab_cgroups::{Bytes, CpuQuota, Hierarchy, Limits};
 use isolab_lab::platform::{
-    Accel, ExitKind, IsolabConfig, Job, Network, PlatformDef, PlatformError, PlatformKind,
-    Platforms, ServiceSpec,
+    Accel, ExitKind, IsolabConfig, Job, Network, Platform, PlatformDef, PlatformError,
+    PlatformKind, Platforms, ServiceSpec,
 };
 use isolab_lab::testing::{FakeCgroupfs, FakeLauncher, Scripted};
 use isolab_lab::{HostPlatform, HostPlatformConfig};

@@ -1178,3 +1178,239 @@ fn vm_platforms_run_sysbench_in_a_labelled_tcg_guest() {
         });
     assert!(!qemu_left, "a QEMU process is left");
 }
+
+/// A small stack under a short JMeter ramp on the host and in containers of
+/// isolab's runtime and Docker on the host network: the static stack (nginx and a
+/// 10 000-byte page, from the experiment's recipe image).
+const WEB_STACK: &str = r#"[experiment]
+name = "web-stack"
+seed = 3
+repetitions = { warmup = 0, min = 2, max = 2, target_cv = 0.5 }
+
+[platform.isolab-host]
+engine = "isolab"
+network = "host"
+
+[platform.docker-host]
+engine = "docker"
+network = "host"
+
+[matrix]
+platform = ["host", "isolab-host", "docker-host"]
+shape = ["medium"]
+placement = ["pinned"]
+workload = ["page"]
+
+[workload.page]
+stack = "static"
+
+[workload.page.load]
+generator = "jmeter"
+target = "web"
+requests = [{ name = "page", path = "/index.html" }]
+profile = { ramp = [1, 8], over = "6s", hold = "4s" }
+"#;
+
+/// Processes of the stacks' programs still running (none may survive a run).
+fn stack_processes() -> Vec<String> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+        let comm = comm.trim();
+        if [
+            "nginx",
+            "mariadbd",
+            "php-fpm8.2",
+            "java",
+            "wrk",
+            "vegeta",
+            "locust",
+        ]
+        .contains(&comm)
+        {
+            out.push(format!("{} {comm}", e.file_name().to_string_lossy()));
+        }
+    }
+    out
+}
+
+#[test]
+fn a_stack_under_a_ramp_stores_its_series_generator_and_limits_and_leaves_nothing() {
+    let Some(guard) = CgroupTest::start() else {
+        return;
+    };
+    if isolab_tools_missing(&["nginx", "jmeter"]) {
+        return;
+    }
+    let leftovers_before = runtime_leftovers();
+    let procs_before = stack_processes();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("x.db");
+    let spec = write_spec(dir.path(), "web.toml", WEB_STACK);
+    let out = run(isolab()
+        .arg("--db")
+        .arg(&db)
+        .args(["run", "--workdir"])
+        .arg(dir.path().join("work"))
+        .arg("--report")
+        .arg(dir.path().join("r.html"))
+        .arg(&spec));
+    assert!(
+        out.status.success(),
+        "stdout {}\nstderr {}\n{}",
+        text(&out.stdout),
+        text(&out.stderr),
+        failed_runs(&db, "web-stack")
+    );
+    let store = isolab_store::Store::open(&db).unwrap();
+    let id = store.resolve("web-stack").unwrap();
+    let cells = store.cells(id).unwrap();
+    let runs = store.runs(id).unwrap();
+    assert_eq!(runs.len(), 6, "{}", failed_runs(&db, "web-stack"));
+    for run in &runs {
+        let key = &cells.iter().find(|c| c.id == run.cell).unwrap().key;
+        assert!(run.is_counted(), "{key}: {:?}", run.error);
+        let metric = |n: &str| run.metrics.iter().find(|m| m.name == n).map(|m| m.value);
+        assert!(
+            metric("requests_per_second").unwrap() > 10.0,
+            "{key}: {:?}",
+            run.metrics
+        );
+        assert!(metric("successful_requests").unwrap() > 0.0, "{key}");
+        assert_eq!(metric("failed_requests"), Some(0.0), "{key}");
+        assert!(metric("latency_p99").unwrap() >= metric("latency_p50").unwrap());
+        // The generator's own cpu and achieved rate, on the cpu the stack leaves.
+        assert!(telemetry(run, "generator_cpu_s").unwrap() > 0.0, "{key}");
+        assert!(telemetry(run, "load_achieved_rps").unwrap() > 10.0, "{key}");
+        assert_eq!(telemetry(run, "generator_shares_cpus"), Some(0.0), "{key}");
+        // The limits read back from the component's own cgroup.
+        let web = &run.limits["components"]["web"];
+        assert_eq!(
+            web["applied"]["cpuset"].as_str().map(str::len),
+            Some(1),
+            "{key}: {}",
+            run.limits
+        );
+        // One interval a second for the ~10 s of load, users ramping up to 8.
+        let intervals = store.intervals(run.id).unwrap();
+        assert!(intervals.len() >= 8, "{key}: {} intervals", intervals.len());
+        assert!(intervals.iter().all(|i| i.request == "page"));
+        let users: Vec<f64> = intervals.iter().filter_map(|i| i.users).collect();
+        assert!(
+            users.iter().cloned().fold(0.0, f64::max) >= 7.0,
+            "{key}: users {users:?}"
+        );
+    }
+    let series = run(isolab().arg("--db").arg(&db).args([
+        "export",
+        "web-stack",
+        "--series",
+        "--format",
+        "csv",
+    ]));
+    assert!(series.status.success(), "{}", text(&series.stderr));
+    assert!(
+        text(&series.stdout).lines().count() > 6 * 8,
+        "{}",
+        text(&series.stdout)
+    );
+    guard.assert_nothing_leaked("cgroups left");
+    assert_eq!(runtime_leftovers(), leftovers_before);
+    assert_eq!(stack_processes(), procs_before);
+}
+
+/// The WordPress stack's database under a wrk load, killed by the test mid-run.
+const KILLED_DB: &str = r#"[experiment]
+name = "killed-db"
+seed = 4
+repetitions = { warmup = 0, min = 1, max = 1, target_cv = 0.5 }
+
+[matrix]
+platform = ["host"]
+shape = ["medium"]
+placement = ["pinned"]
+workload = ["wp"]
+
+[workload.wp]
+stack = "wordpress"
+
+[workload.wp.load]
+generator = "wrk"
+target = "web"
+profile = { users = 4, duration = "60s" }
+"#;
+
+#[test]
+fn a_database_killed_mid_run_fails_the_run_cleanly_and_leaves_nothing() {
+    let Some(guard) = CgroupTest::start() else {
+        return;
+    };
+    if isolab_tools_missing(&["nginx", "mariadbd", "php-fpm8.2", "wrk"]) {
+        return;
+    }
+    let procs_before = stack_processes();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("x.db");
+    let spec = write_spec(dir.path(), "killed.toml", KILLED_DB);
+    let child = isolab()
+        .arg("--db")
+        .arg(&db)
+        .args(["run", "--workdir"])
+        .arg(dir.path().join("work"))
+        .arg(&spec)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once the load runs (its cgroup exists), kill every process of the database's.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let find = |suffix: &str| {
+        isolab_cgroups()
+            .into_iter()
+            .find(|p| p.to_string_lossy().ends_with(suffix) && p.starts_with("/sys/fs/cgroup/pids"))
+            .or_else(|| {
+                isolab_cgroups()
+                    .into_iter()
+                    .find(|p| p.to_string_lossy().ends_with(suffix))
+            })
+    };
+    let mut killed = 0;
+    while killed == 0 && Instant::now() < deadline {
+        if let (Some(db_cgroup), Some(_)) = (find("-db"), find("-load")) {
+            std::thread::sleep(Duration::from_secs(2));
+            let procs = std::fs::read_to_string(db_cgroup.join("cgroup.procs")).unwrap_or_default();
+            for pid in procs.lines().filter_map(|l| l.parse::<i32>().ok()) {
+                // SAFETY: kill has no memory preconditions.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                killed += 1;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(killed > 0, "the load never started: {}", text(&out.stderr));
+    let failed = failed_runs(&db, "killed-db");
+    assert!(
+        failed.contains("component `db` exited while the load ran"),
+        "stdout {}\nstderr {}\n{failed}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    guard.assert_nothing_leaked("cgroups left");
+    assert_eq!(stack_processes(), procs_before);
+}
+
+/// Whether one of `programs` is missing on the host (printed as the reason to skip).
+fn isolab_tools_missing(programs: &[&str]) -> bool {
+    let missing: Vec<&&str> = programs
+        .iter()
+        .filter(|p| {
+            !std::env::var_os("PATH")
+                .is_some_and(|path| std::env::split_paths(&path).any(|d| d.join(p).is_file()))
+        })
+        .collect();
+    if !missing.is_empty() {
+        eprintln!("skipped: {missing:?} not installed (scripts/setup.sh installs them)");
+    }
+    !missing.is_empty()
+}

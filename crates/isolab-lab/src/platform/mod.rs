@@ -155,6 +155,40 @@ impl PlatformDef {
         })
     }
 
+    /// Why this level cannot run a service stack, if it cannot: its engine starts no
+    /// services (from its capabilities), or its network lets no client outside reach
+    /// them (`none`; a bridge, whose container addresses isolab does not look up yet).
+    pub fn services_unavailable(&self) -> Option<String> {
+        let caps = self.kind.capabilities();
+        if !caps.services {
+            return Some(format!(
+                "platform `{}`: engine `{}` runs no services yet",
+                self.name, self.kind
+            ));
+        }
+        if self.network == Network::Host {
+            return None;
+        }
+        let fix = if caps.has_network(Network::Host) {
+            format!(
+                "; use a [platform.NAME] with engine = \"{}\" and network = \"host\"",
+                self.kind
+            )
+        } else {
+            String::new()
+        };
+        Some(match self.network {
+            Network::None => format!(
+                "platform `{}` has network `none`, so no load generator or client outside can reach its components{fix}",
+                self.name
+            ),
+            _ => format!(
+                "platform `{}` is on a bridge, where isolab does not look up the components' addresses yet{fix}",
+                self.name
+            ),
+        })
+    }
+
     /// Why this platform cannot run a workload with a server, if it cannot: the
     /// command must reach the server over a network, which the level's engine may
     /// offer (from its capabilities) or not at all.
@@ -446,6 +480,15 @@ pub enum PlatformError {
     /// gives the same error to every run.
     #[error(transparent)]
     Driver(#[from] Arc<isolab_engines::EngineError>),
+    /// A component of a service stack failed (its readiness check, its data load, or
+    /// it exited while it was measured).
+    #[error("component `{component}` {what}")]
+    Component {
+        /// The component's name in its stack.
+        component: String,
+        /// What happened, with the end of its log where there is one.
+        what: String,
+    },
     /// The level cannot run a service that clients on the host reach.
     #[error("platform `{platform}` cannot run a service: {why}")]
     NoServices {
@@ -505,6 +548,17 @@ pub trait Platform: Sync {
     /// Runs one job: creates the instance, applies and verifies the limits, runs the
     /// command with telemetry, and tears everything down, also on error.
     fn execute(&self, job: &Job, interrupt: &Interrupt) -> Result<Execution, PlatformError>;
+
+    /// Starts `job`'s command as a long-running service of its level (instance,
+    /// limits applied and read back, ready once `spec.port` accepts connections);
+    /// it runs until [`Service::stop`] or until it is dropped.
+    fn start_service(&self, job: &Job, spec: ServiceSpec) -> Result<Service<'_>, PlatformError> {
+        let _ = spec;
+        Err(PlatformError::NoServices {
+            platform: job.platform.name.clone(),
+            why: "this platform implementation starts no services".into(),
+        })
+    }
 
     /// Runs `jobs` at the same time, each as [`Platform::execute`] would (the
     /// instances of one run of a scalability cell). Results are in `jobs` order.
@@ -615,20 +669,6 @@ impl Platforms {
     }
 }
 
-impl Platforms {
-    /// Starts `job`'s command as a long-running service of its level (instance,
-    /// limits applied and read back, ready once `spec.port` accepts connections);
-    /// it runs until [`Service::stop`] or until it is dropped.
-    pub fn start_service(
-        &self,
-        job: &Job,
-        spec: ServiceSpec,
-    ) -> Result<Service<'_>, PlatformError> {
-        self.driver(job.platform.kind)?
-            .start_service(&self.host, job, spec)
-    }
-}
-
 impl Drop for Platforms {
     fn drop(&mut self) {
         // A daemon isolab started is stopped, and the host state it changed
@@ -643,6 +683,11 @@ impl Platform for Platforms {
     fn execute(&self, job: &Job, interrupt: &Interrupt) -> Result<Execution, PlatformError> {
         self.driver(job.platform.kind)?
             .execute(&self.host, job, interrupt)
+    }
+
+    fn start_service(&self, job: &Job, spec: ServiceSpec) -> Result<Service<'_>, PlatformError> {
+        self.driver(job.platform.kind)?
+            .start_service(&self.host, job, spec)
     }
 
     fn prepare(

@@ -62,6 +62,8 @@ pub struct Service<'p> {
     process: Option<Box<dyn Process>>,
     instance: Option<Cgroup>,
     remove: Option<Remove<'p>>,
+    /// Its standard error's log file.
+    log: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for Service<'_> {
@@ -75,6 +77,19 @@ impl std::fmt::Debug for Service<'_> {
 }
 
 impl Service<'_> {
+    /// Whether its foreground process still runs.
+    pub fn is_running(&self) -> bool {
+        self.process.as_ref().is_some_and(|p| p.is_running())
+    }
+
+    /// The end of its standard error (its log in the job's working directory).
+    pub fn stderr_tail(&self, max: usize) -> String {
+        self.log
+            .as_ref()
+            .map(|path| read_tail(path, max))
+            .unwrap_or_default()
+    }
+
     /// Stops it: SIGTERM, then everything in its instance killed after a grace
     /// period; its container and instance cgroup removed.
     pub fn stop(mut self) -> Result<(), PlatformError> {
@@ -151,6 +166,7 @@ pub(crate) fn start<'p>(
         process: None,
         instance: None,
         remove: None,
+        log: Some(log_path(&job.workdir, &log_name(job), "stderr")),
     };
     // On any error below, dropping `service` tears down what was made.
     let instance = sup.create_instance(&job.name)?;
@@ -162,10 +178,11 @@ pub(crate) fn start<'p>(
     let (argv, remove) = command()?;
     service.remove = remove;
     let argv = &argv;
+    let log = log_name(job);
     let process = sup.launcher().start(Launch {
         argv,
         workdir: &job.workdir,
-        log: "service",
+        log: &log,
         cgroup: Some(instance),
         count: false,
     })?;
@@ -175,7 +192,7 @@ pub(crate) fn start<'p>(
             command: argv.join(" "),
             port: spec.port,
             waited,
-            stderr: read_tail(&log_path(&job.workdir, "service", "stderr"), 2000),
+            stderr: read_tail(&log_path(&job.workdir, &log, "stderr"), 2000),
         }
     })?;
     if let LimitsAt::Container = limits_at {
@@ -200,6 +217,16 @@ pub(crate) fn start<'p>(
         service.limits_applied = read;
     }
     Ok(service)
+}
+
+/// The name of a service's log files in its working directory,
+/// `.isolab-service-<last part of the job's name>.stdout|stderr`, so that the
+/// components of one stack can share a directory.
+fn log_name(job: &Job) -> String {
+    format!(
+        "service-{}",
+        job.name.rsplit('/').next().unwrap_or_default()
+    )
 }
 
 /// Waits until `address` accepts a TCP connection; `Err` with the time waited

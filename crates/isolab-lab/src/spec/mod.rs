@@ -5,6 +5,7 @@
 
 mod raw;
 mod source;
+pub mod stack;
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -12,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use isolab_cgroups::{Bytes, IdSet};
-use isolab_workloads::{ParserKind, WorkloadDef};
+use isolab_workloads::WorkloadDef;
 use toml::Spanned;
 
 pub use source::{Location, Source, SpecError, SpecErrors};
@@ -613,12 +614,18 @@ impl Validator<'_> {
                 }
             }
             let platform = platform_defs[p.as_str()].clone();
-            if let Some(reason) = workloads[w.as_str()]
-                .server
-                .as_ref()
-                .and_then(|_| platform.server_unreachable())
-            {
-                let reason = format!("workload `{w}` needs a server: {reason}");
+            let wl = &workloads[w.as_str()];
+            let unreachable = match &wl.stack {
+                Some(_) => platform
+                    .services_unavailable()
+                    .map(|r| format!("workload `{w}` is a service stack: {r}")),
+                None => wl
+                    .server
+                    .as_ref()
+                    .and_then(|_| platform.server_unreachable())
+                    .map(|r| format!("workload `{w}` needs a server: {r}")),
+            };
+            if let Some(reason) = unreachable {
                 match impossible {
                     Impossible::Skip => {
                         dropped.push(DroppedCell { key, reason });
@@ -913,73 +920,6 @@ impl Validator<'_> {
             pids,
             io_read_bps,
             io_write_bps,
-        })
-    }
-
-    fn workload(&mut self, name: String, raw: Spanned<raw::RawWorkload>) -> Option<WorkloadDef> {
-        let raw = raw.into_inner();
-        let before = self.errors.len();
-        let parser = match raw.parser.get_ref().parse::<ParserKind>() {
-            Ok(p) => p,
-            Err(_) => {
-                self.err(raw.parser.span(), format!("unknown parser `{}`: expected one of sysbench, fio, stress-ng, iperf3, time", raw.parser.get_ref()));
-                ParserKind::Time
-            }
-        };
-        let sample = isolab_workloads::Params {
-            cpus: 1,
-            threads: 1,
-            duration: Duration::from_secs(1),
-            workdir: "/tmp".into(),
-            port: 5201,
-            server: std::net::Ipv4Addr::LOCALHOST,
-            direct: true,
-        };
-        for t in [
-            Some(&raw.command),
-            raw.prepare.as_ref(),
-            raw.cleanup.as_ref(),
-            raw.server.as_ref(),
-        ]
-        .into_iter()
-        .flatten()
-        {
-            match isolab_workloads::render(t.get_ref(), &sample) {
-                Ok(argv) if argv.is_empty() => self.err(t.span(), "command is empty"),
-                Ok(_) => {}
-                Err(e) => self.err(t.span(), e.to_string()),
-            }
-        }
-        let primary = match raw.primary {
-            Some(p) => p.into_inner(),
-            None if parser == ParserKind::Time => "wall_time".to_owned(),
-            None => {
-                self.err(raw.command.span(), format!("workload.{name} needs `primary`: the metric whose CV decides when a cell is stable"));
-                String::new()
-            }
-        };
-        let tools = if raw.tools.is_empty() {
-            isolab_workloads::render(raw.command.get_ref(), &sample)
-                .ok()
-                .and_then(|a| a.into_iter().next())
-                .into_iter()
-                .collect()
-        } else {
-            raw.tools
-        };
-        (self.errors.len() == before).then(|| WorkloadDef {
-            description: raw
-                .description
-                .unwrap_or_else(|| format!("user-defined workload {name}")),
-            name,
-            command: raw.command.into_inner(),
-            prepare: raw.prepare.map(Spanned::into_inner),
-            cleanup: raw.cleanup.map(Spanned::into_inner),
-            server: raw.server.map(Spanned::into_inner),
-            parser,
-            primary,
-            uses_disk: raw.uses_disk,
-            tools,
         })
     }
 }

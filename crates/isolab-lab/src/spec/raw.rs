@@ -131,12 +131,15 @@ pub(crate) struct RawShape {
     pub io_write_bps: Option<Spanned<String>>,
 }
 
-/// `[workload.NAME]`.
+/// `[workload.NAME]`: a command, or a service stack (`[[workload.NAME.component]]`,
+/// measured by `[workload.NAME.load]` or by the command).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawWorkload {
-    pub command: Spanned<String>,
-    pub parser: Spanned<String>,
+    #[serde(default)]
+    pub command: Option<Spanned<String>>,
+    #[serde(default)]
+    pub parser: Option<Spanned<String>>,
     #[serde(default)]
     pub primary: Option<Spanned<String>>,
     #[serde(default)]
@@ -151,4 +154,102 @@ pub(crate) struct RawWorkload {
     pub uses_disk: bool,
     #[serde(default)]
     pub tools: Vec<String>,
+    /// A built-in stack whose components and data load this workload takes.
+    #[serde(default)]
+    pub stack: Option<Spanned<String>>,
+    /// The stack's components, in start order.
+    #[serde(default)]
+    pub component: Vec<Spanned<RawComponent>>,
+    /// `component` (each component gets the shape, the default) or `stack`.
+    #[serde(default)]
+    pub shape_applies: Option<Spanned<String>>,
+    #[serde(default)]
+    pub data_load: Option<Spanned<String>>,
+    #[serde(default)]
+    pub load: Option<Spanned<RawLoad>>,
+}
+
+/// `[[workload.NAME.component]]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawComponent {
+    pub name: Spanned<String>,
+    pub command: Spanned<String>,
+    #[serde(default)]
+    pub prepare: Option<Spanned<String>>,
+    /// Relative path → contents (with `@NAME@` placeholders).
+    #[serde(default)]
+    pub files: BTreeMap<String, Spanned<String>>,
+    /// `"tcp"`, `{ http = "/path", status = 200 }` or `{ command = "..." }`.
+    #[serde(default)]
+    pub ready: Option<Spanned<RawReady>>,
+    #[serde(default)]
+    pub ready_timeout: Option<Spanned<String>>,
+}
+
+/// A readiness check as written.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum RawReady {
+    Word(String),
+    Check(RawReadyCheck),
+}
+
+/// `{ http = "/path", status = 200 }` or `{ command = "..." }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawReadyCheck {
+    #[serde(default)]
+    pub http: Option<String>,
+    #[serde(default)]
+    pub status: Option<i64>,
+    #[serde(default)]
+    pub command: Option<String>,
+}
+
+/// `[workload.NAME.load]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawLoad {
+    pub generator: Spanned<String>,
+    pub target: Spanned<String>,
+    #[serde(default)]
+    pub requests: Vec<Spanned<RawRequest>>,
+    pub profile: Spanned<RawProfile>,
+    #[serde(default)]
+    pub timeout: Option<Spanned<String>>,
+}
+
+/// `{ name = "home", path = "/" }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawRequest {
+    pub name: String,
+    pub path: String,
+    #[serde(default)]
+    pub method: Option<String>,
+}
+
+/// A load profile: exactly one of `users`, `ramp`, `rate`, `steps`, `simultaneous`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawProfile {
+    #[serde(default)]
+    pub users: Option<i64>,
+    #[serde(default)]
+    pub duration: Option<String>,
+    /// `[from, to]` users.
+    #[serde(default)]
+    pub ramp: Option<Vec<i64>>,
+    #[serde(default)]
+    pub over: Option<String>,
+    #[serde(default)]
+    pub hold: Option<String>,
+    #[serde(default)]
+    pub rate: Option<f64>,
+    /// `[[rate, "duration"], ...]`.
+    #[serde(default)]
+    pub steps: Option<Vec<(f64, String)>>,
+    #[serde(default)]
+    pub simultaneous: Option<i64>,
 }
