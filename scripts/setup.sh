@@ -30,6 +30,12 @@ PACKAGES=(sysbench fio stress-ng iperf3 build-essential pkg-config ca-certificat
 # The load generators that drive service workloads, as Debian packages: JMeter (its HTTP
 # sampler is the separate jmeter-http), wrk, and python3-venv for Locust's venv below.
 PACKAGES+=(jmeter jmeter-http wrk python3-venv)
+# The built-in service stacks on the `host` platform (containers and VMs get them from
+# the experiment's recipe image): nginx for `static`; MariaDB, php-fpm, nginx and
+# WordPress with the theme its site uses for `wordpress`; mariadb-client for the
+# database's readiness check, which runs on the host for every platform.
+PACKAGES+=(nginx-light mariadb-server mariadb-client php8.2-fpm php8.2-mysql php8.2-cli
+    wordpress wordpress-theme-twentytwentyone)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
