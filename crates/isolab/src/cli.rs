@@ -131,8 +131,12 @@ pub struct CheckArgs {
 #[derive(Debug, clap::Args)]
 pub struct ListArgs {
     /// List the built-in workloads instead of experiments.
-    #[arg(long, conflicts_with_all = ["shapes", "platforms"])]
+    #[arg(long, conflicts_with_all = ["shapes", "platforms", "stacks"])]
     pub workloads: bool,
+    /// List the built-in service stacks (their components and packages) and the
+    /// load generators with the profiles each drives and whether it is installed.
+    #[arg(long, conflicts_with_all = ["shapes", "platforms"])]
+    pub stacks: bool,
     /// List the built-in shapes instead of experiments.
     #[arg(long, conflicts_with = "platforms")]
     pub shapes: bool,

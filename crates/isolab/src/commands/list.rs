@@ -35,6 +35,9 @@ pub fn list(db: &Path, args: ListArgs) -> Result<Exit> {
     if args.platforms {
         return list_platforms(args.json);
     }
+    if args.stacks {
+        return list_stacks(args.json);
+    }
     if args.shapes {
         let cpus = host::facts()?.cpus.len() as u32;
         let shapes = isolab_lab::shape::builtin_shapes(cpus);
@@ -162,5 +165,103 @@ fn list_platforms(json: bool) -> Result<Exit> {
     }
     println!();
     println!("The first network is each engine's default. VM engines are named with their accelerator in a spec: vm(kvm), vm(tcg), vm(tcg)+isolab, …; built-in bridge levels: ENGINE-bridge.");
+    Ok(Exit::Success)
+}
+
+/// The built-in stacks and the load generators.
+fn list_stacks(json: bool) -> Result<Exit> {
+    use isolab_workloads::load::{Generator, LoadProfile};
+    use std::time::Duration;
+    let stacks = isolab_workloads::stacks::stacks();
+    let second = Duration::from_secs(1);
+    let profiles = [
+        LoadProfile::Users {
+            users: 1,
+            duration: second,
+        },
+        LoadProfile::Ramp {
+            from: 1,
+            to: 2,
+            over: second,
+            hold: second,
+        },
+        LoadProfile::Rate {
+            rate: 1.0,
+            duration: second,
+        },
+        LoadProfile::Steps {
+            steps: vec![(1.0, second)],
+        },
+        LoadProfile::Simultaneous { requests: 1 },
+    ];
+    let generators: Vec<(Generator, Vec<&str>, bool)> = Generator::ALL
+        .iter()
+        .map(|g| {
+            let drives = profiles
+                .iter()
+                .filter(|p| g.supports(p).is_ok())
+                .map(|p| p.kind())
+                .collect();
+            let installed = isolab_tools::find_program(g.program()).is_some()
+                && g.required_files().iter().all(|f| Path::new(f).exists());
+            (*g, drives, installed)
+        })
+        .collect();
+    if json {
+        let v = serde_json::json!({
+            "stacks": stacks.iter().map(|s| serde_json::json!({
+                "name": s.name,
+                "description": s.description,
+                "components": s.components.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
+                "packages": s.packages,
+            })).collect::<Vec<_>>(),
+            "generators": generators.iter().map(|(g, drives, installed)| serde_json::json!({
+                "name": g.as_str(), "profiles": drives, "installed": installed,
+                "install": g.install_hint(),
+            })).collect::<Vec<_>>(),
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(Exit::Success);
+    }
+    let mut t = Table::new(
+        vec![
+            "stack".into(),
+            "components".into(),
+            "packages".into(),
+            "description".into(),
+        ],
+        vec![false; 4],
+    );
+    for s in &stacks {
+        t.push(vec![
+            s.name.into(),
+            s.components
+                .iter()
+                .map(|c| c.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            s.packages.join(" "),
+            s.description.into(),
+        ]);
+    }
+    print!("{}", t.render(super::color()));
+    println!();
+    let mut t = Table::new(
+        vec!["generator".into(), "profiles".into(), "installed".into()],
+        vec![false; 3],
+    );
+    for (g, drives, installed) in &generators {
+        t.push(vec![
+            g.as_str().into(),
+            drives.join(", "),
+            if *installed {
+                "yes".into()
+            } else {
+                format!("no: {}", g.install_hint())
+            },
+        ]);
+    }
+    print!("{}", t.render(super::color()));
+    println!("\nA spec takes a stack with `stack = \"NAME\"` in a [workload.NAME] table; docs/services.md describes stacks, loads and profiles.");
     Ok(Exit::Success)
 }
