@@ -3,11 +3,13 @@
 //! tool versions inside equal those on the host. `bench-docker` is the same root plus Debian's
 //! `docker.io` (dockerd, containerd, runc), the guest image of the `vm+docker` platform.
 
+use std::path::Path;
+
 use crate::error::ImageError;
 use crate::manifest::{Image, ImageKind, Manifest};
 use crate::skeleton::{self, Staging};
-use crate::{apt, dpkg, BuildOptions, HostPaths};
-use isolab_tools::{ToolCommand, ToolRunner};
+use crate::{apt, apt_failure, dpkg, BuildOptions, HostPaths};
+use isolab_tools::{ToolCommand, ToolError, ToolRunner};
 
 /// The Debian suite of the bench image.
 pub const BENCH_SUITE: &str = "bookworm";
@@ -21,16 +23,16 @@ pub const BENCH_PACKAGES: &[&str] = &["sysbench", "fio", "stress-ng", "iperf3"];
 pub const BENCH_DOCKER_PACKAGES: &[&str] = &["docker.io"];
 
 /// The packages mmdebstrap installs for `kind` (a bench kind).
-fn packages(kind: ImageKind) -> Vec<&'static str> {
+fn packages(kind: ImageKind) -> Vec<String> {
     let mut p = BENCH_PACKAGES.to_vec();
     if kind == ImageKind::BenchDocker {
         p.extend(BENCH_DOCKER_PACKAGES);
     }
-    p
+    p.into_iter().map(str::to_owned).collect()
 }
 
 /// Documentation and translations are not installed (copyright files are kept).
-const DPKG_OPTS: &[&str] = &[
+pub(crate) const DPKG_OPTS: &[&str] = &[
     "path-exclude=/usr/share/man/*",
     "path-exclude=/usr/share/info/*",
     "path-exclude=/usr/share/locale/*",
@@ -38,22 +40,32 @@ const DPKG_OPTS: &[&str] = &[
     "path-include=/usr/share/doc/*/copyright",
 ];
 
-/// The mmdebstrap invocation that builds `packages` into `target` from `mirrors`.
+/// mmdebstrap's options that shape the root (with [`DPKG_OPTS`]): part of a recipe's hash.
+pub(crate) const MMDEBSTRAP_OPTS: &[&str] = &[
+    "--variant=apt",
+    "--format=directory",
+    "--components=main",
+    "--aptopt=Acquire::Languages \"none\"",
+];
+
+/// The mmdebstrap invocation that builds `packages` of `suite` into `target` from `mirrors`.
 pub(crate) fn mmdebstrap_command(
-    target: &std::path::Path,
+    suite: &str,
+    target: &Path,
     mirrors: &[String],
-    packages: &[&str],
+    packages: &[String],
 ) -> ToolCommand {
-    let mut c = ToolCommand::new("mmdebstrap", "mmdebstrap")
-        .arg("--variant=apt")
-        .arg("--format=directory")
-        .arg("--components=main")
+    let mut c = ToolCommand::new("mmdebstrap", "mmdebstrap");
+    for o in &MMDEBSTRAP_OPTS[..3] {
+        c = c.arg(o);
+    }
+    c = c
         .arg(format!("--include={}", packages.join(",")))
-        .arg("--aptopt=Acquire::Languages \"none\"");
+        .arg(MMDEBSTRAP_OPTS[3]);
     for o in DPKG_OPTS {
         c = c.arg(format!("--dpkgopt={o}"));
     }
-    c = c.arg(BENCH_SUITE).arg(target);
+    c = c.arg(suite).arg(target);
     for m in mirrors {
         c = c.arg(m);
     }
@@ -88,20 +100,16 @@ fn build_debian(
 ) -> Result<Image, ImageError> {
     let mirrors = apt::mirror_lines(&host.apt_dir, BENCH_SUITE)?;
     let staging = Staging::new(&opts.dir, opts.force)?;
-    let root = staging.path();
-    tools.run(&mmdebstrap_command(root, &mirrors, &packages(kind)))?;
-
-    skeleton::make_root_dirs(root)?;
-    skeleton::write_identity(root)?;
-
-    let mut manifest = Manifest::new(kind);
-    manifest.suite = Some(BENCH_SUITE.into());
-    manifest.mirrors = mirrors;
-    manifest.tools = dpkg::installed_package(&host.dpkg_status, "mmdebstrap")
-        .into_iter()
-        .collect();
-    manifest.sources = dpkg::installed_packages(&root.join("var/lib/dpkg/status"))?;
-    manifest.save(root)?;
+    let manifest = install_root(
+        kind,
+        BENCH_SUITE,
+        staging.path(),
+        &mirrors,
+        &packages(kind),
+        host,
+        tools,
+    )?;
+    manifest.save(staging.path())?;
     let dir = staging.commit()?;
     Ok(Image {
         dir,
@@ -110,15 +118,55 @@ fn build_debian(
     })
 }
 
+/// Install `packages` of Debian `suite` from `mirrors` into the empty directory `root` with
+/// mmdebstrap, make it a root the runtime accepts, and describe it: a manifest of `kind` (not
+/// saved yet) with every installed package and its version (from the root's dpkg status), the
+/// mmdebstrap version, and the packages whose versions differ from the host's. A package apt
+/// cannot install fails with [`ImageError::UnknownPackages`] or
+/// [`ImageError::UnmetDependencies`] naming it.
+pub(crate) fn install_root(
+    kind: ImageKind,
+    suite: &str,
+    root: &Path,
+    mirrors: &[String],
+    packages: &[String],
+    host: &HostPaths,
+    tools: &dyn ToolRunner,
+) -> Result<Manifest, ImageError> {
+    tools
+        .run(&mmdebstrap_command(suite, root, mirrors, packages))
+        .map_err(|e| match &e {
+            ToolError::Failed { stderr, .. } => {
+                apt_failure::explain(stderr, suite).unwrap_or(ImageError::Tool(e))
+            }
+            _ => ImageError::Tool(e),
+        })?;
+
+    skeleton::make_root_dirs(root)?;
+    skeleton::write_identity(root)?;
+
+    let mut manifest = Manifest::new(kind);
+    manifest.suite = Some(suite.into());
+    manifest.mirrors = mirrors.to_vec();
+    manifest.tools = dpkg::installed_package(&host.dpkg_status, "mmdebstrap")
+        .into_iter()
+        .collect();
+    manifest.sources = dpkg::installed_packages(&root.join("var/lib/dpkg/status"))?;
+    if let Ok(on_host) = dpkg::installed_packages(&host.dpkg_status) {
+        manifest.host_differences = dpkg::version_differences(&manifest.sources, &on_host);
+    }
+    Ok(manifest)
+}
+
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
-    use isolab_tools::{ToolError, ToolOutput};
+    use isolab_tools::ToolOutput;
     use std::cell::RefCell;
     use std::path::PathBuf;
 
     /// Plays mmdebstrap: writes a tiny dpkg status into the target.
-    struct FakeMmdebstrap(RefCell<Vec<ToolCommand>>);
+    pub(crate) struct FakeMmdebstrap(pub(crate) RefCell<Vec<ToolCommand>>);
     impl ToolRunner for FakeMmdebstrap {
         fn run(&self, cmd: &ToolCommand) -> Result<ToolOutput, ToolError> {
             self.0.borrow_mut().push(cmd.clone());
@@ -135,7 +183,8 @@ mod tests {
         }
     }
 
-    fn fake_host(d: &std::path::Path) -> HostPaths {
+    /// Host paths under `d` with a one-line apt sources file naming three mirror lines.
+    pub(crate) fn fake_host(d: &std::path::Path) -> HostPaths {
         let apt = d.join("apt");
         std::fs::create_dir_all(&apt).unwrap();
         std::fs::write(

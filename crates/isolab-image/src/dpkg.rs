@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use crate::error::{ImageError, IoContext};
-use crate::manifest::Source;
+use crate::manifest::{Source, VersionDifference};
 
 /// Installed packages listed in the dpkg status file at `path`, sorted by name.
 pub fn installed_packages(path: &Path) -> Result<Vec<Source>, ImageError> {
@@ -18,6 +18,31 @@ pub fn installed_package(path: &Path, name: &str) -> Option<Source> {
         .ok()?
         .into_iter()
         .find(|p| p.name == name)
+}
+
+/// Packages in both `image` and `host` (installed-package lists, as [`installed_packages`]
+/// returns them) whose versions differ, sorted by name. A package counts as the same when its
+/// name and (where both record one) its architecture are equal.
+pub fn version_differences(image: &[Source], host: &[Source]) -> Vec<VersionDifference> {
+    let mut out: Vec<VersionDifference> = image
+        .iter()
+        .filter_map(|i| {
+            let h = host.iter().find(|h| {
+                h.name == i.name
+                    && (h.architecture.is_none()
+                        || i.architecture.is_none()
+                        || h.architecture == i.architecture)
+            })?;
+            (h.version != i.version).then(|| VersionDifference {
+                package: i.name.clone(),
+                image: i.version.clone(),
+                host: h.version.clone(),
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.package.cmp(&b.package));
+    out.dedup_by(|a, b| a.package == b.package);
+    out
 }
 
 /// Parse a dpkg status file: paragraphs separated by blank lines; a package counts when its
@@ -69,6 +94,28 @@ mod tests {
         assert_eq!(names, ["busybox-static", "zlib1g"]);
         assert_eq!(p[0].version, "1:1.35.0-4+deb12u1+b1");
         assert_eq!(p[1].architecture.as_deref(), Some("amd64"));
+    }
+
+    #[test]
+    fn differences_are_shared_packages_with_other_versions() {
+        let image = parse_status(STATUS);
+        let host = parse_status(
+            "Package: zlib1g\nStatus: install ok installed\nArchitecture: amd64\nVersion: 1:1.2.13.dfsg-1\n\nPackage: busybox-static\nStatus: install ok installed\nArchitecture: amd64\nVersion: 1:1.36.1-6\n\nPackage: only-on-host\nStatus: install ok installed\nVersion: 1\n",
+        );
+        let d = version_differences(&image, &host);
+        assert_eq!(
+            d,
+            [VersionDifference {
+                package: "busybox-static".into(),
+                image: "1:1.35.0-4+deb12u1+b1".into(),
+                host: "1:1.36.1-6".into(),
+            }]
+        );
+        assert_eq!(
+            d[0].to_string(),
+            "busybox-static: image 1:1.35.0-4+deb12u1+b1, host 1:1.36.1-6"
+        );
+        assert!(version_differences(&image, &image).is_empty());
     }
 
     #[test]

@@ -85,6 +85,30 @@ pub enum ImageError {
         /// The minimum size in bytes.
         needed: u64,
     },
+    /// A recipe names a package that is not a valid Debian package name.
+    #[error("`{name}` is not a Debian package name: names are lowercase letters, digits, `+`, `-` and `.`, at least two characters, starting with a letter or digit (e.g. `jq`, `php8.2-fpm`)")]
+    InvalidPackageName {
+        /// The name as given.
+        name: String,
+    },
+    /// The Debian archive has no package of that name (apt: `Unable to locate package`).
+    #[error("Debian {suite} has no package {}: check the spelling (`apt-cache policy NAME` on a {suite} host, or packages.debian.org) and fix the recipe's packages (`packages = [...]` of the spec or `--packages`)", quoted(packages))]
+    UnknownPackages {
+        /// The packages apt could not find, sorted.
+        packages: Vec<String>,
+        /// The suite searched ("bookworm").
+        suite: String,
+    },
+    /// apt found the packages but cannot install them together (unmet dependencies).
+    #[error("cannot install {} in a Debian {suite} image: unmet dependencies:\n{}\nremove the package(s) from the recipe or add what they depend on", quoted(packages), details.join("\n"))]
+    UnmetDependencies {
+        /// The packages whose dependencies cannot be met, sorted.
+        packages: Vec<String>,
+        /// The suite ("bookworm").
+        suite: String,
+        /// apt's lines describing each unmet dependency.
+        details: Vec<String>,
+    },
     /// A path inside the tree cannot be stored in the target format.
     #[error("cannot store {path} in {format}: {reason}")]
     Unstorable {
@@ -95,6 +119,16 @@ pub enum ImageError {
         /// Why.
         reason: String,
     },
+}
+
+/// `a`, `b` and `c`, each in backquotes.
+fn quoted(names: &[String]) -> String {
+    let q: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+    match q.as_slice() {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
 }
 
 impl ImageError {

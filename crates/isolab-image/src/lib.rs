@@ -1,7 +1,7 @@
 //! isolab images: root file systems for containers and VMs, built from Debian's packages and
 //! packed for every engine the lab compares.
 //!
-//! Three recipes build a tree in a directory:
+//! Three builders make a tree in a directory:
 //! - [`build_busybox`]: Debian's static busybox with its applets as symlinks (`busybox --install -s`
 //!   semantics, done in Rust), `/etc/passwd`, `/etc/group`, identity files and mount points. A
 //!   few MB, built in milliseconds: the image of the runtime's tests and start-up benchmarks.
@@ -9,6 +9,14 @@
 //!   host's apt sources, with sysbench, fio, stress-ng and iperf3: the image workloads run in.
 //! - [`build_bench_docker`]: the same plus Debian's `docker.io`, the guest image of `vm+docker`
 //!   (Docker inside a VM).
+//!
+//! An experiment's image is a [`Recipe`]: the bench packages plus what its workloads need.
+//! [`ensure`] builds it once (the bench build, with the recipe's packages) into
+//! `/var/lib/isolab/images/recipe-<hash>` ([`DEFAULT_CACHE_ROOT`], keyed by [`Recipe::hash`])
+//! and returns the cached image afterwards; [`cached_recipes`] lists them. A package apt cannot
+//! install is an [`ImageError::UnknownPackages`] or [`ImageError::UnmetDependencies`] naming it.
+//! Manifests of Debian images list the packages whose versions differ from the host's
+//! ([`Manifest::host_differences`]).
 //!
 //! Each build writes into a staging directory next to the target and renames it into place only on
 //! success, and leaves a manifest, `.isolab-image.json` ([`Manifest`]): kind, build time, sources
@@ -30,12 +38,14 @@
 //! [`sha256_file`] identify trees and files for the environment record.
 
 mod apt;
+mod apt_failure;
 mod bench;
 mod busybox;
 mod dpkg;
 mod error;
 mod manifest;
 mod pack;
+mod recipe;
 mod skeleton;
 mod tree;
 
@@ -48,12 +58,18 @@ pub use bench::{
     build_bench_docker_with, build_bench_with, BENCH_DOCKER_PACKAGES, BENCH_PACKAGES, BENCH_SUITE,
 };
 pub use busybox::{build_busybox_with, BUSYBOX_PACKAGE};
-pub use dpkg::{installed_package, installed_packages};
+pub use dpkg::{installed_package, installed_packages, version_differences};
 pub use error::ImageError;
-pub use manifest::{Image, ImageKind, Manifest, Source, MANIFEST_FILE};
+pub use manifest::{
+    Image, ImageKind, Manifest, RecipeRecord, Source, VersionDifference, MANIFEST_FILE,
+};
 pub use pack::{
     default_ext4_size, default_spec, pack, pack_with, PackTarget, Packed, EXT4_LABEL, OCI_CONFIG,
     OCI_ROOTFS, TAR_MTIME,
+};
+pub use recipe::{
+    cached, cached_recipes, check_package_name, ensure, ensure_with, Recipe, DEFAULT_CACHE_ROOT,
+    RECIPE_FORMAT,
 };
 pub use skeleton::IMAGE_HOSTNAME;
 pub use tree::{sha256_file, tree_digest};

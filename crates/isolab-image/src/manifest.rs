@@ -20,6 +20,9 @@ pub enum ImageKind {
     /// The bench root plus Debian's Docker engine (`docker.io`), for `vm+docker` guests.
     #[serde(rename = "bench-docker")]
     BenchDocker,
+    /// A Debian root built from a [`Recipe`](crate::Recipe): the bench packages plus what an
+    /// experiment's workloads need, cached under its content hash.
+    Recipe,
 }
 
 impl ImageKind {
@@ -29,6 +32,7 @@ impl ImageKind {
             ImageKind::Busybox => "busybox",
             ImageKind::Bench => "bench",
             ImageKind::BenchDocker => "bench-docker",
+            ImageKind::Recipe => "recipe",
         }
     }
 }
@@ -77,6 +81,44 @@ pub struct Manifest {
     pub tools: Vec<Source>,
     /// The image's content: copied files or installed packages, sorted by name.
     pub sources: Vec<Source>,
+    /// The recipe of a [`ImageKind::Recipe`] image, with its hash.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recipe: Option<RecipeRecord>,
+    /// Packages installed both on the build host and in the image whose versions differ (at
+    /// build time): the image's binaries are not the host's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host_differences: Vec<VersionDifference>,
+}
+
+/// A recipe as recorded in its image's manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecipeRecord {
+    /// [`Recipe::hash`](crate::Recipe::hash): SHA-256 (hex) of the recipe's canonical text.
+    pub hash: String,
+    /// The recipe itself.
+    #[serde(flatten)]
+    pub recipe: crate::Recipe,
+}
+
+/// A package installed on the host and in an image with different versions.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VersionDifference {
+    /// The Debian package.
+    pub package: String,
+    /// Its version in the image.
+    pub image: String,
+    /// Its version on the host.
+    pub host: String,
+}
+
+impl std::fmt::Display for VersionDifference {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: image {}, host {}",
+            self.package, self.image, self.host
+        )
+    }
 }
 
 impl Manifest {
@@ -90,6 +132,8 @@ impl Manifest {
             mirrors: Vec::new(),
             tools: Vec::new(),
             sources: Vec::new(),
+            recipe: None,
+            host_differences: Vec::new(),
         }
     }
 
