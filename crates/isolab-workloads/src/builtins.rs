@@ -60,6 +60,8 @@ pub struct WorkloadDef {
     /// then runs against the stack's components ([`crate::Measure::Command`]) or
     /// is empty and a load generator measures ([`crate::Measure::Load`]).
     pub stack: Option<crate::StackDef>,
+    /// Debian packages it needs inside the image (added to the experiment's image recipe).
+    pub packages: Vec<String>,
 }
 
 /// The argv vectors of a workload's templates, rendered with one set of [`Params`].
@@ -88,7 +90,8 @@ impl WorkloadDef {
     }
 }
 
-/// Builds a built-in without prepare, cleanup or server.
+/// Builds a built-in without prepare, cleanup or server. Its `tool` is also the Debian
+/// package that provides it (true of sysbench, fio, stress-ng and iperf3).
 fn def(
     name: &str,
     description: &str,
@@ -109,6 +112,7 @@ fn def(
         uses_disk: false,
         tools: vec![tool.to_owned()],
         stack: None,
+        packages: vec![tool.to_owned()],
     }
 }
 
@@ -305,6 +309,13 @@ mod tests {
                 &r.command[0]
             };
             assert_eq!(w.tools, std::slice::from_ref(tool), "{}", w.name);
+            // The bench image's packages provide every built-in.
+            assert_eq!(w.packages, w.tools, "{}", w.name);
+            assert!(
+                ["sysbench", "fio", "stress-ng", "iperf3"].contains(&w.packages[0].as_str()),
+                "{}",
+                w.name
+            );
             assert!(
                 !w.primary.is_empty() && !w.description.is_empty(),
                 "{}",

@@ -8,7 +8,8 @@
 //! - [`WorkloadDef`] describes a workload: its command template and optional
 //!   `prepare`, `cleanup` and background `server` templates, the [`ParserKind`]
 //!   that reads its output, its primary metric (whose CV decides when a cell is
-//!   stable), whether it needs a real disk and which tools it needs.
+//!   stable), whether it needs a real disk, which tools it needs and which
+//!   Debian packages provide them inside the image (`packages`).
 //!   [`catalog()`] lists the built-ins (sysbench, fio, stress-ng, iperf3) and
 //!   [`builtin`] finds one by name; a spec's `[workload.NAME]` tables build
 //!   their own [`WorkloadDef`]s.

@@ -3,6 +3,7 @@
 //! Every problem is a [`SpecError`] naming the file, line and column and saying what
 //! was expected; all problems found in one pass are reported together.
 
+mod image;
 mod raw;
 mod source;
 pub mod stack;
@@ -27,8 +28,9 @@ use raw::{RawLevel, RawSpec};
 /// The built-in quick-start experiment, run by `isolab run` without a spec.
 pub const QUICK_START: &str = include_str!("quick-start.toml");
 
-/// Where container platforms find their root filesystem unless the spec names one:
-/// the bench image, built by `isolab image build bench /var/lib/isolab/images/bench`.
+/// The bench image's directory, as `make image` links it (to the bench recipe's image):
+/// commands that take an image directory default to it. A spec without `[experiment] image`
+/// gets a recipe image instead ([`ExperimentSpec::recipe`]).
 pub const DEFAULT_IMAGE: &str = "/var/lib/isolab/images/bench";
 
 /// The factors a matrix may vary, in the order cells list them.
@@ -188,8 +190,11 @@ pub struct ExperimentSpec {
     #[serde(skip)]
     pub probe: Option<crate::probe::ProbeConfig>,
     /// Root filesystem (a directory) of container platforms: `[experiment] image`,
-    /// relative to the spec's directory, or [`DEFAULT_IMAGE`].
+    /// relative to the spec's directory, or the directory of [`ExperimentSpec::recipe`]'s image.
     pub image: PathBuf,
+    /// The recipe of the image when the spec names no directory: the bench packages, the
+    /// matrix's workloads' packages and `[image] packages` (see the `image` module).
+    pub recipe: Option<isolab_image::Recipe>,
     /// Factors varied by the matrix with their levels, in [`FACTORS`] order.
     pub factors: Vec<(String, Vec<String>)>,
     /// The cells to run.
@@ -370,6 +375,8 @@ impl Validator<'_> {
                 }
             }
         };
+
+        let image_packages = self.image_packages(exp.image.is_some(), raw.image);
 
         // Shapes: built-ins, then the spec's own (which may override a built-in name).
         let mut shapes: BTreeMap<String, Shape> = builtin_shapes(host_cpus)
@@ -701,6 +708,8 @@ impl Validator<'_> {
             );
             return Err(SpecErrors(self.errors));
         }
+        let recipe = image_packages.map(|extra| image::recipe(&cells, &extra));
+        let image = recipe.as_ref().map_or(image, image::recipe_dir);
         Ok(ExperimentSpec {
             source: self.source.clone(),
             name,
@@ -712,6 +721,7 @@ impl Validator<'_> {
             duration,
             probe,
             image,
+            recipe,
             factors,
             cells,
             dropped,

@@ -19,6 +19,16 @@ pub(crate) struct RawSpec {
     pub workload: BTreeMap<String, Spanned<RawWorkload>>,
     #[serde(default)]
     pub platform: BTreeMap<String, Spanned<RawPlatform>>,
+    #[serde(default)]
+    pub image: Option<Spanned<RawImage>>,
+}
+
+/// `[image]`: what the experiment's image recipe adds to its workloads' packages.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawImage {
+    #[serde(default)]
+    pub packages: Vec<Spanned<String>>,
 }
 
 /// `[platform.NAME]`.
@@ -167,6 +177,9 @@ pub(crate) struct RawWorkload {
     pub data_load: Option<Spanned<String>>,
     #[serde(default)]
     pub load: Option<Spanned<RawLoad>>,
+    /// Debian packages the workload needs in the image.
+    #[serde(default)]
+    pub packages: Vec<Spanned<String>>,
 }
 
 /// `[[workload.NAME.component]]`.

@@ -64,6 +64,12 @@ impl Validator<'_> {
                 }
             },
         };
+        // The image needs a built-in stack's packages, then the table's own.
+        let mut packages: Vec<String> = builtin
+            .as_ref()
+            .map(|b| b.packages.iter().map(|p| p.to_string()).collect())
+            .unwrap_or_default();
+        packages.extend(self.packages(&format!("workload.{name}.packages"), raw.packages));
         let stack = if let Some(b) = builtin {
             let data_load = raw
                 .data_load
@@ -195,6 +201,7 @@ impl Validator<'_> {
             primary,
             uses_disk: raw.uses_disk,
             tools,
+            packages,
             stack,
         })
     }

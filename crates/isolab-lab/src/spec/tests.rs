@@ -8,11 +8,11 @@ fn host(cpus: &str) -> HostFacts {
     }
 }
 
-fn parse(text: &str) -> Result<ExperimentSpec, SpecErrors> {
+pub(super) fn parse(text: &str) -> Result<ExperimentSpec, SpecErrors> {
     ExperimentSpec::parse(Source::new("exp.toml", text), &host("0-1"))
 }
 
-fn errors(text: &str) -> Vec<String> {
+pub(super) fn errors(text: &str) -> Vec<String> {
     parse(text)
         .unwrap_err()
         .0
@@ -47,7 +47,12 @@ fn quick_start_expands_to_eight_cells() {
         PlatformDef::new(PlatformKind::ISOLAB)
     );
     assert_eq!(spec.cells[1].workload.primary, "latency_max");
-    assert_eq!(spec.image, PathBuf::from(DEFAULT_IMAGE));
+    // No `[experiment] image`: the bench recipe's image in the cache.
+    assert_eq!(spec.recipe, Some(isolab_image::Recipe::bench()));
+    assert_eq!(
+        spec.image,
+        isolab_image::Recipe::bench().dir_in(Path::new(isolab_image::DEFAULT_CACHE_ROOT))
+    );
     assert_eq!(
         spec.repetitions,
         Repetitions {

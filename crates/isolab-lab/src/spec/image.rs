@@ -1,0 +1,150 @@
+//! The experiment's image. `[experiment] image = "DIR"` names a directory that is used as it
+//! is. Without it the image is a recipe ([`isolab_image::Recipe`]): the bench packages, the
+//! packages of the matrix's workloads (`[workload.NAME] packages`, the built-ins' own), those
+//! of `[image] packages`, and `docker.io` when a `vm+docker` platform runs Docker in its guest.
+//! Its directory is `recipe-<hash>` under [`isolab_image::DEFAULT_CACHE_ROOT`], built by
+//! `isolab run` (or `isolab image ensure`) before the first run when it is not there yet.
+
+use std::path::{Path, PathBuf};
+
+use isolab_image::Recipe;
+use toml::Spanned;
+
+use super::raw::RawImage;
+use super::{Cell, Validator};
+
+/// The engine whose guest runs Docker, so whose image needs Docker's packages.
+const VM_DOCKER: &str = "vm+docker";
+
+impl Validator<'_> {
+    /// The names of a `packages = [...]` list (`what` says whose, for errors), each checked as
+    /// a Debian package name; a bad one is an error at its position.
+    pub(super) fn packages(&mut self, what: &str, raw: Vec<Spanned<String>>) -> Vec<String> {
+        let mut out = Vec::new();
+        for p in raw {
+            match isolab_image::check_package_name(p.get_ref()) {
+                Ok(()) => out.push(p.into_inner()),
+                Err(e) => self.err(p.span(), format!("{what}: {e}")),
+            }
+        }
+        out
+    }
+
+    /// `[image] packages`, when the image is a recipe (`Some`, possibly empty); `None` when
+    /// `[experiment] image` names a directory (then `[image]` is an error: it would be ignored).
+    pub(super) fn image_packages(
+        &mut self,
+        directory_given: bool,
+        raw: Option<Spanned<RawImage>>,
+    ) -> Option<Vec<String>> {
+        let Some(raw) = raw else {
+            return (!directory_given).then(Vec::new);
+        };
+        if directory_given {
+            self.err(
+                raw.span(),
+                "[image] adds packages to the recipe image, but [experiment] image names a directory, which is used as it is: remove one of them",
+            );
+            return None;
+        }
+        Some(self.packages("image.packages", raw.into_inner().packages))
+    }
+}
+
+/// The recipe of the experiment's image: the bench recipe plus the packages of the workloads
+/// in `cells` and `extra` (checked names), plus Docker's for `vm+docker` cells.
+pub(super) fn recipe(cells: &[Cell], extra: &[String]) -> Recipe {
+    let mut packages: Vec<&str> = cells
+        .iter()
+        .flat_map(|c| c.workload.packages.iter().map(String::as_str))
+        .chain(extra.iter().map(String::as_str))
+        .collect();
+    let base = if cells.iter().any(|c| c.platform.kind.as_str() == VM_DOCKER) {
+        Recipe::bench_docker()
+    } else {
+        Recipe::bench()
+    };
+    packages.sort_unstable();
+    packages.dedup();
+    // Every name was checked when the spec was read.
+    base.clone().with(packages).unwrap_or(base)
+}
+
+/// Where the image of `recipe` lives: its directory under [`isolab_image::DEFAULT_CACHE_ROOT`].
+pub(super) fn recipe_dir(recipe: &Recipe) -> PathBuf {
+    recipe.dir_in(Path::new(isolab_image::DEFAULT_CACHE_ROOT))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::spec::tests::{errors, parse};
+    use isolab_image::Recipe;
+
+    const WORKLOAD: &str = "[workload.web]\ncommand = \"nginx -t\"\nparser = \"time\"\npackages = [\"nginx\", \"curl\"]\n";
+
+    #[test]
+    fn the_recipe_is_the_bench_base_plus_workloads_and_image_packages() {
+        let spec = parse(&format!(
+            "[experiment]\nname = \"x\"\n[image]\npackages = [\"jq\"]\n[matrix]\nplatform = [\"host\", \"isolab\"]\nworkload = [\"web\", \"fio-randread\"]\n{WORKLOAD}"
+        ))
+        .unwrap();
+        let want = Recipe::bench().with(["nginx", "curl", "jq"]).unwrap();
+        assert_eq!(spec.recipe.as_ref(), Some(&want));
+        assert_eq!(
+            spec.image,
+            want.dir_in(std::path::Path::new(isolab_image::DEFAULT_CACHE_ROOT))
+        );
+        let web = spec
+            .cells
+            .iter()
+            .find(|c| c.workload.name == "web")
+            .unwrap();
+        assert_eq!(web.workload.packages, ["nginx", "curl"]);
+        // A workload table that is not in the matrix adds nothing.
+        let spec = parse(&format!(
+            "[experiment]\nname = \"x\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\n{WORKLOAD}"
+        ))
+        .unwrap();
+        assert_eq!(spec.recipe, Some(Recipe::bench()));
+    }
+
+    #[test]
+    fn vm_docker_adds_docker_and_a_directory_is_used_as_is() {
+        let spec = parse("[experiment]\nname = \"x\"\n[matrix]\nplatform = [\"host\", \"vm(tcg)+docker\"]\nworkload = [\"sysbench-cpu\"]\n").unwrap();
+        assert_eq!(spec.recipe, Some(Recipe::bench_docker()));
+        let spec = parse(&format!(
+            "[experiment]\nname = \"x\"\nimage = \"/images/mine\"\n[matrix]\nworkload = [\"web\"]\n{WORKLOAD}"
+        ))
+        .unwrap();
+        assert_eq!(spec.recipe, None);
+        assert_eq!(spec.image, std::path::PathBuf::from("/images/mine"));
+    }
+
+    #[test]
+    fn bad_packages_are_located() {
+        let errs = errors("[experiment]\nname = \"x\"\n[image]\npackages = [\"jq\", \"Bad Name\"]\n[matrix]\nworkload = [\"w\"]\n[workload.w]\ncommand = \"true\"\nparser = \"time\"\npackages = [\"ok\", \"x,y\"]\n");
+        assert_eq!(errs.len(), 2, "{errs:?}");
+        assert!(
+            errs[0].starts_with(
+                "exp.toml:4:19: image.packages: `Bad Name` is not a Debian package name"
+            ),
+            "{errs:?}"
+        );
+        assert!(
+            errs[1].starts_with(
+                "exp.toml:10:19: workload.w.packages: `x,y` is not a Debian package name"
+            ),
+            "{errs:?}"
+        );
+        let errs = errors("[experiment]\nname = \"x\"\n[image]\npackages = \"jq\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\n");
+        assert!(
+            errs[0].starts_with("exp.toml:4:12: invalid type: string \"jq\", expected a sequence"),
+            "{errs:?}"
+        );
+        let errs = errors("[experiment]\nname = \"x\"\nimage = \"/i\"\n[image]\npackages = [\"jq\"]\n[matrix]\nworkload = [\"sysbench-cpu\"]\n");
+        assert!(
+            errs[0].starts_with("exp.toml:4:1: [image] adds packages to the recipe image, but [experiment] image names a directory"),
+            "{errs:?}"
+        );
+    }
+}
