@@ -95,3 +95,43 @@ pub(crate) fn repository(image_dir: &Path) -> String {
         .unwrap_or_else(|_| "image".into());
     format!("isolab/{kind}")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tiny image tree with a manifest of `kind`, as a recipe build leaves it.
+    fn image(dir: &Path, kind: isolab_image::ImageKind) {
+        std::fs::create_dir_all(dir.join("etc")).unwrap();
+        std::fs::write(dir.join("etc/hostname"), "isolab\n").unwrap();
+        isolab_image::Manifest::new(kind).save(dir).unwrap();
+    }
+
+    #[test]
+    fn a_new_image_is_packed_again_and_an_unchanged_one_is_not() {
+        let d = tempfile::tempdir().unwrap();
+        let cache = d.path().join("cache");
+        let (a, b) = (d.path().join("recipe-a"), d.path().join("recipe-b"));
+        image(&a, isolab_image::ImageKind::Recipe);
+        image(&b, isolab_image::ImageKind::Recipe);
+        // Another build has another manifest (its time and package versions; here its
+        // kind), so another cache entry.
+        let mut m = isolab_image::Manifest::load(&b).unwrap();
+        m.kind = isolab_image::ImageKind::Bench;
+        m.save(&b).unwrap();
+
+        let (tar_a, sha_a) = cached_tar_in("docker", &cache, &a).unwrap();
+        let mtime = std::fs::metadata(&tar_a).unwrap().modified().unwrap();
+        let (again, sha_again) = cached_tar_in("docker", &cache, &a).unwrap();
+        assert_eq!((&again, &sha_again), (&tar_a, &sha_a));
+        assert_eq!(
+            std::fs::metadata(&again).unwrap().modified().unwrap(),
+            mtime,
+            "an unchanged image is not packed again"
+        );
+        let (tar_b, sha_b) = cached_tar_in("docker", &cache, &b).unwrap();
+        assert_ne!(tar_b, tar_a);
+        assert_ne!(sha_b, sha_a);
+        assert_eq!(repository(&a), "isolab/recipe");
+    }
+}
