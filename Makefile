@@ -10,17 +10,21 @@ DOCKER_IMAGE := /var/lib/isolab/images/bench-docker
 setup:
 	scripts/setup.sh
 
-# The bench image (Debian bookworm with sysbench, fio, stress-ng, iperf3), built
-# once with mmdebstrap (about 1.5 minutes) and kept; for the tests also bench-docker
-# (the same plus docker.io, about a minute), the guest of `vm+docker`.
+# The bench image (Debian bookworm with sysbench, fio, stress-ng, iperf3): the bench
+# recipe, built once with mmdebstrap (about 1.5 minutes) into
+# /var/lib/isolab/images/recipe-<hash>, the image every spec without its own image
+# uses; $(IMAGE) is a symlink to it, for the tools and tests that take a directory. For
+# the tests also bench-docker (the same plus docker.io, about a minute more), the
+# guest of `vm+docker`, likewise. A cached recipe is not built again; an $(IMAGE) that
+# is a real directory (built before recipes) is left as it is.
 image: setup
 	cargo build --release --locked -p isolab -p isolab-runtime
-	test -x $(IMAGE)/bin/sh || $(ISOLAB) image build bench $(IMAGE) >/dev/null
+	$(ISOLAB) image ensure --link $(IMAGE) >/dev/null
 
 image-debug: setup
 	cargo build --locked -p isolab -p isolab-runtime
-	test -x $(IMAGE)/bin/sh || target/debug/isolab image build bench $(IMAGE) >/dev/null
-	test -x $(DOCKER_IMAGE)/usr/sbin/dockerd || target/debug/isolab image build bench-docker $(DOCKER_IMAGE) >/dev/null
+	target/debug/isolab image ensure --link $(IMAGE) >/dev/null
+	target/debug/isolab image ensure --packages docker.io --link $(DOCKER_IMAGE) >/dev/null
 
 # Sets up, then runs the built-in quick-start experiment and writes its report.
 quickstart: image

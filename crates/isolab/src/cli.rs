@@ -317,6 +317,27 @@ pub enum ImageCommand {
         #[arg(long)]
         force: bool,
     },
+    /// Make sure a recipe image is built: the bench image plus PACKAGES, or the image of
+    /// SPEC (bench + its workloads' packages + its [image] packages), built once into
+    /// /var/lib/isolab/images/recipe-<hash> and reused by every experiment that needs it.
+    /// `isolab run` does this itself; this builds ahead of time.
+    Ensure {
+        /// The spec whose image to build (without it: the bench image plus --packages).
+        #[arg(long, conflicts_with = "packages")]
+        spec: Option<PathBuf>,
+        /// Debian packages to add to the bench image, comma-separated (e.g. jq,nginx).
+        #[arg(long, value_delimiter = ',')]
+        packages: Vec<String>,
+        /// Also make PATH a symlink to the image (e.g. /var/lib/isolab/images/bench); a real
+        /// directory at PATH is left as it is.
+        #[arg(long, value_name = "PATH")]
+        link: Option<PathBuf>,
+    },
+    /// List the cached recipe images with their hash and packages.
+    List {
+        #[command(flatten)]
+        json: JsonArgs,
+    },
     /// Pack the root filesystem in DIR: an ext4 image file (for isolab-runtime and
     /// VMs), a tar (for docker/podman import) or an OCI bundle (for runc/crun).
     Pack {

@@ -118,6 +118,26 @@ pub fn environment(
     env
 }
 
+/// A recipe image's hash and packages, and the packages whose versions in the image differ
+/// from this host's now (`image.host_differs.PACKAGE` = "image V1, host V2").
+fn recipe_environment(m: &isolab_image::Manifest) -> Vec<(String, String)> {
+    let mut env = Vec::new();
+    if let Some(r) = &m.recipe {
+        env.push(("image.recipe.hash".into(), r.hash.clone()));
+        let packages: Vec<&str> = r.recipe.packages().iter().map(String::as_str).collect();
+        env.push(("image.recipe.packages".into(), packages.join(",")));
+    }
+    let host = isolab_image::installed_packages(std::path::Path::new("/var/lib/dpkg/status"))
+        .unwrap_or_default();
+    for d in isolab_image::version_differences(&m.sources, &host) {
+        env.push((
+            format!("image.host_differs.{}", d.package),
+            format!("image {}, host {}", d.image, d.host),
+        ));
+    }
+    env
+}
+
 /// What container platforms run on: the image (its manifest's digest, kind, build
 /// time, and the versions of the spec's tools inside it) and the runtime's version.
 fn image_environment(spec: &ExperimentSpec, tools: &[String]) -> Vec<(String, String)> {
@@ -135,6 +155,7 @@ fn image_environment(spec: &ExperimentSpec, tools: &[String]) -> Vec<(String, St
                     env.push((format!("image.tool.{tool}"), p.version.clone()));
                 }
             }
+            env.extend(recipe_environment(&m));
             if let Ok(digest) = isolab_image::sha256_file(&manifest_file) {
                 env.push(("image.manifest_sha256".into(), digest));
             }

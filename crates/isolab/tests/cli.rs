@@ -499,11 +499,14 @@ fn the_isolab_platform_runs_workloads_in_containers_with_limits_read_back() {
     assert_eq!(cells.len(), 11, "{cells:?}");
     let runs = store.runs(id).unwrap();
     assert_eq!(runs.len(), 22);
-    // The environment names the image (with the tools' versions inside) and the runtime.
+    // The environment names the image (the spec names none: the bench recipe's, with its
+    // hash and packages, and the tools' versions inside) and the runtime.
     let env = store.environment(id).unwrap();
     for key in [
         "image.path",
         "image.manifest_sha256",
+        "image.recipe.hash",
+        "image.recipe.packages",
         "image.tool.sysbench",
         "runtime.isolab-runtime",
     ] {

@@ -1,7 +1,11 @@
-//! `isolab image build|pack`: root filesystems for containers, and packs for engines.
+//! `isolab image build|ensure|list|pack`: root filesystems for containers, recipe images
+//! cached by hash, and packs for engines.
 
-use anyhow::Result;
-use isolab_image::{BuildOptions, PackTarget};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use isolab_image::{BuildOptions, Image, PackTarget, Recipe, DEFAULT_CACHE_ROOT};
 
 use super::Exit;
 use crate::cli::{ImageCommand, ImageKind, PackFormat};
@@ -18,6 +22,65 @@ pub fn image(command: ImageCommand) -> Result<Exit> {
             println!("built {:?} image in {}", image.kind, image.dir.display());
             for s in &image.manifest.sources {
                 println!("  {} {}", s.name, s.version);
+            }
+        }
+        ImageCommand::Ensure {
+            spec,
+            packages,
+            link,
+        } => {
+            let recipe = match spec {
+                Some(path) => {
+                    let spec = super::load_spec(&path, &crate::host::facts()?)?;
+                    let Some(recipe) = spec.recipe else {
+                        println!(
+                            "{} names its image directory ({}): it is used as it is, nothing to build",
+                            path.display(),
+                            spec.image.display()
+                        );
+                        return Ok(Exit::Success);
+                    };
+                    recipe
+                }
+                None => Recipe::bench().with(packages)?,
+            };
+            let image = ensure_recipe(&recipe, false)?;
+            if let Some(link) = link {
+                link_image(&link, &image.dir)?;
+            }
+            println!("{}", image.dir.display());
+        }
+        ImageCommand::List { json } => {
+            let images = isolab_image::cached_recipes(Path::new(DEFAULT_CACHE_ROOT))?;
+            if json.json {
+                let rows: Vec<serde_json::Value> = images
+                    .iter()
+                    .map(|i| {
+                        serde_json::json!({
+                            "dir": i.dir,
+                            "created": i.manifest.created,
+                            "recipe": i.manifest.recipe,
+                        })
+                    })
+                    .collect();
+                println!("{}", serde_json::to_string_pretty(&rows)?);
+            } else if images.is_empty() {
+                println!("no recipe images in {DEFAULT_CACHE_ROOT}");
+            } else {
+                for i in &images {
+                    let Some(r) = &i.manifest.recipe else {
+                        continue;
+                    };
+                    let packages: Vec<&str> =
+                        r.recipe.packages().iter().map(String::as_str).collect();
+                    println!(
+                        "{}  {}  {}  {}",
+                        i.dir.display(),
+                        &r.hash[..16],
+                        i.manifest.created,
+                        packages.join(",")
+                    );
+                }
             }
         }
         ImageCommand::Pack {
@@ -41,4 +104,70 @@ pub fn image(command: ImageCommand) -> Result<Exit> {
         }
     }
     Ok(Exit::Success)
+}
+
+/// The image of `recipe` in the cache, built first when missing, with a progress line on
+/// standard error unless `quiet`; versions of the recipe's packages that differ from the host's
+/// are warnings.
+pub fn ensure_recipe(recipe: &Recipe, quiet: bool) -> Result<Image> {
+    let cache = Path::new(DEFAULT_CACHE_ROOT);
+    let packages: Vec<&str> = recipe.packages().iter().map(String::as_str).collect();
+    let image = match isolab_image::cached(recipe, cache) {
+        Some(image) => image,
+        None => {
+            if !quiet {
+                eprintln!(
+                    "building image {} (Debian {}: {}) with mmdebstrap, once: about 2 minutes",
+                    recipe.dir_in(cache).display(),
+                    recipe.suite(),
+                    packages.join(", ")
+                );
+            }
+            let t = Instant::now();
+            let image = isolab_image::ensure(recipe, cache)
+                .with_context(|| format!("building the image {}", recipe.dir_name()))?;
+            if !quiet {
+                eprintln!("built {} in {:.0?}", image.dir.display(), t.elapsed());
+            }
+            image
+        }
+    };
+    if !quiet {
+        for d in image
+            .manifest
+            .host_differences
+            .iter()
+            .filter(|d| recipe.packages().contains(&d.package))
+        {
+            eprintln!(
+                "warning: the image's {d}: results inside and outside it run different builds"
+            );
+        }
+    }
+    Ok(image)
+}
+
+/// Make `link` a symlink to `target` (replacing a symlink that is there; a real directory or
+/// file is left alone, with a note).
+fn link_image(link: &Path, target: &Path) -> Result<()> {
+    match std::fs::symlink_metadata(link) {
+        Ok(m) if !m.file_type().is_symlink() => {
+            eprintln!(
+                "note: {} exists and is not a symlink: left as it is (remove it to link it to {})",
+                link.display(),
+                target.display()
+            );
+            return Ok(());
+        }
+        _ => {}
+    }
+    let mut tmp = link.as_os_str().to_owned();
+    tmp.push(".isolab-link");
+    let tmp = PathBuf::from(tmp);
+    let _ = std::fs::remove_file(&tmp);
+    std::os::unix::fs::symlink(target, &tmp)
+        .with_context(|| format!("cannot create the symlink {}", tmp.display()))?;
+    std::fs::rename(&tmp, link)
+        .with_context(|| format!("cannot replace {} with a symlink", link.display()))?;
+    Ok(())
 }

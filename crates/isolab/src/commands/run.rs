@@ -34,6 +34,10 @@ pub fn execute(
 ) -> Result<(Store, Outcome)> {
     let facts = host::facts()?;
     let hierarchy = host::hierarchy()?;
+    let needs_image = spec.cells.iter().any(|c| c.platform.kind.needs_image());
+    if let Some(recipe) = spec.recipe.as_ref().filter(|_| needs_image) {
+        super::image::ensure_recipe(recipe, settings.quiet || settings.json)?;
+    }
     host::preflight(&hierarchy)?;
     host::preflight_engines(spec)?;
 
@@ -58,7 +62,6 @@ pub fn execute(
             levels.push(c.platform.clone());
         }
     }
-    let needs_image = levels.iter().any(|p| p.kind.needs_image());
     environment.extend(
         isolab_lab::Platform::prepare(
             &platform,
