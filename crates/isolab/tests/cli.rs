@@ -1417,3 +1417,27 @@ fn isolab_tools_missing(programs: &[&str]) -> bool {
     }
     !missing.is_empty()
 }
+
+/// `isolab image list --json` lists the cached recipe images with their hash and packages;
+/// `image ensure` refuses a name that is not a Debian package before building anything.
+#[test]
+fn image_list_and_ensure_arguments() {
+    let out = run(isolab().args(["image", "list", "--json"]));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for r in rows.as_array().unwrap() {
+        assert_eq!(r["recipe"]["hash"].as_str().unwrap().len(), 64, "{r}");
+        assert!(r["dir"].as_str().unwrap().contains("/recipe-"), "{r}");
+        assert!(
+            !r["recipe"]["packages"].as_array().unwrap().is_empty(),
+            "{r}"
+        );
+    }
+    let out = run(isolab().args(["image", "ensure", "--packages", "jq,Not_A_Package"]));
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("`Not_A_Package` is not a Debian package name"),
+        "{}",
+        text(&out.stderr)
+    );
+}

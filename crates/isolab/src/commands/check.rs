@@ -59,6 +59,27 @@ pub fn check(args: CheckArgs) -> Result<Exit> {
         );
     }
     println!("estimated time: {} to {}", humanize(tlo), humanize(thi));
+    if spec.cells.iter().any(|c| c.platform.kind.needs_image()) {
+        match &spec.recipe {
+            Some(r) => {
+                let packages: Vec<&str> = r.packages().iter().map(String::as_str).collect();
+                let cached =
+                    isolab_image::cached(r, std::path::Path::new(isolab_image::DEFAULT_CACHE_ROOT));
+                println!(
+                    "image: {} (Debian {}: {}; {})",
+                    spec.image.display(),
+                    r.suite(),
+                    packages.join(", "),
+                    if cached.is_some() {
+                        "built"
+                    } else {
+                        "not built yet: `isolab run` builds it first, about 2 minutes"
+                    }
+                );
+            }
+            None => println!("image: {} (as it is)", spec.image.display()),
+        }
+    }
     println!(
         "baseline: {}",
         if spec.baseline.is_empty() {
