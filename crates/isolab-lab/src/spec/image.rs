@@ -109,6 +109,20 @@ mod tests {
     }
 
     #[test]
+    fn a_built_in_stack_brings_its_packages() {
+        let spec = parse("[experiment]\nname = \"x\"\n[platform.iso-host]\nengine = \"isolab\"\nnetwork = \"host\"\n[matrix]\nplatform = [\"host\", \"iso-host\"]\nworkload = [\"page\"]\n[workload.page]\nstack = \"static\"\npackages = [\"curl\"]\n[workload.page.load]\ngenerator = \"wrk\"\ntarget = \"web\"\nrequests = [{ name = \"page\", path = \"/index.html\" }]\nprofile = { users = 2, duration = \"5s\" }\n").unwrap();
+        assert_eq!(
+            spec.cells[0].workload.packages,
+            ["nginx-light", "curl"],
+            "the stack's, then the table's"
+        );
+        assert_eq!(
+            spec.recipe,
+            Some(Recipe::bench().with(["nginx-light", "curl"]).unwrap())
+        );
+    }
+
+    #[test]
     fn vm_docker_adds_docker_and_a_directory_is_used_as_is() {
         let spec = parse("[experiment]\nname = \"x\"\n[matrix]\nplatform = [\"host\", \"vm(tcg)+docker\"]\nworkload = [\"sysbench-cpu\"]\n").unwrap();
         assert_eq!(spec.recipe, Some(Recipe::bench_docker()));
