@@ -1,6 +1,8 @@
 //! Exports of the metric observations of counted runs, with every factor level of
 //! their cell: CSV and JSON (one row per observation), and Go's benchmark format, so
-//! that `benchstat` (golang.org/x/perf/cmd/benchstat) runs on isolab data.
+//! that `benchstat` (golang.org/x/perf/cmd/benchstat) runs on isolab data; and of the
+//! load intervals of service workloads ([`intervals_csv`], [`intervals_json`]): one row
+//! per run, named request and second, with the same leading columns.
 //!
 //! # The benchstat format
 //!
@@ -48,7 +50,7 @@ use std::fmt::Write as _;
 
 use isolab_stats::Direction;
 
-use isolab_store::Observation;
+use isolab_store::{IntervalObservation, LoadInterval, Observation};
 
 /// Export formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,11 +82,40 @@ fn csv_field(s: &str) -> String {
     }
 }
 
-/// Factor names in first-seen order over all observations.
-fn factors(obs: &[Observation]) -> Vec<String> {
+/// Where a row of a tidy export comes from: its experiment, run, cell (with its levels)
+/// and repetition, the columns every export starts with.
+struct RowKey<'a> {
+    experiment: i64,
+    run: i64,
+    cell: u32,
+    levels: &'a [(String, String)],
+    repetition: u32,
+}
+
+/// Both kinds of exported row carry the same leading fields under the same names.
+macro_rules! row_key_from {
+    ($($row:ty),*) => {$(
+        impl<'a> From<&'a $row> for RowKey<'a> {
+            fn from(o: &'a $row) -> Self {
+                RowKey {
+                    experiment: o.experiment,
+                    run: o.run,
+                    cell: o.cell_index,
+                    levels: &o.levels,
+                    repetition: o.repetition,
+                }
+            }
+        }
+    )*};
+}
+
+row_key_from!(Observation, IntervalObservation);
+
+/// Factor names in first-seen order over all rows.
+fn factors(keys: &[RowKey<'_>]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for o in obs {
-        for (f, _) in &o.levels {
+    for k in keys {
+        for (f, _) in k.levels {
             if !out.contains(f) {
                 out.push(f.clone());
             }
@@ -93,74 +124,188 @@ fn factors(obs: &[Observation]) -> Vec<String> {
     out
 }
 
-/// Renders observations as CSV: `experiment,run,cell,<factors…>,repetition,metric,unit,direction,value`.
-pub fn csv(obs: &[Observation]) -> String {
-    let factors = factors(obs);
-    let mut out = String::new();
+/// One CSV line of fields, quoted where needed.
+fn csv_line(fields: &[String]) -> String {
+    let quoted: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
+    quoted.join(",") + "\n"
+}
+
+/// A tidy CSV: `experiment,run,cell,<factors…>,repetition,<columns…>`, then one line per
+/// row with the values `values` gives for `columns`.
+fn tidy_csv<'a, R>(rows: &'a [R], columns: &[&str], values: impl Fn(&R) -> Vec<String>) -> String
+where
+    RowKey<'a>: From<&'a R>,
+{
+    let keys: Vec<RowKey<'a>> = rows.iter().map(RowKey::from).collect();
+    let factors = factors(&keys);
     let mut header = vec!["experiment".to_owned(), "run".into(), "cell".into()];
     header.extend(factors.iter().cloned());
-    header.extend(["repetition", "metric", "unit", "direction", "value"].map(String::from));
-    out.push_str(
-        &header
-            .iter()
-            .map(|h| csv_field(h))
-            .collect::<Vec<_>>()
-            .join(","),
-    );
-    out.push('\n');
-    for o in obs {
-        let mut row = vec![
-            o.experiment.to_string(),
-            o.run.to_string(),
-            o.cell_index.to_string(),
+    header.push("repetition".into());
+    header.extend(columns.iter().map(|c| (*c).to_owned()));
+    let mut out = csv_line(&header);
+    for (key, row) in keys.iter().zip(rows) {
+        let mut fields = vec![
+            key.experiment.to_string(),
+            key.run.to_string(),
+            key.cell.to_string(),
         ];
         for f in &factors {
-            row.push(
-                o.levels
+            fields.push(
+                key.levels
                     .iter()
                     .find(|(ff, _)| ff == f)
                     .map(|(_, l)| l.clone())
                     .unwrap_or_default(),
             );
         }
-        row.push(o.repetition.to_string());
-        row.push(o.metric.clone());
-        row.push(o.unit.clone());
-        row.push(o.direction.to_string());
-        row.push(o.value.to_string());
-        let _ = writeln!(
-            out,
-            "{}",
-            row.iter()
-                .map(|f| csv_field(f))
-                .collect::<Vec<_>>()
-                .join(",")
-        );
+        fields.push(key.repetition.to_string());
+        fields.extend(values(row));
+        out.push_str(&csv_line(&fields));
     }
     out
 }
 
-/// Renders observations as a JSON array; levels become an object.
-pub fn json(obs: &[Observation]) -> String {
-    let rows: Vec<serde_json::Value> = obs
+/// A pretty JSON array with one object per row: `experiment`, `run`, `cell`, `levels` (an
+/// object), `repetition`, then the fields `fields` adds.
+fn tidy_json<'a, R>(
+    rows: &'a [R],
+    fields: impl Fn(&R, &mut serde_json::Map<String, serde_json::Value>),
+) -> String
+where
+    RowKey<'a>: From<&'a R>,
+{
+    let rows: Vec<serde_json::Value> = rows
         .iter()
-        .map(|o| {
-            let levels: serde_json::Map<String, serde_json::Value> =
-                o.levels.iter().map(|(f, l)| (f.clone(), serde_json::Value::String(l.clone()))).collect();
-            serde_json::json!({
-                "experiment": o.experiment,
-                "run": o.run,
-                "cell": o.cell_index,
-                "levels": levels,
-                "repetition": o.repetition,
-                "metric": o.metric,
-                "unit": o.unit,
-                "direction": o.direction,
-                "value": if o.value.is_finite() { serde_json::json!(o.value) } else { serde_json::Value::Null },
-            })
+        .map(|row| {
+            let key = RowKey::from(row);
+            let levels: serde_json::Map<String, serde_json::Value> = key
+                .levels
+                .iter()
+                .map(|(f, l)| (f.clone(), serde_json::Value::String(l.clone())))
+                .collect();
+            let mut object = serde_json::Map::new();
+            object.insert("experiment".into(), key.experiment.into());
+            object.insert("run".into(), key.run.into());
+            object.insert("cell".into(), key.cell.into());
+            object.insert("levels".into(), levels.into());
+            object.insert("repetition".into(), key.repetition.into());
+            fields(row, &mut object);
+            serde_json::Value::Object(object)
         })
         .collect();
     serde_json::to_string_pretty(&rows).unwrap_or_else(|_| "[]".into())
+}
+
+/// A finite number as JSON, anything else as `null`.
+fn json_number(v: f64) -> serde_json::Value {
+    if v.is_finite() {
+        serde_json::json!(v)
+    } else {
+        serde_json::Value::Null
+    }
+}
+
+/// Renders observations as CSV: `experiment,run,cell,<factors…>,repetition,metric,unit,direction,value`.
+pub fn csv(obs: &[Observation]) -> String {
+    tidy_csv(obs, &["metric", "unit", "direction", "value"], |o| {
+        vec![
+            o.metric.clone(),
+            o.unit.clone(),
+            o.direction.to_string(),
+            o.value.to_string(),
+        ]
+    })
+}
+
+/// Renders observations as a JSON array; levels become an object.
+pub fn json(obs: &[Observation]) -> String {
+    tidy_json(obs, |o, out| {
+        out.insert("metric".into(), o.metric.clone().into());
+        out.insert("unit".into(), o.unit.clone().into());
+        out.insert("direction".into(), serde_json::json!(o.direction));
+        out.insert("value".into(), json_number(o.value));
+    })
+}
+
+/// The columns of a load-interval export after the run's, in order; each is a field of
+/// [`LoadInterval`](isolab_store::LoadInterval).
+pub const INTERVAL_COLUMNS: [&str; 11] = [
+    "request",
+    "start_s",
+    "users",
+    "target_rate",
+    "requests",
+    "failures",
+    "latency_mean_ms",
+    "latency_p50_ms",
+    "latency_p90_ms",
+    "latency_p99_ms",
+    "latency_max_ms",
+];
+
+/// The optional measurements of an interval after its counts, in [`INTERVAL_COLUMNS`]
+/// order.
+fn latencies(i: &LoadInterval) -> [Option<f64>; 5] {
+    [
+        i.latency_mean_ms,
+        i.latency_p50_ms,
+        i.latency_p90_ms,
+        i.latency_p99_ms,
+        i.latency_max_ms,
+    ]
+}
+
+/// Renders load intervals (`isolab export --series`) as a tidy CSV, one line per run,
+/// request and second: `experiment,run,cell,<factors…>,repetition,request,start_s,users,
+/// target_rate,requests,failures,latency_mean_ms,latency_p50_ms,latency_p90_ms,
+/// latency_p99_ms,latency_max_ms`; a value the generator did not report is empty.
+pub fn intervals_csv(rows: &[IntervalObservation]) -> String {
+    let optional = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
+    tidy_csv(rows, &INTERVAL_COLUMNS, |o| {
+        let i = &o.interval;
+        let mut fields = vec![
+            i.request.clone(),
+            i.start_s.to_string(),
+            optional(i.users),
+            optional(i.target_rate),
+            i.requests.to_string(),
+            i.failures.to_string(),
+        ];
+        fields.extend(latencies(i).map(optional));
+        fields
+    })
+}
+
+/// Renders load intervals as a JSON array of objects with the [`INTERVAL_COLUMNS`] as
+/// fields, levels as an object, unreported values `null`.
+pub fn intervals_json(rows: &[IntervalObservation]) -> String {
+    let optional = |v: Option<f64>| v.map_or(serde_json::Value::Null, json_number);
+    tidy_json(rows, |o, out| {
+        let i = &o.interval;
+        let values = [
+            i.request.clone().into(),
+            json_number(i.start_s),
+            optional(i.users),
+            optional(i.target_rate),
+            i.requests.into(),
+            i.failures.into(),
+        ]
+        .into_iter()
+        .chain(latencies(i).map(optional));
+        for (column, value) in INTERVAL_COLUMNS.iter().zip(values) {
+            out.insert((*column).into(), value);
+        }
+    })
+}
+
+/// Renders load intervals in `format`: CSV or JSON, `None` for [`Format::Benchstat`],
+/// which has no form for series.
+pub fn render_intervals(format: Format, rows: &[IntervalObservation]) -> Option<String> {
+    match format {
+        Format::Csv => Some(intervals_csv(rows)),
+        Format::Json => Some(intervals_json(rows) + "\n"),
+        Format::Benchstat => None,
+    }
 }
 
 /// A name part for benchfmt: no whitespace (it ends the name) and no `/` (it starts a
@@ -347,6 +492,63 @@ mod tests {
             text,
             "experiment,run,cell,placement,repetition,metric,unit,direction,value\n1,2,0,quota,1,a,events/s,higher,1.5\n1,2,0,quota,1,\"b,c\",events/s,higher,2\n"
         );
+    }
+
+    fn interval(request: &str, start_s: f64, p50: Option<f64>) -> IntervalObservation {
+        IntervalObservation {
+            experiment: 1,
+            run: 7,
+            cell_index: 0,
+            levels: vec![
+                ("platform".into(), "host".into()),
+                ("workload".into(), "nginx".into()),
+            ],
+            repetition: 2,
+            interval: LoadInterval {
+                request: request.into(),
+                start_s,
+                users: Some(3.0),
+                target_rate: None,
+                requests: 120,
+                failures: 2,
+                latency_mean_ms: Some(4.25),
+                latency_p50_ms: p50,
+                latency_p90_ms: None,
+                latency_p99_ms: Some(19.0),
+                latency_max_ms: Some(31.5),
+            },
+        }
+    }
+
+    #[test]
+    fn intervals_csv_has_one_row_per_run_request_and_second() {
+        let text = intervals_csv(&[interval("home", 0.0, Some(3.5)), interval("a,b", 1.0, None)]);
+        assert_eq!(
+            text,
+            "experiment,run,cell,platform,workload,repetition,request,start_s,users,target_rate,requests,failures,latency_mean_ms,latency_p50_ms,latency_p90_ms,latency_p99_ms,latency_max_ms\n\
+             1,7,0,host,nginx,2,home,0,3,,120,2,4.25,3.5,,19,31.5\n\
+             1,7,0,host,nginx,2,\"a,b\",1,3,,120,2,4.25,,,19,31.5\n"
+        );
+    }
+
+    #[test]
+    fn intervals_json_has_every_column_and_null_for_the_unreported() {
+        let text = render_intervals(Format::Json, &[interval("home", 0.0, None)]).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let row = &v[0];
+        assert_eq!(row["levels"]["workload"], "nginx");
+        assert_eq!(
+            (row["run"].clone(), row["repetition"].clone()),
+            (7.into(), 2.into())
+        );
+        assert_eq!(row["request"], "home");
+        assert_eq!(row["requests"], 120);
+        assert_eq!(row["latency_mean_ms"], 4.25);
+        assert!(row["latency_p50_ms"].is_null() && row["target_rate"].is_null());
+        for c in INTERVAL_COLUMNS {
+            assert!(row.get(c).is_some(), "{c}");
+        }
+        assert!(render_intervals(Format::Benchstat, &[]).is_none());
     }
 
     #[test]

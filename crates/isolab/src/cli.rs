@@ -35,7 +35,8 @@ pub enum Command {
     /// read back and why the cell stopped (`--format md` for Markdown tables).
     Show(ShowArgs),
     /// Export every metric observation of an experiment's counted runs, one row each:
-    /// CSV, JSON, or Go's benchmark format for `benchstat`.
+    /// CSV, JSON, or Go's benchmark format for `benchstat`; with --series, the load
+    /// intervals of service workloads instead, one row per run, request and second.
     #[command(after_long_help = BENCHSTAT_HELP)]
     Export(ExportArgs),
     /// Write the self-contained HTML report of an experiment.
@@ -231,6 +232,13 @@ pub struct ExportArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "csv")]
     pub format: ExportFormat,
+    /// Export the load intervals of service workloads instead of the metrics: one row per
+    /// counted run, named request and second, with the run's id, cell levels and
+    /// repetition, then request,start_s,users,target_rate,requests,failures and the
+    /// latencies latency_{mean,p50,p90,p99,max}_ms (empty or null when not reported).
+    /// CSV or JSON only.
+    #[arg(long)]
+    pub series: bool,
     /// Write to FILE instead of stdout.
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,

@@ -1441,3 +1441,137 @@ fn image_list_and_ensure_arguments() {
         text(&out.stderr)
     );
 }
+
+/// A store with experiment `load`: nginx on host and docker, two counted runs each, three
+/// seconds of request `home` ramping 1, 2, 3 users (docker 10% slower), and a warm-up.
+fn load_store(path: &Path) {
+    use isolab_store::{
+        LoadInterval, MetricValue, NewCell, NewExperiment, NewRun, RunStatus, Store,
+    };
+    let mut store = Store::open(path).unwrap();
+    let cell = |index: u32, platform: &str| NewCell {
+        index,
+        key: format!("platform={platform} workload=nginx"),
+        levels: vec![
+            ("platform".into(), platform.into()),
+            ("workload".into(), "nginx".into()),
+        ],
+    };
+    let id = store
+        .create_experiment(&NewExperiment {
+            name: "load".into(),
+            spec_toml: String::new(),
+            spec_path: None,
+            seed: 3,
+            isolab_version: "test".into(),
+            created_at: std::time::UNIX_EPOCH,
+            cells: vec![cell(0, "host"), cell(1, "docker")],
+            environment: vec![],
+        })
+        .unwrap();
+    for (c, stored) in store.cells(id).unwrap().iter().enumerate() {
+        for (repetition, warmup) in [(1, true), (1, false), (2, false)] {
+            let slow = 1.0 + 0.1 * c as f64;
+            let intervals: Vec<LoadInterval> = (0..3u32)
+                .map(|s| {
+                    let users = f64::from(s + 1);
+                    LoadInterval {
+                        request: "home".into(),
+                        start_s: f64::from(s),
+                        users: Some(users),
+                        target_rate: None,
+                        requests: (100.0 * users / slow) as u64,
+                        failures: u64::from(s == 2),
+                        latency_mean_ms: Some(10.0 * users * slow),
+                        latency_p50_ms: Some(9.0 * users * slow),
+                        latency_p90_ms: None,
+                        latency_p99_ms: Some(30.0 * users * slow),
+                        latency_max_ms: Some(50.0 * users * slow),
+                    }
+                })
+                .collect();
+            store
+                .insert_run(&NewRun {
+                    cell: stored.id,
+                    repetition,
+                    warmup,
+                    round: repetition,
+                    status: RunStatus::Ok,
+                    exit_code: Some(0),
+                    started_at: std::time::UNIX_EPOCH,
+                    wall: Duration::from_secs(3),
+                    stdout: String::new(),
+                    stderr: String::new(),
+                    error: None,
+                    limits: serde_json::json!({}),
+                    metrics: vec![MetricValue {
+                        name: "home_ok".into(),
+                        unit: "requests".into(),
+                        direction: isolab_stats::Direction::Higher,
+                        value: intervals
+                            .iter()
+                            .map(|i| (i.requests - i.failures) as f64)
+                            .sum(),
+                    }],
+                    telemetry: Default::default(),
+                    series: vec![],
+                    intervals,
+                    notes: vec![],
+                })
+                .unwrap();
+        }
+    }
+}
+
+#[test]
+fn exports_load_intervals_as_series() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("load.db");
+    load_store(&db);
+    let export = |format: &str| {
+        run(isolab()
+            .arg("--db")
+            .arg(&db)
+            .args(["export", "load", "--series", "--format", format]))
+    };
+
+    let csv = export("csv");
+    assert!(csv.status.success(), "{}", text(&csv.stderr));
+    let csv = text(&csv.stdout);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(
+        lines[0],
+        "experiment,run,cell,platform,workload,repetition,request,start_s,users,target_rate,\
+         requests,failures,latency_mean_ms,latency_p50_ms,latency_p90_ms,latency_p99_ms,\
+         latency_max_ms"
+    );
+    // 2 cells × 2 counted runs × 3 seconds; the warm-ups are left out.
+    assert_eq!(lines.len(), 1 + 2 * 2 * 3, "{csv}");
+    assert!(
+        lines[1].starts_with("1,2,0,host,nginx,1,home,0,1,,100,0,10,9,,30,50"),
+        "{csv}"
+    );
+
+    let json = export("json");
+    assert!(json.status.success(), "{}", text(&json.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 12);
+    assert_eq!(v[11]["levels"]["platform"], "docker");
+    assert_eq!(v[11]["repetition"], 2);
+    assert_eq!(v[11]["failures"], 1);
+    assert!(v[11]["latency_p90_ms"].is_null());
+
+    let benchstat = export("benchstat");
+    assert!(!benchstat.status.success());
+    assert!(
+        text(&benchstat.stderr).contains("use --format csv or --format json"),
+        "{}",
+        text(&benchstat.stderr)
+    );
+
+    // The metrics' export is unchanged by the option's existence.
+    let metrics = run(isolab().arg("--db").arg(&db).args(["export", "load"]));
+    assert!(metrics.status.success(), "{}", text(&metrics.stderr));
+    assert!(text(&metrics.stdout)
+        .starts_with("experiment,run,cell,platform,workload,repetition,metric"));
+}

@@ -1,8 +1,9 @@
-//! `isolab export EXP --format csv|json|benchstat`: one row per metric observation.
+//! `isolab export EXP --format csv|json|benchstat`: one row per metric observation;
+//! `isolab export EXP --series --format csv|json`: one row per load interval.
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use isolab_report::export::Format;
 
 use super::Exit;
@@ -12,20 +13,33 @@ use crate::host;
 pub fn export(db: &Path, args: ExportArgs) -> Result<Exit> {
     let store = host::existing_store(db)?;
     let id = store.resolve(&args.experiment)?;
-    let obs = store.observations(id)?;
     let format = match args.format {
         ExportFormat::Csv => Format::Csv,
         ExportFormat::Json => Format::Json,
         ExportFormat::Benchstat => Format::Benchstat,
     };
-    // benchstat's file-level configuration: the cpu, as `go test` writes it.
-    let config: Vec<(String, String)> = store
-        .environment(id)?
-        .into_iter()
-        .filter(|(k, _)| k == "cpu_model")
-        .map(|(_, v)| ("cpu".to_owned(), v))
-        .collect();
-    let text = isolab_report::export::render(format, &obs, &config);
+    let text = if args.series {
+        let rows = store.interval_observations(id)?;
+        let Some(text) = isolab_report::export::render_intervals(format, &rows) else {
+            bail!("--series exports load intervals as csv or json; benchstat has no form for them: use --format csv or --format json");
+        };
+        if rows.is_empty() {
+            eprintln!(
+                "experiment {id} has no load intervals: only service workloads driven by a load generator record them"
+            );
+        }
+        text
+    } else {
+        let obs = store.observations(id)?;
+        // benchstat's file-level configuration: the cpu, as `go test` writes it.
+        let config: Vec<(String, String)> = store
+            .environment(id)?
+            .into_iter()
+            .filter(|(k, _)| k == "cpu_model")
+            .map(|(_, v)| ("cpu".to_owned(), v))
+            .collect();
+        isolab_report::export::render(format, &obs, &config)
+    };
     match args.output {
         Some(path) => std::fs::write(&path, text)
             .with_context(|| format!("cannot write {}", path.display()))?,
