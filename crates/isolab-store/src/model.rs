@@ -254,6 +254,27 @@ pub struct LoadInterval {
     pub latency_max_ms: Option<f64>,
 }
 
+impl LoadInterval {
+    /// The interval of `request` starting at `start_s` with nothing completed and nothing
+    /// measured, to fill in (`LoadInterval { requests: 12, ..LoadInterval::new("home",
+    /// 3.0) }`).
+    pub fn new(request: impl Into<String>, start_s: f64) -> LoadInterval {
+        LoadInterval {
+            request: request.into(),
+            start_s,
+            users: None,
+            target_rate: None,
+            requests: 0,
+            failures: 0,
+            latency_mean_ms: None,
+            latency_p50_ms: None,
+            latency_p90_ms: None,
+            latency_p99_ms: None,
+            latency_max_ms: None,
+        }
+    }
+}
+
 /// A run to store.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewRun {

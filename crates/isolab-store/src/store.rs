@@ -1350,17 +1350,9 @@ mod tests {
         let (mut store, _, cell) = store_with_cell();
         let mut new = bare_run(cell, vec![]);
         new.intervals = vec![LoadInterval {
-            request: "home".into(),
-            start_s: 3.0,
-            users: None,
             target_rate: Some(50.0),
             requests: 50,
-            failures: 0,
-            latency_mean_ms: None,
-            latency_p50_ms: None,
-            latency_p90_ms: None,
-            latency_p99_ms: None,
-            latency_max_ms: None,
+            ..LoadInterval::new("home", 3.0)
         }];
         let run = store.insert_run(&new).unwrap();
         assert_eq!(store.intervals(run).unwrap(), new.intervals);

@@ -71,10 +71,7 @@ fn metrics(events: f64) -> Vec<MetricValue> {
 fn interval(request: &str, start_s: f64, users: f64) -> LoadInterval {
     let requests = (40.0 * users) as u64;
     LoadInterval {
-        request: request.into(),
-        start_s,
         users: Some(users),
-        target_rate: None,
         requests,
         failures: requests / 100,
         latency_mean_ms: Some(20.0 + users),
@@ -82,6 +79,7 @@ fn interval(request: &str, start_s: f64, users: f64) -> LoadInterval {
         latency_p90_ms: Some(30.0 + users),
         latency_p99_ms: Some(60.0 + users),
         latency_max_ms: Some(90.0 + users),
+        ..LoadInterval::new(request, start_s)
     }
 }
 
@@ -95,14 +93,8 @@ fn intervals() -> Vec<LoadInterval> {
         out.push(interval("home", f64::from(second), users));
     }
     out.push(LoadInterval {
-        requests: 0,
-        failures: 0,
-        latency_mean_ms: None,
-        latency_p50_ms: None,
-        latency_p90_ms: None,
-        latency_p99_ms: None,
-        latency_max_ms: None,
-        ..interval("home", 4.0, 5.0)
+        users: Some(5.0),
+        ..LoadInterval::new("home", 4.0)
     });
     out
 }
