@@ -591,6 +591,7 @@ mod tests {
             environment: vec![],
             interruptions: vec![],
             series: vec![],
+            intervals: Default::default(),
         }
     }
 

@@ -5,8 +5,11 @@
 //! (table and, with shapes or placements, the seed-002 grid of grouped bars), the
 //! seed-001 isolation table and chart (degradation with a neighbour against without,
 //! when the factor `neighbour` is varied), scalability over `threads` or `instances`
-//! (tables, Amdahl and USL fits, charts with bootstrap bands), the seed-000 regression histogram of every baseline comparison, time series of host
-//! utilisation, data quality, environment and the spec.
+//! (tables, Amdahl and USL fits, charts with bootstrap bands), the seed-000 regression
+//! histogram of every baseline comparison, load over time of service workloads (seed
+//! 003's response time and requests per second with the active users, the totals per
+//! cell and the successful requests of every run), time series of host utilisation, data
+//! quality, environment and the spec.
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -15,6 +18,7 @@ use isolab_stats::Verdict;
 
 use crate::compare::Comparison;
 use crate::isolation::{self, IsolationTable};
+use crate::load::{self, LoadGroup};
 use crate::plots::{
     self, Bar, BarChart, HistogramBin, HistogramChart, Marker, Percentile, ReferenceLine, Size,
     TimeSample, TimeSeries, TimeSeriesChart,
@@ -80,6 +84,7 @@ pub fn html(data: &ExperimentData, analysis: &Analysis) -> String {
     }
     scalability_section(&mut out, &analysis.scalability);
     histogram_section(&mut out, &analysis.comparisons);
+    load_section(&mut out, &analysis.load);
     time_series_section(&mut out, data);
     quality_section(&mut out, analysis);
     out.push_str("<h2>Environment</h2>\n<table>");
@@ -513,6 +518,84 @@ fn histogram_section(out: &mut String, comparisons: &[Comparison]) {
     out.push_str("</div>\n");
 }
 
+/// Seed 003's Fig 4.10 per workload and request (response time, and requests per second
+/// with the users on a second axis), the totals per cell, and Table 2.2: successful
+/// requests per run (rows) and cell (columns).
+fn load_section(out: &mut String, groups: &[LoadGroup]) {
+    if groups.is_empty() {
+        return;
+    }
+    out.push_str("<h2>Load over time</h2>\n<p class=note>Per workload and named request, as the load generator reported it second by second during the counted runs. Totals: mean ± the half-width of the 95% Student-t interval over repetitions; requests/s counts successful requests over the load's duration; p99/s is the request-weighted mean of the per-second p99 (per-second percentiles cannot give a whole run's). Click a column to sort.</p>\n");
+    for g in groups {
+        let _ = write!(
+            out,
+            "<h3 class=load>{}</h3>\n<div class=charts>",
+            esc(&g.title())
+        );
+        if let Some(chart) = load::latency_chart(g) {
+            let _ = write!(out, "<figure>{}</figure>", plots::time_series(&chart));
+        }
+        let _ = writeln!(
+            out,
+            "<figure>{}</figure></div>\n<p class=note>{}</p>",
+            plots::time_series(&load::rate_chart(g)),
+            esc(&load::caption(g))
+        );
+        out.push_str("<table class=sortable><thead><tr><th>cell</th><th>runs</th><th>successful</th><th>failed</th><th>requests/s</th><th>mean (ms)</th><th>p99/s (ms)</th></tr></thead><tbody>\n");
+        for l in &g.lines {
+            let t = &l.totals;
+            let estimate = |e: Option<load::Estimate>| match e {
+                Some(e) => format!("<td class=n data-v=\"{}\">{}</td>", e.mean, esc(&e.text())),
+                None => "<td class=n>-</td>".to_owned(),
+            };
+            let _ = writeln!(
+                out,
+                "<tr><td>{}</td><td class=n>{}</td>{}{}{}{}{}</tr>",
+                esc(&l.label),
+                t.runs.len(),
+                estimate(Some(t.successful)),
+                estimate(Some(t.failed)),
+                estimate(Some(t.rate)),
+                estimate(t.latency_mean_ms),
+                estimate(t.latency_p99_ms),
+            );
+        }
+        out.push_str(
+            "</tbody></table>\n<table class=per-run><thead><tr><th>successful requests, run</th>",
+        );
+        for l in &g.lines {
+            let _ = write!(out, "<th>{}</th>", esc(&l.label));
+        }
+        out.push_str("</tr></thead><tbody>\n");
+        let repetitions: std::collections::BTreeSet<u32> = g
+            .lines
+            .iter()
+            .flat_map(|l| l.totals.runs.iter().map(|r| r.repetition))
+            .collect();
+        for rep in repetitions {
+            let _ = write!(out, "<tr><td>{rep}</td>");
+            for l in &g.lines {
+                match l.totals.runs.iter().find(|r| r.repetition == rep) {
+                    Some(r) => {
+                        let _ = write!(
+                            out,
+                            "<td class=n title=\"run {}, {} failed\">{}</td>",
+                            r.run, r.failed, r.successful
+                        );
+                    }
+                    None => out.push_str("<td class=n>-</td>"),
+                }
+            }
+            out.push_str("</tr>\n");
+        }
+        out.push_str("<tr><th>mean</th>");
+        for l in &g.lines {
+            let _ = write!(out, "<th class=n>{}</th>", num(l.totals.successful.mean));
+        }
+        out.push_str("</tr>\n</tbody></table>\n");
+    }
+}
+
 fn time_series_section(out: &mut String, data: &ExperimentData) {
     let with: Vec<_> = data
         .series
@@ -546,12 +629,14 @@ fn time_series_section(out: &mut String, data: &ExperimentData) {
                             value,
                         })
                         .collect(),
+                    ..Default::default()
                 })
                 .collect(),
             size: Size {
                 width: 520,
                 height: 260,
             },
+            ..Default::default()
         };
         let _ = writeln!(out, "<figure>{}</figure>", plots::time_series(&chart));
     }

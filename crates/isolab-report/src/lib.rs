@@ -14,6 +14,9 @@
 //!   neighbour against the same cell without one, rows 90%U, FU, 90%URR, FURR.
 //! - [`scalability`]: throughput over `threads` or `instances` ([`ScalingCurve`]) with
 //!   Amdahl and USL fits, bootstrap intervals and charts.
+//! - [`load`]: load over time of service workloads (seed 003's Fig 4.10 and Table 2.2):
+//!   per workload and named request, response time and requests per second per cell over
+//!   the seconds of the load, with the spread over repetitions, and each cell's totals.
 //! - [`quality`]: the data-quality section of every report.
 //! - [`html`]: a self-contained HTML report (inline CSS and SVG, no network).
 
@@ -22,6 +25,7 @@ pub mod export;
 pub mod findings;
 pub mod html;
 pub mod isolation;
+pub mod load;
 pub mod plots;
 pub mod quality;
 pub mod scalability;
@@ -47,6 +51,9 @@ pub struct Analysis {
     /// Throughput over `threads` or `instances` with Amdahl and USL fits, when either
     /// factor is varied (primary metrics only).
     pub scalability: Vec<ScalingCurve>,
+    /// Load over time per workload and named request, when counted runs recorded load
+    /// intervals (service workloads).
+    pub load: Vec<load::LoadGroup>,
     /// Data quality.
     pub quality: quality::Quality,
     /// The baseline and primary metrics used.
@@ -73,6 +80,7 @@ pub fn analyse(
         comparisons,
         isolation,
         scalability,
+        load: load::load(data),
         quality,
         options,
     }

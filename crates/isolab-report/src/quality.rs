@@ -244,6 +244,7 @@ mod tests {
             environment: vec![],
             interruptions: vec![],
             series: vec![],
+            intervals: Default::default(),
         };
         let q = quality(&data, &BTreeMap::new());
         assert_eq!(q.outliers.len(), 1, "{:?}", q.outliers);

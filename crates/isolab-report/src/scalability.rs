@@ -755,6 +755,7 @@ mod tests {
             environment: Vec::new(),
             interruptions: Vec::new(),
             series: Vec::new(),
+            intervals: Default::default(),
         }
     }
 

@@ -28,6 +28,9 @@ pub struct ExperimentData {
     /// Time series of one representative run per cell (the first counted one), for
     /// at most [`SERIES_CELLS`] cells: `(cell index, run id, series)`.
     pub series: Vec<(u32, i64, Vec<isolab_store::Series>)>,
+    /// The load intervals of every counted run that recorded some (service workloads),
+    /// by run, ordered by request then start.
+    pub intervals: crate::load::IntervalsByRun,
 }
 
 impl ExperimentData {
@@ -50,6 +53,10 @@ impl ExperimentData {
     pub fn load(store: &Store, id: ExperimentId) -> Result<Self, isolab_store::Error> {
         let cells = store.cells(id)?;
         let runs = store.runs(id)?;
+        let mut intervals = crate::load::IntervalsByRun::new();
+        for row in store.interval_observations(id)? {
+            intervals.entry(row.run).or_default().push(row.interval);
+        }
         let mut series = Vec::new();
         for cell in cells.iter().take(SERIES_CELLS) {
             if let Some(run) = runs.iter().find(|r| r.cell == cell.id && r.is_counted()) {
@@ -63,6 +70,7 @@ impl ExperimentData {
             environment: store.environment(id)?,
             interruptions: store.interruptions(id)?,
             series,
+            intervals,
         })
     }
 }

@@ -4,8 +4,9 @@
 //! Skipped, with the reason printed, when `/usr/bin/chromium` (or `$ISOLAB_CHROMIUM`) is
 //! missing (`apt-get install -y chromium`). Set `ISOLAB_PLOTS_SCREENSHOT=/some/file.png` (or
 //! `ISOLAB_REPORT_SCREENSHOT`, `ISOLAB_ISOLATION_SCREENSHOT`,
-//! `ISOLAB_SCALABILITY_SCREENSHOT`, `ISOLAB_QUICK_START_SCREENSHOT` for the reports) to keep
-//! the screenshot (and, for a report, its page beside it as `.html`).
+//! `ISOLAB_SCALABILITY_SCREENSHOT`, `ISOLAB_LOAD_SCREENSHOT`,
+//! `ISOLAB_QUICK_START_SCREENSHOT` for the reports) to keep the screenshot (and, for a
+//! report, its page beside it as `.html`).
 
 mod experiment;
 mod fixtures;
@@ -17,7 +18,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use isolab_report::plots::{
-    grouped_bars, histogram, lines, scaling, time_series, BarChart, ScalingChart,
+    grouped_bars, histogram, lines, scaling, time_series, BarChart, ScalingChart, TimeSeriesChart,
 };
 
 /// The scalability chart of the isolab curve of the synthetic scalability experiment.
@@ -35,15 +36,29 @@ fn scaling_chart() -> ScalingChart {
 const CHROMIUM: &str = "/usr/bin/chromium";
 const TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The page: the five charts, one "no data" chart, and a script that throws (a console
+/// Seed 003's two load charts (response time; requests per second with the users on a
+/// right-hand axis) of the synthetic load experiment.
+fn load_charts() -> [TimeSeriesChart; 2] {
+    let (_, analysis) = experiment::load_analysis();
+    let group = &analysis.load[0];
+    [
+        isolab_report::load::latency_chart(group).expect("latencies were reported"),
+        isolab_report::load::rate_chart(group),
+    ]
+}
+
+/// The page: the seven charts, one "no data" chart, and a script that throws (a console
 /// error the test catches) if a chart did not become an SVG element with a size.
 fn page() -> String {
+    let [latency, rate] = load_charts();
     let charts = [
         grouped_bars(&fixtures::bars()),
         histogram(&fixtures::histogram()),
         lines(&fixtures::lines()),
         time_series(&fixtures::time_series()),
         scaling(&scaling_chart()),
+        time_series(&latency),
+        time_series(&rate),
         grouped_bars(&BarChart {
             title: "an empty chart".into(),
             ..BarChart::default()
@@ -153,13 +168,13 @@ fn render(page: &str, window: &str, dir: &Path) -> Option<(String, std::path::Pa
 #[test]
 fn charts_render_in_headless_chromium() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let Some((log, shot)) = render(&page(), "1280,2000", dir.path()) else {
+    let Some((log, shot)) = render(&page(), "1280,3600", dir.path()) else {
         return;
     };
     // The page's script ran and its console output reached us, so errors would have too.
     assert!(
         log.lines()
-            .any(|l| l.contains("CONSOLE") && l.contains("isolab-plots: 6 charts rendered")),
+            .any(|l| l.contains("CONSOLE") && l.contains("isolab-plots: 8 charts rendered")),
         "the page's console message is missing from Chromium's log:\n{log}"
     );
     if let Some(keep) = std::env::var_os("ISOLAB_PLOTS_SCREENSHOT") {
@@ -227,6 +242,15 @@ fn the_scalability_report_renders_in_headless_chromium() {
         report_renders(&data, options, "1400,3000", "ISOLAB_SCALABILITY_SCREENSHOT");
     assert_eq!(analysis.scalability.len(), 2);
     assert!(page.contains("<h2>Scalability</h2>"));
+}
+
+#[test]
+fn the_load_report_renders_in_headless_chromium() {
+    let (_store, data) = experiment::load_experiment();
+    let options = experiment::load_options(&data);
+    let (analysis, page) = report_renders(&data, options, "1400,3000", "ISOLAB_LOAD_SCREENSHOT");
+    assert_eq!(analysis.load.len(), 1);
+    assert!(page.contains("<h2>Load over time</h2>"));
 }
 
 /// The built-in quick start's shape, at the width of a laptop screen.

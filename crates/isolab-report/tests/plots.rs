@@ -218,3 +218,31 @@ fn scaling_snapshot() {
     check_svg(&empty, "");
     assert!(empty.contains(">no data</text>"));
 }
+
+#[test]
+fn load_charts_snapshot() {
+    let (_, analysis) = experiment::load_analysis();
+    let group = &analysis.load[0];
+    let latency = isolab_report::load::latency_chart(group).unwrap();
+    let svg = isolab_report::plots::time_series(&latency);
+    check_svg(&svg, &latency.title);
+    // host and docker: a line over a band each, and a thin dashed p99 line each.
+    assert_eq!(svg.matches("class=\"plot-band\"").count(), 2);
+    assert_eq!(svg.matches("class=\"plot-line\"").count(), 4);
+    assert_eq!(
+        svg.matches("stroke-dasharray=\"4 3\"").count(),
+        2 + 2,
+        "lines and legend"
+    );
+    insta::assert_snapshot!("load_latency", svg);
+
+    let rate = isolab_report::load::rate_chart(group);
+    let svg = isolab_report::plots::time_series(&rate);
+    check_svg(&svg, &rate.title);
+    assert_eq!(svg.matches("class=\"plot-band\"").count(), 2);
+    // One users line for both cells (the same profile), on the right-hand axis.
+    assert_eq!(svg.matches("class=\"plot-line plot-secondary\"").count(), 1);
+    assert!(svg.contains(">active users (right axis)</text>"));
+    assert!(svg.contains("active users"), "the right axis has a title");
+    insta::assert_snapshot!("load_rate", svg);
+}

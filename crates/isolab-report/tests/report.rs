@@ -575,3 +575,87 @@ fn the_baseline_is_never_compared_with_itself() {
     )
     .is_err());
 }
+
+#[test]
+fn load_over_time_per_cell_with_totals_over_repetitions() {
+    use isolab_report::load::LatencyStat;
+    let (data, analysis) = experiment::load_analysis();
+    assert_eq!(analysis.load.len(), 1, "one workload, one request");
+    let g = &analysis.load[0];
+    assert_eq!(
+        (g.workload.as_str(), g.request.as_str()),
+        ("wordpress", "home")
+    );
+    assert_eq!(g.latency, Some(LatencyStat::P50));
+    let labels: Vec<&str> = g.lines.iter().map(|l| l.label.as_str()).collect();
+    assert_eq!(labels, ["host", "docker"]);
+    for line in &g.lines {
+        assert_eq!(line.seconds.len(), experiment::LOAD_SECONDS as usize);
+        assert_eq!(line.totals.runs.len(), 3);
+        assert!(line.seconds.iter().all(|s| s.runs == 3));
+        // The users are the profile's; the band holds the median.
+        for s in &line.seconds {
+            assert_eq!(s.users, Some(experiment::load_users(s.start_s as u32)));
+            assert!(s.rate.low <= s.rate.median && s.rate.median <= s.rate.high);
+            let l = s.latency_ms.unwrap();
+            assert!(l.low <= l.median && l.median <= l.high);
+        }
+        // The run's successful requests are its metric `home_ok`.
+        for r in &line.totals.runs {
+            let run = data.runs.iter().find(|x| x.id == r.run).unwrap();
+            assert_eq!(run.metrics[0].value, r.successful as f64);
+            assert_eq!(r.duration_s, f64::from(experiment::LOAD_SECONDS));
+        }
+        let ci = line.totals.successful.ci.unwrap();
+        assert!(ci.low < line.totals.successful.mean && line.totals.successful.mean < ci.high);
+    }
+    let (host, docker) = (&g.lines[0].totals, &g.lines[1].totals);
+    assert!(host.successful.mean > docker.successful.mean);
+    assert_eq!(host.failed.mean, 0.0);
+    assert!(docker.failed.mean > 0.0);
+    // Saturated at the end: about 400 and 330 × 0.99 successful requests per second.
+    let last = |i: usize| g.lines[i].seconds.last().unwrap().rate.median;
+    assert!((last(0) - 400.0).abs() < 15.0, "{}", last(0));
+    assert!((last(1) - 330.0 * 0.99).abs() < 15.0, "{}", last(1));
+
+    let text = isolab_report::load::render(&analysis.load, false);
+    insta::assert_snapshot!("load_table", text);
+    assert_eq!(
+        text.lines().count(),
+        2 + 2,
+        "heading, header and one line per cell"
+    );
+    let md = isolab_report::load::render(&analysis.load, Style::Markdown);
+    assert!(md.starts_with("**Load over time**"), "{md}");
+    assert!(md.contains("| workload | request | cell | runs |"), "{md}");
+    // Without load intervals there is no load section.
+    let (_store, plain) = experiment::experiment();
+    let plain = analyse(
+        &plain,
+        experiment::options(&plain),
+        &CompareOptions::default(),
+    );
+    assert!(plain.load.is_empty());
+    assert_eq!(isolab_report::load::render(&plain.load, false), "");
+    assert!(!html::html(&experiment::experiment().1, &plain).contains("Load over time"));
+}
+
+#[test]
+fn html_report_of_a_load_experiment() {
+    let (data, analysis) = experiment::load_analysis();
+    let page = html::html(&data, &analysis);
+    assert!(page.contains("<h2>Load over time</h2>"));
+    assert!(page.contains("<h3 class=load>wordpress · home</h3>"));
+    assert!(page.contains("wordpress · home: response time over time"));
+    assert!(page.contains("wordpress · home: successful requests per second"));
+    assert!(page.contains("the lowest to the highest repetition at that second (min–max)"));
+    assert!(page.contains(">active users (right axis)</text>"));
+    // Seed 003's Table 2.2: a row per run, a column per cell, and the mean.
+    let per_run = page.split("<table class=per-run>").nth(1).unwrap();
+    let per_run = per_run.split("</table>").next().unwrap();
+    assert_eq!(per_run.matches("<tr>").count(), 1 + 3 + 1, "{per_run}");
+    assert!(
+        per_run.contains("<th>host</th><th>docker</th>"),
+        "{per_run}"
+    );
+}

@@ -432,6 +432,8 @@ impl Ranged for Ticked {
 pub(crate) struct Plot<'a> {
     /// Maps a data point (x, y) to pixels.
     pub map: &'a dyn Fn(f64, f64) -> (i32, i32),
+    /// Maps a point (x, y on the secondary axis, right) to pixels, when the chart has one.
+    pub map_secondary: Option<&'a dyn Fn(f64, f64) -> (i32, i32)>,
     /// Left edge of the plot area.
     pub left: i32,
     /// Right edge of the plot area.
@@ -590,8 +592,20 @@ pub(crate) fn render(
     y: &Axis,
     marks: impl FnOnce(&Plot<'_>, &mut Overlay),
 ) -> String {
+    render_dual(frame, x, y, None, marks)
+}
+
+/// [`render`] with an optional secondary y axis on the right (`y2`), for marks in another
+/// unit; [`Plot::map_secondary`] maps onto it.
+pub(crate) fn render_dual(
+    frame: &Frame<'_>,
+    x: &Axis,
+    y: &Axis,
+    y2: Option<&Axis>,
+    marks: impl FnOnce(&Plot<'_>, &mut Overlay),
+) -> String {
     let size = frame.size.clamped();
-    match try_render(frame, size, x, y, marks) {
+    match try_render(frame, size, x, y, y2, marks) {
         Ok(svg) => svg,
         Err(e) => message(size, frame.title, &e.to_string()),
     }
@@ -602,6 +616,7 @@ fn try_render(
     size: Size,
     x: &Axis,
     y: &Axis,
+    y2: Option<&Axis>,
     marks: impl FnOnce(&Plot<'_>, &mut Overlay),
 ) -> Result<String, PlotError> {
     let width = size.width as i32;
@@ -616,6 +631,7 @@ fn try_render(
     let top = title_h + legend_h + frame.top_extra as i32 + 6;
     // Tick labels + gap + the rotated axis title.
     let y_area = (y.label_width() + 36).max(50);
+    let y2_area = y2.map_or(0, |y2| (y2.label_width() + 36).max(50));
     // Room for half the last x label right of the plot.
     let last_x_label = x.labels.iter().rev().find(|l| !l.is_empty());
     let right = last_x_label.map_or(0, |l| text_width(l, 12.0, false) as i32 / 2 + 4);
@@ -634,12 +650,15 @@ fn try_render(
             .margin_right((MARGIN + 8).max(right) as u32)
             .x_label_area_size(46)
             .y_label_area_size(y_area)
-            .build_cartesian_2d(Ticked::new(x), Ticked::new(y))?;
+            .right_y_label_area_size(y2_area)
+            .build_cartesian_2d(Ticked::new(x), Ticked::new(y))?
+            // Without a secondary axis this one has no label area and draws nothing.
+            .set_secondary_coord(Ticked::new(x), Ticked::new(y2.unwrap_or(y)));
         // Tick labels that would touch are thinned out; axis titles longer than the plot
         // are shortened.
         let (xr, yr) = chart.plotting_area().get_pixel_range();
         let x_px = |v: f64| Ticked::new(x).map(&v, (xr.start, xr.end));
-        let y_px = |v: f64| Ticked::new(y).map(&v, (yr.end, yr.start));
+        let y_px = y_px_of(y, &yr);
         let x = x.thinned(x_px, |l| text_width(l, 12.0, false) as i32, 8);
         let y = y.thinned(y_px, |_| 12, 4);
         let x_desc = ellipsize(&x.desc, 13.0, false, xr.end - xr.start);
@@ -667,10 +686,32 @@ fn try_render(
             mesh.disable_y_mesh();
         }
         mesh.draw()?;
+        let y2 = y2.map(|y2| y2.thinned(y_px_of(y2, &yr), |_| 12, 4));
+        let y2_desc = y2.as_ref().map_or(String::new(), |y2| {
+            ellipsize(&y2.desc, 13.0, false, yr.end - yr.start)
+        });
+        let y2_fmt = |v: &f64| y2.as_ref().map_or(String::new(), |y2| y2.label_at(*v));
+        if y2.is_some() {
+            let mut secondary = chart.configure_secondary_axes();
+            secondary
+                .y_label_formatter(&y2_fmt)
+                .label_style(tick_font)
+                .axis_desc_style(desc_font)
+                .axis_style(ink)
+                .set_all_tick_mark_size(4);
+            if !y2_desc.is_empty() {
+                secondary.y_desc(y2_desc.as_str());
+            }
+            secondary.draw()?;
+        }
 
         let map = |a: f64, b: f64| chart.backend_coord(&(a, b));
+        let map2 = |a: f64, b: f64| chart.borrow_secondary().backend_coord(&(a, b));
         let plot = Plot {
             map: &map,
+            map_secondary: y2
+                .is_some()
+                .then_some(&map2 as &dyn Fn(f64, f64) -> (i32, i32)),
             left: xr.start,
             right: xr.end,
             top: yr.start,
@@ -680,6 +721,12 @@ fn try_render(
         root.present()?;
     }
     Ok(finish(buf, frame.title, &overlay.svg))
+}
+
+/// Maps a value of the y axis `axis` to pixels of the plot's vertical range `yr`.
+fn y_px_of<'a>(axis: &'a Axis, yr: &std::ops::Range<i32>) -> impl Fn(f64) -> i32 + 'a {
+    let (top, bottom) = (yr.start, yr.end);
+    move |v: f64| Ticked::new(axis).map(&v, (bottom, top))
 }
 
 /// Rounds every `font-size="…"` plotters wrote to whole pixels (it writes e.g.

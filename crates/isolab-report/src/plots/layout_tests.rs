@@ -400,9 +400,11 @@ fn time_series_charts(size: Size, lo: f64, hi: f64) -> Vec<TimeSeriesChart> {
                             value: lo + (hi - lo) * ((i as usize + c) % 10) as f64 / 9.0,
                         })
                         .collect(),
+                    ..Default::default()
                 })
                 .collect(),
             size,
+            ..Default::default()
         })
         .collect()
 }

@@ -12,7 +12,7 @@
 //! | [`histogram`] | [`HistogramChart`] | seed 000: regression % binned, counts above the bars, lines at 0, the mean and percentiles |
 //! | [`lines`] | [`LineChart`] | scalability: series of (x, y) with CI bands and dashed fitted curves, linear or log2 x |
 //! | [`scaling`] | [`ScalingChart`] | one scalability curve: measured means with CI whiskers, the preferred model with its bootstrap band, the other model dashed, linear scaling dotted |
-//! | [`time_series`] | [`TimeSeriesChart`] | telemetry of one run over time (per-core utilisation), thin lines, no markers |
+//! | [`time_series`] | [`TimeSeriesChart`] | telemetry of one run over time (per-core utilisation), thin lines, no markers; load over time (seed 003): lines with bands over repetitions, thin p99 companions, active users on a right-hand axis |
 //!
 //! What every chart shares: a bold title, axis labels that carry their unit (the caller
 //! writes them, e.g. `"overhead ratio (× bare metal)"`), ticks at "nice" numbers (1, 2, 2.5
@@ -44,7 +44,9 @@ pub use bars::{grouped_bars, Bar, BarChart};
 pub use histogram::{histogram, HistogramBin, HistogramChart, Percentile};
 pub use lines::{lines, Fit, LineChart, LinePoint, LineSeries, XScale};
 pub use scaling::{scaling, BandSample, ScalingChart};
-pub use time_series::{time_series, TimeSample, TimeSeries, TimeSeriesChart};
+pub use time_series::{
+    time_series, LineStyle, SecondaryAxis, TimeBand, TimeSample, TimeSeries, TimeSeriesChart,
+};
 
 /// The Okabe-Ito colour-blind-safe palette (Okabe & Ito 2008, "Color Universal Design"),
 /// in the order series get their colours: blue, orange, bluish green, vermillion, reddish
@@ -217,6 +219,7 @@ mod tests {
                             value: hi,
                         },
                     ],
+                    ..Default::default()
                 }],
                 ..TimeSeriesChart::default()
             };

@@ -8,8 +8,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use isolab_report::ExperimentData;
 use isolab_stats::Direction;
 use isolab_store::{
-    ExperimentStatus, MetricValue, NewCell, NewExperiment, NewRun, RunStatus, Series, Store,
-    Telemetry,
+    ExperimentStatus, LoadInterval, MetricValue, NewCell, NewExperiment, NewRun, RunStatus, Series,
+    Store, Telemetry,
 };
 
 pub const SPEC: &str = "[experiment]\nname = \"synthetic\"\nbaseline = { placement = \"shared\" }\n[matrix]\nshape = [\"medium\", \"large\"]\nplacement = [\"shared\", \"quota\", \"pinned\"]\nworkload = [\"sysbench-cpu\", \"fio-randread\"]\n";
@@ -308,7 +308,7 @@ fn scaling_noise(cell: usize, rep: u32) -> f64 {
     PATTERN[(cell * 3 + rep as usize) % PATTERN.len()]
 }
 
-/// Stores cells with `levels` and, per cell, `runs` counted runs (after a warm-up) whose
+/// Stores cells with `levels` and, per cell, 5 counted runs (after a warm-up) whose
 /// metrics come from `metrics(cell, levels, rep)`.
 fn store_cells(
     name: &str,
@@ -316,6 +316,21 @@ fn store_cells(
     seed: u64,
     cells: Vec<Vec<(String, String)>>,
     metrics: impl Fn(usize, &[(String, String)], u32) -> Vec<MetricValue>,
+) -> (Store, ExperimentData) {
+    store_runs(name, spec, seed, cells, 5, |cell, levels, rep| {
+        (metrics(cell, levels, rep), vec![])
+    })
+}
+
+/// Stores cells with `levels` and, per cell, `runs` counted runs (after a warm-up) whose
+/// metrics and load intervals come from `run(cell, levels, rep)`.
+fn store_runs(
+    name: &str,
+    spec: &str,
+    seed: u64,
+    cells: Vec<Vec<(String, String)>>,
+    runs: u32,
+    run: impl Fn(usize, &[(String, String)], u32) -> (Vec<MetricValue>, Vec<LoadInterval>),
 ) -> (Store, ExperimentData) {
     let mut store = Store::open_in_memory().unwrap();
     let new_cells: Vec<NewCell> = cells
@@ -345,7 +360,8 @@ fn store_cells(
         .unwrap();
     let stored = store.cells(id).unwrap();
     for (i, cell) in stored.iter().enumerate() {
-        for rep in 0..6u32 {
+        for rep in 0..=runs {
+            let (metrics, intervals) = run(i, &new_cells[i].levels, rep);
             store
                 .insert_run(&NewRun {
                     cell: cell.id,
@@ -360,16 +376,16 @@ fn store_cells(
                     stderr: String::new(),
                     error: None,
                     limits: serde_json::json!({ "summary": "none" }),
-                    metrics: metrics(i, &new_cells[i].levels, rep),
+                    metrics,
                     telemetry: isolab_store::TelemetrySet::new(),
                     series: vec![],
-                    intervals: vec![],
+                    intervals,
                     notes: vec![],
                 })
                 .unwrap();
         }
         store
-            .set_stop_reason(cell.id, "max: 5 runs reached")
+            .set_stop_reason(cell.id, &format!("max: {runs} runs reached"))
             .unwrap();
     }
     store
@@ -546,4 +562,93 @@ pub fn quick_start_options(data: &ExperimentData) -> isolab_report::SummaryOptio
             .collect(),
         all_metrics: false,
     }
+}
+
+const LOAD_SPEC: &str = "[experiment]\nname = \"load\"\nbaseline = { platform = \"host\" }\nrepetitions = { warmup = 1, min = 3, max = 3 }\n\n[matrix]\nplatform = [\"host\", \"docker\"]\nworkload = [\"wordpress\"]\n";
+
+/// Seconds of load: users ramp from 1 to 50 over the first 50, then 50 are held for 10
+/// (seed 003's profile, 1 → 100 users over 720 s then 80 s, scaled down).
+pub const LOAD_SECONDS: u32 = 60;
+
+/// Active users at second `s` of [`LOAD_SECONDS`].
+pub fn load_users(s: u32) -> f64 {
+    (1.0 + 49.0 * f64::from(s) / 49.0).min(50.0)
+}
+
+/// A synthetic service experiment in seed 003's shape: WordPress on `host` and `docker`,
+/// 3 counted runs each after a warm-up, [`LOAD_SECONDS`] seconds of request `home` under
+/// ramping users ([`load_users`]). Each user asks for 10 pages a second until the
+/// platform saturates (host at 400 requests/s, docker at 330), then response times grow
+/// as Little's law says (users ÷ throughput); docker fails 1% of its requests once
+/// saturated. Runs differ by a deterministic ±3% ripple. Metric: `home_ok`, the run's
+/// successful requests.
+pub fn load_experiment() -> (Store, ExperimentData) {
+    let cells = ["host", "docker"]
+        .iter()
+        .map(|p| {
+            levels_of(&[
+                ("platform", (*p).to_owned()),
+                ("workload", "wordpress".to_owned()),
+            ])
+        })
+        .collect();
+    store_runs("load", LOAD_SPEC, 3, cells, 3, |cell, _, rep| {
+        let capacity = if cell == 0 { 400.0 } else { 330.0 };
+        let intervals: Vec<LoadInterval> = (0..LOAD_SECONDS)
+            .map(|s| {
+                let users = load_users(s);
+                let ripple = scaling_noise(cell + s as usize, rep);
+                let rate = (10.0 * users).min(capacity) * (1.0 + ripple);
+                let saturated = 10.0 * users > capacity;
+                let requests = rate.round() as u64;
+                let failures = if saturated && cell == 1 {
+                    requests / 100
+                } else {
+                    0
+                };
+                let p50 = 1000.0 * users / rate * (1.0 - ripple);
+                LoadInterval {
+                    request: "home".into(),
+                    start_s: f64::from(s),
+                    users: Some(users),
+                    target_rate: None,
+                    requests,
+                    failures,
+                    latency_mean_ms: Some(1.2 * p50),
+                    latency_p50_ms: Some(p50),
+                    latency_p90_ms: Some(1.8 * p50),
+                    latency_p99_ms: Some(2.5 * p50),
+                    latency_max_ms: Some(4.0 * p50),
+                }
+            })
+            .collect();
+        let ok: u64 = intervals.iter().map(|i| i.requests - i.failures).sum();
+        let metrics = vec![MetricValue {
+            name: "home_ok".into(),
+            unit: "requests".into(),
+            direction: Direction::Higher,
+            value: ok as f64,
+        }];
+        (metrics, intervals)
+    })
+}
+
+/// The load experiment's baseline: platform = host.
+pub fn load_options(_data: &ExperimentData) -> isolab_report::SummaryOptions {
+    isolab_report::SummaryOptions {
+        baseline: vec![("platform".into(), "host".into())],
+        ..Default::default()
+    }
+}
+
+/// The load experiment analysed against its baseline (the store is dropped: the data is
+/// loaded).
+pub fn load_analysis() -> (ExperimentData, isolab_report::Analysis) {
+    let (_store, data) = load_experiment();
+    let analysis = isolab_report::analyse(
+        &data,
+        load_options(&data),
+        &isolab_report::compare::CompareOptions::default(),
+    );
+    (data, analysis)
 }
