@@ -1569,6 +1569,28 @@ fn exports_load_intervals_as_series() {
         text(&benchstat.stderr)
     );
 
+    // `show` ends its summary with the load, one line per cell.
+    let show = run(isolab().arg("--db").arg(&db).args(["show", "load"]));
+    assert!(show.status.success(), "{}", text(&show.stderr));
+    let show = text(&show.stdout);
+    assert!(show.contains("\nload over time: per cell"), "{show}");
+    let host = show
+        .lines()
+        .find(|l| l.starts_with("nginx ") && l.contains(" host "))
+        .unwrap_or_else(|| panic!("no load line for host: {show}"));
+    // 100 + 200 + 300 requests, one failed, in both runs: 599 ± 0, 199.67 requests/s.
+    assert!(
+        host.contains("599 ± 0") && host.ends_with("599 599"),
+        "{host}"
+    );
+    let json = run(isolab()
+        .arg("--db")
+        .arg(&db)
+        .args(["show", "load", "--json"]));
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["load"][0]["request"], "home");
+    assert_eq!(v["load"][0]["lines"][1]["label"], "docker");
+
     // The metrics' export is unchanged by the option's existence.
     let metrics = run(isolab().arg("--db").arg(&db).args(["export", "load"]));
     assert!(metrics.status.success(), "{}", text(&metrics.stderr));

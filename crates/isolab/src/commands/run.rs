@@ -176,6 +176,13 @@ pub fn run(db: &Path, args: RunArgs) -> Result<Exit> {
                 isolab_report::scalability::render(&analysis.scalability, super::color())
             );
         }
+        if !analysis.load.is_empty() {
+            println!();
+            print!(
+                "{}",
+                isolab_report::load::render(&analysis.load, super::color())
+            );
+        }
         for line in isolab_report::quality::quality_lines(&analysis.quality) {
             println!("{line}");
         }

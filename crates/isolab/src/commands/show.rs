@@ -34,6 +34,7 @@ pub fn show(db: &Path, args: ShowArgs) -> Result<Exit> {
                 "quality": analysis.quality,
                 "isolation": analysis.isolation,
                 "scalability": analysis.scalability,
+                "load": analysis.load,
                 "interruptions": data.interruptions.len(),
             }))?
         );
@@ -74,6 +75,10 @@ pub fn show(db: &Path, args: ShowArgs) -> Result<Exit> {
             "{}",
             isolab_report::scalability::render(&analysis.scalability, style)
         );
+    }
+    if !analysis.load.is_empty() {
+        println!();
+        print!("{}", isolab_report::load::render(&analysis.load, style));
     }
     if markdown {
         println!();
