@@ -262,6 +262,7 @@ pub fn load(data: &ExperimentData) -> Vec<LoadGroup> {
                         groups.push(RawGroup {
                             workload,
                             request,
+                            all_cells: &data.cells,
                             cells: Vec::new(),
                         });
                         groups.len() - 1
@@ -295,6 +296,8 @@ struct RawRun<'a> {
 struct RawGroup<'a> {
     workload: &'a str,
     request: &'a str,
+    /// Every cell of the experiment, for the labels of a lone line.
+    all_cells: &'a [CellRecord],
     cells: Vec<(&'a CellRecord, Vec<RawRun<'a>>)>,
 }
 
@@ -319,7 +322,7 @@ impl RawGroup<'_> {
             .iter()
             .map(|(cell, runs)| line(cell, runs, latency))
             .collect();
-        let labels = labels(&lines);
+        let labels = labels(&lines, self.all_cells);
         for (line, label) in lines.iter_mut().zip(labels) {
             line.label = label;
         }
@@ -332,19 +335,26 @@ impl RawGroup<'_> {
     }
 }
 
-/// Each line's levels of the factors (but `workload`) that differ between the lines: all
-/// of them when none differs; `cell N` for a cell without other levels.
-fn labels(lines: &[LoadLine]) -> Vec<String> {
-    let differs = |f: &str| {
-        let mut levels = lines
-            .iter()
-            .map(|l| l.levels.iter().find(|(g, _)| g == f).map(|(_, v)| v));
-        let first = levels.next().flatten();
-        levels.any(|v| v != first)
+/// Each line's levels of the factors (but `workload`) that tell it from the others: those
+/// that differ between the lines, or for a lone line those that differ between the
+/// experiment's cells (`all_cells`); all of its levels when none differs, and `cell N`
+/// for a cell without other levels.
+fn labels(lines: &[LoadLine], all_cells: &[CellRecord]) -> Vec<String> {
+    let levels: Vec<&[(String, String)]> = if lines.len() > 1 {
+        lines.iter().map(|l| l.levels.as_slice()).collect()
+    } else {
+        all_cells.iter().map(|c| c.levels.as_slice()).collect()
     };
-    let varying: Vec<&str> = lines
+    let differs = |f: &str| {
+        let mut of = levels
+            .iter()
+            .map(|l| l.iter().find(|(g, _)| g == f).map(|(_, v)| v));
+        let first = of.next().flatten();
+        of.any(|v| v != first)
+    };
+    let varying: Vec<&str> = levels
         .iter()
-        .flat_map(|l| l.levels.iter().map(|(f, _)| f.as_str()))
+        .flat_map(|l| l.iter().map(|(f, _)| f.as_str()))
         .filter(|f| *f != "workload" && differs(f))
         .collect();
     lines
@@ -876,9 +886,22 @@ mod tests {
     #[test]
     fn groups_by_workload_and_request_with_lines_by_cell() {
         let cells = vec![
-            cell(0, &[("platform", "host"), ("workload", "wp")]),
-            cell(1, &[("platform", "vm"), ("workload", "wp")]),
-            cell(2, &[("platform", "host"), ("workload", "nginx")]),
+            cell(
+                0,
+                &[("platform", "host"), ("shape", "large"), ("workload", "wp")],
+            ),
+            cell(
+                1,
+                &[("platform", "vm"), ("shape", "large"), ("workload", "wp")],
+            ),
+            cell(
+                2,
+                &[
+                    ("platform", "host"),
+                    ("shape", "large"),
+                    ("workload", "nginx"),
+                ],
+            ),
         ];
         let mean_only = |r: &str, s: f64| LoadInterval {
             latency_mean_ms: Some(5.0 + s),
@@ -926,7 +949,7 @@ mod tests {
         // The vm cell reported means only: it has no p50 line.
         assert_eq!(home.lines[1].seconds[0].latency_ms, None);
         assert_eq!(groups[1].lines.len(), 1);
-        // A lone cell is labelled by its levels but the workload.
+        // A lone line is labelled by the levels that vary in the experiment.
         assert_eq!(groups[2].lines[0].label, "host");
         assert_eq!(groups[2].latency, Some(LatencyStat::Mean));
         assert_eq!(groups[2].lines[0].totals.runs.len(), 1);

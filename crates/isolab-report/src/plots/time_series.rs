@@ -208,8 +208,7 @@ pub fn time_series(chart: &TimeSeriesChart) -> String {
     let y = match range {
         Some((lo, hi)) => Axis::numeric(lo, hi, 5, &chart.y_label),
         None => {
-            let values = series.iter().flat_map(Drawable::values);
-            let (lo, hi) = axis::finite_extent(values.chain([0.0])).unwrap_or((0.0, 1.0));
+            let (lo, hi) = fitted(series.iter().flat_map(Drawable::values));
             Axis::numeric(lo, hi, 5, &chart.y_label)
         }
     };
@@ -218,8 +217,7 @@ pub fn time_series(chart: &TimeSeriesChart) -> String {
         .as_ref()
         .filter(|_| !secondary.is_empty())
         .map(|a| {
-            let values = secondary.iter().flat_map(Drawable::values);
-            let (lo, hi) = axis::finite_extent(values.chain([0.0])).unwrap_or((0.0, 1.0));
+            let (lo, hi) = fitted(secondary.iter().flat_map(Drawable::values));
             Axis::numeric(lo, hi, 5, &a.label)
         });
 
@@ -258,6 +256,15 @@ pub fn time_series(chart: &TimeSeriesChart) -> String {
             }
         }
     })
+}
+
+/// The range of `values` and 0; from 0 to 1 when all are 0 (a series of zeros, e.g. no
+/// successful request, sits on the axis instead of mid-way up a −1 to 1 one).
+fn fitted(values: impl Iterator<Item = f64>) -> (f64, f64) {
+    match axis::finite_extent(values.chain([0.0])) {
+        Some((lo, hi)) if hi > lo => (lo, hi),
+        _ => (0.0, 1.0),
+    }
 }
 
 type Map<'a> = &'a dyn Fn(f64, f64) -> (i32, i32);
@@ -523,6 +530,21 @@ mod tests {
         plain.secondary = None;
         let svg = time_series(&plain);
         assert!(!svg.contains("plot-secondary") && !has_text(&svg, "active users"));
+    }
+
+    #[test]
+    fn a_series_of_zeros_sits_on_the_axis() {
+        let mut c = load(10);
+        c.secondary = None;
+        for s in &mut c.series {
+            s.band.clear();
+            for p in &mut s.samples {
+                p.value = 0.0;
+            }
+        }
+        let svg = time_series(&c);
+        assert!(!has_text(&svg, "-1") && !has_text(&svg, "-1.0"), "{svg}");
+        assert!(has_text(&svg, "1.0") || has_text(&svg, "1"), "{svg}");
     }
 
     #[test]
