@@ -56,6 +56,7 @@ mod link;
 mod manager;
 mod publish;
 mod state;
+mod tap;
 
 #[cfg(test)]
 mod privileged_tests;
@@ -68,8 +69,9 @@ pub use cni::{CniCommand, CniResult, PluginRequest};
 pub use config::{BridgeConfig, Ipv4Subnet, NetworkMode, DEFAULT_BRIDGE, DEFAULT_SUBNET};
 pub use error::NetworkError;
 pub use host::{NetHost, NetnsId, SystemHost, DEFAULT_PLUGIN_DIR};
-pub use manager::{Attachment, Networking, DEFAULT_STATE_DIR};
+pub use manager::{Attachment, Networking, TapAttachment, DEFAULT_STATE_DIR};
 pub use publish::{Proto, Publish};
+pub use tap::{guest_mac, tap_name, TAP_PREFIX};
 
 /// Connects the container whose network namespace is at `netns`
 /// (`/proc/<pid>/ns/net` or a bind mount of it); see [`Networking::attach`].
