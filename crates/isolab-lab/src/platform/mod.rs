@@ -501,6 +501,10 @@ pub enum PlatformError {
     /// cause chain).
     #[error(transparent)]
     Vm(#[from] isolab_vm::VmError),
+    /// isolab's bridge network could not give a VM its tap or address (the
+    /// network's error, with its cause chain).
+    #[error(transparent)]
+    Network(#[from] isolab_runtime::network::NetworkError),
     /// The engine could not run the instance (its own error, not the workload's).
     #[error("{engine} failed: {message}")]
     Engine {

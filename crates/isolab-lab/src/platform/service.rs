@@ -15,7 +15,9 @@
 //!
 //! Services reach the host here over the host network; a level with network
 //! `none` cannot serve anyone, and on a bridge the service's address is the
-//! container's, which the engines do not report yet.
+//! container's, which the engines do not report yet. The VM platforms start
+//! their services themselves (`vm.rs`: the guest's address on isolab's bridge)
+//! and hand them over with [`Service::in_instance`] and [`wait_ready`].
 
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::PathBuf;
@@ -126,6 +128,35 @@ impl Drop for Service<'_> {
     }
 }
 
+impl<'p> Service<'p> {
+    /// A service the platform runs and stops itself (a VM's guest) in `instance`:
+    /// [`Service::stop`] runs `remove` (which stops it), then kills what is left
+    /// in the instance and removes it. Until [`Service::set_running`], dropping it
+    /// removes the instance only.
+    pub(crate) fn in_instance(instance: Cgroup, address: SocketAddr) -> Service<'p> {
+        Service {
+            address,
+            cgroup: instance.rel().to_path_buf(),
+            limits_applied: Limits::default(),
+            process: None,
+            instance: Some(instance),
+            remove: None,
+            log: None,
+        }
+    }
+
+    /// The instance cgroup of [`Service::in_instance`].
+    pub(crate) fn instance(&self) -> Option<&Cgroup> {
+        self.instance.as_ref()
+    }
+
+    /// Hands over what stops the running service, with its limits as read back.
+    pub(crate) fn set_running(&mut self, limits_applied: Limits, stop: Remove<'p>) {
+        self.limits_applied = limits_applied;
+        self.remove = Some(stop);
+    }
+}
+
 /// Why `job`'s level cannot serve clients on the host, if it cannot.
 fn unreachable(job: &Job) -> Option<PlatformError> {
     let why = match job.platform.network {
@@ -187,13 +218,16 @@ pub(crate) fn start<'p>(
         count: false,
     })?;
     let process = service.process.insert(process);
-    wait_ready(&**process, service.address, spec.ready_timeout).map_err(|waited| {
-        PlatformError::ServerNotReady {
-            command: argv.join(" "),
-            port: spec.port,
-            waited,
-            stderr: read_tail(&log_path(&job.workdir, &log, "stderr"), 2000),
-        }
+    wait_ready(
+        &mut || process.is_running(),
+        service.address,
+        spec.ready_timeout,
+    )
+    .map_err(|waited| PlatformError::ServerNotReady {
+        command: argv.join(" "),
+        port: spec.port,
+        waited,
+        stderr: read_tail(&log_path(&job.workdir, &log, "stderr"), 2000),
     })?;
     if let LimitsAt::Container = limits_at {
         let rel = container_mount(sup.hierarchy())
@@ -230,9 +264,9 @@ fn log_name(job: &Job) -> String {
 }
 
 /// Waits until `address` accepts a TCP connection; `Err` with the time waited
-/// when `process` exits first or `timeout` passes.
-fn wait_ready(
-    process: &dyn Process,
+/// when `running` says the service ended first or `timeout` passes.
+pub(crate) fn wait_ready(
+    running: &mut dyn FnMut() -> bool,
     address: SocketAddr,
     timeout: Duration,
 ) -> Result<(), Duration> {
@@ -241,7 +275,7 @@ fn wait_ready(
         if TcpStream::connect_timeout(&address, Duration::from_millis(200)).is_ok() {
             return Ok(());
         }
-        if !process.is_running() || started.elapsed() >= timeout {
+        if !running() || started.elapsed() >= timeout {
             return Err(started.elapsed());
         }
         std::thread::sleep(Duration::from_millis(50));

@@ -23,11 +23,13 @@
 //!   measured instead of a disk); the files are copied in and out outside the
 //!   measured time.
 
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use isolab_cgroups::{Bytes, IdSet, Limits};
+use isolab_runtime::network::{BridgeConfig, Networking};
 use isolab_store::{Telemetry as T, TelemetrySet};
 use isolab_vm::{
     BaseDisk, DockerReport, GuestCommand, InnerContainer, InnerDocker, InnerEngine, KernelFiles,
@@ -38,6 +40,7 @@ use super::host::HostPlatform;
 use super::instance::{limit, Supervisor};
 use super::isolab::{limit_flags, IsolabConfig};
 use super::registry::{Driver, Executed, PlatformInfo, PlatformKind};
+use super::service::{Service, ServiceSpec, Started};
 use super::{Accel, Capabilities, Execution, ExitKind, Interrupt, Job, PlatformDef, PlatformError};
 
 /// Guest memory beyond the container's limit in `vm+isolab` (the guest kernel,
@@ -278,7 +281,8 @@ impl Driver for VmDriver {
             kind,
             summary,
             capabilities: Capabilities {
-                networks: &[NetworkMode::None],
+                // Every guest has a virtio-net device on a tap of isolab's bridge.
+                networks: &[NetworkMode::Bridge],
                 limits: LimitKinds {
                     // A plain guest's processes are not the host's: no pids limit.
                     pids: self.engine.is_some(),
@@ -286,7 +290,7 @@ impl Driver for VmDriver {
                 },
                 perf_follows_workload: false,
                 needs_image: true,
-                services: false,
+                services: true,
                 vm: true,
             },
         }
@@ -300,6 +304,18 @@ impl Driver for VmDriver {
         } else {
             "no /dev/kvm: vm(tcg) only"
         };
+        let host_local = Path::new(isolab_runtime::network::DEFAULT_PLUGIN_DIR).join("host-local");
+        if !host_local.is_file() {
+            return Err(format!(
+                "{} is missing (the guest's address comes from isolab's bridge allocator): apt-get install containernetworking-plugins",
+                host_local.display()
+            ));
+        }
+        if !Path::new("/dev/net/tun").exists() {
+            return Err(
+                "/dev/net/tun is missing (the guest's network is a tap): modprobe tun".into(),
+            );
+        }
         let docker = match self.engine {
             Some(GuestEngine::Docker) => {
                 "; the experiment's image must have Docker (isolab image build bench-docker DIR)"
@@ -324,27 +340,158 @@ impl Driver for VmDriver {
     }
 
     fn execute(&self, host: &HostPlatform, job: &Job, interrupt: &Interrupt) -> Executed {
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         execute(
             host.supervisor(),
             &self.vm,
             self.engine.as_ref(),
-            cpus,
+            host_cpus(),
             job,
             interrupt,
         )
     }
+
+    fn start_service(&self, host: &HostPlatform, job: &Job, spec: ServiceSpec) -> Started<'_> {
+        start_service(
+            host.supervisor(),
+            &self.vm,
+            self.engine.as_ref(),
+            host_cpus(),
+            job,
+            spec,
+        )
+    }
+
+    fn gc(&self, prefixes: &[String]) -> Result<Vec<String>, PlatformError> {
+        // The three VM drivers share the bridge's records: the plain `vm` collects.
+        if self.engine.is_some() {
+            return Ok(Vec::new());
+        }
+        let net = Networking::system();
+        let mut removed = Vec::new();
+        for (bridge, id) in dead_taps(&net.recorded_taps()?, prefixes) {
+            let Ok(id) = id.parse::<isolab_runtime::ContainerId>() else {
+                continue;
+            };
+            let cfg = BridgeConfig {
+                bridge,
+                ..BridgeConfig::default()
+            };
+            removed.extend(
+                net.detach_tap(&id, &cfg)?
+                    .into_iter()
+                    .map(|r| format!("{r} (VM {id})")),
+            );
+        }
+        Ok(removed)
+    }
 }
 
-/// Runs `job` in a QEMU guest inside an instance of `host`.
-fn execute(
+/// The cpus isolab may use.
+fn host_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// The recorded taps (bridge, VM id) of VMs whose experiment died: ids that start
+/// with one of `prefixes`.
+fn dead_taps(taps: &[(String, String)], prefixes: &[String]) -> Vec<(String, String)> {
+    taps.iter()
+        .filter(|(_, id)| prefixes.iter().any(|p| id.starts_with(p.as_str())))
+        .cloned()
+        .collect()
+}
+
+/// Starts `job`'s command as a service in a QEMU guest: the VM boots on isolab's
+/// bridge inside an instance of `host` with QEMU's limits, the command runs in the
+/// guest (in `vm+ENGINE`, in the engine's container on the guest's host network),
+/// and the service is ready when the guest's address accepts a TCP connection on
+/// `spec.port` from the host. Stopping it powers the guest off (then QMP `quit`,
+/// then SIGKILL) and releases the tap, the address and the instance.
+fn start_service<'p>(
     host: &Supervisor,
     vm: &VmPlatform,
     engine: Option<&GuestEngine>,
     host_cpus: usize,
     job: &Job,
-    interrupt: &Interrupt,
-) -> Result<Execution, PlatformError> {
+    spec: ServiceSpec,
+) -> Started<'p> {
+    let GuestPlan {
+        mut config,
+        command,
+        shape_memory,
+        ..
+    } = guest_plan(vm, engine, host_cpus, job, true)?;
+    let instance = host.create_instance(&job.name)?;
+    let net = match VmNet::attach(job) {
+        Ok(net) => net,
+        Err(e) => {
+            let _ = instance.remove();
+            return Err(e);
+        }
+    };
+    let ip = net.ip().unwrap_or(Ipv4Addr::UNSPECIFIED);
+    let address = SocketAddr::from((ip, spec.port));
+    // From here on, dropping `service` removes the instance; `net` and `running`
+    // (declared after it, so dropped before it) kill QEMU and release the network.
+    let mut service = Service::in_instance(instance, address);
+    config.network = net.guest();
+    let cgroup = service
+        .instance()
+        .ok_or_else(|| vm_error("the service has no instance"))?;
+    let applied = limit(cgroup, &qemu_limits(&job.limits))?;
+    let attacher = cgroup.attacher()?;
+    let mut running = isolab_vm::start(&config, &command, Some(attacher))?;
+    drop(config);
+    super::service::wait_ready(&mut || running.is_running(), address, spec.ready_timeout).map_err(
+        |waited| PlatformError::ServerNotReady {
+            command: job.argv.join(" "),
+            port: spec.port,
+            waited,
+            stderr: format!(
+                "(in the guest {ip}; the end of its console:)\n{}",
+                running.console_tail()
+            ),
+        },
+    )?;
+    let limits = guest_limits(applied, &job.limits, shape_memory);
+    service.set_running(
+        limits,
+        Box::new(move || {
+            let stopped = running.stop();
+            let released = net.release();
+            stopped?;
+            released
+        }),
+    );
+    Ok(service)
+}
+
+/// What a VM for `job` is: its configuration, the guest command and the sizes the
+/// run reports.
+struct GuestPlan {
+    config: VmConfig,
+    command: GuestCommand,
+    vcpus: u32,
+    /// The guest's RAM.
+    memory: Bytes,
+    /// The shape's memory (the guest's RAM in a plain VM, the container's limit in
+    /// `vm+ENGINE`).
+    shape_memory: Bytes,
+    /// isolab-runtime's report in the workdir (`vm+isolab`).
+    report_path: PathBuf,
+    /// The Docker container's report directory in the workdir (`vm+docker`).
+    docker_report: PathBuf,
+}
+
+/// Plans the VM of `job`; a `service` runs in the guest until stopped, in a
+/// container engine on the guest's host network (so that the guest's address is
+/// the service's).
+fn guest_plan(
+    vm: &VmPlatform,
+    engine: Option<&GuestEngine>,
+    host_cpus: usize,
+    job: &Job,
+    service: bool,
+) -> Result<GuestPlan, PlatformError> {
     let prepared = vm.prepared(job)?;
     let inner = engine.is_some();
     let (vcpus, pin) = guest_cpus(&job.limits, host_cpus);
@@ -372,30 +519,154 @@ fn execute(
     config.scratch_disk = job.uses_disk.then_some(SCRATCH_DISK);
     let report_path = job.workdir.join(".isolab-runtime.json");
     let docker_report = job.workdir.join(DOCKER_REPORT);
+    let network = if service {
+        vec!["--network".to_owned(), "host".to_owned()]
+    } else {
+        Vec::new()
+    };
     let mut command = GuestCommand::new(job.argv.clone(), job.timeout);
     command.inner = match engine {
         None => None,
         Some(GuestEngine::Isolab(runtime)) => {
             let mut flags = limit_flags(&inner_limits(&job.limits));
             flags.extend(["--report".into(), report_path.display().to_string()]);
+            flags.extend(network);
             Some(InnerEngine::Isolab(InnerContainer {
                 runtime: runtime.program.clone(),
                 flags,
                 image: None,
             }))
         }
-        Some(GuestEngine::Docker) => Some(InnerEngine::Docker(InnerDocker {
+        Some(GuestEngine::Docker) => {
             // A pure cgroup2 guest; inner limits have no io throttles, so no device is named.
-            flags: isolab_engines::docker::run_limit_flags(
+            let mut flags = isolab_engines::docker::run_limit_flags(
                 &inner_limits(&job.limits),
                 isolab_cgroups::Version::V2,
                 Path::new("/sys"),
-            )?,
-            report: docker_report.clone(),
-        })),
+            )?;
+            flags.extend(network);
+            Some(InnerEngine::Docker(InnerDocker {
+                flags,
+                report: docker_report.clone(),
+            }))
+        }
     };
+    Ok(GuestPlan {
+        config,
+        command,
+        vcpus,
+        memory,
+        shape_memory,
+        report_path,
+        docker_report,
+    })
+}
+
+/// The id of `job`'s VM on the bridge network (its lease's owner): the container
+/// id the engines would give it, so that gc finds it by the dead experiment's
+/// prefix.
+fn vm_id(job: &Job) -> Result<isolab_runtime::ContainerId, PlatformError> {
+    Ok(super::container_id(isolab_engines::ID_PREFIX, &job.name)?)
+}
+
+/// A VM's place on isolab's bridge (the runtime's `bridge` network): a tap and a
+/// leased address. [`VmNet::release`] (or dropping it) closes its descriptor of
+/// the tap and releases the lease; the tap goes with the last descriptor, QEMU's,
+/// so the caller drops its copies of [`VmNet::guest`] first.
+struct VmNet {
+    id: isolab_runtime::ContainerId,
+    bridge: BridgeConfig,
+    guest: Option<isolab_vm::GuestNetwork>,
+    tap: String,
+    released: bool,
+}
+
+impl VmNet {
+    /// Attaches the VM of `job` to the bridge.
+    fn attach(job: &Job) -> Result<VmNet, PlatformError> {
+        let id = vm_id(job)?;
+        let bridge = BridgeConfig::default();
+        let att = Networking::system().attach_tap(&id, &bridge)?;
+        Ok(VmNet {
+            guest: Some(isolab_vm::GuestNetwork {
+                tap: Arc::new(att.fd),
+                ip: att.ip,
+                prefix: att.prefix,
+                gateway: att.gateway,
+                mac: att.mac,
+            }),
+            tap: att.tap,
+            id,
+            bridge,
+            released: false,
+        })
+    }
+
+    /// The guest's network, for its [`VmConfig`].
+    fn guest(&self) -> Option<isolab_vm::GuestNetwork> {
+        self.guest.clone()
+    }
+
+    /// The guest's address.
+    fn ip(&self) -> Option<Ipv4Addr> {
+        self.guest.as_ref().map(|g| g.ip)
+    }
+
+    /// A note for the run: the guest's address and tap.
+    fn note(&self) -> String {
+        match &self.guest {
+            Some(g) => format!(
+                "network: the guest's eth0 is {}/{} (virtio-net on tap {} of bridge {}); it reaches the host at {}",
+                g.ip, g.prefix, self.tap, self.bridge.bridge, g.gateway
+            ),
+            None => "network: released".into(),
+        }
+    }
+
+    /// Closes the tap and releases the address.
+    fn release(mut self) -> Result<(), PlatformError> {
+        self.released = true;
+        self.guest = None;
+        Networking::system().detach_tap(&self.id, &self.bridge)?;
+        Ok(())
+    }
+}
+
+impl Drop for VmNet {
+    fn drop(&mut self) {
+        if !self.released {
+            self.guest = None;
+            if let Err(e) = Networking::system().detach_tap(&self.id, &self.bridge) {
+                eprintln!("warning: releasing the network of VM {}: {e}", self.id);
+            }
+        }
+    }
+}
+
+/// Runs `job` in a QEMU guest inside an instance of `host`.
+fn execute(
+    host: &Supervisor,
+    vm: &VmPlatform,
+    engine: Option<&GuestEngine>,
+    host_cpus: usize,
+    job: &Job,
+    interrupt: &Interrupt,
+) -> Result<Execution, PlatformError> {
+    let GuestPlan {
+        mut config,
+        command,
+        vcpus,
+        memory,
+        shape_memory,
+        report_path,
+        docker_report,
+    } = guest_plan(vm, engine, host_cpus, job, false)?;
+    let inner = engine.is_some();
+    let net = VmNet::attach(job)?;
+    config.network = net.guest();
     let outer = qemu_limits(&job.limits);
-    host.instance(job, interrupt, |cgroup| {
+    let net_note = net.note();
+    let executed = host.instance(job, interrupt, |cgroup| {
         let applied = limit(cgroup, &outer)?;
         let attacher = cgroup.attacher()?;
         let stop = || interrupt.is_triggered();
@@ -456,11 +727,8 @@ fn execute(
             }
             Err(e) => notes.push(format!("QEMU's cgroup statistics unavailable: {e}")),
         }
-        // What the guest got: QEMU's cgroup limits, the guest's RAM as its memory.
-        let mut limits_applied = applied;
-        limits_applied.memory_max = job.limits.memory_max.map(|_| shape_memory);
-        limits_applied.pids_max = job.limits.pids_max;
-        limits_applied.memory_swap_max = job.limits.memory_swap_max;
+        notes.push(net_note.clone());
+        let mut limits_applied = guest_limits(applied, &job.limits, shape_memory);
         if let Some(engine) = engine {
             let report = inner_report(engine, &report_path, &docker_report, &run.stderr)?;
             let asked = inner_limits(&job.limits);
@@ -505,7 +773,24 @@ fn execute(
             series: Vec::new(),
             notes,
         })
-    })
+    });
+    // QEMU is gone; the tap goes with the last descriptors, the config's and the net's.
+    drop(config);
+    let released = net.release();
+    let execution = executed?;
+    released?;
+    Ok(execution)
+}
+
+/// What the guest got: QEMU's cgroup limits as read back (`applied`), the guest's
+/// RAM as its memory, and the shape's pids and swap limits (in force in the guest
+/// for a container there).
+fn guest_limits(applied: Limits, asked: &Limits, shape_memory: Bytes) -> Limits {
+    let mut limits = applied;
+    limits.memory_max = asked.memory_max.map(|_| shape_memory);
+    limits.pids_max = asked.pids_max;
+    limits.memory_swap_max = asked.memory_swap_max;
+    limits
 }
 
 /// What the container in the guest reported, whatever its engine.
@@ -620,11 +905,124 @@ mod tests {
         assert_eq!(kind, vm_docker());
         let caps = kind.capabilities();
         assert!(caps.vm && caps.needs_image && caps.limits.pids && caps.limits.cpuset);
-        assert!(!caps.perf_follows_workload && !caps.services);
-        assert_eq!(caps.networks, &[isolab_engines::NetworkMode::None]);
+        assert!(!caps.perf_follows_workload && caps.services);
+        assert_eq!(caps.networks, &[isolab_engines::NetworkMode::Bridge]);
         let level = PlatformDef::vm(kind, Accel::Tcg);
         assert_eq!(level.name, "vm(tcg)+docker");
         assert!(PlatformDef::builtins().iter().any(|d| d.name == level.name));
+    }
+
+    #[test]
+    fn every_vm_is_on_the_bridge_and_serves_and_reaches_the_host_at_the_gateway() {
+        for kind in [PlatformKind::VM, PlatformKind::VM_ISOLAB, vm_docker()] {
+            let caps = kind.capabilities();
+            assert!(caps.services, "{kind}");
+            assert_eq!(
+                caps.networks,
+                &[isolab_engines::NetworkMode::Bridge],
+                "{kind}"
+            );
+            let level = PlatformDef::vm(kind, Accel::Tcg);
+            assert_eq!(level.network, super::super::Network::Bridge);
+            assert_eq!(
+                super::super::default_server_address(&level),
+                Ipv4Addr::new(10, 213, 0, 1)
+            );
+            assert_eq!(level.server_unreachable(), None);
+        }
+    }
+
+    #[test]
+    fn gc_collects_the_taps_of_dead_experiments_only() {
+        let taps = [
+            ("isolab0".to_owned(), "isolab-exp3-pid42-c0-r1".to_owned()),
+            ("isolab0".to_owned(), "isolab-exp3-pid4-c0-r1".to_owned()),
+            (
+                "isolab0".to_owned(),
+                "isolab-exp4-pid43-c1-r2-db".to_owned(),
+            ),
+        ];
+        let dead = dead_taps(
+            &taps,
+            &[
+                "isolab-exp3-pid42-".to_owned(),
+                "isolab-exp4-pid43-".to_owned(),
+            ],
+        );
+        assert_eq!(dead, [taps[0].clone(), taps[2].clone()]);
+        assert!(dead_taps(&taps, &[]).is_empty());
+    }
+
+    #[test]
+    fn services_run_on_the_guests_host_network_in_a_container_engine() {
+        let all = drivers(&IsolabConfig {
+            program: "/nonexistent/isolab-runtime".into(),
+            state_dir: "/nonexistent/state".into(),
+        });
+        let vm = all
+            .iter()
+            .find(|d| d.info().kind == PlatformKind::VM_ISOLAB)
+            .unwrap();
+        assert!(vm.info().capabilities.services);
+        let platform = VmPlatform {
+            cache: "/nonexistent".into(),
+            prepared: Mutex::new(Some(Prepared {
+                kernel: isolab_vm::KernelFiles {
+                    metapackage: "linux-image-amd64".into(),
+                    package: "p".into(),
+                    version: "v".into(),
+                    release: "r".into(),
+                    dir: "/c".into(),
+                    vmlinux: "/c/vmlinux".into(),
+                    initramfs: "/c/initramfs".into(),
+                    modules: vec![],
+                },
+                disk: BaseDisk {
+                    path: "/c/d.ext4".into(),
+                    sha256: "ab".into(),
+                    bytes: 1,
+                    image: "/img".into(),
+                    manifest_sha256: "cd".into(),
+                },
+                accel: isolab_vm::Accel::Tcg,
+            })),
+        };
+        let work = tempfile::tempdir().unwrap();
+        let job = Job {
+            platform: PlatformDef::vm(PlatformKind::VM_ISOLAB, Accel::Tcg),
+            image: None,
+            name: "exp1-pid2/c0-r1-db".into(),
+            argv: vec!["iperf3".into(), "-s".into()],
+            prepare: None,
+            cleanup: None,
+            server: None,
+            workdir: work.path().join("w"),
+            limits: Limits::default(),
+            timeout: Duration::from_secs(5),
+            neighbours: None,
+            uses_disk: false,
+        };
+        let runtime = GuestEngine::Isolab(IsolabConfig::discover());
+        let flags = |service| match guest_plan(&platform, Some(&runtime), 2, &job, service)
+            .unwrap()
+            .command
+            .inner
+        {
+            Some(InnerEngine::Isolab(c)) => c.flags.join(" "),
+            other => panic!("{other:?}"),
+        };
+        assert!(flags(true).ends_with("--network host"), "{}", flags(true));
+        assert!(!flags(false).contains("--network"), "{}", flags(false));
+        let docker = match guest_plan(&platform, Some(&GuestEngine::Docker), 2, &job, true)
+            .unwrap()
+            .command
+            .inner
+        {
+            Some(InnerEngine::Docker(d)) => d.flags.join(" "),
+            other => panic!("{other:?}"),
+        };
+        assert!(docker.ends_with("--network host"), "{docker}");
+        assert_eq!(vm_id(&job).unwrap().as_str(), "isolab-exp1-pid2-c0-r1-db");
     }
 
     #[test]
