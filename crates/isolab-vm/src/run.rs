@@ -805,7 +805,15 @@ fn launch(
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
         .map_err(|e| qmp_err(e.to_string()))?;
-    let mut qmp = Qmp::handshake(stream).map_err(qmp_err)?;
+    let mut qmp = match Qmp::handshake(stream) {
+        Ok(qmp) => qmp,
+        Err(detail) => {
+            // QEMU opens QMP before it sets up its devices: a device it cannot use (a
+            // bad tap) ends it here, and its log says why.
+            std::thread::sleep(Duration::from_millis(100));
+            return Err(exited_early(&mut qemu).unwrap_or_else(|| qmp_err(detail)));
+        }
+    };
     let pinned = match &config.pin {
         Some(cpus) => {
             let threads = qmp.vcpu_threads().map_err(qmp_err)?;
