@@ -22,6 +22,19 @@
 //! - Disk workloads get a scratch virtio disk as the working directory (9p would be
 //!   measured instead of a disk); the files are copied in and out outside the
 //!   measured time.
+//! - Every guest has a network (the levels' network is `bridge`): a virtio-net
+//!   device on a tap of isolab's bridge (`isolab0`, the runtime's `bridge`
+//!   network), an address leased from the containers' allocator under the VM's
+//!   container id (`isolab-exp3-pid42-c0-r1`), and the bridge's address as the
+//!   guest's gateway, which is where a workload's `{server}` on the host is. The
+//!   lease is released when the run ends, however it ends; `gc` releases those of
+//!   dead experiments (the tap itself goes with QEMU).
+//! - Services: the command runs in the guest until stopped (for `vm+ENGINE`, in the
+//!   engine's container on the guest's host network); it is ready when the guest's
+//!   address accepts a TCP connection on its port from the host, and stopping it
+//!   powers the guest off. Its limits are QEMU's cgroup's as read back and the
+//!   guest's RAM, as for a measured run; a container's limits in the guest are
+//!   applied but not read back while it runs.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
