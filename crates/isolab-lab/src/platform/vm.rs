@@ -50,7 +50,7 @@ use isolab_vm::{
 };
 
 use super::host::HostPlatform;
-use super::instance::{limit, Supervisor};
+use super::instance::{limit, stop_server, Supervisor};
 use super::isolab::{limit_flags, IsolabConfig};
 use super::registry::{Driver, Executed, PlatformInfo, PlatformKind};
 use super::service::{Service, ServiceSpec, Started};
@@ -683,8 +683,12 @@ fn execute(
         let applied = limit(cgroup, &outer)?;
         let attacher = cgroup.attacher()?;
         let stop = || interrupt.is_triggered();
+        // The workload's server, on the host in the same instance (as on the other
+        // platforms); the guest reaches it at the bridge's address.
+        let server = host.start_server(job, cgroup)?;
         let run = isolab_vm::run(&config, &command, Some(attacher), &stop);
         let stats = cgroup.stats();
+        stop_server(server, cgroup);
         let run = match run {
             Ok(r) => r,
             Err(isolab_vm::VmError::Interrupted) => return Err(PlatformError::Interrupted),
