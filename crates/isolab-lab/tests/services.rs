@@ -410,12 +410,33 @@ fn a_vm_serves_on_its_guest_address_and_leaves_nothing() {
             "{}: run directory left",
             level.name
         );
+        if level.kind == PlatformKind::VM {
+            // A service that exits before it listens fails with its stderr from the guest.
+            let argv = ["sh", "-c", "echo no-such-service >&2; exit 3"]
+                .map(String::from)
+                .to_vec();
+            let crash = self::job(level.clone(), &format!("c{i}-r2-db"), argv, &workdir);
+            match platforms.start_service(&crash, spec) {
+                Err(PlatformError::ServerNotReady { stderr, .. }) => {
+                    assert!(stderr.contains("no-such-service"), "{stderr}")
+                }
+                other => panic!("{}: expected ServerNotReady, got {other:?}", level.name),
+            }
+        }
         drop(platforms);
         served.push(level.name);
     }
     eprintln!("served on {served:?}");
     let left = leftovers(&base);
     assert!(left.is_empty(), "cgroups left: {left:?}");
+    let records: Vec<_> = std::fs::read_dir("/run/isolab/cni/attachments/isolab0")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(&format!("svc{}-", std::process::id())))
+        .collect();
+    assert!(records.is_empty(), "network records left: {records:?}");
 }
 
 /// Runs `iperf3 -c GUEST -p PORT -t 2 -J` and returns the received bits per second;

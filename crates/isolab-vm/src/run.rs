@@ -592,13 +592,11 @@ impl RunningVm {
         console_tail(&self.vm.console)
     }
 
-    /// The service's standard error so far is not shared; this is the last lines of
-    /// QEMU's own log.
-    pub fn qemu_log_tail(&self) -> String {
-        tail_lines(
-            &std::fs::read(self.vm.dir.join("qemu.log")).unwrap_or_default(),
-            10,
-        )
+    /// The end of the service's standard error, once it has ended by itself (the guest copies
+    /// its output to the host then); `None` while it runs.
+    pub fn stderr_tail(&self) -> Option<String> {
+        let bytes = std::fs::read(self.vm.ctl.join("stderr")).ok()?;
+        Some(tail_lines(&bytes, CONSOLE_LINES))
     }
 
     /// Stops the service and the guest: the agent is told to stop (SIGTERM to the service in

@@ -459,10 +459,12 @@ fn start_service<'p>(
             command: job.argv.join(" "),
             port: spec.port,
             waited,
-            stderr: format!(
-                "(in the guest {ip}; the end of its console:)\n{}",
-                running.console_tail()
-            ),
+            stderr: running.stderr_tail().unwrap_or_else(|| {
+                format!(
+                    "(still running in the guest {ip}; the end of its console:)\n{}",
+                    running.console_tail()
+                )
+            }),
         },
     )?;
     let limits = guest_limits(applied, &job.limits, shape_memory);
