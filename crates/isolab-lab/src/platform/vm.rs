@@ -443,8 +443,8 @@ fn start_service<'p>(
     };
     let ip = net.ip().unwrap_or(Ipv4Addr::UNSPECIFIED);
     let address = SocketAddr::from((ip, spec.port));
-    // From here on, dropping `service` removes the instance; `net` and `running`
-    // (declared after it, so dropped before it) kill QEMU and release the network.
+    // On an error from here on, locals drop in reverse order: `running` kills QEMU,
+    // `service` removes the instance, `net` closes the tap and releases the address.
     let mut service = Service::in_instance(instance, address);
     config.network = net.guest();
     let cgroup = service
