@@ -371,6 +371,7 @@ fn a_vm_serves_on_its_guest_address_and_leaves_nothing() {
             level.name
         );
 
+        assert!(service.is_running(), "{}: the guest runs", level.name);
         let bits = iperf3_client(guest, port).unwrap_or_else(|e| panic!("{}: {e}", level.name));
         assert!(bits > 0.0, "{}: {bits}", level.name);
         eprintln!(

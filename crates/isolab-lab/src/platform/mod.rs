@@ -166,7 +166,8 @@ impl PlatformDef {
                 self.name, self.kind
             ));
         }
-        if self.network == Network::Host {
+        // A VM's services listen on the guest's own address on the bridge.
+        if self.network == Network::Host || caps.vm {
             return None;
         }
         let fix = if caps.has_network(Network::Host) {

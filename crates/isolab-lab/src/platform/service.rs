@@ -66,6 +66,20 @@ pub struct Service<'p> {
     remove: Option<Remove<'p>>,
     /// Its standard error's log file.
     log: Option<PathBuf>,
+    /// What the platform runs itself instead of a process here (a VM's guest).
+    guest: Option<Box<dyn Guest + 'p>>,
+}
+
+/// A service a platform runs itself, not as a process of this host's launcher (a
+/// VM's guest): whether it runs, what it said, and its stop.
+pub(crate) trait Guest: Send + Sync {
+    /// Whether it still runs.
+    fn is_running(&self) -> bool;
+    /// The end of its standard error (or what the platform has instead), at most
+    /// `max` bytes.
+    fn stderr_tail(&self, max: usize) -> String;
+    /// Stops it and releases what it holds outside its instance cgroup.
+    fn stop(self: Box<Self>) -> Result<(), PlatformError>;
 }
 
 impl std::fmt::Debug for Service<'_> {
@@ -81,15 +95,20 @@ impl std::fmt::Debug for Service<'_> {
 impl Service<'_> {
     /// Whether its foreground process still runs.
     pub fn is_running(&self) -> bool {
-        self.process.as_ref().is_some_and(|p| p.is_running())
+        match (&self.process, &self.guest) {
+            (Some(p), _) => p.is_running(),
+            (None, Some(g)) => g.is_running(),
+            (None, None) => false,
+        }
     }
 
     /// The end of its standard error (its log in the job's working directory).
     pub fn stderr_tail(&self, max: usize) -> String {
-        self.log
-            .as_ref()
-            .map(|path| read_tail(path, max))
-            .unwrap_or_default()
+        match (&self.log, &self.guest) {
+            (Some(path), _) => read_tail(path, max),
+            (None, Some(g)) => g.stderr_tail(max),
+            (None, None) => String::new(),
+        }
     }
 
     /// Stops it: SIGTERM, then everything in its instance killed after a grace
@@ -107,7 +126,9 @@ impl Service<'_> {
             }
             let _ = process.reap();
         }
+        let stopped = self.guest.take().map_or(Ok(()), |guest| guest.stop());
         let removed = self.remove.take().map_or(Ok(()), |remove| remove());
+        let removed = stopped.and(removed);
         if let Some(instance) = self.instance.take() {
             let _ = instance.kill_all();
             match instance.remove() {
@@ -129,10 +150,9 @@ impl Drop for Service<'_> {
 }
 
 impl<'p> Service<'p> {
-    /// A service the platform runs and stops itself (a VM's guest) in `instance`:
-    /// [`Service::stop`] runs `remove` (which stops it), then kills what is left
-    /// in the instance and removes it. Until [`Service::set_running`], dropping it
-    /// removes the instance only.
+    /// A service the platform runs itself (a VM's guest) in `instance`: until
+    /// [`Service::set_guest`], dropping it removes the instance only; after, it
+    /// stops the guest first.
     pub(crate) fn in_instance(instance: Cgroup, address: SocketAddr) -> Service<'p> {
         Service {
             address,
@@ -142,6 +162,7 @@ impl<'p> Service<'p> {
             instance: Some(instance),
             remove: None,
             log: None,
+            guest: None,
         }
     }
 
@@ -150,10 +171,10 @@ impl<'p> Service<'p> {
         self.instance.as_ref()
     }
 
-    /// Hands over what stops the running service, with its limits as read back.
-    pub(crate) fn set_running(&mut self, limits_applied: Limits, stop: Remove<'p>) {
+    /// Hands over the running guest, with its limits as read back.
+    pub(crate) fn set_guest(&mut self, limits_applied: Limits, guest: Box<dyn Guest + 'p>) {
         self.limits_applied = limits_applied;
-        self.remove = Some(stop);
+        self.guest = Some(guest);
     }
 }
 
@@ -198,6 +219,7 @@ pub(crate) fn start<'p>(
         instance: None,
         remove: None,
         log: Some(log_path(&job.workdir, &log_name(job), "stderr")),
+        guest: None,
     };
     // On any error below, dropping `service` tears down what was made.
     let instance = sup.create_instance(&job.name)?;

@@ -53,7 +53,7 @@ use super::host::HostPlatform;
 use super::instance::{limit, stop_server, Supervisor};
 use super::isolab::{limit_flags, IsolabConfig};
 use super::registry::{Driver, Executed, PlatformInfo, PlatformKind};
-use super::service::{Service, ServiceSpec, Started};
+use super::service::{Guest, Service, ServiceSpec, Started};
 use super::{Accel, Capabilities, Execution, ExitKind, Interrupt, Job, PlatformDef, PlatformError};
 
 /// Guest memory beyond the container's limit in `vm+isolab` (the guest kernel,
@@ -468,16 +468,51 @@ fn start_service<'p>(
         },
     )?;
     let limits = guest_limits(applied, &job.limits, shape_memory);
-    service.set_running(
+    service.set_guest(
         limits,
-        Box::new(move || {
-            let stopped = running.stop();
-            let released = net.release();
-            stopped?;
-            released
+        Box::new(VmService {
+            running: Mutex::new(running),
+            net,
         }),
     );
     Ok(service)
+}
+
+/// A service's VM and its place on the bridge.
+struct VmService {
+    running: Mutex<isolab_vm::RunningVm>,
+    net: VmNet,
+}
+
+impl Guest for VmService {
+    fn is_running(&self) -> bool {
+        self.running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_running()
+    }
+
+    fn stderr_tail(&self, max: usize) -> String {
+        let running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        let text = running.stderr_tail().unwrap_or_else(|| {
+            format!(
+                "(running in the guest; the end of its console:)\n{}",
+                running.console_tail()
+            )
+        });
+        isolab_engines::tool::tail(&text, max)
+    }
+
+    fn stop(self: Box<Self>) -> Result<(), PlatformError> {
+        let VmService { running, net } = *self;
+        let stopped = running
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner())
+            .stop();
+        let released = net.release();
+        stopped?;
+        released
+    }
 }
 
 /// What a VM for `job` is: its configuration, the guest command and the sizes the
@@ -948,6 +983,7 @@ mod tests {
                 Ipv4Addr::new(10, 213, 0, 1)
             );
             assert_eq!(level.server_unreachable(), None);
+            assert_eq!(level.services_unavailable(), None);
         }
     }
 
