@@ -154,6 +154,14 @@ impl VmPlatform {
             ),
             ("vm.kernel_release".into(), env.kernel_release),
             ("vm.disk_sha256".into(), env.disk_sha256),
+            (
+                "vm.network".into(),
+                format!(
+                    "virtio-net on a tap of bridge {} ({}), the guest's address leased per run",
+                    isolab_runtime::network::DEFAULT_BRIDGE,
+                    isolab_runtime::network::DEFAULT_SUBNET
+                ),
+            ),
         ])
     }
 
