@@ -1229,6 +1229,31 @@ mod tests {
     }
 
     #[test]
+    fn a_service_with_a_network_fails_cleanly_when_qemu_is_missing() {
+        let w = tempfile::tempdir().unwrap();
+        let mut c = config(w.path());
+        c.qemu = "/nonexistent/qemu-system-x86_64".into();
+        let tap = std::fs::File::open("/dev/null").unwrap();
+        c.network = Some(GuestNetwork {
+            tap: Arc::new(tap.into()),
+            ip: Ipv4Addr::new(10, 213, 0, 9),
+            prefix: 24,
+            gateway: Ipv4Addr::new(10, 213, 0, 1),
+            mac: "02:00:0a:d5:00:09".into(),
+        });
+        let r = crate::fake_runner::FakeRunner::default().answer("qemu-img", "");
+        let e = start_with(
+            &c,
+            &GuestCommand::new(["iperf3", "-s"], Duration::from_secs(5)),
+            None,
+            &r,
+        )
+        .unwrap_err();
+        assert!(matches!(e, VmError::QemuSpawn { .. }), "{e}");
+        assert!(!c.run_dir.exists(), "run dir removed");
+    }
+
+    #[test]
     fn pinning_checks_thread_counts() {
         let t = [
             VcpuThread {
