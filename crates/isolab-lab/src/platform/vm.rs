@@ -332,6 +332,9 @@ impl Driver for VmDriver {
                 host_local.display()
             ));
         }
+        if isolab_tools::find_program("iptables").is_none() {
+            return Err("iptables is missing (the bridge's egress masquerade rule): apt-get install iptables".into());
+        }
         if !Path::new("/dev/net/tun").exists() {
             return Err(
                 "/dev/net/tun is missing (the guest's network is a tap): modprobe tun".into(),
