@@ -36,7 +36,6 @@
 //!   guest's RAM, as for a measured run; a container's limits in the guest are
 //!   applied but not read back while it runs.
 
-use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -53,8 +52,13 @@ use super::host::HostPlatform;
 use super::instance::{limit, stop_server, Supervisor};
 use super::isolab::{limit_flags, IsolabConfig};
 use super::registry::{Driver, Executed, PlatformInfo, PlatformKind};
-use super::service::{Guest, Service, ServiceSpec, Started};
+use super::service::{ServiceSpec, Started};
+
+mod net;
+mod service;
+
 use super::{Accel, Capabilities, Execution, ExitKind, Interrupt, Job, PlatformDef, PlatformError};
+use net::{dead_taps, VmNet};
 
 /// Guest memory beyond the container's limit in `vm+isolab` (the guest kernel,
 /// its page cache and the runtime).
@@ -375,7 +379,7 @@ impl Driver for VmDriver {
     }
 
     fn start_service(&self, host: &HostPlatform, job: &Job, spec: ServiceSpec) -> Started<'_> {
-        start_service(
+        service::start_service(
             host.supervisor(),
             &self.vm,
             self.engine.as_ref(),
@@ -413,117 +417,6 @@ impl Driver for VmDriver {
 /// The cpus isolab may use.
 fn host_cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
-/// The recorded taps (bridge, VM id) of VMs whose experiment died: ids that start
-/// with one of `prefixes`.
-fn dead_taps(taps: &[(String, String)], prefixes: &[String]) -> Vec<(String, String)> {
-    taps.iter()
-        .filter(|(_, id)| prefixes.iter().any(|p| id.starts_with(p.as_str())))
-        .cloned()
-        .collect()
-}
-
-/// Starts `job`'s command as a service in a QEMU guest: the VM boots on isolab's
-/// bridge inside an instance of `host` with QEMU's limits, the command runs in the
-/// guest (in `vm+ENGINE`, in the engine's container on the guest's host network),
-/// and the service is ready when the guest's address accepts a TCP connection on
-/// `spec.port` from the host. Stopping it powers the guest off (then QMP `quit`,
-/// then SIGKILL) and releases the tap, the address and the instance.
-fn start_service<'p>(
-    host: &Supervisor,
-    vm: &VmPlatform,
-    engine: Option<&GuestEngine>,
-    host_cpus: usize,
-    job: &Job,
-    spec: ServiceSpec,
-) -> Started<'p> {
-    let GuestPlan {
-        mut config,
-        command,
-        shape_memory,
-        ..
-    } = guest_plan(vm, engine, host_cpus, job, true)?;
-    let instance = host.create_instance(&job.name)?;
-    let net = match VmNet::attach(job) {
-        Ok(net) => net,
-        Err(e) => {
-            let _ = instance.remove();
-            return Err(e);
-        }
-    };
-    let ip = net.ip().unwrap_or(Ipv4Addr::UNSPECIFIED);
-    let address = SocketAddr::from((ip, spec.port));
-    // On an error from here on, locals drop in reverse order: `running` kills QEMU,
-    // `service` removes the instance, `net` closes the tap and releases the address.
-    let mut service = Service::in_instance(instance, address);
-    config.network = net.guest();
-    let cgroup = service
-        .instance()
-        .ok_or_else(|| vm_error("the service has no instance"))?;
-    let applied = limit(cgroup, &qemu_limits(&job.limits))?;
-    let attacher = cgroup.attacher()?;
-    let mut running = isolab_vm::start(&config, &command, Some(attacher))?;
-    drop(config);
-    super::service::wait_ready(&mut || running.is_running(), address, spec.ready_timeout).map_err(
-        |waited| PlatformError::ServerNotReady {
-            command: job.argv.join(" "),
-            port: spec.port,
-            waited,
-            stderr: running.stderr_tail().unwrap_or_else(|| {
-                format!(
-                    "(still running in the guest {ip}; the end of its console:)\n{}",
-                    running.console_tail()
-                )
-            }),
-        },
-    )?;
-    let limits = guest_limits(applied, &job.limits, shape_memory);
-    service.set_guest(
-        limits,
-        Box::new(VmService {
-            running: Mutex::new(running),
-            net,
-        }),
-    );
-    Ok(service)
-}
-
-/// A service's VM and its place on the bridge.
-struct VmService {
-    running: Mutex<isolab_vm::RunningVm>,
-    net: VmNet,
-}
-
-impl Guest for VmService {
-    fn is_running(&self) -> bool {
-        self.running
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_running()
-    }
-
-    fn stderr_tail(&self, max: usize) -> String {
-        let running = self.running.lock().unwrap_or_else(|e| e.into_inner());
-        let text = running.stderr_tail().unwrap_or_else(|| {
-            format!(
-                "(running in the guest; the end of its console:)\n{}",
-                running.console_tail()
-            )
-        });
-        isolab_engines::tool::tail(&text, max)
-    }
-
-    fn stop(self: Box<Self>) -> Result<(), PlatformError> {
-        let VmService { running, net } = *self;
-        let stopped = running
-            .into_inner()
-            .unwrap_or_else(|e| e.into_inner())
-            .stop();
-        let released = net.release();
-        stopped?;
-        released
-    }
 }
 
 /// What a VM for `job` is: its configuration, the guest command and the sizes the
@@ -621,87 +514,6 @@ fn guest_plan(
         report_path,
         docker_report,
     })
-}
-
-/// The id of `job`'s VM on the bridge network (its lease's owner): the container
-/// id the engines would give it, so that gc finds it by the dead experiment's
-/// prefix.
-fn vm_id(job: &Job) -> Result<isolab_runtime::ContainerId, PlatformError> {
-    Ok(super::container_id(isolab_engines::ID_PREFIX, &job.name)?)
-}
-
-/// A VM's place on isolab's bridge (the runtime's `bridge` network): a tap and a
-/// leased address. [`VmNet::release`] (or dropping it) closes its descriptor of
-/// the tap and releases the lease; the tap goes with the last descriptor, QEMU's,
-/// so the caller drops its copies of [`VmNet::guest`] first.
-struct VmNet {
-    id: isolab_runtime::ContainerId,
-    bridge: BridgeConfig,
-    guest: Option<isolab_vm::GuestNetwork>,
-    tap: String,
-    released: bool,
-}
-
-impl VmNet {
-    /// Attaches the VM of `job` to the bridge.
-    fn attach(job: &Job) -> Result<VmNet, PlatformError> {
-        let id = vm_id(job)?;
-        let bridge = BridgeConfig::default();
-        let att = Networking::system().attach_tap(&id, &bridge)?;
-        Ok(VmNet {
-            guest: Some(isolab_vm::GuestNetwork {
-                tap: Arc::new(att.fd),
-                ip: att.ip,
-                prefix: att.prefix,
-                gateway: att.gateway,
-                mac: att.mac,
-            }),
-            tap: att.tap,
-            id,
-            bridge,
-            released: false,
-        })
-    }
-
-    /// The guest's network, for its [`VmConfig`].
-    fn guest(&self) -> Option<isolab_vm::GuestNetwork> {
-        self.guest.clone()
-    }
-
-    /// The guest's address.
-    fn ip(&self) -> Option<Ipv4Addr> {
-        self.guest.as_ref().map(|g| g.ip)
-    }
-
-    /// A note for the run: the guest's address and tap.
-    fn note(&self) -> String {
-        match &self.guest {
-            Some(g) => format!(
-                "network: the guest's eth0 is {}/{} (virtio-net on tap {} of bridge {}); it reaches the host at {}",
-                g.ip, g.prefix, self.tap, self.bridge.bridge, g.gateway
-            ),
-            None => "network: released".into(),
-        }
-    }
-
-    /// Closes the tap and releases the address.
-    fn release(mut self) -> Result<(), PlatformError> {
-        self.released = true;
-        self.guest = None;
-        Networking::system().detach_tap(&self.id, &self.bridge)?;
-        Ok(())
-    }
-}
-
-impl Drop for VmNet {
-    fn drop(&mut self) {
-        if !self.released {
-            self.guest = None;
-            if let Err(e) = Networking::system().detach_tap(&self.id, &self.bridge) {
-                eprintln!("warning: releasing the network of VM {}: {e}", self.id);
-            }
-        }
-    }
 }
 
 /// Runs `job` in a QEMU guest inside an instance of `host`.
@@ -926,6 +738,7 @@ fn inner_report(
 mod tests {
     use super::*;
     use isolab_cgroups::CpuQuota;
+    use std::net::Ipv4Addr;
 
     fn quota(cpus: f64) -> Option<CpuQuota> {
         CpuQuota::from_cpus(cpus, CpuQuota::DEFAULT_PERIOD).ok()
@@ -999,27 +812,6 @@ mod tests {
     }
 
     #[test]
-    fn gc_collects_the_taps_of_dead_experiments_only() {
-        let taps = [
-            ("isolab0".to_owned(), "isolab-exp3-pid42-c0-r1".to_owned()),
-            ("isolab0".to_owned(), "isolab-exp3-pid4-c0-r1".to_owned()),
-            (
-                "isolab0".to_owned(),
-                "isolab-exp4-pid43-c1-r2-db".to_owned(),
-            ),
-        ];
-        let dead = dead_taps(
-            &taps,
-            &[
-                "isolab-exp3-pid42-".to_owned(),
-                "isolab-exp4-pid43-".to_owned(),
-            ],
-        );
-        assert_eq!(dead, [taps[0].clone(), taps[2].clone()]);
-        assert!(dead_taps(&taps, &[]).is_empty());
-    }
-
-    #[test]
     fn services_run_on_the_guests_host_network_in_a_container_engine() {
         let all = drivers(&IsolabConfig {
             program: "/nonexistent/isolab-runtime".into(),
@@ -1088,7 +880,10 @@ mod tests {
             other => panic!("{other:?}"),
         };
         assert!(docker.ends_with("--network host"), "{docker}");
-        assert_eq!(vm_id(&job).unwrap().as_str(), "isolab-exp1-pid2-c0-r1-db");
+        assert_eq!(
+            net::vm_id(&job).unwrap().as_str(),
+            "isolab-exp1-pid2-c0-r1-db"
+        );
     }
 
     #[test]
