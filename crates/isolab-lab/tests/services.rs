@@ -67,6 +67,18 @@ fn fake_platforms(cgroupfs: &Path, launcher: Arc<FakeLauncher>, state: &Path) ->
     )
 }
 
+/// Every platform of this build on the host's real cgroups, below `base`.
+fn real_platforms(base: &str) -> Platforms {
+    let host = HostPlatform::new(HostPlatformConfig {
+        hierarchy: Hierarchy::detect().unwrap(),
+        proc_root: "/proc".into(),
+        cgroup_base: PathBuf::from(base),
+        sample_interval: Duration::from_millis(100),
+        probe: None,
+    });
+    Platforms::new(host, IsolabConfig::discover())
+}
+
 #[test]
 fn a_host_service_is_limited_reachable_and_removed_without_root() {
     let (cgroupfs, state, work) = (
@@ -141,17 +153,6 @@ fn a_host_service_is_limited_reachable_and_removed_without_root() {
         )
         .unwrap_err();
     assert!(e.to_string().contains("its network is `none`"), "{e}");
-    let vm = PlatformDef::vm(PlatformKind::VM, Accel::Tcg);
-    let e = platforms
-        .start_service(
-            &job(vm, "c2-r1-db", vec!["serve".into()], work.path()),
-            spec,
-        )
-        .unwrap_err();
-    assert!(
-        e.to_string().contains("engine `vm` runs no services"),
-        "{e}"
-    );
 
     drop(platforms);
     assert_eq!(
@@ -173,14 +174,7 @@ fn every_usable_platform_runs_a_real_service_with_its_limits_read_back() {
         return;
     }
     let base = format!("isolab-svctest-{}", std::process::id());
-    let host = HostPlatform::new(HostPlatformConfig {
-        hierarchy: Hierarchy::detect().unwrap(),
-        proc_root: "/proc".into(),
-        cgroup_base: PathBuf::from(&base),
-        sample_interval: Duration::from_millis(100),
-        probe: None,
-    });
-    let platforms = Platforms::new(host, IsolabConfig::discover());
+    let platforms = real_platforms(&base);
     let work = tempfile::tempdir().unwrap();
     let mut served = Vec::new();
     for (i, (info, availability)) in isolab_lab::platform::availability().iter().enumerate() {
@@ -250,5 +244,238 @@ fn connect_to_iperf3(address: std::net::SocketAddr) -> std::io::Result<TcpStream
             }
             r => return r,
         }
+    }
+}
+
+/// The VM levels whose services this host can run, with the image each needs.
+fn vm_levels() -> Vec<(PlatformDef, &'static str)> {
+    let usable: Vec<PlatformKind> = isolab_lab::platform::availability()
+        .into_iter()
+        .filter(|(info, a)| {
+            if info.capabilities.vm && !a.usable {
+                eprintln!("skipped platform {}: {}", info.kind, a.detail);
+            }
+            info.capabilities.vm && a.usable
+        })
+        .map(|(info, _)| info.kind)
+        .collect();
+    let mut levels = Vec::new();
+    for (name, image) in [
+        ("vm", IMAGE),
+        ("vm+isolab", IMAGE),
+        ("vm+docker", DOCKER_IMAGE),
+    ] {
+        let kind = PlatformKind::parse(name).unwrap();
+        if !usable.contains(&kind) {
+            continue;
+        }
+        if !Path::new(image).join("bin/sh").exists() {
+            eprintln!("skipped platform {name}: no image at {image}");
+            continue;
+        }
+        let runtime = IsolabConfig::discover().program;
+        if kind == PlatformKind::VM_ISOLAB && !runtime.is_file() {
+            eprintln!(
+                "skipped platform {name}: {} missing (cargo build -p isolab-runtime)",
+                runtime.display()
+            );
+            continue;
+        }
+        levels.push((PlatformDef::vm(kind, Accel::Tcg), image));
+    }
+    levels
+}
+
+const DOCKER_IMAGE: &str = "/var/lib/isolab/images/bench-docker";
+
+#[test]
+fn a_vm_serves_on_its_guest_address_and_leaves_nothing() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: VM services need root (cgroups, taps)");
+        return;
+    }
+    if isolab_tools::find_program("iperf3").is_none() {
+        eprintln!("skipped: needs iperf3 on the host");
+        return;
+    }
+    let levels = vm_levels();
+    let base = format!("isolab-vmsvctest-{}", std::process::id());
+    let work = tempfile::tempdir().unwrap();
+    let mut served = Vec::new();
+    for (i, (level, image)) in levels.into_iter().enumerate() {
+        // One Platforms per image: the VM platforms prepare one disk for all levels.
+        let platforms = real_platforms(&base);
+        let port = 5201 + i as u16;
+        let argv = ["iperf3", "-s", "-p", &port.to_string()]
+            .map(String::from)
+            .to_vec();
+        let workdir = work.path().join(format!("w{i}"));
+        std::fs::create_dir(&workdir).unwrap();
+        let mut job = job(level.clone(), &format!("c{i}-r1-db"), argv, &workdir);
+        job.image = Some(PathBuf::from(image));
+        let spec = ServiceSpec {
+            port,
+            ready_timeout: Duration::from_secs(60),
+        };
+        let started = std::time::Instant::now();
+        let service = platforms
+            .start_service(&job, spec)
+            .unwrap_or_else(|e| panic!("{}: {e}", level.name));
+        let ready = started.elapsed();
+        let guest = match service.address.ip() {
+            std::net::IpAddr::V4(ip) => ip,
+            other => panic!("{}: {other}", level.name),
+        };
+        assert!(
+            isolab_runtime::network::Ipv4Subnet::parse(isolab_runtime::network::DEFAULT_SUBNET)
+                .unwrap()
+                .contains(guest),
+            "{}: {guest}",
+            level.name
+        );
+        assert_eq!(service.address.port(), port);
+        let tap = isolab_runtime::network::tap_name(
+            guest,
+            isolab_runtime::network::Ipv4Subnet::parse(isolab_runtime::network::DEFAULT_SUBNET)
+                .unwrap(),
+        );
+        assert!(
+            Path::new("/sys/class/net").join(&tap).exists(),
+            "{}: tap {tap}",
+            level.name
+        );
+        assert!(service.cgroup.starts_with(&base), "{}", level.name);
+        assert!(
+            limits().differences(&service.limits_applied).is_empty(),
+            "{}: {:?}",
+            level.name,
+            service.limits_applied
+        );
+        // The instance in every hierarchy (v2, or each v1 controller).
+        let mut qemu_pids: Vec<u32> = std::iter::once(PathBuf::from("/sys/fs/cgroup"))
+            .chain(leftovers(""))
+            .flat_map(|h| {
+                std::fs::read_to_string(h.join(&service.cgroup).join("cgroup.procs"))
+                    .unwrap_or_default()
+                    .lines()
+                    .filter_map(|l| l.parse().ok())
+                    .collect::<Vec<u32>>()
+            })
+            .collect();
+        qemu_pids.sort_unstable();
+        qemu_pids.dedup();
+        assert!(
+            !qemu_pids.is_empty(),
+            "{}: QEMU in the instance",
+            level.name
+        );
+
+        assert!(service.is_running(), "{}: the guest runs", level.name);
+        let bits = iperf3_client(guest, port).unwrap_or_else(|e| panic!("{}: {e}", level.name));
+        assert!(bits > 0.0, "{}: {bits}", level.name);
+        eprintln!(
+            "{}: ready after {ready:.1?} at {}, iperf3 -c from the host: {:.0} Mbit/s",
+            level.name,
+            service.address,
+            bits / 1e6
+        );
+        service
+            .stop()
+            .unwrap_or_else(|e| panic!("{}: stopping: {e}", level.name));
+        assert!(
+            !Path::new("/sys/class/net").join(&tap).exists(),
+            "{}: tap {tap} left",
+            level.name
+        );
+        for pid in qemu_pids {
+            assert!(
+                !Path::new(&format!("/proc/{pid}")).exists(),
+                "{}: process {pid} left",
+                level.name
+            );
+        }
+        let leases = std::fs::read_dir("/run/isolab/cni/ipam/isolab0")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| {
+                std::fs::read_to_string(e.path())
+                    .unwrap_or_default()
+                    .contains(&format!("svc{}-c{i}-r1-db", std::process::id()))
+            })
+            .count();
+        assert_eq!(leases, 0, "{}: address lease left", level.name);
+        assert!(
+            !PathBuf::from(format!("{}.vm", workdir.display())).exists(),
+            "{}: run directory left",
+            level.name
+        );
+        if level.kind == PlatformKind::VM {
+            // A service that exits before it listens fails with its stderr from the guest.
+            let argv = ["sh", "-c", "echo no-such-service >&2; exit 3"]
+                .map(String::from)
+                .to_vec();
+            let crash = self::job(level.clone(), &format!("c{i}-r2-db"), argv, &workdir);
+            match platforms.start_service(&crash, spec) {
+                Err(PlatformError::ServerNotReady { stderr, .. }) => {
+                    assert!(stderr.contains("no-such-service"), "{stderr}")
+                }
+                other => panic!("{}: expected ServerNotReady, got {other:?}", level.name),
+            }
+        }
+        drop(platforms);
+        served.push(level.name);
+    }
+    eprintln!("served on {served:?}");
+    let left = leftovers(&base);
+    assert!(left.is_empty(), "cgroups left: {left:?}");
+    let records: Vec<_> = std::fs::read_dir("/run/isolab/cni/attachments/isolab0")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(&format!("svc{}-", std::process::id())))
+        .collect();
+    assert!(records.is_empty(), "network records left: {records:?}");
+}
+
+/// Runs `iperf3 -c GUEST -p PORT -t 2 -J` and returns the received bits per second;
+/// retries while the server re-listens after the readiness probe's session
+/// (connection refused, or reset while it tears that session down) for up to 10 s.
+fn iperf3_client(guest: Ipv4Addr, port: u16) -> Result<f64, String> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let out = std::process::Command::new("iperf3")
+            .args([
+                "-c",
+                &guest.to_string(),
+                "-p",
+                &port.to_string(),
+                "-t",
+                "2",
+                "-J",
+            ])
+            .output()
+            .map_err(|e| format!("iperf3: {e}"))?;
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| {
+            format!(
+                "iperf3 -J printed no JSON ({e}): {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })?;
+        if let Some(error) = json["error"].as_str() {
+            // A session that meets the server while it tears down the probe's is reset.
+            let transient = error.contains("Connection refused") || error.contains("reset by peer");
+            if transient && std::time::Instant::now() < deadline {
+                eprintln!("iperf3 -c {guest}: {error}; again");
+                std::thread::sleep(Duration::from_millis(100));
+                continue;
+            }
+            return Err(format!("iperf3 -c {guest}: {error}"));
+        }
+        return json["end"]["sum_received"]["bits_per_second"]
+            .as_f64()
+            .ok_or_else(|| format!("no end.sum_received.bits_per_second in {json}"));
     }
 }

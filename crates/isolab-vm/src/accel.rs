@@ -134,11 +134,12 @@ fn probe_in(
         console: &console,
         qmp: None,
         pidfile: None,
+        nic_mac: None,
     };
     let log = dir.join("qemu.log");
     let start = Instant::now();
     let mut qemu =
-        QemuProcess::spawn(qemu, &qemu_args(&plan), &log, None).map_err(|e| e.to_string())?;
+        QemuProcess::spawn(qemu, &qemu_args(&plan), &log, None, None).map_err(|e| e.to_string())?;
     loop {
         let text = std::fs::read_to_string(&console).unwrap_or_default();
         if text.contains(PROBE_MARKER) {

@@ -8,7 +8,11 @@
 //! `setup.sh` (timed, outside the command's time), writes `ready` when it is about to start the
 //! command, then `stdout`, `stderr` and `result` (or `error` when it cannot run the command),
 //! syncs and powers the guest off. The command's output goes to a tmpfs first, so writing it
-//! does not perturb the measurement.
+//! does not perturb the measurement. With a network, the agent gives `eth0` (the virtio-net
+//! device) the address and default route of `config` before anything else. A service
+//! (`ISOLAB_SERVICE=1`) runs in the background until the host writes `stop` into the share
+//! (polled every 0.2 s) or it exits; the agent then sends it SIGTERM, waits, and reports as
+//! for a command.
 //!
 //! The wall time is measured in the guest on `CLOCK_MONOTONIC`, read from the `now at … nsecs`
 //! line of `/proc/timer_list` with shell built-ins only (no process is started to read the
@@ -100,6 +104,11 @@ $B mount -t tmpfs -o nosuid,nodev shm /dev/shm
 $B ip link set lo up || say "cannot bring up lo"
 $B hostname isolab-vm
 . $C/config || fail "cannot read $C/config"
+if [ -n "$ISOLAB_NET" ]; then
+  $B ip link set eth0 up || fail "cannot bring up eth0 (the virtio-net device)"
+  $B ip addr add "$ISOLAB_NET" dev eth0 || fail "cannot give eth0 the address $ISOLAB_NET"
+  $B ip route add default via "$ISOLAB_GATEWAY" || fail "cannot route through $ISOLAB_GATEWAY"
+fi
 W="$ISOLAB_WORKDIR"
 $B mkdir -p "$W" || fail "cannot create $W"
 if [ "$ISOLAB_SCRATCH" = 1 ]; then
@@ -124,8 +133,18 @@ fi
 read -r UP rest < /proc/uptime
 echo "uptime=$UP" > $C/ready
 mono; START=$MONO
-( . $C/command.sh ) > $V/stdout 2> $V/stderr < /dev/null
-STATUS=$?
+if [ "$ISOLAB_SERVICE" = 1 ]; then
+  # A service runs until the host writes $C/stop (or until it exits by itself).
+  ( . $C/command.sh ) > $V/stdout 2> $V/stderr < /dev/null &
+  CMD=$!
+  while [ ! -e $C/stop ] && kill -0 $CMD 2> /dev/null; do $B usleep 200000; done
+  kill -TERM $CMD 2> /dev/null
+  wait $CMD
+  STATUS=$?
+else
+  ( . $C/command.sh ) > $V/stdout 2> $V/stderr < /dev/null
+  STATUS=$?
+fi
 mono; END=$MONO
 $B cp $V/stdout $V/stderr $C/ || say "cannot copy the output"
 COPY=ok
@@ -147,13 +166,34 @@ pub fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
 }
 
+/// What the agent is told before boot (the `config` file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AgentConfig<'a> {
+    /// The run's working directory (the same path in the guest).
+    pub workdir: &'a Path,
+    /// Whether the workdir is a scratch disk.
+    pub scratch: bool,
+    /// Whether a container engine runs the command (`vm+ENGINE`).
+    pub inner: bool,
+    /// Whether the command is a service: it runs until the host writes `stop`.
+    pub service: bool,
+    /// The guest's `eth0` address and gateway, when it has a network.
+    pub network: Option<&'a crate::run::GuestNetwork>,
+}
+
 /// The `config` file the agent sources.
-pub(crate) fn config_file(workdir: &Path, scratch: bool, inner: bool) -> String {
+pub(crate) fn config_file(c: &AgentConfig<'_>) -> String {
+    let (net, gateway) = c.network.map_or((String::new(), String::new()), |n| {
+        (format!("{}/{}", n.ip, n.prefix), n.gateway.to_string())
+    });
     format!(
-        "ISOLAB_WORKDIR={}\nISOLAB_SCRATCH={}\nISOLAB_INNER={}\n",
-        shell_quote(&workdir.to_string_lossy()),
-        u8::from(scratch),
-        u8::from(inner)
+        "ISOLAB_WORKDIR={}\nISOLAB_SCRATCH={}\nISOLAB_INNER={}\nISOLAB_SERVICE={}\nISOLAB_NET={}\nISOLAB_GATEWAY={}\n",
+        shell_quote(&c.workdir.to_string_lossy()),
+        u8::from(c.scratch),
+        u8::from(c.inner),
+        u8::from(c.service),
+        shell_quote(&net),
+        shell_quote(&gateway),
     )
 }
 
@@ -466,10 +506,35 @@ mod tests {
     }
 
     #[test]
-    fn config_file_quotes_the_workdir() {
+    fn config_file_quotes_the_workdir_and_gives_the_network() {
+        let mut c = AgentConfig {
+            workdir: Path::new("/tmp/it's"),
+            scratch: true,
+            inner: false,
+            service: false,
+            network: None,
+        };
         assert_eq!(
-            config_file(Path::new("/tmp/it's"), true, false),
-            "ISOLAB_WORKDIR='/tmp/it'\\''s'\nISOLAB_SCRATCH=1\nISOLAB_INNER=0\n"
+            config_file(&c),
+            "ISOLAB_WORKDIR='/tmp/it'\\''s'\nISOLAB_SCRATCH=1\nISOLAB_INNER=0\n\
+             ISOLAB_SERVICE=0\nISOLAB_NET=''\nISOLAB_GATEWAY=''\n"
+        );
+        let file = std::fs::File::open("/dev/null").unwrap();
+        let net = crate::run::GuestNetwork {
+            tap: std::sync::Arc::new(file.into()),
+            ip: "10.213.0.5".parse().unwrap(),
+            prefix: 24,
+            gateway: "10.213.0.1".parse().unwrap(),
+            mac: "02:00:0a:d5:00:05".into(),
+        };
+        c.network = Some(&net);
+        c.service = true;
+        let text = config_file(&c);
+        assert!(
+            text.ends_with(
+                "ISOLAB_SERVICE=1\nISOLAB_NET='10.213.0.5/24'\nISOLAB_GATEWAY='10.213.0.1'\n"
+            ),
+            "{text}"
         );
     }
 

@@ -5,7 +5,7 @@
 //! Why the generic flavour and not `linux-image-cloud-amd64`: Debian's cloud kernel is built
 //! without 9p (`# CONFIG_NET_9P is not set`), and 9p is how the run's working directory appears
 //! in the guest. The generic kernel has every driver we need as a module (virtio_pci,
-//! virtio_blk, ext4, 9p, 9pnet_virtio, overlay), so the initramfs loads them.
+//! virtio_blk, ext4, 9p, 9pnet_virtio, overlay, virtio_net), so the initramfs loads them.
 //!
 //! Why `vmlinux` and not the `vmlinuz` bzImage: the generic kernel is XZ-compressed, and under
 //! TCG its decompressor runs for about 7 s before the kernel prints its first line; booting the
@@ -34,6 +34,7 @@ pub const GUEST_MODULES: &[&str] = &[
     "9pnet_virtio",
     "9p",
     "overlay",
+    "virtio_net",
 ];
 
 /// Name of the file describing a prepared kernel in its cache directory.

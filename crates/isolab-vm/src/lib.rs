@@ -32,6 +32,12 @@
 //! memory, pids and io enabled, brings up `lo`, runs the command with its output on a tmpfs and
 //! times it on `CLOCK_MONOTONIC`, writes the results, syncs and powers off.
 //!
+//! Network: with [`VmConfig::network`] (a [`GuestNetwork`]: a tap the caller made, e.g. on
+//! isolab-runtime's bridge, and the guest's address), QEMU inherits the tap as descriptor 3
+//! behind a virtio-net device and the agent configures `eth0` and the default route. Services:
+//! [`start`] boots a VM whose command runs until [`RunningVm::stop`] (a clean poweroff, then
+//! QMP `quit`, then SIGKILL).
+//!
 //! File I/O in the 9p-shared workdir measures 9p, not a disk. For disk workloads (fio) set
 //! [`VmConfig::scratch_disk`]: the workdir in the guest is then a fresh ext4 file system on a
 //! second virtio disk, with the host workdir's files copied in before the command and copied
@@ -64,6 +70,6 @@ pub use error::VmError;
 pub use kernel::{prepare_kernel, prepare_kernel_with, KernelFiles, KernelOptions};
 pub use qemu::{qemu_version, QEMU};
 pub use run::{
-    environment, get_affinity, run, run_with, GuestCommand, GuestRun, InnerContainer, InnerEngine,
-    Shutdown, VcpuPin, VmConfig, VmEnvironment,
+    environment, get_affinity, run, run_with, start, start_with, GuestCommand, GuestNetwork,
+    GuestRun, InnerContainer, InnerEngine, RunningVm, Shutdown, VcpuPin, VmConfig, VmEnvironment,
 };

@@ -6,6 +6,7 @@
 //! has no PIT or HPET to lean on under TCG), so q35 it is.
 
 use std::ffi::OsStr;
+use std::os::fd::RawFd;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -45,7 +46,13 @@ pub(crate) struct QemuPlan<'a> {
     pub qmp: Option<&'a Path>,
     /// The pid file.
     pub pidfile: Option<&'a Path>,
+    /// The MAC address of a virtio-net device on the tap QEMU inherits as descriptor
+    /// [`TAP_FD`]; `None`: no network device.
+    pub nic_mac: Option<&'a str>,
 }
+
+/// The descriptor number under which QEMU inherits the guest's tap.
+pub const TAP_FD: i32 = 3;
 
 /// A path inside a QEMU option value: commas are doubled.
 fn opt_path(p: &Path) -> String {
@@ -123,6 +130,11 @@ pub(crate) fn qemu_args(plan: &QemuPlan<'_>) -> Vec<String> {
             push(&["-virtfs", &fs]);
         }
     }
+    if let Some(mac) = plan.nic_mac {
+        let netdev = format!("tap,id=net0,fd={TAP_FD}");
+        let device = format!("virtio-net-pci,netdev=net0,mac={mac}");
+        push(&["-netdev", &netdev, "-device", &device]);
+    }
     if let Some(p) = plan.pidfile {
         let pid = p.to_string_lossy();
         push(&["-pidfile", &pid]);
@@ -161,12 +173,15 @@ pub(crate) struct QemuProcess {
 impl QemuProcess {
     /// Starts `qemu args…` with stdin from /dev/null and stdout and stderr into `log`, in a
     /// process group of its own (a terminal's Ctrl-C goes to the lab, which stops the VM), with
-    /// SIGKILL as its parent-death signal, attached to the caller's cgroup before `exec`.
+    /// SIGKILL as its parent-death signal, attached to the caller's cgroup before `exec`; with
+    /// `tap`, that descriptor is inherited as [`TAP_FD`] (every other one of ours is closed on
+    /// `exec`).
     pub(crate) fn spawn(
         qemu: &Path,
         args: &[String],
         log: &Path,
         attacher: Option<Attacher>,
+        tap: Option<RawFd>,
     ) -> Result<QemuProcess, VmError> {
         let log_file = std::fs::File::create(log).map_err(|e| VmError::io("create", log, e))?;
         let log_err = log_file
@@ -180,8 +195,8 @@ impl QemuProcess {
         // SAFETY: getpid is async-signal-safe; it runs before the fork.
         let parent = unsafe { libc::getpid() };
         // SAFETY: the closure runs in the forked child before exec and only makes
-        // async-signal-safe system calls (setpgid, prctl, getppid, and write(2) inside
-        // attach_self); it allocates nothing and takes no lock.
+        // async-signal-safe system calls (setpgid, prctl, getppid, dup2, fcntl, and write(2)
+        // inside attach_self); it allocates nothing and takes no lock.
         unsafe {
             cmd.pre_exec(move || {
                 if libc::setpgid(0, 0) != 0 {
@@ -196,6 +211,18 @@ impl QemuProcess {
                 }
                 if let Some(a) = &attacher {
                     a.attach_self()?;
+                }
+                if let Some(fd) = tap {
+                    // dup2 clears close-on-exec on the copy; a descriptor that is TAP_FD
+                    // already keeps its own flag, so clear it.
+                    let rc = if fd == TAP_FD {
+                        libc::fcntl(fd, libc::F_SETFD, 0)
+                    } else {
+                        libc::dup2(fd, TAP_FD)
+                    };
+                    if rc < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
                 }
                 Ok(())
             });
@@ -262,6 +289,7 @@ mod tests {
             console,
             qmp: Some(Path::new("/r/qmp.sock")),
             pidfile: Some(Path::new("/r/qemu.pid")),
+            nic_mac: None,
         }
     }
 
@@ -310,6 +338,47 @@ mod tests {
     }
 
     #[test]
+    fn a_network_is_a_virtio_nic_on_the_inherited_tap() {
+        let mut p = plan(Accel::Tcg, Path::new("/r/console.log"));
+        p.nic_mac = Some("02:00:0a:d5:00:05");
+        let args = qemu_args(&p);
+        let at = args.iter().position(|a| a == "-netdev").unwrap();
+        assert_eq!(
+            args[at..at + 4],
+            [
+                "-netdev",
+                "tap,id=net0,fd=3",
+                "-device",
+                "virtio-net-pci,netdev=net0,mac=02:00:0a:d5:00:05"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_tap_descriptor_is_inherited_as_fd_3() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = std::fs::File::create(dir.path().join("tap")).unwrap();
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
+        let out = dir.path().join("out");
+        let mut p = QemuProcess::spawn(
+            Path::new("/bin/sh"),
+            &[
+                "-c".into(),
+                format!("readlink /proc/self/fd/3 > {}", out.display()),
+            ],
+            &dir.path().join("log"),
+            None,
+            Some(fd),
+        )
+        .unwrap();
+        while p.try_wait().is_none() {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let target = std::fs::read_to_string(&out).unwrap();
+        assert_eq!(target.trim(), dir.path().join("tap").to_string_lossy());
+    }
+
+    #[test]
     fn version_parsing() {
         let r = FakeRunner::default().answer(
             "qemu-system-x86_64 --version",
@@ -329,6 +398,7 @@ mod tests {
             Path::new("/bin/sleep"),
             &["30".to_string()],
             &dir.path().join("log"),
+            None,
             None,
         )
         .unwrap();

@@ -1,8 +1,11 @@
 //! One measured run: boot a VM, run one command in the guest, bring back its status, output and
 //! guest-measured wall time, shut the VM down and leave nothing behind.
 
+use std::net::Ipv4Addr;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use isolab_cgroups::{Attacher, Bytes};
@@ -10,8 +13,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::accel::{Accel, AccelReport};
 use crate::agent::{
-    command_script, config_file, parse_result, CommandSpec, GuestClock, Inner, InnerSpec,
-    DEFAULT_PATH, GUEST_DIR, GUEST_IMAGE,
+    command_script, config_file, parse_result, AgentConfig, CommandSpec, GuestClock, Inner,
+    InnerSpec, DEFAULT_PATH, GUEST_DIR, GUEST_IMAGE,
 };
 use crate::disk::{create_overlay, create_scratch, BaseDisk};
 use crate::docker::InnerDocker;
@@ -58,10 +61,42 @@ pub struct VmConfig {
     pub scratch_disk: Option<Bytes>,
     /// The QEMU binary ([`QEMU`] by default).
     pub qemu: PathBuf,
+    /// The guest's network: a virtio-net device on a tap, configured in the guest as `eth0`;
+    /// `None`: no network device (only `lo`).
+    pub network: Option<GuestNetwork>,
 }
 
+/// The guest's network interface: a tap on the host (already on a bridge, e.g.
+/// isolab-runtime's [`TapAttachment`](isolab_runtime::network::TapAttachment)) that QEMU
+/// inherits as a descriptor, and the address the guest gives its `eth0`.
+#[derive(Debug, Clone)]
+pub struct GuestNetwork {
+    /// The tap's descriptor; it must stay open until the VM is up (the caller keeps it until
+    /// the VM is gone, so that the tap goes with the last copy).
+    pub tap: Arc<OwnedFd>,
+    /// The guest's address.
+    pub ip: Ipv4Addr,
+    /// Its prefix length.
+    pub prefix: u8,
+    /// The default gateway (the host's address on the bridge).
+    pub gateway: Ipv4Addr,
+    /// The MAC address of the guest's interface.
+    pub mac: String,
+}
+
+impl PartialEq for GuestNetwork {
+    fn eq(&self, other: &Self) -> bool {
+        self.tap.as_raw_fd() == other.tap.as_raw_fd()
+            && (self.ip, self.prefix, self.gateway) == (other.ip, other.prefix, other.gateway)
+            && self.mac == other.mac
+    }
+}
+
+impl Eq for GuestNetwork {}
+
 impl VmConfig {
-    /// A configuration with 1 vCPU, 512 MiB, no pinning, a 120 s boot timeout, no scratch disk.
+    /// A configuration with 1 vCPU, 512 MiB, no pinning, a 120 s boot timeout, no scratch disk,
+    /// no network.
     pub fn new(
         kernel: KernelFiles,
         disk: BaseDisk,
@@ -81,6 +116,7 @@ impl VmConfig {
             boot_timeout: Duration::from_secs(120),
             scratch_disk: None,
             qemu: PathBuf::from(QEMU),
+            network: None,
         }
     }
 }
@@ -395,6 +431,7 @@ fn full_env(env: &[(String, String)]) -> Vec<(String, String)> {
 }
 
 /// The run directory; removed (recursively) when dropped.
+#[derive(Debug)]
 struct RunDir {
     path: PathBuf,
     armed: bool,
@@ -474,6 +511,168 @@ pub fn run_with(
     stop: &dyn Fn() -> bool,
     runner: &dyn ToolRunner,
 ) -> Result<GuestRun, VmError> {
+    let vm = launch(config, command, attacher, stop, runner, false)?;
+    finish(vm, config, command.timeout, None, stop)
+}
+
+/// Boots a VM whose `command` is a service, see [`start_with`].
+pub fn start(
+    config: &VmConfig,
+    command: &GuestCommand,
+    attacher: Option<Attacher>,
+) -> Result<RunningVm, VmError> {
+    start_with(config, command, attacher, &SystemTools)
+}
+
+/// Boots a VM per `config` (as [`run_with`]) whose `command` is a service: it runs in the
+/// guest until [`RunningVm::stop`] (or until it exits; then the guest powers off). Returns once
+/// the guest is about to start the command; whether the service is ready is the caller's to
+/// check (e.g. a TCP connection to [`GuestNetwork::ip`]). `command.timeout` is not applied.
+pub fn start_with(
+    config: &VmConfig,
+    command: &GuestCommand,
+    attacher: Option<Attacher>,
+    runner: &dyn ToolRunner,
+) -> Result<RunningVm, VmError> {
+    let never = || false;
+    let mut vm = launch(config, command, attacher, &never, runner, true)?;
+    let ready_path = vm.ctl.join("ready");
+    loop {
+        if ready_path.exists() {
+            break;
+        }
+        if vm.qemu.try_wait().is_some() {
+            return Err(vm.ended_without_result());
+        }
+        if vm.start.elapsed() > config.boot_timeout {
+            return Err(VmError::BootTimeout {
+                timeout: config.boot_timeout,
+                console: console_tail(&vm.console),
+            });
+        }
+        std::thread::sleep(POLL);
+    }
+    Ok(RunningVm {
+        vm,
+        config: config.clone(),
+        ready_at: Instant::now(),
+    })
+}
+
+/// How long a service in the guest has, after [`RunningVm::stop`] asked for it, to exit
+/// (SIGTERM in the guest) before the VM is killed.
+const SERVICE_STOP_GRACE: Duration = Duration::from_secs(15);
+
+/// A VM running a service ([`start`]); killed and its run directory removed when dropped.
+#[derive(Debug)]
+pub struct RunningVm {
+    vm: Launched,
+    config: VmConfig,
+    ready_at: Instant,
+}
+
+impl RunningVm {
+    /// QEMU's pid.
+    pub fn pid(&self) -> u32 {
+        self.vm.qemu_pid
+    }
+
+    /// Whether QEMU still runs (a service that exited powers the guest off).
+    pub fn is_running(&mut self) -> bool {
+        self.vm.qemu.try_wait().is_none()
+    }
+
+    /// Host time from QEMU's start to the agent's start of the service.
+    pub fn boot(&self) -> Duration {
+        self.ready_at - self.vm.start
+    }
+
+    /// The end of the guest's serial console so far.
+    pub fn console_tail(&self) -> String {
+        console_tail(&self.vm.console)
+    }
+
+    /// The end of the service's standard error, once it has ended by itself (the guest copies
+    /// its output to the host then); `None` while it runs.
+    pub fn stderr_tail(&self) -> Option<String> {
+        let bytes = std::fs::read(self.vm.ctl.join("stderr")).ok()?;
+        Some(tail_lines(&bytes, CONSOLE_LINES))
+    }
+
+    /// Stops the service and the guest: the agent is told to stop (SIGTERM to the service in
+    /// the guest), then the guest powers off by itself; when that takes longer than 15 s, or
+    /// QEMU lingers after the guest's report, QMP `quit`, then SIGKILL. The run directory is
+    /// removed. Returns how QEMU ended.
+    pub fn stop(self) -> Result<Shutdown, VmError> {
+        let stop_file = self.vm.ctl.join("stop");
+        if let Err(e) = std::fs::write(&stop_file, "") {
+            // The control share is gone or unwritable: nothing will tell the guest to stop.
+            drop(self);
+            return Err(VmError::io("write", stop_file, e));
+        }
+        let never = || false;
+        match finish(
+            self.vm,
+            &self.config,
+            SERVICE_STOP_GRACE,
+            Some(Instant::now()),
+            &never,
+        ) {
+            Ok(run) => Ok(run.shutdown),
+            Err(VmError::CommandTimeout { .. }) => Ok(Shutdown::Killed),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// A booted VM: QMP, QEMU and the run's files. Fields drop in order: QMP, QEMU (killed),
+/// then the run directory (removed).
+#[derive(Debug)]
+struct Launched {
+    qmp: Qmp<UnixStream>,
+    qemu: QemuProcess,
+    run_dir: RunDir,
+    dir: PathBuf,
+    ctl: PathBuf,
+    console: PathBuf,
+    start: Instant,
+    qemu_pid: u32,
+    pinned: Vec<VcpuPin>,
+    qemu_command: Vec<String>,
+}
+
+impl Launched {
+    /// The error for a QEMU that exited before the guest reported anything.
+    fn ended_without_result(&mut self) -> VmError {
+        if let Ok(message) = std::fs::read_to_string(self.ctl.join("error")) {
+            return VmError::Guest {
+                message: message.trim().to_owned(),
+                console: console_tail(&self.console),
+            };
+        }
+        VmError::QemuExited {
+            status: self
+                .qemu
+                .try_wait()
+                .map_or_else(|| "running".into(), |s| s.to_string()),
+            qemu: tail_lines(
+                &std::fs::read(self.dir.join("qemu.log")).unwrap_or_default(),
+                10,
+            ),
+            console: console_tail(&self.console),
+        }
+    }
+}
+
+/// Writes the run's files, starts QEMU, connects QMP and pins the vCPUs.
+fn launch(
+    config: &VmConfig,
+    command: &GuestCommand,
+    attacher: Option<Attacher>,
+    stop: &dyn Fn() -> bool,
+    runner: &dyn ToolRunner,
+    service: bool,
+) -> Result<Launched, VmError> {
     validate(config, command)?;
     let run_dir = RunDir::create(&config.run_dir)?;
     let dir = run_dir.path.clone();
@@ -522,11 +721,13 @@ pub fn run_with(
     };
     write(
         "config",
-        &config_file(
-            &config.workdir,
-            config.scratch_disk.is_some(),
-            command.inner.is_some(),
-        ),
+        &config_file(&AgentConfig {
+            workdir: &config.workdir,
+            scratch: config.scratch_disk.is_some(),
+            inner: command.inner.is_some(),
+            service,
+            network: config.network.as_ref(),
+        }),
     )?;
     write("command.sh", &command_script(&spec))?;
 
@@ -557,14 +758,16 @@ pub fn run_with(
         console: &console,
         qmp: Some(&qmp_path),
         pidfile: Some(&pidfile),
+        nic_mac: config.network.as_ref().map(|n| n.mac.as_str()),
     };
     let args = qemu_args(&plan);
     let mut qemu_command = vec![config.qemu.to_string_lossy().into_owned()];
     qemu_command.extend(args.iter().cloned());
 
     let start = Instant::now();
+    let tap = config.network.as_ref().map(|n| n.tap.as_raw_fd());
     // Declared after run_dir, so dropped (killed) before the directory is removed.
-    let mut qemu = QemuProcess::spawn(&config.qemu, &args, &dir.join("qemu.log"), attacher)?;
+    let mut qemu = QemuProcess::spawn(&config.qemu, &args, &dir.join("qemu.log"), attacher, tap)?;
     let qemu_pid = qemu.pid();
     let exited_early = |qemu: &mut QemuProcess| -> Option<VmError> {
         qemu.try_wait().map(|status| VmError::QemuExited {
@@ -600,7 +803,15 @@ pub fn run_with(
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
         .map_err(|e| qmp_err(e.to_string()))?;
-    let mut qmp = Qmp::handshake(stream).map_err(qmp_err)?;
+    let mut qmp = match Qmp::handshake(stream) {
+        Ok(qmp) => qmp,
+        Err(detail) => {
+            // QEMU opens QMP before it sets up its devices: a device it cannot use (a
+            // bad tap) ends it here, and its log says why.
+            std::thread::sleep(Duration::from_millis(100));
+            return Err(exited_early(&mut qemu).unwrap_or_else(|| qmp_err(detail)));
+        }
+    };
     let pinned = match &config.pin {
         Some(cpus) => {
             let threads = qmp.vcpu_threads().map_err(qmp_err)?;
@@ -608,14 +819,39 @@ pub fn run_with(
         }
         None => Vec::new(),
     };
+    Ok(Launched {
+        qmp,
+        qemu,
+        run_dir,
+        dir,
+        ctl,
+        console,
+        start,
+        qemu_pid,
+        pinned,
+        qemu_command,
+    })
+}
 
-    let ready_path = ctl.join("ready");
-    let result_path = ctl.join("result");
-    let error_path = ctl.join("error");
-    let mut ready_at: Option<Instant> = None;
+/// Waits for the guest's report and QEMU's end (10 s after the report, QMP `quit`; 3 s after
+/// that, SIGKILL) and reads what the guest wrote. `timeout` runs from the agent's `ready` (or
+/// from `ready_at` when that is known already); past it QEMU is killed and the result is
+/// [`VmError::CommandTimeout`].
+fn finish(
+    mut vm: Launched,
+    config: &VmConfig,
+    timeout: Duration,
+    mut ready_at: Option<Instant>,
+    stop: &dyn Fn() -> bool,
+) -> Result<GuestRun, VmError> {
+    let ready_path = vm.ctl.join("ready");
+    let result_path = vm.ctl.join("result");
+    let error_path = vm.ctl.join("error");
+    let start = vm.start;
     let mut reported_at: Option<Instant> = None;
     let mut quit_at: Option<Instant> = None;
     let mut shutdown = Shutdown::PoweredOff;
+    let qemu = &mut vm.qemu;
     let status = loop {
         if let Some(status) = qemu.try_wait() {
             break status;
@@ -636,19 +872,17 @@ pub fn run_with(
                 qemu.kill();
                 return Err(VmError::BootTimeout {
                     timeout: config.boot_timeout,
-                    console: console_tail(&console),
+                    console: console_tail(&vm.console),
                 });
             }
-            (Some(ready), None) if now - ready > command.timeout => {
+            (Some(ready), None) if now - ready > timeout => {
                 qemu.kill();
-                return Err(VmError::CommandTimeout {
-                    timeout: command.timeout,
-                });
+                return Err(VmError::CommandTimeout { timeout });
             }
             (_, Some(reported)) if now - reported > POWEROFF_GRACE => match quit_at {
                 None => {
                     // QEMU may close the socket while answering: either way it is quitting.
-                    let _ = qmp.execute("quit", None);
+                    let _ = vm.qmp.execute("quit", None);
                     shutdown = Shutdown::QmpQuit;
                     quit_at = Some(now);
                 }
@@ -660,7 +894,7 @@ pub fn run_with(
                             return Err(VmError::QemuExited {
                                 status: "killed, not reaped".into(),
                                 qemu: String::new(),
-                                console: console_tail(&console),
+                                console: console_tail(&vm.console),
                             })
                         }
                     }
@@ -673,7 +907,7 @@ pub fn run_with(
     };
     let total = start.elapsed();
     let boot = ready_at.map_or(total, |r| r - start);
-    let tail = console_tail(&console);
+    let tail = console_tail(&vm.console);
 
     if let Ok(message) = std::fs::read_to_string(&error_path) {
         return Err(VmError::Guest {
@@ -686,7 +920,10 @@ pub fn run_with(
         Err(_) => {
             return Err(VmError::QemuExited {
                 status: status.to_string(),
-                qemu: tail_lines(&std::fs::read(dir.join("qemu.log")).unwrap_or_default(), 10),
+                qemu: tail_lines(
+                    &std::fs::read(vm.dir.join("qemu.log")).unwrap_or_default(),
+                    10,
+                ),
                 console: tail,
             })
         }
@@ -706,12 +943,21 @@ pub fn run_with(
         });
     }
     let read_output = |name: &str| -> Result<String, VmError> {
-        let p = ctl.join(name);
+        let p = vm.ctl.join(name);
         let bytes = std::fs::read(&p).ctx("read the guest's", &p)?;
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     };
     let stdout = read_output("stdout")?;
     let stderr = read_output("stderr")?;
+    let Launched {
+        qmp,
+        qemu,
+        run_dir,
+        qemu_pid,
+        pinned,
+        qemu_command,
+        ..
+    } = vm;
     drop(qmp);
     drop(qemu);
     run_dir.remove()?;
@@ -980,6 +1226,31 @@ mod tests {
         .unwrap_err();
         assert!(e.to_string().contains("no space"), "{e}");
         assert!(!c.run_dir.exists());
+    }
+
+    #[test]
+    fn a_service_with_a_network_fails_cleanly_when_qemu_is_missing() {
+        let w = tempfile::tempdir().unwrap();
+        let mut c = config(w.path());
+        c.qemu = "/nonexistent/qemu-system-x86_64".into();
+        let tap = std::fs::File::open("/dev/null").unwrap();
+        c.network = Some(GuestNetwork {
+            tap: Arc::new(tap.into()),
+            ip: Ipv4Addr::new(10, 213, 0, 9),
+            prefix: 24,
+            gateway: Ipv4Addr::new(10, 213, 0, 1),
+            mac: "02:00:0a:d5:00:09".into(),
+        });
+        let r = crate::fake_runner::FakeRunner::default().answer("qemu-img", "");
+        let e = start_with(
+            &c,
+            &GuestCommand::new(["iperf3", "-s"], Duration::from_secs(5)),
+            None,
+            &r,
+        )
+        .unwrap_err();
+        assert!(matches!(e, VmError::QemuSpawn { .. }), "{e}");
+        assert!(!c.run_dir.exists(), "run dir removed");
     }
 
     #[test]

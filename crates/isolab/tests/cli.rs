@@ -130,7 +130,9 @@ fn list_platforms_shows_the_registry_with_capabilities_and_usability() {
     let row = |name: &str| rows.iter().find(|r| r["engine"] == name).unwrap();
     assert_eq!(row("host")["networks"], serde_json::json!(["host"]));
     assert_eq!(row("docker")["perf_follows_workload"], false);
-    assert_eq!(row("vm")["services"], false);
+    // Every VM is on isolab's bridge and runs services.
+    assert_eq!(row("vm")["services"], true);
+    assert_eq!(row("vm")["networks"], serde_json::json!(["bridge"]));
     assert_eq!(row("host")["usable"], is_root(), "{}", row("host"));
     for r in rows {
         assert!(!r["detail"].as_str().unwrap().is_empty(), "{r}");

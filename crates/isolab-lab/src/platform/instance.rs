@@ -167,29 +167,7 @@ impl Supervisor {
         grace: Duration,
     ) -> Result<Measured, PlatformError> {
         // The server, when the workload has one, lives in the same instance.
-        let server = match &job.server {
-            None => None,
-            Some(super::Server { argv, port }) => {
-                let child = self.start(argv, &job.workdir, "server", cgroup, false)?;
-                let alive = || child.is_running();
-                if !wait_listening(
-                    &self.config.proc_root,
-                    *port,
-                    Duration::from_secs(10),
-                    alive,
-                ) {
-                    let _ = cgroup.kill_all();
-                    let _ = child.reap();
-                    return Err(PlatformError::ServerNotReady {
-                        command: argv.join(" "),
-                        port: *port,
-                        waited: Duration::from_secs(10),
-                        stderr: read_tail(&log_path(&job.workdir, "server", "stderr"), 2000),
-                    });
-                }
-                Some(child)
-            }
-        };
+        let server = self.start_server(job, cgroup)?;
 
         let sampler = CpuSampler::start(&self.config.proc_root, self.config.sample_interval);
         let child = match self.start(argv, &job.workdir, "command", cgroup, true) {
@@ -227,6 +205,36 @@ impl Supervisor {
             host_cpu,
             notes: Vec::new(),
         })
+    }
+
+    /// Starts the job's server, when its workload has one, on the host in `cgroup`
+    /// and waits until it listens on its port; [`stop_server`] ends it.
+    pub(crate) fn start_server(
+        &self,
+        job: &Job,
+        cgroup: &Cgroup,
+    ) -> Result<Option<Box<dyn Process>>, PlatformError> {
+        let Some(super::Server { argv, port }) = &job.server else {
+            return Ok(None);
+        };
+        let child = self.start(argv, &job.workdir, "server", cgroup, false)?;
+        let alive = || child.is_running();
+        if !wait_listening(
+            &self.config.proc_root,
+            *port,
+            Duration::from_secs(10),
+            alive,
+        ) {
+            let _ = cgroup.kill_all();
+            let _ = child.reap();
+            return Err(PlatformError::ServerNotReady {
+                command: argv.join(" "),
+                port: *port,
+                waited: Duration::from_secs(10),
+                stderr: read_tail(&log_path(&job.workdir, "server", "stderr"), 2000),
+            });
+        }
+        Ok(Some(child))
     }
 
     /// Removes an experiment's scope cgroup, and the devices-hierarchy directories
@@ -534,7 +542,9 @@ fn child_alive(pid: libc::pid_t) -> bool {
     unsafe { libc::kill(pid, 0) == 0 }
 }
 
-fn stop_server(server: Option<Box<dyn Process>>, cgroup: &Cgroup) {
+/// Ends a server of [`Supervisor::start_server`]: SIGTERM, and after 2 s
+/// everything in `cgroup` is killed.
+pub(crate) fn stop_server(server: Option<Box<dyn Process>>, cgroup: &Cgroup) {
     if let Some(s) = server {
         if !ended_within(&*s, libc::SIGTERM, Duration::from_secs(2)) {
             s.signal_group(libc::SIGKILL);

@@ -166,7 +166,8 @@ impl PlatformDef {
                 self.name, self.kind
             ));
         }
-        if self.network == Network::Host {
+        // A VM's services listen on the guest's own address on the bridge.
+        if self.network == Network::Host || caps.vm {
             return None;
         }
         let fix = if caps.has_network(Network::Host) {
@@ -501,6 +502,10 @@ pub enum PlatformError {
     /// cause chain).
     #[error(transparent)]
     Vm(#[from] isolab_vm::VmError),
+    /// isolab's bridge network could not give a VM its tap or address (the
+    /// network's error, with its cause chain).
+    #[error(transparent)]
+    Network(#[from] isolab_runtime::network::NetworkError),
     /// The engine could not run the instance (its own error, not the workload's).
     #[error("{engine} failed: {message}")]
     Engine {

@@ -15,7 +15,9 @@
 //!
 //! Services reach the host here over the host network; a level with network
 //! `none` cannot serve anyone, and on a bridge the service's address is the
-//! container's, which the engines do not report yet.
+//! container's, which the engines do not report yet. The VM platforms start
+//! their services themselves (`vm.rs`: the guest's address on isolab's bridge)
+//! and hand them over with [`Service::in_instance`] and [`wait_ready`].
 
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::PathBuf;
@@ -64,6 +66,20 @@ pub struct Service<'p> {
     remove: Option<Remove<'p>>,
     /// Its standard error's log file.
     log: Option<PathBuf>,
+    /// What the platform runs itself instead of a process here (a VM's guest).
+    guest: Option<Box<dyn Guest + 'p>>,
+}
+
+/// A service a platform runs itself, not as a process of this host's launcher (a
+/// VM's guest): whether it runs, what it said, and its stop.
+pub(crate) trait Guest: Send + Sync {
+    /// Whether it still runs.
+    fn is_running(&self) -> bool;
+    /// The end of its standard error (or what the platform has instead), at most
+    /// `max` bytes.
+    fn stderr_tail(&self, max: usize) -> String;
+    /// Stops it and releases what it holds outside its instance cgroup.
+    fn stop(self: Box<Self>) -> Result<(), PlatformError>;
 }
 
 impl std::fmt::Debug for Service<'_> {
@@ -79,15 +95,20 @@ impl std::fmt::Debug for Service<'_> {
 impl Service<'_> {
     /// Whether its foreground process still runs.
     pub fn is_running(&self) -> bool {
-        self.process.as_ref().is_some_and(|p| p.is_running())
+        match (&self.process, &self.guest) {
+            (Some(p), _) => p.is_running(),
+            (None, Some(g)) => g.is_running(),
+            (None, None) => false,
+        }
     }
 
     /// The end of its standard error (its log in the job's working directory).
     pub fn stderr_tail(&self, max: usize) -> String {
-        self.log
-            .as_ref()
-            .map(|path| read_tail(path, max))
-            .unwrap_or_default()
+        match (&self.log, &self.guest) {
+            (Some(path), _) => read_tail(path, max),
+            (None, Some(g)) => g.stderr_tail(max),
+            (None, None) => String::new(),
+        }
     }
 
     /// Stops it: SIGTERM, then everything in its instance killed after a grace
@@ -105,7 +126,9 @@ impl Service<'_> {
             }
             let _ = process.reap();
         }
+        let stopped = self.guest.take().map_or(Ok(()), |guest| guest.stop());
         let removed = self.remove.take().map_or(Ok(()), |remove| remove());
+        let removed = stopped.and(removed);
         if let Some(instance) = self.instance.take() {
             let _ = instance.kill_all();
             match instance.remove() {
@@ -123,6 +146,35 @@ impl Drop for Service<'_> {
         if let Err(e) = self.teardown() {
             eprintln!("warning: stopping service at {}: {e}", self.address);
         }
+    }
+}
+
+impl<'p> Service<'p> {
+    /// A service the platform runs itself (a VM's guest) in `instance`: until
+    /// [`Service::set_guest`], dropping it removes the instance only; after, it
+    /// stops the guest first.
+    pub(crate) fn in_instance(instance: Cgroup, address: SocketAddr) -> Service<'p> {
+        Service {
+            address,
+            cgroup: instance.rel().to_path_buf(),
+            limits_applied: Limits::default(),
+            process: None,
+            instance: Some(instance),
+            remove: None,
+            log: None,
+            guest: None,
+        }
+    }
+
+    /// The instance cgroup of [`Service::in_instance`].
+    pub(crate) fn instance(&self) -> Option<&Cgroup> {
+        self.instance.as_ref()
+    }
+
+    /// Hands over the running guest, with its limits as read back.
+    pub(crate) fn set_guest(&mut self, limits_applied: Limits, guest: Box<dyn Guest + 'p>) {
+        self.limits_applied = limits_applied;
+        self.guest = Some(guest);
     }
 }
 
@@ -167,6 +219,7 @@ pub(crate) fn start<'p>(
         instance: None,
         remove: None,
         log: Some(log_path(&job.workdir, &log_name(job), "stderr")),
+        guest: None,
     };
     // On any error below, dropping `service` tears down what was made.
     let instance = sup.create_instance(&job.name)?;
@@ -187,13 +240,16 @@ pub(crate) fn start<'p>(
         count: false,
     })?;
     let process = service.process.insert(process);
-    wait_ready(&**process, service.address, spec.ready_timeout).map_err(|waited| {
-        PlatformError::ServerNotReady {
-            command: argv.join(" "),
-            port: spec.port,
-            waited,
-            stderr: read_tail(&log_path(&job.workdir, &log, "stderr"), 2000),
-        }
+    wait_ready(
+        &mut || process.is_running(),
+        service.address,
+        spec.ready_timeout,
+    )
+    .map_err(|waited| PlatformError::ServerNotReady {
+        command: argv.join(" "),
+        port: spec.port,
+        waited,
+        stderr: read_tail(&log_path(&job.workdir, &log, "stderr"), 2000),
     })?;
     if let LimitsAt::Container = limits_at {
         let rel = container_mount(sup.hierarchy())
@@ -230,9 +286,9 @@ fn log_name(job: &Job) -> String {
 }
 
 /// Waits until `address` accepts a TCP connection; `Err` with the time waited
-/// when `process` exits first or `timeout` passes.
-fn wait_ready(
-    process: &dyn Process,
+/// when `running` says the service ended first or `timeout` passes.
+pub(crate) fn wait_ready(
+    running: &mut dyn FnMut() -> bool,
     address: SocketAddr,
     timeout: Duration,
 ) -> Result<(), Duration> {
@@ -241,7 +297,7 @@ fn wait_ready(
         if TcpStream::connect_timeout(&address, Duration::from_millis(200)).is_ok() {
             return Ok(());
         }
-        if !process.is_running() || started.elapsed() >= timeout {
+        if !running() || started.elapsed() >= timeout {
             return Err(started.elapsed());
         }
         std::thread::sleep(Duration::from_millis(50));

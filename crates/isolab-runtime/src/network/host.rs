@@ -2,6 +2,7 @@
 //! attach/detach logic can be tested with a fake.
 
 use std::io::Write;
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -9,7 +10,8 @@ use std::process::{Command, Stdio};
 use serde::{Deserialize, Serialize};
 
 use super::cni::{plugin_error, PluginRequest};
-use super::{link, NetworkError};
+use super::config::Ipv4Subnet;
+use super::{link, tap, NetworkError};
 
 /// Identity of a network namespace (device and inode of its nsfs file), used
 /// to tell whether a `/proc/<pid>/ns/net` path still names the namespace we
@@ -41,6 +43,12 @@ pub trait NetHost: Send + Sync {
     fn link_exists(&self, name: &str) -> bool;
     /// Deletes the host link `name`; `false` when it did not exist.
     fn delete_link(&self, name: &str) -> Result<bool, NetworkError>;
+    /// Makes sure the bridge `name` exists with the subnet's gateway address and
+    /// is up, and that the host forwards IPv4; `true` when it was created.
+    fn ensure_bridge(&self, name: &str, subnet: Ipv4Subnet) -> Result<bool, NetworkError>;
+    /// Creates the non-persistent tap `name` on `bridge`, up; it lives as long as
+    /// the returned descriptor and its copies.
+    fn create_tap(&self, name: &str, bridge: &str) -> Result<OwnedFd, NetworkError>;
 }
 
 /// The real host: plugins from a directory, `iptables` from `PATH`, the
@@ -184,6 +192,14 @@ impl NetHost for SystemHost {
 
     fn delete_link(&self, name: &str) -> Result<bool, NetworkError> {
         link::delete_link(name)
+    }
+
+    fn ensure_bridge(&self, name: &str, subnet: Ipv4Subnet) -> Result<bool, NetworkError> {
+        tap::ensure_bridge(name, subnet)
+    }
+
+    fn create_tap(&self, name: &str, bridge: &str) -> Result<OwnedFd, NetworkError> {
+        tap::create_tap(name, bridge)
     }
 }
 

@@ -2,7 +2,8 @@
 //! hand (ADD in order with `prevResult`, DEL in reverse), with a record
 //! written before the first plugin so teardown always knows what to undo.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -42,6 +43,33 @@ pub struct Attachment {
     /// Published ports.
     pub publish: Vec<Publish>,
 }
+
+/// A virtual machine's place on the bridge network, as [`Networking::attach_tap`]
+/// left it: a tap on the bridge and the guest's address, leased from the same
+/// allocator as the containers' (the lease names the VM's id and `eth0`, the
+/// guest's interface).
+#[derive(Debug)]
+pub struct TapAttachment {
+    /// The guest's address.
+    pub ip: Ipv4Addr,
+    /// Its default gateway: the bridge's address, where the guest reaches the host.
+    pub gateway: Ipv4Addr,
+    /// Prefix length of `ip`.
+    pub prefix: u8,
+    /// The bridge.
+    pub bridge: String,
+    /// The tap's name ([`super::tap_name`]).
+    pub tap: String,
+    /// The MAC address to give the guest's interface ([`super::guest_mac`]).
+    pub mac: String,
+    /// The tap's descriptor, for QEMU (`-netdev tap,fd=N`). The tap is
+    /// non-persistent: it goes when this and every copy of it are closed.
+    pub fd: OwnedFd,
+}
+
+/// The network namespace a tap lives in, as CNI_NETNS for the allocator (which
+/// requires one for ADD but never enters it).
+const HOST_NETNS: &str = "/proc/self/ns/net";
 
 /// Container networking with explicit host effects and state directory.
 /// The free functions of this module use [`Networking::system`].
@@ -199,6 +227,148 @@ impl<H: NetHost> Networking<H> {
             ifname: CONTAINER_IFNAME.to_owned(),
             config,
         }
+    }
+
+    /// Puts a virtual machine on the bridge of `cfg`: makes sure the bridge
+    /// exists (with its gateway address, as the CNI bridge plugin makes it), adds
+    /// the egress masquerade rule, leases an address for `vm_id` from the
+    /// containers' allocator (`host-local`), and creates a non-persistent tap named
+    /// after the address ([`super::tap_name`]) on the bridge. Published ports are
+    /// not supported (the guest's address is reachable from the host directly).
+    /// An attachment record is written first, so [`Self::detach_tap`] and
+    /// [`Self::cleanup_leftovers`] release the lease after any failure or crash;
+    /// on failure everything done so far is undone.
+    pub fn attach_tap(
+        &self,
+        vm_id: &ContainerId,
+        cfg: &BridgeConfig,
+    ) -> Result<TapAttachment, NetworkError> {
+        let id = vm_id.as_str();
+        let subnet = cfg.validate()?;
+        if let Some(stale) = self.state.read_record(&cfg.bridge, id)? {
+            self.teardown(id, None, cfg, Some(stale))?;
+        }
+        let mut record = AttachmentRecord {
+            container_id: id.to_owned(),
+            bridge: cfg.bridge.clone(),
+            subnet: cfg.subnet.clone(),
+            publish: Vec::new(),
+            netns: None,
+            result: None,
+        };
+        self.state.write_record(&record)?;
+        match self.attach_tap_inner(&mut record, cfg, subnet) {
+            Ok(att) => Ok(att),
+            Err(e) => {
+                // Best effort: the original error is the one worth reporting.
+                let _ = self.teardown(id, None, cfg, Some(record));
+                Err(e)
+            }
+        }
+    }
+
+    fn attach_tap_inner(
+        &self,
+        record: &mut AttachmentRecord,
+        cfg: &BridgeConfig,
+        subnet: Ipv4Subnet,
+    ) -> Result<TapAttachment, NetworkError> {
+        {
+            let _lock = self.state.lock_bridge(&cfg.bridge)?;
+            self.host.ensure_bridge(&cfg.bridge, subnet)?;
+            iptables::ensure_masquerade(&self.host, &cfg.bridge, subnet)?;
+        }
+        let bridge_conf = cni::bridge_config(&cfg.bridge, subnet, &self.state.ipam_dir());
+        let ipam_conf = serde_json::json!({
+            "cniVersion": cni::CNI_VERSION,
+            "name": cfg.bridge,
+            "ipam": bridge_conf["ipam"],
+        });
+        let out = self.host.run_plugin(&self.request(
+            "host-local",
+            CniCommand::Add,
+            record,
+            Some(Path::new(HOST_NETNS)),
+            ipam_conf,
+        ))?;
+        let mut result = cni::parse_result("host-local", &out)?;
+        let (ip, prefix, gateway) = cni::ipv4_of(&result, "host-local")?;
+        let (IpAddr::V4(ip), IpAddr::V4(gateway)) = (ip, gateway) else {
+            return Err(NetworkError::PluginResult {
+                plugin: "host-local".to_owned(),
+                command: CniCommand::Add.as_str(),
+                reason: format!("address {ip} or gateway {gateway} is not IPv4"),
+            });
+        };
+        if !subnet.contains(ip) {
+            return Err(NetworkError::PluginResult {
+                plugin: "host-local".to_owned(),
+                command: CniCommand::Add.as_str(),
+                reason: format!("address {ip} lies outside the subnet {subnet}"),
+            });
+        }
+        let tap = super::tap_name(ip, subnet);
+        // The tap as the host-side interface of the record, so that teardown
+        // (and gc after a crash) removes it if it outlived its descriptors.
+        result.interfaces = vec![
+            cni::CniInterface {
+                name: cfg.bridge.clone(),
+                mac: None,
+                sandbox: None,
+            },
+            cni::CniInterface {
+                name: tap.clone(),
+                mac: None,
+                sandbox: None,
+            },
+        ];
+        record.result = Some(result);
+        self.state.write_record(record)?;
+        let fd = self.host.create_tap(&tap, &cfg.bridge)?;
+        Ok(TapAttachment {
+            ip,
+            gateway,
+            prefix,
+            bridge: cfg.bridge.clone(),
+            mac: super::guest_mac(ip),
+            tap,
+            fd,
+        })
+    }
+
+    /// Undoes [`Self::attach_tap`] once the VM is gone and the tap's descriptor
+    /// closed: releases the lease, deletes the tap if it is still there, removes
+    /// the record. Idempotent. Returns a line per thing removed.
+    pub fn detach_tap(
+        &self,
+        vm_id: &ContainerId,
+        cfg: &BridgeConfig,
+    ) -> Result<Vec<String>, NetworkError> {
+        cfg.validate()?;
+        let id = vm_id.as_str();
+        let record = self.state.read_record(&cfg.bridge, id)?;
+        self.teardown(id, None, cfg, record)
+    }
+
+    /// The VM ids whose attachment record names a tap (a host interface named
+    /// [`super::TAP_PREFIX`]…), with their bridge: what gc passes to
+    /// [`Self::detach_tap`] for the VMs of dead experiments.
+    pub fn recorded_taps(&self) -> Result<Vec<(String, String)>, NetworkError> {
+        let mut out = Vec::new();
+        for (bridge, id) in self.state.records()? {
+            let Some(record) = self.state.read_record(&bridge, &id)? else {
+                continue;
+            };
+            let is_tap = record
+                .result
+                .as_ref()
+                .and_then(|r| host_veth_name(r, &bridge))
+                .is_some_and(|name| name.starts_with(super::TAP_PREFIX));
+            if is_tap {
+                out.push((bridge, id));
+            }
+        }
+        Ok(out)
     }
 
     /// Undoes [`Self::attach`]. Idempotent: a second call, or a call for a
@@ -403,6 +573,7 @@ mod tests {
         rules: Mutex<Vec<String>>,
         links: Mutex<HashMap<String, String>>,
         fail_portmap_add: bool,
+        fail_tap: bool,
         ipam_dir: PathBuf,
     }
 
@@ -436,8 +607,29 @@ mod tests {
                         "ips":[{"interface":2,"address":"10.213.0.2/24","gateway":"10.213.0.1"}]}"#
                         .to_vec())
                 }
+                ("host-local", CniCommand::Add) => {
+                    assert_eq!(req.ifname, "eth0", "the lease names the guest's interface");
+                    assert!(req.netns.is_some(), "host-local's ADD needs CNI_NETNS");
+                    std::fs::create_dir_all(&lease_dir).unwrap();
+                    std::fs::write(
+                        lease_dir.join("10.213.0.3"),
+                        format!("{}\r\neth0", req.container_id),
+                    )
+                    .unwrap();
+                    Ok(br#"{"cniVersion":"1.0.0",
+                        "ips":[{"address":"10.213.0.3/24","gateway":"10.213.0.1"}],
+                        "routes":[{"dst":"0.0.0.0/0"}]}"#
+                        .to_vec())
+                }
                 ("bridge", CniCommand::Del) => {
-                    let _ = std::fs::remove_file(lease_dir.join("10.213.0.2"));
+                    // host-local releases every lease of the id (and eth0).
+                    for entry in std::fs::read_dir(&lease_dir).into_iter().flatten() {
+                        let path = entry.unwrap().path();
+                        let owner = std::fs::read_to_string(&path).unwrap_or_default();
+                        if owner.starts_with(&format!("{}\r\n", req.container_id)) {
+                            std::fs::remove_file(path).unwrap();
+                        }
+                    }
                     if req.netns.is_some() {
                         self.links.lock().unwrap().remove("vethabc");
                     }
@@ -519,6 +711,33 @@ mod tests {
                 .unwrap()
                 .push(format!("delete link {name}"));
             Ok(self.links.lock().unwrap().remove(name).is_some())
+        }
+
+        fn ensure_bridge(&self, name: &str, subnet: Ipv4Subnet) -> Result<bool, NetworkError> {
+            self.calls
+                .lock()
+                .unwrap()
+                .push(format!("ensure bridge {name} {subnet}"));
+            Ok(false)
+        }
+
+        fn create_tap(&self, name: &str, bridge: &str) -> Result<OwnedFd, NetworkError> {
+            self.calls
+                .lock()
+                .unwrap()
+                .push(format!("create tap {name} on {bridge}"));
+            if self.fail_tap {
+                return Err(NetworkError::Link {
+                    name: name.into(),
+                    op: "TUNSETIFF",
+                    source: std::io::Error::from_raw_os_error(libc::EPERM),
+                });
+            }
+            self.links
+                .lock()
+                .unwrap()
+                .insert(name.into(), bridge.into());
+            Ok(std::fs::File::open("/dev/null").unwrap().into())
         }
     }
 
@@ -696,5 +915,69 @@ mod tests {
             .unwrap_err();
         assert!(matches!(e, NetworkError::Netns { .. }));
         assert!(net.host.calls.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_vm_gets_a_tap_and_a_lease_from_the_containers_allocator() {
+        let (tmp, net) = setup(false);
+        let cfg = BridgeConfig::default();
+        let att = net.attach_tap(&id("isolab-exp1-pid2-c0-r1"), &cfg).unwrap();
+        assert_eq!(att.ip, Ipv4Addr::new(10, 213, 0, 3));
+        assert_eq!(att.gateway, Ipv4Addr::new(10, 213, 0, 1));
+        assert_eq!((att.prefix, att.bridge.as_str()), (24, "isolab0"));
+        assert_eq!(att.tap, "isolabvm3");
+        assert_eq!(att.mac, "02:00:0a:d5:00:03");
+        let calls = net.host.calls.lock().unwrap().clone();
+        assert_eq!(
+            calls,
+            [
+                "ensure bridge isolab0 10.213.0.0/24",
+                "host-local ADD isolab-exp1-pid2-c0-r1 ns=/proc/self/ns/net",
+                "create tap isolabvm3 on isolab0",
+            ]
+        );
+        assert_eq!(net.host.rules.lock().unwrap().len(), 1, "masquerade");
+        let lease = tmp.path().join("ipam/isolab0/10.213.0.3");
+        assert!(lease.exists());
+        assert_eq!(
+            net.recorded_taps().unwrap(),
+            [("isolab0".to_owned(), "isolab-exp1-pid2-c0-r1".to_owned())]
+        );
+        // A container's record is not a tap's.
+        net.attach(&id("c1"), Path::new(NS), &bridge_mode(&[]))
+            .unwrap();
+        assert_eq!(net.recorded_taps().unwrap().len(), 1);
+
+        drop(att.fd);
+        let removed = net.detach_tap(&id("isolab-exp1-pid2-c0-r1"), &cfg).unwrap();
+        assert!(!lease.exists());
+        assert!(
+            removed.iter().any(|r| r == "address 10.213.0.3 on isolab0"),
+            "{removed:?}"
+        );
+        // The fake's tap outlives its descriptor, so teardown deletes it.
+        assert!(removed.iter().any(|r| r == "veth isolabvm3"), "{removed:?}");
+        assert!(net.recorded_taps().unwrap().is_empty());
+        assert!(net
+            .detach_tap(&id("isolab-exp1-pid2-c0-r1"), &cfg)
+            .unwrap()
+            .is_empty());
+    }
+
+    #[test]
+    fn a_failed_tap_releases_the_lease() {
+        let tmp = tempfile::tempdir().unwrap();
+        let host = FakeHost {
+            fail_tap: true,
+            ipam_dir: tmp.path().join("ipam"),
+            ..FakeHost::default()
+        };
+        let net = Networking::new(host, tmp.path());
+        let e = net
+            .attach_tap(&id("vm1"), &BridgeConfig::default())
+            .unwrap_err();
+        assert!(e.to_string().contains("isolabvm3"), "{e}");
+        assert!(!tmp.path().join("ipam/isolab0/10.213.0.3").exists());
+        assert!(net.recorded_attachments().unwrap().is_empty());
     }
 }

@@ -32,6 +32,18 @@
 //! process per plugin per container (a few milliseconds each). The only
 //! netlink we speak ourselves is RTM_DELLINK (for a stray veth and the bridge).
 //!
+//! # Virtual machines
+//!
+//! [`Networking::attach_tap`] puts a VM on the same bridge: the bridge is made
+//! by ioctl when no container made it first (with the gateway address the
+//! plugin would give it), the guest's address is leased from the same
+//! `host-local` allocator (owner: the VM's id and `eth0`), and a
+//! non-persistent tap named [`TAP_PREFIX`] + the address's host number is put
+//! on the bridge, its descriptor handed to QEMU. The record is the containers'
+//! kind, with the tap as its host interface, so [`Networking::detach_tap`] and
+//! gc ([`Networking::recorded_taps`]) release the lease after a crash; the tap
+//! itself goes with QEMU's descriptor.
+//!
 //! # What stays
 //!
 //! Like `docker0`, the bridge, its masquerade rule and portmap's shared
@@ -56,6 +68,7 @@ mod link;
 mod manager;
 mod publish;
 mod state;
+mod tap;
 
 #[cfg(test)]
 mod privileged_tests;
@@ -68,8 +81,9 @@ pub use cni::{CniCommand, CniResult, PluginRequest};
 pub use config::{BridgeConfig, Ipv4Subnet, NetworkMode, DEFAULT_BRIDGE, DEFAULT_SUBNET};
 pub use error::NetworkError;
 pub use host::{NetHost, NetnsId, SystemHost, DEFAULT_PLUGIN_DIR};
-pub use manager::{Attachment, Networking, DEFAULT_STATE_DIR};
+pub use manager::{Attachment, Networking, TapAttachment, DEFAULT_STATE_DIR};
 pub use publish::{Proto, Publish};
+pub use tap::{guest_mac, tap_name, TAP_PREFIX};
 
 /// Connects the container whose network namespace is at `netns`
 /// (`/proc/<pid>/ns/net` or a bind mount of it); see [`Networking::attach`].

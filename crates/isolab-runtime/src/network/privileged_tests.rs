@@ -461,3 +461,56 @@ fn network_none_brings_loopback_up() {
         "{addrs:?}"
     );
 }
+
+#[test]
+fn a_vm_tap_makes_the_bridge_that_containers_then_share() {
+    require_root_and_plugins!();
+    let mut t = TestNet::new(5, &[]);
+    let before = t.our_rules();
+    assert!(!link::link_exists(&t.cfg.bridge));
+    let vm = cid("vm1");
+    t.ids.push(vm.clone());
+    let tap = t.net.attach_tap(&vm, &t.cfg).unwrap();
+    assert!(t.subnet.contains(tap.ip), "{tap:?}");
+    assert_eq!(tap.gateway, Ipv4Addr::from(u32::from(t.subnet.network) + 1));
+    assert_eq!(tap.tap, tap_name(tap.ip, t.subnet));
+    assert_eq!(
+        link::link_master(&tap.tap).as_deref(),
+        Some(t.cfg.bridge.as_str())
+    );
+    let flags = std::fs::read_to_string(format!("/sys/class/net/{}/flags", tap.tap)).unwrap();
+    let flags = u32::from_str_radix(flags.trim().trim_start_matches("0x"), 16).unwrap();
+    assert_ne!(flags & libc::IFF_UP as u32, 0, "tap is down");
+    // The bridge we made holds the gateway, as the CNI plugin would have made it.
+    let listener = TcpListener::bind((tap.gateway, 0)).unwrap();
+    assert_eq!(t.lease_file_count(), 1);
+
+    // A container joins the same bridge through the CNI plugin and reaches the host.
+    let ns = NetnsHolder::new();
+    let a = t.attach(&cid("c1"), &ns);
+    assert_ne!(
+        a.ip,
+        IpAddr::V4(tap.ip),
+        "the VM's address went to a container"
+    );
+    assert_eq!(a.gateway, IpAddr::V4(tap.gateway));
+    let addr = listener.local_addr().unwrap();
+    let server = serve_once(listener);
+    ping_from(&ns.path(), addr).unwrap();
+    server.join().unwrap().unwrap();
+    t.net.detach(&cid("c1"), &ns.path(), &t.mode()).unwrap();
+
+    // The tap is gone with its last descriptor; detach releases the lease.
+    let name = tap.tap.clone();
+    drop(tap.fd);
+    assert!(
+        !link::link_exists(&name),
+        "tap {name} outlived its descriptor"
+    );
+    t.net.detach_tap(&vm, &t.cfg).unwrap();
+    assert_eq!(t.lease_file_count(), 0, "leases left");
+    assert!(t.net.recorded_taps().unwrap().is_empty());
+    t.net.remove_bridge(&t.cfg).unwrap();
+    assert!(!link::link_exists(&t.cfg.bridge));
+    assert_eq!(t.our_rules(), before, "iptables rules left behind");
+}

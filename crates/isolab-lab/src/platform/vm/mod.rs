@@ -22,12 +22,26 @@
 //! - Disk workloads get a scratch virtio disk as the working directory (9p would be
 //!   measured instead of a disk); the files are copied in and out outside the
 //!   measured time.
+//! - Every guest has a network (the levels' network is `bridge`): a virtio-net
+//!   device on a tap of isolab's bridge (`isolab0`, the runtime's `bridge`
+//!   network), an address leased from the containers' allocator under the VM's
+//!   container id (`isolab-exp3-pid42-c0-r1`), and the bridge's address as the
+//!   guest's gateway, which is where a workload's `{server}` on the host is. The
+//!   lease is released when the run ends, however it ends; `gc` releases those of
+//!   dead experiments (the tap itself goes with QEMU).
+//! - Services: the command runs in the guest until stopped (for `vm+ENGINE`, in the
+//!   engine's container on the guest's host network); it is ready when the guest's
+//!   address accepts a TCP connection on its port from the host, and stopping it
+//!   powers the guest off. Its limits are QEMU's cgroup's as read back and the
+//!   guest's RAM, as for a measured run; a container's limits in the guest are
+//!   applied but not read back while it runs.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use isolab_cgroups::{Bytes, IdSet, Limits};
+use isolab_runtime::network::{BridgeConfig, Networking};
 use isolab_store::{Telemetry as T, TelemetrySet};
 use isolab_vm::{
     BaseDisk, DockerReport, GuestCommand, InnerContainer, InnerDocker, InnerEngine, KernelFiles,
@@ -35,10 +49,16 @@ use isolab_vm::{
 };
 
 use super::host::HostPlatform;
-use super::instance::{limit, Supervisor};
+use super::instance::{limit, stop_server, Supervisor};
 use super::isolab::{limit_flags, IsolabConfig};
 use super::registry::{Driver, Executed, PlatformInfo, PlatformKind};
+use super::service::{ServiceSpec, Started};
+
+mod net;
+mod service;
+
 use super::{Accel, Capabilities, Execution, ExitKind, Interrupt, Job, PlatformDef, PlatformError};
+use net::{dead_taps, VmNet};
 
 /// Guest memory beyond the container's limit in `vm+isolab` (the guest kernel,
 /// its page cache and the runtime).
@@ -138,6 +158,14 @@ impl VmPlatform {
             ),
             ("vm.kernel_release".into(), env.kernel_release),
             ("vm.disk_sha256".into(), env.disk_sha256),
+            (
+                "vm.network".into(),
+                format!(
+                    "virtio-net on a tap of bridge {} ({}), the guest's address leased per run",
+                    isolab_runtime::network::DEFAULT_BRIDGE,
+                    isolab_runtime::network::DEFAULT_SUBNET
+                ),
+            ),
         ])
     }
 
@@ -278,7 +306,8 @@ impl Driver for VmDriver {
             kind,
             summary,
             capabilities: Capabilities {
-                networks: &[NetworkMode::None],
+                // Every guest has a virtio-net device on a tap of isolab's bridge.
+                networks: &[NetworkMode::Bridge],
                 limits: LimitKinds {
                     // A plain guest's processes are not the host's: no pids limit.
                     pids: self.engine.is_some(),
@@ -286,7 +315,7 @@ impl Driver for VmDriver {
                 },
                 perf_follows_workload: false,
                 needs_image: true,
-                services: false,
+                services: true,
                 vm: true,
             },
         }
@@ -300,6 +329,21 @@ impl Driver for VmDriver {
         } else {
             "no /dev/kvm: vm(tcg) only"
         };
+        let host_local = Path::new(isolab_runtime::network::DEFAULT_PLUGIN_DIR).join("host-local");
+        if !host_local.is_file() {
+            return Err(format!(
+                "{} is missing (the guest's address comes from isolab's bridge allocator): apt-get install containernetworking-plugins",
+                host_local.display()
+            ));
+        }
+        if isolab_tools::find_program("iptables").is_none() {
+            return Err("iptables is missing (the bridge's egress masquerade rule): apt-get install iptables".into());
+        }
+        if !Path::new("/dev/net/tun").exists() {
+            return Err(
+                "/dev/net/tun is missing (the guest's network is a tap): modprobe tun".into(),
+            );
+        }
         let docker = match self.engine {
             Some(GuestEngine::Docker) => {
                 "; the experiment's image must have Docker (isolab image build bench-docker DIR)"
@@ -324,27 +368,84 @@ impl Driver for VmDriver {
     }
 
     fn execute(&self, host: &HostPlatform, job: &Job, interrupt: &Interrupt) -> Executed {
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         execute(
             host.supervisor(),
             &self.vm,
             self.engine.as_ref(),
-            cpus,
+            host_cpus(),
             job,
             interrupt,
         )
     }
+
+    fn start_service(&self, host: &HostPlatform, job: &Job, spec: ServiceSpec) -> Started<'_> {
+        service::start_service(
+            host.supervisor(),
+            &self.vm,
+            self.engine.as_ref(),
+            host_cpus(),
+            job,
+            spec,
+        )
+    }
+
+    fn gc(&self, prefixes: &[String]) -> Result<Vec<String>, PlatformError> {
+        // The three VM drivers share the bridge's records: the plain `vm` collects.
+        if self.engine.is_some() {
+            return Ok(Vec::new());
+        }
+        let net = Networking::system();
+        let mut removed = Vec::new();
+        for (bridge, id) in dead_taps(&net.recorded_taps()?, prefixes) {
+            let Ok(id) = id.parse::<isolab_runtime::ContainerId>() else {
+                continue;
+            };
+            let cfg = BridgeConfig {
+                bridge,
+                ..BridgeConfig::default()
+            };
+            removed.extend(
+                net.detach_tap(&id, &cfg)?
+                    .into_iter()
+                    .map(|r| format!("{r} (VM {id})")),
+            );
+        }
+        Ok(removed)
+    }
 }
 
-/// Runs `job` in a QEMU guest inside an instance of `host`.
-fn execute(
-    host: &Supervisor,
+/// The cpus isolab may use.
+fn host_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// What a VM for `job` is: its configuration, the guest command and the sizes the
+/// run reports.
+struct GuestPlan {
+    config: VmConfig,
+    command: GuestCommand,
+    vcpus: u32,
+    /// The guest's RAM.
+    memory: Bytes,
+    /// The shape's memory (the guest's RAM in a plain VM, the container's limit in
+    /// `vm+ENGINE`).
+    shape_memory: Bytes,
+    /// isolab-runtime's report in the workdir (`vm+isolab`).
+    report_path: PathBuf,
+    /// The Docker container's report directory in the workdir (`vm+docker`).
+    docker_report: PathBuf,
+}
+
+/// Plans the VM of `job`; a `service` runs in the guest until stopped, in a
+/// container engine on the guest's host network (so that the guest's address is
+/// the service's).
+fn guest_plan(
     vm: &VmPlatform,
     engine: Option<&GuestEngine>,
     host_cpus: usize,
     job: &Job,
-    interrupt: &Interrupt,
-) -> Result<Execution, PlatformError> {
+    service: bool,
+) -> Result<GuestPlan, PlatformError> {
     let prepared = vm.prepared(job)?;
     let inner = engine.is_some();
     let (vcpus, pin) = guest_cpus(&job.limits, host_cpus);
@@ -372,35 +473,82 @@ fn execute(
     config.scratch_disk = job.uses_disk.then_some(SCRATCH_DISK);
     let report_path = job.workdir.join(".isolab-runtime.json");
     let docker_report = job.workdir.join(DOCKER_REPORT);
+    let network = if service {
+        vec!["--network".to_owned(), "host".to_owned()]
+    } else {
+        Vec::new()
+    };
     let mut command = GuestCommand::new(job.argv.clone(), job.timeout);
     command.inner = match engine {
         None => None,
         Some(GuestEngine::Isolab(runtime)) => {
             let mut flags = limit_flags(&inner_limits(&job.limits));
             flags.extend(["--report".into(), report_path.display().to_string()]);
+            flags.extend(network);
             Some(InnerEngine::Isolab(InnerContainer {
                 runtime: runtime.program.clone(),
                 flags,
                 image: None,
             }))
         }
-        Some(GuestEngine::Docker) => Some(InnerEngine::Docker(InnerDocker {
+        Some(GuestEngine::Docker) => {
             // A pure cgroup2 guest; inner limits have no io throttles, so no device is named.
-            flags: isolab_engines::docker::run_limit_flags(
+            let mut flags = isolab_engines::docker::run_limit_flags(
                 &inner_limits(&job.limits),
                 isolab_cgroups::Version::V2,
                 Path::new("/sys"),
-            )?,
-            report: docker_report.clone(),
-        })),
+            )?;
+            flags.extend(network);
+            Some(InnerEngine::Docker(InnerDocker {
+                flags,
+                report: docker_report.clone(),
+            }))
+        }
     };
+    Ok(GuestPlan {
+        config,
+        command,
+        vcpus,
+        memory,
+        shape_memory,
+        report_path,
+        docker_report,
+    })
+}
+
+/// Runs `job` in a QEMU guest inside an instance of `host`.
+fn execute(
+    host: &Supervisor,
+    vm: &VmPlatform,
+    engine: Option<&GuestEngine>,
+    host_cpus: usize,
+    job: &Job,
+    interrupt: &Interrupt,
+) -> Result<Execution, PlatformError> {
+    let GuestPlan {
+        mut config,
+        command,
+        vcpus,
+        memory,
+        shape_memory,
+        report_path,
+        docker_report,
+    } = guest_plan(vm, engine, host_cpus, job, false)?;
+    let inner = engine.is_some();
+    let net = VmNet::attach(job)?;
+    config.network = net.guest();
     let outer = qemu_limits(&job.limits);
-    host.instance(job, interrupt, |cgroup| {
+    let net_note = net.note();
+    let executed = host.instance(job, interrupt, |cgroup| {
         let applied = limit(cgroup, &outer)?;
         let attacher = cgroup.attacher()?;
         let stop = || interrupt.is_triggered();
+        // The workload's server, on the host in the same instance (as on the other
+        // platforms); the guest reaches it at the bridge's address.
+        let server = host.start_server(job, cgroup)?;
         let run = isolab_vm::run(&config, &command, Some(attacher), &stop);
         let stats = cgroup.stats();
+        stop_server(server, cgroup);
         let run = match run {
             Ok(r) => r,
             Err(isolab_vm::VmError::Interrupted) => return Err(PlatformError::Interrupted),
@@ -456,11 +604,8 @@ fn execute(
             }
             Err(e) => notes.push(format!("QEMU's cgroup statistics unavailable: {e}")),
         }
-        // What the guest got: QEMU's cgroup limits, the guest's RAM as its memory.
-        let mut limits_applied = applied;
-        limits_applied.memory_max = job.limits.memory_max.map(|_| shape_memory);
-        limits_applied.pids_max = job.limits.pids_max;
-        limits_applied.memory_swap_max = job.limits.memory_swap_max;
+        notes.push(net_note.clone());
+        let mut limits_applied = guest_limits(applied, &job.limits, shape_memory);
         if let Some(engine) = engine {
             let report = inner_report(engine, &report_path, &docker_report, &run.stderr)?;
             let asked = inner_limits(&job.limits);
@@ -505,7 +650,24 @@ fn execute(
             series: Vec::new(),
             notes,
         })
-    })
+    });
+    // QEMU is gone; the tap goes with the last descriptors, the config's and the net's.
+    drop(config);
+    let released = net.release();
+    let execution = executed?;
+    released?;
+    Ok(execution)
+}
+
+/// What the guest got: QEMU's cgroup limits as read back (`applied`), the guest's
+/// RAM as its memory, and the shape's pids and swap limits (in force in the guest
+/// for a container there).
+fn guest_limits(applied: Limits, asked: &Limits, shape_memory: Bytes) -> Limits {
+    let mut limits = applied;
+    limits.memory_max = asked.memory_max.map(|_| shape_memory);
+    limits.pids_max = asked.pids_max;
+    limits.memory_swap_max = asked.memory_swap_max;
+    limits
 }
 
 /// What the container in the guest reported, whatever its engine.
@@ -576,6 +738,7 @@ fn inner_report(
 mod tests {
     use super::*;
     use isolab_cgroups::CpuQuota;
+    use std::net::Ipv4Addr;
 
     fn quota(cpus: f64) -> Option<CpuQuota> {
         CpuQuota::from_cpus(cpus, CpuQuota::DEFAULT_PERIOD).ok()
@@ -620,11 +783,107 @@ mod tests {
         assert_eq!(kind, vm_docker());
         let caps = kind.capabilities();
         assert!(caps.vm && caps.needs_image && caps.limits.pids && caps.limits.cpuset);
-        assert!(!caps.perf_follows_workload && !caps.services);
-        assert_eq!(caps.networks, &[isolab_engines::NetworkMode::None]);
+        assert!(!caps.perf_follows_workload && caps.services);
+        assert_eq!(caps.networks, &[isolab_engines::NetworkMode::Bridge]);
         let level = PlatformDef::vm(kind, Accel::Tcg);
         assert_eq!(level.name, "vm(tcg)+docker");
         assert!(PlatformDef::builtins().iter().any(|d| d.name == level.name));
+    }
+
+    #[test]
+    fn every_vm_is_on_the_bridge_and_serves_and_reaches_the_host_at_the_gateway() {
+        for kind in [PlatformKind::VM, PlatformKind::VM_ISOLAB, vm_docker()] {
+            let caps = kind.capabilities();
+            assert!(caps.services, "{kind}");
+            assert_eq!(
+                caps.networks,
+                &[isolab_engines::NetworkMode::Bridge],
+                "{kind}"
+            );
+            let level = PlatformDef::vm(kind, Accel::Tcg);
+            assert_eq!(level.network, super::super::Network::Bridge);
+            assert_eq!(
+                super::super::default_server_address(&level),
+                Ipv4Addr::new(10, 213, 0, 1)
+            );
+            assert_eq!(level.server_unreachable(), None);
+            assert_eq!(level.services_unavailable(), None);
+        }
+    }
+
+    #[test]
+    fn services_run_on_the_guests_host_network_in_a_container_engine() {
+        let all = drivers(&IsolabConfig {
+            program: "/nonexistent/isolab-runtime".into(),
+            state_dir: "/nonexistent/state".into(),
+        });
+        let vm = all
+            .iter()
+            .find(|d| d.info().kind == PlatformKind::VM_ISOLAB)
+            .unwrap();
+        assert!(vm.info().capabilities.services);
+        let platform = VmPlatform {
+            cache: "/nonexistent".into(),
+            prepared: Mutex::new(Some(Prepared {
+                kernel: isolab_vm::KernelFiles {
+                    metapackage: "linux-image-amd64".into(),
+                    package: "p".into(),
+                    version: "v".into(),
+                    release: "r".into(),
+                    dir: "/c".into(),
+                    vmlinux: "/c/vmlinux".into(),
+                    initramfs: "/c/initramfs".into(),
+                    modules: vec![],
+                },
+                disk: BaseDisk {
+                    path: "/c/d.ext4".into(),
+                    sha256: "ab".into(),
+                    bytes: 1,
+                    image: "/img".into(),
+                    manifest_sha256: "cd".into(),
+                },
+                accel: isolab_vm::Accel::Tcg,
+            })),
+        };
+        let work = tempfile::tempdir().unwrap();
+        let job = Job {
+            platform: PlatformDef::vm(PlatformKind::VM_ISOLAB, Accel::Tcg),
+            image: None,
+            name: "exp1-pid2/c0-r1-db".into(),
+            argv: vec!["iperf3".into(), "-s".into()],
+            prepare: None,
+            cleanup: None,
+            server: None,
+            workdir: work.path().join("w"),
+            limits: Limits::default(),
+            timeout: Duration::from_secs(5),
+            neighbours: None,
+            uses_disk: false,
+        };
+        let runtime = GuestEngine::Isolab(IsolabConfig::discover());
+        let flags = |service| match guest_plan(&platform, Some(&runtime), 2, &job, service)
+            .unwrap()
+            .command
+            .inner
+        {
+            Some(InnerEngine::Isolab(c)) => c.flags.join(" "),
+            other => panic!("{other:?}"),
+        };
+        assert!(flags(true).ends_with("--network host"), "{}", flags(true));
+        assert!(!flags(false).contains("--network"), "{}", flags(false));
+        let docker = match guest_plan(&platform, Some(&GuestEngine::Docker), 2, &job, true)
+            .unwrap()
+            .command
+            .inner
+        {
+            Some(InnerEngine::Docker(d)) => d.flags.join(" "),
+            other => panic!("{other:?}"),
+        };
+        assert!(docker.ends_with("--network host"), "{docker}");
+        assert_eq!(
+            net::vm_id(&job).unwrap().as_str(),
+            "isolab-exp1-pid2-c0-r1-db"
+        );
     }
 
     #[test]
