@@ -239,13 +239,24 @@ impl ExperimentSpec {
         )
     }
 
-    /// Rough time for the whole experiment: (at least, at most).
+    /// Rough time for the whole experiment: (at least, at most). A run takes the
+    /// experiment's duration, or its load profile's for a stack measured by a load
+    /// (plus a few seconds to start the stack).
     pub fn estimated_time(&self) -> (Duration, Duration) {
-        let per_run = self.duration + Duration::from_millis(500);
-        let cells = self.cells.len() as u32;
-        let warm = per_run * cells * self.repetitions.warmup;
+        let per_run: Duration = self
+            .cells
+            .iter()
+            .map(|c| match c.workload.stack.as_ref().map(|s| &s.measure) {
+                Some(isolab_workloads::Measure::Load(l)) => {
+                    l.spec.profile.duration() + Duration::from_secs(5)
+                }
+                Some(isolab_workloads::Measure::Command) => self.duration + Duration::from_secs(5),
+                None => self.duration + Duration::from_millis(500),
+            })
+            .sum();
+        let warm = per_run * self.repetitions.warmup;
         let (lo, hi) = (self.repetitions.min, self.repetitions.max);
-        (warm + per_run * cells * lo, warm + per_run * cells * hi)
+        (warm + per_run * lo, warm + per_run * hi)
     }
 }
 

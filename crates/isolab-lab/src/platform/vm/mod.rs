@@ -436,15 +436,14 @@ struct GuestPlan {
     docker_report: PathBuf,
 }
 
-/// Plans the VM of `job`; a `service` runs in the guest until stopped, in a
-/// container engine on the guest's host network (so that the guest's address is
-/// the service's).
+/// Plans the VM of `job`; a `service` runs in the guest until stopped. A container
+/// engine in the guest runs the command on the guest's host network (so that the
+/// guest's address is a service's, and a measured command reaches the bridge).
 fn guest_plan(
     vm: &VmPlatform,
     engine: Option<&GuestEngine>,
     host_cpus: usize,
     job: &Job,
-    service: bool,
 ) -> Result<GuestPlan, PlatformError> {
     let prepared = vm.prepared(job)?;
     let inner = engine.is_some();
@@ -457,7 +456,13 @@ fn guest_plan(
     };
     // Whole MiB, as QEMU takes it.
     let memory = Bytes(memory.0.div_ceil(1 << 20) << 20);
-    let run_dir = PathBuf::from(format!("{}.vm", job.workdir.display()));
+    // One directory per guest, beside the working directory that the guests of a
+    // stack's components share: `<workdir>.<last part of the job's name>.vm`.
+    let run_dir = PathBuf::from(format!(
+        "{}.{}.vm",
+        job.workdir.display(),
+        job.name.rsplit('/').next().unwrap_or_default()
+    ));
     let _ = std::fs::remove_dir_all(&run_dir);
     let mut config = VmConfig::new(
         prepared.kernel,
@@ -473,11 +478,10 @@ fn guest_plan(
     config.scratch_disk = job.uses_disk.then_some(SCRATCH_DISK);
     let report_path = job.workdir.join(".isolab-runtime.json");
     let docker_report = job.workdir.join(DOCKER_REPORT);
-    let network = if service {
-        vec!["--network".to_owned(), "host".to_owned()]
-    } else {
-        Vec::new()
-    };
+    // The inner container is on the guest's network (the guest's own is on isolab's
+    // bridge): a service is reached at the guest's address, and a measured command
+    // reaches a stack's components or a workload's server beside the guest.
+    let network = vec!["--network".to_owned(), "host".to_owned()];
     let mut command = GuestCommand::new(job.argv.clone(), job.timeout);
     command.inner = match engine {
         None => None,
@@ -533,7 +537,7 @@ fn execute(
         shape_memory,
         report_path,
         docker_report,
-    } = guest_plan(vm, engine, host_cpus, job, false)?;
+    } = guest_plan(vm, engine, host_cpus, job)?;
     let inner = engine.is_some();
     let net = VmNet::attach(job)?;
     config.network = net.guest();
@@ -861,7 +865,7 @@ mod tests {
             uses_disk: false,
         };
         let runtime = GuestEngine::Isolab(IsolabConfig::discover());
-        let flags = |service| match guest_plan(&platform, Some(&runtime), 2, &job, service)
+        let flags = match guest_plan(&platform, Some(&runtime), 2, &job)
             .unwrap()
             .command
             .inner
@@ -869,9 +873,8 @@ mod tests {
             Some(InnerEngine::Isolab(c)) => c.flags.join(" "),
             other => panic!("{other:?}"),
         };
-        assert!(flags(true).ends_with("--network host"), "{}", flags(true));
-        assert!(!flags(false).contains("--network"), "{}", flags(false));
-        let docker = match guest_plan(&platform, Some(&GuestEngine::Docker), 2, &job, true)
+        assert!(flags.ends_with("--network host"), "{flags}");
+        let docker = match guest_plan(&platform, Some(&GuestEngine::Docker), 2, &job)
             .unwrap()
             .command
             .inner

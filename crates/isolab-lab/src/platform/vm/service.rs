@@ -29,7 +29,7 @@ pub(super) fn start_service<'p>(
         command,
         shape_memory,
         ..
-    } = guest_plan(vm, engine, host_cpus, job, true)?;
+    } = guest_plan(vm, engine, host_cpus, job)?;
     let instance = host.create_instance(&job.name)?;
     let net = match VmNet::attach(job) {
         Ok(net) => net,

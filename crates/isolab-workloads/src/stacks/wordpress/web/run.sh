@@ -12,4 +12,5 @@ status=$?
 kill -TERM $fpm 2>/dev/null
 wait $web
 wait $fpm
+rm -f /tmp/isolab-php-fpm-@port@.sock
 exit $status
