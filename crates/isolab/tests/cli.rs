@@ -93,6 +93,12 @@ fn leaked(before: &[PathBuf]) -> Vec<PathBuf> {
         .collect()
 }
 
+/// What `now` holds that `before` did not: what a test left behind, other tests' state
+/// on a shared machine excluded.
+fn new_since<T: PartialEq>(now: Vec<T>, before: &[T]) -> Vec<T> {
+    now.into_iter().filter(|x| !before.contains(x)).collect()
+}
+
 #[test]
 fn misspelt_key_is_rejected_with_location_and_expected_keys() {
     let dir = tempfile::tempdir().unwrap();
@@ -304,10 +310,7 @@ fn kill_9_then_gc_then_resume(platform: Option<&str>) {
         "workload processes left: {}",
         text(&sleepers.stdout)
     );
-    let runtime_left: Vec<String> = runtime_leftovers()
-        .into_iter()
-        .filter(|l| !runtime_before.contains(l))
-        .collect();
+    let runtime_left = new_since(runtime_leftovers(), &runtime_before);
     assert!(runtime_left.is_empty(), "containers left: {runtime_left:?}");
     let again = run(isolab().args(["gc", "--workdir"]).arg(&work));
     assert_eq!(
@@ -595,10 +598,7 @@ fn the_isolab_platform_runs_workloads_in_containers_with_limits_read_back() {
     );
 
     guard.assert_nothing_leaked("cgroups left");
-    let leftovers: Vec<String> = runtime_leftovers()
-        .into_iter()
-        .filter(|l| !leftovers_before.contains(l))
-        .collect();
+    let leftovers = new_since(runtime_leftovers(), &leftovers_before);
     assert!(leftovers.is_empty(), "runtime leftovers: {leftovers:?}");
 }
 
@@ -1320,15 +1320,9 @@ fn a_stack_under_a_ramp_stores_its_series_generator_and_limits_and_leaves_nothin
         text(&series.stdout)
     );
     guard.assert_nothing_leaked("cgroups left");
-    let left: Vec<String> = runtime_leftovers()
-        .into_iter()
-        .filter(|l| !leftovers_before.contains(l))
-        .collect();
+    let left = new_since(runtime_leftovers(), &leftovers_before);
     assert!(left.is_empty(), "runtime state left: {left:?}");
-    let procs: Vec<String> = stack_processes()
-        .into_iter()
-        .filter(|p| !procs_before.contains(p))
-        .collect();
+    let procs = new_since(stack_processes(), &procs_before);
     assert!(procs.is_empty(), "processes left: {procs:?}");
 }
 
@@ -1410,22 +1404,13 @@ fn a_database_killed_mid_run_fails_the_run_cleanly_and_leaves_nothing() {
         text(&out.stderr)
     );
     guard.assert_nothing_leaked("cgroups left");
-    let procs: Vec<String> = stack_processes()
-        .into_iter()
-        .filter(|p| !procs_before.contains(p))
-        .collect();
+    let procs = new_since(stack_processes(), &procs_before);
     assert!(procs.is_empty(), "processes left: {procs:?}");
 }
 
 /// Whether one of `programs` is missing on the host (printed as the reason to skip).
 fn isolab_tools_missing(programs: &[&str]) -> bool {
-    let missing: Vec<&&str> = programs
-        .iter()
-        .filter(|p| {
-            !std::env::var_os("PATH")
-                .is_some_and(|path| std::env::split_paths(&path).any(|d| d.join(p).is_file()))
-        })
-        .collect();
+    let missing: Vec<&&str> = programs.iter().filter(|p| !engine_installed(p)).collect();
     if !missing.is_empty() {
         eprintln!("skipped: {missing:?} not installed (scripts/setup.sh installs them)");
     }
