@@ -195,15 +195,7 @@ impl StackDef {
                 if bad {
                     return Err(StackError::BadPath(f.path.clone()));
                 }
-                let mut sample = sample_params();
-                sample.components = before
-                    .iter()
-                    .map(|n| crate::template::Endpoint {
-                        name: (*n).to_owned(),
-                        host: "127.0.0.1".into(),
-                        port: 1,
-                    })
-                    .collect();
+                let sample = Params::sample(before.iter().copied());
                 render_text(&f.contents, &sample).map_err(|source| StackError::Template {
                     place: format!("component {} file {}", c.name, f.path),
                     source,
@@ -262,20 +254,6 @@ fn check_template(
         });
     }
     Ok(())
-}
-
-/// Parameters with every value set, for validating templates.
-fn sample_params() -> Params {
-    Params {
-        cpus: 1,
-        threads: 1,
-        duration: Duration::from_secs(1),
-        workdir: "/tmp".into(),
-        port: 1,
-        server: std::net::Ipv4Addr::LOCALHOST,
-        direct: true,
-        components: Vec::new(),
-    }
 }
 
 #[cfg(test)]

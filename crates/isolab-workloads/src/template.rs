@@ -87,6 +87,29 @@ pub struct Endpoint {
 pub const ENDPOINT_FIELDS: &[&str] = &["host", "port", "address"];
 
 impl Params {
+    /// Parameters with every value set, for checking templates without a run: one cpu
+    /// and thread, 1 s, `/tmp`, port 5201 on loopback, direct I/O, and each of
+    /// `components` reachable at `127.0.0.1:1`.
+    pub fn sample<'a>(components: impl IntoIterator<Item = &'a str>) -> Params {
+        Params {
+            cpus: 1,
+            threads: 1,
+            duration: Duration::from_secs(1),
+            workdir: "/tmp".into(),
+            port: 5201,
+            server: std::net::Ipv4Addr::LOCALHOST,
+            direct: true,
+            components: components
+                .into_iter()
+                .map(|name| Endpoint {
+                    name: name.to_owned(),
+                    host: "127.0.0.1".into(),
+                    port: 1,
+                })
+                .collect(),
+        }
+    }
+
     /// The rendered value of placeholder `name`, `None` when `name` is not one of
     /// [`PLACEHOLDERS`].
     pub fn value(&self, name: &str) -> Option<Result<String, TemplateError>> {

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use isolab_workloads::load::{Generator, LoadProfile, LoadSpec, Request};
 use isolab_workloads::{
-    ComponentDef, Endpoint, FileTemplate, LoadDef, Measure, Params, ParserKind, Ready, ShapeScope,
-    StackDef, WorkloadDef,
+    ComponentDef, FileTemplate, LoadDef, Measure, Params, ParserKind, Ready, ShapeScope, StackDef,
+    WorkloadDef,
 };
 use toml::Spanned;
 
@@ -509,28 +509,12 @@ impl Validator<'_> {
     }
 }
 
-/// Parameters with every value set (and every component of `stack` reachable), for
+/// Parameters with every value set and every component of `stack` reachable, for
 /// checking templates.
 fn sample_params(stack: Option<&StackDef>) -> Params {
-    Params {
-        cpus: 1,
-        threads: 1,
-        duration: Duration::from_secs(1),
-        workdir: "/tmp".into(),
-        port: 5201,
-        server: std::net::Ipv4Addr::LOCALHOST,
-        direct: true,
-        components: stack
-            .map(|s| {
-                s.components
-                    .iter()
-                    .map(|c| Endpoint {
-                        name: c.name.clone(),
-                        host: "127.0.0.1".into(),
-                        port: 1,
-                    })
-                    .collect()
-            })
-            .unwrap_or_default(),
-    }
+    Params::sample(
+        stack
+            .iter()
+            .flat_map(|s| s.components.iter().map(|c| c.name.as_str())),
+    )
 }
