@@ -850,20 +850,7 @@ impl<'a> Runner<'a> {
                 .unwrap_or(PlatformError::Interrupted));
         }
         let executions: Vec<Execution> = executions.into_iter().collect::<Result<_, _>>()?;
-        let parse = |e: &Execution, job: &Job| {
-            isolab_workloads::parse(w.parser, &output(e, job))
-                .map(|ms| {
-                    ms.into_iter()
-                        .map(|m| MetricValue {
-                            name: m.name,
-                            unit: m.unit,
-                            direction: m.direction,
-                            value: m.value,
-                        })
-                        .collect::<Vec<_>>()
-                })
-                .map_err(|e| format!("cannot parse the output of {}: {e}", w.name))
-        };
+        let parse = |e: &Execution, job: &Job| parse_metrics(w, e, job);
         // Each instance's measurement window: the span its tool measured its rates
         // over, which ends when the instance exits (its start-up, seconds for a
         // container among 128 starting at once, is not part of it). A single
@@ -945,21 +932,9 @@ impl<'a> Runner<'a> {
         disk: &DiskFacts,
         limits: isolab_cgroups::Limits,
     ) -> Result<Job, PlatformError> {
-        std::fs::create_dir_all(workdir).map_err(|source| PlatformError::Io {
-            action: "cannot create working directory",
-            path: workdir.to_path_buf(),
-            source,
-        })?;
+        create_dir(workdir)?;
         let w = &cell.workload;
-        let port = if w.server.is_some() {
-            crate::platform::free_port().map_err(|source| PlatformError::Io {
-                action: "cannot find a free port on",
-                path: "127.0.0.1".into(),
-                source,
-            })?
-        } else {
-            0
-        };
+        let port = if w.server.is_some() { free_port()? } else { 0 };
         let params = Params {
             cpus: cell.shape.cpus,
             threads: cell.thread_count(),
@@ -970,13 +945,7 @@ impl<'a> Runner<'a> {
             direct: disk.direct,
             components: Vec::new(),
         };
-        let render = |t: &str| {
-            isolab_workloads::render(t, &params).map_err(|e| PlatformError::Io {
-                action: "cannot render the command template for",
-                path: workdir.to_path_buf(),
-                source: std::io::Error::other(e.to_string()),
-            })
-        };
+        let render = |t: &str| render(t, &params);
         Ok(Job {
             platform: cell.platform.clone(),
             image: cell.platform.kind.needs_image().then(|| spec.image.clone()),
@@ -996,6 +965,54 @@ impl<'a> Runner<'a> {
             neighbours: None,
             uses_disk: w.uses_disk,
         })
+    }
+}
+
+/// Creates a run's working directory.
+fn create_dir(dir: &Path) -> Result<(), PlatformError> {
+    std::fs::create_dir_all(dir).map_err(|source| PlatformError::Io {
+        action: "cannot create working directory",
+        path: dir.to_path_buf(),
+        source,
+    })
+}
+
+/// A free TCP port on loopback for a job's server or a stack's component.
+fn free_port() -> Result<u16, PlatformError> {
+    crate::platform::free_port().map_err(|source| PlatformError::Io {
+        action: "cannot find a free port on",
+        path: "127.0.0.1".into(),
+        source,
+    })
+}
+
+/// Template `t` rendered into an argv with `params`.
+fn render(t: &str, params: &Params) -> Result<Vec<String>, PlatformError> {
+    isolab_workloads::render(t, params).map_err(|e| PlatformError::Io {
+        action: "cannot render the command template for",
+        path: params.workdir.clone(),
+        source: std::io::Error::other(e.to_string()),
+    })
+}
+
+/// The metrics of `w`'s parser from what `job` left in execution `e`.
+fn parse_metrics(
+    w: &isolab_workloads::WorkloadDef,
+    e: &Execution,
+    job: &Job,
+) -> Result<Vec<MetricValue>, String> {
+    isolab_workloads::parse(w.parser, &output(e, job))
+        .map(|ms| ms.into_iter().map(metric_value).collect())
+        .map_err(|e| format!("cannot parse the output of {}: {e}", w.name))
+}
+
+/// A workload's metric as the store keeps it.
+fn metric_value(m: isolab_workloads::Metric) -> MetricValue {
+    MetricValue {
+        name: m.name,
+        unit: m.unit,
+        direction: m.direction,
+        value: m.value,
     }
 }
 
@@ -1447,3 +1464,5 @@ pub fn direct_io_supported(dir: &Path) -> bool {
 mod tests;
 
 mod stack;
+
+pub use stack::generator_missing;

@@ -13,11 +13,11 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use isolab_cgroups::{IdSet, Limits};
-use isolab_store::{MetricValue, Telemetry, TelemetrySet};
+use isolab_store::{Telemetry, TelemetrySet};
 use isolab_workloads::load;
 use isolab_workloads::{ComponentDef, Endpoint, LoadDef, Measure, Params, Ready, ShapeScope};
 
-use super::{Done, Runner};
+use super::{create_dir, free_port, metric_value, parse_metrics, render, Done, Runner};
 use crate::platform::{Interrupt, Job, PlatformDef, PlatformError, Service, ServiceSpec};
 use crate::spec::{Cell, ExperimentSpec};
 
@@ -55,8 +55,8 @@ impl Runner<'_> {
         let n = stack.components.len();
         let started = Instant::now();
         let mut services: Vec<(String, Service<'_>)> = Vec::new();
-        // Dropping `services` on an early return stops them in declaration order;
-        // `stop_all` below stops them in reverse order, as a clean teardown should.
+        // Whatever the steps below return, `stop_all` then stops every component
+        // started, the last first.
         let result = (|| {
             for (k, c) in stack.components.iter().enumerate() {
                 let own = match stack.shape {
@@ -100,10 +100,7 @@ impl Runner<'_> {
                         limits,
                     )?;
                     let execution = self.platform.execute(&job, self.interrupt)?;
-                    let metrics =
-                        isolab_workloads::parse(w.parser, &super::output(&execution, &job))
-                            .map(|ms| ms.into_iter().map(metric_value).collect())
-                            .map_err(|e| format!("cannot parse the output of {}: {e}", w.name));
+                    let metrics = parse_metrics(w, &execution, &job);
                     Done {
                         limits: serde_json::Value::Null,
                         execution,
@@ -163,11 +160,7 @@ impl Runner<'_> {
             component: c.name.clone(),
             what,
         };
-        params.port = crate::platform::free_port().map_err(|source| PlatformError::Io {
-            action: "cannot find a free port on",
-            path: "127.0.0.1".into(),
-            source,
-        })?;
+        params.port = free_port()?;
         for f in &c.files {
             let text = isolab_workloads::render_text(&f.contents, params)
                 .map_err(|e| failed(format!("file {}: {e}", f.path)))?;
@@ -264,11 +257,7 @@ impl Runner<'_> {
         params: &Params,
         limits: &Limits,
     ) -> Result<Job, PlatformError> {
-        let argv = isolab_workloads::render(t, params).map_err(|e| PlatformError::Io {
-            action: "cannot render the command template for",
-            path: params.workdir.clone(),
-            source: std::io::Error::other(e.to_string()),
-        })?;
+        let argv = render(t, params)?;
         Ok(Job {
             platform: cell.platform.clone(),
             image: cell.platform.kind.needs_image().then(|| spec.image.clone()),
@@ -305,16 +294,7 @@ impl Runner<'_> {
             })?;
         let used = components_cpus(services);
         let (cpus, shares) = generator_cpus(&self.config.cpus, &used);
-        let missing: Vec<&str> = std::iter::once(generator.program())
-            .filter(|p| isolab_tools::find_program(p).is_none())
-            .chain(
-                generator
-                    .required_files()
-                    .iter()
-                    .copied()
-                    .filter(|f| !Path::new(f).exists()),
-            )
-            .collect();
+        let missing = generator_missing(generator);
         if !missing.is_empty() {
             return Err(PlatformError::Component {
                 component: l.target.clone(),
@@ -460,6 +440,21 @@ impl Runner<'_> {
     }
 }
 
+/// What of `generator` is missing on this host: its program and the files it needs
+/// (JMeter's jars, Locust's venv); empty when it can run.
+pub fn generator_missing(generator: load::Generator) -> Vec<&'static str> {
+    std::iter::once(generator.program())
+        .filter(|p| isolab_tools::find_program(p).is_none())
+        .chain(
+            generator
+                .required_files()
+                .iter()
+                .copied()
+                .filter(|f| !Path::new(f).exists()),
+        )
+        .collect()
+}
+
 /// Stops the components, the last started first; the first error.
 fn stop_all(mut services: Vec<(String, Service<'_>)>) -> Result<(), PlatformError> {
     let mut first = Ok(());
@@ -581,15 +576,6 @@ pub(super) fn intervals(r: &load::LoadResult, cell: &Cell) -> Vec<isolab_store::
         .collect()
 }
 
-fn metric_value(m: isolab_workloads::Metric) -> MetricValue {
-    MetricValue {
-        name: m.name,
-        unit: m.unit,
-        direction: m.direction,
-        value: m.value,
-    }
-}
-
 /// Waits until `GET path` on `address` answers `status`; why not, at `deadline`
 /// or when the component exits or the run is interrupted.
 fn wait_http(
@@ -681,14 +667,6 @@ fn wait_command(
         }
         std::thread::sleep(Duration::from_millis(250));
     }
-}
-
-fn create_dir(dir: &Path) -> Result<(), PlatformError> {
-    std::fs::create_dir_all(dir).map_err(|source| PlatformError::Io {
-        action: "cannot create working directory",
-        path: dir.to_path_buf(),
-        source,
-    })
 }
 
 fn tail(s: &str, n: usize) -> &str {

@@ -202,8 +202,7 @@ fn list_stacks(json: bool) -> Result<Exit> {
                 .filter(|p| g.supports(p).is_ok())
                 .map(|p| p.kind())
                 .collect();
-            let installed = isolab_tools::find_program(g.program()).is_some()
-                && g.required_files().iter().all(|f| Path::new(f).exists());
+            let installed = isolab_lab::runner::generator_missing(*g).is_empty();
             (*g, drives, installed)
         })
         .collect();
