@@ -637,6 +637,7 @@ fn wait_command(
     service: &Service<'_>,
     interrupt: &Interrupt,
 ) -> Result<(), String> {
+    use isolab_tools::ToolRunner;
     let Some(program) = argv.first() else {
         return Err("the readiness command is empty".into());
     };
@@ -645,19 +646,15 @@ fn wait_command(
             "the readiness command `{program}` is not installed on the host"
         ));
     }
+    let command = argv[1..]
+        .iter()
+        .fold(isolab_tools::ToolCommand::new(program, program), |c, a| {
+            c.arg(a)
+        });
     loop {
-        let last = match std::process::Command::new(program)
-            .args(&argv[1..])
-            .output()
-        {
-            Ok(o) if o.status.success() => return Ok(()),
-            Ok(o) => format!(
-                "`{}` ended with {}: {}",
-                argv.join(" "),
-                o.status,
-                tail(&String::from_utf8_lossy(&o.stderr), 500)
-            ),
-            Err(e) => format!("cannot run `{program}`: {e}"),
+        let last = match isolab_tools::SystemTools.run(&command) {
+            Ok(_) => return Ok(()),
+            Err(e) => e.to_string(),
         };
         if !service.is_running() {
             return Err(format!("it exited ({last})"));
