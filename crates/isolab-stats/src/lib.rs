@@ -69,7 +69,7 @@ pub use paired::{paired_hodges_lehmann, signed_rank, signed_rank_min_p, SignedRa
 pub use power::{
     runs_for_power, runs_for_verdict, simulate_verdicts, verdict_power, Design, Noise, Rates,
 };
-pub use rank::{hodges_lehmann, mann_whitney, MannWhitney, Shift};
+pub use rank::{hodges_lehmann, mann_whitney, mann_whitney_min_p, MannWhitney, Shift};
 pub use sample::{Interval, Sample, SampleError, Summary};
 pub use scalability::{
     BandPoint, BootstrapFit, Fit, ModelComparison, ScalabilityError, ScalingData, ScalingModel,

@@ -209,6 +209,20 @@ fn arrangements_within(n1: usize, n2: usize, limit: u128) -> bool {
     true
 }
 
+/// The smallest two-sided p-value the exact Mann-Whitney test can give with samples of
+/// `n1` and `n2` observations without ties: 2 / C(n₁ + n₂, n₁) (the two samples fully
+/// apart, in either order), capped at 1. Below it no unpaired comparison is significant.
+pub fn mann_whitney_min_p(n1: usize, n2: usize) -> f64 {
+    let (small, large) = (n1.min(n2) as f64, n1.max(n2) as f64);
+    let mut arrangements = 1.0;
+    let mut i = 1.0;
+    while i <= small {
+        arrangements *= (large + i) / i;
+        i += 1.0;
+    }
+    (2.0 / arrangements).min(1.0)
+}
+
 /// Number of arrangements with U = k, for k = 0..=n₁n₂: the coefficients of the Gaussian
 /// binomial [n₁ + n₂ choose n₁]_q, built as ∏ᵢ (1 − q^(n₂+i))/(1 − q^i) over i = 1..=min.
 /// Every intermediate product is itself a Gaussian binomial, so the division is exact.
@@ -303,6 +317,20 @@ mod tests {
         assert!(arrangements_within(28, 28, MAX_EXACT_ARRANGEMENTS));
         assert!(!arrangements_within(29, 29, MAX_EXACT_ARRANGEMENTS));
         assert!(arrangements_within(1, 1_000_000, MAX_EXACT_ARRANGEMENTS));
+    }
+
+    #[test]
+    fn the_smallest_p_is_that_of_two_samples_fully_apart() {
+        for n in 3..=6 {
+            let a: Vec<f64> = (0..n).map(f64::from).collect();
+            let b: Vec<f64> = (0..n).map(|v| f64::from(v) + 100.0).collect();
+            let r = mann_whitney(&Sample::new(a).unwrap(), &Sample::new(b).unwrap());
+            assert!(r.exact);
+            assert!((r.p - mann_whitney_min_p(n as usize, n as usize)).abs() < 1e-12);
+        }
+        assert!((mann_whitney_min_p(4, 4) - 2.0 / 70.0).abs() < 1e-12);
+        assert!(mann_whitney_min_p(3, 3) > 0.05 && mann_whitney_min_p(4, 4) < 0.05);
+        assert_eq!(mann_whitney_min_p(0, 5), 1.0);
     }
 
     #[test]

@@ -52,22 +52,18 @@ pub fn check(args: CheckArgs) -> Result<Exit> {
         r.target_cv * 100.0
     );
     if r.max < isolab_stats::MIN_PAIRS as u32 && !spec.baseline.is_empty() {
-        let min_p = smallest_unpaired_p(r.max);
-        if min_p >= 0.05 {
-            println!(
-                "  warning: repetitions.max = {} is below {}, the fewest rounds at which comparisons are paired, and with {} runs a side the unpaired rank test cannot reach p < 0.05 (its smallest p is {min_p:.3}): every verdict will be `?`",
-                r.max,
-                isolab_stats::MIN_PAIRS,
-                r.max
-            );
+        let n = r.max as usize;
+        let min_p = isolab_stats::mann_whitney_min_p(n, n);
+        let alpha = isolab_stats::VerdictRule::default().alpha;
+        let consequence = if min_p >= alpha {
+            "every verdict will be `?`"
         } else {
-            println!(
-                "  warning: repetitions.max = {} is below {}, the fewest rounds at which comparisons are paired: they are unpaired (Mann–Whitney, smallest p {min_p:.3} with {} runs a side), so only large effects can be called",
-                r.max,
-                isolab_stats::MIN_PAIRS,
-                r.max
-            );
-        }
+            "only large effects can be called"
+        };
+        println!(
+            "  warning: repetitions.max = {n} is below {}, the fewest rounds at which comparisons are paired: they are unpaired (Mann–Whitney, smallest p {min_p:.3} with {n} runs a side, against α = {alpha}), so {consequence}",
+            isolab_stats::MIN_PAIRS,
+        );
     }
     println!("estimated time: {} to {}", humanize(tlo), humanize(thi));
     if spec.cells.iter().any(|c| c.platform.kind.needs_image()) {
@@ -108,31 +104,5 @@ fn humanize(d: std::time::Duration) -> String {
         format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
     } else {
         format!("{}m{:02}s", s / 60, s % 60)
-    }
-}
-
-/// The smallest two-sided p-value of the exact Mann–Whitney test with `n` runs on each
-/// side (no ties): the two most extreme of the C(2n, n) equally likely rankings, 2 / C(2n, n).
-fn smallest_unpaired_p(n: u32) -> f64 {
-    let n = f64::from(n);
-    let mut rankings = 1.0;
-    let mut k = 1.0;
-    while k <= n {
-        rankings *= (n + k) / k;
-        k += 1.0;
-    }
-    (2.0 / rankings).min(1.0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::smallest_unpaired_p;
-
-    #[test]
-    fn the_smallest_unpaired_p_is_two_over_the_rankings() {
-        assert!((smallest_unpaired_p(3) - 0.1).abs() < 1e-12);
-        assert!((smallest_unpaired_p(4) - 2.0 / 70.0).abs() < 1e-12);
-        assert!((smallest_unpaired_p(5) - 2.0 / 252.0).abs() < 1e-12);
-        assert_eq!(smallest_unpaired_p(0), 1.0);
     }
 }
