@@ -299,6 +299,8 @@ fn a_vm_serves_on_its_guest_address_and_leaves_nothing() {
         eprintln!("skipped: needs iperf3 on the host");
         return;
     }
+    // isolab's bridge goes with the last VM on it (unless something else uses it).
+    let bridge_before = std::path::Path::new("/sys/class/net/isolab0").exists();
     let levels = vm_levels();
     let base = format!("isolab-vmsvctest-{}", std::process::id());
     let work = tempfile::tempdir().unwrap();
@@ -438,6 +440,12 @@ fn a_vm_serves_on_its_guest_address_and_leaves_nothing() {
         .filter(|n| n.contains(&format!("svc{}-", std::process::id())))
         .collect();
     assert!(records.is_empty(), "network records left: {records:?}");
+    if !bridge_before {
+        assert!(
+            !std::path::Path::new("/sys/class/net/isolab0").exists(),
+            "bridge isolab0 left after the last VM"
+        );
+    }
 }
 
 /// Runs `iperf3 -c GUEST -p PORT -t 2 -J` and returns the received bits per second;

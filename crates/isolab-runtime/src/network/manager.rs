@@ -148,7 +148,7 @@ impl<H: NetHost> Networking<H> {
             Ok(att) => Ok(Some(att)),
             Err(e) => {
                 // Best effort: the original error is the one worth reporting.
-                let _ = self.teardown(container_id, Some(netns), cfg, Some(record));
+                let _ = self.release(container_id, Some(netns), cfg, Some(record));
                 Err(e)
             }
         }
@@ -261,7 +261,7 @@ impl<H: NetHost> Networking<H> {
             Ok(att) => Ok(att),
             Err(e) => {
                 // Best effort: the original error is the one worth reporting.
-                let _ = self.teardown(id, None, cfg, Some(record));
+                let _ = self.release(id, None, cfg, Some(record));
                 Err(e)
             }
         }
@@ -347,7 +347,7 @@ impl<H: NetHost> Networking<H> {
         cfg.validate()?;
         let id = vm_id.as_str();
         let record = self.state.read_record(&cfg.bridge, id)?;
-        self.teardown(id, None, cfg, record)
+        self.release(id, None, cfg, record)
     }
 
     /// The VM ids whose attachment record names a tap (a host interface named
@@ -386,7 +386,7 @@ impl<H: NetHost> Networking<H> {
                 let container_id = container_id.as_str();
                 cfg.validate()?;
                 let record = self.state.read_record(&cfg.bridge, container_id)?;
-                self.teardown(container_id, Some(netns), cfg, record)
+                self.release(container_id, Some(netns), cfg, record)
                     .map(|_| ())
             }
         }
@@ -407,7 +407,7 @@ impl<H: NetHost> Networking<H> {
                 let container_id = container_id.as_str();
                 cfg.validate()?;
                 let record = self.state.read_record(&cfg.bridge, container_id)?;
-                self.teardown(container_id, None, cfg, record)
+                self.release(container_id, None, cfg, record)
             }
         }
     }
@@ -435,19 +435,9 @@ impl<H: NetHost> Networking<H> {
                     .collect(),
             });
         }
-        let mut removed = Vec::new();
+        let mut removed = self.remove_bridge_if_idle(&cfg.bridge, subnet)?;
         let _lock = self.state.lock_bridge(&cfg.bridge)?;
-        if iptables::remove_masquerade(&self.host, &cfg.bridge, subnet)? {
-            removed.push(format!(
-                "iptables masquerade rule for {subnet} on {}",
-                cfg.bridge
-            ));
-        }
-        if self.host.delete_link(&cfg.bridge)? {
-            removed.push(format!("bridge {}", cfg.bridge));
-        }
         removed.extend(self.state.remove_bridge_state(&cfg.bridge)?);
-        removed.extend(iptables::remove_idle_portmap_chains(&self.host)?);
         Ok(removed)
     }
 
@@ -523,6 +513,64 @@ impl<H: NetHost> Networking<H> {
             }
         }
         self.state.remove_record(&record.bridge, container_id)?;
+        Ok(removed)
+    }
+
+    /// [`Self::teardown`], then the bridge if that was its last attachment: how an
+    /// attachment ends (detach, gc, a failed attach). A stale record an attach replaces
+    /// is torn down alone, since the attach is about to use the bridge.
+    fn release(
+        &self,
+        container_id: &str,
+        netns: Option<&Path>,
+        mode_cfg: &BridgeConfig,
+        record: Option<AttachmentRecord>,
+    ) -> Result<Vec<String>, NetworkError> {
+        let Some(record) = record else {
+            // Nothing recorded: nothing to end (a second detach, gc of a clean id).
+            return self.teardown(container_id, netns, mode_cfg, None);
+        };
+        let mut removed = self.teardown(container_id, netns, mode_cfg, Some(record))?;
+        removed.extend(self.remove_bridge_if_idle(&mode_cfg.bridge, mode_cfg.validate()?)?);
+        Ok(removed)
+    }
+
+    /// For gc: deletes the bridge of `cfg` if it exists and nothing is attached to it
+    /// (one an older isolab left, which removed bridges only in `gc --all`). Returns a
+    /// line per thing removed.
+    pub fn remove_idle_bridge(&self, cfg: &BridgeConfig) -> Result<Vec<String>, NetworkError> {
+        let subnet = cfg.validate()?;
+        if !self.host.link_exists(&cfg.bridge) {
+            return Ok(Vec::new());
+        }
+        self.remove_bridge_if_idle(&cfg.bridge, subnet)
+    }
+
+    /// Deletes `bridge`, its masquerade rule and portmap's shared chains (when no
+    /// container maps ports any more) once nothing is attached to it: no lease and no
+    /// attachment record, checked under the bridge's lock. An attacher writes its
+    /// record before it takes the lock to make the bridge, so one on its way keeps the
+    /// bridge, and one that comes later makes it again. The allocator's state stays
+    /// (a later attachment continues it; `remove_bridge` removes it). Returns a line
+    /// per thing removed.
+    fn remove_bridge_if_idle(
+        &self,
+        bridge: &str,
+        subnet: Ipv4Subnet,
+    ) -> Result<Vec<String>, NetworkError> {
+        let _lock = self.state.lock_bridge(bridge)?;
+        let attached = self.state.records()?.iter().any(|(b, _)| b == bridge);
+        if attached || !self.state.leases(bridge)?.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut removed = Vec::new();
+        if iptables::remove_masquerade(&self.host, bridge, subnet)? {
+            removed.push(format!("iptables masquerade rule for {subnet} on {bridge}"));
+        }
+        if self.host.delete_link(bridge)? {
+            removed.push(format!("bridge {bridge}"));
+        }
+        removed.extend(iptables::remove_idle_portmap_chains(&self.host)?);
         Ok(removed)
     }
 
@@ -788,12 +836,18 @@ mod tests {
                 format!("lo up {NS}"),
                 format!("portmap DEL c1 ns={NS}"),
                 format!("bridge DEL c1 ns={NS}"),
+                // The last attachment takes the bridge along.
+                "delete link isolab0".to_owned(),
             ]
+        );
+        assert!(
+            net.host.rules.lock().unwrap().is_empty(),
+            "masquerade rule left"
         );
         assert!(net.recorded_attachments().unwrap().is_empty());
         // Idempotent: nothing recorded, nothing leased, no plugin runs.
         net.detach(&id("c1"), Path::new(NS), &mode).unwrap();
-        assert_eq!(net.host.calls.lock().unwrap().len(), 5);
+        assert_eq!(net.host.calls.lock().unwrap().len(), 6);
     }
 
     #[test]
@@ -814,8 +868,11 @@ mod tests {
         assert!(err.to_string().contains("boom"), "{err}");
         let calls = net.host.calls.lock().unwrap().clone();
         assert_eq!(
-            calls.last().map(String::as_str),
-            Some(&*format!("bridge DEL c1 ns={NS}"))
+            calls[calls.len() - 2..],
+            [
+                format!("bridge DEL c1 ns={NS}"),
+                "delete link isolab0".to_owned()
+            ]
         );
         assert!(net.recorded_attachments().unwrap().is_empty());
         assert!(!tmp.path().join("ipam/isolab0/10.213.0.2").exists());
@@ -875,13 +932,14 @@ mod tests {
         };
         let err = net.remove_bridge(cfg).unwrap_err();
         assert!(matches!(err, NetworkError::BridgeInUse { .. }), "{err}");
+        // The last attachment takes the bridge and its rule along.
         net.detach(&id("c1"), Path::new(NS), &mode).unwrap();
+        assert!(net.host.rules.lock().unwrap().is_empty());
         let removed = net.remove_bridge(cfg).unwrap();
         assert!(
-            removed.iter().any(|r| r.contains("masquerade")),
+            removed.iter().all(|r| r.starts_with("state directory")),
             "{removed:?}"
         );
-        assert!(net.host.rules.lock().unwrap().is_empty());
     }
 
     #[test]

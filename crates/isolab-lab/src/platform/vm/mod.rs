@@ -410,6 +410,9 @@ impl Driver for VmDriver {
                     .map(|r| format!("{r} (VM {id})")),
             );
         }
+        // A VM's last detach takes the bridge along; one left before that (or by a
+        // killed isolab whose taps were collected above) goes here if it is idle.
+        removed.extend(net.remove_idle_bridge(&BridgeConfig::default())?);
         Ok(removed)
     }
 }
