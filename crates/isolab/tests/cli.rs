@@ -1362,7 +1362,7 @@ fn a_database_killed_mid_run_fails_the_run_cleanly_and_leaves_nothing() {
     let child = isolab()
         .arg("--db")
         .arg(&db)
-        .args(["run", "--workdir"])
+        .args(["run", "--no-report", "--workdir"])
         .arg(dir.path().join("work"))
         .arg(&spec)
         .stdout(Stdio::piped())
