@@ -9,23 +9,62 @@ use crate::model::{CellId, ExperimentId, RunId};
 /// A failure of the database backend, kept opaque so that no backend's types leak into
 /// the store's API. Its message is the backend's message.
 #[derive(Debug)]
-pub struct BackendError(Box<dyn std::error::Error + Send + Sync + 'static>);
+pub struct BackendError {
+    kind: Kind,
+    inner: Box<dyn std::error::Error + Send + Sync + 'static>,
+}
+
+/// What the store needs to know about a backend failure to act on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Other,
+    /// The file is not a database of this backend.
+    NotADatabase,
+    /// A UNIQUE or PRIMARY KEY constraint refused a row.
+    UniqueViolation,
+    /// The connection to the server was lost or refused: a new connection may succeed.
+    Connection,
+}
 
 impl BackendError {
-    pub(crate) fn new(e: impl std::error::Error + Send + Sync + 'static) -> BackendError {
-        BackendError(Box::new(e))
+    pub(crate) fn of_kind(
+        kind: Kind,
+        e: impl std::error::Error + Send + Sync + 'static,
+    ) -> BackendError {
+        BackendError {
+            kind,
+            inner: Box::new(e),
+        }
+    }
+
+    /// An error the store itself detected while reading the backend's answer.
+    pub(crate) fn message(message: String) -> BackendError {
+        BackendError {
+            kind: Kind::Other,
+            inner: message.into(),
+        }
+    }
+
+    pub(crate) fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// Whether the connection to the database server was lost: the operation was not done
+    /// (or its outcome is unknown) and may be retried on a new connection.
+    pub fn is_connection_lost(&self) -> bool {
+        self.kind == Kind::Connection
     }
 }
 
 impl fmt::Display for BackendError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
+        self.inner.fmt(f)
     }
 }
 
 impl std::error::Error for BackendError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.0.source()
+        self.inner.source()
     }
 }
 
@@ -44,6 +83,32 @@ pub enum Error {
         /// The backend's error.
         #[source]
         source: BackendError,
+    },
+
+    /// The PostgreSQL server could not be reached or refused the connection.
+    #[error(
+        "cannot connect to the results store {store}: check that the PostgreSQL server \
+         runs and that this URL's host, port, user, password and database are right \
+         (`psql '{store}'` must connect)"
+    )]
+    Connect {
+        /// The store's URL, its password hidden.
+        store: String,
+        /// The backend's error.
+        #[source]
+        source: BackendError,
+    },
+
+    /// `--db` names something isolab cannot open as a store.
+    #[error(
+        "`{location}` is not a results store isolab can open: {reason}; give a file path \
+         (SQLite) or a postgres://USER@HOST[:PORT]/DATABASE URL (PostgreSQL)"
+    )]
+    Location {
+        /// What was given, its password hidden.
+        location: String,
+        /// What is wrong with it.
+        reason: String,
     },
 
     /// The file exists but is not an isolab results store.
@@ -158,6 +223,45 @@ pub enum Error {
         warmup: bool,
     },
 
+    /// The destination store already holds the experiment being copied.
+    #[error(
+        "experiment {experiment} (`{name}`) is already in {store}, as experiment \
+         {existing} (same name, seed and creation time); nothing was copied"
+    )]
+    AlreadyCopied {
+        /// The experiment's id in the source store.
+        experiment: ExperimentId,
+        /// Its name.
+        name: String,
+        /// The destination store's location.
+        store: String,
+        /// Its id in the destination store.
+        existing: ExperimentId,
+    },
+
+    /// No fleet has the requested id or name.
+    #[error("{}", no_such_fleet(requested, known))]
+    NoSuchFleet {
+        /// What was asked for (an id or a name).
+        requested: String,
+        /// The fleets that exist, newest first: `(id, name)`.
+        known: Vec<(crate::FleetId, String)>,
+    },
+
+    /// A host of a fleet already has its experiment.
+    #[error(
+        "host `{host}` already has experiment {experiment} in fleet {fleet}: resume it \
+         (`isolab run --resume {experiment}`) instead of starting another"
+    )]
+    FleetHostTaken {
+        /// The fleet.
+        fleet: crate::FleetId,
+        /// The host.
+        host: String,
+        /// Its experiment.
+        experiment: ExperimentId,
+    },
+
     /// A stored value cannot be read back.
     #[error(
         "corrupt value in table `{table}` ({row}), column `{column}`: `{value}` ({reason}); \
@@ -203,6 +307,24 @@ fn no_such_experiment(requested: &str, known: &[(ExperimentId, String)]) -> Stri
     )
 }
 
+fn no_such_fleet(requested: &str, known: &[(crate::FleetId, String)]) -> String {
+    if known.is_empty() {
+        return format!(
+            "no fleet `{requested}`: the results store holds no fleets; submit one with \
+             `isolab fleet submit SPEC --db postgres://…`"
+        );
+    }
+    let listed: Vec<String> = known
+        .iter()
+        .take(LISTED)
+        .map(|(id, name)| format!("{id} ({name})"))
+        .collect();
+    format!(
+        "no fleet `{requested}`: give an id or a name; newest first: {}",
+        listed.join(", ")
+    )
+}
+
 fn in_experiment(experiment: &Option<ExperimentId>) -> String {
     experiment.map_or_else(String::new, |e| format!(" in experiment {e}"))
 }
@@ -213,13 +335,27 @@ pub(crate) trait Context<T> {
     fn during(self, store: &str, operation: impl FnOnce() -> String) -> Result<T, Error>;
 }
 
-impl<T> Context<T> for Result<T, rusqlite::Error> {
+impl<T> Context<T> for Result<T, BackendError> {
     fn during(self, store: &str, operation: impl FnOnce() -> String) -> Result<T, Error> {
         self.map_err(|e| Error::Sql {
             operation: operation(),
             store: store.to_owned(),
-            source: BackendError::new(e),
+            source: e,
         })
+    }
+}
+
+impl Error {
+    /// Whether the failure is a lost connection to the database server: nothing was
+    /// written by the failed operation (a transaction that did not commit is rolled back
+    /// by the server), and it may be retried once the server is back.
+    pub fn is_connection_lost(&self) -> bool {
+        match self {
+            Error::Sql { source, .. } | Error::Connect { source, .. } => {
+                source.is_connection_lost()
+            }
+            _ => false,
+        }
     }
 }
 
@@ -276,13 +412,13 @@ mod tests {
 
     #[test]
     fn sql_errors_keep_the_backend_message_as_source() {
-        let r: Result<(), rusqlite::Error> = Err(rusqlite::Error::QueryReturnedNoRows);
+        let r: Result<(), BackendError> = Err(BackendError::message("no row".into()));
         let e = r.during("x.db", || "reading run 4".into()).unwrap_err();
         assert_eq!(
             e.to_string(),
             "reading run 4 in the results store x.db failed"
         );
         let source = std::error::Error::source(&e).unwrap();
-        assert!(!source.to_string().is_empty());
+        assert_eq!(source.to_string(), "no row");
     }
 }

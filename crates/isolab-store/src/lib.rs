@@ -1,6 +1,8 @@
-//! The isolab results store: every experiment, cell and run, in one SQLite file.
+//! The isolab results store: every experiment, cell and run, in one SQLite file or in a
+//! PostgreSQL database a team shares.
 //!
-//! [`Store`] is the whole API. A runner creates an experiment with its cells and captured
+//! [`Store`] is the whole API; [`Store::open_location`] takes what `--db` says (a file
+//! path or a `postgres://` URL). A runner creates an experiment with its cells and captured
 //! environment ([`Store::create_experiment`]), then stores each run as it completes
 //! ([`Store::insert_run`]): the run row, its metrics, scalar telemetry, time series, load
 //! intervals, notes and logs are written in **one transaction**, so a run is either stored
@@ -42,8 +44,13 @@
 //!   nanoseconds, seeds decimal text, time series one compact BLOB per series (16 bytes a
 //!   point), NaN metric values NULL; the `encoding` module has the full table.
 //!
-//! The API carries no database types (errors wrap the backend's in [`BackendError`]) and
-//! the SQL is kept plain, so that a PostgreSQL backend can slot in behind the same API.
+//! - Or a PostgreSQL database (the `backend::postgres` module): the same tables, column
+//!   types translated word by word from the same migrations, every write one transaction,
+//!   many hosts writing at once, a lost connection reported as such
+//!   ([`Error::is_connection_lost`]) and re-established by the next operation.
+//!
+//! The API carries no database types (errors wrap the backend's in [`BackendError`]); the
+//! SQL is written once, plain, for both backends.
 //!
 //! ```
 //! use std::time::{Duration, SystemTime};
@@ -96,14 +103,19 @@
 //! # }
 //! ```
 
+mod backend;
 mod encoding;
 mod error;
+mod fleet;
 mod model;
 mod schema;
 mod store;
 mod telemetry;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use error::{BackendError, Error};
+pub use fleet::{FleetHost, FleetId, FleetRecord, NewFleet};
 pub use model::{
     CellId, CellRecord, ExperimentId, ExperimentRecord, ExperimentStatus, ExperimentSummary,
     Interruption, IntervalObservation, LoadInterval, MetricValue, NewCell, NewExperiment, NewRun,

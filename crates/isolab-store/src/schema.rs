@@ -1,28 +1,19 @@
 //! The schema and its numbered migrations.
 //!
-//! `MIGRATIONS[i]` takes a store from schema version `i` to `i + 1`; the version lives in
-//! SQLite's `PRAGMA user_version` and the file is marked as an isolab store with
-//! `PRAGMA application_id`. Pending migrations run in one `IMMEDIATE` transaction, so two
-//! processes opening a new store at once cannot both migrate it and a failed upgrade leaves
-//! the store as it was. A migration, once released, is never edited: changes go into a new
-//! one appended to the list.
+//! `MIGRATIONS[i]` takes a store from schema version `i` to `i + 1`. Where the version is
+//! recorded and how the database is marked as an isolab store is the backend's
+//! ([`Connection::identity`]): SQLite's `PRAGMA user_version` and `application_id`,
+//! PostgreSQL's table `isolab_store`. Pending migrations run in one transaction that only
+//! one process can hold ([`Begin::Migrate`]), so two processes opening a new store at once
+//! cannot both migrate it and a failed upgrade leaves the store as it was. A migration,
+//! once released, is never edited: changes go into a new one appended to the list.
 //!
-//! The SQL is kept plain (no SQLite-only column types or functions) so that the same tables
-//! can be declared for PostgreSQL; the few SQLite-only words are `AUTOINCREMENT` (ids that
-//! are never reused, PostgreSQL: `GENERATED ALWAYS AS IDENTITY`) and `BLOB` (`bytea`).
-//! How values are encoded is described in the `encoding` module.
+//! The SQL is written in SQLite's dialect and kept plain (no backend-only column types or
+//! functions), so that PostgreSQL's can be derived from it word by word
+//! ([`Connection::ddl`]). How values are encoded is described in the `encoding` module.
 
-use std::time::Duration;
-
-use rusqlite::{Connection, ErrorCode, TransactionBehavior};
-
-use crate::error::{BackendError, Error};
-
-/// `PRAGMA application_id` of an isolab store: "ISLB".
-const APPLICATION_ID: i32 = 0x4953_4c42;
-
-/// How long a statement waits for another process's write lock before failing.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+use crate::backend::{Begin, Connection, Identity};
+use crate::error::{BackendError, Error, Kind};
 
 /// Version 1: the tidy tables of experiments, cells, runs and their measurements.
 const V1: &str = r#"
@@ -155,196 +146,200 @@ CREATE TABLE load_intervals (
 );
 "#;
 
+/// Version 3: fleets. A fleet is one experiment spec run by many hosts, each host running
+/// every cell as an experiment of its own (the host is the block), or with `split_cells`
+/// a share of them; `fleet_hosts` links each host's experiment to its fleet, one per host.
+const V3: &str = r#"
+CREATE TABLE fleets (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    name          TEXT    NOT NULL,
+    spec_toml     TEXT    NOT NULL,
+    spec_path     TEXT,
+    seed          TEXT    NOT NULL,
+    created_at_ms INTEGER NOT NULL,
+    scheduler     TEXT    NOT NULL,
+    request       TEXT    NOT NULL,
+    split_cells   INTEGER NOT NULL DEFAULT 0,
+    job_id        TEXT
+);
+CREATE INDEX fleets_by_name ON fleets (name, id);
+
+CREATE TABLE fleet_hosts (
+    fleet_id      INTEGER NOT NULL REFERENCES fleets (id) ON DELETE CASCADE,
+    host          TEXT    NOT NULL,
+    experiment_id INTEGER NOT NULL UNIQUE REFERENCES experiments (id) ON DELETE CASCADE,
+    PRIMARY KEY (fleet_id, host)
+);
+"#;
+
 /// Every migration, in order: entry `i` upgrades version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2];
+const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
 /// The schema version this build creates and understands.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
-fn open_error(store: &str, e: rusqlite::Error) -> Error {
-    if e.sqlite_error_code() == Some(ErrorCode::NotADatabase) {
-        Error::NotAStore {
+/// The error for a failure while opening `store`.
+pub(crate) fn open_error(store: &str, e: BackendError) -> Error {
+    match e.kind() {
+        Kind::NotADatabase => Error::NotAStore {
             store: store.to_owned(),
             reason: "the file is not an SQLite database".to_owned(),
-        }
-    } else {
-        Error::Open {
+        },
+        _ => Error::Open {
             store: store.to_owned(),
-            source: BackendError::new(e),
-        }
+            source: e,
+        },
     }
-}
-
-/// Sets the connection up: busy timeout, foreign keys, WAL journal, full sync (a committed
-/// run survives a power cut).
-pub(crate) fn configure(conn: &Connection, store: &str) -> Result<(), Error> {
-    let err = |e| open_error(store, e);
-    conn.busy_timeout(BUSY_TIMEOUT).map_err(err)?;
-    conn.pragma_update(None, "foreign_keys", true)
-        .map_err(err)?;
-    // In-memory databases answer `memory`: that is fine, they have no journal file.
-    let _mode: String = conn
-        .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
-        .map_err(err)?;
-    conn.pragma_update(None, "synchronous", "FULL")
-        .map_err(err)?;
-    Ok(())
-}
-
-/// The schema version recorded in the store.
-pub(crate) fn user_version(conn: &Connection) -> rusqlite::Result<u32> {
-    let v: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
-    // user_version is a signed 32-bit header field; a negative one is far from ours.
-    Ok(u32::try_from(v).unwrap_or(u32::MAX))
 }
 
 /// Checks that the store is ours and not too new, and that nothing else lives in a
 /// store at version 0.
-fn check_identity(conn: &Connection, store: &str, version: u32) -> Result<(), Error> {
-    let err = |e| open_error(store, e);
-    if version > SCHEMA_VERSION {
+fn check_identity(store: &str, identity: &Identity) -> Result<(), Error> {
+    if identity.version > SCHEMA_VERSION {
         return Err(Error::SchemaTooNew {
             store: store.to_owned(),
-            found: version,
+            found: identity.version,
             supported: SCHEMA_VERSION,
         });
     }
-    let app: i32 = conn
-        .pragma_query_value(None, "application_id", |row| row.get(0))
-        .map_err(err)?;
-    if version == 0 {
-        let tables: i64 = conn
-            .query_row(
-                "SELECT count(*) FROM sqlite_master WHERE type = 'table'",
-                [],
-                |row| row.get(0),
-            )
-            .map_err(err)?;
-        if tables > 0 {
+    if identity.version == 0 {
+        if identity.tables > 0 {
             return Err(Error::NotAStore {
                 store: store.to_owned(),
-                reason: format!("it holds {tables} tables of another program"),
+                reason: format!("it holds {} tables of another program", identity.tables),
             });
         }
-    } else if app != APPLICATION_ID {
+    } else if let Err(reason) = &identity.marked {
         return Err(Error::NotAStore {
             store: store.to_owned(),
-            reason: format!("its application id is {app:#x}, not isolab's"),
+            reason: reason.clone(),
         });
     }
     Ok(())
 }
 
 /// Brings the store to [`SCHEMA_VERSION`], or refuses it.
-pub(crate) fn migrate(conn: &mut Connection, store: &str) -> Result<(), Error> {
-    let version = user_version(conn).map_err(|e| open_error(store, e))?;
-    check_identity(conn, store, version)?;
-    if version == SCHEMA_VERSION {
+pub(crate) fn migrate(conn: &mut dyn Connection, store: &str) -> Result<(), Error> {
+    let identity = conn.identity().map_err(|e| open_error(store, e))?;
+    check_identity(store, &identity)?;
+    if identity.version == SCHEMA_VERSION {
         return Ok(());
     }
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
+    conn.begin(Begin::Migrate)
         .map_err(|e| open_error(store, e))?;
-    // Another process may have migrated between the first look and the lock.
-    let from = user_version(&tx).map_err(|e| open_error(store, e))?;
-    check_identity(&tx, store, from)?;
-    let mut to = from;
-    for (i, sql) in MIGRATIONS.iter().enumerate().skip(from as usize) {
-        to = i as u32 + 1;
-        tx.execute_batch(sql).map_err(|e| Error::Migrate {
-            store: store.to_owned(),
-            from,
-            to,
-            source: BackendError::new(e),
-        })?;
+    let result = migrate_locked(conn, store);
+    if result.is_err() {
+        // Best effort: the error that matters is the migration's.
+        let _ = conn.rollback();
     }
-    let finish = tx
-        .pragma_update(None, "application_id", APPLICATION_ID)
-        .and_then(|()| tx.pragma_update(None, "user_version", to))
-        .and_then(|()| tx.commit());
-    finish.map_err(|e| Error::Migrate {
+    result
+}
+
+/// The migrations, inside the transaction [`migrate`] began.
+fn migrate_locked(conn: &mut dyn Connection, store: &str) -> Result<(), Error> {
+    // Another process may have migrated between the first look and the lock.
+    let identity = conn.identity().map_err(|e| open_error(store, e))?;
+    check_identity(store, &identity)?;
+    let from = identity.version;
+    let mut to = from;
+    let failed = |to: u32, source: BackendError| Error::Migrate {
         store: store.to_owned(),
         from,
         to,
-        source: BackendError::new(e),
-    })
+        source,
+    };
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(from as usize) {
+        to = i as u32 + 1;
+        let sql = conn.ddl(sql).into_owned();
+        conn.batch(&sql).map_err(|e| failed(to, e))?;
+    }
+    conn.set_identity(to)
+        .and_then(|()| conn.commit())
+        .map_err(|e| failed(to, e))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::sqlite::{Sqlite, APPLICATION_ID};
+    use crate::backend::Row;
 
-    fn memory() -> Connection {
-        let conn = Connection::open_in_memory().unwrap();
-        configure(&conn, ":memory:").unwrap();
-        conn
+    fn memory() -> Sqlite {
+        Sqlite::in_memory().unwrap()
+    }
+
+    fn version(conn: &mut Sqlite) -> u32 {
+        conn.identity().unwrap().version
     }
 
     #[test]
     fn migrates_an_empty_database_to_the_current_version() {
         let mut conn = memory();
         migrate(&mut conn, ":memory:").unwrap();
-        assert_eq!(user_version(&conn).unwrap(), SCHEMA_VERSION);
-        let app: i32 = conn
-            .pragma_query_value(None, "application_id", |r| r.get(0))
-            .unwrap();
-        assert_eq!(app, APPLICATION_ID);
+        let identity = conn.identity().unwrap();
+        assert_eq!(identity.version, SCHEMA_VERSION);
+        assert_eq!(identity.marked, Ok(()));
+        let app = conn.query("PRAGMA application_id", &[]).unwrap();
+        assert_eq!(app[0].get::<i64>(0).unwrap(), i64::from(APPLICATION_ID));
         // A second pass changes nothing.
         migrate(&mut conn, ":memory:").unwrap();
-        assert_eq!(user_version(&conn).unwrap(), SCHEMA_VERSION);
+        assert_eq!(version(&mut conn), SCHEMA_VERSION);
     }
 
     /// The tables of the store, by name.
-    fn tables(conn: &Connection) -> Vec<String> {
-        let mut stmt = conn
-            .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
-            .unwrap();
-        let names = stmt.query_map([], |r| r.get(0)).unwrap();
-        names.collect::<Result<_, _>>().unwrap()
+    fn tables(conn: &mut Sqlite) -> Vec<String> {
+        conn.query(
+            "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r: &Row| r.get(0).unwrap())
+        .collect()
     }
 
     #[test]
     fn a_fresh_store_has_every_version_s_tables() {
         let mut conn = memory();
         migrate(&mut conn, ":memory:").unwrap();
-        let tables = tables(&conn);
-        for t in ["runs", "series", "load_intervals"] {
+        let tables = tables(&mut conn);
+        for t in ["runs", "series", "load_intervals", "fleets", "fleet_hosts"] {
             assert!(tables.iter().any(|n| n == t), "{t} missing from {tables:?}");
         }
     }
 
     /// A store as version 1 left it.
-    fn at_version_1() -> Connection {
-        let conn = memory();
-        conn.execute_batch(V1).unwrap();
-        conn.pragma_update(None, "application_id", APPLICATION_ID)
-            .unwrap();
-        conn.pragma_update(None, "user_version", 1).unwrap();
+    fn at_version_1() -> Sqlite {
+        let mut conn = memory();
+        conn.batch(V1).unwrap();
+        conn.set_identity(1).unwrap();
         conn
     }
 
     #[test]
     fn upgrades_version_1_to_the_current_version() {
         let mut conn = at_version_1();
-        assert!(!tables(&conn).iter().any(|n| n == "load_intervals"));
+        assert!(!tables(&mut conn).iter().any(|n| n == "load_intervals"));
         migrate(&mut conn, ":memory:").unwrap();
-        assert_eq!(user_version(&conn).unwrap(), SCHEMA_VERSION);
-        assert!(tables(&conn).iter().any(|n| n == "load_intervals"));
+        assert_eq!(version(&mut conn), SCHEMA_VERSION);
+        assert!(tables(&mut conn).iter().any(|n| n == "load_intervals"));
     }
 
     #[test]
     fn a_failed_upgrade_leaves_the_store_at_its_version() {
         let mut conn = at_version_1();
         // A table in the way of version 2's.
-        conn.execute_batch("CREATE TABLE load_intervals (x INTEGER)")
+        conn.batch("CREATE TABLE load_intervals (x INTEGER)")
             .unwrap();
         let err = migrate(&mut conn, ":memory:").unwrap_err();
         assert!(
             matches!(err, Error::Migrate { from: 1, to: 2, .. }),
             "{err}"
         );
+        // Nothing of the later versions either.
+        assert!(!tables(&mut conn).iter().any(|n| n == "fleets"));
         assert!(err.to_string().contains("left at version 1"), "{err}");
-        assert_eq!(user_version(&conn).unwrap(), 1);
+        assert_eq!(version(&mut conn), 1);
     }
 
     #[test]
@@ -354,20 +349,16 @@ mod tests {
         let err = conn
             .execute(
                 "INSERT INTO cells (experiment_id, idx, key) VALUES (42, 0, 'k')",
-                [],
+                &[],
             )
             .unwrap_err();
-        assert_eq!(
-            err.sqlite_error_code(),
-            Some(ErrorCode::ConstraintViolation)
-        );
+        assert!(err.to_string().contains("FOREIGN KEY"), "{err}");
     }
 
     #[test]
     fn refuses_a_database_of_another_program() {
         let mut conn = memory();
-        conn.execute_batch("CREATE TABLE accounts (id INTEGER)")
-            .unwrap();
+        conn.batch("CREATE TABLE accounts (id INTEGER)").unwrap();
         let err = migrate(&mut conn, ":memory:").unwrap_err();
         assert!(matches!(err, Error::NotAStore { .. }), "{err}");
     }
@@ -375,7 +366,7 @@ mod tests {
     #[test]
     fn refuses_a_versioned_database_without_our_application_id() {
         let mut conn = memory();
-        conn.pragma_update(None, "user_version", 1).unwrap();
+        conn.batch("PRAGMA user_version = 1").unwrap();
         let err = migrate(&mut conn, ":memory:").unwrap_err();
         assert!(err.to_string().contains("application id"), "{err}");
     }
@@ -384,9 +375,19 @@ mod tests {
     fn refuses_a_newer_schema() {
         let mut conn = memory();
         migrate(&mut conn, ":memory:").unwrap();
-        conn.pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+        conn.batch(&format!("PRAGMA user_version = {}", SCHEMA_VERSION + 1))
             .unwrap();
         let err = migrate(&mut conn, ":memory:").unwrap_err();
         assert!(err.to_string().ends_with("upgrade isolab"), "{err}");
+    }
+
+    #[test]
+    fn every_migration_has_a_postgres_form_without_sqlite_words() {
+        for sql in MIGRATIONS {
+            let pg = crate::backend::postgres::ddl(sql);
+            for word in ["AUTOINCREMENT", "INTEGER", "BLOB", " REAL"] {
+                assert!(!pg.contains(word), "{word} left in {pg}");
+            }
+        }
     }
 }

@@ -1,5 +1,6 @@
-//! [`Store`]: the SQLite backend of the results store.
+//! [`Store`]: the results store's API, on either backend.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt::Display;
 use std::path::Path;
@@ -7,48 +8,65 @@ use std::str::FromStr;
 use std::time::{Duration, SystemTime};
 
 use isolab_stats::Direction;
-use rusqlite::{params, Connection, OptionalExtension, Params, Row, TransactionBehavior};
 
+use crate::backend::postgres::{self, Postgres};
+use crate::backend::sqlite::Sqlite;
+use crate::backend::{args, Begin, Connection, FromRow, Row, Value};
 use crate::encoding::{
     count_to_sql, decode_points, duration_to_nanos, encode_points, millis_to_time,
     nanos_to_duration, optional_real_to_sql, real_to_sql, sql_to_real, time_to_millis,
 };
-use crate::error::{BackendError, Context, Error};
+use crate::error::{BackendError, Context, Error, Kind};
 use crate::model::{
     CellId, CellRecord, ExperimentId, ExperimentRecord, ExperimentStatus, ExperimentSummary,
-    Interruption, IntervalObservation, LoadInterval, MetricValue, NewExperiment, NewRun,
+    Interruption, IntervalObservation, LoadInterval, MetricValue, NewCell, NewExperiment, NewRun,
     Observation, RunId, RunRecord, RunStatus, Series,
 };
 use crate::schema;
 
-/// The results store: one SQLite file (or an in-memory database for tests).
+/// The results store: one SQLite file (or an in-memory database for tests), or a
+/// PostgreSQL database that many hosts write at once.
 ///
 /// Every write is one transaction: an experiment with its cells and environment, a run
 /// with everything measured during it. Reads that take several queries run in one read
-/// transaction, so they see a consistent snapshot while a runner keeps writing (WAL mode
-/// lets readers and the writer proceed together).
-#[derive(Debug)]
+/// transaction, so they see a consistent snapshot while a runner keeps writing (SQLite's
+/// WAL mode and PostgreSQL's snapshots let readers and writers proceed together).
 pub struct Store {
-    conn: Connection,
-    /// The path shown in messages, or `:memory:`.
+    /// The connection; borrowed for one statement at a time.
+    conn: RefCell<Box<dyn Connection>>,
+    /// The path or URL shown in messages (its password hidden), or `:memory:`.
     location: String,
 }
 
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("location", &self.location)
+            .field("backend", &self.conn.borrow().dialect())
+            .finish()
+    }
+}
+
 /// Which row of which table a decoded value came from, for [`Error::Corrupt`].
-struct At {
+pub(crate) struct At {
     table: &'static str,
     row: String,
 }
 
 impl At {
-    fn new(table: &'static str, row: impl Into<String>) -> At {
+    pub(crate) fn new(table: &'static str, row: impl Into<String>) -> At {
         At {
             table,
             row: row.into(),
         }
     }
 
-    fn corrupt(&self, column: &'static str, value: impl Display, reason: impl Display) -> Error {
+    pub(crate) fn corrupt(
+        &self,
+        column: &'static str,
+        value: impl Display,
+        reason: impl Display,
+    ) -> Error {
         Error::Corrupt {
             table: self.table,
             row: self.row.clone(),
@@ -58,12 +76,12 @@ impl At {
         }
     }
 
-    fn u32(&self, column: &'static str, v: i64) -> Result<u32, Error> {
+    pub(crate) fn u32(&self, column: &'static str, v: i64) -> Result<u32, Error> {
         u32::try_from(v)
             .map_err(|_| self.corrupt(column, v, "expected an integer from 0 to 2^32-1"))
     }
 
-    fn bool(&self, column: &'static str, v: i64) -> Result<bool, Error> {
+    pub(crate) fn bool(&self, column: &'static str, v: i64) -> Result<bool, Error> {
         match v {
             0 => Ok(false),
             1 => Ok(true),
@@ -71,17 +89,17 @@ impl At {
         }
     }
 
-    fn time(&self, column: &'static str, ms: i64) -> Result<SystemTime, Error> {
+    pub(crate) fn time(&self, column: &'static str, ms: i64) -> Result<SystemTime, Error> {
         millis_to_time(ms).ok_or_else(|| {
             self.corrupt(column, ms, "milliseconds since the Unix epoch out of range")
         })
     }
 
-    fn duration(&self, column: &'static str, ns: i64) -> Result<Duration, Error> {
+    pub(crate) fn duration(&self, column: &'static str, ns: i64) -> Result<Duration, Error> {
         nanos_to_duration(ns).ok_or_else(|| self.corrupt(column, ns, "expected nanoseconds >= 0"))
     }
 
-    fn parse<T>(&self, column: &'static str, word: &str) -> Result<T, Error>
+    pub(crate) fn parse<T>(&self, column: &'static str, word: &str) -> Result<T, Error>
     where
         T: FromStr,
         T::Err: Display,
@@ -89,11 +107,15 @@ impl At {
         word.parse().map_err(|e| self.corrupt(column, word, e))
     }
 
-    fn json(&self, column: &'static str, text: &str) -> Result<serde_json::Value, Error> {
+    pub(crate) fn json(
+        &self,
+        column: &'static str,
+        text: &str,
+    ) -> Result<serde_json::Value, Error> {
         serde_json::from_str(text).map_err(|e| self.corrupt(column, text, e))
     }
 
-    fn count(&self, column: &'static str, v: i64) -> Result<u64, Error> {
+    pub(crate) fn count(&self, column: &'static str, v: i64) -> Result<u64, Error> {
         u64::try_from(v).map_err(|_| self.corrupt(column, v, "expected a count >= 0"))
     }
 }
@@ -115,7 +137,7 @@ struct RawInterval {
 
 impl RawInterval {
     /// Reads [`INTERVAL_COLUMNS`] starting at column `first`.
-    fn read(r: &Row<'_>, first: usize) -> rusqlite::Result<RawInterval> {
+    fn read(r: &Row, first: usize) -> Result<RawInterval, BackendError> {
         Ok(RawInterval {
             request: r.get(first)?,
             start_s: r.get(first + 1)?,
@@ -161,10 +183,8 @@ impl RawInterval {
 /// `(run id, interval row)` as selected by `SELECT run_id, INTERVAL_COLUMNS`.
 struct RunInterval(RunId, RawInterval);
 
-impl TryFrom<&Row<'_>> for RunInterval {
-    type Error = rusqlite::Error;
-
-    fn try_from(r: &Row<'_>) -> rusqlite::Result<RunInterval> {
+impl FromRow for RunInterval {
+    fn from_row(r: &Row) -> Result<RunInterval, BackendError> {
         Ok(RunInterval(r.get(0)?, RawInterval::read(r, 1)?))
     }
 }
@@ -184,12 +204,10 @@ struct RawRun {
     limits_json: String,
 }
 
-impl TryFrom<&Row<'_>> for RawRun {
-    type Error = rusqlite::Error;
-
+impl FromRow for RawRun {
     /// Reads the columns `id, cell_id, repetition, warmup, round, status, exit_code,
     /// started_at_ms, wall_ns, error, limits_json`, in this order.
-    fn try_from(r: &Row<'_>) -> rusqlite::Result<RawRun> {
+    fn from_row(r: &Row) -> Result<RawRun, BackendError> {
         Ok(RawRun {
             id: r.get(0)?,
             cell: r.get(1)?,
@@ -244,123 +262,120 @@ fn kind(warmup: bool) -> &'static str {
 }
 
 impl Store {
-    /// Opens the store at `path`, creating the file if it is missing and bringing its
-    /// schema up to [`crate::SCHEMA_VERSION`]. The directory must exist.
+    /// Opens the SQLite store at `path`, creating the file if it is missing and bringing
+    /// its schema up to [`crate::SCHEMA_VERSION`]. The directory must exist.
     ///
     /// Refuses a file that is not an isolab store and a store written by a newer isolab.
     pub fn open(path: &Path) -> Result<Store, Error> {
         let location = path.display().to_string();
-        let conn = Connection::open(path).map_err(|e| Error::Open {
-            store: location.clone(),
-            source: BackendError::new(e),
-        })?;
-        Store::start(conn, location)
+        let conn = Sqlite::open(path).map_err(|e| schema::open_error(&location, e))?;
+        Store::start(Box::new(conn), location)
+    }
+
+    /// Opens the store that `location` names: a `postgres://` or `postgresql://` URL
+    /// (PostgreSQL; the database must exist, isolab creates its tables), or a file path
+    /// (SQLite, created when missing). Any other `SCHEME://` is refused
+    /// ([`Error::Location`]), so that a mistyped URL never becomes a directory tree.
+    pub fn open_location(location: &str) -> Result<Store, Error> {
+        if postgres::is_url(location) {
+            let shown = postgres::redact(location);
+            let config = postgres::parse(location).map_err(|reason| Error::Location {
+                location: shown.clone(),
+                reason,
+            })?;
+            let conn = Postgres::connect(config).map_err(|source| Error::Connect {
+                store: shown.clone(),
+                source,
+            })?;
+            return Store::start(Box::new(conn), shown);
+        }
+        if let Some((scheme, _)) = location.split_once("://") {
+            let is_scheme = scheme
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic())
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
+            if is_scheme {
+                return Err(Error::Location {
+                    location: postgres::redact(location),
+                    reason: format!("`{scheme}://` is not a store isolab supports"),
+                });
+            }
+        }
+        Store::open(Path::new(location))
     }
 
     /// Opens a fresh store that lives in memory and disappears when dropped.
     pub fn open_in_memory() -> Result<Store, Error> {
         let location = ":memory:".to_owned();
-        let conn = Connection::open_in_memory().map_err(|e| Error::Open {
-            store: location.clone(),
-            source: BackendError::new(e),
-        })?;
-        Store::start(conn, location)
+        let conn = Sqlite::in_memory().map_err(|e| schema::open_error(&location, e))?;
+        Store::start(Box::new(conn), location)
     }
 
-    fn start(mut conn: Connection, location: String) -> Result<Store, Error> {
-        schema::configure(&conn, &location)?;
-        schema::migrate(&mut conn, &location)?;
-        Ok(Store { conn, location })
+    fn start(mut conn: Box<dyn Connection>, location: String) -> Result<Store, Error> {
+        schema::migrate(conn.as_mut(), &location)?;
+        Ok(Store {
+            conn: RefCell::new(conn),
+            location,
+        })
+    }
+
+    /// Whether the store lives in PostgreSQL.
+    pub fn is_postgres(&self) -> bool {
+        self.conn.borrow().dialect() == crate::backend::Dialect::Postgres
     }
 
     /// Queries on the store's connection, outside any transaction.
-    fn db(&self) -> Db<'_> {
+    pub(crate) fn db(&self) -> Db<'_> {
         Db::new(&self.conn, &self.location)
     }
 
-    /// Where the store lives: its path as given to [`Store::open`], or `:memory:`.
+    /// Begins a transaction of `kind`; `what` names the operation in an error.
+    pub(crate) fn begin(
+        &self,
+        kind: Begin,
+        what: impl FnOnce() -> String,
+    ) -> Result<Tx<'_>, Error> {
+        self.conn
+            .borrow_mut()
+            .begin(kind)
+            .during(&self.location, what)?;
+        Ok(Tx {
+            conn: &self.conn,
+            store: &self.location,
+            open: true,
+        })
+    }
+
+    /// Starts a read transaction: the queries of one read see one snapshot.
+    pub(crate) fn read(&self) -> Result<Tx<'_>, Error> {
+        self.begin(Begin::Read, || "starting a read transaction".to_owned())
+    }
+
+    /// Where the store lives: its path as given to [`Store::open`], its URL with the
+    /// password hidden, or `:memory:`.
     pub fn location(&self) -> &str {
         &self.location
     }
 
     /// The schema version of the store (equal to [`crate::SCHEMA_VERSION`] once open).
     pub fn schema_version(&self) -> Result<u32, Error> {
-        schema::user_version(&self.conn)
+        self.conn
+            .borrow_mut()
+            .identity()
+            .map(|identity| identity.version)
             .during(&self.location, || "reading the schema version".into())
     }
 
     /// Creates an experiment, its cells (with their levels) and its environment in one
     /// transaction, with status `running`.
     pub fn create_experiment(&mut self, e: &NewExperiment) -> Result<ExperimentId, Error> {
-        let store = self.location.as_str();
         let what = || format!("creating experiment `{}`", e.name);
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .during(store, what)?;
-        let id: ExperimentId = Db::new(&tx, store).query_one(
-            "INSERT INTO experiments (name, spec_toml, spec_path, seed, isolab_version, \
-             created_at_ms, finished_at_ms, status) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL, ?7) RETURNING id",
-            params![
-                e.name,
-                e.spec_toml,
-                e.spec_path,
-                e.seed.to_string(),
-                e.isolab_version,
-                time_to_millis(e.created_at),
-                ExperimentStatus::Running.as_str(),
-            ],
-            what,
-            |row| row.get(0),
-        )?;
-        {
-            let mut env = tx
-                .prepare_cached(
-                    "INSERT INTO environment (experiment_id, position, key, value) \
-                     VALUES (?1, ?2, ?3, ?4)",
-                )
-                .during(store, what)?;
-            for (position, (key, value)) in e.environment.iter().enumerate() {
-                env.execute(params![id, position as i64, key, value])
-                    .during(store, || {
-                        format!(
-                            "storing environment entry `{key}` of experiment `{}`",
-                            e.name
-                        )
-                    })?;
-            }
-            let mut cell_insert = tx
-                .prepare_cached(
-                    "INSERT INTO cells (experiment_id, idx, key, stop_reason) \
-                     VALUES (?1, ?2, ?3, NULL) RETURNING id",
-                )
-                .during(store, what)?;
-            let mut level_insert = tx
-                .prepare_cached(
-                    "INSERT INTO cell_levels (cell_id, position, factor, level) \
-                     VALUES (?1, ?2, ?3, ?4)",
-                )
-                .during(store, what)?;
-            for cell in &e.cells {
-                let cell_what = || {
-                    format!(
-                        "storing cell {} (`{}`) of experiment `{}` (cell indexes and keys \
-                         must be unique)",
-                        cell.index, cell.key, e.name
-                    )
-                };
-                let cell_id: CellId = cell_insert
-                    .query_row(params![id, cell.index, cell.key], |row| row.get(0))
-                    .during(store, cell_what)?;
-                for (position, (factor, level)) in cell.levels.iter().enumerate() {
-                    level_insert
-                        .execute(params![cell_id, position as i64, factor, level])
-                        .during(store, cell_what)?;
-                }
-            }
-        }
-        tx.commit().during(store, what)?;
+        let tx = self.begin(Begin::Write, what)?;
+        let id = create_experiment(tx.db(), e)?;
+        tx.commit(what)?;
         Ok(id)
     }
 
@@ -375,7 +390,7 @@ impl Store {
         }
         let by_name: Option<ExperimentId> = self.db().query_optional(
             "SELECT id FROM experiments WHERE name = ?1 ORDER BY id DESC LIMIT 1",
-            [wanted],
+            &args![wanted],
             || format!("looking up experiment `{wanted}`"),
             |row| row.get(0),
         )?;
@@ -400,9 +415,9 @@ impl Store {
         let raw: Option<Raw> = self.db().query_optional(
             "SELECT name, spec_toml, spec_path, seed, isolab_version, created_at_ms, \
              finished_at_ms, status FROM experiments WHERE id = ?1",
-            [id],
+            &args![id],
             || format!("reading experiment {id}"),
-            |r| Raw::try_from(r),
+            Raw::from_row,
         )?;
         let Some((name, spec_toml, spec_path, seed, isolab_version, created, finished, status)) =
             raw
@@ -433,7 +448,7 @@ impl Store {
              (SELECT count(*) FROM runs r WHERE r.experiment_id = e.id \
               AND r.warmup = 0 AND r.status = ?1) \
              FROM experiments e ORDER BY e.id DESC",
-            [RunStatus::Ok.as_str()],
+            &args![RunStatus::Ok.as_str()],
             || "listing experiments".to_owned(),
             |row: (i64, String, String, i64, i64, i64)| {
                 let (id, name, status, created, cells, runs) = row;
@@ -458,17 +473,12 @@ impl Store {
         status: ExperimentStatus,
         at: SystemTime,
     ) -> Result<(), Error> {
-        let store = self.location.as_str();
         let finished = (status != ExperimentStatus::Running).then(|| time_to_millis(at));
-        let changed = self
-            .conn
-            .execute(
-                "UPDATE experiments SET status = ?2, finished_at_ms = ?3 WHERE id = ?1",
-                params![id, status.as_str(), finished],
-            )
-            .during(store, || {
-                format!("setting the status of experiment {id} to {status}")
-            })?;
+        let changed = self.db().execute(
+            "UPDATE experiments SET status = ?2, finished_at_ms = ?3 WHERE id = ?1",
+            &args![id, status.as_str(), finished],
+            || format!("setting the status of experiment {id} to {status}"),
+        )?;
         if changed == 0 {
             return Err(missing_experiment(self.db(), &id.to_string()));
         }
@@ -477,23 +487,19 @@ impl Store {
 
     /// The cells of an experiment with their levels, ordered by index.
     pub fn cells(&self, id: ExperimentId) -> Result<Vec<CellRecord>, Error> {
-        let store = self.location.as_str();
-        let tx = read(&self.conn, store)?;
-        let db = Db::new(&tx, store);
+        let tx = self.read()?;
+        let db = tx.db();
         ensure_experiment(db, id)?;
         read_cells(db, id)
     }
 
     /// Records why the runner stopped repeating a cell (e.g. `cv 0.031 <= 0.05 after 7 runs`).
     pub fn set_stop_reason(&mut self, cell: CellId, reason: &str) -> Result<(), Error> {
-        let store = self.location.as_str();
-        let changed = self
-            .conn
-            .execute(
-                "UPDATE cells SET stop_reason = ?2 WHERE id = ?1",
-                params![cell, reason],
-            )
-            .during(store, || format!("setting the stop reason of cell {cell}"))?;
+        let changed = self.db().execute(
+            "UPDATE cells SET stop_reason = ?2 WHERE id = ?1",
+            &args![cell, reason],
+            || format!("setting the stop reason of cell {cell}"),
+        )?;
         if changed == 0 {
             return Err(Error::NoSuchCell {
                 cell,
@@ -512,209 +518,204 @@ impl Store {
     /// its load intervals is unique and `start_s` must be a number: a run that breaks
     /// either is not stored ([`Error::Sql`] names the interval).
     pub fn insert_run(&mut self, run: &NewRun) -> Result<RunId, Error> {
-        let store = self.location.as_str();
-        let what = format!(
-            "storing {} {} of cell {}",
-            kind(run.warmup),
-            run.repetition,
-            run.cell
-        );
-        let step = |detail: &str| format!("{what}: {detail}");
-        let limits = serde_json::to_string(&run.limits).map_err(|source| Error::Encode {
-            operation: step("encoding its limits"),
-            source,
-        })?;
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .during(store, || step("starting a transaction"))?;
-        let db = Db::new(&tx, store);
-        let cell: Option<(ExperimentId, String)> = db.query_optional(
-            "SELECT experiment_id, key FROM cells WHERE id = ?1",
-            [run.cell],
-            || step("reading its cell"),
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )?;
-        let Some((experiment, cell_key)) = cell else {
-            return Err(Error::NoSuchCell {
-                cell: run.cell,
-                experiment: None,
-                context: format!("cannot store {} {} of it", kind(run.warmup), run.repetition),
-            });
-        };
-        let taken: bool = db.query_one(
-            "SELECT EXISTS (SELECT 1 FROM runs \
-             WHERE cell_id = ?1 AND warmup = ?2 AND repetition = ?3)",
-            params![run.cell, run.warmup, run.repetition],
-            || step("checking for a stored duplicate"),
-            |r| r.get(0),
-        )?;
-        if taken {
-            return Err(Error::DuplicateRun {
-                cell: run.cell,
-                cell_key,
-                repetition: run.repetition,
-                warmup: run.warmup,
-            });
-        }
-        let id: RunId = db.query_one(
-            "INSERT INTO runs (experiment_id, cell_id, repetition, warmup, round, status, \
-             exit_code, started_at_ms, wall_ns, error, limits_json) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) RETURNING id",
-            params![
-                experiment,
-                run.cell,
+        let what = || {
+            format!(
+                "storing {} {} of cell {}",
+                kind(run.warmup),
                 run.repetition,
-                run.warmup,
-                run.round,
-                run.status.as_str(),
-                run.exit_code,
-                time_to_millis(run.started_at),
-                duration_to_nanos(run.wall),
-                run.error,
-                limits,
-            ],
-            || step("inserting the run row"),
-            |r| r.get(0),
-        )?;
-        {
-            let mut stmt = tx
-                .prepare_cached(
-                    "INSERT INTO metrics (run_id, position, name, unit, direction, value) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                )
-                .during(store, || step("inserting metrics"))?;
-            for (position, m) in run.metrics.iter().enumerate() {
-                stmt.execute(params![
-                    id,
-                    position as i64,
-                    m.name,
-                    m.unit,
-                    m.direction.as_str(),
-                    real_to_sql(m.value),
-                ])
-                .during(store, || step(&format!("inserting metric `{}`", m.name)))?;
-            }
-            let mut stmt = tx
-                .prepare_cached(
-                    "INSERT INTO telemetry (run_id, position, key, value) \
-                     VALUES (?1, ?2, ?3, ?4)",
-                )
-                .during(store, || step("inserting telemetry"))?;
-            for (position, (key, value)) in run.telemetry.iter().enumerate() {
-                stmt.execute(params![id, position as i64, key, real_to_sql(*value)])
-                    .during(store, || step(&format!("inserting telemetry `{key}`")))?;
-            }
-            let mut stmt = tx
-                .prepare_cached(
-                    "INSERT INTO series (run_id, position, name, unit, points) \
-                     VALUES (?1, ?2, ?3, ?4, ?5)",
-                )
-                .during(store, || step("inserting series"))?;
-            for (position, s) in run.series.iter().enumerate() {
-                stmt.execute(params![
-                    id,
-                    position as i64,
-                    s.name,
-                    s.unit,
-                    encode_points(&s.points)
-                ])
-                .during(store, || step(&format!("inserting series `{}`", s.name)))?;
-            }
-            let mut stmt = tx
-                .prepare_cached(&format!(
-                    "INSERT INTO load_intervals (run_id, {INTERVAL_COLUMNS}) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
-                ))
-                .during(store, || step("inserting load intervals"))?;
-            for i in &run.intervals {
-                stmt.execute(params![
-                    id,
-                    i.request,
-                    real_to_sql(i.start_s),
-                    optional_real_to_sql(i.users),
-                    optional_real_to_sql(i.target_rate),
-                    count_to_sql(i.requests),
-                    count_to_sql(i.failures),
-                    optional_real_to_sql(i.latency_mean_ms),
-                    optional_real_to_sql(i.latency_p50_ms),
-                    optional_real_to_sql(i.latency_p90_ms),
-                    optional_real_to_sql(i.latency_p99_ms),
-                    optional_real_to_sql(i.latency_max_ms),
-                ])
-                .during(store, || {
-                    step(&format!(
-                        "inserting the load interval of request `{}` at {} s (each request \
-                         and start once per run, the start a number)",
-                        i.request, i.start_s
-                    ))
-                })?;
-            }
-            let mut stmt = tx
-                .prepare_cached(
-                    "INSERT INTO run_notes (run_id, position, note) VALUES (?1, ?2, ?3)",
-                )
-                .during(store, || step("inserting notes"))?;
-            for (position, note) in run.notes.iter().enumerate() {
-                stmt.execute(params![id, position as i64, note])
-                    .during(store, || step("inserting a note"))?;
-            }
-            tx.prepare_cached("INSERT INTO run_logs (run_id, stdout, stderr) VALUES (?1, ?2, ?3)")
-                .and_then(|mut stmt| stmt.execute(params![id, run.stdout, run.stderr]))
-                .during(store, || step("inserting its logs"))?;
-        }
-        tx.commit().during(store, || step("committing"))?;
+                run.cell
+            )
+        };
+        let tx = self.begin(Begin::Write, || {
+            format!("{}: starting a transaction", what())
+        })?;
+        let id = insert_run(tx.db(), run)?;
+        tx.commit(|| format!("{}: committing", what()))?;
         Ok(id)
+    }
+
+    /// [`Store::insert_run`], retried while the connection to the database server is
+    /// lost (a PostgreSQL restart, a network failure), for up to `patience`, with pauses
+    /// growing from a quarter second to five: a measured run is not thrown away because
+    /// the network blinked. A failed attempt stored nothing (its transaction died with the
+    /// connection), except when only the answer to its commit was lost: then the retry
+    /// finds the run stored, with its start time, and returns its id.
+    pub fn insert_run_patiently(
+        &mut self,
+        run: &NewRun,
+        patience: Duration,
+    ) -> Result<RunId, Error> {
+        let deadline = std::time::Instant::now() + patience;
+        let mut pause = Duration::from_millis(250);
+        let mut lost = false;
+        loop {
+            match self.insert_run(run) {
+                Err(e) if e.is_connection_lost() && std::time::Instant::now() < deadline => {
+                    lost = true;
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_secs(5));
+                }
+                Err(Error::DuplicateRun { .. }) if lost => {
+                    let stored: Option<(RunId, i64)> = self.db().query_optional(
+                        "SELECT id, started_at_ms FROM runs \
+                         WHERE cell_id = ?1 AND warmup = ?2 AND repetition = ?3",
+                        &args![run.cell, run.warmup, run.repetition],
+                        || format!("looking up run {} of cell {}", run.repetition, run.cell),
+                        |r| Ok((r.get(0)?, r.get(1)?)),
+                    )?;
+                    match stored {
+                        Some((id, started)) if started == time_to_millis(run.started_at) => {
+                            return Ok(id)
+                        }
+                        _ => return self.insert_run(run),
+                    }
+                }
+                other => return other,
+            }
+        }
     }
 
     /// Records an interrupted or killed attempt at `(cell, warmup, repetition)`. It is kept
     /// for the record and does not count as a run: the repetition can still be stored.
     pub fn record_interruption(&mut self, i: &Interruption) -> Result<(), Error> {
-        let store = self.location.as_str();
-        let changed = self
-            .conn
-            .execute(
-                "INSERT INTO interruptions \
-                 (experiment_id, cell_id, repetition, warmup, at_ms, reason) \
-                 SELECT experiment_id, id, ?3, ?4, ?5, ?6 FROM cells \
-                 WHERE id = ?2 AND experiment_id = ?1",
-                params![
-                    i.experiment,
-                    i.cell,
-                    i.repetition,
-                    i.warmup,
-                    time_to_millis(i.at),
-                    i.reason
-                ],
+        record_interruption(self.db(), i)
+    }
+
+    /// Copies experiment `id` with everything stored about it (environment, cells and
+    /// their stop reasons, every run with its metrics, telemetry, series, load intervals,
+    /// notes and logs, interruptions, status and times) into the store `to`, in one
+    /// transaction there: the copy is whole or absent, and this store is only read. Ids
+    /// are `to`'s own; the new experiment's id is returned.
+    ///
+    /// Refuses an experiment `to` already holds (same name, seed and creation time), so
+    /// that copying twice never doubles its runs ([`Error::AlreadyCopied`]).
+    pub fn copy_experiment(&self, id: ExperimentId, to: &mut Store) -> Result<ExperimentId, Error> {
+        let e = self.experiment(id)?;
+        let environment = self.environment(id)?;
+        let cells = self.cells(id)?;
+        let runs = self.runs(id)?;
+        let interruptions = self.interruptions(id)?;
+        let what = || {
+            format!(
+                "copying experiment {id} (`{}`) from {} to {}",
+                e.name, self.location, to.location
             )
-            .during(store, || {
-                format!(
-                    "recording the interruption of {} {} of cell {}",
-                    kind(i.warmup),
-                    i.repetition,
-                    i.cell
-                )
-            })?;
-        if changed == 0 {
-            return Err(Error::NoSuchCell {
-                cell: i.cell,
-                experiment: Some(i.experiment),
-                context: "cannot record an interruption of it".to_owned(),
+        };
+        let tx = to.begin(Begin::Write, what)?;
+        let db = tx.db();
+        let existing: Option<ExperimentId> = db.query_optional(
+            "SELECT id FROM experiments \
+             WHERE name = ?1 AND seed = ?2 AND created_at_ms = ?3 ORDER BY id LIMIT 1",
+            &args![e.name, e.seed.to_string(), time_to_millis(e.created_at)],
+            what,
+            |r| r.get(0),
+        )?;
+        if let Some(existing) = existing {
+            return Err(Error::AlreadyCopied {
+                experiment: id,
+                name: e.name.clone(),
+                store: to.location.clone(),
+                existing,
             });
         }
-        Ok(())
+        let copy = create_experiment(
+            db,
+            &NewExperiment {
+                name: e.name.clone(),
+                spec_toml: e.spec_toml.clone(),
+                spec_path: e.spec_path.clone(),
+                seed: e.seed,
+                isolab_version: e.isolab_version.clone(),
+                created_at: e.created_at,
+                cells: cells
+                    .iter()
+                    .map(|c| NewCell {
+                        index: c.index,
+                        key: c.key.clone(),
+                        levels: c.levels.clone(),
+                    })
+                    .collect(),
+                environment,
+            },
+        )?;
+        let by_index: HashMap<u32, CellId> = read_cells(db, copy)?
+            .into_iter()
+            .map(|c| (c.index, c.id))
+            .collect();
+        let new_cell: HashMap<CellId, CellId> = cells
+            .iter()
+            .filter_map(|c| by_index.get(&c.index).map(|&new| (c.id, new)))
+            .collect();
+        let cell_of = |old: CellId| {
+            new_cell.get(&old).copied().ok_or(Error::NoSuchCell {
+                cell: old,
+                experiment: Some(id),
+                context: "a run or interruption names it, but the experiment has no such cell"
+                    .to_owned(),
+            })
+        };
+        for c in &cells {
+            if let Some(reason) = &c.stop_reason {
+                db.execute(
+                    "UPDATE cells SET stop_reason = ?2 WHERE id = ?1",
+                    &args![cell_of(c.id)?, reason],
+                    what,
+                )?;
+            }
+        }
+        for r in &runs {
+            let (stdout, stderr) = self.run_logs(r.id)?;
+            insert_run(
+                db,
+                &NewRun {
+                    cell: cell_of(r.cell)?,
+                    repetition: r.repetition,
+                    warmup: r.warmup,
+                    round: r.round,
+                    status: r.status,
+                    exit_code: r.exit_code,
+                    started_at: r.started_at,
+                    wall: r.wall,
+                    stdout,
+                    stderr,
+                    error: r.error.clone(),
+                    limits: r.limits.clone(),
+                    metrics: r.metrics.clone(),
+                    telemetry: r.telemetry.clone(),
+                    series: self.series(r.id)?,
+                    intervals: self.intervals(r.id)?,
+                    notes: r.notes.clone(),
+                },
+            )?;
+        }
+        for i in &interruptions {
+            record_interruption(
+                db,
+                &Interruption {
+                    experiment: copy,
+                    cell: cell_of(i.cell)?,
+                    ..i.clone()
+                },
+            )?;
+        }
+        db.execute(
+            "UPDATE experiments SET status = ?2, finished_at_ms = ?3 WHERE id = ?1",
+            &args![copy, e.status.as_str(), e.finished_at.map(time_to_millis)],
+            what,
+        )?;
+        tx.commit(what)?;
+        Ok(copy)
     }
 
     /// The interruptions recorded for an experiment, in the order they were recorded.
     pub fn interruptions(&self, id: ExperimentId) -> Result<Vec<Interruption>, Error> {
-        let store = self.location.as_str();
-        let tx = read(&self.conn, store)?;
-        let db = Db::new(&tx, store);
+        let tx = self.read()?;
+        let db = tx.db();
         ensure_experiment(db, id)?;
         db.decode_rows(
             "SELECT id, cell_id, repetition, warmup, at_ms, reason FROM interruptions \
              WHERE experiment_id = ?1 ORDER BY id",
-            [id],
+            &args![id],
             || format!("reading the interruptions of experiment {id}"),
             |row: (i64, i64, i64, i64, i64, String)| {
                 let (row_id, cell, repetition, warmup, at_ms, reason) = row;
@@ -734,17 +735,16 @@ impl Store {
     /// Every run of an experiment (warm-ups and failures included) with its metrics,
     /// telemetry and notes, ordered by id. Logs and series are read separately.
     pub fn runs(&self, id: ExperimentId) -> Result<Vec<RunRecord>, Error> {
-        let store = self.location.as_str();
         let what = || format!("reading the runs of experiment {id}");
-        let tx = read(&self.conn, store)?;
-        let db = Db::new(&tx, store);
+        let tx = self.read()?;
+        let db = tx.db();
         ensure_experiment(db, id)?;
 
         let mut runs = db.decode_rows(
             "SELECT id, cell_id, repetition, warmup, round, status, exit_code, \
              started_at_ms, wall_ns, error, limits_json FROM runs \
              WHERE experiment_id = ?1 ORDER BY id",
-            [id],
+            &args![id],
             what,
             RawRun::decode,
         )?;
@@ -754,7 +754,7 @@ impl Store {
             "SELECT m.run_id, m.position, m.name, m.unit, m.direction, m.value \
              FROM metrics m JOIN runs r ON r.id = m.run_id \
              WHERE r.experiment_id = ?1 ORDER BY m.run_id, m.position",
-            [id],
+            &args![id],
             what,
             |row: (RunId, i64, String, String, String, Option<f64>)| {
                 let (run, position, name, unit, direction, value) = row;
@@ -774,7 +774,7 @@ impl Store {
             "SELECT t.run_id, t.key, t.value FROM telemetry t \
              JOIN runs r ON r.id = t.run_id \
              WHERE r.experiment_id = ?1 ORDER BY t.run_id, t.position",
-            [id],
+            &args![id],
             what,
         )?;
         let telemetry = telemetry
@@ -785,7 +785,7 @@ impl Store {
         let notes: Vec<(RunId, String)> = db.query_rows(
             "SELECT n.run_id, n.note FROM run_notes n JOIN runs r ON r.id = n.run_id \
              WHERE r.experiment_id = ?1 ORDER BY n.run_id, n.position",
-            [id],
+            &args![id],
             what,
         )?;
         attach(&mut runs, &slot, notes, |r| &mut r.notes);
@@ -797,7 +797,7 @@ impl Store {
         self.db()
             .query_optional(
                 "SELECT stdout, stderr FROM run_logs WHERE run_id = ?1",
-                [run],
+                &args![run],
                 || format!("reading the logs of run {run}"),
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )?
@@ -811,7 +811,7 @@ impl Store {
             db.decode_rows(
                 "SELECT position, name, unit, points FROM series WHERE run_id = ?1 \
                  ORDER BY position",
-                [run],
+                &args![run],
                 what,
                 |row: (i64, String, String, Vec<u8>)| {
                     let (position, name, unit, blob) = row;
@@ -837,7 +837,7 @@ impl Store {
                     "SELECT run_id, {INTERVAL_COLUMNS} FROM load_intervals WHERE run_id = ?1 \
                      ORDER BY request, start_s"
                 ),
-                [run],
+                &args![run],
                 what,
                 |RunInterval(run, raw)| raw.decode(run),
             )
@@ -850,9 +850,8 @@ impl Store {
         run: RunId,
         read_it: impl FnOnce(Db<'_>) -> Result<T, Error>,
     ) -> Result<T, Error> {
-        let store = self.location.as_str();
-        let tx = read(&self.conn, store)?;
-        let db = Db::new(&tx, store);
+        let tx = self.read()?;
+        let db = tx.db();
         ensure_run(db, run)?;
         read_it(db)
     }
@@ -864,16 +863,15 @@ impl Store {
         &self,
         id: ExperimentId,
     ) -> Result<Vec<IntervalObservation>, Error> {
-        let store = self.location.as_str();
-        let tx = read(&self.conn, store)?;
-        let db = Db::new(&tx, store);
+        let tx = self.read()?;
+        let db = tx.db();
         ensure_experiment(db, id)?;
         let cells: HashMap<CellId, CellRecord> =
             read_cells(db, id)?.into_iter().map(|c| (c.id, c)).collect();
         let runs: Vec<(RunId, CellId, i64)> = db.query_rows(
             "SELECT id, cell_id, repetition FROM runs \
              WHERE experiment_id = ?1 AND warmup = 0 AND status = ?2",
-            params![id, RunStatus::Ok.as_str()],
+            &args![id, RunStatus::Ok.as_str()],
             || format!("reading the counted runs of experiment {id}"),
         )?;
         let runs: HashMap<RunId, (&CellRecord, u32)> = runs
@@ -891,7 +889,7 @@ impl Store {
                  ORDER BY c.idx, r.repetition, r.id, l.request, l.start_s",
                 qualified("l", INTERVAL_COLUMNS)
             ),
-            params![id, RunStatus::Ok.as_str()],
+            &args![id, RunStatus::Ok.as_str()],
             || format!("reading the load intervals of experiment {id}"),
             |RunInterval(run, raw)| {
                 let Some((cell, repetition)) = runs.get(&run) else {
@@ -915,9 +913,8 @@ impl Store {
     /// `ok`), with the cell's levels: what `isolab export` writes. Ordered by cell index,
     /// repetition, then the metric's position in its run.
     pub fn observations(&self, id: ExperimentId) -> Result<Vec<Observation>, Error> {
-        let store = self.location.as_str();
-        let tx = read(&self.conn, store)?;
-        let db = Db::new(&tx, store);
+        let tx = self.read()?;
+        let db = tx.db();
         ensure_experiment(db, id)?;
         let cells: HashMap<CellId, CellRecord> =
             read_cells(db, id)?.into_iter().map(|c| (c.id, c)).collect();
@@ -928,7 +925,7 @@ impl Store {
              JOIN metrics m ON m.run_id = r.id \
              WHERE r.experiment_id = ?1 AND r.warmup = 0 AND r.status = ?2 \
              ORDER BY c.idx, r.repetition, r.id, m.position",
-            params![id, RunStatus::Ok.as_str()],
+            &args![id, RunStatus::Ok.as_str()],
             || format!("reading the observations of experiment {id}"),
             |row: (RunId, CellId, i64, i64, String, String, String, Option<f64>)| {
                 let (run, cell, repetition, position, metric, unit, direction, value) = row;
@@ -956,94 +953,141 @@ impl Store {
 
     /// The environment captured for an experiment, in capture order.
     pub fn environment(&self, id: ExperimentId) -> Result<Vec<(String, String)>, Error> {
-        let store = self.location.as_str();
-        let tx = read(&self.conn, store)?;
-        let db = Db::new(&tx, store);
+        let tx = self.read()?;
+        let db = tx.db();
         ensure_experiment(db, id)?;
         db.query_rows(
             "SELECT key, value FROM environment WHERE experiment_id = ?1 ORDER BY position",
-            [id],
+            &args![id],
             || format!("reading the environment of experiment {id}"),
         )
     }
 }
 
-/// A connection (or an open transaction) and the store's location, which every error
-/// names: what the queries below run on.
+/// An open transaction on the store's connection, rolled back when dropped uncommitted
+/// (an error returned half-way through a write leaves nothing of it).
+pub(crate) struct Tx<'s> {
+    conn: &'s RefCell<Box<dyn Connection>>,
+    store: &'s str,
+    open: bool,
+}
+
+impl<'s> Tx<'s> {
+    /// Queries inside the transaction.
+    pub(crate) fn db(&self) -> Db<'s> {
+        Db::new(self.conn, self.store)
+    }
+
+    pub(crate) fn commit(mut self, what: impl FnOnce() -> String) -> Result<(), Error> {
+        self.open = false;
+        let mut conn = self.conn.borrow_mut();
+        let committed = conn.commit();
+        if committed.is_err() {
+            // Best effort: the error that matters is the commit's.
+            let _ = conn.rollback();
+        }
+        committed.during(self.store, what)
+    }
+}
+
+impl Drop for Tx<'_> {
+    fn drop(&mut self) {
+        if self.open {
+            // Best effort: a connection that is gone has rolled back on its own.
+            let _ = self.conn.borrow_mut().rollback();
+        }
+    }
+}
+
+/// The store's connection (inside a transaction or not) and its location, which every
+/// error names: what the queries below run on.
 #[derive(Clone, Copy)]
-struct Db<'c> {
-    conn: &'c Connection,
+pub(crate) struct Db<'c> {
+    conn: &'c RefCell<Box<dyn Connection>>,
     store: &'c str,
 }
 
 impl<'c> Db<'c> {
-    fn new(conn: &'c Connection, store: &'c str) -> Db<'c> {
+    fn new(conn: &'c RefCell<Box<dyn Connection>>, store: &'c str) -> Db<'c> {
         Db { conn, store }
+    }
+
+    /// Runs a statement; returns how many rows it changed. A backend error names `what`.
+    pub(crate) fn execute(
+        self,
+        sql: &str,
+        args: &[Value],
+        what: impl FnOnce() -> String,
+    ) -> Result<u64, Error> {
+        self.conn
+            .borrow_mut()
+            .execute(sql, args)
+            .during(self.store, what)
     }
 
     /// Runs a query that returns exactly one row, read by `get`; a backend error names
     /// `what`.
-    fn query_one<T, P: Params>(
+    pub(crate) fn query_one<T>(
         self,
         sql: &str,
-        params: P,
+        args: &[Value],
         what: impl FnOnce() -> String,
-        get: impl FnOnce(&Row<'_>) -> rusqlite::Result<T>,
+        get: impl FnOnce(&Row) -> Result<T, BackendError>,
     ) -> Result<T, Error> {
-        self.conn
-            .prepare_cached(sql)
-            .and_then(|mut stmt| stmt.query_row(params, get))
-            .during(self.store, what)
+        let rows = self.conn.borrow_mut().query(sql, args);
+        rows.and_then(|rows| match rows.first() {
+            Some(row) => get(row),
+            None => Err(BackendError::message(
+                "the query returned no row".to_owned(),
+            )),
+        })
+        .during(self.store, what)
     }
 
     /// Runs a query that returns at most one row, read by `get`; a backend error names
     /// `what`.
-    fn query_optional<T, P: Params>(
+    pub(crate) fn query_optional<T>(
         self,
         sql: &str,
-        params: P,
+        args: &[Value],
         what: impl FnOnce() -> String,
-        get: impl FnOnce(&Row<'_>) -> rusqlite::Result<T>,
+        get: impl FnOnce(&Row) -> Result<T, BackendError>,
     ) -> Result<Option<T>, Error> {
-        self.conn
-            .prepare_cached(sql)
-            .and_then(|mut stmt| stmt.query_row(params, get).optional())
+        let rows = self.conn.borrow_mut().query(sql, args);
+        rows.and_then(|rows| rows.first().map(get).transpose())
             .during(self.store, what)
     }
 
     /// Runs a query and reads every row whole, in order: as a tuple of its columns in
     /// `SELECT` order, or a [`RawRun`]. A backend error names `what`.
-    fn query_rows<R, P: Params>(
+    pub(crate) fn query_rows<R: FromRow>(
         self,
         sql: &str,
-        params: P,
+        args: &[Value],
         what: impl Fn() -> String,
-    ) -> Result<Vec<R>, Error>
-    where
-        R: for<'r> TryFrom<&'r Row<'r>, Error = rusqlite::Error>,
-    {
-        self.decode_rows(sql, params, what, Ok)
+    ) -> Result<Vec<R>, Error> {
+        self.decode_rows(sql, args, what, Ok)
     }
 
     /// [`Db::query_rows`], turning each row into a value with `decode` (which reports
     /// stored values it cannot read back as [`Error::Corrupt`]) as soon as it is read: the
     /// first error of either kind stops the query.
-    fn decode_rows<R, T, P: Params>(
+    pub(crate) fn decode_rows<R: FromRow, T>(
         self,
         sql: &str,
-        params: P,
+        args: &[Value],
         what: impl Fn() -> String,
         mut decode: impl FnMut(R) -> Result<T, Error>,
-    ) -> Result<Vec<T>, Error>
-    where
-        R: for<'r> TryFrom<&'r Row<'r>, Error = rusqlite::Error>,
-    {
+    ) -> Result<Vec<T>, Error> {
         let store = self.store;
-        let mut stmt = self.conn.prepare_cached(sql).during(store, &what)?;
-        let rows = stmt
-            .query_map(params, |row| R::try_from(row))
+        let rows = self
+            .conn
+            .borrow_mut()
+            .query(sql, args)
             .during(store, &what)?;
-        rows.map(|row| decode(row.during(store, &what)?)).collect()
+        rows.iter()
+            .map(|row| decode(R::from_row(row).during(store, &what)?))
+            .collect()
     }
 }
 
@@ -1073,16 +1117,256 @@ fn attach<O, T, C>(
     }
 }
 
-/// Starts a read transaction: the queries of one read see one snapshot.
-fn read<'c>(conn: &'c Connection, store: &str) -> Result<rusqlite::Transaction<'c>, Error> {
-    conn.unchecked_transaction()
-        .during(store, || "starting a read transaction".to_owned())
+/// [`Store::create_experiment`] inside the caller's write transaction.
+pub(crate) fn create_experiment(db: Db<'_>, e: &NewExperiment) -> Result<ExperimentId, Error> {
+    let what = || format!("creating experiment `{}`", e.name);
+    let id: ExperimentId = db.query_one(
+        "INSERT INTO experiments (name, spec_toml, spec_path, seed, isolab_version, \
+         created_at_ms, finished_at_ms, status) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL, ?7) RETURNING id",
+        &args![
+            e.name,
+            e.spec_toml,
+            e.spec_path,
+            e.seed.to_string(),
+            e.isolab_version,
+            time_to_millis(e.created_at),
+            ExperimentStatus::Running.as_str(),
+        ],
+        what,
+        |row| row.get(0),
+    )?;
+    for (position, (key, value)) in e.environment.iter().enumerate() {
+        db.execute(
+            "INSERT INTO environment (experiment_id, position, key, value) \
+             VALUES (?1, ?2, ?3, ?4)",
+            &args![id, position as i64, key, value],
+            || {
+                format!(
+                    "storing environment entry `{key}` of experiment `{}`",
+                    e.name
+                )
+            },
+        )?;
+    }
+    for cell in &e.cells {
+        let cell_what = || {
+            format!(
+                "storing cell {} (`{}`) of experiment `{}` (cell indexes and keys \
+                 must be unique)",
+                cell.index, cell.key, e.name
+            )
+        };
+        let cell_id: CellId = db.query_one(
+            "INSERT INTO cells (experiment_id, idx, key, stop_reason) \
+             VALUES (?1, ?2, ?3, NULL) RETURNING id",
+            &args![id, cell.index, cell.key],
+            cell_what,
+            |row| row.get(0),
+        )?;
+        for (position, (factor, level)) in cell.levels.iter().enumerate() {
+            db.execute(
+                "INSERT INTO cell_levels (cell_id, position, factor, level) \
+                 VALUES (?1, ?2, ?3, ?4)",
+                &args![cell_id, position as i64, factor, level],
+                cell_what,
+            )?;
+        }
+    }
+    Ok(id)
+}
+
+/// [`Store::insert_run`] inside the caller's write transaction.
+fn insert_run(db: Db<'_>, run: &NewRun) -> Result<RunId, Error> {
+    let what = format!(
+        "storing {} {} of cell {}",
+        kind(run.warmup),
+        run.repetition,
+        run.cell
+    );
+    let step = |detail: &str| format!("{what}: {detail}");
+    let limits = serde_json::to_string(&run.limits).map_err(|source| Error::Encode {
+        operation: step("encoding its limits"),
+        source,
+    })?;
+    let cell: Option<(ExperimentId, String)> = db.query_optional(
+        "SELECT experiment_id, key FROM cells WHERE id = ?1",
+        &args![run.cell],
+        || step("reading its cell"),
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    let Some((experiment, cell_key)) = cell else {
+        return Err(Error::NoSuchCell {
+            cell: run.cell,
+            experiment: None,
+            context: format!("cannot store {} {} of it", kind(run.warmup), run.repetition),
+        });
+    };
+    let duplicate = || Error::DuplicateRun {
+        cell: run.cell,
+        cell_key: cell_key.clone(),
+        repetition: run.repetition,
+        warmup: run.warmup,
+    };
+    let taken: bool = db.query_one(
+        "SELECT EXISTS (SELECT 1 FROM runs \
+         WHERE cell_id = ?1 AND warmup = ?2 AND repetition = ?3)",
+        &args![run.cell, run.warmup, run.repetition],
+        || step("checking for a stored duplicate"),
+        |r| r.get(0),
+    )?;
+    if taken {
+        return Err(duplicate());
+    }
+    let inserted: Result<RunId, Error> = db.query_one(
+        "INSERT INTO runs (experiment_id, cell_id, repetition, warmup, round, status, \
+         exit_code, started_at_ms, wall_ns, error, limits_json) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) RETURNING id",
+        &args![
+            experiment,
+            run.cell,
+            run.repetition,
+            run.warmup,
+            run.round,
+            run.status.as_str(),
+            run.exit_code,
+            time_to_millis(run.started_at),
+            duration_to_nanos(run.wall),
+            run.error,
+            limits,
+        ],
+        || step("inserting the run row"),
+        |r| r.get(0),
+    );
+    let id = match inserted {
+        // Another writer stored it since the check (PostgreSQL lets both in).
+        Err(Error::Sql { source, .. }) if source.kind() == Kind::UniqueViolation => {
+            return Err(duplicate())
+        }
+        other => other?,
+    };
+    for (position, m) in run.metrics.iter().enumerate() {
+        db.execute(
+            "INSERT INTO metrics (run_id, position, name, unit, direction, value) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            &args![
+                id,
+                position as i64,
+                m.name,
+                m.unit,
+                m.direction.as_str(),
+                real_to_sql(m.value),
+            ],
+            || step(&format!("inserting metric `{}`", m.name)),
+        )?;
+    }
+    for (position, (key, value)) in run.telemetry.iter().enumerate() {
+        db.execute(
+            "INSERT INTO telemetry (run_id, position, key, value) \
+             VALUES (?1, ?2, ?3, ?4)",
+            &args![id, position as i64, key, real_to_sql(*value)],
+            || step(&format!("inserting telemetry `{key}`")),
+        )?;
+    }
+    for (position, series) in run.series.iter().enumerate() {
+        db.execute(
+            "INSERT INTO series (run_id, position, name, unit, points) \
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            &args![
+                id,
+                position as i64,
+                series.name,
+                series.unit,
+                encode_points(&series.points)
+            ],
+            || step(&format!("inserting series `{}`", series.name)),
+        )?;
+    }
+    let interval_sql = format!(
+        "INSERT INTO load_intervals (run_id, {INTERVAL_COLUMNS}) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
+    );
+    for i in &run.intervals {
+        db.execute(
+            &interval_sql,
+            &args![
+                id,
+                i.request,
+                real_to_sql(i.start_s),
+                optional_real_to_sql(i.users),
+                optional_real_to_sql(i.target_rate),
+                count_to_sql(i.requests),
+                count_to_sql(i.failures),
+                optional_real_to_sql(i.latency_mean_ms),
+                optional_real_to_sql(i.latency_p50_ms),
+                optional_real_to_sql(i.latency_p90_ms),
+                optional_real_to_sql(i.latency_p99_ms),
+                optional_real_to_sql(i.latency_max_ms),
+            ],
+            || {
+                step(&format!(
+                    "inserting the load interval of request `{}` at {} s (each request \
+                     and start once per run, the start a number)",
+                    i.request, i.start_s
+                ))
+            },
+        )?;
+    }
+    for (position, note) in run.notes.iter().enumerate() {
+        db.execute(
+            "INSERT INTO run_notes (run_id, position, note) VALUES (?1, ?2, ?3)",
+            &args![id, position as i64, note],
+            || step("inserting notes"),
+        )?;
+    }
+    db.execute(
+        "INSERT INTO run_logs (run_id, stdout, stderr) VALUES (?1, ?2, ?3)",
+        &args![id, run.stdout, run.stderr],
+        || step("inserting its logs"),
+    )?;
+    Ok(id)
+}
+
+/// [`Store::record_interruption`] on `db`.
+fn record_interruption(db: Db<'_>, i: &Interruption) -> Result<(), Error> {
+    // The casts give PostgreSQL the arguments' types, which a SELECT list cannot.
+    let changed = db.execute(
+        "INSERT INTO interruptions \
+         (experiment_id, cell_id, repetition, warmup, at_ms, reason) \
+         SELECT experiment_id, id, CAST(?3 AS BIGINT), CAST(?4 AS BIGINT), \
+         CAST(?5 AS BIGINT), CAST(?6 AS TEXT) FROM cells \
+         WHERE id = ?2 AND experiment_id = ?1",
+        &args![
+            i.experiment,
+            i.cell,
+            i.repetition,
+            i.warmup,
+            time_to_millis(i.at),
+            i.reason
+        ],
+        || {
+            format!(
+                "recording the interruption of {} {} of cell {}",
+                kind(i.warmup),
+                i.repetition,
+                i.cell
+            )
+        },
+    )?;
+    if changed == 0 {
+        return Err(Error::NoSuchCell {
+            cell: i.cell,
+            experiment: Some(i.experiment),
+            context: "cannot record an interruption of it".to_owned(),
+        });
+    }
+    Ok(())
 }
 
 fn experiment_exists(db: Db<'_>, id: ExperimentId) -> Result<bool, Error> {
     db.query_one(
         "SELECT EXISTS (SELECT 1 FROM experiments WHERE id = ?1)",
-        [id],
+        &args![id],
         || format!("looking up experiment {id}"),
         |r| r.get(0),
     )
@@ -1099,7 +1383,7 @@ fn ensure_experiment(db: Db<'_>, id: ExperimentId) -> Result<(), Error> {
 fn ensure_run(db: Db<'_>, run: RunId) -> Result<(), Error> {
     let exists: bool = db.query_one(
         "SELECT EXISTS (SELECT 1 FROM runs WHERE id = ?1)",
-        [run],
+        &args![run],
         || format!("looking up run {run}"),
         |r| r.get(0),
     )?;
@@ -1120,10 +1404,10 @@ fn qualified(table: &str, columns: &str) -> String {
 }
 
 /// [`Error::NoSuchExperiment`] listing what exists, or the error that prevented listing.
-fn missing_experiment(db: Db<'_>, requested: &str) -> Error {
+pub(crate) fn missing_experiment(db: Db<'_>, requested: &str) -> Error {
     let known = db.query_rows(
         "SELECT id, name FROM experiments ORDER BY id DESC",
-        [],
+        &[],
         || "listing experiments".to_owned(),
     );
     match known {
@@ -1140,7 +1424,7 @@ fn read_cells(db: Db<'_>, id: ExperimentId) -> Result<Vec<CellRecord>, Error> {
     let mut cells = db.decode_rows(
         "SELECT id, idx, key, stop_reason FROM cells WHERE experiment_id = ?1 \
          ORDER BY idx",
-        [id],
+        &args![id],
         what,
         |row: (CellId, i64, String, Option<String>)| {
             let (cell, index, key, stop_reason) = row;
@@ -1157,7 +1441,7 @@ fn read_cells(db: Db<'_>, id: ExperimentId) -> Result<Vec<CellRecord>, Error> {
         "SELECT l.cell_id, l.factor, l.level FROM cell_levels l \
          JOIN cells c ON c.id = l.cell_id \
          WHERE c.experiment_id = ?1 ORDER BY l.cell_id, l.position",
-        [id],
+        &args![id],
         what,
     )?;
     let slot = positions(&cells, |c| c.id);
@@ -1173,6 +1457,13 @@ mod tests {
     use super::*;
     use crate::model::{NewCell, NewExperiment};
     use std::time::UNIX_EPOCH;
+
+    impl Store {
+        /// Runs SQL on the store directly: how these tests damage it.
+        fn raw(&self, sql: &str) {
+            self.conn.borrow_mut().batch(sql).unwrap();
+        }
+    }
 
     fn store_with_cell() -> (Store, ExperimentId, CellId) {
         let mut store = Store::open_in_memory().unwrap();
@@ -1256,10 +1547,7 @@ mod tests {
                 }],
             ))
             .unwrap();
-        store
-            .conn
-            .execute("UPDATE metrics SET direction = 'sideways'", [])
-            .unwrap();
+        store.raw("UPDATE metrics SET direction = 'sideways'");
         let err = store.runs(id).unwrap_err();
         let msg = err.to_string();
         assert!(matches!(
@@ -1279,10 +1567,7 @@ mod tests {
     fn a_bad_status_names_its_row() {
         let (mut store, id, cell) = store_with_cell();
         let run = store.insert_run(&bare_run(cell, vec![])).unwrap();
-        store
-            .conn
-            .execute("UPDATE runs SET status = 'meh'", [])
-            .unwrap();
+        store.raw("UPDATE runs SET status = 'meh'");
         let err = store.runs(id).unwrap_err();
         assert!(
             err.to_string()
@@ -1290,10 +1575,7 @@ mod tests {
             "{err}"
         );
 
-        store
-            .conn
-            .execute("UPDATE experiments SET status = 'done'", [])
-            .unwrap();
+        store.raw("UPDATE experiments SET status = 'done'");
         assert!(matches!(
             store.experiment(id).unwrap_err(),
             Error::Corrupt {
@@ -1316,17 +1598,11 @@ mod tests {
         }];
         let run = store.insert_run(&new).unwrap();
 
-        store
-            .conn
-            .execute("UPDATE series SET points = x'0102'", [])
-            .unwrap();
+        store.raw("UPDATE series SET points = x'0102'");
         let err = store.series(run).unwrap_err();
         assert!(err.to_string().contains("2 bytes"), "{err}");
 
-        store
-            .conn
-            .execute("UPDATE runs SET limits_json = '{'", [])
-            .unwrap();
+        store.raw("UPDATE runs SET limits_json = '{'");
         assert!(matches!(
             store.runs(id).unwrap_err(),
             Error::Corrupt {
@@ -1335,10 +1611,7 @@ mod tests {
             }
         ));
 
-        store
-            .conn
-            .execute("UPDATE experiments SET seed = '-1'", [])
-            .unwrap();
+        store.raw("UPDATE experiments SET seed = '-1'");
         assert!(matches!(
             store.experiment(id).unwrap_err(),
             Error::Corrupt { column: "seed", .. }
@@ -1356,10 +1629,7 @@ mod tests {
         }];
         let run = store.insert_run(&new).unwrap();
         assert_eq!(store.intervals(run).unwrap(), new.intervals);
-        store
-            .conn
-            .execute("UPDATE load_intervals SET failures = -2", [])
-            .unwrap();
+        store.raw("UPDATE load_intervals SET failures = -2");
         let msg = store.intervals(run).unwrap_err().to_string();
         assert!(
             msg.contains(&format!(
@@ -1372,7 +1642,7 @@ mod tests {
     #[test]
     fn sql_errors_name_the_operation() {
         let (mut store, _, cell) = store_with_cell();
-        store.conn.execute_batch("DROP TABLE run_notes").unwrap();
+        store.raw("DROP TABLE run_notes");
         let mut new = bare_run(cell, vec![]);
         new.repetition = 4;
         new.notes = vec!["n".into()];
@@ -1383,8 +1653,8 @@ mod tests {
         assert!(msg.contains(":memory:"), "{msg}");
         // Rolled back: the run row is gone with the failed transaction.
         let runs: i64 = store
-            .conn
-            .query_row("SELECT count(*) FROM runs", [], |r| r.get(0))
+            .db()
+            .query_one("SELECT count(*) FROM runs", &[], String::new, |r| r.get(0))
             .unwrap();
         assert_eq!(runs, 0);
     }

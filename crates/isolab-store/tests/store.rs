@@ -4,9 +4,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use isolab_stats::Direction;
+use isolab_store::testing::Cluster;
 use isolab_store::{
     Error, ExperimentStatus, Interruption, LoadInterval, MetricValue, NewCell, NewExperiment,
-    NewRun, RunRecord, RunStatus, Series, Store, Telemetry, TelemetryName, TelemetrySet,
+    NewFleet, NewRun, RunRecord, RunStatus, Series, Store, Telemetry, TelemetryName, TelemetrySet,
     SCHEMA_VERSION,
 };
 use serde_json::json;
@@ -181,12 +182,95 @@ fn stored_as(id: i64, new: &NewRun) -> RunRecord {
     }
 }
 
-/// Counts rows of a table with a plain connection, behind the store's back.
-fn count(path: &Path, table: &str) -> i64 {
-    let conn = rusqlite::Connection::open(path).unwrap();
-    conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
-        .unwrap()
+/// Where a scenario's stores live: a fresh SQLite file, or a fresh database on the test
+/// binary's PostgreSQL server. Every scenario below runs on both (`on_both_backends!`).
+enum Place<'c> {
+    Sqlite(tempfile::TempDir),
+    Postgres {
+        cluster: &'c Cluster,
+        database: String,
+    },
 }
+
+impl Place<'_> {
+    fn sqlite() -> Place<'static> {
+        Place::Sqlite(tempfile::tempdir().unwrap())
+    }
+
+    fn postgres<'c>(cluster: &'c Cluster, database: &str) -> Place<'c> {
+        cluster.create_database(database).unwrap();
+        Place::Postgres {
+            cluster,
+            database: database.to_owned(),
+        }
+    }
+
+    /// Opens the place's store (a second call opens a second connection to it).
+    fn open(&self) -> Store {
+        match self {
+            Place::Sqlite(dir) => Store::open(&db(dir)).unwrap(),
+            Place::Postgres { cluster, database } => {
+                Store::open_location(&cluster.url(database)).unwrap()
+            }
+        }
+    }
+
+    /// Counts rows of a table with a plain connection, behind the store's back.
+    fn count(&self, table: &str) -> i64 {
+        match self {
+            Place::Sqlite(dir) => {
+                let conn = rusqlite::Connection::open(db(dir)).unwrap();
+                conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
+                    .unwrap()
+            }
+            Place::Postgres { cluster, database } => cluster.count(database, table).unwrap(),
+        }
+    }
+}
+
+/// A `#[test]` per scenario on SQLite, and one test that runs them all on one PostgreSQL
+/// server of its own (started once: a server per scenario would take most of the time),
+/// each scenario in a database of its own.
+macro_rules! on_both_backends {
+    ($($scenario:ident),* $(,)?) => {
+        mod on_sqlite {
+            $(
+                #[test]
+                fn $scenario() {
+                    super::$scenario(&super::Place::sqlite());
+                }
+            )*
+        }
+
+        #[test]
+        fn every_scenario_on_postgres() {
+            let cluster = Cluster::start().unwrap();
+            $(
+                eprintln!("on PostgreSQL: {}", stringify!($scenario));
+                $scenario(&Place::postgres(&cluster, stringify!($scenario)));
+            )*
+        }
+    };
+}
+
+on_both_backends!(
+    interval_observations_are_the_counted_runs_with_their_levels,
+    a_run_with_a_repeated_or_unplaced_interval_is_not_stored,
+    nan_latencies_are_stored_as_unknown_and_huge_counts_saturate,
+    round_trips_a_whole_experiment,
+    resuming_clears_the_finish_time,
+    resolves_ids_and_names_newest_first,
+    a_name_that_looks_like_an_id_still_resolves,
+    a_duplicate_run_is_rejected_and_the_first_kept_whole,
+    an_interruption_does_not_take_the_runs_slot,
+    intervals_of_an_unknown_run_are_an_error,
+    unknown_cells_and_runs_are_reported,
+    an_experiment_with_duplicate_cells_is_not_created_at_all,
+    a_second_store_on_the_same_file_sees_committed_runs,
+    many_runs_insert_quickly,
+    telemetry_names_this_version_does_not_know_load_and_survive,
+    a_fleet_records_its_job_and_one_experiment_per_host,
+);
 
 /// A store written by isolab at schema version 1 (before load intervals), kept as it was
 /// written: experiment `made-by-v1` (seed 7, status complete), cells `platform=host` and
@@ -264,9 +348,8 @@ fn a_store_written_at_schema_version_1_is_upgraded_with_its_runs_intact() {
     assert_eq!(store.runs(id).unwrap().len(), 5);
 }
 
-#[test]
-fn interval_observations_are_the_counted_runs_with_their_levels() {
-    let mut store = Store::open_in_memory().unwrap();
+fn interval_observations_are_the_counted_runs_with_their_levels(place: &Place) {
+    let mut store = place.open();
     let new = experiment("load", at(0));
     let id = store.create_experiment(&new).unwrap();
     let cells = store.cells(id).unwrap();
@@ -305,9 +388,8 @@ fn interval_observations_are_the_counted_runs_with_their_levels() {
     assert_eq!(first, sorted(intervals()));
 }
 
-#[test]
-fn a_run_with_a_repeated_or_unplaced_interval_is_not_stored() {
-    let mut store = Store::open_in_memory().unwrap();
+fn a_run_with_a_repeated_or_unplaced_interval_is_not_stored(place: &Place) {
+    let mut store = place.open();
     let id = store.create_experiment(&experiment("bad", at(0))).unwrap();
     let cell = store.cells(id).unwrap()[0].id;
 
@@ -333,9 +415,8 @@ fn a_run_with_a_repeated_or_unplaced_interval_is_not_stored() {
     assert_eq!(store.intervals(stored).unwrap().len(), intervals().len());
 }
 
-#[test]
-fn nan_latencies_are_stored_as_unknown_and_huge_counts_saturate() {
-    let mut store = Store::open_in_memory().unwrap();
+fn nan_latencies_are_stored_as_unknown_and_huge_counts_saturate(place: &Place) {
+    let mut store = place.open();
     let id = store.create_experiment(&experiment("nan", at(0))).unwrap();
     let cell = store.cells(id).unwrap()[0].id;
     let mut new = run(cell, 1, false, RunStatus::Ok);
@@ -420,11 +501,8 @@ fn a_missing_directory_is_an_open_error_naming_the_path() {
     assert!(std::error::Error::source(&err).is_some());
 }
 
-#[test]
-fn round_trips_a_whole_experiment() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = db(&dir);
-    let mut store = Store::open(&path).unwrap();
+fn round_trips_a_whole_experiment(place: &Place) {
+    let mut store = place.open();
     let new = experiment("cpu-pinning", at(0));
     let id = store.create_experiment(&new).unwrap();
 
@@ -480,7 +558,7 @@ fn round_trips_a_whole_experiment() {
     drop(store);
 
     // Everything is read back from the file by a new store.
-    let store = Store::open(&path).unwrap();
+    let store = place.open();
     let e = store.experiment(id).unwrap();
     assert_eq!(e.status, ExperimentStatus::Interrupted);
     assert_eq!(e.finished_at, Some(at(100_000)));
@@ -545,9 +623,8 @@ fn round_trips_a_whole_experiment() {
     assert_eq!(list[0].runs, 3);
 }
 
-#[test]
-fn resuming_clears_the_finish_time() {
-    let mut store = Store::open_in_memory().unwrap();
+fn resuming_clears_the_finish_time(place: &Place) {
+    let mut store = place.open();
     let id = store.create_experiment(&experiment("e", at(0))).unwrap();
     store
         .set_status(id, ExperimentStatus::Interrupted, at(5))
@@ -564,9 +641,8 @@ fn resuming_clears_the_finish_time() {
     assert_eq!(store.experiment(id).unwrap().finished_at, Some(at(7)));
 }
 
-#[test]
-fn resolves_ids_and_names_newest_first() {
-    let mut store = Store::open_in_memory().unwrap();
+fn resolves_ids_and_names_newest_first(place: &Place) {
+    let mut store = place.open();
     let old = store
         .create_experiment(&experiment("pinning", at(0)))
         .unwrap();
@@ -604,18 +680,14 @@ fn resolves_ids_and_names_newest_first() {
     }
 }
 
-#[test]
-fn a_name_that_looks_like_an_id_still_resolves() {
-    let mut store = Store::open_in_memory().unwrap();
+fn a_name_that_looks_like_an_id_still_resolves(place: &Place) {
+    let mut store = place.open();
     let id = store.create_experiment(&experiment("2024", at(0))).unwrap();
     assert_eq!(store.resolve("2024").unwrap(), id);
 }
 
-#[test]
-fn a_duplicate_run_is_rejected_and_the_first_kept_whole() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = db(&dir);
-    let mut store = Store::open(&path).unwrap();
+fn a_duplicate_run_is_rejected_and_the_first_kept_whole(place: &Place) {
+    let mut store = place.open();
     let id = store.create_experiment(&experiment("dup", at(0))).unwrap();
     let cells = store.cells(id).unwrap();
     let first = run(cells[0].id, 3, false, RunStatus::Ok);
@@ -629,7 +701,7 @@ fn a_duplicate_run_is_rejected_and_the_first_kept_whole() {
         "run_logs",
         "run_notes",
     ];
-    let before: Vec<i64> = tables.iter().map(|t| count(&path, t)).collect();
+    let before: Vec<i64> = tables.iter().map(|t| place.count(t)).collect();
 
     let mut second = run(cells[0].id, 3, false, RunStatus::Ok);
     second.metrics = metrics(5.0);
@@ -653,7 +725,7 @@ fn a_duplicate_run_is_rejected_and_the_first_kept_whole() {
     assert!(err.to_string().contains(&cells[0].key), "{err}");
 
     // No partial rows of the second attempt anywhere.
-    let after: Vec<i64> = tables.iter().map(|t| count(&path, t)).collect();
+    let after: Vec<i64> = tables.iter().map(|t| place.count(t)).collect();
     assert_eq!(before, after);
     let runs = store.runs(id).unwrap();
     assert_eq!(runs.len(), 1);
@@ -672,9 +744,8 @@ fn a_duplicate_run_is_rejected_and_the_first_kept_whole() {
     assert_eq!(store.runs(id).unwrap().len(), 3);
 }
 
-#[test]
-fn an_interruption_does_not_take_the_runs_slot() {
-    let mut store = Store::open_in_memory().unwrap();
+fn an_interruption_does_not_take_the_runs_slot(place: &Place) {
+    let mut store = place.open();
     let id = store.create_experiment(&experiment("int", at(0))).unwrap();
     let c = store.cells(id).unwrap()[0].id;
     let interruption = Interruption {
@@ -692,18 +763,16 @@ fn an_interruption_does_not_take_the_runs_slot() {
     assert_eq!(store.runs(id).unwrap().len(), 1);
 }
 
-#[test]
-fn intervals_of_an_unknown_run_are_an_error() {
-    let store = Store::open_in_memory().unwrap();
+fn intervals_of_an_unknown_run_are_an_error(place: &Place) {
+    let store = place.open();
     assert!(matches!(
         store.intervals(404).unwrap_err(),
         Error::NoSuchRun { run: 404 }
     ));
 }
 
-#[test]
-fn unknown_cells_and_runs_are_reported() {
-    let mut store = Store::open_in_memory().unwrap();
+fn unknown_cells_and_runs_are_reported(place: &Place) {
+    let mut store = place.open();
     let id = store.create_experiment(&experiment("x", at(0))).unwrap();
     let other = store.create_experiment(&experiment("y", at(1))).unwrap();
     let other_cell = store.cells(other).unwrap()[0].id;
@@ -746,27 +815,21 @@ fn unknown_cells_and_runs_are_reported() {
     ));
 }
 
-#[test]
-fn an_experiment_with_duplicate_cells_is_not_created_at_all() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = db(&dir);
-    let mut store = Store::open(&path).unwrap();
+fn an_experiment_with_duplicate_cells_is_not_created_at_all(place: &Place) {
+    let mut store = place.open();
     let mut bad = experiment("bad", at(0));
     bad.cells.push(cell(2, "host", "quota")); // same key as cell 0
     let err = store.create_experiment(&bad).unwrap_err();
     assert!(err.to_string().contains("cell 2"), "{err}");
     assert!(store.experiments().unwrap().is_empty());
     for table in ["experiments", "environment", "cells", "cell_levels"] {
-        assert_eq!(count(&path, table), 0, "{table}");
+        assert_eq!(place.count(table), 0, "{table}");
     }
 }
 
-#[test]
-fn a_second_store_on_the_same_file_sees_committed_runs() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = db(&dir);
-    let mut writer = Store::open(&path).unwrap();
-    let reader = Store::open(&path).unwrap();
+fn a_second_store_on_the_same_file_sees_committed_runs(place: &Place) {
+    let mut writer = place.open();
+    let reader = place.open();
     let id = writer
         .create_experiment(&experiment("live", at(0)))
         .unwrap();
@@ -776,11 +839,8 @@ fn a_second_store_on_the_same_file_sees_committed_runs() {
     assert_eq!(reader.observations(id).unwrap().len(), 2);
 }
 
-#[test]
-fn many_runs_insert_quickly() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = db(&dir);
-    let mut store = Store::open(&path).unwrap();
+fn many_runs_insert_quickly(place: &Place) {
+    let mut store = place.open();
     let id = store.create_experiment(&experiment("bulk", at(0))).unwrap();
     let c = store.cells(id).unwrap()[0].id;
     let started = std::time::Instant::now();
@@ -799,10 +859,9 @@ fn many_runs_insert_quickly() {
     );
 }
 
-#[test]
-fn telemetry_names_this_version_does_not_know_load_and_survive() {
+fn telemetry_names_this_version_does_not_know_load_and_survive(place: &Place) {
     // As an older or a newer isolab wrote them: known names beside unknown ones.
-    let mut store = Store::open_in_memory().unwrap();
+    let mut store = place.open();
     let id = store.create_experiment(&experiment("tel", at(0))).unwrap();
     let c = store.cells(id).unwrap()[0].id;
     let rows = vec![
@@ -827,4 +886,63 @@ fn telemetry_names_this_version_does_not_know_load_and_survive() {
     again.telemetry = t.clone();
     store.insert_run(&again).unwrap();
     assert_eq!(store.runs(id).unwrap()[1].telemetry, rows);
+}
+
+fn a_fleet_records_its_job_and_one_experiment_per_host(place: &Place) {
+    let mut store = place.open();
+    let new = NewFleet {
+        name: "pinning".into(),
+        spec_toml: "[experiment]\nname = \"pinning\"\n".into(),
+        spec_path: Some("/specs/pinning.toml".into()),
+        seed: u64::MAX - 1,
+        created_at: at(0),
+        scheduler: "slurm".into(),
+        request: "--partition bench --nodes 2".into(),
+        split_cells: true,
+    };
+    let fleet = store.create_fleet(&new).unwrap();
+    store.set_fleet_job(fleet, "4242").unwrap();
+    let a = store
+        .create_fleet_experiment(&experiment("pinning", at(1)), fleet, "node-a")
+        .unwrap();
+    let b = store
+        .create_fleet_experiment(&experiment("pinning", at(2)), fleet, "node-b")
+        .unwrap();
+    // A requeued task on node-a must resume, not start a second experiment.
+    let err = store
+        .create_fleet_experiment(&experiment("pinning", at(3)), fleet, "node-a")
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::FleetHostTaken { experiment, .. } if *experiment == a),
+        "{err}"
+    );
+    assert!(err.to_string().contains(&format!("--resume {a}")), "{err}");
+    assert_eq!(
+        store.experiments().unwrap().len(),
+        2,
+        "nothing of the refused one"
+    );
+    assert_eq!(store.fleet_experiment(fleet, "node-b").unwrap(), Some(b));
+    assert_eq!(store.fleet_experiment(fleet, "node-c").unwrap(), None);
+
+    let record = store
+        .fleet(store.resolve_fleet("pinning").unwrap())
+        .unwrap();
+    assert_eq!(record.id, fleet);
+    assert_eq!(record.seed, u64::MAX - 1);
+    assert_eq!(record.created_at, at(0));
+    assert_eq!(record.job_id.as_deref(), Some("4242"));
+    assert_eq!(record.request, new.request);
+    assert!(record.split_cells);
+    let hosts: Vec<(&str, i64)> = record
+        .hosts
+        .iter()
+        .map(|h| (h.host.as_str(), h.experiment))
+        .collect();
+    assert_eq!(hosts, [("node-a", a), ("node-b", b)]);
+    assert!(matches!(
+        store.resolve_fleet("nope").unwrap_err(),
+        Error::NoSuchFleet { .. }
+    ));
+    assert!(store.resolve_fleet(&fleet.to_string()).is_ok());
 }
