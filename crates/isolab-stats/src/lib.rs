@@ -39,12 +39,18 @@
 //!   AIC), with a seeded within-level bootstrap for parameter intervals and a band of
 //!   the curve ([`ScalingData::bootstrap`], [`BootstrapFit::band`]).
 //!
+//! - [`blocked_ratio`]: a comparison over many hosts with the host as a block (per-host
+//!   log ratios pooled with equal weights, Welch–Satterthwaite interval), Cochran's Q for
+//!   an effect that differs between hosts, and [`unblocked_ratio`], the biased view that
+//!   ignores the hosts.
+//!
 //! Every function's documentation cites the formula it implements and its source. The
 //! values are checked against SciPy/NumPy on vectors recorded by
 //! `reference/generate.py` into `reference/vectors.json`, and the scalability fits
 //! against `scipy.optimize.curve_fit` on vectors recorded by `reference/scalability.py`
 //! into `reference/scalability.json` (see `tests/reference.rs`).
 
+mod blocks;
 mod bootstrap;
 mod fdr;
 mod histogram;
@@ -59,6 +65,10 @@ pub mod scalability;
 mod verdict;
 mod welch;
 
+pub use blocks::{
+    blocked_ratio, unblocked_ratio, BlockEffect, BlockError, BlockedComparison, Heterogeneity,
+    HETEROGENEITY_ALPHA,
+};
 pub use bootstrap::bootstrap_ratio_ci;
 pub use fdr::benjamini_hochberg;
 pub use histogram::{regression_histogram, Bin, Histogram, HISTOGRAM_PERCENTILES, MAX_BINS};
