@@ -101,6 +101,86 @@ pub fn html(data: &ExperimentData, analysis: &Analysis) -> String {
     out
 }
 
+/// Renders the report of fleet `id` (`name`, asked of Slurm as `request`): every
+/// configuration against its baseline within each host, pooled over hosts with the host
+/// as a block ([`crate::fleet::pooled`]), configurations whose effect differs between
+/// hosts flagged; then each host's own summary and environment.
+pub fn fleet_html(
+    id: i64,
+    name: &str,
+    request: &str,
+    design: crate::fleet::Design,
+    points: &[crate::fleet::PooledPoint],
+    hosts: &[crate::fleet::HostData],
+    analyses: &[Analysis],
+) -> String {
+    let warning = match design {
+        crate::fleet::Design::Split => format!(
+            "<p class=worse><b>Warning:</b> {}.</p>\n",
+            esc(crate::fleet::SPLIT_WARNING)
+        ),
+        crate::fleet::Design::Blocked => String::new(),
+    };
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>isolab fleet: {name}</title><style>{STYLE}</style></head><body>\n<h1>isolab fleet {id}: {name}</h1>\n<p>{n} hosts ({list}); asked of Slurm as <code>{request}</code>. Each host ran every cell in its own shuffled rounds, as an experiment of its own.</p>\n",
+        name = esc(name),
+        n = hosts.len(),
+        list = esc(&hosts.iter().map(|h| format!("{} (experiment {})", h.host, h.data.record.id)).collect::<Vec<_>>().join(", ")),
+        request = esc(request),
+    );
+    out.push_str("<h2>Pooled over hosts</h2>\n<p class=note>Each configuration against its baseline within each host (the log ratio of the means and its variance), pooled with equal weight per host: a randomised complete block design with the host as the block, so no comparison confounds a configuration with a machine. Ratio above 1 = worse, oriented by the metric's direction; 95% Welch–Satterthwaite Student-t interval. “Differs by host”: Cochran's Q test of a configuration × host interaction (p &lt; 0.05), with I²; such a pooled ratio describes no single host. “Ignoring hosts”: the ratio of the plain means over all hosts' runs, which measures the hosts whenever they contributed unequal shares.</p>\n");
+    if points.is_empty() {
+        out.push_str(
+            "<p>No configuration could be compared with its baseline on any host yet.</p>\n",
+        );
+    } else {
+        out.push_str(&warning);
+        out.push_str(&crate::fleet::pooled_table(points).render_html());
+        let differing: Vec<String> = points
+            .iter()
+            .filter(|p| p.comparison.heterogeneity.is_some_and(|h| h.differs()))
+            .map(|p| format!("{} ({})", crate::fleet::describe(&p.levels), p.metric))
+            .collect();
+        if !differing.is_empty() {
+            let _ = writeln!(
+                out,
+                "<p class=worse>Effect differs between hosts: {}. Read the per-host ratios.</p>",
+                esc(&differing.join("; "))
+            );
+        }
+    }
+    for (h, analysis) in hosts.iter().zip(analyses) {
+        let _ = writeln!(
+            out,
+            "<section><h2>Host {} (experiment {})</h2>",
+            esc(&h.host),
+            h.data.record.id
+        );
+        if design == crate::fleet::Design::Split {
+            out.push_str("<p class=note>This host ran only its share of the cells; its own comparisons are within the host.</p>\n");
+        }
+        summary_section(&mut out, &h.data, analysis);
+        out.push_str("<details><summary>Environment</summary><table>");
+        for (k, v) in &h.data.environment {
+            let _ = write!(out, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(v));
+        }
+        out.push_str("</table></details></section>\n");
+    }
+    if let Some(first) = hosts.first() {
+        let r = &first.data.record;
+        let _ = write!(
+            out,
+            "<h2>Spec</h2>\n<p class=note>{}</p><pre>{}</pre>\n",
+            esc(r.spec_path.as_deref().unwrap_or("")),
+            esc(&r.spec_toml)
+        );
+    }
+    let _ = write!(out, "<script>{SCRIPT}</script>\n</body></html>\n");
+    out
+}
+
 fn summary_section(out: &mut String, data: &ExperimentData, a: &Analysis) {
     let r = &data.record;
     let counted = data.runs.iter().filter(|r| r.is_counted()).count();

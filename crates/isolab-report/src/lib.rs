@@ -17,12 +17,15 @@
 //! - [`load`]: load over time of service workloads (seed 003's Fig 4.10 and Table 2.2):
 //!   per workload and named request, response time and requests per second per cell over
 //!   the seconds of the load, with the spread over repetitions, and each cell's totals.
+//! - [`fleet`]: an experiment run by many hosts, each configuration compared with its
+//!   baseline within each host and pooled with the host as a block.
 //! - [`quality`]: the data-quality section of every report.
 //! - [`html`]: a self-contained HTML report (inline CSS and SVG, no network).
 
 pub mod compare;
 pub mod export;
 pub mod findings;
+pub mod fleet;
 pub mod html;
 pub mod isolation;
 pub mod load;

@@ -102,6 +102,31 @@ impl Table {
         out
     }
 
+    /// An HTML `<table class=sortable>` (cells escaped; numeric columns right-aligned),
+    /// for the self-contained report.
+    pub fn render_html(&self) -> String {
+        let cols = self.header.len();
+        let mut out = String::from("<table class=sortable><thead><tr>");
+        for h in &self.header {
+            out.push_str(&format!("<th>{}</th>", crate::html::esc(h)));
+        }
+        out.push_str("</tr></thead><tbody>\n");
+        for row in &self.rows {
+            out.push_str("<tr>");
+            for i in 0..cols {
+                let cell = crate::html::esc(row.get(i).map(String::as_str).unwrap_or(""));
+                if self.right.get(i).copied().unwrap_or(false) {
+                    out.push_str(&format!("<td class=n>{cell}</td>"));
+                } else {
+                    out.push_str(&format!("<td>{cell}</td>"));
+                }
+            }
+            out.push_str("</tr>\n");
+        }
+        out.push_str("</tbody></table>\n");
+        out
+    }
+
     /// Aligned text; with `color`, the header is bold.
     fn render_text(&self, color: bool) -> String {
         let cols = self.header.len();

@@ -359,8 +359,8 @@ fn html_report_of_a_scalability_experiment() {
 /// (events/s, higher is better; latency in ms, lower is better), every value distinct
 /// so that both benchstat and isolab use the exact Mann-Whitney distribution.
 fn two_placements() -> (isolab_store::Store, isolab_store::ExperimentId) {
-    use isolab_store::{MetricValue, NewCell, NewExperiment, NewRun, RunStatus, Store};
-    use std::time::{Duration, SystemTime};
+    use isolab_store::{MetricValue, NewCell, NewExperiment, Store};
+    use std::time::SystemTime;
     let mut store = Store::open_in_memory().unwrap();
     let cells: Vec<NewCell> = ["quota", "pinned"]
         .iter()
@@ -401,20 +401,10 @@ fn two_placements() -> (isolab_store::Store, isolab_store::ExperimentId) {
                 value,
             };
             store
-                .insert_run(&NewRun {
-                    cell: cell.id,
-                    repetition: k + 1,
-                    warmup: false,
-                    round: k,
-                    status: RunStatus::Ok,
-                    exit_code: Some(0),
-                    started_at: SystemTime::UNIX_EPOCH,
-                    wall: Duration::from_secs(1),
-                    stdout: String::new(),
-                    stderr: String::new(),
-                    error: None,
-                    limits: serde_json::Value::Null,
-                    metrics: vec![
+                .insert_run(&experiment::counted_run(
+                    cell.id,
+                    k + 1,
+                    vec![
                         metric(
                             "events_per_second",
                             "events/s",
@@ -428,11 +418,7 @@ fn two_placements() -> (isolab_store::Store, isolab_store::ExperimentId) {
                             latency + 0.05 * f64::from(k),
                         ),
                     ],
-                    telemetry: isolab_store::TelemetrySet::new(),
-                    series: vec![],
-                    intervals: vec![],
-                    notes: vec![],
-                })
+                ))
                 .unwrap();
         }
     }

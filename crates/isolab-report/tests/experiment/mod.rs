@@ -12,6 +12,30 @@ use isolab_store::{
     Store, Telemetry,
 };
 
+/// A counted, successful run of `cell` at round `repetition - 1` with `metrics` and
+/// nothing else (no limits, telemetry or series).
+pub fn counted_run(cell: i64, repetition: u32, metrics: Vec<MetricValue>) -> NewRun {
+    NewRun {
+        cell,
+        repetition,
+        warmup: false,
+        round: repetition - 1,
+        status: RunStatus::Ok,
+        exit_code: Some(0),
+        started_at: SystemTime::UNIX_EPOCH,
+        wall: Duration::from_secs(1),
+        stdout: String::new(),
+        stderr: String::new(),
+        error: None,
+        limits: serde_json::Value::Null,
+        metrics,
+        telemetry: Default::default(),
+        series: vec![],
+        intervals: vec![],
+        notes: vec![],
+    }
+}
+
 pub const SPEC: &str = "[experiment]\nname = \"synthetic\"\nbaseline = { placement = \"shared\" }\n[matrix]\nshape = [\"medium\", \"large\"]\nplacement = [\"shared\", \"quota\", \"pinned\"]\nworkload = [\"sysbench-cpu\", \"fio-randread\"]\n";
 
 pub fn experiment() -> (Store, ExperimentData) {
