@@ -36,6 +36,15 @@ PACKAGES+=(jmeter jmeter-http wrk python3-venv)
 # database's readiness check, which runs on the host for every platform.
 PACKAGES+=(nginx-light mariadb-server mariadb-client php8.2-fpm php8.2-mysql php8.2-cli
     wordpress wordpress-theme-twentytwentyone)
+# PostgreSQL's server programs (initdb, pg_ctl): the store tests start a server of their
+# own in a temporary directory, and a team's store can live in PostgreSQL (--db postgres://).
+PACKAGES+=(postgresql)
+# Slurm, through which a fleet spreads an experiment over many hosts: the client programs
+# (sbatch, scontrol, scancel, srun) and, for the test that runs a one-node cluster on this
+# machine, its controller and node daemons and MUNGE, which authenticates them. The test
+# starts them with a configuration of its own in a temporary directory; the packages'
+# own services are not used.
+PACKAGES+=(slurm-client slurmctld slurmd munge)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -289,24 +289,28 @@ impl<'a> Runner<'a> {
         environment: Vec<(String, String)>,
     ) -> Result<Outcome, RunError> {
         let seed = spec.seed.unwrap_or_else(rand::random);
-        let id = self.store.create_experiment(&NewExperiment {
-            name: spec.name.clone(),
-            spec_toml: spec.source.text.clone(),
-            spec_path: Some(spec.source.name.clone()),
-            seed,
-            isolab_version: env!("CARGO_PKG_VERSION").to_owned(),
-            created_at: SystemTime::now(),
-            cells: spec
-                .cells
-                .iter()
-                .map(|c| NewCell {
-                    index: c.index,
-                    key: c.key(),
-                    levels: c.levels.clone(),
-                })
-                .collect(),
-            environment,
-        })?;
+        let id = self
+            .store
+            .create_experiment(&new_experiment(spec, seed, environment))?;
+        self.run(id, spec, seed)
+    }
+
+    /// Stores `host`'s experiment of `fleet` (shuffled with `seed`) and runs it: what
+    /// each host of a fleet does. A host that already has one is refused by the store
+    /// ([`isolab_store::Error::FleetHostTaken`]): resume that one instead.
+    pub fn start_in_fleet(
+        &mut self,
+        spec: &ExperimentSpec,
+        environment: Vec<(String, String)>,
+        fleet: isolab_store::FleetId,
+        host: &str,
+        seed: u64,
+    ) -> Result<Outcome, RunError> {
+        let id = self.store.create_fleet_experiment(
+            &new_experiment(spec, seed, environment),
+            fleet,
+            host,
+        )?;
         self.run(id, spec, seed)
     }
 
@@ -626,25 +630,28 @@ impl<'a> Runner<'a> {
             ),
             other => (other.0, other.2),
         };
-        self.store.insert_run(&NewRun {
-            cell: state.id,
-            repetition,
-            warmup,
-            round,
-            status,
-            exit_code,
-            started_at,
-            wall,
-            stdout,
-            stderr,
-            error: error.clone(),
-            limits,
-            metrics,
-            telemetry,
-            series,
-            intervals,
-            notes,
-        })?;
+        self.store.insert_run_patiently(
+            &NewRun {
+                cell: state.id,
+                repetition,
+                warmup,
+                round,
+                status,
+                exit_code,
+                started_at,
+                wall,
+                stdout,
+                stderr,
+                error: error.clone(),
+                limits,
+                metrics,
+                telemetry,
+                series,
+                intervals,
+                notes,
+            },
+            STORE_PATIENCE,
+        )?;
 
         if warmup {
             state.warmups = repetition;
@@ -1269,6 +1276,36 @@ fn disk_name(device: DeviceNumber) -> Option<String> {
         .find_map(|l| l.strip_prefix("DEVNAME="))
         .map(str::to_owned)
 }
+
+/// The experiment record of a new run of `spec`.
+fn new_experiment(
+    spec: &ExperimentSpec,
+    seed: u64,
+    environment: Vec<(String, String)>,
+) -> NewExperiment {
+    NewExperiment {
+        name: spec.name.clone(),
+        spec_toml: spec.source.text.clone(),
+        spec_path: Some(spec.source.name.clone()),
+        seed,
+        isolab_version: env!("CARGO_PKG_VERSION").to_owned(),
+        created_at: SystemTime::now(),
+        cells: spec
+            .cells
+            .iter()
+            .map(|c| NewCell {
+                index: c.index,
+                key: c.key(),
+                levels: c.levels.clone(),
+            })
+            .collect(),
+        environment,
+    }
+}
+
+/// How long a measured run waits for a lost connection to a PostgreSQL store to come
+/// back before the experiment stops (it can then be resumed with `--resume`).
+pub const STORE_PATIENCE: Duration = Duration::from_secs(300);
 
 /// How long neighbours run before the subject's command starts.
 pub const NEIGHBOUR_SETTLE: Duration = Duration::from_secs(1);

@@ -13,7 +13,8 @@ use clap::{Parser, Subcommand, ValueEnum};
 #[derive(Debug, Parser)]
 #[command(name = "isolab", version, propagate_version = true)]
 pub struct Cli {
-    /// The results store (SQLite file; created when missing).
+    /// The results store: an SQLite file (created when missing) or a PostgreSQL URL,
+    /// postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE (its tables are created).
     #[arg(long, global = true, env = "ISOLAB_DB", default_value = "isolab.db")]
     pub db: PathBuf,
 
@@ -56,6 +57,13 @@ pub enum Command {
     /// benchmark tools) and pack them for every engine (ext4 image, tar, OCI bundle).
     #[command(subcommand)]
     Image(ImageCommand),
+    /// Move experiments between results stores: SQLite files and PostgreSQL databases.
+    #[command(subcommand)]
+    Store(StoreCommand),
+    /// Run one experiment on many hosts through Slurm, into a PostgreSQL store
+    /// (--db postgres://…): each host runs every cell in its own shuffled rounds.
+    #[command(subcommand)]
+    Fleet(FleetCommand),
     /// Print the environment isolab captures with every experiment.
     Env(JsonArgs),
     /// Remove cgroups, processes and working directories left by a killed `isolab run`,
@@ -308,6 +316,106 @@ pub struct CalibrateArgs {
     pub workdir: PathBuf,
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum FleetCommand {
+    /// Record a fleet for SPEC in the store and submit it to Slurm: one job of exclusive
+    /// nodes, one task per node running this host's experiment.
+    Submit(FleetSubmitArgs),
+    /// What each node of a fleet's job runs (started by Slurm): this host's experiment
+    /// of FLEET, started or resumed.
+    #[command(hide = true)]
+    Task {
+        /// The fleet (id or name).
+        fleet: String,
+        /// Directory for the runs' working directories on this node.
+        #[arg(long, default_value = "/var/tmp/isolab")]
+        workdir: PathBuf,
+    },
+    /// A fleet's results: every configuration against its baseline within each host,
+    /// pooled with the host as a block (flagging effects that differ between hosts),
+    /// then each host's own summary table.
+    Show {
+        /// The fleet (id or name).
+        fleet: String,
+        /// Print JSON instead of tables.
+        #[arg(long)]
+        json: bool,
+    },
+    /// A fleet's HTML report: the pooled comparisons of `fleet show`, then each host's
+    /// summary and environment.
+    Report {
+        /// The fleet (id or name).
+        fleet: String,
+        /// Output file (default: isolab-fleet-ID.html).
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
+    /// A fleet's Slurm job and each host's progress in the store.
+    Status {
+        /// The fleet (id or name).
+        fleet: String,
+    },
+    /// Cancel a fleet's Slurm job, then run `isolab gc` on its nodes.
+    Cancel {
+        /// The fleet (id or name).
+        fleet: String,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+pub struct FleetSubmitArgs {
+    /// Experiment spec (TOML); checked here, and on each host against its cpus.
+    pub spec: PathBuf,
+    /// The Slurm partition (the cluster's default when not given).
+    #[arg(long)]
+    pub partition: Option<String>,
+    /// How many nodes (hosts) to run on (default 1).
+    #[arg(long, conflicts_with = "nodelist")]
+    pub nodes: Option<u32>,
+    /// Exactly these nodes, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub nodelist: Vec<String>,
+    /// Give each host only a share of the cells instead of every cell: faster, but a
+    /// configuration and its baseline may then be measured on different hosts, so the
+    /// comparison is confounded with the hosts (every fleet table says so).
+    #[arg(long)]
+    pub split_cells: bool,
+    /// Time limit in Slurm's syntax (e.g. 4:00:00); the partition's when not given.
+    #[arg(long)]
+    pub time: Option<String>,
+    /// The isolab binary on the nodes (default: this one's path, which the nodes must
+    /// have too).
+    #[arg(long, value_name = "PATH")]
+    pub isolab: Option<PathBuf>,
+    /// Directory for the runs' working directories on the nodes.
+    #[arg(long, default_value = "/var/tmp/isolab")]
+    pub workdir: PathBuf,
+    /// Where the batch script and the job's output go (default: the current directory;
+    /// must be writable on the nodes).
+    #[arg(long, value_name = "DIR")]
+    pub output_dir: Option<PathBuf>,
+    /// Print the batch script; record and submit nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum StoreCommand {
+    /// Copy experiments with every run, series, log and note from the store SRC to the
+    /// store DST (each an SQLite file or a postgres:// URL; DST is created if it is a
+    /// file). Each experiment is copied in one transaction: whole or not at all. SRC is
+    /// only read. An experiment DST already holds (same name, seed and creation time) is
+    /// skipped with a note, so a copy can be repeated.
+    Copy {
+        /// The store to copy from.
+        src: PathBuf,
+        /// The store to copy into.
+        dst: PathBuf,
+        /// The experiments to copy (ids or names); all of them when none is given.
+        experiments: Vec<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -75,24 +75,43 @@ pub fn preflight(hierarchy: &Hierarchy) -> Result<()> {
     Ok(())
 }
 
-pub fn open_store(path: &Path) -> Result<Store> {
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+/// Whether `--db` names a server (`postgres://…`, or any other `SCHEME://`, which the store
+/// refuses with a clear error) rather than a file.
+fn is_url(db: &Path) -> bool {
+    db.to_str().is_some_and(|s| s.contains("://"))
+}
+
+/// Whether `--db` is a PostgreSQL URL.
+pub fn is_postgres_url(db: &Path) -> bool {
+    db.to_str()
+        .is_some_and(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"))
+}
+
+/// Opens the store `--db` names, creating an SQLite file (and its directory) when missing.
+pub fn open_store(db: &Path) -> Result<Store> {
+    if is_url(db) {
+        return Ok(Store::open_location(&db.to_string_lossy())?);
+    }
+    if let Some(parent) = db.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).with_context(|| {
             format!("cannot create directory {} for the store", parent.display())
         })?;
     }
-    Ok(Store::open(path)?)
+    Ok(Store::open(db)?)
 }
 
 /// Opens an existing store only (read commands must not create an empty file).
-pub fn existing_store(path: &Path) -> Result<Store> {
-    if !path.exists() {
+pub fn existing_store(db: &Path) -> Result<Store> {
+    if is_url(db) {
+        return Ok(Store::open_location(&db.to_string_lossy())?);
+    }
+    if !db.exists() {
         bail!(
             "no store at {}: run an experiment first (`isolab run`) or pass --db PATH",
-            path.display()
+            db.display()
         );
     }
-    Ok(Store::open(path)?)
+    Ok(Store::open(db)?)
 }
 
 /// The environment for a spec: host facts plus the versions of the tools its workloads use.

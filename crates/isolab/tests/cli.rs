@@ -1596,3 +1596,244 @@ fn exports_load_intervals_as_series() {
     assert!(text(&metrics.stdout)
         .starts_with("experiment,run,cell,platform,workload,repetition,metric"));
 }
+
+#[test]
+fn a_store_location_isolab_cannot_open_is_refused_and_nothing_is_created() {
+    let dir = tempfile::tempdir().unwrap();
+    for (db, expected) in [
+        (
+            "mysql://isolab@db/results",
+            "`mysql://` is not a store isolab supports",
+        ),
+        ("postgresql://isolab@127.0.0.1:1", "names no database"),
+        (
+            "postgres://isolab:s3cret@127.0.0.1:1/results",
+            "cannot connect to the results store postgres://isolab:***@127.0.0.1:1/results",
+        ),
+    ] {
+        let out = run(isolab().current_dir(dir.path()).args(["--db", db, "list"]));
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{db}: {err}");
+        assert!(err.contains(expected), "{db}: {err}");
+        assert!(!err.contains("s3cret"), "{err}");
+    }
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "a URL became a file or directory"
+    );
+}
+
+/// Counted runs per `(cell, repetition)` of experiment `name` in the PostgreSQL store
+/// `url`, sorted.
+fn slots(url: &str, name: &str) -> Vec<(u64, u64)> {
+    let json = run(isolab().args(["--db", url, "export", name, "--format", "json"]));
+    assert!(json.status.success(), "{}", text(&json.stderr));
+    let obs: Vec<serde_json::Value> = serde_json::from_slice(&json.stdout).unwrap();
+    let mut keys: Vec<(u64, u64)> = obs
+        .iter()
+        .map(|o| {
+            (
+                o["cell"].as_u64().unwrap(),
+                o["repetition"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    keys.sort_unstable();
+    keys
+}
+
+#[test]
+fn a_postgres_store_keeps_every_run_once_through_lost_connections_a_kill_and_a_resume() {
+    let Some(guard) = CgroupTest::start() else {
+        return;
+    };
+    let cluster = isolab_store::testing::Cluster::start().unwrap();
+    let url = cluster.create_database("team").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    let spec = SMALL
+        .replace("sleep 0.05", "sleep 0.3")
+        .replace("name = \"small\"", "name = \"flaky\"");
+    let spec = write_spec(dir.path(), "flaky.toml", &spec);
+    let mut child = isolab()
+        .args(["--db", &url, "run", "--quiet", "--no-report", "--workdir"])
+        .arg(&work)
+        .arg(&spec)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stored = || cluster.count("team", "runs").unwrap_or(0);
+    let wait_for = |n: i64| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while stored() < n {
+            assert!(
+                Instant::now() < deadline,
+                "fewer than {n} runs stored in time"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    // The server drops isolab's connection twice while runs are being measured: the
+    // runs in flight are stored once the connection is back, and the experiment goes on.
+    wait_for(2);
+    assert!(cluster.terminate_sessions("team").unwrap() >= 1);
+    wait_for(5);
+    assert!(cluster.terminate_sessions("team").unwrap() >= 1);
+    wait_for(8);
+    // Then isolab itself is killed in the middle of a run.
+    std::thread::sleep(Duration::from_millis(150));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let gc = run(isolab().args(["gc", "--workdir"]).arg(&work));
+    assert!(gc.status.success(), "{}", text(&gc.stderr));
+
+    let resumed = run(isolab()
+        .args(["--db", &url, "run", "--quiet", "--no-report", "--workdir"])
+        .arg(&work)
+        .args(["--resume", "flaky"]));
+    assert!(resumed.status.success(), "{}", text(&resumed.stderr));
+    let keys = slots(&url, "flaky");
+    let mut unique = keys.clone();
+    unique.dedup();
+    assert_eq!(
+        unique.len(),
+        keys.len(),
+        "a (cell, repetition) stored twice"
+    );
+    assert_eq!(
+        keys.len(),
+        3 * 3,
+        "every (cell, repetition) stored: {keys:?}"
+    );
+    // 3 warm-ups and 9 counted runs, each once.
+    assert_eq!(stored(), 12);
+    guard.assert_nothing_leaked("cgroups left");
+}
+
+#[test]
+fn a_fleet_runs_through_slurm_into_postgres_and_is_read_back_with_its_host() {
+    let Some(guard) = CgroupTest::start() else {
+        return;
+    };
+    let slurm = isolab_fleet::testing::SlurmCluster::start().unwrap();
+    let pg = isolab_store::testing::Cluster::start().unwrap();
+    let url = pg.create_database("fleet").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let spec = write_spec(
+        dir.path(),
+        "fleet.toml",
+        "[experiment]\nname = \"fleet-small\"\nseed = 7\nbaseline = { placement = \"shared\" }\n\
+         repetitions = { warmup = 0, min = 3, max = 3, target_cv = 0.5 }\n\n\
+         [matrix]\nshape = [\"medium\"]\nplacement = [\"shared\", \"quota\"]\nworkload = [\"nap\"]\n\n\
+         [workload.nap]\ncommand = \"sleep 0.05\"\nparser = \"time\"\n",
+    );
+    let isolab_env = || {
+        let mut cmd = isolab();
+        cmd.envs(slurm.env()).args(["--db", &url]);
+        cmd
+    };
+    let submit = run(isolab_env()
+        .args(["fleet", "submit"])
+        .arg(&spec)
+        .args([
+            "--partition",
+            slurm.partition(),
+            "--nodes",
+            "1",
+            "--output-dir",
+        ])
+        .arg(dir.path()));
+    assert!(
+        submit.status.success(),
+        "{}\n{}",
+        text(&submit.stderr),
+        slurm.logs()
+    );
+    assert!(
+        text(&submit.stdout).contains("fleet 1 (fleet-small): Slurm job"),
+        "{}",
+        text(&submit.stdout)
+    );
+
+    let deadline = Instant::now() + Duration::from_secs(180);
+    let node = slurm.node().to_owned();
+    loop {
+        let status = run(isolab_env().args(["fleet", "status", "fleet-small"]));
+        let out = text(&status.stdout);
+        if out.contains(&format!("{node}: experiment")) && out.contains("complete") {
+            break;
+        }
+        if Instant::now() > deadline {
+            let job_output: String = std::fs::read_dir(dir.path())
+                .unwrap()
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".out"))
+                .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+                .collect();
+            panic!(
+                "the fleet did not complete:\n{out}\n{}\njob output:\n{job_output}\n{}",
+                text(&status.stderr),
+                slurm.logs()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+
+    let show = run(isolab_env().args(["fleet", "show", "fleet-small"]));
+    let out = text(&show.stdout);
+    assert!(show.status.success(), "{}", text(&show.stderr));
+    assert!(out.contains("fleet 1 (fleet-small): 1 hosts"), "{out}");
+    assert!(out.contains("placement=quota"), "{out}");
+    assert!(out.contains(&format!("host {node} (experiment")), "{out}");
+    assert!(out.contains("- (one host)"), "{out}");
+
+    // The host's experiment is an ordinary experiment too, with its host recorded.
+    let store = isolab_store::Store::open_location(&url).unwrap();
+    let fleet = store
+        .fleet(store.resolve_fleet("fleet-small").unwrap())
+        .unwrap();
+    assert!(fleet.job_id.is_some());
+    assert_eq!(fleet.hosts.len(), 1);
+    let experiment = fleet.hosts[0].experiment;
+    assert!(store
+        .environment(experiment)
+        .unwrap()
+        .contains(&("hostname".to_owned(), node.clone())));
+    assert_eq!(
+        store
+            .runs(experiment)
+            .unwrap()
+            .iter()
+            .filter(|r| r.is_counted())
+            .count(),
+        6
+    );
+    let report = dir.path().join("host.html");
+    let html = run(isolab_env()
+        .args(["report", &experiment.to_string(), "-o"])
+        .arg(&report));
+    assert!(html.status.success(), "{}", text(&html.stderr));
+    let page = std::fs::read_to_string(&report).unwrap();
+    assert!(
+        page.contains(&format!("<td>{node}</td>")),
+        "the host's name in its environment"
+    );
+    let pooled = dir.path().join("fleet.html");
+    let html = run(isolab_env()
+        .args(["fleet", "report", "fleet-small", "-o"])
+        .arg(&pooled));
+    assert!(html.status.success(), "{}", text(&html.stderr));
+    let page = std::fs::read_to_string(&pooled).unwrap();
+    for want in [
+        "isolab fleet 1: fleet-small",
+        "Pooled over hosts",
+        "placement=quota",
+    ] {
+        assert!(page.contains(want), "{want} missing from the fleet report");
+    }
+    assert!(page.contains(&format!("Host {node} (experiment {experiment})")));
+    drop(store);
+    guard.assert_nothing_leaked("cgroups left by the fleet's task");
+}

@@ -38,7 +38,7 @@ pub fn calibrate(db: &Path, args: CalibrateArgs) -> Result<Exit> {
         quiet: args.output.quiet,
         json: args.output.json,
     };
-    let (store, outcome) = execute(store, &spec, None, &settings)?;
+    let (store, outcome) = execute(store, &spec, super::run::Start::New, &settings)?;
     if outcome.status == ExperimentStatus::Interrupted {
         eprintln!("interrupted: resume with `isolab run --resume {}`, then `isolab compare {} --a replica=a --b replica=b`", outcome.experiment, outcome.experiment);
         return Ok(Exit::Interrupted);

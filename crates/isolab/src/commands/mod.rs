@@ -6,12 +6,14 @@ mod check;
 mod compare;
 mod env;
 mod export;
+mod fleet;
 mod gc;
 mod image;
 mod list;
 mod report;
 mod run;
 mod show;
+mod store;
 
 use anyhow::Result;
 use isolab_lab::SpecErrors;
@@ -47,6 +49,8 @@ pub fn dispatch(cli: Cli) -> Result<Exit> {
         Command::Compare(args) => compare::compare(&db, args),
         Command::Calibrate(args) => calibrate::calibrate(&db, args),
         Command::Image(args) => image::image(args),
+        Command::Store(args) => store::store(args),
+        Command::Fleet(args) => fleet::fleet(&db, args),
         Command::Env(args) => env::env(args),
         Command::Gc(args) => gc::gc(args),
     }

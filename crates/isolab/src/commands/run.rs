@@ -24,12 +24,26 @@ pub struct Settings {
     pub json: bool,
 }
 
+/// Which experiment a run stores into.
+pub enum Start {
+    /// A new experiment.
+    New,
+    /// The stored experiment with this id, resumed.
+    Resume(i64),
+    /// This host's new experiment of a fleet, shuffled with `seed`.
+    Fleet {
+        fleet: isolab_store::FleetId,
+        host: String,
+        seed: u64,
+    },
+}
+
 /// Runs (or resumes) `spec` into `store` on the host, with signal handling and
 /// progress; returns the store and the outcome.
 pub fn execute(
     mut store: Store,
     spec: &ExperimentSpec,
-    resume: Option<i64>,
+    start: Start,
     settings: &Settings,
 ) -> Result<(Store, Outcome)> {
     let facts = host::facts()?;
@@ -78,9 +92,12 @@ pub fn execute(
     let mut progress = Progress::new(settings.quiet, settings.json);
     let outcome = {
         let mut runner = Runner::new(&platform, &mut store, &mut progress, &interrupt, config);
-        match resume {
-            Some(id) => runner.resume(id, spec),
-            None => runner.start(spec, environment),
+        match start {
+            Start::Resume(id) => runner.resume(id, spec),
+            Start::New => runner.start(spec, environment),
+            Start::Fleet { fleet, host, seed } => {
+                runner.start_in_fleet(spec, environment, fleet, &host, seed)
+            }
         }
     };
     progress.finish();
@@ -126,7 +143,7 @@ pub fn run(db: &Path, args: RunArgs) -> Result<Exit> {
     let (store, outcome) = execute(
         store,
         &spec,
-        resume,
+        resume.map_or(Start::New, Start::Resume),
         &Settings {
             workdir: args.workdir.clone(),
             keep_workdirs: args.keep_workdirs,
@@ -139,8 +156,8 @@ pub fn run(db: &Path, args: RunArgs) -> Result<Exit> {
         eprintln!(
             "interrupted: experiment {id} stopped after {} runs this time; every completed run is stored in {}.\nresume with: isolab run --resume {id}{}",
             outcome.runs,
-            db.display(),
-            if db == Path::new("isolab.db") { String::new() } else { format!(" --db {}", db.display()) },
+            store.location(),
+            if db == Path::new("isolab.db") { String::new() } else { format!(" --db {}", store.location()) },
             id = outcome.experiment,
         );
         return Ok(Exit::Interrupted);

@@ -1,0 +1,67 @@
+//! `isolab store copy SRC DST [EXP...]`: experiments from one results store to another.
+
+use anyhow::{Context, Result};
+use isolab_store::Error as StoreError;
+
+use super::Exit;
+use crate::cli::StoreCommand;
+use crate::host;
+
+pub fn store(command: StoreCommand) -> Result<Exit> {
+    match command {
+        StoreCommand::Copy {
+            src,
+            dst,
+            experiments,
+        } => {
+            let from = host::existing_store(&src)?;
+            let mut to = host::open_store(&dst)?;
+            let ids = if experiments.is_empty() {
+                let mut all: Vec<i64> = from.experiments()?.iter().map(|e| e.id).collect();
+                all.sort_unstable();
+                all
+            } else {
+                experiments
+                    .iter()
+                    .map(|e| from.resolve(e))
+                    .collect::<Result<Vec<_>, _>>()?
+            };
+            let (mut copied, mut skipped) = (0, 0);
+            for id in ids {
+                let record = from.experiment(id)?;
+                match from.copy_experiment(id, &mut to) {
+                    Ok(new) => {
+                        copied += 1;
+                        let runs = to.runs(new)?.len();
+                        println!(
+                            "copied experiment {id} ({}, {runs} runs) to {} as experiment {new}",
+                            record.name,
+                            to.location()
+                        );
+                    }
+                    Err(e @ StoreError::AlreadyCopied { .. }) => {
+                        skipped += 1;
+                        println!("skipped: {e}");
+                    }
+                    Err(e) => {
+                        return Err(e).with_context(|| {
+                            format!(
+                                "copying experiment {id} ({}) stopped; the experiments \
+                                 copied before it are complete in {}, this one is not \
+                                 there at all: fix the cause and run the copy again",
+                                record.name,
+                                to.location()
+                            )
+                        })
+                    }
+                }
+            }
+            println!(
+                "{copied} copied, {skipped} already there, from {} to {}",
+                from.location(),
+                to.location()
+            );
+            Ok(Exit::Success)
+        }
+    }
+}
