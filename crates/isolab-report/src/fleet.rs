@@ -62,6 +62,15 @@ pub enum Design {
     Split,
 }
 
+/// "1 host", "3 hosts".
+pub fn hosts(n: usize) -> String {
+    if n == 1 {
+        "1 host".to_owned()
+    } else {
+        format!("{n} hosts")
+    }
+}
+
 /// The warning every table of a split fleet carries.
 pub const SPLIT_WARNING: &str = "cells were split across hosts (--split-cells): a \
     configuration and its baseline measured on different hosts are compared across them, \

@@ -124,9 +124,13 @@ pub fn fleet_html(
     let mut out = String::new();
     let _ = write!(
         out,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>isolab fleet: {name}</title><style>{STYLE}</style></head><body>\n<h1>isolab fleet {id}: {name}</h1>\n<p>{n} hosts ({list}); asked of Slurm as <code>{request}</code>. Each host ran every cell in its own shuffled rounds, as an experiment of its own.</p>\n",
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>isolab fleet: {name}</title><style>{STYLE}</style></head><body>\n<h1>isolab fleet {id}: {name}</h1>\n<p>{n} ({list}); asked of Slurm as <code>{request}</code>. Each host ran {cells} in its own shuffled rounds, as an experiment of its own.</p>\n",
         name = esc(name),
-        n = hosts.len(),
+        n = crate::fleet::hosts(hosts.len()),
+        cells = match design {
+            crate::fleet::Design::Blocked => "every cell",
+            crate::fleet::Design::Split => "its share of the cells",
+        },
         list = esc(&hosts.iter().map(|h| format!("{} (experiment {})", h.host, h.data.record.id)).collect::<Vec<_>>().join(", ")),
         request = esc(request),
     );

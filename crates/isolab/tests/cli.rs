@@ -1598,6 +1598,57 @@ fn exports_load_intervals_as_series() {
 }
 
 #[test]
+fn fleet_submit_dry_run_prints_the_batch_script_and_split_cells_need_a_cell_per_node() {
+    // Neither needs a server: the spec is checked and the script written before the
+    // store is opened.
+    let dir = tempfile::tempdir().unwrap();
+    let spec = write_spec(dir.path(), "small.toml", SMALL);
+    let url = "postgres://isolab@127.0.0.1:1/isolab";
+    let dry = run(isolab()
+        .args(["--db", url, "fleet", "submit"])
+        .arg(&spec)
+        .args(["--partition", "bench", "--nodes", "3", "--dry-run"]));
+    assert!(dry.status.success(), "{}", text(&dry.stderr));
+    let script = text(&dry.stdout);
+    for want in [
+        "#SBATCH --nodes=3",
+        "#SBATCH --exclusive",
+        "#SBATCH --ntasks-per-node=1",
+        "#SBATCH --partition=bench",
+        "fleet task 0",
+    ] {
+        assert!(script.contains(want), "{want} missing:\n{script}");
+    }
+    assert!(
+        !script.contains(url),
+        "the store's URL stays out of the script"
+    );
+
+    let split = run(isolab()
+        .args(["--db", url, "fleet", "submit"])
+        .arg(&spec)
+        .args(["--nodes", "4", "--split-cells", "--dry-run"]));
+    assert_eq!(split.status.code(), Some(1));
+    assert!(
+        text(&split.stderr).contains("the spec has 3 cells; ask for at most 3 nodes"),
+        "{}",
+        text(&split.stderr)
+    );
+
+    let file = run(isolab()
+        .arg("--db")
+        .arg(dir.path().join("local.db"))
+        .args(["fleet", "status", "x"]));
+    assert_eq!(file.status.code(), Some(1));
+    assert!(
+        text(&file.stderr).contains("pass --db postgres://"),
+        "{}",
+        text(&file.stderr)
+    );
+    assert!(!dir.path().join("local.db").exists());
+}
+
+#[test]
 fn a_store_location_isolab_cannot_open_is_refused_and_nothing_is_created() {
     let dir = tempfile::tempdir().unwrap();
     for (db, expected) in [
@@ -1763,6 +1814,8 @@ fn a_fleet_runs_through_slurm_into_postgres_and_is_read_back_with_its_host() {
         let status = run(isolab_env().args(["fleet", "status", "fleet-small"]));
         let out = text(&status.stdout);
         if out.contains(&format!("{node}: experiment")) && out.contains("complete") {
+            // What a user sees (`cargo test … -- --nocapture` shows it).
+            eprintln!("$ isolab fleet status fleet-small\n{out}");
             break;
         }
         if Instant::now() > deadline {
@@ -1783,8 +1836,9 @@ fn a_fleet_runs_through_slurm_into_postgres_and_is_read_back_with_its_host() {
 
     let show = run(isolab_env().args(["fleet", "show", "fleet-small"]));
     let out = text(&show.stdout);
+    eprintln!("$ isolab fleet show fleet-small\n{out}");
     assert!(show.status.success(), "{}", text(&show.stderr));
-    assert!(out.contains("fleet 1 (fleet-small): 1 hosts"), "{out}");
+    assert!(out.contains("fleet 1 (fleet-small): 1 host;"), "{out}");
     assert!(out.contains("placement=quota"), "{out}");
     assert!(out.contains(&format!("host {node} (experiment")), "{out}");
     assert!(out.contains("- (one host)"), "{out}");

@@ -286,15 +286,15 @@ fn show(db: &Path, fleet: &str, json: bool) -> Result<Exit> {
     }
     match design(&record) {
         Design::Blocked => println!(
-            "fleet {id} ({}): {} hosts; each configuration against its baseline within each \
+            "fleet {id} ({}): {}; each configuration against its baseline within each \
              host, pooled with the host as a block",
             record.name,
-            hosts.len()
+            isolab_report::fleet::hosts(hosts.len())
         ),
         Design::Split => println!(
-            "fleet {id} ({}): {} hosts, each with a share of the cells\nwarning: {}",
+            "fleet {id} ({}): {}, each with a share of the cells\nwarning: {}",
             record.name,
-            hosts.len(),
+            isolab_report::fleet::hosts(hosts.len()),
             isolab_report::fleet::SPLIT_WARNING
         ),
     }
