@@ -1597,6 +1597,133 @@ fn exports_load_intervals_as_series() {
         .starts_with("experiment,run,cell,platform,workload,repetition,metric"));
 }
 
+/// A one-node Slurm cluster and a PostgreSQL database for a fleet test, with a spec
+/// submitted to them.
+struct FleetTest {
+    slurm: isolab_fleet::testing::SlurmCluster,
+    // Kept for its drop: the server stops and its directory goes.
+    _pg: isolab_store::testing::Cluster,
+    url: String,
+    dir: tempfile::TempDir,
+}
+
+impl FleetTest {
+    /// Starts both, and submits a fleet of `nap` (`sleep SLEEP`, `runs` counted runs
+    /// of placements shared and quota) named `name` with `seed`.
+    fn submit(name: &str, seed: u64, runs: u32, sleep: &str) -> FleetTest {
+        let slurm = isolab_fleet::testing::SlurmCluster::start().unwrap();
+        let pg = isolab_store::testing::Cluster::start().unwrap();
+        let url = pg.create_database(&name.replace('-', "_")).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let t = FleetTest {
+            slurm,
+            _pg: pg,
+            url,
+            dir,
+        };
+        let spec = write_spec(
+            t.dir.path(),
+            "fleet.toml",
+            &format!(
+                "[experiment]\nname = \"{name}\"\nseed = {seed}\nbaseline = {{ placement = \"shared\" }}\n\
+                 repetitions = {{ warmup = 0, min = {runs}, max = {runs}, target_cv = 0.01 }}\n\n\
+                 [matrix]\nshape = [\"medium\"]\nplacement = [\"shared\", \"quota\"]\nworkload = [\"nap\"]\n\n\
+                 [workload.nap]\ncommand = \"sleep {sleep}\"\nparser = \"time\"\n"
+            ),
+        );
+        let submit = run(t
+            .isolab()
+            .args(["fleet", "submit"])
+            .arg(&spec)
+            .args([
+                "--partition",
+                t.slurm.partition(),
+                "--nodes",
+                "1",
+                "--output-dir",
+            ])
+            .arg(t.dir.path()));
+        assert!(
+            submit.status.success(),
+            "{}\n{}",
+            text(&submit.stderr),
+            t.slurm.logs()
+        );
+        assert!(
+            text(&submit.stdout).contains(&format!("fleet 1 ({name}): Slurm job")),
+            "{}",
+            text(&submit.stdout)
+        );
+        t
+    }
+
+    /// `isolab` with the cluster's environment and the store.
+    fn isolab(&self) -> Command {
+        let mut cmd = isolab();
+        cmd.envs(self.slurm.env()).args(["--db", &self.url]);
+        cmd
+    }
+}
+
+#[test]
+fn a_fleet_cancelled_while_it_runs_stops_its_host_cleanly_and_gc_runs_on_the_node() {
+    let Some(guard) = CgroupTest::start() else {
+        return;
+    };
+    let t = FleetTest::submit("fleet-long", 3, 50, "0.5");
+    let (slurm, url) = (&t.slurm, &t.url);
+    // Wait until the host's experiment has stored a few runs.
+    let counted = || {
+        isolab_store::Store::open_location(url)
+            .ok()
+            .and_then(|s| {
+                let fleet = s.fleet(s.resolve_fleet("fleet-long").ok()?).ok()?;
+                let host = fleet.hosts.first()?;
+                Some(s.runs(host.experiment).ok()?.len())
+            })
+            .unwrap_or(0)
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while counted() < 3 {
+        assert!(
+            Instant::now() < deadline,
+            "the fleet did not start\n{}",
+            slurm.logs()
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let cancel = run(t.isolab().args(["fleet", "cancel", "fleet-long"]));
+    let out = text(&cancel.stdout);
+    eprintln!("$ isolab fleet cancel fleet-long\n{out}");
+    assert!(
+        cancel.status.success(),
+        "{}\n{}",
+        text(&cancel.stderr),
+        slurm.logs()
+    );
+    assert!(out.contains("fleet 1: Slurm job 1 cancelled"), "{out}");
+    assert!(
+        out.contains(&format!("fleet 1: `isolab gc` ran on {}", slurm.node())),
+        "{out}"
+    );
+
+    // The task stopped as interrupted, its completed runs kept; nothing is left behind.
+    let store = isolab_store::Store::open_location(url).unwrap();
+    let fleet = store
+        .fleet(store.resolve_fleet("fleet-long").unwrap())
+        .unwrap();
+    let experiment = store.experiment(fleet.hosts[0].experiment).unwrap();
+    assert_eq!(
+        experiment.status,
+        isolab_store::ExperimentStatus::Interrupted,
+        "Slurm's SIGTERM interrupts the task as Ctrl-C would"
+    );
+    let kept = store.runs(experiment.id).unwrap().len();
+    assert!((3..100).contains(&kept), "{kept} runs kept");
+    drop(store);
+    guard.assert_nothing_leaked("cgroups left by the cancelled fleet");
+}
+
 #[test]
 fn fleet_submit_dry_run_prints_the_batch_script_and_split_cells_need_a_cell_per_node() {
     // Neither needs a server: the spec is checked and the script written before the
@@ -1768,46 +1895,9 @@ fn a_fleet_runs_through_slurm_into_postgres_and_is_read_back_with_its_host() {
     let Some(guard) = CgroupTest::start() else {
         return;
     };
-    let slurm = isolab_fleet::testing::SlurmCluster::start().unwrap();
-    let pg = isolab_store::testing::Cluster::start().unwrap();
-    let url = pg.create_database("fleet").unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let spec = write_spec(
-        dir.path(),
-        "fleet.toml",
-        "[experiment]\nname = \"fleet-small\"\nseed = 7\nbaseline = { placement = \"shared\" }\n\
-         repetitions = { warmup = 0, min = 3, max = 3, target_cv = 0.5 }\n\n\
-         [matrix]\nshape = [\"medium\"]\nplacement = [\"shared\", \"quota\"]\nworkload = [\"nap\"]\n\n\
-         [workload.nap]\ncommand = \"sleep 0.05\"\nparser = \"time\"\n",
-    );
-    let isolab_env = || {
-        let mut cmd = isolab();
-        cmd.envs(slurm.env()).args(["--db", &url]);
-        cmd
-    };
-    let submit = run(isolab_env()
-        .args(["fleet", "submit"])
-        .arg(&spec)
-        .args([
-            "--partition",
-            slurm.partition(),
-            "--nodes",
-            "1",
-            "--output-dir",
-        ])
-        .arg(dir.path()));
-    assert!(
-        submit.status.success(),
-        "{}\n{}",
-        text(&submit.stderr),
-        slurm.logs()
-    );
-    assert!(
-        text(&submit.stdout).contains("fleet 1 (fleet-small): Slurm job"),
-        "{}",
-        text(&submit.stdout)
-    );
-
+    let t = FleetTest::submit("fleet-small", 7, 3, "0.05");
+    let (slurm, url, dir) = (&t.slurm, &t.url, &t.dir);
+    let isolab_env = || t.isolab();
     let deadline = Instant::now() + Duration::from_secs(180);
     let node = slurm.node().to_owned();
     loop {
@@ -1844,7 +1934,7 @@ fn a_fleet_runs_through_slurm_into_postgres_and_is_read_back_with_its_host() {
     assert!(out.contains("- (one host)"), "{out}");
 
     // The host's experiment is an ordinary experiment too, with its host recorded.
-    let store = isolab_store::Store::open_location(&url).unwrap();
+    let store = isolab_store::Store::open_location(url).unwrap();
     let fleet = store
         .fleet(store.resolve_fleet("fleet-small").unwrap())
         .unwrap();
