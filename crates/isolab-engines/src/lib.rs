@@ -17,7 +17,10 @@
 //!
 //! # Layout
 //! One file per engine on top, shared helpers below them; an engine uses only the
-//! helpers and this file, never another engine:
+//! helpers and this file, never another engine. `oci.rs` is the one driver every
+//! OCI runtime shares (`OciEngine` over an `OciKind` descriptor; runc's and crun's
+//! descriptors live there), so an OCI runtime's own file, such as `youki.rs`, is a
+//! descriptor that uses it:
 //!
 //! ```text
 //!  engines   docker.rs   podman.rs     oci.rs (runc, crun)   lxc.rs   nspawn.rs
