@@ -189,9 +189,9 @@ impl super::NeighbourContainers for IsolabNeighbours<'_> {
         // its cgroup, mounts and state.
         isolab_runtime::gc(&self.config.state_dir, self.hierarchy)
             .map(drop)
-            .map_err(|e| PlatformError::Engine {
-                engine: RUNTIME_PROGRAM.into(),
-                message: format!("collecting a neighbour's container: {e}"),
+            .map_err(|e| PlatformError::Runtime {
+                action: "collecting a neighbour's container",
+                source: Box::new(e),
             })
     }
 }

@@ -506,6 +506,16 @@ pub enum PlatformError {
     /// network's error, with its cause chain).
     #[error(transparent)]
     Network(#[from] isolab_runtime::network::NetworkError),
+    /// isolab-runtime's own work in isolab's process failed (collecting the
+    /// containers of killed runtimes), with the runtime's error as its cause.
+    #[error("isolab-runtime: {action}")]
+    Runtime {
+        /// What was being done.
+        action: &'static str,
+        /// The runtime's error, with its cause chain (boxed: it is large).
+        #[source]
+        source: Box<isolab_runtime::RuntimeError>,
+    },
     /// The engine could not run the instance (its own error, not the workload's).
     #[error("{engine} failed: {message}")]
     Engine {
@@ -740,9 +750,9 @@ impl Platform for Platforms {
         self.host.supervisor().kill_orphans()?;
         removed.extend(
             isolab_runtime::gc(&self.isolab.state_dir, self.host.supervisor().hierarchy())
-                .map_err(|e| PlatformError::Engine {
-                    engine: RUNTIME_PROGRAM.into(),
-                    message: format!("collecting containers of killed runtimes: {e}"),
+                .map_err(|e| PlatformError::Runtime {
+                    action: "collecting the containers of killed runtimes",
+                    source: Box::new(e),
                 })?
                 .into_iter()
                 .map(|id| format!("container {id}")),
@@ -774,6 +784,31 @@ impl Platform for Platforms {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_runtime_error_keeps_its_cause() {
+        let e = PlatformError::Runtime {
+            action: "collecting the containers of killed runtimes",
+            source: Box::new(isolab_runtime::RuntimeError::Host {
+                op: "read",
+                path: "/run/isolab/x.json".into(),
+                source: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+            }),
+        };
+        assert_eq!(
+            e.to_string(),
+            "isolab-runtime: collecting the containers of killed runtimes"
+        );
+        let runtime = std::error::Error::source(&e).expect("the runtime's error");
+        assert!(
+            runtime.to_string().contains("/run/isolab/x.json"),
+            "{runtime}"
+        );
+        assert!(
+            runtime.source().is_some(),
+            "and its own cause, the io error"
+        );
+    }
 
     #[test]
     fn container_ids_carry_the_gc_prefix() {
