@@ -143,9 +143,17 @@ pub struct PodmanConfig {
     pub cni_state_dir: PathBuf,
     /// The host's cgroup hierarchy.
     pub hierarchy: Hierarchy,
-    /// The hard `nofile` and `nproc` limits of the process that runs podman
-    /// (`getrlimit`).
-    pub hard_limits: (u64, u64),
+    /// The hard limits of the process that runs podman (`getrlimit`).
+    pub hard_limits: HardLimits,
+}
+
+/// Hard resource limits of a process, which a container's `--ulimit` may not exceed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HardLimits {
+    /// Open files (`RLIMIT_NOFILE`); `u64::MAX` when unlimited.
+    pub nofile: u64,
+    /// Processes (`RLIMIT_NPROC`); `u64::MAX` when unlimited.
+    pub nproc: u64,
 }
 
 impl Default for PodmanConfig {
@@ -163,10 +171,10 @@ impl Default for PodmanConfig {
             sys: PathBuf::from("/sys"),
             cni_state_dir: PathBuf::from("/var/lib/cni"),
             hierarchy,
-            hard_limits: (
-                hard_limit(libc::RLIMIT_NOFILE),
-                hard_limit(libc::RLIMIT_NPROC),
-            ),
+            hard_limits: HardLimits {
+                nofile: hard_limit(libc::RLIMIT_NOFILE),
+                nproc: hard_limit(libc::RLIMIT_NPROC),
+            },
         }
     }
 }
@@ -374,7 +382,7 @@ impl Podman {
 
     /// The `--ulimit` flags that fit the hard limits (see the module documentation).
     pub fn ulimit_flags(&self) -> Vec<String> {
-        let (nofile, nproc) = self.config.hard_limits;
+        let HardLimits { nofile, nproc } = self.config.hard_limits;
         let nofile = nofile.min(PODMAN_NOFILE_DEFAULT);
         let nproc = nproc.min(PODMAN_NPROC_CEILING);
         argv([
@@ -1075,7 +1083,10 @@ mod tests {
             sys: dir.join("sys"),
             cni_state_dir: dir.join("cni"),
             hierarchy: h,
-            hard_limits: (20000, 96365),
+            hard_limits: HardLimits {
+                nofile: 20000,
+                nproc: 96365,
+            },
         }
     }
 
@@ -1316,7 +1327,10 @@ mod tests {
     fn ulimits_fit_the_hard_limits() {
         let dir = tempfile::tempdir().unwrap();
         let mut c = config(dir.path(), hybrid(dir.path(), ""));
-        c.hard_limits = (u64::MAX, 1000);
+        c.hard_limits = HardLimits {
+            nofile: u64::MAX,
+            nproc: 1000,
+        };
         let p = Podman::with(OciRuntime::Runc, false, c, fake());
         assert_eq!(
             p.ulimit_flags(),

@@ -16,4 +16,6 @@ mod slurm;
 pub mod testing;
 
 pub use seed::host_seed;
-pub use slurm::{batch_script, parse_job, JobInfo, Nodes, Slurm, SlurmError, SlurmRequest};
+pub use slurm::{
+    batch_script, parse_job, JobInfo, MissingField, Nodes, Slurm, SlurmError, SlurmRequest,
+};

@@ -151,13 +151,18 @@ pub struct JobInfo {
     pub exit_code: String,
 }
 
+/// A `KEY=` that a `scontrol show job --oneliner` line lacks.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no {0}=")]
+pub struct MissingField(pub &'static str);
+
 /// Parses the `KEY=VALUE` words of one `scontrol show job --oneliner` line.
-pub fn parse_job(line: &str) -> Result<JobInfo, String> {
-    let field = |key: &str| -> Result<String, String> {
+pub fn parse_job(line: &str) -> Result<JobInfo, MissingField> {
+    let field = |key: &'static str| -> Result<String, MissingField> {
         line.split_whitespace()
             .find_map(|word| word.strip_prefix(key)?.strip_prefix('='))
             .map(str::to_owned)
-            .ok_or_else(|| format!("no {key}="))
+            .ok_or(MissingField(key))
     };
     Ok(JobInfo {
         id: field("JobId")?,
@@ -228,9 +233,9 @@ impl<'t> Slurm<'t> {
         let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
         parse_job(line)
             .map(Some)
-            .map_err(|reason| SlurmError::Parse {
+            .map_err(|missing| SlurmError::Parse {
                 command: cmd.display(),
-                reason,
+                reason: missing.to_string(),
                 output: text.chars().take(200).collect(),
             })
     }
@@ -392,8 +397,9 @@ mod tests {
         assert_eq!(fake.seen.borrow()[0], "scontrol --oneliner show job 12");
         assert_eq!(slurm.job("12").unwrap(), None);
         assert!(slurm.job("12").is_err());
-        assert!(parse_job("JobId=1 JobState=PENDING")
-            .unwrap_err()
-            .contains("Reason"));
+        assert_eq!(
+            parse_job("JobId=1 JobState=PENDING"),
+            Err(MissingField("Reason"))
+        );
     }
 }

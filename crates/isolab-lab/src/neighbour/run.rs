@@ -195,6 +195,15 @@ struct NetStart {
     at: Instant,
 }
 
+/// Received Mbit/s while the subject and its neighbours ran.
+#[derive(Debug, Clone, Copy)]
+struct NetMbps {
+    /// By the neighbours' interface.
+    neighbours: f64,
+    /// By the host's busiest interface (the subject's traffic).
+    subject: f64,
+}
+
 /// What the neighbours did, read before their cgroups were removed.
 pub(crate) struct StoppedNeighbours {
     /// The counters of each instance.
@@ -202,7 +211,7 @@ pub(crate) struct StoppedNeighbours {
     /// IOPS on the target disk while subject and neighbours ran.
     disk_iops: Option<f64>,
     /// Mbit/s of the neighbours and of the subject while both ran.
-    net_mbps: Option<(f64, f64)>,
+    net_mbps: Option<NetMbps>,
     /// The rate of the neighbours' interface, Mbit/s.
     net_rate: Option<f64>,
     /// Whether they ran in containers of the subject's platform.
@@ -228,7 +237,10 @@ impl RunningNeighbours<'_> {
                 let host =
                     crate::neighbour::busiest_rx(&start.host, &crate::neighbour::net_rx(proc_root));
                 let mbps = |bytes: u64| bytes as f64 * 8.0 / 1e6 / secs;
-                (mbps(now.saturating_sub(start.neighbours)), mbps(host))
+                NetMbps {
+                    neighbours: mbps(now.saturating_sub(start.neighbours)),
+                    subject: mbps(host),
+                }
             }),
             _ => None,
         };
@@ -325,7 +337,10 @@ impl StoppedNeighbours {
                 capacity_mbps: capacity,
                 target_pct: target,
             }),
-            Some((neighbours, subject)),
+            Some(NetMbps {
+                neighbours,
+                subject,
+            }),
         ) = (set.net_target, self.net_mbps)
         {
             let achieved = 100.0 * (neighbours + subject) / capacity;
