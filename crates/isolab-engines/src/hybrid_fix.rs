@@ -5,13 +5,20 @@
 //! `cgroup.controllers`; mounting a v1 hierarchy for each such controller empties
 //! that list. [`HybridFix::apply`] does it step by step ([`HostFix`]: remount the
 //! cgroup tmpfs read-write, create a mount point, mount a hierarchy), and writes
-//! each step into the owner's record (`<state dir>/hybrid-fix/<engine>.json`: the
-//! engine, its pid and the steps) *before* it takes it, with a write-then-rename so
-//! the record is always whole. [`HybridFix::undo`] undoes exactly the recorded steps,
-//! newest first, and removes the record; [`gc_dead_owners`] does the same for every
-//! record in the state directory whose owner process is gone (after a SIGKILL), so
-//! `gc` leaves no mount behind. A step recorded but not taken (a crash between the
-//! two) is undone harmlessly: a missing directory counts as removed.
+//! each step into the host's one record (`<state dir>/hybrid-fix/host.json`: who made
+//! it, the steps, and its **users**) *before* it takes it, with a write-then-rename so
+//! the record is always whole.
+//!
+//! The fix is host state that every crun-based engine of every isolab process relies
+//! on while it runs, so it is shared: each (engine, process) that needs it, or finds
+//! it in force ([`HybridFix::join`]), is a user, and [`HybridFix::release`] undoes the
+//! recorded steps, newest first, only when the last user leaves. Record changes are
+//! serialised between processes by a file lock (`hybrid-fix/lock`). [`gc_dead_owners`]
+//! drops users whose process is gone (after a SIGKILL) and undoes a record nobody
+//! uses any more, so `gc` leaves no mount behind. A step recorded but not taken (a
+//! crash between the two) is undone harmlessly: a missing directory counts as
+//! removed. Records of older isolabs (one file per engine, one owner) are read the
+//! same way.
 //!
 //! How a hierarchy is unmounted stays the engine's (crun waits for it to be empty,
 //! Podman empties it and checks the controller is back in cgroup2): the undo
@@ -43,8 +50,11 @@ pub(crate) fn cgroup2_controllers(unified: &Path) -> std::io::Result<Vec<String>
 /// container's state.
 const RECORD_DIR: &str = "hybrid-fix";
 
-/// One change the fix makes to the host, undone at shutdown (or by `gc` once its
-/// owner process is gone).
+/// The record file's name in [`RECORD_DIR`], without `.json`: one for the host.
+pub(crate) const HOST_RECORD: &str = "host";
+
+/// One change the fix makes to the host, undone when its last user leaves (or by `gc`
+/// once every user's process is gone).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum HostFix {
     /// The cgroup tmpfs was remounted read-write (remounted read-only again).
@@ -60,18 +70,52 @@ pub enum HostFix {
     },
 }
 
-/// What a record file holds: who made the fix and its steps, in order.
+/// An engine of an isolab process that relies on the fix.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FixUser {
+    /// The engine (`crun`, `podman`).
+    pub engine: String,
+    /// Its process.
+    pub pid: u32,
+}
+
+/// What a record file holds: who made the fix, its steps, in order, and who uses it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FixRecord {
     /// The engine that made it (`crun`, `podman`).
     pub engine: String,
-    /// The process that made it; when it is gone, `gc` undoes the fix.
+    /// The process that made it.
     pub pid: u32,
     /// The steps, oldest first.
     pub steps: Vec<HostFix>,
+    /// Who relies on it; empty in an older isolab's record, whose one user was its
+    /// maker ([`FixRecord::users`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub users: Vec<FixUser>,
 }
 
 impl FixRecord {
+    /// Who relies on the fix (its maker, in an older record without users).
+    pub fn users(&self) -> Vec<FixUser> {
+        if self.users.is_empty() {
+            vec![FixUser {
+                engine: self.engine.clone(),
+                pid: self.pid,
+            }]
+        } else {
+            self.users.clone()
+        }
+    }
+
+    /// Adds `user` once.
+    fn add_user(&mut self, user: FixUser) {
+        let mut users = self.users();
+        if !users.contains(&user) {
+            users.push(user);
+        }
+        self.users = users;
+    }
+
     /// The mount points of the v1 hierarchies the record lists.
     pub fn mounted(&self) -> Vec<(String, PathBuf)> {
         self.steps
@@ -97,9 +141,34 @@ pub(crate) struct HybridFix<'a> {
 }
 
 impl HybridFix<'_> {
-    /// This engine's record file.
+    /// The host's record file.
     pub fn record_file(&self) -> PathBuf {
-        record_file(&self.state_dir, self.engine)
+        record_file(&self.state_dir, HOST_RECORD)
+    }
+
+    /// This engine of this process, as a user of the fix.
+    fn me(&self) -> FixUser {
+        FixUser {
+            engine: self.engine.to_owned(),
+            pid: std::process::id(),
+        }
+    }
+
+    /// Holds the lock that serialises record changes between processes.
+    fn lock(&self) -> Result<RecordLock, EngineError> {
+        RecordLock::take(self.engine, &self.state_dir.join(RECORD_DIR))
+    }
+
+    /// Becomes a user of a fix already in force (made by another engine or process),
+    /// so that it stays until this engine releases it; `false` when there is none.
+    pub fn join(&self) -> Result<bool, EngineError> {
+        let _lock = self.lock()?;
+        let Some(mut record) = self.load()? else {
+            return Ok(false);
+        };
+        record.add_user(self.me());
+        save(self.engine, &self.record_file(), &record)?;
+        Ok(true)
     }
 
     /// The record, when there is one.
@@ -118,12 +187,14 @@ impl HybridFix<'_> {
         remount_rw: bool,
     ) -> Result<Vec<HostFix>, EngineError> {
         let engine = self.engine;
+        let _lock = self.lock()?;
         let mut record = self.load()?.unwrap_or(FixRecord {
             engine: engine.to_owned(),
             pid: std::process::id(),
             steps: Vec::new(),
+            users: Vec::new(),
         });
-        record.pid = std::process::id();
+        record.add_user(self.me());
         let mut taken = Vec::new();
         let remount = HostFix::RemountedReadWrite(root.to_path_buf());
         if remount_rw && !record.steps.contains(&remount) {
@@ -184,9 +255,33 @@ impl HybridFix<'_> {
         Ok(())
     }
 
-    /// Undoes this engine's recorded fix (see [`undo_record`]); nothing when there is
-    /// no record.
-    pub fn undo(&self, unmount: &mut Unmount<'_>) -> Result<Vec<String>, EngineError> {
+    /// Leaves the fix: this engine of this process is no longer a user. The last user
+    /// undoes it (see [`undo_record`]); while others remain, it stays (one line says
+    /// who). Nothing when there is no record or this engine never used it.
+    pub fn release(&self, unmount: &mut Unmount<'_>) -> Result<Vec<String>, EngineError> {
+        let _lock = self.lock()?;
+        let Some(mut record) = self.load()? else {
+            return Ok(Vec::new());
+        };
+        let me = self.me();
+        let mut users = record.users();
+        if !users.contains(&me) {
+            return Ok(Vec::new());
+        }
+        users.retain(|u| u != &me);
+        if !users.is_empty() {
+            record.users = users.clone();
+            save(self.engine, &self.record_file(), &record)?;
+            let others: Vec<String> = users
+                .iter()
+                .map(|u| format!("{} of pid {}", u.engine, u.pid))
+                .collect();
+            return Ok(vec![format!(
+                "{}: the hybrid-cgroup fix stays for its other users ({})",
+                self.engine,
+                others.join(", ")
+            )]);
+        }
         undo_record(
             self.engine,
             self.tools,
@@ -381,16 +476,27 @@ pub(crate) fn gc_dead_owners(
         })
         .collect();
     files.sort();
+    let _lock = RecordLock::take(engine, &dir)?;
     let mut done = Vec::new();
     for file in files {
-        let Some(record) = load(engine, &file)? else {
+        let Some(mut record) = load(engine, &file)? else {
             continue;
         };
-        if proc.join(record.pid.to_string()).exists() {
+        let users = record.users();
+        let live: Vec<FixUser> = users
+            .iter()
+            .filter(|u| proc.join(u.pid.to_string()).exists())
+            .cloned()
+            .collect();
+        if !live.is_empty() {
+            if live.len() < users.len() {
+                record.users = live;
+                save(engine, &file, &record)?;
+            }
             continue;
         }
         done.push(format!(
-            "{engine}: undoing the hybrid-cgroup fix {} (pid {}, gone) recorded in {}",
+            "{engine}: undoing the hybrid-cgroup fix {} (pid {}; every user's process is gone) recorded in {}",
             record.engine,
             record.pid,
             file.display()
@@ -398,6 +504,37 @@ pub(crate) fn gc_dead_owners(
         done.extend(undo_record(engine, tools, mount, &file, unmount)?);
     }
     Ok(done)
+}
+
+/// An exclusive `flock(2)` on the record directory's `lock` file, which serialises
+/// record changes between isolab processes; released on drop.
+struct RecordLock {
+    _file: std::fs::File,
+}
+
+impl RecordLock {
+    fn take(engine: &'static str, dir: &Path) -> Result<RecordLock, EngineError> {
+        let io = |action: &'static str, path: &Path| EngineError::io(engine, action, path);
+        std::fs::create_dir_all(dir).map_err(io("create the state directory", dir))?;
+        let path = dir.join("lock");
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(io("open the hybrid-cgroup fix lock", &path))?;
+        use std::os::fd::AsRawFd;
+        loop {
+            // SAFETY: flock on a descriptor this function owns.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
+                return Ok(RecordLock { _file: file });
+            }
+            let e = std::io::Error::last_os_error();
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                return Err(io("lock", &path)(e));
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -446,7 +583,7 @@ mod tests {
         std::fs::create_dir_all(&root).unwrap();
         let tools = Watching {
             inner: Fake::default(),
-            record: record_file(&state, "crun"),
+            record: record_file(&state, HOST_RECORD),
             seen: Mutex::new(Vec::new()),
             _dir: dir.path(),
         };
@@ -504,7 +641,7 @@ mod tests {
             .unwrap();
         let mut unmounted = Vec::new();
         let lines = f
-            .undo(&mut |c, p| {
+            .release(&mut |c, p| {
                 unmounted.push((c.to_owned(), p.to_path_buf()));
                 Ok(Vec::new())
             })
@@ -532,7 +669,7 @@ mod tests {
         let tools = Fake::default();
         let f = fix(&tools, dir.path());
         f.apply(&root, &["hugetlb".into()], false).unwrap();
-        let err = f.undo(&mut |_, _| {
+        let err = f.release(&mut |_, _| {
             Err(EngineError::Unsupported {
                 engine: "crun",
                 detail: "busy".into(),
@@ -546,17 +683,20 @@ mod tests {
         );
     }
 
+    /// A state directory, a fake /proc where pid 100 lives, and a cgroup root.
+    fn gc_dirs(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+        let (state, proc, root) = (dir.join("run"), dir.join("proc"), dir.join("cg"));
+        std::fs::create_dir_all(proc.join("100")).unwrap();
+        std::fs::create_dir_all(&root).unwrap();
+        (state, proc, root)
+    }
+
     #[test]
     fn gc_undoes_a_dead_owners_record_and_leaves_a_live_ones() {
         let dir = tempfile::tempdir().unwrap();
-        let (state, proc, root) = (
-            dir.path().join("run"),
-            dir.path().join("proc"),
-            dir.path().join("cg"),
-        );
-        std::fs::create_dir_all(proc.join("100")).unwrap();
-        std::fs::create_dir_all(&root).unwrap();
+        let (state, proc, root) = gc_dirs(dir.path());
         let live = FixRecord {
+            users: Vec::new(),
             engine: "podman".into(),
             pid: 100,
             steps: vec![HostFix::MountedV1 {
@@ -565,6 +705,7 @@ mod tests {
             }],
         };
         let dead = FixRecord {
+            users: Vec::new(),
             engine: "crun".into(),
             pid: 200,
             steps: vec![
@@ -593,5 +734,93 @@ mod tests {
             Some(live)
         );
         assert_eq!(lines.len(), 3, "{lines:?}");
+    }
+
+    #[test]
+    fn the_fix_stays_until_its_last_user_leaves() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("cg");
+        std::fs::create_dir_all(&root).unwrap();
+        let tools = Fake::default();
+        let crun = fix(&tools, dir.path());
+        let podman = HybridFix {
+            engine: "podman",
+            ..fix(&tools, dir.path())
+        };
+        assert!(!podman.join().unwrap(), "nothing to join yet");
+        crun.apply(&root, &["hugetlb".into()], false).unwrap();
+        // Podman finds the fix in force (crun no longer objects) and relies on it.
+        assert!(podman.join().unwrap());
+        let mut unmounted = Vec::new();
+        let lines = crun
+            .release(&mut |c, _| {
+                unmounted.push(c.to_owned());
+                Ok(Vec::new())
+            })
+            .unwrap();
+        assert!(unmounted.is_empty(), "podman still uses it");
+        assert!(
+            lines[0].contains("stays for its other users (podman of pid"),
+            "{lines:?}"
+        );
+        let left = crun.load().unwrap().unwrap();
+        assert_eq!(
+            left.users(),
+            vec![FixUser {
+                engine: "podman".into(),
+                pid: std::process::id()
+            }]
+        );
+        // crun leaving again changes nothing; the last user undoes the fix.
+        assert!(crun.release(&mut |_, _| unreachable!()).unwrap().is_empty());
+        podman
+            .release(&mut |c, _| {
+                unmounted.push(c.to_owned());
+                Ok(Vec::new())
+            })
+            .unwrap();
+        assert_eq!(unmounted, vec!["hugetlb".to_owned()]);
+        assert!(!crun.record_file().exists());
+        assert!(!root.join("hugetlb").exists());
+    }
+
+    #[test]
+    fn gc_keeps_a_fix_a_live_user_relies_on_and_drops_the_dead_users() {
+        let dir = tempfile::tempdir().unwrap();
+        let (state, proc, root) = gc_dirs(dir.path());
+        let user = |engine: &str, pid| FixUser {
+            engine: engine.into(),
+            pid,
+        };
+        let record = FixRecord {
+            engine: "crun".into(),
+            pid: 200,
+            steps: vec![HostFix::MountedV1 {
+                controller: "hugetlb".into(),
+                path: root.join("hugetlb"),
+            }],
+            users: vec![user("crun", 200), user("podman", 100)],
+        };
+        let file = record_file(&state, HOST_RECORD);
+        save("crun", &file, &record).unwrap();
+        let tools = Fake::default();
+        let gc = |unmounted: &mut Vec<String>| {
+            gc_dead_owners("crun", &tools, "mount", &state, &proc, &mut |c, _| {
+                unmounted.push(c.to_owned());
+                Ok(Vec::new())
+            })
+            .unwrap()
+        };
+        let mut unmounted = Vec::new();
+        assert!(gc(&mut unmounted).is_empty());
+        assert!(unmounted.is_empty(), "podman (pid 100) still runs");
+        assert_eq!(
+            load("crun", &file).unwrap().unwrap().users,
+            vec![user("podman", 100)]
+        );
+        std::fs::remove_dir(proc.join("100")).unwrap();
+        assert!(!gc(&mut unmounted).is_empty());
+        assert_eq!(unmounted, vec!["hugetlb".to_owned()]);
+        assert!(!file.exists());
     }
 }

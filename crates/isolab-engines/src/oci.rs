@@ -82,7 +82,7 @@
 //! hierarchy for each at `/sys/fs/cgroup/<name>` (remounting the `/sys/fs/cgroup` tmpfs
 //! read-write first when it is read-only), as `scripts/bench-runtime.sh` does, and
 //! [`Engine::shutdown`] undoes exactly that. The fix is the shared one of
-//! `hybrid_fix.rs`: each step is recorded in `/run/isolab/hybrid-fix/crun.json`
+//! `hybrid_fix.rs`: each step is recorded in `/run/isolab/hybrid-fix/host.json`
 //! before it is taken, so [`Engine::gc`] undoes it when the process that made it was
 //! killed. It unmounts a hierarchy only once it holds
 //! no cgroup but its root (`/proc/cgroups`): unmounted while a removed cgroup is still
@@ -617,6 +617,12 @@ impl Engine for OciEngine {
         let mut controllers = hybrid.clone();
         controllers.extend(unmounted.iter().filter(|c| !hybrid.contains(c)).cloned());
         if controllers.is_empty() {
+            // A fix already in force (another engine's or isolab process's) is one this
+            // engine relies on too: it stays until every user has released it.
+            if self.allow_host_fixes {
+                let _guard = self.fix_lock.lock().unwrap_or_else(|e| e.into_inner());
+                self.hybrid_fix().join()?;
+            }
             return Ok(());
         }
         if !self.allow_host_fixes {
@@ -789,13 +795,10 @@ impl Engine for OciEngine {
 
     fn shutdown(&self) -> Result<(), EngineError> {
         let _guard = self.fix_lock.lock().unwrap_or_else(|e| e.into_inner());
-        let fix = self.hybrid_fix();
-        // Only this process's fix: another running isolab's stays until its shutdown
-        // (or `gc` once it is gone), as when the fix was kept in memory.
-        if fix.load()?.is_none_or(|r| r.pid != std::process::id()) {
-            return Ok(());
-        }
-        fix.undo(&mut |controller, path| self.unmount_v1(controller, path).map(|()| Vec::new()))
+        // This engine leaves the fix; the last of its users (of any engine or isolab
+        // process) undoes it, and `gc` does once every user's process is gone.
+        self.hybrid_fix()
+            .release(&mut |controller, path| self.unmount_v1(controller, path).map(|()| Vec::new()))
             .map(|_| ())
     }
 }
@@ -1743,7 +1746,7 @@ mod tests {
         let e = engine(CRUN, &sys, tools.clone(), Arc::default()).allowing_host_fixes(true);
         e.ensure_ready().unwrap();
         let target = sys.cg("hugetlb");
-        let record = sys.root.join("run/hybrid-fix/crun.json");
+        let record = sys.root.join("run/hybrid-fix/host.json");
         assert!(record.is_file());
         // The owner (this process, in the fake /proc) lives: gc leaves the fix alone.
         let own = sys.root.join(std::process::id().to_string());

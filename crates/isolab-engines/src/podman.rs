@@ -36,7 +36,7 @@
 //!   once more, which destroys it). Without `allow_host_fixes` isolab falls back to
 //!   runc, which accepts this layout, and says so in [`Engine::version`] and
 //!   [`Podman::notes`]. The mounts are the shared fix of `hybrid_fix.rs`:
-//!   each is recorded in `/run/isolab/hybrid-fix/podman.json` before it is made, so
+//!   each is recorded in `/run/isolab/hybrid-fix/host.json` before it is made, so
 //!   that another isolab process can undo it ([`Engine::shutdown`] undoes the record
 //!   whoever made it; [`Engine::gc`] undoes it when its owner process is gone).
 //! - A workload that is PID 1 ignores SIGTERM unless it handles it, so the signal
@@ -505,6 +505,10 @@ impl Podman {
                     OciRuntime::Crun => self.fixed_mounts(),
                     OciRuntime::Runc => Vec::new(),
                 };
+                if !fixes.is_empty() && self.allow_host_fixes {
+                    // crun relies on a fix already in force: stay one of its users.
+                    self.hybrid_fix(Path::new("mount")).join()?;
+                }
                 for (controller, _) in fixes {
                     notes.push(format!(
                             "{controller} mounted as cgroup v1 hierarchy for crun (earlier, still in force)"
@@ -743,7 +747,7 @@ impl Podman {
         let mut done = Vec::new();
         done.extend(
             self.hybrid_fix(Path::new("mount"))
-                .undo(&mut |controller, path| self.undo_mount(controller, path))?,
+                .release(&mut |controller, path| self.undo_mount(controller, path))?,
         );
         if let Some(state) = std::fs::read_to_string(self.net_file())
             .ok()
@@ -1271,7 +1275,7 @@ mod tests {
             .filter(|c| c.starts_with("/usr/bin/mount "))
             .count();
         assert_eq!((umounts, mounts), (2, 2), "{calls:?}");
-        assert!(!dir.path().join("hybrid-fix/podman.json").exists());
+        assert!(!dir.path().join("hybrid-fix/host.json").exists());
     }
 
     #[test]
