@@ -1721,7 +1721,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let sys = FakeSystem::v1(dir.path(), "");
         std::fs::create_dir(sys.cg("hugetlb")).unwrap();
-        let record = sys.root.join("run/hybrid-fix/crun.json");
+        let record = sys.root.join("run/hybrid-fix/host.json");
         std::fs::create_dir_all(record.parent().unwrap()).unwrap();
         let other = format!(
             r#"{{"engine":"crun","pid":{},"steps":[{{"MountedV1":{{"controller":"hugetlb","path":"{}"}}}}]}}"#,
