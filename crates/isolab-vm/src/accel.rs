@@ -65,7 +65,7 @@ const KVM_CREATE_VM: libc::c_ulong = 0xAE01;
 const KVM_API_VERSION: i32 = 12;
 
 /// Opens `device`, checks the KVM API version and creates (and closes) a VM.
-pub fn kvm_device_check(device: &Path) -> Result<(), String> {
+pub(crate) fn kvm_device_check(device: &Path) -> Result<(), String> {
     let f = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -95,7 +95,7 @@ pub fn kvm_device_check(device: &Path) -> Result<(), String> {
 }
 
 /// Boots `kernel` in probe mode under `accel`; the time until the marker, or why not.
-pub fn probe_boot(
+pub(crate) fn probe_boot(
     kernel: &KernelFiles,
     qemu: &Path,
     accel: Accel,
@@ -168,7 +168,10 @@ fn probe_in(
 }
 
 /// The decision from the two checks: KVM only when the device works and the probe booted.
-pub fn decide(device: Result<(), String>, boot: Option<Result<Duration, String>>) -> AccelReport {
+pub(crate) fn decide(
+    device: Result<(), String>,
+    boot: Option<Result<Duration, String>>,
+) -> AccelReport {
     let tcg = |why: String| AccelReport {
         accel: Accel::Tcg,
         reason: format!("KVM unusable: {why}; using TCG (emulation, much slower)"),
@@ -190,7 +193,7 @@ pub fn decide(device: Result<(), String>, boot: Option<Result<Duration, String>>
     }
 }
 
-/// Detects the accelerator: [`kvm_device_check`] of `/dev/kvm`, then a [`probe_boot`] under KVM
+/// Detects the accelerator: `kvm_device_check` of `/dev/kvm`, then a `probe_boot` under KVM
 /// that must print the marker within `timeout`.
 pub fn detect_accel(kernel: &KernelFiles, qemu: &Path, timeout: Duration) -> AccelReport {
     let device = kvm_device_check(Path::new(KVM_DEVICE));

@@ -472,7 +472,7 @@ impl Compression {
 
 /// The compressed kernel inside a bzImage (boot protocol 2.08+: `payload_offset` and
 /// `payload_length` of the setup header, counted from the protected-mode code), and its format.
-pub fn bzimage_payload(b: &[u8]) -> Result<(&[u8], Compression), String> {
+pub(crate) fn bzimage_payload(b: &[u8]) -> Result<(&[u8], Compression), String> {
     if b.get(0x202..0x206) != Some(b"HdrS".as_slice()) {
         return Err("not a bzImage (no HdrS signature)".into());
     }

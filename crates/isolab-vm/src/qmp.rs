@@ -68,7 +68,11 @@ impl<S: Read + Write> Qmp<S> {
 
     /// Runs `execute` and returns its `return` value; an `error` reply is an error with QEMU's
     /// description.
-    pub fn execute(&mut self, execute: &str, arguments: Option<&Value>) -> Result<Value, String> {
+    pub(crate) fn execute(
+        &mut self,
+        execute: &str,
+        arguments: Option<&Value>,
+    ) -> Result<Value, String> {
         let line = encode_command(execute, arguments);
         let w = self.stream.get_mut();
         w.write_all(line.as_bytes())
