@@ -1,9 +1,10 @@
 //! Running the engines' programs: one small trait ([`Tools`]) with the real
-//! implementation ([`SystemTools`]) so that drivers can be tested with a fake that
-//! records command lines and answers canned output.
+//! implementation ([`SystemTools`], which runs them through
+//! [`isolab_tools::run_to_exit`], the one place that spawns host programs whatever
+//! their status) so that drivers can be tested with a fake that records command lines
+//! and answers canned output.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use crate::EngineError;
 
@@ -34,22 +35,11 @@ pub struct SystemTools;
 
 impl Tools for SystemTools {
     fn run(&self, argv: &[String]) -> std::io::Result<Output> {
-        let (program, args) = argv.split_first().ok_or_else(|| {
-            std::io::Error::new(std::io::ErrorKind::InvalidInput, "empty command line")
-        })?;
-        let out = Command::new(program)
-            .args(args)
-            .stdin(Stdio::null())
-            .output()?;
-        use std::os::unix::process::ExitStatusExt;
-        let status = out
-            .status
-            .code()
-            .unwrap_or_else(|| 128 + out.status.signal().unwrap_or(0));
+        let exit = isolab_tools::run_to_exit(argv)?;
         Ok(Output {
-            status,
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            status: exit.status,
+            stdout: String::from_utf8_lossy(&exit.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&exit.stderr).into_owned(),
         })
     }
 

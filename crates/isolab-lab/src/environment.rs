@@ -4,7 +4,6 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use isolab_cgroups::{Hierarchy, IdSet};
 
@@ -20,9 +19,7 @@ pub struct SystemTools;
 
 impl ToolProbe for SystemTools {
     fn version(&self, tool: &str) -> Result<String, String> {
-        let output = Command::new(tool)
-            .arg("--version")
-            .output()
+        let output = isolab_tools::run_to_exit(&[tool.to_owned(), "--version".to_owned()])
             .map_err(|e| format!("not found ({e})"))?;
         let text = if output.stdout.is_empty() {
             output.stderr

@@ -24,4 +24,6 @@ mod find;
 mod run;
 
 pub use find::{find_program, NotInstalled, Program};
-pub use run::{tail_lines, SystemTools, ToolCommand, ToolError, ToolOutput, ToolRunner};
+pub use run::{
+    run_to_exit, tail_lines, Exit, SystemTools, ToolCommand, ToolError, ToolOutput, ToolRunner,
+};

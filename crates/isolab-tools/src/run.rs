@@ -184,6 +184,41 @@ impl ToolRunner for SystemTools {
     }
 }
 
+/// How a program run to its exit ended ([`run_to_exit`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exit {
+    /// Its exit status, or 128 + the signal that killed it.
+    pub status: i32,
+    /// Its standard output.
+    pub stdout: Vec<u8>,
+    /// Its standard error.
+    pub stderr: Vec<u8>,
+}
+
+/// Runs `argv` (a program, looked up in `PATH`, and its arguments) to its exit with
+/// standard input closed, capturing both outputs, whatever its status: for callers
+/// that read a non-zero status as an answer (an engine's `inspect`, a `--version`
+/// that exits 1). Only a program that cannot be started is an error.
+pub fn run_to_exit(argv: &[String]) -> std::io::Result<Exit> {
+    let (program, args) = argv.split_first().ok_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, "empty command line")
+    })?;
+    let out = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()?;
+    use std::os::unix::process::ExitStatusExt;
+    let status = out
+        .status
+        .code()
+        .unwrap_or_else(|| 128 + out.status.signal().unwrap_or(0));
+    Ok(Exit {
+        status,
+        stdout: out.stdout,
+        stderr: out.stderr,
+    })
+}
+
 /// The last `n` non-empty lines of `bytes`, for error messages.
 pub fn tail_lines(bytes: &[u8], n: usize) -> String {
     let text = String::from_utf8_lossy(bytes);
@@ -194,6 +229,19 @@ pub fn tail_lines(bytes: &[u8], n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn run_to_exit_reports_any_status_and_a_missing_program_is_an_error() {
+        let argv = |words: &[&str]| words.iter().map(|w| w.to_string()).collect::<Vec<_>>();
+        let ok = run_to_exit(&argv(&["sh", "-c", "echo out; echo err >&2; exit 3"])).unwrap();
+        assert_eq!(ok.status, 3);
+        assert_eq!(ok.stdout, b"out\n");
+        assert_eq!(ok.stderr, b"err\n");
+        let killed = run_to_exit(&argv(&["sh", "-c", "kill -TERM $$"])).unwrap();
+        assert_eq!(killed.status, 128 + 15);
+        assert!(run_to_exit(&argv(&["isolab-no-such-program"])).is_err());
+        assert!(run_to_exit(&[]).is_err());
+    }
 
     #[test]
     fn display_quotes_what_a_shell_would_split() {
