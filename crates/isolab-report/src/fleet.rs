@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use isolab_stats::{blocked_ratio, unblocked_ratio, BlockedComparison, Direction};
 
-use crate::summary::{ExperimentData, SummaryOptions};
+use crate::summary::{levels_key, ExperimentData, SummaryOptions};
 use crate::table::Table;
 
 /// One host's experiment of a fleet.
@@ -76,21 +76,19 @@ pub const SPLIT_WARNING: &str = "cells were split across hosts (--split-cells): 
     configuration and its baseline measured on different hosts are compared across them, \
     so the ratio includes the difference between those hosts (confounded)";
 
-/// Sorted levels as `factor=level …`: how cells of different hosts are matched (their
-/// indexes can differ when a host dropped cells that do not fit it), and how a
-/// configuration is named in tables.
-pub fn describe(levels: &[(String, String)]) -> String {
-    let mut levels = levels.to_vec();
-    levels.sort();
-    levels
-        .iter()
-        .map(|(f, l)| format!("{f}={l}"))
-        .collect::<Vec<_>>()
-        .join(" ")
+/// One host's counted primary values of one cell, with the metric's unit and direction.
+struct CellValues {
+    /// The cell's levels, sorted.
+    levels: Vec<(String, String)>,
+    metric: String,
+    unit: String,
+    direction: Direction,
+    values: Vec<f64>,
 }
 
-/// Per cell key: the host's counted primary values, with the metric's unit and direction.
-type HostValues = BTreeMap<String, (Vec<(String, String)>, String, String, Direction, Vec<f64>)>;
+/// A host's cells by [`levels_key`]: how cells of different hosts are matched (their
+/// indexes can differ when a host dropped cells that do not fit it).
+type HostValues = BTreeMap<String, CellValues>;
 
 fn primary_values(host: &HostData) -> HostValues {
     let options = &host.options;
@@ -116,8 +114,14 @@ fn primary_values(host: &HostData) -> HostValues {
         let mut levels = cell.levels.clone();
         levels.sort();
         out.insert(
-            describe(&cell.levels),
-            (levels, metric.clone(), unit, direction, values),
+            levels_key(&cell.levels),
+            CellValues {
+                levels,
+                metric: metric.clone(),
+                unit,
+                direction,
+                values,
+            },
         );
     }
     out
@@ -144,7 +148,7 @@ pub fn pooled(hosts: &[HostData], confidence: f64, design: Design) -> Vec<Pooled
     // factors at the baseline's levels.
     let mut configurations: BTreeMap<String, (Vec<(String, String)>, String)> = BTreeMap::new();
     for (_, values) in &per_host {
-        for (cell_key, (levels, ..)) in values {
+        for (cell_key, CellValues { levels, .. }) in values {
             let is_baseline = options.baseline.iter().all(|pair| levels.contains(pair));
             if is_baseline {
                 continue;
@@ -157,7 +161,7 @@ pub fn pooled(hosts: &[HostData], confidence: f64, design: Design) -> Vec<Pooled
             partner.extend(options.baseline.iter().cloned());
             configurations
                 .entry(cell_key.clone())
-                .or_insert_with(|| (levels.clone(), describe(&partner)));
+                .or_insert_with(|| (levels.clone(), levels_key(&partner)));
         }
     }
     let mut out = Vec::new();
@@ -172,17 +176,17 @@ pub fn pooled(hosts: &[HostData], confidence: f64, design: Design) -> Vec<Pooled
             let block = match design {
                 Design::Blocked if t.is_none() || b.is_none() => continue,
                 Design::Blocked => host.to_string(),
-                Design::Split => "all hosts".to_owned(),
+                Design::Split => SPLIT_BLOCK.to_owned(),
             };
-            if let Some(t) = t.filter(|t| !t.4.is_empty()) {
-                treatment.extend(t.4.iter().map(|v| (block.clone(), *v)));
+            if let Some(t) = t.filter(|t| !t.values.is_empty()) {
+                treatment.extend(t.values.iter().map(|v| (block.clone(), *v)));
                 treatment_hosts.push(host.to_string());
-                described.get_or_insert((t.1.clone(), t.2.clone(), t.3));
+                described.get_or_insert((t.metric.clone(), t.unit.clone(), t.direction));
             }
-            if let Some(b) = b.filter(|b| !b.4.is_empty()) {
-                baseline.extend(b.4.iter().map(|v| (block.clone(), *v)));
+            if let Some(b) = b.filter(|b| !b.values.is_empty()) {
+                baseline.extend(b.values.iter().map(|v| (block.clone(), *v)));
                 baseline_hosts.push(host.to_string());
-                partner_levels = b.0.clone();
+                partner_levels = b.levels.clone();
             }
         }
         let Some((metric, unit, direction)) = described else {
@@ -223,10 +227,14 @@ pub fn pooled(hosts: &[HostData], confidence: f64, design: Design) -> Vec<Pooled
     out
 }
 
-/// The pooled comparisons as a table: one row per configuration, with the number of
-/// hosts, the pooled ratio and its interval, the p-value, whether the effect differs
-/// between hosts (with I² and each host's ratio), and the unblocked ratio.
-pub fn pooled_table(points: &[PooledPoint]) -> Table {
+/// The one block of a split fleet's comparisons: every host's runs together.
+const SPLIT_BLOCK: &str = "all hosts";
+
+/// The pooled comparisons of a fleet of `design` as a table: one row per configuration,
+/// with the number of hosts, the pooled ratio and its interval, the p-value, whether the
+/// effect differs between hosts (with I² and each host's ratio), and the unblocked
+/// ratio.
+pub fn pooled_table(points: &[PooledPoint], design: Design) -> Table {
     let columns = [
         ("configuration", false),
         ("metric", false),
@@ -246,7 +254,7 @@ pub fn pooled_table(points: &[PooledPoint]) -> Table {
         let c = &p.comparison;
         let differs = match (&p.confounded, &c.heterogeneity) {
             (Some(hosts), _) => format!("cannot tell: CONFOUNDED ({hosts})"),
-            (None, None) if c.blocks.iter().any(|b| b.block == "all hosts") => {
+            (None, None) if design == Design::Split => {
                 "cannot tell (cells split across hosts)".to_owned()
             }
             (None, None) => "- (one host)".to_owned(),
@@ -264,7 +272,7 @@ pub fn pooled_table(points: &[PooledPoint]) -> Table {
             .collect::<Vec<_>>()
             .join(", ");
         table.push(vec![
-            describe(&p.levels),
+            levels_key(&p.levels),
             format!("{} ({})", p.metric, p.unit),
             c.blocks.len().to_string(),
             format!("{:.3}", c.ratio),

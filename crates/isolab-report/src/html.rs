@@ -141,11 +141,11 @@ pub fn fleet_html(
         );
     } else {
         out.push_str(&warning);
-        out.push_str(&crate::fleet::pooled_table(points).render_html());
+        out.push_str(&crate::fleet::pooled_table(points, design).render_html());
         let differing: Vec<String> = points
             .iter()
             .filter(|p| p.comparison.heterogeneity.is_some_and(|h| h.differs()))
-            .map(|p| format!("{} ({})", crate::fleet::describe(&p.levels), p.metric))
+            .map(|p| format!("{} ({})", crate::summary::levels_key(&p.levels), p.metric))
             .collect();
         if !differing.is_empty() {
             let _ = writeln!(

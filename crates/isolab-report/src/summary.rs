@@ -304,27 +304,31 @@ pub fn baseline_comparisons(
         .collect()
 }
 
+/// `levels` sorted and written `factor=level …`: the same cell's key whatever order its
+/// levels come in (rows and comparison points; the cells of a fleet's hosts).
+pub fn levels_key(levels: &[(String, String)]) -> String {
+    let mut levels = levels.to_vec();
+    levels.sort();
+    levels
+        .iter()
+        .map(|(f, l)| format!("{f}={l}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Sets each row's ratio CI and verdict from the baseline comparisons.
 pub fn attach_verdicts(rows: &mut [MetricRow], comparisons: &[crate::compare::Comparison]) {
     // Rows by (sorted levels, metric): a large report has thousands of rows and points.
-    let canonical = |levels: &mut Vec<(String, String)>| {
-        levels.sort();
-        levels
-            .iter()
-            .map(|(f, l)| format!("{f}={l}"))
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
     let mut index: std::collections::HashMap<(String, String), usize> =
         std::collections::HashMap::new();
     for (i, r) in rows.iter().enumerate() {
-        index.insert((canonical(&mut r.levels.clone()), r.metric.clone()), i);
+        index.insert((levels_key(&r.levels), r.metric.clone()), i);
     }
     for c in comparisons {
         for p in &c.points {
-            let mut levels: Vec<(String, String)> =
+            let levels: Vec<(String, String)> =
                 p.levels.iter().chain(&c.b_select).cloned().collect();
-            if let Some(&i) = index.get(&(canonical(&mut levels), p.metric.clone())) {
+            if let Some(&i) = index.get(&(levels_key(&levels), p.metric.clone())) {
                 rows[i].ratio_ci = p.ratio_ci;
                 rows[i].verdict = Some(p.verdict);
                 rows[i].runs_to_decide = p.runs_to_decide;

@@ -110,7 +110,7 @@ fn blocked_hosts_recover_the_effect_and_the_report_shows_every_host() {
     assert!((p.comparison.ratio - 1.0 / 0.9).abs() < 0.005, "{p:?}");
     assert!(p.comparison.ci.low > 1.0, "{p:?}");
     assert!(!p.comparison.heterogeneity.unwrap().differs());
-    let table = pooled_table(&points).render(false);
+    let table = pooled_table(&points, Design::Blocked).render(false);
     assert!(
         table.contains("placement=quota workload=sysbench-cpu"),
         "{table}"
@@ -149,7 +149,7 @@ fn split_cells_are_compared_across_hosts_and_flagged_as_confounded() {
         Some("configuration on node-b, baseline on node-a")
     );
     assert!((p.comparison.ratio - 1.0 / 0.45).abs() < 0.01, "{p:?}");
-    let table = pooled_table(&points).render(false);
+    let table = pooled_table(&points, Design::Split).render(false);
     assert!(table.contains("CONFOUNDED"), "{table}");
 
     let html = report(4, Design::Split, &points, &hosts);

@@ -303,7 +303,7 @@ fn show(db: &Path, fleet: &str, json: bool) -> Result<Exit> {
     } else {
         print!(
             "{}",
-            isolab_report::fleet::pooled_table(&points).render(super::color())
+            isolab_report::fleet::pooled_table(&points, design(&record)).render(super::color())
         );
         let differing = points
             .iter()
