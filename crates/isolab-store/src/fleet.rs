@@ -148,24 +148,16 @@ impl Store {
             String,
             i64,
             String,
-            (String, bool, Option<String>),
+            String,
+            bool,
+            Option<String>,
         );
         let raw: Option<Raw> = db.query_optional(
             "SELECT name, spec_toml, spec_path, seed, created_at_ms, scheduler, request, \
              split_cells, job_id FROM fleets WHERE id = ?1",
             &args![id],
             || format!("reading fleet {id}"),
-            |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                    (r.get(6)?, r.get(7)?, r.get(8)?),
-                ))
-            },
+            crate::backend::FromRow::from_row,
         )?;
         let Some((
             name,
@@ -174,7 +166,9 @@ impl Store {
             seed,
             created,
             scheduler,
-            (request, split_cells, job_id),
+            request,
+            split_cells,
+            job_id,
         )) = raw
         else {
             return Err(missing_fleet(db, &id.to_string()));

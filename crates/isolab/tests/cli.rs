@@ -326,21 +326,7 @@ fn kill_9_then_gc_then_resume(platform: Option<&str>) {
         .arg(&work)
         .args(["--resume", "killed"]));
     assert!(resumed.status.success(), "{}", text(&resumed.stderr));
-    let json = run(isolab()
-        .arg("--db")
-        .arg(&db)
-        .args(["export", "killed", "--format", "json"]));
-    let obs: Vec<serde_json::Value> = serde_json::from_slice(&json.stdout).unwrap();
-    let mut keys: Vec<(u64, u64)> = obs
-        .iter()
-        .map(|o| {
-            (
-                o["cell"].as_u64().unwrap(),
-                o["repetition"].as_u64().unwrap(),
-            )
-        })
-        .collect();
-    keys.sort_unstable();
+    let mut keys = slots(db.to_str().unwrap(), "killed");
     let before = keys.len();
     keys.dedup();
     assert_eq!(before, keys.len(), "a (cell, repetition) stored twice");
@@ -1802,10 +1788,10 @@ fn a_store_location_isolab_cannot_open_is_refused_and_nothing_is_created() {
     );
 }
 
-/// Counted runs per `(cell, repetition)` of experiment `name` in the PostgreSQL store
-/// `url`, sorted.
-fn slots(url: &str, name: &str) -> Vec<(u64, u64)> {
-    let json = run(isolab().args(["--db", url, "export", name, "--format", "json"]));
+/// Counted runs per `(cell, repetition)` of experiment `name` in the store `db` (a
+/// file or a PostgreSQL URL), sorted.
+fn slots(db: &str, name: &str) -> Vec<(u64, u64)> {
+    let json = run(isolab().args(["--db", db, "export", name, "--format", "json"]));
     assert!(json.status.success(), "{}", text(&json.stderr));
     let obs: Vec<serde_json::Value> = serde_json::from_slice(&json.stdout).unwrap();
     let mut keys: Vec<(u64, u64)> = obs

@@ -225,6 +225,7 @@ tuple_from_row!(A 0, B 1, C 2, D 3, E 4);
 tuple_from_row!(A 0, B 1, C 2, D 3, E 4, F 5);
 tuple_from_row!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
 tuple_from_row!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+tuple_from_row!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
 
 /// The kind of transaction to begin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

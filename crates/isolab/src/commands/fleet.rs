@@ -173,11 +173,12 @@ fn task(db: &Path, fleet: &str, workdir: PathBuf) -> Result<Exit> {
             }
             None => {
                 let (part, parts) = slurm_share()?;
-                let mut position = 0;
-                spec.cells.retain(|_| {
-                    position += 1;
-                    (position - 1) % parts == part
-                });
+                spec.cells = std::mem::take(&mut spec.cells)
+                    .into_iter()
+                    .enumerate()
+                    .filter(|(position, _)| position % parts == part)
+                    .map(|(_, cell)| cell)
+                    .collect();
                 println!(
                     "host {host}: fleet {id} splits its cells across {parts} hosts; this host \
                      runs share {} of {parts} ({} cells)",
