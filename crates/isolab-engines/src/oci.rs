@@ -308,8 +308,9 @@ impl OciEngine {
         self
     }
 
-    /// The host changes [`Engine::ensure_ready`] made and [`Engine::shutdown`] will undo.
-    /// They are read from the fix's record file (see `hybrid_fix.rs`).
+    /// The hybrid-fix steps in force on the host, which [`Engine::ensure_ready`] made or
+    /// joined and which the last user's [`Engine::shutdown`] undoes. They are read from
+    /// the fix's host-wide record (see `hybrid_fix.rs`).
     pub fn host_fixes(&self) -> Vec<HostFix> {
         self.hybrid_fix()
             .load()
