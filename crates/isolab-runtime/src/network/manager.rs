@@ -526,12 +526,13 @@ impl<H: NetHost> Networking<H> {
         mode_cfg: &BridgeConfig,
         record: Option<AttachmentRecord>,
     ) -> Result<Vec<String>, NetworkError> {
-        let Some(record) = record else {
-            // Nothing recorded: nothing to end (a second detach, gc of a clean id).
-            return self.teardown(container_id, netns, mode_cfg, None);
-        };
-        let mut removed = self.teardown(container_id, netns, mode_cfg, Some(record))?;
-        removed.extend(self.remove_bridge_if_idle(&mode_cfg.bridge, mode_cfg.validate()?)?);
+        // Nothing recorded: nothing ended (a second detach, gc of a clean id), so the
+        // bridge is left as it is.
+        let ended = record.is_some();
+        let mut removed = self.teardown(container_id, netns, mode_cfg, record)?;
+        if ended {
+            removed.extend(self.remove_bridge_if_idle(&mode_cfg.bridge, mode_cfg.validate()?)?);
+        }
         Ok(removed)
     }
 
