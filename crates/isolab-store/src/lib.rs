@@ -122,5 +122,5 @@ pub use model::{
     Observation, RunId, RunRecord, RunStatus, Series, UnknownStatus,
 };
 pub use schema::SCHEMA_VERSION;
-pub use store::Store;
+pub use store::{Copied, Store};
 pub use telemetry::{PsiLine, PsiResource, Telemetry, TelemetryName, TelemetrySet, Unit};

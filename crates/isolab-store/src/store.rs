@@ -24,6 +24,15 @@ use crate::model::{
 };
 use crate::schema;
 
+/// An experiment [`Store::copy_experiment`] copied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Copied {
+    /// Its id in the store it was copied to.
+    pub id: ExperimentId,
+    /// How many runs (warm-ups and failures included) it holds.
+    pub runs: usize,
+}
+
 /// The results store: one SQLite file (or an in-memory database for tests), or a
 /// PostgreSQL database that many hosts write at once.
 ///
@@ -585,11 +594,11 @@ impl Store {
     /// their stop reasons, every run with its metrics, telemetry, series, load intervals,
     /// notes and logs, interruptions, status and times) into the store `to`, in one
     /// transaction there: the copy is whole or absent, and this store is only read. Ids
-    /// are `to`'s own; the new experiment's id is returned.
+    /// are `to`'s own; the new experiment's id is returned with how many runs it holds.
     ///
     /// Refuses an experiment `to` already holds (same name, seed and creation time), so
     /// that copying twice never doubles its runs ([`Error::AlreadyCopied`]).
-    pub fn copy_experiment(&self, id: ExperimentId, to: &mut Store) -> Result<ExperimentId, Error> {
+    pub fn copy_experiment(&self, id: ExperimentId, to: &mut Store) -> Result<Copied, Error> {
         let e = self.experiment(id)?;
         let environment = self.environment(id)?;
         let cells = self.cells(id)?;
@@ -704,7 +713,10 @@ impl Store {
             what,
         )?;
         tx.commit(what)?;
-        Ok(copy)
+        Ok(Copied {
+            id: copy,
+            runs: runs.len(),
+        })
     }
 
     /// The interruptions recorded for an experiment, in the order they were recorded.

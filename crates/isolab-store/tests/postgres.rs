@@ -311,7 +311,7 @@ fn store_copy_moves_experiments_to_postgres_and_back_without_losing_a_run() {
     let mut team = Store::open_location(&url).unwrap();
     // Something already there, so that ids differ between the stores.
     team.create_experiment(&experiment("earlier")).unwrap();
-    let copied = sqlite.copy_experiment(id, &mut team).unwrap();
+    let copied = sqlite.copy_experiment(id, &mut team).unwrap().id;
     assert_ne!(copied, id);
     assert_eq!(contents(&team, copied), contents(&sqlite, id));
 
@@ -325,7 +325,7 @@ fn store_copy_moves_experiments_to_postgres_and_back_without_losing_a_run() {
 
     // And back into a fresh SQLite file, identical again.
     let mut back = Store::open(&dir.path().join("back.db")).unwrap();
-    let returned = team.copy_experiment(copied, &mut back).unwrap();
+    let returned = team.copy_experiment(copied, &mut back).unwrap().id;
     assert_eq!(contents(&back, returned), contents(&sqlite, id));
 }
 

@@ -32,11 +32,12 @@ pub fn store(command: StoreCommand) -> Result<Exit> {
                 match from.copy_experiment(id, &mut to) {
                     Ok(new) => {
                         copied += 1;
-                        let runs = to.runs(new)?.len();
                         println!(
-                            "copied experiment {id} ({}, {runs} runs) to {} as experiment {new}",
+                            "copied experiment {id} ({}, {} runs) to {} as experiment {}",
                             record.name,
-                            to.location()
+                            new.runs,
+                            to.location(),
+                            new.id
                         );
                     }
                     Err(e @ StoreError::AlreadyCopied { .. }) => {
