@@ -171,6 +171,24 @@ fn check_prints_the_expanded_matrix() {
 }
 
 #[test]
+fn a_reader_that_closes_the_pipe_early_ends_the_output_without_a_panic() {
+    use std::os::unix::process::ExitStatusExt;
+    // `isolab list --platforms | head -0`: the read end is closed before isolab
+    // writes, as a pager or `head` does part way.
+    let mut child = isolab()
+        .args(["list", "--platforms"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = text(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{stderr}");
+}
+
+#[test]
 fn read_commands_on_a_missing_store_say_what_to_do() {
     let dir = tempfile::tempdir().unwrap();
     let out = run(isolab()

@@ -38,6 +38,14 @@ impl From<Exit> for std::process::ExitCode {
 
 pub fn dispatch(cli: Cli) -> Result<Exit> {
     let db = cli.db;
+    if prints_only(&cli.command) {
+        // A reader that closes the pipe early (`isolab show 1 | head`) ends the
+        // output, as it does for other Unix tools, instead of a panic on EPIPE.
+        // Commands that change the host keep Rust's ignored SIGPIPE, so a closed
+        // pipe never kills them before they tear down what they made.
+        // SAFETY: setting a signal's disposition to SIG_DFL has no preconditions.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
     match cli.command {
         Command::Run(args) => run::run(&db, args),
         Command::BenchStart(args) => bench::bench_start(args),
@@ -54,6 +62,20 @@ pub fn dispatch(cli: Cli) -> Result<Exit> {
         Command::Env(args) => env::env(args),
         Command::Gc(args) => gc::gc(args),
     }
+}
+
+/// Whether `command` only reads and prints: nothing on the host or in a store
+/// to leave half done if the process ends in the middle of its output.
+fn prints_only(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Check(_)
+            | Command::List(_)
+            | Command::Show(_)
+            | Command::Export(_)
+            | Command::Compare(_)
+            | Command::Env(_)
+    )
 }
 
 /// Invalid specs are exit status 2, everything else 1.
