@@ -400,8 +400,9 @@ impl Child {
     }
 }
 
-/// Waits until something listens on TCP `port` (IPv4 or IPv6), reading
-/// `proc/net/tcp{,6}`; false after `timeout` or when `alive` says the server died.
+/// Waits until something listens on TCP `port` or has bound UDP `port` (IPv4 or
+/// IPv6), reading `proc/net/{tcp,udp}{,6}`; false after `timeout` or when `alive`
+/// says the server died.
 pub(crate) fn wait_listening(
     proc_root: &Path,
     port: u16,
@@ -422,14 +423,23 @@ pub(crate) fn wait_listening(
 }
 
 fn listening(proc_root: &Path, port: u16) -> bool {
-    ["net/tcp", "net/tcp6"].iter().any(|f| {
+    // TCP sockets in LISTEN (0A); a bound, unconnected UDP socket shows state 07.
+    [
+        ("net/tcp", "0A"),
+        ("net/tcp6", "0A"),
+        ("net/udp", "07"),
+        ("net/udp6", "07"),
+    ]
+    .iter()
+    .any(|(f, state)| {
         std::fs::read_to_string(proc_root.join(f))
-            .is_ok_and(|t| parse_listening(&t).contains(&port))
+            .is_ok_and(|t| parse_ports(&t, state).contains(&port))
     })
 }
 
-/// Ports in state LISTEN (0A) in a /proc/net/tcp table.
-pub(crate) fn parse_listening(table: &str) -> Vec<u16> {
+/// Local ports of the sockets in `state` (hex, as the kernel prints it) in a
+/// /proc/net/{tcp,udp} table.
+fn parse_ports(table: &str, wanted: &str) -> Vec<u16> {
     table
         .lines()
         .skip(1)
@@ -437,7 +447,7 @@ pub(crate) fn parse_listening(table: &str) -> Vec<u16> {
             let mut cols = line.split_whitespace();
             let local = cols.nth(1)?;
             let state = cols.nth(1)?;
-            (state == "0A").then_some(())?;
+            (state == wanted).then_some(())?;
             u16::from_str_radix(local.rsplit(':').next()?, 16).ok()
         })
         .collect()
@@ -490,7 +500,19 @@ mod tests {
         let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
    0: 0100007F:1451 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0000000000000000 100 0 0 10 0
    1: 0100007F:1452 0100007F:9C40 01 00000000:00000000 00:00000000 00000000     0        0 2 1 0000000000000000 20 4 30 10 -1";
-        assert_eq!(parse_listening(table), vec![0x1451]);
+        assert_eq!(parse_ports(table, "0A"), vec![0x1451]);
+    }
+
+    #[test]
+    fn a_bound_udp_socket_counts_as_listening() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("net")).unwrap();
+        // A UDP server bound to 0.0.0.0:5299 (state 07), as in /proc/net/udp.
+        let udp = "   sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops
+  123: 00000000:14B3 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 4242 2 0000000000000000 0";
+        std::fs::write(dir.path().join("net/udp"), udp).unwrap();
+        assert!(listening(dir.path(), 5299));
+        assert!(!listening(dir.path(), 5300));
     }
 
     /// Starts `argv` outside any cgroup, logging into a temporary directory.
