@@ -36,6 +36,11 @@ PACKAGES+=(jmeter jmeter-http wrk python3-venv)
 # database's readiness check, which runs on the host for every platform.
 PACKAGES+=(nginx-light mariadb-server mariadb-client php8.2-fpm php8.2-mysql php8.2-cli
     wordpress wordpress-theme-twentytwentyone)
+# The seeds' own benchmark programs on the `host` platform (containers and VMs get them from
+# the experiment's recipe image, the same Debian versions): HPC Challenge (HPL, STREAM) under
+# Open MPI with OpenBLAS in place of the reference BLAS, sockperf (request-response latency)
+# and ioping (disk latency).
+PACKAGES+=(hpcc openmpi-bin libopenblas0-serial sockperf ioping)
 # PostgreSQL's server programs (initdb, pg_ctl): the store tests start a server of their
 # own in a temporary directory, and a team's store can live in PostgreSQL (--db postgres://).
 PACKAGES+=(postgresql)

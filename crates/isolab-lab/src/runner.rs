@@ -950,8 +950,12 @@ impl<'a> Runner<'a> {
             port,
             server: self.platform.server_address(&cell.platform),
             direct: disk.direct,
+            memory: limits.memory_max.unwrap_or_else(host_memory).0,
             components: Vec::new(),
         };
+        for f in &w.files {
+            write_file(f, &params)?;
+        }
         let render = |t: &str| render(t, &params);
         Ok(Job {
             platform: cell.platform.clone(),
@@ -980,6 +984,25 @@ fn create_dir(dir: &Path) -> Result<(), PlatformError> {
     std::fs::create_dir_all(dir).map_err(|source| PlatformError::Io {
         action: "cannot create working directory",
         path: dir.to_path_buf(),
+        source,
+    })
+}
+
+/// Writes file `f` of a workload or component into `params.workdir`, rendered with `params`.
+fn write_file(f: &isolab_workloads::FileTemplate, params: &Params) -> Result<(), PlatformError> {
+    let path = params.workdir.join(&f.path);
+    let text =
+        isolab_workloads::render_text(&f.contents, params).map_err(|e| PlatformError::Io {
+            action: "cannot render the file",
+            path: path.clone(),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+    if let Some(dir) = path.parent() {
+        create_dir(dir)?;
+    }
+    std::fs::write(&path, text).map_err(|source| PlatformError::Io {
+        action: "cannot write the file",
+        path,
         source,
     })
 }
@@ -1321,7 +1344,7 @@ fn tail_chars(s: &str, n: usize) -> &str {
 }
 
 /// The host's memory (`MemTotal`), or 1 GiB when /proc/meminfo cannot be read.
-fn host_memory() -> isolab_cgroups::Bytes {
+pub(crate) fn host_memory() -> isolab_cgroups::Bytes {
     crate::environment::memory_total(Path::new("/proc"))
         .map_or(isolab_cgroups::Bytes::gib(1), isolab_cgroups::Bytes)
 }

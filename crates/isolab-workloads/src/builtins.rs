@@ -11,6 +11,11 @@
 //! | `sysbench-memory` | sequential writes in 1 MiB blocks | `throughput` (MiB/s, higher) |
 //! | `sysbench-mutex` | fixed work: 200000 lock/unlock per thread | `total_time` (s, lower) |
 //! | `sysbench-threads` | scheduler: yields and locks, `{threads}` threads | `events_per_second` (events/s, higher) |
+//! | `hpl`, `stream` | HPC Challenge under Open MPI, `{cpus}` ranks, sized from `{usable_memory_mib}` | `hpl_gflops` (GFLOPS, higher), `stream_triad` (GB/s, higher) |
+//! | `tcp-rr`, `udp-rr` | sockperf ping-pong to a server on the host, 14-byte messages | `rtt_p90` (µs, lower) |
+//! | `tcp-stream-recv`, `udp-stream-send`, `udp-stream-recv` | iperf3 one-way streams with a server on the host | `receiver_throughput` (Gbit/s, higher) |
+//! | `ioping` | 10 requests of 4 KiB, one per second, in `{workdir}` | `latency_avg` (µs, lower) |
+//! | `fio-seed001-*` | seed 001's fio job: psync, 32 KiB, 20 jobs, direct, five modes | `iops` (IOPS, higher) |
 //!
 //! Time-bound workloads run for `{duration}`; `sysbench-mutex` does a fixed
 //! amount of work and takes as long as it takes.
@@ -48,6 +53,9 @@ pub struct WorkloadDef {
     /// Template started in the background before `command` (e.g. `iperf3 -s`);
     /// the lab waits until `{port}` is listening, runs `command`, then stops the server.
     pub server: Option<String>,
+    /// Files written into the run's working directory before `prepare` (an input file
+    /// the tool reads from its current directory, e.g. HPCC's `hpccinf.txt`).
+    pub files: Vec<crate::FileTemplate>,
     /// The parser that reads the measured command's output.
     pub parser: ParserKind,
     /// The metric whose coefficient of variation decides when a cell is stable.
@@ -107,6 +115,7 @@ fn def(
         prepare: None,
         cleanup: None,
         server: None,
+        files: Vec::new(),
         parser,
         primary: primary.to_owned(),
         uses_disk: false,
@@ -194,6 +203,125 @@ fn iperf3_tcp() -> WorkloadDef {
     }
 }
 
+/// HPC Challenge under Open MPI, one rank per cpu of the shape. HPCC sizes HPL's
+/// matrix itself from `hpccmemf.txt` (80% of `Total`, three quarters of the shape's
+/// memory: 60% of it in all) when it finds no `hpccinf.txt`, and STREAM's vectors
+/// from that. Ranks are not bound to
+/// cores (`--bind-to none`): placing them is the platform's and the placement's
+/// job. CMA single-copy is off, as containers forbid the ptrace it needs.
+fn hpcc(name: &str, description: &str, primary: &str) -> WorkloadDef {
+    WorkloadDef {
+        files: vec![crate::FileTemplate {
+            path: "hpccmemf.txt".into(),
+            contents: "Total=@usable_memory_mib@\n".into(),
+        }],
+        tools: vec!["mpirun".into(), "hpcc".into()],
+        // OpenBLAS (serial: one rank per cpu) replaces the reference BLAS hpcc is
+        // linked against, through Debian's libblas.so.3 alternative.
+        packages: vec![
+            "hpcc".into(),
+            "openmpi-bin".into(),
+            "libopenblas0-serial".into(),
+        ],
+        ..def(
+            name,
+            description,
+            "mpirun --allow-run-as-root --bind-to none --mca btl_vader_single_copy_mechanism none \
+             -np {cpus} --wdir {workdir} hpcc"
+                .to_owned(),
+            ParserKind::Hpcc,
+            primary,
+            "hpcc",
+        )
+    }
+}
+
+/// Seed 001's fio job (its Table A.2): psync, 32 KiB blocks, 20 jobs, direct I/O,
+/// 2 GiB each there; here each job's file is 64 MiB (1.25 GiB in all, on this
+/// machine's disk) and the run is time-bound.
+fn fio_seed001(rw: &str, description: &str, primary: &str) -> WorkloadDef {
+    WorkloadDef {
+        uses_disk: true,
+        ..def(
+            &format!("fio-seed001-{rw}"),
+            description,
+            format!(
+                "fio --name={rw} --directory={{workdir}} --rw={rw} --size=64M --bs=32k --ioengine=psync \
+                 --direct={{direct}} --time_based --runtime={{duration}} --numjobs=20 \
+                 --group_reporting --unlink=1 --output-format=json"
+            ),
+            ParserKind::Fio,
+            primary,
+            "fio",
+        )
+    }
+}
+
+/// Request-response latency with sockperf ping-pong: its server on the host (the
+/// workload's server), the client in the platform, over the platform's network
+/// path. 14-byte messages, sockperf's smallest (netperf's `-r 1,1` is not in Debian).
+fn sockperf_rr(proto: &str, flag: &str) -> WorkloadDef {
+    WorkloadDef {
+        server: Some(format!("sockperf server -i 0.0.0.0 -p {{port}}{flag}")),
+        ..def(
+            &format!("{proto}-rr"),
+            &format!("sockperf ping-pong over {}: 14-byte request and response, one at a time, round-trip time and transactions/s (seed 001's netperf {}_RR)", proto.to_uppercase(), proto.to_uppercase()),
+            format!(
+                "sockperf ping-pong -i {{server}} -p {{port}}{flag} -m 14 -t {{duration}} --full-log {{workdir}}/{}",
+                crate::parsers::SOCKPERF_LOG
+            ),
+            ParserKind::Sockperf,
+            "rtt_p90",
+            "sockperf",
+        )
+    }
+}
+
+/// A one-way stream with iperf3 between the platform and a server on the host:
+/// `send` from the platform, `recv` into it (`-R`).
+fn iperf3_stream(proto: &str, direction: &str) -> WorkloadDef {
+    let (udp, reverse) = (proto == "udp", direction == "recv");
+    let mut command = "iperf3 -c {server} -p {port} -t {duration} -J".to_owned();
+    if udp {
+        // Unlimited rate (iperf3's UDP default is 1 Mbit/s), 1400-byte datagrams.
+        command.push_str(" -u -b 0 -l 1400");
+    }
+    if reverse {
+        command.push_str(" -R");
+    }
+    WorkloadDef {
+        server: Some("iperf3 -s -1 -p {port}".to_owned()),
+        ..def(
+            &format!("{proto}-stream-{direction}"),
+            &format!(
+                "iperf3: one {} stream {} the platform and a server on the host (seed 001's {} {} throughput)",
+                proto.to_uppercase(),
+                if reverse { "into" } else { "out of" },
+                proto.to_uppercase(),
+                if reverse { "receive" } else { "send" },
+            ),
+            command,
+            ParserKind::Iperf3,
+            "receiver_throughput",
+            "iperf3",
+        )
+    }
+}
+
+fn ioping() -> WorkloadDef {
+    WorkloadDef {
+        uses_disk: true,
+        ..def(
+            "ioping",
+            "ioping: disk latency of 10 requests of 4 KiB, one per second, in {workdir} (seed 003's `ioping -c 10 .`)",
+            "ioping -J -c 10 {workdir}".to_owned(),
+            ParserKind::Ioping,
+            "latency_avg",
+            "ioping",
+        )
+    }
+}
+
 /// Every built-in workload, sorted by name.
 pub fn catalog() -> Vec<WorkloadDef> {
     let mut all = vec![
@@ -237,6 +365,27 @@ pub fn catalog() -> Vec<WorkloadDef> {
         stress_ng("matrix", "", "stress-ng matrix: floating-point matrix operations, {threads} instances"),
         stress_ng("cache", "", "stress-ng cache: CPU cache thrashing, {threads} instances"),
         iperf3_tcp(),
+        hpcc(
+            "hpl",
+            "HPL (LINPACK) from HPC Challenge: dense linear solve with its matrix in 60% of the shape's memory, one MPI rank per cpu, OpenBLAS (seed 001's LINPACK)",
+            "hpl_gflops",
+        ),
+        hpcc(
+            "stream",
+            "STREAM copy/scale/add/triad from HPC Challenge: memory bandwidth of one process, vectors sized from the shape's memory (seed 001's STREAM)",
+            "stream_triad",
+        ),
+        fio_seed001("randread", "fio as seed 001: 32 KiB random reads, psync, 20 jobs, direct", "iops"),
+        fio_seed001("randwrite", "fio as seed 001: 32 KiB random writes, psync, 20 jobs, direct", "iops"),
+        fio_seed001("randrw", "fio as seed 001: 32 KiB random reads and writes (50:50), psync, 20 jobs, direct", "iops"),
+        fio_seed001("read", "fio as seed 001: 32 KiB sequential reads, psync, 20 jobs, direct", "iops"),
+        fio_seed001("write", "fio as seed 001: 32 KiB sequential writes, psync, 20 jobs, direct", "iops"),
+        sockperf_rr("tcp", " --tcp"),
+        sockperf_rr("udp", ""),
+        iperf3_stream("tcp", "recv"),
+        iperf3_stream("udp", "send"),
+        iperf3_stream("udp", "recv"),
+        ioping(),
     ];
     all.sort_by(|a, b| a.name.cmp(&b.name));
     all
@@ -263,6 +412,7 @@ mod tests {
             port: 5201,
             server: std::net::Ipv4Addr::LOCALHOST,
             direct: true,
+            memory: 4 << 30,
             components: Vec::new(),
         }
     }
@@ -277,8 +427,16 @@ mod tests {
                 "fio-randrw",
                 "fio-randwrite",
                 "fio-read",
+                "fio-seed001-randread",
+                "fio-seed001-randrw",
+                "fio-seed001-randwrite",
+                "fio-seed001-read",
+                "fio-seed001-write",
                 "fio-write",
+                "hpl",
+                "ioping",
                 "iperf3-tcp",
+                "stream",
                 "stress-ng-cache",
                 "stress-ng-cpu",
                 "stress-ng-matrix",
@@ -288,6 +446,11 @@ mod tests {
                 "sysbench-memory",
                 "sysbench-mutex",
                 "sysbench-threads",
+                "tcp-rr",
+                "tcp-stream-recv",
+                "udp-rr",
+                "udp-stream-recv",
+                "udp-stream-send",
             ]
         );
         let mut sorted = names.clone();
@@ -308,14 +471,13 @@ mod tests {
             } else {
                 &r.command[0]
             };
-            assert_eq!(w.tools, std::slice::from_ref(tool), "{}", w.name);
-            // The bench image's packages provide every built-in.
-            assert_eq!(w.packages, w.tools, "{}", w.name);
-            assert!(
-                ["sysbench", "fio", "stress-ng", "iperf3"].contains(&w.packages[0].as_str()),
-                "{}",
-                w.name
-            );
+            assert_eq!(&w.tools[0], tool, "{}", w.name);
+            // Every tool comes from a package the workload brings into the image.
+            assert!(!w.packages.is_empty(), "{}", w.name);
+            for f in &w.files {
+                assert!(f.stays_inside(), "{}: {}", w.name, f.path);
+                crate::render_text(&f.contents, &params()).unwrap();
+            }
             assert!(
                 !w.primary.is_empty() && !w.description.is_empty(),
                 "{}",
@@ -326,7 +488,8 @@ mod tests {
             }
             let used = validate(&w.command).unwrap();
             let direct = used.contains(&"direct") || used.contains(&"direct_flag");
-            assert_eq!(w.uses_disk, direct, "{}", w.name);
+            // ioping measures the disk's latency as seed 003 did, without O_DIRECT.
+            assert_eq!(w.uses_disk, direct || w.name == "ioping", "{}", w.name);
             assert_eq!(builtin(&w.name), Some(w.clone()));
         }
         assert_eq!(builtin("nope"), None);
@@ -346,6 +509,56 @@ mod tests {
                 "run"
             ]
         );
+    }
+
+    #[test]
+    fn the_seed_programs_render_as_documented() {
+        let hpl = builtin("hpl").unwrap();
+        assert_eq!(
+            hpl.render(&params()).unwrap().command.join(" "),
+            "mpirun --allow-run-as-root --bind-to none --mca btl_vader_single_copy_mechanism none -np 2 --wdir /var/tmp/isolab run hpcc"
+        );
+        assert_eq!(
+            crate::render_text(&hpl.files[0].contents, &params()).unwrap(),
+            // Three quarters of the shape's 4 GiB.
+            "Total=3072\n"
+        );
+        let rr = builtin("udp-rr").unwrap().render(&params()).unwrap();
+        assert_eq!(
+            rr.server.unwrap().join(" "),
+            "sockperf server -i 0.0.0.0 -p 5201"
+        );
+        assert_eq!(
+            rr.command.join(" "),
+            "sockperf ping-pong -i 127.0.0.1 -p 5201 -m 14 -t 30 --full-log /var/tmp/isolab run/sockperf.csv"
+        );
+        let tcp = builtin("tcp-rr").unwrap().render(&params()).unwrap();
+        assert!(
+            tcp.command.contains(&"--tcp".to_owned())
+                && tcp.server.unwrap().contains(&"--tcp".to_owned())
+        );
+        let recv = builtin("udp-stream-recv")
+            .unwrap()
+            .render(&params())
+            .unwrap();
+        assert_eq!(
+            recv.command.join(" "),
+            "iperf3 -c 127.0.0.1 -p 5201 -t 30 -J -u -b 0 -l 1400 -R"
+        );
+        let fio = builtin("fio-seed001-randrw")
+            .unwrap()
+            .render(&params())
+            .unwrap()
+            .command;
+        for arg in [
+            "--bs=32k",
+            "--numjobs=20",
+            "--ioengine=psync",
+            "--direct=1",
+            "--rw=randrw",
+        ] {
+            assert!(fio.contains(&arg.to_owned()), "{arg}: {fio:?}");
+        }
     }
 
     #[test]

@@ -103,6 +103,12 @@ pub enum ParserKind {
     StressNg,
     /// iperf3 client `-J` on stdout.
     Iperf3,
+    /// HPC Challenge's summary in `{workdir}/hpccoutf.txt` (HPL, STREAM, …).
+    Hpcc,
+    /// ioping `-J` on stdout.
+    Ioping,
+    /// sockperf ping-pong's full log in `{workdir}/sockperf.csv`.
+    Sockperf,
     /// A `{"metrics": [...]}` object on stdout (see [`parsers::json`]).
     Json,
     /// A service stack's load generator (see [`load::parse_load`]): no command output.
@@ -113,23 +119,30 @@ pub enum ParserKind {
 
 impl ParserKind {
     /// Every parser kind, in declaration order.
-    pub const ALL: [ParserKind; 7] = [
+    pub const ALL: [ParserKind; 10] = [
         ParserKind::Sysbench,
         ParserKind::Fio,
         ParserKind::StressNg,
         ParserKind::Iperf3,
+        ParserKind::Hpcc,
+        ParserKind::Ioping,
+        ParserKind::Sockperf,
         ParserKind::Json,
         ParserKind::Load,
         ParserKind::Time,
     ];
 
-    /// The word used in specs and the store: `sysbench`, `fio`, `stress-ng`, `iperf3`, `json`, `load` or `time`.
+    /// The word used in specs and the store: `sysbench`, `fio`, `stress-ng`, `iperf3`,
+    /// `hpcc`, `ioping`, `sockperf`, `json`, `load` or `time`.
     pub fn as_str(self) -> &'static str {
         match self {
             ParserKind::Sysbench => "sysbench",
             ParserKind::Fio => "fio",
             ParserKind::StressNg => "stress-ng",
             ParserKind::Iperf3 => "iperf3",
+            ParserKind::Hpcc => "hpcc",
+            ParserKind::Ioping => "ioping",
+            ParserKind::Sockperf => "sockperf",
             ParserKind::Json => "json",
             ParserKind::Load => "load",
             ParserKind::Time => "time",
@@ -184,7 +197,7 @@ mod tests {
         let err = "stressng".parse::<ParserKind>().unwrap_err();
         assert_eq!(
             err.to_string(),
-            "unknown parser `stressng`: expected one of sysbench, fio, stress-ng, iperf3, json, load, time"
+            "unknown parser `stressng`: expected one of sysbench, fio, stress-ng, iperf3, hpcc, ioping, sockperf, json, load, time"
         );
     }
 

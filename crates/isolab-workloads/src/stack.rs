@@ -54,13 +54,24 @@ pub struct ComponentDef {
     pub ready_timeout: Duration,
 }
 
-/// A file a component needs, rendered with [`render_text`].
+/// A file a component or a workload needs in the run's working directory, rendered
+/// with [`render_text`].
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct FileTemplate {
     /// Its path relative to the run's working directory (no `..`, not absolute).
     pub path: String,
     /// Its contents, with `@NAME@` placeholders.
     pub contents: String,
+}
+
+impl FileTemplate {
+    /// Whether its path stays inside the run's working directory: relative, not
+    /// empty, no `..` component.
+    pub fn stays_inside(&self) -> bool {
+        !(self.path.is_empty()
+            || self.path.starts_with('/')
+            || self.path.split('/').any(|p| p == ".."))
+    }
 }
 
 /// How the lab decides that a component is ready.
@@ -189,10 +200,7 @@ impl StackDef {
                 check_template(&place, t, before, own.then_some(c.name.as_str()), &names)?;
             }
             for f in &c.files {
-                let bad = f.path.is_empty()
-                    || f.path.starts_with('/')
-                    || f.path.split('/').any(|p| p == "..");
-                if bad {
+                if !f.stays_inside() {
                     return Err(StackError::BadPath(f.path.clone()));
                 }
                 let sample = Params::sample(before.iter().copied());

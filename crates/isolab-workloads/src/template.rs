@@ -29,6 +29,8 @@ use std::time::Duration;
 /// | `{server}` | the address at which the measured command reaches its server ([`Params::server`]) |
 /// | `{direct}` | `1` when direct I/O works on `{workdir}`'s file system, else `0` (fio's `--direct=`) |
 /// | `{direct_flag}` | `direct` when direct I/O works there, else the empty string (sysbench's `--file-extra-flags=`) |
+/// | `{memory_mib}` | memory granted to the instance in MiB: the shape's limit, else the host's ([`Params::memory`]) |
+/// | `{usable_memory_mib}` | three quarters of `{memory_mib}`: what a workload that sizes itself to memory (HPCC) may fill, the rest left to its runtime (MPI) and the page cache, so that a memory limit does not kill it |
 ///
 /// A service stack's templates can also name its components' endpoints
 /// ([`Params::components`]): `{NAME.host}`, `{NAME.port}` and `{NAME.address}`
@@ -42,6 +44,8 @@ pub const PLACEHOLDERS: &[&str] = &[
     "server",
     "direct",
     "direct_flag",
+    "memory_mib",
+    "usable_memory_mib",
 ];
 
 /// Values substituted into templates.
@@ -66,6 +70,9 @@ pub struct Params {
     /// Whether direct I/O (`O_DIRECT`) is supported on `workdir`'s file system
     /// (`{direct}` = `1`|`0`, `{direct_flag}` = `direct`|empty).
     pub direct: bool,
+    /// Memory granted to the instance in bytes: the shape's limit, or the host's memory
+    /// when the shape sets none (`{memory_mib}`).
+    pub memory: u64,
     /// The endpoints of a service stack's components started so far
     /// (`{NAME.host}`, `{NAME.port}`, `{NAME.address}`); empty for a command workload.
     pub components: Vec<Endpoint>,
@@ -88,7 +95,7 @@ pub const ENDPOINT_FIELDS: &[&str] = &["host", "port", "address"];
 
 impl Params {
     /// Parameters with every value set, for checking templates without a run: one cpu
-    /// and thread, 1 s, `/tmp`, port 5201 on loopback, direct I/O, and each of
+    /// and thread, 1 s, `/tmp`, port 5201 on loopback, direct I/O, 1 GiB, and each of
     /// `components` reachable at `127.0.0.1:1`.
     pub fn sample<'a>(components: impl IntoIterator<Item = &'a str>) -> Params {
         Params {
@@ -99,6 +106,7 @@ impl Params {
             port: 5201,
             server: std::net::Ipv4Addr::LOCALHOST,
             direct: true,
+            memory: 1 << 30,
             components: components
                 .into_iter()
                 .map(|name| Endpoint {
@@ -122,6 +130,8 @@ impl Params {
             "server" => self.server.to_string(),
             "direct" => if self.direct { "1" } else { "0" }.to_owned(),
             "direct_flag" => if self.direct { "direct" } else { "" }.to_owned(),
+            "memory_mib" => (self.memory >> 20).to_string(),
+            "usable_memory_mib" => ((self.memory >> 20) * 3 / 4).to_string(),
             _ => {
                 let (component, field) = name.split_once('.')?;
                 let c = self.components.iter().find(|c| c.name == component)?;
@@ -395,12 +405,24 @@ mod tests {
             port: 5201,
             server: std::net::Ipv4Addr::LOCALHOST,
             direct: true,
+            memory: 2 << 30,
             components: vec![Endpoint {
                 name: "db".into(),
                 host: "10.0.0.2".into(),
                 port: 3306,
             }],
         }
+    }
+
+    #[test]
+    fn memory_renders_in_mib_in_commands_and_files() {
+        let p = params();
+        assert_eq!(render("x {memory_mib}", &p).unwrap(), ["x", "2048"]);
+        assert_eq!(render("{usable_memory_mib}", &p).unwrap(), ["1536"]);
+        assert_eq!(
+            render_text("Total=@memory_mib@\n", &p).unwrap(),
+            "Total=2048\n"
+        );
     }
 
     #[test]

@@ -294,7 +294,22 @@ fn iperf3_udp() {
 
 /// The fixture that shows what each built-in's parser yields: (stdout file, workdir).
 fn fixture_of(workload: &str) -> (Option<String>, String) {
-    if workload.starts_with("stress-ng-") {
+    if workload == "hpl" || workload == "stream" {
+        (Some("hpcc/output.txt".into()), "hpcc".into())
+    } else if workload.ends_with("-rr") {
+        let dir = format!("sockperf-{}", &workload[..3]);
+        (Some(format!("{dir}/output.txt")), dir)
+    } else if let Some(rw) = workload.strip_prefix("fio-seed001-") {
+        // Seed 001's job differs in block size and job count, not in its report.
+        (Some(format!("fio-{rw}.json")), ".".to_owned())
+    } else if workload.contains("-stream-") {
+        let proto = if workload.starts_with("udp") {
+            "udp"
+        } else {
+            "tcp"
+        };
+        (Some(format!("iperf3-{proto}.json")), ".".to_owned())
+    } else if workload.starts_with("stress-ng-") {
         (Some(format!("{workload}/output.txt")), workload.to_owned())
     } else if workload.starts_with("sysbench-") {
         (Some(format!("{workload}.txt")), ".".to_owned())
@@ -561,4 +576,186 @@ fn measured_time_comes_from_each_tool_s_own_report() {
         ),
         None
     );
+}
+
+/// `actual` equals `expected` up to float rounding (the parsers compute some values).
+fn assert_metrics(actual: &[Metric], expected: &[Metric]) {
+    assert_eq!(actual.len(), expected.len(), "{actual:?}");
+    for (a, e) in actual.iter().zip(expected) {
+        assert_eq!(
+            (&a.name, &a.unit, a.direction),
+            (&e.name, &e.unit, e.direction)
+        );
+        assert!(
+            (a.value - e.value).abs() <= 1e-9 * e.value.abs().max(1.0),
+            "{}: {} != {}",
+            a.name,
+            a.value,
+            e.value
+        );
+    }
+}
+
+#[test]
+fn hpcc_summary_gives_hpl_stream_and_the_rest() {
+    // hpcc 1.5.0 (Debian), 2 ranks, hpccmemf.txt `Total=64`, reference BLAS.
+    let metrics = parse_fixture(ParserKind::Hpcc, Some("hpcc/output.txt"), None, "hpcc").unwrap();
+    assert_metrics(
+        &metrics,
+        &[
+            m("hpl_gflops", "GFLOPS", Higher, 8.87422),
+            m("hpl_time", "s", Lower, 1.26148),
+            m("stream_copy", "GB/s", Higher, 49.8282),
+            m("stream_scale", "GB/s", Higher, 46.1307),
+            m("stream_add", "GB/s", Higher, 43.0454),
+            m("stream_triad", "GB/s", Higher, 42.5672),
+            m("stream_triad_all", "GB/s", Higher, 2.0 * 26.8974),
+            m("dgemm_gflops", "GFLOPS", Higher, 5.61055),
+            m("ptrans_gbs", "GB/s", Higher, 1.80853),
+            m("random_access_gups", "GUP/s", Higher, 0.0229454),
+            m("fft_gflops", "GFLOPS", Higher, 6.37368),
+            m("pingpong_latency", "µs", Lower, 0.14165),
+            m("pingpong_bandwidth", "GB/s", Higher, 8.56325),
+        ],
+    );
+}
+
+#[test]
+fn hpcc_killed_or_without_its_report_is_a_clear_error() {
+    // Killed (by a timeout) inside its STREAM test: no summary yet.
+    let err = parse_fixture(
+        ParserKind::Hpcc,
+        Some("hpcc-killed/output.txt"),
+        None,
+        "hpcc-killed",
+    )
+    .unwrap_err();
+    assert!(matches!(err, ParseError::MissingField { .. }), "{err:?}");
+    assert!(err.to_string().contains("summary section"), "{err}");
+    // Its working directory was read-only: no report, HPL's error on stdout.
+    let err = parse_fixture(
+        ParserKind::Hpcc,
+        Some("hpcc-no-report/output.txt"),
+        None,
+        "hpcc-no-report",
+    )
+    .unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, ParseError::OutputFile { .. }), "{err:?}");
+    assert!(
+        text.contains("hpccoutf.txt") && text.contains("--wdir"),
+        "{text}"
+    );
+}
+
+#[test]
+fn hpcc_summary_with_a_failed_test_is_a_tool_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = read("hpcc/hpccoutf.txt").replace("Success=1", "Success=0");
+    std::fs::write(dir.path().join("hpccoutf.txt"), report).unwrap();
+    let err = isolab_workloads::parse(
+        ParserKind::Hpcc,
+        &RunOutput {
+            stdout: "",
+            stderr: "",
+            workdir: dir.path(),
+            wall: Duration::from_secs(1),
+        },
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("Success=0"), "{err}");
+}
+
+#[test]
+fn ioping_json_gives_latency_statistics_and_quantiles() {
+    // ioping 1.3, `-J -c 10 -i 0.05` on ext4: the first request is a warm-up.
+    let metrics = parse_fixture(ParserKind::Ioping, Some("ioping.json"), None, ".").unwrap();
+    assert_metrics(
+        &metrics,
+        &[
+            m("latency_avg", "µs", Lower, 257.698),
+            m("latency_min", "µs", Lower, 206.156),
+            m("latency_max", "µs", Lower, 303.721),
+            m("latency_mdev", "µs", Lower, 37.472),
+            m("latency_p50", "µs", Lower, 245.615),
+            m("latency_p99", "µs", Lower, 303.721),
+            m("iops", "IOPS", Higher, 3880.50795),
+        ],
+    );
+    // A truncated report and a missing directory: errors, no panic.
+    let err =
+        parse_fixture(ParserKind::Ioping, Some("ioping-truncated.json"), None, ".").unwrap_err();
+    assert!(matches!(err, ParseError::Json { .. }), "{err:?}");
+    let err = parse_fixture(
+        ParserKind::Ioping,
+        Some("ioping-missing.stdout"),
+        Some("ioping-missing.stderr"),
+        ".",
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("No such file or directory"),
+        "{err}"
+    );
+}
+
+#[test]
+fn sockperf_full_log_gives_round_trips_and_transactions() {
+    // sockperf 3.7 ping-pong, 14-byte messages, 1 s at --mps 1000, loopback.
+    let tcp = parse_fixture(
+        ParserKind::Sockperf,
+        Some("sockperf-tcp/output.txt"),
+        None,
+        "sockperf-tcp",
+    )
+    .unwrap();
+    assert_metrics(
+        &tcp,
+        &[
+            m(
+                "transactions_per_second",
+                "transactions/s",
+                Higher,
+                1001.6631414467952,
+            ),
+            m("rtt_avg", "µs", Lower, 120.0759218181847),
+            m("rtt_p50", "µs", Lower, 100.19799999971823),
+            m("rtt_p90", "µs", Lower, 140.11699999993965),
+            m("rtt_p99", "µs", Lower, 657.6199999996924),
+        ],
+    );
+    let udp = parse_fixture(
+        ParserKind::Sockperf,
+        Some("sockperf-udp/output.txt"),
+        None,
+        "sockperf-udp",
+    )
+    .unwrap();
+    assert!((udp[4].value - 153.8980000002077).abs() < 1e-6, "{udp:?}");
+    // No server: sockperf exits 0 with an empty log; its ERROR line is quoted.
+    let err = parse_fixture(
+        ParserKind::Sockperf,
+        Some("sockperf-refused/output.txt"),
+        None,
+        "sockperf-refused",
+    )
+    .unwrap_err();
+    assert!(matches!(err, ParseError::ToolError { .. }), "{err:?}");
+    assert!(err.to_string().contains("Connection refused"), "{err}");
+    // A log cut inside a row.
+    let dir = tempfile::tempdir().unwrap();
+    let log = read("sockperf-tcp/sockperf.csv");
+    let cut = &log[..log.find("packet, txTime").unwrap() + 120];
+    std::fs::write(dir.path().join("sockperf.csv"), cut).unwrap();
+    let err = isolab_workloads::parse(
+        ParserKind::Sockperf,
+        &RunOutput {
+            stdout: "",
+            stderr: "",
+            workdir: dir.path(),
+            wall: Duration::from_secs(1),
+        },
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("sockperf"), "{err}");
 }

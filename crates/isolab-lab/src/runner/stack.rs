@@ -50,6 +50,7 @@ impl Runner<'_> {
             port: 0,
             server: self.platform.server_address(&cell.platform),
             direct,
+            memory: limits.memory_max.unwrap_or_else(super::host_memory).0,
             components: Vec::new(),
         };
         let n = stack.components.len();
@@ -162,17 +163,9 @@ impl Runner<'_> {
         };
         params.port = free_port()?;
         for f in &c.files {
-            let text = isolab_workloads::render_text(&f.contents, params)
+            isolab_workloads::render_text(&f.contents, params)
                 .map_err(|e| failed(format!("file {}: {e}", f.path)))?;
-            let path = params.workdir.join(&f.path);
-            if let Some(dir) = path.parent() {
-                create_dir(dir)?;
-            }
-            std::fs::write(&path, text).map_err(|source| PlatformError::Io {
-                action: "cannot write the component's file",
-                path: path.clone(),
-                source,
-            })?;
+            super::write_file(f, params)?;
         }
         if let Some(t) = &c.prepare {
             let job = self.stack_job(

@@ -180,6 +180,10 @@ pub(crate) struct RawWorkload {
     /// Debian packages the workload needs in the image.
     #[serde(default)]
     pub packages: Vec<Spanned<String>>,
+    /// Relative path → contents (with `@NAME@` placeholders), written into the
+    /// run's working directory before `prepare`.
+    #[serde(default)]
+    pub files: BTreeMap<String, Spanned<String>>,
 }
 
 /// `[[workload.NAME.component]]`.

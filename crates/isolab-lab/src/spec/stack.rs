@@ -133,7 +133,18 @@ impl Validator<'_> {
             },
             (None, true) => ParserKind::Load,
             (None, false) => {
-                self.err(span.clone(), format!("workload.{name} needs `parser`: one of sysbench, fio, stress-ng, iperf3, json, time"));
+                let known: Vec<&str> = ParserKind::ALL
+                    .iter()
+                    .filter(|k| **k != ParserKind::Load)
+                    .map(|k| k.as_str())
+                    .collect();
+                self.err(
+                    span.clone(),
+                    format!(
+                        "workload.{name} needs `parser`: one of {}",
+                        known.join(", ")
+                    ),
+                );
                 ParserKind::Time
             }
         };
@@ -162,6 +173,13 @@ impl Validator<'_> {
         {
             self.check_command(t, None);
         }
+        if let (Some(first), Some(_)) = (raw.files.values().next(), &stack) {
+            self.err(
+                first.span(),
+                format!("a service stack's files belong to its components: move workload.{name}.files into a [[workload.{name}.component]] table"),
+            );
+        }
+        let files = self.workload_files(&name, raw.files);
         if let (Some(s), Some(_)) = (&raw.server, &stack) {
             self.err(
                 s.span(),
@@ -203,7 +221,34 @@ impl Validator<'_> {
             tools,
             packages,
             stack,
+            files,
         })
+    }
+
+    /// A command workload's `files`: each path inside the run's working directory and
+    /// each text rendering with the placeholders.
+    fn workload_files(
+        &mut self,
+        name: &str,
+        raw: std::collections::BTreeMap<String, Spanned<String>>,
+    ) -> Vec<FileTemplate> {
+        let mut files = Vec::new();
+        for (path, contents) in raw {
+            let at = contents.span();
+            let file = FileTemplate {
+                path,
+                contents: contents.into_inner(),
+            };
+            if !file.stays_inside() {
+                self.err(at, format!("workload.{name}.files: `{}` must be a relative path inside the run's working directory (no `..`)", file.path));
+            } else if let Err(e) =
+                isolab_workloads::render_text(&file.contents, &sample_params(None))
+            {
+                self.err(at, format!("workload.{name}.files.\"{}\": {e}", file.path));
+            }
+            files.push(file);
+        }
+        files
     }
 
     /// Reports a command template that does not render (with every component's

@@ -1,11 +1,16 @@
 //! Parsers that turn a finished command's output into [`Metric`]s, one module per tool.
 
 pub mod fio;
+pub mod hpcc;
+pub mod ioping;
 pub mod iperf3;
 pub mod json;
+pub mod sockperf;
 pub mod stress_ng;
 pub mod sysbench;
 
+pub use hpcc::HPCC_REPORT;
+pub use sockperf::SOCKPERF_LOG;
 pub use stress_ng::STRESS_NG_REPORT;
 
 use crate::{Metric, ParserKind, RunOutput};
@@ -14,7 +19,7 @@ use std::path::PathBuf;
 
 /// A parser name other than the known ones.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown parser `{0}`: expected one of sysbench, fio, stress-ng, iperf3, json, load, time")]
+#[error("unknown parser `{0}`: expected one of sysbench, fio, stress-ng, iperf3, hpcc, ioping, sockperf, json, load, time")]
 pub struct UnknownParser(pub String);
 
 /// Why a run's output could not be turned into metrics.
@@ -78,6 +83,20 @@ pub enum ParseError {
         /// How many entries `jobs` holds.
         count: usize,
     },
+    /// A tool's report file in the run's working directory could not be read.
+    #[error("{tool}: cannot read its report {path}: {source}; {hint}; its output ended with: {output:?}")]
+    OutputFile {
+        /// The parser.
+        tool: ParserKind,
+        /// The report file the parser looked for.
+        path: PathBuf,
+        /// Why it could not be read.
+        source: std::io::Error,
+        /// How the command must write it.
+        hint: &'static str,
+        /// A short excerpt of stdout and stderr (where the tool printed its errors).
+        output: String,
+    },
     /// stress-ng's YAML report file could not be read.
     #[error("stress-ng: cannot read the YAML report {path}: {source}; the command must write it with `--metrics --yaml {{workdir}}/{file}`; its output ended with: {output:?}", file = STRESS_NG_REPORT)]
     ReportFile {
@@ -111,6 +130,9 @@ pub fn parse(kind: ParserKind, out: &RunOutput) -> Result<Vec<Metric>, ParseErro
         ParserKind::Fio => fio::parse(out),
         ParserKind::StressNg => stress_ng::parse(out),
         ParserKind::Iperf3 => iperf3::parse(out),
+        ParserKind::Hpcc => hpcc::parse(out),
+        ParserKind::Ioping => ioping::parse(out),
+        ParserKind::Sockperf => sockperf::parse(out),
         ParserKind::Json => json::parse(out),
         ParserKind::Load => Err(ParseError::ToolError {
             tool: kind,
@@ -157,7 +179,13 @@ pub fn measured_time(kind: ParserKind, out: &RunOutput) -> Option<std::time::Dur
                 .as_f64()
         }
         ParserKind::StressNg => stress_ng::wall_clock_time(out),
-        ParserKind::Json | ParserKind::Load => None,
+        // Each reports rates over its own span already (HPCC per test, sockperf's
+        // transactions over its log, ioping per request): none for the whole run.
+        ParserKind::Hpcc
+        | ParserKind::Ioping
+        | ParserKind::Sockperf
+        | ParserKind::Json
+        | ParserKind::Load => None,
         ParserKind::Time => Some(out.wall.as_secs_f64()),
     }?;
     (secs.is_finite() && secs > 0.0).then(|| std::time::Duration::from_secs_f64(secs))
