@@ -609,3 +609,21 @@ fn a_stack_measured_by_a_client_command_reaches_every_component() {
         "{errs:?}"
     );
 }
+
+#[test]
+fn a_workload_s_files_are_kept_and_checked() {
+    let spec = parse("[experiment]\nname = \"x\"\n[matrix]\nworkload = [\"w\"]\n[workload.w]\ncommand = \"cat {workdir}/in.txt\"\nparser = \"time\"\nfiles = { \"in.txt\" = \"Total=@usable_memory_mib@\" }\n").unwrap();
+    let w = &spec.cells[0].workload;
+    assert_eq!(w.files.len(), 1);
+    assert_eq!(
+        (w.files[0].path.as_str(), w.files[0].contents.as_str()),
+        ("in.txt", "Total=@usable_memory_mib@")
+    );
+    let errs = errors("[experiment]\nname = \"x\"\n[matrix]\nworkload = [\"w\"]\n[workload.w]\ncommand = \"true\"\nparser = \"time\"\nfiles = { \"../out\" = \"x\", \"ok\" = \"@nope@\" }\n");
+    assert_eq!(errs.len(), 2, "{errs:?}");
+    assert!(
+        errs[0].starts_with("exp.toml:8:") && errs[0].contains("`../out` must be a relative path"),
+        "{errs:?}"
+    );
+    assert!(errs[1].contains("unknown placeholder `{nope}`"), "{errs:?}");
+}
