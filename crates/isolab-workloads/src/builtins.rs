@@ -12,7 +12,7 @@
 //! | `sysbench-mutex` | fixed work: 200000 lock/unlock per thread | `total_time` (s, lower) |
 //! | `sysbench-threads` | scheduler: yields and locks, `{threads}` threads | `events_per_second` (events/s, higher) |
 //! | `hpl`, `stream` | HPC Challenge under Open MPI, `{cpus}` ranks, sized from `{usable_memory_mib}` | `hpl_gflops` (GFLOPS, higher), `stream_triad` (GB/s, higher) |
-//! | `tcp-rr`, `udp-rr` | sockperf ping-pong to a server on the host, 14-byte messages | `rtt_p90` (µs, lower) |
+//! | `tcp-rr`, `udp-rr` | sockperf ping-pong, server in the platform, client on the host, 14-byte messages | `rtt_p90` (µs, lower) |
 //! | `tcp-stream-recv`, `udp-stream-send`, `udp-stream-recv` | iperf3 one-way streams with a server on the host | `receiver_throughput` (Gbit/s, higher) |
 //! | `ioping` | 10 requests of 4 KiB, one per second, in `{workdir}` | `latency_avg` (µs, lower) |
 //! | `fio-seed001-*` | seed 001's fio job: psync, 32 KiB, 20 jobs, direct, five modes | `iops` (IOPS, higher) |
@@ -257,17 +257,40 @@ fn fio_seed001(rw: &str, description: &str, primary: &str) -> WorkloadDef {
     }
 }
 
-/// Request-response latency with sockperf ping-pong: its server on the host (the
-/// workload's server), the client in the platform, over the platform's network
-/// path. 14-byte messages, sockperf's smallest (netperf's `-r 1,1` is not in Debian).
+/// The sockperf server's address file: TCP and UDP on the component's one port.
+const SOCKPERF_ADDRESSES: &str = "sockperf-server.txt";
+
+/// Request-response latency with sockperf ping-pong, as seed 001's netperf `_RR`
+/// tests: the server is a service in the platform (TCP and UDP on one port), the
+/// client runs on the host outside the platform's limits ([`crate::Measure::Client`]),
+/// so the round trip crosses the platform's network path and the client's own
+/// timing carries none of its overhead. 14-byte messages, sockperf's smallest
+/// (netperf's `-r 1,1` is not in Debian main).
 fn sockperf_rr(proto: &str, flag: &str) -> WorkloadDef {
+    use crate::{ComponentDef, FileTemplate, Measure, Ready, ShapeScope, StackDef};
+    let server = ComponentDef {
+        name: "sockperf".into(),
+        command: format!("sockperf server -f {{workdir}}/{SOCKPERF_ADDRESSES}"),
+        prepare: None,
+        files: vec![FileTemplate {
+            path: SOCKPERF_ADDRESSES.into(),
+            contents: "T:0.0.0.0:@port@\nU:0.0.0.0:@port@\n".into(),
+        }],
+        ready: Ready::Tcp,
+        ready_timeout: std::time::Duration::from_secs(60),
+    };
     WorkloadDef {
-        server: Some(format!("sockperf server -i 0.0.0.0 -p {{port}}{flag}")),
+        stack: Some(StackDef {
+            components: vec![server],
+            shape: ShapeScope::Component,
+            data_load: None,
+            measure: Measure::Client,
+        }),
         ..def(
             &format!("{proto}-rr"),
-            &format!("sockperf ping-pong over {}: 14-byte request and response, one at a time, round-trip time and transactions/s (seed 001's netperf {}_RR)", proto.to_uppercase(), proto.to_uppercase()),
+            &format!("sockperf ping-pong over {}: 14-byte request and response, one at a time, server in the platform, client on the host; round-trip time and transactions/s (seed 001's netperf {}_RR)", proto.to_uppercase(), proto.to_uppercase()),
             format!(
-                "sockperf ping-pong -i {{server}} -p {{port}}{flag} -m 14 -t {{duration}} --full-log {{workdir}}/{}",
+                "sockperf ping-pong -i {{sockperf.host}} -p {{sockperf.port}}{flag} -m 14 -t {{duration}} --full-log {{workdir}}/{}",
                 crate::parsers::SOCKPERF_LOG
             ),
             ParserKind::Sockperf,
@@ -462,9 +485,24 @@ mod tests {
     #[test]
     fn every_builtin_renders_and_is_consistent() {
         for w in catalog() {
-            let r = w
-                .render(&params())
-                .unwrap_or_else(|e| panic!("{}: {e}", w.name));
+            // A stack's client names its components' endpoints.
+            let components = w.stack.iter().flat_map(|s| s.components.iter());
+            let p = Params {
+                components: components
+                    .map(|c| crate::Endpoint {
+                        name: c.name.clone(),
+                        host: "10.0.0.2".into(),
+                        port: 7000,
+                    })
+                    .collect(),
+                ..params()
+            };
+            if let Some(stack) = &w.stack {
+                stack
+                    .validate()
+                    .unwrap_or_else(|e| panic!("{}: {e}", w.name));
+            }
+            let r = w.render(&p).unwrap_or_else(|e| panic!("{}: {e}", w.name));
             // The first word of the command is the tool, or `env` in front of it.
             let tool = if r.command[0] == "env" {
                 &r.command[2]
@@ -523,20 +561,34 @@ mod tests {
             // Three quarters of the shape's 4 GiB.
             "Total=3072\n"
         );
-        let rr = builtin("udp-rr").unwrap().render(&params()).unwrap();
+        // The server is a component in the platform, the client runs on the host.
+        let udp = builtin("udp-rr").unwrap();
+        let stack = udp.stack.as_ref().unwrap();
+        assert_eq!(stack.measure, crate::Measure::Client);
+        let server = &stack.components[0];
+        let p = Params {
+            port: 7001,
+            components: vec![crate::Endpoint {
+                name: "sockperf".into(),
+                host: "10.213.0.7".into(),
+                port: 7001,
+            }],
+            ..params()
+        };
         assert_eq!(
-            rr.server.unwrap().join(" "),
-            "sockperf server -i 0.0.0.0 -p 5201"
+            crate::render(&server.command, &p).unwrap().join(" "),
+            "sockperf server -f /var/tmp/isolab run/sockperf-server.txt"
         );
         assert_eq!(
-            rr.command.join(" "),
-            "sockperf ping-pong -i 127.0.0.1 -p 5201 -m 14 -t 30 --full-log /var/tmp/isolab run/sockperf.csv"
+            crate::render_text(&server.files[0].contents, &p).unwrap(),
+            "T:0.0.0.0:7001\nU:0.0.0.0:7001\n"
         );
-        let tcp = builtin("tcp-rr").unwrap().render(&params()).unwrap();
-        assert!(
-            tcp.command.contains(&"--tcp".to_owned())
-                && tcp.server.unwrap().contains(&"--tcp".to_owned())
+        assert_eq!(
+            udp.render(&p).unwrap().command.join(" "),
+            "sockperf ping-pong -i 10.213.0.7 -p 7001 -m 14 -t 30 --full-log /var/tmp/isolab run/sockperf.csv"
         );
+        let tcp = builtin("tcp-rr").unwrap().render(&p).unwrap();
+        assert!(tcp.command.contains(&"--tcp".to_owned()));
         let recv = builtin("udp-stream-recv")
             .unwrap()
             .render(&params())

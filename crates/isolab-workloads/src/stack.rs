@@ -13,7 +13,8 @@
 //! generator** outside the platform ([`Measure::Load`], whose files and commands the
 //! [`crate::load`] module builds) or by a **command** run in the platform against
 //! the components ([`Measure::Command`], e.g. a database client timing one
-//! `SELECT`, parsed like any command workload's output).
+//! `SELECT`, parsed like any command workload's output) or on the host outside the
+//! platform ([`Measure::Client`], e.g. a latency client).
 
 use std::time::Duration;
 
@@ -123,6 +124,11 @@ pub enum Measure {
     /// The workload's `command` runs in the platform (its parser reads the output),
     /// with the components' endpoints as placeholders.
     Command,
+    /// The workload's `command` runs on the host, outside the platform's limits, on
+    /// the cpus the components leave (as a load generator does), against the
+    /// components: a client whose own timing must not share the platform's
+    /// overhead, e.g. a request-response latency client.
+    Client,
 }
 
 /// The load a generator puts on a component.

@@ -91,6 +91,37 @@ impl Runner<'_> {
             let ready = started.elapsed();
             let mut done = match &stack.measure {
                 Measure::Load(l) => self.drive_load(name, workdir, l, &services)?,
+                Measure::Client => {
+                    let used = components_cpus(&services);
+                    let (cpus, shares) = generator_cpus(&self.config.cpus, &used);
+                    let argv = super::render(&w.command, &params)?;
+                    let timeout = spec.duration * 4 + Duration::from_secs(600);
+                    let job = host_job(
+                        format!("{name}-client"),
+                        workdir,
+                        argv,
+                        (&cpus, shares),
+                        timeout,
+                    );
+                    let mut execution = self.run_outside(
+                        &job,
+                        &services,
+                        "the client",
+                        "the client ran on the host (the client was stopped)",
+                    )?;
+                    if shares {
+                        execution.notes.push(format!(
+                            "the client on the host shared cpus {cpus} with the components (no cpu of this host was free of them): its cpu use competes with theirs"
+                        ));
+                    }
+                    let metrics = parse_metrics(w, &execution, &job);
+                    Done {
+                        limits: serde_json::json!({ "client_cpus": cpus.to_string(), "client_shares_cpus": shares }),
+                        execution,
+                        metrics,
+                        load: None,
+                    }
+                }
                 Measure::Command => {
                     let job = self.stack_job(
                         spec,
@@ -323,58 +354,14 @@ impl Runner<'_> {
                 what: format!("got no command from {generator}"),
             });
         }
-        let job = Job {
-            platform: PlatformDef::new(crate::platform::PlatformKind::HOST),
-            image: None,
-            name: format!("{name}-load"),
-            argv,
-            prepare: None,
-            cleanup: None,
-            server: None,
-            workdir: dir.clone(),
-            limits: Limits {
-                cpuset: (!shares).then(|| cpus.clone()),
-                ..Limits::default()
-            },
-            timeout: l.spec.profile.duration() * 2 + Duration::from_secs(300),
-            neighbours: None,
-            uses_disk: false,
-        };
-        let gen_interrupt = Interrupt::new().map_err(|source| PlatformError::Io {
-            action: "cannot create the generator's interrupt pipe",
-            path: dir.clone(),
-            source,
-        })?;
-        let mut died: Option<(String, String)> = None;
-        let execution = std::thread::scope(|scope| {
-            let run = scope.spawn(|| self.platform.execute(&job, &gen_interrupt));
-            while !run.is_finished() {
-                if self.interrupt.is_triggered() {
-                    gen_interrupt.trigger();
-                } else if died.is_none() {
-                    if let Some((c, s)) = services.iter().find(|(_, s)| !s.is_running()) {
-                        died = Some((c.clone(), s.stderr_tail(1500)));
-                        gen_interrupt.trigger();
-                    }
-                }
-                std::thread::sleep(WATCH);
-            }
-            run.join().unwrap_or_else(|_| {
-                Err(PlatformError::Engine {
-                    engine: generator.as_str().into(),
-                    message: "the thread running the load generator panicked".into(),
-                })
-            })
-        });
-        if let Some((component, log)) = died {
-            return Err(PlatformError::Component {
-                component,
-                what: format!("exited while the load ran (the load generator was stopped): {log}"),
-            });
-        }
-        if self.interrupt.is_triggered() {
-            return Err(PlatformError::Interrupted);
-        }
+        let timeout = l.spec.profile.duration() * 2 + Duration::from_secs(300);
+        let job = host_job(format!("{name}-load"), &dir, argv, (&cpus, shares), timeout);
+        let execution = self.run_outside(
+            &job,
+            services,
+            generator.as_str(),
+            "the load ran (the load generator was stopped)",
+        );
         let mut execution = execution?;
         let result = if execution.exit.success() {
             load::parse_load(generator, &dir, &execution.stdout, &execution.stderr)
@@ -430,6 +417,84 @@ impl Runner<'_> {
             }),
             load: result,
         })
+    }
+
+    /// Runs `job` (a [`host_job`]) while watching the components: one that dies
+    /// stops it and fails the run, `during` saying what was going on. `what` names
+    /// the program in errors.
+    fn run_outside(
+        &self,
+        job: &Job,
+        services: &[(String, Service<'_>)],
+        what: &str,
+        during: &str,
+    ) -> Result<crate::platform::Execution, PlatformError> {
+        let dir = &job.workdir;
+        let own_interrupt = Interrupt::new().map_err(|source| PlatformError::Io {
+            action: "cannot create an interrupt pipe for the program outside the platform",
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        let mut died: Option<(String, String)> = None;
+        let execution = std::thread::scope(|scope| {
+            let run = scope.spawn(|| self.platform.execute(job, &own_interrupt));
+            while !run.is_finished() {
+                if self.interrupt.is_triggered() {
+                    own_interrupt.trigger();
+                } else if died.is_none() {
+                    if let Some((c, s)) = services.iter().find(|(_, s)| !s.is_running()) {
+                        died = Some((c.clone(), s.stderr_tail(1500)));
+                        own_interrupt.trigger();
+                    }
+                }
+                std::thread::sleep(WATCH);
+            }
+            run.join().unwrap_or_else(|_| {
+                Err(PlatformError::Engine {
+                    engine: what.into(),
+                    message: format!("the thread running {what} panicked"),
+                })
+            })
+        });
+        if let Some((component, log)) = died {
+            return Err(PlatformError::Component {
+                component,
+                what: format!("exited while {during}: {log}"),
+            });
+        }
+        if self.interrupt.is_triggered() {
+            return Err(PlatformError::Interrupted);
+        }
+        execution
+    }
+}
+
+/// A job that runs `argv` on the host, outside the platform's limits, in a cgroup
+/// of its own on `cpus` (not confined to them when `shares`: no cpu was free of
+/// the components).
+fn host_job(
+    name: String,
+    dir: &Path,
+    argv: Vec<String>,
+    (cpus, shares): (&IdSet, bool),
+    timeout: Duration,
+) -> Job {
+    Job {
+        platform: PlatformDef::new(crate::platform::PlatformKind::HOST),
+        image: None,
+        name,
+        argv,
+        prepare: None,
+        cleanup: None,
+        server: None,
+        workdir: dir.to_path_buf(),
+        limits: Limits {
+            cpuset: (!shares).then(|| cpus.clone()),
+            ..Limits::default()
+        },
+        timeout,
+        neighbours: None,
+        uses_disk: false,
     }
 }
 
@@ -545,7 +610,7 @@ fn generator_argv(commands: &[Vec<String>], env: &[(String, String)]) -> Vec<Str
 pub(super) fn intervals(r: &load::LoadResult, cell: &Cell) -> Vec<isolab_store::LoadInterval> {
     let profile = cell.workload.stack.as_ref().and_then(|s| match &s.measure {
         Measure::Load(l) => Some(&l.spec.profile),
-        Measure::Command => None,
+        Measure::Command | Measure::Client => None,
     });
     r.intervals
         .iter()

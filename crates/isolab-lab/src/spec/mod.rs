@@ -250,7 +250,9 @@ impl ExperimentSpec {
                 Some(isolab_workloads::Measure::Load(l)) => {
                     l.spec.profile.duration() + Duration::from_secs(5)
                 }
-                Some(isolab_workloads::Measure::Command) => self.duration + Duration::from_secs(5),
+                Some(isolab_workloads::Measure::Command | isolab_workloads::Measure::Client) => {
+                    self.duration + Duration::from_secs(5)
+                }
                 None => self.duration + Duration::from_millis(500),
             })
             .sum();

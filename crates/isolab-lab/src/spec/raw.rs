@@ -177,6 +177,10 @@ pub(crate) struct RawWorkload {
     pub data_load: Option<Spanned<String>>,
     #[serde(default)]
     pub load: Option<Spanned<RawLoad>>,
+    /// Where a stack's measured `command` runs: `"platform"` (the default) or
+    /// `"host"` (outside the platform's limits, as a load generator).
+    #[serde(default)]
+    pub client: Option<Spanned<String>>,
     /// Debian packages the workload needs in the image.
     #[serde(default)]
     pub packages: Vec<Spanned<String>>,

@@ -111,6 +111,16 @@ impl Validator<'_> {
                 raw.load,
             )
         };
+        let mut stack = stack;
+        if let Some(c) = &raw.client {
+            match (c.get_ref().as_str(), stack.as_mut()) {
+                ("host", Some(s)) if s.measure == Measure::Command => s.measure = Measure::Client,
+                ("platform", Some(s)) if s.measure == Measure::Command => {}
+                ("host" | "platform", Some(_)) => self.err(c.span(), format!("workload.{name} is measured by its load generator: remove `client`")),
+                ("host" | "platform", None) => self.err(c.span(), format!("`client` says where a service stack's measured command runs: give workload.{name} components or a `stack`, or remove it")),
+                (other, _) => self.err(c.span(), format!("unknown client `{other}`: expected \"platform\" (the measured command runs in the platform, the default) or \"host\" (on the host, outside the platform's limits)")),
+            }
+        }
         // A load table, valid or not (its errors are reported already), means the
         // generator measures: no parser or command to ask for.
         let load = has_load;

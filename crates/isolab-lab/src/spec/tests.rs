@@ -601,6 +601,27 @@ fn a_stack_measured_by_a_client_command_reaches_every_component() {
         w.stack.as_ref().unwrap().measure,
         isolab_workloads::Measure::Command
     );
+    // `client = "host"` runs that command on the host, outside the platform.
+    let on_host = text.replace("parser = \"json\"", "parser = \"json\"\nclient = \"host\"");
+    let spec = parse(&on_host).unwrap();
+    assert_eq!(
+        spec.cells[0].workload.stack.as_ref().unwrap().measure,
+        isolab_workloads::Measure::Client
+    );
+    let errs = errors(&on_host.replace("client = \"host\"", "client = \"guest\""));
+    assert!(
+        errs.iter().any(|e| e.contains("unknown client `guest`")),
+        "{errs:?}"
+    );
+    let errs = errors(&text.replace(
+        "command = \"true\"\nparser = \"time\"",
+        "command = \"true\"\nparser = \"time\"\nclient = \"host\"",
+    ));
+    assert!(
+        errs.iter().any(|e| e.contains("workload.unused")
+            && e.contains("`client` says where a service stack's measured command runs")),
+        "{errs:?}"
+    );
     // A command workload cannot name components it does not have.
     let errs = errors(&text.replace("command = \"true\"", "command = \"ping {db.host}\""));
     assert!(
