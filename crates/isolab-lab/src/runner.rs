@@ -972,7 +972,7 @@ impl<'a> Runner<'a> {
                 .map(|argv| crate::platform::Server { argv, port }),
             workdir: workdir.to_path_buf(),
             limits,
-            timeout: spec.duration * 4 + Duration::from_secs(120),
+            timeout: spec.timeout,
             neighbours: None,
             uses_disk: w.uses_disk,
         })

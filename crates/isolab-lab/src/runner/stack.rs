@@ -95,7 +95,9 @@ impl Runner<'_> {
                     let used = components_cpus(&services);
                     let (cpus, shares) = generator_cpus(&self.config.cpus, &used);
                     let argv = super::render(&w.command, &params)?;
-                    let timeout = spec.duration * 4 + Duration::from_secs(600);
+                    let timeout = spec
+                        .timeout
+                        .max(spec.duration * 4 + Duration::from_secs(600));
                     let job = host_job(
                         format!("{name}-client"),
                         workdir,
@@ -292,7 +294,9 @@ impl Runner<'_> {
             server: None,
             workdir: params.workdir.clone(),
             limits: limits.clone(),
-            timeout: spec.duration * 4 + Duration::from_secs(600),
+            timeout: spec
+                .timeout
+                .max(spec.duration * 4 + Duration::from_secs(600)),
             neighbours: None,
             uses_disk: cell.workload.uses_disk,
         })

@@ -185,6 +185,10 @@ pub struct ExperimentSpec {
     pub seed: Option<u64>,
     /// Length of time-bound workloads (`{duration}`).
     pub duration: Duration,
+    /// How long one run's command may take before it is killed and the run fails
+    /// (`timeout`): by default four times `duration` plus two minutes, which a
+    /// workload of fixed work (HPL, a build, a transcode) may need raised.
+    pub timeout: Duration,
     /// The latency probe of every run (`probe_threshold`: a wake-up later than it,
     /// or a p99 above a fifth of it over a second, aborts the run); `None` = off.
     #[serde(skip)]
@@ -346,6 +350,32 @@ impl Validator<'_> {
                         ),
                     );
                     Duration::from_secs(10)
+                }
+            },
+        };
+        let timeout = match exp.timeout {
+            None => duration * 4 + Duration::from_secs(120),
+            Some(t) => match humantime::parse_duration(t.get_ref()) {
+                Ok(v) if v >= duration => v,
+                Ok(_) => {
+                    self.err(
+                        t.span(),
+                        format!(
+                            "timeout must be at least the duration ({})",
+                            humantime::format_duration(duration)
+                        ),
+                    );
+                    duration * 4 + Duration::from_secs(120)
+                }
+                Err(e) => {
+                    self.err(
+                        t.span(),
+                        format!(
+                            "invalid timeout `{}`: {e}; expected e.g. \"10m\"",
+                            t.get_ref()
+                        ),
+                    );
+                    duration * 4 + Duration::from_secs(120)
                 }
             },
         };
@@ -732,6 +762,7 @@ impl Validator<'_> {
             order,
             seed,
             duration,
+            timeout,
             probe,
             image,
             recipe,

@@ -60,6 +60,8 @@ pub(crate) struct RawExperiment {
     #[serde(default)]
     pub duration: Option<Spanned<String>>,
     #[serde(default)]
+    pub timeout: Option<Spanned<String>>,
+    #[serde(default)]
     pub probe_threshold: Option<Spanned<String>>,
     #[serde(default)]
     pub impossible: Option<Spanned<String>>,

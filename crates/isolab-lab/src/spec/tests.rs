@@ -648,3 +648,19 @@ fn a_workload_s_files_are_kept_and_checked() {
     );
     assert!(errs[1].contains("unknown placeholder `{nope}`"), "{errs:?}");
 }
+
+#[test]
+fn a_run_s_timeout_defaults_from_the_duration_and_can_be_raised() {
+    let base = "[experiment]\nname = \"x\"\nduration = \"10s\"\n[matrix]\nworkload = [\"hpl\"]\n";
+    assert_eq!(parse(base).unwrap().timeout, Duration::from_secs(160));
+    let raised = base.replace(
+        "duration = \"10s\"",
+        "duration = \"10s\"\ntimeout = \"30m\"",
+    );
+    assert_eq!(parse(&raised).unwrap().timeout, Duration::from_secs(1800));
+    let short = base.replace("duration = \"10s\"", "duration = \"10s\"\ntimeout = \"5s\"");
+    assert_eq!(
+        errors(&short),
+        ["exp.toml:4:11: timeout must be at least the duration (10s)"]
+    );
+}
