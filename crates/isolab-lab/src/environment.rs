@@ -18,7 +18,16 @@ pub trait ToolProbe {
 pub struct SystemTools;
 
 impl ToolProbe for SystemTools {
+    /// The Debian package that owns the program, with its version, when dpkg knows
+    /// it: no program is run, which matters for tools that ignore `--version` and
+    /// start their benchmark (HPC Challenge's `hpcc` runs in full). Otherwise the
+    /// first line of `TOOL --version` (e.g. youki, installed by cargo).
     fn version(&self, tool: &str) -> Result<String, String> {
+        let path = isolab_tools::find_program(tool).ok_or("not found on PATH")?;
+        let real = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+        if let Some(v) = debian_package(&real).or_else(|| debian_package(&path)) {
+            return Ok(v);
+        }
         let output = isolab_tools::run_to_exit(&[tool.to_owned(), "--version".to_owned()])
             .map_err(|e| format!("not found ({e})"))?;
         let text = if output.stdout.is_empty() {
@@ -39,6 +48,35 @@ impl ToolProbe for SystemTools {
             Ok(line)
         }
     }
+}
+
+/// `PACKAGE VERSION (Debian)` of the Debian package that installed `path`, from
+/// dpkg's database; `None` when dpkg does not know the file (or is missing).
+fn debian_package(path: &Path) -> Option<String> {
+    let query = |args: &[&str]| -> Option<String> {
+        let argv: Vec<String> = std::iter::once("dpkg-query")
+            .chain(args.iter().copied())
+            .map(str::to_owned)
+            .collect();
+        let out = isolab_tools::run_to_exit(&argv).ok()?;
+        (out.status == 0).then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let owner = query(&["-S", &path.to_string_lossy()])?;
+    let package = parse_dpkg_owner(&owner)?;
+    let version = query(&["-W", "-f=${Version}", &package])?;
+    let version = version.trim();
+    (!version.is_empty()).then(|| format!("{package} {version} (Debian)"))
+}
+
+/// The first package named by `dpkg-query -S`'s answer (`pkg[:arch][, pkg2]: /path`),
+/// skipping diversion lines.
+fn parse_dpkg_owner(text: &str) -> Option<String> {
+    text.lines()
+        .filter(|l| !l.starts_with("diversion"))
+        .find_map(|l| l.split_once(": "))
+        .and_then(|(packages, _)| packages.split(", ").next())
+        .map(|p| p.split(':').next().unwrap_or(p).trim().to_owned())
+        .filter(|p| !p.is_empty())
 }
 
 /// Where the host's facts are read from (parameters so tests can use a fake tree).
@@ -265,6 +303,23 @@ mod tests {
                 Err("not found".into())
             }
         }
+    }
+
+    #[test]
+    fn dpkg_s_answer_names_the_first_package() {
+        assert_eq!(
+            parse_dpkg_owner("hpcc: /usr/bin/hpcc\n").as_deref(),
+            Some("hpcc")
+        );
+        assert_eq!(
+            parse_dpkg_owner("libc-bin:amd64, foo: /usr/bin/x\n").as_deref(),
+            Some("libc-bin")
+        );
+        assert_eq!(
+            parse_dpkg_owner("diversion by x from: /usr/bin/y\ndiversion by x to: /usr/bin/y.real\nbar: /usr/bin/y\n").as_deref(),
+            Some("bar")
+        );
+        assert_eq!(parse_dpkg_owner(""), None);
     }
 
     #[test]
