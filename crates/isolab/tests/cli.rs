@@ -1985,3 +1985,141 @@ fn a_fleet_runs_through_slurm_into_postgres_and_is_read_back_with_its_host() {
     drop(store);
     guard.assert_nothing_leaked("cgroups left by the fleet's task");
 }
+
+/// The seeds' programs on the bare host, in isolab and Docker containers and in a
+/// TCG guest, short. HPL gets a small shape of its own (HPCC sizes itself to it)
+/// and stays off the guest, where HPC Challenge's other tests take many minutes
+/// under emulation.
+const SEED_PROGRAMS: &str = r#"[experiment]
+name = "seed-programs"
+seed = 5
+repetitions = { warmup = 0, min = 2, max = 2, target_cv = 0.5 }
+duration = "2s"
+impossible = "skip"
+
+[platform.isolab-host]
+engine = "isolab"
+network = "host"
+
+[platform.docker-host]
+engine = "docker"
+network = "host"
+
+[shape.tiny]
+cpus = 1
+memory = "128MiB"
+
+[shape.small]
+cpus = 1
+memory = "512MiB"
+
+[matrix]
+platform = ["host", "isolab-host", "docker-host", "vm(tcg)"]
+shape = ["tiny", "small"]
+placement = ["pinned"]
+workload = ["hpl", "tcp-rr", "udp-rr", "udp-stream-send", "ioping", "fio-seed001-randread"]
+exclude = [
+    { workload = "hpl", shape = "small" },
+    { workload = "tcp-rr", shape = "tiny" },
+    { workload = "udp-rr", shape = "tiny" },
+    { workload = "udp-stream-send", shape = "tiny" },
+    { workload = "ioping", shape = "tiny" },
+    { workload = "fio-seed001-randread", shape = "tiny" },
+    { workload = "hpl", platform = "vm(tcg)" },
+]
+"#;
+
+/// Processes of the seeds' programs still running (none may survive a run).
+fn seed_program_processes() -> Vec<String> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+        let comm = comm.trim();
+        if ["hpcc", "mpirun", "sockperf", "iperf3", "ioping", "fio"].contains(&comm) {
+            out.push(format!("{} {comm}", e.file_name().to_string_lossy()));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_seed_programs_run_on_every_platform_with_metrics_and_limits_read_back() {
+    let Some(guard) = CgroupTest::start() else {
+        return;
+    };
+    if isolab_tools_missing(&[
+        "hpcc", "mpirun", "sockperf", "ioping", "iperf3", "fio", "docker",
+    ]) {
+        return;
+    }
+    let procs_before = seed_program_processes();
+    let leftovers_before = runtime_leftovers();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("x.db");
+    let spec = write_spec(dir.path(), "seed.toml", SEED_PROGRAMS);
+    let out = run(isolab()
+        .current_dir(dir.path())
+        .arg("--db")
+        .arg(&db)
+        .args(["run", "--no-report", "--workdir"])
+        .arg(dir.path().join("work"))
+        .arg(&spec));
+    assert!(
+        out.status.success(),
+        "stdout {}\nstderr {}\n{}",
+        text(&out.stdout),
+        text(&out.stderr),
+        failed_runs(&db, "seed-programs")
+    );
+    let store = isolab_store::Store::open(&db).unwrap();
+    let id = store.resolve("seed-programs").unwrap();
+    let cells = store.cells(id).unwrap();
+    // 4 platforms × 5 workloads in `small`, hpl in `tiny` on 3 of them.
+    assert_eq!(cells.len(), 23, "{cells:?}");
+    let runs = store.runs(id).unwrap();
+    assert_eq!(runs.len(), 46);
+    let env = store.environment(id).unwrap();
+    let hpcc = env
+        .iter()
+        .find(|(k, _)| k == "tool.hpcc")
+        .map(|(_, v)| v.as_str());
+    assert_eq!(hpcc.map(|v| v.starts_with("hpcc ")), Some(true), "{env:?}");
+    for run in &runs {
+        let key = &cells.iter().find(|c| c.id == run.cell).unwrap().key;
+        assert!(run.is_counted(), "{key}: {:?}", run.error);
+        let metric = |n: &str| run.metrics.iter().find(|m| m.name == n).map(|m| m.value);
+        let (primary, more) = match key.split("workload=").nth(1).unwrap() {
+            "hpl" => ("hpl_gflops", "stream_triad"),
+            "tcp-rr" | "udp-rr" => ("rtt_p90", "transactions_per_second"),
+            "udp-stream-send" => ("receiver_throughput", "lost_percent"),
+            "ioping" => ("latency_avg", "latency_p99"),
+            _ => ("iops", "bandwidth"),
+        };
+        assert!(
+            metric(primary).is_some_and(|v| v > 0.0),
+            "{key}: {:?}",
+            run.metrics
+        );
+        assert!(metric(more).is_some(), "{key}: {more} in {:?}", run.metrics);
+        // The shape's limits, read back where the program ran (the server's
+        // cgroup for a stack).
+        let summary = run.limits["summary"].as_str().unwrap_or_default();
+        let memory = if key.contains("shape=tiny") {
+            "memory 128 MiB"
+        } else {
+            "memory 512 MiB"
+        };
+        assert!(
+            summary.contains("cpus 1") && summary.contains(memory),
+            "{key}: {}",
+            run.limits
+        );
+    }
+    // The version probe ran no benchmark: HPCC's report is nowhere but in workdirs.
+    assert!(!dir.path().join("hpccoutf.txt").exists());
+    guard.assert_nothing_leaked("cgroups left");
+    let left = new_since(runtime_leftovers(), &leftovers_before);
+    assert!(left.is_empty(), "runtime state left: {left:?}");
+    let procs = new_since(seed_program_processes(), &procs_before);
+    assert!(procs.is_empty(), "processes left: {procs:?}");
+}
