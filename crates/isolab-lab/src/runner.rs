@@ -352,11 +352,15 @@ impl<'a> Runner<'a> {
             runs_stored: stored,
         });
 
-        std::fs::create_dir_all(&self.config.workdir_base).map_err(|source| RunError::Workdir {
-            path: self.config.workdir_base.clone(),
+        let base = &self.config.workdir_base;
+        // A base this run makes goes again with the run if it is left empty (every
+        // run removes its own directory unless asked to keep it).
+        let _made = (!base.exists()).then(|| EmptyDirGuard(base.clone()));
+        std::fs::create_dir_all(base).map_err(|source| RunError::Workdir {
+            path: base.clone(),
             source,
         })?;
-        let disk = DiskFacts::probe(&self.config.workdir_base);
+        let disk = DiskFacts::probe(base);
 
         let mut runs = 0;
         loop {
@@ -976,6 +980,16 @@ impl<'a> Runner<'a> {
             neighbours: None,
             uses_disk: w.uses_disk,
         })
+    }
+}
+
+/// Removes its directory when dropped, if the directory is empty by then.
+struct EmptyDirGuard(PathBuf);
+
+impl Drop for EmptyDirGuard {
+    fn drop(&mut self) {
+        // Fails, harmlessly, when something is left in it (kept workdirs).
+        let _ = std::fs::remove_dir(&self.0);
     }
 }
 

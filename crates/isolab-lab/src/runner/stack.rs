@@ -94,7 +94,7 @@ impl Runner<'_> {
                 Measure::Client => {
                     let used = components_cpus(&services);
                     let (cpus, shares) = generator_cpus(&self.config.cpus, &used);
-                    let argv = super::render(&w.command, &params)?;
+                    let argv = render(&w.command, &params)?;
                     let timeout = spec
                         .timeout
                         .max(spec.duration * 4 + Duration::from_secs(600));

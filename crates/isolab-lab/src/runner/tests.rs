@@ -537,3 +537,20 @@ fn a_reservation_binds_the_subject_also_without_neighbour() {
     assert_eq!(bound[0].limits.cpuset, Some("1".parse().unwrap()));
     assert!(jobs.iter().all(|j| j.neighbours.is_none()));
 }
+
+#[test]
+fn a_workdir_base_the_run_made_goes_when_left_empty_and_stays_otherwise() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("isolab");
+    {
+        let _made = EmptyDirGuard(base.clone());
+        std::fs::create_dir_all(&base).unwrap();
+    }
+    assert!(!base.exists());
+    {
+        let _made = EmptyDirGuard(base.clone());
+        std::fs::create_dir_all(base.join("exp1-pid1-c0-r1")).unwrap();
+    }
+    // A kept working directory keeps its base.
+    assert!(base.join("exp1-pid1-c0-r1").exists());
+}
