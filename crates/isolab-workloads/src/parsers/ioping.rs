@@ -9,10 +9,10 @@
 //! | `latency_avg` | µs | lower | `stat.avg` |
 //! | `latency_min`, `latency_max` | µs | lower | `stat.min`, `stat.max` |
 //! | `latency_mdev` | µs | lower | `stat.mdev` (mean deviation) |
-//! | `latency_p50`, `latency_p99` | µs | lower | the requests' `io.time` that are not `ignored` (nearest rank) |
+//! | `latency_p50`, `latency_p99` | µs | lower | the requests' `io.time` that are not `ignored` ([`isolab_stats::percentile`]) |
 //! | `iops` | IOPS | higher | `stat.iops`: requests per second of I/O time |
 
-use super::{excerpt, finite_json, json_get, tail, ParseError};
+use super::{excerpt, finite_json, json_get, percentile, tail, ParseError};
 use crate::{Metric, ParserKind, RunOutput};
 use isolab_stats::Direction::{Higher, Lower};
 
@@ -68,35 +68,14 @@ pub(super) fn parse(out: &RunOutput) -> Result<Vec<Metric>, ParseError> {
             excerpt: excerpt(text),
         });
     }
-    times.sort_by(f64::total_cmp);
     let us = |ns: f64| ns / 1000.0;
     Ok(vec![
         Metric::new("latency_avg", "µs", Lower, us(number("avg")?)),
         Metric::new("latency_min", "µs", Lower, us(number("min")?)),
         Metric::new("latency_max", "µs", Lower, us(number("max")?)),
         Metric::new("latency_mdev", "µs", Lower, us(number("mdev")?)),
-        Metric::new("latency_p50", "µs", Lower, nearest_rank(&times, 0.50)),
-        Metric::new("latency_p99", "µs", Lower, nearest_rank(&times, 0.99)),
+        Metric::new("latency_p50", "µs", Lower, percentile(&times, 50.0)),
+        Metric::new("latency_p99", "µs", Lower, percentile(&times, 99.0)),
         Metric::new("iops", "IOPS", Higher, number("iops")?),
     ])
-}
-
-/// The `q` quantile of sorted, non-empty `values` by the nearest-rank method.
-pub(super) fn nearest_rank(values: &[f64], q: f64) -> f64 {
-    let rank = (q * values.len() as f64).ceil() as usize;
-    values[rank.clamp(1, values.len()) - 1]
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn nearest_rank_quantiles() {
-        let v = [1.0, 2.0, 3.0, 4.0];
-        assert_eq!(nearest_rank(&v, 0.5), 2.0);
-        assert_eq!(nearest_rank(&v, 0.99), 4.0);
-        assert_eq!(nearest_rank(&v, 0.0), 1.0);
-        assert_eq!(nearest_rank(&[7.0], 0.9), 7.0);
-    }
 }

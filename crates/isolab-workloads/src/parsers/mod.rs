@@ -303,6 +303,12 @@ fn json_get<'v>(root: &'v serde_json::Value, path: &[&str]) -> Option<&'v serde_
     path.iter().try_fold(root, |v, key| v.get(key))
 }
 
+/// The `q`-th percentile (0–100) of non-empty `values` that a parser collected, with
+/// the project's one definition ([`isolab_stats::percentile`], numpy's linear).
+fn percentile(values: &[f64], q: f64) -> f64 {
+    isolab_stats::percentile(values, q).unwrap_or(f64::NAN)
+}
+
 /// `text` as a finite number, or [`ParseError::BadNumber`] naming `field`.
 fn finite(tool: ParserKind, field: &str, text: &str) -> Result<f64, ParseError> {
     match text.trim().parse::<f64>() {

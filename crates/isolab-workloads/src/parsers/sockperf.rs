@@ -10,14 +10,13 @@
 //! |---|---|---|---|
 //! | `transactions_per_second` | transactions/s | higher | rows ÷ (last `rxTime` − first `txTime`) |
 //! | `rtt_avg` | µs | lower | mean of `rxTime` − `txTime` |
-//! | `rtt_p50`, `rtt_p90`, `rtt_p99` | µs | lower | its quantiles (nearest rank) |
+//! | `rtt_p50`, `rtt_p90`, `rtt_p99` | µs | lower | its percentiles ([`isolab_stats::percentile`]) |
 //!
 //! sockperf exits 0 also when it could not connect: a log without rows is a
 //! [`ParseError::ToolError`] quoting its `ERROR:` line. A log without its closing
 //! line of dashes is truncated, and an error.
 
-use super::ioping::nearest_rank;
-use super::{excerpt, finite, tail, ParseError};
+use super::{excerpt, finite, percentile, tail, ParseError};
 use crate::{Metric, ParserKind, RunOutput};
 use isolab_stats::Direction::{Higher, Lower};
 
@@ -92,12 +91,11 @@ pub(super) fn parse(out: &RunOutput) -> Result<Vec<Metric>, ParseError> {
     }
     let mean = rtts.iter().sum::<f64>() / rtts.len() as f64;
     let rate = rtts.len() as f64 / (last_rx - first_tx);
-    rtts.sort_by(f64::total_cmp);
     Ok(vec![
         Metric::new("transactions_per_second", "transactions/s", Higher, rate),
         Metric::new("rtt_avg", "µs", Lower, mean),
-        Metric::new("rtt_p50", "µs", Lower, nearest_rank(&rtts, 0.50)),
-        Metric::new("rtt_p90", "µs", Lower, nearest_rank(&rtts, 0.90)),
-        Metric::new("rtt_p99", "µs", Lower, nearest_rank(&rtts, 0.99)),
+        Metric::new("rtt_p50", "µs", Lower, percentile(&rtts, 50.0)),
+        Metric::new("rtt_p90", "µs", Lower, percentile(&rtts, 90.0)),
+        Metric::new("rtt_p99", "µs", Lower, percentile(&rtts, 99.0)),
     ])
 }
