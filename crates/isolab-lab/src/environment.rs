@@ -25,7 +25,11 @@ impl ToolProbe for SystemTools {
     fn version(&self, tool: &str) -> Result<String, String> {
         let path = isolab_tools::find_program(tool).ok_or("not found on PATH")?;
         let real = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
-        if let Some(v) = debian_package(&real).or_else(|| debian_package(&path)) {
+        // dpkg records the path it installed: the program's own, or the one a
+        // symlink on PATH (an alternative) leads to.
+        let owned = debian_package(&real)
+            .or_else(|| (real != path).then(|| debian_package(&path)).flatten());
+        if let Some(v) = owned {
             return Ok(v);
         }
         let output = isolab_tools::run_to_exit(&[tool.to_owned(), "--version".to_owned()])

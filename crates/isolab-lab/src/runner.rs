@@ -958,7 +958,14 @@ impl<'a> Runner<'a> {
             components: Vec::new(),
         };
         for f in &w.files {
-            write_file(f, &params)?;
+            let text = isolab_workloads::render_text(&f.contents, &params).map_err(|e| {
+                PlatformError::Io {
+                    action: "cannot render the file",
+                    path: workdir.join(&f.path),
+                    source: std::io::Error::other(e.to_string()),
+                }
+            })?;
+            write_file(workdir, f, &text)?;
         }
         let render = |t: &str| render(t, &params);
         Ok(Job {
@@ -1002,15 +1009,13 @@ fn create_dir(dir: &Path) -> Result<(), PlatformError> {
     })
 }
 
-/// Writes file `f` of a workload or component into `params.workdir`, rendered with `params`.
-fn write_file(f: &isolab_workloads::FileTemplate, params: &Params) -> Result<(), PlatformError> {
-    let path = params.workdir.join(&f.path);
-    let text =
-        isolab_workloads::render_text(&f.contents, params).map_err(|e| PlatformError::Io {
-            action: "cannot render the file",
-            path: path.clone(),
-            source: std::io::Error::other(e.to_string()),
-        })?;
+/// Writes `text`, file `f` of a workload or component rendered, into `workdir`.
+fn write_file(
+    workdir: &Path,
+    f: &isolab_workloads::FileTemplate,
+    text: &str,
+) -> Result<(), PlatformError> {
+    let path = workdir.join(&f.path);
     if let Some(dir) = path.parent() {
         create_dir(dir)?;
     }

@@ -730,6 +730,7 @@ fn run_experiment(
     let db = dir.join("x.db");
     let spec = write_spec(dir, &format!("{name}.toml"), body);
     let out = run(isolab()
+        .current_dir(dir)
         .arg("--db")
         .arg(&db)
         .args(["run", "--no-report", "--workdir"])
@@ -1222,21 +1223,24 @@ profile = { ramp = [1, 8], over = "6s", hold = "4s" }
 
 /// Processes of the stacks' programs still running (none may survive a run).
 fn stack_processes() -> Vec<String> {
+    processes_named(&[
+        "nginx",
+        "mariadbd",
+        "php-fpm8.2",
+        "java",
+        "wrk",
+        "vegeta",
+        "locust",
+    ])
+}
+
+/// Running processes whose name is one of `names`, as `PID NAME`.
+fn processes_named(names: &[&str]) -> Vec<String> {
     let mut out = Vec::new();
     for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
         let comm = comm.trim();
-        if [
-            "nginx",
-            "mariadbd",
-            "php-fpm8.2",
-            "java",
-            "wrk",
-            "vegeta",
-            "locust",
-        ]
-        .contains(&comm)
-        {
+        if names.contains(&comm) {
             out.push(format!("{} {comm}", e.file_name().to_string_lossy()));
         }
     }
@@ -2031,15 +2035,7 @@ exclude = [
 
 /// Processes of the seeds' programs still running (none may survive a run).
 fn seed_program_processes() -> Vec<String> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
-        let comm = comm.trim();
-        if ["hpcc", "mpirun", "sockperf", "iperf3", "ioping", "fio"].contains(&comm) {
-            out.push(format!("{} {comm}", e.file_name().to_string_lossy()));
-        }
-    }
-    out
+    processes_named(&["hpcc", "mpirun", "sockperf", "iperf3", "ioping", "fio"])
 }
 
 #[test]
@@ -2055,24 +2051,8 @@ fn the_seed_programs_run_on_every_platform_with_metrics_and_limits_read_back() {
     let procs_before = seed_program_processes();
     let leftovers_before = runtime_leftovers();
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("x.db");
-    let spec = write_spec(dir.path(), "seed.toml", SEED_PROGRAMS);
-    let out = run(isolab()
-        .current_dir(dir.path())
-        .arg("--db")
-        .arg(&db)
-        .args(["run", "--no-report", "--workdir"])
-        .arg(dir.path().join("work"))
-        .arg(&spec));
-    assert!(
-        out.status.success(),
-        "stdout {}\nstderr {}\n{}",
-        text(&out.stdout),
-        text(&out.stderr),
-        failed_runs(&db, "seed-programs")
-    );
-    let store = isolab_store::Store::open(&db).unwrap();
-    let id = store.resolve("seed-programs").unwrap();
+    // Run in `dir`, so that a report a tool leaves in its current directory shows.
+    let (_, store, id) = run_experiment(dir.path(), SEED_PROGRAMS, "seed-programs");
     let cells = store.cells(id).unwrap();
     // 4 platforms × 5 workloads in `small`, hpl in `tiny` on 3 of them.
     assert_eq!(cells.len(), 23, "{cells:?}");

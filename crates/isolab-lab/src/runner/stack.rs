@@ -91,39 +91,7 @@ impl Runner<'_> {
             let ready = started.elapsed();
             let mut done = match &stack.measure {
                 Measure::Load(l) => self.drive_load(name, workdir, l, &services)?,
-                Measure::Client => {
-                    let used = components_cpus(&services);
-                    let (cpus, shares) = generator_cpus(&self.config.cpus, &used);
-                    let argv = render(&w.command, &params)?;
-                    let timeout = spec
-                        .timeout
-                        .max(spec.duration * 4 + Duration::from_secs(600));
-                    let job = host_job(
-                        format!("{name}-client"),
-                        workdir,
-                        argv,
-                        (&cpus, shares),
-                        timeout,
-                    );
-                    let mut execution = self.run_outside(
-                        &job,
-                        &services,
-                        "the client",
-                        "the client ran on the host (the client was stopped)",
-                    )?;
-                    if shares {
-                        execution.notes.push(format!(
-                            "the client on the host shared cpus {cpus} with the components (no cpu of this host was free of them): its cpu use competes with theirs"
-                        ));
-                    }
-                    let metrics = parse_metrics(w, &execution, &job);
-                    Done {
-                        limits: serde_json::json!({ "client_cpus": cpus.to_string(), "client_shares_cpus": shares }),
-                        execution,
-                        metrics,
-                        load: None,
-                    }
-                }
+                Measure::Client => self.run_client(spec, w, name, workdir, &params, &services)?,
                 Measure::Command => {
                     let job = self.stack_job(
                         spec,
@@ -196,9 +164,9 @@ impl Runner<'_> {
         };
         params.port = free_port()?;
         for f in &c.files {
-            isolab_workloads::render_text(&f.contents, params)
+            let text = isolab_workloads::render_text(&f.contents, params)
                 .map_err(|e| failed(format!("file {}: {e}", f.path)))?;
-            super::write_file(f, params)?;
+            super::write_file(&params.workdir, f, &text)?;
         }
         if let Some(t) = &c.prepare {
             let job = self.stack_job(
@@ -294,11 +262,50 @@ impl Runner<'_> {
             server: None,
             workdir: params.workdir.clone(),
             limits: limits.clone(),
-            timeout: spec
-                .timeout
-                .max(spec.duration * 4 + Duration::from_secs(600)),
+            timeout: stack_timeout(spec),
             neighbours: None,
             uses_disk: cell.workload.uses_disk,
+        })
+    }
+
+    /// Runs `w`'s command on the host, outside the platform, on the cpus the
+    /// components leave, against them; its metrics from `w`'s parser.
+    fn run_client(
+        &self,
+        spec: &ExperimentSpec,
+        w: &isolab_workloads::WorkloadDef,
+        name: &str,
+        workdir: &Path,
+        params: &Params,
+        services: &[(String, Service<'_>)],
+    ) -> Result<Done, PlatformError> {
+        let used = components_cpus(services);
+        let (cpus, shares) = generator_cpus(&self.config.cpus, &used);
+        let argv = render(&w.command, params)?;
+        let job = host_job(
+            format!("{name}-client"),
+            workdir,
+            argv,
+            (&cpus, shares),
+            stack_timeout(spec),
+        );
+        let mut execution = self.run_outside(
+            &job,
+            services,
+            "the client",
+            "the client ran on the host (the client was stopped)",
+        )?;
+        if shares {
+            execution.notes.push(format!(
+                "the client on the host shared cpus {cpus} with the components (no cpu of this host was free of them): its cpu use competes with theirs"
+            ));
+        }
+        let metrics = parse_metrics(w, &execution, &job);
+        Ok(Done {
+            limits: serde_json::json!({ "client_cpus": cpus.to_string(), "client_shares_cpus": shares }),
+            execution,
+            metrics,
+            load: None,
         })
     }
 
@@ -471,6 +478,13 @@ impl Runner<'_> {
         }
         execution
     }
+}
+
+/// How long a stack's command in the platform or client on the host may take: the
+/// spec's run timeout, at least four times the duration plus ten minutes.
+fn stack_timeout(spec: &ExperimentSpec) -> Duration {
+    spec.timeout
+        .max(spec.duration * 4 + Duration::from_secs(600))
 }
 
 /// A job that runs `argv` on the host, outside the platform's limits, in a cgroup
