@@ -244,16 +244,24 @@ pub(crate) fn has_flag(flags: &[String], flag: &str) -> bool {
         .any(|f| f == flag || f.starts_with(&format!("{flag}=")))
 }
 
+/// The image's `env`, which starts the command. Not busybox's: its `env` (and its shell)
+/// run their own applet for a program that has one (`sh`, `date`, `awk`, `env`), so a
+/// command would get busybox's `date` (no `%N`) where a container gets coreutils'.
+const GUEST_ENV: &str = "/usr/bin/env";
+
 /// `command.sh`, sourced in a subshell whose output goes to the agent's files: changes to the
 /// working directory (for `vm+docker`, also empties the report directory) and replaces itself
-/// with the command under a clean environment (`env -i`).
+/// with the command under a clean environment (the image's `env -i`).
 pub(crate) fn command_script(spec: &CommandSpec<'_>) -> String {
     let mut s = String::from("# isolab-vm command\n");
     s.push_str(&format!(
         "cd {} || exit 125\n",
         shell_quote(&spec.cwd.to_string_lossy())
     ));
-    let mut words: Vec<String> = vec![format!("{GUEST_DIR}/busybox"), "env".into(), "-i".into()];
+    s.push_str(&format!(
+        "[ -x {GUEST_ENV} ] || {{ echo 'isolab-vm: the guest image has no {GUEST_ENV} (coreutils) to start the command with' >&2; exit 127; }}\n"
+    ));
+    let mut words: Vec<String> = vec![GUEST_ENV.into(), "-i".into()];
     match &spec.inner {
         Some(Inner::Docker { docker, workdir }) => {
             let (prelude, docker_words) =
@@ -423,8 +431,9 @@ mod tests {
         });
         assert_eq!(
             s,
-            "# isolab-vm command\ncd '/tmp/w' || exit 125\nexec '/run/isolab-vm/busybox' 'env' \
-             '-i' 'PATH=/bin' 'X=a b' 'sysbench' 'cpu' '--time=2' 'run'\n"
+            "# isolab-vm command\ncd '/tmp/w' || exit 125\n[ -x /usr/bin/env ] || { echo 'isolab-vm: \
+             the guest image has no /usr/bin/env (coreutils) to start the command with' >&2; \
+             exit 127; }\nexec '/usr/bin/env' '-i' 'PATH=/bin' 'X=a b' 'sysbench' 'cpu' '--time=2' 'run'\n"
         );
     }
 
@@ -490,19 +499,20 @@ mod tests {
         });
         let lines: Vec<&str> = s.lines().collect();
         assert_eq!(lines[1], "cd '/w' || exit 125");
-        assert!(lines[2].contains("rm -rf '/w/.isolab-docker'"), "{s}");
+        assert!(lines[2].starts_with("[ -x /usr/bin/env ] ||"), "{s}");
+        assert!(lines[3].contains("rm -rf '/w/.isolab-docker'"), "{s}");
         assert!(
-            lines[3].starts_with(
-                "exec '/run/isolab-vm/busybox' 'env' '-i' 'PATH=/usr/bin:/bin' \
+            lines[4].starts_with(
+                "exec '/usr/bin/env' '-i' 'PATH=/usr/bin:/bin' \
                  'DOCKER_HOST=unix:///run/isolab-vm/docker.sock' 'docker' 'run' '--rm'"
             ),
             "{s}"
         );
         assert!(
-            lines[3].contains("'--pids-limit' '64' '--entrypoint' '/bin/sh' 'isolab/guest'"),
+            lines[4].contains("'--pids-limit' '64' '--entrypoint' '/bin/sh' 'isolab/guest'"),
             "{s}"
         );
-        assert!(lines[3].ends_with("'sysbench' 'cpu' 'run'"), "{s}");
+        assert!(lines[4].ends_with("'sysbench' 'cpu' 'run'"), "{s}");
     }
 
     #[test]

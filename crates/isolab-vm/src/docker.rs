@@ -128,7 +128,7 @@ fn wrapper() -> String {
 }
 
 /// What `command.sh` runs after `cd`: a line emptying the report directory, and the words
-/// after `busybox env -i`: `docker run` with the environment `env` given to the container (the
+/// after `env -i`: `docker run` with the environment `env` given to the container (the
 /// client itself gets `PATH` and `DOCKER_HOST` only).
 pub(crate) fn command_words(
     argv: &[String],
