@@ -39,8 +39,10 @@ PACKAGES+=(nginx-light mariadb-server mariadb-client php8.2-fpm php8.2-mysql php
 # The seeds' own benchmark programs on the `host` platform (containers and VMs get them from
 # the experiment's recipe image, the same Debian versions): HPC Challenge (HPL, STREAM) under
 # Open MPI with OpenBLAS in place of the reference BLAS, sockperf (request-response latency)
-# and ioping (disk latency).
-PACKAGES+=(hpcc openmpi-bin libopenblas0-serial sockperf ioping)
+# and ioping (disk latency), FFmpeg with libx264/libx265 (the transcoding workloads; the host
+# also generates their stand-in input video once) and Open MPI's compiler wrapper (mpicc
+# builds isolab's MPI programs once on the host; every platform runs that binary).
+PACKAGES+=(hpcc openmpi-bin libopenblas0-serial sockperf ioping ffmpeg libopenmpi-dev)
 # PostgreSQL's server programs (initdb, pg_ctl): the store tests start a server of their
 # own in a temporary directory, and a team's store can live in PostgreSQL (--db postgres://).
 PACKAGES+=(postgresql)

@@ -24,6 +24,7 @@
 //!   which a whole experiment runs through the real runner, platforms and store
 //!   without root.
 
+pub mod assets;
 pub mod environment;
 pub mod neighbour;
 pub mod platform;

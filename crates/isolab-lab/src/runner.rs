@@ -51,6 +51,10 @@ pub struct RunnerConfig {
     pub keep_workdirs: bool,
     /// The cpus instances may use.
     pub cpus: IdSet,
+    /// The workloads' assets, built before the runs
+    /// ([`crate::assets::PreparedAssets::prepare`]); each run gets them in its
+    /// working directory.
+    pub assets: crate::assets::PreparedAssets,
 }
 
 /// Something that happened, for progress display and `--json` event streams.
@@ -955,8 +959,28 @@ impl<'a> Runner<'a> {
             server: self.platform.server_address(&cell.platform),
             direct: disk.direct,
             memory: limits.memory_max.unwrap_or_else(host_memory).0,
+            work: w.work.as_ref().map_or(0, |w| w.amount),
             components: Vec::new(),
         };
+        for a in &w.assets {
+            let built = self
+                .config
+                .assets
+                .get(&a.name, params.work)
+                .ok_or_else(|| PlatformError::Io {
+                    action: "cannot find the prepared asset for",
+                    path: workdir.join(&a.name),
+                    source: std::io::Error::other(format!(
+                        "asset {} of workload {} was not built before the runs",
+                        a.name, w.name
+                    )),
+                })?;
+            crate::assets::place(built, workdir).map_err(|e| PlatformError::Io {
+                action: "cannot place the asset into",
+                path: workdir.join(&a.name),
+                source: std::io::Error::other(e.to_string()),
+            })?;
+        }
         for f in &w.files {
             let text = isolab_workloads::render_text(&f.contents, &params).map_err(|e| {
                 PlatformError::Io {

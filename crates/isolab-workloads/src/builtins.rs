@@ -70,6 +70,21 @@ pub struct WorkloadDef {
     pub stack: Option<crate::StackDef>,
     /// Debian packages it needs inside the image (added to the experiment's image recipe).
     pub packages: Vec<String>,
+    /// The amount of fixed work (`{work}`) of a workload that takes one, with its
+    /// unit; `[workload.NAME] work = N` changes it.
+    pub work: Option<Work>,
+    /// Files built once on the host and placed into each run's working directory
+    /// (`{workdir}/NAME`): a compiled program, an input video.
+    pub assets: Vec<crate::AssetDef>,
+}
+
+/// A fixed-work workload's amount of work.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Work {
+    /// How much (`{work}`).
+    pub amount: u64,
+    /// Of what, for listings and reports ("s of video", "numbers tested").
+    pub unit: String,
 }
 
 /// The argv vectors of a workload's templates, rendered with one set of [`Params`].
@@ -122,6 +137,8 @@ fn def(
         tools: vec![tool.to_owned()],
         stack: None,
         packages: vec![tool.to_owned()],
+        work: None,
+        assets: Vec::new(),
     }
 }
 
@@ -345,6 +362,150 @@ fn ioping() -> WorkloadDef {
     }
 }
 
+/// The video the FFmpeg workloads transcode: a stand-in for seed 002's 30 MB Big Buck
+/// Bunny segment, `{work}` frames (30 to a second) of ffmpeg's `testsrc2` pattern at
+/// 1920x1080 with temporal noise (so that it does not compress like a still test
+/// card), encoded once with libx264 (8 Mbit/s, a key frame every second, one thread
+/// and bit-exact flags: the same bytes on every machine with this ffmpeg), and the
+/// same stream cut without re-encoding into `segments/NNNN.mp4` of one second each.
+fn video() -> crate::AssetDef {
+    crate::AssetDef {
+        name: "video".into(),
+        description: "H.264 1920x1080 30 fps, {work} frames at 8 Mbit/s, and its 1-second segments".into(),
+        script: "ffmpeg -hide_banner -nostdin -loglevel error \\\n\
+                 \x20 -f lavfi -i 'testsrc2=size=1920x1080:rate=30,noise=alls=12:allf=t+u' -frames:v @work@ \\\n\
+                 \x20 -c:v libx264 -preset medium -b:v 8M -g 30 -keyint_min 30 -sc_threshold 0 \\\n\
+                 \x20 -pix_fmt yuv420p -threads 1 -an -fflags +bitexact -flags +bitexact input.mp4\n\
+                 mkdir segments\n\
+                 ffmpeg -hide_banner -nostdin -loglevel error -i input.mp4 -c copy \\\n\
+                 \x20 -f segment -segment_time 1 -reset_timestamps 1 segments/%04d.mp4\n"
+            .into(),
+        sources: Vec::new(),
+        tools: vec![("ffmpeg".into(), "ffmpeg".into())],
+        stand_in: Some(
+            "generated stand-in for seed 002's Big Buck Bunny segment: ffmpeg testsrc2 with temporal noise, 1920x1080, 30 fps, H.264 at 8 Mbit/s".into(),
+        ),
+    }
+}
+
+/// libx265 at its default preset (medium), as seed 002 changed H.264 to H.265; the
+/// encoder's thread pool and ffmpeg's threads are `{threads}`; the encoded stream is
+/// discarded (`-f null`), so the job is CPU-bound as in the seed.
+const X265: &str = "-map 0:v -c:v libx265 -x265-params log-level=error:pools={threads} -threads {threads} -f null -";
+
+/// Seed 002's FFmpeg job: the whole video in one process.
+fn ffmpeg_transcode() -> WorkloadDef {
+    WorkloadDef {
+        work: Some(Work {
+            amount: 900,
+            unit: "frames of video (30 a second)".into(),
+        }),
+        assets: vec![video()],
+        ..def(
+            "ffmpeg-transcode",
+            "FFmpeg: H.264 to H.265 (libx265, preset medium) of {work} frames of 1920x1080 video, {threads} threads; execution time (seed 002's FFmpeg job, stand-in input)",
+            format!(
+                "ffmpeg -hide_banner -nostdin -nostats -benchmark -progress {{workdir}}/{} \
+                 -threads {{threads}} -i {{workdir}}/video/input.mp4 {X265}",
+                crate::parsers::FFMPEG_PROGRESS
+            ),
+            ParserKind::Ffmpeg,
+            "execution_time",
+            "ffmpeg",
+        )
+    }
+}
+
+/// Seed 002's multitasking job (its Fig. 8): the same video as one-second segments,
+/// one ffmpeg process each, all started together; the batch's execution time.
+fn ffmpeg_transcode_split() -> WorkloadDef {
+    WorkloadDef {
+        files: vec![crate::FileTemplate {
+            path: "transcode-segments.sh".into(),
+            contents: format!(
+                "# isolab's ffmpeg-transcode-split: every segment at once, one ffmpeg each;\n\
+                 # prints the batch's execution time as isolab's JSON metrics.\n\
+                 start=$(date +%s%N)\n\
+                 n=0\n\
+                 pids=\n\
+                 for f in @workdir@/video/segments/*.mp4; do\n\
+                 \x20 ffmpeg -hide_banner -nostdin -nostats -loglevel error -threads @threads@ -i \"$f\" {} 2>\"@workdir@/segment-$n.log\" &\n\
+                 \x20 pids=\"$pids $!\"\n\
+                 \x20 n=$((n + 1))\n\
+                 done\n\
+                 failed=0\n\
+                 for p in $pids; do wait \"$p\" || failed=$((failed + 1)); done\n\
+                 end=$(date +%s%N)\n\
+                 if [ \"$n\" -eq 0 ] || [ \"$failed\" -ne 0 ]; then\n\
+                 \x20 echo \"ffmpeg-transcode-split: $failed of $n ffmpeg processes failed; their logs end:\" >&2\n\
+                 \x20 tail -n 3 @workdir@/segment-*.log >&2\n\
+                 \x20 exit 1\n\
+                 fi\n\
+                 seconds=$(echo \"$start $end\" | awk '{{printf \"%.6f\", ($2 - $1) / 1e9}}')\n\
+                 printf '{{\"metrics\": [{{\"name\": \"execution_time\", \"unit\": \"s\", \"direction\": \"lower\", \"value\": %s}}, {{\"name\": \"processes\", \"unit\": \"count\", \"direction\": \"higher\", \"value\": %d}}]}}\\n' \"$seconds\" \"$n\"\n",
+                X265.replace(['{', '}'], "@")
+            ),
+        }],
+        work: Some(Work {
+            amount: 900,
+            unit: "frames of video (30 a second)".into(),
+        }),
+        assets: vec![video()],
+        tools: vec!["sh".into(), "ffmpeg".into()],
+        ..def(
+            "ffmpeg-transcode-split",
+            "FFmpeg, multitasking: the {work} frames of video as one-second segments (30 frames), one ffmpeg each, all at once, H.264 to H.265; execution time of the batch (seed 002's Fig. 8)",
+            "sh {workdir}/transcode-segments.sh".to_owned(),
+            ParserKind::Json,
+            "execution_time",
+            "ffmpeg",
+        )
+    }
+}
+
+/// An MPI program of fixed work from `programs/`, compiled once on the host with
+/// `mpicc -O2` and run with one rank per cpu of the shape, not bound to cores (as
+/// `hpl`): it prints its execution time and a check value as isolab's JSON metrics.
+fn mpi_program(
+    name: &str,
+    source: &str,
+    amount: u64,
+    unit: &str,
+    description: &str,
+) -> WorkloadDef {
+    let file = format!("{}.c", name.replace('-', "_"));
+    WorkloadDef {
+        work: Some(Work {
+            amount,
+            unit: unit.into(),
+        }),
+        assets: vec![crate::AssetDef {
+            name: name.into(),
+            description: format!("{file} compiled with mpicc -O2"),
+            script: format!("mpicc -O2 -Wall -o {name} {file}\nrm {file}\n"),
+            sources: vec![crate::FileTemplate {
+                path: file,
+                contents: source.into(),
+            }],
+            tools: vec![("mpicc".into(), "libopenmpi-dev".into())],
+            stand_in: None,
+        }],
+        tools: vec!["mpirun".into()],
+        packages: vec!["openmpi-bin".into()],
+        ..def(
+            name,
+            description,
+            format!(
+                "mpirun --allow-run-as-root --bind-to none --mca btl_vader_single_copy_mechanism none \
+                 -np {{cpus}} {{workdir}}/{name}/{name} {{work}}"
+            ),
+            ParserKind::Json,
+            "execution_time",
+            "openmpi-bin",
+        )
+    }
+}
+
 /// Every built-in workload, sorted by name.
 pub fn catalog() -> Vec<WorkloadDef> {
     let mut all = vec![
@@ -409,6 +570,22 @@ pub fn catalog() -> Vec<WorkloadDef> {
         iperf3_stream("udp", "send"),
         iperf3_stream("udp", "recv"),
         ioping(),
+        ffmpeg_transcode(),
+        ffmpeg_transcode_split(),
+        mpi_program(
+            "mpi-prime",
+            include_str!("../programs/mpi_prime.c"),
+            20_000_000,
+            "numbers tested",
+            "MPI: counts the primes up to {work} by trial division over {cpus} ranks, a global sum every 2000 numbers; execution time (seed 002's Prime_MPI)",
+        ),
+        mpi_program(
+            "mpi-search",
+            include_str!("../programs/mpi_search.c"),
+            1_500_000_000,
+            "integers searched",
+            "MPI: searches {work} integers for the one whose hash matches, {cpus} ranks agreeing after every round of 4096 each; execution time (seed 002's MPI_Search)",
+        ),
     ];
     all.sort_by(|a, b| a.name.cmp(&b.name));
     all
@@ -436,6 +613,7 @@ mod tests {
             server: std::net::Ipv4Addr::LOCALHOST,
             direct: true,
             memory: 4 << 30,
+            work: 0,
             components: Vec::new(),
         }
     }
@@ -446,6 +624,8 @@ mod tests {
         assert_eq!(
             names,
             [
+                "ffmpeg-transcode",
+                "ffmpeg-transcode-split",
                 "fio-randread",
                 "fio-randrw",
                 "fio-randwrite",
@@ -459,6 +639,8 @@ mod tests {
                 "hpl",
                 "ioping",
                 "iperf3-tcp",
+                "mpi-prime",
+                "mpi-search",
                 "stream",
                 "stress-ng-cache",
                 "stress-ng-cpu",
@@ -525,6 +707,19 @@ mod tests {
                 validate(t).unwrap();
             }
             let used = validate(&w.command).unwrap();
+            // `{work}` is a fixed-work workload's, in its templates, files or assets.
+            let files_use_work = w.files.iter().any(|f| f.contents.contains("@work@"))
+                || w.assets.iter().any(|a| a.script.contains("@work@"));
+            assert_eq!(
+                w.work.is_some(),
+                used.contains(&"work") || files_use_work,
+                "{}",
+                w.name
+            );
+            for a in &w.assets {
+                a.rendered(&p).unwrap_or_else(|e| panic!("{}: {e}", a.name));
+                assert!(!a.tools.is_empty(), "{}: {}", w.name, a.name);
+            }
             let direct = used.contains(&"direct") || used.contains(&"direct_flag");
             // ioping measures the disk's latency as seed 003 did, without O_DIRECT.
             assert_eq!(w.uses_disk, direct || w.name == "ioping", "{}", w.name);

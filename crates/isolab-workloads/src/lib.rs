@@ -39,14 +39,18 @@
 //! [`builtins`] every built-in, and [`parsers`]' submodules the metrics each
 //! tool's parser yields (names, units, directions, sources).
 
+pub mod asset;
 pub mod builtins;
 pub mod load;
+pub mod metrics;
 pub mod parsers;
 pub mod stack;
 pub mod stacks;
 pub mod template;
 
-pub use builtins::{builtin, catalog, RenderedWorkload, WorkloadDef};
+pub use asset::{AssetDef, RenderedAsset};
+pub use builtins::{builtin, catalog, RenderedWorkload, Work, WorkloadDef};
+pub use metrics::{declared_metrics, MetricInfo};
 pub use parsers::{measured_time, parse, ParseError, UnknownParser, STRESS_NG_REPORT};
 pub use stack::{ComponentDef, FileTemplate, LoadDef, Measure, Ready, ShapeScope, StackDef};
 pub use template::{
@@ -109,6 +113,8 @@ pub enum ParserKind {
     Ioping,
     /// sockperf ping-pong's full log in `{workdir}/sockperf.csv`.
     Sockperf,
+    /// ffmpeg `-benchmark` on stderr and `-progress {workdir}/ffmpeg-progress.txt`.
+    Ffmpeg,
     /// A `{"metrics": [...]}` object on stdout (see [`parsers::json`]).
     Json,
     /// A service stack's load generator (see [`load::parse_load`]): no command output.
@@ -119,7 +125,7 @@ pub enum ParserKind {
 
 impl ParserKind {
     /// Every parser kind, in declaration order.
-    pub const ALL: [ParserKind; 10] = [
+    pub const ALL: [ParserKind; 11] = [
         ParserKind::Sysbench,
         ParserKind::Fio,
         ParserKind::StressNg,
@@ -127,13 +133,14 @@ impl ParserKind {
         ParserKind::Hpcc,
         ParserKind::Ioping,
         ParserKind::Sockperf,
+        ParserKind::Ffmpeg,
         ParserKind::Json,
         ParserKind::Load,
         ParserKind::Time,
     ];
 
     /// The word used in specs and the store: `sysbench`, `fio`, `stress-ng`, `iperf3`,
-    /// `hpcc`, `ioping`, `sockperf`, `json`, `load` or `time`.
+    /// `hpcc`, `ioping`, `sockperf`, `ffmpeg`, `json`, `load` or `time`.
     pub fn as_str(self) -> &'static str {
         match self {
             ParserKind::Sysbench => "sysbench",
@@ -143,6 +150,7 @@ impl ParserKind {
             ParserKind::Hpcc => "hpcc",
             ParserKind::Ioping => "ioping",
             ParserKind::Sockperf => "sockperf",
+            ParserKind::Ffmpeg => "ffmpeg",
             ParserKind::Json => "json",
             ParserKind::Load => "load",
             ParserKind::Time => "time",
@@ -197,7 +205,7 @@ mod tests {
         let err = "stressng".parse::<ParserKind>().unwrap_err();
         assert_eq!(
             err.to_string(),
-            "unknown parser `stressng`: expected one of sysbench, fio, stress-ng, iperf3, hpcc, ioping, sockperf, json, load, time"
+            "unknown parser `stressng`: expected one of sysbench, fio, stress-ng, iperf3, hpcc, ioping, sockperf, ffmpeg, json, load, time"
         );
     }
 

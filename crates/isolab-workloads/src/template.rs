@@ -31,6 +31,7 @@ use std::time::Duration;
 /// | `{direct_flag}` | `direct` when direct I/O works there, else the empty string (sysbench's `--file-extra-flags=`) |
 /// | `{memory_mib}` | memory granted to the instance in MiB: the shape's limit, else the host's ([`Params::memory`]) |
 /// | `{usable_memory_mib}` | three quarters of `{memory_mib}`: what a workload that sizes itself to memory (HPCC) may fill, the rest left to its runtime (MPI) and the page cache, so that a memory limit does not kill it |
+/// | `{work}` | a workload's amount of fixed work, in its own unit (seconds of video, numbers searched): its default, or `[workload.NAME] work = N` ([`Params::work`]) |
 ///
 /// A service stack's templates can also name its components' endpoints
 /// ([`Params::components`]): `{NAME.host}`, `{NAME.port}` and `{NAME.address}`
@@ -46,6 +47,7 @@ pub const PLACEHOLDERS: &[&str] = &[
     "direct_flag",
     "memory_mib",
     "usable_memory_mib",
+    "work",
 ];
 
 /// Values substituted into templates.
@@ -73,6 +75,9 @@ pub struct Params {
     /// Memory granted to the instance in bytes: the shape's limit, or the host's memory
     /// when the shape sets none (`{memory_mib}`).
     pub memory: u64,
+    /// A fixed-work workload's amount of work (`{work}`), in the unit its definition
+    /// states; 0 for the others.
+    pub work: u64,
     /// The endpoints of a service stack's components started so far
     /// (`{NAME.host}`, `{NAME.port}`, `{NAME.address}`); empty for a command workload.
     pub components: Vec<Endpoint>,
@@ -107,6 +112,7 @@ impl Params {
             server: std::net::Ipv4Addr::LOCALHOST,
             direct: true,
             memory: 1 << 30,
+            work: 1,
             components: components
                 .into_iter()
                 .map(|name| Endpoint {
@@ -132,6 +138,7 @@ impl Params {
             "direct_flag" => if self.direct { "direct" } else { "" }.to_owned(),
             "memory_mib" => (self.memory >> 20).to_string(),
             "usable_memory_mib" => ((self.memory >> 20) * 3 / 4).to_string(),
+            "work" => self.work.to_string(),
             _ => {
                 let (component, field) = name.split_once('.')?;
                 let c = self.components.iter().find(|c| c.name == component)?;
@@ -406,6 +413,7 @@ mod tests {
             server: std::net::Ipv4Addr::LOCALHOST,
             direct: true,
             memory: 2 << 30,
+            work: 0,
             components: vec![Endpoint {
                 name: "db".into(),
                 host: "10.0.0.2".into(),

@@ -292,9 +292,15 @@ fn iperf3_udp() {
     );
 }
 
-/// The fixture that shows what each built-in's parser yields: (stdout file, workdir).
-fn fixture_of(workload: &str) -> (Option<String>, String) {
-    if workload == "hpl" || workload == "stream" {
+/// The fixture that shows what each built-in's parser yields: (stdout file, stderr
+/// file, workdir).
+fn fixture_of(workload: &str) -> (Option<String>, Option<String>, String) {
+    if workload == "ffmpeg-transcode" {
+        // ffmpeg reports on stderr and in its progress file.
+        let dir = "ffmpeg-x265";
+        return (None, Some(format!("{dir}/output.txt")), dir.into());
+    }
+    let (stdout, workdir) = if workload == "hpl" || workload == "stream" {
         (Some("hpcc/output.txt".into()), "hpcc".into())
     } else if workload.ends_with("-rr") {
         let dir = format!("sockperf-{}", &workload[..3]);
@@ -315,14 +321,15 @@ fn fixture_of(workload: &str) -> (Option<String>, String) {
         (Some(format!("{workload}.txt")), ".".to_owned())
     } else {
         (Some(format!("{workload}.json")), ".".to_owned())
-    }
+    };
+    (stdout, None, workdir)
 }
 
 #[test]
 fn every_builtin_primary_metric_is_parsed_from_its_fixture() {
     for w in catalog() {
-        let (stdout, workdir) = fixture_of(&w.name);
-        let metrics = parse_fixture(w.parser, stdout.as_deref(), None, &workdir)
+        let (stdout, stderr, workdir) = fixture_of(&w.name);
+        let metrics = parse_fixture(w.parser, stdout.as_deref(), stderr.as_deref(), &workdir)
             .unwrap_or_else(|e| panic!("{}: {e}", w.name));
         assert!(
             metrics.iter().any(|m| m.name == w.primary),
@@ -353,6 +360,49 @@ fn every_builtin_primary_metric_is_parsed_from_its_fixture() {
             );
         }
     }
+}
+
+/// The declared metrics (`src/metrics.tsv`) are what each built-in's parser yields on
+/// its fixture: names, units, directions and order. `ISOLAB_UPDATE_METRICS=1`
+/// writes the table from the fixtures instead.
+#[test]
+fn every_builtin_declares_the_metrics_its_fixture_yields() {
+    let mut table = String::new();
+    let mut wrong = Vec::new();
+    for w in catalog() {
+        let (stdout, stderr, workdir) = fixture_of(&w.name);
+        let parsed = parse_fixture(w.parser, stdout.as_deref(), stderr.as_deref(), &workdir)
+            .unwrap_or_else(|e| panic!("{}: {e}", w.name));
+        let parsed: Vec<(String, String, Direction)> = parsed
+            .into_iter()
+            .map(|m| (m.name, m.unit, m.direction))
+            .collect();
+        for (name, unit, direction) in &parsed {
+            let dir = if *direction == Higher {
+                "higher"
+            } else {
+                "lower"
+            };
+            table.push_str(&format!("{}\t{name}\t{unit}\t{dir}\n", w.name));
+        }
+        let declared: Vec<(String, String, Direction)> =
+            isolab_workloads::declared_metrics(&w.name)
+                .into_iter()
+                .map(|m| (m.name, m.unit, m.direction))
+                .collect();
+        if declared != parsed {
+            wrong.push(w.name.clone());
+        }
+    }
+    if std::env::var_os("ISOLAB_UPDATE_METRICS").is_some() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/metrics.tsv");
+        std::fs::write(path, table).unwrap();
+        return;
+    }
+    assert!(
+        wrong.is_empty(),
+        "declared metrics differ from the fixtures' for {wrong:?}: run this test with ISOLAB_UPDATE_METRICS=1"
+    );
 }
 
 #[test]
@@ -758,4 +808,66 @@ fn sockperf_full_log_gives_round_trips_and_transactions() {
     )
     .unwrap_err();
     assert!(err.to_string().contains("sockperf"), "{err}");
+}
+
+#[test]
+fn mpi_programs_report_time_and_check_values() {
+    let prime = parse_fixture(ParserKind::Json, Some("mpi-prime.json"), None, ".").unwrap();
+    assert_metrics(
+        &prime,
+        &[
+            m("execution_time", "s", Lower, 0.005383),
+            m("primes", "count", Higher, 9592.0),
+            m("ranks", "count", Higher, 2.0),
+            m("reductions", "count", Lower, 50.0),
+        ],
+    );
+    let search = parse_fixture(ParserKind::Json, Some("mpi-search.json"), None, ".").unwrap();
+    assert_metrics(
+        &search,
+        &[
+            m("execution_time", "s", Lower, 0.072479),
+            m("found", "index", Higher, 9_999_999.0),
+            m("ranks", "count", Higher, 2.0),
+            m("rounds", "count", Lower, 1221.0),
+        ],
+    );
+}
+
+#[test]
+fn mpi_programs_cut_short_or_refusing_their_argument_are_clear_errors() {
+    let err = parse_fixture(
+        ParserKind::Json,
+        Some("mpi-search-truncated.json"),
+        None,
+        ".",
+    )
+    .unwrap_err();
+    assert!(matches!(err, ParseError::Json { .. }), "{err:?}");
+    let err = parse_fixture(
+        ParserKind::Json,
+        Some("mpi-prime-usage.stdout"),
+        Some("mpi-prime-usage.stderr"),
+        ".",
+    )
+    .unwrap_err();
+    assert!(matches!(err, ParseError::Empty { .. }), "{err:?}");
+    assert!(err.to_string().contains("Exit code:    2"), "{err}");
+}
+
+#[test]
+fn a_failed_segment_fails_the_split_transcode_with_ffmpeg_s_words() {
+    let err = parse_fixture(
+        ParserKind::Json,
+        Some("ffmpeg-split-failed.stdout"),
+        Some("ffmpeg-split-failed.stderr"),
+        ".",
+    )
+    .unwrap_err();
+    assert!(matches!(err, ParseError::Empty { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(
+        text.contains("Invalid data found when processing input"),
+        "{text}"
+    );
 }

@@ -114,6 +114,50 @@ fn misspelt_key_is_rejected_with_location_and_expected_keys() {
 }
 
 #[test]
+fn list_workloads_shows_tools_packages_work_assets_and_metrics() {
+    let out = run(isolab().args(["list", "--workloads", "--json"]));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for w in v.as_array().unwrap() {
+        let metrics = w["metrics"].as_array().unwrap();
+        assert!(
+            metrics.iter().any(|m| m["name"] == w["primary"]),
+            "{}: primary not among {metrics:?}",
+            w["name"]
+        );
+        for m in metrics {
+            assert!(
+                m["direction"] == "lower" || m["direction"] == "higher",
+                "{m}"
+            );
+        }
+    }
+    let ffmpeg = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["name"] == "ffmpeg-transcode")
+        .unwrap();
+    assert_eq!(ffmpeg["work"]["amount"], 900);
+    assert_eq!(ffmpeg["packages"], serde_json::json!(["ffmpeg"]));
+    assert!(ffmpeg["assets"][0]["stand_in"]
+        .as_str()
+        .unwrap()
+        .contains("stand-in"));
+    let out = run(isolab().args(["list", "--workloads"]));
+    let listing = text(&out.stdout);
+    for line in [
+        "mpi-prime: MPI: counts the primes up to {work}",
+        "  tools mpirun; packages openmpi-bin; work 20000000 numbers tested (`work = N` changes it)",
+        "  asset mpi-prime: mpi_prime.c compiled with mpicc -O2",
+        "  metrics: execution_time (s, lower is better, primary), primes (count, higher is better)",
+        "  tools sockperf; packages sockperf; service sockperf (client on the host)",
+    ] {
+        assert!(listing.contains(line), "{line:?} not in:\n{listing}");
+    }
+}
+
+#[test]
 fn list_platforms_shows_the_registry_with_capabilities_and_usability() {
     let out = run(isolab().args(["list", "--platforms", "--json"]));
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -2101,5 +2145,101 @@ fn the_seed_programs_run_on_every_platform_with_metrics_and_limits_read_back() {
     let left = new_since(runtime_leftovers(), &leftovers_before);
     assert!(left.is_empty(), "runtime state left: {left:?}");
     let procs = new_since(seed_program_processes(), &procs_before);
+    assert!(procs.is_empty(), "processes left: {procs:?}");
+}
+
+const SEED_APPLICATIONS: &str = r#"[experiment]
+name = "seed-applications"
+seed = 7
+repetitions = { warmup = 0, min = 2, max = 2, target_cv = 0.5 }
+timeout = "10m"
+
+[shape.one]
+cpus = 1
+memory = "1GiB"
+
+[workload.ffmpeg-transcode]
+work = 8
+
+[workload.ffmpeg-transcode-split]
+work = 8
+
+[workload.mpi-prime]
+work = 200000
+
+[workload.mpi-search]
+work = 10000000
+
+[matrix]
+platform = ["host", "isolab", "docker", "vm(tcg)"]
+shape = ["one"]
+placement = ["pinned"]
+workload = ["ffmpeg-transcode", "ffmpeg-transcode-split", "mpi-prime", "mpi-search"]
+"#;
+
+/// Seed 002's programs (FFmpeg one job and many, the two MPI programs) on the host, in
+/// isolab and Docker containers and in a TCG guest: their assets (the stand-in video,
+/// the compiled MPI programs) built once on the host and placed in every run, their
+/// metrics parsed with the check values every run must agree on, the shape's limits
+/// read back, and nothing left behind.
+#[test]
+fn the_seed_application_programs_run_on_every_platform_from_host_built_assets() {
+    let Some(guard) = CgroupTest::start() else {
+        return;
+    };
+    if isolab_tools_missing(&["ffmpeg", "mpirun", "mpicc", "docker"]) {
+        return;
+    }
+    let procs_before = processes_named(&["ffmpeg", "mpirun", "mpi-prime", "mpi-search"]);
+    let leftovers_before = runtime_leftovers();
+    let dir = tempfile::tempdir().unwrap();
+    let (_, store, id) = run_experiment(dir.path(), SEED_APPLICATIONS, "seed-applications");
+    let cells = store.cells(id).unwrap();
+    assert_eq!(cells.len(), 16, "{cells:?}");
+    let runs = store.runs(id).unwrap();
+    assert_eq!(runs.len(), 32);
+    let env = store.environment(id).unwrap();
+    let entry = |k: &str| env.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
+    assert!(
+        entry("asset.video.stand_in").is_some_and(|v| v.contains("Big Buck Bunny")),
+        "{env:?}"
+    );
+    for asset in ["asset.video", "asset.mpi-prime", "asset.mpi-search"] {
+        assert!(entry(asset).is_some(), "{asset} not in {env:?}");
+    }
+    for run in &runs {
+        let key = &cells.iter().find(|c| c.id == run.cell).unwrap().key;
+        assert!(run.is_counted(), "{key}: {:?}", run.error);
+        let metric = |n: &str| run.metrics.iter().find(|m| m.name == n).map(|m| m.value);
+        assert!(
+            metric("execution_time").is_some_and(|v| v > 0.0),
+            "{key}: {:?}",
+            run.metrics
+        );
+        // The check values: every platform did the same work.
+        let (check, expected) = match key.split("workload=").nth(1).unwrap() {
+            "ffmpeg-transcode" => ("frames", 8.0),
+            "ffmpeg-transcode-split" => ("processes", 1.0),
+            "mpi-prime" => ("primes", 17984.0),
+            _ => ("found", 9_999_999.0),
+        };
+        assert_eq!(metric(check), Some(expected), "{key}: {:?}", run.metrics);
+        let summary = run.limits["summary"].as_str().unwrap_or_default();
+        assert!(
+            summary.contains("cpus 1") && summary.contains("memory 1 GiB"),
+            "{key}: {}",
+            run.limits
+        );
+    }
+    // The working directories, assets included, are gone.
+    let work = dir.path().join("work");
+    assert!(!work.exists() || std::fs::read_dir(&work).unwrap().next().is_none());
+    guard.assert_nothing_leaked("cgroups left");
+    let left = new_since(runtime_leftovers(), &leftovers_before);
+    assert!(left.is_empty(), "runtime state left: {left:?}");
+    let procs = new_since(
+        processes_named(&["ffmpeg", "mpirun", "mpi-prime", "mpi-search"]),
+        &procs_before,
+    );
     assert!(procs.is_empty(), "processes left: {procs:?}");
 }

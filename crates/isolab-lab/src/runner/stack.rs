@@ -51,6 +51,7 @@ impl Runner<'_> {
             server: self.platform.server_address(&cell.platform),
             direct,
             memory: limits.memory_max.unwrap_or_else(super::host_memory).0,
+            work: cell.workload.work.as_ref().map_or(0, |w| w.amount),
             components: Vec::new(),
         };
         let n = stack.components.len();

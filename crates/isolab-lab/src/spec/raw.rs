@@ -190,6 +190,12 @@ pub(crate) struct RawWorkload {
     /// run's working directory before `prepare`.
     #[serde(default)]
     pub files: BTreeMap<String, Spanned<String>>,
+    /// The built-in this table tunes (its own name when that is a built-in's).
+    #[serde(default)]
+    pub from: Option<Spanned<String>>,
+    /// The amount of fixed work (`{work}`).
+    #[serde(default)]
+    pub work: Option<Spanned<i64>>,
 }
 
 /// `[[workload.NAME.component]]`.

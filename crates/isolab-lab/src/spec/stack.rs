@@ -34,6 +34,11 @@ impl Validator<'_> {
         let span = raw.span();
         let raw = raw.into_inner();
         let before = self.errors.len();
+        let defines = raw.command.is_some() || raw.stack.is_some() || !raw.component.is_empty();
+        if raw.from.is_some() || (!defines && isolab_workloads::builtin(&name).is_some()) {
+            return self.tuned_builtin(name, span, raw);
+        }
+        let work = raw.work.as_ref().and_then(|w| self.work_amount(&name, w));
         let has_load = raw.load.is_some() && (raw.stack.is_some() || !raw.component.is_empty());
         let builtin = match &raw.stack {
             None => None,
@@ -232,7 +237,83 @@ impl Validator<'_> {
             packages,
             stack,
             files,
+            work: work.map(|amount| isolab_workloads::Work {
+                amount,
+                unit: "work".into(),
+            }),
+            assets: Vec::new(),
         })
+    }
+
+    /// `[workload.NAME]` with `from = "BUILTIN"` (or named as a built-in) and `work`:
+    /// the built-in with another amount of work, under the table's name.
+    fn tuned_builtin(
+        &mut self,
+        name: String,
+        span: Range<usize>,
+        raw: RawWorkload,
+    ) -> Option<WorkloadDef> {
+        let before = self.errors.len();
+        let from = raw
+            .from
+            .as_ref()
+            .map_or(name.as_str(), |f| f.get_ref().as_str());
+        let Some(mut def) = isolab_workloads::builtin(from) else {
+            let at = raw.from.as_ref().map_or(span.clone(), |f| f.span());
+            self.err(at, format!("unknown built-in workload `{from}` in workload.{name}.from: see `isolab list --workloads`"));
+            return None;
+        };
+        let others = [
+            raw.command.as_ref().map(|c| (c.span(), "command")),
+            raw.stack.as_ref().map(|c| (c.span(), "stack")),
+            raw.parser.as_ref().map(|c| (c.span(), "parser")),
+            raw.primary.as_ref().map(|c| (c.span(), "primary")),
+            raw.prepare.as_ref().map(|c| (c.span(), "prepare")),
+            raw.cleanup.as_ref().map(|c| (c.span(), "cleanup")),
+            raw.server.as_ref().map(|c| (c.span(), "server")),
+            raw.load.as_ref().map(|c| (c.span(), "load")),
+        ];
+        for (at, key) in others.into_iter().flatten() {
+            self.err(at, format!("workload.{name} tunes the built-in `{from}`, which takes only `from`, `work` and `description`: remove `{key}` (or `from`, to define a workload of your own)"));
+        }
+        match (&raw.work, def.work.as_mut()) {
+            (Some(w), Some(work)) => {
+                if let Some(amount) = self.work_amount(&name, w) {
+                    work.amount = amount;
+                }
+            }
+            (Some(w), None) => {
+                let fixed: Vec<String> = isolab_workloads::catalog()
+                    .into_iter()
+                    .filter(|b| b.work.is_some())
+                    .map(|b| b.name)
+                    .collect();
+                self.err(w.span(), format!("the built-in `{from}` has no amount of work to set (it runs for `duration`); these do: {}", fixed.join(", ")));
+            }
+            (None, _) => self.err(span, format!("workload.{name} names the built-in `{from}` but changes nothing: give `work = N`, or remove the table")),
+        }
+        def.name = name;
+        if let Some(d) = raw.description {
+            def.description = d;
+        }
+        (self.errors.len() == before).then_some(def)
+    }
+
+    /// `work = N` of workload `name`: a positive whole number.
+    fn work_amount(&mut self, name: &str, w: &Spanned<i64>) -> Option<u64> {
+        match u64::try_from(*w.get_ref()) {
+            Ok(n) if n > 0 => Some(n),
+            _ => {
+                self.err(
+                    w.span(),
+                    format!(
+                        "workload.{name}.work must be a positive whole number, not {}",
+                        w.get_ref()
+                    ),
+                );
+                None
+            }
+        }
     }
 
     /// A command workload's `files`: each path inside the run's working directory and

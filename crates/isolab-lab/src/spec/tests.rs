@@ -664,3 +664,43 @@ fn a_run_s_timeout_defaults_from_the_duration_and_can_be_raised() {
         ["exp.toml:4:11: timeout must be at least the duration (10s)"]
     );
 }
+
+#[test]
+fn a_built_in_s_work_is_tuned_under_its_own_name_or_another() {
+    let spec = parse("[experiment]\nname = \"x\"\n[matrix]\nworkload = [\"mpi-prime\", \"short-video\"]\n[workload.mpi-prime]\nwork = 1000\n[workload.short-video]\nfrom = \"ffmpeg-transcode\"\nwork = 2\n").unwrap();
+    let work = |name: &str| {
+        let c = spec.cells.iter().find(|c| c.workload.name == name).unwrap();
+        c.workload.work.clone().unwrap()
+    };
+    assert_eq!(work("mpi-prime").amount, 1000);
+    assert_eq!(work("short-video").amount, 2);
+    assert_eq!(work("short-video").unit, "frames of video (30 a second)");
+    let video = &spec
+        .cells
+        .iter()
+        .find(|c| c.workload.name == "short-video")
+        .unwrap()
+        .workload;
+    assert_eq!(video.assets[0].name, "video");
+    assert_eq!(video.parser, ParserKind::Ffmpeg);
+}
+
+#[test]
+fn tuning_a_built_in_wrongly_is_an_error_at_the_key() {
+    let errs = errors("[experiment]\nname = \"x\"\n[matrix]\nworkload = [\"a\", \"sysbench-cpu\", \"c\", \"d\"]\n[workload.a]\nfrom = \"nope\"\nwork = 1\n[workload.sysbench-cpu]\nwork = 5\n[workload.c]\nfrom = \"mpi-search\"\nwork = 0\n[workload.d]\nfrom = \"mpi-search\"\nwork = 3\nparser = \"json\"\n");
+    let all = errs.join("\n");
+    assert!(
+        all.contains("unknown built-in workload `nope` in workload.a.from"),
+        "{all}"
+    );
+    assert!(
+        all.contains("the built-in `sysbench-cpu` has no amount of work to set"),
+        "{all}"
+    );
+    assert!(
+        all.contains("workload.c.work must be a positive whole number, not 0"),
+        "{all}"
+    );
+    assert!(all.contains("workload.d tunes the built-in `mpi-search`, which takes only `from`, `work` and `description`: remove `parser`"), "{all}");
+    assert!(errs.iter().all(|e| e.starts_with("exp.toml:")), "{all}");
+}

@@ -1,5 +1,6 @@
 //! Parsers that turn a finished command's output into [`Metric`]s, one module per tool.
 
+pub mod ffmpeg;
 pub mod fio;
 pub mod hpcc;
 pub mod ioping;
@@ -9,6 +10,7 @@ pub mod sockperf;
 pub mod stress_ng;
 pub mod sysbench;
 
+pub use ffmpeg::FFMPEG_PROGRESS;
 pub use hpcc::HPCC_REPORT;
 pub use sockperf::SOCKPERF_LOG;
 pub use stress_ng::STRESS_NG_REPORT;
@@ -19,7 +21,7 @@ use std::path::PathBuf;
 
 /// A parser name other than the known ones.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown parser `{0}`: expected one of sysbench, fio, stress-ng, iperf3, hpcc, ioping, sockperf, json, load, time")]
+#[error("unknown parser `{0}`: expected one of sysbench, fio, stress-ng, iperf3, hpcc, ioping, sockperf, ffmpeg, json, load, time")]
 pub struct UnknownParser(pub String);
 
 /// Why a run's output could not be turned into metrics.
@@ -133,6 +135,7 @@ pub fn parse(kind: ParserKind, out: &RunOutput) -> Result<Vec<Metric>, ParseErro
         ParserKind::Hpcc => hpcc::parse(out),
         ParserKind::Ioping => ioping::parse(out),
         ParserKind::Sockperf => sockperf::parse(out),
+        ParserKind::Ffmpeg => ffmpeg::parse(out),
         ParserKind::Json => json::parse(out),
         ParserKind::Load => Err(ParseError::ToolError {
             tool: kind,
@@ -179,6 +182,11 @@ pub fn measured_time(kind: ParserKind, out: &RunOutput) -> Option<std::time::Dur
                 .as_f64()
         }
         ParserKind::StressNg => stress_ng::wall_clock_time(out),
+        ParserKind::Ffmpeg => ffmpeg::parse(out)
+            .ok()?
+            .into_iter()
+            .find(|m| m.name == "execution_time")
+            .map(|m| m.value),
         // Each reports rates over its own span already (HPCC per test, sockperf's
         // transactions over its log, ioping per request): none for the whole run.
         ParserKind::Hpcc

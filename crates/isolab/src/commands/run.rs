@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
+use isolab_lab::assets::{AssetCache, PreparedAssets, DEFAULT_ASSET_ROOT};
 use isolab_lab::spec::QUICK_START;
 use isolab_lab::{ExperimentSpec, Interrupt, Outcome, Runner, RunnerConfig, Source};
 use isolab_store::ExperimentStatus;
@@ -54,6 +55,7 @@ pub fn execute(
     }
     host::preflight(&hierarchy)?;
     host::preflight_engines(spec)?;
+    let assets = prepare_assets(spec, settings.quiet || settings.json)?;
 
     let interrupt = Arc::new(Interrupt::new().context("cannot create the interrupt pipe")?);
     let mut signals =
@@ -67,6 +69,7 @@ pub fn execute(
     });
 
     let mut environment = host::environment(Some(spec), Some(&hierarchy));
+    environment.extend(assets.environment());
     let platform = host::platform(hierarchy, spec.probe);
     // Engines made ready (a daemon started, the image imported) before the first
     // run, so that a missing one fails once, with what to do.
@@ -88,6 +91,7 @@ pub fn execute(
         workdir_base: settings.workdir.clone(),
         keep_workdirs: settings.keep_workdirs,
         cpus: facts.cpus.clone(),
+        assets,
     };
     let mut progress = Progress::new(settings.quiet, settings.json);
     let outcome = {
@@ -104,6 +108,38 @@ pub fn execute(
     handle.close();
     let _ = signal_thread.join();
     Ok((store, outcome?))
+}
+
+/// The assets of `spec`'s workloads in the cache, each built first when missing, with
+/// a progress line on standard error unless `quiet`.
+pub fn prepare_assets(spec: &ExperimentSpec, quiet: bool) -> Result<PreparedAssets> {
+    let cache = AssetCache::new(
+        DEFAULT_ASSET_ROOT,
+        &isolab_tools::SystemTools,
+        &isolab_lab::environment::SystemTools,
+    );
+    let t = std::time::Instant::now();
+    let assets = PreparedAssets::prepare(spec, &cache, &mut |def, work| {
+        if !quiet {
+            eprintln!("asset {} (work {work}): {}", def.name, def.description);
+        }
+    })
+    .context("preparing the workloads' assets")?;
+    if !quiet {
+        for a in assets.iter() {
+            let how = if a.built { "built" } else { "in the cache" };
+            eprintln!(
+                "asset {} {how}: {} ({} bytes)",
+                a.name,
+                a.dir.display(),
+                a.bytes
+            );
+        }
+        if assets.iter().any(|a| a.built) {
+            eprintln!("assets ready in {:.1?}", t.elapsed());
+        }
+    }
+    Ok(assets)
 }
 
 pub fn run(db: &Path, args: RunArgs) -> Result<Exit> {
