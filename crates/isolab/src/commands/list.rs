@@ -10,27 +10,78 @@ use super::Exit;
 use crate::cli::ListArgs;
 use crate::host;
 
+/// The built-in workloads: what each measures, its tools and the packages it brings
+/// into the image, its amount of fixed work and assets, and its metrics with units
+/// and directions (the primary one marked).
+fn list_workloads(json: bool) -> Result<Exit> {
+    let catalog = isolab_workloads::catalog();
+    if json {
+        let v: Vec<serde_json::Value> = catalog
+            .iter()
+            .map(|w| {
+                let mut v = serde_json::to_value(w)?;
+                v["metrics"] = serde_json::to_value(isolab_workloads::declared_metrics(&w.name))?;
+                Ok(v)
+            })
+            .collect::<Result<_, serde_json::Error>>()?;
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(Exit::Success);
+    }
+    for w in catalog {
+        println!("{}: {}", w.name, w.description);
+        let mut facts = vec![
+            format!("tools {}", w.tools.join(", ")),
+            format!("packages {}", w.packages.join(", ")),
+        ];
+        if let Some(work) = &w.work {
+            facts.push(format!(
+                "work {} {} (`work = N` changes it)",
+                work.amount, work.unit
+            ));
+        }
+        if w.uses_disk {
+            facts.push("on disk".into());
+        }
+        if let Some(stack) = &w.stack {
+            let names: Vec<&str> = stack.components.iter().map(|c| c.name.as_str()).collect();
+            facts.push(format!(
+                "service {} ({})",
+                names.join(", "),
+                match stack.measure {
+                    isolab_workloads::Measure::Client => "client on the host",
+                    isolab_workloads::Measure::Command => "client in the platform",
+                    isolab_workloads::Measure::Load(_) => "load generator on the host",
+                }
+            ));
+        }
+        println!("  {}", facts.join("; "));
+        for a in &w.assets {
+            let stand_in = a
+                .stand_in
+                .as_deref()
+                .map(|s| format!(" [stand-in: {s}]"))
+                .unwrap_or_default();
+            println!("  asset {}: {}{stand_in}", a.name, a.description);
+        }
+        let metrics: Vec<String> = isolab_workloads::declared_metrics(&w.name)
+            .into_iter()
+            .map(|m| {
+                let dir = match m.direction {
+                    isolab_stats::Direction::Lower => "lower",
+                    isolab_stats::Direction::Higher => "higher",
+                };
+                let primary = if m.name == w.primary { ", primary" } else { "" };
+                format!("{} ({}, {dir} is better{primary})", m.name, m.unit)
+            })
+            .collect();
+        println!("  metrics: {}", metrics.join(", "));
+    }
+    Ok(Exit::Success)
+}
+
 pub fn list(db: &Path, args: ListArgs) -> Result<Exit> {
     if args.workloads {
-        let catalog = isolab_workloads::catalog();
-        if args.json {
-            println!("{}", serde_json::to_string_pretty(&catalog)?);
-        } else {
-            let mut t = Table::new(
-                vec![
-                    "workload".into(),
-                    "parser".into(),
-                    "primary metric".into(),
-                    "description".into(),
-                ],
-                vec![false; 4],
-            );
-            for w in catalog {
-                t.push(vec![w.name, w.parser.to_string(), w.primary, w.description]);
-            }
-            print!("{}", t.render(super::color()));
-        }
-        return Ok(Exit::Success);
+        return list_workloads(args.json);
     }
     if args.platforms {
         return list_platforms(args.json);
