@@ -156,8 +156,9 @@ impl PlatformDef {
     }
 
     /// Why this level cannot run a service stack, if it cannot: its engine starts no
-    /// services (from its capabilities), or its network lets no client outside reach
-    /// them (`none`; a bridge, whose container addresses isolab does not look up yet).
+    /// services (from its capabilities), or its network is `none`, so no client
+    /// outside can reach them. On a bridge, a service is reached at its container's
+    /// (or guest's) address.
     pub fn services_unavailable(&self) -> Option<String> {
         let caps = self.kind.capabilities();
         if !caps.services {
@@ -167,27 +168,21 @@ impl PlatformDef {
             ));
         }
         // A VM's services listen on the guest's own address on the bridge.
-        if self.network == Network::Host || caps.vm {
+        if self.network != Network::None || caps.vm {
             return None;
         }
         let fix = if caps.has_network(Network::Host) {
             format!(
-                "; use a [platform.NAME] with engine = \"{}\" and network = \"host\"",
+                "; use a [platform.NAME] with engine = \"{}\" and network = \"host\" or \"bridge\"",
                 self.kind
             )
         } else {
             String::new()
         };
-        Some(match self.network {
-            Network::None => format!(
-                "platform `{}` has network `none`, so no load generator or client outside can reach its components{fix}",
-                self.name
-            ),
-            _ => format!(
-                "platform `{}` is on a bridge, where isolab does not look up the components' addresses yet{fix}",
-                self.name
-            ),
-        })
+        Some(format!(
+            "platform `{}` has network `none`, so no load generator or client outside can reach its components{fix}",
+            self.name
+        ))
     }
 
     /// Why this platform cannot run a workload with a server, if it cannot: the

@@ -13,9 +13,11 @@
 //! [`Service::stop`] (or dropping it) sends SIGTERM, kills what is left after a
 //! grace period, removes the engine's container and the instance cgroup.
 //!
-//! Services reach the host here over the host network; a level with network
-//! `none` cannot serve anyone, and on a bridge the service's address is the
-//! container's, which the engines do not report yet. The VM platforms start
+//! Services reach the host over the host network, or on a bridge at the
+//! container's own address, read from the network namespace of a process of the
+//! container's cgroup (`/proc/PID/net/fib_trie`: the engine's bridge, whichever it
+//! is, needs no engine-specific lookup); a level with network `none` cannot serve
+//! anyone. The VM platforms start
 //! their services themselves (`vm.rs`: the guest's address on isolab's bridge)
 //! and hand them over with [`Service::in_instance`] and [`wait_ready`].
 
@@ -181,9 +183,8 @@ impl<'p> Service<'p> {
 /// Why `job`'s level cannot serve clients on the host, if it cannot.
 fn unreachable(job: &Job) -> Option<PlatformError> {
     let why = match job.platform.network {
-        Network::Host => return None,
+        Network::Host | Network::Bridge => return None,
         Network::None => "its network is `none`, so no client outside can reach it",
-        Network::Bridge => "on a bridge the service's address is the container's, which isolab does not look up yet; use network `host`",
     };
     Some(PlatformError::NoServices {
         platform: job.platform.name.clone(),
@@ -240,6 +241,23 @@ pub(crate) fn start<'p>(
         count: false,
     })?;
     let process = service.process.insert(process);
+    if job.platform.network == Network::Bridge {
+        let ip = bridge_address(
+            sup,
+            &service.cgroup,
+            &mut || process.is_running(),
+            spec.ready_timeout,
+        )
+        .map_err(|waited| PlatformError::Engine {
+            engine: job.platform.kind.to_string(),
+            message: format!(
+                "the service's container had no address on the bridge after {waited:.1?} (no process of a cgroup below {} has a network namespace with one); its stderr ends: {}",
+                service.cgroup.display(),
+                read_tail(&log_path(&job.workdir, &log_name(job), "stderr"), 2000)
+            ),
+        })?;
+        service.address = SocketAddr::from((ip, spec.port));
+    }
     wait_ready(
         &mut || process.is_running(),
         service.address,
@@ -285,6 +303,57 @@ fn log_name(job: &Job) -> String {
     )
 }
 
+/// The address of the container below `instance` on its bridge: the first local
+/// IPv4 address other than loopback of the network namespace of a process in the
+/// container's cgroup. Polled, as the engine connects the container after its first
+/// process starts; `Err` with the time waited when `running` says the service ended
+/// or `timeout` passes.
+fn bridge_address(
+    sup: &Supervisor,
+    instance: &std::path::Path,
+    running: &mut dyn FnMut() -> bool,
+    timeout: Duration,
+) -> Result<Ipv4Addr, Duration> {
+    let started = Instant::now();
+    loop {
+        let pids = container_mount(sup.hierarchy())
+            .and_then(|mount| container_below(mount, instance))
+            .and_then(|rel| Cgroup::open(sup.hierarchy(), &rel).ok())
+            .and_then(|c| c.pids().ok())
+            .unwrap_or_default();
+        for pid in pids {
+            let trie = std::fs::read_to_string(format!("/proc/{pid}/net/fib_trie"));
+            if let Some(ip) = trie
+                .ok()
+                .and_then(|t| local_addresses(&t).into_iter().next())
+            {
+                return Ok(ip);
+            }
+        }
+        if !running() || started.elapsed() >= timeout {
+            return Err(started.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The local IPv4 addresses other than loopback in a `/proc/net/fib_trie`: each
+/// `|-- ADDRESS` leaf followed by `/32 host LOCAL`, in order, once each.
+pub(crate) fn local_addresses(fib_trie: &str) -> Vec<Ipv4Addr> {
+    let mut out = Vec::new();
+    let mut leaf: Option<Ipv4Addr> = None;
+    for line in fib_trie.lines().map(str::trim) {
+        if let Some(a) = line.strip_prefix("|-- ") {
+            leaf = a.parse().ok();
+        } else if line.starts_with("/32 host LOCAL") {
+            if let Some(ip) = leaf.filter(|ip| !ip.is_loopback() && !out.contains(ip)) {
+                out.push(ip);
+            }
+        }
+    }
+    out
+}
+
 /// Waits until `address` accepts a TCP connection; `Err` with the time waited
 /// when `running` says the service ended first or `timeout` passes.
 pub(crate) fn wait_ready(
@@ -301,5 +370,58 @@ pub(crate) fn wait_ready(
             return Err(started.elapsed());
         }
         std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `/proc/PID/net/fib_trie` of a container on isolab's bridge (this kernel's
+    /// format: the `Main:` and `Local:` tables list the local address each).
+    const CONTAINER_FIB_TRIE: &str = "Main:
+  +-- 0.0.0.0/0 3 0 5
+     |-- 0.0.0.0
+        /0 universe UNICAST
+     +-- 10.213.0.0/24 2 0 2
+        +-- 10.213.0.0/29 2 0 2
+           |-- 10.213.0.0
+              /24 link UNICAST
+           |-- 10.213.0.5
+              /32 host LOCAL
+        |-- 10.213.0.255
+           /32 link BROADCAST
+     +-- 127.0.0.0/8 2 0 2
+        +-- 127.0.0.0/31 1 0 0
+           |-- 127.0.0.0
+              /8 host LOCAL
+           |-- 127.0.0.1
+              /32 host LOCAL
+        |-- 127.255.255.255
+           /32 link BROADCAST
+Local:
+  +-- 0.0.0.0/0 3 0 5
+     +-- 10.213.0.0/24 2 0 2
+        +-- 10.213.0.0/29 2 0 2
+           |-- 10.213.0.5
+              /32 host LOCAL
+     +-- 127.0.0.0/8 2 0 2
+           |-- 127.0.0.1
+              /32 host LOCAL
+";
+
+    #[test]
+    fn a_container_s_bridge_address_is_its_local_address_other_than_loopback() {
+        assert_eq!(
+            local_addresses(CONTAINER_FIB_TRIE),
+            [Ipv4Addr::new(10, 213, 0, 5)]
+        );
+        // A namespace with loopback only (network `none`, or not connected yet).
+        let lo_only =
+            "Main:\n  +-- 127.0.0.0/8 2 0 2\n     |-- 127.0.0.1\n        /32 host LOCAL\n";
+        assert!(local_addresses(lo_only).is_empty());
+        // This process's own namespace parses too (whatever it holds).
+        let own = std::fs::read_to_string("/proc/self/net/fib_trie").unwrap_or_default();
+        assert!(local_addresses(&own).iter().all(|ip| !ip.is_loopback()));
     }
 }

@@ -488,9 +488,9 @@ fn a_service_stack_with_a_load_parses_into_its_components_and_profile() {
         "{}",
         spec.dropped[0].reason
     );
-    assert!(spec.dropped[0]
-        .reason
-        .ends_with("use a [platform.NAME] with engine = \"docker\" and network = \"host\""));
+    assert!(spec.dropped[0].reason.ends_with(
+        "use a [platform.NAME] with engine = \"docker\" and network = \"host\" or \"bridge\""
+    ));
     let w = &spec.cells[0].workload;
     assert_eq!(w.parser, ParserKind::Load);
     assert_eq!(w.primary, "requests_per_second");
