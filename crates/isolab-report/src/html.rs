@@ -77,6 +77,7 @@ pub fn html(data: &ExperimentData, analysis: &Analysis) -> String {
         id = r.id,
     );
     summary_section(&mut out, data, analysis);
+    stand_in_note(&mut out, &data.environment);
     overhead_section(&mut out, analysis);
     grid_section(&mut out, analysis);
     if let Some(t) = &analysis.isolation {
@@ -99,6 +100,26 @@ pub fn html(data: &ExperimentData, analysis: &Analysis) -> String {
         esc(&r.spec_toml)
     );
     out
+}
+
+/// Says, near the top, which inputs of the experiment stand in for the seed's own (an
+/// asset's `asset.NAME.stand_in` in the environment), so that no reader takes a
+/// generated video for the paper's.
+fn stand_in_note(out: &mut String, environment: &[(String, String)]) {
+    let stand_ins: Vec<String> = environment
+        .iter()
+        .filter_map(|(k, v)| {
+            let name = k.strip_prefix("asset.")?.strip_suffix(".stand_in")?;
+            Some(format!("<b>{}</b>: {}", esc(name), esc(v)))
+        })
+        .collect();
+    if !stand_ins.is_empty() {
+        let _ = writeln!(
+            out,
+            "<p class=note>Stand-in inputs (not the seed's own): {}.</p>",
+            stand_ins.join("; ")
+        );
+    }
 }
 
 /// Renders the report of fleet `id` (`name`, asked of Slurm as `request`): every

@@ -645,3 +645,25 @@ fn html_report_of_a_load_experiment() {
         "{per_run}"
     );
 }
+
+/// An asset that stands in for the seed's own input is named near the top of the
+/// report, not only in the environment table at its end.
+#[test]
+fn html_report_names_stand_in_inputs_near_the_top() {
+    let (_store, mut data) = experiment::experiment();
+    let analysis = analyse(
+        &data,
+        experiment::options(&data),
+        &CompareOptions::default(),
+    );
+    assert!(!html::html(&data, &analysis).contains("Stand-in inputs"));
+    data.environment.push((
+        "asset.video.stand_in".into(),
+        "generated stand-in for seed 002's Big Buck Bunny segment".into(),
+    ));
+    let page = html::html(&data, &analysis);
+    let note = page
+        .find("Stand-in inputs (not the seed's own): <b>video</b>: generated stand-in for seed 002's Big Buck Bunny segment.")
+        .expect("a stand-in note in the report");
+    assert!(note < page.find("<h2>Environment</h2>").unwrap());
+}
