@@ -42,12 +42,13 @@ pub struct BuiltAsset {
 }
 
 impl BuiltAsset {
-    /// The environment entries that record it: `asset.NAME` = "KEY, N bytes" and,
-    /// for a stand-in, `asset.NAME.stand_in`.
+    /// The environment entries that record it: `asset.NAME.KEY` = "N bytes, DIR" (one
+    /// per build: a workload tuned to other work has another) and, for a stand-in,
+    /// `asset.NAME.stand_in`.
     pub fn environment(&self) -> Vec<(String, String)> {
         let mut env = vec![(
-            format!("asset.{}", self.name),
-            format!("{}, {} bytes, {}", self.key, self.bytes, self.dir.display()),
+            format!("asset.{}.{}", self.name, self.key),
+            format!("{} bytes, {}", self.bytes, self.dir.display()),
         )];
         if let Some(s) = &self.stand_in {
             env.push((format!("asset.{}.stand_in", self.name), s.clone()));
@@ -238,9 +239,16 @@ impl PreparedAssets {
         self.0.values()
     }
 
-    /// The environment entries of every asset ([`BuiltAsset::environment`]).
+    /// The environment entries of every asset ([`BuiltAsset::environment`]), each once
+    /// (one program serves every amount of work; a stand-in is said once per name).
     pub fn environment(&self) -> Vec<(String, String)> {
-        self.iter().flat_map(BuiltAsset::environment).collect()
+        let mut env: Vec<(String, String)> = Vec::new();
+        for entry in self.iter().flat_map(BuiltAsset::environment) {
+            if !env.contains(&entry) {
+                env.push(entry);
+            }
+        }
+        env
     }
 }
 

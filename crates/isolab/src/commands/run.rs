@@ -121,7 +121,8 @@ pub fn prepare_assets(spec: &ExperimentSpec, quiet: bool) -> Result<PreparedAsse
     let t = std::time::Instant::now();
     let assets = PreparedAssets::prepare(spec, &cache, &mut |def, work| {
         if !quiet {
-            eprintln!("asset {} (work {work}): {}", def.name, def.description);
+            let what = def.description.replace("{work}", &work.to_string());
+            eprintln!("asset {} (work {work}): {what}", def.name);
         }
     })
     .context("preparing the workloads' assets")?;
