@@ -17,7 +17,7 @@
 //! A progress file without `progress=end` (the transcode was cut short) or a log
 //! without the `bench:` lines is an error that quotes the end of ffmpeg's log.
 
-use super::{excerpt, finite, tail, ParseError};
+use super::{excerpt, finite, report_file, tail, ParseError};
 use crate::{Metric, ParserKind, RunOutput};
 use isolab_stats::Direction::{Higher, Lower};
 
@@ -27,14 +27,12 @@ pub const FFMPEG_PROGRESS: &str = "ffmpeg-progress.txt";
 const TOOL: ParserKind = ParserKind::Ffmpeg;
 
 pub(super) fn parse(out: &RunOutput) -> Result<Vec<Metric>, ParseError> {
-    let path = out.workdir.join(FFMPEG_PROGRESS);
-    let progress = std::fs::read_to_string(&path).map_err(|source| ParseError::OutputFile {
-        tool: TOOL,
-        path: path.clone(),
-        source,
-        hint: "run ffmpeg with `-progress {workdir}/ffmpeg-progress.txt`",
-        output: tail(out.stderr),
-    })?;
+    let progress = report_file(
+        TOOL,
+        out,
+        FFMPEG_PROGRESS,
+        "run ffmpeg with `-progress {workdir}/ffmpeg-progress.txt`",
+    )?;
     let last = |key: &str| {
         progress
             .lines()

@@ -23,7 +23,7 @@
 //! A summary with `Success=0` (a test failed, e.g. its memory could not be
 //! allocated) is a [`ParseError::ToolError`] quoting the report's failure lines.
 
-use super::{excerpt, finite, tail, ParseError};
+use super::{excerpt, finite, report_file, tail, ParseError};
 use crate::{Metric, ParserKind, RunOutput};
 use isolab_stats::Direction::{Higher, Lower};
 use std::collections::HashMap;
@@ -37,14 +37,12 @@ const BEGIN: &str = "Begin of Summary section.";
 const END: &str = "End of Summary section.";
 
 pub(super) fn parse(out: &RunOutput) -> Result<Vec<Metric>, ParseError> {
-    let path = out.workdir.join(HPCC_REPORT);
-    let text = std::fs::read_to_string(&path).map_err(|source| ParseError::OutputFile {
-        tool: TOOL,
-        path: path.clone(),
-        source,
-        hint: "run hpcc in the run's working directory (mpirun --wdir {workdir})",
-        output: tail(&format!("{}\n{}", out.stdout, out.stderr)),
-    })?;
+    let text = report_file(
+        TOOL,
+        out,
+        HPCC_REPORT,
+        "run hpcc in the run's working directory (mpirun --wdir {workdir})",
+    )?;
     let summary = summary(&text).ok_or_else(|| ParseError::MissingField {
         tool: TOOL,
         field: format!("summary section (`{BEGIN}` … `{END}`)"),

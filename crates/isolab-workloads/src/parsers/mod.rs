@@ -199,6 +199,25 @@ pub fn measured_time(kind: ParserKind, out: &RunOutput) -> Option<std::time::Dur
     (secs.is_finite() && secs > 0.0).then(|| std::time::Duration::from_secs_f64(secs))
 }
 
+/// The text of the report file `name` a tool wrote into the run's working directory;
+/// when it cannot be read, an error with `hint` (how the command must write it) and
+/// the end of what the tool printed (where it says why).
+fn report_file(
+    tool: ParserKind,
+    out: &RunOutput,
+    name: &str,
+    hint: &'static str,
+) -> Result<String, ParseError> {
+    let path = out.workdir.join(name);
+    std::fs::read_to_string(&path).map_err(|source| ParseError::OutputFile {
+        tool,
+        path,
+        source,
+        hint,
+        output: tail(&format!("{}\n{}", out.stdout, out.stderr)),
+    })
+}
+
 /// The longest excerpt quoted in an error, in characters.
 const EXCERPT_CHARS: usize = 240;
 

@@ -16,7 +16,7 @@
 //! [`ParseError::ToolError`] quoting its `ERROR:` line. A log without its closing
 //! line of dashes is truncated, and an error.
 
-use super::{excerpt, finite, percentile, tail, ParseError};
+use super::{excerpt, finite, percentile, report_file, tail, ParseError};
 use crate::{Metric, ParserKind, RunOutput};
 use isolab_stats::Direction::{Higher, Lower};
 
@@ -28,15 +28,13 @@ pub const SOCKPERF_LOG: &str = "sockperf.csv";
 const HEADER: &str = "packet, txTime(sec), rxTime(sec), latency(usec)";
 
 pub(super) fn parse(out: &RunOutput) -> Result<Vec<Metric>, ParseError> {
-    let path = out.workdir.join(SOCKPERF_LOG);
     let printed = format!("{}\n{}", out.stdout, out.stderr);
-    let text = std::fs::read_to_string(&path).map_err(|source| ParseError::OutputFile {
-        tool: TOOL,
-        path: path.clone(),
-        source,
-        hint: "pass --full-log {workdir}/sockperf.csv",
-        output: tail(&printed),
-    })?;
+    let text = report_file(
+        TOOL,
+        out,
+        SOCKPERF_LOG,
+        "pass --full-log {workdir}/sockperf.csv",
+    )?;
     let Some(at) = text.find(HEADER) else {
         if let Some(error) = printed.lines().find(|l| l.contains("ERROR")) {
             return Err(ParseError::ToolError {
