@@ -43,6 +43,8 @@ PACKAGES+=(nginx-light mariadb-server mariadb-client php8.2-fpm php8.2-mysql php
 # also generates their stand-in input video once) and Open MPI's compiler wrapper (mpicc
 # builds isolab's MPI programs once on the host; every platform runs that binary).
 PACKAGES+=(hpcc openmpi-bin libopenblas0-serial sockperf ioping ffmpeg libopenmpi-dev)
+# Seed 001's httpd compile: the asset configures httpd on the host against these.
+PACKAGES+=(gcc make libapr1-dev libaprutil1-dev libpcre2-dev)
 # PostgreSQL's server programs (initdb, pg_ctl): the store tests start a server of their
 # own in a temporary directory, and a team's store can live in PostgreSQL (--db postgres://).
 PACKAGES+=(postgresql)

@@ -24,6 +24,10 @@ pub const DEFAULT_ASSET_ROOT: &str = "/var/lib/isolab/assets";
 /// The script's file name in the build directory (removed when the build succeeds).
 const SCRIPT: &str = ".isolab-build.sh";
 
+/// The variable that gives asset scripts the host's Debian mirrors as `deb-src` lines
+/// (one a line), for a script that fetches a source package.
+pub const DEBIAN_SOURCES: &str = "ISOLAB_DEBIAN_SOURCES";
+
 /// An asset in the cache.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BuiltAsset {
@@ -107,6 +111,7 @@ pub struct AssetCache<'a> {
     root: PathBuf,
     tools: &'a dyn ToolRunner,
     versions: &'a dyn ToolProbe,
+    env: Vec<(String, String)>,
 }
 
 impl<'a> AssetCache<'a> {
@@ -120,7 +125,16 @@ impl<'a> AssetCache<'a> {
             root: root.into(),
             tools,
             versions,
+            env: Vec::new(),
         }
+    }
+
+    /// Builds with `key=value` in the scripts' environment (the host's Debian mirrors
+    /// in [`DEBIAN_SOURCES`]). Not part of an asset's key: it says where to fetch,
+    /// not what.
+    pub fn with_env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.push((key.into(), value.into()));
+        self
     }
 
     /// `def` rendered with `params` in the cache: found there, or built now.
@@ -167,10 +181,13 @@ impl<'a> AssetCache<'a> {
             }
             let script = staging.join(SCRIPT);
             std::fs::write(&script, &rendered.script).map_err(io("write", &script))?;
-            let cmd = ToolCommand::new("sh", "dash")
+            let mut cmd = ToolCommand::new("sh", "dash")
                 .arg("-e")
                 .arg(SCRIPT)
                 .cwd(&staging);
+            for (key, value) in &self.env {
+                cmd = cmd.env(key, value);
+            }
             self.tools.run(&cmd).map_err(|source| AssetError::Build {
                 name: name.clone(),
                 dir: staging.clone(),
@@ -264,18 +281,35 @@ pub fn place(asset: &BuiltAsset, workdir: &Path) -> Result<(), AssetError> {
     })
 }
 
+/// Copies the tree `from` to `to`: files with their modes and modification times (a
+/// configured source tree must not look newer than its build files to make),
+/// symbolic links as links, directories last with their times.
 fn copy_tree(from: &Path, to: &Path) -> Result<(), (PathBuf, std::io::Error)> {
     std::fs::create_dir_all(to).map_err(|e| (to.to_path_buf(), e))?;
     for entry in std::fs::read_dir(from).map_err(|e| (from.to_path_buf(), e))? {
         let entry = entry.map_err(|e| (from.to_path_buf(), e))?;
         let (src, dst) = (entry.path(), to.join(entry.file_name()));
-        if entry.file_type().map_err(|e| (src.clone(), e))?.is_dir() {
+        let kind = entry.file_type().map_err(|e| (src.clone(), e))?;
+        if kind.is_dir() {
             copy_tree(&src, &dst)?;
+        } else if kind.is_symlink() {
+            let target = std::fs::read_link(&src).map_err(|e| (src.clone(), e))?;
+            std::os::unix::fs::symlink(target, &dst).map_err(|e| (dst.clone(), e))?;
         } else {
             std::fs::copy(&src, &dst).map_err(|e| (dst.clone(), e))?;
+            copy_mtime(&src, &dst)?;
         }
     }
-    Ok(())
+    copy_mtime(from, to)
+}
+
+fn copy_mtime(from: &Path, to: &Path) -> Result<(), (PathBuf, std::io::Error)> {
+    let modified = std::fs::metadata(from)
+        .and_then(|m| m.modified())
+        .map_err(|e| (from.to_path_buf(), e))?;
+    std::fs::File::open(to)
+        .and_then(|f| f.set_modified(modified))
+        .map_err(|e| (to.to_path_buf(), e))
 }
 
 fn tree_bytes(dir: &Path) -> std::io::Result<u64> {
@@ -391,6 +425,43 @@ mod tests {
         assert_eq!(
             first.environment()[1],
             ("asset.numbers.stand_in".to_owned(), "a stand-in".to_owned())
+        );
+    }
+
+    #[test]
+    fn the_script_sees_the_cache_s_environment_and_a_placed_tree_keeps_times_and_links() {
+        let root = tempfile::tempdir().unwrap();
+        let runner = Counting(Cell::new(0));
+        let versions = Versions(vec![("seq", "9.1-1")]);
+        let cache = AssetCache::new(root.path(), &runner, &versions)
+            .with_env(DEBIAN_SOURCES, "deb-src http://mirror bookworm main");
+        let d = def(
+            "mkdir -p src/sub\nprintf '%s' \"$ISOLAB_DEBIAN_SOURCES\" > src/sources\n\
+             touch -d 2001-02-03T04:05:06Z src/sources src/sub\nln -s sources src/link\n",
+        );
+        let built = cache.ensure(&d, &params(1)).unwrap();
+        let work = tempfile::tempdir().unwrap();
+        place(&built, work.path()).unwrap();
+        let placed = work.path().join("numbers/src");
+        assert_eq!(
+            std::fs::read_to_string(placed.join("sources")).unwrap(),
+            "deb-src http://mirror bookworm main"
+        );
+        // make compares modification times: the copy keeps the built tree's.
+        for path in ["sources", "sub"] {
+            let modified = std::fs::metadata(placed.join(path))
+                .unwrap()
+                .modified()
+                .unwrap();
+            let secs = modified
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_secs();
+            assert_eq!(secs, 981_173_106, "{path}");
+        }
+        assert_eq!(
+            std::fs::read_link(placed.join("link")).unwrap(),
+            Path::new("sources")
         );
     }
 

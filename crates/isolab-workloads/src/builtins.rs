@@ -506,6 +506,68 @@ fn mpi_program(
     }
 }
 
+/// Apache httpd 2.4 from Debian's source package, configured once on the host: the
+/// tree seed 001's scalability chapter compiled (its Table C.1: `./configure
+/// --prefix=PREFIX; make`). Its script keeps the units a full build compiles
+/// (`units.list`) and the files that name the directory it was configured in
+/// (`relocate.list`, rewritten by each run).
+fn httpd() -> crate::AssetDef {
+    crate::AssetDef {
+        name: "httpd".into(),
+        description: "Apache httpd 2.4 from Debian's source package apache2, configured with Debian's APR, APR-util and PCRE2".into(),
+        script: include_str!("../programs/httpd.sh").into(),
+        sources: Vec::new(),
+        tools: vec![
+            ("apt-get".into(), "apt".into()),
+            ("cc".into(), "gcc".into()),
+            ("make".into(), "make".into()),
+            ("apr-1-config".into(), "libapr1-dev".into()),
+            ("apu-1-config".into(), "libaprutil1-dev".into()),
+            ("pcre2-config".into(), "libpcre2-dev".into()),
+        ],
+        stand_in: None,
+    }
+}
+
+/// Translation units (`.lo` and `.slo`) a full build of httpd 2.4.68 compiles with
+/// the configuration of [`httpd`]: the default amount of [`compile`]'s work, which
+/// then builds everything, links included.
+const HTTPD_UNITS: u64 = 317;
+
+/// Seed 001's scalability benchmark: the httpd tree built with `make -j{threads}`.
+fn compile() -> WorkloadDef {
+    WorkloadDef {
+        files: vec![crate::FileTemplate {
+            path: "compile.sh".into(),
+            contents: include_str!("../programs/compile.sh").into(),
+        }],
+        work: Some(Work {
+            amount: HTTPD_UNITS,
+            unit: "translation units (the default is all of them, links included)".into(),
+        }),
+        assets: vec![httpd()],
+        tools: vec!["sh".into(), "make".into(), "cc".into()],
+        packages: [
+            "make",
+            "gcc",
+            "libc6-dev",
+            "libapr1-dev",
+            "libaprutil1-dev",
+            "libpcre2-dev",
+        ]
+        .map(String::from)
+        .to_vec(),
+        ..def(
+            "compile",
+            "Apache httpd 2.4 built with make -j{threads} from its configured tree ({work} translation units: all of them by default, links included); execution time (seed 001's scalability benchmark)",
+            "sh {workdir}/compile.sh".to_owned(),
+            ParserKind::Json,
+            "execution_time",
+            "make",
+        )
+    }
+}
+
 /// Every built-in workload, sorted by name.
 pub fn catalog() -> Vec<WorkloadDef> {
     let mut all = vec![
@@ -570,6 +632,7 @@ pub fn catalog() -> Vec<WorkloadDef> {
         iperf3_stream("udp", "send"),
         iperf3_stream("udp", "recv"),
         ioping(),
+        compile(),
         ffmpeg_transcode(),
         ffmpeg_transcode_split(),
         mpi_program(
@@ -624,6 +687,7 @@ mod tests {
         assert_eq!(
             names,
             [
+                "compile",
                 "ffmpeg-transcode",
                 "ffmpeg-transcode-split",
                 "fio-randread",

@@ -871,3 +871,25 @@ fn a_failed_segment_fails_the_split_transcode_with_ffmpeg_s_words() {
         "{text}"
     );
 }
+
+#[test]
+fn the_compile_reports_its_time_and_units_and_a_failed_build_shows_the_compiler_s_error() {
+    let ok = parse_fixture(ParserKind::Json, Some("compile.json"), None, ".").unwrap();
+    assert_metrics(
+        &ok,
+        &[
+            m("execution_time", "s", Lower, 0.274744),
+            m("units", "count", Higher, 3.0),
+        ],
+    );
+    let err = parse_fixture(
+        ParserKind::Json,
+        Some("compile-failed.stdout"),
+        Some("compile-failed.stderr"),
+        ".",
+    )
+    .unwrap_err();
+    assert!(matches!(err, ParseError::Empty { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(text.contains("mod_access_compat.c:378:1: error"), "{text}");
+}

@@ -113,6 +113,27 @@ fn misspelt_key_is_rejected_with_location_and_expected_keys() {
     assert!(err.contains("`repetitions`"), "{err}");
 }
 
+/// Every spec in `examples/` is one a user can run here: `isolab check` accepts it.
+#[test]
+fn every_example_spec_passes_check() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let out = run(isolab().arg("check").arg(&path));
+            assert!(
+                out.status.success(),
+                "{}: {}",
+                path.display(),
+                text(&out.stderr)
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 9, "{checked} examples in {}", dir.display());
+}
+
 #[test]
 fn list_workloads_shows_tools_packages_work_assets_and_metrics() {
     let out = run(isolab().args(["list", "--workloads", "--json"]));
@@ -2180,16 +2201,20 @@ work = 200000
 [workload.mpi-search]
 work = 10000000
 
+[workload.compile]
+work = 3
+
 [matrix]
 platform = ["host", "isolab", "docker", "vm(tcg)"]
 shape = ["one"]
 placement = ["pinned"]
-workload = ["ffmpeg-transcode", "ffmpeg-transcode-split", "mpi-prime", "mpi-search"]
+workload = ["ffmpeg-transcode", "ffmpeg-transcode-split", "mpi-prime", "mpi-search", "compile"]
 "#;
 
-/// Seed 002's programs (FFmpeg one job and many, the two MPI programs) on the host, in
-/// isolab and Docker containers and in a TCG guest: their assets (the stand-in video,
-/// the compiled MPI programs) built once on the host and placed in every run, their
+/// Seed 002's programs (FFmpeg one job and many, the two MPI programs) and seed 001's
+/// httpd compile on the host, in isolab and Docker containers and in a TCG guest: their
+/// assets (the stand-in video, the compiled MPI programs, the configured httpd tree)
+/// built once on the host and placed in every run, their
 /// metrics parsed with the check values every run must agree on, the shape's limits
 /// read back, and nothing left behind.
 #[test]
@@ -2197,24 +2222,29 @@ fn the_seed_application_programs_run_on_every_platform_from_host_built_assets() 
     let Some(guard) = CgroupTest::start() else {
         return;
     };
-    if isolab_tools_missing(&["ffmpeg", "mpirun", "mpicc", "docker"]) {
+    if isolab_tools_missing(&["ffmpeg", "mpirun", "mpicc", "docker", "apr-1-config"]) {
         return;
     }
-    let procs_before = processes_named(&["ffmpeg", "mpirun", "mpi-prime", "mpi-search"]);
+    let procs_before = processes_named(&["ffmpeg", "mpirun", "mpi-prime", "mpi-search", "make"]);
     let leftovers_before = runtime_leftovers();
     let dir = tempfile::tempdir().unwrap();
     let (_, store, id) = run_experiment(dir.path(), SEED_APPLICATIONS, "seed-applications");
     let cells = store.cells(id).unwrap();
-    assert_eq!(cells.len(), 16, "{cells:?}");
+    assert_eq!(cells.len(), 20, "{cells:?}");
     let runs = store.runs(id).unwrap();
-    assert_eq!(runs.len(), 32);
+    assert_eq!(runs.len(), 40);
     let env = store.environment(id).unwrap();
     let entry = |k: &str| env.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
     assert!(
         entry("asset.video.stand_in").is_some_and(|v| v.contains("Big Buck Bunny")),
         "{env:?}"
     );
-    for asset in ["asset.video.", "asset.mpi-prime.", "asset.mpi-search."] {
+    for asset in [
+        "asset.video.",
+        "asset.mpi-prime.",
+        "asset.mpi-search.",
+        "asset.httpd.",
+    ] {
         let builds = env
             .iter()
             .filter(|(k, _)| k.starts_with(asset) && !k.ends_with("stand_in"));
@@ -2234,6 +2264,7 @@ fn the_seed_application_programs_run_on_every_platform_from_host_built_assets() 
             "ffmpeg-transcode" => ("frames", 8.0),
             "ffmpeg-transcode-split" => ("processes", 1.0),
             "mpi-prime" => ("primes", 17984.0),
+            "compile" => ("units", 3.0),
             _ => ("found", 9_999_999.0),
         };
         assert_eq!(metric(check), Some(expected), "{key}: {:?}", run.metrics);
@@ -2251,7 +2282,7 @@ fn the_seed_application_programs_run_on_every_platform_from_host_built_assets() 
     let left = new_since(runtime_leftovers(), &leftovers_before);
     assert!(left.is_empty(), "runtime state left: {left:?}");
     let procs = new_since(
-        processes_named(&["ffmpeg", "mpirun", "mpi-prime", "mpi-search"]),
+        processes_named(&["ffmpeg", "mpirun", "mpi-prime", "mpi-search", "make"]),
         &procs_before,
     );
     assert!(procs.is_empty(), "processes left: {procs:?}");

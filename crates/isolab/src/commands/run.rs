@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use isolab_lab::assets::{AssetCache, PreparedAssets, DEFAULT_ASSET_ROOT};
+use isolab_lab::assets::{AssetCache, PreparedAssets, DEBIAN_SOURCES, DEFAULT_ASSET_ROOT};
 use isolab_lab::spec::QUICK_START;
 use isolab_lab::{ExperimentSpec, Interrupt, Outcome, Runner, RunnerConfig, Source};
 use isolab_store::ExperimentStatus;
@@ -113,11 +113,21 @@ pub fn execute(
 /// The assets of `spec`'s workloads in the cache, each built first when missing, with
 /// a progress line on standard error unless `quiet`.
 pub fn prepare_assets(spec: &ExperimentSpec, quiet: bool) -> Result<PreparedAssets> {
-    let cache = AssetCache::new(
+    let mut cache = AssetCache::new(
         DEFAULT_ASSET_ROOT,
         &isolab_tools::SystemTools,
         &isolab_lab::environment::SystemTools,
     );
+    // A script that fetches a source package (the `httpd` asset) gets the mirrors
+    // the images come from; a host without them fails only such a script.
+    if let Ok(lines) = isolab_image::mirror_lines(Path::new("/etc/apt"), isolab_image::BENCH_SUITE)
+    {
+        let src: Vec<String> = lines
+            .iter()
+            .map(|l| l.replacen("deb ", "deb-src ", 1))
+            .collect();
+        cache = cache.with_env(DEBIAN_SOURCES, src.join("\n"));
+    }
     let t = std::time::Instant::now();
     let assets = PreparedAssets::prepare(spec, &cache, &mut |def, work| {
         if !quiet {
