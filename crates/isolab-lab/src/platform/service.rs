@@ -305,7 +305,7 @@ fn log_name(job: &Job) -> String {
 
 /// The address of the container below `instance` on its bridge: the first local
 /// IPv4 address other than loopback of the network namespace of a process in the
-/// container's cgroup. Polled, as the engine connects the container after its first
+/// container's cgroup, a namespace other than isolab's own. Polled, as the engine connects the container after its first
 /// process starts; `Err` with the time waited when `running` says the service ended
 /// or `timeout` passes.
 fn bridge_address(
@@ -315,6 +315,7 @@ fn bridge_address(
     timeout: Duration,
 ) -> Result<Ipv4Addr, Duration> {
     let started = Instant::now();
+    let own_namespace = std::fs::read_link("/proc/self/ns/net").ok();
     loop {
         let pids = container_mount(sup.hierarchy())
             .and_then(|mount| container_below(mount, instance))
@@ -322,6 +323,13 @@ fn bridge_address(
             .and_then(|c| c.pids().ok())
             .unwrap_or_default();
         for pid in pids {
+            // The engine's first process can be in the container's cgroup before it
+            // enters the container's network namespace (runc's init): the host's
+            // addresses are not the container's.
+            let namespace = std::fs::read_link(format!("/proc/{pid}/ns/net")).ok();
+            if namespace.is_none() || namespace == own_namespace {
+                continue;
+            }
             let trie = std::fs::read_to_string(format!("/proc/{pid}/net/fib_trie"));
             if let Some(ip) = trie
                 .ok()
