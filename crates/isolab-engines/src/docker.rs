@@ -75,7 +75,7 @@ use isolab_cgroups::Version;
 use crate::host_net::{first_host, HostNetSnapshot};
 use crate::image_tar::{cached_tar_in, repository, DEFAULT_CACHE_DIR};
 use crate::mounts::{mounts_below, mounts_of};
-use crate::parent_cgroups::remove_foreign_parent_cgroups;
+use crate::parent_cgroups::ForeignParents;
 use crate::run_flags::{common_run_flags, limit_flags};
 use crate::tool::{argv, require, run_ok, tail, SystemTools, Tools};
 use crate::{Capabilities, Engine, EngineError, NetworkMode, PreparedImage, RunRequest};
@@ -222,6 +222,7 @@ pub struct Docker {
     tools: Arc<dyn Tools>,
     conn: Mutex<Option<Conn>>,
     child: Mutex<Option<Child>>,
+    foreign: ForeignParents,
 }
 
 impl std::fmt::Debug for Docker {
@@ -251,6 +252,7 @@ impl Docker {
             tools,
             conn: Mutex::new(None),
             child: Mutex::new(None),
+            foreign: ForeignParents::default(),
         }
     }
 
@@ -571,6 +573,14 @@ impl Docker {
     /// Stops the daemon isolab started and restores the host; returns one line per
     /// thing undone (what [`Engine::shutdown`] does, with a report).
     pub fn shutdown_report(&self) -> Result<Vec<String>, EngineError> {
+        let done = self.stop_and_undo();
+        // Run parents that were still in use when their runs ended: with the daemon
+        // stopped, their containers are gone.
+        self.foreign.retry(&self.config.proc);
+        done
+    }
+
+    fn stop_and_undo(&self) -> Result<Vec<String>, EngineError> {
         let mut conn = lock(&self.conn);
         let ours = conn.as_ref().map(|c| c.ours);
         if ours == Some(false) {
@@ -770,7 +780,8 @@ impl Engine for Docker {
         let cmd = self.docker(["rm", "-f", request.id.as_str()])?;
         match self.tools.run(&cmd) {
             Ok(out) if out.status == 0 || out.stderr.contains("No such container") => {
-                remove_foreign_parent_cgroups(&self.config.proc, &request.cgroup_parent);
+                self.foreign
+                    .remove(&self.config.proc, &request.cgroup_parent);
                 Ok(())
             }
             Ok(out) => Err(EngineError::Command {

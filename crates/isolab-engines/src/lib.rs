@@ -87,6 +87,7 @@ use isolab_runtime::ContainerId;
 
 pub use capabilities::{Capabilities, LimitKinds};
 pub use error::EngineError;
+pub use parent_cgroups::remove_dead_foreign_parents;
 
 /// Every container engine of this build, configured as the lab runs them: the one
 /// list that spec validation, `isolab list --platforms`, `isolab bench-start` and

@@ -83,7 +83,7 @@ use isolab_cgroups::{
 use crate::host_net::{first_host, HostNetSnapshot};
 use crate::hybrid_fix::{cgroup2_controllers, gc_dead_owners, mount_v1, HybridFix};
 use crate::image_tar::{cached_tar_in, repository, DEFAULT_CACHE_DIR};
-use crate::parent_cgroups::{remove_foreign_parent_cgroups, remove_parent_chains};
+use crate::parent_cgroups::{remove_parent_chains, ForeignParents};
 use crate::run_flags::{common_run_flags, limit_flags};
 use crate::tool::{argv, require, run_ok, tail, SystemTools, Tools};
 use crate::{Capabilities, Engine, EngineError, NetworkMode, PreparedImage, RunRequest};
@@ -258,6 +258,7 @@ pub struct Podman {
     config: PodmanConfig,
     tools: Arc<dyn Tools>,
     resolved: Mutex<Option<Resolved>>,
+    foreign: ForeignParents,
 }
 
 impl std::fmt::Debug for Podman {
@@ -308,6 +309,7 @@ impl Podman {
             config,
             tools,
             resolved: Mutex::new(None),
+            foreign: ForeignParents::default(),
         }
     }
 
@@ -744,6 +746,8 @@ impl Podman {
 
     /// Undoes [`Engine::ensure_ready`] and reports one line per thing undone.
     pub fn shutdown_report(&self) -> Result<Vec<String>, EngineError> {
+        // Run parents that were still in use when their runs ended.
+        self.foreign.retry(&self.config.proc);
         let mut done = Vec::new();
         done.extend(
             self.hybrid_fix(Path::new("mount"))
@@ -978,7 +982,8 @@ impl Engine for Podman {
         self.wait_for_monitors(request.id.as_str(), MONITOR_EXIT);
         // The hugetlb hierarchy isolab mounted is among them, also when the
         // mountinfo of `proc` does not show it yet.
-        remove_foreign_parent_cgroups(&self.config.proc, &request.cgroup_parent);
+        self.foreign
+            .remove(&self.config.proc, &request.cgroup_parent);
         let fixes: Vec<PathBuf> = self.fixed_mounts().into_iter().map(|(_, p)| p).collect();
         remove_parent_chains(&fixes, &request.cgroup_parent);
         Ok(())

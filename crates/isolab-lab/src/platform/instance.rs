@@ -437,17 +437,25 @@ impl Supervisor {
                 pids.len()
             ));
         }
+        // An experiment directory (`exp1-pid123`) whose isolab is gone.
+        let dead = |name: &str| {
+            owner_pid(
+                &self.config.cgroup_base.join(name),
+                &self.config.cgroup_base,
+            )
+            .is_some_and(|pid| {
+                pid != std::process::id()
+                    && !(child_alive(pid as libc::pid_t) && is_isolab(&self.config.proc_root, pid))
+            })
+        };
         // Devices-hierarchy directories of dead experiments' nested containers.
         if let Some(mount) = isolab_runtime::container::devices::devices_mount(h) {
             let base = mount.join(&self.config.cgroup_base);
             for entry in std::fs::read_dir(&base).into_iter().flatten().flatten() {
                 let rel = self.config.cgroup_base.join(entry.file_name());
-                let dead = owner_pid(&rel, &self.config.cgroup_base).is_some_and(|pid| {
-                    pid != std::process::id()
-                        && !(child_alive(pid as libc::pid_t)
-                            && is_isolab(&self.config.proc_root, pid))
-                });
-                if dead && entry.file_type().is_ok_and(|t| t.is_dir()) {
+                if dead(&entry.file_name().to_string_lossy())
+                    && entry.file_type().is_ok_and(|t| t.is_dir())
+                {
                     for dir in isolab_runtime::remove_devices_mirror(h, &rel) {
                         removed.push(format!("devices cgroup {}", dir.display()));
                     }
@@ -456,6 +464,15 @@ impl Supervisor {
             if std::fs::remove_dir(&base).is_ok() {
                 removed.push(format!("devices cgroup {}", base.display()));
             }
+        }
+        // The run parents OCI runtimes made in the other hierarchies the lab does not
+        // manage (`name=systemd`, …) for dead experiments' containers.
+        for dir in isolab_engines::remove_dead_foreign_parents(
+            &self.config.proc_root,
+            &self.config.cgroup_base,
+            &dead,
+        ) {
+            removed.push(format!("cgroup {}", dir.display()));
         }
         // The base itself, once empty.
         if let Ok(base) = Cgroup::open(h, &self.config.cgroup_base) {
