@@ -68,6 +68,27 @@ pub struct ContainerConfig {
     pub stdio: Stdio,
     /// Host files or directories bind-mounted into the container, in order.
     pub binds: Vec<BindMount>,
+    /// Run to completion ([`crate::run`]) or create and leave it to `start`
+    /// ([`crate::create`]).
+    pub lifecycle: Lifecycle,
+    /// The exact cgroup, relative to the cgroup mounts (an OCI bundle's
+    /// `cgroupsPath`, which engines read statistics from); `None` =
+    /// `<cgroup_parent>/rt-<id>`. Its parent must be `cgroup_parent`.
+    pub cgroup_path: Option<PathBuf>,
+}
+
+/// How a container's life is driven.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Lifecycle {
+    /// [`crate::run`]: the runtime's own init is PID 1 and forks the command, the
+    /// runtime waits for it and tears everything down.
+    #[default]
+    Run,
+    /// [`crate::create`] (the OCI `create` operation): the command's process is PID
+    /// 1; after setup it waits on `<state_dir>/<id>/exec.fifo` until `start` opens
+    /// the other end, then executes the command. The runtime returns once the
+    /// container is created; the container outlives it and `delete` removes it.
+    Create,
 }
 
 /// A host file or directory bind-mounted into the container (`--bind SRC:DST[:ro]`).
@@ -235,17 +256,34 @@ impl ContainerConfig {
             forward_signals: false,
             stdio: Stdio::Inherit,
             binds: Vec::new(),
+            lifecycle: Lifecycle::Run,
+            cgroup_path: None,
         }
     }
 
     /// The cgroup of this container, relative to the cgroup mounts.
     pub fn cgroup_rel(&self) -> PathBuf {
-        self.cgroup_parent.join(format!("rt-{}", self.id))
+        match &self.cgroup_path {
+            Some(path) => path.clone(),
+            None => self.cgroup_parent.join(format!("rt-{}", self.id)),
+        }
     }
 
     /// Checks what can be checked without touching the host.
     pub fn validate(&self) -> Result<(), RuntimeError> {
-        validate_cgroup_parent(&self.cgroup_parent)?;
+        match &self.cgroup_path {
+            None => validate_cgroup_parent(&self.cgroup_parent)?,
+            Some(path) => {
+                validate_cgroup_parent(path)?;
+                if path.parent() != Some(self.cgroup_parent.as_path()) {
+                    return Err(RuntimeError::InvalidConfig {
+                        what: "cgroup path",
+                        value: path.display().to_string(),
+                        expected: "a cgroup whose parent is the cgroup parent",
+                    });
+                }
+            }
+        }
         for bind in &self.binds {
             bind.validate()?;
         }

@@ -161,6 +161,26 @@ pub enum RuntimeError {
         /// What is wrong.
         problem: String,
     },
+    /// No state file names this container.
+    #[error("container {id} does not exist (no state file {path}); `list` shows the containers of this --root")]
+    NotFound {
+        /// The id asked for.
+        id: String,
+        /// The state file looked for.
+        path: PathBuf,
+    },
+    /// An OCI operation that the container's status does not allow.
+    #[error("container {id} is {status}: cannot {op}; {hint}")]
+    WrongStatus {
+        /// The container.
+        id: String,
+        /// Its status (`created`, `running`, `stopped`, `creating`).
+        status: &'static str,
+        /// The operation.
+        op: &'static str,
+        /// What to do instead.
+        hint: &'static str,
+    },
     /// The security settings could not be prepared.
     #[error("security settings: {0}")]
     Security(#[from] crate::security::SecurityError),

@@ -44,6 +44,7 @@ pub mod config;
 pub mod container;
 pub mod error;
 pub mod id;
+pub mod lifecycle;
 pub mod loopdev;
 pub mod network;
 pub mod oci;
@@ -54,10 +55,11 @@ mod sys;
 pub mod trace;
 
 pub use config::{
-    default_security, BindMount, ContainerConfig, NetworkChoice, PortMapping, Rootfs, Stdio,
+    default_security, BindMount, ContainerConfig, Lifecycle, NetworkChoice, PortMapping, Rootfs,
+    Stdio,
 };
 pub use container::devices::remove_devices_mirror;
-pub use container::{backing_device, run, run_in, Exit};
+pub use container::{backing_device, create, run, run_in, Created, Exit};
 pub use error::RuntimeError;
 pub use id::{ContainerId, IdProblem, InvalidContainerId};
 pub use oci::oci_spec;

@@ -324,6 +324,14 @@ pub fn from_bundle(dir: &Path, id: &ContainerId) -> Result<ContainerConfig, Runt
             .map_err(|e| bundle_err(&file, format!("\"cgroupsPath\": {e}")))?;
         config.cgroup_parent = parent.to_owned();
     }
+    if let Some(path) = linux.cgroups_path() {
+        // The exact path: engines read the container's statistics from it.
+        let path = path.strip_prefix("/").unwrap_or(path);
+        if path.parent().is_some_and(|p| p.as_os_str().is_empty()) {
+            config.cgroup_parent = PathBuf::new();
+        }
+        config.cgroup_path = Some(path.to_owned());
+    }
     if let Some(masked) = linux.masked_paths() {
         config.security.masked_paths = masked.clone();
     }
@@ -345,6 +353,34 @@ pub fn from_bundle(dir: &Path, id: &ContainerId) -> Result<ContainerConfig, Runt
         config.limits = limits_from(r).map_err(|problem| bundle_err(&file, problem))?;
     }
     Ok(config)
+}
+
+/// What the OCI operations keep of a bundle besides its [`ContainerConfig`].
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct BundleMeta {
+    /// `annotations`.
+    pub annotations: std::collections::BTreeMap<String, String>,
+    /// `process.terminal`.
+    pub terminal: bool,
+}
+
+/// Reads [`BundleMeta`] of the bundle in `dir`.
+pub fn bundle_meta(dir: &Path) -> Result<BundleMeta, RuntimeError> {
+    let file = dir.join("config.json");
+    let spec = Spec::load(&file).map_err(|e| bundle_err(&file, format!("cannot load: {e}")))?;
+    Ok(BundleMeta {
+        annotations: spec
+            .annotations()
+            .iter()
+            .flatten()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        terminal: spec
+            .process()
+            .as_ref()
+            .and_then(|p| p.terminal())
+            .unwrap_or(false),
+    })
 }
 
 fn limits_from(r: &oci_spec::runtime::LinuxResources) -> Result<Limits, String> {

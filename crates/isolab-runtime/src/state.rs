@@ -53,6 +53,36 @@ pub struct State {
     /// runtime creates them in it, so they are removed again when empty.
     #[serde(default)]
     pub devices_created: Vec<PathBuf>,
+    /// Set once `create` has finished: the container no longer belongs to a runtime
+    /// process but to its caller (an engine that reaps its process); only `delete`
+    /// removes it, and [`gc`] leaves it alone.
+    #[serde(default)]
+    pub oci: Option<OciInfo>,
+}
+
+/// What the OCI operations need of a created container.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct OciInfo {
+    /// The bundle directory (absolute).
+    pub bundle: PathBuf,
+    /// The root filesystem (absolute).
+    pub rootfs: PathBuf,
+    /// Start time of the container's process (field 22 of `/proc/<pid>/stat`),
+    /// against pid reuse.
+    pub init_start: u64,
+    /// The bundle's annotations.
+    #[serde(default)]
+    pub annotations: std::collections::BTreeMap<String, String>,
+    /// Creation time, RFC 3339 (UTC).
+    pub created: String,
+    /// Uid of the user who created it.
+    pub owner: u32,
+}
+
+/// The exec FIFO of a container whose mount points are under `mount_base`: it exists
+/// from `create` until `start`.
+pub fn exec_fifo(mount_base: &Path) -> PathBuf {
+    mount_base.join("exec.fifo")
 }
 
 impl State {
@@ -213,6 +243,11 @@ pub fn undo(state: &State, state_file: &Path, hierarchy: &Hierarchy) -> Vec<Stri
             }
         }
     }
+    match fs::remove_file(exec_fifo(&state.mount_base)) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => failures.push(format!("remove the exec FIFO: {e}")),
+    }
     for dir in [
         state.mount_base.join("root"),
         state.mount_base.join("scratch"),
@@ -250,12 +285,8 @@ pub fn undo(state: &State, state_file: &Path, hierarchy: &Hierarchy) -> Vec<Stri
     failures
 }
 
-/// Removes what killed runtimes left behind: for every state file in `state_dir`
-/// whose runtime process is gone, [`undo`] its cgroup, loop device, directories and
-/// the file. Returns the ids cleaned up; containers whose runtime still runs are left
-/// alone. Waits a little for the kernel to finish tearing down a container whose
-/// runtime has just been killed.
-pub fn gc(state_dir: &Path, hierarchy: &Hierarchy) -> Result<Vec<String>, RuntimeError> {
+/// The state files (`*.json`) in `state_dir`; none when it does not exist.
+pub fn files(state_dir: &Path) -> Result<Vec<PathBuf>, RuntimeError> {
     let entries = match fs::read_dir(state_dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -267,13 +298,22 @@ pub fn gc(state_dir: &Path, hierarchy: &Hierarchy) -> Result<Vec<String>, Runtim
             })
         }
     };
+    Ok(entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().and_then(|e| e.to_str()) == Some("json"))
+        .collect())
+}
+
+/// Removes what killed runtimes left behind: for every state file in `state_dir`
+/// whose runtime process is gone (and that `create` did not hand over to an OCI
+/// caller), [`undo`] its cgroup, loop device, directories and the file. Returns the ids cleaned up; containers whose runtime still runs are left
+/// alone. Waits a little for the kernel to finish tearing down a container whose
+/// runtime has just been killed.
+pub fn gc(state_dir: &Path, hierarchy: &Hierarchy) -> Result<Vec<String>, RuntimeError> {
     let mut cleaned = Vec::new();
     let mut failures = Vec::new();
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.extension().and_then(|e| e.to_str()) != Some("json") {
-            continue;
-        }
+    for path in files(state_dir)? {
         let state = match State::read(&path) {
             Ok(s) => s,
             // Its runtime removed it between the listing and now: nothing left.
@@ -285,7 +325,8 @@ pub fn gc(state_dir: &Path, hierarchy: &Hierarchy) -> Result<Vec<String>, Runtim
                 continue;
             }
         };
-        if state.runtime_alive() {
+        // A created container belongs to its caller until `delete`.
+        if state.runtime_alive() || state.oci.is_some() {
             continue;
         }
         if let Some(pid) = state.init_pid {
@@ -344,6 +385,7 @@ mod tests {
             cgroup_created: Vec::new(),
             devices_mount: None,
             devices_created: Vec::new(),
+            oci: None,
         }
     }
 

@@ -294,6 +294,52 @@ pub fn pipe() -> io::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
     })
 }
 
+/// `pidfd_send_signal(2)` (parent side); a process that has exited meanwhile is not
+/// an error (`ESRCH` is ignored).
+pub fn pidfd_send_signal(pidfd: RawFd, signal: libc::c_int) -> io::Result<()> {
+    // SAFETY: pidfd_send_signal with integer arguments and a null siginfo.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd,
+            signal,
+            ptr::null::<libc::siginfo_t>(),
+            0,
+        )
+    };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::ESRCH) {
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+/// Waits until one of `fds` is readable (negative entries are ignored), at most
+/// `timeout_ms` (-1: no limit), retrying after signals; one flag per descriptor, all
+/// false on a timeout (parent side).
+pub fn poll_readable<const N: usize>(fds: [RawFd; N], timeout_ms: i32) -> io::Result<[bool; N]> {
+    let mut polled = fds.map(|fd| libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    });
+    loop {
+        // SAFETY: `polled` is a valid array of N pollfd.
+        let n = unsafe { libc::poll(polled.as_mut_ptr(), N as libc::nfds_t, timeout_ms) };
+        if n >= 0 {
+            // POLLHUP and POLLERR count as readable: a read then tells what happened.
+            let ready = libc::POLLIN | libc::POLLHUP | libc::POLLERR;
+            return Ok(polled.map(|p| p.revents & ready != 0));
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(e);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

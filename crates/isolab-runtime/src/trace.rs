@@ -18,6 +18,9 @@ pub enum Phase {
     Pivot,
     /// Right before the seccomp filter is loaded (the command's process).
     Seccomp,
+    /// `create` only: the security settings are applied and the process waits for
+    /// `start` on the exec FIFO.
+    Created,
     /// The command's `execve` succeeded (its close-on-exec report pipe closed).
     Exec,
     /// The command exited and was reaped.
@@ -26,13 +29,14 @@ pub enum Phase {
 
 impl Phase {
     /// Every phase.
-    pub const ALL: [Phase; 8] = [
+    pub const ALL: [Phase; 9] = [
         Phase::Cgroup,
         Phase::Clone,
         Phase::Network,
         Phase::Mounts,
         Phase::Pivot,
         Phase::Seccomp,
+        Phase::Created,
         Phase::Exec,
         Phase::Exit,
     ];
@@ -46,6 +50,7 @@ impl Phase {
             Phase::Mounts => "mounts",
             Phase::Pivot => "pivot",
             Phase::Seccomp => "seccomp",
+            Phase::Created => "created",
             Phase::Exec => "exec",
             Phase::Exit => "exit",
         }

@@ -1080,3 +1080,153 @@ fn published_port_reaches_the_container_from_localhost() {
     assert!(out.status.success(), "{out:?}");
     assert!(leftovers(&root, "t-pub", None).is_empty());
 }
+
+/// `isolab-runtime --root STATE ARGS…` for the OCI operations.
+fn oci(root: &BusyboxRoot, args: &[&str]) -> Output {
+    Command::new(bin())
+        .arg("--root")
+        .arg(root.state_dir())
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// The `status` and `pid` fields of `state ID`.
+fn oci_status(root: &BusyboxRoot, id: &str) -> (String, u64) {
+    let out = oci(root, &["state", id]);
+    let v: serde_json::Value = serde_json::from_str(&ok(&out)).unwrap();
+    assert_eq!(v["id"], id);
+    assert_eq!(v["ociVersion"], "1.0.2");
+    (
+        v["status"].as_str().unwrap().to_owned(),
+        v["pid"].as_u64().unwrap(),
+    )
+}
+
+/// A bundle running `script` (with its output in `log`), created with `--pid-file`;
+/// returns the pid file's pid.
+fn oci_create(root: &BusyboxRoot, id: &str, script: &str, log: &Path) -> u64 {
+    let dir = bundle(root, id);
+    let file = dir.join("config.json");
+    let mut spec: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&file).unwrap()).unwrap();
+    spec["process"]["args"] = serde_json::json!(["sh", "-c", script]);
+    fs::write(&file, spec.to_string()).unwrap();
+    let pid_file = dir.join("pid");
+    // The container keeps create's stdout and stderr: files, so that nobody waits for
+    // their EOF.
+    let err = log.with_extension("err");
+    let status = Command::new(bin())
+        .arg("--root")
+        .arg(root.state_dir())
+        .args(["create", "--bundle"])
+        .arg(&dir)
+        .arg("--pid-file")
+        .arg(&pid_file)
+        .arg(id)
+        .stdout(fs::File::create(log).unwrap())
+        .stderr(fs::File::create(&err).unwrap())
+        .status()
+        .unwrap();
+    assert!(
+        status.success(),
+        "create: {}",
+        fs::read_to_string(&err).unwrap_or_default()
+    );
+    fs::read_to_string(&pid_file).unwrap().parse().unwrap()
+}
+
+fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "timed out: {what}"
+        );
+        sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn oci_operations_create_start_kill_delete() {
+    require_root!();
+    let _l = lock();
+    let root = BusyboxRoot::new();
+    let log = root.dir.path().join("t-life.log");
+    let script = "trap 'echo got-term; exit 3' TERM; echo pid=$$; while :; do sleep 0.05; done";
+    let pid = oci_create(&root, "t-life", script, &log);
+    assert_eq!(oci_status(&root, "t-life"), ("created".into(), pid));
+    // Created: set up, in its own pid namespace, nothing executed yet.
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let nspid = status.lines().find(|l| l.starts_with("NSpid:")).unwrap();
+    assert!(nspid.ends_with("\t1"), "{nspid}");
+    assert_eq!(fs::read_to_string(&log).unwrap(), "");
+    let listed = ok(&oci(&root, &["list", "--format", "json"]));
+    assert!(listed.contains("\"t-life\""), "{listed}");
+
+    ok(&oci(&root, &["start", "t-life"]));
+    wait_for("the command's output", || {
+        fs::read_to_string(&log).unwrap().contains("pid=1")
+    });
+    assert_eq!(oci_status(&root, "t-life"), ("running".into(), pid));
+    let ps = ok(&oci(&root, &["ps", "--format", "json", "t-life"]));
+    assert!(ps.contains(&pid.to_string()), "{ps}");
+    // A second start is refused; so is deleting a running container.
+    assert!(!oci(&root, &["start", "t-life"]).status.success());
+    let refused = oci(&root, &["delete", "t-life"]);
+    assert!(stderr(&refused).contains("is running"), "{refused:?}");
+
+    ok(&oci(&root, &["kill", "t-life", "TERM"]));
+    wait_for("stopped", || oci_status(&root, "t-life").0 == "stopped");
+    assert!(fs::read_to_string(&log).unwrap().contains("got-term"));
+    assert!(!oci(&root, &["kill", "t-life", "KILL"]).status.success());
+    ok(&oci(&root, &["delete", "t-life"]));
+    let problems = leftovers(&root, "t-life", None);
+    assert!(problems.is_empty(), "left behind: {problems:?}");
+    let gone = oci(&root, &["state", "t-life"]);
+    assert!(stderr(&gone).contains("does not exist"), "{gone:?}");
+
+    // delete --force of a running container.
+    oci_create(&root, "t-force", "sleep 100", &log);
+    ok(&oci(&root, &["start", "t-force"]));
+    ok(&oci(&root, &["delete", "--force", "t-force"]));
+    assert!(leftovers(&root, "t-force", None).is_empty());
+}
+
+#[test]
+fn oci_kill_9_between_create_and_start_leaves_nothing() {
+    require_root!();
+    let _l = lock();
+    let root = BusyboxRoot::new();
+    let log = root.dir.path().join("t-k9.log");
+    let pid = oci_create(&root, "t-k9", "echo never", &log);
+    // SAFETY: kill with integer arguments.
+    unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+    wait_for("stopped", || oci_status(&root, "t-k9").0 == "stopped");
+    let refused = oci(&root, &["start", "t-k9"]);
+    assert!(!refused.status.success(), "{refused:?}");
+    // gc leaves a created container to its caller; delete removes it.
+    Command::new(bin())
+        .args(["gc", "--state-dir"])
+        .arg(root.state_dir())
+        .output()
+        .unwrap();
+    assert!(root.state_dir().join("t-k9.json").exists());
+    ok(&oci(&root, &["delete", "t-k9"]));
+    let problems = leftovers(&root, "t-k9", None);
+    assert!(problems.is_empty(), "left behind: {problems:?}");
+    assert_eq!(fs::read_to_string(&log).unwrap(), "");
+
+    // A created container deleted without start: its process is killed.
+    let pid = oci_create(&root, "t-del", "echo never", &log);
+    ok(&oci(&root, &["delete", "t-del"]));
+    assert!(leftovers(&root, "t-del", None).is_empty());
+    let alive = fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        !s.rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    });
+    assert!(!alive, "process {pid} survived delete");
+}

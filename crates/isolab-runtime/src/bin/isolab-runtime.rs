@@ -1,5 +1,7 @@
 //! `isolab-runtime`: run a command in a container (`run`), print the OCI spec of a
-//! configuration (`spec`), remove what killed runtimes left (`gc`).
+//! configuration (`spec`), remove what killed runtimes left (`gc`), and the OCI
+//! runtime operations engines call (`create`, `start`, `state`, `kill`, `delete`,
+//! `list`, `ps`).
 //!
 //! Exit status: the container's (its command's code, or 128 + signal); 125 when
 //! the runtime itself fails. `run --report FILE` also writes the outcome as JSON
@@ -7,6 +9,8 @@
 
 #[path = "isolab-runtime/args.rs"]
 mod args;
+#[path = "isolab-runtime/oci_cli.rs"]
+mod oci_cli;
 
 use std::process::ExitCode;
 
@@ -17,10 +21,13 @@ const RUNTIME_FAILURE: u8 = 125;
 
 fn main() -> ExitCode {
     let cli = args::Cli::parse();
+    let log = (cli.global.log.clone(), cli.global.log_format);
     match args::dispatch(cli) {
         Ok(status) => ExitCode::from(status.clamp(0, 255) as u8),
         Err(e) => {
-            eprintln!("isolab-runtime: error: {}", args::chain(&e));
+            let message = args::chain(&e);
+            eprintln!("isolab-runtime: error: {message}");
+            oci_cli::log_error(log.0.as_deref(), log.1, &message);
             ExitCode::from(RUNTIME_FAILURE)
         }
     }

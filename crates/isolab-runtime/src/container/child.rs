@@ -106,12 +106,18 @@ pub(crate) struct ChildFds {
     /// `cgroup.procs` of the container's devices cgroup, opened for writing
     /// (close-on-exec), for [`Op::JoinDevicesCgroup`]; `-1` when there is none.
     pub devices: RawFd,
+    /// `create` only: an `O_PATH` descriptor of the exec FIFO (close-on-exec), `-1`
+    /// otherwise; reopened for writing through `fifo_path`.
+    pub fifo: RawFd,
+    /// `/proc/self/fd/<fifo>`, NUL-terminated (built by the parent: the child
+    /// formats nothing).
+    pub fifo_path: [u8; 32],
 }
 
 /// Closes every descriptor from 3 up except those in `keep` (negative entries are
 /// ignored), so the container holds no pipe or file of the caller (another
 /// container's report pipe would otherwise never see EOF).
-fn close_all_except(keep: [RawFd; 3]) {
+fn close_all_except(keep: [RawFd; 4]) {
     let mut keep = keep;
     keep.sort_unstable();
     let mut from: libc::c_uint = 3;
@@ -136,8 +142,9 @@ fn close_all_except(keep: [RawFd; 3]) {
 /// Entry point of the cloned child: waits for the parent's go, runs the setup
 /// steps, then becomes the container's init. Never returns.
 pub(crate) fn main(plan: &Plan, fds: ChildFds) -> ! {
-    close_all_except([fds.go, fds.report, fds.devices]);
-    // Die with the runtime: a SIGKILLed runtime must not leave a container behind.
+    close_all_except([fds.go, fds.report, fds.devices, fds.fifo]);
+    // Die with the runtime: a SIGKILLed runtime must not leave a container behind
+    // (`create` lifts this once the container is set up).
     // SAFETY: prctl with integer arguments.
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) };
     let mut go = [0u8; 1];
@@ -159,7 +166,52 @@ pub(crate) fn main(plan: &Plan, fds: ChildFds) -> ! {
     if fds.devices >= 0 {
         sys::close(fds.devices);
     }
+    if fds.fifo >= 0 {
+        exec_after_start(&plan.exec, &fds)
+    }
     init(&plan.exec, fds.report)
+}
+
+/// Writes a fixed message to standard error (after `create` returned there is no
+/// report pipe left: the caller sees the container's own output).
+fn say(message: &[u8]) {
+    let _ = sys::write_all(2, message);
+}
+
+/// `create`: this process is the container's PID 1 and becomes the command. Applies
+/// stdio, working directory and security, reports [`Phase::Created`] (the runtime
+/// returns), waits until `start` opens the exec FIFO, then executes the command.
+fn exec_after_start(exec: &ExecPlan, fds: &ChildFds) -> ! {
+    let report_fd = fds.report;
+    prepare_command(exec, report_fd);
+    // From here on the container outlives the runtime. Were the runtime to die before
+    // recording the container as created, gc removes its cgroup and so this process.
+    // SAFETY: prctl with integer arguments.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, 0 as libc::c_ulong) };
+    report(report_fd, KIND_PHASE, Phase::Created.code(), 0);
+    sys::close(report_fd);
+    // Blocks until `start` opens the FIFO for reading. Through /proc/self/fd: the
+    // FIFO's path lies outside the new root; the O_PATH descriptor reaches it.
+    // SAFETY: fifo_path is NUL-terminated (built by the parent).
+    let fifo = unsafe {
+        libc::open(
+            fds.fifo_path.as_ptr().cast(),
+            libc::O_WRONLY | libc::O_CLOEXEC,
+        )
+    };
+    if fifo < 0 || sys::write_all(fifo, b"0").is_err() {
+        say(b"isolab-runtime: the exec FIFO could not be opened or written; not started\n");
+        exit(1);
+    }
+    sys::close(fifo);
+    sys::close(fds.fifo);
+    let (errno, code) = execute(exec);
+    say(match errno {
+        libc::ENOENT => b"isolab-runtime: the command was not found in the container\n",
+        libc::EACCES => b"isolab-runtime: the command is not executable (permission denied)\n",
+        _ => b"isolab-runtime: execve of the command failed\n",
+    });
+    exit(code)
 }
 
 /// Default dispositions for every signal (the caller may ignore SIGPIPE, as Rust
@@ -376,6 +428,14 @@ fn fail(report_fd: RawFd, step: ExecStep, errno: i32, code: i32) -> ! {
 
 /// The command's process (PID 2): stdio, working directory, security, execve.
 fn command(exec: &ExecPlan, report_fd: RawFd) -> ! {
+    prepare_command(exec, report_fd);
+    let (errno, code) = execute(exec);
+    fail(report_fd, ExecStep::Execve, errno, code)
+}
+
+/// Stdio, working directory and security of the command's process; a failure is
+/// reported and ends the process.
+fn prepare_command(exec: &ExecPlan, report_fd: RawFd) {
     // SAFETY: an all-zero sigset_t is valid; unblocking everything restores the
     // usual state for the command.
     unsafe {
@@ -412,6 +472,11 @@ fn command(exec: &ExecPlan, report_fd: RawFd) -> ! {
         };
         fail(report_fd, ExecStep::Security, errno, 1);
     }
+}
+
+/// Tries `execve` of each candidate path; returns only on failure, with the most
+/// telling errno and the exit code a shell would use (127 not found, 126 otherwise).
+fn execute(exec: &ExecPlan) -> (i32, i32) {
     let mut first_error = libc::ENOENT;
     for candidate in &exec.candidates {
         // SAFETY: the candidate, argv and envp are NUL-terminated strings and
@@ -433,7 +498,7 @@ fn command(exec: &ExecPlan, report_fd: RawFd) -> ! {
     } else {
         126
     };
-    fail(report_fd, ExecStep::Execve, first_error, code)
+    (first_error, code)
 }
 
 #[cfg(test)]

@@ -45,7 +45,7 @@ use std::time::Duration;
 
 use isolab_cgroups::{Cgroup, Hierarchy, Limits, Stats, Version};
 
-use crate::config::{ContainerConfig, NetworkChoice, Rootfs, USERNS_BASE, USERNS_SIZE};
+use crate::config::{ContainerConfig, Lifecycle, NetworkChoice, Rootfs, USERNS_BASE, USERNS_SIZE};
 use crate::error::RuntimeError;
 use crate::loopdev::LoopDevice;
 use crate::state::{self, State};
@@ -86,67 +86,21 @@ pub fn run(config: &ContainerConfig) -> Result<Exit, RuntimeError> {
 
 /// [`run`] with an explicit cgroup hierarchy.
 pub fn run_in(config: &ContainerConfig, hierarchy: &Hierarchy) -> Result<Exit, RuntimeError> {
-    config.validate()?;
+    if config.lifecycle != Lifecycle::Run {
+        return Err(RuntimeError::InvalidConfig {
+            what: "lifecycle",
+            value: format!("{:?}", config.lifecycle),
+            expected: "Run for run (use create for Create)",
+        });
+    }
     let t0 = sys::monotonic_ns();
     let mut trace = Trace::new();
-    let mark = |trace: &mut Trace, phase: Phase| {
-        trace.push((phase, ns_to_duration(sys::monotonic_ns(), t0)));
-    };
-    check_rootfs(&config.rootfs)?;
-    let binds = plan::resolve_binds(config)?;
-    let devices_mount = devices::devices_mount(hierarchy);
-    let roots = devices::mount_roots(hierarchy, devices_mount.as_deref());
-
-    let mut st = State {
-        id: config.id.clone(),
-        runtime_pid: std::process::id(),
-        runtime_start: state::process_start_time(std::process::id()).unwrap_or(0),
-        init_pid: None,
-        cgroup: config.cgroup_rel(),
-        image: None,
-        loop_device: None,
-        mount_base: config.state_dir.join(&config.id),
-        overlay_work: None,
-        network: None,
-        created: state::now_secs(),
-        cgroup_created: devices::missing_ancestors(&roots, &config.cgroup_parent),
-        devices_created: devices_mount
-            .iter()
-            .flat_map(|m| {
-                devices::missing_ancestors(std::slice::from_ref(m), &config.cgroup_parent)
-            })
-            .collect(),
-        devices_mount,
-    };
-    if let Rootfs::Overlay {
-        upper: Some(upper), ..
-    } = &config.rootfs
-    {
-        let work = plan::work_dir_of(upper);
-        if !work.exists() {
-            st.overlay_work = Some(work);
-        }
-    }
-    let state_path = st.create(&config.state_dir)?;
-    let mut instance = Instance {
-        state_path,
-        state: st,
-        hierarchy: hierarchy.clone(),
-        cgroup: None,
-        loop_device: None,
-        init: None,
-        network: None,
-        devices: None,
-        limits: None,
-        stats: None,
-        notes: Vec::new(),
-        done: false,
-    };
-    let result = instance.start_and_wait(config, binds, t0, &mut trace, mark);
+    let (mut instance, binds) = Instance::prepare(config, hierarchy)?;
+    let result = instance.start_and_wait(config, binds, t0, &mut trace, mark_at(t0));
     let teardown = instance.teardown();
     match (result, teardown) {
         (Ok(status), Ok(())) => {
-            mark(&mut trace, Phase::Exit);
+            mark_at(t0)(&mut trace, Phase::Exit);
             Ok(Exit {
                 status,
                 trace,
@@ -157,6 +111,169 @@ pub fn run_in(config: &ContainerConfig, hierarchy: &Hierarchy) -> Result<Exit, R
         }
         (Err(e), _) => Err(e),
         (Ok(_), Err(e)) => Err(e),
+    }
+}
+
+/// A container made by [`create`], waiting for `start`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Created {
+    /// Pid of the container's process (host pid namespace).
+    pub pid: u32,
+    /// Phase timestamps relative to the start of [`create`].
+    pub trace: Trace,
+    /// The limits read back (as [`Exit::limits`]; empty when none were asked for).
+    pub limits: Limits,
+    /// As [`Exit::notes`].
+    pub notes: Vec<String>,
+}
+
+/// The OCI `create` operation: sets the container up as [`run`] does, with the
+/// command's process as PID 1 stopped right before `execve` until [`crate::lifecycle::start`],
+/// and returns. The state file records the container as created (with `oci`) and
+/// the container outlives this process; [`crate::lifecycle::delete`] removes it. On a
+/// failure everything is torn down before the error returns.
+pub fn create(
+    config: &ContainerConfig,
+    hierarchy: &Hierarchy,
+    oci: state::OciInfo,
+) -> Result<Created, RuntimeError> {
+    if config.lifecycle != Lifecycle::Create {
+        return Err(RuntimeError::InvalidConfig {
+            what: "lifecycle",
+            value: format!("{:?}", config.lifecycle),
+            expected: "Create for create (use run for Run)",
+        });
+    }
+    let t0 = sys::monotonic_ns();
+    let mut trace = Trace::new();
+    let (mut instance, binds) = Instance::prepare(config, hierarchy)?;
+    let result = instance
+        .start_and_wait(config, binds, t0, &mut trace, mark_at(t0))
+        .and_then(|_| instance.hand_over(oci));
+    match result {
+        Ok(pid) => Ok(Created {
+            pid,
+            trace,
+            limits: instance.limits.take().unwrap_or_default(),
+            notes: std::mem::take(&mut instance.notes),
+        }),
+        Err(e) => {
+            // The drop guard would do the same; explicit, to keep the first error.
+            let _ = instance.teardown();
+            Err(e)
+        }
+    }
+}
+
+/// A closure that records `phase` at the current time, relative to `t0`.
+fn mark_at(t0: u64) -> impl Fn(&mut Trace, Phase) {
+    move |trace: &mut Trace, phase: Phase| {
+        trace.push((phase, ns_to_duration(sys::monotonic_ns(), t0)));
+    }
+}
+
+impl Instance {
+    /// Checks the configuration and the root, resolves the bind sources and writes
+    /// the state file (before anything is created on the host).
+    fn prepare(
+        config: &ContainerConfig,
+        hierarchy: &Hierarchy,
+    ) -> Result<(Instance, Vec<plan::BindSource>), RuntimeError> {
+        config.validate()?;
+        check_rootfs(&config.rootfs)?;
+        let binds = plan::resolve_binds(config)?;
+        let devices_mount = devices::devices_mount(hierarchy);
+        let roots = devices::mount_roots(hierarchy, devices_mount.as_deref());
+
+        let mut st = State {
+            id: config.id.clone(),
+            runtime_pid: std::process::id(),
+            runtime_start: state::process_start_time(std::process::id()).unwrap_or(0),
+            init_pid: None,
+            cgroup: config.cgroup_rel(),
+            image: None,
+            loop_device: None,
+            mount_base: config.state_dir.join(&config.id),
+            overlay_work: None,
+            network: None,
+            created: state::now_secs(),
+            cgroup_created: devices::missing_ancestors(&roots, &config.cgroup_parent),
+            devices_created: devices_mount
+                .iter()
+                .flat_map(|m| {
+                    devices::missing_ancestors(std::slice::from_ref(m), &config.cgroup_parent)
+                })
+                .collect(),
+            devices_mount,
+            oci: None,
+        };
+        if let Rootfs::Overlay {
+            upper: Some(upper), ..
+        } = &config.rootfs
+        {
+            let work = plan::work_dir_of(upper);
+            if !work.exists() {
+                st.overlay_work = Some(work);
+            }
+        }
+        let state_path = st.create(&config.state_dir)?;
+        let instance = Instance {
+            state_path,
+            state: st,
+            hierarchy: hierarchy.clone(),
+            cgroup: None,
+            loop_device: None,
+            init: None,
+            network: None,
+            devices: None,
+            limits: None,
+            stats: None,
+            notes: Vec::new(),
+            done: false,
+        };
+        Ok((instance, binds))
+    }
+
+    /// After a successful `create`: records the container as created (its pid and
+    /// start time, the OCI data) and lets go of it: from now on the state file alone
+    /// names what it holds, and the drop guard tears nothing down.
+    fn hand_over(&mut self, mut oci: state::OciInfo) -> Result<u32, RuntimeError> {
+        let pid = self.init.as_ref().map_or(0, |i| i.pid as u32);
+        oci.init_start = state::process_start_time(pid).unwrap_or(0);
+        self.state.oci = Some(oci);
+        self.state.update(&self.state_path)?;
+        self.done = true;
+        self.init = None;
+        self.network = None;
+        self.cgroup = None;
+        self.devices = None;
+        // Autoclear: the device goes when the container's mount of it does.
+        self.loop_device = None;
+        Ok(pid)
+    }
+}
+
+/// Makes the exec FIFO (mode 0622: the container's process opens it for writing
+/// whatever its user) and opens it `O_PATH` for the child.
+fn exec_fifo(path: &Path) -> Result<OwnedFd, RuntimeError> {
+    let host = |op: &'static str| {
+        let path = path.to_owned();
+        move |source| RuntimeError::Host { op, path, source }
+    };
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
+        .map_err(|e| host("make the exec FIFO")(io::Error::new(io::ErrorKind::InvalidInput, e)))?;
+    // SAFETY: a NUL-terminated path; mkfifo and open with integer arguments.
+    unsafe {
+        if libc::mkfifo(c.as_ptr(), 0o622) < 0 {
+            return Err(host("make the exec FIFO")(io::Error::last_os_error()));
+        }
+        // mkfifo applies the umask.
+        libc::chmod(c.as_ptr(), 0o622);
+        let fd = libc::open(c.as_ptr(), libc::O_PATH | libc::O_CLOEXEC);
+        if fd < 0 {
+            return Err(host("open the exec FIFO")(io::Error::last_os_error()));
+        }
+        Ok(OwnedFd::from_raw_fd(fd))
     }
 }
 
@@ -417,6 +534,15 @@ impl Instance {
         };
         let (go_read, go_write) = sys::pipe().map_err(pipe_err)?;
         let (report_read, report_write) = sys::pipe().map_err(pipe_err)?;
+        let fifo = match config.lifecycle {
+            Lifecycle::Run => None,
+            Lifecycle::Create => Some(exec_fifo(&state::exec_fifo(&self.state.mount_base))?),
+        };
+        let mut fifo_path = [0u8; 32];
+        if let Some(fd) = &fifo {
+            let path = format!("/proc/self/fd/{}", fd.as_raw_fd());
+            fifo_path[..path.len()].copy_from_slice(path.as_bytes());
+        }
 
         let mut flags = libc::CLONE_NEWPID
             | libc::CLONE_NEWNS
@@ -445,6 +571,8 @@ impl Instance {
             go: go_read.as_raw_fd(),
             report: report_write.as_raw_fd(),
             devices: devices_procs.as_ref().map_or(-1, AsRawFd::as_raw_fd),
+            fifo: fifo.as_ref().map_or(-1, AsRawFd::as_raw_fd),
+            fifo_path,
         };
         // SAFETY: clone3 without CLONE_VM behaves like fork: the child gets a copy
         // of the address space and continues on a copy of this stack. It only runs
@@ -476,6 +604,7 @@ impl Instance {
         drop(go_read);
         drop(report_write);
         drop(devices_procs);
+        drop(fifo);
         mark(trace, Phase::Clone);
         self.state.init_pid = Some(pid as u32);
         self.state.update(&self.state_path)?;
@@ -498,8 +627,10 @@ impl Instance {
         })?;
         drop(go_write);
 
-        // Reports until the command's execve closes the pipe.
+        // Reports until the command's execve closes the pipe (create: until the
+        // process says it is created).
         let mut setup_error = None;
+        let mut created = false;
         let mut record = [0u8; Record::SIZE];
         while let Ok(true) = sys::read_exact(report_read.as_raw_fd(), &mut record) {
             let r = Record::decode(&record);
@@ -507,6 +638,10 @@ impl Instance {
                 KIND_PHASE => {
                     if let Some(p) = crate::trace::Phase::from_code(r.code) {
                         trace.push((p, ns_to_duration(r.ts, t0)));
+                        if p == Phase::Created {
+                            created = true;
+                            break;
+                        }
                     }
                 }
                 KIND_SETUP => setup_error = Some(setup_error_of(config, &plan, r)),
@@ -515,6 +650,16 @@ impl Instance {
             }
         }
         drop(report_read);
+        if config.lifecycle == Lifecycle::Create {
+            return match setup_error {
+                Some(e) => Err(e),
+                None if created => Ok(0),
+                None => Err(RuntimeError::Setup {
+                    step: "set up the container (its process ended without a report)".into(),
+                    source: io::Error::from_raw_os_error(libc::EPIPE),
+                }),
+            };
+        }
         if setup_error.is_none() {
             mark(trace, Phase::Exec);
         }
@@ -599,48 +744,25 @@ impl Instance {
             return Ok(255);
         };
         loop {
-            let mut fds = [
-                libc::pollfd {
-                    fd: init.pidfd.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
-                libc::pollfd {
-                    fd: forwarder.map_or(-1, |f| f.read.as_raw_fd()),
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
-            ];
-            // SAFETY: fds is a valid array of two pollfd; a negative fd is ignored.
-            let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
-            if n < 0 {
-                let e = io::Error::last_os_error();
-                if e.raw_os_error() == Some(libc::EINTR) {
-                    continue;
-                }
-                return Err(RuntimeError::Syscall {
-                    op: "poll (wait for the container)",
-                    source: e,
-                });
-            }
-            if fds[1].revents & libc::POLLIN != 0 {
+            let forwarded = forwarder.map_or(-1, |f| f.read.as_raw_fd());
+            let ready =
+                sys::poll_readable([init.pidfd.as_raw_fd(), forwarded], -1).map_err(|source| {
+                    RuntimeError::Syscall {
+                        op: "poll (wait for the container)",
+                        source,
+                    }
+                })?;
+            if ready[1] {
                 let mut sigs = [0u8; 16];
-                if let Ok(k) = sys::read(fds[1].fd, &mut sigs) {
+                if let Ok(k) = sys::read(forwarded, &mut sigs) {
                     for &sig in &sigs[..k] {
-                        // SAFETY: pidfd_send_signal with a live pidfd and a null siginfo.
-                        unsafe {
-                            libc::syscall(
-                                libc::SYS_pidfd_send_signal,
-                                init.pidfd.as_raw_fd(),
-                                libc::c_int::from(sig),
-                                std::ptr::null::<libc::siginfo_t>(),
-                                0,
-                            )
-                        };
+                        // Best effort: an exited init is reaped just below.
+                        let _ =
+                            sys::pidfd_send_signal(init.pidfd.as_raw_fd(), libc::c_int::from(sig));
                     }
                 }
             }
-            if fds[0].revents & libc::POLLIN != 0 {
+            if ready[0] {
                 let mut status = 0;
                 // SAFETY: waiting for our own child; status is valid storage.
                 let r = unsafe { libc::waitpid(init.pid, &mut status, 0) };
@@ -665,15 +787,9 @@ impl Instance {
         let mut failures = Vec::new();
         if let Some(init) = self.init.take() {
             if !init.reaped {
-                // SAFETY: signalling and reaping our own child through its pidfd.
+                let _ = sys::pidfd_send_signal(init.pidfd.as_raw_fd(), libc::SIGKILL);
+                // SAFETY: reaping our own child.
                 unsafe {
-                    libc::syscall(
-                        libc::SYS_pidfd_send_signal,
-                        init.pidfd.as_raw_fd(),
-                        libc::SIGKILL,
-                        std::ptr::null::<libc::siginfo_t>(),
-                        0,
-                    );
                     let mut status = 0;
                     libc::waitpid(init.pid, &mut status, 0);
                 }

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::oci_cli::{self, CreateArgs, Format, Global};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use isolab_cgroups::{Bytes, CpuQuota, DeviceNumber, Hierarchy, IdSet, IoThrottle};
@@ -16,6 +17,8 @@ use isolab_runtime::{
 #[derive(Debug, Parser)]
 #[command(name = "isolab-runtime", version, about)]
 pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
     #[command(subcommand)]
     command: Command,
 }
@@ -39,6 +42,56 @@ enum Command {
     Spec {
         #[command(flatten)]
         container: ContainerArgs,
+    },
+    /// OCI: create a container from a bundle; its process waits for `start`.
+    Create(CreateArgs),
+    /// OCI: let a created container execute its command.
+    Start {
+        /// Container id.
+        id: String,
+    },
+    /// OCI: print a container's state as JSON.
+    State {
+        /// Container id.
+        id: String,
+    },
+    /// OCI: send a signal to a container's process.
+    Kill {
+        /// Signal every process in the container's cgroup.
+        #[arg(long, short)]
+        all: bool,
+        /// Container id.
+        id: String,
+        /// Signal name (TERM, KILL, SIGUSR1, …) or number [default: TERM].
+        signal: Option<String>,
+    },
+    /// OCI: remove a stopped or created container (--force: also a running one).
+    Delete {
+        /// Kill a running container first.
+        #[arg(long, short)]
+        force: bool,
+        /// Container id.
+        id: String,
+    },
+    /// OCI: list the containers of the state directory.
+    List {
+        /// table or json.
+        #[arg(long, short, value_enum, default_value = "table")]
+        format: Format,
+        /// Ids only.
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// OCI: list the processes of a container (json: their host pids).
+    Ps {
+        /// table (`ps -f` of them) or json.
+        #[arg(long, short, value_enum, default_value = "table")]
+        format: Format,
+        /// Container id.
+        id: String,
+        /// Options for ps (table format).
+        #[arg(last = true)]
+        ps_args: Vec<String>,
     },
     /// Remove cgroups, loop devices, directories and state files left by killed runtimes.
     Gc {
@@ -161,12 +214,28 @@ struct ContainerArgs {
 
 /// Runs the subcommand; returns the exit status.
 pub fn dispatch(cli: Cli) -> Result<i32> {
+    let global = cli.global;
+    global.check()?;
     match cli.command {
+        Command::Create(args) => oci_cli::create(&global, &args),
+        Command::Start { id } => oci_cli::start(&global, &id),
+        Command::State { id } => oci_cli::state(&global, &id),
+        Command::Kill { all, id, signal } => oci_cli::kill(&global, &id, signal.as_deref(), all),
+        Command::Delete { force, id } => oci_cli::delete(&global, &id, force),
+        Command::List { format, quiet } => oci_cli::list(&global, format, quiet),
+        Command::Ps {
+            format,
+            id,
+            ps_args,
+        } => oci_cli::ps(&global, &id, format, &ps_args),
         Command::Run {
-            container,
+            mut container,
             bundle,
             report,
         } => {
+            if let Some(root) = &global.root {
+                container.state_dir = root.clone();
+            }
             let config = match bundle {
                 Some(dir) => container.bundle_config(&dir),
                 None => container.to_config(),
@@ -183,7 +252,10 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
             };
             run(config, report.as_deref())
         }
-        Command::Spec { container } => {
+        Command::Spec { mut container } => {
+            if let Some(root) = &global.root {
+                container.state_dir = root.clone();
+            }
             let config = container.to_config()?;
             let spec = isolab_runtime::oci_spec(&config)?;
             let mut value = serde_json::to_value(&spec)?;
@@ -192,6 +264,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
             Ok(0)
         }
         Command::Gc { state_dir } => {
+            let state_dir = global.root.unwrap_or(state_dir);
             let h = Hierarchy::detect().context("detect the cgroup mounts")?;
             for id in isolab_runtime::gc(&state_dir, &h)? {
                 println!("removed {id}");
@@ -472,7 +545,7 @@ mod tests {
         let cli = Cli::try_parse_from(args)?;
         match cli.command {
             Command::Run { container, .. } | Command::Spec { container } => container.to_config(),
-            Command::Gc { .. } => bail!("gc"),
+            _ => bail!("not a container command"),
         }
     }
 
