@@ -71,10 +71,105 @@ pub struct ContainerConfig {
     /// Run to completion ([`crate::run`]) or create and leave it to `start`
     /// ([`crate::create`]).
     pub lifecycle: Lifecycle,
+    /// What an OCI bundle asks for beyond isolab's own configuration: more mounts,
+    /// a network namespace to join, the user, rlimits, sysctls, hooks.
+    pub oci: OciExtras,
     /// The exact cgroup, relative to the cgroup mounts (an OCI bundle's
     /// `cgroupsPath`, which engines read statistics from); `None` =
     /// `<cgroup_parent>/rt-<id>`. Its parent must be `cgroup_parent`.
     pub cgroup_path: Option<PathBuf>,
+}
+
+/// What an OCI bundle asks for beyond isolab's own flags ([`crate::oci::from_bundle`]);
+/// the default asks for nothing.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct OciExtras {
+    /// Mounts besides the standard layout (/proc, /sys, /dev, /dev/pts, /dev/shm,
+    /// /dev/mqueue), in the bundle's order, after the bind mounts.
+    pub mounts: Vec<Mount>,
+    /// Mount the cgroup hierarchies read-only at /sys/fs/cgroup (a `cgroup` mount):
+    /// a tmpfs with one mount per v1 hierarchy (cgroup2 on a pure v2 host), each
+    /// rooted at the container's cgroup by its cgroup namespace.
+    pub cgroup_mount: bool,
+    /// Join this network namespace (`path` of the bundle's network namespace) instead
+    /// of making one.
+    pub netns: Option<PathBuf>,
+    /// The user of the command: uid, gid, supplementary groups, umask.
+    pub user: Option<User>,
+    /// `process.rlimits`: (resource number, soft, hard), set before `execve`.
+    pub rlimits: Vec<(u32, u64, u64)>,
+    /// `linux.sysctl`, written under /proc/sys in the container.
+    pub sysctl: Vec<(String, String)>,
+    /// `process.oomScoreAdj`.
+    pub oom_score_adj: Option<i32>,
+    /// `hooks`.
+    pub hooks: Hooks,
+}
+
+/// A mount of an OCI bundle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mount {
+    /// Absolute path in the container.
+    pub destination: PathBuf,
+    /// `bind`, or the file system type (`tmpfs`, `proc`, …).
+    pub fstype: String,
+    /// Host path of a bind (absolute), the source string of another type.
+    pub source: PathBuf,
+    /// mount(8) options: flags (`ro`, `nosuid`, `rbind`, `rprivate`, …) and data.
+    pub options: Vec<String>,
+}
+
+impl Mount {
+    /// A bind mount (type `bind`, or a `bind`/`rbind` option).
+    pub fn is_bind(&self) -> bool {
+        self.fstype == "bind" || self.options.iter().any(|o| o == "bind" || o == "rbind")
+    }
+}
+
+/// The user the command runs as.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct User {
+    /// Uid.
+    pub uid: u32,
+    /// Gid.
+    pub gid: u32,
+    /// Supplementary groups.
+    pub additional_gids: Vec<u32>,
+    /// File mode creation mask.
+    pub umask: Option<u32>,
+}
+
+/// OCI hooks, each run in the runtime's namespaces with the container's state JSON
+/// on its standard input.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Hooks {
+    /// `prestart` (deprecated) and `createRuntime`: during `create`, after the
+    /// namespaces exist, before `pivot_root`.
+    pub create_runtime: Vec<Hook>,
+    /// `poststart`: after `start` let the command run.
+    pub poststart: Vec<Hook>,
+    /// `poststop`: during `delete`, after the container is gone.
+    pub poststop: Vec<Hook>,
+}
+
+impl Hooks {
+    /// No hook at all.
+    pub fn is_empty(&self) -> bool {
+        self.create_runtime.is_empty() && self.poststart.is_empty() && self.poststop.is_empty()
+    }
+}
+
+/// One hook.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct Hook {
+    /// Absolute path of the program.
+    pub path: PathBuf,
+    /// Its argv (argv\[0\] included), as given.
+    pub args: Vec<String>,
+    /// Its environment.
+    pub env: Vec<String>,
+    /// Seconds before it is killed.
+    pub timeout: Option<u64>,
 }
 
 /// How a container's life is driven.
@@ -257,6 +352,7 @@ impl ContainerConfig {
             stdio: Stdio::Inherit,
             binds: Vec::new(),
             lifecycle: Lifecycle::Run,
+            oci: OciExtras::default(),
             cgroup_path: None,
         }
     }

@@ -181,6 +181,16 @@ pub enum RuntimeError {
         /// What to do instead.
         hint: &'static str,
     },
+    /// An OCI hook failed.
+    #[error("{kind} hook {path}: {problem}")]
+    Hook {
+        /// `createRuntime`, `poststart`, …
+        kind: String,
+        /// The hook's program.
+        path: PathBuf,
+        /// What happened.
+        problem: String,
+    },
     /// The security settings could not be prepared.
     #[error("security settings: {0}")]
     Security(#[from] crate::security::SecurityError),

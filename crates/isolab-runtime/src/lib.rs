@@ -43,6 +43,7 @@
 pub mod config;
 pub mod container;
 pub mod error;
+pub mod hooks;
 pub mod id;
 pub mod lifecycle;
 pub mod loopdev;

@@ -222,8 +222,9 @@ fn wrong(st: &State, s: Status, op: &'static str, hint: &'static str) -> Runtime
 }
 
 /// The `start` operation: lets a created container execute its command. Returns
-/// once the process has taken the go (it then calls `execve`).
-pub fn start(state_dir: &Path, id: &str) -> Result<(), RuntimeError> {
+/// once the process has taken the go (it then calls `execve`) and the poststart
+/// hooks ran; returns their failures, which the spec makes warnings.
+pub fn start(state_dir: &Path, id: &str) -> Result<Vec<String>, RuntimeError> {
     let (_, st) = load(state_dir, id)?;
     let s = status(&st);
     if s != Status::Created {
@@ -281,7 +282,33 @@ pub fn start(state_dir: &Path, id: &str) -> Result<(), RuntimeError> {
         op: "remove the exec FIFO",
         path: fifo_path,
         source,
-    })
+    })?;
+    Ok(hook_warnings(
+        &st,
+        Status::Running,
+        |oci| &oci.poststart,
+        "poststart",
+    ))
+}
+
+/// Runs the poststart or poststop hooks of a container; their failures as warnings.
+fn hook_warnings(
+    st: &State,
+    status: Status,
+    hooks: impl Fn(&state::OciInfo) -> &Vec<crate::config::Hook>,
+    kind: &str,
+) -> Vec<String> {
+    let Some(oci) = &st.oci else {
+        return Vec::new();
+    };
+    let list = hooks(oci);
+    if list.is_empty() {
+        return Vec::new();
+    }
+    let mut state = oci_state(st);
+    state.status = status;
+    let json = serde_json::to_string(&state).unwrap_or_default();
+    crate::hooks::run_warn(list, kind, &json)
 }
 
 /// The `kill` operation: sends `signal` to the container's process, or with `all` to
@@ -318,13 +345,14 @@ pub fn kill(
 
 /// The `delete` operation: removes a stopped (or created) container, everything it
 /// held on the host and its state. A running container is refused unless `force`,
-/// which kills it first (as a created one always is).
+/// which kills it first (as a created one always is). Runs the poststop hooks last;
+/// returns their failures (warnings).
 pub fn delete(
     state_dir: &Path,
     id: &str,
     force: bool,
     hierarchy: &Hierarchy,
-) -> Result<(), RuntimeError> {
+) -> Result<Vec<String>, RuntimeError> {
     let (path, st) = load(state_dir, id)?;
     let s = status(&st);
     if st.oci.is_none() && s != Status::Stopped {
@@ -353,11 +381,15 @@ pub fn delete(
         }
     }
     let failures = state::undo(&st, &path, hierarchy);
-    if failures.is_empty() {
-        Ok(())
-    } else {
-        Err(RuntimeError::Teardown(failures))
+    if !failures.is_empty() {
+        return Err(RuntimeError::Teardown(failures));
     }
+    Ok(hook_warnings(
+        &st,
+        Status::Stopped,
+        |oci| &oci.poststop,
+        "poststop",
+    ))
 }
 
 fn pids_of(st: &State, hierarchy: &Hierarchy) -> Result<Vec<u32>, RuntimeError> {

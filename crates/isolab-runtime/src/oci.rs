@@ -8,7 +8,9 @@ use isolab_cgroups::{Bytes, CpuQuota, DeviceNumber, IdSet, IoThrottle, Limits};
 use oci_spec::runtime::{LinuxNamespaceType, Spec};
 use serde_json::{json, Value};
 
-use crate::config::{BindMount, ContainerConfig, NetworkChoice, Rootfs, USERNS_BASE, USERNS_SIZE};
+use crate::config::{
+    BindMount, ContainerConfig, Hook, Hooks, Mount, NetworkChoice, Rootfs, USERNS_BASE, USERNS_SIZE,
+};
 use crate::error::RuntimeError;
 use crate::id::ContainerId;
 
@@ -56,16 +58,74 @@ fn mounts(binds: &[BindMount]) -> Value {
 /// private in isolab-runtime; a bind is always recursive).
 const BIND_OPTIONS: [&str; 6] = ["bind", "rbind", "ro", "rw", "rprivate", "private"];
 
-/// The mount destinations [`from_bundle`] accepts (those of [`oci_spec()`]).
-const KNOWN_MOUNTS: [&str; 7] = [
-    "/proc",
-    "/dev",
-    "/dev/pts",
-    "/dev/shm",
-    "/dev/mqueue",
-    "/sys",
-    "/sys/fs/cgroup",
+/// Destination and type of the mounts the standard layout makes itself (with the
+/// options [`default_mounts`] lists).
+const STANDARD_MOUNTS: [(&str, &str); 6] = [
+    ("/proc", "proc"),
+    ("/dev", "tmpfs"),
+    ("/dev/pts", "devpts"),
+    ("/dev/shm", "tmpfs"),
+    ("/dev/mqueue", "mqueue"),
+    ("/sys", "sysfs"),
 ];
+
+/// The bundle's hooks; `createContainer` and `startContainer` (run inside the
+/// container's namespaces) are refused.
+fn hooks_from(h: &oci_spec::runtime::Hooks) -> Result<Hooks, String> {
+    let list = |hooks: &Option<Vec<oci_spec::runtime::Hook>>| -> Vec<Hook> {
+        hooks
+            .iter()
+            .flatten()
+            .map(|hook| Hook {
+                path: hook.path().clone(),
+                args: hook.args().clone().unwrap_or_default(),
+                env: hook.env().clone().unwrap_or_default(),
+                timeout: hook.timeout().map(|t| t.max(1) as u64),
+            })
+            .collect()
+    };
+    #[allow(deprecated)]
+    let prestart = h.prestart();
+    if h.create_container().as_ref().is_some_and(|v| !v.is_empty())
+        || h.start_container().as_ref().is_some_and(|v| !v.is_empty())
+    {
+        return Err(
+            "createContainer and startContainer hooks are not supported; \
+                    remove them (prestart, createRuntime, poststart and poststop are)"
+                .into(),
+        );
+    }
+    let mut create_runtime = list(prestart);
+    create_runtime.extend(list(h.create_runtime()));
+    Ok(Hooks {
+        create_runtime,
+        poststart: list(h.poststart()),
+        poststop: list(h.poststop()),
+    })
+}
+
+/// `RLIMIT_*` name to its resource number.
+fn rlimit_number(name: &str) -> Option<u32> {
+    let table = [
+        ("RLIMIT_CPU", libc::RLIMIT_CPU),
+        ("RLIMIT_FSIZE", libc::RLIMIT_FSIZE),
+        ("RLIMIT_DATA", libc::RLIMIT_DATA),
+        ("RLIMIT_STACK", libc::RLIMIT_STACK),
+        ("RLIMIT_CORE", libc::RLIMIT_CORE),
+        ("RLIMIT_RSS", libc::RLIMIT_RSS),
+        ("RLIMIT_NPROC", libc::RLIMIT_NPROC),
+        ("RLIMIT_NOFILE", libc::RLIMIT_NOFILE),
+        ("RLIMIT_MEMLOCK", libc::RLIMIT_MEMLOCK),
+        ("RLIMIT_AS", libc::RLIMIT_AS),
+        ("RLIMIT_LOCKS", libc::RLIMIT_LOCKS),
+        ("RLIMIT_SIGPENDING", libc::RLIMIT_SIGPENDING),
+        ("RLIMIT_MSGQUEUE", libc::RLIMIT_MSGQUEUE),
+        ("RLIMIT_NICE", libc::RLIMIT_NICE),
+        ("RLIMIT_RTPRIO", libc::RLIMIT_RTPRIO),
+        ("RLIMIT_RTTIME", libc::RLIMIT_RTTIME),
+    ];
+    table.iter().find(|(n, _)| *n == name).map(|(_, r)| *r)
+}
 
 fn resources(limits: &Limits) -> Value {
     let mut r = serde_json::Map::new();
@@ -246,48 +306,76 @@ pub fn from_bundle(dir: &Path, id: &ContainerId) -> Result<ContainerConfig, Runt
     }
     config.cwd = process.cwd().clone();
     config.security.no_new_privs = process.no_new_privileges().unwrap_or(false);
-    if spec.hooks().is_some() {
-        return Err(bundle_err(
-            &file,
-            "hooks are not supported; remove \"hooks\"",
-        ));
+    if let Some(hooks) = spec.hooks() {
+        config.oci.hooks = hooks_from(hooks).map_err(|problem| bundle_err(&file, problem))?;
     }
+    let user = process.user();
+    config.oci.user = Some(crate::config::User {
+        uid: user.uid(),
+        gid: user.gid(),
+        additional_gids: user.additional_gids().clone().unwrap_or_default(),
+        umask: user.umask(),
+    });
+    for r in process.rlimits().iter().flatten() {
+        let resource = rlimit_number(&r.typ().to_string())
+            .ok_or_else(|| bundle_err(&file, format!("unknown rlimit {}", r.typ())))?;
+        config.oci.rlimits.push((resource, r.soft(), r.hard()));
+    }
+    config.oci.oom_score_adj = process.oom_score_adj();
     for m in spec.mounts().iter().flatten() {
         let dest = m.destination().to_string_lossy();
+        let fstype = m.typ().clone().unwrap_or_default();
         let options = m.options().clone().unwrap_or_default();
-        let is_bind = m.typ().as_deref() == Some("bind")
-            || options.iter().any(|o| o == "bind" || o == "rbind");
-        if is_bind {
-            if let Some(bad) = options.iter().find(|o| !BIND_OPTIONS.contains(&o.as_str())) {
-                return Err(bundle_err(
-                    &file,
-                    format!(
-                        "bind mount on {dest}: option {bad:?} is not supported; use only {}",
-                        BIND_OPTIONS.join(", ")
-                    ),
-                ));
-            }
-            let source = m
-                .source()
-                .as_ref()
-                .ok_or_else(|| bundle_err(&file, format!("bind mount on {dest} has no source")))?;
+        let source = m.source().clone().unwrap_or_default();
+        let mount = Mount {
+            destination: m.destination().clone(),
+            source: if source.is_absolute() || source.as_os_str().is_empty() {
+                source
+            } else {
+                dir.join(source)
+            },
+            fstype,
+            options,
+        };
+        let is_bind = mount.is_bind();
+        if !is_bind && STANDARD_MOUNTS.contains(&(dest.as_ref(), mount.fstype.as_str())) {
+            // The standard layout makes it.
+            continue;
+        }
+        if !is_bind && dest == "/sys/fs/cgroup" {
+            config.oci.cgroup_mount = true;
+            continue;
+        }
+        let plain_bind = is_bind
+            && mount
+                .options
+                .iter()
+                .all(|o| BIND_OPTIONS.contains(&o.as_str()));
+        if plain_bind {
             let bind = BindMount {
-                source: if source.is_absolute() {
-                    source.clone()
-                } else {
-                    dir.join(source)
-                },
-                destination: m.destination().clone(),
-                readonly: options.iter().any(|o| o == "ro"),
+                source: mount.source.clone(),
+                destination: mount.destination.clone(),
+                readonly: mount.options.iter().any(|o| o == "ro"),
             };
             bind.validate()?;
             config.binds.push(bind);
-        } else if !KNOWN_MOUNTS.contains(&dest.as_ref()) {
+            continue;
+        }
+        if is_bind && mount.source.as_os_str().is_empty() {
             return Err(bundle_err(
                 &file,
-                format!("mount on {dest} is not supported; remove it from \"mounts\""),
+                format!("bind mount on {dest} has no source"),
             ));
         }
+        BindMount {
+            source: mount.source.clone(),
+            destination: mount.destination.clone(),
+            readonly: false,
+        }
+        .validate()?;
+        crate::container::plan::mount_flags(&mount.options)
+            .map_err(|problem| bundle_err(&file, format!("mount on {dest}: {problem}")))?;
+        config.oci.mounts.push(mount);
     }
     let linux = spec
         .linux()
@@ -295,6 +383,11 @@ pub fn from_bundle(dir: &Path, id: &ContainerId) -> Result<ContainerConfig, Runt
         .ok_or_else(|| bundle_err(&file, "no \"linux\" section"))?;
     let mut network = NetworkChoice::Host;
     for ns in linux.namespaces().iter().flatten() {
+        if let (LinuxNamespaceType::Network, Some(path)) = (ns.typ(), ns.path()) {
+            config.oci.netns = Some(path.clone());
+            network = NetworkChoice::None;
+            continue;
+        }
         if ns.path().is_some() {
             return Err(bundle_err(
                 &file,
@@ -349,6 +442,10 @@ pub fn from_bundle(dir: &Path, id: &ContainerId) -> Result<ContainerConfig, Runt
     if linux.seccomp().is_none() {
         config.security.seccomp = crate::security::SeccompChoice::Unconfined;
     }
+    for (key, value) in linux.sysctl().iter().flatten() {
+        config.oci.sysctl.push((key.clone(), value.clone()));
+    }
+    config.oci.sysctl.sort();
     if let Some(r) = linux.resources() {
         config.limits = limits_from(r).map_err(|problem| bundle_err(&file, problem))?;
     }
@@ -537,7 +634,8 @@ mod tests {
         assert_eq!(back.binds, c.binds);
         assert_eq!(back.cgroup_parent, PathBuf::from("isolab/lab-3"));
 
-        // Relative sources are relative to the bundle; odd options are refused.
+        // Relative sources are relative to the bundle; a bind with more options than
+        // isolab's own binds is an OCI mount, options kept; unknown options are refused.
         let mut v = v;
         v["mounts"][7]["source"] = json!("out");
         std::fs::write(dir.path().join("config.json"), v.to_string()).unwrap();
@@ -545,8 +643,58 @@ mod tests {
         assert_eq!(back.binds[1].source, dir.path().join("out"));
         v["mounts"][7]["options"] = json!(["rbind", "nosuid"]);
         std::fs::write(dir.path().join("config.json"), v.to_string()).unwrap();
+        let back = from_bundle(dir.path(), &oci1()).unwrap();
+        assert_eq!(back.binds.len(), 1);
+        assert_eq!(back.oci.mounts[0].options, ["rbind", "nosuid"]);
+        assert_eq!(back.oci.mounts[0].source, dir.path().join("out"));
+        v["mounts"][7]["options"] = json!(["rbind", "idmap"]);
+        std::fs::write(dir.path().join("config.json"), v.to_string()).unwrap();
         let e = from_bundle(dir.path(), &oci1()).unwrap_err();
-        assert!(e.to_string().contains("nosuid"), "{e}");
+        assert!(e.to_string().contains("idmap"), "{e}");
+    }
+
+    #[test]
+    fn engine_bundle_features_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut v = serde_json::to_value(oci_spec(&config()).unwrap()).unwrap();
+        let mounts = v["mounts"].as_array_mut().unwrap();
+        mounts.push(
+            json!({"destination": "/run", "type": "tmpfs", "source": "tmpfs",
+                           "options": ["nosuid", "nodev", "mode=755", "size=1m"]}),
+        );
+        mounts.push(json!({"destination": "/sys/fs/cgroup", "type": "cgroup",
+                           "source": "cgroup", "options": ["ro", "nosuid"]}));
+        v["process"]["user"] = json!({"uid": 1000, "gid": 100, "additionalGids": [5, 6],
+                                      "umask": 18});
+        v["process"]["rlimits"] = json!([{"type": "RLIMIT_NOFILE", "soft": 1024, "hard": 2048}]);
+        v["process"]["oomScoreAdj"] = json!(100);
+        v["linux"]["sysctl"] = json!({"net.ipv4.ping_group_range": "0 0"});
+        v["linux"]["namespaces"] = json!([{"type": "pid"}, {"type": "mount"},
+                                          {"type": "network", "path": "/run/netns/x"}]);
+        v["hooks"] = json!({"prestart": [{"path": "/bin/true", "args": ["true", "a"]}],
+                            "poststop": [{"path": "/bin/echo", "timeout": 3}]});
+        std::fs::write(dir.path().join("config.json"), v.to_string()).unwrap();
+        let c = from_bundle(dir.path(), &oci1()).unwrap();
+        assert_eq!(c.oci.mounts.len(), 1);
+        assert_eq!(c.oci.mounts[0].fstype, "tmpfs");
+        assert!(c.oci.cgroup_mount);
+        let user = c.oci.user.unwrap();
+        assert_eq!((user.uid, user.gid, user.umask), (1000, 100, Some(18)));
+        assert_eq!(user.additional_gids, [5, 6]);
+        assert_eq!(c.oci.rlimits, [(libc::RLIMIT_NOFILE, 1024, 2048)]);
+        assert_eq!(c.oci.oom_score_adj, Some(100));
+        assert_eq!(
+            c.oci.sysctl,
+            [("net.ipv4.ping_group_range".into(), "0 0".into())]
+        );
+        assert_eq!(c.oci.netns, Some(PathBuf::from("/run/netns/x")));
+        assert_eq!(c.oci.hooks.create_runtime[0].args, ["true", "a"]);
+        assert_eq!(c.oci.hooks.poststop[0].timeout, Some(3));
+        // Hooks inside the container's namespaces are refused, with what is supported.
+        v["hooks"] = json!({"createContainer": [{"path": "/bin/true"}]});
+        std::fs::write(dir.path().join("config.json"), v.to_string()).unwrap();
+        let e = from_bundle(dir.path(), &oci1()).unwrap_err();
+        assert!(e.to_string().contains("createContainer"), "{e}");
     }
 
     #[test]
@@ -583,12 +731,17 @@ mod tests {
         assert!(oci_spec(&c).is_err());
         let dir = tempfile::tempdir().unwrap();
         let mut v = serde_json::to_value(oci_spec(&config()).unwrap()).unwrap();
-        v["mounts"]
-            .as_array_mut()
-            .unwrap()
-            .push(json!({"destination": "/data", "type": "tmpfs", "source": "tmpfs"}));
+        v["mounts"].as_array_mut().unwrap().push(
+            json!({"destination": "/data", "type": "tmpfs", "source": "tmpfs",
+                   "options": ["tmpcopyup"]}),
+        );
         std::fs::write(dir.path().join("config.json"), v.to_string()).unwrap();
         let e = from_bundle(dir.path(), &"x1".parse().unwrap()).unwrap_err();
         assert!(e.to_string().contains("/data"), "{e}");
+        v["mounts"].as_array_mut().unwrap().pop();
+        v["linux"]["namespaces"] = json!([{"type": "pid", "path": "/proc/1/ns/pid"}]);
+        std::fs::write(dir.path().join("config.json"), v.to_string()).unwrap();
+        let e = from_bundle(dir.path(), &"x1".parse().unwrap()).unwrap_err();
+        assert!(e.to_string().contains("by path"), "{e}");
     }
 }

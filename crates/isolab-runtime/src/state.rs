@@ -77,6 +77,12 @@ pub struct OciInfo {
     pub created: String,
     /// Uid of the user who created it.
     pub owner: u32,
+    /// Hooks run after `start`.
+    #[serde(default)]
+    pub poststart: Vec<crate::config::Hook>,
+    /// Hooks run by `delete`.
+    #[serde(default)]
+    pub poststop: Vec<crate::config::Hook>,
 }
 
 /// The exec FIFO of a container whose mount points are under `mount_base`: it exists

@@ -219,6 +219,18 @@ pub fn close(fd: RawFd) {
     unsafe { libc::close(fd) };
 }
 
+/// Opens `path` for writing (no create), writes `data`, closes it.
+pub fn write_file(path: &CStr, data: &[u8]) -> Result<(), Errno> {
+    // SAFETY: a NUL-terminated path.
+    let fd = unsafe { libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(Errno::last());
+    }
+    let written = write_all(fd, data);
+    close(fd);
+    written
+}
+
 /// `write(2)` of the whole buffer (retrying on `EINTR`).
 pub fn write_all(fd: RawFd, mut buf: &[u8]) -> Result<(), Errno> {
     while !buf.is_empty() {

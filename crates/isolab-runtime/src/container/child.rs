@@ -28,6 +28,8 @@ pub(crate) enum ExecStep {
     Chdir = 2,
     Security = 3,
     Execve = 4,
+    Rlimit = 5,
+    User = 6,
 }
 
 impl ExecStep {
@@ -38,6 +40,8 @@ impl ExecStep {
             ExecStep::Chdir,
             ExecStep::Security,
             ExecStep::Execve,
+            ExecStep::Rlimit,
+            ExecStep::User,
         ]
         .into_iter()
         .find(|s| *s as u32 == code)
@@ -112,12 +116,14 @@ pub(crate) struct ChildFds {
     /// `/proc/self/fd/<fifo>`, NUL-terminated (built by the parent: the child
     /// formats nothing).
     pub fifo_path: [u8; 32],
+    /// A network namespace to join ([`Op::JoinNetns`]), close-on-exec; `-1` if none.
+    pub netns: RawFd,
 }
 
 /// Closes every descriptor from 3 up except those in `keep` (negative entries are
 /// ignored), so the container holds no pipe or file of the caller (another
 /// container's report pipe would otherwise never see EOF).
-fn close_all_except(keep: [RawFd; 4]) {
+fn close_all_except(keep: [RawFd; 5]) {
     let mut keep = keep;
     keep.sort_unstable();
     let mut from: libc::c_uint = 3;
@@ -142,7 +148,7 @@ fn close_all_except(keep: [RawFd; 4]) {
 /// Entry point of the cloned child: waits for the parent's go, runs the setup
 /// steps, then becomes the container's init. Never returns.
 pub(crate) fn main(plan: &Plan, fds: ChildFds) -> ! {
-    close_all_except([fds.go, fds.report, fds.devices, fds.fifo]);
+    close_all_except([fds.go, fds.report, fds.devices, fds.fifo, fds.netns]);
     // Die with the runtime: a SIGKILLed runtime must not leave a container behind
     // (`create` lifts this once the container is set up).
     // SAFETY: prctl with integer arguments.
@@ -346,6 +352,15 @@ fn run_op(op: &Op, fds: &ChildFds) -> Result<(), Errno> {
             report(report_fd, KIND_PHASE, phase.code(), 0);
             Ok(())
         }
+        Op::JoinNetns => {
+            // SAFETY: setns on a descriptor the parent opened.
+            if unsafe { libc::setns(fds.netns, libc::CLONE_NEWNET) } < 0 {
+                return Err(Errno::last());
+            }
+            sys::close(fds.netns);
+            Ok(())
+        }
+        Op::WriteFile { path, value } => sys::write_file(path, value.as_bytes()),
     }
 }
 
@@ -457,6 +472,25 @@ fn prepare_command(exec: &ExecPlan, report_fd: RawFd) {
             fail(report_fd, ExecStep::Stdio, Errno::last().0, 1);
         }
     }
+    for &(resource, soft, hard) in &exec.rlimits {
+        let limit = libc::rlimit {
+            rlim_cur: soft,
+            rlim_max: hard,
+        };
+        // SAFETY: setrlimit with a valid struct; the resource number came from a table.
+        if unsafe { libc::setrlimit(resource as _, &limit) } < 0 {
+            fail(report_fd, ExecStep::Rlimit, Errno::last().0, 1);
+        }
+    }
+    if let Some(user) = &exec.user {
+        if let Err(Errno(e)) = switch_user(user) {
+            fail(report_fd, ExecStep::User, e, 1);
+        }
+    }
+    if let Some(mask) = exec.umask {
+        // SAFETY: umask cannot fail.
+        unsafe { libc::umask(mask as libc::mode_t) };
+    }
     if let Err(Errno(e)) = sys::chdir(&exec.cwd) {
         fail(report_fd, ExecStep::Chdir, e, 1);
     }
@@ -472,6 +506,41 @@ fn prepare_command(exec: &ExecPlan, report_fd: RawFd) {
         };
         fail(report_fd, ExecStep::Security, errno, 1);
     }
+}
+
+/// Supplementary groups, gid, then uid. A non-zero uid keeps the permitted
+/// capabilities (`PR_SET_KEEPCAPS`) and raises them to effective again, so that the
+/// security settings that follow can still drop the bounding set and set the
+/// capabilities the configuration keeps.
+fn switch_user(user: &super::plan::ExecUser) -> Result<(), Errno> {
+    use crate::security::SecuritySyscalls;
+    // SAFETY: plain system calls on a pre-built group list.
+    unsafe {
+        if libc::setgroups(user.groups.len(), user.groups.as_ptr()) < 0 {
+            return Err(Errno::last());
+        }
+        if libc::setresgid(user.gid, user.gid, user.gid) < 0 {
+            return Err(Errno::last());
+        }
+        if user.uid == 0 {
+            return Ok(());
+        }
+        if libc::prctl(libc::PR_SET_KEEPCAPS, 1 as libc::c_ulong) < 0
+            || libc::setresuid(user.uid, user.uid, user.uid) < 0
+        {
+            return Err(Errno::last());
+        }
+    }
+    let mut linux = crate::security::LinuxSecurity;
+    let errno = |e: std::io::Error| Errno(e.raw_os_error().unwrap_or(libc::EPERM));
+    let permitted = linux.read_permitted().map_err(errno)?;
+    linux
+        .set_caps(
+            permitted,
+            permitted,
+            crate::security::CapabilitySet::empty(),
+        )
+        .map_err(errno)
 }
 
 /// Tries `execve` of each candidate path; returns only on failure, with the most

@@ -96,7 +96,7 @@ pub fn run_in(config: &ContainerConfig, hierarchy: &Hierarchy) -> Result<Exit, R
     let t0 = sys::monotonic_ns();
     let mut trace = Trace::new();
     let (mut instance, binds) = Instance::prepare(config, hierarchy)?;
-    let result = instance.start_and_wait(config, binds, t0, &mut trace, mark_at(t0));
+    let result = instance.start_and_wait(config, None, binds, t0, &mut trace, mark_at(t0));
     let teardown = instance.teardown();
     match (result, teardown) {
         (Ok(status), Ok(())) => {
@@ -148,7 +148,7 @@ pub fn create(
     let mut trace = Trace::new();
     let (mut instance, binds) = Instance::prepare(config, hierarchy)?;
     let result = instance
-        .start_and_wait(config, binds, t0, &mut trace, mark_at(t0))
+        .start_and_wait(config, Some(&oci), binds, t0, &mut trace, mark_at(t0))
         .and_then(|_| instance.hand_over(oci));
     match result {
         Ok(pid) => Ok(Created {
@@ -451,6 +451,7 @@ impl Instance {
     fn start_and_wait(
         &mut self,
         config: &ContainerConfig,
+        oci: Option<&state::OciInfo>,
         binds: Vec<plan::BindSource>,
         t0: u64,
         trace: &mut Trace,
@@ -549,9 +550,23 @@ impl Instance {
             | libc::CLONE_NEWUTS
             | libc::CLONE_NEWIPC
             | libc::CLONE_PIDFD;
-        if config.network != NetworkChoice::Host {
+        if config.network != NetworkChoice::Host && config.oci.netns.is_none() {
             flags |= libc::CLONE_NEWNET;
         }
+        let netns = config
+            .oci
+            .netns
+            .as_ref()
+            .map(|path| {
+                fs::File::open(path)
+                    .map(OwnedFd::from)
+                    .map_err(|source| RuntimeError::Host {
+                        op: "open the network namespace to join",
+                        path: path.clone(),
+                        source,
+                    })
+            })
+            .transpose()?;
         if config.user_namespace {
             flags |= libc::CLONE_NEWUSER;
         }
@@ -573,6 +588,7 @@ impl Instance {
             devices: devices_procs.as_ref().map_or(-1, AsRawFd::as_raw_fd),
             fifo: fifo.as_ref().map_or(-1, AsRawFd::as_raw_fd),
             fifo_path,
+            netns: netns.as_ref().map_or(-1, AsRawFd::as_raw_fd),
         };
         // SAFETY: clone3 without CLONE_VM behaves like fork: the child gets a copy
         // of the address space and continues on a copy of this stack. It only runs
@@ -605,6 +621,7 @@ impl Instance {
         drop(report_write);
         drop(devices_procs);
         drop(fifo);
+        drop(netns);
         mark(trace, Phase::Clone);
         self.state.init_pid = Some(pid as u32);
         self.state.update(&self.state_path)?;
@@ -620,6 +637,18 @@ impl Instance {
             write_id_maps(pid)?;
         }
         self.setup_network(config)?;
+        if let Some(adj) = config.oci.oom_score_adj {
+            let path = PathBuf::from(format!("/proc/{pid}/oom_score_adj"));
+            fs::write(&path, adj.to_string()).map_err(|source| RuntimeError::Host {
+                op: "write",
+                path,
+                source,
+            })?;
+        }
+        if !config.oci.hooks.create_runtime.is_empty() {
+            let state = crate::hooks::state_json(config, oci, "creating", pid as u32);
+            crate::hooks::run_all(&config.oci.hooks.create_runtime, "createRuntime", &state)?;
+        }
         mark(trace, Phase::Network);
         sys::write_all(go_write.as_raw_fd(), &[child::GO]).map_err(|e| RuntimeError::Syscall {
             op: "write to the go pipe (the container's init died during setup)",
@@ -883,6 +912,15 @@ fn exec_error(config: &ContainerConfig, r: Record) -> RuntimeError {
         Some(ExecStep::Security) => {
             "apply the security settings (capabilities, no_new_privs, seccomp)".to_owned()
         }
+        Some(ExecStep::Rlimit) => {
+            "set the rlimits (process.rlimits; a hard limit above the runtime's own needs \
+             CAP_SYS_RESOURCE, and nofile cannot exceed fs.nr_open)"
+                .to_owned()
+        }
+        Some(ExecStep::User) => format!(
+            "switch to the user {:?} (setgroups, setresgid, setresuid)",
+            config.oci.user
+        ),
         Some(ExecStep::Execve) | None => {
             format!("execute {program:?} (is it in the root filesystem and on PATH?)")
         }

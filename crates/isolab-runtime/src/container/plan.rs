@@ -78,6 +78,10 @@ pub(crate) enum Op {
     LoopbackUp,
     /// Report a phase timestamp.
     Phase(Phase),
+    /// `setns` into the network namespace the parent opened (`ChildFds::netns`).
+    JoinNetns,
+    /// Write `value` to the file `path` (a sysctl under /proc/sys).
+    WriteFile { path: CString, value: CString },
 }
 
 /// What the command's process (PID 2) does before `execve`.
@@ -97,6 +101,20 @@ pub(crate) struct ExecPlan {
     /// Capabilities, no_new_privs and seccomp, compiled; applied right before execve.
     pub security: Prepared,
     pub stdio_null: bool,
+    /// `setrlimit` before anything else: (resource, soft, hard).
+    pub rlimits: Vec<(u32, u64, u64)>,
+    /// Supplementary groups, gid and uid to switch to (before the security settings).
+    pub user: Option<ExecUser>,
+    /// `umask`.
+    pub umask: Option<u32>,
+}
+
+/// The user the command's process switches to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ExecUser {
+    pub uid: libc::uid_t,
+    pub gid: libc::gid_t,
+    pub groups: Vec<libc::gid_t>,
 }
 
 /// The whole child side: setup steps with their descriptions, then the exec plan.
@@ -263,6 +281,12 @@ pub(crate) fn build(config: &ContainerConfig, layout: &Layout) -> Result<Plan, R
         ops: Vec::new(),
         descriptions: Vec::new(),
     };
+    if config.oci.netns.is_some() {
+        b.push(
+            Op::JoinNetns,
+            "join the bundle's network namespace (setns)".into(),
+        );
+    }
     if config.user_namespace {
         b.push(
             Op::BecomeRoot,
@@ -362,6 +386,9 @@ pub(crate) fn build(config: &ContainerConfig, layout: &Layout) -> Result<Plan, R
             None,
         )?;
     }
+    if config.oci.cgroup_mount {
+        cgroup_mount(&mut b, &sys.join("fs/cgroup"))?;
+    }
     let dev = root.join("dev");
     b.mount(
         Some("tmpfs"),
@@ -417,6 +444,7 @@ pub(crate) fn build(config: &ContainerConfig, layout: &Layout) -> Result<Plan, R
         None,
     )?;
     binds(&mut b, config, layout, writable_root)?;
+    oci_mounts(&mut b, config, root, writable_root)?;
     b.phase(Phase::Mounts);
     b.push(
         Op::Chdir {
@@ -445,6 +473,24 @@ pub(crate) fn build(config: &ContainerConfig, layout: &Layout) -> Result<Plan, R
         },
         format!("set the hostname to {:?}", config.hostname),
     );
+    // Before the read-only paths, which include /proc/sys.
+    for (key, value) in &config.oci.sysctl {
+        if key.contains('/') || key.split('.').any(|p| p.is_empty() || p == "..") {
+            return Err(RuntimeError::InvalidConfig {
+                what: "sysctl",
+                value: key.clone(),
+                expected: "a dotted name such as net.ipv4.ip_forward",
+            });
+        }
+        let path = format!("/proc/sys/{}", key.replace('.', "/"));
+        b.push(
+            Op::WriteFile {
+                path: cstring("sysctl", path.as_bytes())?,
+                value: cstring("sysctl value", value.as_bytes())?,
+            },
+            format!("set sysctl {key} = {value:?} (write {path})"),
+        );
+    }
     for p in &config.security.masked_paths {
         b.push(
             Op::Mask {
@@ -461,7 +507,7 @@ pub(crate) fn build(config: &ContainerConfig, layout: &Layout) -> Result<Plan, R
             format!("make {p} read-only"),
         );
     }
-    if config.network != NetworkChoice::Host {
+    if config.network != NetworkChoice::Host && config.oci.netns.is_none() {
         b.push(Op::LoopbackUp, "bring up the loopback interface lo".into());
     }
     let exec = exec_plan(config)?;
@@ -532,6 +578,263 @@ fn binds(
     Ok(())
 }
 
+/// Flags and data of mount(8) options.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct MountOptions {
+    /// `MS_*` flags to set.
+    pub flags: libc::c_ulong,
+    /// Propagation flags (`MS_PRIVATE`, `MS_SHARED`, … with `MS_REC` for the r-forms),
+    /// each applied by its own mount call.
+    pub propagation: Vec<libc::c_ulong>,
+    /// File-system specific options, comma-separated.
+    pub data: String,
+    /// `rbind` (a `bind` is not recursive).
+    pub recursive: bool,
+}
+
+/// Parses mount(8) options as runc and crun do: known flag names set or clear `MS_*`
+/// flags, propagation names become propagation changes, anything else is data.
+pub(crate) fn mount_flags(options: &[String]) -> Result<MountOptions, String> {
+    let mut out = MountOptions::default();
+    let mut data = Vec::new();
+    for o in options {
+        let set = |flag: libc::c_ulong| (flag, true);
+        let clear = |flag: libc::c_ulong| (flag, false);
+        let (flag, on) = match o.as_str() {
+            "defaults" | "rw" => clear(libc::MS_RDONLY),
+            "ro" => set(libc::MS_RDONLY),
+            "nosuid" => set(libc::MS_NOSUID),
+            "suid" => clear(libc::MS_NOSUID),
+            "nodev" => set(libc::MS_NODEV),
+            "dev" => clear(libc::MS_NODEV),
+            "noexec" => set(libc::MS_NOEXEC),
+            "exec" => clear(libc::MS_NOEXEC),
+            "sync" => set(libc::MS_SYNCHRONOUS),
+            "async" => clear(libc::MS_SYNCHRONOUS),
+            "dirsync" => set(libc::MS_DIRSYNC),
+            "mand" => set(libc::MS_MANDLOCK),
+            "nomand" => clear(libc::MS_MANDLOCK),
+            "atime" => clear(libc::MS_NOATIME),
+            "noatime" => set(libc::MS_NOATIME),
+            "diratime" => clear(libc::MS_NODIRATIME),
+            "nodiratime" => set(libc::MS_NODIRATIME),
+            "relatime" => set(libc::MS_RELATIME),
+            "norelatime" => clear(libc::MS_RELATIME),
+            "strictatime" => set(libc::MS_STRICTATIME),
+            "nostrictatime" => clear(libc::MS_STRICTATIME),
+            "bind" => set(libc::MS_BIND),
+            "rbind" => {
+                out.recursive = true;
+                set(libc::MS_BIND)
+            }
+            "private" | "rprivate" | "shared" | "rshared" | "slave" | "rslave" | "unbindable"
+            | "runbindable" => {
+                let base = match o.trim_start_matches('r') {
+                    "private" => libc::MS_PRIVATE,
+                    "shared" => libc::MS_SHARED,
+                    "slave" => libc::MS_SLAVE,
+                    _ => libc::MS_UNBINDABLE,
+                };
+                let rec = if o.starts_with('r') { libc::MS_REC } else { 0 };
+                out.propagation.push(base | rec);
+                continue;
+            }
+            "tmpcopyup" | "idmap" | "ridmap" | "rro" | "rrw" => {
+                return Err(format!(
+                    "option {o:?} is not supported; remove it from the mount's options"
+                ))
+            }
+            other => {
+                if other.contains('\0') {
+                    return Err(format!("option {other:?} contains a NUL byte"));
+                }
+                data.push(other.to_owned());
+                continue;
+            }
+        };
+        if on {
+            out.flags |= flag;
+        } else {
+            out.flags &= !flag;
+        }
+    }
+    out.data = data.join(",");
+    Ok(out)
+}
+
+/// The levels of `destination` under `root`, as host-side C strings, outermost first.
+fn components_under(
+    root: &Path,
+    destination: &Path,
+) -> Result<(PathBuf, Vec<CString>), RuntimeError> {
+    let mut target = root.to_path_buf();
+    let mut components = Vec::new();
+    for part in destination.iter().skip(1) {
+        target.push(part);
+        components.push(cpath("mount destination", &target)?);
+    }
+    Ok((target, components))
+}
+
+/// A bundle's other mounts: the destination made (a file for a bind of a file), the
+/// mount, a remount for the flags of a bind, the propagation changes.
+fn oci_mounts(
+    b: &mut Builder,
+    config: &ContainerConfig,
+    root: &Path,
+    create: bool,
+) -> Result<(), RuntimeError> {
+    for m in &config.oci.mounts {
+        let options = mount_flags(&m.options).map_err(|problem| RuntimeError::Bundle {
+            path: m.destination.clone(),
+            problem: format!("mount options: {problem}"),
+        })?;
+        let (target, components) = components_under(root, &m.destination)?;
+        let bind = m.is_bind();
+        let dir = if bind {
+            std::fs::metadata(&m.source)
+                .map_err(|source| RuntimeError::BindSource {
+                    path: m.source.clone(),
+                    source,
+                })?
+                .is_dir()
+        } else {
+            true
+        };
+        b.push(
+            Op::BindTarget {
+                components,
+                dir,
+                create,
+                bind: usize::MAX,
+            },
+            format!(
+                "create the mount destination {} ({})",
+                m.destination.display(),
+                if dir { "directory" } else { "file" }
+            ),
+        );
+        let source = m
+            .source
+            .to_str()
+            .ok_or_else(|| RuntimeError::InvalidConfig {
+                what: "mount source",
+                value: m.source.display().to_string(),
+                expected: "a UTF-8 path",
+            })?;
+        let data = (!options.data.is_empty()).then_some(options.data.as_str());
+        if bind {
+            let rec = if options.recursive { libc::MS_REC } else { 0 };
+            b.mount(Some(source), &target, None, libc::MS_BIND | rec, None)?;
+            let extra = options.flags & !libc::MS_BIND;
+            if extra != 0 {
+                b.mount(
+                    None,
+                    &target,
+                    None,
+                    libc::MS_BIND | libc::MS_REMOUNT | extra,
+                    None,
+                )?;
+            }
+        } else {
+            let source = if source.is_empty() {
+                m.fstype.as_str()
+            } else {
+                source
+            };
+            b.mount(Some(source), &target, Some(&m.fstype), options.flags, data)?;
+        }
+        for &propagation in &options.propagation {
+            b.mount(None, &target, None, propagation, None)?;
+        }
+    }
+    Ok(())
+}
+
+/// The cgroup hierarchies, read-only, at `dir` (the root's /sys/fs/cgroup): a tmpfs
+/// with a mount of each v1 hierarchy of this host (options from /proc/self/mountinfo;
+/// the cgroup namespace roots each at the container's cgroup), symlinks for
+/// co-mounted controllers, or a single cgroup2 mount on a pure v2 host.
+fn cgroup_mount(b: &mut Builder, dir: &Path) -> Result<(), RuntimeError> {
+    let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+    let mountinfo =
+        std::fs::read_to_string("/proc/self/mountinfo").map_err(|source| RuntimeError::Host {
+            op: "read",
+            path: "/proc/self/mountinfo".into(),
+            source,
+        })?;
+    let mounts = cgroup_mounts(&mountinfo);
+    if let [(name, fstype, _)] = mounts.as_slice() {
+        if name.is_empty() && fstype == "cgroup2" {
+            return b.mount(
+                Some("cgroup2"),
+                dir,
+                Some("cgroup2"),
+                flags | libc::MS_RDONLY,
+                None,
+            );
+        }
+    }
+    b.mount(Some("tmpfs"), dir, Some("tmpfs"), flags, Some("mode=755"))?;
+    for (name, fstype, options) in &mounts {
+        if name.is_empty() {
+            continue;
+        }
+        let target = dir.join(name);
+        b.mkdir(&target, 0o555)?;
+        let data = (!options.is_empty()).then_some(options.as_str());
+        b.mount(
+            Some(fstype.as_str()),
+            &target,
+            Some(fstype.as_str()),
+            flags | libc::MS_RDONLY,
+            data,
+        )?;
+        // cpu -> cpu,cpuacct, as on the host.
+        if name.contains(',') {
+            for part in name.split(',') {
+                b.symlink(name, &dir.join(part))?;
+            }
+        }
+    }
+    b.push(
+        Op::RemountReadOnly {
+            path: cpath("cgroup mount", dir)?,
+        },
+        format!("remount {} read-only", dir.display()),
+    );
+    Ok(())
+}
+
+/// The cgroup mounts of a mountinfo text directly under /sys/fs/cgroup: (name below
+/// it, empty for /sys/fs/cgroup itself; type; super options without rw/ro).
+fn cgroup_mounts(mountinfo: &str) -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    for line in mountinfo.lines() {
+        let Some((left, right)) = line.split_once(" - ") else {
+            continue;
+        };
+        let point = left.split(' ').nth(4).unwrap_or("");
+        let mut r = right.split(' ');
+        let fstype = r.next().unwrap_or("");
+        let super_options = r.nth(1).unwrap_or("");
+        if fstype != "cgroup" && fstype != "cgroup2" {
+            continue;
+        }
+        let name = match point.strip_prefix("/sys/fs/cgroup") {
+            Some("") => String::new(),
+            Some(rest) if rest.starts_with('/') && !rest[1..].contains('/') => rest[1..].to_owned(),
+            _ => continue,
+        };
+        let options: Vec<&str> = super_options
+            .split(',')
+            .filter(|o| *o != "rw" && *o != "ro")
+            .collect();
+        out.push((name, fstype.to_owned(), options.join(",")));
+    }
+    out
+}
+
 /// The work directory of a kept overlay upper: `<upper>.work`, next to it (overlayfs
 /// needs it on the same file system).
 pub(crate) fn work_dir_of(upper: &Path) -> PathBuf {
@@ -579,6 +882,13 @@ fn exec_plan(config: &ContainerConfig) -> Result<ExecPlan, RuntimeError> {
         cwd: cpath("working directory", &config.cwd)?,
         security: security::prepare(&config.security)?,
         stdio_null: config.stdio == Stdio::Null,
+        rlimits: config.oci.rlimits.clone(),
+        user: config.oci.user.as_ref().map(|u| ExecUser {
+            uid: u.uid,
+            gid: u.gid,
+            groups: u.additional_gids.clone(),
+        }),
+        umask: config.oci.user.as_ref().and_then(|u| u.umask),
     })
 }
 

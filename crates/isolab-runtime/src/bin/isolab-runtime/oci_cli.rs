@@ -152,6 +152,8 @@ pub fn create(global: &Global, args: &CreateArgs) -> Result<i32> {
         created: humantime::format_rfc3339_nanos(std::time::SystemTime::now()).to_string(),
         // SAFETY: getuid cannot fail.
         owner: unsafe { libc::getuid() },
+        poststart: config.oci.hooks.poststart.clone(),
+        poststop: config.oci.hooks.poststop.clone(),
     };
     let created = isolab_runtime::create(&config, &hierarchy()?, info)?;
     if let Some(path) = &args.pid_file {
@@ -170,8 +172,20 @@ fn write_pid_file(path: &Path, pid: u32) -> Result<()> {
 
 /// `start`.
 pub fn start(global: &Global, id: &str) -> Result<i32> {
-    lifecycle::start(&global.state_dir(), id)?;
+    warn(global, lifecycle::start(&global.state_dir(), id)?);
     Ok(0)
+}
+
+/// Hook failures the spec makes warnings: on standard error and in the log.
+fn warn(global: &Global, warnings: Vec<String>) {
+    for w in warnings {
+        eprintln!("isolab-runtime: warning: {w}");
+        log_error(
+            global.log.as_deref(),
+            global.log_format,
+            &format!("warning: {w}"),
+        );
+    }
 }
 
 /// `state`: the state as JSON on standard output.
@@ -190,7 +204,13 @@ pub fn kill(global: &Global, id: &str, signal: Option<&str>, all: bool) -> Resul
 
 /// `delete`.
 pub fn delete(global: &Global, id: &str, force: bool) -> Result<i32> {
-    lifecycle::delete(&global.state_dir(), id, force, &hierarchy()?)?;
+    match lifecycle::delete(&global.state_dir(), id, force, &hierarchy()?) {
+        Ok(warnings) => warn(global, warnings),
+        // runc's behaviour, which Docker relies on: it deletes twice, the second time
+        // with --force after the container is gone.
+        Err(isolab_runtime::RuntimeError::NotFound { .. }) if force => {}
+        Err(e) => return Err(e.into()),
+    }
     Ok(0)
 }
 
