@@ -535,12 +535,8 @@ fn binds(
                 path: bind.source.clone(),
                 source: std::io::Error::from(std::io::ErrorKind::NotFound),
             })?;
-        let mut target = layout.root.clone();
-        let mut components = Vec::new();
-        for part in bind.destination.iter().skip(1) {
-            target.push(part);
-            components.push(cpath("bind mount destination", &target)?);
-        }
+        let destination = resolve_in_image(config, &bind.destination);
+        let (target, components) = components_under(&layout.root, &destination)?;
         b.push(
             Op::BindTarget {
                 components,
@@ -662,6 +658,68 @@ pub(crate) fn mount_flags(options: &[String]) -> Result<MountOptions, String> {
     Ok(out)
 }
 
+/// `destination` with the image's symbolic links on the way resolved inside the
+/// image, as runc does (`/sbin/docker-init` with `/sbin -> usr/sbin` becomes
+/// `/usr/sbin/docker-init`): `..` and absolute targets never leave the image's
+/// root. Read from the directory the root comes from (an overlay's upper, then
+/// lower); an ext4 image is not mounted yet, so its paths stay as given (and a link
+/// on the way is refused when the container mounts).
+pub(crate) fn resolve_in_image(config: &ContainerConfig, destination: &Path) -> PathBuf {
+    let layers: Vec<&Path> = match &config.rootfs {
+        Rootfs::Dir { path, .. } => vec![path],
+        Rootfs::Overlay { lower, upper } => upper
+            .iter()
+            .map(PathBuf::as_path)
+            .chain([lower.as_path()])
+            .collect(),
+        Rootfs::Ext4Image { .. } => return destination.to_path_buf(),
+    };
+    let lstat = |rel: &Path| {
+        layers.iter().find_map(|layer| {
+            std::fs::symlink_metadata(layer.join(rel))
+                .ok()
+                .map(|m| (layer.join(rel), m))
+        })
+    };
+    let mut done = PathBuf::new();
+    // Components still to walk, the next one last.
+    let mut todo: Vec<std::ffi::OsString> = destination
+        .iter()
+        .filter(|c| *c != "/")
+        .map(|c| c.to_owned())
+        .collect();
+    todo.reverse();
+    let mut links = 0;
+    while let Some(part) = todo.pop() {
+        match part.to_str() {
+            Some(".") | Some("") => continue,
+            Some("..") => {
+                done.pop();
+                continue;
+            }
+            _ => {}
+        }
+        let candidate = done.join(&part);
+        match lstat(&candidate) {
+            Some((host, meta)) if meta.file_type().is_symlink() && links < 40 => {
+                links += 1;
+                let Ok(target) = std::fs::read_link(&host) else {
+                    done = candidate;
+                    continue;
+                };
+                if target.is_absolute() {
+                    done = PathBuf::new();
+                }
+                let mut parts: Vec<_> = target.iter().filter(|c| *c != "/").collect();
+                parts.reverse();
+                todo.extend(parts.into_iter().map(|c| c.to_owned()));
+            }
+            _ => done = candidate,
+        }
+    }
+    Path::new("/").join(done)
+}
+
 /// The levels of `destination` under `root`, as host-side C strings, outermost first.
 fn components_under(
     root: &Path,
@@ -689,7 +747,8 @@ fn oci_mounts(
             path: m.destination.clone(),
             problem: format!("mount options: {problem}"),
         })?;
-        let (target, components) = components_under(root, &m.destination)?;
+        let destination = resolve_in_image(config, &m.destination);
+        let (target, components) = components_under(root, &destination)?;
         let bind = m.is_bind();
         let dir = if bind {
             std::fs::metadata(&m.source)
@@ -911,6 +970,26 @@ pub(crate) fn layout_for(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn destinations_resolve_inside_the_image() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("usr/sbin")).unwrap();
+        std::os::unix::fs::symlink("usr/sbin", root.join("sbin")).unwrap();
+        std::os::unix::fs::symlink("/etc/../../../host", root.join("escape")).unwrap();
+        std::os::unix::fs::symlink("loop", root.join("loop")).unwrap();
+        let c = config(Rootfs::Dir {
+            path: root.to_path_buf(),
+            readonly: false,
+        });
+        let r = |p: &str| resolve_in_image(&c, Path::new(p));
+        assert_eq!(r("/sbin/docker-init"), Path::new("/usr/sbin/docker-init"));
+        assert_eq!(r("/escape/x"), Path::new("/host/x"));
+        assert_eq!(r("/a/../../b"), Path::new("/b"));
+        assert_eq!(r("/loop/x"), Path::new("/loop/x"));
+        assert_eq!(r("/new/dir"), Path::new("/new/dir"));
+    }
+
     use super::*;
 
     fn config(rootfs: Rootfs) -> ContainerConfig {
