@@ -108,7 +108,13 @@ pub struct DockerConfig {
     pub ready_timeout: Duration,
     /// How long to wait for the daemon to exit after SIGTERM before SIGKILL.
     pub stop_timeout: Duration,
+    /// OCI runtimes isolab's own daemon registers besides runc (`--add-runtime
+    /// NAME=PATH`): `isolab` = isolab-runtime, for the `docker+isolab` platform.
+    pub runtimes: Vec<(String, PathBuf)>,
 }
+
+/// The name isolab-runtime is registered under in dockerd (`docker run --runtime isolab`).
+pub const ISOLAB_RUNTIME_NAME: &str = "isolab";
 
 impl Default for DockerConfig {
     fn default() -> Self {
@@ -123,6 +129,10 @@ impl Default for DockerConfig {
             cgroup_version: host_cgroup_version(),
             ready_timeout: Duration::from_secs(60),
             stop_timeout: Duration::from_secs(20),
+            runtimes: vec![(
+                ISOLAB_RUNTIME_NAME.into(),
+                isolab_runtime::config::locate_program(),
+            )],
         }
     }
 }
@@ -170,6 +180,14 @@ impl DockerConfig {
             "--data-root".into(),
             self.data_root.display().to_string(),
         ])
+        .into_iter()
+        .chain(self.runtimes.iter().flat_map(|(name, path)| {
+            [
+                "--add-runtime".to_string(),
+                format!("{name}={}", path.display()),
+            ]
+        }))
+        .collect()
     }
 }
 
@@ -219,6 +237,9 @@ struct DaemonState {
 /// The Docker engine (see the module documentation).
 pub struct Docker {
     config: DockerConfig,
+    /// The OCI runtime containers run with: `None` = the daemon's default (runc),
+    /// or a name the daemon registers ([`DockerConfig::runtimes`]).
+    runtime: Option<&'static str>,
     tools: Arc<dyn Tools>,
     conn: Mutex<Option<Conn>>,
     child: Mutex<Option<Child>>,
@@ -249,11 +270,86 @@ impl Docker {
     pub fn with(config: DockerConfig, tools: Arc<dyn Tools>) -> Docker {
         Docker {
             config,
+            runtime: None,
             tools,
             conn: Mutex::new(None),
             child: Mutex::new(None),
             foreign: ForeignParents::default(),
         }
+    }
+
+    /// The `docker+isolab` platform: containers run with isolab-runtime
+    /// (`docker run --runtime isolab`, registered by isolab's daemon).
+    pub fn with_isolab_runtime(mut self) -> Docker {
+        self.runtime = Some(ISOLAB_RUNTIME_NAME);
+        self
+    }
+
+    /// Checks that the daemon knows the runtime this engine asks for (`docker info`
+    /// lists it); a host daemon isolab did not start may not.
+    fn check_runtime(&self) -> Result<(), EngineError> {
+        let Some(name) = self.runtime else {
+            return Ok(());
+        };
+        let cmd = self.docker(["info", "--format", "{{json .Runtimes}}"])?;
+        let out = run_ok(&*self.tools, ENGINE, &cmd)?;
+        let known: serde_json::Value = serde_json::from_str(out.trim()).unwrap_or_default();
+        if known.get(name).is_some() {
+            return Ok(());
+        }
+        let path = self
+            .config
+            .runtimes
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, p)| p.display().to_string())
+            .unwrap_or_else(|| isolab_runtime::config::PROGRAM.into());
+        Err(EngineError::Unsupported {
+            engine: self.name(),
+            detail: format!(
+                "the running dockerd has no OCI runtime `{name}` (it knows {}): add \
+                 {{\"runtimes\": {{\"{name}\": {{\"path\": \"{path}\"}}}}}} to \
+                 /etc/docker/daemon.json and restart it, or stop it so that isolab starts \
+                 its own daemon, which registers it",
+                known
+                    .as_object()
+                    .map(|o| o.keys().cloned().collect::<Vec<_>>().join(", "))
+                    .unwrap_or_default()
+            ),
+        })
+    }
+
+    /// Connects to the host's daemon, or to isolab's own (starting it when needed).
+    fn ensure_daemon(&self) -> Result<(), EngineError> {
+        let mut conn = lock(&self.conn);
+        if conn.is_some() {
+            return Ok(());
+        }
+        if let Some(c) = self.connect(&self.config.system_socket, false)? {
+            *conn = Some(c);
+            return Ok(());
+        }
+        let pid = self.pid_from_file();
+        if pid.is_some_and(|p| process_is(&self.config.proc, p, "dockerd")) {
+            // Ours, started earlier (by this or another isolab process).
+            let start = Instant::now();
+            while start.elapsed() < self.config.ready_timeout {
+                if let Some(c) = self.connect(&self.config.socket(), true)? {
+                    *conn = Some(c);
+                    return Ok(());
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            let log = std::fs::read_to_string(&self.config.log_file).unwrap_or_default();
+            return Err(EngineError::DaemonNotReady {
+                engine: ENGINE,
+                socket: self.config.socket(),
+                waited_s: start.elapsed().as_secs(),
+                log: tail(&log, 2000),
+            });
+        }
+        *conn = Some(self.start_daemon()?);
+        Ok(())
     }
 
     /// The configuration in use.
@@ -663,11 +759,17 @@ pub(crate) fn parse_ps_names(stdout: &str) -> Vec<String> {
 
 impl Engine for Docker {
     fn name(&self) -> &'static str {
-        ENGINE
+        match self.runtime {
+            Some(_) => "docker+isolab",
+            None => ENGINE,
+        }
     }
 
     fn summary(&self) -> &'static str {
-        "Docker (Debian docker.io): `docker run`; isolab starts dockerd when none runs"
+        match self.runtime {
+            Some(_) => "Docker with isolab-runtime as its OCI runtime (`--runtime isolab`)",
+            None => "Docker (Debian docker.io): `docker run`; isolab starts dockerd when none runs",
+        }
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -684,6 +786,16 @@ impl Engine for Docker {
         if !self.config.system_socket.exists() {
             require(&*self.tools, ENGINE, "dockerd", "docker.io")?;
         }
+        if let Some(name) = self.runtime {
+            if let Some((_, path)) = self.config.runtimes.iter().find(|(n, _)| n == name) {
+                require(
+                    &*self.tools,
+                    ENGINE,
+                    &path.display().to_string(),
+                    "isolab-runtime (cargo build --release -p isolab-runtime)",
+                )?;
+            }
+        }
         Ok(())
     }
 
@@ -692,35 +804,8 @@ impl Engine for Docker {
     }
 
     fn ensure_ready(&self) -> Result<(), EngineError> {
-        let mut conn = lock(&self.conn);
-        if conn.is_some() {
-            return Ok(());
-        }
-        if let Some(c) = self.connect(&self.config.system_socket, false)? {
-            *conn = Some(c);
-            return Ok(());
-        }
-        let pid = self.pid_from_file();
-        if pid.is_some_and(|p| process_is(&self.config.proc, p, "dockerd")) {
-            // Ours, started earlier (by this or another isolab process).
-            let start = Instant::now();
-            while start.elapsed() < self.config.ready_timeout {
-                if let Some(c) = self.connect(&self.config.socket(), true)? {
-                    *conn = Some(c);
-                    return Ok(());
-                }
-                std::thread::sleep(Duration::from_millis(200));
-            }
-            let log = std::fs::read_to_string(&self.config.log_file).unwrap_or_default();
-            return Err(EngineError::DaemonNotReady {
-                engine: ENGINE,
-                socket: self.config.socket(),
-                waited_s: start.elapsed().as_secs(),
-                log: tail(&log, 2000),
-            });
-        }
-        *conn = Some(self.start_daemon()?);
-        Ok(())
+        self.ensure_daemon()?;
+        self.check_runtime()
     }
 
     fn prepare_image(&self, image: &Path) -> Result<PreparedImage, EngineError> {
@@ -763,6 +848,9 @@ impl Engine for Docker {
             });
         }
         let mut cmd = self.docker(["run", "--rm", "--init"])?;
+        if let Some(name) = self.runtime {
+            cmd.extend(["--runtime".to_string(), name.to_string()]);
+        }
         cmd.extend(common_run_flags(request));
         cmd.extend(limit_flags(
             ENGINE,
@@ -881,6 +969,7 @@ pub(crate) mod tests {
             cgroup_version: version,
             ready_timeout: Duration::from_millis(300),
             stop_timeout: Duration::from_millis(300),
+            runtimes: vec![("isolab".into(), dir.join("isolab-runtime"))],
         }
     }
 
@@ -1208,6 +1297,13 @@ pub(crate) mod tests {
         assert!(a.contains(&format!("--pidfile {}", c.pidfile().display())));
         assert!(a.contains(&format!("--data-root {}", c.data_root.display())));
         assert!(a.contains(&format!("--host unix://{}", c.socket().display())));
+        assert!(
+            a.contains(&format!(
+                "--add-runtime isolab={}",
+                dir.path().join("isolab-runtime").display()
+            )),
+            "{a}"
+        );
         let fake = Arc::new(Fake {
             missing: vec!["dockerd".into()],
             ..Fake::default()

@@ -1,5 +1,7 @@
 //! Drivers of the third-party container engines isolab compares with its own
-//! runtime: Docker, Podman, runc, crun, LXC and systemd-nspawn.
+//! runtime: Docker, Podman, runc, crun, LXC and systemd-nspawn; and Docker and
+//! Podman with isolab-runtime as their OCI runtime (`docker+isolab`,
+//! `podman+isolab`).
 //!
 //! Each engine implements [`Engine`]: it checks that it is installed (and says which
 //! Debian package to install when it is not), makes itself ready (Docker's daemon
@@ -99,7 +101,9 @@ pub use parent_cgroups::remove_dead_foreign_parents;
 pub fn registry() -> Vec<Box<dyn Engine>> {
     vec![
         Box::new(docker::Docker::new()),
+        Box::new(docker::Docker::new().with_isolab_runtime()),
         Box::new(podman::Podman::new(podman::OciRuntime::Crun, true)),
+        Box::new(podman::Podman::new(podman::OciRuntime::Isolab, false)),
         Box::new(oci::OciEngine::new(oci::RUNC)),
         Box::new(oci::OciEngine::new(oci::CRUN).allowing_host_fixes(true)),
         Box::new(oci::OciEngine::new(youki::YOUKI)),

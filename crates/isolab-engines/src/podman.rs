@@ -107,14 +107,39 @@ pub enum OciRuntime {
     Crun,
     /// runc (package `runc`).
     Runc,
+    /// isolab's own runtime through its OCI command line (`isolab-runtime create`,
+    /// `start`, …), found as the `isolab` platform finds it.
+    Isolab,
 }
 
 impl OciRuntime {
-    /// The program's name, as given to `--runtime`.
-    pub fn program(self) -> &'static str {
+    /// The program as given to `--runtime`: a name looked up on `PATH`, or the path
+    /// of isolab-runtime.
+    pub fn program(self) -> String {
+        match self {
+            OciRuntime::Crun => "crun".into(),
+            OciRuntime::Runc => "runc".into(),
+            OciRuntime::Isolab => isolab_runtime::config::locate_program()
+                .display()
+                .to_string(),
+        }
+    }
+
+    /// Where the program comes from: its Debian package, or how to build it.
+    pub fn package(self) -> &'static str {
         match self {
             OciRuntime::Crun => "crun",
             OciRuntime::Runc => "runc",
+            OciRuntime::Isolab => "isolab-runtime (cargo build --release -p isolab-runtime)",
+        }
+    }
+
+    /// The runtime's short name in versions and platform names.
+    pub fn label(self) -> &'static str {
+        match self {
+            OciRuntime::Crun => "crun",
+            OciRuntime::Runc => "runc",
+            OciRuntime::Isolab => "isolab-runtime",
         }
     }
 }
@@ -378,7 +403,7 @@ impl Podman {
             "--events-backend".into(),
             "file".into(),
             "--runtime".into(),
-            runtime.program().into(),
+            runtime.program(),
         ])
     }
 
@@ -505,7 +530,7 @@ impl Podman {
             HybridDecision::NotNeeded => {
                 let fixes = match self.runtime {
                     OciRuntime::Crun => self.fixed_mounts(),
-                    OciRuntime::Runc => Vec::new(),
+                    OciRuntime::Runc | OciRuntime::Isolab => Vec::new(),
                 };
                 if !fixes.is_empty() && self.allow_host_fixes {
                     // crun relies on a fix already in force: stay one of its users.
@@ -548,7 +573,7 @@ impl Podman {
                 OciRuntime::Runc
             }
         };
-        let runtime_bin = require(&*self.tools, ENGINE, runtime.program(), runtime.program())?;
+        let runtime_bin = require(&*self.tools, ENGINE, &runtime.program(), runtime.package())?;
         let runtime_version = run_ok(
             &*self.tools,
             ENGINE,
@@ -654,7 +679,7 @@ impl Podman {
             return Vec::new();
         };
         let mut done = Vec::new();
-        let runtime = self.effective_runtime().unwrap_or(self.runtime).program();
+        let runtime = &self.effective_runtime().unwrap_or(self.runtime).program();
         for c in &below {
             let Some(id) = c
                 .file_name()
@@ -842,11 +867,21 @@ pub(crate) fn parse_ps_names(stdout: &str) -> Vec<String> {
 
 impl Engine for Podman {
     fn name(&self) -> &'static str {
-        ENGINE
+        match self.runtime {
+            OciRuntime::Isolab => "podman+isolab",
+            OciRuntime::Crun | OciRuntime::Runc => ENGINE,
+        }
     }
 
     fn summary(&self) -> &'static str {
-        "Podman, daemonless, with crun below it (runc when crun cannot run here)"
+        match self.runtime {
+            OciRuntime::Isolab => {
+                "Podman, daemonless, with isolab-runtime as its OCI runtime (create, start, …)"
+            }
+            OciRuntime::Crun | OciRuntime::Runc => {
+                "Podman, daemonless, with crun below it (runc when crun cannot run here)"
+            }
+        }
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -858,8 +893,8 @@ impl Engine for Podman {
         require(
             &*self.tools,
             ENGINE,
-            self.runtime.program(),
-            self.runtime.program(),
+            &self.runtime.program(),
+            self.runtime.package(),
         )?;
         Ok(())
     }
@@ -869,7 +904,7 @@ impl Engine for Podman {
         let mut s = format!(
             "podman {} ({} {}",
             r.podman_version,
-            r.runtime.program(),
+            r.runtime.label(),
             r.runtime_version
         );
         for n in &r.notes {

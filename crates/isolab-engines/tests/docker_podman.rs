@@ -569,7 +569,7 @@ fn docker_runs_limited_containers_and_restores_the_host() {
 
 fn podman_test(runtime: OciRuntime, allow_host_fixes: bool) {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(why) = skip_reason(&["podman", runtime.program(), "iptables-save"]) {
+    if let Some(why) = skip_reason(&["podman", &runtime.program(), "iptables-save"]) {
         eprintln!("skipping the podman test: {why}");
         return;
     }

@@ -18,6 +18,28 @@ pub fn default_security() -> SecurityConfig {
 
 /// Default `PATH` of the container's command.
 pub const DEFAULT_PATH: &str = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+/// The name of the runtime's executable.
+pub const PROGRAM: &str = "isolab-runtime";
+
+/// Where the `isolab-runtime` executable is: `ISOLAB_RUNTIME` when set; else next to
+/// the running executable (`isolab` and `isolab-runtime` are installed together; in
+/// a cargo target directory test binaries live one level below); else the bare name,
+/// for a lookup on `PATH`.
+pub fn locate_program() -> PathBuf {
+    if let Some(p) = std::env::var_os("ISOLAB_RUNTIME") {
+        return PathBuf::from(p);
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        for dir in exe.ancestors().skip(1).take(2) {
+            let candidate = dir.join(PROGRAM);
+            if candidate.is_file() {
+                return candidate;
+            }
+        }
+    }
+    PathBuf::from(PROGRAM)
+}
+
 /// Default state directory (state files for `gc`, mount points of root filesystems).
 pub const DEFAULT_STATE_DIR: &str = "/run/isolab";
 /// Default cgroup parent, relative to each controller's mount.

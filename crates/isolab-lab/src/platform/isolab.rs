@@ -39,7 +39,7 @@ use super::{container_id, Execution, Interrupt, Job, Network, PlatformError};
 const GRACE: Duration = Duration::from_secs(10);
 
 /// The program name of the runtime.
-pub const RUNTIME_PROGRAM: &str = "isolab-runtime";
+pub const RUNTIME_PROGRAM: &str = isolab_runtime::config::PROGRAM;
 
 /// Where the `isolab` platform finds its runtime and keeps its state.
 #[derive(Debug, Clone)]
@@ -51,30 +51,14 @@ pub struct IsolabConfig {
 }
 
 impl IsolabConfig {
-    /// The runtime next to the running executable (`isolab` and `isolab-runtime` are
-    /// installed together; in a cargo target directory test binaries live one level
-    /// below), else `isolab-runtime` on `PATH`; `ISOLAB_RUNTIME` overrides both.
+    /// The runtime as [`isolab_runtime::config::locate_program`] finds it: next to
+    /// the running executable, else on `PATH`; `ISOLAB_RUNTIME` overrides both.
     pub fn discover() -> IsolabConfig {
         IsolabConfig {
-            program: find_runtime(),
+            program: isolab_runtime::config::locate_program(),
             state_dir: PathBuf::from(isolab_runtime::config::DEFAULT_STATE_DIR),
         }
     }
-}
-
-fn find_runtime() -> PathBuf {
-    if let Some(p) = std::env::var_os("ISOLAB_RUNTIME") {
-        return PathBuf::from(p);
-    }
-    if let Ok(exe) = std::env::current_exe() {
-        for dir in exe.ancestors().skip(1).take(2) {
-            let candidate = dir.join(RUNTIME_PROGRAM);
-            if candidate.is_file() {
-                return candidate;
-            }
-        }
-    }
-    PathBuf::from(RUNTIME_PROGRAM)
 }
 
 /// The `isolab-runtime run` command line that runs `job` in container `id` whose
