@@ -113,9 +113,9 @@ pub struct OciExtras {
     /// a tmpfs with one mount per v1 hierarchy (cgroup2 on a pure v2 host), each
     /// rooted at the container's cgroup by its cgroup namespace.
     pub cgroup_mount: bool,
-    /// Join this network namespace (`path` of the bundle's network namespace) instead
-    /// of making one.
-    pub netns: Option<PathBuf>,
+    /// The namespaces as the bundle lists them; `None` = isolab's own set (pid,
+    /// mount, uts, ipc, cgroup, network unless `host`, user when asked for).
+    pub namespaces: Option<Namespaces>,
     /// The user of the command: uid, gid, supplementary groups, umask.
     pub user: Option<User>,
     /// `process.rlimits`: (resource number, soft, hard), set before `execve`.
@@ -126,6 +126,89 @@ pub struct OciExtras {
     pub oom_score_adj: Option<i32>,
     /// `hooks`.
     pub hooks: Hooks,
+    /// Every mount in the bundle's order (the standard ones it lists, the bind
+    /// mounts, the others); empty = isolab's own layout and order.
+    pub order: Vec<MountRef>,
+}
+
+/// The namespaces of an OCI bundle: those the container gets new, those it joins.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Namespaces {
+    /// New namespaces.
+    pub create: Vec<NsKind>,
+    /// Existing namespaces joined by path (`setns`), in the bundle's order.
+    pub join: Vec<(NsKind, PathBuf)>,
+}
+
+impl Namespaces {
+    /// Whether the container gets a new namespace of this kind.
+    pub fn creates(&self, kind: NsKind) -> bool {
+        self.create.contains(&kind)
+    }
+}
+
+/// A kind of namespace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NsKind {
+    /// pid.
+    Pid,
+    /// mount.
+    Mount,
+    /// uts.
+    Uts,
+    /// ipc.
+    Ipc,
+    /// network.
+    Network,
+    /// cgroup.
+    Cgroup,
+    /// user.
+    User,
+}
+
+impl NsKind {
+    /// Its `CLONE_NEW*` flag.
+    pub fn flag(self) -> libc::c_int {
+        match self {
+            NsKind::Pid => libc::CLONE_NEWPID,
+            NsKind::Mount => libc::CLONE_NEWNS,
+            NsKind::Uts => libc::CLONE_NEWUTS,
+            NsKind::Ipc => libc::CLONE_NEWIPC,
+            NsKind::Network => libc::CLONE_NEWNET,
+            NsKind::Cgroup => libc::CLONE_NEWCGROUP,
+            NsKind::User => libc::CLONE_NEWUSER,
+        }
+    }
+}
+
+/// A mount of a container, in the order they are made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MountRef {
+    /// One of the standard layout's.
+    Standard(Standard),
+    /// `ContainerConfig::binds[i]`.
+    Bind(usize),
+    /// `OciExtras::mounts[i]`.
+    Oci(usize),
+}
+
+/// The mounts of the standard layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Standard {
+    /// proc on /proc.
+    Proc,
+    /// sysfs on /sys, read-only.
+    Sys,
+    /// The cgroup hierarchies on /sys/fs/cgroup, read-only.
+    Cgroup,
+    /// tmpfs on /dev with the device nodes and links.
+    Dev,
+    /// devpts on /dev/pts.
+    DevPts,
+    /// tmpfs on /dev/shm.
+    Shm,
+    /// mqueue on /dev/mqueue.
+    Mqueue,
 }
 
 /// A mount of an OCI bundle.

@@ -9,7 +9,8 @@ use oci_spec::runtime::{LinuxNamespaceType, Spec};
 use serde_json::{json, Value};
 
 use crate::config::{
-    BindMount, ContainerConfig, Hook, Hooks, Mount, NetworkChoice, Rootfs, USERNS_BASE, USERNS_SIZE,
+    BindMount, ContainerConfig, Hook, Hooks, Mount, MountRef, NetworkChoice, NsKind, Rootfs,
+    Standard, USERNS_BASE, USERNS_SIZE,
 };
 use crate::error::RuntimeError;
 use crate::id::ContainerId;
@@ -60,13 +61,13 @@ const BIND_OPTIONS: [&str; 6] = ["bind", "rbind", "ro", "rw", "rprivate", "priva
 
 /// Destination and type of the mounts the standard layout makes itself (with the
 /// options [`default_mounts`] lists).
-const STANDARD_MOUNTS: [(&str, &str); 6] = [
-    ("/proc", "proc"),
-    ("/dev", "tmpfs"),
-    ("/dev/pts", "devpts"),
-    ("/dev/shm", "tmpfs"),
-    ("/dev/mqueue", "mqueue"),
-    ("/sys", "sysfs"),
+const STANDARD_MOUNTS: [(&str, &str, Standard); 6] = [
+    ("/proc", "proc", Standard::Proc),
+    ("/dev", "tmpfs", Standard::Dev),
+    ("/dev/pts", "devpts", Standard::DevPts),
+    ("/dev/shm", "tmpfs", Standard::Shm),
+    ("/dev/mqueue", "mqueue", Standard::Mqueue),
+    ("/sys", "sysfs", Standard::Sys),
 ];
 
 /// The bundle's hooks; `createContainer` and `startContainer` (run inside the
@@ -338,12 +339,20 @@ pub fn from_bundle(dir: &Path, id: &ContainerId) -> Result<ContainerConfig, Runt
             options,
         };
         let is_bind = mount.is_bind();
-        if !is_bind && STANDARD_MOUNTS.contains(&(dest.as_ref(), mount.fstype.as_str())) {
-            // The standard layout makes it.
+        let standard = STANDARD_MOUNTS
+            .iter()
+            .find(|(d, t, _)| !is_bind && *d == dest && *t == mount.fstype)
+            .map(|(_, _, s)| *s);
+        if let Some(s) = standard {
+            // The standard layout makes it, at this point of the order.
+            if !config.oci.order.contains(&MountRef::Standard(s)) {
+                config.oci.order.push(MountRef::Standard(s));
+            }
             continue;
         }
         if !is_bind && dest == "/sys/fs/cgroup" {
             config.oci.cgroup_mount = true;
+            config.oci.order.push(MountRef::Standard(Standard::Cgroup));
             continue;
         }
         let plain_bind = is_bind
@@ -358,6 +367,7 @@ pub fn from_bundle(dir: &Path, id: &ContainerId) -> Result<ContainerConfig, Runt
                 readonly: mount.options.iter().any(|o| o == "ro"),
             };
             bind.validate()?;
+            config.oci.order.push(MountRef::Bind(config.binds.len()));
             config.binds.push(bind);
             continue;
         }
@@ -375,6 +385,10 @@ pub fn from_bundle(dir: &Path, id: &ContainerId) -> Result<ContainerConfig, Runt
         .validate()?;
         crate::container::plan::mount_flags(&mount.options)
             .map_err(|problem| bundle_err(&file, format!("mount on {dest}: {problem}")))?;
+        config
+            .oci
+            .order
+            .push(MountRef::Oci(config.oci.mounts.len()));
         config.oci.mounts.push(mount);
     }
     let linux = spec
@@ -382,30 +396,48 @@ pub fn from_bundle(dir: &Path, id: &ContainerId) -> Result<ContainerConfig, Runt
         .as_ref()
         .ok_or_else(|| bundle_err(&file, "no \"linux\" section"))?;
     let mut network = NetworkChoice::Host;
+    let mut namespaces = crate::config::Namespaces::default();
     for ns in linux.namespaces().iter().flatten() {
-        if let (LinuxNamespaceType::Network, Some(path)) = (ns.typ(), ns.path()) {
-            config.oci.netns = Some(path.clone());
-            network = NetworkChoice::None;
-            continue;
-        }
-        if ns.path().is_some() {
-            return Err(bundle_err(
-                &file,
-                format!(
-                    "joining the {} namespace by path is not supported; remove its \"path\"",
-                    ns.typ()
-                ),
-            ));
-        }
-        match ns.typ() {
-            LinuxNamespaceType::Network => network = NetworkChoice::None,
-            LinuxNamespaceType::User => config.user_namespace = true,
+        let kind = match ns.typ() {
+            LinuxNamespaceType::Pid => NsKind::Pid,
+            LinuxNamespaceType::Mount => NsKind::Mount,
+            LinuxNamespaceType::Uts => NsKind::Uts,
+            LinuxNamespaceType::Ipc => NsKind::Ipc,
+            LinuxNamespaceType::Network => NsKind::Network,
+            LinuxNamespaceType::Cgroup => NsKind::Cgroup,
+            LinuxNamespaceType::User => NsKind::User,
             LinuxNamespaceType::Time => {
                 return Err(bundle_err(&file, "time namespaces are not supported"))
             }
-            _ => {}
+        };
+        match ns.path() {
+            Some(_) if matches!(kind, NsKind::Pid | NsKind::User) => {
+                return Err(bundle_err(
+                    &file,
+                    format!(
+                        "joining the {} namespace by path is not supported; remove its \"path\"",
+                        ns.typ()
+                    ),
+                ));
+            }
+            Some(path) => namespaces.join.push((kind, path.clone())),
+            None => namespaces.create.push(kind),
+        }
+        if kind == NsKind::Network {
+            network = NetworkChoice::None;
+        }
+        if kind == NsKind::User {
+            config.user_namespace = true;
         }
     }
+    if !namespaces.creates(NsKind::Mount) {
+        return Err(bundle_err(
+            &file,
+            "no new mount namespace: isolab-runtime needs one (add {\"type\": \"mount\"} \
+             to linux.namespaces)",
+        ));
+    }
+    config.oci.namespaces = Some(namespaces);
     config.network = network;
     if let Some(parent) = linux
         .cgroups_path()
@@ -687,7 +719,9 @@ mod tests {
             c.oci.sysctl,
             [("net.ipv4.ping_group_range".into(), "0 0".into())]
         );
-        assert_eq!(c.oci.netns, Some(PathBuf::from("/run/netns/x")));
+        let ns = c.oci.namespaces.unwrap();
+        assert_eq!(ns.create, [NsKind::Pid, NsKind::Mount]);
+        assert_eq!(ns.join, [(NsKind::Network, PathBuf::from("/run/netns/x"))]);
         assert_eq!(c.oci.hooks.create_runtime[0].args, ["true", "a"]);
         assert_eq!(c.oci.hooks.poststop[0].timeout, Some(3));
         // Hooks inside the container's namespaces are refused, with what is supported.

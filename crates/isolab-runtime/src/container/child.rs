@@ -116,14 +116,18 @@ pub(crate) struct ChildFds {
     /// `/proc/self/fd/<fifo>`, NUL-terminated (built by the parent: the child
     /// formats nothing).
     pub fifo_path: [u8; 32],
-    /// A network namespace to join ([`Op::JoinNetns`]), close-on-exec; `-1` if none.
-    pub netns: RawFd,
+    /// Namespaces to join ([`Op::JoinNs`]), close-on-exec; `-1` for unused slots.
+    pub ns: [RawFd; MAX_JOINED],
 }
+
+/// How many namespaces a container can join by path (mount, uts, ipc, network,
+/// cgroup).
+pub(crate) const MAX_JOINED: usize = 5;
 
 /// Closes every descriptor from 3 up except those in `keep` (negative entries are
 /// ignored), so the container holds no pipe or file of the caller (another
 /// container's report pipe would otherwise never see EOF).
-fn close_all_except(keep: [RawFd; 5]) {
+fn close_all_except(keep: [RawFd; 4 + MAX_JOINED]) {
     let mut keep = keep;
     keep.sort_unstable();
     let mut from: libc::c_uint = 3;
@@ -148,7 +152,18 @@ fn close_all_except(keep: [RawFd; 5]) {
 /// Entry point of the cloned child: waits for the parent's go, runs the setup
 /// steps, then becomes the container's init. Never returns.
 pub(crate) fn main(plan: &Plan, fds: ChildFds) -> ! {
-    close_all_except([fds.go, fds.report, fds.devices, fds.fifo, fds.netns]);
+    let [n0, n1, n2, n3, n4] = fds.ns;
+    close_all_except([
+        fds.go,
+        fds.report,
+        fds.devices,
+        fds.fifo,
+        n0,
+        n1,
+        n2,
+        n3,
+        n4,
+    ]);
     // Die with the runtime: a SIGKILLed runtime must not leave a container behind
     // (`create` lifts this once the container is set up).
     // SAFETY: prctl with integer arguments.
@@ -352,12 +367,13 @@ fn run_op(op: &Op, fds: &ChildFds) -> Result<(), Errno> {
             report(report_fd, KIND_PHASE, phase.code(), 0);
             Ok(())
         }
-        Op::JoinNetns => {
+        Op::JoinNs { slot, nstype } => {
+            let fd = fds.ns.get(*slot).copied().unwrap_or(-1);
             // SAFETY: setns on a descriptor the parent opened.
-            if unsafe { libc::setns(fds.netns, libc::CLONE_NEWNET) } < 0 {
+            if unsafe { libc::setns(fd, *nstype) } < 0 {
                 return Err(Errno::last());
             }
-            sys::close(fds.netns);
+            sys::close(fd);
             Ok(())
         }
         Op::WriteFile { path, value } => sys::write_file(path, value.as_bytes()),

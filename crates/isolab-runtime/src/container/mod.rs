@@ -253,6 +253,32 @@ impl Instance {
     }
 }
 
+/// The `clone3` flags: a pidfd, and the namespaces the container gets new (the
+/// cgroup namespace comes later, by `unshare`, once the child is in its cgroups).
+fn clone_flags(config: &ContainerConfig) -> u64 {
+    let mut flags = libc::CLONE_PIDFD;
+    match &config.oci.namespaces {
+        None => {
+            flags |=
+                libc::CLONE_NEWPID | libc::CLONE_NEWNS | libc::CLONE_NEWUTS | libc::CLONE_NEWIPC;
+            if config.network != NetworkChoice::Host {
+                flags |= libc::CLONE_NEWNET;
+            }
+            if config.user_namespace {
+                flags |= libc::CLONE_NEWUSER;
+            }
+        }
+        Some(ns) => {
+            for kind in &ns.create {
+                if *kind != crate::config::NsKind::Cgroup {
+                    flags |= kind.flag();
+                }
+            }
+        }
+    }
+    flags as u64
+}
+
 /// Makes the exec FIFO (mode 0622: the container's process opens it for writing
 /// whatever its user) and opens it `O_PATH` for the child.
 fn exec_fifo(path: &Path) -> Result<OwnedFd, RuntimeError> {
@@ -545,34 +571,31 @@ impl Instance {
             fifo_path[..path.len()].copy_from_slice(path.as_bytes());
         }
 
-        let mut flags = libc::CLONE_NEWPID
-            | libc::CLONE_NEWNS
-            | libc::CLONE_NEWUTS
-            | libc::CLONE_NEWIPC
-            | libc::CLONE_PIDFD;
-        if config.network != NetworkChoice::Host && config.oci.netns.is_none() {
-            flags |= libc::CLONE_NEWNET;
+        let flags = clone_flags(config);
+        // Namespaces to join, opened here; the child joins them first (setns).
+        let mut joined: Vec<OwnedFd> = Vec::new();
+        for (_, path) in config.oci.namespaces.iter().flat_map(|n| &n.join) {
+            let fd = fs::File::open(path).map_err(|source| RuntimeError::Host {
+                op: "open the namespace to join",
+                path: path.clone(),
+                source,
+            })?;
+            joined.push(OwnedFd::from(fd));
         }
-        let netns = config
-            .oci
-            .netns
-            .as_ref()
-            .map(|path| {
-                fs::File::open(path)
-                    .map(OwnedFd::from)
-                    .map_err(|source| RuntimeError::Host {
-                        op: "open the network namespace to join",
-                        path: path.clone(),
-                        source,
-                    })
-            })
-            .transpose()?;
-        if config.user_namespace {
-            flags |= libc::CLONE_NEWUSER;
+        let mut ns_fds = [-1; child::MAX_JOINED];
+        if joined.len() > ns_fds.len() {
+            return Err(RuntimeError::InvalidConfig {
+                what: "namespaces to join",
+                value: joined.len().to_string(),
+                expected: "at most one path for each of mount, uts, ipc, network and cgroup",
+            });
+        }
+        for (slot, fd) in ns_fds.iter_mut().zip(&joined) {
+            *slot = fd.as_raw_fd();
         }
         let mut pidfd: libc::c_int = -1;
         let args = CloneArgs {
-            flags: flags as u64,
+            flags,
             pidfd: &mut pidfd as *mut libc::c_int as u64,
             exit_signal: libc::SIGCHLD as u64,
             ..CloneArgs::default()
@@ -588,7 +611,7 @@ impl Instance {
             devices: devices_procs.as_ref().map_or(-1, AsRawFd::as_raw_fd),
             fifo: fifo.as_ref().map_or(-1, AsRawFd::as_raw_fd),
             fifo_path,
-            netns: netns.as_ref().map_or(-1, AsRawFd::as_raw_fd),
+            ns: ns_fds,
         };
         // SAFETY: clone3 without CLONE_VM behaves like fork: the child gets a copy
         // of the address space and continues on a copy of this stack. It only runs
@@ -621,7 +644,7 @@ impl Instance {
         drop(report_write);
         drop(devices_procs);
         drop(fifo);
-        drop(netns);
+        drop(joined);
         mark(trace, Phase::Clone);
         self.state.init_pid = Some(pid as u32);
         self.state.update(&self.state_path)?;

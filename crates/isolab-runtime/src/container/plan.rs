@@ -9,7 +9,7 @@ use std::ffi::{CString, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use crate::config::{ContainerConfig, NetworkChoice, Rootfs, Stdio};
+use crate::config::{ContainerConfig, MountRef, NetworkChoice, NsKind, Rootfs, Standard, Stdio};
 use crate::error::RuntimeError;
 use crate::security::{self, Prepared};
 use crate::trace::Phase;
@@ -78,8 +78,8 @@ pub(crate) enum Op {
     LoopbackUp,
     /// Report a phase timestamp.
     Phase(Phase),
-    /// `setns` into the network namespace the parent opened (`ChildFds::netns`).
-    JoinNetns,
+    /// `setns` into the namespace the parent opened in slot `slot` of `ChildFds::ns`.
+    JoinNs { slot: usize, nstype: libc::c_int },
     /// Write `value` to the file `path` (a sysctl under /proc/sys).
     WriteFile { path: CString, value: CString },
 }
@@ -275,16 +275,24 @@ pub(crate) const DEVICES: [(&str, u32, u32); 6] = [
 
 /// Builds the child's plan for `config` with the host-side `layout`.
 pub(crate) fn build(config: &ContainerConfig, layout: &Layout) -> Result<Plan, RuntimeError> {
-    let nosuid_nodev_noexec = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
     let root = &layout.root;
     let mut b = Builder {
         ops: Vec::new(),
         descriptions: Vec::new(),
     };
-    if config.oci.netns.is_some() {
+    for (slot, (kind, path)) in config
+        .oci
+        .namespaces
+        .iter()
+        .flat_map(|n| &n.join)
+        .enumerate()
+    {
         b.push(
-            Op::JoinNetns,
-            "join the bundle's network namespace (setns)".into(),
+            Op::JoinNs {
+                slot,
+                nstype: kind.flag(),
+            },
+            format!("join the {kind:?} namespace {} (setns)", path.display()),
         );
     }
     if config.user_namespace {
@@ -352,99 +360,32 @@ pub(crate) fn build(config: &ContainerConfig, layout: &Layout) -> Result<Plan, R
             "join the devices cgroup (write to its cgroup.procs)".into(),
         );
     }
-    b.push(
-        Op::UnshareCgroupNs,
-        "create the cgroup namespace (unshare CLONE_NEWCGROUP)".into(),
-    );
+    if config
+        .oci
+        .namespaces
+        .as_ref()
+        .is_none_or(|n| n.creates(NsKind::Cgroup))
+    {
+        b.push(
+            Op::UnshareCgroupNs,
+            "create the cgroup namespace (unshare CLONE_NEWCGROUP)".into(),
+        );
+    }
     for dir in ["proc", "sys", "dev"] {
         b.mkdir(&root.join(dir), 0o755)?;
     }
-    b.mount(
-        Some("proc"),
-        &root.join("proc"),
-        Some("proc"),
-        nosuid_nodev_noexec,
-        None,
-    )?;
-    let sys = root.join("sys");
-    if config.user_namespace && config.network == NetworkChoice::Host {
-        // sysfs needs a network namespace owned by the user namespace: bind the
-        // host's instead, read-only.
-        b.mount(Some("/sys"), &sys, None, libc::MS_BIND | libc::MS_REC, None)?;
-        b.push(
-            Op::RemountReadOnly {
-                path: cpath("sys", &sys)?,
-            },
-            format!("remount {} read-only", sys.display()),
-        );
+    let order = if config.oci.order.is_empty() {
+        default_order(config)
     } else {
-        b.mount(
-            Some("sysfs"),
-            &sys,
-            Some("sysfs"),
-            nosuid_nodev_noexec | libc::MS_RDONLY,
-            None,
-        )?;
+        config.oci.order.clone()
+    };
+    for r in order {
+        match r {
+            MountRef::Standard(which) => standard_mount(&mut b, config, root, which)?,
+            MountRef::Bind(i) => bind_mount(&mut b, config, layout, i, writable_root)?,
+            MountRef::Oci(i) => oci_mount(&mut b, config, root, i, writable_root)?,
+        }
     }
-    if config.oci.cgroup_mount {
-        cgroup_mount(&mut b, &sys.join("fs/cgroup"))?;
-    }
-    let dev = root.join("dev");
-    b.mount(
-        Some("tmpfs"),
-        &dev,
-        Some("tmpfs"),
-        libc::MS_NOSUID | libc::MS_STRICTATIME,
-        Some("mode=755,size=65536k"),
-    )?;
-    for (name, major, minor) in DEVICES {
-        let path = dev.join(name);
-        b.push(
-            Op::Device {
-                path: cpath("device", &path)?,
-                host: cstring("device", format!("/dev/{name}").as_bytes())?,
-                mode: libc::S_IFCHR | 0o666,
-                dev: libc::makedev(major, minor),
-            },
-            format!("create device {} ({major}:{minor})", path.display()),
-        );
-    }
-    b.mkdir(&dev.join("pts"), 0o755)?;
-    b.mount(
-        Some("devpts"),
-        &dev.join("pts"),
-        Some("devpts"),
-        libc::MS_NOSUID | libc::MS_NOEXEC,
-        Some("newinstance,ptmxmode=0666,mode=0620,gid=5"),
-    )?;
-    b.symlink("pts/ptmx", &dev.join("ptmx"))?;
-    for (link, target) in [
-        ("fd", "/proc/self/fd"),
-        ("stdin", "/proc/self/fd/0"),
-        ("stdout", "/proc/self/fd/1"),
-        ("stderr", "/proc/self/fd/2"),
-        ("core", "/proc/kcore"),
-    ] {
-        b.symlink(target, &dev.join(link))?;
-    }
-    b.mkdir(&dev.join("shm"), 0o1777)?;
-    b.mount(
-        Some("shm"),
-        &dev.join("shm"),
-        Some("tmpfs"),
-        nosuid_nodev_noexec,
-        Some("mode=1777,size=65536k"),
-    )?;
-    b.mkdir(&dev.join("mqueue"), 0o755)?;
-    b.mount(
-        Some("mqueue"),
-        &dev.join("mqueue"),
-        Some("mqueue"),
-        nosuid_nodev_noexec,
-        None,
-    )?;
-    binds(&mut b, config, layout, writable_root)?;
-    oci_mounts(&mut b, config, root, writable_root)?;
     b.phase(Phase::Mounts);
     b.push(
         Op::Chdir {
@@ -507,7 +448,11 @@ pub(crate) fn build(config: &ContainerConfig, layout: &Layout) -> Result<Plan, R
             format!("make {p} read-only"),
         );
     }
-    if config.network != NetworkChoice::Host && config.oci.netns.is_none() {
+    let new_network = match &config.oci.namespaces {
+        None => config.network != NetworkChoice::Host,
+        Some(n) => n.creates(NsKind::Network),
+    };
+    if new_network {
         b.push(Op::LoopbackUp, "bring up the loopback interface lo".into());
     }
     let exec = exec_plan(config)?;
@@ -518,15 +463,155 @@ pub(crate) fn build(config: &ContainerConfig, layout: &Layout) -> Result<Plan, R
     })
 }
 
-/// The bind mounts: destination (created when missing and `create`), recursive bind,
-/// read-only remount.
-fn binds(
+/// isolab's own order: /proc, /sys (and the cgroup hierarchies), /dev with its
+/// devices, /dev/pts, /dev/shm, /dev/mqueue, then the bind mounts and a bundle's
+/// other mounts in their order.
+fn default_order(config: &ContainerConfig) -> Vec<MountRef> {
+    let mut order = vec![
+        MountRef::Standard(Standard::Proc),
+        MountRef::Standard(Standard::Sys),
+    ];
+    if config.oci.cgroup_mount {
+        order.push(MountRef::Standard(Standard::Cgroup));
+    }
+    order.extend(
+        [
+            Standard::Dev,
+            Standard::DevPts,
+            Standard::Shm,
+            Standard::Mqueue,
+        ]
+        .map(MountRef::Standard),
+    );
+    order.extend((0..config.binds.len()).map(MountRef::Bind));
+    order.extend((0..config.oci.mounts.len()).map(MountRef::Oci));
+    order
+}
+
+/// One mount of the standard layout; /dev comes with its device nodes and links.
+fn standard_mount(
+    b: &mut Builder,
+    config: &ContainerConfig,
+    root: &Path,
+    which: Standard,
+) -> Result<(), RuntimeError> {
+    let nosuid_nodev_noexec = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+    let dev = root.join("dev");
+    match which {
+        Standard::Proc => {
+            b.mkdir(&root.join("proc"), 0o755)?;
+            b.mount(
+                Some("proc"),
+                &root.join("proc"),
+                Some("proc"),
+                nosuid_nodev_noexec,
+                None,
+            )
+        }
+        Standard::Sys => {
+            let sys = root.join("sys");
+            b.mkdir(&sys, 0o755)?;
+            if config.user_namespace && config.network == NetworkChoice::Host {
+                // sysfs needs a network namespace owned by the user namespace: bind the
+                // host's instead, read-only.
+                b.mount(Some("/sys"), &sys, None, libc::MS_BIND | libc::MS_REC, None)?;
+                b.push(
+                    Op::RemountReadOnly {
+                        path: cpath("sys", &sys)?,
+                    },
+                    format!("remount {} read-only", sys.display()),
+                );
+                Ok(())
+            } else {
+                b.mount(
+                    Some("sysfs"),
+                    &sys,
+                    Some("sysfs"),
+                    nosuid_nodev_noexec | libc::MS_RDONLY,
+                    None,
+                )
+            }
+        }
+        Standard::Cgroup => cgroup_mount(b, &root.join("sys/fs/cgroup")),
+        Standard::Dev => {
+            b.mkdir(&dev, 0o755)?;
+            b.mount(
+                Some("tmpfs"),
+                &dev,
+                Some("tmpfs"),
+                libc::MS_NOSUID | libc::MS_STRICTATIME,
+                Some("mode=755,size=65536k"),
+            )?;
+            for (name, major, minor) in DEVICES {
+                let path = dev.join(name);
+                b.push(
+                    Op::Device {
+                        path: cpath("device", &path)?,
+                        host: cstring("device", format!("/dev/{name}").as_bytes())?,
+                        mode: libc::S_IFCHR | 0o666,
+                        dev: libc::makedev(major, minor),
+                    },
+                    format!("create device {} ({major}:{minor})", path.display()),
+                );
+            }
+            b.symlink("pts/ptmx", &dev.join("ptmx"))?;
+            for (link, target) in [
+                ("fd", "/proc/self/fd"),
+                ("stdin", "/proc/self/fd/0"),
+                ("stdout", "/proc/self/fd/1"),
+                ("stderr", "/proc/self/fd/2"),
+                ("core", "/proc/kcore"),
+            ] {
+                b.symlink(target, &dev.join(link))?;
+            }
+            Ok(())
+        }
+        Standard::DevPts => {
+            b.mkdir(&dev.join("pts"), 0o755)?;
+            b.mount(
+                Some("devpts"),
+                &dev.join("pts"),
+                Some("devpts"),
+                libc::MS_NOSUID | libc::MS_NOEXEC,
+                Some("newinstance,ptmxmode=0666,mode=0620,gid=5"),
+            )
+        }
+        Standard::Shm => {
+            b.mkdir(&dev.join("shm"), 0o1777)?;
+            b.mount(
+                Some("shm"),
+                &dev.join("shm"),
+                Some("tmpfs"),
+                nosuid_nodev_noexec,
+                Some("mode=1777,size=65536k"),
+            )
+        }
+        Standard::Mqueue => {
+            b.mkdir(&dev.join("mqueue"), 0o755)?;
+            b.mount(
+                Some("mqueue"),
+                &dev.join("mqueue"),
+                Some("mqueue"),
+                nosuid_nodev_noexec,
+                None,
+            )
+        }
+    }
+}
+
+/// Bind mount `i` of `config.binds`: destination (created when missing and
+/// `create`), recursive bind, read-only remount.
+fn bind_mount(
     b: &mut Builder,
     config: &ContainerConfig,
     layout: &Layout,
+    i: usize,
     create: bool,
 ) -> Result<(), RuntimeError> {
-    for (i, bind) in config.binds.iter().enumerate() {
+    {
+        let Some(bind) = config.binds.get(i) else {
+            return Ok(());
+        };
         bind.validate()?;
         let source = layout
             .binds
@@ -734,15 +819,16 @@ fn components_under(
     Ok((target, components))
 }
 
-/// A bundle's other mounts: the destination made (a file for a bind of a file), the
-/// mount, a remount for the flags of a bind, the propagation changes.
-fn oci_mounts(
+/// Mount `i` of a bundle's other mounts: the destination made (a file for a bind of
+/// a file), the mount, a remount for the flags of a bind, the propagation changes.
+fn oci_mount(
     b: &mut Builder,
     config: &ContainerConfig,
     root: &Path,
+    i: usize,
     create: bool,
 ) -> Result<(), RuntimeError> {
-    for m in &config.oci.mounts {
+    if let Some(m) = config.oci.mounts.get(i) {
         let options = mount_flags(&m.options).map_err(|problem| RuntimeError::Bundle {
             path: m.destination.clone(),
             problem: format!("mount options: {problem}"),

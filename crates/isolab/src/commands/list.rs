@@ -206,12 +206,17 @@ fn list_platforms(json: bool) -> Result<Exit> {
     }
     print!("{}", t.render(super::color()));
     println!();
+    let width = platforms
+        .iter()
+        .map(|(p, _)| p.kind.as_str().len())
+        .max()
+        .unwrap_or(10);
     for (p, usable) in &platforms {
         let (name, detail) = (p.kind.as_str(), &usable.detail);
         if usable.usable {
-            println!("{name:10} {} ({detail})", p.summary);
+            println!("{name:width$} {} ({detail})", p.summary);
         } else {
-            println!("{name:10} {}; not usable: {detail}", p.summary);
+            println!("{name:width$} {}; not usable: {detail}", p.summary);
         }
     }
     println!();
