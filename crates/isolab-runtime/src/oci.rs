@@ -463,13 +463,26 @@ pub fn from_bundle(dir: &Path, id: &ContainerId) -> Result<ContainerConfig, Runt
     if let Some(ro) = linux.readonly_paths() {
         config.security.readonly_paths = ro.clone();
     }
-    if let Some(caps) = process
-        .capabilities()
-        .as_ref()
-        .and_then(|c| c.bounding().as_ref())
-    {
-        let names: Vec<String> = caps.iter().map(|c| c.to_string()).collect();
-        config.security.capabilities = crate::security::CapabilitySet::from_names(&names)?;
+    if let Some(caps) = process.capabilities().as_ref() {
+        let set = |list: &Option<oci_spec::runtime::Capabilities>| {
+            let names: Vec<String> = list.iter().flatten().map(|c| c.to_string()).collect();
+            crate::security::CapabilitySet::from_names(&names)
+        };
+        let bounding = set(caps.bounding())?;
+        let sets = crate::security::CapabilitySets {
+            effective: set(caps.effective())?,
+            permitted: set(caps.permitted())?,
+            inheritable: set(caps.inheritable())?,
+            ambient: set(caps.ambient())?,
+        };
+        config.security.capabilities = bounding;
+        // The sets isolab derives from the bounding set need no record of their own.
+        let derived = crate::security::CapabilitySets {
+            effective: bounding,
+            permitted: bounding,
+            ..Default::default()
+        };
+        config.security.sets = (sets != derived).then_some(sets);
     }
     if linux.seccomp().is_none() {
         config.security.seccomp = crate::security::SeccompChoice::Unconfined;

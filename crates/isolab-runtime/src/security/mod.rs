@@ -88,6 +88,23 @@ pub struct SecurityConfig {
     pub readonly_paths: Vec<String>,
     /// Device rules applied after "deny all" (see [`default_devices`]).
     pub devices: Vec<DeviceRule>,
+    /// The other capability sets, when they differ from `capabilities` (an OCI
+    /// bundle's `process.capabilities`); `None` = effective = permitted =
+    /// `capabilities`, inheritable and ambient empty.
+    pub sets: Option<CapabilitySets>,
+}
+
+/// The capability sets of a process besides the bounding set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CapabilitySets {
+    /// Effective.
+    pub effective: CapabilitySet,
+    /// Permitted.
+    pub permitted: CapabilitySet,
+    /// Inheritable.
+    pub inheritable: CapabilitySet,
+    /// Ambient (each also needs to be permitted and inheritable).
+    pub ambient: CapabilitySet,
 }
 
 impl Default for SecurityConfig {
@@ -101,6 +118,7 @@ impl Default for SecurityConfig {
             masked_paths: MASKED_PATHS.iter().map(|p| p.to_string()).collect(),
             readonly_paths: READONLY_PATHS.iter().map(|p| p.to_string()).collect(),
             devices: default_devices(),
+            sets: None,
         }
     }
 }
@@ -116,6 +134,7 @@ impl SecurityConfig {
             masked_paths: Vec::new(),
             readonly_paths: Vec::new(),
             devices: vec![DeviceRule::allow_all()],
+            sets: None,
         }
     }
 
@@ -228,8 +247,13 @@ pub fn oci_capabilities() -> Value {
 enum CapsPlan {
     /// Leave them as they are (privileged, or every capability kept).
     Keep,
-    /// Drop these from the bounding set, then set effective = permitted = `keep`.
-    Restrict { keep: CapabilitySet, drop: Vec<u8> },
+    /// Drop these from the bounding set, then set effective = permitted = `keep` (or
+    /// the sets of `sets`, raising its ambient capabilities).
+    Restrict {
+        keep: CapabilitySet,
+        drop: Vec<u8>,
+        sets: Option<CapabilitySets>,
+    },
 }
 
 /// The settings resolved and compiled, ready for [`Prepared::apply`] in the container process.
@@ -251,7 +275,7 @@ pub fn prepare_with<S: SecuritySyscalls>(
     cfg: &SecurityConfig,
     sys: &S,
 ) -> Result<Prepared, SecurityError> {
-    let caps = if cfg.capabilities == CapabilitySet::all() {
+    let caps = if cfg.capabilities == CapabilitySet::all() && cfg.sets.is_none() {
         CapsPlan::Keep
     } else {
         let read = |what, r: std::io::Result<CapabilitySet>| {
@@ -259,9 +283,15 @@ pub fn prepare_with<S: SecuritySyscalls>(
         };
         let bounding = read("prctl(PR_CAPBSET_READ)", sys.read_bounding())?;
         let permitted = read("capget", sys.read_permitted())?;
-        let missing = cfg
-            .capabilities
-            .difference(bounding.intersection(permitted));
+        let wanted = match &cfg.sets {
+            Some(sets) => cfg
+                .capabilities
+                .union(sets.effective)
+                .union(sets.permitted)
+                .union(sets.ambient),
+            None => cfg.capabilities,
+        };
+        let missing = wanted.difference(bounding.intersection(permitted));
         if !missing.is_empty() {
             return Err(SecurityError::CapabilitiesUnavailable {
                 missing: missing.to_string(),
@@ -274,6 +304,7 @@ pub fn prepare_with<S: SecuritySyscalls>(
                 .iter()
                 .map(Capability::number)
                 .collect(),
+            sets: cfg.sets,
         }
     };
     let filters = match cfg.seccomp_profile(Arch::native()?) {
@@ -324,9 +355,24 @@ impl Prepared {
         if !self.no_new_privs {
             self.install_filters(sys)?;
         }
-        if let CapsPlan::Restrict { keep, .. } = &self.caps {
-            sys.set_caps(*keep, *keep, CapabilitySet::empty())
-                .map_err(fail("capset", ""))?;
+        match &self.caps {
+            CapsPlan::Restrict {
+                sets: Some(sets), ..
+            } => {
+                sys.set_caps(sets.effective, sets.permitted, sets.inheritable)
+                    .map_err(fail("capset", ""))?;
+                for cap in sets.ambient.iter() {
+                    sys.raise_ambient(cap.number()).map_err(fail(
+                        "prctl(PR_CAP_AMBIENT_RAISE)",
+                        " (an ambient capability must also be permitted and inheritable)",
+                    ))?;
+                }
+            }
+            CapsPlan::Restrict { keep, .. } => {
+                sys.set_caps(*keep, *keep, CapabilitySet::empty())
+                    .map_err(fail("capset", ""))?;
+            }
+            CapsPlan::Keep => {}
         }
         if self.no_new_privs {
             sys.set_no_new_privs()

@@ -20,6 +20,8 @@ pub trait SecuritySyscalls {
     fn drop_bounding(&mut self, cap: u8) -> io::Result<()>;
     /// `prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)`.
     fn clear_ambient(&mut self) -> io::Result<()>;
+    /// `prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap)`.
+    fn raise_ambient(&mut self, cap: u8) -> io::Result<()>;
     /// `capset(2)` version 3 with these three sets.
     fn set_caps(
         &mut self,
@@ -124,6 +126,20 @@ impl SecuritySyscalls for LinuxSecurity {
                 libc::PR_CAP_AMBIENT,
                 libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong,
                 0 as libc::c_ulong,
+                0 as libc::c_ulong,
+                0 as libc::c_ulong,
+            )
+        };
+        check(libc::c_long::from(rc))
+    }
+
+    fn raise_ambient(&mut self, cap: u8) -> io::Result<()> {
+        // SAFETY: integer arguments only.
+        let rc = unsafe {
+            libc::prctl(
+                libc::PR_CAP_AMBIENT,
+                libc::PR_CAP_AMBIENT_RAISE as libc::c_ulong,
+                libc::c_ulong::from(cap),
                 0 as libc::c_ulong,
                 0 as libc::c_ulong,
             )

@@ -30,6 +30,10 @@ impl SecuritySyscalls for Fake {
         self.calls.push("ambient".into());
         Ok(())
     }
+    fn raise_ambient(&mut self, cap: u8) -> io::Result<()> {
+        self.calls.push(format!("raise {cap}"));
+        Ok(())
+    }
     fn set_caps(&mut self, e: CapabilitySet, p: CapabilitySet, i: CapabilitySet) -> io::Result<()> {
         self.calls.push(format!(
             "capset {:x} {:x} {:x}",
@@ -122,6 +126,55 @@ fn apply_order_without_no_new_privs_puts_seccomp_before_capset() {
             "capset a80425fb a80425fb 0"
         ]
     );
+}
+
+#[test]
+fn oci_capability_sets_are_set_and_ambient_raised() {
+    let chown = CapabilitySet::from_names(&["CAP_CHOWN".to_string()]).unwrap();
+    let kill = CapabilitySet::from_names(&["CAP_KILL".to_string()]).unwrap();
+    let both = chown.union(kill);
+    let cfg = SecurityConfig {
+        capabilities: both,
+        seccomp: SeccompChoice::Unconfined,
+        sets: Some(CapabilitySets {
+            effective: chown,
+            permitted: both,
+            inheritable: kill,
+            ambient: kill,
+        }),
+        ..SecurityConfig::default()
+    };
+    let mut fake = full_fake();
+    let prepared = prepare_with(&cfg, &fake).unwrap();
+    prepared.apply_with(&mut fake).unwrap();
+    let tail: Vec<&str> = fake
+        .calls
+        .iter()
+        .rev()
+        .take(3)
+        .rev()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        tail,
+        [
+            "ambient",
+            &format!(
+                "capset {:x} {:x} {:x}",
+                chown.mask(),
+                both.mask(),
+                kill.mask()
+            ),
+            "raise 5"
+        ]
+    );
+    // A set beyond what this process holds is refused before anything is applied.
+    let fake = Fake {
+        bounding: chown.mask(),
+        permitted: chown.mask(),
+        ..Fake::default()
+    };
+    assert!(prepare_with(&cfg, &fake).is_err());
 }
 
 #[test]
