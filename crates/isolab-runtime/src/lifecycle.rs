@@ -172,7 +172,7 @@ pub fn list(state_dir: &Path) -> Result<Vec<OciState>, RuntimeError> {
 
 /// A pidfd of the container's process, checked against pid reuse; `None` when the
 /// process has exited.
-fn open_process(st: &State) -> Result<Option<OwnedFd>, RuntimeError> {
+pub(crate) fn open_process(st: &State) -> Result<Option<OwnedFd>, RuntimeError> {
     let (Some(pid), Some(oci)) = (st.init_pid, st.oci.as_ref()) else {
         return Ok(None);
     };

@@ -302,27 +302,10 @@ pub fn from_bundle(dir: &Path, id: &ContainerId) -> Result<ContainerConfig, Runt
     );
     config.id = id.clone();
     config.hostname = spec.hostname().clone().unwrap_or_else(|| id.to_string());
-    if let Some(env) = process.env() {
-        config.env = env.clone();
-    }
-    config.cwd = process.cwd().clone();
-    config.security.no_new_privs = process.no_new_privileges().unwrap_or(false);
+    apply_process(&mut config, process, &file)?;
     if let Some(hooks) = spec.hooks() {
         config.oci.hooks = hooks_from(hooks).map_err(|problem| bundle_err(&file, problem))?;
     }
-    let user = process.user();
-    config.oci.user = Some(crate::config::User {
-        uid: user.uid(),
-        gid: user.gid(),
-        additional_gids: user.additional_gids().clone().unwrap_or_default(),
-        umask: user.umask(),
-    });
-    for r in process.rlimits().iter().flatten() {
-        let resource = rlimit_number(&r.typ().to_string())
-            .ok_or_else(|| bundle_err(&file, format!("unknown rlimit {}", r.typ())))?;
-        config.oci.rlimits.push((resource, r.soft(), r.hard()));
-    }
-    config.oci.oom_score_adj = process.oom_score_adj();
     for m in spec.mounts().iter().flatten() {
         let dest = m.destination().to_string_lossy();
         let fstype = m.typ().clone().unwrap_or_default();
@@ -463,6 +446,47 @@ pub fn from_bundle(dir: &Path, id: &ContainerId) -> Result<ContainerConfig, Runt
     if let Some(ro) = linux.readonly_paths() {
         config.security.readonly_paths = ro.clone();
     }
+    if linux.seccomp().is_none() {
+        config.security.seccomp = crate::security::SeccompChoice::Unconfined;
+    }
+    for (key, value) in linux.sysctl().iter().flatten() {
+        config.oci.sysctl.push((key.clone(), value.clone()));
+    }
+    config.oci.sysctl.sort();
+    if let Some(r) = linux.resources() {
+        config.limits = limits_from(r).map_err(|problem| bundle_err(&file, problem))?;
+    }
+    Ok(config)
+}
+
+/// Applies an OCI `process` to `config`: arguments, environment, working directory,
+/// `noNewPrivileges`, user, rlimits, `oomScoreAdj`, capabilities. `file` names the
+/// JSON file in errors.
+fn apply_process(
+    config: &mut ContainerConfig,
+    process: &oci_spec::runtime::Process,
+    file: &Path,
+) -> Result<(), RuntimeError> {
+    config.args = process.args().clone().unwrap_or_default();
+    if let Some(env) = process.env() {
+        config.env = env.clone();
+    }
+    config.cwd = process.cwd().clone();
+    config.security.no_new_privs = process.no_new_privileges().unwrap_or(false);
+    let user = process.user();
+    config.oci.user = Some(crate::config::User {
+        uid: user.uid(),
+        gid: user.gid(),
+        additional_gids: user.additional_gids().clone().unwrap_or_default(),
+        umask: user.umask(),
+    });
+    config.oci.rlimits.clear();
+    for r in process.rlimits().iter().flatten() {
+        let resource = rlimit_number(&r.typ().to_string())
+            .ok_or_else(|| bundle_err(file, format!("unknown rlimit {}", r.typ())))?;
+        config.oci.rlimits.push((resource, r.soft(), r.hard()));
+    }
+    config.oci.oom_score_adj = process.oom_score_adj();
     if let Some(caps) = process.capabilities().as_ref() {
         let set = |list: &Option<oci_spec::runtime::Capabilities>| {
             let names: Vec<String> = list.iter().flatten().map(|c| c.to_string()).collect();
@@ -484,16 +508,27 @@ pub fn from_bundle(dir: &Path, id: &ContainerId) -> Result<ContainerConfig, Runt
         };
         config.security.sets = (sets != derived).then_some(sets);
     }
-    if linux.seccomp().is_none() {
-        config.security.seccomp = crate::security::SeccompChoice::Unconfined;
-    }
-    for (key, value) in linux.sysctl().iter().flatten() {
-        config.oci.sysctl.push((key.clone(), value.clone()));
-    }
-    config.oci.sysctl.sort();
-    if let Some(r) = linux.resources() {
-        config.limits = limits_from(r).map_err(|problem| bundle_err(&file, problem))?;
-    }
+    Ok(())
+}
+
+/// The configuration of an `exec` in the container of `bundle`: the container's
+/// own (its seccomp profile, masked paths, …) with the process of `process_file`
+/// (an OCI `process` JSON, as `exec --process` takes it).
+pub fn exec_config(
+    bundle: &Path,
+    id: &ContainerId,
+    process_file: &Path,
+) -> Result<ContainerConfig, RuntimeError> {
+    let mut config = from_bundle(bundle, id)?;
+    let text = std::fs::read_to_string(process_file).map_err(|source| RuntimeError::Host {
+        op: "read the process file",
+        path: process_file.to_owned(),
+        source,
+    })?;
+    let process: oci_spec::runtime::Process = serde_json::from_str(&text)
+        .map_err(|e| bundle_err(process_file, format!("not an OCI process: {e}")))?;
+    apply_process(&mut config, &process, process_file)?;
+    config.validate()?;
     Ok(config)
 }
 

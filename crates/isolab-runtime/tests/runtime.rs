@@ -1186,9 +1186,46 @@ fn oci_operations_create_start_kill_delete() {
     let gone = oci(&root, &["state", "t-life"]);
     assert!(stderr(&gone).contains("does not exist"), "{gone:?}");
 
-    // delete --force of a running container.
+    // delete --force of a running container, after an exec into it.
     oci_create(&root, "t-force", "sleep 100", &log);
     ok(&oci(&root, &["start", "t-force"]));
+    let out = oci(
+        &root,
+        &[
+            "exec",
+            "t-force",
+            "sh",
+            "-c",
+            "echo exec-pid=$$ $(hostname); exit 7",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(7), "{out:?}");
+    assert_eq!(stdout(&out), "exec-pid=2 t-force\n");
+    let process = root.dir.path().join("process.json");
+    fs::write(
+        &process,
+        r#"{"args": ["sh", "-c", "sleep 30"], "cwd": "/", "user": {"uid": 1000, "gid": 1000}}"#,
+    )
+    .unwrap();
+    let pid_file = root.dir.path().join("exec.pid");
+    let out = Command::new(bin())
+        .arg("--root")
+        .arg(root.state_dir())
+        .args(["exec", "--detach", "--process"])
+        .arg(&process)
+        .arg("--pid-file")
+        .arg(&pid_file)
+        .arg("t-force")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(out.success());
+    let exec_pid: u32 = fs::read_to_string(&pid_file).unwrap().parse().unwrap();
+    let status = fs::read_to_string(format!("/proc/{exec_pid}/status")).unwrap();
+    assert!(status.contains("Uid:\t1000\t"), "{status}");
+    let ps = ok(&oci(&root, &["ps", "--format", "json", "t-force"]));
+    assert!(ps.contains(&exec_pid.to_string()), "{ps}");
     ok(&oci(&root, &["delete", "--force", "t-force"]));
     assert!(leftovers(&root, "t-force", None).is_empty());
 }

@@ -411,7 +411,7 @@ fn init(exec: &ExecPlan, report_fd: RawFd) -> ! {
         exit(1);
     }
     if pid == 0 {
-        command(exec, report_fd);
+        run_command(exec, report_fd);
     }
     // The command's copy of the report pipe closes at its execve: that EOF is how the
     // parent learns the exec happened.
@@ -457,8 +457,9 @@ fn fail(report_fd: RawFd, step: ExecStep, errno: i32, code: i32) -> ! {
     exit(code)
 }
 
-/// The command's process (PID 2): stdio, working directory, security, execve.
-fn command(exec: &ExecPlan, report_fd: RawFd) -> ! {
+/// The command's process (PID 2, or an `exec`'d process): stdio, working directory,
+/// security, execve.
+pub(crate) fn run_command(exec: &ExecPlan, report_fd: RawFd) -> ! {
     prepare_command(exec, report_fd);
     let (errno, code) = execute(exec);
     fail(report_fd, ExecStep::Execve, errno, code)

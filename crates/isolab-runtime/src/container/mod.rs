@@ -34,6 +34,7 @@
 
 pub(crate) mod child;
 pub mod devices;
+pub mod exec;
 pub(crate) mod plan;
 
 use std::fs;

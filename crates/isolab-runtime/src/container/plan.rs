@@ -988,7 +988,7 @@ pub(crate) fn work_dir_of(upper: &Path) -> PathBuf {
     upper.with_file_name(name)
 }
 
-fn exec_plan(config: &ContainerConfig) -> Result<ExecPlan, RuntimeError> {
+pub(crate) fn exec_plan(config: &ContainerConfig) -> Result<ExecPlan, RuntimeError> {
     let argv: Vec<CString> = config
         .args
         .iter()

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::oci_cli::{self, CreateArgs, Format, Global};
+use crate::oci_cli::{self, CreateArgs, ExecArgs, Format, Global};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use isolab_cgroups::{Bytes, CpuQuota, DeviceNumber, Hierarchy, IdSet, IoThrottle};
@@ -45,6 +45,8 @@ enum Command {
     },
     /// OCI: create a container from a bundle; its process waits for `start`.
     Create(CreateArgs),
+    /// OCI: run another process in a running container.
+    Exec(ExecArgs),
     /// OCI: let a created container execute its command.
     Start {
         /// Container id.
@@ -219,6 +221,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Create(args) => oci_cli::create(&global, &args),
         Command::Start { id } => oci_cli::start(&global, &id),
+        Command::Exec(args) => oci_cli::exec(&global, &args),
         Command::State { id } => oci_cli::state(&global, &id),
         Command::Kill { all, id, signal } => oci_cli::kill(&global, &id, signal.as_deref(), all),
         Command::Delete { force, id } => oci_cli::delete(&global, &id, force),

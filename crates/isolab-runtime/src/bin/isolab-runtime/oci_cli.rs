@@ -108,6 +108,119 @@ pub struct CreateArgs {
     pub id: String,
 }
 
+/// `exec`.
+#[derive(Debug, Args)]
+pub struct ExecArgs {
+    /// The process as OCI `process` JSON (args, env, cwd, user, capabilities, …);
+    /// otherwise the container's own process with the COMMAND and the flags below.
+    #[arg(long, short, value_name = "FILE")]
+    pub process: Option<PathBuf>,
+    /// Return once the process runs (its pid in --pid-file), instead of waiting.
+    #[arg(long, short)]
+    pub detach: bool,
+    /// Write the process's pid to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub pid_file: Option<PathBuf>,
+    /// Not supported: isolab-runtime gives no pseudo-terminal (an error says so when
+    /// the process asks for one).
+    #[arg(long, value_name = "PATH")]
+    pub console_socket: Option<PathBuf>,
+    /// Not supported (no pseudo-terminal).
+    #[arg(long, short)]
+    pub tty: bool,
+    /// Working directory (without --process).
+    #[arg(long)]
+    pub cwd: Option<PathBuf>,
+    /// More environment, NAME=value (without --process).
+    #[arg(long, short)]
+    pub env: Vec<String>,
+    /// UID[:GID] (without --process).
+    #[arg(long, short)]
+    pub user: Option<String>,
+    /// Container id.
+    pub id: String,
+    /// The command and its arguments (without --process).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub command: Vec<String>,
+}
+
+/// `exec`: another process in a running container; exits with its status (or, with
+/// --detach, once it runs).
+pub fn exec(global: &Global, args: &ExecArgs) -> Result<i32> {
+    if args.tty {
+        bail!("exec --tty is not supported: isolab-runtime gives no pseudo-terminal");
+    }
+    let state_dir = global.state_dir();
+    let (_, st) = lifecycle::load(&state_dir, &args.id)?;
+    let bundle = st
+        .oci
+        .as_ref()
+        .map(|o| o.bundle.clone())
+        .with_context(|| format!("container {} was not made by `create`", args.id))?;
+    let id: ContainerId = args.id.parse()?;
+    let config = match &args.process {
+        Some(file) => {
+            if !args.command.is_empty() {
+                bail!("give either --process FILE or a COMMAND, not both");
+            }
+            let meta: serde_json::Value = serde_json::from_str(
+                &std::fs::read_to_string(file)
+                    .with_context(|| format!("read the process file {}", file.display()))?,
+            )
+            .with_context(|| format!("process file {} is not JSON", file.display()))?;
+            if meta["terminal"] == serde_json::Value::Bool(true) {
+                bail!(
+                    "the process asks for a terminal (\"terminal\": true), which \
+                     isolab-runtime does not give"
+                );
+            }
+            oci::exec_config(&bundle, &id, file)?
+        }
+        None => {
+            if args.command.is_empty() {
+                bail!("no command: give COMMAND after the id, or --process FILE");
+            }
+            let mut config = oci::from_bundle(&bundle, &id)?;
+            config.args = args.command.clone();
+            config.env.extend(args.env.iter().cloned());
+            if let Some(cwd) = &args.cwd {
+                config.cwd = cwd.clone();
+            }
+            if let Some(user) = &args.user {
+                let (uid, gid) = user.split_once(':').unwrap_or((user, "0"));
+                let parse = |v: &str| {
+                    v.parse::<u32>()
+                        .with_context(|| format!("--user {user:?}: expected UID[:GID], numeric"))
+                };
+                config.oci.user = Some(isolab_runtime::config::User {
+                    uid: parse(uid)?,
+                    gid: parse(gid)?,
+                    ..Default::default()
+                });
+            }
+            config.validate()?;
+            config
+        }
+    };
+    let done = isolab_runtime::container::exec::exec(
+        &state_dir,
+        &args.id,
+        &config,
+        args.detach,
+        &hierarchy()?,
+    )?;
+    use isolab_runtime::container::exec::Executed;
+    match done {
+        Executed::Running(pid) => {
+            if let Some(path) = &args.pid_file {
+                write_pid_file(path, pid)?;
+            }
+            Ok(0)
+        }
+        Executed::Exited(status) => Ok(status),
+    }
+}
+
 /// Output format of `list` and `ps`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
