@@ -83,7 +83,7 @@ impl Record {
     }
 }
 
-fn report(fd: RawFd, kind: u32, code: u32, errno: i32) {
+pub(crate) fn report(fd: RawFd, kind: u32, code: u32, errno: i32) {
     let record = Record {
         kind,
         code,

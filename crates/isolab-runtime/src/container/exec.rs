@@ -20,7 +20,7 @@ use std::path::Path;
 
 use isolab_cgroups::{Cgroup, Hierarchy};
 
-use super::child::{self, Record, GO, KIND_EXEC};
+use super::child::{self, report, Record, GO, KIND_EXEC};
 use super::plan::{self, ExecPlan};
 use super::CloneArgs;
 use crate::config::ContainerConfig;
@@ -108,15 +108,8 @@ pub fn exec(
         report: report_write.as_raw_fd(),
         pidfd: pidfd.as_raw_fd(),
     };
-    // SAFETY: clone3 without CLONE_VM behaves like fork; the child only runs
-    // `helper`, which never returns and never allocates.
-    let helper_pid = unsafe {
-        libc::syscall(
-            libc::SYS_clone3,
-            &args as *const CloneArgs,
-            std::mem::size_of::<CloneArgs>(),
-        )
-    };
+    // SAFETY: the child only runs `helper`, which never returns and never allocates.
+    let helper_pid = unsafe { super::clone3(&args) };
     if helper_pid == 0 {
         helper(&exec, fds, flags);
     }
@@ -227,16 +220,6 @@ struct HelperFds {
     pidfd: RawFd,
 }
 
-fn report(fd: RawFd, kind: u32, code: u32, errno: i32) {
-    let record = Record {
-        kind,
-        code,
-        errno,
-        ts: sys::monotonic_ns(),
-    };
-    let _ = sys::write_all(fd, &record.encode());
-}
-
 /// The helper: waits for go, joins the namespaces, creates the process as a sibling
 /// (`CLONE_PARENT`), reports its pid, exits. Allocation-free.
 fn helper(exec: &ExecPlan, fds: HelperFds, flags: libc::c_int) -> ! {
@@ -259,15 +242,8 @@ fn helper(exec: &ExecPlan, fds: HelperFds, flags: libc::c_int) -> ! {
         flags: libc::CLONE_PARENT as u64,
         ..CloneArgs::default()
     };
-    // SAFETY: a fork-like clone3 of this single-threaded helper; the child only runs
-    // the allocation-free command path.
-    let pid = unsafe {
-        libc::syscall(
-            libc::SYS_clone3,
-            &args as *const CloneArgs,
-            std::mem::size_of::<CloneArgs>(),
-        )
-    };
+    // SAFETY: the child only runs the allocation-free command path.
+    let pid = unsafe { super::clone3(&args) };
     if pid == 0 {
         child::run_command(exec, fds.report);
     }

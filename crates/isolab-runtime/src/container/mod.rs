@@ -474,6 +474,25 @@ struct CloneArgs {
     cgroup: u64,
 }
 
+/// `clone3(2)` without `CLONE_VM`: like fork, the child gets a copy of the address
+/// space and continues on a copy of this stack; returns 0 in the child, the pid (or
+/// -1) in the parent.
+///
+/// # Safety
+/// The caller may be multi-threaded: in the child, only allocation-free code that
+/// never returns may run (another thread may have held the allocator's lock).
+unsafe fn clone3(args: &CloneArgs) -> libc::c_long {
+    // SAFETY: a valid clone_args of the size passed; the caller's contract covers
+    // what the child runs.
+    unsafe {
+        libc::syscall(
+            libc::SYS_clone3,
+            args as *const CloneArgs,
+            std::mem::size_of::<CloneArgs>(),
+        )
+    }
+}
+
 impl Instance {
     fn start_and_wait(
         &mut self,
@@ -614,16 +633,9 @@ impl Instance {
             fifo_path,
             ns: ns_fds,
         };
-        // SAFETY: clone3 without CLONE_VM behaves like fork: the child gets a copy
-        // of the address space and continues on a copy of this stack. It only runs
-        // child::main, which never returns and never allocates (see its docs).
-        let pid = unsafe {
-            libc::syscall(
-                libc::SYS_clone3,
-                &args as *const CloneArgs,
-                std::mem::size_of::<CloneArgs>(),
-            )
-        };
+        // SAFETY: the child only runs child::main, which never returns and never
+        // allocates (see its docs).
+        let pid = unsafe { clone3(&args) };
         if pid == 0 {
             child::main(&plan, fds);
         }
