@@ -14,16 +14,19 @@ import subprocess
 import sys
 import time
 
-PHASES = ["cgroup", "clone", "network", "mounts", "pivot", "seccomp", "exec", "exit"]
+PHASES = ["cgroup", "plan", "clone", "network", "mounts", "pivot", "seccomp", "exec",
+          "reaped", "exit"]
 PHASE_NOTES = {
-    "cgroup": "start of run() -> cgroup created and limited",
-    "clone": "cgroup -> clone3 returned in the parent",
+    "cgroup": "start of run() -> state file, cgroup created and limited, devices cgroup",
+    "plan": "cgroup -> the child's plan built (paths, argv, seccomp program)",
+    "clone": "plan -> clone3 returned in the parent",
     "network": "clone -> child in cgroup, network configured (lo up for none)",
     "mounts": "network -> root, /proc, /sys, /dev mounted (child)",
     "pivot": "mounts -> pivot_root done, old root detached (child)",
     "seccomp": "pivot -> right before loading seccomp (command's process)",
     "exec": "seccomp -> execve succeeded (filter load, caps, execve)",
-    "exit": "exec -> command exited, reaped, counters read (/bin/true runs here)",
+    "reaped": "exec -> command exited and init reaped (/bin/true runs here)",
+    "exit": "reaped -> counters read, cgroup, devices cgroup, state and mount points removed",
 }
 
 

@@ -8,6 +8,8 @@ use std::time::Duration;
 pub enum Phase {
     /// The cgroup is created and limited.
     Cgroup,
+    /// The child's plan is built (paths, arguments, the seccomp program).
+    Plan,
     /// `clone3` returned in the parent.
     Clone,
     /// The network is configured (parent side; loopback for `none`).
@@ -24,13 +26,16 @@ pub enum Phase {
     /// The command's `execve` succeeded (its close-on-exec report pipe closed).
     Exec,
     /// The command exited and was reaped.
+    Reaped,
+    /// The cgroup's counters are read and everything is torn down.
     Exit,
 }
 
 impl Phase {
     /// Every phase.
-    pub const ALL: [Phase; 9] = [
+    pub const ALL: [Phase; 11] = [
         Phase::Cgroup,
+        Phase::Plan,
         Phase::Clone,
         Phase::Network,
         Phase::Mounts,
@@ -38,6 +43,7 @@ impl Phase {
         Phase::Seccomp,
         Phase::Created,
         Phase::Exec,
+        Phase::Reaped,
         Phase::Exit,
     ];
 
@@ -45,6 +51,7 @@ impl Phase {
     pub fn name(self) -> &'static str {
         match self {
             Phase::Cgroup => "cgroup",
+            Phase::Plan => "plan",
             Phase::Clone => "clone",
             Phase::Network => "network",
             Phase::Mounts => "mounts",
@@ -52,6 +59,7 @@ impl Phase {
             Phase::Seccomp => "seccomp",
             Phase::Created => "created",
             Phase::Exec => "exec",
+            Phase::Reaped => "reaped",
             Phase::Exit => "exit",
         }
     }

@@ -449,12 +449,14 @@ fn library_run_reports_phases_in_order() {
         phases,
         [
             Phase::Cgroup,
+            Phase::Plan,
             Phase::Clone,
             Phase::Network,
             Phase::Mounts,
             Phase::Pivot,
             Phase::Seccomp,
             Phase::Exec,
+            Phase::Reaped,
             Phase::Exit
         ]
     );

@@ -573,6 +573,7 @@ impl Instance {
             self.devices.is_some(),
         );
         let plan = plan::build(config, &layout)?;
+        mark(trace, Phase::Plan);
 
         // Pipes: go (parent -> child) and report (child -> parent).
         let pipe_err = |source| RuntimeError::Syscall {
@@ -729,6 +730,7 @@ impl Instance {
             mark(trace, Phase::Exec);
         }
         let status = self.wait(forwarder.as_ref())?;
+        mark(trace, Phase::Reaped);
         self.read_counters();
         match setup_error {
             Some(e) => Err(e),
