@@ -8,10 +8,9 @@
 #
 # Host changes, all undone on exit (also on Ctrl-C or failure) and printed:
 # - crun refuses a hybrid cgroup host whose cgroup2 mount (/sys/fs/cgroup/unified)
-#   still lists controllers ("drop all controllers from cgroupv2"). A controller
-#   listed there is one no v1 hierarchy holds (here: hugetlb), so we mount a v1
-#   hierarchy for each such controller at /sys/fs/cgroup/NAME (remounting the
-#   /sys/fs/cgroup tmpfs rw first if it is read-only), and unmount it afterwards.
+#   still lists controllers: scripts/lib/hybrid-cgroup.sh mounts a v1 hierarchy for
+#   each such controller (here: hugetlb) and gives it back to cgroup2 afterwards
+#   (the same fix as scripts/oci-validation.sh).
 # - the bridge isolab0 (with its NAT rule and IPAM state) outlives containers like
 #   docker0; if this run created it, it is removed at the end.
 # - runc and crun leave the bundle's cgroupsPath parent (isolab) in every hierarchy.
@@ -32,8 +31,9 @@ RUNC=$(command -v runc || echo -) CRUN=$(command -v crun || echo -)
 CG=/sys/fs/cgroup BRIDGE=isolab0 CNI_STATE=/run/isolab/cni
 SFX=$$
 
+# shellcheck source=lib/hybrid-cgroup.sh
+source scripts/lib/hybrid-cgroup.sh
 tmp=$(mktemp -d)
-mounted_v1=() created_dirs=() remounted_rw=0
 bridge_existed=0 fwd_before=$(cat /proc/sys/net/ipv4/ip_forward)
 ip link show "$BRIDGE" >/dev/null 2>&1 && bridge_existed=1
 ipt_before=$(iptables-save 2>/dev/null | grep -E '^-' || true)
@@ -53,16 +53,7 @@ cleanup() {
         find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null
         [[ -d $d ]] && echo "  kept $d (not empty: in use)" || echo "  removed cgroup $d"
     done
-    for c in "${mounted_v1[@]}"; do
-        if umount "$CG/$c"; then echo "  unmounted v1 $c hierarchy from $CG/$c"
-        else echo "  WARNING: could not unmount $CG/$c"; fi
-    done
-    for d in "${created_dirs[@]}"; do
-        rmdir "$d" && echo "  removed mount point $d"
-    done
-    if [[ $remounted_rw -eq 1 ]]; then
-        mount -o remount,ro "$CG" && echo "  remounted $CG read-only again"
-    fi
+    hybrid_cgroup_undo
     if [[ $bridge_existed -eq 0 ]] && ip link show "$BRIDGE" >/dev/null 2>&1; then
         # What isolab_runtime::network::remove_bridge does, unless a container holds an address.
         local leases
@@ -100,25 +91,8 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 # crun on a hybrid host: give every controller still on the cgroup2 mount a v1 hierarchy.
-if [[ $CRUN != - && -r $CG/unified/cgroup.controllers ]]; then
-    v2_controllers=$(cat "$CG/unified/cgroup.controllers")
-    for c in $v2_controllers; do
-        mountpoint -q "$CG/$c" && continue
-        if [[ $(findmnt -no OPTIONS "$CG" | tr , '\n' | head -1) == ro ]]; then
-            mount -o remount,rw "$CG" && remounted_rw=1 && echo "remounted $CG read-write"
-        fi
-        if [[ ! -d $CG/$c ]]; then
-            mkdir "$CG/$c" && created_dirs+=("$CG/$c")
-        fi
-        if mount -t cgroup -o "$c" cgroup "$CG/$c"; then
-            mounted_v1+=("$c")
-            echo "mounted a v1 $c hierarchy at $CG/$c for crun (cgroup2 listed it; undone on exit)"
-        else
-            echo "could not mount a v1 $c hierarchy: crun will likely refuse this host"
-        fi
-    done
-    [[ -n ${v2_controllers// /} ]] ||
-        echo "cgroup2 mount lists no controllers: crun runs as is (no extra v1 hierarchy needed)"
+if [[ $CRUN != - ]]; then
+    hybrid_cgroup_apply || echo "could not mount a v1 hierarchy: crun will likely refuse this host"
 fi
 
 "$ISOLAB" image build busybox "$tmp/root" >/dev/null
@@ -138,7 +112,8 @@ echo "  isolab-runtime $("$RT" --version | head -1)"
 [[ $RUNC != - ]] && echo "  runc           $("$RUNC" --version | head -1)" || echo "  runc           not installed"
 [[ $CRUN != - ]] && echo "  crun           $("$CRUN" --version | head -1)" || echo "  crun           not installed"
 echo "  root           busybox (isolab image build busybox), read-only, command /bin/true"
-echo "  bundle         $RT spec (isolab-runtime's defaults: caps, seccomp, masked paths, devices), one config.json for all"
+echo "  bundle         $RT spec (isolab-runtime's defaults: caps, seccomp, masked paths, devices), one config.json for all;"
+echo "                 the headline runs isolab-runtime on it too (run --bundle), as runc and crun"
 echo "  timing         wall clock around each runtime process (python perf_counter), stdout/stderr to pipes"
 echo "  --trace        on for isolab-runtime: the phases are always recorded, --trace only prints one JSON line"
 
