@@ -23,7 +23,8 @@ need_root() {
 # (PID 1 of runc/crun bundles), nftables (`nft`, with which isolab deletes the netfilter
 # tables an engine's daemon created on a host that had none), and QEMU for the vm platforms (the guest kernel is
 # fetched with `apt-get download` on first use and cached in /var/lib/isolab/vm);
-# libseccomp-dev (with pkg-config) for the build of youki below.
+# libseccomp-dev (with pkg-config): isolab-runtime compiles its seccomp filters with
+# libseccomp, and the build of youki below needs it too.
 PACKAGES=(sysbench fio stress-ng iperf3 build-essential pkg-config ca-certificates chromium
     busybox-static mmdebstrap e2fsprogs containernetworking-plugins iptables runc crun
     docker.io podman lxc systemd-container tini qemu-system-x86 qemu-utils nftables libseccomp-dev)
@@ -106,6 +107,17 @@ else
     need_root
     echo "setup: installing vegeta $VEGETA_VERSION into /usr/local/bin"
     GOBIN=/usr/local/bin "$GO" install "github.com/tsenart/vegeta/v12@$VEGETA_VERSION"
+fi
+
+# The OCI runtime-tools validation suite (issue 15): its programs are built once with Go
+# through the module proxy into /var/cache/isolab/runtime-tools (a cache hit costs
+# nothing); the runtime's test suite runs it against isolab-runtime.
+if [ -n "$GO" ]; then
+    need_root
+    PATH="$(dirname "$GO"):$PATH" bash "$(dirname "$0")/oci-validation.sh" --build-only |
+        sed 's/^/setup: runtime-tools: /'
+else
+    echo "setup: go not found: skipping the OCI runtime-tools validation suite"
 fi
 
 # Locust, the Python load generator, is on PyPI only: a venv of its own in
