@@ -446,9 +446,11 @@ pub fn from_bundle(dir: &Path, id: &ContainerId) -> Result<ContainerConfig, Runt
     if let Some(ro) = linux.readonly_paths() {
         config.security.readonly_paths = ro.clone();
     }
-    if linux.seccomp().is_none() {
-        config.security.seccomp = crate::security::SeccompChoice::Unconfined;
-    }
+    // The bundle's own profile (an engine's), compiled in `prepare`; none: unconfined.
+    config.security.seccomp = match linux.seccomp() {
+        Some(profile) => crate::security::SeccompChoice::Oci(Box::new(profile.clone())),
+        None => crate::security::SeccompChoice::Unconfined,
+    };
     for (key, value) in linux.sysctl().iter().flatten() {
         config.oci.sysctl.push((key.clone(), value.clone()));
     }
@@ -793,7 +795,16 @@ mod tests {
         assert_eq!(back.hostname, "box");
         assert_eq!(back.limits, c.limits);
         assert_eq!(back.network, NetworkChoice::None);
-        assert_eq!(back.security, c.security);
+        // The spec carries Docker's default profile as OCI `linux.seccomp`; read back, that
+        // section is the bundle's own profile, the same rules, compiled as given.
+        let profile = c.security.oci_seccomp_spec().unwrap().unwrap();
+        assert_eq!(
+            back.security,
+            crate::security::SecurityConfig {
+                seccomp: crate::security::SeccompChoice::Oci(Box::new(profile)),
+                ..c.security.clone()
+            }
+        );
         assert_eq!(
             back.rootfs,
             Rootfs::Dir {

@@ -37,22 +37,81 @@ pub enum SecurityError {
 
     /// The seccomp profile does not support this architecture.
     #[error(
-        "no seccomp profile for architecture {arch}: only x86_64 and aarch64 are supported \
-         (use SeccompChoice::Unconfined to run without one)"
+        "no built-in seccomp profile for architecture {arch}: Docker's default profile is \
+         only kept for x86_64 and aarch64 (use SeccompChoice::Unconfined to run without one, \
+         or pass an OCI profile)"
     )]
     UnsupportedArch {
         /// `std::env::consts::ARCH`.
         arch: &'static str,
     },
 
-    /// `seccompiler` refused to build the BPF program.
-    #[error("cannot compile the seccomp filter for {arch}: {source}")]
+    /// libseccomp refused a step of building a filter.
+    #[error(
+        "cannot compile {what} to a seccomp filter: libseccomp refused {step}: {source} \
+         (fix or drop that part of the profile)"
+    )]
     CompileSeccomp {
-        /// Target architecture.
-        arch: &'static str,
-        /// The compiler's error.
+        /// Which filter (`Docker's default profile`, `the OCI profile`).
+        what: &'static str,
+        /// The step refused, e.g. "the rule ALLOW for clone".
+        step: String,
+        /// libseccomp's error.
         #[source]
-        source: seccompiler::BackendError,
+        source: libseccomp::error::SeccompError,
+    },
+
+    /// A syscall name of the built-in profile that libseccomp does not know.
+    #[error(
+        "the system's libseccomp does not know the syscall {name:?} of Docker's default \
+         profile: update libseccomp (Debian: libseccomp2)"
+    )]
+    SeccompUnknownSyscall {
+        /// The name.
+        name: String,
+    },
+
+    /// Taking the BPF program out of libseccomp failed.
+    #[error("cannot export the seccomp filter to memory: {step} failed: {source}")]
+    ExportSeccomp {
+        /// The call that failed.
+        step: &'static str,
+        /// The OS error.
+        #[source]
+        source: io::Error,
+    },
+
+    /// libseccomp exported something that is not a BPF program.
+    #[error(
+        "libseccomp exported {bytes} bytes, which is not a whole number of BPF instructions \
+         (8 bytes each): a bug in libseccomp or in isolab"
+    )]
+    SeccompBadExport {
+        /// Bytes read back.
+        bytes: usize,
+    },
+
+    /// The compiled program is longer than the kernel accepts.
+    #[error(
+        "{what} compiles to {instructions} BPF instructions, more than the kernel's 4096 \
+         (BPF_MAXINSNS): merge rules or drop architectures"
+    )]
+    SeccompTooLong {
+        /// Which filter.
+        what: &'static str,
+        /// Its length.
+        instructions: usize,
+    },
+
+    /// A part of an OCI `linux.seccomp` section that isolab cannot honour.
+    #[error("OCI linux.seccomp: {field} = {value}: {reason}")]
+    OciSeccomp {
+        /// Where in the section, e.g. `syscalls[3].args[0].index`.
+        field: String,
+        /// The value found there.
+        value: String,
+        /// Why it is refused and what to do.
+        reason: &'static str,
     },
 
     /// A system call made while applying the settings in the container process failed.

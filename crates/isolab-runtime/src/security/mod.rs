@@ -2,14 +2,15 @@
 //!
 //! A [`SecurityConfig`] says what the container keeps: capabilities (Docker's 14 by default,
 //! [`default_capabilities`]), `no_new_privs`, a seccomp profile (Docker's default allowlist,
-//! [`seccomp::DEFAULT_PROFILE`], specialised to the kept capabilities as Docker does), the
-//! paths to mask ([`MASKED_PATHS`]) and to make read-only ([`READONLY_PATHS`]) and the device
+//! [`seccomp::DEFAULT_PROFILE`], specialised to the kept capabilities as Docker does, or an
+//! OCI bundle's own profile, [`SeccompChoice::Oci`]), the paths to mask ([`MASKED_PATHS`]) and to make read-only ([`READONLY_PATHS`]) and the device
 //! allowlist ([`default_devices`]).
 //!
 //! The work is split in two so that the forked container process only makes a few system
 //! calls before `execve`:
 //! - [`prepare`] (in the parent, before forking) resolves the capability masks, checks that
-//!   this process has the capabilities to keep, and compiles the seccomp BPF programs;
+//!   this process has the capabilities to keep, and compiles the seccomp profile to BPF with
+//!   libseccomp (Docker's default, or an OCI bundle's own profile, [`SeccompChoice::Oci`]);
 //! - [`Prepared::apply`] (in the container process, right before `execve`) drops the bounding
 //!   set, clears the ambient set, sets effective = permitted = the kept set with an empty
 //!   inheritable set (Docker since CVE-2022-24769), sets `PR_SET_NO_NEW_PRIVS` when asked and
@@ -37,7 +38,7 @@ use serde_json::{json, Value};
 pub use caps::{default_capabilities, Capability, CapabilitySet};
 pub use devices::{default_devices, write_v1_rules, DeviceAccess, DeviceKind, DeviceRule};
 pub use error::SecurityError;
-pub use seccomp::{Arch, ResolvedProfile};
+pub use seccomp::{Arch, CompiledFilter, ResolvedProfile, SockFilter};
 pub use sys::{LinuxSecurity, SecuritySyscalls};
 
 /// Docker's masked paths (moby `oci/defaults.go`): hidden inside the container.
@@ -65,12 +66,15 @@ pub const READONLY_PATHS: &[&str] = &[
 ];
 
 /// Which seccomp profile the container gets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SeccompChoice {
     /// Docker's default profile, specialised to the kept capabilities.
     Default,
     /// No seccomp filter (`--security-opt seccomp=unconfined`).
     Unconfined,
+    /// An OCI `linux.seccomp` section as given (an engine's own profile in a bundle's
+    /// `config.json`), with runc's semantics; see [`seccomp::oci`] for what is supported.
+    Oci(Box<oci_spec::runtime::LinuxSeccomp>),
 }
 
 /// The security settings of one container.
@@ -162,13 +166,14 @@ impl SecurityConfig {
         Ok(self)
     }
 
-    /// The seccomp profile this configuration gets on `arch` (`None` when unconfined).
+    /// Docker's default profile as this configuration gets it on `arch` (`None` when
+    /// unconfined or when the profile is an OCI section, [`SeccompChoice::Oci`]).
     pub fn seccomp_profile(&self, arch: Arch) -> Option<ResolvedProfile> {
         match self.seccomp {
             SeccompChoice::Default => {
                 Some(ResolvedProfile::docker_default(self.capabilities, arch))
             }
-            SeccompChoice::Unconfined => None,
+            SeccompChoice::Unconfined | SeccompChoice::Oci(_) => None,
         }
     }
 
@@ -191,9 +196,21 @@ impl SecurityConfig {
         })
     }
 
-    /// OCI `linux.seccomp` for the native architecture (`None` when unconfined).
+    /// OCI `linux.seccomp` (`None` when unconfined): Docker's default profile for the native
+    /// architecture, or an OCI section as given.
     pub fn oci_seccomp(&self) -> Result<Option<Value>, SecurityError> {
-        Ok(self.seccomp_profile(Arch::native()?).map(|p| p.to_oci()))
+        match &self.seccomp {
+            SeccompChoice::Default => Ok(self.seccomp_profile(Arch::native()?).map(|p| p.to_oci())),
+            SeccompChoice::Unconfined => Ok(None),
+            SeccompChoice::Oci(profile) => {
+                serde_json::to_value(profile).map(Some).map_err(|source| {
+                    SecurityError::OciConversion {
+                        what: "seccomp",
+                        source,
+                    }
+                })
+            }
+        }
     }
 
     /// The same, as an `oci-spec` value.
@@ -261,7 +278,7 @@ enum CapsPlan {
 pub struct Prepared {
     caps: CapsPlan,
     no_new_privs: bool,
-    filters: Vec<seccompiler::BpfProgram>,
+    filters: Vec<CompiledFilter>,
 }
 
 /// Resolves `cfg` against this process's capabilities and compiles its seccomp filter. Call it
@@ -307,9 +324,16 @@ pub fn prepare_with<S: SecuritySyscalls>(
             sets: cfg.sets,
         }
     };
-    let filters = match cfg.seccomp_profile(Arch::native()?) {
-        Some(profile) => profile.compile()?,
-        None => Vec::new(),
+    let filters = match &cfg.seccomp {
+        SeccompChoice::Default => {
+            ResolvedProfile::docker_default(cfg.capabilities, Arch::native()?)
+                .compile()?
+                .into_iter()
+                .map(|program| CompiledFilter { program, flags: 0 })
+                .collect()
+        }
+        SeccompChoice::Oci(profile) => vec![seccomp::oci::compile(profile)?],
+        SeccompChoice::Unconfined => Vec::new(),
     };
     Ok(Prepared {
         caps,
@@ -334,7 +358,8 @@ impl Prepared {
 
     /// Applies the settings to the calling thread. Call it in the container process, after
     /// any uid/gid change and right before `execve`; the process should be single-threaded
-    /// (the filter is installed without `SECCOMP_FILTER_FLAG_TSYNC`).
+    /// (the filter is installed without `SECCOMP_FILTER_FLAG_TSYNC` unless an OCI profile
+    /// asks for it).
     pub fn apply(&self) -> Result<(), SecurityError> {
         self.apply_with(&mut LinuxSecurity)
     }
@@ -383,8 +408,8 @@ impl Prepared {
     }
 
     fn install_filters<S: SecuritySyscalls>(&self, sys: &mut S) -> Result<(), SecurityError> {
-        for program in &self.filters {
-            sys.install_filter(program)
+        for filter in &self.filters {
+            sys.install_filter(&filter.program, filter.flags)
                 .map_err(|source| SecurityError::Apply {
                     step: "seccomp(SECCOMP_SET_MODE_FILTER)",
                     hint: " (without no_new_privs, installing a filter needs CAP_SYS_ADMIN: \

@@ -6,7 +6,7 @@
 
 use std::io;
 
-use seccompiler::sock_filter;
+use super::seccomp::SockFilter;
 
 use super::caps::{CapabilitySet, LAST_KNOWN_CAP};
 
@@ -31,8 +31,9 @@ pub trait SecuritySyscalls {
     ) -> io::Result<()>;
     /// `prctl(PR_SET_NO_NEW_PRIVS, 1)`.
     fn set_no_new_privs(&mut self) -> io::Result<()>;
-    /// `seccomp(SECCOMP_SET_MODE_FILTER, 0, prog)` for the calling thread.
-    fn install_filter(&mut self, program: &[sock_filter]) -> io::Result<()>;
+    /// `seccomp(SECCOMP_SET_MODE_FILTER, flags, prog)` for the calling thread (`flags`:
+    /// `SECCOMP_FILTER_FLAG_*`).
+    fn install_filter(&mut self, program: &[SockFilter], flags: u32) -> io::Result<()>;
 }
 
 /// The real system calls of the calling thread.
@@ -59,7 +60,7 @@ struct CapData {
 #[repr(C)]
 struct SockFprog {
     len: libc::c_ushort,
-    filter: *const sock_filter,
+    filter: *const SockFilter,
 }
 
 fn check(rc: libc::c_long) -> io::Result<()> {
@@ -186,7 +187,7 @@ impl SecuritySyscalls for LinuxSecurity {
         prctl(libc::PR_SET_NO_NEW_PRIVS, 1).map(|_| ())
     }
 
-    fn install_filter(&mut self, program: &[sock_filter]) -> io::Result<()> {
+    fn install_filter(&mut self, program: &[SockFilter], flags: u32) -> io::Result<()> {
         let len = libc::c_ushort::try_from(program.len())
             .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
         let prog = SockFprog {
@@ -199,11 +200,16 @@ impl SecuritySyscalls for LinuxSecurity {
             libc::syscall(
                 libc::SYS_seccomp,
                 libc::SECCOMP_SET_MODE_FILTER as libc::c_ulong,
-                0 as libc::c_ulong,
+                libc::c_ulong::from(flags),
                 &prog as *const SockFprog,
             )
         };
-        check(rc)
+        check(rc)?;
+        if rc > 0 {
+            // TSYNC without TSYNC_ESRCH: the id of a thread that could not be synchronised.
+            return Err(io::Error::from_raw_os_error(libc::ESRCH));
+        }
+        Ok(())
     }
 }
 

@@ -47,11 +47,17 @@ impl SecuritySyscalls for Fake {
         self.calls.push("nnp".into());
         Ok(())
     }
-    fn install_filter(&mut self, program: &[seccompiler::sock_filter]) -> io::Result<()> {
+    fn install_filter(&mut self, program: &[SockFilter], flags: u32) -> io::Result<()> {
         if self.fail_filter {
             return Err(io::Error::from_raw_os_error(libc::EACCES));
         }
-        self.calls.push(format!("seccomp {}", !program.is_empty()));
+        let flags = if flags == 0 {
+            String::new()
+        } else {
+            format!(" flags {flags}")
+        };
+        self.calls
+            .push(format!("seccomp {}{flags}", !program.is_empty()));
         Ok(())
     }
 }
@@ -108,23 +114,20 @@ fn apply_order_without_no_new_privs_puts_seccomp_before_capset() {
     let fake = full_fake();
     let prepared = prepare_with(&SecurityConfig::default(), &fake).unwrap();
     assert_eq!(prepared.kept_capabilities().unwrap().mask(), 0xa804_25fb);
-    assert_eq!(prepared.seccomp_programs(), 2);
+    // One program: libseccomp puts the clone3 → ENOSYS rule in the same program as the
+    // default EPERM (seccompiler needed a second one).
+    assert_eq!(prepared.seccomp_programs(), 1);
     let mut fake = fake;
     prepared.apply_with(&mut fake).unwrap();
     let drops = CapabilitySet::all()
         .difference(CapabilitySet::docker_default())
         .iter()
         .count();
-    assert_eq!(fake.calls.len(), drops + 1 + 2 + 1);
+    assert_eq!(fake.calls.len(), drops + 1 + 1 + 1);
     assert!(fake.calls[..drops].iter().all(|c| c.starts_with("drop ")));
     assert_eq!(
         &fake.calls[drops..],
-        [
-            "ambient",
-            "seccomp true",
-            "seccomp true",
-            "capset a80425fb a80425fb 0"
-        ]
+        ["ambient", "seccomp true", "capset a80425fb a80425fb 0"]
     );
 }
 
@@ -190,7 +193,7 @@ fn apply_order_with_no_new_privs_puts_seccomp_last() {
         .calls
         .iter()
         .rev()
-        .take(5)
+        .take(4)
         .rev()
         .map(String::as_str)
         .collect();
@@ -200,7 +203,6 @@ fn apply_order_with_no_new_privs_puts_seccomp_last() {
             "ambient",
             "capset a80425fb a80425fb 0",
             "nnp",
-            "seccomp true",
             "seccomp true"
         ]
     );
@@ -475,7 +477,7 @@ fn security_forked_default_profile_caps_nnp_and_blocked_calls() {
     assert_eq!(cap_field(&out, "CapAmb:"), 0);
     assert_eq!(status_field(&out, "NoNewPrivs:"), "0");
     assert_eq!(status_field(&out, "Seccomp:"), "2");
-    assert_eq!(status_field(&out, "Seccomp_filters:"), "2");
+    assert_eq!(status_field(&out, "Seccomp_filters:"), "1");
     let p = probes(&out);
     let eperm = libc::EPERM;
     assert_eq!(p["getpid"], 0);
@@ -607,6 +609,29 @@ fn security_forked_privileged_leaves_everything() {
     );
 }
 
+/// i386 `getpid` (20) through `int 0x80`.
+#[cfg(target_arch = "x86_64")]
+fn int80_getpid() -> i64 {
+    let ret: i64;
+    // SAFETY: i386 getpid (20) through int 0x80: no memory arguments; rax is the only
+    // register read and written by the call besides those the kernel preserves.
+    unsafe {
+        std::arch::asm!("int 0x80", inlateout("rax") 20i64 => ret, options(nostack));
+    }
+    ret
+}
+
+/// Without a filter: does this kernel have the i386 ABI at all?
+#[cfg(target_arch = "x86_64")]
+fn has_i386_abi() -> Result<(), String> {
+    let (ended, _) = forked(|_| if int80_getpid() > 0 { 0 } else { 1 });
+    if ended == Ended::Exit(0) {
+        Ok(())
+    } else {
+        Err(format!("no i386 syscall ABI on this kernel ({ended:?})"))
+    }
+}
+
 /// A call through the i386 ABI (`int 0x80`) is a foreign architecture for the filter: the
 /// process is killed with SIGSYS.
 #[cfg(target_arch = "x86_64")]
@@ -616,19 +641,8 @@ fn security_forked_wrong_arch_is_killed() {
         eprintln!("skipped: applying seccomp without no_new_privs in a child needs root");
         return;
     }
-    fn int80_getpid() -> i64 {
-        let ret: i64;
-        // SAFETY: i386 getpid (20) through int 0x80: no memory arguments; rax is the only
-        // register read and written by the call besides those the kernel preserves.
-        unsafe {
-            std::arch::asm!("int 0x80", inlateout("rax") 20i64 => ret, options(nostack));
-        }
-        ret
-    }
-    // Without a filter: does this kernel have the i386 ABI at all?
-    let (ended, _) = forked(|_| if int80_getpid() > 0 { 0 } else { 1 });
-    if ended != Ended::Exit(0) {
-        eprintln!("skipped: no i386 syscall ABI on this kernel ({ended:?})");
+    if let Err(why) = has_i386_abi() {
+        eprintln!("skipped: {why}");
         return;
     }
     let prepared = prepare(&SecurityConfig::default()).unwrap();
@@ -641,4 +655,179 @@ fn security_forked_wrong_arch_is_killed() {
         0
     });
     assert_eq!(ended, Ended::Signal(libc::SIGSYS), "{out}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Engines' own profiles (OCI `linux.seccomp`), installed in forked children.
+
+const DOCKER_PROFILE: &str = include_str!("seccomp/fixtures/docker-28.2.2.json");
+const PODMAN_PROFILE: &str = include_str!("seccomp/fixtures/podman-4.3.1.json");
+
+/// Docker's defaults with an OCI profile instead of the built-in one.
+fn with_oci_profile(json: &str) -> SecurityConfig {
+    SecurityConfig {
+        seccomp: SeccompChoice::Oci(Box::new(serde_json::from_str(json).unwrap())),
+        ..SecurityConfig::default()
+    }
+}
+
+/// `fork()` through libc (glibc's `clone` with `CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID |
+/// SIGCHLD`); the grandchild exits at once.
+fn fork_and_reap() -> libc::c_long {
+    // SAFETY: the grandchild only calls _exit.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        // SAFETY: leave the grandchild immediately.
+        unsafe { libc::_exit(0) };
+    }
+    if pid > 0 {
+        let mut st = 0;
+        // SAFETY: reap our own child.
+        unsafe { libc::waitpid(pid, &mut st, 0) };
+    }
+    libc::c_long::from(pid)
+}
+
+/// Applies `cfg` in a child and runs `body` there; the probes it sent.
+fn probes_under(
+    cfg: &SecurityConfig,
+    body: impl FnOnce(RawFd),
+) -> std::collections::HashMap<String, i32> {
+    let prepared = prepare(cfg).unwrap();
+    let (ended, out) = forked(|fd| {
+        if let Err(e) = prepared.apply() {
+            send(fd, &format!("apply error: {e}\n"));
+            return 2;
+        }
+        send_status(fd);
+        body(fd);
+        0
+    });
+    assert_eq!(ended, Ended::Exit(0), "{out}");
+    assert_eq!(status_field(&out, "Seccomp:"), "2");
+    probes(&out)
+}
+
+#[test]
+fn security_forked_default_profile_read_back_from_oci_behaves_the_same() {
+    if !is_root() {
+        eprintln!("skipped: applying capabilities and seccomp in a child needs root");
+        return;
+    }
+    let builtin = SecurityConfig::default();
+    let as_oci = SecurityConfig {
+        seccomp: SeccompChoice::Oci(Box::new(builtin.oci_seccomp_spec().unwrap().unwrap())),
+        ..SecurityConfig::default()
+    };
+    let a = probes_under(&builtin, run_probes);
+    let b = probes_under(&as_oci, run_probes);
+    assert_eq!(a, b);
+    assert_eq!(b["clone_newuser"], libc::EPERM);
+    assert_eq!(b["clone3"], libc::ENOSYS);
+}
+
+#[test]
+fn security_forked_docker_bundle_profile() {
+    if !is_root() {
+        eprintln!("skipped: applying capabilities and seccomp in a child needs root");
+        return;
+    }
+    let p = probes_under(&with_oci_profile(DOCKER_PROFILE), |fd| {
+        run_probes(fd);
+        probe(fd, "fork", fork_and_reap);
+        #[cfg(target_arch = "x86_64")]
+        if has_i386_abi().is_ok() {
+            // The profile lists SCMP_ARCH_X86: an i386 call is filtered, not killed.
+            probe(fd, "int80_getpid", || int80_getpid() as libc::c_long);
+        }
+    });
+    let eperm = libc::EPERM;
+    assert_eq!(p["getpid"], 0);
+    assert_eq!(p["write"], 0);
+    // fork and a plain clone go through clone's SCMP_CMP_MASKED_EQ (valueTwo omitted: 0).
+    assert_eq!(p["fork"], 0);
+    assert_eq!(p["clone_plain"], 0);
+    assert_eq!(p["clone_newuser"], eperm);
+    assert_eq!(p["clone3"], libc::ENOSYS);
+    for blocked in [
+        "unshare_user",
+        "unshare_uts",
+        "keyctl",
+        "add_key",
+        "mount",
+        "reboot",
+    ] {
+        assert_eq!(p[blocked], eperm, "{blocked}");
+    }
+    assert_eq!(p["socket_unix"], 0);
+    // Docker 28's profile has no AF_VSOCK rule: whatever the kernel says, not seccomp's EPERM.
+    assert_ne!(p["socket_vsock"], eperm);
+    assert_eq!(p["personality_query"], 0);
+    assert_eq!(p["personality_exec"], eperm);
+    if let Some(&r) = p.get("int80_getpid") {
+        assert_eq!(r, 0);
+    }
+}
+
+#[test]
+fn security_forked_podman_bundle_profile() {
+    if !is_root() {
+        eprintln!("skipped: applying capabilities and seccomp in a child needs root");
+        return;
+    }
+    use libc::c_long;
+    let p = probes_under(&with_oci_profile(PODMAN_PROFILE), |fd| {
+        probe(fd, "getpid", || raw(libc::SYS_getpid, [0; 5]));
+        probe(fd, "fork", fork_and_reap);
+        // A plain clone and clone3 are in Podman's allowlist (clone3 with no arguments:
+        // the kernel's EINVAL).
+        probe(fd, "clone3", || raw(libc::SYS_clone3, [0; 5]));
+        // Not in the profile: the default action, ERRNO(38).
+        probe(fd, "add_key", || raw(libc::SYS_add_key, [0; 5]));
+        probe(fd, "personality_exec", || {
+            raw(libc::SYS_personality, [0x0040_0000, 0, 0, 0, 0])
+        });
+        probe(fd, "personality_query", || {
+            raw(libc::SYS_personality, [0xffff_ffff, 0, 0, 0, 0])
+        });
+        // An ERRNO(1) rule.
+        probe(fd, "kexec_load", || raw(libc::SYS_kexec_load, [0; 5]));
+        let socket = |family: libc::c_int, kind: libc::c_int, proto: libc::c_int| {
+            let s = raw(
+                libc::SYS_socket,
+                [
+                    c_long::from(family),
+                    c_long::from(kind),
+                    c_long::from(proto),
+                    0,
+                    0,
+                ],
+            );
+            if s >= 0 {
+                // SAFETY: closing the fd we just got.
+                unsafe { libc::close(s as RawFd) };
+            }
+            s
+        };
+        // The two-argument rule: AF_NETLINK and NETLINK_AUDIT → EINVAL.
+        probe(fd, "netlink_audit", || {
+            socket(libc::AF_NETLINK, libc::SOCK_RAW, libc::NETLINK_AUDIT)
+        });
+        probe(fd, "netlink_route", || {
+            socket(libc::AF_NETLINK, libc::SOCK_RAW, libc::NETLINK_ROUTE)
+        });
+        probe(fd, "socket_unix", || {
+            socket(libc::AF_UNIX, libc::SOCK_STREAM, 0)
+        });
+    });
+    assert_eq!(p["getpid"], 0);
+    assert_eq!(p["fork"], 0);
+    assert_eq!(p["clone3"], libc::EINVAL);
+    assert_eq!(p["add_key"], libc::ENOSYS);
+    assert_eq!(p["personality_exec"], libc::ENOSYS);
+    assert_eq!(p["personality_query"], 0);
+    assert_eq!(p["kexec_load"], libc::EPERM);
+    assert_eq!(p["netlink_audit"], libc::EINVAL);
+    assert_eq!(p["netlink_route"], 0);
+    assert_eq!(p["socket_unix"], 0);
 }

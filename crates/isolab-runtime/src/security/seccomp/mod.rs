@@ -1,42 +1,41 @@
-//! Docker's default seccomp profile as a data table, specialised to a capability set and
-//! compiled to classic BPF with `seccompiler`.
+//! Seccomp: Docker's default profile as a data table, specialised to a capability set, and
+//! OCI `linux.seccomp` profiles ([`oci`]), both compiled to classic BPF with libseccomp
+//! ([`bpf`]).
 //!
-//! Semantics follow moby's `profiles/seccomp/default.json` (v25+, where the `io_uring_*`
-//! calls left the allowlist): the default action is `ERRNO(EPERM)`; about 330 calls are
-//! allowed unconditionally; a few are allowed only with an argument check (`socket` unless the
-//! family is `AF_VSOCK`, `personality` for five values, `clone` without namespace flags);
-//! calls tied to a capability (`mount`, `unshare`, `setns`, `reboot`, `bpf`, …) are allowed
-//! only when the container keeps that capability; without `CAP_SYS_ADMIN`, `clone3` fails with
-//! `ENOSYS` so that libc falls back to `clone`, whose flags the filter can inspect.
+//! Semantics of the default profile follow moby's `profiles/seccomp/default.json` (v25+, where
+//! the `io_uring_*` calls left the allowlist): the default action is `ERRNO(EPERM)`; about 330
+//! calls are allowed unconditionally; a few are allowed only with an argument check (`socket`
+//! unless the family is `AF_VSOCK`, `personality` for five values, `clone` without namespace
+//! flags); calls tied to a capability (`mount`, `unshare`, `setns`, `reboot`, `bpf`, …) are
+//! allowed only when the container keeps that capability; without `CAP_SYS_ADMIN`, `clone3`
+//! fails with `ENOSYS` so that libc falls back to `clone`, whose flags the filter can inspect.
+//! Syscall names are resolved by libseccomp, for any architecture it knows; a name an
+//! architecture does not have is skipped there.
 //!
 //! Differences from Docker, on purpose:
-//! - only the native ABI is allowed: a call from another ABI (i386 `int 0x80` on x86_64,
-//!   AArch32 on aarch64) kills the process (`SECCOMP_RET_KILL_PROCESS`, seccompiler's
-//!   architecture check), and x32 call numbers (`nr | 0x40000000`) fall to the default
-//!   `EPERM`. Docker also allows the x86/x32 (or arm) sub-architectures.
-//! - argument checks on `int` arguments compare the low 32 bits (what the kernel uses),
-//!   where libseccomp compares all 64.
-//! - the filter is a linear scan ordered by syscall number (seccompiler's layout); libseccomp
-//!   may emit a different layout, so the per-call cost can differ slightly.
+//! - only the native ABI is allowed: a call from another ABI (i386 `int 0x80` or x32 on
+//!   x86_64, AArch32 on aarch64) kills the process (`SECCOMP_RET_KILL_PROCESS`). Docker also
+//!   allows the x86/x32 (or arm) sub-architectures. (A bundle's own profile, see
+//!   [`oci`], gets the architectures it lists.)
+//! - `EQ` and `MASKED_EQ` checks on `int` arguments ([`ArgWidth::Bits32`]) compare the low 32
+//!   bits only (what the kernel uses), as `MASKED_EQ` with the mask limited to 32 bits; an
+//!   `NE` check on an `int` argument compares all 64 bits, as in Docker's profile under
+//!   runc: libseccomp has no masked `NE` and refuses two checks of one argument in a rule.
 //!
-//! The BPF is two programs: the allowlist (default `EPERM`) and, when some rule returns another
-//! errno (the `clone3` → `ENOSYS` rule), a second program that returns that errno and allows
-//! everything else. When several filters return `SECCOMP_RET_ERRNO`, the kernel takes the data
-//! of the most recently installed one, so the second program's errno wins.
+//! The BPF is one program: libseccomp returns a per-rule errno (the `clone3` → `ENOSYS`
+//! rule) in the same program as the default `EPERM`.
 
-mod numbers;
+pub mod bpf;
+pub mod oci;
 
 use std::collections::BTreeMap;
 
-use seccompiler::{
-    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
-    SeccompRule, TargetArch,
-};
+use libseccomp::{ScmpAction, ScmpArch, ScmpArgCompare, ScmpCompareOp, ScmpSyscall};
 use serde_json::{json, Value};
 
 use super::caps::{Capability, CapabilitySet};
 use super::error::SecurityError;
-use numbers::SYSCALL_NUMBERS;
+pub use bpf::{BpfProgram, CompiledFilter, SockFilter};
 
 /// `EPERM`, the errno Docker's profile returns for every call it does not allow.
 pub const DEFAULT_ERRNO: u32 = libc::EPERM as u32;
@@ -84,24 +83,22 @@ impl Arch {
         }
     }
 
-    fn target(self) -> TargetArch {
+    /// libseccomp's architecture.
+    pub fn scmp(self) -> ScmpArch {
         match self {
-            Arch::X86_64 => TargetArch::x86_64,
-            Arch::Aarch64 => TargetArch::aarch64,
+            Arch::X86_64 => ScmpArch::X8664,
+            Arch::Aarch64 => ScmpArch::Aarch64,
         }
     }
 }
 
-/// The number of a syscall on `arch`, if the table knows the name there.
+/// The number of a syscall on `arch`, if libseccomp knows the name there (`None` for a name
+/// it does not know, or that `arch` does not have, such as `chown32` on x86_64).
 pub fn syscall_number(name: &str, arch: Arch) -> Option<i64> {
-    let idx = SYSCALL_NUMBERS
-        .binary_search_by(|(known, _, _)| (*known).cmp(name))
-        .ok()?;
-    let (_, x86_64, aarch64) = SYSCALL_NUMBERS[idx];
-    match arch {
-        Arch::X86_64 => x86_64,
-        Arch::Aarch64 => aarch64,
-    }
+    ScmpSyscall::from_name_by_arch(name, arch.scmp())
+        .ok()
+        .map(|nr| i64::from(nr.as_raw_syscall()))
+        .filter(|&nr| nr >= 0)
 }
 
 /// How wide the compared argument is.
@@ -751,53 +748,49 @@ impl ResolvedProfile {
         self.calls.get(name).map(|(_, d)| d)
     }
 
-    /// Compiles the profile to BPF programs, to be installed in this order.
+    /// Compiles the profile with libseccomp to BPF programs, to be installed in this order
+    /// (one program: libseccomp returns the per-rule errnos in the same program).
     pub fn compile(&self) -> Result<Vec<BpfProgram>, SecurityError> {
-        let arch = self.arch;
-        let err = |source| SecurityError::CompileSeccomp {
-            arch: arch.name(),
-            source,
-        };
-        let mut allow: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-        let mut errnos: BTreeMap<u32, BTreeMap<i64, Vec<SeccompRule>>> = BTreeMap::new();
-        for (nr, decision) in self.calls.values() {
+        const WHAT: &str = "Docker's default profile";
+        let mut filter = bpf::FilterBuilder::new(
+            WHAT,
+            ScmpAction::Errno(DEFAULT_ERRNO as i32),
+            &[self.arch.scmp()],
+        )?;
+        for (&name, (_, decision)) in &self.calls {
+            // Rules take the number of the *native* architecture; libseccomp translates it
+            // by name to the filter's architecture.
+            let syscall = bpf::resolve(name).ok_or(SecurityError::SeccompUnknownSyscall {
+                name: name.to_string(),
+            })?;
+            let describe = |action: &'static str| move || format!("the rule {action} for {name}");
             match decision {
                 Resolved::Allow => {
-                    allow.insert(*nr, vec![]);
+                    filter.add(ScmpAction::Allow, syscall, &[], describe("ALLOW"))?;
                 }
                 Resolved::AllowIf(alternatives) => {
-                    let rules = alternatives
-                        .iter()
-                        .map(|checks| to_rule(checks))
-                        .collect::<Result<Vec<_>, _>>()
-                        .map_err(err)?;
-                    allow.insert(*nr, rules);
+                    for checks in alternatives {
+                        let conditions: Vec<ScmpArgCompare> =
+                            checks.iter().map(arg_compare).collect();
+                        filter.add(
+                            ScmpAction::Allow,
+                            syscall,
+                            &conditions,
+                            describe("ALLOW with argument checks"),
+                        )?;
+                    }
                 }
                 Resolved::Errno(e) => {
-                    errnos.entry(*e).or_default().insert(*nr, vec![]);
+                    filter.add(
+                        ScmpAction::Errno(*e as i32),
+                        syscall,
+                        &[],
+                        describe("ERRNO"),
+                    )?;
                 }
             }
         }
-        let mut programs = Vec::with_capacity(1 + errnos.len());
-        let filter = SeccompFilter::new(
-            allow,
-            SeccompAction::Errno(DEFAULT_ERRNO),
-            SeccompAction::Allow,
-            arch.target(),
-        )
-        .map_err(err)?;
-        programs.push(BpfProgram::try_from(filter).map_err(err)?);
-        for (errno, rules) in errnos {
-            let filter = SeccompFilter::new(
-                rules,
-                SeccompAction::Allow,
-                SeccompAction::Errno(errno),
-                arch.target(),
-            )
-            .map_err(err)?;
-            programs.push(BpfProgram::try_from(filter).map_err(err)?);
-        }
-        Ok(programs)
+        Ok(vec![filter.export()?])
     }
 
     /// The same profile as an OCI `linux.seccomp` object (runc/crun, through libseccomp).
@@ -834,23 +827,31 @@ impl ResolvedProfile {
     }
 }
 
-fn to_rule(checks: &[ArgCheck]) -> Result<SeccompRule, seccompiler::BackendError> {
-    let conditions = checks
-        .iter()
-        .map(|c| {
-            let width = match c.width {
-                ArgWidth::Bits32 => SeccompCmpArgLen::Dword,
-                ArgWidth::Bits64 => SeccompCmpArgLen::Qword,
-            };
-            let op = match c.op {
-                ArgOp::Eq => SeccompCmpOp::Eq,
-                ArgOp::Ne => SeccompCmpOp::Ne,
-                ArgOp::MaskedEq { mask } => SeccompCmpOp::MaskedEq(mask),
-            };
-            SeccompCondition::new(c.index, width, op, c.value)
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    SeccompRule::new(conditions)
+/// The libseccomp comparison for one check: 64-bit ones as they are; 32-bit `EQ` and
+/// `MASKED_EQ` as `MASKED_EQ` with the mask limited to the low 32 bits (exactly what the
+/// kernel reads of an `int`); 32-bit `NE` over all 64 bits (see the module documentation).
+fn arg_compare(check: &ArgCheck) -> ScmpArgCompare {
+    const LOW32: u64 = 0xffff_ffff;
+    let index = u32::from(check.index);
+    match (check.width, check.op) {
+        (ArgWidth::Bits64, ArgOp::Eq) => {
+            ScmpArgCompare::new(index, ScmpCompareOp::Equal, check.value)
+        }
+        (ArgWidth::Bits64, ArgOp::MaskedEq { mask }) => {
+            ScmpArgCompare::new(index, ScmpCompareOp::MaskedEqual(mask), check.value)
+        }
+        (ArgWidth::Bits32, ArgOp::Eq) => ScmpArgCompare::new(
+            index,
+            ScmpCompareOp::MaskedEqual(LOW32),
+            check.value & LOW32,
+        ),
+        (ArgWidth::Bits32, ArgOp::MaskedEq { mask }) => ScmpArgCompare::new(
+            index,
+            ScmpCompareOp::MaskedEqual(mask & LOW32),
+            check.value & LOW32,
+        ),
+        (_, ArgOp::Ne) => ScmpArgCompare::new(index, ScmpCompareOp::NotEqual, check.value),
+    }
 }
 
 fn oci_arg(check: &ArgCheck) -> Value {
@@ -873,8 +874,7 @@ mod tests {
     }
 
     #[test]
-    fn number_table_is_sorted_and_matches_libc_on_this_arch() {
-        assert!(SYSCALL_NUMBERS.windows(2).all(|w| w[0].0 < w[1].0));
+    fn syscall_numbers_match_libc_on_this_arch() {
         let arch = Arch::native().unwrap();
         for (name, nr) in [
             ("getpid", libc::SYS_getpid),
@@ -897,6 +897,8 @@ mod tests {
         assert_eq!(syscall_number("close", Arch::Aarch64), Some(57));
         assert_eq!(syscall_number("open", Arch::Aarch64), None);
         assert_eq!(syscall_number("nosuchcall", Arch::X86_64), None);
+        // Known to libseccomp, but only on 32-bit architectures.
+        assert_eq!(syscall_number("chown32", Arch::X86_64), None);
     }
 
     #[test]
@@ -997,14 +999,9 @@ mod tests {
                     .compile()
                     .unwrap();
                 assert!(!programs.is_empty());
-                // BPF_MAXINSNS is 4096.
-                assert!(programs.iter().all(|p| p.len() < 4096));
-                let expect = if caps.contains(Capability::SYS_ADMIN) {
-                    1
-                } else {
-                    2
-                };
-                assert_eq!(programs.len(), expect, "{arch:?} {caps}");
+                assert!(programs.iter().all(|p| p.len() < bpf::BPF_MAXINSNS));
+                // One program, with or without the clone3 → ENOSYS rule.
+                assert_eq!(programs.len(), 1, "{arch:?} {caps}");
             }
         }
     }
