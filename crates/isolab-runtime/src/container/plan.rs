@@ -1025,7 +1025,10 @@ pub(crate) fn exec_plan(config: &ContainerConfig) -> Result<ExecPlan, RuntimeErr
         envp_ptrs,
         candidates,
         cwd: cpath("working directory", &config.cwd)?,
-        security: security::prepare(&config.security)?,
+        security: security::prepare_cached(
+            &config.security,
+            &config.state_dir.join(security::seccomp::cache::DIR_NAME),
+        )?,
         stdio_null: config.stdio == Stdio::Null,
         rlimits: config.oci.rlimits.clone(),
         user: config.oci.user.as_ref().map(|u| ExecUser {

@@ -287,10 +287,67 @@ pub fn prepare(cfg: &SecurityConfig) -> Result<Prepared, SecurityError> {
     prepare_with(cfg, &LinuxSecurity)
 }
 
+/// [`prepare`], with the compiled seccomp programs kept in (and read back from) the
+/// cache directory `cache` ([`seccomp::cache`]).
+pub fn prepare_cached(
+    cfg: &SecurityConfig,
+    cache: &std::path::Path,
+) -> Result<Prepared, SecurityError> {
+    prepare_inner(cfg, &LinuxSecurity, Some(cache))
+}
+
+/// The seccomp programs of `cfg`: from the cache when it holds them, else compiled
+/// (and stored there).
+fn compile_filters(
+    cfg: &SecurityConfig,
+    cache: Option<&std::path::Path>,
+) -> Result<Vec<CompiledFilter>, SecurityError> {
+    let identity = match &cfg.seccomp {
+        SeccompChoice::Unconfined => return Ok(Vec::new()),
+        SeccompChoice::Default => {
+            format!("docker-default capabilities={:x}", cfg.capabilities.mask()).into_bytes()
+        }
+        SeccompChoice::Oci(profile) => {
+            let mut v = b"oci ".to_vec();
+            v.extend(serde_json::to_vec(profile).unwrap_or_default());
+            v
+        }
+    };
+    let key = cache.map(|_| seccomp::cache::key(&identity));
+    if let (Some(dir), Some(key)) = (cache, &key) {
+        if let Some(filters) = seccomp::cache::load(dir, key) {
+            return Ok(filters);
+        }
+    }
+    let filters = match &cfg.seccomp {
+        SeccompChoice::Default => {
+            ResolvedProfile::docker_default(cfg.capabilities, Arch::native()?)
+                .compile()?
+                .into_iter()
+                .map(|program| CompiledFilter { program, flags: 0 })
+                .collect()
+        }
+        SeccompChoice::Oci(profile) => vec![seccomp::oci::compile(profile)?],
+        SeccompChoice::Unconfined => Vec::new(),
+    };
+    if let (Some(dir), Some(key)) = (cache, &key) {
+        seccomp::cache::store(dir, key, &filters);
+    }
+    Ok(filters)
+}
+
 /// [`prepare`] with the capability reads going through `sys`.
 pub fn prepare_with<S: SecuritySyscalls>(
     cfg: &SecurityConfig,
     sys: &S,
+) -> Result<Prepared, SecurityError> {
+    prepare_inner(cfg, sys, None)
+}
+
+fn prepare_inner<S: SecuritySyscalls>(
+    cfg: &SecurityConfig,
+    sys: &S,
+    cache: Option<&std::path::Path>,
 ) -> Result<Prepared, SecurityError> {
     let caps = if cfg.capabilities == CapabilitySet::all() && cfg.sets.is_none() {
         CapsPlan::Keep
@@ -324,17 +381,7 @@ pub fn prepare_with<S: SecuritySyscalls>(
             sets: cfg.sets,
         }
     };
-    let filters = match &cfg.seccomp {
-        SeccompChoice::Default => {
-            ResolvedProfile::docker_default(cfg.capabilities, Arch::native()?)
-                .compile()?
-                .into_iter()
-                .map(|program| CompiledFilter { program, flags: 0 })
-                .collect()
-        }
-        SeccompChoice::Oci(profile) => vec![seccomp::oci::compile(profile)?],
-        SeccompChoice::Unconfined => Vec::new(),
-    };
+    let filters = compile_filters(cfg, cache)?;
     Ok(Prepared {
         caps,
         no_new_privs: cfg.no_new_privs,

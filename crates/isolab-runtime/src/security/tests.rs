@@ -831,3 +831,25 @@ fn security_forked_podman_bundle_profile() {
     assert_eq!(p["netlink_route"], 0);
     assert_eq!(p["socket_unix"], 0);
 }
+
+#[test]
+fn compiled_programs_are_cached_by_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = SecurityConfig::default();
+    let first = compile_filters(&cfg, Some(dir.path())).unwrap();
+    let files = || std::fs::read_dir(dir.path()).unwrap().count();
+    assert_eq!(files(), 1);
+    // Read back: the same programs, no new file.
+    assert_eq!(compile_filters(&cfg, Some(dir.path())).unwrap(), first);
+    assert_eq!(files(), 1);
+    // Another profile (fewer capabilities: clone's namespace flags stay denied, other
+    // rules change) is another entry.
+    let fewer = SecurityConfig {
+        capabilities: CapabilitySet::docker_default()
+            .difference(CapabilitySet::from_names(&["CAP_SYS_CHROOT".to_string()]).unwrap()),
+        ..SecurityConfig::default()
+    };
+    compile_filters(&fewer, Some(dir.path())).unwrap();
+    assert_eq!(files(), 2);
+    assert_eq!(compile_filters(&cfg, None).unwrap(), first);
+}

@@ -26,6 +26,7 @@
 //! rule) in the same program as the default `EPERM`.
 
 pub mod bpf;
+pub mod cache;
 pub mod oci;
 
 use std::collections::BTreeMap;
