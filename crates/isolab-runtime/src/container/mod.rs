@@ -731,7 +731,9 @@ impl Instance {
         }
         let status = self.wait(forwarder.as_ref())?;
         mark(trace, Phase::Reaped);
-        self.read_counters();
+        if config.read_counters {
+            self.read_counters();
+        }
         match setup_error {
             Some(e) => Err(e),
             None => Ok(status),

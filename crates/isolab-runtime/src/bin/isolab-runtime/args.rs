@@ -294,6 +294,8 @@ fn sort_capabilities(spec: &mut serde_json::Value) {
 
 fn run(mut config: ContainerConfig, report: Option<&Path>) -> Result<i32> {
     config.forward_signals = true;
+    // Only the report shows the counters.
+    config.read_counters = report.is_some();
     let exit = match isolab_runtime::run(&config) {
         Ok(exit) => exit,
         Err(e) => {
