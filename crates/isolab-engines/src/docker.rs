@@ -129,10 +129,13 @@ impl Default for DockerConfig {
             cgroup_version: host_cgroup_version(),
             ready_timeout: Duration::from_secs(60),
             stop_timeout: Duration::from_secs(20),
-            runtimes: vec![(
-                ISOLAB_RUNTIME_NAME.into(),
-                isolab_runtime::config::locate_program(),
-            )],
+            // Registered only when it exists (dockerd would keep a runtime it cannot
+            // start); without it `docker+isolab` is not usable and says why.
+            runtimes: Some(isolab_runtime::config::locate_program())
+                .filter(|p| p.is_file())
+                .map(|p| (ISOLAB_RUNTIME_NAME.to_string(), p))
+                .into_iter()
+                .collect(),
         }
     }
 }
@@ -787,14 +790,21 @@ impl Engine for Docker {
             require(&*self.tools, ENGINE, "dockerd", "docker.io")?;
         }
         if let Some(name) = self.runtime {
-            if let Some((_, path)) = self.config.runtimes.iter().find(|(n, _)| n == name) {
-                require(
-                    &*self.tools,
-                    ENGINE,
-                    &path.display().to_string(),
-                    "isolab-runtime (cargo build --release -p isolab-runtime)",
-                )?;
-            }
+            let path = self
+                .config
+                .runtimes
+                .iter()
+                .find(|(n, _)| n == name)
+                .map_or_else(
+                    || isolab_runtime::config::PROGRAM.to_string(),
+                    |(_, p)| p.display().to_string(),
+                );
+            require(
+                &*self.tools,
+                ENGINE,
+                &path,
+                "isolab-runtime (cargo build --release -p isolab-runtime)",
+            )?;
         }
         Ok(())
     }
