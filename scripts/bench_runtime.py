@@ -14,10 +14,11 @@ import subprocess
 import sys
 import time
 
-PHASES = ["cgroup", "plan", "clone", "network", "mounts", "pivot", "seccomp", "exec",
-          "reaped", "exit"]
+PHASES = ["setup", "cgroup", "plan", "clone", "network", "mounts", "pivot", "seccomp",
+          "exec", "reaped", "exit"]
 PHASE_NOTES = {
-    "cgroup": "start of run() -> state file, cgroup created and limited, devices cgroup",
+    "setup": "the runtime's main() -> its setup starts (command line, bundle, cgroup mounts)",
+    "cgroup": "setup -> state file, cgroup created and limited, devices cgroup",
     "plan": "cgroup -> the child's plan built (paths, argv, seccomp program)",
     "clone": "plan -> clone3 returned in the parent",
     "network": "clone -> child in cgroup, network configured (lo up for none)",
@@ -149,10 +150,10 @@ def print_phases(title, traces):
     if outside:
         print(f"    {'outside':8s} {statistics.median(outside):7.2f} ms  (p5 {pct(outside, 5):6.2f}, "
               f"p95 {pct(outside, 95):6.2f})   wall time minus exit_us: exec of the "
-              "runtime binary, CLI parsing, teardown after exit (cgroup, netns, state)")
+              "runtime binary up to main(), printing the trace, process exit")
     tot = [tr["exit_us"] / 1e3 for tr, _ in traces if "exit_us" in tr]
     if tot:
-        print(f"    {'total':8s} {statistics.median(tot):7.2f} ms   (exit_us, inside run())")
+        print(f"    {'total':8s} {statistics.median(tot):7.2f} ms   (exit_us: main() to the end of run())")
 
 
 def main():

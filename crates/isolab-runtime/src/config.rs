@@ -86,6 +86,10 @@ pub struct ContainerConfig {
     /// the container exited, for [`crate::Exit::stats`] and [`crate::Exit::limits`]
     /// (on by default; a caller that reports neither saves the ~80 file reads).
     pub read_counters: bool,
+    /// `CLOCK_MONOTONIC` nanoseconds the trace counts from (a front end's own start,
+    /// [`crate::trace::monotonic_now_ns`]), so that [`crate::Phase::Setup`] shows the
+    /// work before the container's setup; `None` = the start of `run`/`create`.
+    pub trace_origin: Option<u64>,
     /// Forward SIGINT/SIGTERM/SIGHUP/SIGQUIT/SIGUSR1/SIGUSR2 received by this process
     /// to the container while it runs (what a command-line front end wants; a
     /// library caller that handles signals itself leaves it off).
@@ -458,6 +462,7 @@ impl ContainerConfig {
             cgroup_parent: PathBuf::from(DEFAULT_CGROUP_PARENT),
             trace: false,
             read_counters: true,
+            trace_origin: None,
             forward_signals: false,
             stdio: Stdio::Inherit,
             binds: Vec::new(),

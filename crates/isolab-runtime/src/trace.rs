@@ -6,6 +6,10 @@ use std::time::Duration;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Phase {
+    /// The runtime's own start: from the front end's start (its command line, the
+    /// bundle read, the cgroup mounts found) to the start of the container's setup.
+    /// Zero when the caller gives no earlier origin ([`crate::ContainerConfig::trace_origin`]).
+    Setup,
     /// The cgroup is created and limited.
     Cgroup,
     /// The child's plan is built (paths, arguments, the seccomp program).
@@ -33,7 +37,8 @@ pub enum Phase {
 
 impl Phase {
     /// Every phase.
-    pub const ALL: [Phase; 11] = [
+    pub const ALL: [Phase; 12] = [
+        Phase::Setup,
         Phase::Cgroup,
         Phase::Plan,
         Phase::Clone,
@@ -50,6 +55,7 @@ impl Phase {
     /// The phase's name in JSON: `cgroup`, `clone`, … (keys are `<name>_us`).
     pub fn name(self) -> &'static str {
         match self {
+            Phase::Setup => "setup",
             Phase::Cgroup => "cgroup",
             Phase::Plan => "plan",
             Phase::Clone => "clone",
@@ -80,8 +86,15 @@ impl Phase {
     }
 }
 
-/// Phase timestamps relative to the start of [`crate::run`] (monotonic clock).
+/// Phase timestamps relative to the trace's origin (monotonic clock): the start of
+/// [`crate::run`], or the front end's start when it gives one.
 pub type Trace = Vec<(Phase, Duration)>;
+
+/// `CLOCK_MONOTONIC` now, in nanoseconds: a trace origin for
+/// [`crate::ContainerConfig::trace_origin`].
+pub fn monotonic_now_ns() -> u64 {
+    crate::sys::monotonic_ns()
+}
 
 /// The trace as a JSON object `{"phase": microseconds, …}` in phase order.
 pub fn trace_json(trace: &Trace) -> String {

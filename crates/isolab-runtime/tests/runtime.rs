@@ -448,6 +448,7 @@ fn library_run_reports_phases_in_order() {
     assert_eq!(
         phases,
         [
+            Phase::Setup,
             Phase::Cgroup,
             Phase::Plan,
             Phase::Clone,
@@ -936,7 +937,10 @@ fn report_file_has_status_limits_and_stats() {
         stats.cpu_usage.is_some_and(|d| d > Duration::ZERO),
         "{stats:?}"
     );
-    assert_eq!(r.trace.first().map(|t| t.0), Some(Phase::Cgroup));
+    // The CLI's trace starts at its own start: setup (command line, cgroup mounts)
+    // comes first, then the container's phases.
+    assert_eq!(r.trace.first().map(|t| t.0), Some(Phase::Setup));
+    assert_eq!(r.trace.get(1).map(|t| t.0), Some(Phase::Cgroup));
     assert_eq!(r.trace.last().map(|t| t.0), Some(Phase::Exit));
     let json: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(&report).unwrap()).unwrap();

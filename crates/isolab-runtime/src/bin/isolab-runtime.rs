@@ -20,9 +20,10 @@ use clap::Parser;
 const RUNTIME_FAILURE: u8 = 125;
 
 fn main() -> ExitCode {
+    let started = isolab_runtime::trace::monotonic_now_ns();
     let cli = args::Cli::parse();
     let log = (cli.global.log.clone(), cli.global.log_format);
-    match args::dispatch(cli) {
+    match args::dispatch(cli, started) {
         Ok(status) => ExitCode::from(status.clamp(0, 255) as u8),
         Err(e) => {
             let message = args::chain(&e);

@@ -94,8 +94,9 @@ pub fn run_in(config: &ContainerConfig, hierarchy: &Hierarchy) -> Result<Exit, R
             expected: "Run for run (use create for Create)",
         });
     }
-    let t0 = sys::monotonic_ns();
+    let t0 = config.trace_origin.unwrap_or_else(sys::monotonic_ns);
     let mut trace = Trace::new();
+    mark_at(t0)(&mut trace, Phase::Setup);
     let (mut instance, binds) = Instance::prepare(config, hierarchy)?;
     let result = instance.start_and_wait(config, None, binds, t0, &mut trace, mark_at(t0));
     let teardown = instance.teardown();
@@ -145,8 +146,9 @@ pub fn create(
             expected: "Create for create (use run for Run)",
         });
     }
-    let t0 = sys::monotonic_ns();
+    let t0 = config.trace_origin.unwrap_or_else(sys::monotonic_ns);
     let mut trace = Trace::new();
+    mark_at(t0)(&mut trace, Phase::Setup);
     let (mut instance, binds) = Instance::prepare(config, hierarchy)?;
     let result = instance
         .start_and_wait(config, Some(&oci), binds, t0, &mut trace, mark_at(t0))

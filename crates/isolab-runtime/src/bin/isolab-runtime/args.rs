@@ -215,11 +215,12 @@ struct ContainerArgs {
 }
 
 /// Runs the subcommand; returns the exit status.
-pub fn dispatch(cli: Cli) -> Result<i32> {
+/// `started`: the process's start (`CLOCK_MONOTONIC` ns), the origin of `--trace`.
+pub fn dispatch(cli: Cli, started: u64) -> Result<i32> {
     let global = cli.global;
     global.check()?;
     match cli.command {
-        Command::Create(args) => oci_cli::create(&global, &args),
+        Command::Create(args) => oci_cli::create(&global, &args, started),
         Command::Start { id } => oci_cli::start(&global, &id),
         Command::Exec(args) => oci_cli::exec(&global, &args),
         Command::State { id } => oci_cli::state(&global, &id),
@@ -253,7 +254,13 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
                     return Err(e);
                 }
             };
-            run(config, report.as_deref())
+            run(
+                ContainerConfig {
+                    trace_origin: Some(started),
+                    ..config
+                },
+                report.as_deref(),
+            )
         }
         Command::Spec { mut container } => {
             if let Some(root) = &global.root {

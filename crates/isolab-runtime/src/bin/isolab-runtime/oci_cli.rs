@@ -235,7 +235,7 @@ fn hierarchy() -> Result<Hierarchy> {
 }
 
 /// `create`: sets the container up; its process waits for `start`.
-pub fn create(global: &Global, args: &CreateArgs) -> Result<i32> {
+pub fn create(global: &Global, args: &CreateArgs, started: u64) -> Result<i32> {
     if args.no_pivot {
         bail!("--no-pivot is not supported: isolab-runtime always uses pivot_root");
     }
@@ -257,6 +257,7 @@ pub fn create(global: &Global, args: &CreateArgs) -> Result<i32> {
     }
     config.state_dir = global.state_dir();
     config.lifecycle = Lifecycle::Create;
+    config.trace_origin = Some(started);
     let info = OciInfo {
         bundle,
         rootfs: config.rootfs.source().to_owned(),
