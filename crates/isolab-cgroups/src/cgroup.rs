@@ -443,9 +443,34 @@ impl Cgroup {
     /// directory in every controller (retrying `EBUSY` for about a second while the
     /// last processes exit), then the ancestors this handle created, when empty
     /// (another run may still use them).
+    ///
+    /// An empty cgroup (its processes already reaped, the usual case after a
+    /// container) is removed by one `rmdir` per directory: the kernel refuses
+    /// (`EBUSY`) a directory that still holds a process, and only then are the
+    /// processes listed and killed.
     pub fn remove(self) -> Result<(), Error> {
-        self.kill_all()?;
+        let mut busy = false;
+        let mut missing = 0;
         for d in &self.dirs {
+            match self.hierarchy.sys.rmdir(&d.path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => missing += 1,
+                Err(e) if is_errno(&e, libc::EBUSY) => busy = true,
+                Err(source) => {
+                    return Err(Error::RemoveDir {
+                        path: d.path.clone(),
+                        source,
+                    })
+                }
+            }
+        }
+        if missing == self.dirs.len() {
+            return Err(self.not_found());
+        }
+        if busy {
+            self.kill_all()?;
+        }
+        for d in self.dirs.iter().filter(|_| busy) {
             match tree::rmdir_retrying(&*self.hierarchy.sys, &d.path, RMDIR_DEADLINE) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
