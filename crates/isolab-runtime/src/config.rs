@@ -101,6 +101,11 @@ pub struct ContainerConfig {
     /// Run to completion ([`crate::run`]) or create and leave it to `start`
     /// ([`crate::create`]).
     pub lifecycle: Lifecycle,
+    /// With [`Lifecycle::Run`]: an init is PID 1 and forks the command as PID 2 (it
+    /// reaps orphans and forwards signals to the command); `false`: the command is
+    /// PID 1 itself, as an OCI bundle's `process` is with runc and crun (and with
+    /// [`Lifecycle::Create`] always).
+    pub init: bool,
     /// What an OCI bundle asks for beyond isolab's own configuration: more mounts,
     /// a network namespace to join, the user, rlimits, sysctls, hooks.
     pub oci: OciExtras,
@@ -132,6 +137,8 @@ pub struct OciExtras {
     pub sysctl: Vec<(String, String)>,
     /// `process.oomScoreAdj`.
     pub oom_score_adj: Option<i32>,
+    /// `linux.devices`: device nodes made in the container (after the mounts).
+    pub devices: Vec<DeviceNode>,
     /// `hooks`.
     pub hooks: Hooks,
     /// Every mount in the bundle's order (the standard ones it lists, the bind
@@ -217,6 +224,25 @@ pub enum Standard {
     Shm,
     /// mqueue on /dev/mqueue.
     Mqueue,
+}
+
+/// A device node of an OCI bundle's `linux.devices`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceNode {
+    /// Absolute path in the container.
+    pub path: PathBuf,
+    /// `S_IFCHR`, `S_IFBLK` or `S_IFIFO`.
+    pub kind: u32,
+    /// Major number.
+    pub major: u32,
+    /// Minor number.
+    pub minor: u32,
+    /// Permission bits (`fileMode`, default 0666).
+    pub mode: u32,
+    /// Owner.
+    pub uid: u32,
+    /// Group.
+    pub gid: u32,
 }
 
 /// A mount of an OCI bundle.
@@ -467,6 +493,7 @@ impl ContainerConfig {
             stdio: Stdio::Inherit,
             binds: Vec::new(),
             lifecycle: Lifecycle::Run,
+            init: true,
             oci: OciExtras::default(),
             cgroup_path: None,
         }

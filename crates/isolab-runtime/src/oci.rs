@@ -278,7 +278,7 @@ fn bundle_err(path: &Path, problem: impl Into<String>) -> RuntimeError {
 /// path, hooks) is refused with what to remove.
 pub fn from_bundle(dir: &Path, id: &ContainerId) -> Result<ContainerConfig, RuntimeError> {
     let file = dir.join("config.json");
-    let spec = Spec::load(&file).map_err(|e| bundle_err(&file, format!("cannot load: {e}")))?;
+    let spec = load_spec(&file)?;
     let process = spec
         .process()
         .as_ref()
@@ -301,6 +301,8 @@ pub fn from_bundle(dir: &Path, id: &ContainerId) -> Result<ContainerConfig, Runt
         args,
     );
     config.id = id.clone();
+    // The bundle's process is PID 1, as with runc and crun (no init of isolab's).
+    config.init = false;
     config.hostname = spec.hostname().clone().unwrap_or_else(|| id.to_string());
     apply_process(&mut config, process, &file)?;
     if let Some(hooks) = spec.hooks() {
@@ -451,6 +453,40 @@ pub fn from_bundle(dir: &Path, id: &ContainerId) -> Result<ContainerConfig, Runt
         Some(profile) => crate::security::SeccompChoice::Oci(Box::new(profile.clone())),
         None => crate::security::SeccompChoice::Unconfined,
     };
+    for d in linux.devices().iter().flatten() {
+        use oci_spec::runtime::LinuxDeviceType;
+        let kind = match d.typ() {
+            LinuxDeviceType::C | LinuxDeviceType::U => libc::S_IFCHR,
+            LinuxDeviceType::B => libc::S_IFBLK,
+            LinuxDeviceType::P => libc::S_IFIFO,
+            LinuxDeviceType::A => {
+                return Err(bundle_err(
+                    &file,
+                    format!(
+                        "device {}: type \"a\" is not a node type",
+                        d.path().display()
+                    ),
+                ))
+            }
+        };
+        let node = crate::config::DeviceNode {
+            path: d.path().clone(),
+            kind,
+            major: d.major() as u32,
+            minor: d.minor() as u32,
+            mode: d.file_mode().unwrap_or(0o666) & 0o7777,
+            uid: d.uid().unwrap_or(0),
+            gid: d.gid().unwrap_or(0),
+        };
+        BindMount {
+            source: PathBuf::from("/"),
+            destination: node.path.clone(),
+            readonly: false,
+        }
+        .validate()
+        .map_err(|e| bundle_err(&file, format!("device path: {e}")))?;
+        config.oci.devices.push(node);
+    }
     for (key, value) in linux.sysctl().iter().flatten() {
         config.oci.sysctl.push((key.clone(), value.clone()));
     }
@@ -543,10 +579,17 @@ pub struct BundleMeta {
     pub terminal: bool,
 }
 
+/// Reads and parses a bundle's `config.json` whole (what `Spec::load` does through a
+/// buffered reader, byte by byte, in twice the time: ~0.1 ms of a start).
+fn load_spec(file: &Path) -> Result<Spec, RuntimeError> {
+    let text = std::fs::read(file).map_err(|e| bundle_err(file, format!("cannot load: {e}")))?;
+    serde_json::from_slice(&text).map_err(|e| bundle_err(file, format!("cannot load: {e}")))
+}
+
 /// Reads [`BundleMeta`] of the bundle in `dir`.
 pub fn bundle_meta(dir: &Path) -> Result<BundleMeta, RuntimeError> {
     let file = dir.join("config.json");
-    let spec = Spec::load(&file).map_err(|e| bundle_err(&file, format!("cannot load: {e}")))?;
+    let spec = load_spec(&file)?;
     Ok(BundleMeta {
         annotations: spec
             .annotations()
@@ -751,6 +794,8 @@ mod tests {
         v["process"]["rlimits"] = json!([{"type": "RLIMIT_NOFILE", "soft": 1024, "hard": 2048}]);
         v["process"]["oomScoreAdj"] = json!(100);
         v["linux"]["sysctl"] = json!({"net.ipv4.ping_group_range": "0 0"});
+        v["linux"]["devices"] = json!([{"path": "/dev/fuse", "type": "c", "major": 10,
+                                        "minor": 229, "fileMode": 432, "uid": 7, "gid": 8}]);
         v["linux"]["namespaces"] = json!([{"type": "pid"}, {"type": "mount"},
                                           {"type": "network", "path": "/run/netns/x"}]);
         v["hooks"] = json!({"prestart": [{"path": "/bin/true", "args": ["true", "a"]}],
@@ -765,6 +810,12 @@ mod tests {
         assert_eq!(user.additional_gids, [5, 6]);
         assert_eq!(c.oci.rlimits, [(libc::RLIMIT_NOFILE, 1024, 2048)]);
         assert_eq!(c.oci.oom_score_adj, Some(100));
+        let fuse = &c.oci.devices[0];
+        assert_eq!(
+            (fuse.kind, fuse.major, fuse.minor),
+            (libc::S_IFCHR, 10, 229)
+        );
+        assert_eq!((fuse.mode, fuse.uid, fuse.gid), (0o660, 7, 8));
         assert_eq!(
             c.oci.sysctl,
             [("net.ipv4.ping_group_range".into(), "0 0".into())]

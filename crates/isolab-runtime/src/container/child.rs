@@ -190,6 +190,10 @@ pub(crate) fn main(plan: &Plan, fds: ChildFds) -> ! {
     if fds.fifo >= 0 {
         exec_after_start(&plan.exec, &fds)
     }
+    if plan.direct {
+        // The command is PID 1: the report pipe closes at its execve.
+        run_command(&plan.exec, fds.report)
+    }
     init(&plan.exec, fds.report)
 }
 
@@ -377,6 +381,25 @@ fn run_op(op: &Op, fds: &ChildFds) -> Result<(), Errno> {
             Ok(())
         }
         Op::WriteFile { path, value } => sys::write_file(path, value.as_bytes()),
+        Op::Node {
+            path,
+            mode,
+            dev,
+            uid,
+            gid,
+        } => {
+            // SAFETY: NUL-terminated paths; plain system calls.
+            unsafe {
+                libc::unlink(path.as_ptr());
+                if libc::mknod(path.as_ptr(), *mode, *dev) < 0
+                    || libc::chmod(path.as_ptr(), *mode & 0o7777) < 0
+                    || libc::chown(path.as_ptr(), *uid, *gid) < 0
+                {
+                    return Err(Errno::last());
+                }
+            }
+            Ok(())
+        }
     }
 }
 

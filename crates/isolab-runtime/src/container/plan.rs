@@ -82,6 +82,15 @@ pub(crate) enum Op {
     JoinNs { slot: usize, nstype: libc::c_int },
     /// Write `value` to the file `path` (a sysctl under /proc/sys).
     WriteFile { path: CString, value: CString },
+    /// A device node of `linux.devices`: `mknod` (replacing what is there), then
+    /// `chmod` (mknod applies the umask) and `chown`.
+    Node {
+        path: CString,
+        mode: libc::mode_t,
+        dev: libc::dev_t,
+        uid: libc::uid_t,
+        gid: libc::gid_t,
+    },
 }
 
 /// What the command's process (PID 2) does before `execve`.
@@ -124,6 +133,8 @@ pub(crate) struct Plan {
     /// One human description per op, for error messages (parent side only).
     pub descriptions: Vec<String>,
     pub exec: ExecPlan,
+    /// The command is PID 1 itself (no init: [`ContainerConfig::init`] off).
+    pub direct: bool,
 }
 
 /// Where the container's root and scratch space are mounted on the host side
@@ -386,6 +397,30 @@ pub(crate) fn build(config: &ContainerConfig, layout: &Layout) -> Result<Plan, R
             MountRef::Oci(i) => oci_mount(&mut b, config, root, i, writable_root)?,
         }
     }
+    for d in &config.oci.devices {
+        let (path, components) = components_under(root, &d.path)?;
+        if components.len() > 1 {
+            b.mkdir(path.parent().unwrap_or(root), 0o755)?;
+        }
+        b.push(
+            Op::Node {
+                path: cpath("device", &path)?,
+                mode: d.kind | d.mode,
+                dev: libc::makedev(d.major, d.minor),
+                uid: d.uid,
+                gid: d.gid,
+            },
+            format!(
+                "create device {} ({}:{}, mode {:o}, owner {}:{})",
+                d.path.display(),
+                d.major,
+                d.minor,
+                d.mode,
+                d.uid,
+                d.gid
+            ),
+        );
+    }
     b.phase(Phase::Mounts);
     b.push(
         Op::Chdir {
@@ -460,6 +495,7 @@ pub(crate) fn build(config: &ContainerConfig, layout: &Layout) -> Result<Plan, R
         ops: b.ops,
         descriptions: b.descriptions,
         exec,
+        direct: !config.init,
     })
 }
 

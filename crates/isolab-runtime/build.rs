@@ -1,0 +1,73 @@
+//! Links the `isolab-runtime` binary statically when the static archives are there.
+//!
+//! A container's start is a few milliseconds, and a dynamically linked,
+//! position-independent runtime spends ~0.5 ms of it before `main`: the loader maps
+//! libseccomp, libgcc_s and libc, resolves their symbols, and applies ~15,000 relative
+//! relocations, each page of them a copy-on-write fault. Linked statically at a fixed
+//! address there is nothing to load or relocate (as with a static runc).
+//!
+//! rustc links std's system libraries (and libseccomp's) with `-Bdynamic`, which takes a
+//! `libX.so` over a `libX.a` found in the same directory. A directory in `OUT_DIR` that
+//! holds only the archives, searched first (for the binary only), makes the linker take
+//! them; `libgcc_s`
+//! becomes libgcc's static unwinder `libgcc_eh.a` (what rustc links with `crt-static`).
+//! The runtime uses no NSS function (no user or host name look-ups), so a static glibc
+//! loses nothing. Where an archive is missing (no libseccomp-dev, another libc), the
+//! binary is linked as before, at a fixed address only, and cargo says why.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The libraries rustc names for std and libseccomp on x86_64-unknown-linux-gnu.
+const LIBRARIES: [&str; 8] = ["seccomp", "gcc_s", "util", "rt", "pthread", "m", "dl", "c"];
+
+fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let dir = out.join("static-libs");
+    match archives(&dir) {
+        Ok(()) => {
+            // For the binary only (a search path would reach the test binaries too,
+            // which link dynamically); the linker applies -L to every -l wherever it
+            // stands, and searches it before the system's directories.
+            println!("cargo:rustc-link-arg-bins=-L{}", dir.display());
+            println!("cargo:rustc-link-arg-bins=-static");
+        }
+        Err(why) => println!(
+            "cargo:warning=isolab-runtime is linked dynamically (starts ~0.3 ms slower): {why}"
+        ),
+    }
+    // Position-dependent either way: no relative relocations to apply at start.
+    println!("cargo:rustc-link-arg-bins=-no-pie");
+}
+
+/// Fills `dir` with a link to each library's static archive.
+fn archives(dir: &Path) -> Result<(), String> {
+    if std::env::var("CARGO_CFG_TARGET_ENV").as_deref() != Ok("gnu") {
+        return Err("the target is not glibc".into());
+    }
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    for lib in LIBRARIES {
+        let archive = if lib == "gcc_s" {
+            "libgcc_eh.a".to_owned()
+        } else {
+            format!("lib{lib}.a")
+        };
+        let found = Command::new(&cc)
+            .arg(format!("-print-file-name={archive}"))
+            .output()
+            .map_err(|e| format!("{cc} -print-file-name: {e}"))?;
+        let path = PathBuf::from(String::from_utf8_lossy(&found.stdout).trim());
+        // cc prints the bare name when it finds no such file.
+        if !path.is_absolute() || !path.is_file() {
+            return Err(format!(
+                "no {archive} (install libc6-dev and libseccomp-dev)"
+            ));
+        }
+        std::os::unix::fs::symlink(&path, dir.join(format!("lib{lib}.a")))
+            .map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    Ok(())
+}
