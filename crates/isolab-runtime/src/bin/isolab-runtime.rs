@@ -9,6 +9,8 @@
 
 #[path = "isolab-runtime/args.rs"]
 mod args;
+#[path = "isolab-runtime/fast.rs"]
+mod fast;
 #[path = "isolab-runtime/oci_cli.rs"]
 mod oci_cli;
 
@@ -21,7 +23,8 @@ const RUNTIME_FAILURE: u8 = 125;
 
 fn main() -> ExitCode {
     let started = isolab_runtime::trace::monotonic_now_ns();
-    let cli = args::Cli::parse();
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cli = fast::parse(&argv).unwrap_or_else(|| args::Cli::parse_from(argv));
     let log = (cli.global.log.clone(), cli.global.log_format);
     match args::dispatch(cli, started) {
         Ok(status) => ExitCode::from(status.clamp(0, 255) as u8),

@@ -195,31 +195,46 @@ pub fn write_v1_rules(cgroup_dir: &Path, rules: &[DeviceRule]) -> Result<(), Sec
             path: cgroup_dir.to_path_buf(),
         });
     }
-    write_line(cgroup_dir, "devices.deny", "a")?;
+    let mut deny = RuleFile::open(cgroup_dir, "devices.deny")?;
+    let mut allow = RuleFile::open(cgroup_dir, "devices.allow")?;
+    deny.write("a")?;
     for rule in rules {
-        let file = if rule.allow {
-            "devices.allow"
-        } else {
-            "devices.deny"
-        };
-        write_line(cgroup_dir, file, &rule.v1_line())?;
+        let file = if rule.allow { &mut allow } else { &mut deny };
+        file.write(&rule.v1_line())?;
     }
     Ok(())
 }
 
-/// One `write(2)` per line: cgroupfs parses each write as one rule.
-fn write_line(dir: &Path, file: &str, line: &str) -> Result<(), SecurityError> {
-    let path = dir.join(file);
-    let err = |source| SecurityError::WriteDevices {
-        path: path.clone(),
-        data: line.to_string(),
-        source,
-    };
-    let mut f = std::fs::OpenOptions::new()
-        .append(true)
-        .open(&path)
-        .map_err(err)?;
-    f.write_all(line.as_bytes()).map_err(err)
+/// `devices.allow` or `devices.deny`, opened once for all its rules (an open of a
+/// cgroup file costs more than the write).
+struct RuleFile {
+    path: std::path::PathBuf,
+    file: std::fs::File,
+}
+
+impl RuleFile {
+    fn open(dir: &Path, name: &str) -> Result<RuleFile, SecurityError> {
+        let path = dir.join(name);
+        match std::fs::OpenOptions::new().append(true).open(&path) {
+            Ok(file) => Ok(RuleFile { path, file }),
+            Err(source) => Err(SecurityError::WriteDevices {
+                path,
+                data: "(open)".to_owned(),
+                source,
+            }),
+        }
+    }
+
+    /// One `write(2)` per rule: cgroupfs parses each write as one rule.
+    fn write(&mut self, line: &str) -> Result<(), SecurityError> {
+        self.file
+            .write_all(line.as_bytes())
+            .map_err(|source| SecurityError::WriteDevices {
+                path: self.path.clone(),
+                data: line.to_string(),
+                source,
+            })
+    }
 }
 
 #[cfg(test)]

@@ -20,11 +20,11 @@ pub struct Cli {
     #[command(flatten)]
     pub global: Global,
     #[command(subcommand)]
-    command: Command,
+    pub(crate) command: Command,
 }
 
 #[derive(Debug, Subcommand)]
-enum Command {
+pub(crate) enum Command {
     /// Run a command in a new container and exit with its status.
     Run {
         #[command(flatten)]
@@ -104,114 +104,114 @@ enum Command {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum RootfsType {
+pub(crate) enum RootfsType {
     Dir,
     Overlay,
     Ext4,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum NetworkMode {
+pub(crate) enum NetworkMode {
     None,
     Host,
     Bridge,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum SeccompMode {
+pub(crate) enum SeccompMode {
     Default,
     Unconfined,
 }
 
 #[derive(Debug, Args)]
-struct ContainerArgs {
+pub(crate) struct ContainerArgs {
     /// Container id: 2 to 64 lowercase letters, digits, '-', '_' or '.', starting with a
     /// letter or digit (default: generated).
     #[arg(long)]
-    id: Option<String>,
+    pub(crate) id: Option<String>,
     /// Hostname (default: the id).
     #[arg(long)]
-    hostname: Option<String>,
+    pub(crate) hostname: Option<String>,
     /// Kind of ROOTFS: a directory, the lower directory of an overlay, an ext4 image.
     #[arg(long, value_enum, default_value = "dir")]
-    rootfs_type: RootfsType,
+    pub(crate) rootfs_type: RootfsType,
     /// Mount the root read-only (dir, ext4).
     #[arg(long)]
-    readonly: bool,
+    pub(crate) readonly: bool,
     /// Keep the overlay's upper layer in DIR (default: a throw-away tmpfs).
     #[arg(long, value_name = "DIR")]
-    upper: Option<PathBuf>,
+    pub(crate) upper: Option<PathBuf>,
     /// CPU quota in cpus (e.g. 0.5), over a 100 ms period.
     #[arg(long)]
-    cpus: Option<f64>,
+    pub(crate) cpus: Option<f64>,
     /// Cpus the container may run on (e.g. 0-1,3).
     #[arg(long, value_name = "LIST")]
-    cpuset: Option<String>,
+    pub(crate) cpuset: Option<String>,
     /// Memory limit (bytes, or 512M, 1G).
     #[arg(long)]
-    memory: Option<String>,
+    pub(crate) memory: Option<String>,
     /// Memory plus swap limit (cgroup v1 semantics; equal to --memory = no swap).
     #[arg(long)]
-    memory_swap: Option<String>,
+    pub(crate) memory_swap: Option<String>,
     /// Maximum number of tasks.
     #[arg(long)]
-    pids: Option<u64>,
+    pub(crate) pids: Option<u64>,
     /// Read bandwidth limit, `RATE` (on the disk holding ROOTFS) or `DEV=RATE`
     /// (DEV = /dev/NAME or MAJOR:MINOR); RATE in bytes/s (10M = 10 MiB/s).
     #[arg(long, value_name = "[DEV=]RATE")]
-    io_read_bps: Vec<String>,
+    pub(crate) io_read_bps: Vec<String>,
     /// Write bandwidth limit, as --io-read-bps.
     #[arg(long, value_name = "[DEV=]RATE")]
-    io_write_bps: Vec<String>,
+    pub(crate) io_write_bps: Vec<String>,
     /// Network: none (loopback only), host, bridge.
     #[arg(long, value_enum, default_value = "none")]
-    network: NetworkMode,
+    pub(crate) network: NetworkMode,
     /// Publish a port, HOST:CONTAINER (bridge network).
     #[arg(long, value_name = "HOST:CONTAINER")]
-    publish: Vec<String>,
+    pub(crate) publish: Vec<String>,
     /// Run in a new user namespace (container root = host uid 100000).
     #[arg(long)]
-    userns: bool,
+    pub(crate) userns: bool,
     /// Add a capability to Docker's default set (NET_ADMIN, ALL).
     #[arg(long)]
-    cap_add: Vec<String>,
+    pub(crate) cap_add: Vec<String>,
     /// Drop a capability from the default set.
     #[arg(long)]
-    cap_drop: Vec<String>,
+    pub(crate) cap_drop: Vec<String>,
     /// Every capability, no seccomp, nothing masked.
     #[arg(long)]
-    privileged: bool,
+    pub(crate) privileged: bool,
     /// Seccomp profile.
     #[arg(long, value_enum, default_value = "default")]
-    seccomp: SeccompMode,
+    pub(crate) seccomp: SeccompMode,
     /// Do not set no_new_privs.
     #[arg(long)]
-    allow_new_privs: bool,
+    pub(crate) allow_new_privs: bool,
     /// Environment entry NAME=value (added to PATH and TERM).
     #[arg(long, short)]
-    env: Vec<String>,
+    pub(crate) env: Vec<String>,
     /// Working directory inside the container.
     #[arg(long, short = 'w', default_value = "/")]
-    cwd: PathBuf,
+    pub(crate) cwd: PathBuf,
     /// Bind-mount a host file or directory, SRC:DST or SRC:DST:ro (repeatable; SRC
     /// must exist, DST is absolute and created in the root when missing).
     #[arg(long, value_name = "SRC:DST[:ro]")]
-    bind: Vec<String>,
+    pub(crate) bind: Vec<String>,
     /// Parent of the container's cgroup, relative to each controller's mount
     /// (created when missing, and then removed again) [default: isolab].
     #[arg(long, value_name = "PATH")]
-    cgroup_parent: Option<PathBuf>,
+    pub(crate) cgroup_parent: Option<PathBuf>,
     /// Print phase timestamps (and notes) as JSON on stderr.
     #[arg(long)]
-    trace: bool,
+    pub(crate) trace: bool,
     /// State directory.
     #[arg(long, default_value = isolab_runtime::config::DEFAULT_STATE_DIR)]
-    state_dir: PathBuf,
+    pub(crate) state_dir: PathBuf,
     /// Root filesystem: directory, overlay lower directory, or ext4 image.
-    rootfs: Option<PathBuf>,
+    pub(crate) rootfs: Option<PathBuf>,
     /// The command and its arguments (after `--`).
     #[arg(last = true)]
-    command: Vec<String>,
+    pub(crate) command: Vec<String>,
 }
 
 /// Runs the subcommand; returns the exit status.
