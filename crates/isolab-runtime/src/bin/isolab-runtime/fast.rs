@@ -1,6 +1,7 @@
-//! The command lines engines and benchmarks send most, parsed without clap: `run
-//! --bundle`, `create`, `start`, `state`, `kill` and `delete` with the flags engines
-//! pass. Building clap's command tree for every subcommand and touching its code for
+//! The command lines engines, the lab and benchmarks send most, parsed without clap:
+//! `run --bundle`, `run` of a root with a command and the flags the lab's start
+//! benchmark passes, `create`, `start`, `state`, `kill` and `delete` with the flags
+//! engines pass. Building clap's command tree for every subcommand and touching its code for
 //! the first time costs ~0.3 ms, a twentieth of a container's whole start. Anything
 //! else (another subcommand or flag, short flags, `--help`, a repeated flag, a value
 //! that starts with `-`) gives `None`, and clap parses it, errors and help included. A
@@ -13,7 +14,7 @@ use crate::args::{Cli, Command, ContainerArgs, NetworkMode, RootfsType, SeccompM
 use crate::oci_cli::{CreateArgs, Global, LogFormat};
 
 /// Flags of the subcommands taken here, and whether each takes a value.
-const FLAGS: [(&str, bool); 11] = [
+const FLAGS: [(&str, bool); 15] = [
     ("root", true),
     ("log", true),
     ("log-format", true),
@@ -25,6 +26,10 @@ const FLAGS: [(&str, bool); 11] = [
     ("pid-file", true),
     ("force", false),
     ("all", false),
+    ("rootfs-type", true),
+    ("cgroup-parent", true),
+    ("network", true),
+    ("readonly", false),
 ];
 
 /// Flags every subcommand takes, before or after its name (`Global`).
@@ -42,9 +47,17 @@ pub fn parse(args: &[OsString]) -> Option<Cli> {
     let mut subcommand = None;
     let mut flags: Vec<(&str, &str)> = Vec::new();
     let mut positional = Vec::new();
+    let mut command: Vec<String> = Vec::new();
     let mut rest = args.iter().skip(1);
     while let Some(arg) = rest.next() {
         let arg = arg.to_str()?;
+        if arg == "--" {
+            // `run ROOTFS -- CMD…`: the rest is the command, whatever it looks like.
+            for word in rest.by_ref() {
+                command.push(word.to_str()?.to_owned());
+            }
+            break;
+        }
         let Some(flag) = arg.strip_prefix("--") else {
             if arg.starts_with('-') {
                 return None;
@@ -107,12 +120,52 @@ pub fn parse(args: &[OsString]) -> Option<Cli> {
         [id, ..] if positional.len() == count => Some(id.to_string()),
         _ => None,
     };
-    let command = match subcommand? {
-        "run" if only(&["id", "trace", "bundle"]) && positional.is_empty() => Command::Run {
-            container: bundle_args(value("id"), has("trace")),
-            bundle: Some(PathBuf::from(value("bundle")?)),
-            report: None,
-        },
+    let run_flags = [
+        "id",
+        "trace",
+        "rootfs-type",
+        "cgroup-parent",
+        "network",
+        "readonly",
+    ];
+    let subcommand = subcommand?;
+    if !command.is_empty() && subcommand != "run" {
+        return None;
+    }
+    let subcommand = match subcommand {
+        "run"
+            if only(&["id", "trace", "bundle"]) && positional.is_empty() && command.is_empty() =>
+        {
+            Command::Run {
+                container: container_args(value("id"), has("trace")),
+                bundle: Some(PathBuf::from(value("bundle")?)),
+                report: None,
+            }
+        }
+        "run" if only(&run_flags) && positional.len() == 1 && !command.is_empty() => {
+            let mut container = container_args(value("id"), has("trace"));
+            container.rootfs_type = match value("rootfs-type").unwrap_or("dir") {
+                "dir" => RootfsType::Dir,
+                "overlay" => RootfsType::Overlay,
+                "ext4" => RootfsType::Ext4,
+                _ => return None,
+            };
+            container.network = match value("network").unwrap_or("none") {
+                "none" => NetworkMode::None,
+                "host" => NetworkMode::Host,
+                "bridge" => NetworkMode::Bridge,
+                _ => return None,
+            };
+            container.readonly = has("readonly");
+            container.cgroup_parent = value("cgroup-parent").map(PathBuf::from);
+            container.rootfs = Some(PathBuf::from(positional[0]));
+            container.command = command;
+            Command::Run {
+                container,
+                bundle: None,
+                report: None,
+            }
+        }
         "create" if only(&["bundle", "pid-file"]) => Command::Create(CreateArgs {
             bundle: PathBuf::from(value("bundle").unwrap_or(".")),
             console_socket: None,
@@ -135,11 +188,14 @@ pub fn parse(args: &[OsString]) -> Option<Cli> {
         },
         _ => return None,
     };
-    Some(Cli { global, command })
+    Some(Cli {
+        global,
+        command: subcommand,
+    })
 }
 
 /// `run`'s container flags at their defaults, with an id and `--trace`.
-fn bundle_args(id: Option<&str>, trace: bool) -> ContainerArgs {
+fn container_args(id: Option<&str>, trace: bool) -> ContainerArgs {
     ContainerArgs {
         id: id.map(str::to_owned),
         hostname: None,
@@ -205,6 +261,11 @@ mod tests {
             "kill c1 KILL",
             "kill --all c1 9",
             "--root /r --log /l --log-format text delete --force c1",
+            "run /root -- true",
+            "run --id b-1 --rootfs-type overlay --cgroup-parent isolab/b --network none /img -- true",
+            "run --trace --readonly --network=host --rootfs-type=ext4 /img.ext4 -- sh -c -x --y",
+            "run --network bridge /root -- true",
+            "run /root -- --",
         ] {
             let fast = parse(&argv(line)).unwrap_or_else(|| panic!("{line}: not taken"));
             let clap = Cli::try_parse_from(argv(line)).unwrap();
@@ -219,8 +280,13 @@ mod tests {
             "--help",
             "run --help",
             "--version",
-            "run /root -- true",
             "run --bundle /b extra",
+            "run /root",
+            "run /root /other -- true",
+            "run --bundle /b -- true",
+            "run --rootfs-type zip /root -- true",
+            "run --cpus 1 /root -- true",
+            "start c1 -- x",
             "run --bundle /b --report /r",
             "run --bundle /b --cpus 1",
             "run -b /b",
