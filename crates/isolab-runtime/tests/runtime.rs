@@ -617,6 +617,61 @@ fn oci_bundle_runs_on_isolab_runc_and_crun() {
     prune_engine_parents();
 }
 
+/// A bundle's `cgroup` mount shows the container its own cgroup, with and without a
+/// cgroup namespace of its own (Podman's default on cgroup v1 is the host's): the
+/// memory limit of the bundle is what the container reads at /sys/fs/cgroup/memory.
+#[test]
+fn oci_cgroup_mount_shows_the_container_its_own_cgroup() {
+    require_root!();
+    if !Path::new("/sys/fs/cgroup/memory/memory.limit_in_bytes").exists() {
+        eprintln!("skipped: no cgroup v1 memory hierarchy");
+        return;
+    }
+    let _l = lock();
+    let root = BusyboxRoot::new();
+    for (id, own_namespace) in [("t-cgns", true), ("t-cghost", false)] {
+        let dir = bundle(&root, id);
+        let file = dir.join("config.json");
+        let mut spec: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(&file).unwrap()).unwrap();
+        spec["process"]["args"] = serde_json::json!([
+            "sh",
+            "-c",
+            "cat /sys/fs/cgroup/memory/memory.limit_in_bytes; touch /sys/fs/cgroup/memory/x || echo ro"
+        ]);
+        spec["mounts"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!({
+                "destination": "/sys/fs/cgroup", "type": "cgroup", "source": "cgroup",
+                "options": ["nosuid", "noexec", "nodev", "relatime", "ro"]
+            }));
+        if !own_namespace {
+            spec["linux"]["namespaces"]
+                .as_array_mut()
+                .unwrap()
+                .retain(|n| n["type"] != "cgroup");
+        }
+        fs::write(&file, spec.to_string()).unwrap();
+        let out = Command::new(bin())
+            .args(["run", "--id", id, "--state-dir"])
+            .arg(root.state_dir())
+            .arg("--bundle")
+            .arg(&dir)
+            .output()
+            .unwrap();
+        let printed = ok(&out);
+        assert_eq!(
+            printed.split_whitespace().collect::<Vec<_>>(),
+            [(64u64 << 20).to_string().as_str(), "ro"],
+            "{id}: {out:?}"
+        );
+        for d in cgroup_dirs(&format!("isolab/rt-{id}")) {
+            assert!(!d.exists(), "{} left", d.display());
+        }
+    }
+}
+
 /// runc and crun create the bundle's `cgroupsPath` parents (`isolab`) in every
 /// mounted hierarchy, devices and name=systemd included, and leave them when the
 /// container is deleted. Remove them while empty (rmdir fails on a busy one).

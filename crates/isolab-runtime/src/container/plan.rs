@@ -568,7 +568,21 @@ fn standard_mount(
                 )
             }
         }
-        Standard::Cgroup => cgroup_mount(b, &root.join("sys/fs/cgroup")),
+        Standard::Cgroup => {
+            // Without a cgroup namespace of its own (Podman's default on cgroup v1),
+            // the container sees its own cgroup at each hierarchy's place, as with runc
+            // and crun, not the host's whole tree.
+            let host_view = match &config.oci.namespaces {
+                Some(ns)
+                    if !ns.creates(NsKind::Cgroup)
+                        && !ns.join.iter().any(|(kind, _)| *kind == NsKind::Cgroup) =>
+                {
+                    Some(config.cgroup_rel())
+                }
+                _ => None,
+            };
+            cgroup_mount(b, &root.join("sys/fs/cgroup"), host_view.as_deref())
+        }
         Standard::Dev => {
             b.mkdir(&dev, 0o755)?;
             b.mount(
@@ -935,8 +949,10 @@ fn oci_mount(
 /// The cgroup hierarchies, read-only, at `dir` (the root's /sys/fs/cgroup): a tmpfs
 /// with a mount of each v1 hierarchy of this host (options from /proc/self/mountinfo;
 /// the cgroup namespace roots each at the container's cgroup), symlinks for
-/// co-mounted controllers, or a single cgroup2 mount on a pure v2 host.
-fn cgroup_mount(b: &mut Builder, dir: &Path) -> Result<(), RuntimeError> {
+/// co-mounted controllers, or a single cgroup2 mount on a pure v2 host. With
+/// `host_view` (the container's cgroup, relative to the mounts; no cgroup namespace),
+/// each hierarchy that holds that cgroup is a read-only bind of it instead.
+fn cgroup_mount(b: &mut Builder, dir: &Path, host_view: Option<&Path>) -> Result<(), RuntimeError> {
     let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
     let mountinfo =
         std::fs::read_to_string("/proc/self/mountinfo").map_err(|source| RuntimeError::Host {
@@ -963,14 +979,33 @@ fn cgroup_mount(b: &mut Builder, dir: &Path) -> Result<(), RuntimeError> {
         }
         let target = dir.join(name);
         b.mkdir(&target, 0o555)?;
-        let data = (!options.is_empty()).then_some(options.as_str());
-        b.mount(
-            Some(fstype.as_str()),
-            &target,
-            Some(fstype.as_str()),
-            flags | libc::MS_RDONLY,
-            data,
-        )?;
+        let own = host_view
+            .map(|rel| Path::new("/sys/fs/cgroup").join(name).join(rel))
+            .filter(|own| own.is_dir());
+        if let Some(own) = own {
+            b.mount(
+                Some(&own.to_string_lossy()),
+                &target,
+                None,
+                libc::MS_BIND,
+                None,
+            )?;
+            b.push(
+                Op::RemountReadOnly {
+                    path: cpath("cgroup mount", &target)?,
+                },
+                format!("remount {} read-only", target.display()),
+            );
+        } else {
+            let data = (!options.is_empty()).then_some(options.as_str());
+            b.mount(
+                Some(fstype.as_str()),
+                &target,
+                Some(fstype.as_str()),
+                flags | libc::MS_RDONLY,
+                data,
+            )?;
+        }
         // cpu -> cpu,cpuacct, as on the host.
         if name.contains(',') {
             for part in name.split(',') {
