@@ -493,8 +493,62 @@ pub fn from_bundle(dir: &Path, id: &ContainerId) -> Result<ContainerConfig, Runt
     config.oci.sysctl.sort();
     if let Some(r) = linux.resources() {
         config.limits = limits_from(r).map_err(|problem| bundle_err(&file, problem))?;
+        if let Some(rules) = r.devices() {
+            // The bundle's allowlist, in its order, replaces isolab's default one; a
+            // leading "deny all" is what isolab writes first anyway.
+            let mut rules: Vec<crate::security::DeviceRule> = rules
+                .iter()
+                .map(device_rule)
+                .collect::<Result<_, _>>()
+                .map_err(|problem| bundle_err(&file, problem))?;
+            let deny_all = |r: &crate::security::DeviceRule| {
+                !r.allow
+                    && r.kind == crate::security::DeviceKind::All
+                    && r.major.is_none()
+                    && r.minor.is_none()
+                    && r.access == crate::security::DeviceAccess::ALL
+            };
+            let leading = rules.iter().take_while(|r| deny_all(r)).count();
+            rules.drain(..leading);
+            config.security.devices = rules;
+        }
     }
     Ok(config)
+}
+
+/// A `linux.resources.devices` entry as a device cgroup rule (absent type: all
+/// devices; absent or negative major or minor: any; absent access: `rwm`).
+fn device_rule(
+    d: &oci_spec::runtime::LinuxDeviceCgroup,
+) -> Result<crate::security::DeviceRule, String> {
+    use crate::security::{DeviceAccess, DeviceKind};
+    use oci_spec::runtime::LinuxDeviceType;
+    let kind = match d.typ() {
+        None | Some(LinuxDeviceType::A) => DeviceKind::All,
+        Some(LinuxDeviceType::C | LinuxDeviceType::U) => DeviceKind::Char,
+        Some(LinuxDeviceType::B) => DeviceKind::Block,
+        Some(LinuxDeviceType::P) => {
+            return Err("resources.devices: type \"p\" has no device cgroup rule".into())
+        }
+    };
+    let number = |n: Option<i64>| n.and_then(|n| u32::try_from(n).ok());
+    let access = d.access().as_deref().unwrap_or("rwm");
+    if access.is_empty() || !access.chars().all(|c| "rwm".contains(c)) {
+        return Err(format!(
+            "resources.devices: access {access:?} is not made of r, w and m"
+        ));
+    }
+    Ok(crate::security::DeviceRule {
+        allow: d.allow(),
+        kind,
+        major: number(d.major()),
+        minor: number(d.minor()),
+        access: DeviceAccess {
+            read: access.contains('r'),
+            write: access.contains('w'),
+            mknod: access.contains('m'),
+        },
+    })
 }
 
 /// Applies an OCI `process` to `config`: arguments, environment, working directory,
@@ -796,6 +850,9 @@ mod tests {
         v["linux"]["sysctl"] = json!({"net.ipv4.ping_group_range": "0 0"});
         v["linux"]["devices"] = json!([{"path": "/dev/fuse", "type": "c", "major": 10,
                                         "minor": 229, "fileMode": 432, "uid": 7, "gid": 8}]);
+        v["linux"]["resources"]["devices"] = json!([{"allow": false, "access": "rwm"},
+            {"allow": true, "type": "c", "major": 10, "minor": 229, "access": "rw"},
+            {"allow": false, "type": "b", "major": 8}]);
         v["linux"]["namespaces"] = json!([{"type": "pid"}, {"type": "mount"},
                                           {"type": "network", "path": "/run/netns/x"}]);
         v["hooks"] = json!({"prestart": [{"path": "/bin/true", "args": ["true", "a"]}],
@@ -810,6 +867,30 @@ mod tests {
         assert_eq!(user.additional_gids, [5, 6]);
         assert_eq!(c.oci.rlimits, [(libc::RLIMIT_NOFILE, 1024, 2048)]);
         assert_eq!(c.oci.oom_score_adj, Some(100));
+        use crate::security::{DeviceAccess, DeviceKind, DeviceRule};
+        let rw = DeviceAccess {
+            mknod: false,
+            ..DeviceAccess::ALL
+        };
+        assert_eq!(
+            c.security.devices,
+            [
+                DeviceRule {
+                    allow: true,
+                    kind: DeviceKind::Char,
+                    major: Some(10),
+                    minor: Some(229),
+                    access: rw,
+                },
+                DeviceRule {
+                    allow: false,
+                    kind: DeviceKind::Block,
+                    major: Some(8),
+                    minor: None,
+                    access: DeviceAccess::ALL,
+                }
+            ]
+        );
         let fuse = &c.oci.devices[0];
         assert_eq!(
             (fuse.kind, fuse.major, fuse.minor),
