@@ -494,23 +494,50 @@ pub fn from_bundle(dir: &Path, id: &ContainerId) -> Result<ContainerConfig, Runt
     if let Some(r) = linux.resources() {
         config.limits = limits_from(r).map_err(|problem| bundle_err(&file, problem))?;
         if let Some(rules) = r.devices() {
-            // The bundle's allowlist, in its order, replaces isolab's default one; a
-            // leading "deny all" is what isolab writes first anyway.
-            let mut rules: Vec<crate::security::DeviceRule> = rules
+            // The bundle's rules in their order (a leading "deny all" is what isolab
+            // writes first anyway), then, as runc does, the standard devices of every
+            // container's /dev (null, zero, full, random, urandom, tty, console, ptmx,
+            // pts; mknod of any) and (below) the nodes of linux.devices.
+            use crate::security::{DeviceAccess, DeviceKind, DeviceRule};
+            let mut all: Vec<DeviceRule> = rules
                 .iter()
                 .map(device_rule)
                 .collect::<Result<_, _>>()
                 .map_err(|problem| bundle_err(&file, problem))?;
-            let deny_all = |r: &crate::security::DeviceRule| {
+            let deny_all = |r: &DeviceRule| {
                 !r.allow
-                    && r.kind == crate::security::DeviceKind::All
+                    && r.kind == DeviceKind::All
                     && r.major.is_none()
                     && r.minor.is_none()
-                    && r.access == crate::security::DeviceAccess::ALL
+                    && r.access == DeviceAccess::ALL
             };
-            let leading = rules.iter().take_while(|r| deny_all(r)).count();
-            rules.drain(..leading);
-            config.security.devices = rules;
+            let leading = all.iter().take_while(|r| deny_all(r)).count();
+            all.drain(..leading);
+            for rule in crate::security::default_devices() {
+                if !all.contains(&rule) {
+                    all.push(rule);
+                }
+            }
+            config.security.devices = all;
+        }
+    }
+    // Each node of linux.devices may be used, whatever the allowlist says before.
+    for node in &config.oci.devices {
+        use crate::security::{DeviceAccess, DeviceKind, DeviceRule};
+        let kind = match node.kind {
+            libc::S_IFCHR => DeviceKind::Char,
+            libc::S_IFBLK => DeviceKind::Block,
+            _ => continue,
+        };
+        let rule = DeviceRule {
+            allow: true,
+            kind,
+            major: Some(node.major),
+            minor: Some(node.minor),
+            access: DeviceAccess::ALL,
+        };
+        if !config.security.devices.contains(&rule) {
+            config.security.devices.push(rule);
         }
     }
     Ok(config)
@@ -872,25 +899,26 @@ mod tests {
             mknod: false,
             ..DeviceAccess::ALL
         };
-        assert_eq!(
-            c.security.devices,
-            [
-                DeviceRule {
-                    allow: true,
-                    kind: DeviceKind::Char,
-                    major: Some(10),
-                    minor: Some(229),
-                    access: rw,
-                },
-                DeviceRule {
-                    allow: false,
-                    kind: DeviceKind::Block,
-                    major: Some(8),
-                    minor: None,
-                    access: DeviceAccess::ALL,
-                }
-            ]
-        );
+        let mut expected = vec![
+            DeviceRule {
+                allow: true,
+                kind: DeviceKind::Char,
+                major: Some(10),
+                minor: Some(229),
+                access: rw,
+            },
+            DeviceRule {
+                allow: false,
+                kind: DeviceKind::Block,
+                major: Some(8),
+                minor: None,
+                access: DeviceAccess::ALL,
+            },
+        ];
+        // The standard devices, then the node of linux.devices.
+        expected.extend(crate::security::default_devices());
+        expected.push(DeviceRule::allow_char(10, Some(229)));
+        assert_eq!(c.security.devices, expected);
         let fuse = &c.oci.devices[0];
         assert_eq!(
             (fuse.kind, fuse.major, fuse.minor),
