@@ -469,16 +469,16 @@ impl Cgroup {
         }
         if busy {
             self.kill_all()?;
-        }
-        for d in self.dirs.iter().filter(|_| busy) {
-            match tree::rmdir_retrying(&*self.hierarchy.sys, &d.path, RMDIR_DEADLINE) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(source) => {
-                    return Err(Error::RemoveDir {
-                        path: d.path.clone(),
-                        source,
-                    })
+            for d in &self.dirs {
+                match tree::rmdir_retrying(&*self.hierarchy.sys, &d.path, RMDIR_DEADLINE) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                    Err(source) => {
+                        return Err(Error::RemoveDir {
+                            path: d.path.clone(),
+                            source,
+                        })
+                    }
                 }
             }
         }
