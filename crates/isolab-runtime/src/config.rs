@@ -373,20 +373,25 @@ impl BindMount {
 
     /// Checks the destination: absolute, plain names only (no `.` or `..`), not `/`.
     pub fn validate(&self) -> Result<(), RuntimeError> {
-        use std::path::Component;
-        let mut components = self.destination.components();
-        let absolute = components.next() == Some(Component::RootDir);
-        let plain: Vec<Component> = components.collect();
-        if !absolute || plain.is_empty() || !plain.iter().all(|c| matches!(c, Component::Normal(_)))
-        {
-            return Err(RuntimeError::InvalidConfig {
-                what: "bind mount destination",
-                value: self.destination.display().to_string(),
-                expected: "an absolute path other than / without '.' or '..' (e.g. /data)",
-            });
-        }
-        Ok(())
+        validate_container_path("bind mount destination", &self.destination)
     }
+}
+
+/// Checks a path in the container (a bind mount's destination, a device node):
+/// absolute, plain names only (no `.` or `..`), not `/`.
+pub fn validate_container_path(what: &'static str, path: &Path) -> Result<(), RuntimeError> {
+    use std::path::Component;
+    let mut components = path.components();
+    let absolute = components.next() == Some(Component::RootDir);
+    let plain: Vec<Component> = components.collect();
+    if !absolute || plain.is_empty() || !plain.iter().all(|c| matches!(c, Component::Normal(_))) {
+        return Err(RuntimeError::InvalidConfig {
+            what,
+            value: path.display().to_string(),
+            expected: "an absolute path other than / without '.' or '..' (e.g. /data)",
+        });
+    }
+    Ok(())
 }
 
 /// First host uid and gid of the user namespace mapping (65536 ids are mapped,

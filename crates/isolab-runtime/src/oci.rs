@@ -14,6 +14,7 @@ use crate::config::{
 };
 use crate::error::RuntimeError;
 use crate::id::ContainerId;
+use crate::security::{DeviceAccess, DeviceKind, DeviceRule};
 
 /// The mounts every container gets (the same as the runtime makes itself).
 fn default_mounts() -> Value {
@@ -469,7 +470,9 @@ pub fn from_bundle(dir: &Path, id: &ContainerId) -> Result<ContainerConfig, Runt
                 ))
             }
         };
-        let node = crate::config::DeviceNode {
+        crate::config::validate_container_path("device path", d.path())
+            .map_err(|e| bundle_err(&file, e.to_string()))?;
+        config.oci.devices.push(crate::config::DeviceNode {
             path: d.path().clone(),
             kind,
             major: d.major() as u32,
@@ -477,15 +480,7 @@ pub fn from_bundle(dir: &Path, id: &ContainerId) -> Result<ContainerConfig, Runt
             mode: d.file_mode().unwrap_or(0o666) & 0o7777,
             uid: d.uid().unwrap_or(0),
             gid: d.gid().unwrap_or(0),
-        };
-        BindMount {
-            source: PathBuf::from("/"),
-            destination: node.path.clone(),
-            readonly: false,
-        }
-        .validate()
-        .map_err(|e| bundle_err(&file, format!("device path: {e}")))?;
-        config.oci.devices.push(node);
+        });
     }
     for (key, value) in linux.sysctl().iter().flatten() {
         config.oci.sysctl.push((key.clone(), value.clone()));
@@ -498,57 +493,56 @@ pub fn from_bundle(dir: &Path, id: &ContainerId) -> Result<ContainerConfig, Runt
             // writes first anyway), then, as runc does, the standard devices of every
             // container's /dev (null, zero, full, random, urandom, tty, console, ptmx,
             // pts; mknod of any) and (below) the nodes of linux.devices.
-            use crate::security::{DeviceAccess, DeviceKind, DeviceRule};
             let mut all: Vec<DeviceRule> = rules
                 .iter()
                 .map(device_rule)
                 .collect::<Result<_, _>>()
                 .map_err(|problem| bundle_err(&file, problem))?;
-            let deny_all = |r: &DeviceRule| {
-                !r.allow
-                    && r.kind == DeviceKind::All
-                    && r.major.is_none()
-                    && r.minor.is_none()
-                    && r.access == DeviceAccess::ALL
-            };
-            let leading = all.iter().take_while(|r| deny_all(r)).count();
+            let leading = all
+                .iter()
+                .take_while(|r| **r == DeviceRule::DENY_ALL)
+                .count();
             all.drain(..leading);
-            for rule in crate::security::default_devices() {
-                if !all.contains(&rule) {
-                    all.push(rule);
-                }
-            }
+            append_missing(&mut all, crate::security::default_devices());
             config.security.devices = all;
         }
     }
     // Each node of linux.devices may be used, whatever the allowlist says before.
-    for node in &config.oci.devices {
-        use crate::security::{DeviceAccess, DeviceKind, DeviceRule};
-        let kind = match node.kind {
-            libc::S_IFCHR => DeviceKind::Char,
-            libc::S_IFBLK => DeviceKind::Block,
-            _ => continue,
-        };
-        let rule = DeviceRule {
-            allow: true,
-            kind,
-            major: Some(node.major),
-            minor: Some(node.minor),
-            access: DeviceAccess::ALL,
-        };
-        if !config.security.devices.contains(&rule) {
-            config.security.devices.push(rule);
+    let nodes: Vec<DeviceRule> = config
+        .oci
+        .devices
+        .iter()
+        .filter_map(|node| {
+            let kind = match node.kind {
+                libc::S_IFCHR => DeviceKind::Char,
+                libc::S_IFBLK => DeviceKind::Block,
+                _ => return None,
+            };
+            Some(DeviceRule {
+                allow: true,
+                kind,
+                major: Some(node.major),
+                minor: Some(node.minor),
+                access: DeviceAccess::ALL,
+            })
+        })
+        .collect();
+    append_missing(&mut config.security.devices, nodes);
+    Ok(config)
+}
+
+/// Appends each rule of `more` that `rules` does not hold yet.
+fn append_missing(rules: &mut Vec<DeviceRule>, more: impl IntoIterator<Item = DeviceRule>) {
+    for rule in more {
+        if !rules.contains(&rule) {
+            rules.push(rule);
         }
     }
-    Ok(config)
 }
 
 /// A `linux.resources.devices` entry as a device cgroup rule (absent type: all
 /// devices; absent or negative major or minor: any; absent access: `rwm`).
-fn device_rule(
-    d: &oci_spec::runtime::LinuxDeviceCgroup,
-) -> Result<crate::security::DeviceRule, String> {
-    use crate::security::{DeviceAccess, DeviceKind};
+fn device_rule(d: &oci_spec::runtime::LinuxDeviceCgroup) -> Result<DeviceRule, String> {
     use oci_spec::runtime::LinuxDeviceType;
     let kind = match d.typ() {
         None | Some(LinuxDeviceType::A) => DeviceKind::All,
@@ -565,7 +559,7 @@ fn device_rule(
             "resources.devices: access {access:?} is not made of r, w and m"
         ));
     }
-    Ok(crate::security::DeviceRule {
+    Ok(DeviceRule {
         allow: d.allow(),
         kind,
         major: number(d.major()),
@@ -894,7 +888,6 @@ mod tests {
         assert_eq!(user.additional_gids, [5, 6]);
         assert_eq!(c.oci.rlimits, [(libc::RLIMIT_NOFILE, 1024, 2048)]);
         assert_eq!(c.oci.oom_score_adj, Some(100));
-        use crate::security::{DeviceAccess, DeviceKind, DeviceRule};
         let rw = DeviceAccess {
             mknod: false,
             ..DeviceAccess::ALL

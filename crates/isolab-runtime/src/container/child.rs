@@ -388,15 +388,15 @@ fn run_op(op: &Op, fds: &ChildFds) -> Result<(), Errno> {
             uid,
             gid,
         } => {
-            // SAFETY: NUL-terminated paths; plain system calls.
-            unsafe {
-                libc::unlink(path.as_ptr());
-                if libc::mknod(path.as_ptr(), *mode, *dev) < 0
-                    || libc::chmod(path.as_ptr(), *mode & 0o7777) < 0
+            // SAFETY: a NUL-terminated path; unlink of what is there (even a link).
+            unsafe { libc::unlink(path.as_ptr()) };
+            sys::mknod(path, *mode, *dev)?;
+            // SAFETY: as above; mknod applied the umask, chmod sets the mode asked for.
+            if unsafe {
+                libc::chmod(path.as_ptr(), *mode & 0o7777) < 0
                     || libc::chown(path.as_ptr(), *uid, *gid) < 0
-                {
-                    return Err(Errno::last());
-                }
+            } {
+                return Err(Errno::last());
             }
             Ok(())
         }

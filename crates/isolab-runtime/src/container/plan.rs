@@ -398,9 +398,20 @@ pub(crate) fn build(config: &ContainerConfig, layout: &Layout) -> Result<Plan, R
         }
     }
     for d in &config.oci.devices {
-        let (path, components) = components_under(root, &d.path)?;
-        if components.len() > 1 {
-            b.mkdir(path.parent().unwrap_or(root), 0o755)?;
+        let (path, mut components) = components_under(root, &d.path)?;
+        // The directories above the node, made as a mount destination's are (a
+        // symbolic link on the way is refused, so the node stays in the root).
+        components.pop();
+        if !components.is_empty() {
+            b.push(
+                Op::BindTarget {
+                    components,
+                    dir: true,
+                    create: true,
+                    bind: usize::MAX,
+                },
+                format!("create the directories of device {}", d.path.display()),
+            );
         }
         b.push(
             Op::Node {

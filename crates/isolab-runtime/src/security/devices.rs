@@ -100,6 +100,16 @@ impl DeviceRule {
         }
     }
 
+    /// Denies everything (`a *:* rwm` in `devices.deny`), what [`write_v1_rules`]
+    /// writes before the rules.
+    pub const DENY_ALL: DeviceRule = DeviceRule {
+        allow: false,
+        kind: DeviceKind::All,
+        major: None,
+        minor: None,
+        access: DeviceAccess::ALL,
+    };
+
     /// Allows everything (`a *:* rwm`), the privileged rule.
     pub const fn allow_all() -> DeviceRule {
         DeviceRule {
