@@ -537,6 +537,17 @@ fn kill_9_then_gc_leaves_nothing() {
     assert!(!alive(), "init {init_pid} still runs");
 }
 
+/// `isolab-runtime run --bundle DIR` as container `id`, with the root's state directory.
+fn run_bundle(root: &BusyboxRoot, id: &str, dir: &Path) -> Output {
+    Command::new(bin())
+        .args(["run", "--id", id, "--state-dir"])
+        .arg(root.state_dir())
+        .arg("--bundle")
+        .arg(dir)
+        .output()
+        .unwrap()
+}
+
 /// Writes `spec` output plus a rootfs link into a bundle directory.
 fn bundle(root: &BusyboxRoot, id: &str) -> PathBuf {
     let dir = root.dir.path().join(format!("bundle-{id}"));
@@ -571,13 +582,7 @@ fn oci_bundle_runs_on_isolab_runc_and_crun() {
     let _l = lock();
     let root = BusyboxRoot::new();
     let dir = bundle(&root, "t-oci");
-    let ours = Command::new(bin())
-        .args(["run", "--id", "t-oci", "--state-dir"])
-        .arg(root.state_dir())
-        .arg("--bundle")
-        .arg(&dir)
-        .output()
-        .unwrap();
+    let ours = run_bundle(&root, "t-oci", &dir);
     let printed = ok(&ours);
     assert!(printed.contains("bundle-ok t-oci"), "{ours:?}");
     assert!(
@@ -653,13 +658,7 @@ fn oci_cgroup_mount_shows_the_container_its_own_cgroup() {
                 .retain(|n| n["type"] != "cgroup");
         }
         fs::write(&file, spec.to_string()).unwrap();
-        let out = Command::new(bin())
-            .args(["run", "--id", id, "--state-dir"])
-            .arg(root.state_dir())
-            .arg("--bundle")
-            .arg(&dir)
-            .output()
-            .unwrap();
+        let out = run_bundle(&root, id, &dir);
         let printed = ok(&out);
         assert_eq!(
             printed.split_whitespace().collect::<Vec<_>>(),

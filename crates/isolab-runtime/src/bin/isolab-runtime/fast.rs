@@ -116,8 +116,9 @@ pub fn parse(args: &[OsString]) -> Option<Cli> {
             .map(|(_, value)| *value)
     };
     let has = |wanted: &str| value(wanted).is_some();
-    let id = |count: usize| match positional.as_slice() {
-        [id, ..] if positional.len() == count => Some(id.to_string()),
+    // The one positional argument of create, start, state and delete.
+    let id = || match positional.as_slice() {
+        [id] => Some(id.to_string()),
         _ => None,
     };
     let run_flags = [
@@ -173,13 +174,13 @@ pub fn parse(args: &[OsString]) -> Option<Cli> {
             no_pivot: false,
             no_new_keyring: false,
             preserve_fds: 0,
-            id: id(1)?,
+            id: id()?,
         }),
-        "start" if own.is_empty() => Command::Start { id: id(1)? },
-        "state" if own.is_empty() => Command::State { id: id(1)? },
+        "start" if own.is_empty() => Command::Start { id: id()? },
+        "state" if own.is_empty() => Command::State { id: id()? },
         "delete" if only(&["force"]) => Command::Delete {
             force: has("force"),
-            id: id(1)?,
+            id: id()?,
         },
         "kill" if only(&["all"]) && (1..=2).contains(&positional.len()) => Command::Kill {
             all: has("all"),
