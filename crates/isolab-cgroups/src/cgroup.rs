@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path, PathBuf};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -101,11 +102,6 @@ impl Cgroup {
     pub fn create(h: &Hierarchy, rel: &Path) -> Result<Cgroup, Error> {
         let rel = validate_rel(rel)?;
         let dirs = dirs_for(h, &rel);
-        if let Some(existing) = dirs.iter().find(|d| d.path.exists()) {
-            return Err(Error::AlreadyExists {
-                path: existing.path.clone(),
-            });
-        }
         let mut cgroup = Cgroup {
             hierarchy: h.clone(),
             rel,
@@ -127,9 +123,40 @@ impl Cgroup {
 
     /// Creates the directories level by level; records created leaves in `leaves`
     /// and created ancestors in `self.created`, for rollback and removal.
+    ///
+    /// A v1 (or hybrid cgroup2) leaf is first made directly: when its parent exists,
+    /// as it does for every run after the first, that is one path lookup instead of
+    /// three (an existence check, the parent's, the `mkdir`), each a walk through
+    /// cgroupfs. Only when `mkdir` says a parent is missing are the levels made one
+    /// by one.
     fn build(&mut self, leaves: &mut Vec<PathBuf>) -> Result<(), Error> {
         let depth = self.rel.components().count();
         for dir in &self.dirs {
+            if dir.role != MountRole::V2 {
+                match self.hierarchy.sys.mkdir(&dir.path) {
+                    Ok(()) => {
+                        leaves.push(dir.path.clone());
+                        if matches!(&dir.role, MountRole::V1(cs) if cs.contains(&Controller::Cpuset))
+                        {
+                            let parent = dir.path.parent().unwrap_or(&dir.root);
+                            v1::cpuset::copy_from_parent(&dir.path, parent)?;
+                        }
+                        continue;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                        return Err(Error::AlreadyExists {
+                            path: dir.path.clone(),
+                        });
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::NotFound && depth > 1 => {}
+                    Err(source) => {
+                        return Err(Error::CreateDir {
+                            path: dir.path.clone(),
+                            source,
+                        })
+                    }
+                }
+            }
             let mut current = dir.root.clone();
             for (i, component) in self.rel.components().enumerate() {
                 let parent = current.clone();
@@ -289,20 +316,102 @@ impl Cgroup {
         Ok(())
     }
 
-    /// Opens every `cgroup.procs` file now, so that a child process can attach
-    /// itself between `fork` and `exec` with [`Attacher::attach_self`] (inside
-    /// `CommandExt::pre_exec`), before it runs a single instruction of the workload.
-    pub fn attacher(&self) -> Result<Attacher, Error> {
-        let mut fds = Vec::with_capacity(self.dirs.len());
+    /// Moves the calling process (all its threads) into the cgroup, remembering
+    /// where it was in each hierarchy; [`Entered::leave`] (or dropping the guard)
+    /// moves it back. For a benchmark harness: what it spawns afterwards is born in
+    /// the cgroup, with no write to a task list per spawn (a write of a pid to
+    /// `cgroup.procs` may wait for an RCU grace period, see [`Attacher`]).
+    pub fn enter(&self) -> Result<Entered, Error> {
+        let own_path = PathBuf::from("/proc/self/cgroup");
+        let own = self
+            .hierarchy
+            .sys
+            .own_cgroups()
+            .map_err(|source| Error::Read {
+                path: own_path.clone(),
+                source,
+            })?;
+        let mut back = Vec::with_capacity(self.dirs.len());
         for d in &self.dirs {
-            let path = d.path.join("cgroup.procs");
+            let origin = origin_of(&own, d).ok_or_else(|| Error::Parse {
+                path: own_path.clone(),
+                found: own.clone(),
+                expected: "a line for every mounted cgroup hierarchy",
+            })?;
+            back.push(origin.join("cgroup.procs"));
+        }
+        let entered = Entered {
+            back,
+            pid: std::process::id().to_string(),
+            left: false,
+        };
+        for d in &self.dirs {
+            // On an error the guard's drop moves the process back.
+            file::write(&d.path.join("cgroup.procs"), &entered.pid)?;
+        }
+        Ok(entered)
+    }
+
+    /// Opens the files a child process writes to attach itself between `fork` and
+    /// `exec` with [`Attacher::attach_self`] (inside `CommandExt::pre_exec`), before
+    /// it runs a single instruction of the workload: `tasks` in each v1 hierarchy,
+    /// `cgroup.procs` in the cgroup2 directory (see [`Attacher`] for why).
+    pub fn attacher(&self) -> Result<Attacher, Error> {
+        self.open_attach_files(self.dirs.iter())
+    }
+
+    /// What a `clone3` caller needs to start a child inside the cgroup: the cgroup2
+    /// directory (pure v2, or the unified one of a hybrid host), opened `O_PATH`,
+    /// for `CLONE_INTO_CGROUP`, which joins it at no extra cost; and an
+    /// [`Attacher`] over the v1 hierarchies alone, which the child uses on itself.
+    pub fn clone_target(&self) -> Result<CloneTarget, Error> {
+        let v2 = self
+            .dirs
+            .iter()
+            .find(|d| !matches!(d.role, MountRole::V1(_)))
+            .map(|d| {
+                fs::OpenOptions::new()
+                    .read(true)
+                    .custom_flags(libc::O_PATH | libc::O_DIRECTORY)
+                    .open(&d.path)
+                    .map(OwnedFd::from)
+                    .map_err(|source| Error::Open {
+                        path: d.path.clone(),
+                        source,
+                    })
+            })
+            .transpose()?;
+        let v1 = self.open_attach_files(
+            self.dirs
+                .iter()
+                .filter(|d| matches!(d.role, MountRole::V1(_))),
+        )?;
+        Ok(CloneTarget { v2_dir: v2, v1 })
+    }
+
+    fn open_attach_files<'a>(
+        &self,
+        dirs: impl Iterator<Item = &'a CgroupDir>,
+    ) -> Result<Attacher, Error> {
+        let mut fds = Vec::with_capacity(self.dirs.len());
+        let mut paths = Vec::with_capacity(self.dirs.len());
+        for d in dirs {
+            let name = match d.role {
+                MountRole::V1(_) => "tasks",
+                MountRole::Unified | MountRole::V2 => "cgroup.procs",
+            };
+            let path = d.path.join(name);
             let f = fs::OpenOptions::new()
                 .write(true)
                 .open(&path)
-                .map_err(|source| Error::Open { path, source })?;
+                .map_err(|source| Error::Open {
+                    path: path.clone(),
+                    source,
+                })?;
             fds.push(OwnedFd::from(f));
+            paths.push(path);
         }
-        Ok(Attacher { fds })
+        Ok(Attacher { fds, paths })
     }
 
     /// Every process in the cgroup: the union over its directories, sorted and
@@ -501,8 +610,8 @@ impl Cgroup {
     }
 }
 
-/// Pre-opened `cgroup.procs` files of a [`Cgroup`], for a child process to attach
-/// itself between `fork` and `exec`:
+/// Pre-opened task lists of a [`Cgroup`], for a child process to attach itself
+/// between `fork` and `exec`:
 ///
 /// ```no_run
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -516,16 +625,86 @@ impl Cgroup {
 /// # Ok(()) }
 /// ```
 ///
+/// In a v1 hierarchy the file is `tasks`, not `cgroup.procs`: a thread that writes
+/// `0` to `tasks` moves only itself, and the kernel then skips its global
+/// threadgroup lock, whose first writer after a quiet spell waits for a whole RCU
+/// grace period (8 ms on the lab's machine, against 0.02 ms). A child between
+/// `fork` and `exec` has one thread, so moving it moves the process. cgroup2 has no
+/// such way (its `cgroup.threads` only moves threads within a threaded subtree):
+/// there the file is `cgroup.procs`, and a `clone3` caller avoids the lock with
+/// [`Cgroup::clone_target`].
+///
 /// The descriptors are close-on-exec: the workload does not inherit them.
 #[derive(Debug)]
 pub struct Attacher {
     fds: Vec<OwnedFd>,
+    /// The file behind each descriptor, for error messages.
+    paths: Vec<PathBuf>,
+}
+
+/// Where [`Cgroup::enter`] found the calling process: its cgroup in each
+/// hierarchy, to which it returns on [`Entered::leave`] or drop.
+#[derive(Debug)]
+#[must_use = "dropping the guard moves the process back at once"]
+pub struct Entered {
+    /// The `cgroup.procs` of each cgroup the process came from.
+    back: Vec<PathBuf>,
+    pid: String,
+    left: bool,
+}
+
+impl Entered {
+    /// Moves the process back where it was.
+    pub fn leave(mut self) -> Result<(), Error> {
+        self.left = true;
+        for procs in &self.back {
+            file::write(procs, &self.pid)?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Entered {
+    fn drop(&mut self) {
+        if !self.left {
+            for procs in &self.back {
+                // Best effort: there is no one to tell.
+                let _ = file::write(procs, &self.pid);
+            }
+        }
+    }
+}
+
+/// The directory of `dir`'s hierarchy that `/proc/self/cgroup` (`own`) names.
+fn origin_of(own: &str, dir: &CgroupDir) -> Option<PathBuf> {
+    own.lines().find_map(|line| {
+        let mut parts = line.splitn(3, ':');
+        let (id, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        let matches = match &dir.role {
+            MountRole::V1(cs) => {
+                let first = cs.first()?.name();
+                controllers.split(',').any(|c| c == first)
+            }
+            MountRole::Unified | MountRole::V2 => id == "0" && controllers.is_empty(),
+        };
+        matches.then(|| dir.root.join(path.trim_start_matches('/')))
+    })
+}
+
+/// See [`Cgroup::clone_target`].
+#[derive(Debug)]
+pub struct CloneTarget {
+    /// The cgroup2 directory, for `clone_args.cgroup` with `CLONE_INTO_CGROUP`.
+    pub v2_dir: Option<OwnedFd>,
+    /// The v1 hierarchies' `tasks` files, for the child to write `0` to.
+    pub v1: Attacher,
 }
 
 impl Attacher {
-    /// Writes `"0"` (the calling process) to each pre-opened `cgroup.procs` with
-    /// `write(2)`. Async-signal-safe: no allocation, no lock, so it may run in a
-    /// forked child of a multi-threaded parent.
+    /// Writes `"0"` (the caller) to each pre-opened file with `write(2)`: the
+    /// calling process, which must have a single thread (as a forked child has).
+    /// Async-signal-safe: no allocation, no lock, so it may run in a forked child of
+    /// a multi-threaded parent.
     pub fn attach_self(&self) -> io::Result<()> {
         for fd in &self.fds {
             // SAFETY: the fd is open for the lifetime of `self`, and the buffer is a
@@ -538,6 +717,27 @@ impl Attacher {
             }
         }
         Ok(())
+    }
+
+    /// The pre-opened descriptors, for a caller that writes `"0"` to them itself
+    /// (a `clone3` child that may not touch Rust data structures).
+    pub fn raw_fds(&self) -> impl Iterator<Item = std::os::fd::RawFd> + '_ {
+        self.fds.iter().map(AsRawFd::as_raw_fd)
+    }
+
+    /// The file behind the `i`-th descriptor of [`Attacher::raw_fds`].
+    pub fn path(&self, i: usize) -> Option<&Path> {
+        self.paths.get(i).map(PathBuf::as_path)
+    }
+
+    /// How many descriptors there are.
+    pub fn len(&self) -> usize {
+        self.fds.len()
+    }
+
+    /// Whether there are none (no hierarchy to join).
+    pub fn is_empty(&self) -> bool {
+        self.fds.is_empty()
     }
 }
 

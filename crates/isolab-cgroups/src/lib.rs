@@ -11,7 +11,8 @@
 //!   (with intermediate directories, v1 cpuset initialisation and v2
 //!   `cgroup.subtree_control`), [`Cgroup::apply`] / [`Cgroup::read_limits`] of
 //!   [`Limits`], [`Cgroup::attach`] or [`Cgroup::attacher`] for a child that attaches
-//!   itself before `exec`, [`Cgroup::stats`] ([`Stats`], with [`Pressure`]),
+//!   itself before `exec` ([`Cgroup::clone_target`] for a `clone3` caller),
+//!   [`Cgroup::stats`] ([`Stats`], with [`Pressure`]),
 //!   [`Cgroup::kill_all`] and [`Cgroup::remove`].
 //! - [`list_below`] finds leftovers for `isolab gc`.
 //! - [`read_mountinfo`] is isolab's one reader of `/proc/self/mountinfo`: typed
@@ -66,7 +67,7 @@ mod v1;
 mod v2;
 
 pub use bytes::Bytes;
-pub use cgroup::{list_below, Attacher, Cgroup};
+pub use cgroup::{list_below, Attacher, Cgroup, CloneTarget, Entered};
 pub use error::{Error, InvalidValue};
 pub use hierarchy::{Controller, Hierarchy, Version};
 pub use idset::IdSet;

@@ -6,7 +6,8 @@ use std::io;
 use std::path::Path;
 
 /// The system calls a [`crate::Cgroup`] makes besides reading and writing interface
-/// files: creating and removing cgroup directories and killing processes.
+/// files: creating and removing cgroup directories, killing processes and reading
+/// which cgroups the caller is in.
 ///
 /// The real implementation is [`RealSyscalls`]. A test double can emulate the
 /// kernel on a plain directory tree: create the interface files on `mkdir`, delete
@@ -19,6 +20,8 @@ pub trait Syscalls: Send + Sync + fmt::Debug {
     fn rmdir(&self, path: &Path) -> io::Result<()>;
     /// `kill(pid, SIGKILL)`.
     fn kill(&self, pid: u32) -> io::Result<()>;
+    /// The calling process's `/proc/self/cgroup`: `id:controllers:path` lines.
+    fn own_cgroups(&self) -> io::Result<String>;
 }
 
 /// The host's system calls.
@@ -48,6 +51,10 @@ impl Syscalls for RealSyscalls {
         } else {
             Err(io::Error::last_os_error())
         }
+    }
+
+    fn own_cgroups(&self) -> io::Result<String> {
+        fs::read_to_string("/proc/self/cgroup")
     }
 }
 

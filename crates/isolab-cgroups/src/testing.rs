@@ -232,4 +232,26 @@ impl Syscalls for FakeKernel {
         }
         Ok(())
     }
+
+    /// The caller is in the root cgroup of every hierarchy under the fake root.
+    fn own_cgroups(&self) -> io::Result<String> {
+        if self.v2 {
+            return Ok("0::/\n".into());
+        }
+        let mut lines = String::new();
+        let mut mounts: Vec<String> = fs::read_dir(&self.root)?
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().is_dir())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        mounts.sort();
+        for (i, m) in mounts.iter().enumerate() {
+            if m == "unified" {
+                lines.push_str("0::/\n");
+            } else {
+                lines.push_str(&format!("{}:{m}:/\n", i + 1));
+            }
+        }
+        Ok(lines)
+    }
 }

@@ -289,6 +289,9 @@ mod tests {
             }
             Ok(())
         }
+        fn own_cgroups(&self) -> io::Result<String> {
+            Ok(String::new())
+        }
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 use std::fs;
+use std::os::fd::AsRawFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
@@ -513,21 +514,76 @@ fn fake_attacher_writes_zero_in_the_child() {
     let (dir, h, _kernel) = fake_v1(&ALL_V1);
     let cg = Cgroup::create(&h, Path::new("att")).unwrap();
     let attacher = cg.attacher().unwrap();
+    assert_eq!(attacher.len(), ALL_V1.len());
     let mut cmd = Command::new("true");
     // SAFETY: attach_self only calls write(2) on pre-opened descriptors.
     unsafe { cmd.pre_exec(move || attacher.attach_self()) };
     assert!(cmd.status().unwrap().success());
+    // v1: the thread's own `tasks` (no threadgroup lock); cgroup2: `cgroup.procs`.
+    for m in ALL_V1 {
+        let file = if m == "unified" {
+            "cgroup.procs"
+        } else {
+            "tasks"
+        };
+        assert_eq!(read(dir.path().join(m).join("att").join(file)), "0", "{m}");
+    }
+    write(dir.path().join("unified/att/cgroup.procs"), "");
+    cg.remove().unwrap();
+}
+
+#[test]
+fn fake_clone_target_splits_cgroup2_from_v1() {
+    let (dir, h, _kernel) = fake_v1(&ALL_V1);
+    let cg = Cgroup::create(&h, Path::new("ct")).unwrap();
+    let target = cg.clone_target().unwrap();
+    let v2 = target.v2_dir.as_ref().expect("the unified directory");
+    let link = fs::read_link(format!("/proc/self/fd/{}", v2.as_raw_fd())).unwrap();
+    assert_eq!(link, dir.path().join("unified/ct"));
+    assert_eq!(target.v1.len(), ALL_V1.len() - 1);
+    for i in 0..target.v1.len() {
+        let path = target.v1.path(i).unwrap();
+        assert_eq!(path.file_name().unwrap(), "tasks", "{}", path.display());
+        assert!(!path.starts_with(dir.path().join("unified")));
+    }
+    drop(target);
+    cg.remove().unwrap();
+
+    let (_dir, h, _kernel) = fake_v2();
+    let cg = Cgroup::create(&h, Path::new("ct")).unwrap();
+    let target = cg.clone_target().unwrap();
+    assert!(target.v2_dir.is_some());
+    assert!(target.v1.is_empty());
+    drop(target);
+    cg.remove().unwrap();
+}
+
+#[test]
+fn fake_enter_moves_the_caller_and_leave_moves_it_back() {
+    let (dir, h, _kernel) = fake_v1(&ALL_V1);
+    let cg = Cgroup::create(&h, Path::new("bench")).unwrap();
+    let pid = std::process::id().to_string();
+    let entered = cg.enter().unwrap();
     for m in ALL_V1 {
         assert_eq!(
-            read(dir.path().join(m).join("att/cgroup.procs")),
-            "0",
+            read(dir.path().join(m).join("bench/cgroup.procs")),
+            pid,
             "{m}"
         );
     }
+    entered.leave().unwrap();
     for m in ALL_V1 {
-        write(dir.path().join(m).join("att/cgroup.procs"), "");
+        // The fake kernel says the caller came from each hierarchy's root.
+        assert_eq!(read(dir.path().join(m).join("cgroup.procs")), pid, "{m}");
+        write(dir.path().join(m).join("bench/cgroup.procs"), "");
     }
     cg.remove().unwrap();
+
+    // Dropping the guard moves back too.
+    let (dir, h, _kernel) = fake_v2();
+    let cg = Cgroup::create(&h, Path::new("bench")).unwrap();
+    drop(cg.enter().unwrap());
+    assert_eq!(read(dir.path().join("cgroup.procs")), pid);
 }
 
 #[test]
@@ -938,4 +994,83 @@ fn real_v1_without_cgroup_kill_stops_a_fork_loop() {
         assert!(!p.exists(), "{}", p.display());
         assert!(!p.parent().unwrap().exists(), "{}", p.display());
     }
+}
+
+/// Runs in a process of its own (spawned by the test below with
+/// `ISOLAB_ENTER_HELPER` set): moving the whole test process would move the
+/// other tests' threads and children too.
+#[test]
+fn real_enter_helper() {
+    let Ok(base) = std::env::var("ISOLAB_ENTER_HELPER") else {
+        return;
+    };
+    let h = Hierarchy::detect().unwrap();
+    let rel = PathBuf::from(&base).join("bench");
+    let cg = Cgroup::create(&h, &rel).unwrap();
+    let entered = cg.enter().unwrap();
+    let child = Command::new("cat")
+        .arg("/proc/self/cgroup")
+        .output()
+        .unwrap();
+    let inside = String::from_utf8_lossy(&child.stdout).into_owned();
+    let own_inside = read("/proc/self/cgroup");
+    entered.leave().unwrap();
+    let own_after = read("/proc/self/cgroup");
+    cg.remove().unwrap();
+    println!("CHILD\n{inside}OWN-INSIDE\n{own_inside}OWN-AFTER\n{own_after}END");
+}
+
+#[test]
+fn real_enter_puts_what_the_caller_spawns_in_the_cgroup_and_leave_returns() {
+    let Some(h) = real_v1() else { return };
+    let base = format!("isolab-test-{}-enter", std::process::id());
+    let _cleanup = Cleanup::new(&h, &base);
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "real_enter_helper",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("ISOLAB_ENTER_HELPER", &base)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let section = |name: &str| -> String {
+        let start = text.find(&format!("{name}\n")).unwrap() + name.len() + 1;
+        let rest = &text[start..];
+        let end = rest
+            .find(|c: char| c.is_ascii_uppercase())
+            .unwrap_or(rest.len());
+        rest[..end].to_owned()
+    };
+    let want = format!("/{base}/bench");
+    for (what, listing) in [
+        ("child", section("CHILD")),
+        ("caller", section("OWN-INSIDE")),
+    ] {
+        for controller in ["memory", "cpu", "pids"] {
+            let line = listing
+                .lines()
+                .find(|l| {
+                    l.split(':')
+                        .nth(1)
+                        .is_some_and(|cs| cs.split(',').any(|c| c == controller))
+                })
+                .unwrap_or_else(|| panic!("{what}: no {controller} line in {listing}"));
+            assert!(line.ends_with(&want), "{what}: {line}");
+        }
+        if h.unified().is_some() {
+            assert!(
+                listing.lines().any(|l| l == format!("0::{want}")),
+                "{what}: {listing}"
+            );
+        }
+    }
+    assert!(!section("OWN-AFTER").contains(&want), "{text}");
 }

@@ -171,4 +171,12 @@ impl Syscalls for HostCalls {
     fn kill(&self, pid: u32) -> io::Result<()> {
         self.0.kill(pid)
     }
+
+    /// Drivers never move the lab's own process ([`isolab_cgroups::Cgroup::enter`]).
+    fn own_cgroups(&self) -> io::Result<String> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "an engine's host does not say which cgroups the lab is in",
+        ))
+    }
 }
