@@ -15,6 +15,10 @@ pub(crate) const KIND_PHASE: u32 = 1;
 pub(crate) const KIND_SETUP: u32 = 2;
 /// Record kind: a step of the command's process failed (`code` = [`ExecStep`]).
 pub(crate) const KIND_EXEC: u32 = 3;
+/// Record kind: the child joined its v1 cgroups (`errno` 0), or writing itself to
+/// the `code`-th `tasks` file of [`ChildFds::cgroup`] failed with `errno`. The
+/// first record, always sent, before the go.
+pub(crate) const KIND_JOINED: u32 = 4;
 
 /// The byte the parent sends when the child may start its setup.
 pub(crate) const GO: u8 = b'G';
@@ -107,7 +111,7 @@ pub(crate) struct ChildFds {
     pub go: RawFd,
     /// Write end of the report pipe (close-on-exec).
     pub report: RawFd,
-    /// `cgroup.procs` of the container's devices cgroup, opened for writing
+    /// `tasks` of the container's devices cgroup, opened for writing
     /// (close-on-exec), for [`Op::JoinDevicesCgroup`]; `-1` when there is none.
     pub devices: RawFd,
     /// `create` only: an `O_PATH` descriptor of the exec FIFO (close-on-exec), `-1`
@@ -118,7 +122,15 @@ pub(crate) struct ChildFds {
     pub fifo_path: [u8; 32],
     /// Namespaces to join ([`Op::JoinNs`]), close-on-exec; `-1` for unused slots.
     pub ns: [RawFd; MAX_JOINED],
+    /// The container cgroup's `tasks` file in each v1 hierarchy, opened for writing
+    /// (close-on-exec), in order; `-1` for unused slots. (The cgroup2 part is joined
+    /// by `clone3` itself, `CLONE_INTO_CGROUP`.)
+    pub cgroup: [RawFd; MAX_CGROUP_FILES],
 }
+
+/// How many v1 hierarchies the container's cgroup may span (the kernel has 14 v1
+/// controllers).
+pub(crate) const MAX_CGROUP_FILES: usize = 16;
 
 /// How many namespaces a container can join by path (mount, uts, ipc, network,
 /// cgroup).
@@ -152,6 +164,22 @@ fn close_all_except(keep: [RawFd; 4 + MAX_JOINED]) {
 /// Entry point of the cloned child: waits for the parent's go, runs the setup
 /// steps, then becomes the container's init. Never returns.
 pub(crate) fn main(plan: &Plan, fds: ChildFds) -> ! {
+    // Into the container's cgroups first: each write of "0" to a v1 `tasks` file
+    // moves this single-threaded process without the kernel's threadgroup lock (a
+    // write of a pid to `cgroup.procs` takes it, and may wait for an RCU grace
+    // period). The parent waits for this record before it lets the setup go on.
+    let mut joined = 0;
+    for (i, fd) in fds.cgroup.iter().enumerate() {
+        if *fd < 0 {
+            continue;
+        }
+        if let Err(Errno(errno)) = sys::write_all(*fd, b"0") {
+            report(fds.report, KIND_JOINED, i as u32, errno);
+            exit(1);
+        }
+        joined += 1;
+    }
+    report(fds.report, KIND_JOINED, joined, 0);
     let [n0, n1, n2, n3, n4] = fds.ns;
     close_all_except([
         fds.go,

@@ -198,10 +198,11 @@ impl DevicesCgroup {
         Ok(())
     }
 
-    /// Opens the cgroup's `cgroup.procs` for writing (close-on-exec), for the
-    /// container's init to join it itself once its root is mounted.
+    /// Opens the cgroup's `tasks` for writing (close-on-exec), for the container's
+    /// init to join it itself once its root is mounted (`tasks`, not `cgroup.procs`:
+    /// see [`isolab_cgroups::Attacher`]).
     pub(crate) fn open_procs(&self) -> Result<OwnedFd, RuntimeError> {
-        let path = self.leaf.join("cgroup.procs");
+        let path = self.leaf.join("tasks");
         fs::OpenOptions::new()
             .write(true)
             .open(&path)

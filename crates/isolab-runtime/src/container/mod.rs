@@ -9,18 +9,24 @@
 //!    image to a loop device, and builds the child's whole plan (`plan.rs` — every
 //!    path and argument as a C string).
 //! 2. One `clone3` creates the child in new pid, mount, uts, ipc (and net, user)
-//!    namespaces and returns a pidfd. `clone3` rather than fork + unshare + fork:
-//!    one process creation instead of two, the child is directly PID 1, and the
-//!    pidfd makes waiting and signalling race-free. The child is a copy of a
-//!    possibly multi-threaded caller, so it only walks the pre-built plan and never
-//!    allocates.
-//! 3. The child blocks on a go pipe. Meanwhile the parent moves it into the cgroup,
-//!    writes its uid/gid maps and sets up the network. Only then does it send go:
-//!    no instruction of the container runs outside its cgroup. If the parent dies
-//!    first the child reads EOF and exits (and `PR_SET_PDEATHSIG` kills it later).
+//!    namespaces, in the cgroup2 directory of its cgroup if there is one
+//!    (`CLONE_INTO_CGROUP`), and returns a pidfd. `clone3` rather than fork +
+//!    unshare + fork: one process creation instead of two, the child is directly
+//!    PID 1, and the pidfd makes waiting and signalling race-free. The child is a
+//!    copy of a possibly multi-threaded caller, so it only walks the pre-built plan
+//!    and never allocates.
+//! 3. The child first writes itself (`0`) to its cgroup's `tasks` file in each v1
+//!    hierarchy, pre-opened by the parent, and reports that; then it blocks on a
+//!    go pipe. (A parent writing the child's pid to `cgroup.procs` would take the
+//!    kernel's threadgroup lock, whose first taker after a quiet spell waits for an
+//!    RCU grace period, 8 ms here.) Meanwhile the parent writes its uid/gid maps
+//!    and sets up the network, then waits for the report. Only then does it send
+//!    go: no instruction of the container runs outside its cgroup. If the parent
+//!    dies first the child reads EOF and exits (and `PR_SET_PDEATHSIG` kills it
+//!    later).
 //! 4. The child mounts the root, then joins its devices cgroup (cgroup v1: the
 //!    device allowlist; after the root because an ext4 root is mounted from its loop
-//!    device, which the allowlist denies; the parent pre-opened `cgroup.procs`),
+//!    device, which the allowlist denies; the parent pre-opened `tasks`),
 //!    unshares its cgroup namespace (now rooted at its cgroups), mounts /proc, /sys,
 //!    /dev and the bind mounts (all paths pre-built, destinations created when
 //!    missing), pivots, masks paths, then forks the command as PID 2 and stays as
@@ -459,6 +465,10 @@ impl Drop for SignalForwarder {
     }
 }
 
+/// `CLONE_INTO_CGROUP` of `<linux/sched.h>`: start the child in the cgroup2
+/// directory `clone_args.cgroup`.
+const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
+
 /// `struct clone_args` of `<linux/sched.h>` (clone3).
 #[repr(C)]
 #[derive(Default)]
@@ -511,8 +521,7 @@ impl Instance {
             None
         };
         // Mount points (the mounts themselves live only in the container's namespace).
-        let base = &self.state.mount_base;
-        for dir in [base.clone(), base.join("root"), base.join("scratch")] {
+        for dir in plan::host_dirs(config) {
             fs::create_dir_all(&dir).map_err(|source| RuntimeError::Host {
                 op: "create the mount point",
                 path: dir.clone(),
@@ -556,7 +565,16 @@ impl Instance {
             }
             self.limits = Some(got);
         }
-        let attacher = cgroup.attacher().map_err(cgroup_err("open cgroup.procs"))?;
+        let target = cgroup
+            .clone_target()
+            .map_err(cgroup_err("open the task lists"))?;
+        if target.v1.len() > child::MAX_CGROUP_FILES {
+            return Err(RuntimeError::InvalidConfig {
+                what: "v1 cgroup hierarchies",
+                value: target.v1.len().to_string(),
+                expected: "at most 16",
+            });
+        }
         self.setup_devices(config, &rel)?;
         mark(trace, Phase::Cgroup);
 
@@ -617,12 +635,19 @@ impl Instance {
             *slot = fd.as_raw_fd();
         }
         let mut pidfd: libc::c_int = -1;
+        // The cgroup2 part of the cgroup is joined by clone3 itself (Linux 5.7; the
+        // runtime needs 5.9 for close_range anyway), the v1 part by the child.
         let args = CloneArgs {
-            flags,
+            flags: flags | target.v2_dir.as_ref().map_or(0, |_| CLONE_INTO_CGROUP),
             pidfd: &mut pidfd as *mut libc::c_int as u64,
             exit_signal: libc::SIGCHLD as u64,
+            cgroup: target.v2_dir.as_ref().map_or(0, |d| d.as_raw_fd() as u64),
             ..CloneArgs::default()
         };
+        let mut cgroup_fds = [-1; child::MAX_CGROUP_FILES];
+        for (slot, fd) in cgroup_fds.iter_mut().zip(target.v1.raw_fds()) {
+            *slot = fd;
+        }
         let devices_procs = self
             .devices
             .as_ref()
@@ -635,6 +660,7 @@ impl Instance {
             fifo: fifo.as_ref().map_or(-1, AsRawFd::as_raw_fd),
             fifo_path,
             ns: ns_fds,
+            cgroup: cgroup_fds,
         };
         // SAFETY: the child only runs child::main, which never returns and never
         // allocates (see its docs).
@@ -665,13 +691,6 @@ impl Instance {
         self.state.init_pid = Some(pid as u32);
         self.state.update(&self.state_path)?;
 
-        // Into the cgroup before the child does anything.
-        drop(attacher);
-        self.cgroup
-            .as_ref()
-            .map(|c| c.attach(pid as u32))
-            .transpose()
-            .map_err(cgroup_err("attach the container's init"))?;
         if config.user_namespace {
             write_id_maps(pid)?;
         }
@@ -684,6 +703,9 @@ impl Instance {
                 source,
             })?;
         }
+        // The child is in its cgroups before the hooks see it and before its setup.
+        self.await_joined(report_read.as_raw_fd(), &target.v1, &rel)?;
+        drop(target);
         if !config.oci.hooks.create_runtime.is_empty() {
             let state = crate::hooks::state_json(config, oci, "creating", pid as u32);
             crate::hooks::run_all(&config.oci.hooks.create_runtime, "createRuntime", &state)?;
@@ -740,6 +762,45 @@ impl Instance {
             Some(e) => Err(e),
             None => Ok(status),
         }
+    }
+
+    /// Waits for the child's [`child::KIND_JOINED`] record: it wrote itself to every
+    /// `tasks` file of `v1`, or says which one refused.
+    fn await_joined(
+        &self,
+        report: std::os::fd::RawFd,
+        v1: &isolab_cgroups::Attacher,
+        rel: &Path,
+    ) -> Result<(), RuntimeError> {
+        let mut record = [0u8; Record::SIZE];
+        let r = match sys::read_exact(report, &mut record) {
+            Ok(true) => Record::decode(&record),
+            Ok(false) | Err(_) => {
+                return Err(RuntimeError::Setup {
+                    step: "join the container's cgroups (its process ended first)".into(),
+                    source: io::Error::from_raw_os_error(libc::EPIPE),
+                })
+            }
+        };
+        if r.kind == child::KIND_JOINED && r.errno == 0 {
+            return Ok(());
+        }
+        let path = v1
+            .path(r.code as usize)
+            .map_or_else(|| rel.to_owned(), Path::to_owned);
+        Err(RuntimeError::Cgroup {
+            rel: rel.to_owned(),
+            op: "join (the container's process writing itself to a tasks file)",
+            source: isolab_cgroups::Error::Write {
+                path,
+                data: "0".into(),
+                source: io::Error::from_raw_os_error(if r.errno == 0 {
+                    libc::EPROTO
+                } else {
+                    r.errno
+                }),
+            },
+        })
     }
 
     /// The device allowlist: a v1 devices cgroup next to the container's cgroup, or a
@@ -890,10 +951,15 @@ impl Instance {
                 failures.push(e.to_string());
             }
         }
-        // The cgroup and loop device are gone; `undo` handles directories and the
-        // state file (and would retry the rest).
+        // The cgroups and the loop device are gone, unless something failed: then
+        // `undo` retries them from the state, as gc would; it handles the
+        // directories and the state file either way.
         let state = self.state.clone();
-        failures.extend(state::undo(&state, &self.state_path, &self.hierarchy));
+        if failures.is_empty() {
+            failures.extend(state::undo_rest(&state, &self.state_path, true));
+        } else {
+            failures.extend(state::undo(&state, &self.state_path, &self.hierarchy));
+        }
         if failures.is_empty() {
             Ok(())
         } else {

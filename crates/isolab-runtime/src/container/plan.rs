@@ -9,7 +9,9 @@ use std::ffi::{CString, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use crate::config::{ContainerConfig, MountRef, NetworkChoice, NsKind, Rootfs, Standard, Stdio};
+use crate::config::{
+    ContainerConfig, Lifecycle, MountRef, NetworkChoice, NsKind, Rootfs, Standard, Stdio,
+};
 use crate::error::RuntimeError;
 use crate::security::{self, Prepared};
 use crate::trace::Phase;
@@ -20,7 +22,7 @@ pub(crate) enum Op {
     /// Become root of a new user namespace (setgroups, setresgid, setresuid to 0).
     BecomeRoot,
     /// Moves init into the container's devices cgroup (writes `0` to its pre-opened
-    /// `cgroup.procs`): after the root is mounted, because mounting an ext4 image
+    /// `tasks`): after the root is mounted, because mounting an ext4 image
     /// opens its loop device, which the device allowlist denies; before anything of
     /// the container runs.
     JoinDevicesCgroup,
@@ -368,7 +370,7 @@ pub(crate) fn build(config: &ContainerConfig, layout: &Layout) -> Result<Plan, R
     if layout.devices_cgroup {
         b.push(
             Op::JoinDevicesCgroup,
-            "join the devices cgroup (write to its cgroup.procs)".into(),
+            "join the devices cgroup (write to its tasks)".into(),
         );
     }
     if config
@@ -1122,7 +1124,9 @@ pub(crate) fn exec_plan(config: &ContainerConfig) -> Result<ExecPlan, RuntimeErr
     })
 }
 
-/// Root of a container's host-side mount points: `<state_dir>/<id>`.
+/// Where the container's root is mounted, in its own mount namespace: a directory
+/// root on itself (a bind mount, as runc and crun do: no mount point to make and
+/// remove on the host), an overlay or an ext4 image on `<state_dir>/<id>/root`.
 pub(crate) fn layout_for(
     config: &ContainerConfig,
     loop_device: Option<PathBuf>,
@@ -1131,11 +1135,26 @@ pub(crate) fn layout_for(
 ) -> Layout {
     let base = config.state_dir.join(&config.id);
     Layout {
-        root: base.join("root"),
+        root: match &config.rootfs {
+            Rootfs::Dir { path, .. } => path.clone(),
+            _ => base.join("root"),
+        },
         scratch: base.join("scratch"),
         loop_device,
         binds,
         devices_cgroup,
+    }
+}
+
+/// The host directories the container's mounts need, under `<state_dir>/<id>`:
+/// none for `run` on a directory root; the base (which holds `create`'s exec FIFO),
+/// the root's and the scratch tmpfs's mount points otherwise.
+pub(crate) fn host_dirs(config: &ContainerConfig) -> Vec<PathBuf> {
+    let base = config.state_dir.join(&config.id);
+    match (&config.rootfs, config.lifecycle) {
+        (Rootfs::Dir { .. }, Lifecycle::Run) => Vec::new(),
+        (Rootfs::Dir { .. }, _) => vec![base],
+        _ => vec![base.clone(), base.join("root"), base.join("scratch")],
     }
 }
 
@@ -1190,11 +1209,16 @@ mod tests {
         assert_eq!(plan.ops.len(), plan.descriptions.len());
         let t = targets(&plan);
         assert_eq!(t[0], "/");
-        assert_eq!(t[1], "/run/isolab/t1/root");
+        // A directory root is bound onto itself: no mount point on the host.
+        assert_eq!(t[1], "/srv/root");
+        assert!(
+            matches!(&plan.ops[1], Op::Mount { source: Some(s), .. } if s.as_bytes() == b"/srv/root")
+        );
+        assert!(host_dirs(&c).is_empty());
         assert_eq!(plan.ops[2], Op::UnshareCgroupNs);
         assert!(!plan.ops.contains(&Op::JoinDevicesCgroup));
-        assert_eq!(t[2], "/run/isolab/t1/root/proc");
-        assert!(t.contains(&"/run/isolab/t1/root/dev/pts".to_owned()));
+        assert_eq!(t[2], "/srv/root/proc");
+        assert!(t.contains(&"/srv/root/dev/pts".to_owned()));
         let pivot = plan.ops.iter().position(|o| *o == Op::PivotHere).unwrap();
         let ro = plan
             .ops
@@ -1221,6 +1245,21 @@ mod tests {
             lower: "/srv/lower".into(),
             upper: None,
         });
+        assert_eq!(
+            host_dirs(&c),
+            [
+                "/run/isolab/t1",
+                "/run/isolab/t1/root",
+                "/run/isolab/t1/scratch"
+            ]
+            .map(PathBuf::from)
+        );
+        let mut created = config(Rootfs::Dir {
+            path: "/srv/root".into(),
+            readonly: false,
+        });
+        created.lifecycle = Lifecycle::Create;
+        assert_eq!(host_dirs(&created), [PathBuf::from("/run/isolab/t1")]);
         let plan = build(&c, &layout_for(&c, None, Vec::new(), false)).unwrap();
         let data: Vec<String> = plan
             .ops
@@ -1324,21 +1363,18 @@ mod tests {
             unreachable!()
         };
         let names: Vec<&str> = components.iter().map(|c| c.to_str().unwrap()).collect();
-        assert_eq!(
-            names,
-            ["/run/isolab/t1/root/data", "/run/isolab/t1/root/data/in"]
-        );
+        assert_eq!(names, ["/r/data", "/r/data/in"]);
         assert!(
             *dir && !*create,
             "a read-only directory root is never written"
         );
         assert!(
             matches!(&plan.ops[target + 1], Op::Mount { source: Some(s), target: t, flags, .. }
-            if s.as_bytes() == b"/srv/data" && t.as_bytes() == b"/run/isolab/t1/root/data/in"
+            if s.as_bytes() == b"/srv/data" && t.as_bytes() == b"/r/data/in"
             && *flags == libc::MS_BIND | libc::MS_REC)
         );
         assert!(matches!(&plan.ops[target + 2], Op::RemountReadOnly { path }
-            if path.as_bytes() == b"/run/isolab/t1/root/data/in"));
+            if path.as_bytes() == b"/r/data/in"));
         // The second bind is read-write: no remount after its mount.
         let second = at(&|o| {
             matches!(
