@@ -2,7 +2,9 @@
 //! interleaved in one run, printed with ratios against isolab-runtime.
 //!
 //! Every engine runs the same command on the same image with network `none` and no
-//! limits, its container's cgroup below one parent cgroup. What is timed is what a
+//! limits, its container's cgroup below one parent cgroup, in which the benchmark
+//! itself runs during the rounds (so each engine's command is born there, as from a
+//! shell, with no cgroup write of the harness timed). What is timed is what a
 //! user of the engine waits for: preparing the container (isolab's drivers mount
 //! the overlay and write the bundle or configuration for runc, crun and LXC;
 //! isolab-runtime and the daemons do that inside their own command) and running
@@ -96,6 +98,13 @@ fn measure(args: &BenchStartArgs, parent: &Cgroup, parent_rel: &std::path::Path)
     }
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); ready.len()];
     let total = args.runs + 3;
+    // This process moves into the parent cgroup for the rounds, so that what it
+    // spawns is born there as from a user's shell: attaching each spawn to it would
+    // time a write to `cgroup.procs`, which now and then waits for an RCU grace
+    // period (8 ms here), and more often for whichever engine follows a quiet spell.
+    let entered = parent
+        .enter()
+        .context("moving the benchmark into its cgroup")?;
     for round in 0..total {
         for (i, (name, subject)) in ready.iter().enumerate() {
             let id: isolab_runtime::ContainerId =
@@ -131,8 +140,7 @@ fn measure(args: &BenchStartArgs, parent: &Cgroup, parent_rel: &std::path::Path)
                     .with_context(|| format!("{name}: preparing a container"))?,
                 (Subject::Driver(_), None) => unreachable_prepared(name)?,
             };
-            let attacher = parent.attacher()?;
-            let status = spawn_in(&argv, attacher)?;
+            let status = spawn(&argv)?;
             let elapsed = started.elapsed();
             if let Subject::Driver(d) = subject {
                 d.remove(&request)
@@ -146,6 +154,9 @@ fn measure(args: &BenchStartArgs, parent: &Cgroup, parent_rel: &std::path::Path)
             }
         }
     }
+    entered
+        .leave()
+        .context("moving the benchmark out of its cgroup")?;
     for (_, subject) in &ready {
         if let Subject::Driver(d) = subject {
             if let Err(e) = d.shutdown() {
@@ -207,9 +218,8 @@ fn tempfile_dir() -> Result<PathBuf> {
     Ok(dir)
 }
 
-/// Runs `argv` in the benchmark's cgroup, output discarded; whether it exited 0.
-fn spawn_in(argv: &[String], attacher: isolab_cgroups::Attacher) -> Result<bool> {
-    use std::os::unix::process::CommandExt;
+/// Runs `argv`, output discarded; whether it exited 0.
+fn spawn(argv: &[String]) -> Result<bool> {
     let (program, rest) = argv.split_first().context("empty command")?;
     let mut command = Command::new(program);
     command
@@ -217,11 +227,6 @@ fn spawn_in(argv: &[String], attacher: isolab_cgroups::Attacher) -> Result<bool>
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    // SAFETY: attach_self only writes this process's pid to the cgroup's procs
-    // files with async-signal-safe calls, which is allowed between fork and exec.
-    unsafe {
-        command.pre_exec(move || attacher.attach_self());
-    }
     let status = command
         .status()
         .with_context(|| format!("starting {program}"))?;
