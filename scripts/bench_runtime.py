@@ -117,6 +117,20 @@ def bench(title, engines, n, warmup, idle=0.0):
     return times, traces
 
 
+def solo(title, engines, n, warmup):
+    """Each engine's n runs in a row (after its own warm-up), engine after engine."""
+    print(f"\n== {title}: {n} runs each after {warmup} warm-up ==", flush=True)
+    times = {}
+    for k, argv in engines.items():
+        for _ in range(warmup):
+            run_once(argv)
+        times[k] = [run_once(argv)[0] for _ in range(n)]
+        v = [x * 1e3 for x in times[k]]
+        print(f"  {k:28s} median {statistics.median(v):7.2f} ms   p5 {pct(v, 5):7.2f}   "
+              f"p95 {pct(v, 95):7.2f}   min {min(v):7.2f}   (n={len(v)})")
+    return times
+
+
 def print_ratios(times, ours, peers, label=""):
     for peer in peers:
         if peer in times and ours in times:
@@ -193,6 +207,14 @@ def main():
         r = statistics.median(times["isolab-runtime"]) / statistics.median(times["crun"])
         print(f"  goal median <= 0.50 x crun: {'MET' if r <= 0.50 else 'NOT met'} ({r:.2f})")
     print_phases("no network, isolab-runtime (run --bundle)", traces["isolab-runtime"])
+
+    # 1a. The same, each engine alone, back to back (no other engine between two of
+    #     its runs): what a loop of one runtime sees. An engine that writes pids to v1
+    #     cgroup.procs files keeps the kernel's threadgroup lock primed with its own
+    #     runs here, whoever ran before it in the interleaved set.
+    ns = max(10, n // 2)
+    stimes = solo("the same, each runtime alone, back to back", engines, ns, warmup)
+    print_ratios(stimes, "isolab-runtime", ["crun", "runc"], " (alone)")
 
     # 1b. The same, cold: with back-to-back runs the v1 cgroup attach (writing
     #     cgroup.procs takes cgroup_threadgroup_rwsem for writing, which waits for an

@@ -16,9 +16,34 @@ fn is_absent(e: &io::Error) -> bool {
         || matches!(e.raw_os_error(), Some(libc::ENODEV | libc::EOPNOTSUPP))
 }
 
+/// The text of a file of a kernel pseudo file system (procfs, cgroupfs), whose
+/// size reads as 0: one `open`, reads into a 4 KiB buffer (doubled when full) until
+/// end of file, `close`. `fs::read_to_string` asks for the size first (`statx`) and,
+/// told 0, probes with 32 bytes and grows from there: /proc/self/mountinfo took
+/// nine reads.
+pub fn read_pseudo_file(path: &Path) -> io::Result<String> {
+    use std::io::Read;
+    let mut file = fs::File::open(path)?;
+    let mut buf = vec![0u8; 4096];
+    let mut len = 0;
+    loop {
+        if len == buf.len() {
+            buf.resize(len * 2, 0);
+        }
+        match file.read(&mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    buf.truncate(len);
+    String::from_utf8(buf).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
 /// The file's text, or an error naming it.
 pub(crate) fn read(path: &Path) -> Result<String, Error> {
-    fs::read_to_string(path).map_err(|source| Error::Read {
+    read_pseudo_file(path).map_err(|source| Error::Read {
         path: path.to_owned(),
         source,
     })
@@ -26,7 +51,7 @@ pub(crate) fn read(path: &Path) -> Result<String, Error> {
 
 /// The file's text, `None` when the file is not provided (see [`is_absent`]).
 pub(crate) fn read_opt(path: &Path) -> Result<Option<String>, Error> {
-    match fs::read_to_string(path) {
+    match read_pseudo_file(path) {
         Ok(text) => Ok(Some(text)),
         Err(e) if is_absent(&e) => Ok(None),
         Err(source) => Err(Error::Read {

@@ -69,6 +69,7 @@ mod v2;
 pub use bytes::Bytes;
 pub use cgroup::{list_below, Attacher, Cgroup, CloneTarget, Entered};
 pub use error::{Error, InvalidValue};
+pub use file::read_pseudo_file;
 pub use hierarchy::{Controller, Hierarchy, Version};
 pub use idset::IdSet;
 pub use limits::{CpuQuota, DeviceNumber, IoThrottle, Limits};

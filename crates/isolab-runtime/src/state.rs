@@ -228,7 +228,7 @@ pub fn process_start_time(pid: u32) -> Option<u64> {
 
 /// Field `n` (1-based, as in proc(5)) of `/proc/<pid>/stat`, from field 3 on.
 fn stat_field(pid: u32, n: usize) -> Option<String> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let stat = isolab_cgroups::read_pseudo_file(Path::new(&format!("/proc/{pid}/stat"))).ok()?;
     // The command name (field 2) may hold spaces and parentheses: split after the last ')'.
     let rest = &stat[stat.rfind(')')? + 1..];
     rest.split_whitespace()

@@ -968,10 +968,12 @@ fn oci_mount(
 fn cgroup_mount(b: &mut Builder, dir: &Path, host_view: Option<&Path>) -> Result<(), RuntimeError> {
     let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
     let mountinfo =
-        std::fs::read_to_string("/proc/self/mountinfo").map_err(|source| RuntimeError::Host {
-            op: "read",
-            path: "/proc/self/mountinfo".into(),
-            source,
+        isolab_cgroups::read_pseudo_file(Path::new("/proc/self/mountinfo")).map_err(|source| {
+            RuntimeError::Host {
+                op: "read",
+                path: "/proc/self/mountinfo".into(),
+                source,
+            }
         })?;
     let mounts = cgroup_mounts(&mountinfo);
     if let [(name, fstype, _)] = mounts.as_slice() {

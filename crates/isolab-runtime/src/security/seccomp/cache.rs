@@ -43,7 +43,7 @@ pub fn key(profile: &[u8]) -> String {
 }
 
 fn kernel_release() -> String {
-    fs::read_to_string("/proc/sys/kernel/osrelease")
+    isolab_cgroups::read_pseudo_file(std::path::Path::new("/proc/sys/kernel/osrelease"))
         .map(|s| s.trim().to_owned())
         .unwrap_or_default()
 }
