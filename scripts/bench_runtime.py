@@ -117,14 +117,22 @@ def bench(title, engines, n, warmup, idle=0.0):
     return times, traces
 
 
-def solo(title, engines, n, warmup):
-    """Each engine's n runs in a row (after its own warm-up), engine after engine."""
-    print(f"\n== {title}: {n} runs each after {warmup} warm-up ==", flush=True)
-    times = {}
-    for k, argv in engines.items():
+def solo(title, engines, n, warmup, block=5):
+    """Each engine's runs back to back: blocks of `block` measured runs, each after
+    one unmeasured run of the same engine (so every measured run follows one of its
+    own), engine after engine, round after round (so drift hits all alike)."""
+    print(f"\n== {title}: {n} runs each after {warmup} warm-up, in blocks of {block} "
+          f"(each block after one unmeasured run of the same runtime) ==", flush=True)
+    for argv in engines.values():
         for _ in range(warmup):
             run_once(argv)
-        times[k] = [run_once(argv)[0] for _ in range(n)]
+    times = {k: [] for k in engines}
+    while any(len(v) < n for v in times.values()):
+        for k, argv in engines.items():
+            run_once(argv)
+            for _ in range(min(block, n - len(times[k]))):
+                times[k].append(run_once(argv)[0])
+    for k in engines:
         v = [x * 1e3 for x in times[k]]
         print(f"  {k:28s} median {statistics.median(v):7.2f} ms   p5 {pct(v, 5):7.2f}   "
               f"p95 {pct(v, 95):7.2f}   min {min(v):7.2f}   (n={len(v)})")

@@ -69,7 +69,7 @@ pub use blocks::{
     blocked_ratio, unblocked_ratio, BlockEffect, BlockError, BlockedComparison, Heterogeneity,
     HETEROGENEITY_ALPHA,
 };
-pub use bootstrap::bootstrap_ratio_ci;
+pub use bootstrap::{bootstrap_median_ratio_ci, bootstrap_ratio_ci};
 pub use fdr::benjamini_hochberg;
 pub use histogram::{regression_histogram, Bin, Histogram, HISTOGRAM_PERCENTILES, MAX_BINS};
 pub use measures::{degradation_pct, geometric_mean, overhead_ratio, regression_pct};

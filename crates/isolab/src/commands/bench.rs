@@ -19,7 +19,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use isolab_cgroups::Cgroup;
 use isolab_engines::{Engine, NetworkMode, RunRequest};
-use isolab_stats::{bootstrap_ratio_ci, percentile, Direction, Sample};
+use isolab_stats::{bootstrap_median_ratio_ci, bootstrap_ratio_ci, percentile, Direction, Sample};
 
 use super::Exit;
 use crate::cli::BenchStartArgs;
@@ -171,7 +171,7 @@ fn measure(args: &BenchStartArgs, parent: &Cgroup, parent_rel: &std::path::Path)
         args.runs
     );
     println!(
-        "{:15} {:>8} {:>8} {:>8} {:>8}   isolab-runtime / engine (means) [95% bootstrap CI]",
+        "{:15} {:>8} {:>8} {:>8} {:>8}   isolab-runtime / engine [95% bootstrap CI]: medians; means",
         "engine", "median", "p5", "p95", "mean"
     );
     let ours = Sample::new(times[0].clone()).context("no measurements of isolab-runtime")?;
@@ -183,14 +183,21 @@ fn measure(args: &BenchStartArgs, parent: &Cgroup, parent_rel: &std::path::Path)
             String::new()
         } else {
             let theirs = Sample::new(t.clone()).context("no measurements")?;
-            match bootstrap_ratio_ci(&theirs, &ours, Direction::Lower, 0.95, 2000, 1) {
-                Some(ci) => format!(
-                    "{:.2}× [{:.2}, {:.2}]",
+            let medians =
+                bootstrap_median_ratio_ci(&theirs, &ours, Direction::Lower, 0.95, 2000, 1);
+            let means = bootstrap_ratio_ci(&theirs, &ours, Direction::Lower, 0.95, 2000, 1);
+            let ours_median = percentile(&times[0], 50.0).unwrap_or(f64::NAN);
+            match (medians, means) {
+                (Some(md), Some(mn)) => format!(
+                    "{:.2}× [{:.2}, {:.2}]; {:.2}× [{:.2}, {:.2}]",
+                    ours_median / q(50.0),
+                    md.low,
+                    md.high,
                     mean_of(&times[0]) / mean,
-                    ci.low,
-                    ci.high
+                    mn.low,
+                    mn.high
                 ),
-                None => "-".into(),
+                _ => "-".into(),
             }
         };
         println!(
