@@ -15,6 +15,46 @@ use crate::error::RuntimeError;
 use crate::id::ContainerId;
 use crate::loopdev;
 
+/// Writes `data` to an unnamed file in `dir` (`O_TMPFILE`) and links it as `path`;
+/// `None` when `dir`'s file system has no unnamed files.
+fn link_unnamed(dir: &Path, path: &Path, data: &[u8]) -> Option<io::Result<()>> {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = match fs::OpenOptions::new()
+        .write(true)
+        .mode(0o644)
+        .custom_flags(libc::O_TMPFILE)
+        .open(dir)
+    {
+        Ok(file) => file,
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP | libc::EISDIR)) => return None,
+        Err(e) => return Some(Err(e)),
+    };
+    let mut link = || -> io::Result<()> {
+        file.write_all(data)?;
+        let from = std::ffi::CString::new(format!("/proc/self/fd/{}", file.as_raw_fd()))?;
+        let to = std::ffi::CString::new(path.as_os_str().as_bytes())?;
+        // SAFETY: two NUL-terminated paths; linkat reads them and touches nothing else.
+        let rc = unsafe {
+            libc::linkat(
+                libc::AT_FDCWD,
+                from.as_ptr(),
+                libc::AT_FDCWD,
+                to.as_ptr(),
+                libc::AT_SYMLINK_FOLLOW,
+            )
+        };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    };
+    Some(link())
+}
+
 /// The largest state that [`State::update`] writes in place: one page, which a
 /// single `write(2)` puts in the page cache all at once or not at all (a fatal
 /// signal is only taken between pages). Larger states go through a temporary file
@@ -105,9 +145,11 @@ impl State {
 
     /// Writes a new state file; [`RuntimeError::AlreadyExists`] if there is one.
     ///
-    /// The file appears whole or not at all (its content is written to a temporary
-    /// file that is then hard-linked into place, which fails when the name exists):
-    /// [`gc`] of another runtime may list the directory at any moment.
+    /// The file appears whole or not at all (its content is written to an unnamed
+    /// file, `O_TMPFILE`, that is then hard-linked into place, which fails when the
+    /// name exists; where the file system has no unnamed files, to a temporary name
+    /// removed afterwards): [`gc`] of another runtime may list the directory at any
+    /// moment.
     pub fn create(&self, state_dir: &Path) -> Result<PathBuf, RuntimeError> {
         fs::create_dir_all(state_dir).map_err(|source| RuntimeError::Host {
             op: "create the state directory",
@@ -115,16 +157,22 @@ impl State {
             source,
         })?;
         let path = State::path(state_dir, &self.id);
-        let tmp = path.with_extension(format!("json.new.{}", std::process::id()));
-        fs::write(&tmp, self.to_json()).map_err(|source| RuntimeError::Host {
-            op: "write the state file",
-            path: tmp.clone(),
-            source,
-        })?;
-        let linked = fs::hard_link(&tmp, &path);
-        // Best effort: a leftover temporary file is not a state file (gc reads only
-        // `*.json`) and is replaced by the next create of this id.
-        let _ = fs::remove_file(&tmp);
+        let linked = match link_unnamed(state_dir, &path, &self.to_json()) {
+            Some(linked) => linked,
+            None => {
+                let tmp = path.with_extension(format!("json.new.{}", std::process::id()));
+                fs::write(&tmp, self.to_json()).map_err(|source| RuntimeError::Host {
+                    op: "write the state file",
+                    path: tmp.clone(),
+                    source,
+                })?;
+                let linked = fs::hard_link(&tmp, &path);
+                // Best effort: a leftover temporary file is not a state file (gc reads
+                // only `*.json`) and is replaced by the next create of this id.
+                let _ = fs::remove_file(&tmp);
+                linked
+            }
+        };
         match linked {
             Ok(()) => Ok(path),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {

@@ -7,7 +7,7 @@
 //! directory with [`SecurityError::DevicesCgroupV2`].
 
 use std::fmt;
-use std::io::Write;
+use std::io::{self, Write};
 use std::path::Path;
 
 use serde_json::{json, Value};
@@ -195,17 +195,22 @@ pub fn oci_devices(rules: &[DeviceRule]) -> Value {
 /// Refuses a cgroup v2 directory (one with `cgroup.controllers`), where device control is
 /// an eBPF program this module does not build.
 pub fn write_v1_rules(cgroup_dir: &Path, rules: &[DeviceRule]) -> Result<(), SecurityError> {
-    if cgroup_dir.join("cgroup.controllers").exists() {
-        return Err(SecurityError::DevicesCgroupV2 {
-            path: cgroup_dir.to_path_buf(),
-        });
-    }
-    if !cgroup_dir.join("devices.allow").exists() {
-        return Err(SecurityError::NotDevicesCgroup {
-            path: cgroup_dir.to_path_buf(),
-        });
-    }
-    let mut deny = RuleFile::open(cgroup_dir, "devices.deny")?;
+    // What kind of directory it is, asked only when it has no devices.deny (every
+    // lookup in cgroupfs is a walk of the whole path).
+    let mut deny = RuleFile::open(cgroup_dir, "devices.deny").map_err(|e| match e {
+        SecurityError::WriteDevices { source, .. } if source.kind() == io::ErrorKind::NotFound => {
+            if cgroup_dir.join("cgroup.controllers").exists() {
+                SecurityError::DevicesCgroupV2 {
+                    path: cgroup_dir.to_path_buf(),
+                }
+            } else {
+                SecurityError::NotDevicesCgroup {
+                    path: cgroup_dir.to_path_buf(),
+                }
+            }
+        }
+        other => other,
+    })?;
     let mut allow = RuleFile::open(cgroup_dir, "devices.allow")?;
     deny.write("a")?;
     for rule in rules {
