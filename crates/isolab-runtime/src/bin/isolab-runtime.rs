@@ -7,7 +7,8 @@
 //! the runtime itself fails. `run --report FILE` also writes the outcome as JSON
 //! ([`isolab_runtime::Report`]), in both cases.
 
-#![no_main]
+// The test harness brings its own main.
+#![cfg_attr(not(test), no_main)]
 
 #[path = "isolab-runtime/args.rs"]
 mod args;
@@ -15,8 +16,6 @@ mod args;
 mod fast;
 #[path = "isolab-runtime/oci_cli.rs"]
 mod oci_cli;
-
-use std::io::Write;
 
 use clap::Parser;
 
@@ -33,20 +32,23 @@ const RUNTIME_FAILURE: libc::c_int = 125;
 /// after unwinding (so the teardown guards run), standard output flushed at exit.
 /// The arguments come from `std::env::args_os`, which glibc hands to std before
 /// `main` runs.
+#[cfg(not(test))]
 #[no_mangle]
 pub extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
     // SAFETY: installing SIG_IGN for SIGPIPE, as std's runtime start does.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
     // 101, as std's runtime start exits after a panic (the hook printed it).
     let code = std::panic::catch_unwind(run).unwrap_or(101);
-    let _ = std::io::stdout().flush();
+    let _ = std::io::Write::flush(&mut std::io::stdout());
     code
 }
 
+#[cfg(not(test))]
 fn run() -> libc::c_int {
     real_main().unwrap_or_else(|status| status)
 }
 
+#[cfg_attr(test, allow(dead_code))]
 fn real_main() -> Result<libc::c_int, libc::c_int> {
     let started = isolab_runtime::trace::monotonic_now_ns();
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
