@@ -16,8 +16,8 @@ use std::collections::BTreeMap;
 
 use isolab_stats::{
     benjamini_hochberg, bootstrap_ratio_ci, degradation_pct, median_ci, overhead_ratio,
-    pairs_by_round, regression_histogram, regression_pct, runs_to_decide, test_point, Direction,
-    Histogram, Interval, Method, PointData, Sample, Verdict, VerdictRule,
+    pairs_by_round, regression_histogram, regression_pct, runs_to_decide, test_point, Center,
+    Direction, Histogram, Interval, Method, PointData, Sample, Verdict, VerdictRule,
 };
 use isolab_store::RunRecord;
 
@@ -502,7 +502,15 @@ pub(crate) fn point(
         runs_to_decide: None,
     };
     if let (Some(sa), Some(sb)) = (&sa, &sb) {
-        p.ratio_ci = bootstrap_ratio_ci(sa, sb, direction, o.level, o.resamples, o.seed);
+        p.ratio_ci = bootstrap_ratio_ci(
+            sa,
+            sb,
+            Center::Mean,
+            direction,
+            o.level,
+            o.resamples,
+            o.seed,
+        );
     }
     let data = PointData {
         a: va,

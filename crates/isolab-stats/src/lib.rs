@@ -11,8 +11,9 @@
 //! - Order statistics: [`percentile`] (NumPy's linear interpolation) and
 //!   [`median_ci`], the distribution-free confidence interval of the median from
 //!   Binomial(n, ½) order statistics, as benchstat computes it.
-//! - [`bootstrap_ratio_ci`]: the percentile-bootstrap interval of the overhead ratio,
-//!   reproducible from an explicit seed (Xoshiro256++).
+//! - [`bootstrap_ratio_ci`]: the percentile-bootstrap interval of the overhead ratio
+//!   of means or medians ([`Center`]), reproducible from an explicit seed
+//!   (Xoshiro256++).
 //! - [`outliers_mad`]: modified z-scores from the median and MAD (Iglewicz & Hoaglin);
 //!   outliers are reported, never dropped.
 //! - Two-sample comparisons: [`mann_whitney`] (exact for small samples without ties,
@@ -69,7 +70,7 @@ pub use blocks::{
     blocked_ratio, unblocked_ratio, BlockEffect, BlockError, BlockedComparison, Heterogeneity,
     HETEROGENEITY_ALPHA,
 };
-pub use bootstrap::{bootstrap_median_ratio_ci, bootstrap_ratio_ci};
+pub use bootstrap::{bootstrap_ratio_ci, Center};
 pub use fdr::benjamini_hochberg;
 pub use histogram::{regression_histogram, Bin, Histogram, HISTOGRAM_PERCENTILES, MAX_BINS};
 pub use measures::{degradation_pct, geometric_mean, overhead_ratio, regression_pct};

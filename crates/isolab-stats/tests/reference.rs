@@ -30,7 +30,8 @@ use std::path::PathBuf;
 
 use isolab_stats::{
     benjamini_hochberg, bootstrap_ratio_ci, hodges_lehmann, mann_whitney, median_ci, percentile,
-    runs_for_power, welch_t_test, Direction, Fit, Interval, Sample, ScalingData, ScalingModel,
+    runs_for_power, welch_t_test, Center, Direction, Fit, Interval, Sample, ScalingData,
+    ScalingModel,
 };
 use serde::Deserialize;
 
@@ -325,7 +326,17 @@ fn sample_statistics_match_numpy_and_scipy() {
 fn bootstrap_is_reproducible_and_agrees_with_scipy_loosely() {
     for c in &vectors().bootstrap {
         let (a, b) = (sample(&c.a), sample(&c.b));
-        let run = |seed| bootstrap_ratio_ci(&a, &b, Direction::Lower, c.level, 10_000, seed);
+        let run = |seed| {
+            bootstrap_ratio_ci(
+                &a,
+                &b,
+                Center::Mean,
+                Direction::Lower,
+                c.level,
+                10_000,
+                seed,
+            )
+        };
         let ci = run(42).expect("means are non-zero");
         assert_eq!(Some(ci), run(42), "{}: same seed, same interval", c.name);
         assert_ne!(
@@ -348,7 +359,7 @@ fn bootstrap_is_reproducible_and_agrees_with_scipy_loosely() {
             c.name
         );
         // Higher-is-better orientation inverts the ratio: a/b instead of b/a.
-        let inv = bootstrap_ratio_ci(&a, &b, Direction::Higher, c.level, 10_000, 42)
+        let inv = bootstrap_ratio_ci(&a, &b, Center::Mean, Direction::Higher, c.level, 10_000, 42)
             .expect("means are non-zero");
         assert!(inv.low < 1.0 / c.true_ratio && 1.0 / c.true_ratio < inv.high);
     }

@@ -19,7 +19,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use isolab_cgroups::Cgroup;
 use isolab_engines::{Engine, NetworkMode, RunRequest};
-use isolab_stats::{bootstrap_median_ratio_ci, bootstrap_ratio_ci, percentile, Direction, Sample};
+use isolab_stats::{bootstrap_ratio_ci, percentile, Center, Direction, Sample};
 
 use super::Exit;
 use crate::cli::BenchStartArgs;
@@ -175,6 +175,8 @@ fn measure(args: &BenchStartArgs, parent: &Cgroup, parent_rel: &std::path::Path)
         "engine", "median", "p5", "p95", "mean"
     );
     let ours = Sample::new(times[0].clone()).context("no measurements of isolab-runtime")?;
+    let ours_median = percentile(&times[0], 50.0).unwrap_or(f64::NAN);
+    let ours_mean = mean_of(&times[0]);
     for (i, (name, _)) in ready.iter().enumerate() {
         let t = &times[i];
         let q = |p: f64| percentile(t, p).unwrap_or(f64::NAN);
@@ -183,17 +185,16 @@ fn measure(args: &BenchStartArgs, parent: &Cgroup, parent_rel: &std::path::Path)
             String::new()
         } else {
             let theirs = Sample::new(t.clone()).context("no measurements")?;
-            let medians =
-                bootstrap_median_ratio_ci(&theirs, &ours, Direction::Lower, 0.95, 2000, 1);
-            let means = bootstrap_ratio_ci(&theirs, &ours, Direction::Lower, 0.95, 2000, 1);
-            let ours_median = percentile(&times[0], 50.0).unwrap_or(f64::NAN);
-            match (medians, means) {
+            let ci = |center| {
+                bootstrap_ratio_ci(&theirs, &ours, center, Direction::Lower, 0.95, 2000, 1)
+            };
+            match (ci(Center::Median), ci(Center::Mean)) {
                 (Some(md), Some(mn)) => format!(
                     "{:.2}× [{:.2}, {:.2}]; {:.2}× [{:.2}, {:.2}]",
                     ours_median / q(50.0),
                     md.low,
                     md.high,
-                    mean_of(&times[0]) / mean,
+                    ours_mean / mean,
                     mn.low,
                     mn.high
                 ),
