@@ -135,26 +135,12 @@ impl Cgroup {
             if dir.role != MountRole::V2 {
                 match self.hierarchy.sys.mkdir(&dir.path) {
                     Ok(()) => {
-                        leaves.push(dir.path.clone());
-                        if matches!(&dir.role, MountRole::V1(cs) if cs.contains(&Controller::Cpuset))
-                        {
-                            let parent = dir.path.parent().unwrap_or(&dir.root);
-                            v1::cpuset::copy_from_parent(&dir.path, parent)?;
-                        }
+                        let parent = dir.path.parent().unwrap_or(&dir.root);
+                        made(dir, &dir.path, parent, true, leaves, &mut self.created)?;
                         continue;
                     }
-                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                        return Err(Error::AlreadyExists {
-                            path: dir.path.clone(),
-                        });
-                    }
                     Err(e) if e.kind() == io::ErrorKind::NotFound && depth > 1 => {}
-                    Err(source) => {
-                        return Err(Error::CreateDir {
-                            path: dir.path.clone(),
-                            source,
-                        })
-                    }
+                    Err(e) => return Err(mkdir_error(dir.path.clone(), e)),
                 }
             }
             let mut current = dir.root.clone();
@@ -172,24 +158,9 @@ impl Cgroup {
                     Ok(()) => {}
                     // Another run created the same ancestor just now: it is theirs.
                     Err(e) if !is_leaf && e.kind() == io::ErrorKind::AlreadyExists => continue,
-                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                        return Err(Error::AlreadyExists { path: current });
-                    }
-                    Err(source) => {
-                        return Err(Error::CreateDir {
-                            path: current,
-                            source,
-                        })
-                    }
+                    Err(e) => return Err(mkdir_error(current, e)),
                 }
-                if is_leaf {
-                    leaves.push(current.clone());
-                } else {
-                    self.created.push(current.clone());
-                }
-                if matches!(&dir.role, MountRole::V1(cs) if cs.contains(&Controller::Cpuset)) {
-                    v1::cpuset::copy_from_parent(&current, &parent)?;
-                }
+                made(dir, &current, &parent, is_leaf, leaves, &mut self.created)?;
             }
         }
         Ok(())
@@ -640,6 +611,38 @@ pub struct Attacher {
     fds: Vec<OwnedFd>,
     /// The file behind each descriptor, for error messages.
     paths: Vec<PathBuf>,
+}
+
+/// After [`Cgroup::build`]'s `mkdir` of `path` below `parent` in `dir`'s hierarchy:
+/// records it (a leaf in `leaves`, an ancestor in `created`) and gives a new v1
+/// cpuset level its parent's cpus and memory nodes.
+fn made(
+    dir: &CgroupDir,
+    path: &Path,
+    parent: &Path,
+    is_leaf: bool,
+    leaves: &mut Vec<PathBuf>,
+    created: &mut Vec<PathBuf>,
+) -> Result<(), Error> {
+    if is_leaf {
+        leaves.push(path.to_owned());
+    } else {
+        created.push(path.to_owned());
+    }
+    if matches!(&dir.role, MountRole::V1(cs) if cs.contains(&Controller::Cpuset)) {
+        v1::cpuset::copy_from_parent(path, parent)?;
+    }
+    Ok(())
+}
+
+/// A failed `mkdir` of a cgroup directory: [`Error::AlreadyExists`] or
+/// [`Error::CreateDir`].
+fn mkdir_error(path: PathBuf, source: io::Error) -> Error {
+    if source.kind() == io::ErrorKind::AlreadyExists {
+        Error::AlreadyExists { path }
+    } else {
+        Error::CreateDir { path, source }
+    }
 }
 
 /// Where [`Cgroup::enter`] found the calling process: its cgroup in each

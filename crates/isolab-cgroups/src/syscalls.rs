@@ -54,7 +54,7 @@ impl Syscalls for RealSyscalls {
     }
 
     fn own_cgroups(&self) -> io::Result<String> {
-        fs::read_to_string("/proc/self/cgroup")
+        crate::file::read_pseudo_file(Path::new("/proc/self/cgroup"))
     }
 }
 
