@@ -15,44 +15,44 @@ use crate::error::RuntimeError;
 use crate::id::ContainerId;
 use crate::loopdev;
 
-/// Writes `data` to an unnamed file in `dir` (`O_TMPFILE`) and links it as `path`;
-/// `None` when `dir`'s file system has no unnamed files.
-fn link_unnamed(dir: &Path, path: &Path, data: &[u8]) -> Option<io::Result<()>> {
+/// Writes `data` to an unnamed file in `dir` (`O_TMPFILE`) and links it as `path`.
+/// `EOPNOTSUPP` or `EISDIR` ([`no_unnamed_files`]) when `dir`'s file system has no
+/// unnamed files.
+fn link_unnamed(dir: &Path, path: &Path, data: &[u8]) -> io::Result<()> {
     use std::io::Write;
     use std::os::fd::AsRawFd;
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::OpenOptionsExt;
-    let mut file = match fs::OpenOptions::new()
+    let mut file = fs::OpenOptions::new()
         .write(true)
         .mode(0o644)
         .custom_flags(libc::O_TMPFILE)
-        .open(dir)
-    {
-        Ok(file) => file,
-        Err(e) if matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP | libc::EISDIR)) => return None,
-        Err(e) => return Some(Err(e)),
+        .open(dir)?;
+    file.write_all(data)?;
+    let from = std::ffi::CString::new(format!("/proc/self/fd/{}", file.as_raw_fd()))?;
+    let to = std::ffi::CString::new(path.as_os_str().as_bytes())?;
+    // SAFETY: two NUL-terminated paths; linkat reads them and touches nothing else.
+    // AT_SYMLINK_FOLLOW links the file the /proc link names (std's hard_link passes
+    // no flags, which would link the /proc link itself).
+    let rc = unsafe {
+        libc::linkat(
+            libc::AT_FDCWD,
+            from.as_ptr(),
+            libc::AT_FDCWD,
+            to.as_ptr(),
+            libc::AT_SYMLINK_FOLLOW,
+        )
     };
-    let mut link = || -> io::Result<()> {
-        file.write_all(data)?;
-        let from = std::ffi::CString::new(format!("/proc/self/fd/{}", file.as_raw_fd()))?;
-        let to = std::ffi::CString::new(path.as_os_str().as_bytes())?;
-        // SAFETY: two NUL-terminated paths; linkat reads them and touches nothing else.
-        let rc = unsafe {
-            libc::linkat(
-                libc::AT_FDCWD,
-                from.as_ptr(),
-                libc::AT_FDCWD,
-                to.as_ptr(),
-                libc::AT_SYMLINK_FOLLOW,
-            )
-        };
-        if rc == 0 {
-            Ok(())
-        } else {
-            Err(io::Error::last_os_error())
-        }
-    };
-    Some(link())
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Whether [`link_unnamed`] failed because the file system has no unnamed files.
+fn no_unnamed_files(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP | libc::EISDIR))
 }
 
 /// The largest state that [`State::update`] writes in place: one page, which a
@@ -157,11 +157,11 @@ impl State {
             source,
         })?;
         let path = State::path(state_dir, &self.id);
-        let linked = match link_unnamed(state_dir, &path, &self.to_json()) {
-            Some(linked) => linked,
-            None => {
+        let json = self.to_json();
+        let linked = match link_unnamed(state_dir, &path, &json) {
+            Err(e) if no_unnamed_files(&e) => {
                 let tmp = path.with_extension(format!("json.new.{}", std::process::id()));
-                fs::write(&tmp, self.to_json()).map_err(|source| RuntimeError::Host {
+                fs::write(&tmp, &json).map_err(|source| RuntimeError::Host {
                     op: "write the state file",
                     path: tmp.clone(),
                     source,
@@ -172,6 +172,7 @@ impl State {
                 let _ = fs::remove_file(&tmp);
                 linked
             }
+            linked => linked,
         };
         match linked {
             Ok(()) => Ok(path),

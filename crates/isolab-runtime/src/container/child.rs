@@ -168,7 +168,6 @@ pub(crate) fn main(plan: &Plan, fds: ChildFds) -> ! {
     // moves this single-threaded process without the kernel's threadgroup lock (a
     // write of a pid to `cgroup.procs` takes it, and may wait for an RCU grace
     // period). The parent waits for this record before it lets the setup go on.
-    let mut joined = 0;
     for (i, fd) in fds.cgroup.iter().enumerate() {
         if *fd < 0 {
             continue;
@@ -177,9 +176,8 @@ pub(crate) fn main(plan: &Plan, fds: ChildFds) -> ! {
             report(fds.report, KIND_JOINED, i as u32, errno);
             exit(1);
         }
-        joined += 1;
     }
-    report(fds.report, KIND_JOINED, joined, 0);
+    report(fds.report, KIND_JOINED, 0, 0);
     let [n0, n1, n2, n3, n4] = fds.ns;
     close_all_except([
         fds.go,

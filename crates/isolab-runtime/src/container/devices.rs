@@ -201,7 +201,7 @@ impl DevicesCgroup {
     /// Opens the cgroup's `tasks` for writing (close-on-exec), for the container's
     /// init to join it itself once its root is mounted (`tasks`, not `cgroup.procs`:
     /// see [`isolab_cgroups::Attacher`]).
-    pub(crate) fn open_procs(&self) -> Result<OwnedFd, RuntimeError> {
+    pub(crate) fn open_tasks(&self) -> Result<OwnedFd, RuntimeError> {
         let path = self.leaf.join("tasks");
         fs::OpenOptions::new()
             .write(true)

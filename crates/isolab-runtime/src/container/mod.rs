@@ -648,15 +648,15 @@ impl Instance {
         for (slot, fd) in cgroup_fds.iter_mut().zip(target.v1.raw_fds()) {
             *slot = fd;
         }
-        let devices_procs = self
+        let devices_tasks = self
             .devices
             .as_ref()
-            .map(devices::DevicesCgroup::open_procs)
+            .map(devices::DevicesCgroup::open_tasks)
             .transpose()?;
         let fds = child::ChildFds {
             go: go_read.as_raw_fd(),
             report: report_write.as_raw_fd(),
-            devices: devices_procs.as_ref().map_or(-1, AsRawFd::as_raw_fd),
+            devices: devices_tasks.as_ref().map_or(-1, AsRawFd::as_raw_fd),
             fifo: fifo.as_ref().map_or(-1, AsRawFd::as_raw_fd),
             fifo_path,
             ns: ns_fds,
@@ -684,7 +684,7 @@ impl Instance {
         });
         drop(go_read);
         drop(report_write);
-        drop(devices_procs);
+        drop(devices_tasks);
         drop(fifo);
         drop(joined);
         mark(trace, Phase::Clone);
