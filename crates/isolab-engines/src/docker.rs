@@ -219,17 +219,6 @@ struct Conn {
     ours: bool,
 }
 
-/// The `docker run` flags that apply `limits` on a cgroup `version` host: exact CFS period
-/// and quota, cpuset, memory (and swap), pids, and io throttles on the devices named under
-/// `sys`. For a Docker this crate does not drive itself, e.g. the one in a `vm+docker` guest.
-pub fn run_limit_flags(
-    limits: &isolab_cgroups::Limits,
-    version: Version,
-    sys: &Path,
-) -> Result<Vec<String>, EngineError> {
-    limit_flags(ENGINE, limits, version, sys)
-}
-
 /// What a started daemon changed, kept in [`DockerConfig::state_file`].
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 struct DaemonState {
@@ -845,18 +834,15 @@ impl Engine for Docker {
         })
     }
 
-    fn run_command(
+    fn shares_names(&self) -> bool {
+        true
+    }
+
+    fn command(
         &self,
         request: &RunRequest,
         image: &PreparedImage,
     ) -> Result<Vec<String>, EngineError> {
-        crate::check_id_prefix(ENGINE, &request.id)?;
-        if request.argv.is_empty() {
-            return Err(EngineError::Unsupported {
-                engine: ENGINE,
-                detail: format!("run {}: empty command line", request.id),
-            });
-        }
         let mut cmd = self.docker(["run", "--rm", "--init"])?;
         if let Some(name) = self.runtime {
             cmd.extend(["--runtime".to_string(), name.to_string()]);
@@ -873,8 +859,7 @@ impl Engine for Docker {
         Ok(cmd)
     }
 
-    fn remove(&self, request: &RunRequest) -> Result<(), EngineError> {
-        crate::check_id_prefix(ENGINE, &request.id)?;
+    fn remove_container(&self, request: &RunRequest) -> Result<(), EngineError> {
         let cmd = self.docker(["rm", "-f", request.id.as_str()])?;
         match self.tools.run(&cmd) {
             Ok(out) if out.status == 0 || out.stderr.contains("No such container") => {

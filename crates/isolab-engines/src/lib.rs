@@ -38,7 +38,7 @@
 //!   recorded before it starts and restored after (Docker, Podman).
 //! - [`image_tar`]: the image packed once as a cached tar for `docker import` /
 //!   `podman import`, and the imported image's repository name.
-//! - `run_flags`: the `run` flags Docker and Podman share (name, cgroup parent,
+//! - [`run_flags`]: the `run` flags Docker and Podman share (name, cgroup parent,
 //!   network, workdir, environment, limits).
 //! - `parent_cgroups`: removal of the parent cgroup copies OCI runtimes leave in the
 //!   v1 hierarchies the lab does not manage.
@@ -78,7 +78,7 @@ pub mod image_tar;
 mod mounts;
 mod parent_cgroups;
 mod request;
-mod run_flags;
+pub mod run_flags;
 mod run_state;
 pub mod tool;
 
@@ -179,7 +179,7 @@ pub const ID_PREFIX: &str = "isolab-";
 
 /// Refuses an id without [`ID_PREFIX`] ([`EngineError::MissingIdPrefix`]), for engines
 /// whose [`Engine::gc`] finds isolab's containers by it among everyone's.
-pub(crate) fn check_id_prefix(engine: &'static str, id: &ContainerId) -> Result<(), EngineError> {
+fn check_id_prefix(engine: &'static str, id: &ContainerId) -> Result<(), EngineError> {
     if id.as_str().starts_with(ID_PREFIX) {
         Ok(())
     } else {
@@ -232,19 +232,67 @@ pub trait Engine: Send + Sync {
     /// second call with the same content is cheap).
     fn prepare_image(&self, image: &Path) -> Result<PreparedImage, EngineError>;
 
+    /// Whether the engine keeps one namespace of container names for every user of
+    /// the host (Docker, Podman), so that its [`Engine::gc`] finds isolab's containers
+    /// by [`ID_PREFIX`] among everyone's: then every request's id must carry it. By
+    /// default `false`: the engine's state directory is isolab's own (runc, crun,
+    /// youki, LXC, nspawn).
+    fn shares_names(&self) -> bool {
+        false
+    }
+
+    /// Checks `request` before anything touches the host. Provided: an engine that
+    /// [shares names](Engine::shares_names) needs the id prefix and a command (its
+    /// daemon checks the rest); any other gets every check of an OCI-style driver
+    /// (command, working directory, cgroup parent, environment).
+    fn check_request(&self, request: &RunRequest) -> Result<(), EngineError> {
+        if !self.shares_names() {
+            return request::check_request(self.name(), request);
+        }
+        check_id_prefix(self.name(), &request.id)?;
+        if request.argv.is_empty() {
+            return Err(EngineError::Unsupported {
+                engine: self.name(),
+                detail: format!("run {}: empty command line", request.id),
+            });
+        }
+        Ok(())
+    }
+
     /// Prepares everything `request` needs (bundle, config file, overlay) and
     /// returns the foreground command that runs it: it exits with the workload's
     /// status, passes the workload's stdout and stderr through, and on SIGTERM stops
-    /// the container.
+    /// the container. Provided: [`Engine::check_request`], then [`Engine::command`].
     fn run_command(
+        &self,
+        request: &RunRequest,
+        image: &PreparedImage,
+    ) -> Result<Vec<String>, EngineError> {
+        self.check_request(request)?;
+        self.command(request, image)
+    }
+
+    /// [`Engine::run_command`] after the request passed [`Engine::check_request`]:
+    /// what only this engine does.
+    fn command(
         &self,
         request: &RunRequest,
         image: &PreparedImage,
     ) -> Result<Vec<String>, EngineError>;
 
     /// Removes what [`Engine::run_command`] and the run left (container, bundle,
-    /// overlay mount), also when the command was killed. Idempotent.
-    fn remove(&self, request: &RunRequest) -> Result<(), EngineError>;
+    /// overlay mount), also when the command was killed. Idempotent. Provided: an
+    /// engine that [shares names](Engine::shares_names) removes only ids with
+    /// [`ID_PREFIX`]; then [`Engine::remove_container`].
+    fn remove(&self, request: &RunRequest) -> Result<(), EngineError> {
+        if self.shares_names() {
+            check_id_prefix(self.name(), &request.id)?;
+        }
+        self.remove_container(request)
+    }
+
+    /// [`Engine::remove`] after its check: what only this engine does.
+    fn remove_container(&self, request: &RunRequest) -> Result<(), EngineError>;
 
     /// The address at which a container on `network` reaches a server listening on
     /// the host (Docker's bridge gateway, `127.0.0.1` for the host network), or

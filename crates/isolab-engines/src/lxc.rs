@@ -91,7 +91,7 @@ use isolab_runtime::ContainerId;
 use crate::dir_image::prepare_dir_image;
 use crate::host::{Host, SystemHost};
 use crate::mounts::{cgroup_mounts, cgroup_version, cpuset_v1_mount, mount_table};
-use crate::request::{base_env, check_request, parent_rel, path_str};
+use crate::request::{base_env, parent_rel, path_str};
 use crate::run_state::{create_dir, gc_runs, Cleanup, RunState};
 use crate::tool::{argv, require, run_ok, version, SystemTools, Tools};
 use crate::{Capabilities, Engine, EngineError, NetworkMode, PreparedImage, RunRequest};
@@ -280,12 +280,11 @@ impl Engine for Lxc {
         prepare_dir_image(ENGINE, image)
     }
 
-    fn run_command(
+    fn command(
         &self,
         request: &RunRequest,
         image: &PreparedImage,
     ) -> Result<Vec<String>, EngineError> {
-        check_request(ENGINE, request)?;
         if request.network == NetworkMode::Bridge {
             return Err(EngineError::Unsupported {
                 engine: ENGINE,
@@ -359,7 +358,7 @@ impl Engine for Lxc {
         Ok(command)
     }
 
-    fn remove(&self, request: &RunRequest) -> Result<(), EngineError> {
+    fn remove_container(&self, request: &RunRequest) -> Result<(), EngineError> {
         self.remove_id(&request.id, &request.cgroup_parent)
             .map(|_| ())
     }

@@ -131,7 +131,7 @@ use crate::container_cgroup::create_limited;
 use crate::dir_image::prepare_dir_image;
 use crate::host::{Host, SystemHost};
 use crate::mounts::{cgroup_version, mount_table};
-use crate::request::{base_env, check_request, parent_rel, path_str};
+use crate::request::{base_env, parent_rel, path_str};
 use crate::run_state::{create_dir, gc_runs, Cleanup, RunState};
 use crate::tool::{argv, require, version, SystemTools, Tools};
 use crate::{Capabilities, Engine, EngineError, NetworkMode, PreparedImage, RunRequest};
@@ -328,12 +328,11 @@ impl Engine for Nspawn {
         prepare_dir_image(ENGINE, image)
     }
 
-    fn run_command(
+    fn command(
         &self,
         request: &RunRequest,
         image: &PreparedImage,
     ) -> Result<Vec<String>, EngineError> {
-        check_request(ENGINE, request)?;
         check_nspawn_request(request, Path::new(&image.reference))?;
         let [nspawn, init, sh] = self.programs()?;
         self.check_cgroups()?;
@@ -372,7 +371,7 @@ impl Engine for Nspawn {
         Ok(command)
     }
 
-    fn remove(&self, request: &RunRequest) -> Result<(), EngineError> {
+    fn remove_container(&self, request: &RunRequest) -> Result<(), EngineError> {
         self.remove_id(&request.id, &request.cgroup_parent)
             .map(|_| ())
     }

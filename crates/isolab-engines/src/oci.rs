@@ -108,7 +108,7 @@ use crate::dir_image::prepare_dir_image;
 use crate::host::{Host, SystemHost};
 use crate::hybrid_fix::{cgroup2_controllers, gc_dead_owners, HybridFix};
 use crate::mounts::{cgroup_version, mount_table};
-use crate::request::{base_env, check_request, parent_rel, path_str};
+use crate::request::{base_env, parent_rel, path_str};
 use crate::run_state::{create_dir, run_dirs_with_prefix, Cleanup, RunState};
 use crate::tool::{argv, require, run_ok, version, SystemTools, Tools};
 use crate::{Capabilities, Engine, EngineError, NetworkMode, PreparedImage, RunRequest};
@@ -661,13 +661,12 @@ impl Engine for OciEngine {
         prepare_dir_image(self.engine(), image)
     }
 
-    fn run_command(
+    fn command(
         &self,
         request: &RunRequest,
         image: &PreparedImage,
     ) -> Result<Vec<String>, EngineError> {
         let engine = self.engine();
-        check_request(engine, request)?;
         if request.network == NetworkMode::Bridge {
             return Err(EngineError::Unsupported {
                 engine,
@@ -752,7 +751,7 @@ impl Engine for OciEngine {
         ])
     }
 
-    fn remove(&self, request: &RunRequest) -> Result<(), EngineError> {
+    fn remove_container(&self, request: &RunRequest) -> Result<(), EngineError> {
         self.remove_id(&request.id, &request.cgroup_parent)
             .map(|_| ())
     }
@@ -1009,6 +1008,7 @@ fn micros(d: Duration) -> u64 {
 mod tests {
     use super::*;
     use crate::fakes::*;
+    use crate::request::check_request;
     use crate::request::DEFAULT_PATH;
     use isolab_cgroups::{Bytes, CpuQuota, DeviceNumber, IdSet, IoThrottle};
 

@@ -969,18 +969,15 @@ impl Engine for Podman {
         })
     }
 
-    fn run_command(
+    fn shares_names(&self) -> bool {
+        true
+    }
+
+    fn command(
         &self,
         request: &RunRequest,
         image: &PreparedImage,
     ) -> Result<Vec<String>, EngineError> {
-        crate::check_id_prefix(ENGINE, &request.id)?;
-        if request.argv.is_empty() {
-            return Err(EngineError::Unsupported {
-                engine: ENGINE,
-                detail: format!("run {}: empty command line", request.id),
-            });
-        }
         let r = self.resolved()?;
         let mut cmd = r.globals.clone();
         cmd.extend(argv(["run", "--rm", "--pull", "never"]));
@@ -1002,8 +999,7 @@ impl Engine for Podman {
         Ok(cmd)
     }
 
-    fn remove(&self, request: &RunRequest) -> Result<(), EngineError> {
-        crate::check_id_prefix(ENGINE, &request.id)?;
+    fn remove_container(&self, request: &RunRequest) -> Result<(), EngineError> {
         let cmd = self.podman([
             "rm",
             "--force",

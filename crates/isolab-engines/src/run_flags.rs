@@ -1,6 +1,8 @@
 //! The flags of `docker run` and `podman run`, which share a command line: the
 //! container's name, cgroup parent, network, workdir and environment
-//! ([`common_run_flags`]) and its limits ([`limit_flags`]).
+//! ([`common_run_flags`]) and its limits ([`limit_flags`]); and
+//! [`docker_limit_flags`], the same limits for a Docker this crate does not drive
+//! itself (the one in a `vm+docker` guest).
 
 use std::path::Path;
 
@@ -8,6 +10,17 @@ use isolab_cgroups::{Bytes, Limits, Version};
 
 use crate::tool::argv;
 use crate::{EngineError, NetworkMode, RunRequest};
+
+/// The `docker run` flags that apply `limits` on a cgroup `version` host: exact CFS period
+/// and quota, cpuset, memory (and swap), pids, and io throttles on the devices named under
+/// `sys`. For a Docker this crate does not drive itself, e.g. the one in a `vm+docker` guest.
+pub fn docker_limit_flags(
+    limits: &Limits,
+    version: Version,
+    sys: &Path,
+) -> Result<Vec<String>, EngineError> {
+    limit_flags("docker", limits, version, sys)
+}
 
 /// Flags shared by `docker run` and `podman run` for `limits`: exact CFS period and
 /// quota, cpuset, memory (+swap, translated for `version`), pids and io throttles.

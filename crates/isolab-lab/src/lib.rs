@@ -5,7 +5,7 @@
 //!   line and column.
 //! - [`shape`]: named instance sizes and placements (`shared`, `quota`, `pinned`),
 //!   turned into cgroup [`isolab_cgroups::Limits`].
-//! - [`platform`]: the [`platform::Platform`] trait and the `host` platform, which
+//! - [`platform`]: the [`platform::Executor`] trait and the `host` platform, which
 //!   runs a workload in a cgroup of its own, reads its limits back, and collects
 //!   telemetry (cgroup cpu, throttling, memory peak, io, PSI, context switches, cpu
 //!   migrations, per-core host utilisation) into an [`isolab_store::TelemetrySet`],
@@ -37,6 +37,6 @@ pub mod telemetry;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-pub use platform::{HostPlatform, HostPlatformConfig, Interrupt, Platform, PlatformKind};
+pub use platform::{Executor, Interrupt, PlatformKind, Supervisor, SupervisorConfig};
 pub use runner::{Event, Observer, Outcome, RunError, Runner, RunnerConfig, Silent};
 pub use spec::{Cell, ExperimentSpec, HostFacts, Source, SpecError, SpecErrors};

@@ -36,7 +36,7 @@ use crate::neighbour::{
     self, Calibrations, Capacity, CommandContext, Intensity, NeighbourKind, NeighbourLevel,
     SoloProfile,
 };
-use crate::platform::{Execution, Interrupt, Job, NeighbourJobs, Platform, PlatformError};
+use crate::platform::{Execution, Executor, Interrupt, Job, NeighbourJobs, PlatformError};
 use crate::reservation::{reserve, DiskShare, NetShare, ReserveRequest};
 use crate::shape::limits_for;
 use crate::spec::{Cell, ExperimentSpec, Order};
@@ -258,7 +258,7 @@ pub fn comparisons(spec: &ExperimentSpec) -> Vec<Comparison> {
 
 /// Runs experiments on one platform into one store.
 pub struct Runner<'a> {
-    platform: &'a dyn Platform,
+    platform: &'a dyn Executor,
     store: &'a mut Store,
     observer: &'a mut dyn Observer,
     interrupt: &'a Interrupt,
@@ -270,7 +270,7 @@ pub struct Runner<'a> {
 impl<'a> Runner<'a> {
     /// A runner.
     pub fn new(
-        platform: &'a dyn Platform,
+        platform: &'a dyn Executor,
         store: &'a mut Store,
         observer: &'a mut dyn Observer,
         interrupt: &'a Interrupt,

@@ -7,10 +7,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use isolab_lab::platform::{ExitKind, IsolabConfig, Platforms};
+use isolab_lab::platform::{Drivers, ExitKind, IsolabConfig};
 use isolab_lab::runner::{Outcome, Runner, RunnerConfig, Silent};
 use isolab_lab::testing::{FakeCgroupfs, FakeLauncher, Scripted};
-use isolab_lab::{ExperimentSpec, HostFacts, HostPlatform, HostPlatformConfig, Interrupt, Source};
+use isolab_lab::{ExperimentSpec, HostFacts, Interrupt, Source, Supervisor, SupervisorConfig};
 use isolab_store::{CellRecord, ExperimentStatus, RunRecord, Store};
 
 /// sysbench cpu's report, with `events_per_second`.
@@ -81,8 +81,8 @@ impl Lab {
         let spec = format!(
             "[experiment]\nseed = 7\nduration = \"10s\"\n{experiment}\n[matrix]\nplatform = [\"host\"]\nworkload = [\"sysbench-cpu\"]\n{matrix}"
         );
-        let host = HostPlatform::with_launcher(
-            HostPlatformConfig {
+        let host = Supervisor::with_launcher(
+            SupervisorConfig {
                 hierarchy: FakeCgroupfs::create(self.cgroupfs.path()).unwrap(),
                 proc_root: self.proc_root.path().to_path_buf(),
                 cgroup_base: PathBuf::from("isolab"),
@@ -91,7 +91,7 @@ impl Lab {
             },
             launcher,
         );
-        let platforms = Platforms::new(
+        let platforms = Drivers::new(
             host,
             IsolabConfig {
                 program: PathBuf::from("isolab-runtime"),

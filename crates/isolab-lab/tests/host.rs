@@ -5,20 +5,19 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use isolab_cgroups::{CpuQuota, Hierarchy, Limits};
-use isolab_lab::platform::{ExitKind, Job, PlatformDef, PlatformError, PlatformKind, Server};
-use isolab_lab::{HostPlatform, HostPlatformConfig, Interrupt, Platform};
+use isolab_lab::platform::{
+    Drivers, ExitKind, IsolabConfig, Job, PlatformDef, PlatformError, PlatformKind, Server,
+};
+use isolab_lab::{Executor, Interrupt, Supervisor, SupervisorConfig};
 
 mod common;
 use common::leftovers;
 
-fn platform(base: &str) -> Option<HostPlatform> {
+fn platform(base: &str) -> Option<Drivers> {
     platform_with(base, Some(isolab_lab::probe::ProbeConfig::default()))
 }
 
-fn platform_with(
-    base: &str,
-    probe: Option<isolab_lab::probe::ProbeConfig>,
-) -> Option<HostPlatform> {
+fn platform_with(base: &str, probe: Option<isolab_lab::probe::ProbeConfig>) -> Option<Drivers> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         eprintln!("skipped: the host platform needs root to create cgroups");
@@ -31,13 +30,14 @@ fn platform_with(
             return None;
         }
     };
-    Some(HostPlatform::new(HostPlatformConfig {
+    let supervisor = Supervisor::new(SupervisorConfig {
         hierarchy,
         proc_root: "/proc".into(),
         cgroup_base: PathBuf::from(base),
         sample_interval: Duration::from_millis(100),
         probe,
-    }))
+    });
+    Some(Drivers::new(supervisor, IsolabConfig::discover()))
 }
 
 fn job(name: &str, argv: &[&str], workdir: &Path, limits: Limits) -> Job {

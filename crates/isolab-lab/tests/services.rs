@@ -10,11 +10,11 @@ use std::time::Duration;
 
 use isolab_cgroups::{Bytes, CpuQuota, Hierarchy, Limits};
 use isolab_lab::platform::{
-    Accel, ExitKind, IsolabConfig, Job, Network, Platform, PlatformDef, PlatformError,
-    PlatformKind, Platforms, ServiceSpec,
+    Accel, Drivers, Executor, ExitKind, IsolabConfig, Job, Network, PlatformDef, PlatformError,
+    PlatformKind, ServiceSpec,
 };
 use isolab_lab::testing::{FakeCgroupfs, FakeLauncher, Scripted};
-use isolab_lab::{HostPlatform, HostPlatformConfig};
+use isolab_lab::{Supervisor, SupervisorConfig};
 
 mod common;
 use common::leftovers;
@@ -47,9 +47,9 @@ fn job(platform: PlatformDef, name: &str, argv: Vec<String>, workdir: &Path) -> 
     }
 }
 
-fn fake_platforms(cgroupfs: &Path, launcher: Arc<FakeLauncher>, state: &Path) -> Platforms {
-    let host = HostPlatform::with_launcher(
-        HostPlatformConfig {
+fn fake_platforms(cgroupfs: &Path, launcher: Arc<FakeLauncher>, state: &Path) -> Drivers {
+    let host = Supervisor::with_launcher(
+        SupervisorConfig {
             hierarchy: FakeCgroupfs::create(cgroupfs).unwrap(),
             proc_root: state.join("proc"),
             cgroup_base: PathBuf::from("isolab"),
@@ -58,7 +58,7 @@ fn fake_platforms(cgroupfs: &Path, launcher: Arc<FakeLauncher>, state: &Path) ->
         },
         launcher,
     );
-    Platforms::new(
+    Drivers::new(
         host,
         IsolabConfig {
             program: PathBuf::from("isolab-runtime"),
@@ -68,15 +68,15 @@ fn fake_platforms(cgroupfs: &Path, launcher: Arc<FakeLauncher>, state: &Path) ->
 }
 
 /// Every platform of this build on the host's real cgroups, below `base`.
-fn real_platforms(base: &str) -> Platforms {
-    let host = HostPlatform::new(HostPlatformConfig {
+fn real_platforms(base: &str) -> Drivers {
+    let host = Supervisor::new(SupervisorConfig {
         hierarchy: Hierarchy::detect().unwrap(),
         proc_root: "/proc".into(),
         cgroup_base: PathBuf::from(base),
         sample_interval: Duration::from_millis(100),
         probe: None,
     });
-    Platforms::new(host, IsolabConfig::discover())
+    Drivers::new(host, IsolabConfig::discover())
 }
 
 #[test]

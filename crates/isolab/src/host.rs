@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use isolab_cgroups::{Cgroup, Hierarchy};
 use isolab_lab::environment::{self, EnvRoots, SystemTools};
-use isolab_lab::platform::{IsolabConfig, PlatformKind, Platforms};
+use isolab_lab::platform::{Drivers, IsolabConfig, PlatformKind};
 use isolab_lab::telemetry::SAMPLE_INTERVAL;
-use isolab_lab::{ExperimentSpec, HostFacts, HostPlatform, HostPlatformConfig};
+use isolab_lab::{ExperimentSpec, HostFacts, Supervisor, SupervisorConfig};
 use isolab_store::Store;
 
 /// Parent of every cgroup isolab creates.
@@ -24,15 +24,15 @@ pub fn hierarchy() -> Result<Hierarchy> {
 }
 
 /// Every platform of this build: the host, and containers of `isolab-runtime`.
-pub fn platform(hierarchy: Hierarchy, probe: Option<isolab_lab::probe::ProbeConfig>) -> Platforms {
-    let host = HostPlatform::new(HostPlatformConfig {
+pub fn platform(hierarchy: Hierarchy, probe: Option<isolab_lab::probe::ProbeConfig>) -> Drivers {
+    let host = Supervisor::new(SupervisorConfig {
         hierarchy,
         proc_root: PathBuf::from("/proc"),
         cgroup_base: PathBuf::from(CGROUP_BASE),
         sample_interval: SAMPLE_INTERVAL,
         probe,
     });
-    Platforms::new(host, IsolabConfig::discover())
+    Drivers::new(host, IsolabConfig::discover())
 }
 
 /// Checks that the engines and the image the spec's cells need are there, so that a

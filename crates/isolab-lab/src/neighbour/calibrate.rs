@@ -15,7 +15,7 @@ use super::{
     parse_iperf3_gbps, JsonError, NetNames, SoloProfile, CALIBRATION_IODEPTH,
 };
 use crate::platform::{
-    Interrupt, Job, NeighbourJobs, Platform, PlatformDef, PlatformError, PlatformKind,
+    Executor, Interrupt, Job, NeighbourJobs, PlatformDef, PlatformError, PlatformKind,
 };
 use crate::spec::Cell;
 
@@ -52,7 +52,7 @@ impl Calibrations {
     /// neighbours.
     pub(crate) fn solo_profile(
         &self,
-        platform: &dyn Platform,
+        platform: &dyn Executor,
         interrupt: &Interrupt,
         cell: &Cell,
         job: &Job,
@@ -113,7 +113,7 @@ impl Calibrations {
     /// 32 KiB, iodepth 16): measured once by an unstored fio run on the host.
     pub(crate) fn disk_capacity(
         &self,
-        platform: &dyn Platform,
+        platform: &dyn Executor,
         interrupt: &Interrupt,
         job: &Job,
         direct: bool,
@@ -145,7 +145,7 @@ impl Calibrations {
     /// with a neighbour network of one server around it.
     pub(crate) fn net_capacity(
         &self,
-        platform: &dyn Platform,
+        platform: &dyn Executor,
         interrupt: &Interrupt,
         job: &Job,
     ) -> Result<(f64, Option<String>), PlatformError> {
@@ -191,7 +191,7 @@ impl Calibrations {
 /// `<job>-<suffix>`, with `neighbours` around it; `parse` reads the measure from
 /// its output, and a failure to is a `phase` error.
 fn calibrate(
-    platform: &dyn Platform,
+    platform: &dyn Executor,
     interrupt: &Interrupt,
     job: &Job,
     (dir, suffix, phase): (&str, &str, &'static str),
@@ -234,7 +234,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::platform::{HostPlatform, HostPlatformConfig};
+    use crate::platform::{Drivers, IsolabConfig, Supervisor, SupervisorConfig};
     use crate::testing::{FakeCgroupfs, FakeLauncher, Scripted};
 
     #[test]
@@ -245,8 +245,8 @@ mod tests {
         let launcher = Arc::new(
             FakeLauncher::new().on("fio", [Scripted::success(fio, Duration::from_secs(10))]),
         );
-        let host = HostPlatform::with_launcher(
-            HostPlatformConfig {
+        let supervisor = Supervisor::with_launcher(
+            SupervisorConfig {
                 hierarchy: FakeCgroupfs::create(cgroupfs.path()).unwrap(),
                 proc_root: work.path().join("proc"),
                 cgroup_base: PathBuf::from("isolab"),
@@ -255,6 +255,7 @@ mod tests {
             },
             launcher.clone(),
         );
+        let host = Drivers::new(supervisor, IsolabConfig::discover());
         let job = Job {
             platform: PlatformDef::new(PlatformKind::HOST),
             image: None,

@@ -27,10 +27,8 @@ use std::time::Duration;
 use isolab_cgroups::{Cgroup, Hierarchy, Limits, Stats};
 use isolab_engines::{Engine, NetworkMode, PreparedImage, RunRequest, ID_PREFIX};
 
-use super::host::HostPlatform;
-use super::instance::Supervisor;
-use super::instance::{container_below, container_mount};
-use super::registry::{Driver, Executed, PlatformInfo, PlatformKind};
+use super::driver::{Driver, Executed, PlatformInfo, PlatformKind, Unavailable};
+use super::instance::{container_below, container_mount, Supervisor};
 use super::service::{self, LimitsAt, Remove, ServiceSpec, Started};
 use super::{container_id, Execution, Interrupt, Job, Network, PlatformDef, PlatformError};
 
@@ -43,21 +41,21 @@ const GRACE: Duration = Duration::from_secs(10);
 
 /// One engine as a platform: the driver, whether it is ready, and the images it
 /// has imported.
-pub(crate) struct EnginePlatform {
+pub(crate) struct EngineDriver {
     engine: Box<dyn Engine>,
     ready: Mutex<Option<Result<String, Arc<isolab_engines::EngineError>>>>,
     /// When the engine was first asked to do anything (a daemon may have been
     /// started for it, even by `gc`), so that shutdown must run: 0 = never, else its
     /// place in the order of first use among all engines sharing `clock`.
     touched: AtomicU64,
-    /// The order of first use, shared by the engines of one [`super::Platforms`].
+    /// The order of first use, shared by the engines of one [`super::Drivers`].
     clock: Arc<AtomicU64>,
     images: Mutex<HashMap<PathBuf, PreparedImage>>,
 }
 
-impl std::fmt::Debug for EnginePlatform {
+impl std::fmt::Debug for EngineDriver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EnginePlatform")
+        f.debug_struct("EngineDriver")
             .field("engine", &self.engine.name())
             .finish_non_exhaustive()
     }
@@ -70,11 +68,11 @@ fn engine_error(engine: &str, e: impl std::fmt::Display) -> PlatformError {
     }
 }
 
-impl EnginePlatform {
+impl EngineDriver {
     /// The engine `engine`; engines that share `clock` record the order of their
     /// first use, so that they can be shut down in the reverse order.
-    pub(crate) fn new(engine: Box<dyn Engine>, clock: Arc<AtomicU64>) -> EnginePlatform {
-        EnginePlatform {
+    pub(crate) fn new(engine: Box<dyn Engine>, clock: Arc<AtomicU64>) -> EngineDriver {
+        EngineDriver {
             engine,
             ready: Mutex::new(None),
             touched: AtomicU64::new(0),
@@ -145,7 +143,7 @@ impl EnginePlatform {
     }
 
     /// When this engine was first used (0: never), in the order shared by its
-    /// [`super::Platforms`]. Engines change the host on first use (dockerd's
+    /// [`super::Drivers`]. Engines change the host on first use (dockerd's
     /// iptables rules and `ip_forward`, Podman's snapshot of them, crun's hugetlb
     /// hierarchy), each recording what it found, which may be another engine's
     /// change: they must be shut down last-used-first.
@@ -162,7 +160,7 @@ impl EnginePlatform {
     }
 }
 
-impl Driver for EnginePlatform {
+impl Driver for EngineDriver {
     fn info(&self) -> PlatformInfo {
         PlatformInfo {
             kind: PlatformKind::from_engine(self.engine.name()),
@@ -171,11 +169,9 @@ impl Driver for EnginePlatform {
         }
     }
 
-    fn available(&self) -> Result<String, String> {
-        self.engine
-            .available()
-            .map(|()| "installed".to_owned())
-            .map_err(|e| e.to_string())
+    fn available(&self) -> Result<String, Unavailable> {
+        self.engine.available()?;
+        Ok("installed".to_owned())
     }
 
     fn prepare(
@@ -193,13 +189,12 @@ impl Driver for EnginePlatform {
         Ok(env)
     }
 
-    fn execute(&self, host: &HostPlatform, job: &Job, interrupt: &Interrupt) -> Executed {
-        execute(host.supervisor(), self, job, interrupt)
+    fn execute(&self, supervisor: &Supervisor, job: &Job, interrupt: &Interrupt) -> Executed {
+        execute(supervisor, self, job, interrupt)
     }
 
-    fn start_service(&self, host: &HostPlatform, job: &Job, spec: ServiceSpec) -> Started<'_> {
+    fn start_service(&self, sup: &Supervisor, job: &Job, spec: ServiceSpec) -> Started<'_> {
         let prepared = self.image(job.container_image(self.name())?)?;
-        let sup = host.supervisor();
         let request = run_request(job, &sup.instance_path(&job.name))?;
         service::start(sup, job, spec, LimitsAt::Container, move || {
             let argv = self.engine.run_command(&request, &prepared);
@@ -222,17 +217,17 @@ impl Driver for EnginePlatform {
     fn gc(&self, prefixes: &[String]) -> Result<Vec<String>, PlatformError> {
         let mut removed = Vec::new();
         for prefix in prefixes {
-            removed.extend(EnginePlatform::gc(self, prefix)?);
+            removed.extend(EngineDriver::gc(self, prefix)?);
         }
         Ok(removed)
     }
 
     fn first_used(&self) -> u64 {
-        EnginePlatform::first_used(self)
+        EngineDriver::first_used(self)
     }
 
     fn shutdown(&self) -> Result<(), PlatformError> {
-        EnginePlatform::shutdown(self)
+        EngineDriver::shutdown(self)
     }
 }
 
@@ -322,7 +317,7 @@ fn watch(hierarchy: Hierarchy, instance: PathBuf, stop: Arc<AtomicBool>) -> Watc
 /// Neighbours in containers of the same engine (seed 001's stress containers),
 /// network none, on the experiment's image.
 struct EngineNeighbours<'a> {
-    engine: &'a EnginePlatform,
+    engine: &'a EngineDriver,
     image: &'a PreparedImage,
     workdir: PathBuf,
 }
@@ -384,7 +379,7 @@ fn run_request(job: &Job, instance: &Path) -> Result<RunRequest, PlatformError> 
 /// Runs `job` in a container of `engine` inside an instance of `host`.
 pub(crate) fn execute(
     host: &Supervisor,
-    engine: &EnginePlatform,
+    engine: &EngineDriver,
     job: &Job,
     interrupt: &Interrupt,
 ) -> Result<Execution, PlatformError> {
@@ -527,14 +522,14 @@ mod tests {
         fn prepare_image(&self, _: &Path) -> Result<PreparedImage, isolab_engines::EngineError> {
             unreachable!("not used")
         }
-        fn run_command(
+        fn command(
             &self,
             _: &isolab_engines::RunRequest,
             _: &PreparedImage,
         ) -> Result<Vec<String>, isolab_engines::EngineError> {
             unreachable!("not used")
         }
-        fn remove(
+        fn remove_container(
             &self,
             _: &isolab_engines::RunRequest,
         ) -> Result<(), isolab_engines::EngineError> {
@@ -555,7 +550,7 @@ mod tests {
     #[test]
     fn an_engine_that_cannot_be_made_ready_keeps_its_error_and_cause() {
         let log = Arc::new(Mutex::new(Vec::new()));
-        let e = EnginePlatform::new(
+        let e = EngineDriver::new(
             Box::new(Logged("missing", log.clone())),
             Arc::new(AtomicU64::new(0)),
         );
@@ -585,9 +580,9 @@ mod tests {
     fn engines_are_shut_down_last_used_first_and_unused_ones_not_at_all() {
         let log = Arc::new(Mutex::new(Vec::new()));
         let clock = Arc::new(AtomicU64::new(0));
-        let engines: Vec<EnginePlatform> = ["docker", "podman", "crun", "lxc"]
+        let engines: Vec<EngineDriver> = ["docker", "podman", "crun", "lxc"]
             .into_iter()
-            .map(|n| EnginePlatform::new(Box::new(Logged(n, log.clone())), clock.clone()))
+            .map(|n| EngineDriver::new(Box::new(Logged(n, log.clone())), clock.clone()))
             .collect();
         // The spec's order: crun, docker, then podman; lxc is never used.
         engines[2].ready().unwrap();
@@ -596,8 +591,7 @@ mod tests {
         engines[1].ready().unwrap();
         engines[0].ready().unwrap();
         assert!(
-            super::super::registry::shutdown_all(engines.iter().map(|e| e as &dyn Driver))
-                .is_empty()
+            super::super::driver::shutdown_all(engines.iter().map(|e| e as &dyn Driver)).is_empty()
         );
         assert_eq!(
             *log.lock().unwrap(),

@@ -1,43 +1,41 @@
-//! The `host` platform: the workload runs as a child of isolab, confined in a cgroup
-//! of its own that carries the shape's and placement's limits. The instance's life
-//! (scope, prepare and cleanup, neighbours, probe, removal) is the
+//! The `host` platform's driver: the workload runs as a child of isolab, confined in a
+//! cgroup of its own that carries the shape's and placement's limits. The instance's
+//! life (scope, prepare and cleanup, neighbours, probe, removal) is the
 //! [`Supervisor`]'s, as on every platform.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use super::instance::{limit, HostPlatformConfig, Supervisor};
-use super::launch::{Launcher, RealLauncher};
-use super::{Execution, Interrupt, Job, Platform, PlatformError};
+use isolab_engines::{Capabilities, LimitKinds, NetworkMode};
 
-/// The bare-host platform.
-#[derive(Debug)]
-pub struct HostPlatform {
-    supervisor: Supervisor,
-}
+use super::driver::{Driver, Executed, PlatformInfo, PlatformKind, Unavailable};
+use super::instance::{limit, Supervisor};
+use super::service::{self, ServiceSpec, Started};
+use super::{Interrupt, Job};
 
-impl HostPlatform {
-    /// A host platform using `config`, running real processes.
-    pub fn new(config: HostPlatformConfig) -> Self {
-        HostPlatform::with_launcher(config, RealLauncher::shared())
-    }
+/// The bare host.
+pub(crate) struct HostDriver;
 
-    /// A host platform using `config`, starting every process with `launcher`.
-    pub fn with_launcher(config: HostPlatformConfig, launcher: Arc<dyn Launcher>) -> Self {
-        HostPlatform {
-            supervisor: Supervisor::new(config, launcher),
+impl Driver for HostDriver {
+    fn info(&self) -> PlatformInfo {
+        PlatformInfo {
+            kind: PlatformKind::HOST,
+            summary: "the bare host: the workload runs as a child of isolab in a cgroup of its own",
+            capabilities: Capabilities {
+                networks: &[NetworkMode::Host],
+                limits: LimitKinds::ALL,
+                perf_follows_workload: true,
+                needs_image: false,
+                services: true,
+                vm: false,
+            },
         }
     }
 
-    /// The supervisor of its instances, which every platform's instances share.
-    pub(crate) fn supervisor(&self) -> &Supervisor {
-        &self.supervisor
+    fn available(&self) -> Result<String, Unavailable> {
+        Ok("always".into())
     }
-}
 
-impl Platform for HostPlatform {
-    fn execute(&self, job: &Job, interrupt: &Interrupt) -> Result<Execution, PlatformError> {
-        let supervisor = &self.supervisor;
+    fn execute(&self, supervisor: &Supervisor, job: &Job, interrupt: &Interrupt) -> Executed {
         supervisor.instance(job, interrupt, |cgroup| {
             let applied = limit(cgroup, &job.limits)?;
             let measured =
@@ -46,7 +44,9 @@ impl Platform for HostPlatform {
         })
     }
 
-    fn gc(&self) -> Result<Vec<String>, PlatformError> {
-        self.supervisor.gc()
+    fn start_service(&self, supervisor: &Supervisor, job: &Job, spec: ServiceSpec) -> Started<'_> {
+        service::start(supervisor, job, spec, service::LimitsAt::Instance, || {
+            Ok((job.argv.clone(), None))
+        })
     }
 }

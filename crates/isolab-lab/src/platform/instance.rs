@@ -20,9 +20,9 @@ use super::{Execution, Interrupt, Job, NeighbourContainers, PlatformError};
 use crate::neighbour::{start_neighbours, NeighbourSite};
 use crate::telemetry::CpuSampler;
 
-/// Where the host platform finds the kernel's interfaces.
+/// Where the supervisor finds the kernel's interfaces.
 #[derive(Debug, Clone)]
-pub struct HostPlatformConfig {
+pub struct SupervisorConfig {
     /// The cgroup layout (v1, hybrid or v2).
     pub hierarchy: Hierarchy,
     /// The proc file system (`/proc`).
@@ -43,14 +43,19 @@ pub struct HostPlatformConfig {
 /// supervisor is dropped, so that each run creates and removes only its own leaf.
 #[derive(Debug)]
 pub struct Supervisor {
-    config: HostPlatformConfig,
+    config: SupervisorConfig,
     launcher: Arc<dyn Launcher>,
     scope: Mutex<Option<Cgroup>>,
 }
 
 impl Supervisor {
+    /// A supervisor on `config`'s interfaces, running real processes.
+    pub fn new(config: SupervisorConfig) -> Self {
+        Supervisor::with_launcher(config, super::launch::RealLauncher::shared())
+    }
+
     /// A supervisor on `config`'s interfaces, starting processes with `launcher`.
-    pub fn new(config: HostPlatformConfig, launcher: Arc<dyn Launcher>) -> Self {
+    pub fn with_launcher(config: SupervisorConfig, launcher: Arc<dyn Launcher>) -> Self {
         Supervisor {
             config,
             launcher,
@@ -626,8 +631,8 @@ mod tests {
             .path()
             .join(format!("isolab/exp3-pid{dead}/c0-r1/cgroup.procs"));
         std::fs::write(&leftover, "4194400\n").unwrap();
-        let supervisor = Supervisor::new(
-            HostPlatformConfig {
+        let supervisor = Supervisor::with_launcher(
+            SupervisorConfig {
                 hierarchy,
                 proc_root: proc_root.path().to_path_buf(),
                 cgroup_base: PathBuf::from("isolab"),

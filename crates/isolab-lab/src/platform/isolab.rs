@@ -23,14 +23,13 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use isolab_cgroups::Limits;
 use isolab_runtime::{ContainerId, Report};
 
 use isolab_engines::Capabilities;
 
-use super::host::HostPlatform;
+use super::driver::{Driver, Executed, PlatformInfo, PlatformKind, Unavailable};
 use super::instance::Supervisor;
-use super::registry::{Driver, Executed, PlatformInfo, PlatformKind};
+use super::limit_flags::runtime_limit_flags;
 use super::service::{self, LimitsAt, Remove, ServiceSpec, Started};
 use super::{container_id, Execution, Interrupt, Job, Network, PlatformError};
 
@@ -89,44 +88,10 @@ pub(crate) fn runtime_argv(
         "--cwd".into(),
         job.workdir.display().to_string(),
     ];
-    a.extend(limit_flags(&job.limits));
+    a.extend(runtime_limit_flags(&job.limits));
     a.push(image.display().to_string());
     a.push("--".into());
     a.extend(job.argv.iter().cloned());
-    a
-}
-
-/// The runtime flags that apply `limits`.
-pub(crate) fn limit_flags(limits: &Limits) -> Vec<String> {
-    let mut a = Vec::new();
-    let mut flag = |name: &str, value: String| {
-        a.push(format!("--{name}"));
-        a.push(value);
-    };
-    if let Some(q) = &limits.cpu {
-        let cpus = q.quota.as_micros() as f64 / q.period.as_micros() as f64;
-        flag("cpus", format!("{cpus}"));
-    }
-    if let Some(set) = &limits.cpuset {
-        flag("cpuset", set.to_string());
-    }
-    if let Some(m) = limits.memory_max {
-        flag("memory", m.0.to_string());
-    }
-    if let Some(m) = limits.memory_swap_max {
-        flag("memory-swap", m.0.to_string());
-    }
-    if let Some(p) = limits.pids_max {
-        flag("pids", p.to_string());
-    }
-    for t in &limits.io {
-        if let Some(r) = t.read_bps {
-            flag("io-read-bps", format!("{}={r}", t.device));
-        }
-        if let Some(w) = t.write_bps {
-            flag("io-write-bps", format!("{}={w}", t.device));
-        }
-    }
     a
 }
 
@@ -201,22 +166,20 @@ impl Driver for IsolabDriver {
         }
     }
 
-    fn available(&self) -> Result<String, String> {
+    fn available(&self) -> Result<String, Unavailable> {
         isolab_tools::find_program(&self.config.program)
             .map(|p| p.display().to_string())
-            .ok_or_else(|| format!(
-                "`{}` is neither next to isolab nor on PATH: build it with `cargo build --release -p isolab-runtime` (or set ISOLAB_RUNTIME to its path)",
-                RUNTIME_PROGRAM
-            ))
+            .ok_or(Unavailable::Runtime {
+                program: RUNTIME_PROGRAM,
+            })
     }
 
-    fn execute(&self, host: &HostPlatform, job: &Job, interrupt: &Interrupt) -> Executed {
-        execute(host.supervisor(), &self.config, job, interrupt)
+    fn execute(&self, supervisor: &Supervisor, job: &Job, interrupt: &Interrupt) -> Executed {
+        execute(supervisor, &self.config, job, interrupt)
     }
 
-    fn start_service(&self, host: &HostPlatform, job: &Job, spec: ServiceSpec) -> Started<'_> {
+    fn start_service(&self, sup: &Supervisor, job: &Job, spec: ServiceSpec) -> Started<'_> {
         let image = check_image(job.container_image(RUNTIME_PROGRAM)?)?;
-        let sup = host.supervisor();
         let id = container_id("", &job.name)?;
         let report = job.workdir.join(".isolab-service.json");
         let instance = sup.instance_path(&job.name);
@@ -334,7 +297,7 @@ fn check_image(image: &Path) -> Result<&Path, PlatformError> {
 mod tests {
     use std::time::Duration;
 
-    use isolab_cgroups::{Bytes, CpuQuota, DeviceNumber, IoThrottle};
+    use isolab_cgroups::Limits;
 
     use super::*;
     use crate::platform::{PlatformDef, PlatformKind};
@@ -354,40 +317,6 @@ mod tests {
             neighbours: None,
             uses_disk: false,
         }
-    }
-
-    #[test]
-    fn shape_and_placement_become_runtime_flags() {
-        let limits = Limits {
-            cpu: Some(CpuQuota::from_cpus(1.5, CpuQuota::DEFAULT_PERIOD).unwrap()),
-            cpuset: Some("1".parse().unwrap()),
-            memory_max: Some(Bytes::gib(4)),
-            pids_max: Some(512),
-            io: vec![IoThrottle {
-                read_bps: Some(1 << 20),
-                ..IoThrottle::unlimited(DeviceNumber {
-                    major: 254,
-                    minor: 0,
-                })
-            }],
-            ..Limits::default()
-        };
-        let flags = limit_flags(&limits);
-        assert_eq!(
-            flags,
-            [
-                "--cpus",
-                "1.5",
-                "--cpuset",
-                "1",
-                "--memory",
-                "4294967296",
-                "--pids",
-                "512",
-                "--io-read-bps",
-                "254:0=1048576"
-            ]
-        );
     }
 
     #[test]

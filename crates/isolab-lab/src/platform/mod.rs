@@ -1,13 +1,26 @@
 //! Platforms: where a workload runs. Each platform turns a [`Job`] (argv, limits,
 //! working directory) into an [`Execution`] (exit, output, limits read back,
-//! telemetry). The runner only sees the [`Platform`] trait, so it can be tested with
-//! a fake platform and no processes at all.
+//! telemetry). The runner only sees the [`Executor`] trait, so it can be tested with
+//! a fake executor and no processes at all.
+//!
+//! The words, one meaning each (`docs/architecture.md` draws them):
+//! - a **platform** is where a workload runs; a spec's level of it is a
+//!   [`PlatformDef`], and its name in the registry a [`PlatformKind`];
+//! - a **driver** ([`driver::Driver`]) runs one platform: availability, prepare,
+//!   execute, services, gc, shutdown; the [`registry`] lists every driver, and
+//!   [`Drivers`] holds them, behind the runner's [`Executor`];
+//! - an **engine** ([`isolab_engines::Engine`]) is a third-party container engine's
+//!   commands; one [`engine::EngineDriver`] drives each;
+//! - the **supervisor** ([`Supervisor`]) owns instances and their cgroups (scope,
+//!   prepare and cleanup, neighbours, probe, removal) on every platform.
 
+pub mod driver;
 mod engine;
 mod host;
 pub(crate) mod instance;
 mod isolab;
 pub mod launch;
+mod limit_flags;
 mod measured;
 pub(crate) mod process;
 mod registry;
@@ -24,8 +37,8 @@ use isolab_cgroups::Limits;
 use isolab_runtime::{ContainerId, InvalidContainerId};
 use isolab_store::{Series, TelemetrySet};
 
-pub use host::HostPlatform;
-pub use instance::HostPlatformConfig;
+pub use driver::{PlatformInfo, PlatformKind, Unavailable, UnknownPlatform};
+pub use instance::{Supervisor, SupervisorConfig};
 pub use isolab::{IsolabConfig, RUNTIME_PROGRAM};
 pub use launch::{Launch, Launcher, Process, RealLauncher};
 pub use process::Interrupt;
@@ -33,9 +46,7 @@ pub(crate) use process::{free_port, isolab_running};
 pub use service::{Service, ServiceSpec};
 
 pub use isolab_engines::{Capabilities, LimitKinds, NetworkMode as Network};
-pub use registry::{
-    availability, registry, unavailable, Availability, PlatformInfo, PlatformKind, UnknownPlatform,
-};
+pub use registry::{availability, registry, unavailable, Availability};
 
 /// A platform level of a spec: a name, the engine behind it and its options.
 ///
@@ -553,8 +564,9 @@ pub(crate) fn container_id(
     ContainerId::new(&format!("{prefix}{}", job_name.replace('/', "-")))
 }
 
-/// Something that can run jobs.
-pub trait Platform: Sync {
+/// What the runner hands jobs to: something that runs each job on its platform.
+/// [`Drivers`] is the real one; tests use fakes.
+pub trait Executor: Sync {
     /// Runs one job: creates the instance, applies and verifies the limits, runs the
     /// command with telemetry, and tears everything down, also on error.
     fn execute(&self, job: &Job, interrupt: &Interrupt) -> Result<Execution, PlatformError>;
@@ -570,7 +582,7 @@ pub trait Platform: Sync {
         })
     }
 
-    /// Runs `jobs` at the same time, each as [`Platform::execute`] would (the
+    /// Runs `jobs` at the same time, each as [`Executor::execute`] would (the
     /// instances of one run of a scalability cell). Results are in `jobs` order.
     fn execute_all(
         &self,
@@ -633,41 +645,40 @@ pub fn default_server_address(platform: &PlatformDef) -> std::net::Ipv4Addr {
     }
 }
 
-/// Every platform of this build behind one [`Platform`]: each job goes to the
-/// driver of the engine its [`Job::platform`] names (the [`registry`]'s). All
-/// drivers share the host platform's experiment scope cgroup and instance life
-/// cycle.
-pub struct Platforms {
-    host: HostPlatform,
+/// Every driver of this build behind one [`Executor`]: each job goes to the driver
+/// of the platform its [`Job::platform`] names (the [`registry`]'s). All drivers
+/// share one [`Supervisor`]: the experiment's scope cgroup and the instances' life.
+pub struct Drivers {
+    supervisor: Supervisor,
     isolab: IsolabConfig,
-    drivers: Vec<Box<dyn registry::Driver>>,
+    drivers: Vec<Box<dyn driver::Driver>>,
 }
 
-impl fmt::Debug for Platforms {
+impl fmt::Debug for Drivers {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let names: Vec<PlatformKind> = self.drivers.iter().map(|d| d.info().kind).collect();
-        f.debug_struct("Platforms")
-            .field("host", &self.host)
+        f.debug_struct("Drivers")
+            .field("supervisor", &self.supervisor)
             .field("isolab", &self.isolab)
             .field("drivers", &names)
             .finish()
     }
 }
 
-impl Platforms {
-    /// The platforms, on `host`'s cgroups, with the runtime from `isolab` and every
-    /// driver of the registry (each made ready on first use only).
-    pub fn new(host: HostPlatform, isolab: IsolabConfig) -> Platforms {
+impl Drivers {
+    /// Every driver of the registry (each made ready on first use only), on
+    /// `supervisor`'s instances, with the runtime from `isolab`.
+    pub fn new(supervisor: Supervisor, isolab: IsolabConfig) -> Drivers {
         let clock = Arc::new(AtomicU64::new(0));
         let drivers = registry::drivers(&isolab, clock);
-        Platforms {
-            host,
+        Drivers {
+            supervisor,
             isolab,
             drivers,
         }
     }
 
-    fn driver(&self, kind: PlatformKind) -> Result<&dyn registry::Driver, PlatformError> {
+    fn driver(&self, kind: PlatformKind) -> Result<&dyn driver::Driver, PlatformError> {
         self.drivers
             .iter()
             .find(|d| d.info().kind == kind)
@@ -679,25 +690,25 @@ impl Platforms {
     }
 }
 
-impl Drop for Platforms {
+impl Drop for Drivers {
     fn drop(&mut self) {
         // A daemon isolab started is stopped, and the host state it changed
         // restored, the last used first.
-        for (kind, err) in registry::shutdown_all(self.drivers.iter().map(|d| &**d)) {
+        for (kind, err) in driver::shutdown_all(self.drivers.iter().map(|d| &**d)) {
             eprintln!("warning: shutting down {kind}: {err}");
         }
     }
 }
 
-impl Platform for Platforms {
+impl Executor for Drivers {
     fn execute(&self, job: &Job, interrupt: &Interrupt) -> Result<Execution, PlatformError> {
         self.driver(job.platform.kind)?
-            .execute(&self.host, job, interrupt)
+            .execute(&self.supervisor, job, interrupt)
     }
 
     fn start_service(&self, job: &Job, spec: ServiceSpec) -> Result<Service<'_>, PlatformError> {
         self.driver(job.platform.kind)?
-            .start_service(&self.host, job, spec)
+            .start_service(&self.supervisor, job, spec)
     }
 
     fn prepare(
@@ -729,8 +740,7 @@ impl Platform for Platforms {
         // (their containers die with them), then the containers (their cgroups
         // are nested in the instances'), then the instances.
         let mut prefixes: Vec<String> = self
-            .host
-            .supervisor()
+            .supervisor
             .orphan_experiments()?
             .iter()
             // A name that makes no container id cannot prefix one either.
@@ -742,9 +752,9 @@ impl Platform for Platforms {
         for d in &self.drivers {
             removed.extend(d.gc(&prefixes)?);
         }
-        self.host.supervisor().kill_orphans()?;
+        self.supervisor.kill_orphans()?;
         removed.extend(
-            isolab_runtime::gc(&self.isolab.state_dir, self.host.supervisor().hierarchy())
+            isolab_runtime::gc(&self.isolab.state_dir, self.supervisor.hierarchy())
                 .map_err(|e| PlatformError::Runtime {
                     action: "collecting the containers of killed runtimes",
                     source: Box::new(e),
@@ -752,7 +762,7 @@ impl Platform for Platforms {
                 .into_iter()
                 .map(|id| format!("container {id}")),
         );
-        removed.extend(self.host.gc()?);
+        removed.extend(self.supervisor.gc()?);
         // Neighbour networks of killed runs (their iperf3 servers died with them).
         let alive = |pid: u32| {
             pid == std::process::id() || isolab_running(std::path::Path::new("/proc"), pid)

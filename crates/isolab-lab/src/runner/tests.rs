@@ -11,7 +11,7 @@ use crate::spec::{HostFacts, Source};
 
 /// Answers every job with a sysbench-like output whose events/s come from a queue
 /// (or a constant), and can trigger the interrupt at the n-th job.
-struct FakePlatform {
+struct FakeExecutor {
     values: Mutex<VecDeque<f64>>,
     constant: f64,
     jobs: Mutex<Vec<Job>>,
@@ -23,9 +23,9 @@ struct FakePlatform {
     noise: f64,
 }
 
-impl FakePlatform {
+impl FakeExecutor {
     fn constant(v: f64) -> Self {
-        FakePlatform {
+        FakeExecutor {
             values: Mutex::new(VecDeque::new()),
             constant: v,
             jobs: Mutex::new(Vec::new()),
@@ -43,7 +43,7 @@ fn sysbench_output(events_per_second: f64) -> String {
     )
 }
 
-impl Platform for FakePlatform {
+impl Executor for FakeExecutor {
     fn execute(&self, job: &Job, interrupt: &Interrupt) -> Result<Execution, PlatformError> {
         let n = self.jobs.lock().unwrap().len();
         self.jobs.lock().unwrap().push(job.clone());
@@ -106,7 +106,7 @@ fn spec(reps: &str, placements: &str) -> ExperimentSpec {
 }
 
 /// Starts `spec` on `platform` into `store`, with working directories under `dir`.
-fn start(platform: &FakePlatform, store: &mut Store, spec: &ExperimentSpec, dir: &Path) -> Outcome {
+fn start(platform: &FakeExecutor, store: &mut Store, spec: &ExperimentSpec, dir: &Path) -> Outcome {
     let interrupt = Interrupt::new().unwrap();
     Runner::new(platform, store, &mut Silent, &interrupt, config(dir))
         .start(spec, vec![])
@@ -129,7 +129,7 @@ fn stable_cells_stop_at_min_and_warmups_are_not_counted() {
         "{ warmup = 1, min = 3, max = 10, target_cv = 0.05 }",
         "[\"shared\", \"quota\", \"pinned\"]",
     );
-    let platform = FakePlatform::constant(1000.0);
+    let platform = FakeExecutor::constant(1000.0);
     let mut store = Store::open_in_memory().unwrap();
     let outcome = start(&platform, &mut store, &spec, dir.path());
     assert_eq!(outcome.status, ExperimentStatus::Complete);
@@ -184,7 +184,7 @@ fn compared_cells_stop_once_decided() {
     );
     // An injected effect: quota does 10% fewer events/s; pinned is the baseline's
     // equal; every run ±1% noise.
-    let mut platform = FakePlatform::constant(1000.0);
+    let mut platform = FakeExecutor::constant(1000.0);
     platform.scale_cell = vec![("/c1-", 0.9)];
     platform.noise = 0.01;
     let mut store = Store::open_in_memory().unwrap();
@@ -228,7 +228,7 @@ fn noisy_cells_run_until_max_and_say_so() {
         "{ warmup = 0, min = 2, max = 4, target_cv = 0.01 }",
         "[\"shared\"]",
     );
-    let platform = FakePlatform::constant(0.0);
+    let platform = FakeExecutor::constant(0.0);
     platform
         .values
         .lock()
@@ -253,7 +253,7 @@ fn noisy_cells_run_until_max_and_say_so() {
 fn rounds_are_shuffled_reproducibly() {
     let order = |seed_spec: &ExperimentSpec| {
         let dir = tempfile::tempdir().unwrap();
-        let platform = FakePlatform::constant(1000.0);
+        let platform = FakeExecutor::constant(1000.0);
         let mut store = Store::open_in_memory().unwrap();
         start(&platform, &mut store, seed_spec, dir.path());
         let jobs = platform.jobs.lock().unwrap();
@@ -288,7 +288,7 @@ fn interruption_is_recorded_and_resume_completes_exactly_once() {
         "{ warmup = 1, min = 3, max = 3, target_cv = 0.05 }",
         "[\"shared\", \"quota\"]",
     );
-    let mut platform = FakePlatform::constant(1000.0);
+    let mut platform = FakeExecutor::constant(1000.0);
     platform.interrupt_at = Some(5);
     let mut store = Store::open_in_memory().unwrap();
     let first = start(&platform, &mut store, &spec, dir.path());
@@ -300,7 +300,7 @@ fn interruption_is_recorded_and_resume_completes_exactly_once() {
         ExperimentStatus::Interrupted
     );
 
-    let platform = FakePlatform::constant(1000.0);
+    let platform = FakeExecutor::constant(1000.0);
     let interrupt = Interrupt::new().unwrap();
     let second = Runner::new(
         &platform,
@@ -332,7 +332,7 @@ fn a_failing_cell_stops_and_the_others_go_on() {
         "{ warmup = 0, min = 2, max = 2, target_cv = 0.05 }",
         "[\"shared\", \"quota\"]",
     );
-    let mut platform = FakePlatform::constant(1000.0);
+    let mut platform = FakeExecutor::constant(1000.0);
     platform.fail_cell = Some("/c1-");
     let mut store = Store::open_in_memory().unwrap();
     let outcome = start(&platform, &mut store, &spec, dir.path());
@@ -415,7 +415,7 @@ fn instances_run_together_and_their_throughputs_add_up() {
         },
     )
     .unwrap();
-    let platform = FakePlatform::constant(100.0);
+    let platform = FakeExecutor::constant(100.0);
     let mut store = Store::open_in_memory().unwrap();
     let outcome = start(&platform, &mut store, &spec, dir.path());
     assert_eq!(outcome.status, ExperimentStatus::Complete);
@@ -529,7 +529,7 @@ fn a_reservation_binds_the_subject_also_without_neighbour() {
         },
     )
     .unwrap();
-    let platform = FakePlatform::constant(100.0);
+    let platform = FakeExecutor::constant(100.0);
     let mut store = Store::open_in_memory().unwrap();
     start(&platform, &mut store, &spec, dir.path());
     let jobs = platform.jobs.lock().unwrap();

@@ -1,7 +1,7 @@
 //! `isolab gc`: remove what a killed `isolab run` left behind.
 
 use anyhow::Result;
-use isolab_lab::Platform;
+use isolab_lab::Executor;
 
 use super::Exit;
 use crate::cli::GcArgs;

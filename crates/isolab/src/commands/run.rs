@@ -80,7 +80,7 @@ pub fn execute(
         }
     }
     environment.extend(
-        isolab_lab::Platform::prepare(
+        isolab_lab::Executor::prepare(
             &platform,
             &levels,
             needs_image.then_some(spec.image.as_path()),

@@ -48,10 +48,10 @@ use isolab_vm::{
     VmConfig,
 };
 
-use super::host::HostPlatform;
+use super::driver::{Driver, Executed, PlatformInfo, PlatformKind, Unavailable};
 use super::instance::{limit, stop_server, Supervisor};
-use super::isolab::{limit_flags, IsolabConfig};
-use super::registry::{Driver, Executed, PlatformInfo, PlatformKind};
+use super::isolab::IsolabConfig;
+use super::limit_flags::runtime_limit_flags;
 use super::service::{ServiceSpec, Started};
 
 mod net;
@@ -321,9 +321,9 @@ impl Driver for VmDriver {
         }
     }
 
-    fn available(&self) -> Result<String, String> {
+    fn available(&self) -> Result<String, Unavailable> {
         let qemu = isolab_tools::Program::new(isolab_vm::QEMU, "qemu-system-x86");
-        let path = qemu.find().map_err(|e| e.to_string())?;
+        let path = qemu.find()?;
         let kvm = if Path::new("/dev/kvm").exists() {
             "/dev/kvm present (vm(kvm) is probed at prepare)"
         } else {
@@ -331,18 +331,25 @@ impl Driver for VmDriver {
         };
         let host_local = Path::new(isolab_runtime::network::DEFAULT_PLUGIN_DIR).join("host-local");
         if !host_local.is_file() {
-            return Err(format!(
-                "{} is missing (the guest's address comes from isolab's bridge allocator): apt-get install containernetworking-plugins",
-                host_local.display()
-            ));
+            return Err(Unavailable::Missing {
+                path: host_local.display().to_string(),
+                needed_for: "the guest's address comes from isolab's bridge allocator",
+                fix: "apt-get install containernetworking-plugins",
+            });
         }
         if isolab_tools::find_program("iptables").is_none() {
-            return Err("iptables is missing (the bridge's egress masquerade rule): apt-get install iptables".into());
+            return Err(Unavailable::Missing {
+                path: "iptables".into(),
+                needed_for: "the bridge's egress masquerade rule",
+                fix: "apt-get install iptables",
+            });
         }
         if !Path::new("/dev/net/tun").exists() {
-            return Err(
-                "/dev/net/tun is missing (the guest's network is a tap): modprobe tun".into(),
-            );
+            return Err(Unavailable::Missing {
+                path: "/dev/net/tun".into(),
+                needed_for: "the guest's network is a tap",
+                fix: "modprobe tun",
+            });
         }
         let docker = match self.engine {
             Some(GuestEngine::Docker) => {
@@ -367,9 +374,9 @@ impl Driver for VmDriver {
         self.vm.prepare_once(levels, image)
     }
 
-    fn execute(&self, host: &HostPlatform, job: &Job, interrupt: &Interrupt) -> Executed {
+    fn execute(&self, supervisor: &Supervisor, job: &Job, interrupt: &Interrupt) -> Executed {
         execute(
-            host.supervisor(),
+            supervisor,
             &self.vm,
             self.engine.as_ref(),
             host_cpus(),
@@ -378,9 +385,9 @@ impl Driver for VmDriver {
         )
     }
 
-    fn start_service(&self, host: &HostPlatform, job: &Job, spec: ServiceSpec) -> Started<'_> {
+    fn start_service(&self, supervisor: &Supervisor, job: &Job, spec: ServiceSpec) -> Started<'_> {
         service::start_service(
-            host.supervisor(),
+            supervisor,
             &self.vm,
             self.engine.as_ref(),
             host_cpus(),
@@ -489,7 +496,7 @@ fn guest_plan(
     command.inner = match engine {
         None => None,
         Some(GuestEngine::Isolab(runtime)) => {
-            let mut flags = limit_flags(&inner_limits(&job.limits));
+            let mut flags = runtime_limit_flags(&inner_limits(&job.limits));
             flags.extend(["--report".into(), report_path.display().to_string()]);
             flags.extend(network);
             Some(InnerEngine::Isolab(InnerContainer {
@@ -500,7 +507,7 @@ fn guest_plan(
         }
         Some(GuestEngine::Docker) => {
             // A pure cgroup2 guest; inner limits have no io throttles, so no device is named.
-            let mut flags = isolab_engines::docker::run_limit_flags(
+            let mut flags = isolab_engines::run_flags::docker_limit_flags(
                 &inner_limits(&job.limits),
                 isolab_cgroups::Version::V2,
                 Path::new("/sys"),
@@ -918,7 +925,7 @@ mod tests {
             pids_max: Some(64),
             ..Limits::default()
         };
-        let flags = isolab_engines::docker::run_limit_flags(
+        let flags = isolab_engines::run_flags::docker_limit_flags(
             &inner_limits(&limits),
             isolab_cgroups::Version::V2,
             Path::new("/sys"),
