@@ -28,11 +28,11 @@ pub(crate) fn prepare_dir_image(
         });
     }
     let manifest = dir.join(isolab_image::MANIFEST_FILE);
-    let digest = isolab_image::sha256_file(&manifest).map_err(|e| EngineError::Io {
+    let digest = isolab_image::sha256_file(&manifest).map_err(|source| EngineError::Image {
         engine,
         action: "hash the image manifest (build the image with `isolab image build`)",
         path: manifest.clone(),
-        source: io::Error::other(e.to_string()),
+        source,
     })?;
     Ok(PreparedImage {
         reference: path_str(&dir),

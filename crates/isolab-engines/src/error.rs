@@ -38,6 +38,19 @@ pub enum EngineError {
         #[source]
         source: std::io::Error,
     },
+    /// Reading the image failed (the error names the file).
+    #[error("{engine}: cannot {action} {path}: {source}")]
+    Image {
+        /// The engine.
+        engine: &'static str,
+        /// What was attempted.
+        action: &'static str,
+        /// On which path.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: isolab_image::ImageError,
+    },
     /// Creating, limiting or removing a cgroup failed (the error names the path).
     #[error("{engine}: cannot {action}: {source}")]
     Cgroup {

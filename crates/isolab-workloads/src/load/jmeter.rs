@@ -53,7 +53,7 @@
 use super::csv::{number, Csv};
 use super::result::{summarize, Sample};
 use super::{
-    in_dir, read_file, whole_secs, BaseUrl, Generator, Invocation, LoadProfile, LoadResult,
+    in_dir, open_file, whole_secs, BaseUrl, Generator, Invocation, LoadProfile, LoadResult,
     LoadSpec, Output, ParseError,
 };
 use std::collections::BTreeMap;
@@ -357,8 +357,8 @@ pub(crate) fn plan(spec: &LoadSpec, url: &BaseUrl) -> String {
 /// Reads `results.jtl` in `workdir`.
 pub(crate) fn parse(workdir: &Path, output: &Output) -> Result<LoadResult, ParseError> {
     let tool = Generator::Jmeter;
-    let (path, text) = read_file(tool, workdir, RESULTS, output)?;
-    let mut rows = Csv::open(tool, &path, &text)?;
+    let (path, file) = open_file(tool, workdir, RESULTS, output)?;
+    let mut rows = Csv::open(tool, &path, file)?;
     let col = |name| rows.column(name);
     let (ts, elapsed, label, code, success, threads) = (
         col("timeStamp")?,

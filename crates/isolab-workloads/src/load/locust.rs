@@ -35,7 +35,7 @@
 
 use super::csv::{number, Table};
 use super::{
-    in_dir, read_file, BaseUrl, Generator, Interval, Invocation, Latency, LoadProfile, LoadResult,
+    in_dir, open_file, BaseUrl, Generator, Interval, Invocation, Latency, LoadProfile, LoadResult,
     LoadSpec, Output, ParseError, RequestTotals,
 };
 use std::collections::BTreeMap;
@@ -199,8 +199,8 @@ fn is_aggregated(row: &[String], type_col: usize, name_col: usize) -> bool {
 /// Reads the `locust_*.csv` files in `workdir`.
 pub(crate) fn parse(workdir: &Path, output: &Output) -> Result<LoadResult, ParseError> {
     let tool = Generator::Locust;
-    let (path, text) = read_file(tool, workdir, &format!("{PREFIX}_stats.csv"), output)?;
-    let table = Table::parse(tool, &path, &text)?;
+    let (path, file) = open_file(tool, workdir, &format!("{PREFIX}_stats.csv"), output)?;
+    let table = Table::parse(tool, &path, file)?;
     let t = Rows {
         table: &table,
         path: &path,
@@ -280,13 +280,13 @@ pub(crate) fn parse(workdir: &Path, output: &Output) -> Result<LoadResult, Parse
 /// The per-second intervals of each of `names` from `locust_stats_history.csv`.
 fn history(workdir: &Path, output: &Output, names: &[String]) -> Result<Vec<Interval>, ParseError> {
     let tool = Generator::Locust;
-    let (path, text) = read_file(
+    let (path, file) = open_file(
         tool,
         workdir,
         &format!("{PREFIX}_stats_history.csv"),
         output,
     )?;
-    let table = Table::parse(tool, &path, &text)?;
+    let table = Table::parse(tool, &path, file)?;
     let t = Rows {
         table: &table,
         path: &path,
@@ -384,11 +384,11 @@ fn history(workdir: &Path, output: &Output, names: &[String]) -> Result<Vec<Inte
 /// is no note.
 fn failures(workdir: &Path, output: &Output) -> Result<Vec<String>, ParseError> {
     let tool = Generator::Locust;
-    let Ok((path, text)) = read_file(tool, workdir, &format!("{PREFIX}_failures.csv"), output)
+    let Ok((path, file)) = open_file(tool, workdir, &format!("{PREFIX}_failures.csv"), output)
     else {
         return Ok(Vec::new());
     };
-    let table = Table::parse(tool, &path, &text)?;
+    let table = Table::parse(tool, &path, file)?;
     let t = Rows {
         table: &table,
         path: &path,

@@ -434,6 +434,26 @@ impl Output<'_> {
     }
 }
 
+/// Opens `workdir/name` to stream it, or [`ParseError::File`] quoting the generator's
+/// output.
+fn open_file(
+    tool: Generator,
+    workdir: &Path,
+    name: &str,
+    output: &Output,
+) -> Result<(PathBuf, std::io::BufReader<std::fs::File>), ParseError> {
+    let path = workdir.join(name);
+    match std::fs::File::open(&path) {
+        Ok(file) => Ok((path, std::io::BufReader::new(file))),
+        Err(source) => Err(ParseError::File {
+            tool,
+            path,
+            source,
+            output: output.tail(),
+        }),
+    }
+}
+
 /// Reads `workdir/name`, or [`ParseError::File`] quoting the generator's output.
 fn read_file(
     tool: Generator,

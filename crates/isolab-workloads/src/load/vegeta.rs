@@ -25,8 +25,8 @@
 use super::csv::{number, Csv};
 use super::result::{summarize, Sample};
 use super::{
-    go_duration, in_dir, read_file, BaseUrl, Generator, Invocation, LoadProfile, LoadResult,
-    LoadSpec, Output, ParseError,
+    go_duration, in_dir, open_file, read_file, BaseUrl, Generator, Invocation, LoadProfile,
+    LoadResult, LoadSpec, Output, ParseError,
 };
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -184,8 +184,8 @@ pub(crate) fn parse(workdir: &Path, output: &Output) -> Result<LoadResult, Parse
         names.push(field("name")?);
     }
 
-    let (path, text) = read_file(tool, workdir, RESULTS, output)?;
-    let mut rows = Csv::headless(tool, &path, &text, &COLUMNS);
+    let (path, file) = open_file(tool, workdir, RESULTS, output)?;
+    let mut rows = Csv::headless(tool, &path, file, &COLUMNS);
     let mut samples = Vec::new();
     let mut failures: BTreeMap<(String, String), u64> = BTreeMap::new();
     for row in rows.by_ref() {
