@@ -841,9 +841,9 @@ impl<'a> Runner<'a> {
                     solo_mbps: 0.0,
                 }),
             })
-            .map_err(|e| PlatformError::Neighbours {
+            .map_err(|source| PlatformError::Reservation {
                 job: name.clone(),
-                detail: e.to_string(),
+                source,
             })?
             .subject;
             for job in &mut jobs {
@@ -967,26 +967,22 @@ impl<'a> Runner<'a> {
                 .config
                 .assets
                 .get(&a.name, params.work)
-                .ok_or_else(|| PlatformError::Io {
-                    action: "cannot find the prepared asset for",
+                .ok_or_else(|| PlatformError::AssetMissing {
                     path: workdir.join(&a.name),
-                    source: std::io::Error::other(format!(
-                        "asset {} of workload {} was not built before the runs",
-                        a.name, w.name
-                    )),
+                    asset: a.name.clone(),
+                    workload: w.name.clone(),
                 })?;
-            crate::assets::place(built, workdir).map_err(|e| PlatformError::Io {
-                action: "cannot place the asset into",
+            crate::assets::place(built, workdir).map_err(|source| PlatformError::Asset {
                 path: workdir.join(&a.name),
-                source: std::io::Error::other(e.to_string()),
+                source,
             })?;
         }
         for f in &w.files {
-            let text = isolab_workloads::render_text(&f.contents, &params).map_err(|e| {
-                PlatformError::Io {
+            let text = isolab_workloads::render_text(&f.contents, &params).map_err(|source| {
+                PlatformError::Template {
                     action: "cannot render the file",
                     path: workdir.join(&f.path),
-                    source: std::io::Error::other(e.to_string()),
+                    source,
                 }
             })?;
             write_file(workdir, f, &text)?;
@@ -1061,10 +1057,10 @@ fn free_port() -> Result<u16, PlatformError> {
 
 /// Template `t` rendered into an argv with `params`.
 fn render(t: &str, params: &Params) -> Result<Vec<String>, PlatformError> {
-    isolab_workloads::render(t, params).map_err(|e| PlatformError::Io {
+    isolab_workloads::render(t, params).map_err(|source| PlatformError::Template {
         action: "cannot render the command template for",
         path: params.workdir.clone(),
-        source: std::io::Error::other(e.to_string()),
+        source,
     })
 }
 
@@ -1205,9 +1201,9 @@ impl Runner<'_> {
         let memory = host_memory();
         let utilisation = matches!(level.intensity, Intensity::Utilisation(_));
         let disk_name = disk.device.and_then(disk_name);
-        let refuse = |detail: String| PlatformError::Neighbours {
+        let refuse = |source| PlatformError::Reservation {
             job: job.name.clone(),
-            detail,
+            source,
         };
         let mut notes = Vec::new();
         let wants_disk = utilisation && level.kind == NeighbourKind::Disk;
@@ -1269,7 +1265,7 @@ impl Runner<'_> {
         };
         // What the reservation leaves the neighbours bounds what the plan can add;
         // then the limits are shared among the instances planned.
-        let bound = reserve(&request(1)).map_err(|e| refuse(e.to_string()))?;
+        let bound = reserve(&request(1)).map_err(refuse)?;
         let capacity = Capacity {
             cpus: self.config.cpus.len() as f64,
             disk_iops,
@@ -1277,14 +1273,19 @@ impl Runner<'_> {
             memory_bytes: memory.0,
             neighbour_cpus: Some(bound.neighbour_cpus),
         };
-        let plan = neighbour::plan(level, &capacity, &solo).map_err(|e| refuse(e.to_string()))?;
+        let plan = neighbour::plan(level, &capacity, &solo).map_err(|source| {
+            PlatformError::NeighbourPlan {
+                job: job.name.clone(),
+                source,
+            }
+        })?;
         if let (Some(target), Some(reachable)) = (plan.target, plan.reachable) {
             notes.push(format!(
                 "reservation `{}` leaves the neighbours {} cpus: with the subject's {:.2} they reach at most {reachable:.1}% of the target {target:.1}%, and runs are checked against that",
                 cell.reservation, bound.neighbour_cpus, solo.cpus_used
             ));
         }
-        let reserved = reserve(&request(plan.instances)).map_err(|e| refuse(e.to_string()))?;
+        let reserved = reserve(&request(plan.instances)).map_err(refuse)?;
         let limits = reserved.neighbour.clone();
         let instances = neighbour::commands(
             &plan,
