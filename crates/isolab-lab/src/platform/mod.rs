@@ -560,9 +560,9 @@ pub enum PlatformError {
     Asset {
         /// Where it was to be placed.
         path: PathBuf,
-        /// Why.
+        /// Why (boxed: it is large).
         #[source]
-        source: crate::assets::AssetError,
+        source: Box<crate::assets::AssetError>,
     },
     /// The cell's reservation cannot be made on this host.
     #[error("cannot set up the neighbours of {job}: {source}")]
@@ -578,9 +578,9 @@ pub enum PlatformError {
     NeighbourPlan {
         /// The job.
         job: String,
-        /// Why.
+        /// Why (boxed: it is large).
         #[source]
-        source: crate::neighbour::PlanError,
+        source: Box<crate::neighbour::PlanError>,
     },
 }
 

@@ -17,7 +17,9 @@ use isolab_store::{Telemetry, TelemetrySet};
 use isolab_workloads::load;
 use isolab_workloads::{ComponentDef, Endpoint, LoadDef, Measure, Params, Ready, ShapeScope};
 
-use super::{create_dir, free_port, metric_value, parse_metrics, render, Done, Runner};
+use super::finished::Done;
+use super::job::{create_dir, free_port, metric_value, parse_metrics, render, write_file};
+use super::Runner;
 use crate::platform::{Interrupt, Job, PlatformDef, PlatformError, Service, ServiceSpec};
 use crate::spec::{Cell, ExperimentSpec};
 
@@ -167,7 +169,7 @@ impl Runner<'_> {
         for f in &c.files {
             let text = isolab_workloads::render_text(&f.contents, params)
                 .map_err(|e| failed(format!("file {}: {e}", f.path)))?;
-            super::write_file(&params.workdir, f, &text)?;
+            write_file(&params.workdir, f, &text)?;
         }
         if let Some(t) = &c.prepare {
             let job = self.stack_job(
