@@ -76,18 +76,7 @@ impl Runner<'_> {
         create_dir(workdir)?;
         let w = &cell.workload;
         let port = if w.server.is_some() { free_port()? } else { 0 };
-        let params = Params {
-            cpus: cell.shape.cpus,
-            threads: cell.thread_count(),
-            duration: spec.duration,
-            workdir: workdir.to_path_buf(),
-            port,
-            server: self.platform.server_address(&cell.platform),
-            direct: disk.direct,
-            memory: limits.memory_max.unwrap_or_else(host_memory).0,
-            work: w.work.as_ref().map_or(0, |w| w.amount),
-            components: Vec::new(),
-        };
+        let params = self.params(spec, cell, workdir, &limits, disk.direct, port);
         self.place_assets(w, &params)?;
         for f in &w.files {
             let text = isolab_workloads::render_text(&f.contents, &params).map_err(|source| {
@@ -119,6 +108,32 @@ impl Runner<'_> {
             neighbours: None,
             uses_disk: w.uses_disk,
         })
+    }
+
+    /// What `cell`'s templates are rendered with: `workdir` and `port`, the memory
+    /// of the subject's `limits` (the host's without one), and whether the disk
+    /// takes `direct` I/O.
+    pub(super) fn params(
+        &self,
+        spec: &ExperimentSpec,
+        cell: &Cell,
+        workdir: &Path,
+        limits: &Limits,
+        direct: bool,
+        port: u16,
+    ) -> Params {
+        Params {
+            cpus: cell.shape.cpus,
+            threads: cell.thread_count(),
+            duration: spec.duration,
+            workdir: workdir.to_path_buf(),
+            port,
+            server: self.platform.server_address(&cell.platform),
+            direct,
+            memory: limits.memory_max.unwrap_or_else(host_memory).0,
+            work: cell.workload.work.as_ref().map_or(0, |w| w.amount),
+            components: Vec::new(),
+        }
     }
 
     /// Places the assets `w` needs, prepared before the runs for `params.work`,
