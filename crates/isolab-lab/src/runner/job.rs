@@ -233,3 +233,35 @@ pub(super) fn output<'a>(e: &'a Execution, job: &'a Job) -> RunOutput<'a> {
         wall: e.wall,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error;
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn a_template_that_does_not_render_says_why_and_keeps_the_cause() {
+        let params = Params {
+            cpus: 1,
+            threads: 1,
+            duration: Duration::from_secs(1),
+            workdir: "/w".into(),
+            port: 0,
+            server: std::net::Ipv4Addr::LOCALHOST,
+            direct: false,
+            memory: 1 << 30,
+            work: 0,
+            components: Vec::new(),
+        };
+        let cause = isolab_workloads::render("echo 'open", &params).unwrap_err();
+        let e = render("echo 'open", &params).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("cannot render the command template for /w: {cause}")
+        );
+        let source = e.source().and_then(|s| s.downcast_ref());
+        assert_eq!(source, Some(&cause));
+    }
+}

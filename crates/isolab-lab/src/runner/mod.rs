@@ -9,7 +9,7 @@
 //!   in is decided — worse or better at the Haybittle-Peto level
 //!   [`isolab_stats::INTERIM_ALPHA`], or ≈ — and never before `min` nor before
 //!   [`isolab_stats::MIN_PAIRS`] rounds, at which the paired test can first be
-//!   significant ([`comparisons`], [`stopping::decide_comparisons`]); a cell without
+//!   significant ([`comparisons`]; `stopping` decides them); a cell without
 //!   comparisons stops after `min` counted runs as soon as the CV of its primary
 //!   metric is at most `target_cv`; every cell stops at `max`; the stop reason is
 //!   stored;
