@@ -27,7 +27,7 @@ use crate::spec::{Cell, ExperimentSpec};
 pub use outside::generator_missing;
 pub(super) use outside::intervals;
 
-/// A started component of a stack, by its name in the stack.
+/// The started components of a stack, each with its name in the stack.
 type Services<'p> = Vec<(String, Service<'p>)>;
 
 impl Runner<'_> {
