@@ -544,6 +544,55 @@ pub enum PlatformError {
     /// A job's name does not make a valid container id (see [`container_id`]).
     #[error(transparent)]
     InvalidContainerId(#[from] InvalidContainerId),
+    /// A template of the workload (its command or one of its files) does not render
+    /// for the working directory `path`.
+    #[error("{action} {path}: {source}")]
+    Template {
+        /// What was attempted.
+        action: &'static str,
+        /// The working directory, or the file rendered into it.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: isolab_workloads::TemplateError,
+    },
+    /// An asset the workload needs was not built before the runs.
+    #[error("cannot find the prepared asset for {path}: asset {asset} of workload {workload} was not built before the runs")]
+    AssetMissing {
+        /// Where it was to be placed.
+        path: PathBuf,
+        /// The asset.
+        asset: String,
+        /// The workload that needs it.
+        workload: String,
+    },
+    /// A prepared asset could not be placed into the working directory.
+    #[error("cannot place the asset into {path}: {source}")]
+    Asset {
+        /// Where it was to be placed.
+        path: PathBuf,
+        /// Why (boxed: it is large).
+        #[source]
+        source: Box<crate::assets::AssetError>,
+    },
+    /// The cell's reservation cannot be made on this host.
+    #[error("cannot set up the neighbours of {job}: {source}")]
+    Reservation {
+        /// The job.
+        job: String,
+        /// Why.
+        #[source]
+        source: crate::reservation::ReservationError,
+    },
+    /// The cell's neighbour level cannot be realised on this host.
+    #[error("cannot set up the neighbours of {job}: {source}")]
+    NeighbourPlan {
+        /// The job.
+        job: String,
+        /// Why (boxed: it is large).
+        #[source]
+        source: Box<crate::neighbour::PlanError>,
+    },
 }
 
 impl From<isolab_engines::EngineError> for PlatformError {

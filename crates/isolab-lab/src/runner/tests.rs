@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use isolab_cgroups::Limits;
 
 use super::*;
-use crate::platform::{Execution, ExitKind};
+use crate::platform::{Execution, ExitKind, Job, PlatformError};
 use crate::spec::{HostFacts, Source};
 
 /// Answers every job with a sysbench-like output whose events/s come from a queue
@@ -361,45 +361,6 @@ fn a_failing_cell_stops_and_the_others_go_on() {
 }
 
 #[test]
-fn stop_rule() {
-    assert_eq!(stop_reason(2, Some(0.0), 3, 5, Some(0.05), "m"), None);
-    assert!(stop_reason(3, Some(0.04), 3, 5, Some(0.05), "m")
-        .unwrap()
-        .starts_with("stable"));
-    assert_eq!(stop_reason(4, Some(0.06), 3, 5, Some(0.05), "m"), None);
-    assert!(stop_reason(5, Some(0.06), 3, 5, Some(0.05), "m")
-        .unwrap()
-        .starts_with("max"));
-    assert!(stop_reason(5, None, 3, 5, Some(0.05), "m")
-        .unwrap()
-        .contains("unknown"));
-    // A compared cell: no CV rule, only max.
-    assert_eq!(stop_reason(4, Some(0.0), 3, 5, None, "m"), None);
-    assert!(stop_reason(5, Some(0.0), 3, 5, None, "m")
-        .unwrap()
-        .starts_with("max: 5 runs reached before every comparison was decided"));
-}
-
-#[test]
-fn gc_removes_workdirs_of_dead_runners_only() {
-    let dir = tempfile::tempdir().unwrap();
-    let mine = dir
-        .path()
-        .join(format!("exp1-pid{}-c0-r1", std::process::id()));
-    // pid 0x3FFFFFFF is above pid_max and never alive.
-    let dead = dir.path().join("exp1-pid1073741823-c0-r2");
-    let other = dir.path().join("unrelated");
-    for d in [&mine, &dead, &other] {
-        std::fs::create_dir_all(d).unwrap();
-    }
-    let removed = gc_workdirs(dir.path()).unwrap();
-    assert_eq!(removed.len(), 2, "{removed:?}");
-    assert!(!dead.exists() && !mine.exists() && other.exists());
-    assert_eq!(workdir_owner("exp12-pid345-c1-w1"), Some(345));
-    assert!(gc_workdirs(&dir.path().join("missing")).unwrap().is_empty());
-}
-
-#[test]
 fn limits_default_is_unlimited() {
     assert_eq!(Limits::default().cpu, None);
 }
@@ -448,77 +409,6 @@ fn instances_run_together_and_their_throughputs_add_up() {
 static FAKE_START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
 
 #[test]
-fn lower_is_better_metrics_of_instances_are_averaged() {
-    let m = |v: f64| MetricValue {
-        name: "total_time".into(),
-        unit: "s".into(),
-        direction: isolab_stats::Direction::Lower,
-        value: v,
-    };
-    let at = std::time::Instant::now();
-    let spans = [(at, Duration::from_secs(3)), (at, Duration::from_secs(3))];
-    let agg = aggregate_instances(&[vec![m(1.0)], vec![m(3.0)]], &spans);
-    assert_eq!(agg[0].value, 2.0);
-    assert_eq!(agg[1].name, "total_time_per_instance");
-    assert_eq!(
-        aggregate_instances(&[vec![m(5.0)]], &spans[..1]),
-        vec![m(5.0)]
-    );
-}
-
-/// An `events_per_second` metric of `v`.
-fn events_per_second(v: f64) -> MetricValue {
-    MetricValue {
-        name: "events_per_second".into(),
-        unit: "events/s".into(),
-        direction: isolab_stats::Direction::Higher,
-        value: v,
-    }
-}
-
-#[test]
-fn throughputs_of_instances_that_did_not_overlap_are_not_simply_summed() {
-    let m = events_per_second;
-    let at = std::time::Instant::now();
-    let s3 = Duration::from_secs(3);
-    // Side by side: the rates add up.
-    let together = aggregate_instances(&[vec![m(100.0)], vec![m(100.0)]], &[(at, s3), (at, s3)]);
-    assert_eq!(together[0].value, 200.0);
-    // One after the other (6 s for 2 × 3 s of work at 100/s): 100/s, not 200/s.
-    let apart = aggregate_instances(
-        &[vec![m(100.0)], vec![m(100.0)]],
-        &[(at, s3), (at + s3, s3)],
-    );
-    assert!((apart[0].value - 100.0).abs() < 1e-9, "{apart:?}");
-    assert_eq!(apart[1].value, 100.0, "per instance is still their mean");
-    assert!((instances_overlap(&[(at, s3), (at + s3, s3)]) - 0.5).abs() < 1e-9);
-}
-
-#[test]
-fn instances_add_up_over_their_measurements_not_their_start_up() {
-    let m = events_per_second;
-    let at = std::time::Instant::now();
-    let s = Duration::from_secs;
-    // Two containers started together; the second took 6 s to start (128 others
-    // were starting too), then both measured 3 s at 1000/s on their own cpu.
-    let runs = [(at, s(4)), (at, s(9))];
-    let windows: Vec<_> = runs
-        .iter()
-        .map(|(start, wall)| measurement_window(*start, *wall, Some(s(3))))
-        .collect();
-    assert_eq!(windows[1], (at + s(6), s(3)));
-    // 6000 events over the 8 s from the first measurement's start (1 s) to the
-    // last one's end (9 s): 750/s. Rates times wall times would claim 13000
-    // events over 9 s, 1444/s, more than two cpus at 1000/s could do in the span.
-    let agg = aggregate_instances(&[vec![m(1000.0)], vec![m(1000.0)]], &windows);
-    assert!((agg[0].value - 750.0).abs() < 1e-9, "{agg:?}");
-    // A tool that does not say how long it measured: its whole run.
-    assert_eq!(measurement_window(at, s(4), None), (at, s(4)));
-    // Nor can it measure longer than it ran.
-    assert_eq!(measurement_window(at, s(4), Some(s(5))), (at, s(4)));
-}
-
-#[test]
 fn a_reservation_binds_the_subject_also_without_neighbour() {
     let dir = tempfile::tempdir().unwrap();
     let text = "[experiment]\nname = \"t\"\nseed = 7\nduration = \"1s\"\nrepetitions = { warmup = 0, min = 2, max = 2 }\n[matrix]\nshape = [\"medium\"]\nworkload = [\"sysbench-cpu\"]\nneighbour = [\"none\"]\nreservation = [\"none\", \"cpuset\"]\n";
@@ -537,21 +427,4 @@ fn a_reservation_binds_the_subject_also_without_neighbour() {
     assert_eq!(bound.len(), 2, "the cpuset cell's runs are bound");
     assert_eq!(bound[0].limits.cpuset, Some("1".parse().unwrap()));
     assert!(jobs.iter().all(|j| j.neighbours.is_none()));
-}
-
-#[test]
-fn a_workdir_base_the_run_made_goes_when_left_empty_and_stays_otherwise() {
-    let dir = tempfile::tempdir().unwrap();
-    let base = dir.path().join("isolab");
-    {
-        let _made = EmptyDirGuard(base.clone());
-        std::fs::create_dir_all(&base).unwrap();
-    }
-    assert!(!base.exists());
-    {
-        let _made = EmptyDirGuard(base.clone());
-        std::fs::create_dir_all(base.join("exp1-pid1-c0-r1")).unwrap();
-    }
-    // A kept working directory keeps its base.
-    assert!(base.join("exp1-pid1-c0-r1").exists());
 }

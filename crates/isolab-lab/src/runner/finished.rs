@@ -1,0 +1,149 @@
+//! What a finished run produced: the platform's execution with its parsed metrics
+//! ([`Done`]), then the run with its status decided ([`FinishedRun`]), and the one
+//! conversion into the run the store keeps ([`FinishedRun::into_new_run`]).
+
+use std::time::{Duration, SystemTime};
+
+use isolab_store::{CellId, LoadInterval, MetricValue, NewRun, RunStatus, Series, TelemetrySet};
+
+use crate::platform::{Execution, PlatformError};
+use crate::spec::Cell;
+
+/// What executing a run's jobs gave: the execution standing for the run, the
+/// metrics parsed from it (or why there are none), the limits asked for and read
+/// back, and a load generator's result.
+pub(super) struct Done {
+    pub(super) execution: Execution,
+    pub(super) metrics: Result<Vec<MetricValue>, String>,
+    pub(super) limits: serde_json::Value,
+    /// A load generator's totals and intervals (service stacks measured by a load).
+    pub(super) load: Option<isolab_workloads::load::LoadResult>,
+}
+
+/// A finished run: whether it succeeded and why not, what it measured and what it
+/// left to read, as the store keeps it.
+#[derive(Debug)]
+pub(super) struct FinishedRun {
+    pub(super) status: RunStatus,
+    /// How the measured command ended; `None` when it never ran.
+    pub(super) exit_code: Option<i32>,
+    pub(super) wall: Duration,
+    pub(super) stdout: String,
+    pub(super) stderr: String,
+    /// Why it failed.
+    pub(super) error: Option<String>,
+    /// The limits asked for and read back.
+    pub(super) limits: serde_json::Value,
+    pub(super) metrics: Vec<MetricValue>,
+    pub(super) telemetry: TelemetrySet,
+    pub(super) series: Vec<Series>,
+    /// A load generator's intervals.
+    pub(super) intervals: Vec<LoadInterval>,
+    /// Remarks: the disk's, then the execution's.
+    pub(super) notes: Vec<String>,
+}
+
+impl FinishedRun {
+    /// A run whose jobs could not produce an execution (`error`), with `notes`.
+    pub(super) fn failed(error: &PlatformError, notes: Vec<String>) -> FinishedRun {
+        FinishedRun {
+            status: RunStatus::Failed,
+            exit_code: None,
+            wall: Duration::ZERO,
+            stdout: String::new(),
+            stderr: String::new(),
+            error: Some(error.to_string()),
+            limits: serde_json::Value::Null,
+            metrics: Vec::new(),
+            telemetry: TelemetrySet::new(),
+            series: Vec::new(),
+            intervals: Vec::new(),
+            notes,
+        }
+    }
+
+    /// The run of `cell` that executed as `done`, with `notes` before the
+    /// execution's: failed when its command failed, its output could not be parsed
+    /// or has no primary metric.
+    pub(super) fn executed(done: Done, cell: &Cell, mut notes: Vec<String>) -> FinishedRun {
+        let execution = done.execution;
+        notes.extend(execution.notes);
+        let (status, error) = match (&done.metrics, execution.exit.success()) {
+            (_, false) => (
+                RunStatus::Failed,
+                Some(format!(
+                    "the command ended with {}; see the run's stderr",
+                    execution.exit
+                )),
+            ),
+            (Err(e), true) => (RunStatus::Failed, Some(e.clone())),
+            (Ok(_), true) => (RunStatus::Ok, None),
+        };
+        FinishedRun {
+            status,
+            exit_code: Some(execution.exit.status()),
+            wall: execution.wall,
+            stdout: execution.stdout,
+            stderr: execution.stderr,
+            error,
+            limits: done.limits,
+            metrics: done.metrics.unwrap_or_default(),
+            telemetry: execution.telemetry,
+            series: execution.series,
+            intervals: done
+                .load
+                .as_ref()
+                .map(|r| super::stack::intervals(r, cell))
+                .unwrap_or_default(),
+            notes,
+        }
+        .with_primary(&cell.workload.primary)
+    }
+
+    /// The run, failed if it succeeded without its primary metric `primary`.
+    fn with_primary(mut self, primary: &str) -> FinishedRun {
+        if self.status == RunStatus::Ok && !self.metrics.iter().any(|m| m.name == primary) {
+            self.status = RunStatus::Failed;
+            self.error = Some(format!(
+                "the output has no primary metric `{primary}` (it has: {})",
+                self.metrics
+                    .iter()
+                    .map(|m| m.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        self
+    }
+
+    /// The run as the store keeps it: repetition `repetition` (a `warmup` or
+    /// counted) of cell `cell` in round `round`, started at `started_at`.
+    pub(super) fn into_new_run(
+        self,
+        cell: CellId,
+        repetition: u32,
+        warmup: bool,
+        round: u32,
+        started_at: SystemTime,
+    ) -> NewRun {
+        NewRun {
+            cell,
+            repetition,
+            warmup,
+            round,
+            status: self.status,
+            exit_code: self.exit_code,
+            started_at,
+            wall: self.wall,
+            stdout: self.stdout,
+            stderr: self.stderr,
+            error: self.error,
+            limits: self.limits,
+            metrics: self.metrics,
+            telemetry: self.telemetry,
+            series: self.series,
+            intervals: self.intervals,
+            notes: self.notes,
+        }
+    }
+}

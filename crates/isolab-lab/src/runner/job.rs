@@ -1,0 +1,267 @@
+//! A run's jobs: the subject's limits and one job per instance, its templates
+//! rendered for its own working directory (created here, with the workload's
+//! assets and files), and the metrics its parser reads from what the job left.
+
+use std::path::Path;
+
+use isolab_cgroups::Limits;
+use isolab_store::{ExperimentId, MetricValue};
+use isolab_workloads::{Params, RunOutput, WorkloadDef};
+
+use super::workdir::DiskFacts;
+use super::{host_memory, Runner};
+use crate::platform::{Execution, Job, PlatformError};
+use crate::shape::limits_for;
+use crate::spec::{Cell, ExperimentSpec};
+
+/// The name of run `tag` of experiment `id`'s jobs (instances add `-i<k>`).
+pub(super) fn job_name(id: ExperimentId, tag: &str) -> String {
+    format!("exp{id}-pid{}/{tag}", std::process::id())
+}
+
+impl Runner<'_> {
+    /// The subject's limits for `cell`'s shape and placement on the runner's cpus
+    /// (with io limits on the `disk`'s device); run `tag` names it in the error.
+    pub(super) fn subject_limits(
+        &self,
+        cell: &Cell,
+        tag: &str,
+        disk: &DiskFacts,
+    ) -> Result<Limits, PlatformError> {
+        limits_for(&cell.shape, cell.placement, &self.config.cpus, disk.device).ok_or_else(|| {
+            PlatformError::LimitMismatch {
+                cgroup: tag.to_owned(),
+                detail: format!(
+                    "shape `{}` needs {} cpus but only {} are available",
+                    cell.shape.name, cell.shape.cpus, self.config.cpus
+                ),
+            }
+        })
+    }
+
+    /// One job per instance of `cell`'s subject, each with `limits`: instance `k`
+    /// works in `<workdir>/i<k>` (a single instance in `workdir` itself).
+    pub(super) fn instance_jobs(
+        &self,
+        spec: &ExperimentSpec,
+        cell: &Cell,
+        name: &str,
+        workdir: &Path,
+        disk: &DiskFacts,
+        limits: &Limits,
+    ) -> Result<Vec<Job>, PlatformError> {
+        (0..cell.instances)
+            .map(|k| {
+                let (name, workdir) = if cell.instances == 1 {
+                    (name.to_owned(), workdir.to_path_buf())
+                } else {
+                    (format!("{name}-i{k}"), workdir.join(format!("i{k}")))
+                };
+                self.job(spec, cell, name, &workdir, disk, limits.clone())
+            })
+            .collect()
+    }
+
+    /// The job of one instance of `cell`'s subject, its templates rendered for
+    /// `workdir` (created here) and a free port of its own.
+    fn job(
+        &self,
+        spec: &ExperimentSpec,
+        cell: &Cell,
+        name: String,
+        workdir: &Path,
+        disk: &DiskFacts,
+        limits: Limits,
+    ) -> Result<Job, PlatformError> {
+        create_dir(workdir)?;
+        let w = &cell.workload;
+        let port = if w.server.is_some() { free_port()? } else { 0 };
+        let params = self.params(spec, cell, workdir, &limits, disk.direct, port);
+        self.place_assets(w, &params)?;
+        for f in &w.files {
+            let text = isolab_workloads::render_text(&f.contents, &params).map_err(|source| {
+                PlatformError::Template {
+                    action: "cannot render the file",
+                    path: workdir.join(&f.path),
+                    source,
+                }
+            })?;
+            write_file(workdir, f, &text)?;
+        }
+        let render = |t: &str| render(t, &params);
+        Ok(Job {
+            platform: cell.platform.clone(),
+            image: cell.platform.kind.needs_image().then(|| spec.image.clone()),
+            name,
+            argv: render(&w.command)?,
+            prepare: w.prepare.as_deref().map(render).transpose()?,
+            cleanup: w.cleanup.as_deref().map(render).transpose()?,
+            server: w
+                .server
+                .as_deref()
+                .map(render)
+                .transpose()?
+                .map(|argv| crate::platform::Server { argv, port }),
+            workdir: workdir.to_path_buf(),
+            limits,
+            timeout: spec.timeout,
+            neighbours: None,
+            uses_disk: w.uses_disk,
+        })
+    }
+
+    /// What `cell`'s templates are rendered with: `workdir` and `port`, the memory
+    /// of the subject's `limits` (the host's without one), and whether the disk
+    /// takes `direct` I/O.
+    pub(super) fn params(
+        &self,
+        spec: &ExperimentSpec,
+        cell: &Cell,
+        workdir: &Path,
+        limits: &Limits,
+        direct: bool,
+        port: u16,
+    ) -> Params {
+        Params {
+            cpus: cell.shape.cpus,
+            threads: cell.thread_count(),
+            duration: spec.duration,
+            workdir: workdir.to_path_buf(),
+            port,
+            server: self.platform.server_address(&cell.platform),
+            direct,
+            memory: limits.memory_max.unwrap_or_else(host_memory).0,
+            work: cell.workload.work.as_ref().map_or(0, |w| w.amount),
+            components: Vec::new(),
+        }
+    }
+
+    /// Places the assets `w` needs, prepared before the runs for `params.work`,
+    /// into `params.workdir`.
+    fn place_assets(&self, w: &WorkloadDef, params: &Params) -> Result<(), PlatformError> {
+        let workdir = &params.workdir;
+        for a in &w.assets {
+            let built = self
+                .config
+                .assets
+                .get(&a.name, params.work)
+                .ok_or_else(|| PlatformError::AssetMissing {
+                    path: workdir.join(&a.name),
+                    asset: a.name.clone(),
+                    workload: w.name.clone(),
+                })?;
+            crate::assets::place(built, workdir).map_err(|source| PlatformError::Asset {
+                path: workdir.join(&a.name),
+                source: Box::new(source),
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// Creates a run's working directory.
+pub(super) fn create_dir(dir: &Path) -> Result<(), PlatformError> {
+    std::fs::create_dir_all(dir).map_err(|source| PlatformError::Io {
+        action: "cannot create working directory",
+        path: dir.to_path_buf(),
+        source,
+    })
+}
+
+/// Writes `text`, file `f` of a workload or component rendered, into `workdir`.
+pub(super) fn write_file(
+    workdir: &Path,
+    f: &isolab_workloads::FileTemplate,
+    text: &str,
+) -> Result<(), PlatformError> {
+    let path = workdir.join(&f.path);
+    if let Some(dir) = path.parent() {
+        create_dir(dir)?;
+    }
+    std::fs::write(&path, text).map_err(|source| PlatformError::Io {
+        action: "cannot write the file",
+        path,
+        source,
+    })
+}
+
+/// A free TCP port on loopback for a job's server or a stack's component.
+pub(super) fn free_port() -> Result<u16, PlatformError> {
+    crate::platform::free_port().map_err(|source| PlatformError::Io {
+        action: "cannot find a free port on",
+        path: "127.0.0.1".into(),
+        source,
+    })
+}
+
+/// Template `t` rendered into an argv with `params`.
+pub(super) fn render(t: &str, params: &Params) -> Result<Vec<String>, PlatformError> {
+    isolab_workloads::render(t, params).map_err(|source| PlatformError::Template {
+        action: "cannot render the command template for",
+        path: params.workdir.clone(),
+        source,
+    })
+}
+
+/// The metrics of `w`'s parser from what `job` left in execution `e`.
+pub(super) fn parse_metrics(
+    w: &WorkloadDef,
+    e: &Execution,
+    job: &Job,
+) -> Result<Vec<MetricValue>, String> {
+    isolab_workloads::parse(w.parser, &output(e, job))
+        .map(|ms| ms.into_iter().map(metric_value).collect())
+        .map_err(|e| format!("cannot parse the output of {}: {e}", w.name))
+}
+
+/// A workload's metric as the store keeps it.
+pub(super) fn metric_value(m: isolab_workloads::Metric) -> MetricValue {
+    MetricValue {
+        name: m.name,
+        unit: m.unit,
+        direction: m.direction,
+        value: m.value,
+    }
+}
+
+/// What the parsers read of an instance's execution.
+pub(super) fn output<'a>(e: &'a Execution, job: &'a Job) -> RunOutput<'a> {
+    RunOutput {
+        stdout: &e.stdout,
+        stderr: &e.stderr,
+        workdir: &job.workdir,
+        wall: e.wall,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error;
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn a_template_that_does_not_render_says_why_and_keeps_the_cause() {
+        let params = Params {
+            cpus: 1,
+            threads: 1,
+            duration: Duration::from_secs(1),
+            workdir: "/w".into(),
+            port: 0,
+            server: std::net::Ipv4Addr::LOCALHOST,
+            direct: false,
+            memory: 1 << 30,
+            work: 0,
+            components: Vec::new(),
+        };
+        let cause = isolab_workloads::render("echo 'open", &params).unwrap_err();
+        let e = render("echo 'open", &params).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("cannot render the command template for /w: {cause}")
+        );
+        let source = e.source().and_then(|s| s.downcast_ref());
+        assert_eq!(source, Some(&cause));
+    }
+}

@@ -1,0 +1,138 @@
+//! One run of a cell: its jobs executed in a working directory of its own (a
+//! service stack, or one job per instance with the cell's neighbours and
+//! reservation), the finished run stored in its own transaction, and the cell's
+//! progress updated, reported and stopped where the stopping rule says so.
+
+use std::path::Path;
+use std::time::SystemTime;
+
+use isolab_stats::Sample;
+use isolab_store::{ExperimentId, RunStatus};
+
+use super::finished::{Done, FinishedRun};
+use super::instances::{instances_metrics, measurement_windows, merge_instances};
+use super::job::job_name;
+use super::stopping::{stop_after, CellState};
+use super::workdir::{run_workdir, DiskFacts};
+use super::{Event, RunError, Runner, STORE_PATIENCE};
+use crate::platform::PlatformError;
+use crate::reservation::Reservation;
+use crate::spec::{Cell, ExperimentSpec};
+
+impl Runner<'_> {
+    /// Executes and stores one run; `None` when it was interrupted. A `compared` cell
+    /// is not stopped for a low CV: its comparisons decide (see
+    /// [`super::stopping::decide_round`]).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn one_run(
+        &mut self,
+        id: ExperimentId,
+        spec: &ExperimentSpec,
+        cell: &Cell,
+        state: &mut CellState,
+        round: u32,
+        disk: &DiskFacts,
+        compared: bool,
+    ) -> Result<Option<()>, RunError> {
+        let reps = spec.repetitions;
+        let (repetition, warmup) = state.next_run(reps.warmup);
+        let tag = format!(
+            "c{}-{}{}",
+            cell.index,
+            if warmup { "w" } else { "r" },
+            repetition
+        );
+        self.observer.event(&Event::RunStarted {
+            cell: cell.key(),
+            index: cell.index,
+            repetition,
+            warmup,
+        });
+
+        let workdir = run_workdir(&self.config.workdir_base, id, &tag);
+        let started_at = SystemTime::now();
+        let result = self.execute(id, spec, cell, &tag, &workdir, disk);
+        if !self.config.keep_workdirs {
+            let _ = std::fs::remove_dir_all(&workdir);
+        }
+        let finished = match result {
+            Err(PlatformError::Interrupted) => return Ok(None),
+            Err(e) => FinishedRun::failed(&e, disk.notes.clone()),
+            Ok(done) => FinishedRun::executed(done, cell, disk.notes.clone()),
+        };
+        let run = finished.into_new_run(state.id, repetition, warmup, round, started_at);
+        self.store.insert_run_patiently(&run, STORE_PATIENCE)?;
+
+        let primary = run.metrics.iter().find(|m| m.name == cell.workload.primary);
+        let ok = run.status == RunStatus::Ok;
+        state.record(
+            warmup,
+            repetition,
+            primary.filter(|_| ok).map(|m| (round, m)),
+        );
+        let cv = Sample::new(state.primary_values()).ok().map(|s| s.cv());
+        self.observer.event(&Event::RunFinished {
+            cell: cell.key(),
+            index: cell.index,
+            repetition,
+            warmup,
+            ok,
+            wall_s: run.wall.as_secs_f64(),
+            primary: primary.map(|m| m.value),
+            n: state.values.len(),
+            cv,
+            error: run.error.clone(),
+        });
+        if let Some(reason) = stop_after(&run, state, cv, reps, compared, &cell.workload.primary) {
+            self.stop_cell(cell, state, reason)?;
+        }
+        Ok(Some(()))
+    }
+
+    /// Executes run `tag` of experiment `id`'s `cell` in `workdir`: a service stack,
+    /// or one job per instance with the cell's neighbours and reservation, their
+    /// metrics aggregated and their executions merged into the run's.
+    fn execute(
+        &self,
+        id: ExperimentId,
+        spec: &ExperimentSpec,
+        cell: &Cell,
+        tag: &str,
+        workdir: &Path,
+        disk: &DiskFacts,
+    ) -> Result<Done, PlatformError> {
+        let limits = self.subject_limits(cell, tag, disk)?;
+        let name = job_name(id, tag);
+        if cell.workload.stack.is_some() {
+            if cell.neighbour.is_some()
+                || cell.instances > 1
+                || cell.reservation != Reservation::None
+            {
+                return Err(PlatformError::NoServices {
+                    platform: cell.platform.name.clone(),
+                    why: "a service stack runs one instance, without neighbours or reservations, in this version".into(),
+                });
+            }
+            return self.execute_stack(spec, cell, &name, workdir, &limits, disk.direct);
+        }
+        let mut jobs = self.instance_jobs(spec, cell, &name, workdir, disk, &limits)?;
+        let calibration_note = self.set_neighbours(cell, &name, &limits, &mut jobs, disk)?;
+        let executions = self.execute_jobs(&jobs)?;
+        let w = &cell.workload;
+        let windows = measurement_windows(w, &executions, &jobs);
+        let metrics = instances_metrics(w, &executions, &jobs, &windows);
+        let mut execution = merge_instances(executions, &windows)?;
+        execution.notes.extend(calibration_note);
+        let limits = serde_json::json!({
+            "requested": jobs[0].limits,
+            "applied": execution.limits_applied,
+            "summary": crate::shape::describe_limits(&execution.limits_applied),
+        });
+        Ok(Done {
+            execution,
+            metrics,
+            limits,
+            load: None,
+        })
+    }
+}
