@@ -1,6 +1,8 @@
 use super::*;
+use crate::platform::{Network, PlatformKind};
 use crate::reservation::Reservation;
 use isolab_workloads::ParserKind;
+use std::path::Path;
 
 fn host(cpus: &str) -> HostFacts {
     HostFacts {

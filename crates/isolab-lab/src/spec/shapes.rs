@@ -1,0 +1,116 @@
+//! `[shape.NAME]` tables over the built-in shapes, the matrix's `shape` levels, and the
+//! cell a shape makes impossible: pinned to more cpus than the host offers.
+
+use std::collections::BTreeMap;
+
+use isolab_cgroups::Bytes;
+use toml::Spanned;
+
+use super::check::{list, Validator};
+use super::matrix::{Level, Levels};
+use super::raw::RawShape;
+use super::HostFacts;
+use crate::shape::{builtin_shapes, Placement, Shape};
+
+impl Validator<'_> {
+    /// The built-in shapes, then the spec's own (which may override a built-in name).
+    pub(super) fn shapes(
+        &mut self,
+        raw: BTreeMap<String, Spanned<RawShape>>,
+    ) -> BTreeMap<String, Shape> {
+        let mut shapes: BTreeMap<String, Shape> = builtin_shapes(self.host_cpus())
+            .into_iter()
+            .map(|s| (s.name.clone(), s))
+            .collect();
+        for (name, shape) in raw {
+            if let Some(s) = self.shape(name, shape) {
+                shapes.insert(s.name.clone(), s);
+            }
+        }
+        shapes
+    }
+
+    fn shape(&mut self, name: String, raw: Spanned<RawShape>) -> Option<Shape> {
+        let raw = raw.into_inner();
+        let before = self.errors.len();
+        let cpus = match u32::try_from(*raw.cpus.get_ref()) {
+            Ok(c) if c >= 1 => c,
+            _ => {
+                self.err(
+                    raw.cpus.span(),
+                    format!("shape.{name}.cpus must be a whole number ≥ 1"),
+                );
+                1
+            }
+        };
+        let mut bytes = |v: Option<Spanned<String>>, what: &str| -> Option<u64> {
+            let v = v?;
+            match v.get_ref().parse::<Bytes>() {
+                Ok(b) => Some(b.0),
+                Err(e) => {
+                    self.errors.push(self.source.error(
+                        Some(v.span()),
+                        format!("shape.{name}.{what}: {e}; expected e.g. \"512MiB\" or \"4GiB\""),
+                    ));
+                    None
+                }
+            }
+        };
+        let memory = bytes(raw.memory, "memory").map(Bytes);
+        let io_read_bps = bytes(raw.io_read_bps, "io_read_bps");
+        let io_write_bps = bytes(raw.io_write_bps, "io_write_bps");
+        let pids = raw.pids.and_then(|p| match u64::try_from(*p.get_ref()) {
+            Ok(v) if v >= 1 => Some(v),
+            _ => {
+                self.err(
+                    p.span(),
+                    format!("shape.{name}.pids must be a whole number ≥ 1"),
+                );
+                None
+            }
+        });
+        (self.errors.len() == before).then_some(Shape {
+            name,
+            cpus,
+            memory,
+            pids,
+            io_read_bps,
+            io_write_bps,
+        })
+    }
+
+    /// `matrix.shape`: each a built-in shape or a `[shape.NAME]` table; `full` unless given.
+    pub(super) fn shape_levels(
+        &mut self,
+        raw: Levels,
+        shapes: &BTreeMap<String, Shape>,
+    ) -> Vec<Level> {
+        let shape_names: Vec<String> = shapes.keys().cloned().collect();
+        self.levels("shape", raw, &["full"], |l| {
+            if shapes.contains_key(l) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "unknown shape `{l}`: expected one of {} or a [shape.{l}] table",
+                    list(&shape_names)
+                ))
+            }
+        })
+    }
+}
+
+/// Why shape `s` cannot be pinned on `host`, if it cannot: it has more cpus than the host.
+pub(super) fn pinning_impossible(
+    s: &str,
+    shape: &Shape,
+    placement: Placement,
+    host: &HostFacts,
+) -> Option<String> {
+    let host_cpus = host.cpus.len() as u32;
+    (placement == Placement::Pinned && shape.cpus > host_cpus).then(|| {
+        format!(
+            "pinned shape `{s}` needs {} cpus but this host offers {host_cpus} ({})",
+            shape.cpus, host.cpus
+        )
+    })
+}
