@@ -180,3 +180,33 @@ fn cell(index: u32, levels: Vec<(String, String)>, picked: &[&Level; 9], tables:
         instances: picked[7].0.parse().unwrap_or(1),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{errors, parse};
+
+    #[test]
+    fn cells_run_in_matrix_order_the_last_factor_fastest() {
+        let spec = parse("[experiment]\nname = \"x\"\n[matrix]\nplacement = [\"shared\", \"quota\"]\nworkload = [\"sysbench-cpu\", \"fio-randread\"]\n").unwrap();
+        let keys: Vec<String> = spec.cells.iter().map(|c| c.key()).collect();
+        assert_eq!(
+            keys,
+            [
+                "placement=shared workload=sysbench-cpu",
+                "placement=shared workload=fio-randread",
+                "placement=quota workload=sysbench-cpu",
+                "placement=quota workload=fio-randread",
+            ]
+        );
+        assert_eq!(spec.cells[3].index, 3);
+    }
+
+    #[test]
+    fn a_matrix_with_every_cell_excluded_is_an_error_at_the_matrix() {
+        let errs = errors("[experiment]\nname = \"x\"\n[matrix]\nplacement = [\"shared\", \"quota\"]\nworkload = [\"sysbench-cpu\"]\nexclude = [{ workload = \"sysbench-cpu\" }]\n");
+        assert_eq!(
+            errs,
+            ["exp.toml:3:1: every cell of the matrix is excluded or impossible: nothing to run"]
+        );
+    }
+}

@@ -123,3 +123,28 @@ pub(super) fn list(items: &[String]) -> String {
         .collect::<Vec<_>>()
         .join(", ")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{errors, parse};
+
+    #[test]
+    fn a_spec_with_a_workload_is_enough() {
+        let spec =
+            parse("[experiment]\nname = \"x\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\n").unwrap();
+        assert_eq!(spec.cells.len(), 1);
+        assert!(spec.factors.iter().all(|(f, _)| f == "workload"));
+    }
+
+    #[test]
+    fn a_missing_matrix_is_reported_first_without_a_position() {
+        let errs = errors("[experiment]\nname = \"x\"\n[shape.s]\ncpus = 0\n");
+        assert_eq!(
+            errs,
+            [
+                "exp.toml: missing [matrix]: a spec needs at least `workload = [...]` under [matrix]",
+                "exp.toml:4:8: shape.s.cpus must be a whole number ≥ 1",
+            ]
+        );
+    }
+}

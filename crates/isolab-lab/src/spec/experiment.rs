@@ -264,3 +264,76 @@ impl Validator<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{errors, parse};
+    use crate::spec::Order;
+    use std::time::Duration;
+
+    #[test]
+    fn repetitions_and_durations_are_validated() {
+        let errs = errors("[experiment]\nname = \"x\"\nrepetitions = { min = 1, target_cv = 5 }\nduration = \"fast\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\n");
+        assert_eq!(errs.len(), 3, "{errs:?}");
+        assert!(errs[0].contains("repetitions.min must be a whole number ≥ 2"));
+        assert!(errs[1].contains("target_cv must be a fraction"));
+        assert!(errs[2].contains("invalid duration `fast`"));
+    }
+
+    #[test]
+    fn the_probe_threshold_is_a_duration_or_off() {
+        let spec = parse("[experiment]\nname = \"x\"\nprobe_threshold = \"2s\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\n").unwrap();
+        let probe = spec.probe.unwrap();
+        assert_eq!(probe.threshold, std::time::Duration::from_secs(2));
+        assert_eq!(
+            probe.sustained_limit(),
+            std::time::Duration::from_millis(400)
+        );
+        let off = parse("[experiment]\nname = \"x\"\nprobe_threshold = \"off\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\n").unwrap();
+        assert!(off.probe.is_none());
+        let errs = errors("[experiment]\nname = \"x\"\nprobe_threshold = \"1ms\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\n");
+        assert!(
+            errs[0].starts_with("exp.toml:3:19: invalid probe_threshold `1ms`"),
+            "{errs:?}"
+        );
+    }
+
+    #[test]
+    fn a_run_s_timeout_defaults_from_the_duration_and_can_be_raised() {
+        let base =
+            "[experiment]\nname = \"x\"\nduration = \"10s\"\n[matrix]\nworkload = [\"hpl\"]\n";
+        assert_eq!(parse(base).unwrap().timeout, Duration::from_secs(160));
+        let raised = base.replace(
+            "duration = \"10s\"",
+            "duration = \"10s\"\ntimeout = \"30m\"",
+        );
+        assert_eq!(parse(&raised).unwrap().timeout, Duration::from_secs(1800));
+        let short = base.replace("duration = \"10s\"", "duration = \"10s\"\ntimeout = \"5s\"");
+        assert_eq!(
+            errors(&short),
+            ["exp.toml:4:11: timeout must be at least the duration (10s)"]
+        );
+    }
+
+    #[test]
+    fn order_seed_and_impossible_are_read() {
+        let spec = parse("[experiment]\nname = \"x\"\norder = \"sequential\"\nseed = 7\nimpossible = \"skip\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\n").unwrap();
+        assert_eq!(spec.order, Order::Sequential);
+        assert_eq!(spec.seed, Some(7));
+        assert_eq!(spec.duration, Duration::from_secs(10));
+    }
+
+    #[test]
+    fn a_bad_name_order_seed_or_impossible_is_an_error_at_the_value() {
+        let errs = errors("[experiment]\nname = \"42\"\norder = \"random\"\nseed = -1\nimpossible = \"maybe\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\n");
+        assert_eq!(
+            errs,
+            [
+                "exp.toml:2:8: experiment name must be non-empty and not a number (numbers are experiment ids)",
+                "exp.toml:3:9: unknown order `random`: expected `interleaved` or `sequential`",
+                "exp.toml:4:8: seed must be a non-negative integer",
+                "exp.toml:5:14: unknown value `maybe` for impossible: expected `error` or `skip`",
+            ]
+        );
+    }
+}

@@ -194,3 +194,101 @@ fn default_baseline(factors: &[(String, Vec<String>)]) -> Vec<(String, String)> 
         Vec::new()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{errors, parse};
+    use crate::shape::Placement;
+
+    #[test]
+    fn unknown_levels_point_at_the_level() {
+        let errs = errors("[experiment]\nname = \"x\"\n[matrix]\nworkload = [\"sysbench-cpu\", \"sysbench-cpux\"]\nplacement = [\"pined\"]\n");
+        assert_eq!(errs.len(), 2, "{errs:?}");
+        assert!(
+            errs[0].starts_with("exp.toml:4:29: unknown workload `sysbench-cpux`: expected one of"),
+            "{}",
+            errs[0]
+        );
+        assert!(
+            errs[1].starts_with("exp.toml:5:14: unknown placement `pined`"),
+            "{}",
+            errs[1]
+        );
+        // The unknown placement is reported in file order, after the workload on line 4.
+    }
+
+    #[test]
+    fn exclude_drops_matching_cells_and_checks_names() {
+        let spec = parse("[experiment]\nname = \"x\"\n[matrix]\nplacement = [\"shared\", \"quota\"]\nworkload = [\"sysbench-cpu\", \"fio-randread\"]\nexclude = [{ placement = \"quota\", workload = \"fio-randread\" }]\n").unwrap();
+        assert_eq!(spec.cells.len(), 3);
+        assert_eq!(
+            spec.dropped[0].reason,
+            "excluded by the exclude entry at line 6"
+        );
+
+        let errs = errors("[experiment]\nname = \"x\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\nexclude = [{ platform = \"docker\" }]\n");
+        assert!(
+            errs[0].contains("exclude names factor `platform`, which the matrix does not vary"),
+            "{errs:?}"
+        );
+    }
+
+    #[test]
+    fn missing_workload_is_explained() {
+        let errs = errors("[experiment]\nname = \"x\"\n[matrix]\nplacement = [\"quota\"]\n");
+        assert!(
+            errs[0].contains("missing `workload` in [matrix]"),
+            "{errs:?}"
+        );
+    }
+
+    #[test]
+    fn replicas_duplicate_every_configuration() {
+        let spec = parse("[experiment]\nname = \"x\"\n[matrix]\nplacement = [\"shared\", \"quota\"]\nworkload = [\"sysbench-cpu\"]\nreplica = [\"a\", \"b\"]\n").unwrap();
+        assert_eq!(spec.cells.len(), 4);
+        assert_eq!(
+            spec.cells[1].key(),
+            "placement=shared workload=sysbench-cpu replica=b"
+        );
+        assert_eq!(spec.cells[2].placement, Placement::Quota);
+    }
+
+    #[test]
+    fn threads_and_instances_are_counts() {
+        let spec = parse("[experiment]\nname = \"x\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\nthreads = [1, 4]\ninstances = [1, 128]\n").unwrap();
+        assert_eq!(spec.cells.len(), 4);
+        assert_eq!(spec.cells[3].thread_count(), 4);
+        assert_eq!(spec.cells[3].instances, 128);
+        assert_eq!(
+            spec.cells[3].key(),
+            "workload=sysbench-cpu threads=4 instances=128"
+        );
+        let errs = errors("[experiment]\nname = \"x\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\nthreads = [0]\ninstances = [\"many\", 1000]\n");
+        assert_eq!(errs.len(), 3, "{errs:?}");
+        assert!(
+            errs[0].contains("threads must be a whole number from 1 to 4096, got `0`"),
+            "{errs:?}"
+        );
+        assert!(
+            errs[2].contains("instances must be a whole number from 1 to 512, got `1000`"),
+            "{errs:?}"
+        );
+    }
+
+    #[test]
+    fn a_baseline_names_levels_of_the_matrix() {
+        let spec = parse("[experiment]\nname = \"x\"\nbaseline = { platform = \"isolab\" }\n[matrix]\nplatform = [\"host\", \"isolab\"]\nworkload = [\"sysbench-cpu\"]\n").unwrap();
+        assert_eq!(
+            spec.baseline,
+            [("platform".to_owned(), "isolab".to_owned())]
+        );
+        let errs = errors("[experiment]\nname = \"x\"\nbaseline = { platform = \"docker\" }\n[matrix]\nplatform = [\"host\", \"isolab\"]\nplacement = [\"quota\", \"quota\"]\nworkload = [\"sysbench-cpu\"]\n");
+        assert_eq!(
+            errs,
+            [
+                "exp.toml:3:25: baseline platform `docker` is not a level of the matrix: expected one of `host`, `isolab`",
+                "exp.toml:6:23: placement `quota` is listed twice",
+            ]
+        );
+    }
+}

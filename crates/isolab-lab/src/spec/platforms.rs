@@ -163,3 +163,147 @@ pub(super) fn unreachable(platform: &PlatformDef, w: &str, wl: &WorkloadDef) -> 
             .map(|r| format!("workload `{w}` needs a server: {r}")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{errors, host, parse};
+    use crate::platform::{Network, PlatformKind};
+    use crate::spec::{ExperimentSpec, Source};
+    use std::path::PathBuf;
+
+    #[test]
+    fn platform_tables_define_levels_with_engine_and_network() {
+        let spec = parse("[experiment]\nname = \"x\"\nimage = \"images/bench\"\n[platform.iso-host-net]\nengine = \"isolab\"\nnetwork = \"host\"\n[matrix]\nplatform = [\"host\", \"isolab-bridge\", \"iso-host-net\"]\nworkload = [\"iperf3-tcp\"]\n").unwrap();
+        let platforms: Vec<_> = spec.cells.iter().map(|c| c.platform.clone()).collect();
+        assert_eq!(platforms[0].network, Network::Host);
+        assert_eq!(platforms[1].kind, PlatformKind::ISOLAB);
+        assert_eq!(platforms[1].network, Network::Bridge);
+        assert_eq!(platforms[2].name, "iso-host-net");
+        assert_eq!(platforms[2].network, Network::Host);
+        // Relative to the spec's directory (here the current one).
+        assert_eq!(spec.image, PathBuf::from("images/bench"));
+        let nested = ExperimentSpec::parse(
+            Source::new("specs/exp.toml", "[experiment]\nname = \"x\"\nimage = \"img\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\n"),
+            &host("0-1"),
+        )
+        .unwrap();
+        assert_eq!(nested.image, PathBuf::from("specs/img"));
+    }
+
+    #[test]
+    fn bad_platform_tables_point_at_the_value() {
+        let errs = errors("[experiment]\nname = \"x\"\n[platform.a]\nengine = \"dockr\"\n[platform.b]\nengine = \"host\"\nnetwork = \"bridge\"\n[platform.c]\nengine = \"isolab\"\nnetwork = \"wifi\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\n");
+        assert_eq!(errs.len(), 3, "{errs:?}");
+        assert!(
+            errs[0].starts_with("exp.toml:4:10: platform.a.engine: unknown engine `dockr`"),
+            "{errs:?}"
+        );
+        assert!(
+            errs[1].starts_with(
+                "exp.toml:7:11: platform.b: engine `host` offers network host only, not `bridge`"
+            ),
+            "{errs:?}"
+        );
+        assert!(
+            errs[2].starts_with("exp.toml:10:11: unknown network `wifi`"),
+            "{errs:?}"
+        );
+    }
+
+    #[test]
+    fn a_server_workload_cannot_run_without_a_network() {
+        let text = "[experiment]\nname = \"x\"\n[matrix]\nplatform = [\"host\", \"isolab\"]\nworkload = [\"iperf3-tcp\", \"sysbench-cpu\"]\n";
+        let errs = errors(text);
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(
+            errs[0].starts_with("exp.toml:4:21: workload `iperf3-tcp` needs a server: platform `isolab` has network `none`"),
+            "{errs:?}"
+        );
+        let skipped =
+            parse(&text.replace("name = \"x\"", "name = \"x\"\nimpossible = \"skip\"")).unwrap();
+        assert_eq!(skipped.cells.len(), 3);
+        assert_eq!(
+            skipped.dropped[0].key,
+            "platform=isolab workload=iperf3-tcp"
+        );
+    }
+
+    #[test]
+    fn every_vm_platform_needs_its_accelerator_in_the_name() {
+        for (level, kvm, tcg) in [
+            ("vm", "vm(kvm)", "vm(tcg)"),
+            ("vm+isolab", "vm(kvm)+isolab", "vm(tcg)+isolab"),
+            ("vm+docker", "vm(kvm)+docker", "vm(tcg)+docker"),
+        ] {
+            let errs = errors(&format!("[experiment]\nname = \"x\"\n[matrix]\nplatform = [\"{level}\"]\nworkload = [\"sysbench-cpu\"]\n"));
+            assert!(
+                errs[0].contains(&format!(
+                    "platform `{level}` needs its accelerator in the name: `{kvm}` (KVM) or `{tcg}`"
+                )),
+                "{errs:?}"
+            );
+            let spec = parse(&format!("[experiment]\nname = \"x\"\n[matrix]\nplatform = [\"{tcg}\"]\nworkload = [\"sysbench-cpu\"]\n")).unwrap();
+            assert_eq!(spec.cells[0].platform.kind.as_str(), level);
+        }
+    }
+
+    #[test]
+    fn the_checker_explains_cells_from_the_platforms_capabilities() {
+        // isolab offers a bridge: the error names the built-in level that has one.
+        let errs = errors("[experiment]\nname = \"x\"\n[matrix]\nplatform = [\"isolab\"]\nworkload = [\"iperf3-tcp\"]\n");
+        assert!(
+            errs[0].contains("use `isolab-bridge` or a [platform.NAME] with engine = \"isolab\" and network = \"bridge\" or \"host\""),
+            "{errs:?}"
+        );
+        // A VM is on isolab's bridge: its command reaches the server at the gateway.
+        parse("[experiment]\nname = \"x\"\n[matrix]\nplatform = [\"vm(tcg)\"]\nworkload = [\"iperf3-tcp\"]\n").unwrap();
+        // A plain VM does not apply a pids limit: a warning, the runs carry a note.
+        let spec = parse("[experiment]\nname = \"x\"\n[shape.small]\ncpus = 1\npids = 64\n[matrix]\nplatform = [\"vm(tcg)\", \"vm(tcg)+isolab\"]\nshape = [\"small\"]\nworkload = [\"sysbench-cpu\"]\n").unwrap();
+        assert_eq!(spec.warnings.len(), 1, "{:?}", spec.warnings);
+        assert!(
+            spec.warnings[0].contains("platform `vm(tcg)` does not apply pids limits (it applies cpu-quota, cpuset, memory, io)"),
+            "{:?}",
+            spec.warnings
+        );
+    }
+
+    #[test]
+    fn unknown_platforms_list_the_levels_and_networks_must_be_offered() {
+        let errs = errors("[experiment]\nname = \"x\"\n[matrix]\nplatform = [\"host\", \"xen\"]\nworkload = [\"sysbench-cpu\"]\n");
+        assert!(
+            errs[0].starts_with("exp.toml:4:21: unknown platform `xen`: expected one of"),
+            "{errs:?}"
+        );
+        assert!(errs[0].contains("docker-bridge"), "{errs:?}");
+        let errs = errors("[experiment]\nname = \"x\"\n[platform.r]\nengine = \"runc\"\nnetwork = \"bridge\"\n[matrix]\nplatform = [\"r\"]\nworkload = [\"sysbench-cpu\"]\n");
+        assert!(
+            errs[0].contains("engine `runc` offers network none, host only, not `bridge`"),
+            "{errs:?}"
+        );
+    }
+
+    #[test]
+    fn vm_levels_name_their_accelerator() {
+        let spec = parse("[experiment]\nname = \"x\"\n[platform.guest]\nengine = \"vm\"\naccel = \"tcg\"\n[matrix]\nplatform = [\"host\", \"vm(tcg)\", \"vm(kvm)+isolab\", \"guest\"]\nworkload = [\"sysbench-cpu\"]\n").unwrap();
+        let platforms: Vec<_> = spec.cells.iter().map(|c| c.platform.clone()).collect();
+        assert_eq!(platforms[1].kind, PlatformKind::VM);
+        assert_eq!(platforms[1].accel, Some(crate::platform::Accel::Tcg));
+        assert_eq!(platforms[2].kind, PlatformKind::VM_ISOLAB);
+        assert_eq!(platforms[2].accel, Some(crate::platform::Accel::Kvm));
+        assert_eq!(platforms[3].accel, Some(crate::platform::Accel::Tcg));
+        let errs = errors("[experiment]\nname = \"x\"\n[matrix]\nplatform = [\"vm\"]\nworkload = [\"sysbench-cpu\"]\n");
+        assert!(
+            errs[0].contains("`vm(kvm)` (KVM) or `vm(tcg)` (QEMU's software emulation)"),
+            "{errs:?}"
+        );
+        let errs = errors("[experiment]\nname = \"x\"\n[platform.g]\nengine = \"vm\"\n[platform.d]\nengine = \"docker\"\naccel = \"kvm\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\n");
+        assert!(
+            errs[0].contains("needs `accel = \"kvm\"` or `accel = \"tcg\"`"),
+            "{errs:?}"
+        );
+        assert!(
+            errs[1].contains("applies to the vm engines only"),
+            "{errs:?}"
+        );
+    }
+}

@@ -36,3 +36,33 @@ pub(super) fn leaves_no_cpus(
             )
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{errors, parse};
+
+    #[test]
+    fn bad_neighbours_and_reservations_point_at_the_level() {
+        let errs = errors("[experiment]\nname = \"x\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\nneighbour = [\"none\", \"gpu@50%\"]\nreservation = [\"blkio\"]\n");
+        assert_eq!(errs.len(), 2, "{errs:?}");
+        assert!(errs[0].starts_with("exp.toml:5:22:"), "{errs:?}");
+        assert!(
+            errs[1].starts_with("exp.toml:6:16: unknown reservation `blkio`"),
+            "{errs:?}"
+        );
+    }
+
+    #[test]
+    fn a_reservation_needs_cpus_left_for_the_neighbours() {
+        let text = "[experiment]\nname = \"x\"\n[matrix]\nshape = [\"large\"]\nworkload = [\"sysbench-cpu\"]\nneighbour = [\"none\", \"cpu\"]\nreservation = [\"none\", \"cpuset\"]\n";
+        let errs = errors(text);
+        assert!(
+            errs.iter()
+                .any(|e| e.contains("reservation `cpuset` with shape `large` (2 cpus) leaves none")),
+            "{errs:?}"
+        );
+        let skipped =
+            parse(&text.replace("name = \"x\"", "name = \"x\"\nimpossible = \"skip\"")).unwrap();
+        assert_eq!(skipped.cells.len(), 2);
+    }
+}

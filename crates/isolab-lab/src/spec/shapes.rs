@@ -114,3 +114,61 @@ pub(super) fn pinning_impossible(
         )
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{errors, parse};
+
+    #[test]
+    fn impossible_pinning_is_an_error_or_skipped() {
+        let text = "[experiment]\nname = \"x\"\n[matrix]\nshape = [\"large\", \"xlarge\"]\nplacement = [\"quota\", \"pinned\"]\nworkload = [\"sysbench-cpu\"]\n";
+        let errs = errors(text);
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(
+            errs[0].starts_with(
+                "exp.toml:4:19: pinned shape `xlarge` needs 4 cpus but this host offers 2"
+            ),
+            "{}",
+            errs[0]
+        );
+
+        let skip = text.replace("name = \"x\"", "name = \"x\"\nimpossible = \"skip\"");
+        let spec = parse(&skip).unwrap();
+        assert_eq!(spec.cells.len(), 3);
+        assert_eq!(spec.dropped.len(), 1);
+        assert_eq!(
+            spec.dropped[0].key,
+            "shape=xlarge placement=pinned workload=sysbench-cpu"
+        );
+        assert_eq!(
+            spec.warnings.len(),
+            1,
+            "quota of 4 cpus on 2 is worth a warning"
+        );
+    }
+
+    #[test]
+    fn a_shape_table_sets_cpus_memory_and_pids() {
+        let spec = parse("[experiment]\nname = \"x\"\n[shape.tiny]\ncpus = 1\nmemory = \"512MiB\"\npids = 64\n[matrix]\nshape = [\"tiny\"]\nworkload = [\"sysbench-cpu\"]\n").unwrap();
+        let shape = &spec.cells[0].shape;
+        assert_eq!((shape.name.as_str(), shape.cpus), ("tiny", 1));
+        assert_eq!(shape.memory, Some(isolab_cgroups::Bytes(512 << 20)));
+        assert_eq!(shape.pids, Some(64));
+    }
+
+    #[test]
+    fn bad_shape_tables_and_unknown_shapes_point_at_the_value() {
+        let errs = errors("[experiment]\nname = \"x\"\n[shape.bad]\ncpus = 0\nmemory = \"lots\"\n[matrix]\nshape = [\"bad\", \"huge\"]\nworkload = [\"sysbench-cpu\"]\n");
+        let known =
+            "`16xlarge`, `2xlarge`, `4xlarge`, `8xlarge`, `full`, `large`, `medium`, `xlarge`";
+        assert_eq!(
+            errs,
+            [
+                "exp.toml:4:8: shape.bad.cpus must be a whole number ≥ 1".to_owned(),
+                "exp.toml:5:10: shape.bad.memory: invalid byte count \"lots\": expected a byte count such as \"1073741824\", \"512MiB\", \"1G\" or \"1.5 GiB\"; expected e.g. \"512MiB\" or \"4GiB\"".to_owned(),
+                format!("exp.toml:7:10: unknown shape `bad`: expected one of {known} or a [shape.bad] table"),
+                format!("exp.toml:7:17: unknown shape `huge`: expected one of {known} or a [shape.huge] table"),
+            ]
+        );
+    }
+}

@@ -218,3 +218,45 @@ fn rate(r: f64) -> Result<f64, String> {
         .then_some(r)
         .ok_or_else(|| format!("a rate must be a positive number of requests per second, not {r}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::spec::tests::{errors, parse};
+    use isolab_workloads::load::{Generator, LoadProfile};
+    use isolab_workloads::Measure;
+    use std::time::Duration;
+
+    const PAGE: &str = "[experiment]\nname = \"x\"\n[matrix]\nworkload = [\"page\"]\n[workload.page]\nstack = \"static\"\n[workload.page.load]\ngenerator = \"vegeta\"\ntarget = \"web\"\n";
+
+    #[test]
+    fn a_load_table_sets_requests_steps_and_timeout() {
+        let spec = parse(&format!("{PAGE}requests = [{{ name = \"page\", path = \"/index.html\", method = \"HEAD\" }}]\nprofile = {{ steps = [[100, \"10s\"], [200, \"5s\"]] }}\ntimeout = \"2s\"\n")).unwrap();
+        let Measure::Load(load) = &spec.cells[0].workload.stack.as_ref().unwrap().measure else {
+            panic!("not measured by a load")
+        };
+        assert_eq!(load.spec.generator, Generator::Vegeta);
+        assert_eq!(load.spec.requests[0].method, "HEAD");
+        assert_eq!(
+            load.spec.profile,
+            LoadProfile::Steps {
+                steps: vec![
+                    (100.0, Duration::from_secs(10)),
+                    (200.0, Duration::from_secs(5))
+                ]
+            }
+        );
+        assert_eq!(load.spec.timeout, Duration::from_secs(2));
+    }
+
+    #[test]
+    fn bad_requests_and_empty_steps_point_at_the_value() {
+        let errs = errors(&format!("{PAGE}requests = [{{ name = \"a page\", path = \"index.html\" }}]\nprofile = {{ steps = [] }}\n"));
+        assert_eq!(
+            errs,
+            [
+                "exp.toml:10:13: a request needs a name of letters, digits, `-` or `_`, and a path starting with `/`",
+                "exp.toml:11:11: steps needs at least one [rate, \"duration\"]",
+            ]
+        );
+    }
+}

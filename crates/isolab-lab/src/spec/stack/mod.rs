@@ -498,3 +498,88 @@ fn tools_of(command: &str, stack: Option<&StackDef>) -> Vec<String> {
         .into_iter()
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::spec::tests::{errors, parse};
+    use isolab_workloads::ParserKind;
+
+    #[test]
+    fn user_workloads_are_checked() {
+        let ok = parse("[experiment]\nname = \"x\"\n[matrix]\nworkload = [\"nothing\"]\n[workload.nothing]\ncommand = \"true\"\nparser = \"time\"\n").unwrap();
+        assert_eq!(ok.cells[0].workload.primary, "wall_time");
+        assert_eq!(ok.cells[0].workload.tools, vec!["true".to_string()]);
+
+        let errs = errors("[experiment]\nname = \"x\"\n[matrix]\nworkload = [\"w\"]\n[workload.w]\ncommand = \"sleep {secs}\"\nparser = \"jsonx\"\n");
+        assert_eq!(errs.len(), 2, "{errs:?}");
+        assert!(
+            errs.iter()
+                .any(|e| e.starts_with("exp.toml:7:10: unknown parser `jsonx`")),
+            "{errs:?}"
+        );
+        assert!(
+            errs.iter()
+                .any(|e| e.starts_with("exp.toml:6:11:") && e.contains("secs")),
+            "{errs:?}"
+        );
+    }
+
+    #[test]
+    fn a_workload_s_files_are_kept_and_checked() {
+        let spec = parse("[experiment]\nname = \"x\"\n[matrix]\nworkload = [\"w\"]\n[workload.w]\ncommand = \"cat {workdir}/in.txt\"\nparser = \"time\"\nfiles = { \"in.txt\" = \"Total=@usable_memory_mib@\" }\n").unwrap();
+        let w = &spec.cells[0].workload;
+        assert_eq!(w.files.len(), 1);
+        assert_eq!(
+            (w.files[0].path.as_str(), w.files[0].contents.as_str()),
+            ("in.txt", "Total=@usable_memory_mib@")
+        );
+        let errs = errors("[experiment]\nname = \"x\"\n[matrix]\nworkload = [\"w\"]\n[workload.w]\ncommand = \"true\"\nparser = \"time\"\nfiles = { \"../out\" = \"x\", \"ok\" = \"@nope@\" }\n");
+        assert_eq!(errs.len(), 2, "{errs:?}");
+        assert!(
+            errs[0].starts_with("exp.toml:8:")
+                && errs[0].contains("`../out` must be a relative path"),
+            "{errs:?}"
+        );
+        assert!(errs[1].contains("unknown placeholder `{nope}`"), "{errs:?}");
+    }
+
+    #[test]
+    fn a_built_in_s_work_is_tuned_under_its_own_name_or_another() {
+        let spec = parse("[experiment]\nname = \"x\"\n[matrix]\nworkload = [\"mpi-prime\", \"short-video\"]\n[workload.mpi-prime]\nwork = 1000\n[workload.short-video]\nfrom = \"ffmpeg-transcode\"\nwork = 2\n").unwrap();
+        let work = |name: &str| {
+            let c = spec.cells.iter().find(|c| c.workload.name == name).unwrap();
+            c.workload.work.clone().unwrap()
+        };
+        assert_eq!(work("mpi-prime").amount, 1000);
+        assert_eq!(work("short-video").amount, 2);
+        assert_eq!(work("short-video").unit, "frames of video (30 a second)");
+        let video = &spec
+            .cells
+            .iter()
+            .find(|c| c.workload.name == "short-video")
+            .unwrap()
+            .workload;
+        assert_eq!(video.assets[0].name, "video");
+        assert_eq!(video.parser, ParserKind::Ffmpeg);
+    }
+
+    #[test]
+    fn tuning_a_built_in_wrongly_is_an_error_at_the_key() {
+        let errs = errors("[experiment]\nname = \"x\"\n[matrix]\nworkload = [\"a\", \"sysbench-cpu\", \"c\", \"d\"]\n[workload.a]\nfrom = \"nope\"\nwork = 1\n[workload.sysbench-cpu]\nwork = 5\n[workload.c]\nfrom = \"mpi-search\"\nwork = 0\n[workload.d]\nfrom = \"mpi-search\"\nwork = 3\nparser = \"json\"\n");
+        let all = errs.join("\n");
+        assert!(
+            all.contains("unknown built-in workload `nope` in workload.a.from"),
+            "{all}"
+        );
+        assert!(
+            all.contains("the built-in `sysbench-cpu` has no amount of work to set"),
+            "{all}"
+        );
+        assert!(
+            all.contains("workload.c.work must be a positive whole number, not 0"),
+            "{all}"
+        );
+        assert!(all.contains("workload.d tunes the built-in `mpi-search`, which takes only `from`, `work` and `description`: remove `parser`"), "{all}");
+        assert!(errs.iter().all(|e| e.starts_with("exp.toml:")), "{all}");
+    }
+}
