@@ -1,5 +1,5 @@
-//! Tests of whole specs (the quick start, syntax errors and misspelt keys, the A/A
-//! design), and the helpers the sections' own tests share.
+//! Tests of whole specs (the quick start, syntax errors and misspelt keys), and the
+//! helpers the sections' own tests share.
 
 use super::*;
 use crate::platform::PlatformKind;
@@ -85,23 +85,4 @@ fn misspelt_key_names_line_column_and_expected_keys() {
 fn syntax_errors_have_locations() {
     let errs = errors("[experiment\nname = 1\n");
     assert!(errs[0].starts_with("exp.toml:1:"), "{errs:?}");
-}
-
-#[test]
-fn aa_design_adds_replicas_and_a_baseline() {
-    let source = Source::new("q.toml", QUICK_START);
-    let aa = aa_design(&source).unwrap();
-    assert_eq!(aa.name, "A/A calibration of q.toml");
-    let spec = ExperimentSpec::parse(aa, &host("0-1")).unwrap();
-    assert_eq!(spec.name, "quick-start-calibration");
-    assert_eq!(spec.cells.len(), 16);
-    assert_eq!(
-        spec.baseline,
-        vec![("replica".to_string(), "a".to_string())]
-    );
-    assert!(aa_design(&Source::new(
-        "x",
-        "[experiment]\nname=\"x\"\n[matrix]\nreplica=[\"a\"]\n"
-    ))
-    .is_err());
 }
