@@ -43,8 +43,31 @@ impl<'a> Validator<'a> {
 }
 
 impl Validator<'_> {
+    /// Records an error at `span` of the source.
     pub(super) fn err(&mut self, span: Range<usize>, message: impl Into<String>) {
         self.errors.push(self.source.error(Some(span), message));
+    }
+
+    /// The built-ins by name, then each of the spec's `raw` tables as `check` makes it
+    /// (a table replaces the built-in of its name); and the names of tables with errors.
+    pub(super) fn named<T, R>(
+        &mut self,
+        builtins: Vec<T>,
+        name: impl Fn(&T) -> String,
+        raw: BTreeMap<String, R>,
+        check: impl Fn(&mut Self, String, R) -> Option<T>,
+    ) -> (BTreeMap<String, T>, Vec<String>) {
+        let mut all: BTreeMap<String, T> = builtins.into_iter().map(|b| (name(&b), b)).collect();
+        let mut broken = Vec::new();
+        for (table, r) in raw {
+            match check(self, table.clone(), r) {
+                Some(t) => {
+                    all.insert(name(&t), t);
+                }
+                None => broken.push(table),
+            }
+        }
+        (all, broken)
     }
 
     /// The cpus of the host, counted.

@@ -124,29 +124,36 @@ impl Validator<'_> {
     }
 
     fn order(&mut self, raw: Option<&Spanned<String>>) -> Order {
-        match raw.map(|o| (o.get_ref().as_str(), o.span())) {
-            None | Some(("interleaved", _)) => Order::Interleaved,
-            Some(("sequential", _)) => Order::Sequential,
-            Some((other, span)) => {
-                self.err(
-                    span,
-                    format!("unknown order `{other}`: expected `interleaved` or `sequential`"),
-                );
-                Order::Interleaved
-            }
-        }
+        let words = [
+            ("interleaved", Order::Interleaved),
+            ("sequential", Order::Sequential),
+        ];
+        self.one_of(raw, words, |other| {
+            format!("unknown order `{other}`: expected `interleaved` or `sequential`")
+        })
     }
 
     fn impossible(&mut self, raw: Option<&Spanned<String>>) -> Impossible {
-        match raw.map(|o| (o.get_ref().as_str(), o.span())) {
-            None | Some(("error", _)) => Impossible::Error,
-            Some(("skip", _)) => Impossible::Skip,
-            Some((other, span)) => {
-                self.err(
-                    span,
-                    format!("unknown value `{other}` for impossible: expected `error` or `skip`"),
-                );
-                Impossible::Error
+        let words = [("error", Impossible::Error), ("skip", Impossible::Skip)];
+        self.one_of(raw, words, |other| {
+            format!("unknown value `{other}` for impossible: expected `error` or `skip`")
+        })
+    }
+
+    /// The value of the word `raw` names among `words`, the first's when it is absent;
+    /// another word is an error (`unknown` says so) and gives the first's.
+    fn one_of<T: Copy>(
+        &mut self,
+        raw: Option<&Spanned<String>>,
+        words: [(&str, T); 2],
+        unknown: impl Fn(&str) -> String,
+    ) -> T {
+        let Some(raw) = raw else { return words[0].1 };
+        match words.iter().find(|(w, _)| w == raw.get_ref()) {
+            Some((_, v)) => *v,
+            None => {
+                self.err(raw.span(), unknown(raw.get_ref()));
+                words[0].1
             }
         }
     }

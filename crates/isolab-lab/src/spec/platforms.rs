@@ -18,16 +18,9 @@ impl Validator<'_> {
         &mut self,
         raw: BTreeMap<String, Spanned<RawPlatform>>,
     ) -> BTreeMap<String, PlatformDef> {
-        let mut defs: BTreeMap<String, PlatformDef> = PlatformDef::builtins()
-            .into_iter()
-            .map(|p| (p.name.clone(), p))
-            .collect();
-        for (name, p) in raw {
-            if let Some(p) = self.platform(name, p) {
-                defs.insert(p.name.clone(), p);
-            }
-        }
-        defs
+        let builtins = PlatformDef::builtins();
+        self.named(builtins, |p| p.name.clone(), raw, Self::platform)
+            .0
     }
 
     fn platform(&mut self, name: String, raw: Spanned<RawPlatform>) -> Option<PlatformDef> {

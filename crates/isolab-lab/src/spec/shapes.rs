@@ -18,16 +18,8 @@ impl Validator<'_> {
         &mut self,
         raw: BTreeMap<String, Spanned<RawShape>>,
     ) -> BTreeMap<String, Shape> {
-        let mut shapes: BTreeMap<String, Shape> = builtin_shapes(self.host_cpus())
-            .into_iter()
-            .map(|s| (s.name.clone(), s))
-            .collect();
-        for (name, shape) in raw {
-            if let Some(s) = self.shape(name, shape) {
-                shapes.insert(s.name.clone(), s);
-            }
-        }
-        shapes
+        let builtins = builtin_shapes(self.host_cpus());
+        self.named(builtins, |s| s.name.clone(), raw, Self::shape).0
     }
 
     fn shape(&mut self, name: String, raw: Spanned<RawShape>) -> Option<Shape> {

@@ -36,18 +36,9 @@ impl Validator<'_> {
         &mut self,
         raw: BTreeMap<String, Spanned<RawWorkload>>,
     ) -> BTreeMap<String, WorkloadDef> {
-        let mut workloads: BTreeMap<String, WorkloadDef> = isolab_workloads::catalog()
-            .into_iter()
-            .map(|w| (w.name.clone(), w))
-            .collect();
-        for (name, w) in raw {
-            match self.workload(name.clone(), w) {
-                Some(w) => {
-                    workloads.insert(w.name.clone(), w);
-                }
-                None => self.broken_workloads.push(name),
-            }
-        }
+        let catalog = isolab_workloads::catalog();
+        let (workloads, broken) = self.named(catalog, |w| w.name.clone(), raw, Self::workload);
+        self.broken_workloads.extend(broken);
         workloads
     }
 
