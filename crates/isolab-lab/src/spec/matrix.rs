@@ -1,0 +1,294 @@
+//! `[matrix]`: the levels of every factor (platforms, shapes, workloads, neighbours and
+//! reservations are checked by their own sections; placements, threads, instances and
+//! replicas here), which factors the matrix varies, its `exclude` entries, and
+//! `[experiment] baseline`, which like `exclude` names levels of the matrix.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use toml::Spanned;
+
+use super::check::{list, Tables, Validator};
+use super::experiment::RawBaseline;
+use super::raw::{RawLevel, RawMatrix};
+use super::{Location, MAX_INSTANCES};
+use crate::shape::Placement;
+
+/// A factor's levels as written.
+pub(super) type Levels = Option<Spanned<Vec<Spanned<RawLevel>>>>;
+/// A validated level: its text, its span, and whether the spec listed it.
+pub(super) type Level = (String, Range<usize>, bool);
+/// Every factor with its levels, in [`super::FACTORS`] order.
+pub(super) type Axes = [(&'static str, Vec<Level>); 9];
+/// The factors the matrix varies, with their levels.
+pub(super) type Factors = Vec<(String, Vec<String>)>;
+/// An `exclude` entry's (factor, level) pairs and where it is.
+pub(super) type Exclude = (Vec<(String, String)>, Location);
+
+impl Validator<'_> {
+    /// The levels of every factor of `raw` (whose `exclude` the caller has taken),
+    /// checked against `tables`; `span` is the `[matrix]` table's.
+    pub(super) fn axes(&mut self, raw: RawMatrix, span: Range<usize>, tables: &Tables) -> Axes {
+        let platforms = self.platform_levels(raw.platform, &tables.platforms);
+        let shapes = self.shape_levels(raw.shape, &tables.shapes);
+        let placements = self.levels("placement", raw.placement, &["shared"], |l| {
+            Placement::parse(l).map(|_| ()).ok_or_else(|| {
+                format!("unknown placement `{l}`: expected `shared`, `quota` or `pinned`")
+            })
+        });
+        let workloads = self.workload_levels(raw.workload, span, &tables.workloads);
+        let neighbours = self.neighbour_levels(raw.neighbour);
+        let reservations = self.reservation_levels(raw.reservation);
+        let count = |what: &str, max: u32, l: &str| match l.parse::<u32>() {
+            Ok(n) if (1..=max).contains(&n) => Ok(()),
+            _ => Err(format!(
+                "{what} must be a whole number from 1 to {max}, got `{l}`"
+            )),
+        };
+        let threads = self.levels("threads", raw.threads, &["-"], |l| {
+            count("threads", 4096, l)
+        });
+        let instances = self.levels("instances", raw.instances, &["1"], |l| {
+            count("instances", MAX_INSTANCES, l)
+        });
+        // `replica` only labels repeated copies of the same configuration (an A/A design).
+        let replicas = self.levels("replica", raw.replica, &["1"], |_| Ok(()));
+        [
+            ("platform", platforms),
+            ("shape", shapes),
+            ("placement", placements),
+            ("workload", workloads),
+            ("neighbour", neighbours),
+            ("reservation", reservations),
+            ("threads", threads),
+            ("instances", instances),
+            ("replica", replicas),
+        ]
+    }
+
+    /// Levels of a factor with their spans; `explicit` says whether the spec listed them.
+    pub(super) fn levels(
+        &mut self,
+        factor: &str,
+        raw: Levels,
+        default: &[&str],
+        check: impl Fn(&str) -> Result<(), String>,
+    ) -> Vec<Level> {
+        let Some(raw) = raw else {
+            return default
+                .iter()
+                .map(|d| (d.to_string(), 0..0, false))
+                .collect();
+        };
+        if raw.get_ref().is_empty() {
+            self.err(
+                raw.span(),
+                format!("matrix.{factor} is empty: list at least one level or leave it out"),
+            );
+        }
+        let mut out: Vec<Level> = Vec::new();
+        for level in raw.into_inner() {
+            let text = level.get_ref().text();
+            if let Err(message) = check(&text) {
+                self.err(level.span(), message);
+            } else if out.iter().any(|(l, _, _)| *l == text) {
+                self.err(level.span(), format!("{factor} `{text}` is listed twice"));
+            } else {
+                out.push((text, level.span(), true));
+            }
+        }
+        out
+    }
+
+    /// `exclude`: every key a varied factor, every value one of its levels.
+    pub(super) fn excludes(
+        &mut self,
+        raw: &[Spanned<BTreeMap<String, Spanned<RawLevel>>>],
+        factors: &Factors,
+    ) -> Vec<Exclude> {
+        let mut excludes = Vec::new();
+        for ex in raw {
+            let pairs = self.named_levels("exclude", ex.get_ref(), factors, |k, v| {
+                format!("exclude names {k} `{v}`, which is not a level of the matrix")
+            });
+            excludes.push((pairs, self.source.locate(ex.span().start)));
+        }
+        excludes
+    }
+
+    /// `[experiment] baseline`: the levels that identify baseline cells, as `exclude`
+    /// names them; without it, one chosen by [`default_baseline`].
+    pub(super) fn baseline(
+        &mut self,
+        raw: RawBaseline,
+        factors: &Factors,
+    ) -> Vec<(String, String)> {
+        match raw {
+            None => default_baseline(factors),
+            Some(b) => self.named_levels("baseline", b.get_ref(), factors, |k, v| {
+                format!("baseline {k} `{v}` is not a level of the matrix")
+            }),
+        }
+    }
+
+    /// The (factor, level) pairs of `raw`, an `exclude` entry or the baseline (`what`):
+    /// a factor the matrix does not vary, or a level it does not list, is an error at
+    /// the value (`not_a_level` says which level of which factor is not one).
+    fn named_levels(
+        &mut self,
+        what: &str,
+        raw: &BTreeMap<String, Spanned<RawLevel>>,
+        factors: &Factors,
+        not_a_level: impl Fn(&str, &str) -> String,
+    ) -> Vec<(String, String)> {
+        let mut pairs = Vec::new();
+        for (k, v) in raw {
+            let v_text = v.get_ref().text();
+            match factors.iter().find(|(f, _)| f == k) {
+                None => self.err(
+                    v.span(),
+                    format!(
+                        "{what} names factor `{k}`, which the matrix does not vary: expected one of {}",
+                        list(&factors.iter().map(|f| f.0.clone()).collect::<Vec<_>>())
+                    ),
+                ),
+                Some((_, levels)) if !levels.contains(&v_text) => self.err(
+                    v.span(),
+                    format!("{}: expected one of {}", not_a_level(k, &v_text), list(levels)),
+                ),
+                Some(_) => pairs.push((k.clone(), v_text)),
+            }
+        }
+        pairs
+    }
+}
+
+/// The factors the matrix varies (those the spec lists), with their levels.
+pub(super) fn varied(axes: &Axes) -> Factors {
+    axes.iter()
+        .filter(|(_, ls)| ls.iter().any(|(_, _, explicit)| *explicit))
+        .map(|(f, ls)| {
+            (
+                f.to_string(),
+                ls.iter().map(|(l, _, _)| l.clone()).collect(),
+            )
+        })
+        .collect()
+}
+
+fn default_baseline(factors: &[(String, Vec<String>)]) -> Vec<(String, String)> {
+    // Only a factor with more than one level can hold a baseline to compare against.
+    let has = |f: &str, l: &str| {
+        factors
+            .iter()
+            .any(|(ff, ls)| ff == f && ls.len() > 1 && ls.iter().any(|x| x == l))
+    };
+    if has("neighbour", "none") {
+        // An isolation experiment: each cell against itself without a neighbour.
+        vec![("neighbour".into(), "none".into())]
+    } else if has("platform", "host") {
+        vec![("platform".into(), "host".into())]
+    } else if has("placement", "shared") {
+        vec![("placement".into(), "shared".into())]
+    } else {
+        Vec::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{errors, parse};
+    use crate::shape::Placement;
+
+    #[test]
+    fn unknown_levels_point_at_the_level() {
+        let errs = errors("[experiment]\nname = \"x\"\n[matrix]\nworkload = [\"sysbench-cpu\", \"sysbench-cpux\"]\nplacement = [\"pined\"]\n");
+        assert_eq!(errs.len(), 2, "{errs:?}");
+        assert!(
+            errs[0].starts_with("exp.toml:4:29: unknown workload `sysbench-cpux`: expected one of"),
+            "{}",
+            errs[0]
+        );
+        assert!(
+            errs[1].starts_with("exp.toml:5:14: unknown placement `pined`"),
+            "{}",
+            errs[1]
+        );
+        // The unknown placement is reported in file order, after the workload on line 4.
+    }
+
+    #[test]
+    fn exclude_drops_matching_cells_and_checks_names() {
+        let spec = parse("[experiment]\nname = \"x\"\n[matrix]\nplacement = [\"shared\", \"quota\"]\nworkload = [\"sysbench-cpu\", \"fio-randread\"]\nexclude = [{ placement = \"quota\", workload = \"fio-randread\" }]\n").unwrap();
+        assert_eq!(spec.cells.len(), 3);
+        assert_eq!(
+            spec.dropped[0].reason,
+            "excluded by the exclude entry at line 6"
+        );
+
+        let errs = errors("[experiment]\nname = \"x\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\nexclude = [{ platform = \"docker\" }]\n");
+        assert!(
+            errs[0].contains("exclude names factor `platform`, which the matrix does not vary"),
+            "{errs:?}"
+        );
+    }
+
+    #[test]
+    fn missing_workload_is_explained() {
+        let errs = errors("[experiment]\nname = \"x\"\n[matrix]\nplacement = [\"quota\"]\n");
+        assert!(
+            errs[0].contains("missing `workload` in [matrix]"),
+            "{errs:?}"
+        );
+    }
+
+    #[test]
+    fn replicas_duplicate_every_configuration() {
+        let spec = parse("[experiment]\nname = \"x\"\n[matrix]\nplacement = [\"shared\", \"quota\"]\nworkload = [\"sysbench-cpu\"]\nreplica = [\"a\", \"b\"]\n").unwrap();
+        assert_eq!(spec.cells.len(), 4);
+        assert_eq!(
+            spec.cells[1].key(),
+            "placement=shared workload=sysbench-cpu replica=b"
+        );
+        assert_eq!(spec.cells[2].placement, Placement::Quota);
+    }
+
+    #[test]
+    fn threads_and_instances_are_counts() {
+        let spec = parse("[experiment]\nname = \"x\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\nthreads = [1, 4]\ninstances = [1, 128]\n").unwrap();
+        assert_eq!(spec.cells.len(), 4);
+        assert_eq!(spec.cells[3].thread_count(), 4);
+        assert_eq!(spec.cells[3].instances, 128);
+        assert_eq!(
+            spec.cells[3].key(),
+            "workload=sysbench-cpu threads=4 instances=128"
+        );
+        let errs = errors("[experiment]\nname = \"x\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\nthreads = [0]\ninstances = [\"many\", 1000]\n");
+        assert_eq!(errs.len(), 3, "{errs:?}");
+        assert!(
+            errs[0].contains("threads must be a whole number from 1 to 4096, got `0`"),
+            "{errs:?}"
+        );
+        assert!(
+            errs[2].contains("instances must be a whole number from 1 to 512, got `1000`"),
+            "{errs:?}"
+        );
+    }
+
+    #[test]
+    fn a_baseline_names_levels_of_the_matrix() {
+        let spec = parse("[experiment]\nname = \"x\"\nbaseline = { platform = \"isolab\" }\n[matrix]\nplatform = [\"host\", \"isolab\"]\nworkload = [\"sysbench-cpu\"]\n").unwrap();
+        assert_eq!(
+            spec.baseline,
+            [("platform".to_owned(), "isolab".to_owned())]
+        );
+        let errs = errors("[experiment]\nname = \"x\"\nbaseline = { platform = \"docker\" }\n[matrix]\nplatform = [\"host\", \"isolab\"]\nplacement = [\"quota\", \"quota\"]\nworkload = [\"sysbench-cpu\"]\n");
+        assert_eq!(
+            errs,
+            [
+                "exp.toml:3:25: baseline platform `docker` is not a level of the matrix: expected one of `host`, `isolab`",
+                "exp.toml:6:23: placement `quota` is listed twice",
+            ]
+        );
+    }
+}
