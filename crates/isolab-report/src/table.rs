@@ -108,13 +108,13 @@ impl Table {
         let cols = self.header.len();
         let mut out = String::from("<table class=sortable><thead><tr>");
         for h in &self.header {
-            out.push_str(&format!("<th>{}</th>", crate::html::esc(h)));
+            out.push_str(&format!("<th>{}</th>", crate::escape::esc(h)));
         }
         out.push_str("</tr></thead><tbody>\n");
         for row in &self.rows {
             out.push_str("<tr>");
             for i in 0..cols {
-                let cell = crate::html::esc(row.get(i).map(String::as_str).unwrap_or(""));
+                let cell = crate::escape::esc(row.get(i).map(String::as_str).unwrap_or(""));
                 if self.right.get(i).copied().unwrap_or(false) {
                     out.push_str(&format!("<td class=n>{cell}</td>"));
                 } else {
