@@ -42,6 +42,7 @@ pub fn analyse(
     let mut rows = summarize(data, &options);
     let comparisons = summary::baseline_comparisons(data, &options, compare);
     summary::attach_verdicts(&mut rows, &comparisons);
+    summary::mark_too_noisy(&mut rows, &comparisons, options.max_repetitions);
     let quality = quality::quality(data, &options.primary);
     let isolation = isolation_table(&rows, |r| options.is_primary(r));
     let scalability = scalability(data, &rows, &options);

@@ -310,7 +310,8 @@ pub fn summary_table(rows: &[MetricRow], factors: &[String], style: impl Into<St
 }
 
 /// The overhead ratio with its interval and the verdict (`worse`, `better`, `≈`, or
-/// `?` with the runs per cell that would decide it); without a verdict, the ratio with
+/// `?` with the runs per cell that would decide it, or `? (noisy)` when no affordable
+/// number would: [`crate::summary::mark_too_noisy`]); without a verdict, the ratio with
 /// Welch's p-value.
 pub fn vs_baseline(r: &MetricRow) -> String {
     if let (false, Some(v), Some(o)) = (r.is_baseline, r.verdict, r.overhead) {
@@ -318,6 +319,7 @@ pub fn vs_baseline(r: &MetricRow) -> String {
             format!(" [{:.3}, {:.3}]", ci.low, ci.high)
         });
         return match (v, r.runs_to_decide) {
+            _ if r.too_noisy => format!("{o:.3}×{ci} ? (noisy)"),
             (isolab_stats::Verdict::Inconclusive, Some(n)) => format!("{o:.3}×{ci} ? (n≈{n})"),
             _ => format!("{o:.3}×{ci} {v}"),
         };

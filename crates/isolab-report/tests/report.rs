@@ -667,3 +667,51 @@ fn html_report_names_stand_in_inputs_near_the_top() {
         .expect("a stand-in note in the report");
     assert!(note < page.find("<h2>Environment</h2>").unwrap());
 }
+
+#[test]
+fn a_hopeless_question_mark_says_noisy_instead_of_a_run_count() {
+    let (_store, data) = experiment::tail_latency_experiment();
+    let analysis = analyse(
+        &data,
+        experiment::tail_latency_options(&data),
+        &CompareOptions::default(),
+    );
+    let isolab = analysis.rows.iter().find(|r| !r.is_baseline).unwrap();
+    assert_eq!(isolab.verdict, Some(Verdict::Inconclusive), "{isolab:?}");
+    let n = isolab.runs_to_decide.expect("a number of runs");
+    assert!(isolab.too_noisy, "{n} runs would decide it");
+    let table = summary_table(&analysis.rows, &analysis.factors, false);
+    assert!(table.contains("? (noisy)"), "{table}");
+    assert!(!table.contains("n≈"), "{table}");
+    // Without the spec's max, the bound is 10 × the most runs a cell got (12 here too).
+    let mut options = experiment::tail_latency_options(&data);
+    options.max_repetitions = None;
+    let analysis = analyse(&data, options, &CompareOptions::default());
+    assert!(analysis.rows.iter().any(|r| r.too_noisy));
+    // A generous max makes the same `?` worth its runs again.
+    let mut options = experiment::tail_latency_options(&data);
+    options.max_repetitions = Some(100_000);
+    let analysis = analyse(&data, options, &CompareOptions::default());
+    let isolab = analysis.rows.iter().find(|r| !r.is_baseline).unwrap();
+    assert!(!isolab.too_noisy);
+    let table = summary_table(&analysis.rows, &analysis.factors, false);
+    assert!(table.contains(&format!("? (n≈{n})")), "{table}");
+}
+
+#[test]
+fn a_question_mark_at_the_threshold_is_not_noisy() {
+    // The quick start's isolab·pinned events/s: CV 1.8%, a change right at the 2%
+    // threshold. Deciding it takes ≈15000 runs, but because of where the change lies,
+    // not because of noise: the column keeps the run count.
+    let (_store, data) = experiment::quick_start_experiment();
+    let mut options = experiment::quick_start_options(&data);
+    options.max_repetitions = Some(5);
+    let analysis = analyse(&data, options, &CompareOptions::default());
+    let row = analysis
+        .rows
+        .iter()
+        .find(|r| r.runs_to_decide.is_some_and(|n| n > 10_000))
+        .expect("a ? far from decided");
+    assert!(!row.too_noisy, "{row:?}");
+    assert!(analysis.rows.iter().all(|r| !r.too_noisy));
+}
