@@ -16,7 +16,8 @@
 //!   with [`Reach::Host`].
 //!
 //! Adding a section: one file in this directory with a unit struct that implements
-//! [`Section`], and one line in [`SECTIONS`] where it belongs in the order.
+//! [`Section`], and one line `module::Struct,` in the `sections!` list below, where it
+//! belongs in the order (the line declares the module and lists the section).
 
 use isolab_stats::Verdict;
 
@@ -24,41 +25,33 @@ use crate::analysis::Analysis;
 use crate::data::ExperimentData;
 use crate::table::Style;
 
-pub mod environment;
-pub mod failed_runs;
-pub mod findings;
-pub mod grid;
-pub mod histogram;
-pub mod interruptions;
-pub mod isolation;
-pub mod load;
-pub mod overhead;
-pub mod quality;
-pub mod scalability;
-pub mod spec;
-pub mod stand_in;
-pub mod stop_reasons;
-pub mod summary;
-pub mod time_series;
+/// Declares each section's module and lists its section, in order: one line each.
+macro_rules! sections {
+    ($($module:ident::$section:ident),* $(,)?) => {
+        $(pub mod $module;)*
 
-/// Every section, in the order every output shows them.
-pub const SECTIONS: &[&dyn Section] = &[
-    &summary::Summary,
-    &findings::Findings,
-    &stand_in::StandIn,
-    &overhead::Overhead,
-    &grid::Grid,
-    &isolation::Isolation,
-    &scalability::Scalability,
-    &histogram::Histogram,
-    &load::Load,
-    &time_series::TimeSeries,
-    &quality::Quality,
-    &stop_reasons::StopReasons,
-    &failed_runs::FailedRuns,
-    &interruptions::Interruptions,
-    &environment::Environment,
-    &spec::Spec,
+        /// Every section, in the order every output shows them.
+        pub const SECTIONS: &[&dyn Section] = &[$(&$module::$section),*];
+    };
+}
+
+sections![
+    summary::Summary,
+    findings::Findings,
+    stand_in::StandIn,
+    overhead::Overhead,
+    grid::Grid,
+    isolation::Isolation,
+    scalability::Scalability,
+    histogram::Histogram,
+    load::Load,
+    time_series::TimeSeries,
+    quality::Quality,
+    stop_reasons::StopReasons,
+    failed_runs::FailedRuns,
+    interruptions::Interruptions,
+    environment::Environment,
+    spec::Spec,
 ];
 
 /// Which outputs show a section. Each output shows the sections of its reach and of
