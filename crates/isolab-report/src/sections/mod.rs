@@ -37,6 +37,7 @@ macro_rules! sections {
 
 sections![
     summary::Summary,
+    noisy::Noisy,
     findings::Findings,
     stand_in::StandIn,
     overhead::Overhead,
