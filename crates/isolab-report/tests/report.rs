@@ -715,3 +715,49 @@ fn a_question_mark_at_the_threshold_is_not_noisy() {
     assert!(!row.too_noisy, "{row:?}");
     assert!(analysis.rows.iter().all(|r| !r.too_noisy));
 }
+
+#[test]
+fn a_noisy_metric_is_explained_under_the_table_with_a_steadier_one() {
+    let (_store, data) = experiment::tail_latency_experiment();
+    let analysis = analyse(
+        &data,
+        experiment::tail_latency_options(&data),
+        &CompareOptions::default(),
+    );
+    let report = isolab_report::Report::new(&data, &analysis);
+    let text = report.text(isolab_report::Reach::Report, Style::Text { color: false });
+    let table = summary_table(&analysis.rows, &analysis.factors, false);
+    let below = text.strip_prefix(&table).expect("the summary table first");
+    let line = below.lines().next().unwrap();
+    assert!(
+        line.starts_with(
+            "? (noisy): latency_max of cpu-tail-latency varies too much to decide (CV up to 3"
+        ),
+        "{line}"
+    );
+    assert!(
+        line.contains("more than 10 × the spec's max of 12 runs"),
+        "{line}"
+    );
+    assert!(
+        line.ends_with("compare latency_p99 instead (CV 0.5%)"),
+        "{line}"
+    );
+    let md = report.text(isolab_report::Reach::Report, Style::Markdown);
+    assert!(
+        md.contains("\n? (noisy): latency_max of cpu-tail-latency"),
+        "{md}"
+    );
+    // The HTML report says it right under the summary table.
+    let page = html::html(&data, &analysis);
+    let after_table = page.split("</tbody></table>\n").nth(1).unwrap();
+    assert!(
+        after_table.starts_with("<p class=note>? (noisy): latency_max of cpu-tail-latency"),
+        "{after_table}"
+    );
+    // The run's printout and each host of a fleet show it too; JSON is unchanged.
+    assert!(report
+        .text(isolab_report::Reach::Host, Style::Text { color: false })
+        .contains(line));
+    assert!(report.json().keys().all(|k| k != "noisy"));
+}
