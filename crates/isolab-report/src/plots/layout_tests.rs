@@ -279,6 +279,7 @@ fn histogram_charts(size: Size, lo: f64, hi: f64) -> Vec<HistogramChart> {
             y_label: "measurement points per bin of 5%".into(),
             unit: "% of the baseline's mean".into(),
             bins: bins.clone(),
+            values: Vec::new(),
             mean: Some(mid + s * (hi - lo) * 0.1),
             percentiles: [1.0, 5.0, 25.0, 50.0, 75.0, 95.0, 99.0]
                 .iter()
@@ -288,6 +289,16 @@ fn histogram_charts(size: Size, lo: f64, hi: f64) -> Vec<HistogramChart> {
                 })
                 .collect(),
             size,
+        })
+        // The same over a few values: a dot plot, some dots piled up, some alone.
+        .flat_map(|chart| {
+            let dots = HistogramChart {
+                values: (0..12)
+                    .map(|i| lo + (hi - lo) * [0.0, 0.01, 0.02, 0.5, 0.51, 1.0][i % 6])
+                    .collect(),
+                ..chart.clone()
+            };
+            [chart, dots]
         })
         .collect()
 }

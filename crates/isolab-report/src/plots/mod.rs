@@ -9,7 +9,7 @@
 //! | function | data | what it shows |
 //! |---|---|---|
 //! | [`grouped_bars`] | [`BarChart`] | seed 002: a value per category and group (overhead ratio per shape, quota vs pinned) with CI whiskers, verdict markers and a reference line |
-//! | [`histogram`] | [`HistogramChart`] | seed 000: regression % binned, counts above the bars, lines at 0, the mean and percentiles |
+//! | [`histogram`] | [`HistogramChart`] | seed 000: regression % binned, counts above the bars, lines at 0, the mean and percentiles; under [`DOTS_BELOW`] values, one dot per value instead of bins |
 //! | [`lines`] | [`LineChart`] | scalability: series of (x, y) with CI bands and dashed fitted curves, linear or log2 x |
 //! | [`scaling`] | [`ScalingChart`] | one scalability curve: measured means with CI whiskers, the preferred model with its bootstrap band, the other model dashed, linear scaling dotted |
 //! | [`time_series`] | [`TimeSeriesChart`] | telemetry of one run over time (per-core utilisation), thin lines, no markers; load over time (seed 003): lines with bands over repetitions, thin p99 companions, active users on a right-hand axis |
@@ -41,7 +41,7 @@ mod scaling;
 mod time_series;
 
 pub use bars::{grouped_bars, Bar, BarChart};
-pub use histogram::{histogram, HistogramBin, HistogramChart, Percentile};
+pub use histogram::{histogram, HistogramBin, HistogramChart, Percentile, DOTS_BELOW};
 pub use lines::{lines, Fit, LineChart, LinePoint, LineSeries, XScale};
 pub use scaling::{scaling, BandSample, ScalingChart};
 pub use time_series::{

@@ -48,6 +48,7 @@ fn histogram_section(out: &mut String, comparisons: &[Comparison]) {
                     count: b.count as u64,
                 })
                 .collect(),
+            values: c.points.iter().filter_map(|p| p.regression_pct).collect(),
             mean: Some(h.mean),
             percentiles: h
                 .percentiles
