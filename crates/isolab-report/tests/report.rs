@@ -762,3 +762,54 @@ fn a_noisy_metric_is_explained_under_the_table_with_a_steadier_one() {
         .contains(line));
     assert!(report.json().keys().all(|k| k != "noisy"));
 }
+
+#[test]
+fn a_report_over_every_platform_stays_readable() {
+    let (_store, data) = experiment::many_platforms_experiment();
+    let analysis = analyse(
+        &data,
+        experiment::many_platforms_options(&data),
+        &CompareOptions::default(),
+    );
+    let page = html::html(&data, &analysis);
+    if let Some(path) = std::env::var_os("ISOLAB_WRITE_REPORT") {
+        std::fs::write(path, &page).unwrap();
+    }
+    let grid = page
+        .split("<h2>Overhead by configuration</h2>")
+        .nth(1)
+        .and_then(|s| s.split("<h2>").next())
+        .expect("the grid");
+    assert!(
+        !grid.contains("more</text>"),
+        "every configuration in the legend"
+    );
+    for platform in &experiment::ALL_PLATFORMS[1..] {
+        assert!(
+            grid.contains(&format!(">platform={platform}</text>")),
+            "{platform}"
+        );
+    }
+    // Quota and pinned side by side, not on each other; as wide as the bars need.
+    assert!(grid.contains(">\nquota\n</text>") && grid.contains(">\npinned\n</text>"));
+    assert_eq!(grid.matches("class=\"plot-bar\"").count(), 26);
+    let width: u32 = grid
+        .split("<svg role=\"img\" width=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .and_then(|w| w.parse().ok())
+        .unwrap();
+    assert!(width > 1000, "{width}");
+    // 13 configurations: one row each, so the table does not scroll sideways.
+    let table = page
+        .split("<h2>Overhead against the baseline</h2>")
+        .nth(1)
+        .and_then(|s| s.split("</thead>").next())
+        .unwrap();
+    assert_eq!(table.matches("<th>").count(), 1 + 2, "{table}");
+    assert_eq!(
+        page.matches("<tr><td>platform=").count(),
+        13,
+        "a row per configuration"
+    );
+}

@@ -60,6 +60,58 @@ pub fn series_colour(i: usize) -> &'static str {
     PALETTE[i % PALETTE.len()]
 }
 
+/// How the `i`-th group of a bar chart is filled: [`series_colour`], and from the ninth
+/// group on a fill that tells the rounds of the palette apart, so that 32 groups look
+/// different: solid; pale (35% opacity) with an outline; solid with white stripes;
+/// pale, outlined and striped in the colour.
+pub(crate) fn bar_fill(i: usize) -> BarFill {
+    let round = i / PALETTE.len() % 4;
+    BarFill {
+        colour: series_colour(i),
+        pale: round % 2 == 1,
+        striped: round >= 2,
+    }
+}
+
+/// A bar's fill: see [`bar_fill`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BarFill {
+    /// The colour.
+    pub colour: &'static str,
+    /// Pale with an outline in the colour, rather than solid.
+    pub pale: bool,
+    /// Horizontal stripes over the fill.
+    pub striped: bool,
+}
+
+impl BarFill {
+    /// Draws a rectangle between two corners with this fill.
+    pub(crate) fn draw(
+        self,
+        o: &mut canvas::Overlay,
+        class: &str,
+        a: (i32, i32),
+        b: (i32, i32),
+        tooltip: Option<&str>,
+    ) {
+        let (outline, opacity) = if self.pale {
+            (Some(self.colour), Some(0.35))
+        } else {
+            (None, None)
+        };
+        o.rect(class, a, b, self.colour, outline, opacity, tooltip);
+        if self.striped {
+            let stripe = if self.pale { self.colour } else { "#ffffff" };
+            let (x0, x1) = (a.0.min(b.0) + 1, a.0.max(b.0) - 1);
+            let mut y = a.1.min(b.1) + 3;
+            while y < a.1.max(b.1) - 1 && x0 < x1 {
+                o.line("plot-stripe", (x0, y), (x1, y), stripe, 1.5, "");
+                y += 4;
+            }
+        }
+    }
+}
+
 /// The size of a chart in CSS pixels (the SVG's `width`, `height` and `viewBox`).
 ///
 /// Sizes are clamped to at least 240 × 160 and at most 4000 × 4000 when drawn.

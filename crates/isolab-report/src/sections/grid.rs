@@ -25,10 +25,19 @@ impl Section for Grid {
     }
 }
 
-/// Seed 002's figure: overhead ratio per shape, one bar per configuration, CI
-/// whiskers and verdict markers; one chart per workload and metric.
+/// Seed 002's figure: overhead ratio per shape (or, without shapes, per placement), one
+/// bar per configuration, CI whiskers and verdict markers; one chart per workload and
+/// metric, as wide as its bars need up to the page's width.
 fn grid_section(out: &mut String, a: &Analysis) {
-    let has_shape = a.factors.iter().any(|f| f == "shape");
+    let points = || a.comparisons.iter().flat_map(|c| &c.points);
+    let along = if a.factors.iter().any(|f| f == "shape") {
+        Some("shape")
+    } else if points().any(|p| !level(&p.levels, "placement").is_empty()) {
+        // Placements matched against the baseline: bars side by side, not on each other.
+        Some("placement")
+    } else {
+        None
+    };
     let mut charts: Vec<(String, String)> = Vec::new();
     for p in a.comparisons.iter().flat_map(|c| &c.points) {
         let k = (level(&p.levels, "workload").to_owned(), p.metric.clone());
@@ -48,11 +57,7 @@ fn grid_section(out: &mut String, a: &Analysis) {
                 .filter(|p| level(&p.levels, "workload") == workload && &p.metric == metric)
             {
                 let Some(ratio) = p.ratio else { continue };
-                let category = if has_shape {
-                    level(&p.levels, "shape").to_owned()
-                } else {
-                    "all".to_owned()
-                };
+                let category = along.map_or("all", |f| level(&p.levels, f)).to_owned();
                 let ci = match categories.iter().position(|x| *x == category) {
                     Some(i) => i,
                     None => {
@@ -70,14 +75,11 @@ fn grid_section(out: &mut String, a: &Analysis) {
                 });
             }
         }
+        let bars_wide = (groups.len() * categories.len()) as u32;
         let chart = BarChart {
             title: format!("{workload}: overhead ratio of {metric}"),
             y_label: "overhead ratio (× baseline)".into(),
-            x_label: if has_shape {
-                "shape".into()
-            } else {
-                String::new()
-            },
+            x_label: along.unwrap_or_default().into(),
             categories,
             groups,
             bars,
@@ -86,7 +88,7 @@ fn grid_section(out: &mut String, a: &Analysis) {
                 label: "1.0 = baseline, above = worse".into(),
             }),
             size: Size {
-                width: 640,
+                width: (200 + 36 * bars_wide).clamp(640, 1400),
                 height: 380,
             },
         };
