@@ -813,3 +813,34 @@ fn a_report_over_every_platform_stays_readable() {
         "a row per configuration"
     );
 }
+
+#[test]
+fn every_output_reads_the_one_list_of_sections() {
+    let titles: Vec<&str> = isolab_report::SECTIONS.iter().map(|s| s.title()).collect();
+    let mut unique = titles.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), titles.len(), "{titles:?}");
+    // The narrower outputs show the first sections of the wider ones, in the same order.
+    let (_store, data) = experiment::isolation_experiment();
+    let analysis = analyse(
+        &data,
+        experiment::isolation_options(&data),
+        &CompareOptions::default(),
+    );
+    let report = isolab_report::Report::new(&data, &analysis);
+    let style = Style::Text { color: false };
+    let host = report.text(isolab_report::Reach::Host, style);
+    let run = report.text(isolab_report::Reach::Run, style);
+    let show = report.text(isolab_report::Reach::Report, style);
+    assert!(host.starts_with(&summary_table(&analysis.rows, &analysis.factors, style)));
+    assert!(run.starts_with(&host) && show.starts_with(&run));
+    assert!(run.contains("isolation degradation") && !host.contains("isolation degradation"));
+    assert!(show.contains("stop reasons:") && !run.contains("stop reasons:"));
+    // The HTML report's sections come in the list's order.
+    let page = html::html(&data, &analysis);
+    let at = |t: &str| page.find(&format!("<h2>{t}</h2>"));
+    let shown: Vec<usize> = titles.iter().filter_map(|t| at(t)).collect();
+    assert!(shown.len() >= 6, "{shown:?}");
+    assert!(shown.windows(2).all(|w| w[0] < w[1]), "{titles:?}");
+}
