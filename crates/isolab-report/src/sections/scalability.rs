@@ -44,10 +44,10 @@ impl Section for Scalability {
 
 /// Throughput over `threads` and `instances`: per factor, the table of levels, one line
 /// per curve with both fits, and one chart per curve.
-fn scalability_section(out: &mut String, curves: &[crate::ScalingCurve]) {
+fn scalability_section(out: &mut String, curves: &[crate::scalability::ScalingCurve]) {
     out.push_str("<h2>Scalability</h2>\n");
     for factor in crate::scalability::FACTORS {
-        let of: Vec<&crate::ScalingCurve> = curves.iter().filter(|c| c.factor == factor).collect();
+        let of: Vec<&crate::scalability::ScalingCurve> = curves.iter().filter(|c| c.factor == factor).collect();
         if of.is_empty() {
             continue;
         }
