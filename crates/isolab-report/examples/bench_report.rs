@@ -103,6 +103,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         baseline: vec![("placement".into(), "shared".into())],
         primary: Default::default(),
         all_metrics: false,
+        max_repetitions: None,
     };
     let t1 = Instant::now();
     let analysis = analyse(&data, options, &CompareOptions::default());

@@ -21,7 +21,7 @@ use isolab_stats::{
 };
 use isolab_store::RunRecord;
 
-use crate::summary::ExperimentData;
+use crate::data::ExperimentData;
 
 /// How to compare.
 #[derive(Debug, Clone)]

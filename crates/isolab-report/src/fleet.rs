@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 
 use isolab_stats::{blocked_ratio, unblocked_ratio, BlockedComparison, Direction};
 
-use crate::summary::{levels_key, ExperimentData, SummaryOptions};
+use crate::data::ExperimentData;
+use crate::summary::{levels_key, SummaryOptions};
 use crate::table::Table;
 
 /// One host's experiment of a fleet.

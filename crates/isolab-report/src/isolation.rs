@@ -624,6 +624,7 @@ mod tests {
             ratio_ci: None,
             verdict: None,
             runs_to_decide: None,
+            too_noisy: false,
             limits: None,
             throttled_periods: None,
             migrations: None,

@@ -1,28 +1,36 @@
 //! isolab reports: what a stored experiment says, for people and for scripts.
 //!
-//! - [`summary`]: loads an experiment ([`ExperimentData`]) and summarises each cell's
-//!   metrics ([`MetricRow`]): n, mean, 95% CI, CV, overhead ratio against the
-//!   baseline cell, limits read back, throttling and migrations (read from each run's
-//!   [`isolab_store::TelemetrySet`] by [`isolab_store::Telemetry`] key).
-//! - [`table`]: every report table as one [`table::Table`], rendered as aligned text
-//!   for a terminal or as a GitHub-flavoured Markdown pipe table ([`table::Style`]).
-//! - [`export`]: CSV and JSON, one row per metric observation, and Go's benchmark
-//!   format for `benchstat`.
+//! The shape, bottom up (each module uses only those above it in this list):
+//!
+//! - [`data`]: the input, [`ExperimentData`]: everything stored about one experiment,
+//!   read from the store in one call ([`ExperimentData::load`]).
+//! - [`escape`]: HTML escaping, for every module that writes HTML.
 //! - [`compare`]: A/B comparisons with honest verdicts, the geometric mean of their
 //!   overhead ratios and the seed-000 regression histogram.
-//! - [`isolation`]: seed 001's isolation table ([`IsolationTable`]): degradation with a
-//!   neighbour against the same cell without one, rows 90%U, FU, 90%URR, FURR.
-//! - [`scalability`]: throughput over `threads` or `instances` ([`ScalingCurve`]) with
-//!   Amdahl and USL fits, bootstrap intervals and charts.
-//! - [`load`]: load over time of service workloads (seed 003's Fig 4.10 and Table 2.2):
-//!   per workload and named request, response time and requests per second per cell over
-//!   the seconds of the load, with the spread over repetitions, and each cell's totals.
-//! - [`fleet`]: an experiment run by many hosts, each configuration compared with its
-//!   baseline within each host and pooled with the host as a block.
-//! - [`quality`]: the data-quality section of every report.
-//! - [`html`]: a self-contained HTML report (inline CSS and SVG, no network).
+//! - [`summary`]: each cell's metrics ([`MetricRow`]): n, mean, 95% CI, CV, overhead
+//!   ratio against the baseline cell, limits read back, throttling and migrations (read
+//!   from each run's [`isolab_store::TelemetrySet`] by [`isolab_store::Telemetry`] key).
+//! - [`table`]: every report table as one [`table::Table`], rendered as aligned text
+//!   for a terminal or as a GitHub-flavoured Markdown pipe table ([`table::Style`]).
+//! - [`findings`], [`quality`], [`isolation`] (seed 001's [`IsolationTable`]),
+//!   [`scalability`](mod@scalability) ([`ScalingCurve`]: Amdahl and USL fits), [`load`] (seed 003's load
+//!   over time), [`fleet`] (many hosts pooled with the host as a block): what each part
+//!   of a report computes; [`plots`] draws the SVG charts.
+//! - [`analysis`]: [`analyse`] computes all of it once into an [`Analysis`].
+//! - [`sections`]: the report's parts, one file each, every one a [`Section`] (title,
+//!   whether it applies, text or Markdown, HTML, JSON), and [`SECTIONS`], the one
+//!   ordered list that `isolab show`, the end of `isolab run`, the HTML report and the
+//!   fleet report all read through [`Report`]; [`Reach`] says which output shows which.
+//!   Adding a section is one file in `sections/` and one line in [`SECTIONS`].
+//! - [`html`]: the self-contained HTML page around the sections (inline CSS and SVG,
+//!   no network), for one experiment or a fleet.
+//! - [`export`]: CSV and JSON, one row per metric observation, and Go's benchmark
+//!   format for `benchstat`.
 
+pub mod analysis;
 pub mod compare;
+pub mod data;
+pub mod escape;
 pub mod export;
 pub mod findings;
 pub mod fleet;
@@ -32,72 +40,13 @@ pub mod load;
 pub mod plots;
 pub mod quality;
 pub mod scalability;
+pub mod sections;
 pub mod summary;
 pub mod table;
 
+pub use analysis::{analyse, factor_names, Analysis};
+pub use data::ExperimentData;
 pub use isolation::{isolation_table, ColumnKey, IsolationEntry, IsolationRow, IsolationTable};
 pub use scalability::{scalability, ScalingCurve, ScalingPoint, Throughput};
-pub use summary::{summarize, ExperimentData, MetricRow, SummaryOptions};
-
-/// Everything a report shows about one experiment.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Analysis {
-    /// Factor names as the cells list them.
-    pub factors: Vec<String>,
-    /// One row per cell and metric, with overhead verdicts against the baseline.
-    pub rows: Vec<MetricRow>,
-    /// The comparisons against the baseline behind those verdicts.
-    pub comparisons: Vec<compare::Comparison>,
-    /// Seed 001's isolation table, when the factor `neighbour` is varied (primary
-    /// metrics only).
-    pub isolation: Option<IsolationTable>,
-    /// Throughput over `threads` or `instances` with Amdahl and USL fits, when either
-    /// factor is varied (primary metrics only).
-    pub scalability: Vec<ScalingCurve>,
-    /// Load over time per workload and named request, when counted runs recorded load
-    /// intervals (service workloads).
-    pub load: Vec<load::LoadGroup>,
-    /// Data quality.
-    pub quality: quality::Quality,
-    /// The baseline and primary metrics used.
-    #[serde(skip)]
-    pub options: SummaryOptions,
-}
-
-/// Summarises `data`, compares every configuration with the baseline, and assesses
-/// the data quality.
-pub fn analyse(
-    data: &ExperimentData,
-    options: SummaryOptions,
-    compare: &compare::CompareOptions,
-) -> Analysis {
-    let mut rows = summarize(data, &options);
-    let comparisons = summary::baseline_comparisons(data, &options, compare);
-    summary::attach_verdicts(&mut rows, &comparisons);
-    let quality = quality::quality(data, &options.primary);
-    let isolation = isolation_table(&rows, |r| options.is_primary(r));
-    let scalability = scalability(data, &rows, &options);
-    Analysis {
-        factors: factor_names(data),
-        rows,
-        comparisons,
-        isolation,
-        scalability,
-        load: load::load(data),
-        quality,
-        options,
-    }
-}
-
-/// Factor names as the cells list them, in first-seen order.
-pub fn factor_names(data: &ExperimentData) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for c in &data.cells {
-        for (f, _) in &c.levels {
-            if !out.contains(f) {
-                out.push(f.clone());
-            }
-        }
-    }
-    out
-}
+pub use sections::{Reach, Report, Section, SECTIONS};
+pub use summary::{summarize, MetricRow, SummaryOptions};

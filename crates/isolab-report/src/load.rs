@@ -24,16 +24,17 @@
 //!   second, the band their minimum to maximum; the response time is the per-second p50
 //!   where the generator reports it, else the per-second mean (the chart says which).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use isolab_stats::{percentile, Interval, Sample};
 use isolab_store::{CellRecord, LoadInterval, RunId};
 
+use crate::data::ExperimentData;
+pub use crate::data::IntervalsByRun;
 use crate::plots::{
     LineStyle, SecondaryAxis, Size, TimeBand, TimeSample, TimeSeries, TimeSeriesChart,
 };
-use crate::summary::ExperimentData;
 use crate::table::{num, Style, Table};
 
 /// Which per-second latency the response-time lines show.
@@ -769,9 +770,6 @@ pub fn render(groups: &[LoadGroup], style: impl Into<Style>) -> String {
     };
     heading + &table(groups).render(style)
 }
-
-/// Load intervals by run, for [`ExperimentData`].
-pub type IntervalsByRun = HashMap<RunId, Vec<LoadInterval>>;
 
 #[cfg(test)]
 mod tests {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use isolab_stats::{outliers_mad, Sample};
 use isolab_store::Telemetry;
 
-use crate::summary::ExperimentData;
+use crate::data::ExperimentData;
 
 /// Modified z-score above which a run is flagged (Iglewicz & Hoaglin's 3.5).
 pub const OUTLIER_Z: f64 = 3.5;

@@ -29,8 +29,9 @@ use isolab_stats::{
     ScalingModel,
 };
 
+use crate::data::ExperimentData;
 use crate::plots::{BandSample, Fit, LinePoint, ScalingChart, Size, XScale};
-use crate::summary::{ExperimentData, MetricRow, SummaryOptions};
+use crate::summary::{MetricRow, SummaryOptions};
 use crate::table::{num, text_lines, Style, Table};
 
 /// The factors whose levels are a concurrency N.
@@ -803,6 +804,7 @@ mod tests {
             ratio_ci: None,
             verdict: None,
             runs_to_decide: None,
+            too_noisy: false,
             limits: None,
             throttled_periods: None,
             migrations: None,

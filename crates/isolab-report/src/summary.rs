@@ -3,77 +3,18 @@
 
 use std::collections::BTreeMap;
 
-use isolab_stats::{overhead_ratio, welch_t_test, Direction, Sample, Summary};
+use isolab_stats::{overhead_ratio, runs_to_decide, welch_t_test, Direction, Sample, Summary};
 
 /// Significance level below which a difference from the baseline is shown as a number.
 pub const SIGNIFICANCE: f64 = 0.05;
-use isolab_store::{
-    CellRecord, ExperimentId, ExperimentRecord, Interruption, RunRecord, RunStatus, Store,
-    Telemetry,
-};
+use isolab_store::{RunRecord, RunStatus, Telemetry};
 
-/// Everything stored about one experiment that reports use.
-#[derive(Debug, Clone)]
-pub struct ExperimentData {
-    /// The experiment.
-    pub record: ExperimentRecord,
-    /// Its cells, by index.
-    pub cells: Vec<CellRecord>,
-    /// All runs (warm-ups and failures included).
-    pub runs: Vec<RunRecord>,
-    /// Captured environment.
-    pub environment: Vec<(String, String)>,
-    /// Interrupted attempts.
-    pub interruptions: Vec<Interruption>,
-    /// Time series of one representative run per cell (the first counted one), for
-    /// at most [`SERIES_CELLS`] cells: `(cell index, run id, series)`.
-    pub series: Vec<(u32, i64, Vec<isolab_store::Series>)>,
-    /// The load intervals of every counted run that recorded some (service workloads),
-    /// by run, ordered by request then start.
-    pub intervals: crate::load::IntervalsByRun,
-}
+pub use crate::data::{ExperimentData, SERIES_CELLS};
 
-impl ExperimentData {
-    /// Runs grouped by cell id, in stored order.
-    pub fn runs_by_cell(&self) -> std::collections::HashMap<i64, Vec<&RunRecord>> {
-        let mut out: std::collections::HashMap<i64, Vec<&RunRecord>> =
-            std::collections::HashMap::new();
-        for r in &self.runs {
-            out.entry(r.cell).or_default().push(r);
-        }
-        out
-    }
-}
-
-/// Cells whose time series a report shows.
-pub const SERIES_CELLS: usize = 12;
-
-impl ExperimentData {
-    /// Loads experiment `id`.
-    pub fn load(store: &Store, id: ExperimentId) -> Result<Self, isolab_store::Error> {
-        let cells = store.cells(id)?;
-        let runs = store.runs(id)?;
-        let mut intervals = crate::load::IntervalsByRun::new();
-        for row in store.interval_observations(id)? {
-            intervals.entry(row.run).or_default().push(row.interval);
-        }
-        let mut series = Vec::new();
-        for cell in cells.iter().take(SERIES_CELLS) {
-            if let Some(run) = runs.iter().find(|r| r.cell == cell.id && r.is_counted()) {
-                series.push((cell.index, run.id, store.series(run.id)?));
-            }
-        }
-        Ok(ExperimentData {
-            record: store.experiment(id)?,
-            cells,
-            runs,
-            environment: store.environment(id)?,
-            interruptions: store.interruptions(id)?,
-            series,
-            intervals,
-        })
-    }
-}
+/// A `?` verdict is hopeless when a change of the noise threshold would take more than
+/// this many times the runs a cell may get (the spec's `max`) to tell: ten times `max`
+/// is √10 ≈ 3× the spread a decision at `max` allows, beyond what repeating helps.
+pub const HOPELESS_FACTOR: u64 = 10;
 
 /// What to summarise.
 #[derive(Debug, Clone, Default)]
@@ -84,6 +25,8 @@ pub struct SummaryOptions {
     pub primary: BTreeMap<u32, String>,
     /// Summarise every metric, not just the primary ones.
     pub all_metrics: bool,
+    /// The most counted runs a cell may get (the spec's `max` repetitions), when known.
+    pub max_repetitions: Option<u32>,
 }
 
 impl SummaryOptions {
@@ -131,6 +74,11 @@ pub struct MetricRow {
     pub verdict: Option<isolab_stats::Verdict>,
     /// For a `?` verdict: about how many runs per cell would decide it.
     pub runs_to_decide: Option<u64>,
+    /// Whether that `?` is hopeless: the metric is too noisy to tell even a change of
+    /// the noise threshold within [`HOPELESS_FACTOR`] × the runs a cell may get
+    /// ([`mark_too_noisy`]).
+    #[serde(skip)]
+    pub too_noisy: bool,
     /// Limits read back, as stored with the first counted run.
     pub limits: Option<String>,
     /// Mean number of throttled CFS periods per run ([`Telemetry::NrThrottled`]).
@@ -231,6 +179,7 @@ pub fn summarize(data: &ExperimentData, options: &SummaryOptions) -> Vec<MetricR
                 ratio_ci: None,
                 verdict: None,
                 runs_to_decide: None,
+                too_noisy: false,
                 values,
                 is_baseline: false,
                 limits: limits.clone(),
@@ -316,22 +265,78 @@ pub fn levels_key(levels: &[(String, String)]) -> String {
         .join(" ")
 }
 
+/// Rows by (sorted levels, metric): a large report has thousands of rows and points.
+fn row_index(rows: &[MetricRow]) -> std::collections::HashMap<(String, String), usize> {
+    rows.iter()
+        .enumerate()
+        .map(|(i, r)| ((levels_key(&r.levels), r.metric.clone()), i))
+        .collect()
+}
+
+/// The key of `p`'s row in [`row_index`]: its levels with B's selection.
+fn point_key(c: &crate::compare::Comparison, p: &crate::compare::Point) -> (String, String) {
+    let levels: Vec<(String, String)> = p.levels.iter().chain(&c.b_select).cloned().collect();
+    (levels_key(&levels), p.metric.clone())
+}
+
 /// Sets each row's ratio CI and verdict from the baseline comparisons.
 pub fn attach_verdicts(rows: &mut [MetricRow], comparisons: &[crate::compare::Comparison]) {
-    // Rows by (sorted levels, metric): a large report has thousands of rows and points.
-    let mut index: std::collections::HashMap<(String, String), usize> =
-        std::collections::HashMap::new();
-    for (i, r) in rows.iter().enumerate() {
-        index.insert((levels_key(&r.levels), r.metric.clone()), i);
-    }
+    let index = row_index(rows);
     for c in comparisons {
         for p in &c.points {
-            let levels: Vec<(String, String)> =
-                p.levels.iter().chain(&c.b_select).cloned().collect();
-            if let Some(&i) = index.get(&(levels_key(&levels), p.metric.clone())) {
+            if let Some(&i) = index.get(&point_key(c, p)) {
                 rows[i].ratio_ci = p.ratio_ci;
                 rows[i].verdict = Some(p.verdict);
                 rows[i].runs_to_decide = p.runs_to_decide;
+            }
+        }
+    }
+}
+
+/// Marks the `?` rows whose metric is too noisy for any affordable number of runs as
+/// [`MetricRow::too_noisy`]: those where even a change as large as the noise threshold
+/// Δ would take more than [`HOPELESS_FACTOR`] × the most runs a cell may get
+/// (`max_repetitions`, the spec's `max`; when unknown, the most counted runs any row
+/// has) to tell from no change.
+///
+/// Those runs are [`isolab_stats::runs_to_decide`]'s significance case with the
+/// observed change replaced by Δ: n·(z₁₋α/₂·s/Δ)², s = (width of the change interval)
+/// / (2·z of its level). Unlike the runs to decide the point itself, they do not grow
+/// when the observed change merely sits near Δ: they measure the metric's spread, so
+/// more runs of it will not help and a steadier metric will.
+pub fn mark_too_noisy(
+    rows: &mut [MetricRow],
+    comparisons: &[crate::compare::Comparison],
+    max_repetitions: Option<u32>,
+) {
+    let runs = max_repetitions
+        .map(u64::from)
+        .or_else(|| rows.iter().map(|r| r.n as u64).max())
+        .unwrap_or(0);
+    let bound = HOPELESS_FACTOR * runs.max(1);
+    let index = row_index(rows);
+    for c in comparisons {
+        // Δ against no change: the significance case of `runs_to_decide`.
+        let rule = isolab_stats::VerdictRule {
+            noise: 0.0,
+            ..c.rule.clone()
+        };
+        for p in &c.points {
+            let Some(test) = p.test() else { continue };
+            if p.verdict != isolab_stats::Verdict::Inconclusive || test.change_ci.is_none() {
+                continue;
+            }
+            let at_threshold = isolab_stats::PointTest {
+                change: Some(c.rule.noise),
+                ..test
+            };
+            // `None`: more than any number of runs `runs_to_decide` considers.
+            let hopeless = !matches!(
+                runs_to_decide(&rule, &at_threshold, p.n_a.min(p.n_b)),
+                Some(n) if n <= bound
+            );
+            if let Some(&i) = index.get(&point_key(c, p)) {
+                rows[i].too_noisy = hopeless;
             }
         }
     }
@@ -407,6 +412,7 @@ mod tests {
             ratio_ci: None,
             verdict: None,
             runs_to_decide: None,
+            too_noisy: false,
             values: vec![mean, mean * 1.01],
             is_baseline: false,
             limits: None,

@@ -108,13 +108,13 @@ impl Table {
         let cols = self.header.len();
         let mut out = String::from("<table class=sortable><thead><tr>");
         for h in &self.header {
-            out.push_str(&format!("<th>{}</th>", crate::html::esc(h)));
+            out.push_str(&format!("<th>{}</th>", crate::escape::esc(h)));
         }
         out.push_str("</tr></thead><tbody>\n");
         for row in &self.rows {
             out.push_str("<tr>");
             for i in 0..cols {
-                let cell = crate::html::esc(row.get(i).map(String::as_str).unwrap_or(""));
+                let cell = crate::escape::esc(row.get(i).map(String::as_str).unwrap_or(""));
                 if self.right.get(i).copied().unwrap_or(false) {
                     out.push_str(&format!("<td class=n>{cell}</td>"));
                 } else {
@@ -310,7 +310,8 @@ pub fn summary_table(rows: &[MetricRow], factors: &[String], style: impl Into<St
 }
 
 /// The overhead ratio with its interval and the verdict (`worse`, `better`, `≈`, or
-/// `?` with the runs per cell that would decide it); without a verdict, the ratio with
+/// `?` with the runs per cell that would decide it, or `? (noisy)` when no affordable
+/// number would: [`crate::summary::mark_too_noisy`]); without a verdict, the ratio with
 /// Welch's p-value.
 pub fn vs_baseline(r: &MetricRow) -> String {
     if let (false, Some(v), Some(o)) = (r.is_baseline, r.verdict, r.overhead) {
@@ -318,6 +319,7 @@ pub fn vs_baseline(r: &MetricRow) -> String {
             format!(" [{:.3}, {:.3}]", ci.low, ci.high)
         });
         return match (v, r.runs_to_decide) {
+            _ if r.too_noisy => format!("{o:.3}×{ci} ? (noisy)"),
             (isolab_stats::Verdict::Inconclusive, Some(n)) => format!("{o:.3}×{ci} ? (n≈{n})"),
             _ => format!("{o:.3}×{ci} {v}"),
         };

@@ -78,6 +78,7 @@ fn host(name: &str, speed: f64, placements: &[&str]) -> (Store, HostData) {
             .map(|c| (c.index, "events_per_second".to_string()))
             .collect(),
         all_metrics: false,
+        max_repetitions: None,
     };
     let data = HostData {
         host: name.into(),

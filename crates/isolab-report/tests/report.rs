@@ -539,7 +539,8 @@ fn the_baseline_is_never_compared_with_itself() {
         );
     }
     let page = html::html(&data, &analysis);
-    assert!(page.contains("class=\"plot-bin\""));
+    // A regression histogram is drawn (over its few points, as dots).
+    assert!(page.contains("class=\"plot-bin\"") || page.contains("class=\"plot-dot\""));
     assert!(
         !page.contains("platform=host placement=shared against"),
         "a histogram of the baseline against itself"
@@ -666,4 +667,180 @@ fn html_report_names_stand_in_inputs_near_the_top() {
         .find("Stand-in inputs (not the seed's own): <b>video</b>: generated stand-in for seed 002's Big Buck Bunny segment.")
         .expect("a stand-in note in the report");
     assert!(note < page.find("<h2>Environment</h2>").unwrap());
+}
+
+#[test]
+fn a_hopeless_question_mark_says_noisy_instead_of_a_run_count() {
+    let (_store, data) = experiment::tail_latency_experiment();
+    let analysis = analyse(
+        &data,
+        experiment::tail_latency_options(&data),
+        &CompareOptions::default(),
+    );
+    let isolab = analysis.rows.iter().find(|r| !r.is_baseline).unwrap();
+    assert_eq!(isolab.verdict, Some(Verdict::Inconclusive), "{isolab:?}");
+    let n = isolab.runs_to_decide.expect("a number of runs");
+    assert!(isolab.too_noisy, "{n} runs would decide it");
+    let table = summary_table(&analysis.rows, &analysis.factors, false);
+    assert!(table.contains("? (noisy)"), "{table}");
+    assert!(!table.contains("n≈"), "{table}");
+    // Without the spec's max, the bound is 10 × the most runs a cell got (12 here too).
+    let mut options = experiment::tail_latency_options(&data);
+    options.max_repetitions = None;
+    let analysis = analyse(&data, options, &CompareOptions::default());
+    assert!(analysis.rows.iter().any(|r| r.too_noisy));
+    // A generous max makes the same `?` worth its runs again.
+    let mut options = experiment::tail_latency_options(&data);
+    options.max_repetitions = Some(100_000);
+    let analysis = analyse(&data, options, &CompareOptions::default());
+    let isolab = analysis.rows.iter().find(|r| !r.is_baseline).unwrap();
+    assert!(!isolab.too_noisy);
+    let table = summary_table(&analysis.rows, &analysis.factors, false);
+    assert!(table.contains(&format!("? (n≈{n})")), "{table}");
+}
+
+#[test]
+fn a_question_mark_at_the_threshold_is_not_noisy() {
+    // The quick start's isolab·pinned events/s: CV 1.8%, a change right at the 2%
+    // threshold. Deciding it takes ≈15000 runs, but because of where the change lies,
+    // not because of noise: the column keeps the run count.
+    let (_store, data) = experiment::quick_start_experiment();
+    let mut options = experiment::quick_start_options(&data);
+    options.max_repetitions = Some(5);
+    let analysis = analyse(&data, options, &CompareOptions::default());
+    let row = analysis
+        .rows
+        .iter()
+        .find(|r| r.runs_to_decide.is_some_and(|n| n > 10_000))
+        .expect("a ? far from decided");
+    assert!(!row.too_noisy, "{row:?}");
+    assert!(analysis.rows.iter().all(|r| !r.too_noisy));
+}
+
+#[test]
+fn a_noisy_metric_is_explained_under_the_table_with_a_steadier_one() {
+    let (_store, data) = experiment::tail_latency_experiment();
+    let analysis = analyse(
+        &data,
+        experiment::tail_latency_options(&data),
+        &CompareOptions::default(),
+    );
+    let report = isolab_report::Report::new(&data, &analysis);
+    let text = report.text(isolab_report::Reach::Report, Style::Text { color: false });
+    let table = summary_table(&analysis.rows, &analysis.factors, false);
+    let below = text.strip_prefix(&table).expect("the summary table first");
+    let line = below.lines().next().unwrap();
+    assert!(
+        line.starts_with(
+            "? (noisy): latency_max of cpu-tail-latency varies too much to decide (CV up to 3"
+        ),
+        "{line}"
+    );
+    assert!(
+        line.contains("more than 10 × the spec's max of 12 runs"),
+        "{line}"
+    );
+    assert!(
+        line.ends_with("compare latency_p99 instead (CV 0.5%)"),
+        "{line}"
+    );
+    let md = report.text(isolab_report::Reach::Report, Style::Markdown);
+    assert!(
+        md.contains("\n? (noisy): latency_max of cpu-tail-latency"),
+        "{md}"
+    );
+    // The HTML report says it right under the summary table.
+    let page = html::html(&data, &analysis);
+    let after_table = page.split("</tbody></table>\n").nth(1).unwrap();
+    assert!(
+        after_table.starts_with("<p class=note>? (noisy): latency_max of cpu-tail-latency"),
+        "{after_table}"
+    );
+    // The run's printout and each host of a fleet show it too; JSON is unchanged.
+    assert!(report
+        .text(isolab_report::Reach::Host, Style::Text { color: false })
+        .contains(line));
+    assert!(report.json().keys().all(|k| k != "noisy"));
+}
+
+#[test]
+fn a_report_over_every_platform_stays_readable() {
+    let (_store, data) = experiment::many_platforms_experiment();
+    let analysis = analyse(
+        &data,
+        experiment::many_platforms_options(&data),
+        &CompareOptions::default(),
+    );
+    let page = html::html(&data, &analysis);
+    if let Some(path) = std::env::var_os("ISOLAB_WRITE_REPORT") {
+        std::fs::write(path, &page).unwrap();
+    }
+    let grid = page
+        .split("<h2>Overhead by configuration</h2>")
+        .nth(1)
+        .and_then(|s| s.split("<h2>").next())
+        .expect("the grid");
+    assert!(
+        !grid.contains("more</text>"),
+        "every configuration in the legend"
+    );
+    for platform in &experiment::ALL_PLATFORMS[1..] {
+        assert!(
+            grid.contains(&format!(">platform={platform}</text>")),
+            "{platform}"
+        );
+    }
+    // Quota and pinned side by side, not on each other; as wide as the bars need.
+    assert!(grid.contains(">\nquota\n</text>") && grid.contains(">\npinned\n</text>"));
+    assert_eq!(grid.matches("class=\"plot-bar\"").count(), 26);
+    let width: u32 = grid
+        .split("<svg role=\"img\" width=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .and_then(|w| w.parse().ok())
+        .unwrap();
+    assert!(width > 1000, "{width}");
+    // 13 configurations: one row each, so the table does not scroll sideways.
+    let table = page
+        .split("<h2>Overhead against the baseline</h2>")
+        .nth(1)
+        .and_then(|s| s.split("</thead>").next())
+        .unwrap();
+    assert_eq!(table.matches("<th>").count(), 1 + 2, "{table}");
+    assert_eq!(
+        page.matches("<tr><td>platform=").count(),
+        13,
+        "a row per configuration"
+    );
+}
+
+#[test]
+fn every_output_reads_the_one_list_of_sections() {
+    let titles: Vec<&str> = isolab_report::SECTIONS.iter().map(|s| s.title()).collect();
+    let mut unique = titles.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), titles.len(), "{titles:?}");
+    // The narrower outputs show the first sections of the wider ones, in the same order.
+    let (_store, data) = experiment::isolation_experiment();
+    let analysis = analyse(
+        &data,
+        experiment::isolation_options(&data),
+        &CompareOptions::default(),
+    );
+    let report = isolab_report::Report::new(&data, &analysis);
+    let style = Style::Text { color: false };
+    let host = report.text(isolab_report::Reach::Host, style);
+    let run = report.text(isolab_report::Reach::Run, style);
+    let show = report.text(isolab_report::Reach::Report, style);
+    assert!(host.starts_with(&summary_table(&analysis.rows, &analysis.factors, style)));
+    assert!(run.starts_with(&host) && show.starts_with(&run));
+    assert!(run.contains("isolation degradation") && !host.contains("isolation degradation"));
+    assert!(show.contains("stop reasons:") && !run.contains("stop reasons:"));
+    // The HTML report's sections come in the list's order.
+    let page = html::html(&data, &analysis);
+    let at = |t: &str| page.find(&format!("<h2>{t}</h2>"));
+    let shown: Vec<usize> = titles.iter().filter_map(|t| at(t)).collect();
+    assert!(shown.len() >= 6, "{shown:?}");
+    assert!(shown.windows(2).all(|w| w[0] < w[1]), "{titles:?}");
 }

@@ -3,7 +3,7 @@
 
 use super::axis::{self, Axis};
 use super::canvas::{self, Frame, LegendEntry, Overlay, Plot, Swatch, INK};
-use super::{series_colour, Marker, ReferenceLine, Size};
+use super::{bar_fill, Marker, ReferenceLine, Size};
 
 /// A grouped bar chart: categories along x, one bar per group within each category.
 ///
@@ -62,6 +62,12 @@ impl Bar {
     }
 }
 
+/// The tallest a chart grows for its legend; beyond, the legend ends in "+N more".
+const MAX_GROWN_HEIGHT: u32 = 1200;
+
+/// Room for the title above a legend, in the height a chart grows to for its legend.
+const LEGEND_TITLE_ROOM: u32 = 20;
+
 /// Share of a category's width taken by its bars (the rest separates categories).
 const CATEGORY_FILL: f64 = 0.8;
 /// Share of a group slot taken by its bar (the rest separates bars within a category).
@@ -119,7 +125,11 @@ pub fn grouped_bars(chart: &BarChart) -> String {
         .iter()
         .enumerate()
         .map(|(i, g)| LegendEntry {
-            swatch: Swatch::Fill(series_colour(i)),
+            swatch: if i < super::PALETTE.len() {
+                Swatch::Fill(super::series_colour(i))
+            } else {
+                Swatch::Bar(bar_fill(i))
+            },
             label: g.clone(),
         })
         .collect();
@@ -142,8 +152,17 @@ pub fn grouped_bars(chart: &BarChart) -> String {
         });
     }
 
+    // Taller rather than "+N more": every group stays in the legend, over a plot of
+    // at least `MIN_PLOT_H` pixels (up to `MAX_GROWN_HEIGHT`).
+    let mut size = chart.size.clamped();
+    let legend_h = canvas::legend_height(&legend, size.width);
+    if legend_h > canvas::legend_room(size.height) {
+        size.height = (canvas::MIN_PLOT_H + legend_h + 2 * LEGEND_TITLE_ROOM)
+            .min(MAX_GROWN_HEIGHT)
+            .max(size.height);
+    }
     let frame = Frame {
-        size: chart.size,
+        size,
         title: &chart.title,
         legend,
         top_extra: 0,
@@ -190,7 +209,7 @@ fn draw_bars(
         let x0 = left + slot * (1.0 - BAR_FILL) / 2.0;
         let x1 = x0 + slot * BAR_FILL;
         let xm = left + slot / 2.0;
-        let colour = series_colour(b.group);
+        let fill = bar_fill(b.group);
         let low = finite(b.low);
         let high = finite(b.high);
         let ci = match (low, high) {
@@ -209,13 +228,11 @@ fn draw_bars(
             chart.groups[b.group],
             axis::value(b.value)
         );
-        o.rect(
+        fill.draw(
+            o,
             "plot-bar",
             (plot.map)(x0, base),
             (plot.map)(x1, b.value),
-            colour,
-            None,
-            None,
             Some(&tooltip),
         );
         if low.is_some() || high.is_some() {

@@ -13,7 +13,7 @@ use plotters::drawing::DrawingAreaErrorKind;
 use plotters::prelude::{ChartBuilder, IntoDrawingArea, RGBColor, SVGBackend, WHITE};
 
 use super::axis::{text_width, Axis};
-use super::{Marker, Size};
+use super::{BarFill, Marker, Size};
 
 /// The font of all text. SVG `<text>` needs no font file: the viewer picks its sans-serif.
 pub(crate) const FONT: &str = "sans-serif";
@@ -116,6 +116,8 @@ pub(crate) enum Swatch {
         colour: &'static str,
         shape: PointShape,
     },
+    /// A bar's fill (grouped bars beyond the palette's eight colours).
+    Bar(BarFill),
     /// A verdict marker.
     Verdict(Marker),
     /// No symbol (e.g. "+3 more").
@@ -479,6 +481,20 @@ fn draw_title(o: &mut Overlay, title: &str, width: i32, y: i32) -> i32 {
 }
 const LEGEND_ROW_H: i32 = 20;
 const MARGIN: i32 = 12;
+/// The plot's share of a chart's height that a legend leaves it, at least: a legend
+/// takes at most a quarter of the height, or all but this many pixels when more.
+pub(crate) const MIN_PLOT_H: u32 = 300;
+
+/// The height a legend may take in a chart `height` pixels high: a quarter of it, or
+/// all but [`MIN_PLOT_H`] when that is more.
+pub(crate) fn legend_room(height: u32) -> u32 {
+    (height / 4).max(height.saturating_sub(MIN_PLOT_H))
+}
+
+/// The height of `entries` as a legend of a chart `width` wide, every entry shown.
+pub(crate) fn legend_height(entries: &[LegendEntry], width: u32) -> u32 {
+    legend_rows(entries, width as i32 - 2 * MARGIN).len() as u32 * LEGEND_ROW_H as u32
+}
 
 /// Lays legend entries out in rows no wider than `width`; returns (x offset, entry) rows.
 fn legend_rows(entries: &[LegendEntry], width: i32) -> Vec<Vec<(i32, &LegendEntry)>> {
@@ -565,6 +581,9 @@ fn draw_legend(
                     o.line("plot-swatch", (x, cy), (x + 24, cy), colour, 2.0, "");
                     o.point("plot-swatch", (x + 12, cy), *shape, colour);
                 }
+                Swatch::Bar(fill) => {
+                    fill.draw(o, "plot-swatch", (x + 4, cy - 6), (x + 20, cy + 6), None)
+                }
                 Swatch::Verdict(m) => o.verdict("plot-swatch", (x + 12, cy), *m),
                 Swatch::None => {}
             }
@@ -625,7 +644,7 @@ fn try_render(
     let legend_h = if frame.legend.is_empty() {
         0
     } else {
-        let max_rows = (size.height as i32 / 4 / LEGEND_ROW_H).max(1) as usize;
+        let max_rows = (legend_room(size.height) as i32 / LEGEND_ROW_H).max(1) as usize;
         draw_legend(&mut overlay, &frame.legend, width, title_h, max_rows)
     };
     let top = title_h + legend_h + frame.top_extra as i32 + 6;

@@ -1,8 +1,9 @@
 //! The regression histogram of seed 000: bins of regression %, with the mean and
-//! percentiles marked.
+//! percentiles marked; over fewer than [`DOTS_BELOW`] values, a dot plot of the values
+//! themselves (bins of a handful of points say less than the points).
 
 use super::axis::{self, Axis};
-use super::canvas::{self, Frame, LegendEntry, Overlay, Plot, Swatch, INK};
+use super::canvas::{self, Frame, LegendEntry, Overlay, Plot, PointShape, Swatch, INK};
 use super::Size;
 
 /// A histogram of values already binned (e.g. regression % over all measurement points of
@@ -19,6 +20,9 @@ pub struct HistogramChart {
     pub unit: String,
     /// The bins; a bin with a non-finite edge or `low >= high` is skipped.
     pub bins: Vec<HistogramBin>,
+    /// The values themselves, when the caller has them: fewer than [`DOTS_BELOW`]
+    /// finite ones are drawn as dots instead of the bins.
+    pub values: Vec<f64>,
     /// The mean of the values, drawn as a dashed vermillion line.
     pub mean: Option<f64>,
     /// Percentiles of the values (e.g. 5, 50, 95), drawn as dashed blue lines.
@@ -36,6 +40,7 @@ impl Default for HistogramChart {
             y_label: "points".to_owned(),
             unit: "%".to_owned(),
             bins: Vec::new(),
+            values: Vec::new(),
             mean: None,
             percentiles: Vec::new(),
             size: Size::default(),
@@ -62,6 +67,9 @@ pub struct Percentile {
     /// Its value, in x-axis units.
     pub value: f64,
 }
+
+/// Fewer finite values than this are drawn as a dot plot, one dot per value.
+pub const DOTS_BELOW: usize = 20;
 
 const BIN_FILL: &str = "#56B4E9";
 const BIN_EDGE: &str = "#0072B2";
@@ -129,20 +137,58 @@ pub fn histogram(chart: &HistogramChart) -> String {
         });
     }
 
-    let xs = bins
+    let mut values: Vec<f64> = chart
+        .values
         .iter()
-        .flat_map(|b| [b.low, b.high])
+        .copied()
+        .filter(|v| v.is_finite())
+        .collect();
+    let dots = !values.is_empty() && values.len() < DOTS_BELOW;
+    if dots {
+        values.sort_by(f64::total_cmp);
+    }
+    let xs = if dots {
+        values.clone()
+    } else {
+        bins.iter().flat_map(|b| [b.low, b.high]).collect()
+    };
+    let xs = xs
+        .into_iter()
         .chain(vlines.iter().map(|v| v.x))
         .chain([0.0]);
     let (lo, hi) = axis::finite_extent(xs).unwrap_or((0.0, 1.0));
-    let pad = (hi - lo) * 0.02;
+    // Dots need room for their radius at the ends.
+    let pad = (hi - lo) * if dots { 0.04 } else { 0.02 };
     let x = Axis::numeric_tight(lo - pad, hi + pad, 10, &chart.x_label);
-    let max_count = bins.iter().map(|b| b.count).max().unwrap_or(1) as f64;
+    let stacks = if dots {
+        stack(&values, (hi - lo) / 40.0)
+    } else {
+        Vec::new()
+    };
+    let max_count = if dots {
+        stacks.iter().max().map_or(1, |s| s + 1) as u64
+    } else {
+        bins.iter().map(|b| b.count).max().unwrap_or(1)
+    } as f64;
     let y = Axis::counts(max_count * 1.1, 6, &chart.y_label);
 
-    let mut legend = vec![LegendEntry {
-        swatch: Swatch::Fill(BIN_FILL),
-        label: format!("{} per bin", chart.y_label),
+    let mut legend = vec![if dots {
+        LegendEntry {
+            swatch: Swatch::LinePoint {
+                colour: BIN_EDGE,
+                shape: PointShape::Circle,
+            },
+            label: format!(
+                "one dot per {} ({} in all)",
+                singular(&chart.y_label),
+                values.len()
+            ),
+        }
+    } else {
+        LegendEntry {
+            swatch: Swatch::Fill(BIN_FILL),
+            label: format!("{} per bin", chart.y_label),
+        }
     }];
     legend.push(LegendEntry {
         swatch: Swatch::Line {
@@ -170,8 +216,53 @@ pub fn histogram(chart: &HistogramChart) -> String {
         top_extra: rows * LABEL_ROW_H as u32,
     };
     canvas::render(&frame, &x, &y, |plot, o| {
-        draw_histogram(chart, &bins, &vlines, plot, o)
+        if dots {
+            // The dots over the lines: a dot at a percentile stays visible.
+            draw_vlines(&vlines, plot, o);
+            draw_dots(chart, &values, &stacks, plot, o);
+        } else {
+            draw_histogram(chart, &bins, &vlines, plot, o);
+        }
     })
+}
+
+/// The stack level of each of the sorted `values`: 0, or one above the previous
+/// value's when it lies within `gap` of it, so that close dots pile up instead of
+/// covering each other (Wilkinson's dot plot, with the dots at their exact values).
+fn stack(values: &[f64], gap: f64) -> Vec<usize> {
+    let mut out: Vec<usize> = Vec::with_capacity(values.len());
+    for (i, v) in values.iter().enumerate() {
+        let level = match i.checked_sub(1) {
+            Some(j) if v - values[j] < gap => out[j] + 1,
+            _ => 0,
+        };
+        out.push(level);
+    }
+    out
+}
+
+/// "points" → "point": the y label, which counts, names one value.
+fn singular(label: &str) -> &str {
+    label.strip_suffix('s').unwrap_or(label)
+}
+
+/// One dot per value at its x, piled by `stacks`, with the value as its tooltip.
+fn draw_dots(
+    chart: &HistogramChart,
+    values: &[f64],
+    stacks: &[usize],
+    plot: &Plot<'_>,
+    o: &mut Overlay,
+) {
+    o.group("plot-dots", None);
+    for (v, level) in values.iter().zip(stacks) {
+        let at = (plot.map)(*v, *level as f64 + 0.5);
+        let tooltip = format!("{}{}", axis::value(*v), chart.unit);
+        o.group("plot-dot-group", Some(&tooltip));
+        o.point("plot-dot", at, PointShape::Circle, BIN_EDGE);
+        o.end_group();
+    }
+    o.end_group();
 }
 
 fn draw_histogram(
@@ -212,6 +303,14 @@ fn draw_histogram(
     }
     o.end_group();
 
+    draw_vlines(vlines, plot, o);
+    for (at, text) in counts {
+        o.text("plot-count", at, &text, "middle", 11, INK, false);
+    }
+}
+
+/// The line at 0, then the mean and percentile lines with their tags.
+fn draw_vlines(vlines: &[VLine], plot: &Plot<'_>, o: &mut Overlay) {
     let (zx, _) = (plot.map)(0.0, 0.0);
     o.line("plot-zero", (zx, plot.bottom), (zx, plot.top), INK, 1.5, "");
 
@@ -247,9 +346,6 @@ fn draw_histogram(
             v.colour,
             false,
         );
-    }
-    for (at, text) in counts {
-        o.text("plot-count", at, &text, "middle", 11, INK, false);
     }
 }
 
@@ -327,6 +423,31 @@ mod tests {
         assert!(has_text(&svg, "regression (%)"));
         assert!(has_text(&svg, "points"));
         assert!(svg.contains("<title>[-2, 0)%: 40 points</title>"));
+    }
+
+    #[test]
+    fn few_values_are_dots_with_the_mean_and_percentiles() {
+        let values = vec![-1.5, 0.2, 0.25, 0.3, 3.0, f64::NAN];
+        let svg = histogram(&HistogramChart {
+            values: values.clone(),
+            ..chart()
+        });
+        assert_eq!(svg.matches("class=\"plot-bin\"").count(), 0, "no bins");
+        assert_eq!(svg.matches("class=\"plot-dot\"").count(), 5, "NaN skipped");
+        assert!(svg.contains("<title>0.25%</title>"));
+        assert!(svg.contains(">one dot per point (5 in all)</text>"));
+        assert!(svg.contains(">mean 0.42%</text>") && svg.contains(">p95 4.2%</text>"));
+        assert!(svg.contains("class=\"plot-zero\""));
+        // Close values pile up: 0.2, 0.25 and 0.3 stand on each other.
+        assert_eq!(stack(&[-1.5, 0.2, 0.25, 0.3, 3.0], 0.1), [0, 0, 1, 2, 0]);
+        // From DOTS_BELOW values on, the bins again.
+        let many: Vec<f64> = (0..DOTS_BELOW).map(|i| i as f64 / 4.0).collect();
+        let svg = histogram(&HistogramChart {
+            values: many,
+            ..chart()
+        });
+        assert_eq!(svg.matches("class=\"plot-bin\"").count(), 5);
+        assert_eq!(svg.matches("class=\"plot-dot\"").count(), 0);
     }
 
     #[test]

@@ -220,7 +220,7 @@ const RANGES: [(f64, f64); 6] = [
 
 fn bar_charts(size: Size, lo: f64, hi: f64) -> Vec<BarChart> {
     let mut out = Vec::new();
-    for (n_cat, n_grp) in [(1, 6), (4, 4), (12, 3), (40, 1)] {
+    for (n_cat, n_grp) in [(1, 6), (4, 4), (12, 3), (40, 1), (2, 28)] {
         let bars = (0..n_cat)
             .flat_map(|c| {
                 (0..n_grp).map(move |g| {
@@ -279,6 +279,7 @@ fn histogram_charts(size: Size, lo: f64, hi: f64) -> Vec<HistogramChart> {
             y_label: "measurement points per bin of 5%".into(),
             unit: "% of the baseline's mean".into(),
             bins: bins.clone(),
+            values: Vec::new(),
             mean: Some(mid + s * (hi - lo) * 0.1),
             percentiles: [1.0, 5.0, 25.0, 50.0, 75.0, 95.0, 99.0]
                 .iter()
@@ -288,6 +289,16 @@ fn histogram_charts(size: Size, lo: f64, hi: f64) -> Vec<HistogramChart> {
                 })
                 .collect(),
             size,
+        })
+        // The same over a few values: a dot plot, some dots piled up, some alone.
+        .flat_map(|chart| {
+            let dots = HistogramChart {
+                values: (0..12)
+                    .map(|i| lo + (hi - lo) * [0.0, 0.01, 0.02, 0.5, 0.51, 1.0][i % 6])
+                    .collect(),
+                ..chart.clone()
+            };
+            [chart, dots]
         })
         .collect()
 }
@@ -456,6 +467,28 @@ fn every_text_fits_in_the_chart_and_no_labels_overlap() {
         "{total} charts with text outside or overlapping:\n{}",
         problems.join("\n")
     );
+}
+
+#[test]
+fn a_legend_of_28_configurations_shows_every_one_in_its_own_fill() {
+    // 14 platforms × 2 placements, at the report's bar size and the smallest one.
+    for (width, height) in [(640, 380), (400, 300)] {
+        let chart = &bar_charts(Size { width, height }, 0.97, 1.12)[4];
+        assert_eq!(chart.groups.len(), 28);
+        let svg = grouped_bars(chart);
+        check("28 groups", &svg).unwrap();
+        assert!(!svg.contains("more</text>"), "every group in the legend");
+        for g in &chart.groups {
+            let shown = canvas::ellipsize(g, 12.0, false, width as i32 - 24 - 30);
+            assert!(svg.contains(&format!(">{shown}</text>")), "{g} missing");
+        }
+        let (_, h) = text_boxes(&svg).0;
+        assert!(h > f64::from(height), "grown for the legend: {h}");
+    }
+    let fills: Vec<BarFill> = (0..28).map(bar_fill).collect();
+    for (i, a) in fills.iter().enumerate() {
+        assert!(!fills[i + 1..].contains(a), "group {i} shares its fill");
+    }
 }
 
 #[test]

@@ -9,7 +9,7 @@
 //! | function | data | what it shows |
 //! |---|---|---|
 //! | [`grouped_bars`] | [`BarChart`] | seed 002: a value per category and group (overhead ratio per shape, quota vs pinned) with CI whiskers, verdict markers and a reference line |
-//! | [`histogram`] | [`HistogramChart`] | seed 000: regression % binned, counts above the bars, lines at 0, the mean and percentiles |
+//! | [`histogram`] | [`HistogramChart`] | seed 000: regression % binned, counts above the bars, lines at 0, the mean and percentiles; under [`DOTS_BELOW`] values, one dot per value instead of bins |
 //! | [`lines`] | [`LineChart`] | scalability: series of (x, y) with CI bands and dashed fitted curves, linear or log2 x |
 //! | [`scaling`] | [`ScalingChart`] | one scalability curve: measured means with CI whiskers, the preferred model with its bootstrap band, the other model dashed, linear scaling dotted |
 //! | [`time_series`] | [`TimeSeriesChart`] | telemetry of one run over time (per-core utilisation), thin lines, no markers; load over time (seed 003): lines with bands over repetitions, thin p99 companions, active users on a right-hand axis |
@@ -41,7 +41,7 @@ mod scaling;
 mod time_series;
 
 pub use bars::{grouped_bars, Bar, BarChart};
-pub use histogram::{histogram, HistogramBin, HistogramChart, Percentile};
+pub use histogram::{histogram, HistogramBin, HistogramChart, Percentile, DOTS_BELOW};
 pub use lines::{lines, Fit, LineChart, LinePoint, LineSeries, XScale};
 pub use scaling::{scaling, BandSample, ScalingChart};
 pub use time_series::{
@@ -58,6 +58,58 @@ pub const PALETTE: [&str; 8] = [
 /// The colour of the `i`-th series: [`PALETTE`] repeated.
 pub fn series_colour(i: usize) -> &'static str {
     PALETTE[i % PALETTE.len()]
+}
+
+/// How the `i`-th group of a bar chart is filled: [`series_colour`], and from the ninth
+/// group on a fill that tells the rounds of the palette apart, so that 32 groups look
+/// different: solid; pale (35% opacity) with an outline; solid with white stripes;
+/// pale, outlined and striped in the colour.
+pub(crate) fn bar_fill(i: usize) -> BarFill {
+    let round = i / PALETTE.len() % 4;
+    BarFill {
+        colour: series_colour(i),
+        pale: round % 2 == 1,
+        striped: round >= 2,
+    }
+}
+
+/// A bar's fill: see [`bar_fill`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BarFill {
+    /// The colour.
+    pub colour: &'static str,
+    /// Pale with an outline in the colour, rather than solid.
+    pub pale: bool,
+    /// Horizontal stripes over the fill.
+    pub striped: bool,
+}
+
+impl BarFill {
+    /// Draws a rectangle between two corners with this fill.
+    pub(crate) fn draw(
+        self,
+        o: &mut canvas::Overlay,
+        class: &str,
+        a: (i32, i32),
+        b: (i32, i32),
+        tooltip: Option<&str>,
+    ) {
+        let (outline, opacity) = if self.pale {
+            (Some(self.colour), Some(0.35))
+        } else {
+            (None, None)
+        };
+        o.rect(class, a, b, self.colour, outline, opacity, tooltip);
+        if self.striped {
+            let stripe = if self.pale { self.colour } else { "#ffffff" };
+            let (x0, x1) = (a.0.min(b.0) + 1, a.0.max(b.0) - 1);
+            let mut y = a.1.min(b.1) + 3;
+            while y < a.1.max(b.1) - 1 && x0 < x1 {
+                o.line("plot-stripe", (x0, y), (x1, y), stripe, 1.5, "");
+                y += 4;
+            }
+        }
+    }
 }
 
 /// The size of a chart in CSS pixels (the SVG's `width`, `height` and `viewBox`).

@@ -167,6 +167,7 @@ pub fn options(data: &ExperimentData) -> isolab_report::SummaryOptions {
             })
             .collect(),
         all_metrics: false,
+        max_repetitions: None,
     }
 }
 
@@ -316,6 +317,7 @@ pub fn isolation_options(data: &ExperimentData) -> isolab_report::SummaryOptions
             })
             .collect(),
         all_metrics: false,
+        max_repetitions: None,
     }
 }
 
@@ -518,6 +520,7 @@ pub fn scalability_options(data: &ExperimentData) -> isolab_report::SummaryOptio
             .map(|c| (c.index, "events_per_second".to_string()))
             .collect(),
         all_metrics: false,
+        max_repetitions: None,
     }
 }
 
@@ -585,6 +588,7 @@ pub fn quick_start_options(data: &ExperimentData) -> isolab_report::SummaryOptio
             })
             .collect(),
         all_metrics: false,
+        max_repetitions: None,
     }
 }
 
@@ -675,4 +679,122 @@ pub fn load_analysis() -> (ExperimentData, isolab_report::Analysis) {
         &isolab_report::compare::CompareOptions::default(),
     );
     (data, analysis)
+}
+
+const TAIL_SPEC: &str = "[experiment]\nname = \"tail\"\nbaseline = { platform = \"host\" }\nrepetitions = { warmup = 1, min = 6, max = 12 }\n\n[matrix]\nplatform = [\"host\", \"isolab\"]\nworkload = [\"cpu-tail-latency\"]\n";
+
+/// The quick start's tail latency, scaled down: host and isolab, 12 counted runs each;
+/// `latency_max` has a CV of about 30% (one slow request decides it) and isolab's is 5%
+/// higher, `latency_p99` a CV of 0.5%.
+pub fn tail_latency_experiment() -> (Store, ExperimentData) {
+    const Z: [f64; 12] = [
+        0.9, -1.4, 0.3, 1.7, -0.6, -0.2, 1.1, -1.8, 0.5, -0.9, 0.1, 0.3,
+    ];
+    let cells = ["host", "isolab"]
+        .iter()
+        .map(|p| {
+            levels_of(&[
+                ("platform", (*p).to_owned()),
+                ("workload", "cpu-tail-latency".to_owned()),
+            ])
+        })
+        .collect();
+    store_runs("tail", TAIL_SPEC, 3, cells, 12, |cell, _, rep| {
+        let z = Z[(rep as usize + 5 * cell) % Z.len()];
+        let cost = if cell == 1 { 1.05 } else { 1.0 };
+        let metric = |name: &str, value: f64| MetricValue {
+            name: name.into(),
+            unit: "ms".into(),
+            direction: Direction::Lower,
+            value,
+        };
+        (
+            vec![
+                metric("latency_max", 20.0 * cost * (1.0 + 0.3 * z)),
+                metric("latency_p99", 3.6 * cost * (1.0 + 0.005 * z)),
+            ],
+            vec![],
+        )
+    })
+}
+
+/// The tail-latency experiment's options: latency_max is primary, at most 12 runs.
+pub fn tail_latency_options(data: &ExperimentData) -> isolab_report::SummaryOptions {
+    isolab_report::SummaryOptions {
+        baseline: vec![("platform".into(), "host".into())],
+        primary: data
+            .cells
+            .iter()
+            .map(|c| (c.index, "latency_max".to_owned()))
+            .collect(),
+        all_metrics: false,
+        max_repetitions: Some(12),
+    }
+}
+
+/// Every platform the registry has, as a spec names them.
+pub const ALL_PLATFORMS: [&str; 14] = [
+    "host",
+    "isolab",
+    "docker",
+    "podman",
+    "runc",
+    "crun",
+    "youki",
+    "lxc",
+    "nspawn",
+    "docker+isolab",
+    "podman+isolab",
+    "vm(tcg)",
+    "vm(tcg)+isolab",
+    "vm(tcg)+docker",
+];
+
+/// An experiment over all 14 platforms × placements quota and pinned (28 cells), 5
+/// counted runs each of sysbench-cpu: each platform costs 1% more than the one before,
+/// quota 5% more than pinned, ±3% noise.
+pub fn many_platforms_experiment() -> (Store, ExperimentData) {
+    let mut cells = Vec::new();
+    for platform in ALL_PLATFORMS {
+        for placement in ["quota", "pinned"] {
+            cells.push(levels_of(&[
+                ("platform", platform.to_owned()),
+                ("placement", placement.to_owned()),
+                ("workload", "sysbench-cpu".to_owned()),
+            ]));
+        }
+    }
+    store_cells(
+        "all-platforms",
+        "[experiment]\nname = \"all-platforms\"\nbaseline = { platform = \"host\" }\n",
+        11,
+        cells,
+        |i, levels, rep| {
+            let p = ALL_PLATFORMS
+                .iter()
+                .position(|p| *p == levels[0].1)
+                .unwrap_or(0);
+            let cost = 1.0 + 0.01 * p as f64 + if levels[1].1 == "quota" { 0.05 } else { 0.0 };
+            vec![MetricValue {
+                name: "events_per_second".into(),
+                unit: "events/s".into(),
+                direction: Direction::Higher,
+                value: 1000.0 / cost * (1.0 + scaling_noise(i, rep)),
+            }]
+        },
+    )
+}
+
+/// The all-platforms experiment's options: the host is the baseline.
+pub fn many_platforms_options(data: &ExperimentData) -> isolab_report::SummaryOptions {
+    isolab_report::SummaryOptions {
+        baseline: vec![("platform".into(), "host".into())],
+        primary: data
+            .cells
+            .iter()
+            .map(|c| (c.index, "events_per_second".to_owned()))
+            .collect(),
+        all_metrics: false,
+        max_repetitions: Some(30),
+    }
 }

@@ -320,9 +320,10 @@ fn show(db: &Path, fleet: &str, json: bool) -> Result<Exit> {
     for h in &hosts {
         let analysis = super::analyse(&h.data, false);
         println!("\nhost {} (experiment {}):", h.host, h.data.record.id);
+        let report = isolab_report::Report::new(&h.data, &analysis);
         print!(
             "{}",
-            isolab_report::table::summary_table(&analysis.rows, &analysis.factors, super::color())
+            report.text(isolab_report::Reach::Host, super::color().into())
         );
     }
     Ok(Exit::Success)

@@ -141,6 +141,7 @@ pub fn summary_options(
                 })
                 .collect(),
             all_metrics,
+            max_repetitions: Some(s.repetitions.max),
         },
         Err(_) => isolab_report::SummaryOptions {
             all_metrics: true,

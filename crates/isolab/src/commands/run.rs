@@ -222,34 +222,11 @@ pub fn run(db: &Path, args: RunArgs) -> Result<Exit> {
             "\nexperiment {} ({}): {} runs this time",
             outcome.experiment, spec.name, outcome.runs
         );
+        let report = isolab_report::Report::new(&data, &analysis);
         print!(
             "{}",
-            isolab_report::table::summary_table(&analysis.rows, &analysis.factors, super::color())
+            report.text(isolab_report::Reach::Run, super::color().into())
         );
-        for line in isolab_report::findings::findings(&analysis.rows, &analysis.options.baseline) {
-            println!("finding: {line}");
-        }
-        if let Some(isolation) = &analysis.isolation {
-            println!();
-            print!("{}", isolation.render(super::color()));
-        }
-        if !analysis.scalability.is_empty() {
-            println!();
-            print!(
-                "{}",
-                isolab_report::scalability::render(&analysis.scalability, super::color())
-            );
-        }
-        if !analysis.load.is_empty() {
-            println!();
-            print!(
-                "{}",
-                isolab_report::load::render(&analysis.load, super::color())
-            );
-        }
-        for line in isolab_report::quality::quality_lines(&analysis.quality) {
-            println!("{line}");
-        }
     }
     if !args.no_report {
         let path = args

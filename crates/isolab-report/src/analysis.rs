@@ -1,0 +1,72 @@
+//! [`Analysis`]: everything a report shows about one experiment, computed once from
+//! its [`ExperimentData`] by [`analyse`] and read by every section.
+
+use crate::data::ExperimentData;
+use crate::isolation::{isolation_table, IsolationTable};
+use crate::scalability::{scalability, ScalingCurve};
+use crate::summary::{self, summarize, MetricRow, SummaryOptions};
+use crate::{compare, load, quality};
+
+/// Everything a report shows about one experiment.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Analysis {
+    /// Factor names as the cells list them.
+    pub factors: Vec<String>,
+    /// One row per cell and metric, with overhead verdicts against the baseline.
+    pub rows: Vec<MetricRow>,
+    /// The comparisons against the baseline behind those verdicts.
+    pub comparisons: Vec<compare::Comparison>,
+    /// Seed 001's isolation table, when the factor `neighbour` is varied (primary
+    /// metrics only).
+    pub isolation: Option<IsolationTable>,
+    /// Throughput over `threads` or `instances` with Amdahl and USL fits, when either
+    /// factor is varied (primary metrics only).
+    pub scalability: Vec<ScalingCurve>,
+    /// Load over time per workload and named request, when counted runs recorded load
+    /// intervals (service workloads).
+    pub load: Vec<load::LoadGroup>,
+    /// Data quality.
+    pub quality: quality::Quality,
+    /// The baseline and primary metrics used.
+    #[serde(skip)]
+    pub options: SummaryOptions,
+}
+
+/// Summarises `data`, compares every configuration with the baseline, and assesses
+/// the data quality.
+pub fn analyse(
+    data: &ExperimentData,
+    options: SummaryOptions,
+    compare: &compare::CompareOptions,
+) -> Analysis {
+    let mut rows = summarize(data, &options);
+    let comparisons = summary::baseline_comparisons(data, &options, compare);
+    summary::attach_verdicts(&mut rows, &comparisons);
+    summary::mark_too_noisy(&mut rows, &comparisons, options.max_repetitions);
+    let quality = quality::quality(data, &options.primary);
+    let isolation = isolation_table(&rows, |r| options.is_primary(r));
+    let scalability = scalability(data, &rows, &options);
+    Analysis {
+        factors: factor_names(data),
+        rows,
+        comparisons,
+        isolation,
+        scalability,
+        load: load::load(data),
+        quality,
+        options,
+    }
+}
+
+/// Factor names as the cells list them, in first-seen order.
+pub fn factor_names(data: &ExperimentData) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for c in &data.cells {
+        for (f, _) in &c.levels {
+            if !out.contains(f) {
+                out.push(f.clone());
+            }
+        }
+    }
+    out
+}
