@@ -488,8 +488,13 @@ fn runtime_leftovers() -> Vec<String> {
             let path = e.path();
             let name = e.file_name().to_string_lossy().into_owned();
             if e.file_type().is_ok_and(|t| t.is_dir()) {
-                // The stores of Docker and Podman persist like their data roots.
-                if !matches!(name.as_str(), "podman" | "dockerd" | "docker") {
+                // The stores of Docker and Podman persist like their data roots, and
+                // the runtime's compiled seccomp filters are a cache (the first
+                // container on a fresh machine writes one), not a run's state.
+                if !matches!(
+                    name.as_str(),
+                    "podman" | "dockerd" | "docker" | "seccomp-cache"
+                ) {
                     walk(&path, out);
                 }
             } else if !(name == "lock"
