@@ -32,7 +32,7 @@ pub(crate) fn prepare_dir_image(
         engine,
         action: "hash the image manifest (build the image with `isolab image build`)",
         path: manifest.clone(),
-        source,
+        source: Box::new(source),
     })?;
     Ok(PreparedImage {
         reference: path_str(&dir),

@@ -47,9 +47,9 @@ pub enum EngineError {
         action: &'static str,
         /// On which path.
         path: PathBuf,
-        /// Why.
+        /// Why (boxed: an image error is large).
         #[source]
-        source: isolab_image::ImageError,
+        source: Box<isolab_image::ImageError>,
     },
     /// Creating, limiting or removing a cgroup failed (the error names the path).
     #[error("{engine}: cannot {action}: {source}")]
