@@ -1,5 +1,5 @@
 # The two commands of the README. Both install what is missing first.
-.PHONY: quickstart test check setup image image-debug
+.PHONY: quickstart test test-fast check setup image image-debug
 
 ISOLAB := target/release/isolab
 # The root filesystem of the `isolab` platform (and later of every engine).
@@ -36,5 +36,18 @@ test: image-debug
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets --locked -- -D warnings
 	cargo test --workspace --locked
+
+# The inner loop, about 3 minutes after a build: formatting, every crate's unit tests and
+# the integration tests that need no root, no guest and no image (statistics against
+# reference values, parsers on recorded tool output, the report and its HTML in
+# Chromium, the runner on a fake host). It installs nothing; `make test` stays the whole
+# suite that CI runs.
+test-fast:
+	cargo fmt --all -- --check
+	cargo test --workspace --locked --lib --bins
+	cargo test --locked -p isolab-stats --test reference
+	cargo test --locked -p isolab-workloads --test parsers
+	cargo test --locked -p isolab-report --test report --test plots --test fleet --test browser
+	cargo test --locked -p isolab-lab --test fake_launcher
 
 check: test
