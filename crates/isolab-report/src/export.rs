@@ -73,15 +73,6 @@ pub fn render(format: Format, obs: &[Observation], config: &[(String, String)]) 
     }
 }
 
-/// Quotes a CSV field when it needs it (RFC 4180).
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_owned()
-    }
-}
-
 /// Where a row of a tidy export comes from: its experiment, run, cell (with its levels)
 /// and repetition, the columns every export starts with.
 struct RowKey<'a> {
@@ -124,12 +115,6 @@ fn factors(keys: &[RowKey<'_>]) -> Vec<String> {
     out
 }
 
-/// One CSV line of fields, quoted where needed.
-fn csv_line(fields: &[String]) -> String {
-    let quoted: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
-    quoted.join(",") + "\n"
-}
-
 /// A tidy CSV: `experiment,run,cell,<factors…>,repetition,<columns…>`, then one line per
 /// row with the values `values` gives for `columns`.
 fn tidy_csv<'a, R>(rows: &'a [R], columns: &[&str], values: impl Fn(&R) -> Vec<String>) -> String
@@ -142,7 +127,16 @@ where
     header.extend(factors.iter().cloned());
     header.push("repetition".into());
     header.extend(columns.iter().map(|c| (*c).to_owned()));
-    let mut out = csv_line(&header);
+    // RFC 4180 through the `csv` crate: a field is quoted when it holds a comma, a quote
+    // or a line break; lines end in `\n`.
+    let mut out = csv::WriterBuilder::new()
+        .terminator(csv::Terminator::Any(b'\n'))
+        .from_writer(Vec::new());
+    let write = |out: &mut csv::Writer<Vec<u8>>, fields: &[String]| {
+        out.write_record(fields)
+            .expect("writing CSV into memory cannot fail");
+    };
+    write(&mut out, &header);
     for (key, row) in keys.iter().zip(rows) {
         let mut fields = vec![
             key.experiment.to_string(),
@@ -160,9 +154,12 @@ where
         }
         fields.push(key.repetition.to_string());
         fields.extend(values(row));
-        out.push_str(&csv_line(&fields));
+        write(&mut out, &fields);
     }
-    out
+    let bytes = out
+        .into_inner()
+        .expect("flushing CSV into memory cannot fail");
+    String::from_utf8(bytes).expect("CSV of UTF-8 fields is UTF-8")
 }
 
 /// A pretty JSON array with one object per row: `experiment`, `run`, `cell`, `levels` (an
