@@ -21,8 +21,20 @@ use std::process::Command;
 /// The libraries rustc names for std and libseccomp on x86_64-unknown-linux-gnu.
 const LIBRARIES: [&str; 8] = ["seccomp", "gcc_s", "util", "rt", "pthread", "m", "dl", "c"];
 
+/// The sources that decide a compiled seccomp program besides its profile: the
+/// built-in rule table, how rules are resolved per architecture and capability set,
+/// and the BPF they become. Their digest is part of every seccomp cache key
+/// (`ISOLAB_SECCOMP_SOURCE_DIGEST`), so that a rebuilt runtime never loads a program
+/// an older build compiled.
+const SECCOMP_SOURCES: [&str; 3] = [
+    "src/security/seccomp/mod.rs",
+    "src/security/seccomp/bpf.rs",
+    "src/security/seccomp/oci.rs",
+];
+
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    seccomp_source_digest();
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let dir = out.join("static-libs");
     match archives(&dir) {
@@ -39,6 +51,25 @@ fn main() {
     }
     // Position-dependent either way: no relative relocations to apply at start.
     println!("cargo:rustc-link-arg-bins=-no-pie");
+}
+
+/// Sets `ISOLAB_SECCOMP_SOURCE_DIGEST` to a 64-bit FNV-1a digest (hex) of
+/// [`SECCOMP_SOURCES`], in order, each preceded by its length.
+fn seccomp_source_digest() {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut feed = |bytes: &[u8]| {
+        for &b in bytes {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    };
+    for source in SECCOMP_SOURCES {
+        println!("cargo:rerun-if-changed={source}");
+        let text = std::fs::read(source).unwrap_or_else(|e| panic!("reading {source}: {e}"));
+        feed(&(text.len() as u64).to_le_bytes());
+        feed(&text);
+    }
+    println!("cargo:rustc-env=ISOLAB_SECCOMP_SOURCE_DIGEST={h:016x}");
 }
 
 /// Fills `dir` with a link to each library's static archive.

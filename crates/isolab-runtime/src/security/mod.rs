@@ -296,6 +296,17 @@ pub fn prepare_cached(
     prepare_inner(cfg, &LinuxSecurity, Some(cache))
 }
 
+/// What identifies the programs of the rule table `rules` for a container keeping
+/// `caps` in the seccomp cache: the table's digest and the capabilities.
+fn default_identity(rules: &[seccomp::ProfileRule], caps: CapabilitySet) -> Vec<u8> {
+    format!(
+        "docker-default capabilities={:x} rules={}",
+        caps.mask(),
+        seccomp::rules_digest(rules)
+    )
+    .into_bytes()
+}
+
 /// The seccomp programs of `cfg`: from the cache when it holds them, else compiled
 /// (and stored there).
 fn compile_filters(
@@ -304,9 +315,7 @@ fn compile_filters(
 ) -> Result<Vec<CompiledFilter>, SecurityError> {
     let identity = match &cfg.seccomp {
         SeccompChoice::Unconfined => return Ok(Vec::new()),
-        SeccompChoice::Default => {
-            format!("docker-default capabilities={:x}", cfg.capabilities.mask()).into_bytes()
-        }
+        SeccompChoice::Default => default_identity(seccomp::DEFAULT_PROFILE, cfg.capabilities),
         SeccompChoice::Oci(profile) => {
             let mut v = b"oci ".to_vec();
             v.extend(serde_json::to_vec(profile).unwrap_or_default());

@@ -853,3 +853,27 @@ fn compiled_programs_are_cached_by_profile() {
     assert_eq!(files(), 2);
     assert_eq!(compile_filters(&cfg, None).unwrap(), first);
 }
+
+/// The seccomp cache key of Docker's default profile follows its rule table: the same
+/// table gives the same key, the table with one syscall changed another (an edited
+/// allow-list must never load the program an older build stored), and so do other
+/// capabilities.
+#[test]
+fn the_seccomp_cache_key_changes_with_one_syscall_of_the_table() {
+    let caps = CapabilitySet::from_names(default_capabilities()).unwrap();
+    let key = |rules: &[seccomp::ProfileRule], caps: CapabilitySet| {
+        seccomp::cache::key(&default_identity(rules, caps))
+    };
+    let table = seccomp::DEFAULT_PROFILE;
+    assert_eq!(key(table, caps), key(table, caps));
+    // One name of the first rule replaced by another syscall.
+    let mut edited = table.to_vec();
+    let mut names = edited[0].names.to_vec();
+    let was = names[0];
+    names[0] = if was == "getpid" { "getppid" } else { "getpid" };
+    edited[0].names = Box::leak(names.into_boxed_slice());
+    assert_ne!(key(table, caps), key(&edited, caps), "{was} replaced");
+    // One rule fewer.
+    assert_ne!(key(table, caps), key(&table[1..], caps));
+    assert_ne!(key(table, caps), key(table, CapabilitySet::empty()));
+}

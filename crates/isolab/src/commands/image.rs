@@ -76,7 +76,7 @@ pub fn image(command: ImageCommand) -> Result<Exit> {
                     println!(
                         "{}  {}  {}  {}",
                         i.dir.display(),
-                        &r.hash[..16],
+                        short_hash(&i.dir, &r.hash)?,
                         i.manifest.created,
                         packages.join(",")
                     );
@@ -170,4 +170,37 @@ fn link_image(link: &Path, target: &Path) -> Result<()> {
     std::fs::rename(&tmp, link)
         .with_context(|| format!("cannot replace {} with a symlink", link.display()))?;
     Ok(())
+}
+
+/// The first 16 digits of a recipe image's hash, or an error naming its manifest when
+/// the hash recorded there is not 64 hexadecimal digits (an edited or damaged manifest).
+fn short_hash<'a>(dir: &Path, hash: &'a str) -> Result<&'a str> {
+    if hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Ok(&hash[..16]);
+    }
+    anyhow::bail!(
+        "{}: the recipe hash {hash:?} is not 64 hexadecimal digits; the manifest was edited or damaged: remove the directory {} and run `isolab image ensure` (or the experiment) again to rebuild it",
+        dir.join(isolab_image::MANIFEST_FILE).display(),
+        dir.display()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_short_or_odd_recipe_hash_is_an_error_naming_the_manifest() {
+        let dir = Path::new("/var/lib/isolab/images/recipe-x");
+        let good = "0123456789abcdef".repeat(4);
+        assert_eq!(short_hash(dir, &good).unwrap(), "0123456789abcdef");
+        for bad in ["abc", "", "é".repeat(40).as_str(), &"g".repeat(64)] {
+            let e = short_hash(dir, bad).unwrap_err().to_string();
+            assert!(
+                e.contains("/var/lib/isolab/images/recipe-x/.isolab-image.json")
+                    && e.contains("isolab image ensure"),
+                "{e}"
+            );
+        }
+    }
 }

@@ -4,9 +4,11 @@
 //! microseconds.
 //!
 //! A program is stored under the SHA-256 of everything that decides its bytes: the
-//! profile (Docker's default with the kept capabilities, or an OCI profile's JSON),
-//! the native architecture, libseccomp's version, the kernel release and this crate's
-//! version. One file a program set, written whole (a temporary file renamed) or not
+//! profile (Docker's default as a digest of its rule table with the kept capabilities,
+//! or an OCI profile's JSON), the native architecture, libseccomp's version, the kernel
+//! release, this crate's version and a digest of the seccomp sources it was built from
+//! (the rule table, the resolution per architecture, the BPF compiler; `build.rs`), so
+//! that a rebuilt runtime with another allow-list never loads an older build's program. One file a program set, written whole (a temporary file renamed) or not
 //! at all; a file that does not parse is ignored and rewritten. The directory lives
 //! under the runtime's state directory (a tmpfs, `/run/isolab/seccomp-cache`), so it
 //! starts empty after a reboot, as crun's does.
@@ -31,6 +33,7 @@ pub fn key(profile: &[u8]) -> String {
         .unwrap_or_default();
     for part in [
         env!("CARGO_PKG_VERSION").as_bytes(),
+        env!("ISOLAB_SECCOMP_SOURCE_DIGEST").as_bytes(),
         version.as_bytes(),
         kernel_release().as_bytes(),
         std::env::consts::ARCH.as_bytes(),

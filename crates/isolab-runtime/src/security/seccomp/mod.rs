@@ -702,6 +702,54 @@ pub enum Resolved {
     Errno(u32),
 }
 
+/// A digest (SHA-256, hex) of a rule table: every rule's names, action, argument
+/// checks and capability and architecture conditions, in order (names as their bytes,
+/// the rest through its `Debug` form, without allocating). Part of the cache key of the
+/// programs compiled from [`DEFAULT_PROFILE`], so that an edited table never reuses an
+/// older program.
+pub fn rules_digest(rules: &[ProfileRule]) -> String {
+    use sha2::{Digest, Sha256};
+    use std::fmt::Write as _;
+    struct Feed(Sha256);
+    impl std::fmt::Write for Feed {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            self.0.update(s.as_bytes());
+            Ok(())
+        }
+    }
+    let mut feed = Feed(Sha256::new());
+    for rule in rules {
+        for name in rule.names {
+            feed.0.update(name.as_bytes());
+            feed.0.update(b",");
+        }
+        for cap in rule.includes_caps.iter().chain(rule.excludes_caps) {
+            feed.0.update(cap.as_bytes());
+            feed.0.update(b",");
+        }
+        // Writing into a hash cannot fail.
+        let _ = write!(
+            feed,
+            "|{:?}|{}|{}|",
+            rule.action,
+            rule.includes_caps.len(),
+            rule.excludes_caps.len()
+        );
+        if !rule.args.is_empty() {
+            let _ = write!(feed, "{:?}", rule.args);
+        }
+        if !rule.arches.is_empty() {
+            let _ = write!(feed, "{:?}", rule.arches);
+        }
+        feed.0.update(b";");
+    }
+    feed.0
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 /// The profile specialised to a capability set and an architecture: syscall name and
 /// number → what happens. Calls absent from the map fail with [`DEFAULT_ERRNO`].
 #[derive(Debug, Clone, PartialEq, Eq)]
