@@ -89,6 +89,10 @@ pub struct BenchStartArgs {
     /// `isolab list --platforms`).
     #[arg(long, value_delimiter = ',')]
     pub engines: Vec<String>,
+    /// Seed of the engines' shuffled order (a new order every round); by default a
+    /// random one, printed with the results.
+    #[arg(long)]
+    pub seed: Option<u64>,
 }
 
 #[derive(Debug, clap::Args)]

@@ -11,6 +11,12 @@
 //! its foreground command until it exits. Removing the container afterwards is not
 //! timed (`docker run --rm` and `podman run --rm` remove it inside their command,
 //! so their numbers include it: they are upper bounds).
+//!
+//! The engines run in a new shuffled order every round (the seed is printed, and
+//! `--seed` repeats it): an engine's time can depend on the one before it (crun's first
+//! cgroup attach after a quiet spell waits for an RCU grace period), so a fixed order
+//! would favour whichever engine follows another. The medians by preceding engine are
+//! printed under the table, so that an order effect shows.
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -20,6 +26,8 @@ use anyhow::{bail, Context, Result};
 use isolab_cgroups::Cgroup;
 use isolab_engines::{Engine, NetworkMode, RunRequest};
 use isolab_stats::{bootstrap_ratio_ci, percentile, Center, Direction, Sample};
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
 
 use super::Exit;
 use crate::cli::BenchStartArgs;
@@ -97,6 +105,11 @@ fn measure(args: &BenchStartArgs, parent: &Cgroup, parent_rel: &std::path::Path)
         ready.push((name, subject));
     }
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); ready.len()];
+    // (engine, the engine that ran just before it, ms) of every measured start.
+    let mut log: Vec<(usize, Option<usize>, f64)> = Vec::new();
+    let seed = args.seed.unwrap_or_else(rand::random);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut previous: Option<usize> = None;
     let total = args.runs + 3;
     // This process moves into the parent cgroup for the rounds, so that what it
     // spawns is born there as from a user's shell: attaching each spawn to it would
@@ -106,7 +119,8 @@ fn measure(args: &BenchStartArgs, parent: &Cgroup, parent_rel: &std::path::Path)
         .enter()
         .context("moving the benchmark into its cgroup")?;
     for round in 0..total {
-        for (i, (name, subject)) in ready.iter().enumerate() {
+        for i in shuffled(ready.len(), &mut rng) {
+            let (name, subject) = &ready[i];
             let id: isolab_runtime::ContainerId =
                 format!("isolab-bench-{}-{i}-{round}", std::process::id()).parse()?;
             let request = RunRequest {
@@ -149,9 +163,12 @@ fn measure(args: &BenchStartArgs, parent: &Cgroup, parent_rel: &std::path::Path)
             if !status {
                 bail!("{name}: `{}` failed", argv.join(" "));
             }
+            let ms = elapsed.as_secs_f64() * 1000.0;
             if round >= 3 {
-                times[i].push(elapsed.as_secs_f64() * 1000.0);
+                times[i].push(ms);
+                log.push((i, previous, ms));
             }
+            previous = Some(i);
         }
     }
     entered
@@ -167,7 +184,7 @@ fn measure(args: &BenchStartArgs, parent: &Cgroup, parent_rel: &std::path::Path)
     let _ = std::fs::remove_dir_all(&workdir);
     println!();
     println!(
-        "start→exit of `true`, N={} each, interleaved (after 3 warm-up rounds), network none, no limits; ms",
+        "start→exit of `true`, N={} each, interleaved in a shuffled order every round (seed {seed}; after 3 warm-up rounds), network none, no limits; ms",
         args.runs
     );
     println!(
@@ -209,7 +226,54 @@ fn measure(args: &BenchStartArgs, parent: &Cgroup, parent_rel: &std::path::Path)
             mean
         );
     }
+    let names: Vec<&str> = ready.iter().map(|(n, _)| n.as_str()).collect();
+    print!("{}", predecessor_table(&names, &log));
     Ok(Exit::Success)
+}
+
+/// The indices `0..n` in a random order.
+fn shuffled(n: usize, rng: &mut impl rand::Rng) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    order.shuffle(rng);
+    order
+}
+
+/// The median of each engine's starts by the engine that ran just before it (rows: the
+/// engine; columns: its predecessor; `-` where that pair never ran), from `log`'s
+/// `(engine, predecessor, ms)`.
+fn predecessor_table(names: &[&str], log: &[(usize, Option<usize>, f64)]) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\nmedian ms by the engine that ran just before (rows: engine; columns: before it)"
+    );
+    let width = names.iter().map(|n| n.len()).max().unwrap_or(6).max(6);
+    let _ = write!(out, "{:width$}", "");
+    for n in names {
+        let _ = write!(out, " {n:>width$}");
+    }
+    out.push('\n');
+    for (i, name) in names.iter().enumerate() {
+        let _ = write!(out, "{name:width$}");
+        for p in 0..names.len() {
+            let t: Vec<f64> = log
+                .iter()
+                .filter(|(e, before, _)| *e == i && *before == Some(p))
+                .map(|(_, _, ms)| *ms)
+                .collect();
+            match percentile(&t, 50.0) {
+                Some(m) => {
+                    let _ = write!(out, " {:>width$}", format!("{m:.1} ({})", t.len()));
+                }
+                None => {
+                    let _ = write!(out, " {:>width$}", "-");
+                }
+            }
+        }
+        out.push('\n');
+    }
+    out
 }
 
 fn mean_of(v: &[f64]) -> f64 {
@@ -239,4 +303,52 @@ fn spawn(argv: &[String]) -> Result<bool> {
         .status()
         .with_context(|| format!("starting {program}"))?;
     Ok(status.success())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_round_runs_every_engine_once_in_an_order_the_seed_repeats() {
+        let mut a = rand::rngs::StdRng::seed_from_u64(7);
+        let mut b = rand::rngs::StdRng::seed_from_u64(7);
+        let mut firsts = std::collections::BTreeSet::new();
+        for _ in 0..50 {
+            let order = shuffled(9, &mut a);
+            assert_eq!(order, shuffled(9, &mut b));
+            let mut sorted = order.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, (0..9).collect::<Vec<_>>());
+            firsts.insert(order[0]);
+        }
+        // Not a fixed order: in 50 rounds more than one engine goes first.
+        assert!(firsts.len() > 1, "{firsts:?}");
+    }
+
+    #[test]
+    fn the_predecessor_table_holds_the_median_of_each_pair() {
+        let log = [
+            (1, Some(0), 10.0),
+            (1, Some(0), 30.0),
+            (1, Some(0), 20.0),
+            (0, Some(1), 4.0),
+            (0, None, 99.0),
+        ];
+        let t = predecessor_table(&["isolab-runtime", "crun"], &log);
+        let rows: Vec<&str> = t.lines().skip_while(|l| !l.starts_with("median")).collect();
+        assert!(
+            rows[1].contains("isolab-runtime") && rows[1].contains("crun"),
+            "{t}"
+        );
+        assert!(
+            rows[2].starts_with("isolab-runtime") && rows[2].ends_with("4.0 (1)"),
+            "{t}"
+        );
+        assert!(
+            rows[3].starts_with("crun") && rows[3].contains("20.0 (3)"),
+            "{t}"
+        );
+        assert!(rows[3].trim_end().ends_with('-'), "{t}");
+    }
 }
