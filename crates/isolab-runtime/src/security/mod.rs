@@ -296,13 +296,12 @@ pub fn prepare_cached(
     prepare_inner(cfg, &LinuxSecurity, Some(cache))
 }
 
-/// What identifies the programs of the rule table `rules` for a container keeping
-/// `caps` in the seccomp cache: the table's digest and the capabilities.
-fn default_identity(rules: &[seccomp::ProfileRule], caps: CapabilitySet) -> Vec<u8> {
+/// What identifies, in the seccomp cache, the programs of a rule table whose
+/// [`seccomp::table_digest`] is `table` for a container keeping `caps`.
+fn default_identity(table: u64, caps: CapabilitySet) -> Vec<u8> {
     format!(
-        "docker-default capabilities={:x} rules={}",
-        caps.mask(),
-        seccomp::rules_digest(rules)
+        "docker-default capabilities={:x} rules={table:016x}",
+        caps.mask()
     )
     .into_bytes()
 }
@@ -315,7 +314,9 @@ fn compile_filters(
 ) -> Result<Vec<CompiledFilter>, SecurityError> {
     let identity = match &cfg.seccomp {
         SeccompChoice::Unconfined => return Ok(Vec::new()),
-        SeccompChoice::Default => default_identity(seccomp::DEFAULT_PROFILE, cfg.capabilities),
+        SeccompChoice::Default => {
+            default_identity(seccomp::DEFAULT_PROFILE_DIGEST, cfg.capabilities)
+        }
         SeccompChoice::Oci(profile) => {
             let mut v = b"oci ".to_vec();
             v.extend(serde_json::to_vec(profile).unwrap_or_default());

@@ -862,10 +862,15 @@ fn compiled_programs_are_cached_by_profile() {
 fn the_seccomp_cache_key_changes_with_one_syscall_of_the_table() {
     let caps = CapabilitySet::from_names(default_capabilities()).unwrap();
     let key = |rules: &[seccomp::ProfileRule], caps: CapabilitySet| {
-        seccomp::cache::key(&default_identity(rules, caps))
+        seccomp::cache::key(&default_identity(seccomp::table_digest(rules), caps))
     };
     let table = seccomp::DEFAULT_PROFILE;
     assert_eq!(key(table, caps), key(table, caps));
+    // The start uses the digest the compiler computed.
+    assert_eq!(
+        seccomp::table_digest(table),
+        seccomp::DEFAULT_PROFILE_DIGEST
+    );
     // One name of the first rule replaced by another syscall.
     let mut edited = table.to_vec();
     let mut names = edited[0].names.to_vec();

@@ -702,52 +702,86 @@ pub enum Resolved {
     Errno(u32),
 }
 
-/// A digest (SHA-256, hex) of a rule table: every rule's names, action, argument
-/// checks and capability and architecture conditions, in order (names as their bytes,
-/// the rest through its `Debug` form, without allocating). Part of the cache key of the
-/// programs compiled from [`DEFAULT_PROFILE`], so that an edited table never reuses an
-/// older program.
-pub fn rules_digest(rules: &[ProfileRule]) -> String {
-    use sha2::{Digest, Sha256};
-    use std::fmt::Write as _;
-    struct Feed(Sha256);
-    impl std::fmt::Write for Feed {
-        fn write_str(&mut self, s: &str) -> std::fmt::Result {
-            self.0.update(s.as_bytes());
-            Ok(())
+/// A digest (64-bit FNV-1a) of a rule table: every rule's names, action, argument
+/// checks and capability and architecture conditions, in order. A `const fn`, so that
+/// [`DEFAULT_PROFILE_DIGEST`] is computed by the compiler and a container's start pays
+/// nothing for it; part of the cache key of the programs compiled from
+/// [`DEFAULT_PROFILE`], so that an edited table never reuses an older program.
+pub const fn table_digest(rules: &[ProfileRule]) -> u64 {
+    let mut h = FNV_OFFSET;
+    let mut r = 0;
+    while r < rules.len() {
+        let rule = &rules[r];
+        h = fnv_strs(h, rule.names);
+        h = match rule.action {
+            RuleAction::Allow => fnv_u64(h, 0),
+            RuleAction::Errno(e) => fnv_u64(fnv_u64(h, 1), e as u64),
+        };
+        let mut a = 0;
+        while a < rule.args.len() {
+            let c = &rule.args[a];
+            h = fnv_u64(h, c.index as u64);
+            h = fnv_u64(
+                h,
+                match c.width {
+                    ArgWidth::Bits32 => 32,
+                    ArgWidth::Bits64 => 64,
+                },
+            );
+            h = match c.op {
+                ArgOp::Eq => fnv_u64(h, 0),
+                ArgOp::Ne => fnv_u64(h, 1),
+                ArgOp::MaskedEq { mask } => fnv_u64(fnv_u64(h, 2), mask),
+            };
+            h = fnv_u64(h, c.value);
+            a += 1;
         }
+        h = fnv_strs(fnv_bytes(h, b"|"), rule.includes_caps);
+        h = fnv_strs(fnv_bytes(h, b"|"), rule.excludes_caps);
+        let mut i = 0;
+        while i < rule.arches.len() {
+            h = fnv_u64(
+                h,
+                match rule.arches[i] {
+                    Arch::X86_64 => 1,
+                    Arch::Aarch64 => 2,
+                },
+            );
+            i += 1;
+        }
+        h = fnv_bytes(h, b";");
+        r += 1;
     }
-    let mut feed = Feed(Sha256::new());
-    for rule in rules {
-        for name in rule.names {
-            feed.0.update(name.as_bytes());
-            feed.0.update(b",");
-        }
-        for cap in rule.includes_caps.iter().chain(rule.excludes_caps) {
-            feed.0.update(cap.as_bytes());
-            feed.0.update(b",");
-        }
-        // Writing into a hash cannot fail.
-        let _ = write!(
-            feed,
-            "|{:?}|{}|{}|",
-            rule.action,
-            rule.includes_caps.len(),
-            rule.excludes_caps.len()
-        );
-        if !rule.args.is_empty() {
-            let _ = write!(feed, "{:?}", rule.args);
-        }
-        if !rule.arches.is_empty() {
-            let _ = write!(feed, "{:?}", rule.arches);
-        }
-        feed.0.update(b";");
+    h
+}
+
+/// [`table_digest`] of [`DEFAULT_PROFILE`], computed at compile time.
+pub const DEFAULT_PROFILE_DIGEST: u64 = table_digest(DEFAULT_PROFILE);
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+const fn fnv_bytes(mut h: u64, bytes: &[u8]) -> u64 {
+    let mut i = 0;
+    while i < bytes.len() {
+        h ^= bytes[i] as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+        i += 1;
     }
-    feed.0
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    h
+}
+
+const fn fnv_u64(h: u64, v: u64) -> u64 {
+    fnv_bytes(h, &v.to_le_bytes())
+}
+
+/// Each of `strs` followed by a comma (no name of the table holds one).
+const fn fnv_strs(mut h: u64, strs: &[&str]) -> u64 {
+    let mut i = 0;
+    while i < strs.len() {
+        h = fnv_bytes(fnv_bytes(h, strs[i].as_bytes()), b",");
+        i += 1;
+    }
+    h
 }
 
 /// The profile specialised to a capability set and an architecture: syscall name and
