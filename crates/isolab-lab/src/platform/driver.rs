@@ -7,7 +7,6 @@
 //! module defines them.
 
 use std::fmt;
-use std::sync::Arc;
 
 use isolab_engines::{Capabilities, NetworkMode};
 
@@ -127,11 +126,12 @@ pub struct PlatformInfo {
 /// Why this host cannot run a platform, with what to do; [`Driver::available`]'s
 /// error. Each variant keeps its cause, so a caller can tell a missing program from a
 /// missing kernel facility.
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum Unavailable {
-    /// A container engine's own check failed (it names the program and its package).
+    /// A container engine's own check failed (it names the program and its package;
+    /// boxed: an engine error is large).
     #[error("{0}")]
-    Engine(#[source] Arc<isolab_engines::EngineError>),
+    Engine(#[source] Box<isolab_engines::EngineError>),
     /// A program the platform runs is not installed.
     #[error("{0}")]
     Program(#[from] isolab_tools::NotInstalled),
@@ -155,7 +155,7 @@ pub enum Unavailable {
 
 impl From<isolab_engines::EngineError> for Unavailable {
     fn from(e: isolab_engines::EngineError) -> Unavailable {
-        Unavailable::Engine(Arc::new(e))
+        Unavailable::Engine(Box::new(e))
     }
 }
 

@@ -47,14 +47,12 @@ pub fn registry() -> &'static [PlatformInfo] {
 }
 
 /// Whether this host can run a platform.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Availability {
     /// Whether it can.
     pub usable: bool,
     /// What was found, or what is missing and what to do.
     pub detail: String,
-    /// Why it cannot, when the platform itself is missing something (not only root).
-    pub reason: Option<Unavailable>,
 }
 
 /// Whether each platform of the registry can run on this host, in registry order,
@@ -70,17 +68,14 @@ pub fn availability() -> Vec<(PlatformInfo, Availability)> {
                 Ok(found) if root => Availability {
                     usable: true,
                     detail: found,
-                    reason: None,
                 },
                 Ok(found) => Availability {
                     usable: false,
                     detail: format!("{found}, but isolab must run as root to create cgroups"),
-                    reason: None,
                 },
                 Err(why) => Availability {
                     usable: false,
                     detail: why.to_string(),
-                    reason: Some(why),
                 },
             };
             (d.info(), availability)
