@@ -729,53 +729,124 @@ impl Drop for Reaped {
     }
 }
 
-fn real_v1() -> Option<Hierarchy> {
+/// The real hierarchy of this host when it is of `version` with the controllers the tests
+/// use, or `None` after a skip naming what is missing. The v1 tests run for real on the
+/// hybrid hosts isolab is developed on, the v2 tests on pure cgroup v2 hosts and in the test
+/// guest of `crates/isolab/tests/cgroup_v2.rs` (`make test` runs both).
+fn real(version: Version) -> Option<Hierarchy> {
     if !is_root() {
-        eprintln!("skipped: the real cgroup v1 test needs root");
+        isolab_skip::skip(format!("the real cgroup {version} test needs root"));
         return None;
     }
     let h = match Hierarchy::detect() {
         Ok(h) => h,
         Err(e) => {
-            eprintln!("skipped: {e}");
+            isolab_skip::skip(format!("no cgroup hierarchy detected: {e}"));
             return None;
         }
     };
-    if h.version() != Version::V1 {
-        eprintln!("skipped: this host is not cgroup v1 ({})", h.describe());
+    if h.version() != version {
+        isolab_skip::skip(match version {
+            Version::V1 => format!(
+                "needs cgroup v1 controllers; this host is pure cgroup v2 ({})",
+                h.describe()
+            ),
+            Version::V2 => format!(
+                "needs a pure cgroup v2 host; this host is {} (crates/isolab/tests/cgroup_v2.rs \
+                 runs this test in a pure cgroup v2 guest)",
+                h.describe()
+            ),
+        });
         return None;
     }
-    for c in [
-        Controller::Cpu,
-        Controller::Cpuacct,
-        Controller::Cpuset,
-        Controller::Memory,
-        Controller::Pids,
-    ] {
-        if h.mount(c).is_none() {
-            eprintln!("skipped: the v1 controller {c} is not mounted");
-            return None;
-        }
+    let needed: &[Controller] = match version {
+        Version::V1 => &[
+            Controller::Cpu,
+            Controller::Cpuacct,
+            Controller::Cpuset,
+            Controller::Memory,
+            Controller::Pids,
+        ],
+        Version::V2 => &[
+            Controller::Cpu,
+            Controller::Cpuset,
+            Controller::Memory,
+            Controller::Pids,
+            Controller::Io,
+        ],
+    };
+    // v1: a hierarchy per controller; v2: the root's cgroup.controllers.
+    let available = |c: &Controller| match version {
+        Version::V1 => h.mount(*c).is_some(),
+        Version::V2 => h.unified().is_some_and(|root| {
+            fs::read_to_string(root.join("cgroup.controllers"))
+                .unwrap_or_default()
+                .split_whitespace()
+                .any(|name| name == c.name())
+        }),
+    };
+    if let Some(c) = needed.iter().find(|c| !available(c)) {
+        isolab_skip::skip(format!(
+            "the {version} controller {c} is not available on {}",
+            h.describe()
+        ));
+        return None;
     }
     Some(h)
 }
 
+/// This host's hierarchy, whichever version, for the tests whose behaviour is the same.
+fn real_any() -> Option<Hierarchy> {
+    if !is_root() {
+        isolab_skip::skip("the real cgroup test needs root");
+        return None;
+    }
+    match Hierarchy::detect() {
+        Ok(h) => Some(h),
+        Err(e) => {
+            isolab_skip::skip(format!("no cgroup hierarchy detected: {e}"));
+            None
+        }
+    }
+}
+
+/// The block device of `/` ("254:0" for the first virtio disk), for an io throttle.
+fn root_device() -> Option<DeviceNumber> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = fs::metadata("/").ok()?.dev();
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    // A partition is throttled through its whole disk; this suite's hosts use whole disks.
+    Path::new(&format!("/sys/dev/block/{major}:{minor}/device"))
+        .exists()
+        .then_some(DeviceNumber { major, minor })
+}
+
 #[test]
 fn real_v1_limits_throttle_and_cleanup() {
-    let Some(h) = real_v1() else { return };
-    let base = format!("isolab-test-{}-v1", std::process::id());
-    let _cleanup = Cleanup::new(&h, &base);
+    let Some(h) = real(Version::V1) else { return };
+    limits_throttle_and_cleanup(&h, "v1");
+}
+
+#[test]
+fn real_v2_limits_throttle_and_cleanup() {
+    let Some(h) = real(Version::V2) else { return };
+    limits_throttle_and_cleanup(&h, "v2");
+}
+
+/// Creates a cgroup, applies cpu quota, cpuset, memory, pids and an io throttle, reads them
+/// back, runs a busy loop in it (throttled to half a cpu, on cpu 0), reads the stats, and
+/// removes it with the loop still inside.
+fn limits_throttle_and_cleanup(h: &Hierarchy, tag: &str) {
+    let base = format!("isolab-test-{}-{tag}", std::process::id());
+    let _cleanup = Cleanup::new(h, &base);
     let rel = PathBuf::from(&base).join("a");
-    let cg = Cgroup::create(&h, &rel).unwrap();
+    let cg = Cgroup::create(h, &rel).unwrap();
     let paths: Vec<PathBuf> = cg.paths().into_iter().map(Path::to_owned).collect();
     for p in &paths {
         assert!(p.is_dir(), "{}", p.display());
     }
     if let Some(unified) = h.unified() {
-        assert!(
-            unified.join(&rel).is_dir(),
-            "the hybrid unified dir is created"
-        );
+        assert!(unified.join(&rel).is_dir(), "the unified dir is created");
     }
 
     let mut limits = Limits {
@@ -785,25 +856,45 @@ fn real_v1_limits_throttle_and_cleanup() {
         pids_max: Some(64),
         ..Limits::default()
     };
-    let dev = DeviceNumber {
-        major: 254,
-        minor: 0,
-    };
-    if h.mount(Controller::Blkio).is_some() && Path::new("/sys/dev/block/254:0").exists() {
-        limits.io.push(IoThrottle {
+    // real(V2) checked that the io controller is there.
+    let io = h.version() == Version::V2 || h.mount(Controller::Blkio).is_some();
+    match root_device() {
+        Some(dev) if io => limits.io.push(IoThrottle {
             read_bps: Some(10 << 20),
             write_iops: Some(1000),
             ..IoThrottle::unlimited(dev)
-        });
-    } else {
-        eprintln!("no blkio throttle: blkio or /sys/dev/block/254:0 missing");
+        }),
+        _ => eprintln!("no io throttle: the io controller or the root's block device is missing"),
     }
     cg.apply(&limits).unwrap();
     let read_back = cg.read_limits().unwrap();
     let mut expected = limits.clone();
     expected.mems = read_back.mems.clone();
-    assert!(read_back.mems.as_ref().is_some_and(|m| !m.is_empty()));
+    match h.version() {
+        // v1 copies the parent's memory nodes into a new cpuset (it refuses tasks without).
+        Version::V1 => assert!(read_back.mems.as_ref().is_some_and(|m| !m.is_empty())),
+        // v2 leaves cpuset.mems empty, inheriting the parent's: nothing was applied.
+        Version::V2 => assert_eq!(read_back.mems, None),
+    }
     assert_eq!(read_back, expected);
+    if h.version() == Version::V2 {
+        let leaf = h.unified().unwrap().join(&rel);
+        assert!(!read(leaf.join("cpuset.mems.effective")).trim().is_empty());
+        assert_eq!(read(leaf.join("cpu.max")).trim(), "50000 100000");
+        assert_eq!(read(leaf.join("cpuset.cpus.effective")).trim(), "0");
+        assert_eq!(read(leaf.join("memory.max")).trim(), "268435456");
+        assert_eq!(read(leaf.join("pids.max")).trim(), "64");
+        if let Some(dev) = limits.io.first().map(|t| t.device) {
+            let io_max = read(leaf.join("io.max"));
+            assert!(
+                io_max.contains(&format!(
+                    "{}:{} rbps=10485760 wbps=max riops=max wiops=1000",
+                    dev.major, dev.minor
+                )),
+                "{io_max}"
+            );
+        }
+    }
 
     let attacher = cg.attacher().unwrap();
     let mut cmd = Command::new("sh");
@@ -841,11 +932,14 @@ fn real_v1_limits_throttle_and_cleanup() {
     assert!(used > elapsed.mul_f64(0.05), "{used:?} in {elapsed:?}");
     assert!(after.memory_current.is_some() && after.memory_peak.is_some());
     assert!(after.pids_current.unwrap() >= 1);
-    if h.mount(Controller::Blkio).is_some() {
-        assert!(after.io_read.is_some() && after.io_write.is_some());
+    if io {
+        assert!(
+            after.io_read.is_some() && after.io_write.is_some(),
+            "{after:?}"
+        );
     }
     if h.unified().is_some() {
-        assert!(after.psi.is_some_and(|p| p.cpu.is_some()), "hybrid PSI");
+        assert!(after.psi.is_some_and(|p| p.cpu.is_some()), "PSI");
     }
 
     cg.remove().unwrap();
@@ -863,15 +957,18 @@ fn real_v1_limits_throttle_and_cleanup() {
 
 #[test]
 fn real_unified_cgroup2_kill_and_psi() {
-    if !is_root() {
-        eprintln!("skipped: the real cgroup2 test needs root");
+    // The hybrid layout's controller-less cgroup2 mount; a pure v2 host's kill and PSI are
+    // tested by real_v2_kill_all_stops_a_fork_loop and real_v2_limits_throttle_and_cleanup.
+    let Some(detected) = real(Version::V1) else {
         return;
-    }
-    let root = Path::new("/sys/fs/cgroup/unified");
-    if !root.join("cgroup.procs").exists() {
-        eprintln!("skipped: no cgroup2 mount at {}", root.display());
+    };
+    let Some(root) = detected.unified() else {
+        isolab_skip::skip(format!(
+            "a hybrid test: this v1 host has no controller-less cgroup2 mount ({})",
+            detected.describe()
+        ));
         return;
-    }
+    };
     let h = Hierarchy::v2(root);
     let base = format!("isolab-test-{}-v2", std::process::id());
     let _cleanup = Cleanup::new(&h, &base);
@@ -918,7 +1015,7 @@ fn real_unified_cgroup2_kill_and_psi() {
 
 #[test]
 fn real_gc_of_leftovers() {
-    let Some(h) = real_v1() else { return };
+    let Some(h) = real_any() else { return };
     let base = format!("isolab-test-{}-gc", std::process::id());
     let _cleanup = Cleanup::new(&h, &base);
     let deep = Cgroup::create(&h, &PathBuf::from(&base).join("1/a")).unwrap();
@@ -951,9 +1048,11 @@ fn real_gc_of_leftovers() {
 
 #[test]
 fn real_v1_without_cgroup_kill_stops_a_fork_loop() {
-    let Some(detected) = real_v1() else { return };
+    let Some(detected) = real(Version::V1) else {
+        return;
+    };
     if detected.mount(Controller::Freezer).is_none() {
-        eprintln!("skipped: the v1 freezer is not mounted");
+        isolab_skip::skip("the v1 freezer is not mounted");
         return;
     }
     // This host's layout without its cgroup2 mount: pure v1, so kill_all has to
@@ -965,9 +1064,22 @@ fn real_v1_without_cgroup_kill_stops_a_fork_loop() {
         .collect();
     let h = Hierarchy::from_mountinfo(&mountinfo).unwrap();
     assert_eq!(h.unified(), None);
-    let base = format!("isolab-test-{}-fork", std::process::id());
-    let _cleanup = Cleanup::new(&detected, &base);
-    let cg = Cgroup::create(&h, &PathBuf::from(&base).join("bomb")).unwrap();
+    kill_all_stops_a_fork_loop(&detected, &h, "fork");
+}
+
+#[test]
+fn real_v2_kill_all_stops_a_fork_loop() {
+    let Some(h) = real(Version::V2) else { return };
+    // cgroup.kill (Linux 5.14+) ends the loop in one write.
+    kill_all_stops_a_fork_loop(&h, &h, "fork-v2");
+}
+
+/// A shell forking short-lived children in a cgroup of `h` is stopped by `kill_all`, and the
+/// cgroup removed (`detected` is the host's full layout, for the cleanup).
+fn kill_all_stops_a_fork_loop(detected: &Hierarchy, h: &Hierarchy, tag: &str) {
+    let base = format!("isolab-test-{}-{tag}", std::process::id());
+    let _cleanup = Cleanup::new(detected, &base);
+    let cg = Cgroup::create(h, &PathBuf::from(&base).join("bomb")).unwrap();
     cg.apply(&Limits {
         pids_max: Some(2000),
         ..Limits::default()
@@ -1022,7 +1134,7 @@ fn real_enter_helper() {
 
 #[test]
 fn real_enter_puts_what_the_caller_spawns_in_the_cgroup_and_leave_returns() {
-    let Some(h) = real_v1() else { return };
+    let Some(h) = real_any() else { return };
     let base = format!("isolab-test-{}-enter", std::process::id());
     let _cleanup = Cleanup::new(&h, &base);
     let out = Command::new(std::env::current_exe().unwrap())
@@ -1054,13 +1166,18 @@ fn real_enter_puts_what_the_caller_spawns_in_the_cgroup_and_leave_returns() {
         ("child", section("CHILD")),
         ("caller", section("OWN-INSIDE")),
     ] {
-        for controller in ["memory", "cpu", "pids"] {
+        // v1: one line per hierarchy; pure v2: only the `0::` line checked below.
+        let controllers: &[&str] = match h.version() {
+            Version::V1 => &["memory", "cpu", "pids"],
+            Version::V2 => &[],
+        };
+        for controller in controllers {
             let line = listing
                 .lines()
                 .find(|l| {
                     l.split(':')
                         .nth(1)
-                        .is_some_and(|cs| cs.split(',').any(|c| c == controller))
+                        .is_some_and(|cs| cs.split(',').any(|c| c == *controller))
                 })
                 .unwrap_or_else(|| panic!("{what}: no {controller} line in {listing}"));
             assert!(line.ends_with(&want), "{what}: {line}");

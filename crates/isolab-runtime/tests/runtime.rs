@@ -130,13 +130,10 @@ fn ok(out: &Output) -> String {
 /// Everything container `id` could have left: cgroup directories, mounts under the
 /// state directory, loop devices on `image`, state files.
 fn leftovers(root: &BusyboxRoot, id: &str, image: Option<&Path>) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in fs::read_dir("/sys/fs/cgroup").unwrap().flatten() {
-        let dir = entry.path().join("isolab").join(format!("rt-{id}"));
-        if dir.exists() {
-            found.push(format!("cgroup {}", dir.display()));
-        }
-    }
+    let mut found: Vec<String> = cgroup_dirs(&format!("isolab/rt-{id}"))
+        .into_iter()
+        .map(|dir| format!("cgroup {}", dir.display()))
+        .collect();
     let state = root.state_dir();
     let mountinfo = fs::read_to_string("/proc/self/mountinfo").unwrap();
     for line in mountinfo.lines() {
@@ -471,26 +468,52 @@ fn kill_9_then_gc_leaves_nothing() {
     let _l = lock();
     let root = BusyboxRoot::new();
     let img = root.ext4();
+    kill_9_then_gc(&root, "ext4", &img);
+}
+
+/// As above on a directory root (no loop device): the test guest of pure cgroup v2 has no
+/// mkfs.ext4.
+#[test]
+fn kill_9_then_gc_leaves_nothing_of_a_directory_root() {
+    require_root!();
+    let _l = lock();
+    let root = BusyboxRoot::new();
+    kill_9_then_gc(&root, "dir", &root.rootfs());
+}
+
+/// The `cgroup.procs` file of the container's cgroup `rel`: v1's pids hierarchy, or v2's.
+fn procs_file(rel: &str) -> PathBuf {
+    let base = match cgroup_version() {
+        isolab_cgroups::Version::V1 => Path::new("/sys/fs/cgroup/pids").join(rel),
+        isolab_cgroups::Version::V2 => Path::new("/sys/fs/cgroup").join(rel),
+    };
+    base.join("cgroup.procs")
+}
+
+/// Starts `sleep 100` in container t-gc on `rootfs` (of `rootfs_type`), kills the runtime with
+/// SIGKILL, and checks that `gc` removes everything and the container's init is gone.
+fn kill_9_then_gc(root: &BusyboxRoot, rootfs_type: &str, rootfs: &Path) {
+    let image = (rootfs_type == "ext4").then_some(rootfs);
     let mut child = Command::new(bin())
         .args([
             "run",
             "--id",
             "t-gc",
             "--rootfs-type",
-            "ext4",
+            rootfs_type,
             "--state-dir",
         ])
         .arg(root.state_dir())
-        .arg(&img)
+        .arg(rootfs)
         .args(["--", "sleep", "100"])
         .spawn()
         .unwrap();
     let state_file = root.state_dir().join("t-gc.json");
+    let procs_file = procs_file("isolab/rt-t-gc");
     let start = Instant::now();
     let init_pid = loop {
         let state = fs::read_to_string(&state_file).unwrap_or_default();
-        let procs = fs::read_to_string("/sys/fs/cgroup/pids/isolab/rt-t-gc/cgroup.procs")
-            .unwrap_or_default();
+        let procs = fs::read_to_string(&procs_file).unwrap_or_default();
         if procs.lines().count() >= 2 {
             let v: serde_json::Value = serde_json::from_str(&state).unwrap();
             break v["init_pid"].as_u64().unwrap();
@@ -512,12 +535,10 @@ fn kill_9_then_gc_leaves_nothing() {
     assert!(stdout(&gc).contains("removed t-gc"), "{gc:?}");
     // The loop device detaches asynchronously once the last mount is gone.
     let start = Instant::now();
-    while !leftovers(&root, "t-gc", Some(&img)).is_empty()
-        && start.elapsed() < Duration::from_secs(3)
-    {
+    while !leftovers(root, "t-gc", image).is_empty() && start.elapsed() < Duration::from_secs(3) {
         sleep(Duration::from_millis(20));
     }
-    assert_eq!(leftovers(&root, "t-gc", Some(&img)), Vec::<String>::new());
+    assert_eq!(leftovers(root, "t-gc", image), Vec::<String>::new());
     // The init is gone (or a zombie waiting for the host's init to reap it).
     let start = Instant::now();
     let alive = || {
@@ -628,21 +649,32 @@ fn oci_bundle_runs_on_isolab_runc_and_crun() {
 #[test]
 fn oci_cgroup_mount_shows_the_container_its_own_cgroup() {
     require_root!();
-    if !Path::new("/sys/fs/cgroup/memory/memory.limit_in_bytes").exists() {
-        eprintln!("skipped: no cgroup v1 memory hierarchy");
-        return;
-    }
+    // Where the container reads its memory limit under its cgroup mount.
+    let version = cgroup_version();
     let _l = lock();
     let root = BusyboxRoot::new();
     for (id, own_namespace) in [("t-cgns", true), ("t-cghost", false)] {
+        // v1: the container's own cgroups, bound per controller, either way. v2: the root of
+        // the cgroup namespace, which is the host's without one of its own (as runc and crun:
+        // a cgroup2 mount shows the mounter's namespace).
+        let limit_file = match (version, own_namespace) {
+            (isolab_cgroups::Version::V1, _) => {
+                "/sys/fs/cgroup/memory/memory.limit_in_bytes".to_string()
+            }
+            (isolab_cgroups::Version::V2, true) => "/sys/fs/cgroup/memory.max".to_string(),
+            (isolab_cgroups::Version::V2, false) => {
+                format!("/sys/fs/cgroup/isolab/rt-{id}/memory.max")
+            }
+        };
         let dir = bundle(&root, id);
         let file = dir.join("config.json");
         let mut spec: serde_json::Value =
             serde_json::from_str(&fs::read_to_string(&file).unwrap()).unwrap();
+        let dir_of_limit = Path::new(&limit_file).parent().unwrap().display();
         spec["process"]["args"] = serde_json::json!([
             "sh",
             "-c",
-            "cat /sys/fs/cgroup/memory/memory.limit_in_bytes; touch /sys/fs/cgroup/memory/x || echo ro"
+            format!("cat {limit_file}; touch {dir_of_limit}/x || echo ro")
         ]);
         spec["mounts"]
             .as_array_mut()
@@ -723,15 +755,26 @@ fn bridge_network_reaches_the_host_side_and_cleans_up() {
     let _ = fs::remove_dir("/run/isolab");
 }
 
-/// Cgroup directories of `rel` (relative to the mounts) that exist under any
-/// controller mount.
+/// Cgroup directories of `rel` (relative to the mounts) that exist: under a pure v2 root, or
+/// under any v1 controller mount (or the hybrid cgroup2 mount).
 fn cgroup_dirs(rel: &str) -> Vec<PathBuf> {
-    fs::read_dir("/sys/fs/cgroup")
-        .unwrap()
-        .flatten()
-        .map(|e| e.path().join(rel))
+    let root = Path::new("/sys/fs/cgroup");
+    std::iter::once(root.join(rel))
+        .chain(
+            fs::read_dir(root)
+                .unwrap()
+                .flatten()
+                .map(|e| e.path().join(rel)),
+        )
         .filter(|p| p.is_dir())
         .collect()
+}
+
+/// The cgroup version of this host (v1 includes hybrid).
+fn cgroup_version() -> isolab_cgroups::Version {
+    isolab_cgroups::Hierarchy::detect()
+        .expect("a cgroup hierarchy")
+        .version()
 }
 
 /// Mounts of the host whose line mentions `needle`.
@@ -916,11 +959,16 @@ fn cgroup_parent_existing_with_cpuset_and_missing() {
     let r = isolab_runtime::Report::read(&report).unwrap();
     assert_eq!(r.status, Some(0));
     assert_eq!(r.cgroup, PathBuf::from(format!("{parent_rel}/rt-t-cgp")));
-    assert_eq!(
-        r.limits.cpuset,
-        Some("0".parse().unwrap()),
-        "copied from the parent"
-    );
+    match h.version() {
+        isolab_cgroups::Version::V1 => assert_eq!(
+            r.limits.cpuset,
+            Some("0".parse().unwrap()),
+            "copied from the parent"
+        ),
+        // v2 leaves the child's cpuset.cpus empty: it inherits the parent's (the affinity
+        // above shows it took effect).
+        isolab_cgroups::Version::V2 => assert_eq!(r.limits.cpuset, None),
+    }
     assert_eq!(
         r.limits.cpu.map(|q| q.quota),
         Some(Duration::from_micros(25_000))
@@ -928,10 +976,18 @@ fn cgroup_parent_existing_with_cpuset_and_missing() {
     // The container's cgroup is gone everywhere; the test's parent stays, except in
     // the devices hierarchy, where the runtime created it and so removed it.
     assert!(cgroup_dirs(&format!("{parent_rel}/rt-t-cgp")).is_empty());
-    assert!(Path::new("/sys/fs/cgroup/cpu").join(&parent_rel).is_dir());
-    assert!(!Path::new("/sys/fs/cgroup/devices")
-        .join(&parent_rel)
-        .exists());
+    match h.version() {
+        isolab_cgroups::Version::V1 => {
+            assert!(Path::new("/sys/fs/cgroup/cpu").join(&parent_rel).is_dir());
+            assert!(!Path::new("/sys/fs/cgroup/devices")
+                .join(&parent_rel)
+                .exists());
+        }
+        // One hierarchy, and devices are a BPF program, not a cgroup directory.
+        isolab_cgroups::Version::V2 => {
+            assert!(Path::new("/sys/fs/cgroup").join(&parent_rel).is_dir());
+        }
+    }
     drop(guard);
     assert!(cgroup_dirs(&parent_rel).is_empty());
 
@@ -1021,6 +1077,86 @@ fn report_file_has_status_limits_and_stats() {
         "{r:?}"
     );
     assert_eq!(r.cgroup, PathBuf::from("isolab/rt-t-rep2"));
+}
+
+/// The limits are in the container's cgroup files while it runs (read inside the container
+/// through a read-only bind of the host's cgroupfs), and its init was born in that cgroup
+/// (`CLONE_INTO_CGROUP` on v2): v1's per-controller files or v2's `cpu.max`,
+/// `cpuset.cpus.effective`, `memory.max`, `pids.max` and `io.max`.
+#[test]
+fn limits_are_in_the_cgroup_files_while_the_container_runs() {
+    require_root!();
+    let _l = lock();
+    let root = BusyboxRoot::new();
+    let id = "t-lim";
+    let rel = format!("isolab/rt-{id}");
+    let dev = {
+        use std::os::unix::fs::MetadataExt;
+        let d = fs::metadata(root.rootfs()).unwrap().dev();
+        format!("{}:{}", libc::major(d), libc::minor(d))
+    };
+    let files: Vec<(String, String)> = match cgroup_version() {
+        isolab_cgroups::Version::V1 => vec![
+            (format!("cpu/{rel}/cpu.cfs_quota_us"), "50000".into()),
+            (format!("cpu/{rel}/cpu.cfs_period_us"), "100000".into()),
+            (format!("cpuset/{rel}/cpuset.cpus"), "0".into()),
+            (
+                format!("memory/{rel}/memory.limit_in_bytes"),
+                "67108864".into(),
+            ),
+            (format!("pids/{rel}/pids.max"), "32".into()),
+            (
+                format!("blkio/{rel}/blkio.throttle.read_bps_device"),
+                format!("{dev} 10485760"),
+            ),
+        ],
+        isolab_cgroups::Version::V2 => vec![
+            (format!("{rel}/cpu.max"), "50000 100000".into()),
+            (format!("{rel}/cpuset.cpus.effective"), "0".into()),
+            (format!("{rel}/memory.max"), "67108864".into()),
+            (format!("{rel}/pids.max"), "32".into()),
+            (
+                format!("{rel}/io.max"),
+                format!("{dev} rbps=10485760 wbps=max riops=max wiops=max"),
+            ),
+        ],
+    };
+    let script: String = files
+        .iter()
+        .map(|(f, _)| format!("echo \"$(cat /host-cgroup/{f})\"; "))
+        .chain(std::iter::once("cat /proc/1/cgroup".to_string()))
+        .collect();
+    let out = ok(&run(
+        &root,
+        id,
+        &[
+            "--cpus",
+            "0.5",
+            "--cpuset",
+            "0",
+            "--memory",
+            "64M",
+            "--pids",
+            "32",
+            "--io-read-bps",
+            "10M",
+            "--bind",
+            "/sys/fs/cgroup:/host-cgroup:ro",
+        ],
+        &script,
+    ));
+    let lines: Vec<&str> = out.lines().collect();
+    for (i, (file, want)) in files.iter().enumerate() {
+        assert_eq!(lines.get(i).copied(), Some(want.as_str()), "{file}: {out}");
+    }
+    // The container's init sits in its own cgroup (the root of its cgroup namespace, or
+    // the container's path without one).
+    let own: Vec<&str> = lines[files.len()..].to_vec();
+    assert!(
+        own.iter()
+            .any(|l| l.starts_with("0::/") && (l.ends_with("::/") || l.ends_with(&rel))),
+        "{out}"
+    );
 }
 
 #[test]

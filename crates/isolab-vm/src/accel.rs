@@ -131,6 +131,7 @@ fn probe_in(
         scratch: None,
         ctl: None,
         workdir: None,
+        shares: &[],
         console: &console,
         qmp: None,
         pidfile: None,

@@ -30,6 +30,22 @@ pub const GUEST_IMAGE: &str = "/run/isolab-vm/image";
 pub const CTL_TAG: &str = "isolabctl";
 /// The 9p mount tag of the run's working directory.
 pub const WORK_TAG: &str = "isolabwork";
+
+/// The 9p mount tag of the `i`-th read-only share ([`crate::VmConfig::shares`]).
+pub fn share_tag(i: usize) -> String {
+    format!("isolabshare{i}")
+}
+
+/// The `shares` file the agent reads: one `TAG PATH` line per read-only share, mounted at the
+/// same path in the guest (the path is the rest of the line: spaces are kept; line breaks
+/// are refused by validation).
+pub(crate) fn shares_file(shares: &[std::path::PathBuf]) -> String {
+    shares
+        .iter()
+        .enumerate()
+        .map(|(i, dir)| format!("{} {}\n", share_tag(i), dir.to_string_lossy()))
+        .collect()
+}
 /// `PATH` of the guest command when the caller gives none.
 pub const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 /// The line the initramfs prints in probe mode (`isolab.probe=1`), used by accelerator detection.
@@ -109,6 +125,10 @@ if [ -n "$ISOLAB_NET" ]; then
   $B ip addr add "$ISOLAB_NET" dev eth0 || fail "cannot give eth0 the address $ISOLAB_NET"
   $B ip route add default via "$ISOLAB_GATEWAY" || fail "cannot route through $ISOLAB_GATEWAY"
 fi
+while read -r tag dir; do
+  $B mkdir -p "$dir" || fail "cannot create $dir for the share $tag"
+  $B mount -t 9p -o {NINEP_OPTS},ro "$tag" "$dir" || fail "cannot mount the share $tag on $dir"
+done < $C/shares
 W="$ISOLAB_WORKDIR"
 $B mkdir -p "$W" || fail "cannot create $W"
 if [ "$ISOLAB_SCRATCH" = 1 ]; then

@@ -27,7 +27,9 @@
 //! Guest layout: `q35` machine, `-accel tcg,thread=multi -cpu max` or `-accel kvm -cpu host`,
 //! the root disk on virtio-blk, the serial console in a log file, QMP on a Unix socket (vCPU
 //! thread ids for pinning, `quit`). Two 9p shares: the control directory (command in, results
-//! out; see [`agent`]) and the run's workdir, mounted at the same path in the guest. The agent
+//! out; see [`agent`]) and the run's workdir, mounted at the same path in the guest; plus one
+//! read-only share per [`VmConfig::shares`] directory, also at its own path (binaries and
+//! fixtures for tests in a guest, see [`test_guest`]). The agent
 //! runs as PID 1 (busybox sh), mounts proc, sys, a pure cgroup2 hierarchy with cpu, cpuset,
 //! memory, pids and io enabled, brings up `lo`, runs the command with its output on a tmpfs and
 //! times it on `CLOCK_MONOTONIC`, writes the results, syncs and powers off.
@@ -61,6 +63,7 @@ pub mod modules;
 pub mod qemu;
 pub mod qmp;
 mod run;
+pub mod test_guest;
 
 pub use accel::{detect_accel, Accel, AccelReport, DEFAULT_PROBE_TIMEOUT};
 pub use agent::GuestClock;

@@ -14,7 +14,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use isolab_cgroups::Attacher;
 
 use crate::accel::Accel;
-use crate::agent::{CTL_TAG, WORK_TAG};
+use crate::agent::{share_tag, CTL_TAG, WORK_TAG};
 use crate::error::VmError;
 use isolab_tools::{SystemTools, ToolCommand, ToolRunner};
 
@@ -40,6 +40,8 @@ pub(crate) struct QemuPlan<'a> {
     pub ctl: Option<&'a Path>,
     /// The run's working directory (9p `isolabwork`).
     pub workdir: Option<&'a Path>,
+    /// Read-only shares (9p `isolabshare0`, `isolabshare1`, …, see [`share_tag`]).
+    pub shares: &'a [std::path::PathBuf],
     /// Where the serial console goes.
     pub console: &'a Path,
     /// The QMP socket.
@@ -129,6 +131,14 @@ pub(crate) fn qemu_args(plan: &QemuPlan<'_>) -> Vec<String> {
             );
             push(&["-virtfs", &fs]);
         }
+    }
+    for (i, dir) in plan.shares.iter().enumerate() {
+        let tag = share_tag(i);
+        let fs = format!(
+            "local,path={},mount_tag={tag},security_model=passthrough,id={tag},readonly=on",
+            opt_path(dir)
+        );
+        push(&["-virtfs", &fs]);
     }
     if let Some(mac) = plan.nic_mac {
         let netdev = format!("tap,id=net0,fd={TAP_FD}");
@@ -273,6 +283,7 @@ impl Drop for QemuProcess {
 mod tests {
     use super::*;
     use crate::fake_runner::FakeRunner;
+    use std::path::PathBuf;
 
     fn plan<'a>(accel: Accel, console: &'a Path) -> QemuPlan<'a> {
         QemuPlan {
@@ -286,6 +297,7 @@ mod tests {
             scratch: None,
             ctl: Some(Path::new("/r/ctl")),
             workdir: Some(Path::new("/w,x")),
+            shares: &[],
             console,
             qmp: Some(Path::new("/r/qmp.sock")),
             pidfile: Some(Path::new("/r/qemu.pid")),
@@ -311,6 +323,20 @@ mod tests {
         );
         // the kernel command line is one argument
         assert!(args.contains(&"console=ttyS0 quiet panic=-1".to_string()));
+    }
+
+    #[test]
+    fn read_only_shares_get_numbered_tags() {
+        let shares = [PathBuf::from("/work/a,b"), PathBuf::from("/var/lib/x")];
+        let p = QemuPlan {
+            shares: &shares,
+            ..plan(Accel::Tcg, Path::new("/r/console.log"))
+        };
+        let line = qemu_args(&p).join(" ");
+        assert!(line.contains(
+            "-virtfs local,path=/work/a,,b,mount_tag=isolabshare0,security_model=passthrough,id=isolabshare0,readonly=on \
+             -virtfs local,path=/var/lib/x,mount_tag=isolabshare1,security_model=passthrough,id=isolabshare1,readonly=on"
+        ), "{line}");
     }
 
     #[test]

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::accel::{Accel, AccelReport};
 use crate::agent::{
-    command_script, config_file, parse_result, AgentConfig, CommandSpec, GuestClock, Inner,
+    command_script, config_file, parse_result, shares_file, AgentConfig, CommandSpec, GuestClock, Inner,
     InnerSpec, DEFAULT_PATH, GUEST_DIR, GUEST_IMAGE,
 };
 use crate::disk::{create_overlay, create_scratch, BaseDisk};
@@ -64,6 +64,9 @@ pub struct VmConfig {
     /// The guest's network: a virtio-net device on a tap, configured in the guest as `eth0`;
     /// `None`: no network device (only `lo`).
     pub network: Option<GuestNetwork>,
+    /// Host directories that appear read-only at the same path in the guest (one 9p share
+    /// each), e.g. the binaries and fixtures a test runs in the guest, or an image directory.
+    pub shares: Vec<PathBuf>,
 }
 
 /// The guest's network interface: a tap on the host (already on a bridge, e.g.
@@ -117,6 +120,7 @@ impl VmConfig {
             scratch_disk: None,
             qemu: PathBuf::from(QEMU),
             network: None,
+            shares: Vec::new(),
         }
     }
 }
@@ -349,6 +353,28 @@ pub(crate) fn validate(config: &VmConfig, command: &GuestCommand) -> Result<(), 
     }
     if config.boot_timeout.is_zero() {
         return Err(bad_config("boot_timeout", "must be more than zero"));
+    }
+    for share in &config.shares {
+        let text = share.to_string_lossy();
+        if !share.is_absolute()
+            || share == Path::new("/")
+            || RESERVED.iter().any(|r| is_under(share, r))
+            || text.contains('\n')
+        {
+            return Err(bad_config(
+                "shares",
+                format!(
+                    "{} must be an absolute path other than / without a line break, and outside /run, /proc, /sys and /dev",
+                    share.display()
+                ),
+            ));
+        }
+        if !share.is_dir() {
+            return Err(bad_config(
+                "shares",
+                format!("{} is not a directory", share.display()),
+            ));
+        }
     }
     if let Some(s) = config.scratch_disk {
         if s.0 < 64 << 20 {
@@ -730,6 +756,7 @@ fn launch(
         }),
     )?;
     write("command.sh", &command_script(&spec))?;
+    write("shares", &shares_file(&config.shares))?;
 
     let root = dir.join("root.qcow2");
     create_overlay(runner, &config.disk.path, &root)?;
@@ -755,6 +782,7 @@ fn launch(
         scratch: scratch.as_deref(),
         ctl: Some(&ctl),
         workdir: Some(&config.workdir),
+        shares: &config.shares,
         console: &console,
         qmp: Some(&qmp_path),
         pidfile: Some(&pidfile),

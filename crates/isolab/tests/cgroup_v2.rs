@@ -1,0 +1,362 @@
+//! isolab on a pure cgroup v2 host, for real: the hosts users have (Debian 12, Ubuntu ≥ 21.10,
+//! Fedora, RHEL 9, Kubernetes nodes) mount one unified hierarchy, while this project's machines
+//! are hybrid (cgroup v1 controllers). Each test boots a guest of the `vm` platform's kind
+//! (`isolab_vm::test_guest`: pure cgroup2 with cpu, cpuset, memory, pids and io) and runs in
+//! it, as root: the cgroups crate's real-cgroupfs tests, isolab-runtime's cgroup and lifecycle
+//! tests, and `isolab run` of a small experiment on the `host` and `isolab` platforms.
+//!
+//! The test binaries are this workspace's own, found with `cargo test --no-run
+//! --message-format=json` (all fresh in `cargo test --workspace`: the same build), and reach
+//! the guest through read-only 9p shares at their host paths. In the guest a skip fails the
+//! test (strict mode) unless it is one of the v1-only tests, which skip there by design
+//! ([`GUEST_ALLOWED_SKIPS`]).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use isolab_vm::test_guest::{GuestTest, GuestUnavailable, TestGuest};
+use isolab_vm::GuestRun;
+use serde_json::Value;
+
+/// The allow-list of skips in the guest: tests of the v1 (and hybrid) paths, which run for
+/// real on this project's hybrid hosts.
+const GUEST_ALLOWED_SKIPS: &str = "\
+# v1 and hybrid tests: they run for real on the hybrid hosts isolab is developed on.
+this host is pure cgroup v2
+";
+
+/// The workspace's root (two levels above this crate).
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("crates/isolab has a workspace two levels up")
+        .to_path_buf()
+}
+
+/// One executable cargo built for the workspace's tests.
+#[derive(Debug, Clone)]
+struct Artifact {
+    package: String,
+    target: String,
+    /// Whether it is a test harness (unit or integration tests) rather than a program.
+    test: bool,
+    executable: PathBuf,
+    /// The package's directory (the tests' working directory, `CARGO_MANIFEST_DIR`).
+    manifest_dir: PathBuf,
+}
+
+/// Every executable of `cargo test --workspace --no-run` (fresh after the outer
+/// `cargo test --workspace`, so the same binaries; built otherwise).
+fn artifacts() -> &'static [Artifact] {
+    static ARTIFACTS: OnceLock<Vec<Artifact>> = OnceLock::new();
+    ARTIFACTS.get_or_init(|| {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let t = Instant::now();
+        let out = Command::new(&cargo)
+            .args([
+                "test",
+                "--workspace",
+                "--locked",
+                "--no-run",
+                "--message-format=json",
+            ])
+            .current_dir(workspace())
+            .output()
+            .expect("run cargo test --no-run");
+        assert!(
+            out.status.success(),
+            "cargo test --workspace --no-run failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut found = Vec::new();
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            let Ok(msg) = serde_json::from_str::<Value>(line) else {
+                continue;
+            };
+            let Some(executable) = msg["executable"].as_str() else {
+                continue;
+            };
+            let manifest = PathBuf::from(msg["manifest_path"].as_str().unwrap_or_default());
+            found.push(Artifact {
+                package: msg["package_id"]
+                    .as_str()
+                    .and_then(package_name)
+                    .unwrap_or_default(),
+                target: msg["target"]["name"].as_str().unwrap_or_default().into(),
+                test: msg["profile"]["test"].as_bool().unwrap_or(false),
+                executable: executable.into(),
+                manifest_dir: manifest.parent().unwrap_or(Path::new("/")).into(),
+            });
+        }
+        eprintln!("{} test executables in {:?}", found.len(), t.elapsed());
+        found
+    })
+}
+
+/// The package name of a cargo package id: `path+file:///…/crates/isolab-cgroups#0.1.0` (the
+/// name is the last path component unless `#name@version` names it).
+fn package_name(id: &str) -> Option<String> {
+    let (url, fragment) = id.split_once('#').unwrap_or((id, ""));
+    match fragment.split_once('@') {
+        Some((name, _)) => Some(name.to_string()),
+        None => url.rsplit('/').next().map(str::to_string),
+    }
+}
+
+fn artifact(package: &str, target: &str, test: bool) -> &'static Artifact {
+    artifacts()
+        .iter()
+        .find(|a| a.package == package && a.target == target && a.test == test)
+        .unwrap_or_else(|| panic!("cargo built no {package} target {target} (test: {test})"))
+}
+
+/// The guest, prepared once; `None` (the test skips) when this machine cannot boot one.
+fn guest() -> Option<&'static TestGuest> {
+    static GUEST: OnceLock<Result<TestGuest, String>> = OnceLock::new();
+    let prepared = GUEST.get_or_init(|| match TestGuest::prepare() {
+        Ok(g) => {
+            eprintln!("test guest: {} ({})", g.accel().accel, g.accel().reason);
+            Ok(g)
+        }
+        Err(GuestUnavailable::Skip(reason)) => Err(reason),
+        Err(GuestUnavailable::Failed(e)) => panic!("cannot prepare the test guest: {e}"),
+    });
+    match prepared {
+        Ok(g) => Some(g),
+        Err(reason) => {
+            isolab_skip::skip(reason);
+            None
+        }
+    }
+}
+
+/// The read-only shares that make the workspace's binaries and fixtures appear at their host
+/// paths in the guest: the workspace, and the target directory when it lies elsewhere.
+fn shares() -> Vec<PathBuf> {
+    let ws = workspace();
+    let mut shares = vec![ws.clone()];
+    let target = artifact("isolab", "isolab", false)
+        .executable
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/isolab")
+        .to_path_buf();
+    if !target.starts_with(&ws) {
+        shares.push(target);
+    }
+    shares
+}
+
+/// Boots the guest and runs `script` in a fresh workdir; returns the run and the workdir.
+fn in_guest(
+    guest: &TestGuest,
+    script: &str,
+    extra_shares: &[PathBuf],
+) -> (GuestRun, tempfile::TempDir) {
+    let work = tempfile::Builder::new()
+        .prefix("isolab-v2-")
+        .tempdir()
+        .unwrap();
+    std::fs::write(work.path().join("allowed-skips"), GUEST_ALLOWED_SKIPS).unwrap();
+    let mut test = GuestTest {
+        shares: shares(),
+        ..GuestTest::default()
+    };
+    test.shares.extend(extra_shares.iter().cloned());
+    test.env = vec![
+        (
+            "ISOLAB_STRICT_SKIPS".into(),
+            work.path().join("allowed-skips").display().to_string(),
+        ),
+        (
+            "ISOLAB_SKIP_LOG".into(),
+            work.path().join("skips.log").display().to_string(),
+        ),
+        ("RUST_BACKTRACE".into(), "1".into()),
+    ];
+    let t = Instant::now();
+    let run = guest
+        .run(work.path(), script, &test)
+        .unwrap_or_else(|e| panic!("the guest run failed: {e}"));
+    eprintln!(
+        "guest: boot {:?}, script {:?}, total {:?} (host {:?}), status {}",
+        run.boot,
+        run.wall,
+        run.total,
+        t.elapsed(),
+        run.exit_status
+    );
+    (run, work)
+}
+
+/// What a test binary did in the guest.
+struct GuestTests {
+    run: GuestRun,
+    /// `(test, outcome)` from libtest's `test NAME ... OUTCOME` lines.
+    results: Vec<(String, String)>,
+    /// `(test, reason)` from the skip log.
+    skips: Vec<(String, String)>,
+    /// Cgroup directories left in the guest's hierarchy after the tests.
+    leftover_cgroups: Vec<String>,
+}
+
+impl GuestTests {
+    /// Asserts that each of `names` ran and passed (not skipped).
+    fn assert_passed(&self, names: &[&str]) {
+        for name in names {
+            let outcome = self
+                .results
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, o)| o.as_str());
+            assert_eq!(
+                outcome,
+                Some("ok"),
+                "{name} in the guest: {}",
+                self.run.stdout
+            );
+            assert!(
+                !self.skips.iter().any(|(n, _)| n == name),
+                "{name} skipped in the guest: {:?}",
+                self.skips
+            );
+        }
+    }
+}
+
+/// Runs test binary `bin` with libtest `args` (filters, `--exact`) in the guest, strict about
+/// skips, and lists what it left in the guest's cgroup hierarchy. Panics with the output when
+/// a test fails.
+fn guest_tests(guest: &TestGuest, bin: &Artifact, args: &[&str], setup: &str) -> GuestTests {
+    let mut line = vec![
+        bin.executable.display().to_string(),
+        "--test-threads=1".into(),
+    ];
+    line.extend(args.iter().map(|a| a.to_string()));
+    let quoted: Vec<String> = line
+        .iter()
+        .map(|w| format!("'{}'", w.replace('\'', "'\\''")))
+        .collect();
+    let script = format!(
+        "{setup}\ncd '{dir}' || exit 99\nexport CARGO_MANIFEST_DIR='{dir}'\n{cmd}\nstatus=$?\n\
+         echo '== leftover cgroups =='\nfind /sys/fs/cgroup -mindepth 1 -type d\nexit $status\n",
+        dir = bin.manifest_dir.display(),
+        cmd = quoted.join(" "),
+    );
+    let (run, work) = in_guest(guest, &script, &[]);
+    let (tests, leftovers) = run
+        .stdout
+        .split_once("== leftover cgroups ==\n")
+        .unwrap_or((run.stdout.as_str(), ""));
+    let results = tests
+        .lines()
+        .filter_map(|l| l.strip_prefix("test "))
+        .filter_map(|l| l.split_once(" ... "))
+        .map(|(name, outcome)| (name.to_string(), outcome.trim().to_string()))
+        .collect();
+    let skips = std::fs::read_to_string(work.path().join("skips.log"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_once('\t'))
+        .map(|(t, r)| (t.to_string(), r.to_string()))
+        .collect::<Vec<_>>();
+    for (test, reason) in &skips {
+        eprintln!("skipped in the guest: {test}: {reason}");
+    }
+    assert_eq!(
+        run.exit_status, 0,
+        "{} {} failed in the pure cgroup v2 guest:\n{}\n{}",
+        bin.package, bin.target, run.stdout, run.stderr
+    );
+    GuestTests {
+        leftover_cgroups: leftovers.lines().map(str::to_string).collect(),
+        results,
+        skips,
+        run,
+    }
+}
+
+#[test]
+fn the_cgroups_crates_real_tests_pass_on_pure_cgroup_v2() {
+    let Some(g) = guest() else { return };
+    let bin = artifact("isolab-cgroups", "cgroups", true);
+    let t = guest_tests(g, bin, &["real_"], "");
+    t.assert_passed(&[
+        "real_v2_limits_throttle_and_cleanup",
+        "real_v2_kill_all_stops_a_fork_loop",
+        "real_gc_of_leftovers",
+        "real_enter_puts_what_the_caller_spawns_in_the_cgroup_and_leave_returns",
+    ]);
+    // The v1 and hybrid tests skip there, by design: they run on this project's hosts.
+    for (test, reason) in &t.skips {
+        assert!(
+            reason.contains("this host is pure cgroup v2"),
+            "{test}: {reason}"
+        );
+    }
+    assert!(
+        t.leftover_cgroups.is_empty(),
+        "left behind: {:?}",
+        t.leftover_cgroups
+    );
+}
+
+/// isolab-runtime's cgroup and lifecycle tests: limits read back from `cpu.max`,
+/// `cpuset.cpus.effective`, `memory.max`, `pids.max` and `io.max` while the container runs,
+/// its init born in its cgroup (`CLONE_INTO_CGROUP`), the OOM killer and a fork bomb stopped
+/// by the limits, the quota measured, a cgroup mount, a cgroup parent, the OCI operations and
+/// a `kill -9` of the runtime followed by `gc`, each leaving nothing behind.
+const RUNTIME_TESTS: &[&str] = &[
+    "limits_are_in_the_cgroup_files_while_the_container_runs",
+    "pid_namespace_and_init",
+    "exit_codes_and_signals_propagate",
+    "memory_limit_oom_kills_inside",
+    "pids_limit_stops_a_fork_bomb",
+    "cpuset_equals_affinity",
+    "cpu_quota_half_a_cpu",
+    "overlay_roots",
+    "oci_cgroup_mount_shows_the_container_its_own_cgroup",
+    "cgroup_parent_existing_with_cpuset_and_missing",
+    "report_file_has_status_limits_and_stats",
+    "kill_9_then_gc_leaves_nothing_of_a_directory_root",
+    "oci_operations_create_start_kill_delete",
+    "oci_kill_9_between_create_and_start_leaves_nothing",
+];
+
+#[test]
+fn the_runtimes_cgroup_and_lifecycle_tests_pass_on_pure_cgroup_v2() {
+    let Some(g) = guest() else { return };
+    let bin = artifact("isolab-runtime", "runtime", true);
+    let mut args = vec!["--exact"];
+    args.extend_from_slice(RUNTIME_TESTS);
+    // The runtime's tests build their roots from a static busybox: the agent's.
+    let t = guest_tests(
+        g,
+        bin,
+        &args,
+        "cp /run/isolab-vm/busybox /bin/busybox || exit 98",
+    );
+    t.assert_passed(RUNTIME_TESTS);
+    assert!(t.skips.is_empty(), "{:?}", t.skips);
+    assert!(
+        t.leftover_cgroups.is_empty(),
+        "left behind: {:?}",
+        t.leftover_cgroups
+    );
+}
+
+#[test]
+fn guest_probe() {
+    let Some(g) = guest() else { return };
+    let (run, _work) = in_guest(
+        g,
+        "uname -r; cat /sys/fs/cgroup/cgroup.controllers /sys/fs/cgroup/cgroup.subtree_control; \
+         grep cgroup /proc/mounts; ls /sys/fs/cgroup; for p in busybox mkfs.ext4 sysbench tini ip stress-ng fio; do echo \"$p: $(command -v $p)\"; done; echo PATH=$PATH; \
+         ls /run/isolab-vm; cat /sys/block/vda/dev; nproc; free -m; ldd --version | head -1",
+        &[],
+    );
+    eprintln!("{}\n{}", run.stdout, run.stderr);
+}
