@@ -13,10 +13,14 @@ use std::time::{Duration, Instant};
 use crate::error::Error;
 use crate::file;
 use crate::format::pid_list;
-use crate::hierarchy::{Controller, Hierarchy, Layout, MountRole};
+use crate::hierarchy::{Controller, Hierarchy, Layout, MountRole, Version};
 use crate::limits::Limits;
 use crate::stats::Stats;
 use crate::{psi, tree, v1, v2};
+
+/// The name of the leaf below a cgroup where processes go on cgroup v2
+/// ([`Cgroup::process_leaf`]); [`crate::deepest_populated`] looks past it.
+pub const PROCESS_LEAF: &str = "isolab-processes";
 
 /// How long [`Cgroup::kill_all`] keeps killing before it gives up.
 const KILL_DEADLINE: Duration = Duration::from_secs(5);
@@ -188,6 +192,25 @@ impl Cgroup {
     }
 
     /// The hierarchy the cgroup lives in.
+    /// Where a process started "in this cgroup" goes when containers may nest below it: on
+    /// cgroup v2 the leaf [`PROCESS_LEAF`] of this cgroup, created (or opened) here, because
+    /// a v2 cgroup holding a process cannot enable controllers for children ("no internal
+    /// processes"): isolab-runtime and the engines could not create the container's cgroup
+    /// below. `None` on v1, where the process goes in this cgroup itself. This cgroup's
+    /// limits and its hierarchical counters (`cpu.stat`, `memory.current`, `io.stat`, PSI)
+    /// cover the leaf; [`Cgroup::remove`] removes it with this cgroup.
+    pub fn process_leaf(&self) -> Result<Option<Cgroup>, Error> {
+        if self.hierarchy.version() != Version::V2 {
+            return Ok(None);
+        }
+        let rel = self.rel.join(PROCESS_LEAF);
+        match Cgroup::create(&self.hierarchy, &rel) {
+            Err(Error::AlreadyExists { .. }) => Cgroup::open(&self.hierarchy, &rel).map(Some),
+            other => other.map(Some),
+        }
+    }
+
+    /// The hierarchy this cgroup lives in.
     pub fn hierarchy(&self) -> &Hierarchy {
         &self.hierarchy
     }
@@ -550,6 +573,20 @@ impl Cgroup {
         if busy {
             self.kill_all()?;
             for d in &self.dirs {
+                // Cgroups below this one (a process leaf, a container's cgroup left behind)
+                // go first: a directory with children cannot be removed.
+                let below = tree::remove_tree(
+                    &*self.hierarchy.sys,
+                    &d.path,
+                    &tree::RemoveTree {
+                        keep_top: true,
+                        kill: true,
+                        patience: RMDIR_DEADLINE,
+                    },
+                );
+                if let Some((path, source)) = below.failed {
+                    return Err(Error::RemoveDir { path, source });
+                }
                 match tree::rmdir_retrying(&*self.hierarchy.sys, &d.path, RMDIR_DEADLINE) {
                     Ok(()) => {}
                     Err(e) if e.kind() == io::ErrorKind::NotFound => {}

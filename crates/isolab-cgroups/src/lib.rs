@@ -67,7 +67,7 @@ mod v1;
 mod v2;
 
 pub use bytes::Bytes;
-pub use cgroup::{list_below, Attacher, Cgroup, CloneTarget, Entered};
+pub use cgroup::{list_below, Attacher, Cgroup, CloneTarget, Entered, PROCESS_LEAF};
 pub use error::{Error, InvalidValue};
 pub use file::read_pseudo_file;
 pub use hierarchy::{Controller, Hierarchy, Version};

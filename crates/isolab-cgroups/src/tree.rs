@@ -88,7 +88,9 @@ pub fn populated(top: &Path) -> bool {
 }
 
 /// The deepest cgroup strictly below `top` that holds a process (of several at the
-/// same depth, the first one found), or `None`.
+/// same depth, the first one found), or `None`. The v2 process leaf of `top`
+/// ([`crate::PROCESS_LEAF`], where the lab's own command waits) is not a container's cgroup
+/// and is passed over.
 pub fn deepest_populated(top: &Path) -> Option<PathBuf> {
     let top_depth = top.components().count();
     let mut best: Option<(usize, &PathBuf)> = None;
@@ -96,7 +98,8 @@ pub fn deepest_populated(top: &Path) -> Option<PathBuf> {
     // Parents first, in the order of the walk.
     for dir in dirs.iter().rev() {
         let depth = dir.components().count() - top_depth;
-        if depth > 0 && has_processes(dir) && !matches!(best, Some((d, _)) if d >= depth) {
+        let leaf = depth == 1 && dir.file_name() == Some(crate::PROCESS_LEAF.as_ref());
+        if depth > 0 && !leaf && has_processes(dir) && !matches!(best, Some((d, _)) if d >= depth) {
             best = Some((depth, dir));
         }
     }

@@ -1108,6 +1108,60 @@ fn kill_all_stops_a_fork_loop(detected: &Hierarchy, h: &Hierarchy, tag: &str) {
     }
 }
 
+/// v2's "no internal processes": a command started in an instance cgroup waits in its
+/// process leaf, so that a runtime it starts can nest a container's cgroup with controllers
+/// in the instance cgroup (with the command in the instance cgroup itself, enabling them
+/// failed with EBUSY); removing the instance removes leaf and container cgroup too.
+#[test]
+fn real_v2_process_leaf_lets_a_container_cgroup_nest() {
+    let Some(h) = real(Version::V2) else { return };
+    let base = format!("isolab-test-{}-leaf", std::process::id());
+    let _cleanup = Cleanup::new(&h, &base);
+    let instance = Cgroup::create(&h, &PathBuf::from(&base).join("c0-r1")).unwrap();
+    instance
+        .apply(&Limits {
+            cpu: Some(CpuQuota::from_cpus(1.0, CpuQuota::DEFAULT_PERIOD).unwrap()),
+            ..Limits::default()
+        })
+        .unwrap();
+    let leaf = instance.process_leaf().unwrap().expect("a leaf on v2");
+    assert_eq!(
+        leaf.rel(),
+        instance.rel().join(isolab_cgroups::PROCESS_LEAF)
+    );
+    let attacher = leaf.attacher().unwrap();
+    let mut cmd = Command::new("sleep");
+    cmd.arg("30");
+    // SAFETY: attach_self only calls write(2) on pre-opened descriptors.
+    unsafe { cmd.pre_exec(move || attacher.attach_self()) };
+    let mut child = Reaped(cmd.spawn().unwrap());
+    // What isolab-runtime does with --cgroup-parent: a container cgroup with limits below.
+    let container = Cgroup::create(&h, &instance.rel().join("rt-x")).unwrap();
+    container
+        .apply(&Limits {
+            pids_max: Some(16),
+            memory_max: Some(Bytes::mib(64)),
+            ..Limits::default()
+        })
+        .unwrap();
+    assert_eq!(leaf.pids().unwrap(), vec![child.0.id()]);
+    // Opened again, the same leaf.
+    let again = instance.process_leaf().unwrap().unwrap();
+    assert_eq!(again.rel(), leaf.rel());
+    let top = h.unified().unwrap().join(instance.rel());
+    drop((container, leaf, again));
+    instance.remove().unwrap();
+    assert_eq!(child.0.wait().unwrap().signal(), Some(libc::SIGKILL));
+    assert!(!top.exists(), "{} left", top.display());
+}
+
+#[test]
+fn the_process_leaf_is_v2_only() {
+    let (_dir, h, _kernel) = fake_v1(&["cpu", "memory"]);
+    let cg = Cgroup::create(&h, Path::new("isolab/1/c0-r1")).unwrap();
+    assert!(cg.process_leaf().unwrap().is_none());
+}
+
 /// Runs in a process of its own (spawned by the test below with
 /// `ISOLAB_ENTER_HELPER` set): moving the whole test process would move the
 /// other tests' threads and children too.

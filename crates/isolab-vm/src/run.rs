@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::accel::{Accel, AccelReport};
 use crate::agent::{
-    command_script, config_file, parse_result, shares_file, AgentConfig, CommandSpec, GuestClock, Inner,
-    InnerSpec, DEFAULT_PATH, GUEST_DIR, GUEST_IMAGE,
+    command_script, config_file, parse_result, shares_file, AgentConfig, CommandSpec, GuestClock,
+    Inner, InnerSpec, DEFAULT_PATH, GUEST_DIR, GUEST_IMAGE,
 };
 use crate::disk::{create_overlay, create_scratch, BaseDisk};
 use crate::docker::InnerDocker;

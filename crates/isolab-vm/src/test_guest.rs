@@ -21,8 +21,8 @@ use std::time::Duration;
 use isolab_cgroups::Bytes;
 
 use crate::{
-    detect_accel, prepare_disk, prepare_kernel, run, AccelReport, BaseDisk, GuestCommand,
-    GuestRun, KernelFiles, VmConfig, VmError, DEFAULT_PROBE_TIMEOUT, QEMU,
+    detect_accel, prepare_disk, prepare_kernel, run, AccelReport, BaseDisk, GuestCommand, GuestRun,
+    KernelFiles, VmConfig, VmError, DEFAULT_PROBE_TIMEOUT, QEMU,
 };
 
 /// The bench image, unless `ISOLAB_BENCH_IMAGE` names another.

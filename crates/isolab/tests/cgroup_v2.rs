@@ -287,6 +287,7 @@ fn the_cgroups_crates_real_tests_pass_on_pure_cgroup_v2() {
     t.assert_passed(&[
         "real_v2_limits_throttle_and_cleanup",
         "real_v2_kill_all_stops_a_fork_loop",
+        "real_v2_process_leaf_lets_a_container_cgroup_nest",
         "real_gc_of_leftovers",
         "real_enter_puts_what_the_caller_spawns_in_the_cgroup_and_leave_returns",
     ]);
@@ -348,15 +349,151 @@ fn the_runtimes_cgroup_and_lifecycle_tests_pass_on_pure_cgroup_v2() {
     );
 }
 
+/// A small experiment on the `host` and `isolab` platforms: quota and pinned placements,
+/// alone and beside a cpu neighbour at 90% of the host, 2 runs a cell.
+const PURE_V2_SPEC: &str = r#"[experiment]
+name = "pure-v2"
+seed = 3
+repetitions = { warmup = 0, min = 2, max = 2, target_cv = 0.5 }
+duration = "1s"
+baseline = { platform = "host" }
+
+[matrix]
+platform = ["host", "isolab"]
+shape = ["medium"]
+placement = ["quota", "pinned"]
+workload = ["sysbench-cpu"]
+neighbour = ["none", "cpu@90%"]
+"#;
+
+/// What `isolab run` may leave in the guest: cgroups, mounts of the runtime, its state (the
+/// seccomp cache is meant to stay), and processes other than kernel threads, the agent's
+/// shell and what the script runs.
+const GUEST_LEFTOVERS: &str = r#"
+echo '== cgroups =='; find /sys/fs/cgroup -mindepth 1 -type d
+echo '== mounts =='; grep -E 'isolab|overlay' /proc/mounts | grep -v -E '9p|/run/isolab-vm'
+echo '== state =='; find /run/isolab -mindepth 1 -not -path '/run/isolab/seccomp-cache*' -not -name '*.lock' -not -name lock -not -name 'last_reserved_ip*' 2>/dev/null
+echo '== processes =='; for p in /proc/[0-9]*; do [ -n "$(tr -d '\0' < $p/cmdline 2>/dev/null)" ] || continue; c=$(cat $p/comm 2>/dev/null); case "$c" in sh|busybox|cat|grep|find|sleep|tr|"") ;; *) echo "${p#/proc/} $c";; esac; done
+echo '== end =='
+"#;
+
+/// The lines of section `name` of [`GUEST_LEFTOVERS`]'s output.
+fn section<'a>(stdout: &'a str, name: &str) -> Vec<&'a str> {
+    let start = format!("== {name} ==");
+    stdout
+        .lines()
+        .skip_while(|l| *l != start)
+        .skip(1)
+        .take_while(|l| !l.starts_with("== "))
+        .collect()
+}
+
 #[test]
-fn guest_probe() {
+fn isolab_runs_an_experiment_on_host_and_isolab_on_pure_cgroup_v2() {
     let Some(g) = guest() else { return };
-    let (run, _work) = in_guest(
-        g,
-        "uname -r; cat /sys/fs/cgroup/cgroup.controllers /sys/fs/cgroup/cgroup.subtree_control; \
-         grep cgroup /proc/mounts; ls /sys/fs/cgroup; for p in busybox mkfs.ext4 sysbench tini ip stress-ng fio; do echo \"$p: $(command -v $p)\"; done; echo PATH=$PATH; \
-         ls /run/isolab-vm; cat /sys/block/vda/dev; nproc; free -m; ldd --version | head -1",
-        &[],
+    let isolab = &artifact("isolab", "isolab", false).executable;
+    // The isolab platform's image: the host's images, shared read-only.
+    let images = PathBuf::from("/var/lib/isolab/images");
+    assert!(
+        images.join("bench/bin/sh").exists(),
+        "the bench image is missing at {}: make image-debug builds it (make test does)",
+        images.display()
     );
-    eprintln!("{}\n{}", run.stdout, run.stderr);
+    let work = tempfile::Builder::new()
+        .prefix("isolab-v2-spec-")
+        .tempdir()
+        .unwrap();
+    let spec = work.path().join("pure-v2.toml");
+    std::fs::write(&spec, PURE_V2_SPEC).unwrap();
+    // The script's working directory is the guest run's workdir, read back below.
+    let script = format!(
+        "{GUEST_LEFTOVERS}\n\
+         '{isolab}' --db /root/v2.db run --no-report --workdir /root/v2-work '{spec}' > run.out 2> run.err\n\
+         status=$?\n\
+         cp /root/v2.db v2.db\n\
+         {GUEST_LEFTOVERS}\n\
+         exit $status\n",
+        isolab = isolab.display(),
+        spec = spec.display(),
+    );
+    let (run, out) = in_guest(g, &script, &[work.path().to_path_buf(), images]);
+    let read = |name: &str| std::fs::read_to_string(out.path().join(name)).unwrap_or_default();
+    let store = isolab_store::Store::open(&out.path().join("v2.db")).unwrap();
+    let id = store.resolve("pure-v2").unwrap();
+    let errors: Vec<String> = store
+        .runs(id)
+        .unwrap()
+        .iter()
+        .filter_map(|r| r.error.clone())
+        .collect();
+    assert_eq!(
+        run.exit_status,
+        0,
+        "isolab run failed in the pure cgroup v2 guest:\n{}\n{}\nrun errors: {errors:#?}",
+        read("run.out"),
+        read("run.err")
+    );
+    eprintln!("{}", read("run.out"));
+
+    let env = store.environment(id).unwrap();
+    let cgroups = env
+        .iter()
+        .find(|(k, _)| k.contains("cgroup"))
+        .map(|(k, v)| format!("{k}={v}"));
+    eprintln!("environment: {cgroups:?}");
+    let cells = store.cells(id).unwrap();
+    let runs = store.runs(id).unwrap();
+    assert_eq!(cells.len(), 8, "{cells:?}");
+    assert_eq!(runs.len(), 16);
+    for run in &runs {
+        let cell = cells.iter().find(|c| c.id == run.cell).unwrap();
+        assert!(run.is_counted(), "{}: {:?}", cell.key, run.error);
+        assert!(!run.metrics.is_empty(), "{}: no metrics", cell.key);
+        let applied = &run.limits["applied"];
+        if cell.key.contains("placement=quota") {
+            assert_eq!(
+                applied["cpu"]["quota"]["nanos"], 100_000_000,
+                "{}: {applied}",
+                cell.key
+            );
+        } else {
+            assert_eq!(applied["cpuset"], "1", "{}: {applied}", cell.key);
+        }
+        let t = |name: &str| {
+            run.telemetry
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| *v)
+        };
+        assert!(
+            t("cpu_usage_s").is_some_and(|c| c > 0.1),
+            "{}: {:?}",
+            cell.key,
+            run.telemetry
+        );
+        if cell.key.contains("placement=quota") {
+            assert!(t("nr_periods").is_some_and(|n| n > 0.0), "{}", cell.key);
+        }
+        if cell.key.contains("cpu@90%") {
+            assert!(t("neighbours").is_some_and(|n| n >= 1.0), "{}", cell.key);
+            assert!(
+                t("neighbours_cpu_s").is_some_and(|c| c > 0.0),
+                "{}",
+                cell.key
+            );
+        }
+    }
+    // Nothing left: what the guest had before the run, it has after.
+    let (before, after) = run
+        .stdout
+        .split_once("== end ==")
+        .expect("the leftover listing ran");
+    for name in ["cgroups", "mounts", "state", "processes"] {
+        let was = section(before, name);
+        let left: Vec<&str> = section(after, name)
+            .into_iter()
+            .filter(|l| !was.contains(l))
+            .collect();
+        assert!(left.is_empty(), "{name} left behind in the guest: {left:?}");
+    }
 }

@@ -82,8 +82,16 @@ impl RealLauncher {
 impl Launcher for RealLauncher {
     fn start(&self, launch: Launch<'_>) -> Result<Box<dyn Process>, PlatformError> {
         let (out, err) = log_files(launch.workdir, launch.log)?;
-        let attacher = launch
+        // On cgroup v2 the command waits in the cgroup's process leaf, so that a container
+        // runtime it starts can nest the container's cgroup in this one.
+        let leaf = launch
             .cgroup
+            .map(Cgroup::process_leaf)
+            .transpose()?
+            .flatten();
+        let attacher = leaf
+            .as_ref()
+            .or(launch.cgroup)
             .map(|c| c.attacher())
             .transpose()?
             .map(Arc::new);
