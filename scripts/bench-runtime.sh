@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Start-to-exit latency of `true` in a container: isolab-runtime against runc and crun
 # on the same busybox root (as one OCI bundle), N runs each after a warm-up,
-# interleaved so that drift hits all engines alike. Prints median, p5, p95, the
+# interleaved in a shuffled order every round (medians by predecessor printed), with
+# isolab-runtime also run with its seccomp cache cleared before each start (as runc and
+# crun, which compile their filter every time). Prints median, p5, p95, the
 # ratios isolab-runtime/crun and isolab-runtime/runc, then (separately) our bridge
 # network against their bare network namespace with N/4 runs, and isolab-runtime's
 # phase breakdown (from --trace) for both. The measuring is in bench_runtime.py.

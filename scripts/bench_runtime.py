@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """Measurement half of scripts/bench-runtime.sh (which prepares the root, the bundle
 and the host, and undoes it all on exit). Runs every engine of a set round-robin,
-rotating the order each round so that drift and position hit all alike, and prints
+shuffling the order each round so that drift and position hit all alike, and prints
 median, p5, p95, ratios with a bootstrap interval, and isolab-runtime's phase
 breakdown from its --trace JSON.
 
 Usage: bench_runtime.py N RUNTIME ROOT BUNDLE RUNC|- CRUN|- ID_SUFFIX
 """
 import json
+import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -83,26 +85,41 @@ def cpu_times():
         return [int(x) for x in f.readline().split()[1:9]]
 
 
-def bench(title, engines, n, warmup, idle=0.0):
+def bench(title, engines, n, warmup, idle=0.0, before=None, seed=None):
     """engines: {name: argv}; returns ({name: [seconds]}, {name: [(trace dict, seconds)]}).
-    idle: seconds of sleep before every run (a cold, stand-alone start)."""
+    idle: seconds of sleep before every run (a cold, stand-alone start).
+    before: {name: function} called, untimed, right before each start of that engine.
+    The order is shuffled every round (seed printed): an engine's time can depend on the
+    one before it, so the medians by predecessor are printed too."""
     names = list(engines)
+    before = before or {}
+    seed = random.randrange(2**32) if seed is None else seed
+    rng = random.Random(seed)
     gap = f", {idle * 1e3:.0f} ms idle before each run" if idle else ""
     print(f"\n== {title}: {n} runs each after {warmup} warm-up, interleaved "
-          f"(order rotated every round){gap} ==", flush=True)
+          f"(order shuffled every round, seed {seed}){gap} ==", flush=True)
     for _ in range(warmup):
         for k in names:
+            if k in before:
+                before[k]()
             run_once(engines[k])
     times = {k: [] for k in names}
     traces = {k: [] for k in names}
+    after = {k: {} for k in names}
+    previous = None
     c0 = cpu_times()
     for i in range(n):
-        order = names[i % len(names):] + names[:i % len(names)]
+        order = names[:]
+        rng.shuffle(order)
         for k in order:
             if idle:
                 time.sleep(idle)
+            if k in before:
+                before[k]()
             dt, err = run_once(engines[k])
             times[k].append(dt)
+            after[k].setdefault(previous, []).append(dt)
+            previous = k
             tr = parse_trace(err)
             if tr is not None:
                 traces[k].append((tr, dt))
@@ -114,6 +131,15 @@ def bench(title, engines, n, warmup, idle=0.0):
         v = [x * 1e3 for x in times[k]]
         print(f"  {k:28s} median {statistics.median(v):7.2f} ms   p5 {pct(v, 5):7.2f}   "
               f"p95 {pct(v, 95):7.2f}   min {min(v):7.2f}   (n={len(v)})")
+    print("  median ms by the runtime that ran just before (rows: runtime; columns: before it)")
+    short = [k[:18] for k in names]
+    print("  " + " " * 30 + "".join(f"{s:>20s}" for s in short))
+    for k in names:
+        cells = []
+        for p in names:
+            v = after[k].get(p, [])
+            cells.append(f"{statistics.median(v) * 1e3:.2f} ({len(v)})" if v else "-")
+        print(f"  {k:30s}" + "".join(f"{c:>20s}" for c in cells))
     return times, traces
 
 
@@ -193,6 +219,14 @@ def main():
         engines["runc"] = [runc, "run", "--bundle", bundle, f"bench-runc-{sfx}"]
     if crun != "-":
         engines["crun"] = [crun, "run", "--bundle", bundle, f"bench-crun-{sfx}"]
+    # runc and crun compile their seccomp filter on every start; isolab-runtime loads the
+    # compiled one from its cache. This one has a state directory of its own whose cache is
+    # removed before each start (untimed), so it compiles every time, as they do.
+    cold_root = os.path.join(os.path.dirname(bundle), "cold-state")
+    engines["isolab-runtime (cold seccomp)"] = [rt, "run", "--root", cold_root, "--trace",
+                                                "--id", f"bench-isoc-{sfx}", "--bundle", bundle]
+    cold = {"isolab-runtime (cold seccomp)":
+            lambda: shutil.rmtree(os.path.join(cold_root, "seccomp-cache"), ignore_errors=True)}
     # Which engines work here (one try each, errors shown).
     for k in list(engines):
         try:
@@ -206,10 +240,11 @@ def main():
     # 1. Headline: no network (every engine gets a new, empty network namespace;
     #    isolab-runtime also brings lo up).
     times, traces = bench("start->exit of /bin/true, no network (new netns, no interfaces)",
-                          engines, n, warmup)
+                          engines, n, warmup, before=cold)
     print("\n  headline, the same config.json for every runtime (median ratios; lower = "
           "isolab-runtime faster; goal <= 0.50 x crun):")
     print_ratios(times, "isolab-runtime", ["crun", "runc"])
+    print_ratios(times, "isolab-runtime (cold seccomp)", ["crun", "runc"])
     print_ratios(times, "isolab-runtime (flags)", ["crun", "runc"])
     if "crun" in times:
         r = statistics.median(times["isolab-runtime"]) / statistics.median(times["crun"])
@@ -221,7 +256,8 @@ def main():
     #     cgroup.procs files keeps the kernel's threadgroup lock primed with its own
     #     runs here, whoever ran before it in the interleaved set.
     ns = max(10, n // 2)
-    stimes = solo("the same, each runtime alone, back to back", engines, ns, warmup)
+    warm = {k: v for k, v in engines.items() if k not in cold}
+    stimes = solo("the same, each runtime alone, back to back", warm, ns, warmup)
     print_ratios(stimes, "isolab-runtime", ["crun", "runc"], " (alone)")
 
     # 1b. The same, cold: with back-to-back runs the v1 cgroup attach (writing
@@ -230,7 +266,7 @@ def main():
     #     stand-alone start pays it. Every engine attaches, so every engine pays.
     nc = max(10, n // 4)
     ctimes, ctraces = bench("the same, cold starts (stand-alone: idle before each run)",
-                            engines, nc, 1, idle=0.2)
+                            engines, nc, 1, idle=0.2, before=cold)
     print_ratios(ctimes, "isolab-runtime", ["crun", "runc"], " (cold)")
     print_phases("no network, cold, isolab-runtime (run --bundle)", ctraces["isolab-runtime"])
 

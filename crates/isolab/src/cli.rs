@@ -71,9 +71,10 @@ pub enum Command {
     /// state under /run/isolab), and the network namespaces of killed runs'
     /// neighbours. Idempotent; leaves live ones alone.
     Gc(GcArgs),
-    /// Benchmark container start-up: start→exit latency of `true` in isolab-runtime
-    /// and in each engine (same image, network none, one parent cgroup), interleaved
-    /// in one run, with the ratios isolab-runtime / engine and bootstrap CIs.
+    /// Benchmark container start-up: start→exit latency of `tini -- true` in isolab-runtime
+    /// and in each engine (same image, tini as PID 1 everywhere, network none, one parent
+    /// cgroup), in a shuffled order every round, with the ratios isolab-runtime / engine and
+    /// bootstrap CIs, for isolab-runtime's seccomp cache warm and cleared before each start.
     BenchStart(BenchStartArgs),
 }
 

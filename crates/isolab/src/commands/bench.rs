@@ -12,6 +12,14 @@
 //! timed (`docker run --rm` and `podman run --rm` remove it inside their command,
 //! so their numbers include it: they are upper bounds).
 //!
+//! Equal work: every OCI runtime runs the command under Debian's static `tini` as PID 1,
+//! bind-mounted read-only at `/.isolab-init` (the arrangement of isolab's runc, crun and youki
+//! drivers), isolab-runtime too (its own init then starts tini: the same exec and bind mount
+//! as theirs, plus its init). runc and crun compile their seccomp filter on every start;
+//! isolab-runtime loads a compiled one from its cache, so it is measured twice: as users run
+//! it (cache warm) and as `isolab-runtime (cold seccomp)`, whose cache (in a state directory
+//! of its own) is removed before each start, outside the timed part.
+//!
 //! The engines run in a new shuffled order every round (the seed is printed, and
 //! `--seed` repeats it): an engine's time can depend on the one before it (crun's first
 //! cgroup attach after a quiet spell waits for an RCU grace period), so a fixed order
@@ -35,7 +43,12 @@ use crate::host;
 
 /// One engine under test.
 enum Subject {
-    Runtime(PathBuf),
+    /// isolab-runtime; with `cold`, a state directory whose seccomp cache is removed before
+    /// each start.
+    Runtime {
+        program: PathBuf,
+        cold: Option<PathBuf>,
+    },
     Driver(Box<dyn Engine>),
 }
 
@@ -55,10 +68,32 @@ pub fn bench_start(args: BenchStartArgs) -> Result<Exit> {
 }
 
 fn measure(args: &BenchStartArgs, parent: &Cgroup, parent_rel: &std::path::Path) -> Result<Exit> {
-    let mut subjects: Vec<(String, Subject)> = vec![(
-        "isolab-runtime".into(),
-        Subject::Runtime(isolab_lab::platform::IsolabConfig::discover().program),
-    )];
+    let program = isolab_lab::platform::IsolabConfig::discover().program;
+    let tini =
+        isolab_tools::find_program(isolab_engines::oci::INIT_PROGRAM).with_context(|| {
+            format!(
+                "{} missing: every runtime runs `true` under it (apt-get install tini)",
+                isolab_engines::oci::INIT_PROGRAM
+            )
+        })?;
+    let cold_state =
+        std::env::temp_dir().join(format!("isolab-bench-start-cold-{}", std::process::id()));
+    let mut subjects: Vec<(String, Subject)> = vec![
+        (
+            "isolab-runtime".into(),
+            Subject::Runtime {
+                program: program.clone(),
+                cold: None,
+            },
+        ),
+        (
+            "isolab-runtime (cold seccomp)".into(),
+            Subject::Runtime {
+                program,
+                cold: Some(cold_state.clone()),
+            },
+        ),
+    ];
     let mut registry = isolab_engines::registry();
     let known: Vec<&str> = registry.iter().map(|e| e.name()).collect();
     if let Some(unknown) = args.engines.iter().find(|n| !known.contains(&n.as_str())) {
@@ -132,23 +167,45 @@ fn measure(args: &BenchStartArgs, parent: &Cgroup, parent_rel: &std::path::Path)
                 cgroup_parent: parent_rel.to_path_buf(),
                 env: Vec::new(),
             };
+            if let Subject::Runtime {
+                cold: Some(state), ..
+            } = subject
+            {
+                // Not timed: the next start compiles its seccomp filter, as runc's and crun's do.
+                let cache = state.join(isolab_runtime::security::seccomp::cache::DIR_NAME);
+                match std::fs::remove_dir_all(&cache) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                        return Err(e).with_context(|| format!("removing {}", cache.display()))
+                    }
+                    _ => {}
+                }
+            }
             let started = Instant::now();
             let argv = match (subject, &prepared[i]) {
-                (Subject::Runtime(rt), _) => vec![
-                    rt.display().to_string(),
-                    "run".into(),
-                    "--id".into(),
-                    id.to_string(),
-                    "--rootfs-type".into(),
-                    "overlay".into(),
-                    "--cgroup-parent".into(),
-                    parent_rel.display().to_string(),
-                    "--network".into(),
-                    "none".into(),
-                    args.image.display().to_string(),
-                    "--".into(),
-                    "true".into(),
-                ],
+                (Subject::Runtime { program, cold }, _) => {
+                    let mut a = vec![program.display().to_string(), "run".into()];
+                    if let Some(state) = cold {
+                        a.extend(["--state-dir".into(), state.display().to_string()]);
+                    }
+                    a.extend([
+                        "--id".into(),
+                        id.to_string(),
+                        "--rootfs-type".into(),
+                        "overlay".into(),
+                        "--cgroup-parent".into(),
+                        parent_rel.display().to_string(),
+                        "--network".into(),
+                        "none".into(),
+                        "--bind".into(),
+                        format!("{}:{}:ro", tini.display(), isolab_engines::oci::INIT_PATH),
+                        args.image.display().to_string(),
+                        "--".into(),
+                        isolab_engines::oci::INIT_PATH.into(),
+                        "--".into(),
+                        "true".into(),
+                    ]);
+                    a
+                }
                 (Subject::Driver(d), Some(image)) => d
                     .run_command(&request, image)
                     .with_context(|| format!("{name}: preparing a container"))?,
@@ -182,44 +239,30 @@ fn measure(args: &BenchStartArgs, parent: &Cgroup, parent_rel: &std::path::Path)
         }
     }
     let _ = std::fs::remove_dir_all(&workdir);
+    let _ = std::fs::remove_dir_all(&cold_state);
     println!();
     println!(
-        "start→exit of `true`, N={} each, interleaved in a shuffled order every round (seed {seed}; after 3 warm-up rounds), network none, no limits; ms",
+        "start→exit of `tini -- true` (tini as PID 1 in every runtime), N={} each, interleaved in a shuffled order every round (seed {seed}; after 3 warm-up rounds), network none, no limits; `cold seccomp`: isolab-runtime's filter cache removed before each start; ms",
         args.runs
     );
     println!(
-        "{:15} {:>8} {:>8} {:>8} {:>8}   isolab-runtime / engine [95% bootstrap CI]: medians; means",
+        "{:29} {:>8} {:>8} {:>8} {:>8}   isolab-runtime ÷ engine, medians [95% bootstrap CI]: cache warm; cold seccomp",
         "engine", "median", "p5", "p95", "mean"
     );
-    let ours = Sample::new(times[0].clone()).context("no measurements of isolab-runtime")?;
-    let ours_median = percentile(&times[0], 50.0).unwrap_or(f64::NAN);
-    let ours_mean = mean_of(&times[0]);
-    for (i, (name, _)) in ready.iter().enumerate() {
+    for (i, (name, subject)) in ready.iter().enumerate() {
         let t = &times[i];
         let q = |p: f64| percentile(t, p).unwrap_or(f64::NAN);
         let mean = t.iter().sum::<f64>() / t.len().max(1) as f64;
-        let ratio = if i == 0 {
-            String::new()
-        } else {
-            let theirs = Sample::new(t.clone()).context("no measurements")?;
-            let ci = |center| {
-                bootstrap_ratio_ci(&theirs, &ours, center, Direction::Lower, 0.95, 2000, 1)
-            };
-            match (ci(Center::Median), ci(Center::Mean)) {
-                (Some(md), Some(mn)) => format!(
-                    "{:.2}× [{:.2}, {:.2}]; {:.2}× [{:.2}, {:.2}]",
-                    ours_median / q(50.0),
-                    md.low,
-                    md.high,
-                    ours_mean / mean,
-                    mn.low,
-                    mn.high
-                ),
-                _ => "-".into(),
-            }
+        let ratio = match subject {
+            Subject::Runtime { .. } => String::new(),
+            Subject::Driver(_) => format!(
+                "{}; {}",
+                median_ratio(&times[0], t)?,
+                median_ratio(&times[1], t)?
+            ),
         };
         println!(
-            "{name:15} {:>8.1} {:>8.1} {:>8.1} {:>8.1}   {ratio}",
+            "{name:29} {:>8.1} {:>8.1} {:>8.1} {:>8.1}   {ratio}",
             q(50.0),
             q(5.0),
             q(95.0),
@@ -229,6 +272,22 @@ fn measure(args: &BenchStartArgs, parent: &Cgroup, parent_rel: &std::path::Path)
     let names: Vec<&str> = ready.iter().map(|(n, _)| n.as_str()).collect();
     print!("{}", predecessor_table(&names, &log));
     Ok(Exit::Success)
+}
+
+/// `ours ÷ theirs` of the medians with its 95% bootstrap interval, e.g. `0.47× [0.44, 0.50]`.
+fn median_ratio(ours: &[f64], theirs: &[f64]) -> Result<String> {
+    let a = Sample::new(ours.to_vec()).context("no measurements of isolab-runtime")?;
+    let b = Sample::new(theirs.to_vec()).context("no measurements")?;
+    let (ma, mb) = (
+        percentile(ours, 50.0).unwrap_or(f64::NAN),
+        percentile(theirs, 50.0).unwrap_or(f64::NAN),
+    );
+    Ok(
+        match bootstrap_ratio_ci(&b, &a, Center::Median, Direction::Lower, 0.95, 2000, 1) {
+            Some(ci) => format!("{:.2}× [{:.2}, {:.2}]", ma / mb, ci.low, ci.high),
+            None => format!("{:.2}×", ma / mb),
+        },
+    )
 }
 
 /// The indices `0..n` in a random order.
@@ -274,10 +333,6 @@ fn predecessor_table(names: &[&str], log: &[(usize, Option<usize>, f64)]) -> Str
         out.push('\n');
     }
     out
-}
-
-fn mean_of(v: &[f64]) -> f64 {
-    v.iter().sum::<f64>() / v.len().max(1) as f64
 }
 
 fn unreachable_prepared(name: &str) -> Result<Vec<String>> {
