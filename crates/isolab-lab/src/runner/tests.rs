@@ -428,3 +428,67 @@ fn a_reservation_binds_the_subject_also_without_neighbour() {
     assert_eq!(bound[0].limits.cpuset, Some("1".parse().unwrap()));
     assert!(jobs.iter().all(|j| j.neighbours.is_none()));
 }
+
+#[test]
+fn until_decided_adds_rounds_of_two_cells_and_keeps_every_stored_run() {
+    let dir = tempfile::tempdir().unwrap();
+    // No baseline (threads is not a baseline factor): every cell stops on its CV.
+    let text = "[experiment]\nname = \"t\"\nseed = 7\nduration = \"1s\"\nrepetitions = { warmup = 1, min = 3, max = 30, target_cv = 0.05 }\n[matrix]\nshape = [\"medium\"]\nworkload = [\"sysbench-cpu\"]\nthreads = [1, 2, 3]\n";
+    let spec = ExperimentSpec::parse(
+        Source::new("t.toml", text),
+        &HostFacts {
+            cpus: "0-1".parse().unwrap(),
+        },
+    )
+    .unwrap();
+    assert!(spec.baseline.is_empty());
+    // Cell 2 does 10% fewer events/s; every run ±1% noise.
+    let mut platform = FakeExecutor::constant(1000.0);
+    platform.scale_cell = vec![("/c2-", 0.9)];
+    platform.noise = 0.01;
+    let mut store = Store::open_in_memory().unwrap();
+    let first = start(&platform, &mut store, &spec, dir.path());
+    assert_eq!(first.runs, 3 * (1 + 3), "stable after min");
+    let before = store.runs(first.experiment).unwrap();
+    let a2_reason = store.cells(first.experiment).unwrap()[1]
+        .stop_reason
+        .clone();
+
+    let interrupt = Interrupt::new().unwrap();
+    let outcome = Runner::new(
+        &platform,
+        &mut store,
+        &mut Silent,
+        &interrupt,
+        config(dir.path()),
+    )
+    .until_decided(first.experiment, &spec, UntilDecided { a: 0, b: 2 })
+    .unwrap();
+    assert_eq!(outcome.status, ExperimentStatus::Complete);
+    let after = store.runs(first.experiment).unwrap();
+    // Stored runs are kept as they were; new ones are only added.
+    assert_eq!(after[..before.len()], before[..]);
+    let cells = store.cells(first.experiment).unwrap();
+    let new: Vec<&isolab_store::RunRecord> = after[before.len()..].iter().collect();
+    assert!(new
+        .iter()
+        .all(|r| r.cell == cells[0].id || r.cell == cells[2].id));
+    assert!(new.iter().all(|r| !r.warmup && r.round >= 4));
+    // Paired rounds: A and B run in each new round, 11 rounds decide the 10% effect.
+    let n = |i: usize| {
+        after
+            .iter()
+            .filter(|r| r.cell == cells[i].id && !r.warmup)
+            .count()
+    };
+    assert_eq!((n(0), n(1), n(2)), (11, 3, 11));
+    assert_eq!(outcome.runs, 2 * 8);
+    assert_eq!(cells[1].stop_reason, a2_reason, "A2 is not touched");
+    let reason = cells[2].stop_reason.clone().unwrap();
+    assert!(
+        reason.starts_with(
+            "decided: worse (`shape=medium workload=sysbench-cpu threads=3` against `shape=medium workload=sysbench-cpu threads=1`) after 11 runs"
+        ),
+        "{reason}"
+    );
+}
