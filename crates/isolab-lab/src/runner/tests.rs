@@ -93,16 +93,17 @@ impl Executor for FakeExecutor {
 }
 
 fn spec(reps: &str, placements: &str) -> ExperimentSpec {
-    let text = format!(
+    spec_of(&format!(
         "[experiment]\nname = \"t\"\nseed = 7\nduration = \"1s\"\nrepetitions = {reps}\n[matrix]\nshape = [\"medium\"]\nplacement = {placements}\nworkload = [\"sysbench-cpu\"]\n"
-    );
-    ExperimentSpec::parse(
-        Source::new("t.toml", text),
-        &HostFacts {
-            cpus: "0-1".parse().unwrap(),
-        },
-    )
-    .unwrap()
+    ))
+}
+
+/// The spec `text` on a host of 2 cpus.
+fn spec_of(text: &str) -> ExperimentSpec {
+    let host = HostFacts {
+        cpus: "0-1".parse().unwrap(),
+    };
+    ExperimentSpec::parse(Source::new("t.toml", text), &host).unwrap()
 }
 
 /// Starts `spec` on `platform` into `store`, with working directories under `dir`.
@@ -369,13 +370,7 @@ fn limits_default_is_unlimited() {
 fn instances_run_together_and_their_throughputs_add_up() {
     let dir = tempfile::tempdir().unwrap();
     let text = "[experiment]\nname = \"t\"\nseed = 7\nduration = \"1s\"\nrepetitions = { warmup = 0, min = 2, max = 2 }\n[matrix]\nshape = [\"medium\"]\nworkload = [\"sysbench-cpu\"]\nthreads = [2]\ninstances = [1, 3]\n";
-    let spec = ExperimentSpec::parse(
-        Source::new("t.toml", text),
-        &HostFacts {
-            cpus: "0-1".parse().unwrap(),
-        },
-    )
-    .unwrap();
+    let spec = spec_of(text);
     let platform = FakeExecutor::constant(100.0);
     let mut store = Store::open_in_memory().unwrap();
     let outcome = start(&platform, &mut store, &spec, dir.path());
@@ -412,13 +407,7 @@ static FAKE_START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock
 fn a_reservation_binds_the_subject_also_without_neighbour() {
     let dir = tempfile::tempdir().unwrap();
     let text = "[experiment]\nname = \"t\"\nseed = 7\nduration = \"1s\"\nrepetitions = { warmup = 0, min = 2, max = 2 }\n[matrix]\nshape = [\"medium\"]\nworkload = [\"sysbench-cpu\"]\nneighbour = [\"none\"]\nreservation = [\"none\", \"cpuset\"]\n";
-    let spec = ExperimentSpec::parse(
-        Source::new("t.toml", text),
-        &HostFacts {
-            cpus: "0-1".parse().unwrap(),
-        },
-    )
-    .unwrap();
+    let spec = spec_of(text);
     let platform = FakeExecutor::constant(100.0);
     let mut store = Store::open_in_memory().unwrap();
     start(&platform, &mut store, &spec, dir.path());
@@ -434,13 +423,7 @@ fn until_decided_adds_rounds_of_two_cells_and_keeps_every_stored_run() {
     let dir = tempfile::tempdir().unwrap();
     // No baseline (threads is not a baseline factor): every cell stops on its CV.
     let text = "[experiment]\nname = \"t\"\nseed = 7\nduration = \"1s\"\nrepetitions = { warmup = 1, min = 3, max = 30, target_cv = 0.05 }\n[matrix]\nshape = [\"medium\"]\nworkload = [\"sysbench-cpu\"]\nthreads = [1, 2, 3]\n";
-    let spec = ExperimentSpec::parse(
-        Source::new("t.toml", text),
-        &HostFacts {
-            cpus: "0-1".parse().unwrap(),
-        },
-    )
-    .unwrap();
+    let spec = spec_of(text);
     assert!(spec.baseline.is_empty());
     // Cell 2 does 10% fewer events/s; every run ±1% noise.
     let mut platform = FakeExecutor::constant(1000.0);

@@ -69,18 +69,16 @@ pub fn run(db: &Path, args: RunArgs) -> Result<Exit> {
             serde_json::json!({ "event": "comparison", "experiment": id, "comparison": comparison })
         );
     } else if !args.output.quiet {
+        let (label_a, label_b) = (format!("`{}`", a.label), format!("`{}`", b.label));
         println!(
-            "\nexperiment {id} ({}): {} runs this time, of `{}` and `{}` only",
-            spec.name,
-            outcome.runs,
-            spec.cells[until.a].key(),
-            spec.cells[until.b].key(),
+            "\nexperiment {id} ({}): {} runs this time, of {label_a} and {label_b} only",
+            spec.name, outcome.runs,
         );
         let max = spec.repetitions.max;
-        let at_max: Vec<String> = [until.a, until.b]
-            .iter()
-            .filter(|&&i| counted(&data, i) >= max)
-            .map(|&i| format!("`{}`", spec.cells[i].key()))
+        let at_max: Vec<&str> = [(until.a, &label_a), (until.b, &label_b)]
+            .into_iter()
+            .filter(|&(i, _)| counted(&data, i) >= max)
+            .map(|(_, label)| label.as_str())
             .collect();
         if !at_max.is_empty() {
             println!(
@@ -123,11 +121,7 @@ fn select_cell(
                 .all(|pair| spec.cells[i].levels.contains(pair))
         })
         .collect();
-    let words = select
-        .iter()
-        .map(|(f, l)| format!("{f}={l}"))
-        .collect::<Vec<_>>()
-        .join(",");
+    let words = flag_words(select);
     // Up to a dozen keys, so that a large matrix's error stays readable.
     let keys = |cells: &[usize]| {
         let mut shown = cells
@@ -151,14 +145,18 @@ fn select_cell(
             "{flag} {words} matches {} cells of experiment {id} ({}): --until-decided compares two cells, so give {flag} the levels of one, e.g. {flag} {}",
             matching.len(),
             keys(&matching),
-            spec.cells[first]
-                .levels
-                .iter()
-                .map(|(f, l)| format!("{f}={l}"))
-                .collect::<Vec<_>>()
-                .join(",")
+            flag_words(&spec.cells[first].levels)
         ),
     }
+}
+
+/// `factor=level` pairs as a flag takes them: `workload=a,platform=host`.
+fn flag_words(levels: &[(String, String)]) -> String {
+    levels
+        .iter()
+        .map(|(f, l)| format!("{f}={l}"))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 #[cfg(test)]
