@@ -103,6 +103,31 @@ pub struct RunArgs {
     /// Continue an interrupted experiment (id or name) instead of starting one.
     #[arg(long, value_name = "EXP", conflicts_with = "spec")]
     pub resume: Option<String>,
+    /// With --resume: run more rounds of only the two cells that --a and --b select,
+    /// until the comparison of B against A is decided (worse, better or ≈, as
+    /// `isolab compare` decides it; worse or better before `max` only at p < 0.001)
+    /// or they reach the spec's `max` runs; then print the comparison as `isolab
+    /// compare EXP --a … --b …` does. For an experiment without a baseline, whose
+    /// cells stopped on their CV alone. Stored runs are kept as they are.
+    #[arg(long, requires_all = ["resume", "a", "b"])]
+    pub until_decided: bool,
+    /// Levels selecting cell A of --until-decided, e.g. `workload=a` (repeat or
+    /// comma-separate); they must select exactly one cell.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "LEVELS",
+        requires = "until_decided"
+    )]
+    pub a: Vec<String>,
+    /// Levels selecting cell B of --until-decided, e.g. `workload=b`.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "LEVELS",
+        requires = "until_decided"
+    )]
+    pub b: Vec<String>,
     /// Directory for the runs' working directories (a disk-backed file system, so I/O
     /// workloads measure a device).
     #[arg(long, default_value = "/var/tmp/isolab")]

@@ -328,6 +328,121 @@ fn runs_exports_and_reports_a_small_experiment() {
     guard.assert_nothing_leaked("cgroups left");
 }
 
+/// A/A/B without a baseline on the host: a and a2 sleep 0.1 s, b 0.2 s.
+const AAB: &str = "[experiment]\nname = \"aab\"\nseed = 1\nrepetitions = { warmup = 1, min = 3, max = 20, target_cv = 0.9 }\n\n[matrix]\nworkload = [\"a\", \"a2\", \"b\"]\n\n[workload.a]\ncommand = \"sleep 0.1\"\nparser = \"time\"\n\n[workload.a2]\ncommand = \"sleep 0.1\"\nparser = \"time\"\n\n[workload.b]\ncommand = \"sleep 0.2\"\nparser = \"time\"\n";
+
+/// `run` warns that a spec without a baseline leaves comparisons to chance; `run
+/// --resume EXP --until-decided --a … --b …` then runs only the two selected cells
+/// until their comparison is decided, keeps every stored run, and prints the
+/// comparison as `compare` does.
+#[test]
+fn until_decided_continues_two_cells_of_a_stored_experiment_until_their_comparison_is_decided() {
+    if !is_root() {
+        isolab_skip::skip("runs on the host platform create cgroups, which needs root");
+        return;
+    }
+    let Some(guard) = CgroupTest::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("x.db");
+    let spec = write_spec(dir.path(), "aab.toml", AAB);
+    let isolab_run = || {
+        let mut cmd = isolab();
+        cmd.arg("--db")
+            .arg(&db)
+            .args(["run", "--no-report", "--workdir"])
+            .arg(dir.path().join("work"));
+        cmd
+    };
+    let first = run(isolab_run().arg(&spec));
+    let stderr = text(&first.stderr);
+    assert!(first.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("warning: no baseline: no comparison is decided while the experiment runs"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("`isolab run --resume aab --until-decided --a workload=a --b workload=a2`"),
+        "{stderr}"
+    );
+    let store = isolab_store::Store::open(&db).unwrap();
+    let id = store.resolve("aab").unwrap();
+    let before = store.runs(id).unwrap();
+    let cells = store.cells(id).unwrap();
+    let a2_before = cells[1].stop_reason.clone();
+    drop(store);
+
+    // A selector that matches no cell names itself and lists the cells.
+    let wrong = run(isolab_run().args([
+        "--resume",
+        "aab",
+        "--until-decided",
+        "--a",
+        "workload=c",
+        "--b",
+        "workload=b",
+    ]));
+    assert_eq!(wrong.status.code(), Some(1));
+    assert!(
+        text(&wrong.stderr).contains("--a workload=c matches no cell of experiment 1: its cells are `workload=a`, `workload=a2`, `workload=b`"),
+        "{}",
+        text(&wrong.stderr)
+    );
+
+    let out = run(isolab_run().args([
+        "--resume",
+        "aab",
+        "--until-decided",
+        "--a",
+        "workload=a",
+        "--b",
+        "workload=b",
+    ]));
+    let stdout = text(&out.stdout);
+    assert!(
+        out.status.success(),
+        "stdout {stdout}\nstderr {}",
+        text(&out.stderr)
+    );
+    assert!(
+        stdout.contains("A: workload=a    B: workload=b"),
+        "{stdout}"
+    );
+    let row = stdout
+        .lines()
+        .find(|l| l.starts_with("wall_time"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        row.contains("paired n=") && row.ends_with("worse"),
+        "{stdout}"
+    );
+
+    let store = isolab_store::Store::open(&db).unwrap();
+    let after = store.runs(id).unwrap();
+    // Every stored run is still there, unchanged; only a and b got new ones.
+    for r in &before {
+        assert!(after.contains(r), "run {} changed or went", r.id);
+    }
+    let new: Vec<_> = after.iter().filter(|r| !before.contains(r)).collect();
+    assert!(!new.is_empty(), "{stdout}");
+    assert!(
+        new.iter()
+            .all(|r| r.cell == cells[0].id || r.cell == cells[2].id),
+        "{new:?}"
+    );
+    let n = |i: usize| new.iter().filter(|r| r.cell == cells[i].id).count();
+    assert_eq!(n(0), n(2), "paired: a and b run in the same rounds");
+    let cells = store.cells(id).unwrap();
+    assert_eq!(cells[1].stop_reason, a2_before, "a2 is not touched");
+    let reason = cells[2].stop_reason.clone().unwrap();
+    assert!(
+        reason.starts_with("decided: worse (`workload=b` against `workload=a`)"),
+        "{reason}"
+    );
+    guard.assert_nothing_leaked("cgroups left");
+}
+
 #[test]
 fn kill_9_then_gc_then_resume_completes_exactly_once() {
     kill_9_then_gc_then_resume(None);

@@ -15,7 +15,10 @@
 //!   stored;
 //! - each run is committed in its own transaction; an interrupted run is recorded as
 //!   an interruption, never as a run; `resume` continues where the store says the
-//!   experiment stopped, so no completed run is lost or repeated.
+//!   experiment stopped, so no completed run is lost or repeated;
+//! - `until_decided` continues a finished experiment with two of its cells only, in
+//!   further rounds, until the comparison between them is decided or they reach
+//!   `max` ([`UntilDecided`]); stored runs are only added to.
 //!
 //! Where each concern lives: this module holds the [`Runner`], its settings and
 //! errors, the rounds and resuming; `events` what it reports ([`Event`]);
@@ -58,7 +61,7 @@ pub use events::{Event, Observer, Silent};
 pub use instances::{aggregate_instances, instances_overlap, measurement_window};
 pub use neighbours::NEIGHBOUR_SETTLE;
 pub use stack::generator_missing;
-pub use stopping::{comparisons, stop_reason, Comparison};
+pub use stopping::{comparisons, stop_reason, Comparison, UntilDecided};
 pub use workdir::{direct_io_supported, gc_workdirs};
 
 use stopping::{compared_live, decide_round, CellState};
@@ -106,6 +109,25 @@ pub enum RunError {
         experiment: ExperimentId,
         /// What differs.
         why: String,
+    },
+    /// A comparison cannot be continued while other cells of its experiment are
+    /// unfinished.
+    #[error("experiment {experiment} has cells that have not finished ({cells}): finish it first with `isolab run --resume {experiment}`, then continue the comparison until it is decided")]
+    Unfinished {
+        /// The experiment.
+        experiment: ExperimentId,
+        /// The unfinished cells' keys.
+        cells: String,
+    },
+    /// A comparison with a cell that stopped on a failed run cannot be decided.
+    #[error("cell `{cell}` of experiment {experiment} stopped because a run failed ({reason}): a comparison with it cannot be decided; `isolab show {experiment}` shows the failed run")]
+    FailedCell {
+        /// The experiment.
+        experiment: ExperimentId,
+        /// The cell's key.
+        cell: String,
+        /// Its stop reason.
+        reason: String,
     },
     /// The working directory base cannot be used.
     #[error(
@@ -190,14 +212,47 @@ impl<'a> Runner<'a> {
         self.run(id, spec, record.seed)
     }
 
+    /// Continues finished experiment `id` (whose stored spec was parsed into `spec`)
+    /// with cells `until.a` and `until.b` only, until the comparison between them is
+    /// decided or they reach `max` ([`UntilDecided`]). Stored runs that decide it
+    /// already stop the cells before any run.
+    pub fn until_decided(
+        &mut self,
+        id: ExperimentId,
+        spec: &ExperimentSpec,
+        until: UntilDecided,
+    ) -> Result<Outcome, RunError> {
+        let record = self.store.experiment(id)?;
+        let (mut states, round) = self.load_states(id, spec)?;
+        let mut comparisons = until.focus(id, spec, &mut states)?;
+        for (i, reason) in decide_round(spec.repetitions.min, &mut comparisons, &states) {
+            self.stop_cell(&spec.cells[i], &mut states[i], reason)?;
+        }
+        self.store
+            .set_status(id, ExperimentStatus::Running, SystemTime::now())?;
+        self.rounds(id, spec, record.seed, (states, round), comparisons)
+    }
+
     fn run(
         &mut self,
         id: ExperimentId,
         spec: &ExperimentSpec,
         seed: u64,
     ) -> Result<Outcome, RunError> {
-        let (mut states, mut round) = self.load_states(id, spec)?;
-        let mut comparisons = comparisons(spec);
+        let loaded = self.load_states(id, spec)?;
+        self.rounds(id, spec, seed, loaded, comparisons(spec))
+    }
+
+    /// Runs rounds of the cells not stopped in `states` from round `round`, deciding
+    /// `comparisons` after each, until every cell stopped.
+    fn rounds(
+        &mut self,
+        id: ExperimentId,
+        spec: &ExperimentSpec,
+        seed: u64,
+        (mut states, mut round): (Vec<CellState>, u32),
+        mut comparisons: Vec<Comparison>,
+    ) -> Result<Outcome, RunError> {
         self.observer.event(&started(id, spec, seed, &states));
         let (_made, disk) = prepare_base(&self.config.workdir_base)?;
         let mut runs = 0;

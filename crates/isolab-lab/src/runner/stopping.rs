@@ -1,11 +1,13 @@
 //! When a cell needs no more runs: each cell's progress ([`CellState`]), the
-//! comparisons the runner decides between rounds and the stops they decide, and
-//! the rule for a cell without comparisons ([`stop_reason`]: CV at most
-//! `target_cv`, or `max`).
+//! comparisons the runner decides between rounds and the stops they decide, the
+//! rule for a cell without comparisons ([`stop_reason`]: CV at most `target_cv`, or
+//! `max`), and the rule of a stored experiment continued until one comparison is
+//! decided ([`UntilDecided`]).
 
 use isolab_stats::{Direction, Verdict};
-use isolab_store::{CellId, MetricValue, NewRun, RunStatus};
+use isolab_store::{CellId, ExperimentId, MetricValue, NewRun, RunStatus};
 
+use super::RunError;
 use crate::spec::{Cell, ExperimentSpec, Repetitions};
 
 /// A cell's progress: its runs so far and, once it needs no more, why.
@@ -76,6 +78,10 @@ pub struct Comparison {
     pub points: usize,
     /// Its verdict once decided (decisions are kept).
     pub decided: Option<Verdict>,
+    /// For a comparison asked for after the experiment ([`UntilDecided`]), how stop
+    /// reasons name it (`B against A` by the cells' keys); `None` for a comparison
+    /// with the baseline.
+    pub asked: Option<String>,
 }
 
 /// The comparisons of an experiment: every cell whose baseline-factor levels differ
@@ -113,6 +119,7 @@ pub fn comparisons(spec: &ExperimentSpec) -> Vec<Comparison> {
                 other: i,
                 points: 0,
                 decided: None,
+                asked: None,
             });
         }
     }
@@ -177,6 +184,16 @@ fn all_decided(comparisons: &[Comparison], states: &[CellState], i: usize) -> Op
     }
     let count = |v: Verdict| mine.iter().filter(|c| c.decided == Some(v)).count();
     let counted = states[i].counted;
+    if let [Comparison {
+        asked: Some(asked),
+        decided: Some(v),
+        ..
+    }] = mine[..]
+    {
+        return Some(format!(
+            "decided: {v} ({asked}) after {counted} runs, continued until decided"
+        ));
+    }
     Some(if mine.len() == 1 && mine[0].other == i {
         format!(
             "decided: {} against the baseline after {counted} runs",
@@ -191,6 +208,81 @@ fn all_decided(comparisons: &[Comparison], states: &[CellState], i: usize) -> Op
             count(Verdict::Equivalent),
         )
     })
+}
+
+/// A stored experiment continued until one comparison is decided (`isolab run
+/// --resume EXP --until-decided --a … --b …`): cell `b` against cell `a` (indices of
+/// the spec's cells). Only these two cells run, in rounds as before (shuffled with
+/// the experiment's seed, so each round pairs them), and their one comparison decides
+/// when they stop, as a comparison with the baseline does (`decide_round`: worse or
+/// better at [`isolab_stats::INTERIM_ALPHA`], or ≈, never before `min` nor
+/// [`isolab_stats::MIN_PAIRS`] rounds), or `max` stops them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UntilDecided {
+    /// Index of cell A (the side compared against).
+    pub a: usize,
+    /// Index of cell B.
+    pub b: usize,
+}
+
+impl UntilDecided {
+    /// Readies the `states` of experiment `id`'s cells, as loaded from the store, for
+    /// this rule, and returns the one comparison to decide. Every other cell sits the
+    /// continuation out (in memory only: its stored stop reason stays); A and B are
+    /// taken up again, unless one of them already has `max` counted runs (then
+    /// neither runs: a side running alone pairs with nothing). Refused when another
+    /// cell has not finished (the experiment was interrupted: resume it first) or
+    /// when A or B stopped because a run failed.
+    pub(super) fn focus(
+        self,
+        id: ExperimentId,
+        spec: &ExperimentSpec,
+        states: &mut [CellState],
+    ) -> Result<Vec<Comparison>, RunError> {
+        let selected = |i: usize| i == self.a || i == self.b;
+        let unfinished: Vec<String> = (0..states.len())
+            .filter(|&i| !selected(i) && states[i].stopped.is_none())
+            .map(|i| format!("`{}`", spec.cells[i].key()))
+            .collect();
+        if !unfinished.is_empty() {
+            return Err(RunError::Unfinished {
+                experiment: id,
+                cells: unfinished.join(", "),
+            });
+        }
+        for i in [self.a, self.b] {
+            if states[i].failed() {
+                return Err(RunError::FailedCell {
+                    experiment: id,
+                    cell: spec.cells[i].key(),
+                    reason: states[i].stopped.clone().unwrap_or_default(),
+                });
+            }
+        }
+        let max = spec.repetitions.max;
+        let at_max = [self.a, self.b].iter().any(|&i| states[i].counted >= max);
+        for i in [self.a, self.b] {
+            if at_max {
+                let counted = states[i].counted;
+                states[i].stopped = Some(format!(
+                    "max: {counted} runs, and the comparison's cells may have at most {max}"
+                ));
+            } else {
+                states[i].stopped = None;
+            }
+        }
+        Ok(vec![Comparison {
+            base: self.a,
+            other: self.b,
+            points: 1,
+            decided: None,
+            asked: Some(format!(
+                "`{}` against `{}`",
+                spec.cells[self.b].key(),
+                spec.cells[self.a].key()
+            )),
+        }])
+    }
 }
 
 /// Whether the partner of cell `i` in `c` stopped because a run failed (the
@@ -278,6 +370,148 @@ pub fn stop_reason(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spec::{HostFacts, Source};
+
+    /// Three cells without a baseline (workload a, a2, b; A/A/B), at most `max` runs.
+    fn aab(max: u32) -> ExperimentSpec {
+        let mut text = format!("[experiment]\nname = \"aab\"\nrepetitions = {{ warmup = 0, min = 3, max = {max} }}\n[matrix]\nworkload = [\"a\", \"a2\", \"b\"]\n");
+        for w in ["a", "a2", "b"] {
+            text.push_str(&format!(
+                "[workload.{w}]\ncommand = \"true\"\nparser = \"time\"\n"
+            ));
+        }
+        let host = HostFacts {
+            cpus: "0-1".parse().unwrap(),
+        };
+        ExperimentSpec::parse(Source::new("aab.toml", text), &host).unwrap()
+    }
+
+    /// A cell that ran `rounds` rounds from round 0, value `f(round)` each (a wall
+    /// time: lower is better), stopped for `stopped`.
+    fn ran(rounds: u32, f: impl Fn(u32) -> f64, stopped: Option<&str>) -> CellState {
+        CellState {
+            warmups: 0,
+            counted: rounds,
+            values: (0..rounds).map(|r| (r, f(r))).collect(),
+            direction: Some(Direction::Lower),
+            stopped: stopped.map(str::to_owned),
+            ..CellState::default()
+        }
+    }
+
+    /// ±1% of noise, different in every round and cell.
+    fn noisy(base: f64, cell: u32) -> impl Fn(u32) -> f64 {
+        move |r| base * (1.0 + ((f64::from(r * 3 + cell) * 0.618_034).fract() - 0.5) * 0.02)
+    }
+
+    const STABLE: Option<&str> = Some("stable: CV of wall_time 0.50% ≤ target 5.00% after 5 runs");
+
+    #[test]
+    fn until_decided_runs_only_its_two_cells_and_decides_their_comparison() {
+        let spec = aab(30);
+        let until = UntilDecided { a: 0, b: 2 };
+        // After 5 rounds every cell stopped on its CV: too few rounds to decide.
+        let mut states = vec![
+            ran(5, noisy(1.0, 0), STABLE),
+            ran(5, noisy(1.0, 1), STABLE),
+            ran(5, noisy(1.03, 2), STABLE),
+        ];
+        let mut comparisons = until.focus(1, &spec, &mut states).unwrap();
+        assert_eq!((comparisons[0].base, comparisons[0].other), (0, 2));
+        assert_eq!(states[0].stopped, None, "A is taken up again");
+        assert_eq!(states[2].stopped, None, "B is taken up again");
+        assert_eq!(
+            states[1].stopped.as_deref(),
+            STABLE,
+            "A2 sits out, as stored"
+        );
+        assert!(decide_round(3, &mut comparisons, &states).is_empty());
+
+        // Rounds go on for A and B only: a 3% slowdown of B with ±1% noise is called
+        // worse once the signed-rank test passes the interim level (11 rounds).
+        let mut rounds = 5;
+        let stops = loop {
+            rounds += 1;
+            states[0] = ran(rounds, noisy(1.0, 0), None);
+            states[2] = ran(rounds, noisy(1.03, 2), None);
+            let stops = decide_round(3, &mut comparisons, &states);
+            if !stops.is_empty() || rounds == 30 {
+                break stops;
+            }
+        };
+        assert_eq!(rounds, 11);
+        assert_eq!(comparisons[0].decided, Some(Verdict::Worse));
+        let cells: Vec<usize> = stops.iter().map(|(i, _)| *i).collect();
+        assert_eq!(cells, [0, 2], "A and B stop together, A2 is not touched");
+        assert_eq!(
+            stops[1].1,
+            "decided: worse (`workload=b` against `workload=a`) after 11 runs, continued until decided"
+        );
+    }
+
+    #[test]
+    fn until_decided_calls_identical_cells_equivalent() {
+        let spec = aab(30);
+        let mut states = vec![
+            ran(12, noisy(1.0, 0), STABLE),
+            ran(12, noisy(1.0, 1), STABLE),
+            ran(12, noisy(1.0, 2), STABLE),
+        ];
+        let until = UntilDecided { a: 0, b: 1 };
+        let mut comparisons = until.focus(1, &spec, &mut states).unwrap();
+        // Stored runs enough to decide: the runner stops both before any run.
+        let stops = decide_round(3, &mut comparisons, &states);
+        assert_eq!(comparisons[0].decided, Some(Verdict::Equivalent));
+        assert_eq!(stops.len(), 2);
+        assert!(stops[0]
+            .1
+            .starts_with("decided: ≈ (`workload=a2` against `workload=a`)"));
+    }
+
+    #[test]
+    fn until_decided_stops_at_max_and_refuses_what_cannot_be_decided() {
+        // A cell at max: neither side runs (a side alone pairs with nothing).
+        let spec = aab(8);
+        let mut states = vec![
+            ran(8, noisy(1.0, 0), Some("max: 8 runs reached")),
+            ran(5, noisy(1.0, 1), STABLE),
+            ran(5, noisy(1.03, 2), STABLE),
+        ];
+        let until = UntilDecided { a: 0, b: 2 };
+        until.focus(1, &spec, &mut states).unwrap();
+        assert!(states.iter().all(|s| s.stopped.is_some()));
+        // Below max, `max` stops the continued cells as it stops compared cells.
+        assert!(stop_reason(8, Some(0.0), 3, 8, None, "wall_time")
+            .unwrap()
+            .starts_with("max: 8 runs reached before every comparison was decided"));
+
+        // Another cell unfinished (an interrupted experiment): finish it first.
+        let mut states = vec![
+            ran(5, noisy(1.0, 0), STABLE),
+            ran(4, noisy(1.0, 1), None),
+            ran(5, noisy(1.03, 2), STABLE),
+        ];
+        let err = until.focus(1, &spec, &mut states).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "experiment 1 has cells that have not finished (`workload=a2`): finish it first with `isolab run --resume 1`, then continue the comparison until it is decided"
+        );
+        // A side that failed cannot be decided.
+        let mut states = vec![
+            ran(5, noisy(1.0, 0), STABLE),
+            ran(5, noisy(1.0, 1), STABLE),
+            ran(
+                1,
+                noisy(1.03, 2),
+                Some("failed: counted run 2: exit status 1"),
+            ),
+        ];
+        let err = until.focus(1, &spec, &mut states).unwrap_err();
+        assert!(
+            err.to_string().starts_with("cell `workload=b` of experiment 1 stopped because a run failed (failed: counted run 2: exit status 1)"),
+            "{err}"
+        );
+    }
 
     #[test]
     fn stop_rule() {

@@ -93,16 +93,17 @@ impl Executor for FakeExecutor {
 }
 
 fn spec(reps: &str, placements: &str) -> ExperimentSpec {
-    let text = format!(
+    spec_of(&format!(
         "[experiment]\nname = \"t\"\nseed = 7\nduration = \"1s\"\nrepetitions = {reps}\n[matrix]\nshape = [\"medium\"]\nplacement = {placements}\nworkload = [\"sysbench-cpu\"]\n"
-    );
-    ExperimentSpec::parse(
-        Source::new("t.toml", text),
-        &HostFacts {
-            cpus: "0-1".parse().unwrap(),
-        },
-    )
-    .unwrap()
+    ))
+}
+
+/// The spec `text` on a host of 2 cpus.
+fn spec_of(text: &str) -> ExperimentSpec {
+    let host = HostFacts {
+        cpus: "0-1".parse().unwrap(),
+    };
+    ExperimentSpec::parse(Source::new("t.toml", text), &host).unwrap()
 }
 
 /// Starts `spec` on `platform` into `store`, with working directories under `dir`.
@@ -369,13 +370,7 @@ fn limits_default_is_unlimited() {
 fn instances_run_together_and_their_throughputs_add_up() {
     let dir = tempfile::tempdir().unwrap();
     let text = "[experiment]\nname = \"t\"\nseed = 7\nduration = \"1s\"\nrepetitions = { warmup = 0, min = 2, max = 2 }\n[matrix]\nshape = [\"medium\"]\nworkload = [\"sysbench-cpu\"]\nthreads = [2]\ninstances = [1, 3]\n";
-    let spec = ExperimentSpec::parse(
-        Source::new("t.toml", text),
-        &HostFacts {
-            cpus: "0-1".parse().unwrap(),
-        },
-    )
-    .unwrap();
+    let spec = spec_of(text);
     let platform = FakeExecutor::constant(100.0);
     let mut store = Store::open_in_memory().unwrap();
     let outcome = start(&platform, &mut store, &spec, dir.path());
@@ -412,13 +407,7 @@ static FAKE_START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock
 fn a_reservation_binds_the_subject_also_without_neighbour() {
     let dir = tempfile::tempdir().unwrap();
     let text = "[experiment]\nname = \"t\"\nseed = 7\nduration = \"1s\"\nrepetitions = { warmup = 0, min = 2, max = 2 }\n[matrix]\nshape = [\"medium\"]\nworkload = [\"sysbench-cpu\"]\nneighbour = [\"none\"]\nreservation = [\"none\", \"cpuset\"]\n";
-    let spec = ExperimentSpec::parse(
-        Source::new("t.toml", text),
-        &HostFacts {
-            cpus: "0-1".parse().unwrap(),
-        },
-    )
-    .unwrap();
+    let spec = spec_of(text);
     let platform = FakeExecutor::constant(100.0);
     let mut store = Store::open_in_memory().unwrap();
     start(&platform, &mut store, &spec, dir.path());
@@ -427,4 +416,62 @@ fn a_reservation_binds_the_subject_also_without_neighbour() {
     assert_eq!(bound.len(), 2, "the cpuset cell's runs are bound");
     assert_eq!(bound[0].limits.cpuset, Some("1".parse().unwrap()));
     assert!(jobs.iter().all(|j| j.neighbours.is_none()));
+}
+
+#[test]
+fn until_decided_adds_rounds_of_two_cells_and_keeps_every_stored_run() {
+    let dir = tempfile::tempdir().unwrap();
+    // No baseline (threads is not a baseline factor): every cell stops on its CV.
+    let text = "[experiment]\nname = \"t\"\nseed = 7\nduration = \"1s\"\nrepetitions = { warmup = 1, min = 3, max = 30, target_cv = 0.05 }\n[matrix]\nshape = [\"medium\"]\nworkload = [\"sysbench-cpu\"]\nthreads = [1, 2, 3]\n";
+    let spec = spec_of(text);
+    assert!(spec.baseline.is_empty());
+    // Cell 2 does 10% fewer events/s; every run ±1% noise.
+    let mut platform = FakeExecutor::constant(1000.0);
+    platform.scale_cell = vec![("/c2-", 0.9)];
+    platform.noise = 0.01;
+    let mut store = Store::open_in_memory().unwrap();
+    let first = start(&platform, &mut store, &spec, dir.path());
+    assert_eq!(first.runs, 3 * (1 + 3), "stable after min");
+    let before = store.runs(first.experiment).unwrap();
+    let a2_reason = store.cells(first.experiment).unwrap()[1]
+        .stop_reason
+        .clone();
+
+    let interrupt = Interrupt::new().unwrap();
+    let outcome = Runner::new(
+        &platform,
+        &mut store,
+        &mut Silent,
+        &interrupt,
+        config(dir.path()),
+    )
+    .until_decided(first.experiment, &spec, UntilDecided { a: 0, b: 2 })
+    .unwrap();
+    assert_eq!(outcome.status, ExperimentStatus::Complete);
+    let after = store.runs(first.experiment).unwrap();
+    // Stored runs are kept as they were; new ones are only added.
+    assert_eq!(after[..before.len()], before[..]);
+    let cells = store.cells(first.experiment).unwrap();
+    let new: Vec<&isolab_store::RunRecord> = after[before.len()..].iter().collect();
+    assert!(new
+        .iter()
+        .all(|r| r.cell == cells[0].id || r.cell == cells[2].id));
+    assert!(new.iter().all(|r| !r.warmup && r.round >= 4));
+    // Paired rounds: A and B run in each new round, 11 rounds decide the 10% effect.
+    let n = |i: usize| {
+        after
+            .iter()
+            .filter(|r| r.cell == cells[i].id && !r.warmup)
+            .count()
+    };
+    assert_eq!((n(0), n(1), n(2)), (11, 3, 11));
+    assert_eq!(outcome.runs, 2 * 8);
+    assert_eq!(cells[1].stop_reason, a2_reason, "A2 is not touched");
+    let reason = cells[2].stop_reason.clone().unwrap();
+    assert!(
+        reason.starts_with(
+            "decided: worse (`shape=medium workload=sysbench-cpu threads=3` against `shape=medium workload=sysbench-cpu threads=1`) after 11 runs"
+        ),
+        "{reason}"
+    );
 }

@@ -176,6 +176,33 @@ pub(super) fn varied(axes: &Axes) -> Factors {
         .collect()
 }
 
+/// The warning of a spec of `cells` cells named `name` without a `baseline` (none
+/// declared and none chosen by [`default_baseline`]): no comparison is decided while
+/// it runs, so every cell stops on its CV alone and a comparison made later may stay
+/// undecided; it shows how to declare one, and how to continue a stored experiment
+/// until one comparison is decided. `None` with a baseline, or fewer than two cells.
+pub(super) fn no_baseline_warning(
+    name: &str,
+    baseline: &[(String, String)],
+    factors: &Factors,
+    cells: usize,
+) -> Option<String> {
+    if !baseline.is_empty() || cells < 2 {
+        return None;
+    }
+    let (factor, levels) = factors.iter().find(|(_, ls)| ls.len() > 1)?;
+    let (a, b) = (&levels[0], &levels[1]);
+    Some(format!(
+        "no baseline: no comparison is decided while the experiment runs, so each cell \
+         stops on the CV of its primary metric alone (once it is at most target_cv, after \
+         `min` runs), and a comparison made later with `isolab compare` may stay undecided (`?`); to have \
+         comparisons decided, declare the levels to compare against under [experiment], e.g. \
+         `baseline = {{ {factor} = \"{a}\" }}`, or continue the stored experiment until one \
+         comparison is decided: `isolab run --resume {name} --until-decided --a {factor}={a} \
+         --b {factor}={b}`"
+    ))
+}
+
 fn default_baseline(factors: &[(String, Vec<String>)]) -> Vec<(String, String)> {
     // Only a factor with more than one level can hold a baseline to compare against.
     let has = |f: &str, l: &str| {
@@ -273,6 +300,44 @@ mod tests {
             errs[2].contains("instances must be a whole number from 1 to 512, got `1000`"),
             "{errs:?}"
         );
+    }
+
+    #[test]
+    fn a_spec_without_a_baseline_warns_that_comparisons_may_stay_undecided() {
+        let spec = parse("[experiment]\nname = \"aab\"\n[matrix]\nshape = [\"medium\"]\nworkload = [\"sysbench-cpu\", \"sysbench-memory\"]\n").unwrap();
+        assert!(spec.baseline.is_empty());
+        let warning = spec
+            .warnings
+            .iter()
+            .find(|w| w.starts_with("no baseline: "))
+            .unwrap_or_else(|| panic!("{:?}", spec.warnings));
+        assert!(
+            warning.contains("each cell stops on the CV of its primary metric alone"),
+            "{warning}"
+        );
+        assert!(
+            warning.contains("`baseline = { workload = \"sysbench-cpu\" }`"),
+            "{warning}"
+        );
+        assert!(
+            warning.contains("`isolab run --resume aab --until-decided --a workload=sysbench-cpu --b workload=sysbench-memory`"),
+            "{warning}"
+        );
+        // The syntax shown is the syntax the checker takes.
+        let declared = parse("[experiment]\nname = \"aab\"\nbaseline = { workload = \"sysbench-cpu\" }\n[matrix]\nworkload = [\"sysbench-cpu\", \"sysbench-memory\"]\n").unwrap();
+        assert!(declared
+            .warnings
+            .iter()
+            .all(|w| !w.starts_with("no baseline")));
+        // A default baseline, or a single cell, compares or has nothing to compare.
+        let default = parse("[experiment]\nname = \"x\"\n[matrix]\nplacement = [\"shared\", \"quota\"]\nworkload = [\"sysbench-cpu\"]\n").unwrap();
+        assert!(default
+            .warnings
+            .iter()
+            .all(|w| !w.starts_with("no baseline")));
+        let one =
+            parse("[experiment]\nname = \"x\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\n").unwrap();
+        assert!(one.warnings.is_empty(), "{:?}", one.warnings);
     }
 
     #[test]

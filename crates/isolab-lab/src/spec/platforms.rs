@@ -251,7 +251,7 @@ mod tests {
         // A VM is on isolab's bridge: its command reaches the server at the gateway.
         parse("[experiment]\nname = \"x\"\n[matrix]\nplatform = [\"vm(tcg)\"]\nworkload = [\"iperf3-tcp\"]\n").unwrap();
         // A plain VM does not apply a pids limit: a warning, the runs carry a note.
-        let spec = parse("[experiment]\nname = \"x\"\n[shape.small]\ncpus = 1\npids = 64\n[matrix]\nplatform = [\"vm(tcg)\", \"vm(tcg)+isolab\"]\nshape = [\"small\"]\nworkload = [\"sysbench-cpu\"]\n").unwrap();
+        let spec = parse("[experiment]\nname = \"x\"\nbaseline = { platform = \"vm(tcg)\" }\n[shape.small]\ncpus = 1\npids = 64\n[matrix]\nplatform = [\"vm(tcg)\", \"vm(tcg)+isolab\"]\nshape = [\"small\"]\nworkload = [\"sysbench-cpu\"]\n").unwrap();
         assert_eq!(spec.warnings.len(), 1, "{:?}", spec.warnings);
         assert!(
             spec.warnings[0].contains("platform `vm(tcg)` does not apply pids limits (it applies cpu-quota, cpuset, memory, io)"),

@@ -124,7 +124,11 @@ mod tests {
             errs[0]
         );
 
-        let skip = text.replace("name = \"x\"", "name = \"x\"\nimpossible = \"skip\"");
+        // With a baseline, so that the quota's is the one warning.
+        let skip = text.replace(
+            "name = \"x\"",
+            "name = \"x\"\nimpossible = \"skip\"\nbaseline = { placement = \"quota\" }",
+        );
         let spec = parse(&skip).unwrap();
         assert_eq!(spec.cells.len(), 3);
         assert_eq!(spec.dropped.len(), 1);

@@ -8,7 +8,7 @@ use isolab_report::ExperimentData;
 use isolab_stats::VerdictRule;
 
 use super::Exit;
-use crate::cli::CompareArgs;
+use crate::cli::{CompareArgs, TableFormat};
 use crate::host;
 
 /// Parses `factor=level` words.
@@ -54,46 +54,57 @@ pub fn compare(db: &Path, args: CompareArgs) -> Result<Exit> {
         }
     };
     let data_b = second.as_ref().unwrap_or(&first);
-    let label = |d: &ExperimentData, sel: &[(String, String)]| {
-        let levels = sel
-            .iter()
-            .map(|(f, l)| format!("{f}={l}"))
-            .collect::<Vec<_>>()
-            .join(" ");
-        if second.is_some() {
-            format!(
-                "experiment {} ({}){}",
-                d.record.id,
-                d.record.name,
-                if levels.is_empty() {
-                    String::new()
-                } else {
-                    format!(" {levels}")
-                }
-            )
-        } else {
-            levels
-        }
+    let across = second.is_some();
+    let a = side(&first, sel_a, across, args.all_metrics);
+    let b = side(data_b, sel_b, across, args.all_metrics);
+    print(&a, &b, &options, args.format.get())?;
+    Ok(Exit::Success)
+}
+
+/// The side of a comparison that `select` picks in `data`, named by its levels, and
+/// (`across` two experiments) by its experiment.
+pub fn side(
+    data: &ExperimentData,
+    select: Vec<(String, String)>,
+    across: bool,
+    all_metrics: bool,
+) -> Side<'_> {
+    let levels = select
+        .iter()
+        .map(|(f, l)| format!("{f}={l}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let label = if across {
+        format!(
+            "experiment {} ({}){}",
+            data.record.id,
+            data.record.name,
+            if levels.is_empty() {
+                String::new()
+            } else {
+                format!(" {levels}")
+            }
+        )
+    } else {
+        levels
     };
-    let a = Side {
-        data: &first,
-        select: sel_a.clone(),
-        primary: super::summary_options(&first, args.all_metrics).primary,
-        label: label(&first, &sel_a),
-    };
-    let b = Side {
-        data: data_b,
-        select: sel_b.clone(),
-        primary: super::summary_options(data_b, args.all_metrics).primary,
-        label: label(data_b, &sel_b),
-    };
-    let comparison = compare_sides(&a, &b, &options)?;
-    match super::table_style(args.format.get()) {
+    Side {
+        data,
+        select,
+        primary: super::summary_options(data, all_metrics).primary,
+        label,
+    }
+}
+
+/// Compares `b` against `a` and prints the comparison in `format`.
+pub fn print(a: &Side, b: &Side, options: &CompareOptions, format: TableFormat) -> Result<()> {
+    let comparison = compare_sides(a, b, options)?;
+    match super::table_style(format) {
         None => println!("{}", serde_json::to_string_pretty(&comparison)?),
         Some(style) => print!(
             "{}",
             isolab_report::table::comparison_table(&comparison, style)
         ),
     }
-    Ok(Exit::Success)
+    Ok(())
 }

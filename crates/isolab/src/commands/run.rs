@@ -17,6 +17,8 @@ use crate::cli::RunArgs;
 use crate::host;
 use crate::progress::Progress;
 
+mod until_decided;
+
 /// How to run, apart from the spec.
 pub struct Settings {
     pub workdir: PathBuf,
@@ -31,6 +33,8 @@ pub enum Start {
     New,
     /// The stored experiment with this id, resumed.
     Resume(i64),
+    /// The stored experiment with this id, continued until one comparison is decided.
+    UntilDecided(i64, isolab_lab::runner::UntilDecided),
     /// This host's new experiment of a fleet, shuffled with `seed`.
     Fleet {
         fleet: isolab_store::FleetId,
@@ -98,6 +102,7 @@ pub fn execute(
         let mut runner = Runner::new(&platform, &mut store, &mut progress, &interrupt, config);
         match start {
             Start::Resume(id) => runner.resume(id, spec),
+            Start::UntilDecided(id, until) => runner.until_decided(id, spec, until),
             Start::New => runner.start(spec, environment),
             Start::Fleet { fleet, host, seed } => {
                 runner.start_in_fleet(spec, environment, fleet, &host, seed)
@@ -154,6 +159,9 @@ pub fn prepare_assets(spec: &ExperimentSpec, quiet: bool) -> Result<PreparedAsse
 }
 
 pub fn run(db: &Path, args: RunArgs) -> Result<Exit> {
+    if args.until_decided {
+        return until_decided::run(db, args);
+    }
     let facts = host::facts()?;
     let store = host::open_store(db)?;
 
@@ -191,23 +199,11 @@ pub fn run(db: &Path, args: RunArgs) -> Result<Exit> {
         store,
         &spec,
         resume.map_or(Start::New, Start::Resume),
-        &Settings {
-            workdir: args.workdir.clone(),
-            keep_workdirs: args.keep_workdirs,
-            quiet: args.output.quiet,
-            json: args.output.json,
-        },
+        &Settings::of(&args),
     )?;
 
     if outcome.status == ExperimentStatus::Interrupted {
-        eprintln!(
-            "interrupted: experiment {id} stopped after {} runs this time; every completed run is stored in {}.\nresume with: isolab run --resume {id}{}",
-            outcome.runs,
-            store.location(),
-            if db == Path::new("isolab.db") { String::new() } else { format!(" --db {}", store.location()) },
-            id = outcome.experiment,
-        );
-        return Ok(Exit::Interrupted);
+        return Ok(interrupted(&store, db, &outcome, ""));
     }
 
     let data = isolab_report::ExperimentData::load(&store, outcome.experiment)?;
@@ -228,24 +224,66 @@ pub fn run(db: &Path, args: RunArgs) -> Result<Exit> {
             report.text(isolab_report::Reach::Run, super::color().into())
         );
     }
-    if !args.no_report {
-        let path = args
-            .report
-            .clone()
-            .unwrap_or_else(|| PathBuf::from(format!("isolab-report-{}.html", outcome.experiment)));
-        let html = isolab_report::html::html(&data, &analysis);
-        std::fs::write(&path, html)
-            .with_context(|| format!("cannot write the report to {}", path.display()))?;
-        if !args.output.quiet && !args.output.json {
-            println!("report: {}", path.display());
+    write_report(&args, &data, &analysis)?;
+    Ok(ending(&outcome))
+}
+
+impl Settings {
+    /// The settings `args` ask for.
+    fn of(args: &RunArgs) -> Self {
+        Settings {
+            workdir: args.workdir.clone(),
+            keep_workdirs: args.keep_workdirs,
+            quiet: args.output.quiet,
+            json: args.output.json,
         }
     }
+}
+
+/// Says that `outcome`'s experiment was interrupted and how to resume it (the same
+/// command: `--resume EXP` and `again`); the interrupted exit status.
+fn interrupted(store: &Store, db: &Path, outcome: &Outcome, again: &str) -> Exit {
+    eprintln!(
+        "interrupted: experiment {id} stopped after {} runs this time; every completed run is stored in {}.\nresume with: isolab run --resume {id}{}{again}",
+        outcome.runs,
+        store.location(),
+        if db == Path::new("isolab.db") { String::new() } else { format!(" --db {}", store.location()) },
+        id = outcome.experiment,
+    );
+    Exit::Interrupted
+}
+
+/// Writes the HTML report of `data` unless `args` say not to.
+fn write_report(
+    args: &RunArgs,
+    data: &isolab_report::ExperimentData,
+    analysis: &isolab_report::Analysis,
+) -> Result<()> {
+    if args.no_report {
+        return Ok(());
+    }
+    let path = args
+        .report
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("isolab-report-{}.html", data.record.id)));
+    let html = isolab_report::html::html(data, analysis);
+    std::fs::write(&path, html)
+        .with_context(|| format!("cannot write the report to {}", path.display()))?;
+    if !args.output.quiet && !args.output.json {
+        println!("report: {}", path.display());
+    }
+    Ok(())
+}
+
+/// The exit status of a finished `outcome`: failed cells (said on standard error) or
+/// success.
+fn ending(outcome: &Outcome) -> Exit {
     if outcome.failed_cells > 0 {
         eprintln!(
             "{} cells failed; `isolab show {}` says why",
             outcome.failed_cells, outcome.experiment
         );
-        return Ok(Exit::FailedCells);
+        return Exit::FailedCells;
     }
-    Ok(Exit::Success)
+    Exit::Success
 }
