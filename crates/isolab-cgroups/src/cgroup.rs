@@ -269,14 +269,20 @@ impl Cgroup {
         }
     }
 
-    /// Writes every limit that is `Some` (or a limited `io` entry).
+    /// Writes every limit that is `Some` (or a limited `io` entry, a `hugetlb` or
+    /// `unified` entry).
     ///
-    /// v1: `cpu.cfs_period_us` then `cpu.cfs_quota_us`, `cpuset.cpus`, `cpuset.mems`,
-    /// `memory.limit_in_bytes` then `memory.memsw.limit_in_bytes`, `pids.max`,
-    /// `blkio.throttle.{read,write}_{bps,iops}_device`. v2: `cpu.max`, `cpuset.cpus`,
-    /// `cpuset.mems`, `memory.max`, `memory.swap.max`, `pids.max`, `io.max`. A limit
-    /// whose controller is missing fails with [`Error::NotMounted`] (v1) or
-    /// [`Error::NotEnabled`] (v2) before anything is written.
+    /// v1: `cpu.cfs_period_us` then `cpu.cfs_quota_us`, `cpu.shares`, `cpuset.cpus`,
+    /// `cpuset.mems`, `memory.limit_in_bytes` then `memory.memsw.limit_in_bytes`,
+    /// `memory.soft_limit_in_bytes`, `pids.max`,
+    /// `blkio.throttle.{read,write}_{bps,iops}_device`,
+    /// `hugetlb.<size>.limit_in_bytes`. v2: `cpu.max`, `cpu.weight`, `cpuset.cpus`,
+    /// `cpuset.mems`, `memory.max`, `memory.swap.max`, `memory.low`, `pids.max`,
+    /// `io.max`, `hugetlb.<size>.max`, then the `unified` files. A limit whose
+    /// controller is missing fails with [`Error::NotMounted`] (v1) or
+    /// [`Error::NotEnabled`] (v2), unified files on v1 with [`Error::UnifiedOnV1`] and
+    /// a bad unified name with [`Error::UnifiedName`] or [`Error::UnifiedNotEnabled`],
+    /// all before anything is written.
     pub fn apply(&self, limits: &Limits) -> Result<(), Error> {
         match &self.hierarchy.layout {
             Layout::V1 { .. } => v1::apply(&self.v1_dirs(), limits),
@@ -299,6 +305,21 @@ impl Cgroup {
                 Some(dir) => v2::read_limits(dir),
                 None => Err(self.not_found()),
             },
+        }
+    }
+
+    /// The trimmed text of the cgroup v2 interface files `names` (as
+    /// [`Limits::unified`] names them), to record what the unified limits left in
+    /// force: the kernel's own formatting (`memory.high` set to `64M` reads
+    /// `67108864`). Names are checked as [`Cgroup::apply`] checks them; on v1 (or
+    /// with no name) the map is empty.
+    pub fn read_unified<'a>(
+        &self,
+        names: impl IntoIterator<Item = &'a str>,
+    ) -> Result<std::collections::BTreeMap<String, String>, Error> {
+        match (&self.hierarchy.layout, self.unified_dir()) {
+            (Layout::V2 { .. }, Some(dir)) => v2::unified::read(dir, names),
+            _ => Ok(Default::default()),
         }
     }
 

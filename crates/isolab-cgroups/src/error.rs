@@ -155,6 +155,41 @@ pub enum Error {
         path: PathBuf,
     },
 
+    /// Cgroup v2 files were asked for on a v1 hierarchy.
+    #[error(
+        "the cgroup v2 files {names:?} (OCI `linux.resources.unified`) cannot be set on this \
+         cgroup v1 host; remove them or use the v1 limits instead (runc refuses them on v1 too: \
+         \"cannot use unified on cgroup v1\")"
+    )]
+    UnifiedOnV1 {
+        /// The names asked for.
+        names: Vec<String>,
+    },
+
+    /// A name in the unified limits is not a controller's interface file.
+    #[error("invalid cgroup v2 file name {name:?} in the unified limits: {problem}")]
+    UnifiedName {
+        /// The rejected name.
+        name: String,
+        /// What is wrong with it.
+        problem: &'static str,
+    },
+
+    /// A file of the unified limits belongs to a controller not enabled for the cgroup.
+    #[error(
+        "cannot set {name}: the cgroup v2 controller `{controller}` is not enabled in {path} \
+         (it is not listed in cgroup.controllers); enable it in the parent's \
+         cgroup.subtree_control or remove {name} from the unified limits"
+    )]
+    UnifiedNotEnabled {
+        /// The file asked for.
+        name: String,
+        /// Its controller (the part of the name before the first `.`).
+        controller: String,
+        /// The cgroup directory.
+        path: PathBuf,
+    },
+
     /// No cgroup filesystem was found.
     #[error(
         "no cgroup filesystem is mounted (according to {path}); mount cgroup2 at /sys/fs/cgroup \

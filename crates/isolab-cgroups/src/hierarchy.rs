@@ -50,6 +50,8 @@ pub enum Controller {
     Freezer,
     /// v2 io throttling and statistics.
     Io,
+    /// Huge page limits.
+    Hugetlb,
 }
 
 impl Controller {
@@ -64,6 +66,7 @@ impl Controller {
             Controller::Blkio => "blkio",
             Controller::Freezer => "freezer",
             Controller::Io => "io",
+            Controller::Hugetlb => "hugetlb",
         }
     }
 
@@ -77,11 +80,12 @@ impl Controller {
             Controller::Pids => "limits on the number of tasks",
             Controller::Blkio | Controller::Io => "io throttling and io statistics",
             Controller::Freezer => "freezing processes before killing them",
+            Controller::Hugetlb => "huge page limits",
         }
     }
 
     /// The v1 controllers a cgroup is created in, when mounted.
-    pub(crate) const V1: [Controller; 7] = [
+    pub(crate) const V1: [Controller; 8] = [
         Controller::Cpu,
         Controller::Cpuacct,
         Controller::Cpuset,
@@ -89,15 +93,17 @@ impl Controller {
         Controller::Pids,
         Controller::Blkio,
         Controller::Freezer,
+        Controller::Hugetlb,
     ];
 
     /// The v2 controllers enabled for a cgroup, when available.
-    pub(crate) const V2: [Controller; 5] = [
+    pub(crate) const V2: [Controller; 6] = [
         Controller::Cpu,
         Controller::Cpuset,
         Controller::Memory,
         Controller::Pids,
         Controller::Io,
+        Controller::Hugetlb,
     ];
 
     fn from_v1_option(option: &str) -> Option<Controller> {
@@ -173,7 +179,8 @@ impl Hierarchy {
     ///
     /// A v1 controller mounted on its own (`cpu`) or co-mounted (`cpu,cpuacct`) maps
     /// to its mount point; the first mount of a controller wins. When any of the
-    /// controllers of interest is mounted as v1 the layout is v1, and a cgroup2
+    /// controllers of interest but freezer and hugetlb is mounted as v1 the layout is
+    /// v1, and a cgroup2
     /// mount next to them (systemd's hybrid mode, usually `/sys/fs/cgroup/unified`,
     /// without controllers) is kept for PSI and `cgroup.kill`. Otherwise a cgroup2
     /// mount makes a pure v2 layout.
@@ -193,7 +200,12 @@ impl Hierarchy {
                 _ => {}
             }
         }
-        let layout = if mounts.keys().any(|&c| c != Controller::Freezer) {
+        // A v1 freezer or hugetlb mount alone (one a tool made next to cgroup2) does
+        // not make a v1 host.
+        let layout = if mounts
+            .keys()
+            .any(|&c| !matches!(c, Controller::Freezer | Controller::Hugetlb))
+        {
             Layout::V1 {
                 mounts,
                 unified: cgroup2,
@@ -209,7 +221,7 @@ impl Hierarchy {
     }
 
     /// A v1 layout rooted at `root`: each of `root/{cpu,cpuacct,cpuset,memory,pids,
-    /// blkio,freezer}` that is a directory, `root/cpu,cpuacct` (or `cpuacct,cpu`) for
+    /// blkio,freezer,hugetlb}` that is a directory, `root/cpu,cpuacct` (or `cpuacct,cpu`) for
     /// cpu and cpuacct when they are co-mounted without the usual symlinks, and
     /// `root/unified` as the hybrid cgroup2 mount when present. Symlinks (systemd's
     /// `cpu -> cpu,cpuacct`) are resolved, so co-mounted controllers share one

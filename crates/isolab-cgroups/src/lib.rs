@@ -24,7 +24,8 @@
 //!   what is inside, retrying busy directories) and [`rmdir_retrying`] waits for
 //!   one busy directory.
 //! - Value types: [`IdSet`] (cpu lists like `0-2,4`), [`Bytes`], [`CpuQuota`],
-//!   [`DeviceNumber`], [`IoThrottle`].
+//!   [`CpuWeight`] (v1 shares or v2 weight, each convertible to the other),
+//!   [`DeviceNumber`], [`IoThrottle`], [`HugePageSize`] and [`HugetlbLimit`].
 //! - [`Error`] names the path of every failure and, for writes, the data written.
 //!
 //! Directory creation, removal and `kill(2)` go through the [`Syscalls`] trait
@@ -72,7 +73,9 @@ pub use error::{Error, InvalidValue};
 pub use file::read_pseudo_file;
 pub use hierarchy::{Controller, Hierarchy, Version};
 pub use idset::IdSet;
-pub use limits::{CpuQuota, DeviceNumber, IoThrottle, Limits};
+pub use limits::{
+    CpuQuota, CpuWeight, DeviceNumber, HugePageSize, HugetlbLimit, IoThrottle, Limits,
+};
 pub use mountinfo::{mountinfo_path, parse_mountinfo, read_mountinfo, Malformed, MountEntry};
 pub use psi::{Pressure, Psi, PsiLines};
 pub use stats::Stats;

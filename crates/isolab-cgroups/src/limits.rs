@@ -1,5 +1,6 @@
 //! What a cgroup may use: [`Limits`] and the value types it is made of.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
@@ -57,6 +58,168 @@ impl CpuQuota {
         }
         self.quota.as_secs_f64() / self.period.as_secs_f64()
     }
+}
+
+/// How much cpu time a cgroup gets against its siblings while the cpus are contended
+/// (a proportion, not a cap: what an idle sibling leaves goes to the others), in the
+/// unit of one cgroup version. Either converts to the other's unit, so one value
+/// applies on both: [`CpuWeight::shares`] for v1, [`CpuWeight::weight`] for v2.
+/// [`Limits::cpu_weight`] `None` is the kernel's default, 1024 shares = weight 100.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CpuWeight {
+    /// v1 `cpu.shares`, also OCI's `linux.resources.cpu.shares` and `docker run
+    /// --cpu-shares`: 2 to 262144, the kernel's default 1024.
+    Shares(u64),
+    /// v2 `cpu.weight`: 1 to 10000, the kernel's default 100.
+    Weight(u64),
+}
+
+impl CpuWeight {
+    /// The kernel's default `cpu.shares` (v1).
+    pub const DEFAULT_SHARES: u64 = 1024;
+    /// The kernel's default `cpu.weight` (v2).
+    pub const DEFAULT_WEIGHT: u64 = 100;
+    /// The range of v1 shares (the kernel clamps a write into it).
+    const SHARES: (u64, u64) = (2, 262_144);
+    /// The range of v2 weights (the kernel refuses a write outside it).
+    const WEIGHTS: (u64, u64) = (1, 10_000);
+
+    /// As v1 `cpu.shares`, clamped into 2..=262144 as the kernel clamps a write. A
+    /// weight converts with systemd's linear rule, `weight × 1024 / 100` clamped
+    /// (`cgroup_cpu_weight_to_shares` in systemd's `src/core/cgroup.c`).
+    pub fn shares(self) -> u64 {
+        let (min, max) = Self::SHARES;
+        match self {
+            CpuWeight::Shares(s) => s.clamp(min, max),
+            CpuWeight::Weight(w) => {
+                (w.saturating_mul(Self::DEFAULT_SHARES) / Self::DEFAULT_WEIGHT).clamp(min, max)
+            }
+        }
+    }
+
+    /// As v2 `cpu.weight`, in 1..=10000. Shares convert as runc and crun convert
+    /// OCI's `cpu.shares` on a v2 host (runc 1.4's `ConvertCPUSharesToCgroupV2Value`
+    /// in opencontainers/cgroups `utils.go`; crun 1.23's `convert_shares_to_weight`
+    /// in `src/libcrun/cgroup-internal.h`): at most 2 shares is weight 1, at least
+    /// 262144 is 10000, and between them, with `l = log2(shares)`,
+    ///
+    /// `weight = ceil(10^((l² + 125·l) / 612 − 7/34))`,
+    ///
+    /// a quadratic in `l` fitted so that the minimum, the default (1024 → 100) and
+    /// the maximum map onto each other. (runc before 1.4 and crun before 1.23 used the
+    /// linear `1 + (shares − 2) · 9999 / 262142`, which maps the default 1024 to 39.)
+    pub fn weight(self) -> u64 {
+        let (min, max) = Self::WEIGHTS;
+        match self {
+            CpuWeight::Weight(w) => w.clamp(min, max),
+            CpuWeight::Shares(s) if s <= Self::SHARES.0 => min,
+            CpuWeight::Shares(s) if s >= Self::SHARES.1 => max,
+            CpuWeight::Shares(s) => {
+                let l = (s as f64).log2();
+                let exponent = (l * l + 125.0 * l) / 612.0 - 7.0 / 34.0;
+                (10f64.powf(exponent).ceil() as u64).clamp(min, max)
+            }
+        }
+    }
+
+    /// Whether `self`, asked for, is in force when a cgroup reads back `read`,
+    /// compared in `read`'s unit. `None` is the default of either version (a read
+    /// maps it to `None`): 1024 shares and weight 100 are each other's conversion.
+    fn in_force(self, read: Option<CpuWeight>) -> bool {
+        match read {
+            Some(CpuWeight::Shares(r)) => self.shares() == r,
+            Some(CpuWeight::Weight(r)) => self.weight() == r,
+            None => self.shares() == Self::DEFAULT_SHARES || self.weight() == Self::DEFAULT_WEIGHT,
+        }
+    }
+}
+
+impl fmt::Display for CpuWeight {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CpuWeight::Shares(s) => write!(f, "{s} shares"),
+            CpuWeight::Weight(w) => write!(f, "weight {w}"),
+        }
+    }
+}
+
+/// The size of a huge page, as the hugetlb controller names its files
+/// (`hugetlb.2MB.limit_in_bytes`, `hugetlb.1GB.max`) and OCI's `hugepageLimits`
+/// give it: a whole number of `KB`, `MB` or `GB` (powers of 1024), the largest unit
+/// that divides it.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(try_from = "String", into = "String")]
+pub struct HugePageSize(Bytes);
+
+impl HugePageSize {
+    /// The size in bytes.
+    pub fn bytes(self) -> Bytes {
+        self.0
+    }
+}
+
+impl FromStr for HugePageSize {
+    type Err = InvalidValue;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let invalid =
+            || InvalidValue::new("huge page size", s, "a size such as \"2MB\" or \"1GB\"");
+        let split = s.find(|c: char| !c.is_ascii_digit()).ok_or_else(invalid)?;
+        let (number, unit) = s.split_at(split);
+        let shift = match unit {
+            "KB" => 10,
+            "MB" => 20,
+            "GB" => 30,
+            _ => return Err(invalid()),
+        };
+        let n: u64 = number.parse().map_err(|_| invalid())?;
+        match n.checked_mul(1 << shift) {
+            Some(bytes) if bytes > 0 => Ok(HugePageSize(Bytes(bytes))),
+            _ => Err(invalid()),
+        }
+    }
+}
+
+impl fmt::Display for HugePageSize {
+    /// The kernel's name (`mem_fmt` in `mm/hugetlb_cgroup.c`): `1GB`, `2MB`, `64KB`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let b = self.0 .0;
+        if b >= 1 << 30 {
+            write!(f, "{}GB", b >> 30)
+        } else if b >= 1 << 20 {
+            write!(f, "{}MB", b >> 20)
+        } else {
+            write!(f, "{}KB", b >> 10)
+        }
+    }
+}
+
+impl TryFrom<String> for HugePageSize {
+    type Error = InvalidValue;
+
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        s.parse()
+    }
+}
+
+impl From<HugePageSize> for String {
+    fn from(p: HugePageSize) -> String {
+        p.to_string()
+    }
+}
+
+/// A limit on the huge pages of one size a cgroup may use (hugetlb controller: v1
+/// `hugetlb.<size>.limit_in_bytes`, v2 `hugetlb.<size>.max`). The kernel rounds the
+/// limit down to whole pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct HugetlbLimit {
+    /// The page size the limit is for.
+    pub page_size: HugePageSize,
+    /// The limit, in bytes.
+    pub limit: Bytes,
 }
 
 /// A block device number, `major:minor` as in `/sys/dev/block/254:0` and the
@@ -205,6 +368,28 @@ pub struct Limits {
     pub pids_max: Option<u64>,
     /// Io throttles, one per device.
     pub io: Vec<IoThrottle>,
+    /// Cpu weight against sibling cgroups (v1 `cpu.shares`, v2 `cpu.weight`, each
+    /// converted from the other's unit); `None` = the kernel's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_weight: Option<CpuWeight>,
+    /// Memory the cgroup keeps when the host reclaims (OCI's `memory.reservation`,
+    /// `docker run --memory-reservation`): v1 `memory.soft_limit_in_bytes` (above it
+    /// the cgroup is reclaimed first), v2 `memory.low` (below it the cgroup is
+    /// reclaimed last). `None` = none (v1 unlimited soft limit, v2 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_reservation: Option<Bytes>,
+    /// Huge page limits, one per page size.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hugetlb: Vec<HugetlbLimit>,
+    /// Other cgroup v2 interface files to write, name to value (OCI's
+    /// `linux.resources.unified`), after every limit above, so that they win. Only on
+    /// v2: each name must be `CONTROLLER.FILE` of a controller enabled for the cgroup
+    /// (the `cgroup.*` core files are the crate's), with no `/` and no `..`. A v1
+    /// hierarchy refuses them ([`crate::Error::UnifiedOnV1`]).
+    /// [`crate::Cgroup::read_limits`] cannot know which to read and leaves this empty;
+    /// [`crate::Cgroup::read_unified`] reads given names back.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unified: BTreeMap<String, String>,
 }
 
 impl Limits {
@@ -215,21 +400,29 @@ impl Limits {
         &self,
         io: crate::hierarchy::Controller,
         io_limited: bool,
-    ) -> [(crate::hierarchy::Controller, bool); 5] {
+    ) -> [(crate::hierarchy::Controller, bool); 6] {
         use crate::hierarchy::Controller;
         [
-            (Controller::Cpu, self.cpu.is_some()),
+            (
+                Controller::Cpu,
+                self.cpu.is_some() || self.cpu_weight.is_some(),
+            ),
             (
                 Controller::Cpuset,
                 self.cpuset.is_some() || self.mems.is_some(),
             ),
-            (
-                Controller::Memory,
-                self.memory_max.is_some() || self.memory_swap_max.is_some(),
-            ),
+            (Controller::Memory, self.limits_memory()),
             (Controller::Pids, self.pids_max.is_some()),
             (io, io_limited),
+            (Controller::Hugetlb, !self.hugetlb.is_empty()),
         ]
+    }
+
+    /// Whether a memory controller file is to be written.
+    pub(crate) fn limits_memory(&self) -> bool {
+        self.memory_max.is_some()
+            || self.memory_swap_max.is_some()
+            || self.memory_reservation.is_some()
     }
 
     /// What differs between these limits, as asked for, and `read`, as read back from
@@ -301,6 +494,31 @@ impl Limits {
                 found == Some(t),
             );
         }
+        let weight = |w: Option<CpuWeight>| w.map(|w| w.to_string());
+        cmp(
+            "cpu weight",
+            weight(self.cpu_weight),
+            weight(read.cpu_weight).or_else(|| Some("the default".into())),
+            self.cpu_weight.is_none_or(|w| w.in_force(read.cpu_weight)),
+        );
+        cmp(
+            "memory reservation",
+            bytes(self.memory_reservation),
+            bytes(read.memory_reservation),
+            (self.memory_reservation == Some(Bytes(0)) && read.memory_reservation.is_none())
+                || mem_same(self.memory_reservation, read.memory_reservation),
+        );
+        for h in &self.hugetlb {
+            let found = read.hugetlb.iter().find(|r| r.page_size == h.page_size);
+            let page = h.page_size.bytes().0;
+            cmp(
+                &format!("hugetlb {}", h.page_size),
+                Some(h.limit.0.to_string()),
+                found.map(|f| f.limit.0.to_string()),
+                // The kernel keeps whole pages.
+                found.is_some_and(|f| f.limit.0 <= h.limit.0 && h.limit.0 - f.limit.0 < page),
+            );
+        }
         diffs
     }
 
@@ -313,6 +531,10 @@ impl Limits {
             && self.memory_swap_max.is_none()
             && self.pids_max.is_none()
             && self.io.iter().all(IoThrottle::is_unlimited)
+            && self.cpu_weight.is_none()
+            && self.memory_reservation.is_none()
+            && self.hugetlb.is_empty()
+            && self.unified.is_empty()
     }
 }
 
@@ -426,6 +648,133 @@ mod tests {
                 minor: 70000
             }
         );
+    }
+
+    #[test]
+    fn shares_convert_to_weights_as_runc_and_crun_do() {
+        // Computed with runc 1.4's ConvertCPUSharesToCgroupV2Value.
+        let vectors = [
+            (0, 1),
+            (1, 1),
+            (2, 1),
+            (3, 2),
+            (10, 4),
+            (100, 17),
+            (256, 35),
+            (512, 59),
+            (1000, 99),
+            (1024, 100),
+            (2048, 174),
+            (4096, 303),
+            (10_000, 627),
+            (100_000, 4340),
+            (262_143, 10_000),
+            (262_144, 10_000),
+            (500_000, 10_000),
+        ];
+        for (shares, weight) in vectors {
+            assert_eq!(
+                CpuWeight::Shares(shares).weight(),
+                weight,
+                "{shares} shares"
+            );
+        }
+        assert_eq!(CpuWeight::Weight(0).weight(), 1);
+        assert_eq!(CpuWeight::Weight(20_000).weight(), 10_000);
+        // Weights to shares: systemd's linear rule, clamped as the kernel clamps.
+        assert_eq!(CpuWeight::Weight(100).shares(), 1024);
+        assert_eq!(CpuWeight::Weight(50).shares(), 512);
+        assert_eq!(CpuWeight::Weight(1).shares(), 10);
+        assert_eq!(CpuWeight::Weight(10_000).shares(), 102_400);
+        assert_eq!(CpuWeight::Shares(1).shares(), 2);
+        assert_eq!(CpuWeight::Shares(1 << 20).shares(), 262_144);
+        assert_eq!(CpuWeight::Shares(512).to_string(), "512 shares");
+        assert_eq!(
+            serde_json::to_string(&CpuWeight::Weight(59)).unwrap(),
+            r#"{"weight":59}"#
+        );
+    }
+
+    #[test]
+    fn huge_page_sizes_use_the_kernels_names() {
+        for (name, bytes) in [("2MB", 2 << 20), ("1GB", 1 << 30), ("64KB", 64 << 10)] {
+            let size: HugePageSize = name.parse().unwrap();
+            assert_eq!(size.bytes(), Bytes(bytes));
+            assert_eq!(size.to_string(), name);
+        }
+        assert_eq!("2048KB".parse::<HugePageSize>().unwrap().to_string(), "2MB");
+        for bad in [
+            "2M",
+            "2mb",
+            "MB",
+            "0MB",
+            "2 MB",
+            "",
+            "-2MB",
+            "99999999999999GB",
+        ] {
+            assert!(bad.parse::<HugePageSize>().is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn differences_of_weights_reservations_and_huge_pages() {
+        let two_mb: HugePageSize = "2MB".parse().unwrap();
+        let asked = Limits {
+            cpu_weight: Some(CpuWeight::Shares(512)),
+            memory_reservation: Some(Bytes::mib(64)),
+            hugetlb: vec![HugetlbLimit {
+                page_size: two_mb,
+                limit: Bytes::mib(5),
+            }],
+            unified: [("memory.high".to_string(), "64M".to_string())].into(),
+            ..Limits::default()
+        };
+        let v1 = Limits {
+            cpu_weight: Some(CpuWeight::Shares(512)),
+            memory_reservation: Some(Bytes::mib(64)),
+            // Whole pages: 5 MB of limit is two 2 MB pages.
+            hugetlb: vec![HugetlbLimit {
+                page_size: two_mb,
+                limit: Bytes::mib(4),
+            }],
+            ..Limits::default()
+        };
+        assert_eq!(asked.differences(&v1), Vec::<String>::new());
+        let v2 = Limits {
+            cpu_weight: Some(CpuWeight::Weight(59)),
+            ..v1.clone()
+        };
+        assert_eq!(asked.differences(&v2), Vec::<String>::new());
+        let wrong = Limits {
+            cpu_weight: Some(CpuWeight::Weight(60)),
+            memory_reservation: None,
+            hugetlb: Vec::new(),
+            ..v1
+        };
+        assert_eq!(
+            asked.differences(&wrong),
+            [
+                "cpu weight asked 512 shares read weight 60",
+                "memory reservation asked 67108864 read unlimited",
+                "hugetlb 2MB asked 5242880 read unlimited",
+            ]
+        );
+        // The default of either version is in force when read back as None.
+        let default = Limits {
+            cpu_weight: Some(CpuWeight::Shares(1024)),
+            ..Limits::default()
+        };
+        assert!(default.differences(&Limits::default()).is_empty());
+        let not_default = Limits {
+            cpu_weight: Some(CpuWeight::Shares(512)),
+            ..Limits::default()
+        };
+        assert_eq!(
+            not_default.differences(&Limits::default()),
+            ["cpu weight asked 512 shares read the default"]
+        );
+        assert!(!asked.is_empty());
     }
 
     #[test]

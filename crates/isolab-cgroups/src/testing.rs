@@ -31,6 +31,11 @@ const PSI: &str = "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n\
                    full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n";
 /// v1's "unlimited" memory limit, as a fake v1 memory file holds it.
 pub const V1_UNLIMITED: &str = "9223372036854771712\n";
+/// The hugetlb limit files of a fake cgroup (v1, v2): x86-64's 2 MB and 1 GB pages.
+const HUGE_PAGE_SIZES: [(&str, &str); 2] = [
+    ("hugetlb.2MB.limit_in_bytes", "hugetlb.2MB.max"),
+    ("hugetlb.1GB.limit_in_bytes", "hugetlb.1GB.max"),
+];
 
 impl FakeKernel {
     /// The kernel of the fake cgroupfs at `root`: cgroup2 when `v2`, else v1
@@ -60,7 +65,10 @@ impl FakeKernel {
         ];
         for c in controllers {
             match c.as_str() {
-                "cpu" => files.push(("cpu.max", "max 100000\n".into())),
+                "cpu" => {
+                    files.push(("cpu.max", "max 100000\n".into()));
+                    files.push(("cpu.weight", "100\n".into()));
+                }
                 "cpuset" => {
                     files.push(("cpuset.cpus", "\n".into()));
                     files.push(("cpuset.mems", "\n".into()));
@@ -68,6 +76,8 @@ impl FakeKernel {
                 "memory" => {
                     files.push(("memory.max", "max\n".into()));
                     files.push(("memory.swap.max", "max\n".into()));
+                    files.push(("memory.low", "0\n".into()));
+                    files.push(("memory.high", "max\n".into()));
                     files.push(("memory.current", "0\n".into()));
                     files.push(("memory.peak", "0\n".into()));
                 }
@@ -78,6 +88,11 @@ impl FakeKernel {
                 "io" => {
                     files.push(("io.max", String::new()));
                     files.push(("io.stat", String::new()));
+                }
+                "hugetlb" => {
+                    for size in HUGE_PAGE_SIZES {
+                        files.push((size.1, "max\n".into()));
+                    }
                 }
                 _ => {}
             }
@@ -101,6 +116,7 @@ impl FakeKernel {
             "cpu" => vec![
                 ("cpu.cfs_period_us", "100000\n"),
                 ("cpu.cfs_quota_us", "-1\n"),
+                ("cpu.shares", "1024\n"),
                 (
                     "cpu.stat",
                     "nr_periods 0\nnr_throttled 0\nthrottled_time 0\n",
@@ -114,6 +130,7 @@ impl FakeKernel {
             "memory" => vec![
                 ("memory.limit_in_bytes", V1_UNLIMITED),
                 ("memory.memsw.limit_in_bytes", V1_UNLIMITED),
+                ("memory.soft_limit_in_bytes", V1_UNLIMITED),
                 ("memory.usage_in_bytes", "0\n"),
                 ("memory.max_usage_in_bytes", "0\n"),
             ],
@@ -126,6 +143,10 @@ impl FakeKernel {
                 ("blkio.throttle.io_service_bytes_recursive", "Total 0\n"),
             ],
             "freezer" => vec![("freezer.state", "THAWED\n")],
+            "hugetlb" => HUGE_PAGE_SIZES
+                .iter()
+                .map(|&(v1, _)| (v1, V1_UNLIMITED))
+                .collect(),
             "unified" => vec![
                 ("cgroup.controllers", ""),
                 ("cgroup.kill", ""),

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use isolab_cgroups::testing::{FakeKernel, V1_UNLIMITED};
 use isolab_cgroups::{
-    list_below, Bytes, Cgroup, Controller, CpuQuota, DeviceNumber, Error, Hierarchy, IdSet,
-    IoThrottle, Limits, Version,
+    list_below, Bytes, Cgroup, Controller, CpuQuota, CpuWeight, DeviceNumber, Error, Hierarchy,
+    HugetlbLimit, IdSet, IoThrottle, Limits, Version,
 };
 
 fn read(path: impl AsRef<Path>) -> String {
@@ -65,15 +65,15 @@ fn fake_v2_create_apply_read_stats_remove() {
     assert_eq!(cg.paths(), vec![leaf.as_path()]);
     assert_eq!(
         read(root.join("cgroup.subtree_control")),
-        "+cpu +cpuset +memory +pids +io"
+        "+cpu +cpuset +memory +pids +io +hugetlb"
     );
     assert_eq!(
         read(root.join("isolab/cgroup.subtree_control")),
-        "+cpu +cpuset +memory +pids +io"
+        "+cpu +cpuset +memory +pids +io +hugetlb"
     );
     assert_eq!(
         read(root.join("isolab/7/cgroup.subtree_control")),
-        "+cpu +cpuset +memory +pids +io"
+        "+cpu +cpuset +memory +pids +io +hugetlb"
     );
     assert_eq!(
         read(leaf.join("cgroup.subtree_control")),
@@ -97,16 +97,58 @@ fn fake_v2_create_apply_read_stats_remove() {
             write_iops: Some(100),
             ..IoThrottle::unlimited(dev)
         }],
+        cpu_weight: Some(CpuWeight::Shares(512)),
+        memory_reservation: Some(Bytes::mib(64)),
+        hugetlb: vec![HugetlbLimit {
+            page_size: "2MB".parse().unwrap(),
+            limit: Bytes::mib(8),
+        }],
+        unified: [("memory.high", "1073741824"), ("pids.max", "65")]
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .into(),
     };
     cg.apply(&limits).unwrap();
     assert_eq!(read(leaf.join("cpu.max")), "50000 100000");
+    assert_eq!(
+        read(leaf.join("cpu.weight")),
+        "59",
+        "512 shares as a weight"
+    );
+    assert_eq!(read(leaf.join("memory.low")), "67108864");
+    assert_eq!(read(leaf.join("hugetlb.2MB.max")), "8388608");
+    assert_eq!(read(leaf.join("memory.high")), "1073741824");
+    assert_eq!(read(leaf.join("pids.max")), "65", "unified files win");
+    assert_eq!(
+        cg.read_unified(limits.unified.keys().map(String::as_str))
+            .unwrap(),
+        limits.unified
+    );
+    let read_back = cg.read_limits().unwrap();
+    assert_eq!(read_back.cpu_weight, Some(CpuWeight::Weight(59)));
+    assert!(read_back.unified.is_empty());
+    assert_eq!(
+        limits.differences(&read_back),
+        ["pids asked 64 read 65".to_string()],
+        "512 shares are weight 59; a unified file overrode pids.max"
+    );
+    let limits = Limits {
+        unified: Default::default(),
+        ..limits
+    };
+    cg.apply(&limits).unwrap();
     assert_eq!(read(leaf.join("cpuset.cpus")), "0-1");
     assert_eq!(read(leaf.join("cpuset.mems")), "0");
     assert_eq!(read(leaf.join("memory.max")), "268435456");
     assert_eq!(read(leaf.join("memory.swap.max")), "0");
     assert_eq!(read(leaf.join("pids.max")), "64");
     assert_eq!(read(leaf.join("io.max")), "254:0 rbps=10485760 wiops=100");
-    assert_eq!(cg.read_limits().unwrap(), limits);
+    assert_eq!(
+        cg.read_limits().unwrap(),
+        Limits {
+            cpu_weight: Some(CpuWeight::Weight(59)),
+            ..limits
+        }
+    );
 
     // What the kernel would show after some work.
     write(
@@ -271,8 +313,8 @@ fn fake_v1(mounts: &[&str]) -> (tempfile::TempDir, Hierarchy, Arc<FakeKernel>) {
     (dir, h, kernel)
 }
 
-const ALL_V1: [&str; 8] = [
-    "cpu", "cpuacct", "cpuset", "memory", "pids", "blkio", "freezer", "unified",
+const ALL_V1: [&str; 9] = [
+    "cpu", "cpuacct", "cpuset", "memory", "pids", "blkio", "freezer", "hugetlb", "unified",
 ];
 
 #[test]
@@ -294,7 +336,7 @@ fn fake_v1_create_apply_read_stats_remove() {
     for m in ALL_V1 {
         assert!(root.join(m).join(rel).is_dir(), "{m}");
     }
-    assert_eq!(cg.paths().len(), 8);
+    assert_eq!(cg.paths().len(), 9);
     assert_eq!(
         cg.path(Controller::Cpuacct),
         Some(root.join("cpuacct").join(rel).as_path())
@@ -342,9 +384,25 @@ fn fake_v1_create_apply_read_stats_remove() {
             write_iops: Some(20),
             device: dev,
         }],
+        cpu_weight: Some(CpuWeight::Shares(512)),
+        memory_reservation: Some(Bytes::mib(64)),
+        hugetlb: vec![HugetlbLimit {
+            page_size: "1GB".parse().unwrap(),
+            limit: Bytes::gib(2),
+        }],
+        unified: Default::default(),
     };
     cg.apply(&limits).unwrap();
     let leaf = |m: &str| root.join(m).join(rel);
+    assert_eq!(read(leaf("cpu").join("cpu.shares")), "512");
+    assert_eq!(
+        read(leaf("memory").join("memory.soft_limit_in_bytes")),
+        "67108864"
+    );
+    assert_eq!(
+        read(leaf("hugetlb").join("hugetlb.1GB.limit_in_bytes")),
+        "2147483648"
+    );
     assert_eq!(read(leaf("cpu").join("cpu.cfs_period_us")), "100000");
     assert_eq!(read(leaf("cpu").join("cpu.cfs_quota_us")), "50000");
     assert_eq!(read(leaf("cpuset").join("cpuset.cpus")), "0");
@@ -493,8 +551,101 @@ fn fake_v1_without_hybrid_and_comounted_cpu() {
         read(root.join("memory/x/memory.limit_in_bytes")),
         V1_UNLIMITED
     );
+
+    // Huge page limits need a hugetlb hierarchy; cgroup v2 files are refused on v1.
+    let err = cg
+        .apply(&Limits {
+            memory_reservation: Some(Bytes::mib(1)),
+            hugetlb: vec![HugetlbLimit {
+                page_size: "2MB".parse().unwrap(),
+                limit: Bytes::mib(2),
+            }],
+            ..Limits::default()
+        })
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::NotMounted {
+                controller: Controller::Hugetlb
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("huge page limits"), "{err}");
+    let err = cg
+        .apply(&Limits {
+            cpu_weight: Some(CpuWeight::Shares(512)),
+            unified: [("memory.high".to_string(), "1G".to_string())].into(),
+            ..Limits::default()
+        })
+        .unwrap_err();
+    assert!(matches!(err, Error::UnifiedOnV1 { .. }), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("memory.high") && text.contains("cgroup v1 host"),
+        "{text}"
+    );
+    assert_eq!(
+        read(root.join("cpu,cpuacct/x/cpu.shares")),
+        "1024\n",
+        "nothing was written"
+    );
+    assert_eq!(
+        read(root.join("memory/x/memory.soft_limit_in_bytes")),
+        V1_UNLIMITED
+    );
     cg.remove().unwrap();
     assert!(!root.join("memory/x").exists());
+}
+
+#[test]
+fn fake_v2_refuses_bad_unified_names_and_missing_hugetlb_before_writing() {
+    let (dir, h, _kernel) = fake_v2();
+    let cg = Cgroup::create(&h, Path::new("u")).unwrap();
+    let leaf = dir.path().join("u");
+    let with_unified = |name: &str| Limits {
+        cpu_weight: Some(CpuWeight::Shares(2048)),
+        unified: [(name.to_string(), "1".to_string())].into(),
+        ..Limits::default()
+    };
+    for bad in ["../memory.high", "memory.high/x", "cgroup.procs", "memory"] {
+        let err = cg.apply(&with_unified(bad)).unwrap_err();
+        assert!(matches!(err, Error::UnifiedName { .. }), "{bad}: {err}");
+        assert!(err.to_string().contains(bad), "{err}");
+    }
+    let err = cg.apply(&with_unified("rdma.max")).unwrap_err();
+    assert!(
+        matches!(&err, Error::UnifiedNotEnabled { controller, .. } if controller == "rdma"),
+        "{err}"
+    );
+    // A controller the cgroup has not enabled: hugetlb missing from cgroup.controllers.
+    write(leaf.join("cgroup.controllers"), "cpu memory pids\n");
+    let err = cg
+        .apply(&Limits {
+            hugetlb: vec![HugetlbLimit {
+                page_size: "2MB".parse().unwrap(),
+                limit: Bytes::mib(2),
+            }],
+            ..with_unified("memory.high")
+        })
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::NotEnabled {
+                controller: Controller::Hugetlb,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        read(leaf.join("cpu.weight")),
+        "100\n",
+        "nothing was written"
+    );
+    cg.remove().unwrap();
 }
 
 #[test]

@@ -1048,6 +1048,7 @@ pub(crate) mod tests {
                     minor: 0,
                 })
             }],
+            ..Limits::default()
         };
         let cmd = d.run_command(&r, &image()).unwrap();
         let tail = cmd[5..].join(" ");

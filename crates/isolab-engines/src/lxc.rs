@@ -628,6 +628,7 @@ mod tests {
                 read_iops: None,
                 write_iops: Some(30),
             }],
+            ..Limits::default()
         }
     }
 

@@ -1058,6 +1058,7 @@ mod tests {
                 read_iops: None,
                 write_iops: Some(500),
             }],
+            ..Limits::default()
         }
     }
 

@@ -1,5 +1,5 @@
-//! v1 `cpu` controller: CFS bandwidth (`cpu.cfs_period_us`, `cpu.cfs_quota_us`) and
-//! throttling statistics (`cpu.stat`).
+//! v1 `cpu` controller: CFS bandwidth (`cpu.cfs_period_us`, `cpu.cfs_quota_us`), the
+//! weight against siblings (`cpu.shares`) and throttling statistics (`cpu.stat`).
 
 use std::path::Path;
 use std::time::Duration;
@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::error::Error;
 use crate::file;
 use crate::format::{flat_get, flat_keyed, signed_or_unlimited, single_u64, Expected};
-use crate::limits::CpuQuota;
+use crate::limits::{CpuQuota, CpuWeight};
 use crate::stats::Stats;
 
 /// Writes the period first, then the quota, both in microseconds.
@@ -29,6 +29,23 @@ pub(crate) fn read(dir: &Path) -> Result<Option<CpuQuota>, Error> {
         quota: Duration::from_micros(quota),
         period: Duration::from_micros(period),
     }))
+}
+
+/// Writes `cpu.shares` ([`CpuWeight::shares`]).
+pub(crate) fn apply_weight(dir: &Path, w: CpuWeight) -> Result<(), Error> {
+    file::write_limit(
+        &dir.join("cpu.shares"),
+        &w.shares().to_string(),
+        "cpu weight",
+    )
+}
+
+/// `cpu.shares`; `None` when it holds the default (1024) or is not provided.
+pub(crate) fn read_weight(dir: &Path) -> Result<Option<CpuWeight>, Error> {
+    let shares = file::read_parsed_opt(&dir.join("cpu.shares"), single_u64)?;
+    Ok(shares
+        .filter(|&s| s != CpuWeight::DEFAULT_SHARES)
+        .map(CpuWeight::Shares))
 }
 
 /// `cpu.stat` of v1: `nr_periods`, `nr_throttled`, `throttled_time` (nanoseconds).
@@ -86,5 +103,26 @@ mod tests {
         assert_eq!(text("cpu.cfs_period_us"), "100000");
         assert_eq!(text("cpu.cfs_quota_us"), "50000");
         assert_eq!(read(dir.path()).unwrap(), Some(q));
+    }
+
+    #[test]
+    fn shares_round_trip_with_the_default_as_none() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(read_weight(dir.path()).unwrap(), None);
+        std::fs::write(dir.path().join("cpu.shares"), "1024\n").unwrap();
+        assert_eq!(read_weight(dir.path()).unwrap(), None);
+        apply_weight(dir.path(), CpuWeight::Shares(512)).unwrap();
+        let text = std::fs::read_to_string(dir.path().join("cpu.shares")).unwrap();
+        assert_eq!(text, "512");
+        assert_eq!(
+            read_weight(dir.path()).unwrap(),
+            Some(CpuWeight::Shares(512))
+        );
+        // A v2 weight is written in shares.
+        apply_weight(dir.path(), CpuWeight::Weight(50)).unwrap();
+        assert_eq!(
+            read_weight(dir.path()).unwrap(),
+            Some(CpuWeight::Shares(512))
+        );
     }
 }

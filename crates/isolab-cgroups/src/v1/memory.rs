@@ -1,5 +1,5 @@
 //! v1 `memory` controller: `memory.limit_in_bytes`, `memory.memsw.limit_in_bytes`
-//! (memory plus swap), usage and peak.
+//! (memory plus swap), `memory.soft_limit_in_bytes` (the reservation), usage and peak.
 
 use std::path::Path;
 
@@ -38,6 +38,21 @@ pub(crate) fn apply(dir: &Path, max: Option<Bytes>, memsw: Option<Bytes>) -> Res
         )?;
     }
     Ok(())
+}
+
+/// Writes the reservation to `memory.soft_limit_in_bytes`.
+pub(crate) fn apply_reservation(dir: &Path, reservation: Bytes) -> Result<(), Error> {
+    file::write_limit(
+        &dir.join("memory.soft_limit_in_bytes"),
+        &reservation.0.to_string(),
+        "memory reservation",
+    )
+}
+
+/// `memory.soft_limit_in_bytes`, `None` when unlimited or not provided.
+pub(crate) fn read_reservation(dir: &Path) -> Result<Option<Bytes>, Error> {
+    let path = dir.join("memory.soft_limit_in_bytes");
+    Ok(file::read_parsed_opt(&path, parse_limit)?.flatten())
 }
 
 /// (memory limit, memory+swap limit), `None` when unlimited or not provided.

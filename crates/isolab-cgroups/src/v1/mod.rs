@@ -1,14 +1,15 @@
 //! The v1 interface: one hierarchy per controller, one file per controller here.
 //!
 //! Each function takes the cgroup's directory in each mounted controller; a limit
-//! whose controller is not mounted is [`Error::NotMounted`], checked before anything
-//! is written.
+//! whose controller is not mounted is [`Error::NotMounted`], and cgroup v2 files
+//! (`unified`) are [`Error::UnifiedOnV1`], both checked before anything is written.
 
 pub(crate) mod blkio;
 pub(crate) mod cpu;
 pub(crate) mod cpuacct;
 pub(crate) mod cpuset;
 pub(crate) mod freezer;
+pub(crate) mod hugetlb;
 pub(crate) mod memory;
 pub(crate) mod pids;
 
@@ -39,6 +40,11 @@ fn limited_io(limits: &Limits) -> Vec<IoThrottle> {
 }
 
 pub(crate) fn apply(dirs: &Dirs, limits: &Limits) -> Result<(), Error> {
+    if !limits.unified.is_empty() {
+        return Err(Error::UnifiedOnV1 {
+            names: limits.unified.keys().cloned().collect(),
+        });
+    }
     let io = limited_io(limits);
     // Check every controller first so that a missing one leaves nothing half-applied.
     let wanted = limits.controllers_needed(Controller::Blkio, !io.is_empty());
@@ -49,6 +55,9 @@ pub(crate) fn apply(dirs: &Dirs, limits: &Limits) -> Result<(), Error> {
     }
     if let Some(q) = &limits.cpu {
         cpu::apply(need(dirs, Controller::Cpu)?, q)?;
+    }
+    if let Some(w) = limits.cpu_weight {
+        cpu::apply_weight(need(dirs, Controller::Cpu)?, w)?;
     }
     if limits.cpuset.is_some() || limits.mems.is_some() {
         cpuset::apply(
@@ -64,11 +73,17 @@ pub(crate) fn apply(dirs: &Dirs, limits: &Limits) -> Result<(), Error> {
             limits.memory_swap_max,
         )?;
     }
+    if let Some(r) = limits.memory_reservation {
+        memory::apply_reservation(need(dirs, Controller::Memory)?, r)?;
+    }
     if let Some(max) = limits.pids_max {
         pids::apply(need(dirs, Controller::Pids)?, max)?;
     }
     if !io.is_empty() {
         blkio::apply(need(dirs, Controller::Blkio)?, &io)?;
+    }
+    if !limits.hugetlb.is_empty() {
+        hugetlb::apply(need(dirs, Controller::Hugetlb)?, &limits.hugetlb)?;
     }
     Ok(())
 }
@@ -77,18 +92,23 @@ pub(crate) fn read_limits(dirs: &Dirs) -> Result<Limits, Error> {
     let mut limits = Limits::default();
     if let Some(dir) = dirs.get(&Controller::Cpu) {
         limits.cpu = cpu::read(dir)?;
+        limits.cpu_weight = cpu::read_weight(dir)?;
     }
     if let Some(dir) = dirs.get(&Controller::Cpuset) {
         (limits.cpuset, limits.mems) = cpuset::read(dir)?;
     }
     if let Some(dir) = dirs.get(&Controller::Memory) {
         (limits.memory_max, limits.memory_swap_max) = memory::read(dir)?;
+        limits.memory_reservation = memory::read_reservation(dir)?;
     }
     if let Some(dir) = dirs.get(&Controller::Pids) {
         limits.pids_max = pids::read(dir)?;
     }
     if let Some(dir) = dirs.get(&Controller::Blkio) {
         limits.io = blkio::read(dir)?;
+    }
+    if let Some(dir) = dirs.get(&Controller::Hugetlb) {
+        limits.hugetlb = hugetlb::read(dir)?;
     }
     Ok(limits)
 }

@@ -1,13 +1,13 @@
-//! v2 `cpu` controller: `cpu.max` ("QUOTA PERIOD") and `cpu.stat` (usage is
-//! reported even when the controller is not enabled, throttling only when it is).
+//! v2 `cpu` controller: `cpu.max` ("QUOTA PERIOD"), `cpu.weight` and `cpu.stat` (usage
+//! is reported even when the controller is not enabled, throttling only when it is).
 
 use std::path::Path;
 use std::time::Duration;
 
 use crate::error::Error;
 use crate::file;
-use crate::format::{flat_get, flat_keyed, Expected};
-use crate::limits::CpuQuota;
+use crate::format::{flat_get, flat_keyed, single_u64, Expected};
+use crate::limits::{CpuQuota, CpuWeight};
 use crate::stats::Stats;
 
 pub(crate) fn apply(dir: &Path, q: &CpuQuota) -> Result<(), Error> {
@@ -38,6 +38,23 @@ pub(crate) fn parse_cpu_max(text: &str) -> Result<Option<CpuQuota>, Expected> {
 
 pub(crate) fn read(dir: &Path) -> Result<Option<CpuQuota>, Error> {
     Ok(file::read_parsed_opt(&dir.join("cpu.max"), parse_cpu_max)?.flatten())
+}
+
+/// Writes `cpu.weight` ([`CpuWeight::weight`]: shares are converted).
+pub(crate) fn apply_weight(dir: &Path, w: CpuWeight) -> Result<(), Error> {
+    file::write_limit(
+        &dir.join("cpu.weight"),
+        &w.weight().to_string(),
+        "cpu weight",
+    )
+}
+
+/// `cpu.weight`; `None` when it holds the default (100) or is not provided.
+pub(crate) fn read_weight(dir: &Path) -> Result<Option<CpuWeight>, Error> {
+    let weight = file::read_parsed_opt(&dir.join("cpu.weight"), single_u64)?;
+    Ok(weight
+        .filter(|&w| w != CpuWeight::DEFAULT_WEIGHT)
+        .map(CpuWeight::Weight))
 }
 
 /// `cpu.stat` of v2: usage, user, system, and throttling, times in microseconds.
@@ -84,6 +101,23 @@ mod tests {
         assert!(parse_cpu_max("").is_err());
         assert!(parse_cpu_max("50000 x").is_err());
         assert!(parse_cpu_max("1 2 3").is_err());
+    }
+
+    #[test]
+    fn shares_are_written_as_their_weight() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("cpu.weight"), "100\n").unwrap();
+        assert_eq!(read_weight(dir.path()).unwrap(), None);
+        apply_weight(dir.path(), CpuWeight::Shares(512)).unwrap();
+        let text = std::fs::read_to_string(dir.path().join("cpu.weight")).unwrap();
+        assert_eq!(text, "59");
+        assert_eq!(
+            read_weight(dir.path()).unwrap(),
+            Some(CpuWeight::Weight(59))
+        );
+        // The default maps onto the default.
+        apply_weight(dir.path(), CpuWeight::Shares(1024)).unwrap();
+        assert_eq!(read_weight(dir.path()).unwrap(), None);
     }
 
     #[test]

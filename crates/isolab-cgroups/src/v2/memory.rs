@@ -1,5 +1,6 @@
 //! v2 `memory` controller: `memory.max`, `memory.swap.max` (swap alone, unlike
-//! v1's memsw), `memory.current` and `memory.peak` (Linux 5.19+).
+//! v1's memsw), `memory.low` (the reservation), `memory.current` and `memory.peak`
+//! (Linux 5.19+).
 
 use std::path::Path;
 
@@ -21,6 +22,25 @@ pub(crate) fn apply(dir: &Path, max: Option<Bytes>, swap: Option<Bytes>) -> Resu
         )?;
     }
     Ok(())
+}
+
+/// Writes the reservation to `memory.low`.
+pub(crate) fn apply_reservation(dir: &Path, reservation: Bytes) -> Result<(), Error> {
+    file::write_limit(
+        &dir.join("memory.low"),
+        &reservation.0.to_string(),
+        "memory reservation",
+    )
+}
+
+/// `memory.low`: `None` when 0 (no protection) or not provided; `max` (all of the
+/// cgroup's memory) is `u64::MAX` bytes.
+pub(crate) fn read_reservation(dir: &Path) -> Result<Option<Bytes>, Error> {
+    let low = file::read_parsed_opt(&dir.join("memory.low"), max_or_u64)?;
+    Ok(low
+        .map(|v| v.unwrap_or(u64::MAX))
+        .filter(|&v| v != 0)
+        .map(Bytes))
 }
 
 /// (memory limit, swap limit), `None` when `max` or not provided.

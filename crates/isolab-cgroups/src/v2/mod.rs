@@ -4,8 +4,10 @@
 
 pub(crate) mod cpu;
 pub(crate) mod cpuset;
+pub(crate) mod hugetlb;
 pub(crate) mod io;
 pub(crate) mod memory;
+pub(crate) mod unified;
 
 use std::path::Path;
 
@@ -78,15 +80,25 @@ pub(crate) fn apply(dir: &Path, limits: &Limits) -> Result<(), Error> {
             });
         }
     }
+    unified::check(dir, &available, &limits.unified)?;
     if let Some(q) = &limits.cpu {
         cpu::apply(dir, q)?;
     }
+    if let Some(w) = limits.cpu_weight {
+        cpu::apply_weight(dir, w)?;
+    }
     cpuset::apply(dir, limits.cpuset.as_ref(), limits.mems.as_ref())?;
     memory::apply(dir, limits.memory_max, limits.memory_swap_max)?;
+    if let Some(r) = limits.memory_reservation {
+        memory::apply_reservation(dir, r)?;
+    }
     if let Some(max) = limits.pids_max {
         pids::apply(dir, max)?;
     }
-    io::apply(dir, &io)
+    io::apply(dir, &io)?;
+    hugetlb::apply(dir, &limits.hugetlb)?;
+    // Last, so that they win over the typed limits (as with runc and crun).
+    unified::apply(dir, &limits.unified)
 }
 
 pub(crate) fn read_limits(dir: &Path) -> Result<Limits, Error> {
@@ -100,6 +112,10 @@ pub(crate) fn read_limits(dir: &Path) -> Result<Limits, Error> {
         memory_swap_max,
         pids_max: pids::read(dir)?,
         io: io::read(dir)?,
+        cpu_weight: cpu::read_weight(dir)?,
+        memory_reservation: memory::read_reservation(dir)?,
+        hugetlb: hugetlb::read(dir)?,
+        unified: Default::default(),
     })
 }
 
@@ -134,10 +150,10 @@ mod tests {
                 "cpuset cpu io memory hugetlb pids rdma misc\n",
                 "memory pids\n"
             ),
-            Some("+cpu +cpuset +io".to_owned())
+            Some("+cpu +cpuset +io +hugetlb".to_owned())
         );
         assert_eq!(subtree_control_update("cpu memory\n", "cpu memory\n"), None);
-        // The hybrid cgroup2 mount of a v1 host offers none of them.
-        assert_eq!(subtree_control_update("hugetlb\n", ""), None);
+        // Controllers isolab does not use are not enabled.
+        assert_eq!(subtree_control_update("rdma misc\n", ""), None);
     }
 }
