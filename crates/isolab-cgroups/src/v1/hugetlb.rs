@@ -15,15 +15,22 @@ use crate::v1::memory::parse_limit;
 /// The v1 limit file of a page size ends so.
 const V1_SUFFIX: &str = ".limit_in_bytes";
 
-/// Writes each limit to `hugetlb.<size><suffix>`; a page size the kernel does not
-/// have (no such file) is [`Error::MissingFile`].
+/// Writes each limit to `hugetlb.<size><suffix>`, and to the limit of reservations,
+/// `hugetlb.<size>.rsvd<suffix>`, where the kernel has one (Linux 5.7+), as runc does
+/// (OCI: "reservation limits if supported"); a page size the kernel does not have
+/// (no such file) is [`Error::MissingFile`].
 pub(crate) fn apply_files(dir: &Path, suffix: &str, limits: &[HugetlbLimit]) -> Result<(), Error> {
     for l in limits {
+        let value = l.limit.0.to_string();
         file::write_limit(
             &dir.join(format!("hugetlb.{}{suffix}", l.page_size)),
-            &l.limit.0.to_string(),
+            &value,
             "huge page limit (of a page size this kernel has: see /sys/kernel/mm/hugepages)",
         )?;
+        let rsvd = dir.join(format!("hugetlb.{}.rsvd{suffix}", l.page_size));
+        if rsvd.exists() {
+            file::write(&rsvd, &value)?;
+        }
     }
     Ok(())
 }
@@ -103,6 +110,17 @@ mod tests {
         };
         apply(dir.path(), &[limit]).unwrap();
         assert_eq!(read(dir.path()).unwrap(), vec![limit]);
+        assert!(!dir.path().join("hugetlb.2MB.rsvd.limit_in_bytes").exists());
+        // The limit of reservations too, where the kernel has one.
+        let rsvd = dir.path().join("hugetlb.1GB.rsvd.limit_in_bytes");
+        fs::write(&rsvd, unlimited).unwrap();
+        let one_gb = HugetlbLimit {
+            page_size: "1GB".parse().unwrap(),
+            limit: Bytes::gib(1),
+        };
+        apply(dir.path(), &[one_gb]).unwrap();
+        assert_eq!(fs::read_to_string(&rsvd).unwrap(), "1073741824");
+        assert_eq!(read(dir.path()).unwrap(), vec![limit, one_gb]);
         // A page size this kernel does not have.
         let err = apply(
             dir.path(),
