@@ -4,7 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use isolab_cgroups::{Bytes, CpuQuota, DeviceNumber, IdSet, IoThrottle, Limits};
+use isolab_cgroups::{
+    Bytes, CpuQuota, CpuWeight, DeviceNumber, HugePageSize, HugetlbLimit, IdSet, IoThrottle, Limits,
+};
 use oci_spec::runtime::{LinuxNamespaceType, Spec};
 use serde_json::{json, Value};
 
@@ -142,6 +144,19 @@ fn resources(limits: &Limits) -> Value {
     if let Some(set) = &limits.mems {
         cpu.insert("mems".into(), json!(set.to_string()));
     }
+    let mut unified = limits.unified.clone();
+    match limits.cpu_weight {
+        Some(CpuWeight::Shares(s)) => {
+            cpu.insert("shares".into(), json!(s));
+        }
+        // OCI has shares only: a v2 weight goes as the file itself.
+        Some(w @ CpuWeight::Weight(_)) => {
+            unified
+                .entry("cpu.weight".into())
+                .or_insert_with(|| w.weight().to_string());
+        }
+        None => {}
+    }
     if !cpu.is_empty() {
         r.insert("cpu".into(), Value::Object(cpu));
     }
@@ -153,11 +168,25 @@ fn resources(limits: &Limits) -> Value {
         // OCI's swap is memory + swap, as cgroup v1's memsw.
         memory.insert("swap".into(), json!(s.0 as i64));
     }
+    if let Some(m) = limits.memory_reservation {
+        memory.insert("reservation".into(), json!(m.0 as i64));
+    }
     if !memory.is_empty() {
         r.insert("memory".into(), Value::Object(memory));
     }
     if let Some(p) = limits.pids_max {
         r.insert("pids".into(), json!({"limit": p as i64}));
+    }
+    if !limits.hugetlb.is_empty() {
+        let list: Vec<Value> = limits
+            .hugetlb
+            .iter()
+            .map(|h| json!({"pageSize": h.page_size.to_string(), "limit": h.limit.0 as i64}))
+            .collect();
+        r.insert("hugepageLimits".into(), Value::Array(list));
+    }
+    if !unified.is_empty() {
+        r.insert("unified".into(), json!(unified));
     }
     let throttle = |get: fn(&IoThrottle) -> Option<u64>| -> Vec<Value> {
         limits
@@ -272,11 +301,15 @@ fn bundle_err(path: &Path, problem: impl Into<String>) -> RuntimeError {
 /// args, env, cwd, hostname, root (read-only flag), the standard mounts, bind mounts
 /// (type `bind` or a `bind`/`rbind` option; options limited to `bind`, `rbind`, `ro`,
 /// `rw`, `rprivate`, `private`; a relative source is relative to `DIR`), pid, ipc,
-/// uts, mount, cgroup, network (absent = host) and user namespaces, resources (cpu,
-/// cpuset, memory, pids, blockIO throttles), masked and read-only paths, capabilities
-/// and `noNewPrivileges`; the parent of `cgroupsPath` becomes the cgroup parent.
-/// Anything else that would change behaviour (other mounts, joining a namespace by
-/// path, hooks) is refused with what to remove.
+/// uts, mount, cgroup, network (absent = host) and user namespaces, resources (cpu
+/// quota, period and shares, cpuset, memory limit, swap and reservation, pids, blockIO
+/// throttles, hugepageLimits, unified cgroup v2 files), masked and read-only paths,
+/// capabilities and `noNewPrivileges`; the parent of `cgroupsPath` becomes the cgroup
+/// parent. Anything else that would change behaviour (other mounts, joining a
+/// namespace by path, hooks, a resource it does not apply such as
+/// `memory.swappiness`) is refused with what to remove. (Huge page limits and unified
+/// files are checked against the host when the cgroup is made: without a hugetlb
+/// controller, or with unified files on cgroup v1, the container does not start.)
 pub fn from_bundle(dir: &Path, id: &ContainerId) -> Result<ContainerConfig, RuntimeError> {
     let file = dir.join("config.json");
     let spec = load_spec(&file)?;
@@ -680,9 +713,77 @@ pub fn bundle_meta(dir: &Path) -> Result<BundleMeta, RuntimeError> {
     })
 }
 
+/// What isolab-runtime applies of `linux.resources`, for the error that refuses the rest.
+const APPLIED_RESOURCES: &str = "cpu.shares, cpu.quota, cpu.period, cpu.cpus, cpu.mems, \
+    memory.limit, memory.swap, memory.reservation, pids.limit, the blockIO throttles, \
+    hugepageLimits, unified (on cgroup v2) and devices";
+
+/// The fields of `linux.resources` that isolab-runtime does not apply and that ask for
+/// something (a value other than the kernel's default), as `name = value`. Dropping
+/// one would run the container without what the bundle asked for, so
+/// [`limits_from`] refuses them. Left out: `memory.useHierarchy` (always on in
+/// today's kernels) and `memory.checkBeforeUpdate` (only for `update`).
+fn unapplied_resources(r: &oci_spec::runtime::LinuxResources) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut note = |name: &str, value: Option<String>| {
+        if let Some(value) = value {
+            found.push(format!("{name} = {value}"));
+        }
+    };
+    let set = |v: Option<i64>| v.filter(|v| *v != 0).map(|v| v.to_string());
+    let set_u = |v: Option<u64>| v.filter(|v| *v != 0).map(|v| v.to_string());
+    if let Some(m) = r.memory() {
+        note("memory.kernel", m.kernel().map(|v| v.to_string()));
+        note("memory.kernelTCP", m.kernel_tcp().map(|v| v.to_string()));
+        note("memory.swappiness", m.swappiness().map(|v| v.to_string()));
+        note(
+            "memory.disableOOMKiller",
+            m.disable_oom_killer().filter(|d| *d).map(|d| d.to_string()),
+        );
+    }
+    if let Some(c) = r.cpu() {
+        note("cpu.realtimeRuntime", set(c.realtime_runtime()));
+        note("cpu.realtimePeriod", set_u(c.realtime_period()));
+        note("cpu.idle", set(c.idle()));
+        note("cpu.burst", set_u(c.burst()));
+    }
+    if let Some(b) = r.block_io() {
+        note("blockIO.weight", set_u(b.weight().map(u64::from)));
+        note("blockIO.leafWeight", set_u(b.leaf_weight().map(u64::from)));
+        let devices = b.weight_device().as_ref().filter(|d| !d.is_empty());
+        note(
+            "blockIO.weightDevice",
+            devices.map(|d| format!("{} devices", d.len())),
+        );
+    }
+    if let Some(n) = r.network() {
+        note("network.classID", n.class_id().map(|v| v.to_string()));
+        let priorities = n.priorities().as_ref().filter(|p| !p.is_empty());
+        note(
+            "network.priorities",
+            priorities.map(|p| format!("{} interfaces", p.len())),
+        );
+    }
+    let rdma = r.rdma().as_ref().filter(|r| !r.is_empty());
+    note("rdma", rdma.map(|r| format!("{} devices", r.len())));
+    found
+}
+
+/// The limits of `linux.resources`. Each field is applied or, when isolab-runtime
+/// cannot apply it ([`unapplied_resources`]), refused: never dropped.
 fn limits_from(r: &oci_spec::runtime::LinuxResources) -> Result<Limits, String> {
+    let unapplied = unapplied_resources(r);
+    if !unapplied.is_empty() {
+        return Err(format!(
+            "linux.resources asks for what isolab-runtime does not apply: {}; remove it \
+             (isolab-runtime applies {APPLIED_RESOURCES})",
+            unapplied.join(", ")
+        ));
+    }
     let mut limits = Limits::default();
     if let Some(cpu) = r.cpu() {
+        // 0 is "unset" for runc and crun.
+        limits.cpu_weight = cpu.shares().filter(|s| *s > 0).map(CpuWeight::Shares);
         if let Some(quota) = cpu.quota().filter(|q| *q > 0) {
             let period = cpu.period().unwrap_or(100_000);
             limits.cpu = Some(CpuQuota {
@@ -702,7 +803,28 @@ fn limits_from(r: &oci_spec::runtime::LinuxResources) -> Result<Limits, String> 
     if let Some(m) = r.memory() {
         limits.memory_max = m.limit().filter(|l| *l > 0).map(|l| Bytes(l as u64));
         limits.memory_swap_max = m.swap().filter(|l| *l > 0).map(|l| Bytes(l as u64));
+        limits.memory_reservation = m.reservation().filter(|l| *l > 0).map(|l| Bytes(l as u64));
     }
+    for h in r.hugepage_limits().iter().flatten() {
+        let page_size = h
+            .page_size()
+            .parse::<HugePageSize>()
+            .map_err(|e| format!("hugepageLimits: {e}"))?;
+        let limit = u64::try_from(h.limit())
+            .map_err(|_| format!("hugepageLimits: {page_size}: negative limit {}", h.limit()))?;
+        limits.hugetlb.push(HugetlbLimit {
+            page_size,
+            limit: Bytes(limit),
+        });
+    }
+    // Checked where they are written: the host's cgroup version and the cgroup's
+    // controllers decide (isolab_cgroups::Limits::unified).
+    limits.unified = r
+        .unified()
+        .iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
     if let Some(p) = r.pids() {
         if p.limit() > 0 {
             limits.pids_max = Some(p.limit() as u64);
@@ -774,6 +896,13 @@ mod tests {
                     minor: 0,
                 })
             }],
+            cpu_weight: Some(CpuWeight::Shares(512)),
+            memory_reservation: Some(Bytes::mib(32)),
+            hugetlb: vec![HugetlbLimit {
+                page_size: "2MB".parse().unwrap(),
+                limit: Bytes::mib(4),
+            }],
+            unified: [("memory.high".to_string(), "50331648".to_string())].into(),
             ..Limits::default()
         };
         c
@@ -790,6 +919,16 @@ mod tests {
         assert_eq!(v["linux"]["resources"]["cpu"]["cpus"], "0");
         assert_eq!(v["linux"]["resources"]["memory"]["limit"], 64 << 20);
         assert_eq!(v["linux"]["resources"]["pids"]["limit"], 32);
+        assert_eq!(v["linux"]["resources"]["cpu"]["shares"], 512);
+        assert_eq!(v["linux"]["resources"]["memory"]["reservation"], 32 << 20);
+        assert_eq!(
+            v["linux"]["resources"]["hugepageLimits"],
+            json!([{"pageSize": "2MB", "limit": 4 << 20}])
+        );
+        assert_eq!(
+            v["linux"]["resources"]["unified"],
+            json!({"memory.high": "50331648"})
+        );
         assert_eq!(
             v["linux"]["resources"]["blockIO"]["throttleReadBpsDevice"][0]["rate"],
             1_000_000
@@ -989,5 +1128,109 @@ mod tests {
         std::fs::write(dir.path().join("config.json"), v.to_string()).unwrap();
         let e = from_bundle(dir.path(), &"x1".parse().unwrap()).unwrap_err();
         assert!(e.to_string().contains("by path"), "{e}");
+    }
+
+    /// Every field of `linux.resources` is applied or refused: none is dropped.
+    #[test]
+    fn resources_are_applied_or_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let id: ContainerId = "x2".parse().unwrap();
+        let base = serde_json::to_value(oci_spec(&config()).unwrap()).unwrap();
+        let with = |path: &str, value: Value| {
+            let mut v = base.clone();
+            *v.pointer_mut(path).unwrap() = value;
+            std::fs::write(dir.path().join("config.json"), v.to_string()).unwrap();
+            from_bundle(dir.path(), &id)
+        };
+        // What Docker writes for `--cpu-shares 512 --memory-reservation 64m`, and the
+        // defaults it writes along (0 and false ask for nothing).
+        let resources = json!({
+            "cpu": {"shares": 512, "realtimeRuntime": 0, "realtimePeriod": 0},
+            "memory": {"reservation": 64 << 20, "disableOOMKiller": false},
+            "blockIO": {"weight": 0},
+            "hugepageLimits": [{"pageSize": "1GB", "limit": 1 << 30}],
+            "unified": {"memory.high": "max", "pids.max": "10"}
+        });
+        let c = with("/linux/resources", resources).unwrap();
+        assert_eq!(c.limits.cpu_weight, Some(CpuWeight::Shares(512)));
+        assert_eq!(c.limits.memory_reservation, Some(Bytes::mib(64)));
+        assert_eq!(
+            c.limits.hugetlb,
+            [HugetlbLimit {
+                page_size: "1GB".parse().unwrap(),
+                limit: Bytes::gib(1),
+            }]
+        );
+        assert_eq!(c.limits.unified.len(), 2);
+        // 0 shares and a 0 reservation are "unset".
+        let c = with(
+            "/linux/resources",
+            json!({"cpu": {"shares": 0}, "memory": {"reservation": 0}}),
+        )
+        .unwrap();
+        assert!(c.limits.is_empty(), "{:?}", c.limits);
+
+        let refused = [
+            (
+                json!({"memory": {"swappiness": 60}}),
+                "memory.swappiness = 60",
+            ),
+            (
+                json!({"memory": {"kernel": 1 << 20}}),
+                "memory.kernel = 1048576",
+            ),
+            (
+                json!({"memory": {"kernelTCP": 1 << 20}}),
+                "memory.kernelTCP",
+            ),
+            (
+                json!({"memory": {"disableOOMKiller": true}}),
+                "memory.disableOOMKiller = true",
+            ),
+            (
+                json!({"cpu": {"realtimeRuntime": 950}}),
+                "cpu.realtimeRuntime = 950",
+            ),
+            (
+                json!({"cpu": {"realtimePeriod": 1000}}),
+                "cpu.realtimePeriod",
+            ),
+            (json!({"cpu": {"idle": 1}}), "cpu.idle = 1"),
+            (json!({"cpu": {"burst": 1000}}), "cpu.burst = 1000"),
+            (json!({"blockIO": {"weight": 500}}), "blockIO.weight = 500"),
+            (
+                json!({"blockIO": {"leafWeight": 500}}),
+                "blockIO.leafWeight",
+            ),
+            (
+                json!({"blockIO": {"weightDevice": [{"major": 8, "minor": 0, "weight": 10}]}}),
+                "blockIO.weightDevice = 1 devices",
+            ),
+            (json!({"network": {"classID": 42}}), "network.classID = 42"),
+            (
+                json!({"network": {"priorities": [{"name": "eth0", "priority": 5}]}}),
+                "network.priorities",
+            ),
+            (
+                json!({"rdma": {"mlx5_1": {"hcaHandles": 3}}}),
+                "rdma = 1 devices",
+            ),
+        ];
+        for (resources, named) in refused {
+            let e = with("/linux/resources", resources.clone()).unwrap_err();
+            let text = e.to_string();
+            assert!(
+                text.contains(named) && text.contains("does not apply") && text.contains("remove"),
+                "{resources}: {text}"
+            );
+        }
+        for (page_size, problem) in [("2M", "huge page size"), ("2MB", "negative limit")] {
+            let e = with(
+                "/linux/resources",
+                json!({"hugepageLimits": [{"pageSize": page_size, "limit": -1}]}),
+            )
+            .unwrap_err();
+            assert!(e.to_string().contains(problem), "{e}");
+        }
     }
 }

@@ -69,7 +69,9 @@ pub struct Exit {
     pub trace: Trace,
     /// The limits read back from the container's cgroup: right after they were
     /// applied, or (with no limits asked for) after the container exited. On v1 the
-    /// cpuset is always set (a v1 cpuset holds its own copy, from its parent).
+    /// cpuset is always set (a v1 cpuset holds its own copy, from its parent); a cpu
+    /// weight reads back in the host's unit (v1 shares, v2 weight); the unified files
+    /// asked for hold what the kernel shows in them.
     pub limits: Limits,
     /// The cgroup's counters, read after the container's init exited and before the
     /// cgroup was removed; `None` when they could not be read (the reason is in
@@ -553,9 +555,13 @@ impl Instance {
             cgroup
                 .apply(&config.limits)
                 .map_err(cgroup_err("apply the limits"))?;
-            let got = cgroup
+            let mut got = cgroup
                 .read_limits()
                 .map_err(cgroup_err("read the limits back"))?;
+            // What the unified files hold now, in the kernel's formatting.
+            got.unified = cgroup
+                .read_unified(config.limits.unified.keys().map(String::as_str))
+                .map_err(cgroup_err("read the unified files back"))?;
             if !config.limits.differences(&got).is_empty() {
                 return Err(RuntimeError::LimitsMismatch {
                     rel,
