@@ -17,7 +17,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use isolab_cgroups::{Bytes, Cgroup, Controller, CpuQuota, Hierarchy, IdSet, Limits};
+use isolab_cgroups::{
+    Bytes, Cgroup, Controller, CpuQuota, CpuWeight, Hierarchy, IdSet, Limits, Version,
+};
 use isolab_engines::docker::Docker;
 use isolab_engines::host_net::normalized_rules;
 use isolab_engines::podman::{OciRuntime, Podman};
@@ -564,6 +566,150 @@ fn docker_runs_limited_containers_and_restores_the_host() {
         assert_eq!(left, Vec::<String>::new(), "mounts left by dockerd");
     }
     // Idempotent.
+    docker.shutdown().unwrap();
+}
+
+/// `argv` (an engine's `docker run …` command) with `flags` right after `run`.
+fn with_run_flags(mut argv: Vec<String>, flags: &[&str]) -> Vec<String> {
+    let at = argv
+        .iter()
+        .position(|a| a == "run")
+        .expect("a `run` command")
+        + 1;
+    argv.splice(at..at, flags.iter().map(|f| f.to_string()));
+    argv
+}
+
+/// Docker with isolab-runtime (`docker run --runtime isolab`): `--cpu-shares 512
+/// --memory-reservation 64m` reach the container's cgroup (they used to be dropped
+/// without a word), read back from the host while it runs and by the container from
+/// its own /sys/fs/cgroup; a limit the runtime does not apply (`--memory-swappiness`)
+/// makes `docker run` fail with the runtime's error instead of running without it.
+/// The files are those of the host's cgroup version: v1 `cpu.shares` 512 and
+/// `memory.soft_limit_in_bytes`, v2 `cpu.weight` 59 and `memory.low`.
+#[test]
+fn docker_with_isolab_runtime_applies_cpu_shares_and_memory_reservation() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(why) = skip_reason(&["dockerd", "iptables-save"]) {
+        isolab_skip::skip(format!("docker with isolab-runtime: {why}"));
+        return;
+    }
+    let runtime = isolab_runtime::config::locate_program();
+    if !runtime.is_file() {
+        isolab_skip::skip(format!(
+            "isolab-runtime is not built ({} missing): cargo build -p isolab-runtime, or set \
+             ISOLAB_RUNTIME",
+            runtime.display()
+        ));
+        return;
+    }
+    if Path::new(isolab_engines::docker::SYSTEM_SOCKET).exists() {
+        eprintln!("note: a host dockerd may be running; it must know the `isolab` runtime");
+    }
+    let docker = Docker::new().with_isolab_runtime();
+    let h = Hierarchy::detect().unwrap();
+    let v2 = h.version() == Version::V2;
+    let pid = std::process::id();
+    let base = format!("isolab-test-{pid}");
+    let _cleanup = Cleanup {
+        engine: &docker,
+        base: base.clone(),
+    };
+    docker.ensure_ready().unwrap();
+    eprintln!(
+        "docker+isolab: {}, runtime {}",
+        docker.version().unwrap(),
+        runtime.display()
+    );
+    let image = docker.prepare_image(Path::new(BENCH)).unwrap();
+    let workdir = tempfile::tempdir().unwrap();
+    let (shares_file, shares) = if v2 {
+        ("/sys/fs/cgroup/cpu.weight", "59")
+    } else {
+        ("/sys/fs/cgroup/cpu/cpu.shares", "512")
+    };
+    let low_file = if v2 {
+        "/sys/fs/cgroup/memory.low"
+    } else {
+        "/sys/fs/cgroup/memory/memory.soft_limit_in_bytes"
+    };
+    let request = |case: &str, rel: &Path| RunRequest {
+        id: format!("isolab-test-{pid}-shares-{case}").parse().unwrap(),
+        argv: vec![
+            "sh".into(),
+            "-c".into(),
+            format!("cat {shares_file} {low_file}; sleep 1"),
+        ],
+        workdir: workdir.path().to_path_buf(),
+        network: NetworkMode::None,
+        limits: Limits::default(),
+        cgroup_parent: rel.to_path_buf(),
+        env: Vec::new(),
+    };
+
+    // Applied: read back from the container's cgroup by the host and by the container.
+    let rel = PathBuf::from(format!("{base}/docker-isolab-shares"));
+    let parent = Cgroup::create(&h, &rel).unwrap();
+    let run = request("applied", &rel);
+    let flags = ["--cpu-shares", "512", "--memory-reservation", "64m"];
+    let argv = with_run_flags(docker.run_command(&run, &image).unwrap(), &flags);
+    eprintln!("docker+isolab: {}", argv.join(" "));
+    let want = Limits {
+        cpu_weight: Some(CpuWeight::Shares(512)),
+        memory_reservation: Some(Bytes::mib(64)),
+        ..Limits::default()
+    };
+    let out = run_in(&h, &parent, &argv, &want, None);
+    assert_eq!(out.status, 0, "docker+isolab: {}", out.stdout);
+    let read = out
+        .limits
+        .unwrap_or_else(|| panic!("docker+isolab: no container cgroup below {rel:?}"));
+    eprintln!(
+        "docker+isolab: cgroup {:?} read back from the host: cpu weight {:?}, memory \
+         reservation {:?}; inside: {shares_file} {low_file} = {:?}",
+        out.cgroup, read.cpu_weight, read.memory_reservation, out.stdout
+    );
+    assert_eq!(want.differences(&read), Vec::<String>::new());
+    let expected_weight = if v2 {
+        CpuWeight::Weight(59)
+    } else {
+        CpuWeight::Shares(512)
+    };
+    assert_eq!(read.cpu_weight, Some(expected_weight));
+    assert_eq!(read.memory_reservation, Some(Bytes(67_108_864)));
+    assert_eq!(
+        out.stdout.split_whitespace().collect::<Vec<_>>(),
+        [shares, "67108864"],
+        "what the container reads from its own cgroup"
+    );
+    docker.remove(&run).unwrap();
+    parent.remove().unwrap();
+    assert_no_cgroup_anywhere(&rel);
+
+    // Not applied by isolab-runtime: docker run fails and says which field and why.
+    let rel = PathBuf::from(format!("{base}/docker-isolab-refused"));
+    let parent = Cgroup::create(&h, &rel).unwrap();
+    let run = request("refused", &rel);
+    let flags = ["--cpu-shares", "512", "--memory-swappiness", "60"];
+    let argv = with_run_flags(docker.run_command(&run, &image).unwrap(), &flags);
+    let out = Command::new(&argv[0]).args(&argv[1..]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    eprintln!(
+        "docker+isolab with --memory-swappiness 60: {}\n{err}",
+        out.status
+    );
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("memory.swappiness = 60") && err.contains("does not apply"),
+        "{err}"
+    );
+    docker.remove(&run).unwrap();
+    assert_eq!(
+        isolab_cgroups::list_below(&h, &rel).unwrap(),
+        Vec::<PathBuf>::new()
+    );
+    parent.remove().unwrap();
+    assert_no_cgroup_anywhere(&rel);
     docker.shutdown().unwrap();
 }
 
