@@ -664,7 +664,7 @@ fn html_report_names_stand_in_inputs_near_the_top() {
     ));
     let page = html::html(&data, &analysis);
     let note = page
-        .find("Stand-in inputs (not the seed's own): <b>video</b>: generated stand-in for seed 002's Big Buck Bunny segment.")
+        .find("Stand-in inputs and programs (not the seed's own): <b>video</b>: generated stand-in for seed 002's Big Buck Bunny segment.")
         .expect("a stand-in note in the report");
     assert!(note < page.find("<h2>Environment</h2>").unwrap());
 }

@@ -466,12 +466,15 @@ fn ffmpeg_transcode_split() -> WorkloadDef {
 /// An MPI program of fixed work from `programs/`, compiled once on the host with
 /// `mpicc -O2` and run with one rank per cpu of the shape, not bound to cores (as
 /// `hpl`): it prints its execution time and a check value as isolab's JSON metrics.
+/// It is written for isolab in the role of seed 002's program `role` (named as the
+/// seed cites it), not that program: its asset says so (`stand_in`).
 fn mpi_program(
     name: &str,
     source: &str,
     amount: u64,
     unit: &str,
     description: &str,
+    role: &str,
 ) -> WorkloadDef {
     let file = format!("{}.c", name.replace('-', "_"));
     WorkloadDef {
@@ -488,7 +491,10 @@ fn mpi_program(
                 contents: source.into(),
             }],
             tools: vec![("mpicc".into(), "libopenmpi-dev".into())],
-            stand_in: None,
+            stand_in: Some(format!(
+                "a small MPI program written for isolab in the role of seed 002's {role}, \
+                 not the study's program"
+            )),
         }],
         tools: vec!["mpirun".into()],
         packages: vec!["openmpi-bin".into()],
@@ -641,6 +647,7 @@ pub fn catalog() -> Vec<WorkloadDef> {
             20_000_000,
             "numbers tested",
             "MPI: counts the primes up to {work} by trial division over {cpus} ranks, a global sum every 2000 numbers; execution time (seed 002's Prime_MPI)",
+            "Prime_MPI (Burkardt's PRIME_MPI, its reference [39])",
         ),
         mpi_program(
             "mpi-search",
@@ -648,6 +655,7 @@ pub fn catalog() -> Vec<WorkloadDef> {
             1_500_000_000,
             "integers searched",
             "MPI: searches {work} integers for the one whose hash matches, {cpus} ranks agreeing after every round of 4096 each; execution time (seed 002's MPI_Search)",
+            "MPI_Search (Burkardt's SEARCH_MPI, its reference [38])",
         ),
     ];
     all.sort_by(|a, b| a.name.cmp(&b.name));

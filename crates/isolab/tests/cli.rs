@@ -165,12 +165,21 @@ fn list_workloads_shows_tools_packages_work_assets_and_metrics() {
         .as_str()
         .unwrap()
         .contains("stand-in"));
+    for (mpi, role) in [("mpi-prime", "Prime_MPI"), ("mpi-search", "MPI_Search")] {
+        let w = v.as_array().unwrap().iter().find(|w| w["name"] == mpi);
+        let label = w.and_then(|w| w["assets"][0]["stand_in"].as_str());
+        assert!(
+            label.is_some_and(|l| l.contains(role) && l.contains("not the study's program")),
+            "{mpi}: {label:?}"
+        );
+    }
     let out = run(isolab().args(["list", "--workloads"]));
     let listing = text(&out.stdout);
     for line in [
         "mpi-prime: MPI: counts the primes up to {work}",
         "  tools mpirun; packages openmpi-bin; work 20000000 numbers tested (`work = N` changes it)",
-        "  asset mpi-prime: mpi_prime.c compiled with mpicc -O2",
+        "  asset mpi-prime: mpi_prime.c compiled with mpicc -O2 [stand-in: a small MPI program \
+         written for isolab in the role of seed 002's Prime_MPI",
         "  metrics: execution_time (s, lower is better, primary), primes (count, higher is better)",
         "  tools sockperf; packages sockperf; service sockperf (client on the host)",
     ] {
@@ -2359,6 +2368,12 @@ fn the_seed_application_programs_run_on_every_platform_from_host_built_assets() 
         entry("asset.video.stand_in").is_some_and(|v| v.contains("Big Buck Bunny")),
         "{env:?}"
     );
+    for (mpi, role) in [("mpi-prime", "Prime_MPI"), ("mpi-search", "MPI_Search")] {
+        assert!(
+            entry(&format!("asset.{mpi}.stand_in")).is_some_and(|v| v.contains(role)),
+            "{env:?}"
+        );
+    }
     for asset in [
         "asset.video.",
         "asset.mpi-prime.",

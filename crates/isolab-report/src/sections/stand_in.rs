@@ -1,4 +1,4 @@
-//! Which inputs of the experiment stand in for the seed's own.
+//! Which inputs and programs of the experiment stand in for the seed's own.
 
 use std::fmt::Write as _;
 
@@ -10,7 +10,7 @@ pub struct StandIn;
 
 impl Section for StandIn {
     fn title(&self) -> &'static str {
-        "Stand-in inputs"
+        "Stand-in inputs and programs"
     }
 
     fn html(&self, r: &Report) -> String {
@@ -22,7 +22,7 @@ impl Section for StandIn {
 
 /// Says, near the top, which inputs of the experiment stand in for the seed's own (an
 /// asset's `asset.NAME.stand_in` in the environment), so that no reader takes a
-/// generated video for the paper's.
+/// generated video or an MPI program written for isolab for the paper's.
 fn stand_in_note(out: &mut String, environment: &[(String, String)]) {
     let stand_ins: Vec<String> = environment
         .iter()
@@ -34,7 +34,7 @@ fn stand_in_note(out: &mut String, environment: &[(String, String)]) {
     if !stand_ins.is_empty() {
         let _ = writeln!(
             out,
-            "<p class=note>Stand-in inputs (not the seed's own): {}.</p>",
+            "<p class=note>Stand-in inputs and programs (not the seed's own): {}.</p>",
             stand_ins.join("; ")
         );
     }
