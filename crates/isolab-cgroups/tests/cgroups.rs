@@ -394,15 +394,14 @@ fn fake_v1_create_apply_read_stats_remove() {
     };
     cg.apply(&limits).unwrap();
     let leaf = |m: &str| root.join(m).join(rel);
-    assert_eq!(read(leaf("cpu").join("cpu.shares")), "512");
-    assert_eq!(
-        read(leaf("memory").join("memory.soft_limit_in_bytes")),
-        "67108864"
-    );
-    assert_eq!(
-        read(leaf("hugetlb").join("hugetlb.1GB.limit_in_bytes")),
-        "2147483648"
-    );
+    for (file, value) in [
+        ("cpu/cpu.shares", "512"),
+        ("memory/memory.soft_limit_in_bytes", "67108864"),
+        ("hugetlb/hugetlb.1GB.limit_in_bytes", "2147483648"),
+    ] {
+        let (controller, file) = file.split_once('/').unwrap();
+        assert_eq!(read(leaf(controller).join(file)), value, "{file}");
+    }
     assert_eq!(read(leaf("cpu").join("cpu.cfs_period_us")), "100000");
     assert_eq!(read(leaf("cpu").join("cpu.cfs_quota_us")), "50000");
     assert_eq!(read(leaf("cpuset").join("cpuset.cpus")), "0");

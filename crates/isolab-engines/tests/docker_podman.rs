@@ -266,6 +266,24 @@ fn run_in(
     }
 }
 
+/// Removes `request`'s container, then its parent cgroup, and checks that no cgroup
+/// is left below the parent or anywhere under its path.
+fn remove_without_leftovers(
+    engine: &dyn Engine,
+    request: &RunRequest,
+    h: &Hierarchy,
+    parent: Cgroup,
+) {
+    engine.remove(request).unwrap();
+    let rel = parent.rel().to_path_buf();
+    assert_eq!(
+        isolab_cgroups::list_below(h, &rel).unwrap(),
+        Vec::<PathBuf>::new()
+    );
+    parent.remove().unwrap();
+    assert_no_cgroup_anywhere(&rel);
+}
+
 /// Runs every case of the file on `engine`: two limited sysbench runs, SIGTERM and
 /// (when `bridge`) the bridge network.
 fn exercise(engine: &dyn Engine, tag: &str, bridge: bool) {
@@ -391,13 +409,7 @@ fn exercise(engine: &dyn Engine, tag: &str, bridge: bool) {
         t.elapsed()
     );
     assert_ne!(out.status, 0);
-    engine.remove(&request).unwrap();
-    assert_eq!(
-        isolab_cgroups::list_below(&h, &rel).unwrap(),
-        Vec::<PathBuf>::new()
-    );
-    parent.remove().unwrap();
-    assert_no_cgroup_anywhere(&rel);
+    remove_without_leftovers(engine, &request, &h, parent);
 
     // The CLI SIGKILLed (as after a crash of the lab): the container keeps running
     // until gc finds it by prefix; remove is then idempotent.
@@ -682,9 +694,7 @@ fn docker_with_isolab_runtime_applies_cpu_shares_and_memory_reservation() {
         [shares, "67108864"],
         "what the container reads from its own cgroup"
     );
-    docker.remove(&run).unwrap();
-    parent.remove().unwrap();
-    assert_no_cgroup_anywhere(&rel);
+    remove_without_leftovers(&docker, &run, &h, parent);
 
     // Not applied by isolab-runtime: docker run fails and says which field and why.
     let rel = PathBuf::from(format!("{base}/docker-isolab-refused"));
@@ -703,13 +713,7 @@ fn docker_with_isolab_runtime_applies_cpu_shares_and_memory_reservation() {
         err.contains("memory.swappiness = 60") && err.contains("does not apply"),
         "{err}"
     );
-    docker.remove(&run).unwrap();
-    assert_eq!(
-        isolab_cgroups::list_below(&h, &rel).unwrap(),
-        Vec::<PathBuf>::new()
-    );
-    parent.remove().unwrap();
-    assert_no_cgroup_anywhere(&rel);
+    remove_without_leftovers(&docker, &run, &h, parent);
     docker.shutdown().unwrap();
 }
 
