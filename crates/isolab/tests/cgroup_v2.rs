@@ -307,11 +307,14 @@ fn the_cgroups_crates_real_tests_pass_on_pure_cgroup_v2() {
 
 /// isolab-runtime's cgroup and lifecycle tests: limits read back from `cpu.max`,
 /// `cpuset.cpus.effective`, `memory.max`, `pids.max` and `io.max` while the container runs,
+/// an OCI bundle's `cpu.shares` (v2: `cpu.weight`), `memory.reservation` (`memory.low`) and
+/// `unified` applied,
 /// its init born in its cgroup (`CLONE_INTO_CGROUP`), the OOM killer and a fork bomb stopped
 /// by the limits, the quota measured, a cgroup mount, a cgroup parent, the OCI operations and
 /// a `kill -9` of the runtime followed by `gc`, each leaving nothing behind.
 const RUNTIME_TESTS: &[&str] = &[
     "limits_are_in_the_cgroup_files_while_the_container_runs",
+    "oci_shares_reservation_hugepages_and_unified_are_applied_or_refused",
     "pid_namespace_and_init",
     "exit_codes_and_signals_propagate",
     "memory_limit_oom_kills_inside",
