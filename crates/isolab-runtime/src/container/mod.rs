@@ -50,7 +50,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 
-use isolab_cgroups::{Cgroup, Hierarchy, Limits, Stats, Version};
+use isolab_cgroups::{Bytes, Cgroup, Hierarchy, Limits, Stats, Version};
 
 use crate::config::{ContainerConfig, Lifecycle, NetworkChoice, Rootfs, USERNS_BASE, USERNS_SIZE};
 use crate::error::RuntimeError;
@@ -552,8 +552,9 @@ impl Instance {
         let cgroup = Cgroup::create(&self.hierarchy, &rel).map_err(cgroup_err("create"))?;
         let cgroup = self.cgroup.insert(cgroup);
         if !config.limits.is_empty() {
+            let wanted = for_hierarchy(&config.limits, self.hierarchy.version())?;
             cgroup
-                .apply(&config.limits)
+                .apply(&wanted)
                 .map_err(cgroup_err("apply the limits"))?;
             let mut got = cgroup
                 .read_limits()
@@ -562,10 +563,10 @@ impl Instance {
             got.unified = cgroup
                 .read_unified(config.limits.unified.keys().map(String::as_str))
                 .map_err(cgroup_err("read the unified files back"))?;
-            if !config.limits.differences(&got).is_empty() {
+            if !wanted.differences(&got).is_empty() {
                 return Err(RuntimeError::LimitsMismatch {
                     rel,
-                    wanted: format!("{:?}", config.limits),
+                    wanted: format!("{wanted:?}"),
                     got: format!("{got:?}"),
                 });
             }
@@ -1078,9 +1079,65 @@ pub fn backing_device(path: &Path) -> Result<isolab_cgroups::DeviceNumber, Runti
     })
 }
 
+/// The limits to write on a hierarchy of `version`. The runtime's interface (`--memory-swap`,
+/// OCI's `memory.swap`) gives the swap limit as memory **plus** swap, as cgroup v1's memsw;
+/// v2's `memory.swap.max` is swap alone, so there it is the difference (runc and crun convert
+/// the same way), and a swap limit without a memory limit, or below it, cannot be expressed.
+fn for_hierarchy(limits: &Limits, version: Version) -> Result<Limits, RuntimeError> {
+    let mut out = limits.clone();
+    if version == Version::V2 {
+        if let Some(memsw) = limits.memory_swap_max {
+            let memory = limits.memory_max.filter(|m| m.0 <= memsw.0).ok_or_else(|| {
+                RuntimeError::InvalidConfig {
+                    what: "memory plus swap limit",
+                    value: format!("{memsw} with memory limit {:?}", limits.memory_max),
+                    expected: "a memory limit too, at most the memory plus swap limit",
+                }
+            })?;
+            out.memory_swap_max = Some(Bytes(memsw.0 - memory.0));
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_memory_plus_swap_limit_becomes_swap_alone_on_v2() {
+        let limits = Limits {
+            memory_max: Some(Bytes::mib(32)),
+            memory_swap_max: Some(Bytes::mib(48)),
+            ..Limits::default()
+        };
+        let v1 = for_hierarchy(&limits, Version::V1).unwrap();
+        assert_eq!(v1.memory_swap_max, Some(Bytes::mib(48)));
+        let v2 = for_hierarchy(&limits, Version::V2).unwrap();
+        assert_eq!(v2.memory_swap_max, Some(Bytes::mib(16)));
+        assert_eq!(v2.memory_max, Some(Bytes::mib(32)));
+        let no_swap = Limits {
+            memory_swap_max: Some(Bytes::mib(32)),
+            ..limits.clone()
+        };
+        assert_eq!(
+            for_hierarchy(&no_swap, Version::V2).unwrap().memory_swap_max,
+            Some(Bytes(0))
+        );
+        for bad in [
+            Limits {
+                memory_max: None,
+                ..limits.clone()
+            },
+            Limits {
+                memory_swap_max: Some(Bytes::mib(16)),
+                ..limits.clone()
+            },
+        ] {
+            let err = for_hierarchy(&bad, Version::V2).unwrap_err().to_string();
+            assert!(err.contains("memory plus swap"), "{err}");
+        }
+    }
     use isolab_cgroups::{Bytes, IdSet, Limits};
 
     #[test]
