@@ -306,6 +306,32 @@ fn is_under(path: &Path, dir: &str) -> bool {
     path.starts_with(dir)
 }
 
+/// A host directory that appears at the same path in the guest (`field` names it in the
+/// error): absolute, not `/`, outside the guest's own /run, /proc, /sys and /dev, without a
+/// line break (the agent reads paths a line each), and existing.
+fn guest_dir(field: &'static str, dir: &Path) -> Result<(), VmError> {
+    if !dir.is_absolute()
+        || dir == Path::new("/")
+        || RESERVED.iter().any(|r| is_under(dir, r))
+        || dir.to_string_lossy().contains('\n')
+    {
+        return Err(bad_config(
+            field,
+            format!(
+                "{} must be an absolute path other than / without a line break, and outside /run, /proc, /sys and /dev",
+                dir.display()
+            ),
+        ));
+    }
+    if !dir.is_dir() {
+        return Err(bad_config(
+            field,
+            format!("{} is not a directory", dir.display()),
+        ));
+    }
+    Ok(())
+}
+
 pub(crate) fn validate(config: &VmConfig, command: &GuestCommand) -> Result<(), VmError> {
     if config.vcpus == 0 || config.vcpus > 255 {
         return Err(bad_config(
@@ -335,46 +361,12 @@ pub(crate) fn validate(config: &VmConfig, command: &GuestCommand) -> Result<(), 
             ));
         }
     }
-    let w = &config.workdir;
-    if !w.is_absolute() || w == Path::new("/") || RESERVED.iter().any(|r| is_under(w, r)) {
-        return Err(bad_config(
-            "workdir",
-            format!(
-                "{} must be an absolute path other than / and outside /run, /proc, /sys and /dev",
-                w.display()
-            ),
-        ));
-    }
-    if !w.is_dir() {
-        return Err(bad_config(
-            "workdir",
-            format!("{} is not a directory", w.display()),
-        ));
-    }
+    guest_dir("workdir", &config.workdir)?;
     if config.boot_timeout.is_zero() {
         return Err(bad_config("boot_timeout", "must be more than zero"));
     }
     for share in &config.shares {
-        let text = share.to_string_lossy();
-        if !share.is_absolute()
-            || share == Path::new("/")
-            || RESERVED.iter().any(|r| is_under(share, r))
-            || text.contains('\n')
-        {
-            return Err(bad_config(
-                "shares",
-                format!(
-                    "{} must be an absolute path other than / without a line break, and outside /run, /proc, /sys and /dev",
-                    share.display()
-                ),
-            ));
-        }
-        if !share.is_dir() {
-            return Err(bad_config(
-                "shares",
-                format!("{} is not a directory", share.display()),
-            ));
-        }
+        guest_dir("shares", share)?;
     }
     if let Some(s) = config.scratch_disk {
         if s.0 < 64 << 20 {
@@ -429,6 +421,7 @@ pub(crate) fn validate(config: &VmConfig, command: &GuestCommand) -> Result<(), 
         }
         Some(InnerEngine::Docker(docker)) => {
             crate::docker::check_image(&config.disk.image)?;
+            let w = &config.workdir;
             if docker.flags.iter().any(|f| has_nul(f)) {
                 return Err(bad_command("a docker run flag contains a NUL byte"));
             }

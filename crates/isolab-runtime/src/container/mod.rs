@@ -1087,13 +1087,14 @@ fn for_hierarchy(limits: &Limits, version: Version) -> Result<Limits, RuntimeErr
     let mut out = limits.clone();
     if version == Version::V2 {
         if let Some(memsw) = limits.memory_swap_max {
-            let memory = limits.memory_max.filter(|m| m.0 <= memsw.0).ok_or_else(|| {
-                RuntimeError::InvalidConfig {
+            let memory = limits
+                .memory_max
+                .filter(|m| m.0 <= memsw.0)
+                .ok_or_else(|| RuntimeError::InvalidConfig {
                     what: "memory plus swap limit",
                     value: format!("{memsw} with memory limit {:?}", limits.memory_max),
                     expected: "a memory limit too, at most the memory plus swap limit",
-                }
-            })?;
+                })?;
             out.memory_swap_max = Some(Bytes(memsw.0 - memory.0));
         }
     }
@@ -1121,7 +1122,9 @@ mod tests {
             ..limits.clone()
         };
         assert_eq!(
-            for_hierarchy(&no_swap, Version::V2).unwrap().memory_swap_max,
+            for_hierarchy(&no_swap, Version::V2)
+                .unwrap()
+                .memory_swap_max,
             Some(Bytes(0))
         );
         for bad in [
