@@ -37,13 +37,21 @@
 # specified"; it takes up to 1.1.x): to test such a runtime on its own terms, use
 # --suite-version v0.9.1-0.20221107090550-2e043c6bd626 (master of 2022-11-07,
 # runtime-spec 1.0.2-dev), which the proxy also serves and which builds.
+#
+# Go: the newest toolchain scripts/lib/go.sh finds (or $ISOLAB_GO). The pinned master needs
+# Go 1.21 (its github.com/moby/sys/capability v0.4.0 imports `slices`); with an older Go
+# (Debian bookworm's golang-go is 1.19) the default is master of 2025-03-03
+# (v0.9.1-0.20250303011046-260e151b8552, runtime-spec v1.1.0), the last before that
+# dependency, which Go 1.19 builds.
 set -euo pipefail
 
 # The whole script is one { ... } block, which bash reads in full before running it:
 # editing this file while a run is going does not derail that run.
 {
 RT_MODULE=github.com/opencontainers/runtime-tools
-RT_VERSION=${OCI_VALIDATION_VERSION:-v0.9.1-0.20251114084447-edf4cb3d2116}
+RT_VERSION_NEW=v0.9.1-0.20251114084447-edf4cb3d2116  # Go >= 1.21
+RT_VERSION_GO119=v0.9.1-0.20250303011046-260e151b8552  # older Go
+RT_VERSION=${OCI_VALIDATION_VERSION:-}
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 LIB=$REPO/scripts/lib
 UUID_RE='^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
@@ -52,7 +60,7 @@ usage() {
     cat <<EOF
 Usage: sudo scripts/oci-validation.sh RUNTIME [options]
 
-Run the OCI runtime-tools validation suite ($RT_MODULE@$RT_VERSION)
+Run the OCI runtime-tools validation suite ($RT_MODULE)
 against the OCI runtime RUNTIME (a path or a name on PATH: runc, crun,
 target/debug/isolab-runtime, ...), one validation program at a time.
 
@@ -62,7 +70,8 @@ Options:
                        /tmp/oci-validation/<runtime name>.tsv); each program's stdout,
                        stderr and exit status are kept in FILE.logs/
   --timeout SECONDS    time limit per program (default 60)
-  --suite-version V    runtime-tools module version (default $RT_VERSION;
+  --suite-version V    runtime-tools module version (default $RT_VERSION_NEW
+                       with Go >= 1.21, else $RT_VERSION_GO119;
                        also \$OCI_VALIDATION_VERSION). v0.9.1-0.20221107090550-2e043c6bd626
                        writes ociVersion 1.0.2-dev, for runtimes that refuse 1.3.0
   --cache-dir DIR      build cache (default /var/cache/isolab/runtime-tools, or
@@ -109,6 +118,14 @@ while [[ $# -gt 0 ]]; do
 done
 [[ $BUILD_ONLY -eq 1 || -n $RUNTIME_ARG ]] || die_usage "RUNTIME missing"
 [[ $(id -u) -eq 0 ]] || { echo "oci-validation: run as root (the suite creates containers)" >&2; exit 2; }
+# shellcheck source=SCRIPTDIR/lib/go.sh
+source "$LIB/go.sh"
+GO=$(isolab_go) || { echo "oci-validation: no Go toolchain (scripts/setup.sh installs Debian's golang-go)" >&2; exit 1; }
+PATH="$(dirname "$GO"):$PATH"
+export PATH
+if [[ -z $RT_VERSION ]]; then
+    if version_at_least "$(go_version "$GO")" 1.21; then RT_VERSION=$RT_VERSION_NEW; else RT_VERSION=$RT_VERSION_GO119; fi
+fi
 for tool in go python3 tar timeout findmnt; do
     command -v "$tool" >/dev/null || { echo "oci-validation: $tool not found" >&2; exit 1; }
 done
@@ -358,7 +375,12 @@ mkdir -p "$WORK/tmp"
 cp "$SUITE/bin/runtimetest" "$WORK/runtimetest"
 ROOTFS_TAR=$WORK/rootfs-$GOARCH.tar.gz  # the name util.PrepareBundle untars
 if [[ $ROOTFS_KIND == isolab ]]; then
-    ISOLAB=$REPO/target/debug/isolab
+    # isolab beside the runtime under test (a build of this workspace), else in the target
+    # directory (CARGO_TARGET_DIR's, where cargo builds it).
+    ISOLAB=$(dirname "$RUNTIME")/isolab
+    if [[ ! -x $ISOLAB ]]; then
+        ISOLAB=${CARGO_TARGET_DIR:-$REPO/target}/debug/isolab
+    fi
     if [[ ! -x $ISOLAB ]]; then
         echo "building $ISOLAB (cargo build -p isolab) for its busybox image"
         (cd "$REPO" && cargo build -q -p isolab) ||
