@@ -4,7 +4,7 @@
 //! SIGTERM, the bridge network, and nothing left afterwards (containers, cgroups,
 //! mounts, and for the daemon isolab starts: iptables, `ip_forward`, `docker0`).
 //!
-//! Each test is skipped with a printed reason when not run as root, when the bench
+//! Each test is skipped (`isolab_skip`) with its reason when not run as root, when the bench
 //! image is missing or when the engine is not installed. The tests share the host's
 //! netfilter tables and cgroup mounts, so they run one at a time.
 
@@ -33,16 +33,16 @@ static SERIAL: Mutex<()> = Mutex::new(());
 fn skip_reason(programs: &[&str]) -> Option<String> {
     // SAFETY: geteuid has no preconditions and touches no memory.
     if unsafe { libc::geteuid() } != 0 {
-        return Some("needs root".into());
+        return Some(format!("the {} test needs root", programs.join(" and ")));
     }
     if !Path::new(BENCH).join(".isolab-image.json").is_file() {
-        return Some(format!(
-            "the bench image is missing: target/debug/isolab image build bench {BENCH}"
-        ));
+        return Some(format!("no bench image at {BENCH} (make image)"));
     }
     for p in programs {
         if SystemTools.which(p).is_none() {
-            return Some(format!("{p} is not installed"));
+            return Some(format!(
+                "{p} is not installed (scripts/setup.sh installs it)"
+            ));
         }
     }
     None
@@ -540,7 +540,7 @@ fn exercise(engine: &dyn Engine, tag: &str, bridge: bool) {
 fn docker_runs_limited_containers_and_restores_the_host() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(why) = skip_reason(&["dockerd", "iptables-save"]) {
-        eprintln!("skipping the docker test: {why}");
+        isolab_skip::skip(why);
         return;
     }
     if Path::new(isolab_engines::docker::SYSTEM_SOCKET).exists() {
@@ -720,7 +720,7 @@ fn docker_with_isolab_runtime_applies_cpu_shares_and_memory_reservation() {
 fn podman_test(runtime: OciRuntime, allow_host_fixes: bool) {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(why) = skip_reason(&["podman", &runtime.program(), "iptables-save"]) {
-        eprintln!("skipping the podman test: {why}");
+        isolab_skip::skip(why);
         return;
     }
     let before = host_state();
@@ -758,7 +758,7 @@ fn podman_with_runc_runs_limited_containers() {
 fn latency_of_true() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(why) = skip_reason(&["dockerd", "podman"]) {
-        eprintln!("skipping: {why}");
+        isolab_skip::skip(why);
         return;
     }
     let h = Hierarchy::detect().unwrap();

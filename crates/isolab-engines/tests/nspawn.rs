@@ -73,7 +73,7 @@ fn changed_since(dir: &Path, since: SystemTime) -> Vec<PathBuf> {
 fn nspawn_does_what_every_engine_does() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(why) = skip() {
-        eprintln!("skipped: {why}");
+        isolab_skip::skip(why);
         return;
     }
     let nspawn_dirs_before = Path::new("/run/systemd/nspawn").exists();
@@ -89,7 +89,7 @@ fn nspawn_does_what_every_engine_does() {
 fn sysbench_runs_with_a_cpu_quota_and_with_pinned_cpus_in_the_drivers_cgroup() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(why) = skip() {
-        eprintln!("skipped: {why}");
+        isolab_skip::skip(why);
         return;
     }
     // ctime has a granularity of a second: wait for the next one.
@@ -172,7 +172,7 @@ fn sysbench_runs_with_a_cpu_quota_and_with_pinned_cpus_in_the_drivers_cgroup() {
 fn gc_removes_what_a_killed_run_left() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(why) = skip() {
-        eprintln!("skipped: {why}");
+        isolab_skip::skip(why);
         return;
     }
     let engine = Nspawn::new();

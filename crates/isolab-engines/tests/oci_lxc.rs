@@ -98,7 +98,7 @@ fn runtime_forgot(kind: OciKind) -> impl Fn(&str) -> bool {
 fn runc_runs_sysbench_with_limits_and_leaves_nothing() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(why) = skip_reason("runc", "runc") {
-        eprintln!("skipped: {why}");
+        isolab_skip::skip(why);
         return;
     }
     let engine = OciEngine::new(oci::RUNC);
@@ -111,7 +111,7 @@ fn runc_runs_sysbench_with_limits_and_leaves_nothing() {
 fn crun_runs_sysbench_with_the_hybrid_fix_undone_afterwards() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(why) = skip_reason("crun", "crun") {
-        eprintln!("skipped: {why}");
+        isolab_skip::skip(why);
         return;
     }
     let controllers =
@@ -159,7 +159,7 @@ fn crun_runs_sysbench_with_the_hybrid_fix_undone_afterwards() {
 fn youki_runs_sysbench_on_the_host_as_it_is_and_leaves_nothing() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(why) = skip_reason("youki", "youki") {
-        eprintln!("skipped: {why}");
+        isolab_skip::skip(why);
         return;
     }
     // youki needs no host fix, also on a hybrid host whose cgroup2 mount lists
@@ -186,7 +186,7 @@ fn youki_runs_sysbench_on_the_host_as_it_is_and_leaves_nothing() {
 fn lxc_runs_sysbench_with_limits_and_leaves_nothing() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(why) = skip_reason("lxc", "lxc-execute") {
-        eprintln!("skipped: {why}");
+        isolab_skip::skip(why);
         return;
     }
     let engine = Lxc::new();
@@ -212,7 +212,7 @@ fn median(mut v: Vec<Duration>) -> Duration {
 fn start_latency() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(why) = skip_reason("runc", "runc") {
-        eprintln!("skipped: {why}");
+        isolab_skip::skip(why);
         return;
     }
     let mut engines: Vec<(String, Box<dyn Engine>)> = vec![

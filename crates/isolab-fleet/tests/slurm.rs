@@ -74,13 +74,13 @@ fn daemons_running(dir: &Path) -> Vec<String> {
 #[test]
 fn a_job_runs_on_the_one_node_cluster_is_read_back_and_cancelled_and_the_cluster_goes() {
     if !is_root() {
-        eprintln!("skipped: a Slurm cluster's slurmd needs root");
+        isolab_skip::skip("a Slurm cluster's slurmd needs root");
         return;
     }
     let cluster = match SlurmCluster::start() {
         Ok(c) => c,
         Err(e) if e.contains("apt-get install") => {
-            eprintln!("skipped: {e}");
+            isolab_skip::skip(e);
             return;
         }
         Err(e) => panic!("{e}"),

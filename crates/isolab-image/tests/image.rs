@@ -1,6 +1,6 @@
 //! Real builds and packs on this host, as root: a busybox root runs `sh` in a chroot, its ext4 image
 //! lists `/bin` through debugfs, its tar is reproducible, its OCI bundle runs on runc and crun.
-//! Tests that need root or a tool print why they are skipped.
+//! Tests that need root or a tool skip (`isolab_skip`) with the reason.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -15,15 +15,15 @@ fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-/// Skip (return) with a printed reason unless running as root with `tools` installed.
+/// Skip (return) with the reason unless running as root with `tools` installed.
 macro_rules! require {
     ($($tool:expr),*) => {
         if !is_root() {
-            eprintln!("skipped: needs root");
+            isolab_skip::skip("building and packing images needs root");
             return;
         }
         $(if find_program($tool).is_none() {
-            eprintln!("skipped: {} not installed", $tool);
+            isolab_skip::skip(format!("{} is not installed (scripts/setup.sh installs it)", $tool));
             return;
         })*
     };
@@ -335,7 +335,9 @@ fn oci_bundle_runs_on_runc_and_crun() {
     let mut ran = 0;
     for runtime in ["runc", "crun"] {
         if find_program(runtime).is_none() {
-            eprintln!("skipped {runtime}: not installed (apt-get install {runtime})");
+            isolab_skip::skip(format!(
+                "{runtime} is not installed (apt-get install {runtime})"
+            ));
             continue;
         }
         match run_bundle(runtime, &bundle) {
@@ -345,12 +347,12 @@ fn oci_bundle_runs_on_runc_and_crun() {
                     && reason.contains("hybrid mode")
                     && std::env::var_os(HUGETLB_OPT_IN).is_none() =>
             {
-                eprintln!(
-                    "skipped crun: it refuses hybrid cgroups while cgroup2 lists a controller ({}); \
+                isolab_skip::skip(format!(
+                    "crun refuses hybrid cgroups while cgroup2 lists a controller ({}); \
                      set {HUGETLB_OPT_IN}=1 to retry with a temporary v1 hugetlb mount (this moves hugetlb \
                      to a v1 hierarchy that outlives the unmount until reboot)",
                     reason.trim()
-                );
+                ));
             }
             Err(reason) if runtime == "crun" && reason.contains("hybrid mode") => {
                 eprintln!(
@@ -363,17 +365,19 @@ fn oci_bundle_runs_on_runc_and_crun() {
                         drop(guard);
                         match second {
                             Ok(()) => ran += 1,
-                            Err(r) => eprintln!(
-                                "skipped crun: environmental failure even with v1 hugetlb: {r}"
-                            ),
+                            Err(r) => isolab_skip::skip(format!(
+                                "crun failed for an environmental reason even with v1 hugetlb: {r}"
+                            )),
                         }
                     }
-                    Err(e) => eprintln!("skipped crun: cannot mount a v1 hugetlb hierarchy: {e}"),
+                    Err(e) => {
+                        isolab_skip::skip(format!("crun: cannot mount a v1 hugetlb hierarchy: {e}"))
+                    }
                 }
             }
-            Err(reason) => {
-                eprintln!("skipped {runtime}: environmental failure on this host: {reason}")
-            }
+            Err(reason) => isolab_skip::skip(format!(
+                "{runtime} failed for an environmental reason on this host: {reason}"
+            )),
         }
     }
     eprintln!("bundle ran on {ran} runtime(s)");

@@ -20,13 +20,13 @@ fn platform(base: &str) -> Option<Drivers> {
 fn platform_with(base: &str, probe: Option<isolab_lab::probe::ProbeConfig>) -> Option<Drivers> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: the host platform needs root to create cgroups");
+        isolab_skip::skip("the host platform needs root to create cgroups");
         return None;
     }
     let hierarchy = match Hierarchy::detect() {
         Ok(h) => h,
         Err(e) => {
-            eprintln!("skipped: no cgroup hierarchy: {e}");
+            isolab_skip::skip(format!("no cgroup hierarchy detected: {e}"));
             return None;
         }
     };
@@ -187,7 +187,7 @@ fn a_server_is_ready_before_the_command_and_stopped_after() {
         .output()
         .is_err()
     {
-        eprintln!("skipped: iperf3 is not installed");
+        isolab_skip::skip("iperf3 is not installed (scripts/setup.sh installs it)");
         return;
     }
     let dir = tempfile::tempdir().unwrap();

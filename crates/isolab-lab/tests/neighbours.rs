@@ -1,7 +1,7 @@
 //! Every neighbour kind for real, as root, each instance in a cgroup of its own
 //! made with isolab-cgroups: started, measured against its target for about two
 //! seconds, stopped, and nothing left behind (no cgroup, no namespace, no process).
-//! Skipped with a printed reason without root or without the tools.
+//! Skipped (`isolab_skip`) with the reason without root or without the tools.
 //!
 //! The tests take turns (one lock): they measure a 2-cpu host.
 
@@ -32,19 +32,21 @@ fn base() -> PathBuf {
 fn setup(tools: &[&str]) -> Option<Hierarchy> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: neighbours need root to create cgroups and namespaces");
+        isolab_skip::skip("neighbours need root to create cgroups and namespaces");
         return None;
     }
     for tool in tools {
         if isolab_tools::find_program(tool).is_none() {
-            eprintln!("skipped: `{tool}` is not installed");
+            isolab_skip::skip(format!(
+                "`{tool}` is not installed (scripts/setup.sh installs it)"
+            ));
             return None;
         }
     }
     match Hierarchy::detect() {
         Ok(h) => Some(h),
         Err(e) => {
-            eprintln!("skipped: no cgroup hierarchy: {e}");
+            isolab_skip::skip(format!("no cgroup hierarchy detected: {e}"));
             None
         }
     }
@@ -448,14 +450,18 @@ fn disk_neighbours_write_and_reach_a_share_of_the_measured_iops() {
     let iops = neighbour::parse_fio_iops(&String::from_utf8_lossy(&out.stdout)).unwrap();
     eprintln!("disk capacity: {iops:.0} IOPS (randrw 32k, iodepth 16, direct)");
     assert!(iops > 0.0);
-    if before.is_some() && before == root_io() {
-        eprintln!("skipped: the root blkio group counted no byte of the direct calibration run: this host's block layer accounts no I/O to cgroups, so no bomb's writes can be seen");
-        return;
-    }
     assert!(
         !dir.path().join("isolab-disk-capacity").exists(),
         "calibration file unlinked"
     );
+    if let Some(bytes) = before.filter(|b| Some(*b) == root_io()) {
+        isolab_skip::skip(format!(
+            "blkio counts no I/O on this host: the root blkio group's \
+             blkio.throttle.io_service_bytes stayed at {bytes} bytes through a direct fio run \
+             of {iops:.0} IOPS, so no disk bomb's writes or operations can be measured"
+        ));
+        return;
+    }
 
     // A count: two unlimited bombs that write.
     let plan = neighbour::plan(

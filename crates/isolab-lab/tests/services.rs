@@ -166,11 +166,13 @@ fn a_host_service_is_limited_reachable_and_removed_without_root() {
 fn every_usable_platform_runs_a_real_service_with_its_limits_read_back() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: services need root to create cgroups");
+        isolab_skip::skip("services need root to create cgroups");
         return;
     }
     if !Path::new(IMAGE).join("bin/sh").exists() || isolab_tools::find_program("iperf3").is_none() {
-        eprintln!("skipped: needs the bench image at {IMAGE} and iperf3 (make image)");
+        isolab_skip::skip(format!(
+            "needs the bench image at {IMAGE} and iperf3 (make image)"
+        ));
         return;
     }
     let base = format!("isolab-svctest-{}", std::process::id());
@@ -183,7 +185,10 @@ fn every_usable_platform_runs_a_real_service_with_its_limits_read_back() {
             continue;
         }
         if !availability.usable {
-            eprintln!("skipped platform {}: {}", info.kind, availability.detail);
+            isolab_skip::skip(format!(
+                "platform {} is not usable: {}",
+                info.kind, availability.detail
+            ));
             continue;
         }
         let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
@@ -253,7 +258,10 @@ fn vm_levels() -> Vec<(PlatformDef, &'static str)> {
         .into_iter()
         .filter(|(info, a)| {
             if info.capabilities.vm && !a.usable {
-                eprintln!("skipped platform {}: {}", info.kind, a.detail);
+                isolab_skip::skip(format!(
+                    "platform {} is not usable: {}",
+                    info.kind, a.detail
+                ));
             }
             info.capabilities.vm && a.usable
         })
@@ -270,15 +278,17 @@ fn vm_levels() -> Vec<(PlatformDef, &'static str)> {
             continue;
         }
         if !Path::new(image).join("bin/sh").exists() {
-            eprintln!("skipped platform {name}: no image at {image}");
+            isolab_skip::skip(format!(
+                "platform {name}: no image at {image} (make image-debug)"
+            ));
             continue;
         }
         let runtime = IsolabConfig::discover().program;
         if kind == PlatformKind::VM_ISOLAB && !runtime.is_file() {
-            eprintln!(
-                "skipped platform {name}: {} missing (cargo build -p isolab-runtime)",
+            isolab_skip::skip(format!(
+                "platform {name}: {} missing (cargo build -p isolab-runtime)",
                 runtime.display()
-            );
+            ));
             continue;
         }
         levels.push((PlatformDef::vm(kind, Accel::Tcg), image));
@@ -292,11 +302,11 @@ const DOCKER_IMAGE: &str = "/var/lib/isolab/images/bench-docker";
 fn a_vm_serves_on_its_guest_address_and_leaves_nothing() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: VM services need root (cgroups, taps)");
+        isolab_skip::skip("VM services need root (cgroups, taps)");
         return;
     }
     if isolab_tools::find_program("iperf3").is_none() {
-        eprintln!("skipped: needs iperf3 on the host");
+        isolab_skip::skip("needs iperf3 on the host (scripts/setup.sh installs it)");
         return;
     }
     // isolab's bridge goes with the last VM on it (unless something else uses it).

@@ -84,7 +84,7 @@ fn page() -> String {
     )
 }
 
-/// Renders `page` in headless Chromium; `None` (with a printed reason) when Chromium is
+/// Renders `page` in headless Chromium; `None` (after a skip with the reason) when Chromium is
 /// missing. Returns Chromium's log and the screenshot's path, after asserting that the
 /// page logged no console error and the screenshot is not trivial.
 fn render(page: &str, window: &str, dir: &Path) -> Option<(String, std::path::PathBuf)> {
@@ -92,10 +92,10 @@ fn render(page: &str, window: &str, dir: &Path) -> Option<(String, std::path::Pa
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| CHROMIUM.into());
     if !chromium.exists() {
-        eprintln!(
-            "SKIPPED: {} is missing; install it with `apt-get install -y chromium`",
+        isolab_skip::skip(format!(
+            "{} is missing; install it with `apt-get install -y chromium`",
             chromium.display()
-        );
+        ));
         return None;
     }
     let profile = tempfile::tempdir().expect("temp profile dir");

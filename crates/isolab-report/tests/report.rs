@@ -443,7 +443,9 @@ fn benchstat_reads_the_export_and_agrees_with_mann_whitney() {
     {
         Ok(o) => o,
         Err(e) => {
-            println!("skipped: benchstat is not installed ({e}); scripts/setup.sh installs it");
+            isolab_skip::skip(format!(
+                "benchstat is not installed ({e}); scripts/setup.sh installs it"
+            ));
             return;
         }
     };

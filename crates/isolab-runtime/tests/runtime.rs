@@ -1,5 +1,5 @@
-//! Privileged end-to-end tests of the runtime on a busybox root (skipped with a
-//! printed reason when not root or busybox-static is missing). They run the real
+//! Privileged end-to-end tests of the runtime on a busybox root (skipped, through
+//! `isolab_skip`, when not root or busybox-static is missing). They run the real
 //! `isolab-runtime` binary and check, after each container, that nothing is left:
 //! cgroup, mount, loop device, state file, process.
 
@@ -24,7 +24,7 @@ fn lock() -> std::sync::MutexGuard<'static, ()> {
 fn skip_reason() -> Option<String> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        return Some("not root".into());
+        return Some("the runtime's end-to-end tests need root".into());
     }
     if !Path::new("/bin/busybox").exists() {
         return Some("/bin/busybox missing (apt-get install busybox-static)".into());
@@ -35,7 +35,7 @@ fn skip_reason() -> Option<String> {
 macro_rules! require_root {
     () => {
         if let Some(reason) = skip_reason() {
-            eprintln!("skipped: {reason}");
+            isolab_skip::skip(reason);
             return;
         }
     };
@@ -620,13 +620,18 @@ fn oci_bundle_runs_on_isolab_runc_and_crun() {
         {
             Ok(out) => out,
             Err(e) => {
-                eprintln!("skipped {engine}: cannot start it ({e})");
+                isolab_skip::skip(format!(
+                    "{engine} cannot be started ({e}): apt-get install {engine}"
+                ));
                 continue;
             }
         };
         let err = stderr(&out);
         if !out.status.success() && (err.contains("hybrid") || err.contains("cgroup v2")) {
-            eprintln!("skipped {engine}: environmental cgroup setup refused: {err}");
+            isolab_skip::skip(format!(
+                "{engine} refused this host's cgroup setup: {}",
+                err.trim()
+            ));
             let _ = Command::new(engine).args(["delete", "-f", &id]).output();
             prune_engine_parents();
             continue;
@@ -941,7 +946,9 @@ fn bridge_network_reaches_the_host_side_and_cleans_up() {
     require_root!();
     let _l = lock();
     if !Path::new("/usr/lib/cni/bridge").exists() {
-        eprintln!("skipped: /usr/lib/cni/bridge missing (containernetworking-plugins)");
+        isolab_skip::skip(
+            "/usr/lib/cni/bridge missing (apt-get install containernetworking-plugins)",
+        );
         return;
     }
     let root = BusyboxRoot::new();
@@ -1108,7 +1115,7 @@ fn device_allowlist_denies_block_devices() {
     require_root!();
     let _l = lock();
     if !Path::new("/sys/fs/cgroup/devices/devices.list").exists() {
-        eprintln!("skipped: no cgroup v1 devices hierarchy (v2 is not enforced yet)");
+        isolab_skip::skip("no cgroup v1 devices hierarchy at /sys/fs/cgroup/devices (the v2 device rules are not enforced yet)");
         return;
     }
     let root = BusyboxRoot::new();
@@ -1443,7 +1450,9 @@ fn published_port_reaches_the_container_from_localhost() {
     require_root!();
     let _l = lock();
     if !Path::new("/usr/lib/cni/portmap").exists() {
-        eprintln!("skipped: /usr/lib/cni/portmap missing (containernetworking-plugins)");
+        isolab_skip::skip(
+            "/usr/lib/cni/portmap missing (apt-get install containernetworking-plugins)",
+        );
         return;
     }
     use std::io::Read;
@@ -1722,32 +1731,32 @@ const VALIDATION_MUST_PASS: &[&str] = &[
 /// The OCI runtime-tools validation suite (scripts/oci-validation.sh: Go programs
 /// built once through the module proxy, `scripts/setup.sh` does it) against this
 /// build of isolab-runtime: the lifecycle and configuration programs above pass, and
-/// the harness finds nothing of the run left (its exit status).
+/// the harness finds nothing of the run left (its exit status). The Go toolchain is the
+/// one the scripts use (`scripts/lib/go.sh`: the newest present; the suite's version
+/// follows it).
 #[test]
 fn oci_runtime_tools_validation_suite() {
     require_root!();
-    let go = ["/usr/local/go/bin/go", "/usr/bin/go"]
-        .into_iter()
-        .find(|p| Path::new(p).exists());
-    let Some(go) = go else {
-        eprintln!("skipped: Go is not installed (the suite is built with it)");
-        return;
-    };
-    let _l = lock();
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let go = Command::new("bash")
+        .arg(repo.join("scripts/lib/go.sh"))
+        .output()
+        .unwrap();
+    if !go.status.success() {
+        isolab_skip::skip(
+            "no Go toolchain to build the suite with (scripts/setup.sh installs Debian's golang-go)",
+        );
+        return;
+    }
+    eprintln!("Go: {}", stdout(&go).trim());
+    let _l = lock();
     let dir = tempfile::tempdir().unwrap();
     let tsv = dir.path().join("isolab-runtime.tsv");
-    let path = format!(
-        "{}:{}",
-        Path::new(go).parent().unwrap().display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
     let out = Command::new("bash")
         .arg(repo.join("scripts/oci-validation.sh"))
         .arg(bin())
         .arg("--out")
         .arg(&tsv)
-        .env("PATH", path)
         .output()
         .unwrap();
     let console = stdout(&out);

@@ -30,17 +30,16 @@ struct Base {
     accel: AccelReport,
 }
 
-fn base() -> Option<&'static Base> {
-    static BASE: OnceLock<Option<Base>> = OnceLock::new();
+/// The base, or why the tests cannot run here (each test skips with it).
+fn base() -> Result<&'static Base, String> {
+    static BASE: OnceLock<Result<Base, String>> = OnceLock::new();
     BASE.get_or_init(|| {
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 {
-            eprintln!("skipped: needs root");
-            return None;
+            return Err("booting guests needs root (taps, cgroups)".into());
         }
         if isolab_tools::find_program(QEMU).is_none() {
-            eprintln!("skipped: {QEMU} missing (apt-get install qemu-system-x86)");
-            return None;
+            return Err(format!("{QEMU} missing (apt-get install qemu-system-x86)"));
         }
         let cache = std::env::var_os("ISOLAB_VM_CACHE")
             .map_or_else(|| PathBuf::from("/var/lib/isolab/vm"), PathBuf::from);
@@ -60,61 +59,69 @@ fn base() -> Option<&'static Base> {
             accel.reason,
             t.elapsed()
         );
-        Some(Base {
+        Ok(Base {
             cache,
             kernel,
             accel,
         })
     })
     .as_ref()
+    .map_err(String::clone)
 }
 
-/// The base plus the disk of the image at `$var` (default `default`), built by `recipe`.
-fn setup_for(var: &str, default: &str, recipe: &str) -> Option<Setup> {
+/// The base plus the disk of the image at `$var` (default `default`), built by `recipe`; or
+/// why not.
+fn setup_for(var: &str, default: &str, recipe: &str) -> Result<Setup, String> {
     let image = std::env::var_os(var).map_or_else(|| PathBuf::from(default), PathBuf::from);
     if !image.join(".isolab-image.json").is_file() {
-        eprintln!(
-            "skipped: no {recipe} image at {} (isolab image build {recipe} DIR, or set {var})",
+        return Err(format!(
+            "no {recipe} image at {} (make image-debug, or set {var})",
             image.display()
-        );
-        return None;
+        ));
     }
     let base = base()?;
     let t = Instant::now();
     let disk = prepare_disk(&image, &base.cache).expect("prepare the disk");
     eprintln!("disk {} ready in {:?}", disk.path.display(), t.elapsed());
-    Some(Setup {
+    Ok(Setup {
         kernel: base.kernel.clone(),
         disk,
         accel: base.accel.clone(),
     })
 }
 
+/// `setup`'s value, or `None` after a skip of the calling test with the reason.
+fn or_skip(setup: &'static Result<Setup, String>) -> Option<&'static Setup> {
+    match setup {
+        Ok(s) => Some(s),
+        Err(reason) => {
+            isolab_skip::skip(reason);
+            None
+        }
+    }
+}
+
 fn setup() -> Option<&'static Setup> {
-    static SETUP: OnceLock<Option<Setup>> = OnceLock::new();
-    SETUP
-        .get_or_init(|| {
-            setup_for(
-                "ISOLAB_BENCH_IMAGE",
-                "/var/lib/isolab/images/bench",
-                "bench",
-            )
-        })
-        .as_ref()
+    static SETUP: OnceLock<Result<Setup, String>> = OnceLock::new();
+    or_skip(SETUP.get_or_init(|| {
+        setup_for(
+            "ISOLAB_BENCH_IMAGE",
+            "/var/lib/isolab/images/bench",
+            "bench",
+        )
+    }))
 }
 
 /// The guest of `vm+docker`: a disk of the bench-docker image (the bench image has no dockerd).
 fn docker_setup() -> Option<&'static Setup> {
-    static SETUP: OnceLock<Option<Setup>> = OnceLock::new();
-    SETUP
-        .get_or_init(|| {
-            setup_for(
-                "ISOLAB_BENCH_DOCKER_IMAGE",
-                "/var/lib/isolab/images/bench-docker",
-                "bench-docker",
-            )
-        })
-        .as_ref()
+    static SETUP: OnceLock<Result<Setup, String>> = OnceLock::new();
+    or_skip(SETUP.get_or_init(|| {
+        setup_for(
+            "ISOLAB_BENCH_DOCKER_IMAGE",
+            "/var/lib/isolab/images/bench-docker",
+            "bench-docker",
+        )
+    }))
 }
 
 fn config(s: &Setup, workdir: &Path) -> VmConfig {
@@ -238,7 +245,7 @@ fn failing_command_returns_its_status_output_env_and_files() {
 fn pinned_vcpu_thread_runs_on_host_cpu_1() {
     let Some(s) = setup() else { return };
     if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
-        eprintln!("skipped: needs 2 host cpus");
+        isolab_skip::skip("pinning a vcpu to host cpu 1 needs 2 host cpus");
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -303,12 +310,20 @@ fn pinned_vcpu_thread_runs_on_host_cpu_1() {
 #[test]
 fn vm_plus_isolab_runs_the_runtime_in_the_guest() {
     let Some(s) = setup() else { return };
-    let runtime = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/debug/isolab-runtime");
+    // Beside this test binary's directory (target/<profile>/deps/..), wherever the target
+    // directory is.
+    let exe = std::env::current_exe().unwrap();
+    let runtime = exe
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("isolab-runtime");
     if !runtime.is_file() {
-        eprintln!(
-            "skipped: {} missing (cargo build -p isolab-runtime)",
+        isolab_skip::skip(format!(
+            "{} missing (cargo build -p isolab-runtime)",
             runtime.display()
-        );
+        ));
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

@@ -1,5 +1,5 @@
 //! The `isolab` binary end to end. Commands that create cgroups need root; they are
-//! skipped with a printed reason otherwise.
+//! skipped (`isolab_skip`) with the reason otherwise.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -64,10 +64,10 @@ struct CgroupTest {
 }
 
 impl CgroupTest {
-    /// `None` (with the reason printed) when not root.
+    /// `None` (after a skip with the reason) when not root.
     fn start() -> Option<CgroupTest> {
         if !is_root() {
-            eprintln!("skipped: creating cgroups needs root");
+            isolab_skip::skip("creating cgroups needs root");
             return None;
         }
         let serial = CGROUP_TESTS.lock().unwrap_or_else(|e| e.into_inner());
@@ -952,7 +952,7 @@ fn a_known_injected_effect_is_called_worse() {
         return;
     };
     if !engine_installed("sysbench") {
-        eprintln!("skipped: sysbench is not installed (scripts/setup.sh installs it)");
+        isolab_skip::skip("sysbench is not installed (scripts/setup.sh installs it)");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -1192,8 +1192,7 @@ fn concurrent_instances_in_containers_add_up_and_leave_nothing() {
     guard.assert_nothing_leaked("cgroups left");
 }
 
-/// The program each engine platform needs, to skip (with the reason printed) where
-/// an engine is not installed.
+/// Whether `program` is installed (on PATH or in the sbin directories).
 fn engine_installed(program: &str) -> bool {
     isolab_tools::find_program(program).is_some()
 }
@@ -1232,14 +1231,14 @@ fn every_engine_runs_sysbench_with_quota_and_pinned_limits_read_back() {
         if p["usable"] == true {
             platforms.push(format!("\"{name}\""));
         } else {
-            eprintln!("skipped platform {name}: {}", p["detail"]);
+            isolab_skip::skip(format!("platform {name} is not usable: {}", p["detail"]));
         }
     }
     if platforms.is_empty() {
-        return;
+        return; // each engine skipped above, with its reason
     }
     if !std::path::Path::new(IMAGE).join("bin/sh").exists() {
-        eprintln!("skipped: no bench image at {IMAGE} (make image)");
+        isolab_skip::skip(format!("no bench image at {IMAGE} (make image)"));
         return;
     }
     let dockerd_before = std::fs::read_dir("/proc")
@@ -1321,11 +1320,11 @@ fn vm_platforms_run_sysbench_in_a_labelled_tcg_guest() {
         return;
     };
     if !engine_installed("qemu-system-x86_64") {
-        eprintln!("skipped: qemu-system-x86_64 is not installed (scripts/setup.sh installs it)");
+        isolab_skip::skip("qemu-system-x86_64 is not installed (scripts/setup.sh installs it)");
         return;
     }
     if !std::path::Path::new(IMAGE).join("bin/sh").exists() {
-        eprintln!("skipped: no bench image at {IMAGE} (make image)");
+        isolab_skip::skip(format!("no bench image at {IMAGE} (make image)"));
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -1610,11 +1609,13 @@ fn a_database_killed_mid_run_fails_the_run_cleanly_and_leaves_nothing() {
     assert!(procs.is_empty(), "processes left: {procs:?}");
 }
 
-/// Whether one of `programs` is missing on the host (printed as the reason to skip).
+/// Whether one of `programs` is missing on the host (after a skip naming them).
 fn isolab_tools_missing(programs: &[&str]) -> bool {
     let missing: Vec<&&str> = programs.iter().filter(|p| !engine_installed(p)).collect();
     if !missing.is_empty() {
-        eprintln!("skipped: {missing:?} not installed (scripts/setup.sh installs them)");
+        isolab_skip::skip(format!(
+            "{missing:?} not installed (scripts/setup.sh installs them)"
+        ));
     }
     !missing.is_empty()
 }

@@ -24,15 +24,15 @@ pub static SERIAL: Mutex<()> = Mutex::new(());
 pub fn skip_reason(engine: &str, program: &str) -> Option<String> {
     // SAFETY: geteuid has no preconditions and touches no memory.
     if unsafe { libc::geteuid() } != 0 {
-        return Some("needs root".into());
+        return Some(format!("the {engine} test needs root"));
     }
     if !Path::new(IMAGE).join(".isolab-image.json").is_file() {
-        return Some(format!(
-            "no bench image at {IMAGE} (build it with `isolab image build bench {IMAGE}`)"
-        ));
+        return Some(format!("no bench image at {IMAGE} (make image)"));
     }
     if isolab_engines::tool::SystemTools.which(program).is_none() {
-        return Some(format!("{engine}: `{program}` is not installed"));
+        return Some(format!(
+            "{engine}: `{program}` is not installed (scripts/setup.sh installs it)"
+        ));
     }
     None
 }

@@ -282,15 +282,21 @@ mod tests {
     fn real_devices_cgroup_round_trip() {
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 {
-            eprintln!("skipped: needs root");
+            isolab_skip::skip("writing a devices cgroup needs root");
             return;
         }
-        let Ok(h) = Hierarchy::detect() else {
-            eprintln!("skipped: no cgroup mounts");
-            return;
+        let h = match Hierarchy::detect() {
+            Ok(h) => h,
+            Err(e) => {
+                isolab_skip::skip(format!("no cgroup hierarchy detected: {e}"));
+                return;
+            }
         };
         let Some(mount) = devices_mount(&h) else {
-            eprintln!("skipped: no cgroup v1 devices hierarchy");
+            isolab_skip::skip(format!(
+                "no cgroup v1 devices hierarchy on {} (the v2 device rules are not enforced yet)",
+                h.describe()
+            ));
             return;
         };
         let parent = format!("isolab-devtest-{}", std::process::id());

@@ -32,7 +32,7 @@ const IP_FORWARD: &str = "/proc/sys/net/ipv4/ip_forward";
 fn skip_reason() -> Option<String> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        return Some("not root".into());
+        return Some("the network tests need root (namespaces, veths, iptables)".into());
     }
     for plugin in ["bridge", "host-local", "portmap"] {
         let p = Path::new(DEFAULT_PLUGIN_DIR).join(plugin);
@@ -49,7 +49,7 @@ fn skip_reason() -> Option<String> {
         .map(|s| !s.success())
         .unwrap_or(true)
     {
-        return Some("iptables-save does not run".into());
+        return Some("iptables-save does not run (apt-get install iptables)".into());
     }
     None
 }
@@ -57,7 +57,7 @@ fn skip_reason() -> Option<String> {
 macro_rules! require_root_and_plugins {
     () => {
         if let Some(reason) = skip_reason() {
-            eprintln!("skipping privileged network test: {reason}");
+            isolab_skip::skip(reason);
             return;
         }
     };

@@ -455,7 +455,7 @@ fn run_probes(fd: RawFd) {
 #[test]
 fn security_forked_default_profile_caps_nnp_and_blocked_calls() {
     if !is_root() {
-        eprintln!("skipped: applying capabilities and seccomp in a child needs root");
+        isolab_skip::skip("applying capabilities and seccomp in a child needs root");
         return;
     }
     let cfg = SecurityConfig::default();
@@ -500,12 +500,12 @@ fn security_forked_default_profile_caps_nnp_and_blocked_calls() {
 #[test]
 fn security_forked_no_new_privs_and_exec_keep_the_profile() {
     if !is_root() {
-        eprintln!("skipped: applying capabilities and seccomp in a child needs root");
+        isolab_skip::skip("applying capabilities and seccomp in a child needs root");
         return;
     }
     let cat = std::path::Path::new("/bin/cat");
     if !cat.exists() {
-        eprintln!("skipped: no /bin/cat to exec");
+        isolab_skip::skip("no /bin/cat to exec");
         return;
     }
     let cfg = SecurityConfig {
@@ -541,7 +541,7 @@ fn security_forked_no_new_privs_and_exec_keep_the_profile() {
 #[test]
 fn security_forked_cap_add_widens_caps_and_profile() {
     if !is_root() {
-        eprintln!("skipped: applying capabilities and seccomp in a child needs root");
+        isolab_skip::skip("applying capabilities and seccomp in a child needs root");
         return;
     }
     let cfg = SecurityConfig::default()
@@ -638,11 +638,11 @@ fn has_i386_abi() -> Result<(), String> {
 #[test]
 fn security_forked_wrong_arch_is_killed() {
     if !is_root() {
-        eprintln!("skipped: applying seccomp without no_new_privs in a child needs root");
+        isolab_skip::skip("applying seccomp without no_new_privs in a child needs root");
         return;
     }
     if let Err(why) = has_i386_abi() {
-        eprintln!("skipped: {why}");
+        isolab_skip::skip(why);
         return;
     }
     let prepared = prepare(&SecurityConfig::default()).unwrap();
@@ -711,7 +711,7 @@ fn probes_under(
 #[test]
 fn security_forked_default_profile_read_back_from_oci_behaves_the_same() {
     if !is_root() {
-        eprintln!("skipped: applying capabilities and seccomp in a child needs root");
+        isolab_skip::skip("applying capabilities and seccomp in a child needs root");
         return;
     }
     let builtin = SecurityConfig::default();
@@ -729,7 +729,7 @@ fn security_forked_default_profile_read_back_from_oci_behaves_the_same() {
 #[test]
 fn security_forked_docker_bundle_profile() {
     if !is_root() {
-        eprintln!("skipped: applying capabilities and seccomp in a child needs root");
+        isolab_skip::skip("applying capabilities and seccomp in a child needs root");
         return;
     }
     let p = probes_under(&with_oci_profile(DOCKER_PROFILE), |fd| {
@@ -772,7 +772,7 @@ fn security_forked_docker_bundle_profile() {
 #[test]
 fn security_forked_podman_bundle_profile() {
     if !is_root() {
-        eprintln!("skipped: applying capabilities and seccomp in a child needs root");
+        isolab_skip::skip("applying capabilities and seccomp in a child needs root");
         return;
     }
     use libc::c_long;

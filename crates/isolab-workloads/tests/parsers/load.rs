@@ -1,7 +1,8 @@
 //! Load generators: their parsers on fixtures captured from the real tools
 //! (`tests/fixtures/load/`, see its README), and each installed generator run for about
-//! two seconds against an nginx this test starts (skipped, with the reason printed,
-//! when nginx or the generator is missing).
+//! two seconds against an nginx this test starts (skipped, through `isolab_skip`, when nginx
+//! or the generator is not installed; an nginx that is installed but does not start fails
+//! the test).
 //!
 //! `cargo test -p isolab-workloads --test parsers -- --ignored capture_load_fixtures`
 //! re-captures the fixtures (then update the expected values below).
@@ -108,6 +109,7 @@ struct Nginx {
 }
 
 impl Nginx {
+    /// Starts nginx on a free port; `Err` names what failed (nginx must be installed).
     fn start() -> Result<Nginx, String> {
         let nginx = find("nginx").ok_or("nginx not found (apt-get install nginx-light)")?;
         let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
@@ -394,20 +396,19 @@ fn vegeta_refused_fixture_counts_every_request_failed() {
 
 // ---------------------------------------------------------------- live runs
 
-/// Runs `spec` against a fresh nginx and parses the result; `None` (with the reason
-/// printed) when a tool is missing.
+/// Runs `spec` against a fresh nginx and parses the result; `None` (after a skip with the
+/// reason) when the generator or nginx is not installed. An nginx that does not start is a
+/// failure, not a skip.
 fn live(spec: &LoadSpec) -> Option<LoadResult> {
     if let Some(why) = missing_tool(spec.generator) {
-        eprintln!("skipped: {why}");
+        isolab_skip::skip(why);
         return None;
     }
-    let nginx = match Nginx::start() {
-        Ok(n) => n,
-        Err(why) => {
-            eprintln!("skipped: {why}");
-            return None;
-        }
-    };
+    if find("nginx").is_none() {
+        isolab_skip::skip("nginx not found (apt-get install nginx-light)");
+        return None;
+    }
+    let nginx = Nginx::start().unwrap_or_else(|why| panic!("{why}"));
     let dir = tempfile::tempdir().unwrap();
     let inv = invocation(spec, &nginx.url(), dir.path(), 1).unwrap();
     let (stdout, stderr) = run(&inv, dir.path());
