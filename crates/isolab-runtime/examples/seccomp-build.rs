@@ -34,8 +34,8 @@ use seccompiler::{
     TargetArch,
 };
 
-/// Docker 28.2.2's profile as it handed it to the runtime (the security module's fixture).
-const DOCKER_28_PROFILE: &str = include_str!("../src/security/seccomp/fixtures/docker-28.2.2.json");
+/// dockerd 20.10.24's profile as it handed it to the runtime (the security module's fixture).
+const DOCKERD_PROFILE: &str = include_str!("../src/security/seccomp/fixtures/docker-20.10.24.json");
 
 fn main() {
     if let Err(e) = run() {
@@ -140,14 +140,13 @@ fn run() -> Result<(), String> {
         .oci_seccomp_spec()
         .map_err(|e| e.to_string())?
         .ok_or("no default profile")?;
-    let docker: LinuxSeccomp =
-        serde_json::from_str(DOCKER_28_PROFILE).map_err(|e| e.to_string())?;
+    let docker: LinuxSeccomp = serde_json::from_str(DOCKERD_PROFILE).map_err(|e| e.to_string())?;
     for (name, profile) in [
         (
             "Docker's default as `spec` writes it (1 arch)",
             &spec_profile,
         ),
-        ("Docker 28.2.2's own (x86_64, x86, x32)", &docker),
+        ("dockerd 20.10.24's own (x86_64, x86, x32)", &docker),
     ] {
         let build = || {
             std::hint::black_box(oci::compile(std::hint::black_box(profile)).unwrap());

@@ -660,7 +660,7 @@ fn security_forked_wrong_arch_is_killed() {
 // ---------------------------------------------------------------------------------------------
 // Engines' own profiles (OCI `linux.seccomp`), installed in forked children.
 
-const DOCKER_PROFILE: &str = include_str!("seccomp/fixtures/docker-28.2.2.json");
+const DOCKER_PROFILE: &str = include_str!("seccomp/fixtures/docker-20.10.24.json");
 const PODMAN_PROFILE: &str = include_str!("seccomp/fixtures/podman-4.3.1.json");
 
 /// Docker's defaults with an OCI profile instead of the built-in one.
@@ -760,7 +760,8 @@ fn security_forked_docker_bundle_profile() {
         assert_eq!(p[blocked], eperm, "{blocked}");
     }
     assert_eq!(p["socket_unix"], 0);
-    // Docker 28's profile has no AF_VSOCK rule: whatever the kernel says, not seccomp's EPERM.
+    // dockerd 20.10's profile has no AF_VSOCK rule (moby added it later): whatever the kernel
+    // says, not seccomp's EPERM.
     assert_ne!(p["socket_vsock"], eperm);
     assert_eq!(p["personality_query"], 0);
     assert_eq!(p["personality_exec"], eperm);

@@ -2,9 +2,10 @@
 //! OCI `linux.seccomp` profiles ([`oci`]), both compiled to classic BPF with libseccomp
 //! ([`bpf`]).
 //!
-//! Semantics of the default profile follow moby's `profiles/seccomp/default.json` (v25+, where
-//! the `io_uring_*` calls left the allowlist): the default action is `ERRNO(EPERM)`; about 330
-//! calls are allowed unconditionally; a few are allowed only with an argument check (`socket`
+//! The default profile is moby's `profiles/seccomp/default.json` of Docker 28.2.2 (a test
+//! checks the table against that file, `fixtures/moby-28.2.2-default.json`, rule by rule for
+//! every capability and both architectures): the default action is `ERRNO(EPERM)`; 361
+//! calls are allowed unconditionally (not the `io_uring_*` calls, which left it in moby 25); a few are allowed only with an argument check (`socket`
 //! unless the family is `AF_VSOCK`, `personality` for five values, `clone` without namespace
 //! flags); calls tied to a capability (`mount`, `unshare`, `setns`, `reboot`, `bpf`, …) are
 //! allowed only when the container keeps that capability; without `CAP_SYS_ADMIN`, `clone3`
@@ -336,6 +337,7 @@ pub const DEFAULT_ALLOWED: &[&str] = &[
     "getuid",
     "getuid32",
     "getxattr",
+    "getxattrat",
     "inotify_add_watch",
     "inotify_init",
     "inotify_init1",
@@ -361,7 +363,9 @@ pub const DEFAULT_ALLOWED: &[&str] = &[
     "link",
     "linkat",
     "listen",
+    "listmount",
     "listxattr",
+    "listxattrat",
     "llistxattr",
     "_llseek",
     "lremovexattr",
@@ -394,6 +398,7 @@ pub const DEFAULT_ALLOWED: &[&str] = &[
     "mq_timedsend_time64",
     "mq_unlink",
     "mremap",
+    "mseal",
     "msgctl",
     "msgget",
     "msgrcv",
@@ -443,10 +448,12 @@ pub const DEFAULT_ALLOWED: &[&str] = &[
     "recvmsg",
     "remap_file_pages",
     "removexattr",
+    "removexattrat",
     "rename",
     "renameat",
     "renameat2",
     "restart_syscall",
+    "riscv_hwprobe",
     "rmdir",
     "rseq",
     "rt_sigaction",
@@ -512,6 +519,7 @@ pub const DEFAULT_ALLOWED: &[&str] = &[
     "setuid",
     "setuid32",
     "setxattr",
+    "setxattrat",
     "shmat",
     "shmctl",
     "shmdt",
@@ -529,6 +537,7 @@ pub const DEFAULT_ALLOWED: &[&str] = &[
     "stat64",
     "statfs",
     "statfs64",
+    "statmount",
     "statx",
     "symlink",
     "symlinkat",
@@ -560,6 +569,7 @@ pub const DEFAULT_ALLOWED: &[&str] = &[
     "uname",
     "unlink",
     "unlinkat",
+    "uretprobe",
     "utime",
     "utimensat",
     "utimensat_time64",
@@ -576,7 +586,8 @@ pub const DEFAULT_ALLOWED: &[&str] = &[
 /// Docker's default profile, entry by entry.
 pub const DEFAULT_PROFILE: &[ProfileRule] = &[
     ProfileRule::allow(DEFAULT_ALLOWED),
-    // moby gates these on kernel >= 4.8 (where ptrace can no longer bypass seccomp).
+    // moby gates these on kernel >= 4.8 (where ptrace can no longer bypass seccomp); the
+    // runtime needs a newer kernel anyway (clone3, pidfds), so the gate is dropped.
     ProfileRule::allow(&["process_vm_readv", "process_vm_writev", "ptrace"]),
     ProfileRule::allow_if(
         &["socket"],
@@ -617,6 +628,9 @@ pub const DEFAULT_PROFILE: &[ProfileRule] = &[
             "fsopen",
             "fspick",
             "lookup_dcookie",
+            "lsm_get_self_attr",
+            "lsm_list_modules",
+            "lsm_set_self_attr",
             "mount",
             "mount_setattr",
             "move_mount",
@@ -951,9 +965,227 @@ fn oci_arg(check: &ArgCheck) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeSet;
+
+    use oci_spec::runtime::{LinuxSeccompAction, LinuxSeccompOperator, LinuxSyscall};
 
     fn default_caps() -> CapabilitySet {
         CapabilitySet::docker_default()
+    }
+
+    /// One argument check as an OCI profile writes it: `(index, op, value, valueTwo)`.
+    type OciCheck = (usize, &'static str, u64, u64);
+
+    /// What a profile does with one syscall name, in a form both a rule table and an OCI
+    /// profile reduce to: allowed outright, allowed when one of these check sets holds (an OR
+    /// of ANDs, each set ordered), or failing with an errno other than the default.
+    #[derive(Debug, Default, PartialEq, Eq)]
+    struct Decision {
+        allow: bool,
+        allow_if: BTreeSet<Vec<OciCheck>>,
+        errno: BTreeSet<u32>,
+    }
+
+    /// `table` specialised to `caps` on `arch`, name by name: every name of every rule that
+    /// applies, whether or not this libseccomp knows its number on `arch` (so a name missing
+    /// on one side shows even when neither side could compile it here).
+    fn table_decisions(
+        table: &[ProfileRule],
+        caps: CapabilitySet,
+        arch: Arch,
+    ) -> BTreeMap<String, Decision> {
+        let mut calls: BTreeMap<String, Decision> = BTreeMap::new();
+        for rule in table.iter().filter(|r| r.applies(caps, arch)) {
+            for name in rule.names {
+                let d = calls.entry(name.to_string()).or_default();
+                match rule.action {
+                    RuleAction::Allow if rule.args.is_empty() => d.allow = true,
+                    RuleAction::Allow => {
+                        let mut checks: Vec<OciCheck> = rule
+                            .args
+                            .iter()
+                            .map(|c| match c.op {
+                                ArgOp::Eq => (c.index.into(), "EQ", c.value, 0),
+                                ArgOp::Ne => (c.index.into(), "NE", c.value, 0),
+                                ArgOp::MaskedEq { mask } => {
+                                    (c.index.into(), "MASKED_EQ", mask, c.value)
+                                }
+                            })
+                            .collect();
+                        checks.sort_unstable();
+                        d.allow_if.insert(checks);
+                    }
+                    RuleAction::Errno(e) => {
+                        d.errno.insert(e);
+                    }
+                }
+            }
+        }
+        calls
+    }
+
+    /// A rule of moby's `default.json`: an OCI syscall rule (read by the runtime's own parser,
+    /// oci-spec's `LinuxSyscall`, which `oci::compile` takes) plus the conditions under which
+    /// Docker puts it in a container's profile.
+    #[derive(serde::Deserialize)]
+    struct MobyRule {
+        #[serde(flatten)]
+        rule: LinuxSyscall,
+        #[serde(default)]
+        includes: MobyFilter,
+        #[serde(default)]
+        excludes: MobyFilter,
+    }
+
+    #[derive(serde::Deserialize, Default)]
+    struct MobyFilter {
+        #[serde(default)]
+        caps: Vec<String>,
+        /// moby's architecture names (`amd64`, `arm64`, `x32`, `s390x`, …).
+        #[serde(default)]
+        arches: Vec<String>,
+        #[serde(rename = "minKernel")]
+        min_kernel: Option<String>,
+    }
+
+    #[derive(serde::Deserialize)]
+    struct MobyProfile {
+        #[serde(rename = "defaultAction")]
+        default_action: LinuxSeccompAction,
+        #[serde(rename = "defaultErrnoRet")]
+        default_errno_ret: Option<u32>,
+        syscalls: Vec<MobyRule>,
+    }
+
+    /// moby's name of an architecture (`goToNative` in its `seccomp_linux.go`).
+    fn moby_arch(arch: Arch) -> &'static str {
+        match arch {
+            Arch::X86_64 => "amd64",
+            Arch::Aarch64 => "arm64",
+        }
+    }
+
+    /// moby's profile as Docker specialises it for a container keeping `caps` on `arch`
+    /// (`setupSeccomp` in moby's `seccomp_linux.go`: a rule is dropped when it excludes the
+    /// architecture or a capability the container keeps, or includes an architecture list
+    /// without this one or a capability the container lacks), name by name. A kernel gate
+    /// (`minKernel` 4.8, of `ptrace` and `process_vm_*`) counts as met: the runtime needs
+    /// newer kernels anyway, and the table drops that gate. Only `ALLOW` and `ERRNO` rules
+    /// occur in moby's profile; another action or operator fails the test.
+    fn moby_decisions(
+        profile: &MobyProfile,
+        caps: CapabilitySet,
+        arch: Arch,
+    ) -> BTreeMap<String, Decision> {
+        let keeps = |name: &String| Capability::from_name(name).is_ok_and(|c| caps.contains(c));
+        let arch = moby_arch(arch).to_string();
+        let mut calls: BTreeMap<String, Decision> = BTreeMap::new();
+        for MobyRule {
+            rule,
+            includes,
+            excludes,
+        } in &profile.syscalls
+        {
+            assert!(
+                excludes.min_kernel.is_none(),
+                "{:?}: a kernel exclusion",
+                rule.names()
+            );
+            if excludes.arches.contains(&arch)
+                || excludes.caps.iter().any(keeps)
+                || (!includes.arches.is_empty() && !includes.arches.contains(&arch))
+                || !includes.caps.iter().all(keeps)
+            {
+                continue;
+            }
+            for name in rule.names() {
+                let d = calls.entry(name.clone()).or_default();
+                let args = rule.args().clone().unwrap_or_default();
+                match rule.action() {
+                    LinuxSeccompAction::ScmpActAllow if args.is_empty() => d.allow = true,
+                    LinuxSeccompAction::ScmpActAllow => {
+                        let mut checks: Vec<OciCheck> = args
+                            .iter()
+                            .map(|a| {
+                                let op = match a.op() {
+                                    LinuxSeccompOperator::ScmpCmpEq => "EQ",
+                                    LinuxSeccompOperator::ScmpCmpNe => "NE",
+                                    LinuxSeccompOperator::ScmpCmpMaskedEq => "MASKED_EQ",
+                                    other => panic!("{name}: operator {other:?}"),
+                                };
+                                (a.index(), op, a.value(), a.value_two().unwrap_or(0))
+                            })
+                            .collect();
+                        checks.sort_unstable();
+                        d.allow_if.insert(checks);
+                    }
+                    LinuxSeccompAction::ScmpActErrno => {
+                        d.errno.insert(rule.errno_ret().unwrap_or(DEFAULT_ERRNO));
+                    }
+                    other => panic!("{name}: action {other:?}"),
+                }
+            }
+        }
+        calls
+    }
+
+    /// The built-in table is moby's default profile (`fixtures/moby-28.2.2-default.json`,
+    /// `profiles/seccomp/default.json` of Docker 28.2.2): specialised as Docker does to a
+    /// capability set and an architecture, both give every syscall name the same decision
+    /// with the same argument checks. Checked on x86_64 and aarch64, for no capabilities,
+    /// Docker's 14, all, and Docker's 14 with each capability added or removed, so that
+    /// every capability and architecture `includes` and `excludes` of moby's rules is
+    /// exercised both ways. The architectures a filter admits differ on purpose (see the
+    /// module documentation): Docker also allows the sub-architectures (x86 and x32 on
+    /// x86_64, arm on aarch64), the table the native one.
+    #[test]
+    fn the_default_table_is_mobys_default_profile() {
+        const MOBY: &str = include_str!("fixtures/moby-28.2.2-default.json");
+        let moby: MobyProfile = serde_json::from_str(MOBY).unwrap();
+        assert_eq!(moby.default_action, LinuxSeccompAction::ScmpActErrno);
+        assert_eq!(moby.default_errno_ret, Some(DEFAULT_ERRNO));
+        let mut cap_sets = vec![CapabilitySet::empty(), default_caps(), CapabilitySet::all()];
+        for cap in CapabilitySet::all().iter() {
+            let mut more = default_caps();
+            more.insert(cap);
+            let mut fewer = default_caps();
+            fewer.remove(cap);
+            cap_sets.extend([more, fewer]);
+        }
+        // Each difference once, with the configurations it shows in.
+        let mut failures: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for arch in [Arch::X86_64, Arch::Aarch64] {
+            for &caps in &cap_sets {
+                let theirs = moby_decisions(&moby, caps, arch);
+                let ours = table_decisions(DEFAULT_PROFILE, caps, arch);
+                let names =
+                    |m: &BTreeMap<String, Decision>| m.keys().cloned().collect::<BTreeSet<_>>();
+                let only_moby: Vec<_> = names(&theirs).difference(&names(&ours)).cloned().collect();
+                let only_table: Vec<_> =
+                    names(&ours).difference(&names(&theirs)).cloned().collect();
+                let differ: Vec<String> = ours
+                    .iter()
+                    .filter_map(|(name, d)| {
+                        let t = theirs.get(name)?;
+                        (t != d).then(|| format!("{name}: table {d:?}, moby {t:?}"))
+                    })
+                    .collect();
+                if !(only_moby.is_empty() && only_table.is_empty() && differ.is_empty()) {
+                    failures
+                        .entry(format!(
+                            "only in moby's: {only_moby:?}; only in the table: {only_table:?}; \
+                             different: {differ:?}"
+                        ))
+                        .or_default()
+                        .push(format!("{arch:?} with [{caps}]"));
+                }
+            }
+        }
+        let report: Vec<String> = failures
+            .iter()
+            .map(|(what, cases)| format!("{what}\n  in {} cases, first {}", cases.len(), cases[0]))
+            .collect();
+        assert!(report.is_empty(), "{}", report.join("\n"));
     }
 
     #[test]

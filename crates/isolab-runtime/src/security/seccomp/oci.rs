@@ -249,7 +249,7 @@ fn scmp_arch(arch: OciArch) -> ScmpArch {
 mod tests {
     use super::*;
 
-    const DOCKER: &str = include_str!("fixtures/docker-28.2.2.json");
+    const DOCKER: &str = include_str!("fixtures/docker-20.10.24.json");
     const PODMAN: &str = include_str!("fixtures/podman-4.3.1.json");
 
     fn parse(json: &str) -> LinuxSeccomp {
