@@ -90,9 +90,15 @@ fn setup_for(var: &str, default: &str, recipe: &str) -> Result<Setup, String> {
     })
 }
 
-/// `setup`'s value, or `None` after a skip of the calling test with the reason.
-fn or_skip(setup: &'static Result<Setup, String>) -> Option<&'static Setup> {
-    match setup {
+/// The setup in `cell` (made once by [`setup_for`]), or `None` after a skip of the calling test
+/// with the reason it could not be made.
+fn cached_setup(
+    cell: &'static OnceLock<Result<Setup, String>>,
+    var: &str,
+    default: &str,
+    recipe: &str,
+) -> Option<&'static Setup> {
+    match cell.get_or_init(|| setup_for(var, default, recipe)) {
         Ok(s) => Some(s),
         Err(reason) => {
             isolab_skip::skip(reason);
@@ -103,25 +109,23 @@ fn or_skip(setup: &'static Result<Setup, String>) -> Option<&'static Setup> {
 
 fn setup() -> Option<&'static Setup> {
     static SETUP: OnceLock<Result<Setup, String>> = OnceLock::new();
-    or_skip(SETUP.get_or_init(|| {
-        setup_for(
-            "ISOLAB_BENCH_IMAGE",
-            "/var/lib/isolab/images/bench",
-            "bench",
-        )
-    }))
+    cached_setup(
+        &SETUP,
+        "ISOLAB_BENCH_IMAGE",
+        "/var/lib/isolab/images/bench",
+        "bench",
+    )
 }
 
 /// The guest of `vm+docker`: a disk of the bench-docker image (the bench image has no dockerd).
 fn docker_setup() -> Option<&'static Setup> {
     static SETUP: OnceLock<Result<Setup, String>> = OnceLock::new();
-    or_skip(SETUP.get_or_init(|| {
-        setup_for(
-            "ISOLAB_BENCH_DOCKER_IMAGE",
-            "/var/lib/isolab/images/bench-docker",
-            "bench-docker",
-        )
-    }))
+    cached_setup(
+        &SETUP,
+        "ISOLAB_BENCH_DOCKER_IMAGE",
+        "/var/lib/isolab/images/bench-docker",
+        "bench-docker",
+    )
 }
 
 fn config(s: &Setup, workdir: &Path) -> VmConfig {
