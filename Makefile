@@ -1,7 +1,9 @@
 # The two commands of the README. Both install what is missing first.
 .PHONY: quickstart test test-fast check setup image image-debug
 
-ISOLAB := target/release/isolab
+# cargo's target directory: $CARGO_TARGET_DIR when set (cargo builds there), else target.
+TARGET := $(or $(CARGO_TARGET_DIR),target)
+ISOLAB := $(TARGET)/release/isolab
 # The root filesystem of the `isolab` platform (and later of every engine).
 IMAGE := /var/lib/isolab/images/bench
 # The bench image plus docker.io: the guest of `vm+docker` (its root test uses it).
@@ -23,8 +25,8 @@ image: setup
 
 image-debug: setup
 	cargo build --locked -p isolab -p isolab-runtime
-	target/debug/isolab image ensure --link $(IMAGE) >/dev/null
-	target/debug/isolab image ensure --packages docker.io --link $(DOCKER_IMAGE) >/dev/null
+	$(TARGET)/debug/isolab image ensure --link $(IMAGE) >/dev/null
+	$(TARGET)/debug/isolab image ensure --packages docker.io --link $(DOCKER_IMAGE) >/dev/null
 
 # Sets up, then runs the built-in quick-start experiment and writes its report.
 quickstart: image
