@@ -222,3 +222,30 @@ fn gc_removes_what_a_killed_run_left() {
     lab.finish();
     engine.shutdown().unwrap();
 }
+
+/// A test that fails before its engine removed the container leaves the engine's cgroups
+/// below the lab's parent, also in hierarchies the lab does not manage (nspawn's `payload`
+/// and `supervisor` in `name=systemd`): dropping the lab removes them all.
+#[test]
+fn a_dropped_lab_removes_what_a_failed_run_left_in_every_hierarchy() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        isolab_skip::skip("creating cgroups needs root");
+        return;
+    }
+    let lab = Lab::new("leftover");
+    let rel = lab.rel.clone();
+    let left: Vec<PathBuf> = cgroup_mounts()
+        .into_iter()
+        .map(|m| m.join(&rel).join("isolab-test-ctr/payload"))
+        .collect();
+    for dir in &left {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    drop(lab);
+    for dir in &left {
+        let parent = dir.parent().unwrap().parent().unwrap();
+        assert!(!parent.exists(), "{} left", parent.display());
+    }
+}

@@ -184,9 +184,34 @@ impl Lab {
 }
 
 impl Drop for Lab {
+    /// Removes the parent and everything below it in every cgroup hierarchy, the ones the
+    /// lab does not manage too (nspawn's `payload` and `supervisor` in `name=systemd`, runc's
+    /// copies in `devices`): a test that fails before its engine removed the container
+    /// would otherwise leave them, and `isolab-test-PID` above them. What cannot be removed
+    /// is printed.
     fn drop(&mut self) {
         if let Some(p) = self.parent.take() {
             let _ = p.remove();
+        }
+        let tree = isolab_cgroups::RemoveTree {
+            keep_top: false,
+            kill: true,
+            patience: Duration::from_secs(2),
+        };
+        let top = self.rel.parent().filter(|t| !t.as_os_str().is_empty());
+        for mount in cgroup_mounts() {
+            let removed = isolab_cgroups::remove_tree(
+                &isolab_cgroups::RealSyscalls,
+                &mount.join(&self.rel),
+                &tree,
+            );
+            if let Some((dir, e)) = removed.failed {
+                eprintln!("left behind: cgroup {}: {e}", dir.display());
+            }
+            // Shared by the binary's other labs: removed once the last one is gone.
+            if let Some(top) = top {
+                let _ = std::fs::remove_dir(mount.join(top));
+            }
         }
     }
 }
