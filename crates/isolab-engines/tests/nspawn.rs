@@ -99,6 +99,7 @@ fn sysbench_runs_with_a_cpu_quota_and_with_pinned_cpus_in_the_drivers_cgroup() {
     engine.ensure_ready().unwrap();
     let image = engine.prepare_image(Path::new(IMAGE)).unwrap();
     let lab = Lab::new("nspawn-sysbench");
+    let _gc = GcOnDrop(&engine);
     let cases = [
         (
             "cpu1",

@@ -216,6 +216,20 @@ impl Drop for Lab {
     }
 }
 
+/// Runs the engine's `gc` of this process's containers (`isolab-test<pid>-…`) when dropped:
+/// declared after the [`Lab`], it collects what a test that fails before `remove` leaves
+/// (nspawn's run directory, a container) before the lab removes its cgroups.
+pub struct GcOnDrop<'a>(pub &'a dyn Engine);
+
+impl Drop for GcOnDrop<'_> {
+    fn drop(&mut self) {
+        let prefix = format!("isolab-test{}-", std::process::id());
+        if let Err(e) = self.0.gc(&prefix) {
+            eprintln!("left behind: {} gc of {prefix}: {e}", self.0.name());
+        }
+    }
+}
+
 pub type Watched = (Option<PathBuf>, Option<Limits>, Option<Limits>);
 
 pub fn watch(
