@@ -191,7 +191,6 @@ impl Cgroup {
         &self.rel
     }
 
-    /// The hierarchy the cgroup lives in.
     /// Where a process started "in this cgroup" goes when containers may nest below it: on
     /// cgroup v2 the leaf [`PROCESS_LEAF`] of this cgroup, created (or opened) here, because
     /// a v2 cgroup holding a process cannot enable controllers for children ("no internal

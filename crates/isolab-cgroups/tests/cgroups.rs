@@ -884,17 +884,7 @@ impl Drop for Reaped {
 /// hybrid hosts isolab is developed on, the v2 tests on pure cgroup v2 hosts and in the test
 /// guest of `crates/isolab/tests/cgroup_v2.rs` (`make test` runs both).
 fn real(version: Version) -> Option<Hierarchy> {
-    if !is_root() {
-        isolab_skip::skip(format!("the real cgroup {version} test needs root"));
-        return None;
-    }
-    let h = match Hierarchy::detect() {
-        Ok(h) => h,
-        Err(e) => {
-            isolab_skip::skip(format!("no cgroup hierarchy detected: {e}"));
-            return None;
-        }
-    };
+    let h = real_any()?;
     if h.version() != version {
         isolab_skip::skip(match version {
             Version::V1 => format!(

@@ -43,6 +43,7 @@ pub mod devices;
 pub mod exec;
 pub(crate) mod plan;
 
+use std::borrow::Cow;
 use std::fs;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -1083,22 +1084,22 @@ pub fn backing_device(path: &Path) -> Result<isolab_cgroups::DeviceNumber, Runti
 /// OCI's `memory.swap`) gives the swap limit as memory **plus** swap, as cgroup v1's memsw;
 /// v2's `memory.swap.max` is swap alone, so there it is the difference (runc and crun convert
 /// the same way), and a swap limit without a memory limit, or below it, cannot be expressed.
-fn for_hierarchy(limits: &Limits, version: Version) -> Result<Limits, RuntimeError> {
+/// Borrowed as given unless there is something to convert (the start path copies nothing).
+fn for_hierarchy(limits: &Limits, version: Version) -> Result<Cow<'_, Limits>, RuntimeError> {
+    let Some(memsw) = limits.memory_swap_max.filter(|_| version == Version::V2) else {
+        return Ok(Cow::Borrowed(limits));
+    };
+    let memory = limits
+        .memory_max
+        .filter(|m| m.0 <= memsw.0)
+        .ok_or_else(|| RuntimeError::InvalidConfig {
+            what: "memory plus swap limit",
+            value: format!("{memsw} with memory limit {:?}", limits.memory_max),
+            expected: "a memory limit too, at most the memory plus swap limit",
+        })?;
     let mut out = limits.clone();
-    if version == Version::V2 {
-        if let Some(memsw) = limits.memory_swap_max {
-            let memory = limits
-                .memory_max
-                .filter(|m| m.0 <= memsw.0)
-                .ok_or_else(|| RuntimeError::InvalidConfig {
-                    what: "memory plus swap limit",
-                    value: format!("{memsw} with memory limit {:?}", limits.memory_max),
-                    expected: "a memory limit too, at most the memory plus swap limit",
-                })?;
-            out.memory_swap_max = Some(Bytes(memsw.0 - memory.0));
-        }
-    }
-    Ok(out)
+    out.memory_swap_max = Some(Bytes(memsw.0 - memory.0));
+    Ok(Cow::Owned(out))
 }
 
 #[cfg(test)]
