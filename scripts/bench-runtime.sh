@@ -49,6 +49,9 @@ cleanup() {
     [[ $RUNC != - ]] && for c in bench-runc-$SFX; do "$RUNC" delete -f "$c" >/dev/null 2>&1; done
     [[ $CRUN != - ]] && for c in bench-crun-$SFX; do "$CRUN" delete -f "$c" >/dev/null 2>&1; done
     "$RT" gc >/dev/null 2>&1
+    # The cold-seccomp runtime's state directory (bench_runtime.py).
+    [[ -d /run/isolab-bench-cold-$SFX ]] && "$RT" gc --root "/run/isolab-bench-cold-$SFX" >/dev/null 2>&1
+    rm -rf "/run/isolab-bench-cold-$SFX"
     # Leftover `isolab` cgroup parents (leaves first; rmdir only removes empty cgroups).
     for d in "$CG"/*/isolab; do
         [[ -d $d ]] || continue

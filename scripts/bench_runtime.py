@@ -222,7 +222,9 @@ def main():
     # runc and crun compile their seccomp filter on every start; isolab-runtime loads the
     # compiled one from its cache. This one has a state directory of its own whose cache is
     # removed before each start (untimed), so it compiles every time, as they do.
-    cold_root = os.path.join(os.path.dirname(bundle), "cold-state")
+    # Beside the default state directory (/run/isolab), on the same file system, so that the
+    # two differ only in the seccomp work; bench-runtime.sh removes it on exit.
+    cold_root = f"/run/isolab-bench-cold-{sfx}"
     engines["isolab-runtime (cold seccomp)"] = [rt, "run", "--root", cold_root, "--trace",
                                                 "--id", f"bench-isoc-{sfx}", "--bundle", bundle]
     cold = {"isolab-runtime (cold seccomp)":

@@ -76,8 +76,12 @@ fn measure(args: &BenchStartArgs, parent: &Cgroup, parent_rel: &std::path::Path)
                 isolab_engines::oci::INIT_PROGRAM
             )
         })?;
-    let cold_state =
-        std::env::temp_dir().join(format!("isolab-bench-start-cold-{}", std::process::id()));
+    // Beside the default state directory (/run/isolab), on the same file system, so that
+    // the two isolab-runtime subjects differ only in the seccomp work.
+    let cold_state = RemovedOnDrop(PathBuf::from(format!(
+        "/run/isolab-bench-start-cold-{}",
+        std::process::id()
+    )));
     let mut subjects: Vec<(String, Subject)> = vec![
         (
             "isolab-runtime".into(),
@@ -90,7 +94,7 @@ fn measure(args: &BenchStartArgs, parent: &Cgroup, parent_rel: &std::path::Path)
             "isolab-runtime (cold seccomp)".into(),
             Subject::Runtime {
                 program,
-                cold: Some(cold_state.clone()),
+                cold: Some(cold_state.0.clone()),
             },
         ),
     ];
@@ -161,7 +165,7 @@ fn measure(args: &BenchStartArgs, parent: &Cgroup, parent_rel: &std::path::Path)
             let request = RunRequest {
                 id: id.clone(),
                 argv: vec!["true".into()],
-                workdir: workdir.clone(),
+                workdir: workdir.0.clone(),
                 network: NetworkMode::None,
                 limits: isolab_cgroups::Limits::default(),
                 cgroup_parent: parent_rel.to_path_buf(),
@@ -238,8 +242,6 @@ fn measure(args: &BenchStartArgs, parent: &Cgroup, parent_rel: &std::path::Path)
             }
         }
     }
-    let _ = std::fs::remove_dir_all(&workdir);
-    let _ = std::fs::remove_dir_all(&cold_state);
     println!();
     println!(
         "start→exit of `tini -- true` (tini as PID 1 in every runtime), N={} each, interleaved in a shuffled order every round (seed {seed}; after 3 warm-up rounds), network none, no limits; `cold seccomp`: isolab-runtime's filter cache removed before each start; ms",
@@ -339,10 +341,25 @@ fn unreachable_prepared(name: &str) -> Result<Vec<String>> {
     bail!("{name}: the image was not prepared")
 }
 
-fn tempfile_dir() -> Result<PathBuf> {
+fn tempfile_dir() -> Result<RemovedOnDrop> {
     let dir = std::env::temp_dir().join(format!("isolab-bench-start-{}", std::process::id()));
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    Ok(dir)
+    Ok(RemovedOnDrop(dir))
+}
+
+/// A directory of the benchmark's, removed with what is in it when the benchmark ends,
+/// also by an error.
+struct RemovedOnDrop(PathBuf);
+
+impl Drop for RemovedOnDrop {
+    fn drop(&mut self) {
+        match std::fs::remove_dir_all(&self.0) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                eprintln!("warning: cannot remove {}: {e}", self.0.display())
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Runs `argv`, output discarded; whether it exited 0.
