@@ -15,7 +15,7 @@
 //! guests do not share the host's cpus and the timing checks inside them hold.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use isolab_cgroups::Bytes;
@@ -31,13 +31,13 @@ const BENCH_IMAGE: &str = "/var/lib/isolab/images/bench";
 const VM_CACHE: &str = "/var/lib/isolab/vm";
 
 /// Why no test guest: the test should skip (this machine cannot have one) or fail (it should).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum GuestUnavailable {
-    /// Something this machine lacks, with what to do about it: not root, QEMU or the bench
-    /// image missing.
+    /// Something this machine lacks, with what to do about it: not root, QEMU or the image
+    /// missing.
     Skip(String),
     /// Preparing the kernel, the disk or the accelerator failed where it should work.
-    Failed(VmError),
+    Failed(String),
 }
 
 /// A guest ready to boot: kernel, disk and accelerator prepared once.
@@ -46,6 +46,44 @@ pub struct TestGuest {
     kernel: KernelFiles,
     disk: BaseDisk,
     accel: AccelReport,
+}
+
+/// The kernel cache and the kernel with its accelerator, prepared once per process (the
+/// accelerator probe boots a guest).
+#[derive(Debug)]
+struct Base {
+    cache: PathBuf,
+    kernel: KernelFiles,
+    accel: AccelReport,
+}
+
+fn base() -> Result<&'static Base, GuestUnavailable> {
+    static BASE: OnceLock<Result<Base, GuestUnavailable>> = OnceLock::new();
+    BASE.get_or_init(|| {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            return Err(GuestUnavailable::Skip(
+                "a test guest needs root (QEMU, the kernel cache, the disk)".into(),
+            ));
+        }
+        if isolab_tools::find_program(QEMU).is_none() {
+            return Err(GuestUnavailable::Skip(format!(
+                "{QEMU} missing (apt-get install qemu-system-x86, or scripts/setup.sh)"
+            )));
+        }
+        let cache = std::env::var_os("ISOLAB_VM_CACHE")
+            .map_or_else(|| PathBuf::from(VM_CACHE), PathBuf::from);
+        let kernel = prepare_kernel(&cache)
+            .map_err(|e| GuestUnavailable::Failed(format!("preparing the guest kernel: {e}")))?;
+        let accel = detect_accel(&kernel, Path::new(QEMU), DEFAULT_PROBE_TIMEOUT);
+        Ok(Base {
+            cache,
+            kernel,
+            accel,
+        })
+    })
+    .as_ref()
+    .map_err(Clone::clone)
 }
 
 /// How to boot the guest for one script.
@@ -77,37 +115,45 @@ impl Default for GuestTest {
 
 impl TestGuest {
     /// The kernel, the bench image's disk and the accelerator, prepared (cached under
-    /// `/var/lib/isolab/vm`, or `$ISOLAB_VM_CACHE`).
+    /// `/var/lib/isolab/vm`, or `$ISOLAB_VM_CACHE`); the image is `$ISOLAB_BENCH_IMAGE` or
+    /// /var/lib/isolab/images/bench.
     pub fn prepare() -> Result<TestGuest, GuestUnavailable> {
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
-            return Err(GuestUnavailable::Skip(
-                "a test guest needs root (QEMU, the kernel cache, the disk)".into(),
-            ));
-        }
-        if isolab_tools::find_program(QEMU).is_none() {
-            return Err(GuestUnavailable::Skip(format!(
-                "{QEMU} missing (apt-get install qemu-system-x86, or scripts/setup.sh)"
-            )));
-        }
-        let image = std::env::var_os("ISOLAB_BENCH_IMAGE")
-            .map_or_else(|| PathBuf::from(BENCH_IMAGE), PathBuf::from);
+        TestGuest::prepare_image("ISOLAB_BENCH_IMAGE", BENCH_IMAGE, "bench")
+    }
+
+    /// As [`TestGuest::prepare`] with the image at `$var` (default `default`), built by the
+    /// image recipe `recipe` (named in the reason when it is missing).
+    pub fn prepare_image(
+        var: &str,
+        default: &str,
+        recipe: &str,
+    ) -> Result<TestGuest, GuestUnavailable> {
+        let image = std::env::var_os(var).map_or_else(|| PathBuf::from(default), PathBuf::from);
         if !image.join(isolab_image::MANIFEST_FILE).is_file() {
             return Err(GuestUnavailable::Skip(format!(
-                "no bench image at {} (make image-debug builds it; or set ISOLAB_BENCH_IMAGE)",
+                "no {recipe} image at {} (make image-debug builds it; or set {var})",
                 image.display()
             )));
         }
-        let cache = std::env::var_os("ISOLAB_VM_CACHE")
-            .map_or_else(|| PathBuf::from(VM_CACHE), PathBuf::from);
-        let kernel = prepare_kernel(&cache).map_err(GuestUnavailable::Failed)?;
-        let disk = prepare_disk(&image, &cache).map_err(GuestUnavailable::Failed)?;
-        let accel = detect_accel(&kernel, Path::new(QEMU), DEFAULT_PROBE_TIMEOUT);
+        let base = base()?;
+        let disk = prepare_disk(&image, &base.cache).map_err(|e| {
+            GuestUnavailable::Failed(format!("preparing the disk of {}: {e}", image.display()))
+        })?;
         Ok(TestGuest {
-            kernel,
+            kernel: base.kernel.clone(),
             disk,
-            accel,
+            accel: base.accel.clone(),
         })
+    }
+
+    /// The guest kernel.
+    pub fn kernel(&self) -> &KernelFiles {
+        &self.kernel
+    }
+
+    /// The root disk.
+    pub fn disk(&self) -> &BaseDisk {
+        &self.disk
     }
 
     /// The accelerator the guests boot with, and why.

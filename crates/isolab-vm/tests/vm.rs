@@ -6,109 +6,41 @@
 //! the Debian mirror for the kernel; each is skipped with a printed reason when something is missing. The kernel
 //! and disk caches live in /var/lib/isolab/vm (or $ISOLAB_VM_CACHE).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use isolab_vm::test_guest::{GuestUnavailable, TestGuest};
 use isolab_vm::{
-    detect_accel, prepare_disk, prepare_kernel, run, Accel, AccelReport, BaseDisk, DockerReport,
-    GuestClock, GuestCommand, InnerContainer, InnerDocker, InnerEngine, KernelFiles, Shutdown,
-    VmConfig, VmError, DEFAULT_PROBE_TIMEOUT, QEMU,
+    run, Accel, DockerReport, GuestClock, GuestCommand, InnerContainer, InnerDocker, InnerEngine,
+    Shutdown, VmConfig, VmError,
 };
 
-struct Setup {
-    kernel: KernelFiles,
-    disk: BaseDisk,
-    accel: AccelReport,
-}
+/// A prepared guest (kernel, disk, accelerator): `isolab_vm::test_guest` does it, once per
+/// image.
+type Setup = TestGuest;
 
-/// Root, QEMU, the kernel and the accelerator, once per test binary.
-struct Base {
-    cache: PathBuf,
-    kernel: KernelFiles,
-    accel: AccelReport,
-}
-
-/// The base, or why the tests cannot run here (each test skips with it).
-fn base() -> Result<&'static Base, String> {
-    static BASE: OnceLock<Result<Base, String>> = OnceLock::new();
-    BASE.get_or_init(|| {
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
-            return Err("booting guests needs root (taps, cgroups)".into());
-        }
-        if isolab_tools::find_program(QEMU).is_none() {
-            return Err(format!("{QEMU} missing (apt-get install qemu-system-x86)"));
-        }
-        let cache = std::env::var_os("ISOLAB_VM_CACHE")
-            .map_or_else(|| PathBuf::from("/var/lib/isolab/vm"), PathBuf::from);
-        let t = Instant::now();
-        let kernel = prepare_kernel(&cache).expect("prepare the kernel");
-        eprintln!(
-            "kernel {} {} ready in {:?}",
-            kernel.package,
-            kernel.version,
-            t.elapsed()
-        );
-        let t = Instant::now();
-        let accel = detect_accel(&kernel, Path::new(QEMU), DEFAULT_PROBE_TIMEOUT);
-        eprintln!(
-            "accel {} ({}) in {:?}",
-            accel.accel,
-            accel.reason,
-            t.elapsed()
-        );
-        Ok(Base {
-            cache,
-            kernel,
-            accel,
-        })
-    })
-    .as_ref()
-    .map_err(String::clone)
-}
-
-/// The base plus the disk of the image at `$var` (default `default`), built by `recipe`; or
-/// why not.
-fn setup_for(var: &str, default: &str, recipe: &str) -> Result<Setup, String> {
-    let image = std::env::var_os(var).map_or_else(|| PathBuf::from(default), PathBuf::from);
-    if !image.join(".isolab-image.json").is_file() {
-        return Err(format!(
-            "no {recipe} image at {} (make image-debug, or set {var})",
-            image.display()
-        ));
-    }
-    let base = base()?;
-    let t = Instant::now();
-    let disk = prepare_disk(&image, &base.cache).expect("prepare the disk");
-    eprintln!("disk {} ready in {:?}", disk.path.display(), t.elapsed());
-    Ok(Setup {
-        kernel: base.kernel.clone(),
-        disk,
-        accel: base.accel.clone(),
-    })
-}
-
-/// The setup in `cell` (made once by [`setup_for`]), or `None` after a skip of the calling test
-/// with the reason it could not be made.
+/// The setup in `cell` (made once), or `None` after a skip of the calling test with the
+/// reason it could not be made; a preparation that fails where it should work fails the test.
 fn cached_setup(
-    cell: &'static OnceLock<Result<Setup, String>>,
+    cell: &'static OnceLock<Result<Setup, GuestUnavailable>>,
     var: &str,
     default: &str,
     recipe: &str,
 ) -> Option<&'static Setup> {
-    match cell.get_or_init(|| setup_for(var, default, recipe)) {
+    match cell.get_or_init(|| TestGuest::prepare_image(var, default, recipe)) {
         Ok(s) => Some(s),
-        Err(reason) => {
+        Err(GuestUnavailable::Skip(reason)) => {
             isolab_skip::skip(reason);
             None
         }
+        Err(GuestUnavailable::Failed(e)) => panic!("{e}"),
     }
 }
 
 fn setup() -> Option<&'static Setup> {
-    static SETUP: OnceLock<Result<Setup, String>> = OnceLock::new();
+    static SETUP: OnceLock<Result<Setup, GuestUnavailable>> = OnceLock::new();
     cached_setup(
         &SETUP,
         "ISOLAB_BENCH_IMAGE",
@@ -119,7 +51,7 @@ fn setup() -> Option<&'static Setup> {
 
 /// The guest of `vm+docker`: a disk of the bench-docker image (the bench image has no dockerd).
 fn docker_setup() -> Option<&'static Setup> {
-    static SETUP: OnceLock<Result<Setup, String>> = OnceLock::new();
+    static SETUP: OnceLock<Result<Setup, GuestUnavailable>> = OnceLock::new();
     cached_setup(
         &SETUP,
         "ISOLAB_BENCH_DOCKER_IMAGE",
@@ -130,9 +62,9 @@ fn docker_setup() -> Option<&'static Setup> {
 
 fn config(s: &Setup, workdir: &Path) -> VmConfig {
     let mut c = VmConfig::new(
-        s.kernel.clone(),
-        s.disk.clone(),
-        s.accel.accel,
+        s.kernel().clone(),
+        s.disk().clone(),
+        s.accel().accel,
         workdir,
         workdir.parent().unwrap().join(format!(
             "run-{}",
@@ -190,7 +122,7 @@ fn sysbench_runs_in_a_tcg_guest() {
         r.wall
     );
     assert_eq!(r.shutdown, Shutdown::PoweredOff);
-    assert_eq!(r.accel, s.accel.accel);
+    assert_eq!(r.accel, s.accel().accel);
     assert_nothing_left(&c.run_dir);
 }
 
@@ -520,5 +452,5 @@ fn stop_kills_the_vm_and_leaves_nothing() {
     assert!(start.elapsed() < Duration::from_secs(10));
     assert_nothing_left(&c.run_dir);
     // the accelerator under test is labelled
-    assert!(matches!(s.accel.accel, Accel::Kvm | Accel::Tcg));
+    assert!(matches!(s.accel().accel, Accel::Kvm | Accel::Tcg));
 }
