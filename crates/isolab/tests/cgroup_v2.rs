@@ -16,6 +16,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Instant;
 
+use isolab_vm::agent::shell_quote;
 use isolab_vm::test_guest::{GuestTest, GuestUnavailable, TestGuest};
 use isolab_vm::GuestRun;
 use serde_json::Value;
@@ -236,14 +237,11 @@ fn guest_tests(guest: &TestGuest, bin: &Artifact, args: &[&str], setup: &str) ->
         "--test-threads=1".into(),
     ];
     line.extend(args.iter().map(|a| a.to_string()));
-    let quoted: Vec<String> = line
-        .iter()
-        .map(|w| format!("'{}'", w.replace('\'', "'\\''")))
-        .collect();
+    let quoted: Vec<String> = line.iter().map(|w| shell_quote(w)).collect();
     let script = format!(
-        "{setup}\ncd '{dir}' || exit 99\nexport CARGO_MANIFEST_DIR='{dir}'\n{cmd}\nstatus=$?\n\
+        "{setup}\ncd {dir} || exit 99\nexport CARGO_MANIFEST_DIR={dir}\n{cmd}\nstatus=$?\n\
          echo '== leftover cgroups =='\nfind /sys/fs/cgroup -mindepth 1 -type d\nexit $status\n",
-        dir = bin.manifest_dir.display(),
+        dir = shell_quote(&bin.manifest_dir.to_string_lossy()),
         cmd = quoted.join(" "),
     );
     let (run, work) = in_guest(guest, &script, &[]);
@@ -411,13 +409,13 @@ fn isolab_runs_an_experiment_on_host_and_isolab_on_pure_cgroup_v2() {
     // The script's working directory is the guest run's workdir, read back below.
     let script = format!(
         "{GUEST_LEFTOVERS}\n\
-         '{isolab}' --db /root/v2.db run --no-report --workdir /root/v2-work '{spec}' > run.out 2> run.err\n\
+         {isolab} --db /root/v2.db run --no-report --workdir /root/v2-work {spec} > run.out 2> run.err\n\
          status=$?\n\
          cp /root/v2.db v2.db\n\
          {GUEST_LEFTOVERS}\n\
          exit $status\n",
-        isolab = isolab.display(),
-        spec = spec.display(),
+        isolab = shell_quote(&isolab.to_string_lossy()),
+        spec = shell_quote(&spec.to_string_lossy()),
     );
     let (run, out) = in_guest(g, &script, &[work.path().to_path_buf(), images]);
     let read = |name: &str| std::fs::read_to_string(out.path().join(name)).unwrap_or_default();
