@@ -237,7 +237,11 @@ impl Engine for Lxc {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities::container(&[NetworkMode::None, NetworkMode::Host])
+        Capabilities {
+            // The monitor process of each container (`[lxc monitor]`, named lxc-start).
+            daemons: &["lxc-start"],
+            ..Capabilities::container(&[NetworkMode::None, NetworkMode::Host])
+        }
     }
 
     fn available(&self) -> Result<(), EngineError> {

@@ -885,7 +885,11 @@ impl Engine for Podman {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities::container(&[NetworkMode::None, NetworkMode::Bridge, NetworkMode::Host])
+        Capabilities {
+            // Each container's monitor (podman has no daemon).
+            daemons: &["conmon"],
+            ..Capabilities::container(&[NetworkMode::None, NetworkMode::Bridge, NetworkMode::Host])
+        }
     }
 
     fn available(&self) -> Result<(), EngineError> {

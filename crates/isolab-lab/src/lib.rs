@@ -36,6 +36,7 @@ pub mod spec;
 pub mod telemetry;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod topology;
 
 pub use platform::{Executor, Interrupt, PlatformKind, Supervisor, SupervisorConfig};
 pub use runner::{Event, Observer, Outcome, RunError, Runner, RunnerConfig, Silent};

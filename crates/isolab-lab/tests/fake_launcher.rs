@@ -117,6 +117,7 @@ impl Lab {
                 workdir_base: self.work.path().join("runs"),
                 keep_workdirs: false,
                 cpus: "0-3".parse().unwrap(),
+                topology: isolab_lab::topology::Topology::flat(&"0-3".parse().unwrap()),
                 assets: Default::default(),
             },
         )

@@ -54,7 +54,7 @@ impl Validator<'_> {
         let total: usize = sizes.iter().product();
         for n in 0..total {
             let pick = pick(n, &sizes);
-            let picked: [&Level; 9] = std::array::from_fn(|i| &axes[i].1[pick[i]]);
+            let picked: [&Level; 10] = std::array::from_fn(|i| &axes[i].1[pick[i]]);
             let levels: Vec<(String, String)> = axes
                 .iter()
                 .enumerate()
@@ -96,14 +96,22 @@ impl Validator<'_> {
     /// Why the cell of `picked` levels cannot run here, if it cannot: the first of a
     /// pinned shape larger than the host, a workload the platform cannot reach, and a
     /// reservation that leaves the neighbours no cpu.
-    fn impossibility(&self, picked: &[&Level; 9], tables: &Tables) -> Option<Impossibility> {
+    fn impossibility(&self, picked: &[&Level; 10], tables: &Tables) -> Option<Impossibility> {
         let (s, s_span, _) = picked[1];
         let shape = &tables.shapes[s.as_str()];
         let placement = Placement::parse(&picked[2].0).unwrap_or(Placement::Shared);
+        let pool = picked[9].0.parse::<u32>().ok();
         if let Some(reason) = shapes::pinning_impossible(s, shape, placement, self.host) {
             return Some(Impossibility {
                 reason,
                 at: s_span.clone(),
+                advice: SMALLER,
+            });
+        }
+        if let Some(reason) = pool.and_then(|n| shapes::pool_too_small(s, shape, n)) {
+            return Some(Impossibility {
+                reason,
+                at: picked[9].1.clone(),
                 advice: SMALLER,
             });
         }
@@ -117,12 +125,11 @@ impl Validator<'_> {
             });
         }
         let reservation = Reservation::parse(&picked[5].0).unwrap_or(Reservation::None);
-        reservations::leaves_no_cpus(reservation, s, shape, self.host_cpus()).map(|reason| {
-            Impossibility {
-                reason,
-                at: picked[5].1.clone(),
-                advice: SMALLER,
-            }
+        let cpus = pool.unwrap_or_else(|| self.host_cpus());
+        reservations::leaves_no_cpus(reservation, s, shape, cpus).map(|reason| Impossibility {
+            reason,
+            at: picked[5].1.clone(),
+            advice: SMALLER,
         })
     }
 
@@ -143,10 +150,10 @@ impl Validator<'_> {
                 "{key}: {unapplied}; its runs say so in their notes"
             ));
         }
-        if placement == Placement::Quota && shape.cpus > host_cpus {
+        if placement == Placement::Quota && shape.cpu_count() > f64::from(host_cpus) {
             out.push(format!(
                 "{key}: a quota of {} cpus on a {host_cpus}-cpu host does not limit anything",
-                shape.cpus
+                shape.cpu_count()
             ));
         }
         out
@@ -155,8 +162,8 @@ impl Validator<'_> {
 
 /// The level index of every factor in cell `n` of a matrix of factors of `sizes` levels,
 /// the last factor varying fastest.
-fn pick(n: usize, sizes: &[usize]) -> [usize; 9] {
-    let mut pick = [0usize; 9];
+fn pick(n: usize, sizes: &[usize]) -> [usize; 10] {
+    let mut pick = [0usize; 10];
     let mut rest = n;
     for i in (0..sizes.len()).rev() {
         pick[i] = rest % sizes[i];
@@ -166,7 +173,7 @@ fn pick(n: usize, sizes: &[usize]) -> [usize; 9] {
 }
 
 /// The cell at `index` with `levels` (of the varied factors) and `picked` levels.
-fn cell(index: u32, levels: Vec<(String, String)>, picked: &[&Level; 9], tables: &Tables) -> Cell {
+fn cell(index: u32, levels: Vec<(String, String)>, picked: &[&Level; 10], tables: &Tables) -> Cell {
     Cell {
         index,
         levels,
@@ -178,6 +185,7 @@ fn cell(index: u32, levels: Vec<(String, String)>, picked: &[&Level; 9], tables:
         reservation: Reservation::parse(&picked[5].0).unwrap_or(Reservation::None),
         threads: picked[6].0.parse().ok(),
         instances: picked[7].0.parse().unwrap_or(1),
+        host_cpus: picked[9].0.parse().ok(),
     }
 }
 

@@ -47,7 +47,7 @@ pub const QUICK_START: &str = include_str!("quick-start.toml");
 pub const DEFAULT_IMAGE: &str = "/var/lib/isolab/images/bench";
 
 /// The factors a matrix may vary, in the order cells list them.
-pub const FACTORS: [&str; 9] = [
+pub const FACTORS: [&str; 10] = [
     "platform",
     "shape",
     "placement",
@@ -57,6 +57,7 @@ pub const FACTORS: [&str; 9] = [
     "threads",
     "instances",
     "replica",
+    "host_cpus",
 ];
 
 /// Most concurrent instances of a subject a cell may ask for.
@@ -136,6 +137,11 @@ pub struct Cell {
     pub threads: Option<u32>,
     /// Concurrent instances of the subject, each in an instance of its own (1 = one).
     pub instances: u32,
+    /// The host cpu pool (`host_cpus`): how many cpus the whole cell (subject,
+    /// neighbours, load generators, engine daemons) may use; `None` = every cpu
+    /// isolab may use. The container-to-host core ratio (CHR) is the shape's cpus
+    /// over it.
+    pub host_cpus: Option<u32>,
 }
 
 impl Cell {

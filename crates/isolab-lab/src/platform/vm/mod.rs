@@ -317,6 +317,8 @@ impl Driver for VmDriver {
                 needs_image: true,
                 services: true,
                 vm: true,
+                // QEMU runs in the instance's cgroup, whose cpuset the pool sets.
+                daemons: &[],
             },
         }
     }
