@@ -64,6 +64,7 @@ impl Runner<'_> {
         let pool = self.cell_cpus(cell);
         let mut facts = serde_json::json!({
             "host_cpus": pool.to_string(),
+            "shape_cpus": cell.shape.cpu_count(),
             "chr": cell.shape.cpu_count() / pool.len().max(1) as f64,
         });
         if let Some(set) = &limits.cpuset {
