@@ -5,10 +5,12 @@
 //! own cpus back when the run ends. Processes a confined daemon starts during the
 //! run (a container's shim) inherit its affinity. Affinity is set on every thread
 //! (`sched_setaffinity` on each task of `/proc/PID/task`), behind [`Affinity`] so
-//! that the guard is tested without touching a process.
+//! that the guard is tested without touching a process. While they are confined, a
+//! record of their own cpus (`daemons-pid<PID>.json` in [`RECORD_DIR`]) lets
+//! `isolab gc` give them back when the isolab that confined them was killed.
 
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use isolab_cgroups::IdSet;
 
@@ -114,11 +116,57 @@ impl Affinity for RealAffinity {
     }
 }
 
+/// Where confinements are recorded for `isolab gc`.
+pub const RECORD_DIR: &str = "/run/isolab";
+
+/// The record of process `pid`'s confinement in `dir`.
+fn record_path(dir: &Path, pid: u32) -> PathBuf {
+    dir.join(format!("daemons-pid{pid}.json"))
+}
+
+/// Gives the threads recorded in `dir` by isolab processes that are no longer
+/// `alive` their own cpus back, and removes the records. Returns what was restored.
+pub fn gc(dir: &Path, affinity: &dyn Affinity, alive: impl Fn(u32) -> bool) -> Vec<String> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix("daemons-pid")
+            .and_then(|r| r.strip_suffix(".json"))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if alive(pid) {
+            continue;
+        }
+        let saved: Vec<(u32, String)> = std::fs::read_to_string(entry.path())
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default();
+        let mut restored = 0;
+        for (tid, cpus) in saved {
+            if let Ok(cpus) = cpus.parse::<IdSet>() {
+                restored += usize::from(affinity.set(tid, &cpus).is_ok());
+            }
+        }
+        let _ = std::fs::remove_file(entry.path());
+        out.push(format!(
+            "cpu affinity of {restored} daemon threads confined by killed isolab pid {pid}"
+        ));
+    }
+    out
+}
+
 /// Daemons confined to a pool's cpus until it is dropped, when every thread gets its
 /// own cpus back (threads that ended meanwhile are skipped).
 pub struct ConfinedDaemons {
     affinity: Box<dyn Affinity>,
     saved: Vec<(u32, IdSet)>,
+    record: Option<PathBuf>,
     /// The daemons confined, `NAME[PID]` each, for the run's data.
     pub confined: Vec<String>,
 }
@@ -138,21 +186,25 @@ impl ConfinedDaemons {
         ConfinedDaemons {
             affinity: Box::new(RealAffinity::default()),
             saved: Vec::new(),
+            record: None,
             confined: Vec::new(),
         }
     }
 
     /// Confines every running process named one of `names` (all its threads) to
-    /// `cpus`. A thread that ends meanwhile is skipped; one whose affinity cannot be
-    /// set is an error naming it, after the threads confined so far got theirs back.
+    /// `cpus`, recording their own cpus in `record_dir` until the guard goes. A
+    /// thread that ends meanwhile is skipped; one whose affinity cannot be set is an
+    /// error naming it, after the threads confined so far got theirs back.
     pub fn confine(
         affinity: Box<dyn Affinity>,
         names: &[&str],
         cpus: &IdSet,
+        record_dir: &Path,
     ) -> Result<ConfinedDaemons, String> {
         let mut guard = ConfinedDaemons {
             affinity,
             saved: Vec::new(),
+            record: None,
             confined: Vec::new(),
         };
         if names.is_empty() {
@@ -163,19 +215,45 @@ impl ConfinedDaemons {
                 let Ok(own) = guard.affinity.get(tid) else {
                     continue; // ended
                 };
+                // Recorded before it changes, so that gc can undo it after a kill.
+                guard.saved.push((tid, own));
+                guard.write_record(record_dir)?;
                 match guard.affinity.set(tid, cpus) {
-                    Ok(()) => guard.saved.push((tid, own)),
-                    Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
+                    Ok(()) => {}
+                    Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {
+                        guard.saved.pop();
+                    }
                     Err(e) => {
+                        guard.saved.pop();
                         return Err(format!(
                             "cannot confine {name} (pid {pid}, thread {tid}) to the host cpu pool {cpus}: {e}; run isolab as root, or leave host_cpus out of the matrix"
-                        ))
+                        ));
                     }
                 }
             }
             guard.confined.push(format!("{name}[{pid}]"));
         }
         Ok(guard)
+    }
+
+    /// Writes what is confined so far to this process's record in `dir`.
+    fn write_record(&mut self, dir: &Path) -> Result<(), String> {
+        let path = record_path(dir, std::process::id());
+        let saved: Vec<(u32, String)> = self
+            .saved
+            .iter()
+            .map(|(t, c)| (*t, c.to_string()))
+            .collect();
+        std::fs::create_dir_all(dir)
+            .and_then(|()| std::fs::write(&path, serde_json::json!(saved).to_string()))
+            .map_err(|e| {
+                format!(
+                    "cannot record the daemons confined to the host cpu pool in {}: {e}",
+                    path.display()
+                )
+            })?;
+        self.record = Some(path);
+        Ok(())
     }
 }
 
@@ -184,6 +262,9 @@ impl Drop for ConfinedDaemons {
         for (tid, own) in self.saved.drain(..) {
             // A thread that ended has nothing to restore.
             let _ = self.affinity.set(tid, &own);
+        }
+        if let Some(path) = self.record.take() {
+            let _ = std::fs::remove_file(path);
         }
     }
 }
@@ -256,8 +337,12 @@ mod tests {
         let f = fake();
         let pool: IdSet = "3".parse().unwrap();
         let names = ["dockerd", "containerd-shim-runc-v2"];
-        let guard = ConfinedDaemons::confine(Box::new(f.clone()), &names, &pool).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let guard =
+            ConfinedDaemons::confine(Box::new(f.clone()), &names, &pool, dir.path()).unwrap();
         assert_eq!(guard.confined, ["dockerd[10]", "containerd-shim[20]"]);
+        let record = record_path(dir.path(), std::process::id());
+        assert!(record.exists());
         let now = |tid| f.cpus.lock().unwrap()[&tid].to_string();
         assert_eq!(
             (now(10), now(11), now(20), now(30)),
@@ -268,6 +353,31 @@ mod tests {
             (now(10), now(11), now(20)),
             ("0-3".into(), "0-3".into(), "0-3".into())
         );
+        assert!(!record.exists(), "the record goes with the guard");
+    }
+
+    #[test]
+    fn gc_gives_the_daemons_of_a_killed_isolab_their_cpus_back() {
+        let f = fake();
+        let dir = tempfile::tempdir().unwrap();
+        let pool = "3".parse().unwrap();
+        let guard =
+            ConfinedDaemons::confine(Box::new(f.clone()), &["dockerd"], &pool, dir.path()).unwrap();
+        // As after `kill -9`: the guard never drops.
+        std::mem::forget(guard);
+        assert_eq!(f.cpus.lock().unwrap()[&10].to_string(), "3");
+        assert!(
+            gc(dir.path(), &f, |_| true).is_empty(),
+            "its isolab still runs"
+        );
+        let restored = gc(dir.path(), &f, |_| false);
+        assert_eq!(restored.len(), 1, "{restored:?}");
+        assert!(
+            restored[0].starts_with("cpu affinity of 2 daemon threads"),
+            "{restored:?}"
+        );
+        assert_eq!(f.cpus.lock().unwrap()[&10].to_string(), "0-3");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
     #[test]
@@ -276,14 +386,16 @@ mod tests {
             refuse: Some(11),
             ..fake()
         };
-        let err =
-            ConfinedDaemons::confine(Box::new(f.clone()), &["dockerd"], &"3".parse().unwrap())
-                .unwrap_err();
+        let dir = tempfile::tempdir().unwrap();
+        let pool = "3".parse().unwrap();
+        let err = ConfinedDaemons::confine(Box::new(f.clone()), &["dockerd"], &pool, dir.path())
+            .unwrap_err();
         assert!(
             err.contains("cannot confine dockerd (pid 10, thread 11)"),
             "{err}"
         );
         assert_eq!(f.cpus.lock().unwrap()[&10].to_string(), "0-3");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
     #[test]

@@ -767,11 +767,17 @@ impl Executor for Drivers {
         cpus: &isolab_cgroups::IdSet,
     ) -> Result<daemons::ConfinedDaemons, PlatformError> {
         let names = platform.kind.capabilities().daemons;
-        daemons::ConfinedDaemons::confine(Box::new(daemons::RealAffinity::default()), names, cpus)
-            .map_err(|message| PlatformError::Engine {
-                engine: platform.kind.to_string(),
-                message,
-            })
+        let record = std::path::Path::new(daemons::RECORD_DIR);
+        daemons::ConfinedDaemons::confine(
+            Box::new(daemons::RealAffinity::default()),
+            names,
+            cpus,
+            record,
+        )
+        .map_err(|message| PlatformError::Engine {
+            engine: platform.kind.to_string(),
+            message,
+        })
     }
 
     fn execute(&self, job: &Job, interrupt: &Interrupt) -> Result<Execution, PlatformError> {
@@ -840,6 +846,12 @@ impl Executor for Drivers {
         let alive = |pid: u32| {
             pid == std::process::id() || isolab_running(std::path::Path::new("/proc"), pid)
         };
+        // Engine daemons a killed run left confined to its host cpu pool.
+        removed.extend(daemons::gc(
+            std::path::Path::new(daemons::RECORD_DIR),
+            &daemons::RealAffinity::default(),
+            alive,
+        ));
         let commands = crate::neighbour::IpCommands;
         for ns in crate::neighbour::stale_namespaces(std::path::Path::new("/run/netns"), alive) {
             let argv = ["ip", "netns", "del", ns.as_str()].map(String::from);
