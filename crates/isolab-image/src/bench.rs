@@ -40,6 +40,9 @@ pub(crate) const DPKG_OPTS: &[&str] = &[
     "path-include=/usr/share/doc/*/copyright",
 ];
 
+/// The hook that makes /usr/share/man/man1 (see [`mmdebstrap_command`]).
+const MAN1_HOOK: &str = "--setup-hook=mkdir -p \"$1/usr/share/man/man1\"";
+
 /// mmdebstrap's options that shape the root (with [`DPKG_OPTS`]): part of a recipe's hash.
 pub(crate) const MMDEBSTRAP_OPTS: &[&str] = &[
     "--variant=apt",
@@ -65,7 +68,11 @@ pub(crate) fn mmdebstrap_command(
     for o in DPKG_OPTS {
         c = c.arg(format!("--dpkgopt={o}"));
     }
-    c = c.arg(suite).arg(target);
+    // The man pages are excluded, but OpenJDK's postinst links its man pages into
+    // /usr/share/man/man1 with update-alternatives, which fails where that directory is
+    // missing: it is made empty before anything is installed. Not part of a recipe's
+    // hash: an image that installed without it is the same.
+    c = c.arg(MAN1_HOOK).arg(suite).arg(target);
     for m in mirrors {
         c = c.arg(m);
     }
