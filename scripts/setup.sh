@@ -3,8 +3,8 @@
 # tools and the build dependencies, Go (Debian's, when there is none) and what is built
 # with it (benchstat, vegeta, the OCI runtime-tools suite); checks that cargo is there
 # and builds youki with it.
-# Idempotent: packages already present are skipped by apt-get, benchstat, vegeta, Locust
-# and youki when the installed one is the pinned version.
+# Idempotent: packages already present are skipped by apt-get, benchstat, vegeta, Locust,
+# cqlsh, youki and latte when the installed one is the pinned version.
 set -euo pipefail
 
 need_root() {
@@ -45,6 +45,12 @@ PACKAGES+=(nginx-light mariadb-server mariadb-client php8.2-fpm php8.2-mysql php
 # also generates their stand-in input video once) and Open MPI's compiler wrapper (mpicc
 # builds isolab's MPI programs once on the host; every platform runs that binary).
 PACKAGES+=(hpcc openmpi-bin libopenblas0-serial sockperf ioping ffmpeg libopenmpi-dev)
+# The NoSQL stores on the `host` platform (containers and VMs get them from the experiment's
+# recipe image): Redis 7.0 (redis-server; redis-tools has redis-benchmark and the
+# readiness check's redis-cli, which run on the host) and OpenJDK 17 for Cassandra 5.0,
+# whose jars Debian's Maven resolves from Maven Central into the `cassandra` asset
+# (built on first use and cached by content hash in /var/lib/isolab/assets).
+PACKAGES+=(redis-server redis-tools openjdk-17-jre-headless maven)
 # Seed 001's httpd compile: the asset configures httpd on the host against these.
 PACKAGES+=(gcc make libapr1-dev libaprutil1-dev libpcre2-dev)
 # PostgreSQL's server programs (initdb, pg_ctl): the store tests start a server of their
@@ -135,18 +141,27 @@ need_root
 ISOLAB_GO=$GO bash "$(dirname "$0")/oci-validation.sh" --build-only |
     sed 's/^/setup: runtime-tools: /'
 
+# pip_venv PACKAGE VERSION: PACKAGE==VERSION in a venv of its own, /opt/isolab/PACKAGE, whose
+# bin/PACKAGE --version prints the version as its second word; skipped when it does.
+pip_venv() {
+    local venv=/opt/isolab/$1
+    if [ "$("$venv/bin/$1" --version 2>/dev/null | awk '{print $2}')" != "$2" ]; then
+        need_root
+        echo "setup: installing $1 $2 into $venv"
+        /usr/bin/python3 -m venv "$venv"
+        "$venv/bin/pip" install --quiet "$1==$2"
+    fi
+}
+
 # Locust, the Python load generator, is on PyPI only: a venv of its own in
 # /opt/isolab/locust with Debian's python3, where isolab runs /opt/isolab/locust/bin/locust
 # (Generator::program). The version is the one the load fixtures were captured with;
 # skipped when it is installed.
-LOCUST_VERSION=2.47.0
-LOCUST_VENV=/opt/isolab/locust
-if [ "$("$LOCUST_VENV/bin/locust" --version 2>/dev/null | awk '{print $2}')" != "$LOCUST_VERSION" ]; then
-    need_root
-    echo "setup: installing locust $LOCUST_VERSION into $LOCUST_VENV"
-    /usr/bin/python3 -m venv "$LOCUST_VENV"
-    "$LOCUST_VENV/bin/pip" install --quiet "locust==$LOCUST_VERSION"
-fi
+pip_venv locust 2.47.0
+
+# cqlsh, with which the cassandra-latte client creates cassandra-stress's schema, is on
+# PyPI only: a venv of its own in /opt/isolab/cqlsh, as Locust's; skipped when installed.
+pip_venv cqlsh 6.2.2
 
 if ! command -v cargo >/dev/null 2>&1; then
     echo "setup: cargo not found: install a Rust toolchain of at least 1.80 (https://rustup.rs) and run again" >&2
@@ -163,4 +178,13 @@ if [ "$(/usr/local/bin/youki --version 2>/dev/null | head -n 1)" != "youki versi
     echo "setup: installing youki $YOUKI_VERSION into /usr/local/bin"
     cargo install youki --version "$YOUKI_VERSION" --locked --features v1,v2,seccomp --root /usr/local
 fi
-echo "setup: Debian packages, cargo and youki present"
+# latte, the Cassandra load generator of cassandra-latte (JSON reports, HDR histograms),
+# is on crates.io only: built into /usr/local/bin (several minutes on two cores), skipped
+# when the installed one is this version.
+LATTE_VERSION=0.29.0
+if [ "$(/usr/local/bin/latte --version 2>/dev/null | awk '{print $NF}')" != "$LATTE_VERSION" ]; then
+    need_root
+    echo "setup: installing latte $LATTE_VERSION into /usr/local/bin"
+    cargo install latte-cli --version "$LATTE_VERSION" --locked --root /usr/local
+fi
+echo "setup: Debian packages, cargo, youki and latte present"

@@ -294,6 +294,9 @@ fn iperf3_udp() {
 
 /// The fixture that shows what each built-in's parser yields: (stdout file, stderr
 /// file, workdir).
+/// The NoSQL built-ins, whose fixtures are directories (`output.txt`, and latte's report).
+const NOSQL: [&str; 2] = ["cassandra-latte", "redis-benchmark"];
+
 fn fixture_of(workload: &str) -> (Option<String>, Option<String>, String) {
     if workload == "ffmpeg-transcode" {
         // ffmpeg reports on stderr and in its progress file.
@@ -315,7 +318,7 @@ fn fixture_of(workload: &str) -> (Option<String>, Option<String>, String) {
             "tcp"
         };
         (Some(format!("iperf3-{proto}.json")), ".".to_owned())
-    } else if workload.starts_with("stress-ng-") {
+    } else if workload.starts_with("stress-ng-") || NOSQL.contains(&workload) {
         (Some(format!("{workload}/output.txt")), workload.to_owned())
     } else if workload.starts_with("sysbench-") {
         (Some(format!("{workload}.txt")), ".".to_owned())
@@ -747,6 +750,101 @@ fn ioping_json_gives_latency_statistics_and_quantiles() {
         err.to_string().contains("No such file or directory"),
         "{err}"
     );
+}
+
+#[test]
+fn redis_benchmark_csv_gives_a_point_per_command() {
+    // Redis 7.0.15, redis-benchmark --csv -c 50 -n 20000 -r 100000, loopback.
+    let got = parse_fixture(
+        ParserKind::RedisBenchmark,
+        Some("redis-benchmark/output.txt"),
+        None,
+        "redis-benchmark",
+    )
+    .unwrap();
+    assert_eq!(got.len(), 8 * 6);
+    assert_metrics(
+        &got[..6],
+        &[
+            m("set_requests_per_second", "requests/s", Higher, 45766.59),
+            m("set_latency_mean", "ms", Lower, 0.764),
+            m("set_latency_p50", "ms", Lower, 0.607),
+            m("set_latency_p95", "ms", Lower, 0.935),
+            m("set_latency_p99", "ms", Lower, 5.415),
+            m("set_latency_max", "ms", Lower, 14.591),
+        ],
+    );
+    // `MSET (10 keys)` is `mset`.
+    assert_eq!(
+        got[42],
+        m("mset_requests_per_second", "requests/s", Higher, 33613.45)
+    );
+}
+
+#[test]
+fn latte_report_gives_the_run_and_each_function() {
+    // latte 0.29 against Cassandra 5.0.9 on the host: cassandra-latte's 1000 operations
+    // at 1000/s, 100 concurrent requests, 25% writes.
+    let got = parse_fixture(
+        ParserKind::Latte,
+        Some("cassandra-latte/output.txt"),
+        None,
+        "cassandra-latte",
+    )
+    .unwrap();
+    assert_metrics(
+        &got[..9],
+        &[
+            m("latency_mean", "ms", Lower, 1.8844341759999998),
+            m("latency_p50", "ms", Lower, 1.240063),
+            m("latency_p95", "ms", Lower, 5.435391),
+            m("latency_p99", "ms", Lower, 8.740863),
+            m("latency_max", "ms", Lower, 15.343615),
+            m("operations_per_second", "op/s", Higher, 968.1559770690243),
+            m(
+                "requests_per_second",
+                "requests/s",
+                Higher,
+                968.1559770690243,
+            ),
+            m("operations", "count", Higher, 1000.0),
+            m("errors", "count", Lower, 0.0),
+        ],
+    );
+    // Then each function, by name: read, write.
+    let names: Vec<&str> = got[9..].iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "read_latency_mean",
+            "read_latency_p50",
+            "read_latency_p95",
+            "read_latency_p99",
+            "read_latency_max",
+            "write_latency_mean",
+            "write_latency_p50",
+            "write_latency_p95",
+            "write_latency_p99",
+            "write_latency_max",
+        ]
+    );
+}
+
+#[test]
+fn latte_without_its_report_says_how_to_write_it() {
+    let err = parse(
+        ParserKind::Latte,
+        &RunOutput {
+            stdout: "",
+            stderr: "error: Failed to connect to Cassandra",
+            workdir: Path::new("/nonexistent"),
+            wall: Duration::from_secs(1),
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("--output"), "{err}");
+    assert!(err.contains("Failed to connect"), "{err}");
 }
 
 #[test]

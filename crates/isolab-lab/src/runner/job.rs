@@ -116,17 +116,7 @@ impl Runner<'_> {
         let w = &cell.workload;
         let port = if w.server.is_some() { free_port()? } else { 0 };
         let params = self.params(spec, cell, workdir, &limits, disk.direct, port);
-        self.place_assets(w, &params)?;
-        for f in &w.files {
-            let text = isolab_workloads::render_text(&f.contents, &params).map_err(|source| {
-                PlatformError::Template {
-                    action: "cannot render the file",
-                    path: workdir.join(&f.path),
-                    source,
-                }
-            })?;
-            write_file(workdir, f, &text)?;
-        }
+        self.place_inputs(w, &params)?;
         let render = |t: &str| render(t, &params);
         Ok(Job {
             platform: cell.platform.clone(),
@@ -173,6 +163,27 @@ impl Runner<'_> {
             work: cell.workload.work.as_ref().map_or(0, |w| w.amount),
             components: Vec::new(),
         }
+    }
+
+    /// Places what `w` reads into `params.workdir`: its assets and its files,
+    /// rendered with `params`.
+    pub(super) fn place_inputs(
+        &self,
+        w: &WorkloadDef,
+        params: &Params,
+    ) -> Result<(), PlatformError> {
+        self.place_assets(w, params)?;
+        for f in &w.files {
+            let text = isolab_workloads::render_text(&f.contents, params).map_err(|source| {
+                PlatformError::Template {
+                    action: "cannot render the file",
+                    path: params.workdir.join(&f.path),
+                    source,
+                }
+            })?;
+            write_file(&params.workdir, f, &text)?;
+        }
+        Ok(())
     }
 
     /// Places the assets `w` needs, prepared before the runs for `params.work`,

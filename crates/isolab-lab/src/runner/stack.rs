@@ -48,6 +48,8 @@ impl Runner<'_> {
         })?;
         create_dir(workdir)?;
         let mut params = self.params(spec, cell, workdir, limits, direct, 0);
+        // The stack's assets (Cassandra's jars) and the client's files.
+        self.place_inputs(w, &params)?;
         let pool = self.cell_cpus(cell);
         let started = Instant::now();
         let mut services: Services<'_> = Vec::new();

@@ -6,6 +6,8 @@ pub mod hpcc;
 pub mod ioping;
 pub mod iperf3;
 pub mod json;
+pub mod latte;
+pub mod redis_benchmark;
 pub mod sockperf;
 pub mod stress_ng;
 pub mod sysbench;
@@ -21,7 +23,7 @@ use std::path::PathBuf;
 
 /// A parser name other than the known ones.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown parser `{0}`: expected one of sysbench, fio, stress-ng, iperf3, hpcc, ioping, sockperf, ffmpeg, json, load, time")]
+#[error("unknown parser `{0}`: expected one of sysbench, fio, stress-ng, iperf3, hpcc, ioping, sockperf, ffmpeg, redis-benchmark, latte, json, load, time")]
 pub struct UnknownParser(pub String);
 
 /// Why a run's output could not be turned into metrics.
@@ -136,6 +138,8 @@ pub fn parse(kind: ParserKind, out: &RunOutput) -> Result<Vec<Metric>, ParseErro
         ParserKind::Ioping => ioping::parse(out),
         ParserKind::Sockperf => sockperf::parse(out),
         ParserKind::Ffmpeg => ffmpeg::parse(out),
+        ParserKind::RedisBenchmark => redis_benchmark::parse(out),
+        ParserKind::Latte => latte::parse(out),
         ParserKind::Json => json::parse(out),
         ParserKind::Load => Err(ParseError::ToolError {
             tool: kind,
@@ -192,6 +196,8 @@ pub fn measured_time(kind: ParserKind, out: &RunOutput) -> Option<std::time::Dur
         ParserKind::Hpcc
         | ParserKind::Ioping
         | ParserKind::Sockperf
+        | ParserKind::RedisBenchmark
+        | ParserKind::Latte
         | ParserKind::Json
         | ParserKind::Load => None,
         ParserKind::Time => Some(out.wall.as_secs_f64()),

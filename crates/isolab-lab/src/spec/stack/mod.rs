@@ -89,6 +89,10 @@ impl Validator<'_> {
             .as_ref()
             .map(|b| b.packages.iter().map(|p| p.to_string()).collect())
             .unwrap_or_default();
+        let assets = builtin
+            .as_ref()
+            .map(|b| isolab_workloads::stacks::assets(b.name))
+            .unwrap_or_default();
         let own = std::mem::take(&mut raw.packages);
         packages.extend(self.packages(&format!("workload.{name}.packages"), own));
         let mut stack = self.workload_stack(&name, &span, builtin, &mut raw);
@@ -142,7 +146,7 @@ impl Validator<'_> {
                 amount,
                 unit: "work".into(),
             }),
-            assets: Vec::new(),
+            assets,
         })
     }
 
