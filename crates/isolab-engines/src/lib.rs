@@ -87,7 +87,7 @@ use std::path::{Path, PathBuf};
 use isolab_cgroups::Limits;
 use isolab_runtime::ContainerId;
 
-pub use capabilities::{Capabilities, LimitKinds};
+pub use capabilities::{Capabilities, LimitKinds, StorageLevel};
 pub use error::EngineError;
 pub use parent_cgroups::remove_dead_foreign_parents;
 

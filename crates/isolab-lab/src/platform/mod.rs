@@ -415,6 +415,9 @@ pub struct Execution {
 /// Why a job could not produce an execution.
 #[derive(Debug, thiserror::Error)]
 pub enum PlatformError {
+    /// The run's storage (the `storage` factor) could not be made or read back.
+    #[error(transparent)]
+    Storage(#[from] crate::storage::StorageError),
     /// Creating, limiting or reading the instance's cgroup failed.
     #[error(transparent)]
     Cgroup(#[from] isolab_cgroups::Error),

@@ -102,6 +102,9 @@ fn spec(reps: &str, placements: &str) -> ExperimentSpec {
 fn spec_of(text: &str) -> ExperimentSpec {
     let host = HostFacts {
         cpus: "0-1".parse().unwrap(),
+        storage: Some(crate::spec::StorageSupport {
+            device_mapper: true,
+        }),
     };
     ExperimentSpec::parse(Source::new("t.toml", text), &host).unwrap()
 }
@@ -120,6 +123,7 @@ fn config(dir: &Path) -> RunnerConfig {
         keep_workdirs: false,
         cpus: "0-1".parse().unwrap(),
         assets: Default::default(),
+        storage_host: std::sync::Arc::new(crate::storage::SystemStorageHost),
     }
 }
 

@@ -1,6 +1,6 @@
 //! `[matrix]`: the levels of every factor (platforms, shapes, workloads, neighbours and
-//! reservations are checked by their own sections; placements, threads, instances and
-//! replicas here), which factors the matrix varies, its `exclude` entries, and
+//! reservations are checked by their own sections, storage by `storage.rs`; placements,
+//! threads, instances and replicas here), which factors the matrix varies, its `exclude` entries, and
 //! `[experiment] baseline`, which like `exclude` names levels of the matrix.
 
 use std::collections::BTreeMap;
@@ -19,7 +19,7 @@ pub(super) type Levels = Option<Spanned<Vec<Spanned<RawLevel>>>>;
 /// A validated level: its text, its span, and whether the spec listed it.
 pub(super) type Level = (String, Range<usize>, bool);
 /// Every factor with its levels, in [`super::FACTORS`] order.
-pub(super) type Axes = [(&'static str, Vec<Level>); 9];
+pub(super) type Axes = [(&'static str, Vec<Level>); 10];
 /// The factors the matrix varies, with their levels.
 pub(super) type Factors = Vec<(String, Vec<String>)>;
 /// An `exclude` entry's (factor, level) pairs and where it is.
@@ -53,6 +53,7 @@ impl Validator<'_> {
         });
         // `replica` only labels repeated copies of the same configuration (an A/A design).
         let replicas = self.levels("replica", raw.replica, &["1"], |_| Ok(()));
+        let storage = self.storage_levels(raw.storage);
         [
             ("platform", platforms),
             ("shape", shapes),
@@ -63,6 +64,7 @@ impl Validator<'_> {
             ("threads", threads),
             ("instances", instances),
             ("replica", replicas),
+            ("storage", storage),
         ]
     }
 

@@ -96,6 +96,7 @@ pub fn execute(
         keep_workdirs: settings.keep_workdirs,
         cpus: facts.cpus.clone(),
         assets,
+        storage_host: std::sync::Arc::new(isolab_lab::storage::SystemStorageHost),
     };
     let mut progress = Progress::new(settings.quiet, settings.json);
     let outcome = {

@@ -317,6 +317,8 @@ impl Driver for VmDriver {
                 needs_image: true,
                 services: true,
                 vm: true,
+                // The working directory reaches the guest as it does today, not on a device of its own.
+                storage: &[isolab_engines::StorageLevel::Bind],
             },
         }
     }
