@@ -114,8 +114,14 @@ impl StorageFacts {
             s.push_str(&format!(": {}", mounts.join("; ")));
         }
         if !self.devices.is_empty() {
+            let dm = self.devices.iter().any(|d| d.starts_with("device-mapper"));
             s.push_str(&format!(
-                "; block devices are loop devices (and device-mapper targets) over files, not disks of their own: {}",
+                "; block devices are loop devices over files, not disks of their own{}: {}",
+                if dm {
+                    ", with a device-mapper target over them"
+                } else {
+                    ""
+                },
                 self.devices.join("; ")
             ));
         }

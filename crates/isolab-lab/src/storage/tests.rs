@@ -110,7 +110,7 @@ fn an_image_is_an_ext4_file_on_a_loop_device_in_the_backing_directory() {
     let facts = m.facts().unwrap();
     assert_eq!(facts.mounts[0].source, "/dev/loop0");
     assert!(
-        facts.note().contains("block devices are loop devices (and device-mapper targets) over files, not disks of their own: /dev/loop0 over file"),
+        facts.note().contains("block devices are loop devices over files, not disks of their own: /dev/loop0 over file"),
         "{}",
         facts.note()
     );
@@ -161,6 +161,13 @@ fn dedicated_gives_each_instance_a_device_and_shared_stripes_one_for_all() {
     assert_eq!(
         facts.mounts[0].source,
         "/dev/mapper/isolab-exp7-pid42-c0-r1"
+    );
+    assert!(
+        facts.note().contains(
+            "not disks of their own, with a device-mapper target over them: /dev/loop0 over file"
+        ),
+        "{}",
+        facts.note()
     );
     assert!(facts.devices[2].starts_with("device-mapper `striped` /dev/mapper/isolab-exp7-pid42-c0-r1 over /dev/loop0, /dev/loop1 in 64 KiB chunks"), "{:?}", facts.devices);
     drop(m);
