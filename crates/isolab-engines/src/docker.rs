@@ -78,9 +78,14 @@ use crate::mounts::{mounts_below, mounts_of};
 use crate::parent_cgroups::ForeignParents;
 use crate::run_flags::{common_run_flags, limit_flags};
 use crate::tool::{argv, require, run_ok, tail, SystemTools, Tools};
-use crate::{Capabilities, Engine, EngineError, NetworkMode, PreparedImage, RunRequest};
+use crate::{
+    Capabilities, Engine, EngineError, NetworkMode, PreparedImage, RunRequest, StorageLevel,
+};
 
 const ENGINE: &str = "docker";
+/// The label of the named volumes isolab creates (storage `volume`), by which `gc`
+/// lists them.
+const VOLUME_LABEL: &str = "isolab.storage";
 
 /// The host daemon's socket, used when it answers.
 pub const SYSTEM_SOCKET: &str = "/var/run/docker.sock";
@@ -769,6 +774,8 @@ impl Engine for Docker {
             // The container is a child of containerd, not of the client isolab
             // starts, so the client's perf counters would not describe it.
             perf_follows_workload: false,
+            // Named volumes too (`docker volume create`).
+            storage: &StorageLevel::ALL,
             ..Capabilities::container(&[NetworkMode::None, NetworkMode::Bridge, NetworkMode::Host])
         }
     }
@@ -930,7 +937,59 @@ impl Engine for Docker {
             )?;
             removed.push(format!("docker container {name}"));
         }
+        // Then the volumes of storage `volume`, which their containers no longer use.
+        let volumes = run_ok(
+            &*self.tools,
+            ENGINE,
+            &self.docker([
+                "volume",
+                "ls",
+                "--quiet",
+                "--filter",
+                &format!("label={VOLUME_LABEL}"),
+            ])?,
+        )?;
+        for name in volumes.lines().map(str::trim) {
+            if name.starts_with(prefix) {
+                self.remove_volume(name)?;
+                removed.push(format!("docker volume {name}"));
+            }
+        }
         Ok(removed)
+    }
+
+    fn create_volume(&self, name: &str) -> Result<PathBuf, EngineError> {
+        let label = format!("{VOLUME_LABEL}=1");
+        run_ok(
+            &*self.tools,
+            ENGINE,
+            &self.docker(["volume", "create", "--label", &label, name])?,
+        )?;
+        let format = "{{.Mountpoint}}";
+        let inspect = self.docker(["volume", "inspect", "--format", format, name])?;
+        match run_ok(&*self.tools, ENGINE, &inspect) {
+            Ok(dir) if !dir.trim().is_empty() => Ok(PathBuf::from(dir.trim())),
+            Ok(_) => {
+                let _ = self.remove_volume(name);
+                Err(EngineError::Unsupported {
+                    engine: ENGINE,
+                    detail: format!("volume {name} has no mount point on this host"),
+                })
+            }
+            Err(e) => {
+                let _ = self.remove_volume(name);
+                Err(e)
+            }
+        }
+    }
+
+    fn remove_volume(&self, name: &str) -> Result<(), EngineError> {
+        run_ok(
+            &*self.tools,
+            ENGINE,
+            &self.docker(["volume", "rm", "--force", name])?,
+        )
+        .map(|_| ())
     }
 
     fn shutdown(&self) -> Result<(), EngineError> {
@@ -1162,6 +1221,45 @@ pub(crate) mod tests {
             .unwrap_err()
             .to_string()
             .contains("permission denied"));
+    }
+
+    #[test]
+    fn volumes_are_labelled_inspected_for_their_directory_and_collected_by_prefix() {
+        let dir = tempfile::tempdir().unwrap();
+        let (d, fake) = ready_docker(dir.path(), Version::V1);
+        fake.reply(
+            "{{.Mountpoint}} isolab-x-c0-r1",
+            0,
+            "/var/lib/docker/volumes/isolab-x-c0-r1/_data\n",
+            "",
+        );
+        assert_eq!(
+            d.create_volume("isolab-x-c0-r1").unwrap(),
+            PathBuf::from("/var/lib/docker/volumes/isolab-x-c0-r1/_data")
+        );
+        fake.reply("ps -a", 0, "", "");
+        fake.reply("volume ls", 0, "isolab-x-c0-r1\nisolab-y-c0-r1\n", "");
+        assert_eq!(d.gc("isolab-x-").unwrap(), ["docker volume isolab-x-c0-r1"]);
+        let calls = fake.calls();
+        assert!(calls
+            .iter()
+            .any(|c| c.ends_with("volume create --label isolab.storage=1 isolab-x-c0-r1")));
+        assert!(calls
+            .iter()
+            .any(|c| c.ends_with("volume ls --quiet --filter label=isolab.storage")));
+        assert!(calls
+            .iter()
+            .any(|c| c.ends_with("volume rm --force isolab-x-c0-r1")));
+        assert!(!calls
+            .iter()
+            .any(|c| c.ends_with("volume rm --force isolab-y-c0-r1")));
+        // A volume whose directory docker does not say is removed again.
+        fake.reply("{{.Mountpoint}} isolab-x-c0-r2", 0, "\n", "");
+        assert!(d.create_volume("isolab-x-c0-r2").is_err());
+        assert!(fake
+            .calls()
+            .iter()
+            .any(|c| c.ends_with("volume rm --force isolab-x-c0-r2")));
     }
 
     #[test]

@@ -2471,7 +2471,7 @@ size = "64MiB"
 
 [matrix]
 platform = [PLATFORMS]
-storage = ["bind", "layer", "image", "tmpfs", "dedicated", "shared"]
+storage = ["bind", "layer", "volume", "image", "tmpfs", "dedicated", "shared"]
 workload = ["fs"]
 
 [workload.fs]
@@ -2571,6 +2571,18 @@ fn every_storage_level_is_mounted_read_back_inside_the_instance_and_removed() {
         let (fstype, statfs, source) = match level {
             "bind" => {
                 assert_eq!(storage["mounts"], serde_json::json!([]), "{}", cell.key);
+                continue;
+            }
+            "volume" => {
+                // The engine's volume directory, bound: the file system holding it.
+                let devices = storage["devices"].to_string();
+                assert!(devices.contains("named volume isolab-exp"), "{devices}");
+                assert!(
+                    stdout.contains("/volumes/isolab-exp"),
+                    "{}: {stdout}",
+                    cell.key
+                );
+                assert!(!mounted["fstype"].as_str().unwrap().is_empty(), "{storage}");
                 continue;
             }
             "layer" => ("overlay", "overlayfs", "isolab-storage"),

@@ -93,7 +93,8 @@ impl Runner<'_> {
 
     /// Runs `execute` with `cell`'s working directory `workdir` on the cell's storage
     /// (mounted before, removed after, also on failure) and the facts of the disk it
-    /// is on, and records the storage, read back, in the run's notes and limits.
+    /// is on, and records the storage, read back, in the run's limits and (but for
+    /// the default, `bind`) its notes.
     fn on_storage(
         &self,
         spec: &ExperimentSpec,
@@ -102,6 +103,10 @@ impl Runner<'_> {
         disk: &DiskFacts,
         execute: impl FnOnce(&DiskFacts) -> Result<Done, PlatformError>,
     ) -> Result<Done, PlatformError> {
+        let volumes = PlatformVolumes {
+            executor: self.platform,
+            platform: &cell.platform,
+        };
         // The storage goes when this returns, before the working directory is removed.
         let storage = crate::storage::prepare(
             self.config.storage_host.clone(),
@@ -112,6 +117,7 @@ impl Runner<'_> {
                 workdir,
                 instances: cell.instances,
             },
+            Some(&volumes),
         )?;
         let facts = storage.facts()?;
         // A mounted working directory is another file system: its own direct I/O
@@ -121,7 +127,10 @@ impl Runner<'_> {
         } else {
             execute(&DiskFacts::probe(workdir))?
         };
-        done.execution.notes.push(facts.note());
+        // The default says nothing in the notes; its data says which disk.
+        if facts.level != isolab_engines::StorageLevel::Bind {
+            done.execution.notes.push(facts.note());
+        }
         if let Some(limits) = done.limits.as_object_mut() {
             limits.insert("storage".into(), serde_json::json!(facts));
         }
@@ -173,5 +182,21 @@ impl Runner<'_> {
             limits,
             load: None,
         })
+    }
+}
+
+/// The named volumes of a cell's platform, made by the runner's executor.
+struct PlatformVolumes<'a> {
+    executor: &'a dyn crate::platform::Executor,
+    platform: &'a crate::platform::PlatformDef,
+}
+
+impl crate::storage::Volumes for PlatformVolumes<'_> {
+    fn create_volume(&self, name: &str) -> Result<std::path::PathBuf, PlatformError> {
+        self.executor.create_volume(self.platform, name)
+    }
+
+    fn remove_volume(&self, name: &str) -> Result<(), PlatformError> {
+        self.executor.remove_volume(self.platform, name)
     }
 }

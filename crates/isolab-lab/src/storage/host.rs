@@ -29,6 +29,8 @@ pub trait StorageHost: Send + Sync + std::fmt::Debug {
     fn mkfs_ext4(&self, device: &Path) -> Result<(), ToolError>;
     /// Mounts `source` on `target` as `fstype` with options `data`.
     fn mount(&self, source: &str, target: &Path, fstype: &str, data: &str) -> io::Result<()>;
+    /// Binds directory `source` on `target` (`mount --bind`).
+    fn bind(&self, source: &Path, target: &Path) -> io::Result<()>;
     /// Unmounts `target` (lazily when it is busy).
     fn unmount(&self, target: &Path) -> io::Result<()>;
     /// This process's mount table.
@@ -129,6 +131,20 @@ impl StorageHost for SystemStorageHost {
 
     fn mount(&self, source: &str, target: &Path, fstype: &str, data: &str) -> io::Result<()> {
         isolab_engines::host::sys_mount(source, target, fstype, data)
+    }
+
+    fn bind(&self, source: &Path, target: &Path) -> io::Result<()> {
+        tool(
+            "mount",
+            "mount",
+            &[
+                "--bind",
+                &source.to_string_lossy(),
+                &target.to_string_lossy(),
+            ],
+        )
+        .map(|_| ())
+        .map_err(io::Error::other)
     }
 
     fn unmount(&self, target: &Path) -> io::Result<()> {
@@ -295,6 +311,23 @@ impl StorageHost for FakeStorageHost {
             target.display()
         ));
         let entry = fake_mount(s.mounts.len() as u32, source, target, fstype);
+        s.mounts.push(entry);
+        Ok(())
+    }
+
+    fn bind(&self, source: &Path, target: &Path) -> io::Result<()> {
+        let mut s = self.state();
+        s.calls
+            .push(format!("bind {} {}", source.display(), target.display()));
+        // As the kernel shows a bind: the file system holding the source.
+        let under = s
+            .mounts
+            .iter()
+            .filter(|m| source.starts_with(&m.mount_point))
+            .max_by_key(|m| m.mount_point.components().count())
+            .map(|m| (m.source.clone(), m.fstype.clone()))
+            .unwrap_or_else(|| ("none".into(), "none".into()));
+        let entry = fake_mount(s.mounts.len() as u32, &under.0, target, &under.1);
         s.mounts.push(entry);
         Ok(())
     }

@@ -28,6 +28,14 @@ pub use host::FakeStorageHost;
 
 use crate::spec::StorageSpec;
 
+/// An engine's named volumes (storage `volume`), for the cell's platform.
+pub trait Volumes: Sync {
+    /// Creates volume `name` and returns the host directory that holds its data.
+    fn create_volume(&self, name: &str) -> Result<PathBuf, crate::platform::PlatformError>;
+    /// Removes volume `name`.
+    fn remove_volume(&self, name: &str) -> Result<(), crate::platform::PlatformError>;
+}
+
 /// Sectors of a `shared` device's stripe chunk (64 KiB).
 const CHUNK_SECTORS: u64 = 128;
 
@@ -61,6 +69,15 @@ pub enum StorageError {
     Unsupported {
         /// The level.
         level: StorageLevel,
+    },
+    /// The engine could not make its volume.
+    #[error("storage `volume`: cannot create volume {name}: {source}")]
+    Volume {
+        /// The volume.
+        name: String,
+        /// The engine's error.
+        #[source]
+        source: Box<crate::platform::PlatformError>,
     },
     /// The mount table does not show what was mounted.
     #[error("storage `{level}`: the mount table shows {found} at {path}, not {expected}: another program changed it")]
@@ -134,8 +151,10 @@ impl StorageFacts {
 
 /// A run's storage: removed (mounts, device-mapper devices, loop devices, backing
 /// files, in that order) when dropped.
-pub struct Mounted {
+pub struct Mounted<'a> {
     host: Arc<dyn StorageHost>,
+    /// The engine's volume, removed after the mounts.
+    volume: Option<(&'a dyn Volumes, String)>,
     level: StorageLevel,
     mounts: Vec<(PathBuf, String, String)>,
     dms: Vec<String>,
@@ -145,7 +164,7 @@ pub struct Mounted {
     disks: Vec<String>,
 }
 
-impl std::fmt::Debug for Mounted {
+impl std::fmt::Debug for Mounted<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Mounted")
             .field("level", &self.level)
@@ -154,7 +173,7 @@ impl std::fmt::Debug for Mounted {
     }
 }
 
-impl Mounted {
+impl Mounted<'_> {
     fn io(&self, action: &'static str, path: &Path, source: std::io::Error) -> StorageError {
         StorageError::Io {
             level: self.level,
@@ -257,7 +276,7 @@ impl Mounted {
     }
 }
 
-impl Drop for Mounted {
+impl Drop for Mounted<'_> {
     fn drop(&mut self) {
         // Best effort, in the reverse order of making; what fails is left to `gc`.
         for (target, _, _) in self.mounts.iter().rev() {
@@ -271,6 +290,9 @@ impl Drop for Mounted {
         }
         for dir in self.dirs.iter().rev() {
             let _ = std::fs::remove_dir_all(dir);
+        }
+        if let Some((volumes, name)) = &self.volume {
+            let _ = volumes.remove_volume(name);
         }
     }
 }
@@ -292,9 +314,14 @@ pub struct Request<'a> {
     pub instances: u32,
 }
 
-/// Puts the run's working directory on `request.level` (see the module's overview);
-/// `bind` mounts nothing and records the file system the directory is on.
-pub fn prepare(host: Arc<dyn StorageHost>, request: Request<'_>) -> Result<Mounted, StorageError> {
+/// Puts the run's working directory on `request.level` (see the module's overview),
+/// with the cell's platform's `volumes` for `volume`; `bind` mounts nothing and records
+/// the file system the directory is on.
+pub fn prepare<'v>(
+    host: Arc<dyn StorageHost>,
+    request: Request<'_>,
+    volumes: Option<&'v dyn Volumes>,
+) -> Result<Mounted<'v>, StorageError> {
     let Request {
         level,
         spec,
@@ -304,6 +331,7 @@ pub fn prepare(host: Arc<dyn StorageHost>, request: Request<'_>) -> Result<Mount
     } = request;
     let mut m = Mounted {
         host,
+        volume: None,
         level,
         mounts: Vec::new(),
         dms: Vec::new(),
@@ -324,7 +352,36 @@ pub fn prepare(host: Arc<dyn StorageHost>, request: Request<'_>) -> Result<Mount
     let store = format!("{run}.storage");
     let size = spec.size.0;
     match level {
-        StorageLevel::Volume => return Err(StorageError::Unsupported { level }),
+        StorageLevel::Volume => {
+            let volumes = volumes.ok_or(StorageError::Unsupported { level })?;
+            let name = format!("isolab-{run}");
+            let dir = volumes
+                .create_volume(&name)
+                .map_err(|e| StorageError::Volume {
+                    name: name.clone(),
+                    source: Box::new(e),
+                })?;
+            m.volume = Some((volumes, name.clone()));
+            // The engine's directory of the volume, bound at the working directory
+            // as the engine binds a volume into a container: the mount shows the
+            // file system that holds it.
+            let table = m.host.mounts();
+            let under = table
+                .iter()
+                .filter(|e| dir.starts_with(&e.mount_point))
+                .max_by_key(|e| e.mount_point.components().count());
+            let (fstype, source) = under.map_or((String::new(), String::new()), |e| {
+                (e.fstype.clone(), e.source.clone())
+            });
+            m.mkdir(workdir)?;
+            m.host
+                .bind(&dir, workdir)
+                .map_err(|e| m.io("bind the volume on", workdir, e))?;
+            m.mounts.push((workdir.to_path_buf(), fstype, source));
+            m.devices
+                .push(format!("named volume {name} at {}", dir.display()));
+            m.disks.push(describe_fs(&table, &dir));
+        }
         StorageLevel::Bind => {
             m.mkdir(workdir)?;
             m.disks.push(describe_fs(&m.host.mounts(), workdir));

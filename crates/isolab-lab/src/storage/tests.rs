@@ -19,7 +19,7 @@ fn make(
     spec: &StorageSpec,
     base: &Path,
     instances: u32,
-) -> Result<Mounted, StorageError> {
+) -> Result<Mounted<'static>, StorageError> {
     let workdir = base.join("exp7-pid42-c0-r1");
     prepare(
         host.clone(),
@@ -30,6 +30,7 @@ fn make(
             workdir: &workdir,
             instances,
         },
+        None,
     )
 }
 
@@ -235,6 +236,7 @@ fn gc_removes_the_storage_of_dead_runs_only() {
             workdir: &live_wd,
             instances: 1,
         },
+        None,
     )
     .map(std::mem::forget)
     .unwrap();
@@ -262,4 +264,81 @@ fn gc_removes_the_storage_of_dead_runs_only() {
     assert_eq!(mounts, [live_wd, PathBuf::from("/srv")]);
     assert_eq!(host.loops().len(), 1);
     assert!(host.dm_names().is_empty());
+}
+
+/// Volumes of a fake engine: directories under a temporary directory.
+struct FakeVolumes {
+    root: PathBuf,
+    calls: std::sync::Mutex<Vec<String>>,
+}
+
+impl Volumes for FakeVolumes {
+    fn create_volume(&self, name: &str) -> Result<PathBuf, crate::platform::PlatformError> {
+        self.calls.lock().unwrap().push(format!("create {name}"));
+        let dir = self.root.join(name).join("_data");
+        std::fs::create_dir_all(&dir).unwrap();
+        Ok(dir)
+    }
+
+    fn remove_volume(&self, name: &str) -> Result<(), crate::platform::PlatformError> {
+        self.calls.lock().unwrap().push(format!("remove {name}"));
+        std::fs::remove_dir_all(self.root.join(name)).unwrap();
+        Ok(())
+    }
+}
+
+#[test]
+fn a_volume_is_the_engines_directory_bound_at_the_working_directory_and_removed_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = tempfile::tempdir().unwrap();
+    let host = Arc::new(FakeStorageHost::new());
+    host.add_mount("/dev/vdb", engine.path(), "xfs");
+    let volumes = FakeVolumes {
+        root: engine.path().to_path_buf(),
+        calls: Default::default(),
+    };
+    let workdir = dir.path().join("exp7-pid42-c0-r1");
+    let spec = spec(&[], 2);
+    let request = Request {
+        level: StorageLevel::Volume,
+        spec: &spec,
+        base: dir.path(),
+        workdir: &workdir,
+        instances: 1,
+    };
+    let m = prepare(host.clone(), request, Some(&volumes)).unwrap();
+    let facts = m.facts().unwrap();
+    assert_eq!(
+        facts.mounts,
+        [MountFact {
+            path: workdir.clone(),
+            fstype: "xfs".into(),
+            source: "/dev/vdb".into()
+        }]
+    );
+    let data = engine.path().join("isolab-exp7-pid42-c0-r1/_data");
+    assert_eq!(
+        facts.devices,
+        [format!(
+            "named volume isolab-exp7-pid42-c0-r1 at {}",
+            data.display()
+        )]
+    );
+    drop(m);
+    assert_eq!(
+        *volumes.calls.lock().unwrap(),
+        [
+            "create isolab-exp7-pid42-c0-r1",
+            "remove isolab-exp7-pid42-c0-r1"
+        ]
+    );
+    let mounts: Vec<PathBuf> = host.mounts().into_iter().map(|m| m.mount_point).collect();
+    assert_eq!(mounts, [engine.path()]);
+    // Without an engine's volumes, the level is refused, never replaced.
+    let err = prepare(host.clone(), request, None).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("storage `volume` is made by a platform's engine"),
+        "{err}"
+    );
 }
