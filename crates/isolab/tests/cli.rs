@@ -224,6 +224,24 @@ fn list_platforms_shows_the_registry_with_capabilities_and_usability() {
     // Every VM is on isolab's bridge and runs services.
     assert_eq!(row("vm")["services"], true);
     assert_eq!(row("vm")["networks"], serde_json::json!(["bridge"]));
+    // The storage levels each offers (docs/storage.md).
+    let storage = |name: &str| row(name)["storage"].clone();
+    let mounted = ["bind", "image", "tmpfs", "dedicated", "shared"];
+    assert_eq!(storage("host"), serde_json::json!(mounted));
+    assert_eq!(storage("lxc"), serde_json::json!(mounted));
+    assert_eq!(
+        storage("docker"),
+        serde_json::json!([
+            "bind",
+            "layer",
+            "volume",
+            "image",
+            "tmpfs",
+            "dedicated",
+            "shared"
+        ])
+    );
+    assert_eq!(storage("vm"), serde_json::json!(["bind"]));
     assert_eq!(row("host")["usable"], is_root(), "{}", row("host"));
     for r in rows {
         assert!(!r["detail"].as_str().unwrap().is_empty(), "{r}");
