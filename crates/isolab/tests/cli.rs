@@ -2639,41 +2639,91 @@ fn every_storage_level_is_mounted_read_back_inside_the_instance_and_removed() {
 
 #[test]
 fn kill_9_in_a_run_on_loop_devices_then_gc_removes_mounts_and_devices() {
-    let Some(guard) = CgroupTest::start() else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("k.db");
-    let work = dir.path().join("work");
     let levels = if device_mapper() {
         r#""image", "dedicated", "tmpfs", "shared""#
     } else {
         isolab_skip::skip("this kernel has no device-mapper: storage `shared` is not tested");
         r#""image", "dedicated", "tmpfs""#
     };
+    kill_9_on_storage_then_gc("host", levels, &["removed loop device /dev/loop"]);
+}
+
+#[test]
+fn kill_9_in_a_run_on_a_docker_volume_then_gc_removes_the_volume_and_its_mount() {
+    let out = run(isolab().args(["list", "--platforms", "--json"]));
+    let registry: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let docker = registry
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["engine"] == "docker");
+    if docker.is_none_or(|d| d["usable"] != true) {
+        isolab_skip::skip("platform docker is not usable here");
+        return;
+    }
+    if !Path::new(IMAGE).join("bin/sh").exists() {
+        isolab_skip::skip(format!("no bench image at {IMAGE} (make image)"));
+        return;
+    }
+    kill_9_on_storage_then_gc(
+        "docker",
+        r#""volume""#,
+        &["removed docker volume isolab-exp"],
+    );
+}
+
+/// Docker's volumes named by isolab, in the data roots of the host's daemon and of
+/// the one isolab starts.
+fn docker_volumes() -> Vec<String> {
+    ["/var/lib/docker/volumes", "/var/lib/isolab/docker/volumes"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(d).into_iter().flatten().flatten())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("isolab-exp"))
+        .collect()
+}
+
+/// Kills `isolab run` with SIGKILL in a run of 2 instances on `platform` with its
+/// working directory on one of `levels` (once one is made), then checks that `gc`
+/// says what it removed (`removed` among its lines) and leaves no mount, loop or
+/// device-mapper device, volume or cgroup behind.
+fn kill_9_on_storage_then_gc(platform: &str, levels: &str, removed: &[&str]) {
+    let Some(guard) = CgroupTest::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("k.db");
+    let work = dir.path().join("work");
+    let volumes_before = docker_volumes();
     let spec = format!(
-        "[experiment]\nname = \"killed\"\nseed = 2\nrepetitions = {{ warmup = 0, min = 3, max = 3, target_cv = 0.5 }}\n[storage]\nsize = \"64MiB\"\nstripes = 2\n[matrix]\nstorage = [{levels}]\nworkload = [\"nap\"]\ninstances = [2]\n[workload.nap]\ncommand = \"sleep 0.4\"\nparser = \"time\"\n"
+        "[experiment]\nname = \"killed\"\nseed = 2\nrepetitions = {{ warmup = 0, min = 3, max = 3, target_cv = 0.5 }}\n[storage]\nsize = \"64MiB\"\nstripes = 2\n[matrix]\nplatform = [\"{platform}\"]\nstorage = [{levels}]\nworkload = [\"nap\"]\ninstances = [2]\n[workload.nap]\ncommand = \"sleep 0.4\"\nparser = \"time\"\n"
     );
     let spec = write_spec(dir.path(), "k.toml", &spec);
-    // Kill -9 once a run's storage is mounted and its workload sleeps on it.
-    kill_9_when(&db, &work, &spec, |runs| {
-        let left = storage_left(dir.path());
-        runs >= 2 && left.iter().any(|l| l.starts_with("loop"))
-    });
-    assert!(
-        !storage_left(dir.path()).is_empty(),
-        "the killed run left no storage to collect"
-    );
+    // Kill -9 once a run's storage is made and its workload sleeps on it.
+    let made = || {
+        !storage_left(dir.path()).is_empty()
+            && new_since(docker_volumes(), &volumes_before).len()
+                == usize::from(platform == "docker")
+    };
+    kill_9_when(&db, &work, &spec, |runs| runs >= 1 && made());
+    assert!(made(), "the killed run left no storage to collect");
 
     let gc = run(isolab().args(["gc", "--workdir"]).arg(&work));
     assert!(gc.status.success(), "{}", text(&gc.stderr));
     let said = text(&gc.stdout);
     assert!(said.contains("removed storage mount "), "{said}");
-    assert!(said.contains("removed loop device /dev/loop"), "{said}");
+    for line in removed {
+        assert!(said.contains(line), "no `{line}` in: {said}");
+    }
     let left = storage_left(dir.path());
     assert!(
         left.is_empty(),
         "storage left after gc: {left:?}\ngc said {said}"
+    );
+    let volumes = new_since(docker_volumes(), &volumes_before);
+    assert!(
+        volumes.is_empty(),
+        "volumes left after gc: {volumes:?}\ngc said {said}"
     );
     guard.assert_nothing_leaked("cgroups left after gc");
     let again = run(isolab().args(["gc", "--workdir"]).arg(&work));
