@@ -78,14 +78,12 @@ use crate::mounts::{mounts_below, mounts_of};
 use crate::parent_cgroups::ForeignParents;
 use crate::run_flags::{common_run_flags, limit_flags};
 use crate::tool::{argv, require, run_ok, tail, SystemTools, Tools};
+use crate::volumes;
 use crate::{
     Capabilities, Engine, EngineError, NetworkMode, PreparedImage, RunRequest, StorageLevel,
 };
 
 const ENGINE: &str = "docker";
-/// The label of the named volumes isolab creates (storage `volume`), by which `gc`
-/// lists them.
-const VOLUME_LABEL: &str = "isolab.storage";
 
 /// The host daemon's socket, used when it answers.
 pub const SYSTEM_SOCKET: &str = "/var/run/docker.sock";
@@ -938,58 +936,19 @@ impl Engine for Docker {
             removed.push(format!("docker container {name}"));
         }
         // Then the volumes of storage `volume`, which their containers no longer use.
-        let volumes = run_ok(
-            &*self.tools,
-            ENGINE,
-            &self.docker([
-                "volume",
-                "ls",
-                "--quiet",
-                "--filter",
-                &format!("label={VOLUME_LABEL}"),
-            ])?,
-        )?;
-        for name in volumes.lines().map(str::trim) {
-            if name.starts_with(prefix) {
-                self.remove_volume(name)?;
-                removed.push(format!("docker volume {name}"));
-            }
-        }
+        let cli = self.docker(Vec::<String>::new())?;
+        removed.extend(volumes::gc(&*self.tools, ENGINE, &cli, prefix)?);
         Ok(removed)
     }
 
     fn create_volume(&self, name: &str) -> Result<PathBuf, EngineError> {
-        let label = format!("{VOLUME_LABEL}=1");
-        run_ok(
-            &*self.tools,
-            ENGINE,
-            &self.docker(["volume", "create", "--label", &label, name])?,
-        )?;
-        let format = "{{.Mountpoint}}";
-        let inspect = self.docker(["volume", "inspect", "--format", format, name])?;
-        match run_ok(&*self.tools, ENGINE, &inspect) {
-            Ok(dir) if !dir.trim().is_empty() => Ok(PathBuf::from(dir.trim())),
-            Ok(_) => {
-                let _ = self.remove_volume(name);
-                Err(EngineError::Unsupported {
-                    engine: ENGINE,
-                    detail: format!("volume {name} has no mount point on this host"),
-                })
-            }
-            Err(e) => {
-                let _ = self.remove_volume(name);
-                Err(e)
-            }
-        }
+        let cli = self.docker(Vec::<String>::new())?;
+        volumes::create(&*self.tools, ENGINE, &cli, name)
     }
 
     fn remove_volume(&self, name: &str) -> Result<(), EngineError> {
-        run_ok(
-            &*self.tools,
-            ENGINE,
-            &self.docker(["volume", "rm", "--force", name])?,
-        )
-        .map(|_| ())
+        let cli = self.docker(Vec::<String>::new())?;
+        volumes::remove(&*self.tools, ENGINE, &cli, name)
     }
 
     fn shutdown(&self) -> Result<(), EngineError> {

@@ -81,6 +81,7 @@ mod request;
 pub mod run_flags;
 mod run_state;
 pub mod tool;
+mod volumes;
 
 use std::path::{Path, PathBuf};
 
