@@ -36,11 +36,17 @@ impl CpuQuota {
                 "a positive number of cpus and a period between 1 ms and 1 s",
             ));
         }
-        let quota = Duration::try_from_secs_f64(period.as_secs_f64() * cpus).map_err(|_| {
-            InvalidValue::new("cpu quota", &input, "a quota that fits in a Duration")
-        })?;
-        // Whole microseconds, the kernel's unit.
-        let quota = Duration::from_micros(quota.as_micros().min(u128::from(u64::MAX)) as u64);
+        // Whole microseconds, the kernel's unit, rounded to the nearest so that 0.333
+        // cpus of 100 ms is 33300 µs, not the 33299 a truncated 0.0333 s gives.
+        let micros = (period.as_micros() as f64 * cpus).round();
+        if micros >= u64::MAX as f64 {
+            return Err(InvalidValue::new(
+                "cpu quota",
+                &input,
+                "a quota that fits in a Duration",
+            ));
+        }
+        let quota = Duration::from_micros(micros as u64);
         if quota < ms {
             return Err(InvalidValue::new(
                 "cpu quota",
@@ -613,6 +619,11 @@ mod tests {
         assert!(CpuQuota::from_cpus(1.0, Duration::from_secs(2)).is_err());
         assert!(CpuQuota::from_cpus(0.001, CpuQuota::DEFAULT_PERIOD).is_err());
         assert!(CpuQuota::from_cpus(1e30, CpuQuota::DEFAULT_PERIOD).is_err());
+        // Rounded to the nearest microsecond, not truncated.
+        let q = CpuQuota::from_cpus(0.333, CpuQuota::DEFAULT_PERIOD).unwrap();
+        assert_eq!(q.quota, Duration::from_micros(33_300));
+        let q = CpuQuota::from_cpus(1.5, Duration::from_millis(10)).unwrap();
+        assert_eq!(q.quota, Duration::from_millis(15));
     }
 
     #[test]

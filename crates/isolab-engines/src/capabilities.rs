@@ -173,6 +173,10 @@ pub struct Capabilities {
     pub services: bool,
     /// Whether the workload runs in a virtual machine.
     pub vm: bool,
+    /// The names of the engine's daemons (long-running processes outside the
+    /// containers that serve them: dockerd, containerd and its shims), which a host
+    /// cpu pool (`host_cpus`) confines with the cell.
+    pub daemons: &'static [&'static str],
     /// The storage levels its runs' working directories can live on.
     pub storage: &'static [StorageLevel],
 }
@@ -189,6 +193,7 @@ impl Capabilities {
             needs_image: true,
             services: networks.iter().any(|n| *n != NetworkMode::None),
             vm: false,
+            daemons: &[],
             storage: StorageLevel::CONTAINER,
         }
     }

@@ -772,6 +772,12 @@ impl Engine for Docker {
             // The container is a child of containerd, not of the client isolab
             // starts, so the client's perf counters would not describe it.
             perf_follows_workload: false,
+            daemons: &[
+                "dockerd",
+                "containerd",
+                "containerd-shim-runc-v2",
+                "docker-proxy",
+            ],
             // Named volumes too (`docker volume create`).
             storage: &StorageLevel::ALL,
             ..Capabilities::container(&[NetworkMode::None, NetworkMode::Bridge, NetworkMode::Host])

@@ -240,6 +240,8 @@ impl Engine for Lxc {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities {
+            // The monitor process of each container (`[lxc monitor]`, named lxc-start).
+            daemons: &["lxc-start"],
             // With an overlay mounted at the working directory (storage `layer`),
             // lxc-execute (LXC 5.0) exits before the container's cgroup appears,
             // saying nothing: not offered until that is understood.

@@ -889,6 +889,8 @@ impl Engine for Podman {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities {
+            // Each container's monitor (podman has no daemon).
+            daemons: &["conmon"],
             // Named volumes too (`podman volume create`).
             storage: &StorageLevel::ALL,
             ..Capabilities::container(&[NetworkMode::None, NetworkMode::Bridge, NetworkMode::Host])

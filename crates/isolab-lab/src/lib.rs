@@ -41,6 +41,7 @@ pub mod storage;
 pub mod telemetry;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod topology;
 
 pub use platform::{Executor, Interrupt, PlatformKind, Supervisor, SupervisorConfig};
 pub use runner::{Event, Observer, Outcome, RunError, Runner, RunnerConfig, Silent};

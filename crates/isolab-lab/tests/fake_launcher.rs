@@ -120,6 +120,7 @@ impl Lab {
                 workdir_base: self.work.path().join("runs"),
                 keep_workdirs: false,
                 cpus: "0-3".parse().unwrap(),
+                topology: isolab_lab::topology::Topology::flat(&"0-3".parse().unwrap()),
                 assets: Default::default(),
                 storage_host: std::sync::Arc::new(isolab_lab::storage::SystemStorageHost),
             },

@@ -846,3 +846,47 @@ fn every_output_reads_the_one_list_of_sections() {
     assert!(shown.len() >= 6, "{shown:?}");
     assert!(shown.windows(2).all(|w| w[0] < w[1]), "{titles:?}");
 }
+
+#[test]
+fn overhead_is_drawn_against_the_container_to_host_core_ratio() {
+    let (_store, data) = experiment::chr_experiment();
+    let options = isolab_report::SummaryOptions {
+        baseline: vec![("platform".into(), "host".into())],
+        primary: data
+            .cells
+            .iter()
+            .map(|c| (c.index, "execution_time".to_string()))
+            .collect(),
+        all_metrics: false,
+        max_repetitions: None,
+    };
+    let analysis = analyse(&data, options, &CompareOptions::default());
+    let report = isolab_report::Report::new(&data, &analysis);
+    let section = report
+        .sections(isolab_report::Reach::Report)
+        .find(|s| s.title() == "Overhead against the cpu share")
+        .expect("the section applies when host_cpus varies");
+    let text = section.text(&report, Style::Text { color: false });
+    // One curve (docker, execution_time) over CHR 0.25, 0.5 and 1: the overhead falls.
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("platform=docker"))
+        .collect();
+    assert_eq!(rows.len(), 3, "{text}");
+    assert!(
+        rows[0].contains("0.25") && rows[0].contains("1.05×"),
+        "{text}"
+    );
+    assert!(
+        rows[1].contains("0.5") && rows[1].contains("1.15×"),
+        "{text}"
+    );
+    assert!(rows[2].contains("1.30×"), "{text}");
+    let html = section.html(&report);
+    assert!(
+        html.contains("<svg") && html.contains("container-to-host core ratio"),
+        "{html}"
+    );
+    let json = section.json(&report);
+    assert_eq!(json[0].1["chr"].as_object().unwrap().len(), 1, "{:?}", json);
+}

@@ -351,7 +351,8 @@ fn the_runtimes_cgroup_and_lifecycle_tests_pass_on_pure_cgroup_v2() {
 }
 
 /// A small experiment on the `host` and `isolab` platforms: quota and pinned placements,
-/// alone and beside a cpu neighbour at 90% of the host, 2 runs a cell.
+/// alone and beside a cpu neighbour at 90% of the host, and half a cpu over a 10 ms
+/// period alone (read back from `cpu.max` exactly), 2 runs a cell.
 const PURE_V2_SPEC: &str = r#"[experiment]
 name = "pure-v2"
 seed = 3
@@ -359,12 +360,17 @@ repetitions = { warmup = 0, min = 2, max = 2, target_cv = 0.5 }
 duration = "1s"
 baseline = { platform = "host" }
 
+[shape.half]
+cpus = 0.5
+cpu_period = "10ms"
+
 [matrix]
 platform = ["host", "isolab"]
-shape = ["medium"]
+shape = ["medium", "half"]
 placement = ["quota", "pinned"]
 workload = ["sysbench-cpu"]
 neighbour = ["none", "cpu@90%"]
+exclude = [{ shape = "half", placement = "pinned" }, { shape = "half", neighbour = "cpu@90%" }]
 "#;
 
 /// What `isolab run` may leave in the guest: cgroups, mounts of the runtime, its state (the
@@ -444,14 +450,25 @@ fn isolab_runs_an_experiment_on_host_and_isolab_on_pure_cgroup_v2() {
     eprintln!("environment: {cgroups:?}");
     let cells = store.cells(id).unwrap();
     let runs = store.runs(id).unwrap();
-    assert_eq!(cells.len(), 8, "{cells:?}");
-    assert_eq!(runs.len(), 16);
+    assert_eq!(cells.len(), 10, "{cells:?}");
+    assert_eq!(runs.len(), 20);
     for run in &runs {
         let cell = cells.iter().find(|c| c.id == run.cell).unwrap();
         assert!(run.is_counted(), "{}: {:?}", cell.key, run.error);
         assert!(!run.metrics.is_empty(), "{}: no metrics", cell.key);
         let applied = &run.limits["applied"];
-        if cell.key.contains("placement=quota") {
+        if cell.key.contains("shape=half") {
+            assert_eq!(
+                applied["cpu"]["quota"]["nanos"], 5_000_000,
+                "{}: {applied}",
+                cell.key
+            );
+            assert_eq!(
+                applied["cpu"]["period"]["nanos"], 10_000_000,
+                "{}: {applied}",
+                cell.key
+            );
+        } else if cell.key.contains("placement=quota") {
             assert_eq!(
                 applied["cpu"]["quota"]["nanos"], 100_000_000,
                 "{}: {applied}",

@@ -2733,3 +2733,143 @@ fn kill_9_on_storage_then_gc(platform: &str, levels: &str, removed: &[&str]) {
         "gc is idempotent"
     );
 }
+
+/// Half a cpu over a 10 ms period, spread pinning and a host cpu pool of one cpu on
+/// the host, isolab's runtime and Docker.
+const POOLS: &str = r#"[experiment]
+name = "pools"
+seed = 5
+repetitions = { warmup = 0, min = 2, max = 2, target_cv = 0.5 }
+duration = "1s"
+impossible = "skip"
+
+[shape.half]
+cpus = 0.5
+cpu_period = "10ms"
+
+[matrix]
+platform = ["host", "isolab", "docker"]
+shape = ["half", "medium"]
+placement = ["quota", "pinned-spread"]
+workload = ["sysbench-cpu"]
+host_cpus = [1, "all"]
+exclude = [{ shape = "medium", placement = "quota" }]
+"#;
+
+#[test]
+fn fractional_quotas_spread_pinning_and_cpu_pools_are_applied_and_read_back() {
+    let Some(guard) = CgroupTest::start() else {
+        return;
+    };
+    let leftovers_before = runtime_leftovers();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("x.db");
+    let spec = write_spec(dir.path(), "pools.toml", POOLS);
+    let out = run(isolab()
+        .arg("--db")
+        .arg(&db)
+        .args(["run", "--workdir"])
+        .arg(dir.path().join("work"))
+        .arg(&spec));
+    assert!(
+        out.status.success(),
+        "stdout {}\nstderr {}\n{}",
+        text(&out.stdout),
+        text(&out.stderr),
+        failed_runs(&db, "pools")
+    );
+    // A cpuset holds whole cpus: the half-cpu pinned cells are dropped, saying why.
+    assert!(
+        text(&out.stderr).contains("pinned-spread shape `half` asks for 0.5 cpus"),
+        "{}",
+        text(&out.stderr)
+    );
+    let store = isolab_store::Store::open(&db).unwrap();
+    let id = store.resolve("pools").unwrap();
+    let cells = store.cells(id).unwrap();
+    assert_eq!(cells.len(), 12, "{cells:?}");
+    let runs = store.runs(id).unwrap();
+    assert_eq!(runs.len(), 24);
+    let cpus = std::fs::read_to_string("/sys/fs/cgroup/cpuset/cpuset.effective_cpus")
+        .or_else(|_| std::fs::read_to_string("/sys/fs/cgroup/cpuset.cpus.effective"))
+        .unwrap_or_default();
+    let highest = cpus
+        .trim()
+        .rsplit([',', '-'])
+        .next()
+        .unwrap_or("1")
+        .to_owned();
+    for run in &runs {
+        let key = &cells.iter().find(|c| c.id == run.cell).unwrap().key;
+        assert!(run.is_counted(), "{key}: {:?}", run.error);
+        let applied = &run.limits["applied"];
+        let placement = &run.limits["placement"];
+        let pooled = key.contains("host_cpus=1");
+        if key.contains("placement=quota") {
+            // 5 ms of every 10 ms, read back exactly.
+            assert_eq!(
+                applied["cpu"]["quota"]["nanos"], 5_000_000,
+                "{key}: {applied}"
+            );
+            assert_eq!(
+                applied["cpu"]["period"]["nanos"], 10_000_000,
+                "{key}: {applied}"
+            );
+            assert!(
+                run.limits["summary"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("quota 0.50 cpu (5ms/10ms)"),
+                "{key}: {}",
+                run.limits["summary"]
+            );
+            // In a pool of one cpu the quota'd subject is bound to it too.
+            if pooled {
+                assert_eq!(applied["cpuset"], highest.as_str(), "{key}: {applied}");
+            }
+        } else {
+            assert_eq!(applied["cpuset"], highest.as_str(), "{key}: {applied}");
+            assert_eq!(placement["cores"], 1, "{key}: {placement}");
+            assert_eq!(placement["nodes"], "0", "{key}: {placement}");
+        }
+        // The container-to-host core ratio: the shape's cpus over the pool's.
+        let pool_size = if pooled {
+            1.0
+        } else {
+            std::thread::available_parallelism().unwrap().get() as f64
+        };
+        let shape_cpus = if key.contains("shape=half") { 0.5 } else { 1.0 };
+        assert_eq!(
+            placement["chr"].as_f64(),
+            Some(shape_cpus / pool_size),
+            "{key}: {placement}"
+        );
+        if pooled {
+            assert_eq!(
+                placement["host_cpus"],
+                highest.as_str(),
+                "{key}: {placement}"
+            );
+        }
+        // Docker's daemons ran in the pool for the run.
+        if pooled && key.contains("platform=docker") {
+            let daemons = placement["daemons"].to_string();
+            assert!(daemons.contains("dockerd["), "{key}: {placement}");
+        }
+    }
+    guard.assert_nothing_leaked("cgroups left");
+    let left = new_since(runtime_leftovers(), &leftovers_before);
+    assert!(left.is_empty(), "runtime state left: {left:?}");
+    // Whatever dockerd is left runs on every cpu again.
+    for pid in processes_named(&["dockerd", "containerd"]) {
+        let pid = pid.split(' ').next().unwrap();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let allowed = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .unwrap_or_default()
+            .trim()
+            .to_owned();
+        assert_eq!(allowed, cpus.trim(), "daemon {pid} still confined");
+    }
+}

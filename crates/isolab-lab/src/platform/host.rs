@@ -27,6 +27,7 @@ impl Driver for HostDriver {
                 needs_image: false,
                 services: true,
                 vm: false,
+                daemons: &[],
                 storage: isolab_engines::StorageLevel::MOUNTED,
             },
         }

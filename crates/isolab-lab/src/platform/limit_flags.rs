@@ -3,7 +3,7 @@
 //! a VM (`vm+isolab`) share them. (Docker's flags, which `vm+docker` uses in its
 //! guest, are the engines crate's [`isolab_engines::run_flags`].)
 
-use isolab_cgroups::Limits;
+use isolab_cgroups::{CpuQuota, Limits};
 
 /// The isolab-runtime flags that apply `limits`.
 pub(crate) fn runtime_limit_flags(limits: &Limits) -> Vec<String> {
@@ -15,9 +15,15 @@ pub(crate) fn runtime_limit_flags(limits: &Limits) -> Vec<String> {
     if let Some(q) = &limits.cpu {
         let cpus = q.quota.as_micros() as f64 / q.period.as_micros() as f64;
         flag("cpus", format!("{cpus}"));
+        if q.period != CpuQuota::DEFAULT_PERIOD {
+            flag("cpu-period", q.period.as_micros().to_string());
+        }
     }
     if let Some(set) = &limits.cpuset {
         flag("cpuset", set.to_string());
+    }
+    if let Some(set) = &limits.mems {
+        flag("cpuset-mems", set.to_string());
     }
     if let Some(m) = limits.memory_max {
         flag("memory", m.0.to_string());
@@ -41,7 +47,7 @@ pub(crate) fn runtime_limit_flags(limits: &Limits) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use isolab_cgroups::{Bytes, CpuQuota, DeviceNumber, IoThrottle};
+    use isolab_cgroups::{Bytes, DeviceNumber, IoThrottle};
 
     use super::*;
 
@@ -75,6 +81,29 @@ mod tests {
                 "512",
                 "--io-read-bps",
                 "254:0=1048576"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_short_period_and_memory_nodes_become_runtime_flags() {
+        let limits = Limits {
+            cpu: Some(CpuQuota::from_cpus(0.5, std::time::Duration::from_millis(10)).unwrap()),
+            cpuset: Some("2-3".parse().unwrap()),
+            mems: Some("0".parse().unwrap()),
+            ..Limits::default()
+        };
+        assert_eq!(
+            runtime_limit_flags(&limits),
+            [
+                "--cpus",
+                "0.5",
+                "--cpu-period",
+                "10000",
+                "--cpuset",
+                "2-3",
+                "--cpuset-mems",
+                "0"
             ]
         );
     }

@@ -14,6 +14,7 @@
 //! - the **supervisor** ([`Supervisor`]) owns instances and their cgroups (scope,
 //!   prepare and cleanup, neighbours, probe, removal) on every platform.
 
+pub mod daemons;
 pub mod driver;
 mod engine;
 mod host;
@@ -702,6 +703,16 @@ pub trait Executor: Sync {
     /// Removes instances left behind by runs whose isolab process died (e.g. `kill -9`).
     /// Returns what was removed, one line each.
     fn gc(&self) -> Result<Vec<String>, PlatformError>;
+
+    /// Confines the daemons of `platform`'s engine to `cpus` (a host cpu pool)
+    /// until the returned guard is dropped. The default confines nothing.
+    fn confine_daemons(
+        &self,
+        _platform: &PlatformDef,
+        _cpus: &isolab_cgroups::IdSet,
+    ) -> Result<daemons::ConfinedDaemons, PlatformError> {
+        Ok(daemons::ConfinedDaemons::none())
+    }
 }
 
 /// Where a command reaches a server on the host without an engine's help:
@@ -774,6 +785,25 @@ impl Drop for Drivers {
 }
 
 impl Executor for Drivers {
+    fn confine_daemons(
+        &self,
+        platform: &PlatformDef,
+        cpus: &isolab_cgroups::IdSet,
+    ) -> Result<daemons::ConfinedDaemons, PlatformError> {
+        let names = platform.kind.capabilities().daemons;
+        let record = std::path::Path::new(daemons::RECORD_DIR);
+        daemons::ConfinedDaemons::confine(
+            Box::new(daemons::RealAffinity::default()),
+            names,
+            cpus,
+            record,
+        )
+        .map_err(|message| PlatformError::Engine {
+            engine: platform.kind.to_string(),
+            message,
+        })
+    }
+
     fn execute(&self, job: &Job, interrupt: &Interrupt) -> Result<Execution, PlatformError> {
         self.driver(job.platform.kind)?
             .execute(&self.supervisor, job, interrupt)
@@ -852,6 +882,12 @@ impl Executor for Drivers {
         let alive = |pid: u32| {
             pid == std::process::id() || isolab_running(std::path::Path::new("/proc"), pid)
         };
+        // Engine daemons a killed run left confined to its host cpu pool.
+        removed.extend(daemons::gc(
+            std::path::Path::new(daemons::RECORD_DIR),
+            &daemons::RealAffinity::default(),
+            alive,
+        ));
         let commands = crate::neighbour::IpCommands;
         for ns in crate::neighbour::stale_namespaces(std::path::Path::new("/run/netns"), alive) {
             let argv = ["ip", "netns", "del", ns.as_str()].map(String::from);

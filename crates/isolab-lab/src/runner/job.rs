@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use isolab_cgroups::Limits;
+use isolab_cgroups::{IdSet, Limits};
 use isolab_store::{ExperimentId, MetricValue};
 use isolab_workloads::{Params, RunOutput, WorkloadDef};
 
@@ -20,23 +20,62 @@ pub(super) fn job_name(id: ExperimentId, tag: &str) -> String {
 }
 
 impl Runner<'_> {
-    /// The subject's limits for `cell`'s shape and placement on the runner's cpus
-    /// (with io limits on the `disk`'s device); run `tag` names it in the error.
+    /// The cpus `cell` may use: its host cpu pool (`host_cpus` cpus of the runner's,
+    /// packed by the topology like a pinned instance: whole cores, one node), else
+    /// every cpu of the runner.
+    pub(super) fn cell_cpus(&self, cell: &Cell) -> IdSet {
+        cell.host_cpus
+            .and_then(|n| self.config.topology.pick(&self.config.cpus, n, false))
+            .unwrap_or_else(|| self.config.cpus.clone())
+    }
+
+    /// The subject's limits for `cell`'s shape and placement on the cell's cpus
+    /// (with io limits on the `disk`'s device); run `tag` names it in the error. In a
+    /// host cpu pool a subject that is not pinned is bound to the pool.
     pub(super) fn subject_limits(
         &self,
         cell: &Cell,
         tag: &str,
         disk: &DiskFacts,
     ) -> Result<Limits, PlatformError> {
-        limits_for(&cell.shape, cell.placement, &self.config.cpus, disk.device).ok_or_else(|| {
-            PlatformError::LimitMismatch {
+        let cpus = self.cell_cpus(cell);
+        let topology = &self.config.topology;
+        let mut limits = limits_for(&cell.shape, cell.placement, &cpus, topology, disk.device)
+            .ok_or_else(|| PlatformError::LimitMismatch {
                 cgroup: tag.to_owned(),
                 detail: format!(
-                    "shape `{}` needs {} cpus but only {} are available",
-                    cell.shape.name, cell.shape.cpus, self.config.cpus
+                    "shape `{}` needs {} cpus but only {cpus} are available",
+                    cell.shape.name, cell.shape.cpus
                 ),
+            })?;
+        if cell.host_cpus.is_some() && limits.cpuset.is_none() {
+            if topology.node_count() > 1 {
+                limits.mems = Some(topology.nodes_of(&cpus));
             }
-        })
+            limits.cpuset = Some(cpus);
+        }
+        Ok(limits)
+    }
+
+    /// What the run's data says of where the subject's cpus are: the cell's pool, and
+    /// for a cpuset its nodes, packages, cores and the cores it shares with anything
+    /// else isolab may run on them.
+    pub(super) fn placement_facts(&self, cell: &Cell, limits: &Limits) -> serde_json::Value {
+        let pool = self.cell_cpus(cell);
+        let mut facts = serde_json::json!({
+            "host_cpus": pool.to_string(),
+            "shape_cpus": cell.shape.cpu_count(),
+            "chr": cell.shape.cpu_count() / pool.len().max(1) as f64,
+        });
+        if let Some(set) = &limits.cpuset {
+            let placed = self.config.topology.describe(set, &pool);
+            facts["cpus"] = serde_json::json!(placed.cpus.to_string());
+            facts["nodes"] = serde_json::json!(placed.nodes.to_string());
+            facts["packages"] = serde_json::json!(placed.packages.to_string());
+            facts["cores"] = serde_json::json!(placed.cores);
+            facts["split_cores"] = serde_json::json!(placed.split_cores);
+        }
+        facts
     }
 
     /// One job per instance of `cell`'s subject, each with `limits`: instance `k`

@@ -78,6 +78,10 @@ pub struct RunnerConfig {
     pub keep_workdirs: bool,
     /// The cpus instances may use.
     pub cpus: IdSet,
+    /// Where those cpus sit (packages, nodes, cores), for the pinned placements and
+    /// the host cpu pools ([`crate::topology::Topology::read`], or
+    /// [`crate::topology::Topology::flat`] where it does not matter).
+    pub topology: crate::topology::Topology,
     /// The workloads' assets, built before the runs
     /// ([`crate::assets::PreparedAssets::prepare`]); each run gets them in its
     /// working directory.

@@ -73,11 +73,12 @@ impl Runner<'_> {
         limits: &Limits,
         disk: &DiskFacts,
     ) -> Result<Limits, PlatformError> {
+        let pool = self.cell_cpus(cell);
         let reserved = reserve(&ReserveRequest {
             reservation: cell.reservation,
             subject: limits,
             subject_cpus: cell.shape.cpus,
-            host_cpus: &self.config.cpus,
+            host_cpus: &pool,
             host_memory: host_memory(),
             neighbours: 0,
             kind: None,
@@ -109,6 +110,7 @@ impl Runner<'_> {
         disk: &DiskFacts,
     ) -> Result<(NeighbourJobs, Limits, Option<String>), PlatformError> {
         let memory = host_memory();
+        let pool = self.cell_cpus(cell);
         let mut sizing = self.sizing(cell, level, job, disk)?;
         let refuse = |source| PlatformError::Reservation {
             job: job.name.clone(),
@@ -118,7 +120,7 @@ impl Runner<'_> {
             reservation: cell.reservation,
             subject: &job.limits,
             subject_cpus: cell.shape.cpus,
-            host_cpus: &self.config.cpus,
+            host_cpus: &pool,
             host_memory: memory,
             neighbours,
             kind: Some(level.kind),
@@ -139,7 +141,7 @@ impl Runner<'_> {
         // then the limits are shared among the instances planned.
         let bound = reserve(&request(1)).map_err(refuse)?;
         let capacity = Capacity {
-            cpus: self.config.cpus.len() as f64,
+            cpus: pool.len() as f64,
             disk_iops: sizing.disk_iops,
             net_gbps: sizing.net_mbps.map(|m| m / 1000.0),
             memory_bytes: memory.0,
@@ -151,7 +153,22 @@ impl Runner<'_> {
                 source: Box::new(source),
             }
         })?;
-        let reserved = reserve(&request(plan.instances)).map_err(refuse)?;
+        let mut reserved = reserve(&request(plan.instances)).map_err(refuse)?;
+        if cell.host_cpus.is_some() && reserved.neighbour.cpuset.is_none() {
+            // The pool confines the neighbours too.
+            reserved.neighbour.cpuset = Some(pool.clone());
+        }
+        let subject_cpus = reserved.subject.cpuset.as_ref().unwrap_or(&pool);
+        let neighbour_cpus = reserved.neighbour.cpuset.as_ref().unwrap_or(&pool);
+        let shared = self
+            .config
+            .topology
+            .shared_cores(subject_cpus, neighbour_cpus);
+        if !shared.is_empty() {
+            sizing.notes.push(format!(
+                "the subject's cpus {shared} share a core (the same cpu or an SMT sibling) with the neighbours' cpus {neighbour_cpus}"
+            ));
+        }
         if let (Some(target), Some(reachable)) = (plan.target, plan.reachable) {
             sizing.notes.push(format!(
                 "reservation `{}` leaves the neighbours {} cpus: with the subject's {:.2} they reach at most {reachable:.1}% of the target {target:.1}%, and runs are checked against that",

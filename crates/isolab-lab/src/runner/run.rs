@@ -151,6 +151,31 @@ impl Runner<'_> {
     ) -> Result<Done, PlatformError> {
         let limits = self.subject_limits(cell, tag, disk)?;
         let name = job_name(id, tag);
+        // A host cpu pool confines the engine's daemons for the run too.
+        let confined = match cell.host_cpus {
+            Some(_) => Some(
+                self.platform
+                    .confine_daemons(&cell.platform, &self.cell_cpus(cell))?,
+            ),
+            None => None,
+        };
+        let mut done = self.execute_confined(spec, cell, &name, workdir, disk, &limits)?;
+        if let Some(c) = confined.filter(|c| !c.confined.is_empty()) {
+            done.limits["placement"]["daemons"] = serde_json::json!(c.confined);
+        }
+        Ok(done)
+    }
+
+    /// [`Runner::execute`] once the daemons are confined.
+    fn execute_confined(
+        &self,
+        spec: &ExperimentSpec,
+        cell: &Cell,
+        name: &str,
+        workdir: &Path,
+        disk: &DiskFacts,
+        limits: &isolab_cgroups::Limits,
+    ) -> Result<Done, PlatformError> {
         if cell.workload.stack.is_some() {
             if cell.neighbour.is_some()
                 || cell.instances > 1
@@ -161,10 +186,10 @@ impl Runner<'_> {
                     why: "a service stack runs one instance, without neighbours or reservations, in this version".into(),
                 });
             }
-            return self.execute_stack(spec, cell, &name, workdir, &limits, disk.direct);
+            return self.execute_stack(spec, cell, name, workdir, limits, disk.direct);
         }
-        let mut jobs = self.instance_jobs(spec, cell, &name, workdir, disk, &limits)?;
-        let calibration_note = self.set_neighbours(cell, &name, &limits, &mut jobs, disk)?;
+        let mut jobs = self.instance_jobs(spec, cell, name, workdir, disk, limits)?;
+        let calibration_note = self.set_neighbours(cell, name, limits, &mut jobs, disk)?;
         let executions = self.execute_jobs(&jobs)?;
         let w = &cell.workload;
         let windows = measurement_windows(w, &executions, &jobs);
@@ -175,6 +200,7 @@ impl Runner<'_> {
             "requested": jobs[0].limits,
             "applied": execution.limits_applied,
             "summary": crate::shape::describe_limits(&execution.limits_applied),
+            "placement": self.placement_facts(cell, &jobs[0].limits),
         });
         Ok(Done {
             execution,

@@ -48,6 +48,7 @@ impl Runner<'_> {
         })?;
         create_dir(workdir)?;
         let mut params = self.params(spec, cell, workdir, limits, direct, 0);
+        let pool = self.cell_cpus(cell);
         let started = Instant::now();
         let mut services: Services<'_> = Vec::new();
         // Whatever the steps below return, `stop_all` then stops every component
@@ -60,8 +61,10 @@ impl Runner<'_> {
             }
             let ready = started.elapsed();
             let mut done = match &stack.measure {
-                Measure::Load(l) => self.drive_load(name, workdir, l, &services)?,
-                Measure::Client => self.run_client(spec, w, name, workdir, &params, &services)?,
+                Measure::Load(l) => self.drive_load(name, workdir, l, &services, &pool)?,
+                Measure::Client => {
+                    self.run_client(spec, w, name, workdir, &params, &services, &pool)?
+                }
                 Measure::Command => {
                     let job = self.stack_job(
                         spec,
@@ -94,6 +97,7 @@ impl Runner<'_> {
                 .telemetry
                 .push(Telemetry::StackReady, ready.as_secs_f64());
             done.limits = stack_limits(stack, &services, std::mem::take(&mut done.limits));
+            done.limits["placement"] = self.placement_facts(cell, limits);
             Ok(done)
         })();
         let stopped = stop_all(services);

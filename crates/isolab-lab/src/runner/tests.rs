@@ -122,6 +122,7 @@ fn config(dir: &Path) -> RunnerConfig {
         workdir_base: dir.to_path_buf(),
         keep_workdirs: false,
         cpus: "0-1".parse().unwrap(),
+        topology: crate::topology::Topology::flat(&"0-1".parse().unwrap()),
         assets: Default::default(),
         storage_host: std::sync::Arc::new(crate::storage::SystemStorageHost),
     }

@@ -56,7 +56,7 @@ impl Validator<'_> {
         let total: usize = sizes.iter().product();
         for n in 0..total {
             let pick = pick(n, &sizes);
-            let picked: [&Level; 10] = std::array::from_fn(|i| &axes[i].1[pick[i]]);
+            let picked: [&Level; 11] = std::array::from_fn(|i| &axes[i].1[pick[i]]);
             let levels: Vec<(String, String)> = axes
                 .iter()
                 .enumerate()
@@ -99,14 +99,22 @@ impl Validator<'_> {
     /// pinned shape larger than the host, a workload the platform cannot reach, a
     /// reservation that leaves the neighbours no cpu, and a storage level the platform
     /// cannot apply.
-    fn impossibility(&self, picked: &[&Level; 10], tables: &Tables) -> Option<Impossibility> {
+    fn impossibility(&self, picked: &[&Level; 11], tables: &Tables) -> Option<Impossibility> {
         let (s, s_span, _) = picked[1];
         let shape = &tables.shapes[s.as_str()];
         let placement = Placement::parse(&picked[2].0).unwrap_or(Placement::Shared);
+        let pool = picked[9].0.parse::<u32>().ok();
         if let Some(reason) = shapes::pinning_impossible(s, shape, placement, self.host) {
             return Some(Impossibility {
                 reason,
                 at: s_span.clone(),
+                advice: SMALLER,
+            });
+        }
+        if let Some(reason) = pool.and_then(|n| shapes::pool_too_small(s, shape, n)) {
+            return Some(Impossibility {
+                reason,
+                at: picked[9].1.clone(),
                 advice: SMALLER,
             });
         }
@@ -120,20 +128,20 @@ impl Validator<'_> {
             });
         }
         let reservation = Reservation::parse(&picked[5].0).unwrap_or(Reservation::None);
-        if let Some(reason) = reservations::leaves_no_cpus(reservation, s, shape, self.host_cpus())
-        {
+        let cpus = pool.unwrap_or_else(|| self.host_cpus());
+        if let Some(reason) = reservations::leaves_no_cpus(reservation, s, shape, cpus) {
             return Some(Impossibility {
                 reason,
                 at: picked[5].1.clone(),
                 advice: SMALLER,
             });
         }
-        let level = StorageLevel::parse(&picked[9].0).unwrap_or(StorageLevel::Bind);
+        let level = StorageLevel::parse(&picked[10].0).unwrap_or(StorageLevel::Bind);
         storage::unsupported(platform, level, self.host.storage).map(|reason| Impossibility {
             reason,
             // At the storage level, or at the platform when the matrix lists no storage.
-            at: if picked[9].2 {
-                picked[9].1.clone()
+            at: if picked[10].2 {
+                picked[10].1.clone()
             } else {
                 picked[0].1.clone()
             },
@@ -158,10 +166,10 @@ impl Validator<'_> {
                 "{key}: {unapplied}; its runs say so in their notes"
             ));
         }
-        if placement == Placement::Quota && shape.cpus > host_cpus {
+        if placement == Placement::Quota && shape.cpu_count() > f64::from(host_cpus) {
             out.push(format!(
                 "{key}: a quota of {} cpus on a {host_cpus}-cpu host does not limit anything",
-                shape.cpus
+                shape.cpu_count()
             ));
         }
         out
@@ -170,8 +178,8 @@ impl Validator<'_> {
 
 /// The level index of every factor in cell `n` of a matrix of factors of `sizes` levels,
 /// the last factor varying fastest.
-fn pick(n: usize, sizes: &[usize]) -> [usize; 10] {
-    let mut pick = [0usize; 10];
+fn pick(n: usize, sizes: &[usize]) -> [usize; 11] {
+    let mut pick = [0usize; 11];
     let mut rest = n;
     for i in (0..sizes.len()).rev() {
         pick[i] = rest % sizes[i];
@@ -181,7 +189,7 @@ fn pick(n: usize, sizes: &[usize]) -> [usize; 10] {
 }
 
 /// The cell at `index` with `levels` (of the varied factors) and `picked` levels.
-fn cell(index: u32, levels: Vec<(String, String)>, picked: &[&Level; 10], tables: &Tables) -> Cell {
+fn cell(index: u32, levels: Vec<(String, String)>, picked: &[&Level; 11], tables: &Tables) -> Cell {
     Cell {
         index,
         levels,
@@ -193,7 +201,8 @@ fn cell(index: u32, levels: Vec<(String, String)>, picked: &[&Level; 10], tables
         reservation: Reservation::parse(&picked[5].0).unwrap_or(Reservation::None),
         threads: picked[6].0.parse().ok(),
         instances: picked[7].0.parse().unwrap_or(1),
-        storage: StorageLevel::parse(&picked[9].0).unwrap_or(StorageLevel::Bind),
+        host_cpus: picked[9].0.parse().ok(),
+        storage: StorageLevel::parse(&picked[10].0).unwrap_or(StorageLevel::Bind),
     }
 }
 

@@ -177,7 +177,7 @@ mod tests {
             errs,
             [
                 "exp.toml: missing [matrix]: a spec needs at least `workload = [...]` under [matrix]",
-                "exp.toml:4:8: shape.s.cpus must be a whole number ≥ 1",
+                "exp.toml:4:8: shape.s.cpus: `0` asks for no cpu: a shape needs at least 1m (a thousandth of a cpu)",
             ]
         );
     }

@@ -19,7 +19,7 @@ pub(super) type Levels = Option<Spanned<Vec<Spanned<RawLevel>>>>;
 /// A validated level: its text, its span, and whether the spec listed it.
 pub(super) type Level = (String, Range<usize>, bool);
 /// Every factor with its levels, in [`super::FACTORS`] order.
-pub(super) type Axes = [(&'static str, Vec<Level>); 10];
+pub(super) type Axes = [(&'static str, Vec<Level>); 11];
 /// The factors the matrix varies, with their levels.
 pub(super) type Factors = Vec<(String, Vec<String>)>;
 /// An `exclude` entry's (factor, level) pairs and where it is.
@@ -33,7 +33,7 @@ impl Validator<'_> {
         let shapes = self.shape_levels(raw.shape, &tables.shapes);
         let placements = self.levels("placement", raw.placement, &["shared"], |l| {
             Placement::parse(l).map(|_| ()).ok_or_else(|| {
-                format!("unknown placement `{l}`: expected `shared`, `quota` or `pinned`")
+                format!("unknown placement `{l}`: expected `shared`, `quota`, `pinned` or `pinned-spread`")
             })
         });
         let workloads = self.workload_levels(raw.workload, span, &tables.workloads);
@@ -53,6 +53,19 @@ impl Validator<'_> {
         });
         // `replica` only labels repeated copies of the same configuration (an A/A design).
         let replicas = self.levels("replica", raw.replica, &["1"], |_| Ok(()));
+        let host = self.host_cpus();
+        let pools = self.levels("host_cpus", raw.host_cpus, &["all"], |l| {
+            if l == "all" {
+                return Ok(());
+            }
+            match l.parse::<u32>() {
+                Ok(n) if (1..=host).contains(&n) => Ok(()),
+                _ => Err(format!(
+                    "host_cpus `{l}` is not a cpu pool of this host: expected `all` or a whole number from 1 to {host}, the cpus isolab may use ({})",
+                    self.host.cpus
+                )),
+            }
+        });
         let storage = self.storage_levels(raw.storage);
         [
             ("platform", platforms),
@@ -64,6 +77,7 @@ impl Validator<'_> {
             ("threads", threads),
             ("instances", instances),
             ("replica", replicas),
+            ("host_cpus", pools),
             ("storage", storage),
         ]
     }

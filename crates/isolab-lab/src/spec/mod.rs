@@ -49,7 +49,7 @@ pub const QUICK_START: &str = include_str!("quick-start.toml");
 pub const DEFAULT_IMAGE: &str = "/var/lib/isolab/images/bench";
 
 /// The factors a matrix may vary, in the order cells list them.
-pub const FACTORS: [&str; 10] = [
+pub const FACTORS: [&str; 11] = [
     "platform",
     "shape",
     "placement",
@@ -59,6 +59,7 @@ pub const FACTORS: [&str; 10] = [
     "threads",
     "instances",
     "replica",
+    "host_cpus",
     "storage",
 ];
 
@@ -162,6 +163,11 @@ pub struct Cell {
     pub threads: Option<u32>,
     /// Concurrent instances of the subject, each in an instance of its own (1 = one).
     pub instances: u32,
+    /// The host cpu pool (`host_cpus`): how many cpus the whole cell (subject,
+    /// neighbours, load generators, engine daemons) may use; `None` = every cpu
+    /// isolab may use. The container-to-host core ratio (CHR) is the shape's cpus
+    /// over it.
+    pub host_cpus: Option<u32>,
     /// Where the working directory lives (`bind` unless the matrix varies `storage`).
     pub storage: isolab_engines::StorageLevel,
 }

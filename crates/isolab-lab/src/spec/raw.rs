@@ -114,6 +114,8 @@ pub(crate) struct RawMatrix {
     #[serde(default)]
     pub reservation: Option<Spanned<Vec<Spanned<RawLevel>>>>,
     #[serde(default)]
+    pub host_cpus: Option<Spanned<Vec<Spanned<RawLevel>>>>,
+    #[serde(default)]
     pub threads: Option<Spanned<Vec<Spanned<RawLevel>>>>,
     #[serde(default)]
     pub instances: Option<Spanned<Vec<Spanned<RawLevel>>>>,
@@ -145,11 +147,22 @@ impl RawLevel {
     }
 }
 
+/// A shape's `cpus` as written: `2`, `0.5` or `"1500m"`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum RawCpus {
+    Whole(i64),
+    Fraction(f64),
+    Text(String),
+}
+
 /// `[shape.NAME]`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawShape {
-    pub cpus: Spanned<i64>,
+    pub cpus: Spanned<RawCpus>,
+    #[serde(default)]
+    pub cpu_period: Option<Spanned<String>>,
     #[serde(default)]
     pub memory: Option<Spanned<String>>,
     #[serde(default)]

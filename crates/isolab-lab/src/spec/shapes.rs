@@ -8,9 +8,14 @@ use toml::Spanned;
 
 use super::check::{list, Validator};
 use super::matrix::{Level, Levels};
-use super::raw::RawShape;
+use super::raw::{RawCpus, RawShape};
 use super::HostFacts;
-use crate::shape::{builtin_shapes, Placement, Shape};
+use crate::shape::{builtin_shapes, parse_millicpus, Placement, Shape, QUOTA_PERIOD};
+
+/// The shortest CFS period (and quota) the kernel accepts.
+const MIN_PERIOD: std::time::Duration = std::time::Duration::from_millis(1);
+/// The longest CFS period the kernel accepts.
+const MAX_PERIOD: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Validator<'_> {
     /// The built-in shapes, then the spec's own (which may override a built-in name).
@@ -25,16 +30,49 @@ impl Validator<'_> {
     fn shape(&mut self, name: String, raw: Spanned<RawShape>) -> Option<Shape> {
         let raw = raw.into_inner();
         let before = self.errors.len();
-        let cpus = match u32::try_from(*raw.cpus.get_ref()) {
-            Ok(c) if c >= 1 => c,
-            _ => {
-                self.err(
-                    raw.cpus.span(),
-                    format!("shape.{name}.cpus must be a whole number ≥ 1"),
-                );
-                1
+        let written = match raw.cpus.get_ref() {
+            RawCpus::Whole(n) => n.to_string(),
+            RawCpus::Fraction(f) => f.to_string(),
+            RawCpus::Text(t) => t.clone(),
+        };
+        let millicpus = match parse_millicpus(&written) {
+            Ok(m) => m,
+            Err(e) => {
+                self.err(raw.cpus.span(), format!("shape.{name}.cpus: {e}"));
+                1000
             }
         };
+        let cpu_period = match raw.cpu_period {
+            None => QUOTA_PERIOD,
+            Some(p) => match humantime::parse_duration(p.get_ref()) {
+                Ok(d) if (MIN_PERIOD..=MAX_PERIOD).contains(&d) => d,
+                Ok(_) | Err(_) => {
+                    self.err(
+                        p.span(),
+                        format!(
+                            "shape.{name}.cpu_period `{}` is not a CFS period: expected a duration from 1ms to 1s, such as \"10ms\" or \"100ms\"",
+                            p.get_ref()
+                        ),
+                    );
+                    QUOTA_PERIOD
+                }
+            },
+        };
+        let whole = Shape {
+            millicpus,
+            cpu_period,
+            ..Shape::whole(&name, millicpus.div_ceil(1000))
+        };
+        if whole.quota().quota < MIN_PERIOD {
+            self.err(
+                raw.cpus.span(),
+                format!(
+                    "shape.{name}: {} cpus of a {} period is a quota under 1ms, which the kernel refuses; ask for more cpus or a longer cpu_period",
+                    whole.cpu_count(),
+                    humantime::format_duration(cpu_period)
+                ),
+            );
+        }
         let mut bytes = |v: Option<Spanned<String>>, what: &str| -> Option<u64> {
             let v = v?;
             match v.get_ref().parse::<Bytes>() {
@@ -62,12 +100,11 @@ impl Validator<'_> {
             }
         });
         (self.errors.len() == before).then_some(Shape {
-            name,
-            cpus,
             memory,
             pids,
             io_read_bps,
             io_write_bps,
+            ..whole
         })
     }
 
@@ -91,7 +128,8 @@ impl Validator<'_> {
     }
 }
 
-/// Why shape `s` cannot be pinned on `host`, if it cannot: it has more cpus than the host.
+/// Why shape `s` cannot be pinned on `host`, if it cannot: it asks for part of a
+/// cpu, which no cpuset grants, or it has more cpus than the host.
 pub(super) fn pinning_impossible(
     s: &str,
     shape: &Shape,
@@ -99,10 +137,28 @@ pub(super) fn pinning_impossible(
     host: &HostFacts,
 ) -> Option<String> {
     let host_cpus = host.cpus.len() as u32;
-    (placement == Placement::Pinned && shape.cpus > host_cpus).then(|| {
+    if placement.pins() && shape.is_fractional() {
+        return Some(format!(
+            "{placement} shape `{s}` asks for {} cpus, but a cpuset holds whole cpus: use placement `quota` for a fraction, or give the shape {} cpus to pin it",
+            shape.cpu_count(),
+            shape.cpus
+        ));
+    }
+    (placement.pins() && shape.cpus > host_cpus).then(|| {
         format!(
-            "pinned shape `{s}` needs {} cpus but this host offers {host_cpus} ({})",
+            "{placement} shape `{s}` needs {} cpus but this host offers {host_cpus} ({})",
             shape.cpus, host.cpus
+        )
+    })
+}
+
+/// Why shape `s` does not fit a host cpu pool of `pool` cpus, if it does not: it
+/// asks for more cpus than the pool has.
+pub(super) fn pool_too_small(s: &str, shape: &Shape, pool: u32) -> Option<String> {
+    (shape.cpu_count() > f64::from(pool)).then(|| {
+        format!(
+            "shape `{s}` asks for {} cpus but host_cpus {pool} confines the whole cell to {pool}",
+            shape.cpu_count()
         )
     })
 }
@@ -160,11 +216,69 @@ mod tests {
         assert_eq!(
             errs,
             [
-                "exp.toml:4:8: shape.bad.cpus must be a whole number ≥ 1".to_owned(),
+                "exp.toml:4:8: shape.bad.cpus: `0` asks for no cpu: a shape needs at least 1m (a thousandth of a cpu)".to_owned(),
                 "exp.toml:5:10: shape.bad.memory: invalid byte count \"lots\": expected a byte count such as \"1073741824\", \"512MiB\", \"1G\" or \"1.5 GiB\"; expected e.g. \"512MiB\" or \"4GiB\"".to_owned(),
                 format!("exp.toml:7:10: unknown shape `bad`: expected one of {known} or a [shape.bad] table"),
                 format!("exp.toml:7:17: unknown shape `huge`: expected one of {known} or a [shape.huge] table"),
             ]
         );
+    }
+
+    #[test]
+    fn fractional_cpus_and_a_period_make_an_exact_quota() {
+        let spec = parse("[experiment]\nname = \"x\"\n[shape.half]\ncpus = 0.5\ncpu_period = \"10ms\"\n[shape.k8s]\ncpus = \"1500m\"\n[matrix]\nshape = [\"half\", \"k8s\"]\nplacement = [\"quota\"]\nworkload = [\"sysbench-cpu\"]\n").unwrap();
+        let half = &spec.cells[0].shape;
+        assert_eq!((half.cpus, half.millicpus), (1, 500));
+        let q = half.quota();
+        assert_eq!((q.quota.as_micros(), q.period.as_micros()), (5_000, 10_000));
+        let k8s = &spec.cells[1].shape;
+        assert_eq!((k8s.cpus, k8s.millicpus), (2, 1500));
+        assert_eq!(k8s.quota().quota.as_micros(), 150_000);
+        // `{cpus}` and the default `{threads}` round up.
+        assert_eq!(spec.cells[1].thread_count(), 2);
+    }
+
+    #[test]
+    fn a_pinned_fraction_and_bad_periods_point_at_the_value() {
+        let errs = errors("[experiment]\nname = \"x\"\n[shape.slow]\ncpus = 1\ncpu_period = \"2s\"\n[shape.tiny]\ncpus = \"5m\"\ncpu_period = \"100ms\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\n");
+        assert_eq!(errs.len(), 2, "{errs:?}");
+        assert!(
+            errs[0].starts_with("exp.toml:5:14: shape.slow.cpu_period `2s` is not a CFS period"),
+            "{errs:?}"
+        );
+        assert!(
+            errs[1].starts_with(
+                "exp.toml:7:8: shape.tiny: 0.005 cpus of a 100ms period is a quota under 1ms"
+            ),
+            "{errs:?}"
+        );
+        let errs = errors("[experiment]\nname = \"x\"\n[shape.half]\ncpus = 0.5\n[matrix]\nshape = [\"half\"]\nplacement = [\"pinned-spread\"]\nworkload = [\"sysbench-cpu\"]\n");
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(
+            errs[0].starts_with("exp.toml:6:10: pinned-spread shape `half` asks for 0.5 cpus, but a cpuset holds whole cpus: use placement `quota`"),
+            "{errs:?}"
+        );
+    }
+
+    #[test]
+    fn a_host_cpu_pool_confines_the_cell_and_must_hold_the_shape() {
+        let text = "[experiment]\nname = \"x\"\n[matrix]\nshape = [\"medium\", \"large\"]\nplacement = [\"quota\"]\nworkload = [\"sysbench-cpu\"]\nhost_cpus = [1, 2]\n";
+        let errs = errors(text);
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(
+            errs[0].starts_with("exp.toml:7:14: shape `large` asks for 2 cpus but host_cpus 1 confines the whole cell to 1"),
+            "{errs:?}"
+        );
+        let spec =
+            parse(&text.replace("name = \"x\"", "name = \"x\"\nimpossible = \"skip\"")).unwrap();
+        let pools: Vec<Option<u32>> = spec.cells.iter().map(|c| c.host_cpus).collect();
+        assert_eq!(pools, [Some(1), Some(2), Some(2)]);
+        assert_eq!(spec.cells[0].level("host_cpus"), Some("1"));
+        let errs = errors(&text.replace("[1, 2]", "[3, \"most\"]"));
+        assert!(
+            errs[0].contains("host_cpus `3` is not a cpu pool of this host"),
+            "{errs:?}"
+        );
+        assert!(errs[1].contains("host_cpus `most`"), "{errs:?}");
     }
 }

@@ -44,6 +44,7 @@ sections![
     grid::Grid,
     isolation::Isolation,
     scalability::Scalability,
+    cpu_share::CpuShare,
     histogram::Histogram,
     load::Load,
     time_series::TimeSeries,

@@ -798,3 +798,66 @@ pub fn many_platforms_options(data: &ExperimentData) -> isolab_report::SummaryOp
         max_repetitions: Some(30),
     }
 }
+
+/// A synthetic CHR experiment (seed 002's Fig 7): docker against the host, a 1-cpu
+/// shape in host cpu pools of 1, 2 and 4 cpus; docker's overhead falls as the pool
+/// grows (CHR 1 → 0.25): 30%, 15%, 5%. Each run records its placement facts.
+pub fn chr_experiment() -> (Store, ExperimentData) {
+    let mut store = Store::open_in_memory().unwrap();
+    let mut cells = Vec::new();
+    for platform in ["host", "docker"] {
+        for pool in ["1", "2", "4"] {
+            let levels = vec![
+                ("platform".to_string(), platform.to_string()),
+                ("host_cpus".to_string(), pool.to_string()),
+            ];
+            cells.push(NewCell {
+                index: cells.len() as u32,
+                key: format!("platform={platform} host_cpus={pool}"),
+                levels,
+            });
+        }
+    }
+    let id = store
+        .create_experiment(&NewExperiment {
+            name: "chr".into(),
+            spec_toml: String::new(),
+            spec_path: None,
+            seed: 7,
+            isolab_version: "test".into(),
+            created_at: UNIX_EPOCH,
+            cells: cells.clone(),
+            environment: vec![],
+        })
+        .unwrap();
+    for (i, cell) in store.cells(id).unwrap().iter().enumerate() {
+        let pool: f64 = cells[i].levels[1].1.parse().unwrap();
+        let slower = if cells[i].levels[0].1 == "docker" {
+            match pool as u32 {
+                1 => 1.30,
+                2 => 1.15,
+                _ => 1.05,
+            }
+        } else {
+            1.0
+        };
+        for k in 0..8u32 {
+            let jitter = [0.0, 0.004, -0.003, 0.002, -0.001, 0.003, -0.004, 0.001][k as usize];
+            let mut run = counted_run(
+                cell.id,
+                k + 1,
+                vec![MetricValue {
+                    name: "execution_time".into(),
+                    unit: "s".into(),
+                    direction: Direction::Lower,
+                    value: 10.0 * slower * (1.0 + jitter),
+                }],
+            );
+            run.limits =
+                serde_json::json!({ "placement": { "chr": 1.0 / pool, "shape_cpus": 1.0 } });
+            store.insert_run(&run).unwrap();
+        }
+    }
+    let data = ExperimentData::load(&store, id).unwrap();
+    (store, data)
+}

@@ -32,7 +32,7 @@ pub fn check(args: CheckArgs) -> Result<Exit> {
             "  [{}] {}  ({} cpus, {})",
             c.index,
             c.key(),
-            c.shape.cpus,
+            c.shape.cpu_count(),
             c.workload.primary
         );
     }

@@ -95,6 +95,7 @@ pub fn execute(
         workdir_base: settings.workdir.clone(),
         keep_workdirs: settings.keep_workdirs,
         cpus: facts.cpus.clone(),
+        topology: isolab_lab::topology::Topology::read(std::path::Path::new("/sys"), &facts.cpus),
         assets,
         storage_host: std::sync::Arc::new(isolab_lab::storage::SystemStorageHost),
     };

@@ -212,16 +212,17 @@ impl VmPlatform {
     }
 }
 
-/// The guest's shape from the job's limits: vCPUs (the cpuset's size when pinned,
-/// the quota rounded up, else every cpu isolab may use) and the host cpus to pin
-/// them to.
+/// The guest's shape from the job's limits: vCPUs (the quota rounded up, else the
+/// cpuset's size when pinned, else every cpu isolab may use) and the host cpus to
+/// pin them to (a pinned guest's; a quota'd guest in a host cpu pool has a cpuset
+/// too, which QEMU's cgroup applies, but its vCPUs float in it).
 fn guest_cpus(limits: &Limits, host_cpus: usize) -> (u32, Option<Vec<u32>>) {
+    if let Some(q) = &limits.cpu {
+        return ((q.cpus().ceil() as u32).max(1), None);
+    }
     if let Some(set) = &limits.cpuset {
         let ids: Vec<u32> = set.iter().copied().collect();
         return (ids.len().max(1) as u32, Some(ids));
-    }
-    if let Some(q) = &limits.cpu {
-        return ((q.cpus().ceil() as u32).max(1), None);
     }
     ((host_cpus as u32).max(1), None)
 }
@@ -239,11 +240,13 @@ fn qemu_limits(limits: &Limits) -> Limits {
 }
 
 /// The runtime's limits inside the guest (`vm+isolab`): the job's, with the cpuset
-/// renumbered to the guest's vCPUs (vCPU i is pinned to the i-th host cpu).
+/// renumbered to the guest's vCPUs (vCPU i is pinned to the i-th host cpu; a
+/// quota'd guest in a host cpu pool has fewer vCPUs than the pool has cpus).
 fn inner_limits(limits: &Limits) -> Limits {
     let mut inner = limits.clone();
     if let Some(set) = &limits.cpuset {
-        inner.cpuset = Some(IdSet::from_iter(0..set.len() as u32));
+        let (vcpus, _) = guest_cpus(limits, set.len());
+        inner.cpuset = Some(IdSet::from_iter(0..(set.len() as u32).min(vcpus)));
     }
     inner.mems = None;
     inner.io = Vec::new(); // the guest's disks are not the host's
@@ -317,6 +320,8 @@ impl Driver for VmDriver {
                 needs_image: true,
                 services: true,
                 vm: true,
+                // QEMU runs in the instance's cgroup, whose cpuset the pool sets.
+                daemons: &[],
                 // The working directory reaches the guest as it does today, not on a device of its own.
                 storage: &[isolab_engines::StorageLevel::Bind],
             },
@@ -773,6 +778,14 @@ mod tests {
         };
         assert_eq!(guest_cpus(&q, 2), (2, None));
         assert_eq!(guest_cpus(&Limits::default(), 2), (2, None));
+        // Half a cpu in a host cpu pool of 2: one vCPU floating in the pool.
+        let pooled = Limits {
+            cpu: quota(0.5),
+            cpuset: Some("0-1".parse().unwrap()),
+            ..Limits::default()
+        };
+        assert_eq!(guest_cpus(&pooled, 2), (1, None));
+        assert_eq!(inner_limits(&pooled).cpuset, Some("0".parse().unwrap()));
     }
 
     #[test]

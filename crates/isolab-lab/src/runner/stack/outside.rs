@@ -33,9 +33,10 @@ impl Runner<'_> {
         workdir: &Path,
         params: &Params,
         services: &Services<'_>,
+        pool: &IdSet,
     ) -> Result<Done, PlatformError> {
         let used = components_cpus(services);
-        let (cpus, shares) = generator_cpus(&self.config.cpus, &used);
+        let (cpus, shares) = generator_cpus(pool, &used);
         let argv = render(&w.command, params)?;
         let job = host_job(
             format!("{name}-client"),
@@ -55,6 +56,9 @@ impl Runner<'_> {
                 "the client on the host shared cpus {cpus} with the components (no cpu of this host was free of them): its cpu use competes with theirs"
             ));
         }
+        execution
+            .notes
+            .extend(self.sibling_note("client", &cpus, &used));
         let metrics = parse_metrics(w, &execution, &job);
         Ok(Done {
             limits: serde_json::json!({ "client_cpus": cpus.to_string(), "client_shares_cpus": shares }),
@@ -72,6 +76,7 @@ impl Runner<'_> {
         workdir: &Path,
         l: &LoadDef,
         services: &Services<'_>,
+        pool: &IdSet,
     ) -> Result<Done, PlatformError> {
         let generator = l.spec.generator;
         let target = services
@@ -83,7 +88,7 @@ impl Runner<'_> {
                 what: "is the load's target but was not started".into(),
             })?;
         let used = components_cpus(services);
-        let (cpus, shares) = generator_cpus(&self.config.cpus, &used);
+        let (cpus, shares) = generator_cpus(pool, &used);
         let missing = generator_missing(generator);
         if !missing.is_empty() {
             return Err(PlatformError::Component {
@@ -103,7 +108,11 @@ impl Runner<'_> {
             generator.as_str(),
             "the load ran (the load generator was stopped)",
         );
-        Ok(load_done(l, &dir, execution?, target, (&cpus, shares)))
+        let mut execution = execution?;
+        execution
+            .notes
+            .extend(self.sibling_note("load generator", &cpus, &used));
+        Ok(load_done(l, &dir, execution, target, (&cpus, shares)))
     }
 
     /// Runs `job` (a [`host_job`]) while watching the components: one that dies
@@ -328,6 +337,20 @@ pub(crate) fn generator_cpus(available: &IdSet, used: &Option<IdSet>) -> (IdSet,
         (available.clone(), true)
     } else {
         (IdSet(free), false)
+    }
+}
+
+impl Runner<'_> {
+    /// A note when the `what` (a client or load generator) on `cpus` shares a core
+    /// (an SMT sibling) with the components' cpus `used`, though on other cpus.
+    fn sibling_note(&self, what: &str, cpus: &IdSet, used: &Option<IdSet>) -> Option<String> {
+        let used = used.as_ref()?;
+        let shared = self.config.topology.shared_cores(used, cpus);
+        (!shared.is_empty() && cpus.iter().all(|c| !used.contains(*c))).then(|| {
+            format!(
+                "the {what} on cpus {cpus} runs on SMT siblings of the components' cpus {shared}: it shares their cores"
+            )
+        })
     }
 }
 

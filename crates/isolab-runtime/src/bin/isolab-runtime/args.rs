@@ -141,12 +141,18 @@ pub(crate) struct ContainerArgs {
     /// Keep the overlay's upper layer in DIR (default: a throw-away tmpfs).
     #[arg(long, value_name = "DIR")]
     pub(crate) upper: Option<PathBuf>,
-    /// CPU quota in cpus (e.g. 0.5), over a 100 ms period.
+    /// CPU quota in cpus (e.g. 0.5), over --cpu-period.
     #[arg(long)]
     pub(crate) cpus: Option<f64>,
+    /// The CFS period of --cpus in microseconds, 1000 to 1000000 (default 100000).
+    #[arg(long, value_name = "MICROSECONDS", requires = "cpus")]
+    pub(crate) cpu_period: Option<u64>,
     /// Cpus the container may run on (e.g. 0-1,3).
     #[arg(long, value_name = "LIST")]
     pub(crate) cpuset: Option<String>,
+    /// Memory nodes the container may allocate from (e.g. 0).
+    #[arg(long, value_name = "LIST")]
+    pub(crate) cpuset_mems: Option<String>,
     /// Memory limit (bytes, or 512M, 1G).
     #[arg(long)]
     pub(crate) memory: Option<String>,
@@ -455,10 +461,16 @@ impl ContainerArgs {
         config.security = self.security()?;
         let limits = &mut config.limits;
         if let Some(cpus) = self.cpus {
-            limits.cpu = Some(CpuQuota::from_cpus(cpus, CpuQuota::DEFAULT_PERIOD)?);
+            let period = self
+                .cpu_period
+                .map_or(CpuQuota::DEFAULT_PERIOD, std::time::Duration::from_micros);
+            limits.cpu = Some(CpuQuota::from_cpus(cpus, period)?);
         }
         if let Some(set) = &self.cpuset {
             limits.cpuset = Some(set.parse::<IdSet>()?);
+        }
+        if let Some(set) = &self.cpuset_mems {
+            limits.mems = Some(set.parse::<IdSet>()?);
         }
         if let Some(m) = &self.memory {
             limits.memory_max = Some(m.parse::<Bytes>()?);
