@@ -382,6 +382,9 @@ mod tests {
         }
         let host = HostFacts {
             cpus: "0-1".parse().unwrap(),
+            storage: Some(crate::spec::StorageSupport {
+                device_mapper: true,
+            }),
         };
         ExperimentSpec::parse(Source::new("aab.toml", text), &host).unwrap()
     }

@@ -1,8 +1,9 @@
 //! The spec checker: [`Validator`] holds the spec's source (for error positions), the
 //! host's facts and the errors found so far, and [`Validator::validate`] walks the
 //! sections in order. Each section's checks are methods in a module of their own:
-//! `experiment`, `image`, `shapes`, `stack` (workloads), `platforms`, `matrix` (with
-//! `neighbours` and `reservations`), then `cells` expands the matrix.
+//! `experiment`, `image`, `shapes`, `stack` (workloads), `storage`, `platforms`, `matrix`
+//! (with `neighbours`, `reservations` and the storage levels), then `cells` expands the
+//! matrix.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -81,6 +82,7 @@ impl Validator<'_> {
         let image_packages = self.image_packages(settings.image_given, raw.image);
         let shapes = self.shapes(raw.shape);
         let workloads = self.workloads(raw.workload);
+        let storage = self.storage(raw.storage);
         let Some(matrix) = raw.matrix else {
             self.errors.push(self.source.error(
                 None,
@@ -138,6 +140,7 @@ impl Validator<'_> {
             probe: settings.probe,
             image,
             recipe,
+            storage,
             factors,
             cells: expanded.cells,
             dropped: expanded.dropped,
