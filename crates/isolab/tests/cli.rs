@@ -2485,7 +2485,8 @@ repetitions = { warmup = 0, min = 2, max = 2, target_cv = 0.5 }
 duration = "1s"
 
 [storage]
-size = "64MiB"
+size = "SIZE"
+striping = "STRIPING"
 
 [matrix]
 platform = [PLATFORMS]
@@ -2528,9 +2529,15 @@ fn storage_left(dir: &Path) -> Vec<String> {
     left
 }
 
-/// Whether this kernel has device-mapper (storage `shared`).
+/// Whether this kernel has device-mapper (storage `shared` striped by a dm target).
 fn device_mapper() -> bool {
     std::fs::read_to_string("/proc/misc").is_ok_and(|m| m.contains(" device-mapper"))
+}
+
+/// Whether this kernel has btrfs (storage `shared` with `striping = "btrfs"`).
+fn btrfs() -> bool {
+    std::fs::read_to_string("/proc/filesystems")
+        .is_ok_and(|m| m.lines().any(|l| l.ends_with("btrfs")))
 }
 
 #[test]
@@ -2542,7 +2549,13 @@ fn every_storage_level_is_mounted_read_back_inside_the_instance_and_removed() {
     let out = run(isolab().args(["list", "--platforms", "--json"]));
     let registry: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let mut platforms = Vec::new();
-    // The levels each offers, `shared` only with device-mapper.
+    // The levels each offers; `shared` striped by device-mapper, else by btrfs.
+    let striping = if device_mapper() {
+        "device-mapper"
+    } else {
+        "btrfs"
+    };
+    let striped = device_mapper() || btrfs();
     let mut expected_cells = Vec::new();
     for p in registry.as_array().unwrap() {
         let name = p["engine"].as_str().unwrap();
@@ -2552,7 +2565,7 @@ fn every_storage_level_is_mounted_read_back_inside_the_instance_and_removed() {
         if p["usable"] == true {
             platforms.push(name.to_owned());
             let offered = p["storage"].as_array().unwrap();
-            let offered = offered.iter().filter(|l| *l != "shared" || device_mapper());
+            let offered = offered.iter().filter(|l| *l != "shared" || striped);
             expected_cells.push(offered.count());
         } else {
             isolab_skip::skip(format!("platform {name} is not usable: {}", p["detail"]));
@@ -2566,12 +2579,23 @@ fn every_storage_level_is_mounted_read_back_inside_the_instance_and_removed() {
         platforms = vec![platforms.swap_remove(host)];
         expected_cells = vec![expected_cells.swap_remove(host)];
     }
-    if !device_mapper() {
-        isolab_skip::skip("this kernel has no device-mapper: storage `shared` is dropped");
+    if !striped {
+        isolab_skip::skip(
+            "this kernel has neither device-mapper nor btrfs: storage `shared` is dropped",
+        );
     }
     let dir = tempfile::tempdir().unwrap();
     let quoted: Vec<String> = platforms.iter().map(|p| format!("\"{p}\"")).collect();
-    let body = STORAGE_SPEC.replace("PLATFORMS", &quoted.join(", "));
+    // btrfs wants devices of 110 MiB at least: two stripes of 128 MiB.
+    let size = if striping == "btrfs" {
+        "256MiB"
+    } else {
+        "64MiB"
+    };
+    let body = STORAGE_SPEC
+        .replace("PLATFORMS", &quoted.join(", "))
+        .replace("SIZE", size)
+        .replace("STRIPING", striping);
     let (_, store, id) = run_experiment(dir.path(), &body, "storage");
     let cells = store.cells(id).unwrap();
     let runs = store.runs(id).unwrap();
@@ -2605,6 +2629,7 @@ fn every_storage_level_is_mounted_read_back_inside_the_instance_and_removed() {
             }
             "layer" => ("overlay", "overlayfs", "isolab-storage"),
             "tmpfs" => ("tmpfs", "tmpfs", "isolab-storage"),
+            "shared" if striping == "btrfs" => ("btrfs", "btrfs", "/dev/loop"),
             "shared" => ("ext4", "ext2/ext3", "/dev/mapper/isolab-"),
             _ => ("ext4", "ext2/ext3", "/dev/loop"),
         };
@@ -2621,7 +2646,7 @@ fn every_storage_level_is_mounted_read_back_inside_the_instance_and_removed() {
         );
         let note = run.notes.iter().find(|n| n.starts_with("storage `"));
         let note = note.unwrap_or_else(|| panic!("{}: {:?}", cell.key, run.notes));
-        if fstype == "ext4" {
+        if fstype == "ext4" || fstype == "btrfs" {
             assert!(
                 note.contains("over files, not disks of their own"),
                 "{note}"

@@ -104,6 +104,7 @@ fn spec_of(text: &str) -> ExperimentSpec {
         cpus: "0-1".parse().unwrap(),
         storage: Some(crate::spec::StorageSupport {
             device_mapper: true,
+            btrfs: true,
         }),
     };
     ExperimentSpec::parse(Source::new("t.toml", text), &host).unwrap()

@@ -137,15 +137,18 @@ impl Validator<'_> {
             });
         }
         let level = StorageLevel::parse(&picked[10].0).unwrap_or(StorageLevel::Bind);
-        storage::unsupported(platform, level, self.host.storage).map(|reason| Impossibility {
-            reason,
-            // At the storage level, or at the platform when the matrix lists no storage.
-            at: if picked[10].2 {
-                picked[10].1.clone()
-            } else {
-                picked[0].1.clone()
-            },
-            advice: OR_EXCLUDE,
+        let striping = tables.striping;
+        storage::unsupported(platform, level, striping, self.host.storage).map(|reason| {
+            Impossibility {
+                reason,
+                // At the storage level, or at the platform when the matrix lists no storage.
+                at: if picked[10].2 {
+                    picked[10].1.clone()
+                } else {
+                    picked[0].1.clone()
+                },
+                advice: OR_EXCLUDE,
+            }
         })
     }
 

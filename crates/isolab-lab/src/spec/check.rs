@@ -30,6 +30,8 @@ pub(super) struct Tables {
     pub(super) platforms: BTreeMap<String, PlatformDef>,
     pub(super) shapes: BTreeMap<String, Shape>,
     pub(super) workloads: BTreeMap<String, WorkloadDef>,
+    /// What stripes a `shared` level's devices (`[storage] striping`).
+    pub(super) striping: super::storage::Striping,
 }
 
 impl<'a> Validator<'a> {
@@ -94,6 +96,7 @@ impl Validator<'_> {
             platforms: self.platforms(raw.platform),
             shapes,
             workloads,
+            striping: storage.striping,
         };
         let matrix_span = matrix.span();
         let mut matrix = matrix.into_inner();

@@ -32,7 +32,7 @@ use isolab_workloads::WorkloadDef;
 
 pub use calibration::aa_design;
 pub use source::{Location, Source, SpecError, SpecErrors};
-pub use storage::{StorageSpec, DEFAULT_SIZE as DEFAULT_STORAGE_SIZE};
+pub use storage::{StorageSpec, Striping, DEFAULT_SIZE as DEFAULT_STORAGE_SIZE};
 
 use crate::neighbour::NeighbourLevel;
 use crate::platform::PlatformDef;
@@ -81,17 +81,23 @@ pub struct HostFacts {
 pub struct StorageSupport {
     /// Whether the kernel has device-mapper (`shared` stripes with a dm target).
     pub device_mapper: bool,
+    /// Whether the kernel has btrfs (`shared` with `striping = "btrfs"`).
+    pub btrfs: bool,
 }
 
 impl StorageSupport {
     /// What the kernel whose proc file system is at `proc` offers: device-mapper when
-    /// `<proc>/misc` lists `device-mapper`.
+    /// `<proc>/misc` lists `device-mapper`, btrfs when `<proc>/filesystems` does.
     pub fn probe(proc: &std::path::Path) -> StorageSupport {
         let misc = std::fs::read_to_string(proc.join("misc")).unwrap_or_default();
+        let filesystems = std::fs::read_to_string(proc.join("filesystems")).unwrap_or_default();
         StorageSupport {
             device_mapper: misc
                 .lines()
                 .any(|l| l.split_whitespace().nth(1) == Some("device-mapper")),
+            btrfs: filesystems
+                .lines()
+                .any(|l| l.split_whitespace().last() == Some("btrfs")),
         }
     }
 }

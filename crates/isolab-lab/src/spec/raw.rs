@@ -35,6 +35,8 @@ pub(crate) struct RawStorage {
     pub size: Option<Spanned<String>>,
     #[serde(default)]
     pub stripes: Option<Spanned<i64>>,
+    #[serde(default)]
+    pub striping: Option<Spanned<String>>,
 }
 
 /// `[image]`: what the experiment's image recipe adds to its workloads' packages.

@@ -34,6 +34,29 @@ pub struct StorageSpec {
     pub size: Bytes,
     /// Loop devices a `shared` device stripes over (`stripes`).
     pub stripes: u32,
+    /// What stripes a `shared` device over them (`striping`).
+    pub striping: Striping,
+}
+
+/// What stripes the loop devices of a `shared` level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Striping {
+    /// A device-mapper `striped` target in 64 KiB chunks, ext4 on it (the default).
+    DeviceMapper,
+    /// One btrfs file system over the loop devices, data and metadata in `raid0`
+    /// (btrfs stripes in 64 KiB chunks too): for kernels without device-mapper.
+    Btrfs,
+}
+
+impl Striping {
+    /// Its word in specs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Striping::DeviceMapper => "device-mapper",
+            Striping::Btrfs => "btrfs",
+        }
+    }
 }
 
 impl Default for StorageSpec {
@@ -42,6 +65,7 @@ impl Default for StorageSpec {
             backing: Vec::new(),
             size: DEFAULT_SIZE,
             stripes: DEFAULT_STRIPES,
+            striping: Striping::DeviceMapper,
         }
     }
 }
@@ -90,6 +114,16 @@ impl Validator<'_> {
             },
             None => (spec.backing.len() as u32).max(DEFAULT_STRIPES),
         };
+        if let Some(w) = raw.striping {
+            match w.get_ref().as_str() {
+                "device-mapper" => spec.striping = Striping::DeviceMapper,
+                "btrfs" => spec.striping = Striping::Btrfs,
+                other => self.err(
+                    w.span(),
+                    format!("storage.striping `{other}`: expected \"device-mapper\" (a dm `striped` target with ext4) or \"btrfs\" (a btrfs raid0 over the loop devices)"),
+                ),
+            }
+        }
         spec
     }
 
@@ -142,14 +176,21 @@ fn backing_problem(path: &std::path::Path) -> Option<String> {
 pub(super) fn unsupported(
     platform: &PlatformDef,
     level: StorageLevel,
+    striping: Striping,
     support: Option<StorageSupport>,
 ) -> Option<String> {
     let caps = platform.kind.capabilities();
     if caps.has_storage(level) {
-        let no_dm = support.is_some_and(|s| !s.device_mapper);
-        return (level == StorageLevel::Shared && no_dm).then(|| {
-            "storage `shared` stripes with a device-mapper `striped` target, and this kernel has no device-mapper (no `device-mapper` in /proc/misc: CONFIG_BLK_DEV_DM); use a kernel with it (or `modprobe dm_mod`)".to_owned()
-        });
+        let support = support.filter(|_| level == StorageLevel::Shared)?;
+        return match striping {
+            Striping::DeviceMapper if !support.device_mapper => Some(
+                "storage `shared` stripes with a device-mapper `striped` target, and this kernel has no device-mapper (no `device-mapper` in /proc/misc: CONFIG_BLK_DEV_DM); use a kernel with it (or `modprobe dm_mod`), or set `striping = \"btrfs\"` in [storage] to stripe with a btrfs raid0".to_owned(),
+            ),
+            Striping::Btrfs if !support.btrfs => Some(
+                "storage `shared` with `striping = \"btrfs\"` needs btrfs, and this kernel has none (no `btrfs` in /proc/filesystems); use a kernel with it, or `striping = \"device-mapper\"`".to_owned(),
+            ),
+            _ => None,
+        };
     }
     let why = match level {
         StorageLevel::Layer | StorageLevel::Volume if !caps.needs_image => {
@@ -224,6 +265,7 @@ mod tests {
             cpus: "0-1".parse().unwrap(),
             storage: Some(crate::spec::StorageSupport {
                 device_mapper: false,
+                btrfs: true,
             }),
         };
         let errs =
@@ -231,6 +273,39 @@ mod tests {
                 .unwrap_err();
         assert_eq!(errs.0.len(), 1, "{errs:?}");
         assert!(errs.0[0].to_string().starts_with("exp.toml:4:25: storage `shared` stripes with a device-mapper `striped` target, and this kernel has no device-mapper"), "{errs:?}");
+        assert!(
+            errs.0[0].to_string().contains("set `striping = \"btrfs\"`"),
+            "{errs:?}"
+        );
+        // Said explicitly, btrfs stripes instead; without btrfs, that is an error too.
+        let btrfs = text.replace("[matrix]", "[storage]\nstriping = \"btrfs\"\n[matrix]");
+        let spec =
+            crate::spec::ExperimentSpec::parse(crate::spec::Source::new("exp.toml", &btrfs), &host)
+                .unwrap();
+        assert_eq!(spec.storage.striping, super::Striping::Btrfs);
+        let no_btrfs = crate::spec::HostFacts {
+            storage: Some(crate::spec::StorageSupport {
+                device_mapper: false,
+                btrfs: false,
+            }),
+            ..host.clone()
+        };
+        let errs = crate::spec::ExperimentSpec::parse(
+            crate::spec::Source::new("exp.toml", &btrfs),
+            &no_btrfs,
+        )
+        .unwrap_err();
+        assert!(errs.0[0].to_string().contains("needs btrfs"), "{errs:?}");
+        let bad = btrfs.replace("\"btrfs\"", "\"md\"");
+        let errs =
+            crate::spec::ExperimentSpec::parse(crate::spec::Source::new("exp.toml", &bad), &host)
+                .unwrap_err();
+        assert!(
+            errs.0[0]
+                .to_string()
+                .starts_with("exp.toml:4:12: storage.striping `md`"),
+            "{errs:?}"
+        );
         // Read anywhere (a stored spec), nothing about the host's storage is checked.
         let anywhere = crate::spec::HostFacts {
             storage: None,

@@ -10,6 +10,7 @@ pub(super) fn host(cpus: &str) -> HostFacts {
         cpus: cpus.parse().unwrap(),
         storage: Some(crate::spec::StorageSupport {
             device_mapper: true,
+            btrfs: true,
         }),
     }
 }

@@ -27,6 +27,9 @@ pub trait StorageHost: Send + Sync + std::fmt::Debug {
     /// Makes an ext4 file system on `device`, its inode tables and journal written now
     /// (no lazy initialisation writing behind a measurement).
     fn mkfs_ext4(&self, device: &Path) -> Result<(), ToolError>;
+    /// Makes one btrfs file system over `devices`, data and metadata striped
+    /// (`raid0`).
+    fn mkfs_btrfs_raid0(&self, devices: &[PathBuf]) -> Result<(), ToolError>;
     /// Mounts `source` on `target` as `fstype` with options `data`.
     fn mount(&self, source: &str, target: &Path, fstype: &str, data: &str) -> io::Result<()>;
     /// Binds directory `source` on `target` (`mount --bind`).
@@ -127,6 +130,16 @@ impl StorageHost for SystemStorageHost {
             ],
         )
         .map(|_| ())
+    }
+
+    fn mkfs_btrfs_raid0(&self, devices: &[PathBuf]) -> Result<(), ToolError> {
+        let devices: Vec<String> = devices
+            .iter()
+            .map(|d| d.to_string_lossy().into_owned())
+            .collect();
+        let mut args = vec!["-q", "-f", "-d", "raid0", "-m", "raid0", "-L", "isolab"];
+        args.extend(devices.iter().map(String::as_str));
+        tool("mkfs.btrfs", "btrfs-progs", &args).map(|_| ())
     }
 
     fn mount(&self, source: &str, target: &Path, fstype: &str, data: &str) -> io::Result<()> {
@@ -301,6 +314,14 @@ impl StorageHost for FakeStorageHost {
                 stderr: "fake failure".into(),
             });
         }
+        Ok(())
+    }
+
+    fn mkfs_btrfs_raid0(&self, devices: &[PathBuf]) -> Result<(), ToolError> {
+        let list: Vec<String> = devices.iter().map(|d| d.display().to_string()).collect();
+        self.state()
+            .calls
+            .push(format!("mkfs.btrfs raid0 {}", list.join(" ")));
         Ok(())
     }
 

@@ -432,6 +432,18 @@ pub fn prepare<'v>(
                 let dir = m.backing_dir(backing[k as usize % backing.len()].join(&store))?;
                 devs.push(m.loop_device(&dir.join(format!("stripe{k}.img")), per * 512)?);
             }
+            if spec.striping == crate::spec::Striping::Btrfs {
+                m.host.mkfs_btrfs_raid0(&devs).map_err(|e| m.tool(e))?;
+                let list: Vec<String> = devs.iter().map(|d| d.display().to_string()).collect();
+                m.devices.push(format!(
+                    "btrfs raid0 (data and metadata striped in 64 KiB chunks) over {}",
+                    list.join(", ")
+                ));
+                // Every device named, so that no `btrfs device scan` is needed.
+                let data: Vec<String> = list.iter().map(|d| format!("device={d}")).collect();
+                m.mount(&list[0], workdir, "btrfs", &data.join(","))?;
+                return Ok(m);
+            }
             let name = format!("isolab-{run}");
             let table = striped_table(&devs, per);
             let dev = m.host.create_dm(&name, &table).map_err(|e| m.tool(e))?;

@@ -9,6 +9,7 @@ fn spec(backing: &[&Path], stripes: u32) -> StorageSpec {
         backing: backing.iter().map(|p| p.to_path_buf()).collect(),
         size: isolab_cgroups::Bytes(64 << 20),
         stripes,
+        striping: crate::spec::Striping::DeviceMapper,
     }
 }
 
@@ -183,6 +184,43 @@ fn dedicated_gives_each_instance_a_device_and_shared_stripes_one_for_all() {
             format!("umount {}", wd.display()),
         ]
     );
+
+    // Striped by btrfs instead: one file system over the loop devices, mounted from
+    // the first with every device named.
+    let host = Arc::new(FakeStorageHost::new());
+    let btrfs = StorageSpec {
+        striping: crate::spec::Striping::Btrfs,
+        ..spec(&[a.path(), b.path()], 2)
+    };
+    let m = make(&host, StorageLevel::Shared, &btrfs, dir.path(), 3).unwrap();
+    let calls = host.calls();
+    assert!(
+        calls.contains(&"mkfs.btrfs raid0 /dev/loop0 /dev/loop1".to_owned()),
+        "{calls:?}"
+    );
+    assert!(
+        calls.contains(&format!(
+            "mount /dev/loop0 {} btrfs device=/dev/loop0,device=/dev/loop1",
+            wd.display()
+        )),
+        "{calls:?}"
+    );
+    let facts = m.facts().unwrap();
+    assert_eq!(
+        (
+            facts.mounts[0].fstype.as_str(),
+            facts.mounts[0].source.as_str()
+        ),
+        ("btrfs", "/dev/loop0")
+    );
+    assert!(
+        facts.devices[2].starts_with("btrfs raid0"),
+        "{:?}",
+        facts.devices
+    );
+    assert!(!calls.iter().any(|c| c.starts_with("dmsetup")), "{calls:?}");
+    drop(m);
+    assert!(host.is_clean());
 }
 
 #[test]
