@@ -53,6 +53,10 @@ PACKAGES+=(hpcc openmpi-bin libopenblas0-serial sockperf ioping ffmpeg libopenmp
 PACKAGES+=(redis-server redis-tools openjdk-17-jre-headless maven)
 # Seed 001's httpd compile: the asset configures httpd on the host against these.
 PACKAGES+=(gcc make libapr1-dev libaprutil1-dev libpcre2-dev)
+# The storage factor's striped `shared` level: dmsetup (a device-mapper `striped` target)
+# and btrfs-progs (a btrfs raid0, `[storage] striping = "btrfs"`, where the kernel has no
+# device-mapper).
+PACKAGES+=(dmsetup btrfs-progs)
 # PostgreSQL's server programs (initdb, pg_ctl): the store tests start a server of their
 # own in a temporary directory, and a team's store can live in PostgreSQL (--db postgres://).
 PACKAGES+=(postgresql)

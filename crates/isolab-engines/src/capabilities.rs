@@ -1,6 +1,7 @@
 //! What a platform can do, declared once by its driver and read by every consumer:
 //! the spec checker explains an impossible cell from it, `isolab list --platforms`
-//! prints it, the runner decides from it whether perf counters describe the workload.
+//! prints it, the runner decides from it whether perf counters describe the workload,
+//! and which [`StorageLevel`]s a run's working directory may live on.
 
 use isolab_cgroups::Limits;
 
@@ -69,6 +70,92 @@ impl LimitKinds {
     }
 }
 
+/// Where a run's working directory (and a service's data directory, which lives in it)
+/// is stored: the `storage` factor of a spec (docs/storage.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StorageLevel {
+    /// A host directory bind-mounted at the same path (the default).
+    Bind,
+    /// The container's writable layer: an overlay file system (the mechanism of
+    /// overlay2's and isolab's writable layer) mounted at the working directory.
+    Layer,
+    /// The engine's named volume (`docker volume create`).
+    Volume,
+    /// An ext4 image file on a loop device mounted at the working directory.
+    Image,
+    /// A tmpfs mounted at the working directory.
+    Tmpfs,
+    /// Each instance its own block device (a loop device over a backing file, ext4).
+    Dedicated,
+    /// One device-mapper `striped` device over several loop devices, ext4, shared by
+    /// every instance of the run.
+    Shared,
+}
+
+impl StorageLevel {
+    /// Every level, in the order specs and docs list them.
+    pub const ALL: [StorageLevel; 7] = [
+        StorageLevel::Bind,
+        StorageLevel::Layer,
+        StorageLevel::Volume,
+        StorageLevel::Image,
+        StorageLevel::Tmpfs,
+        StorageLevel::Dedicated,
+        StorageLevel::Shared,
+    ];
+    /// The levels the lab mounts on the host at the working directory, which every
+    /// platform that binds the working directory at the same path sees.
+    pub const MOUNTED: &'static [StorageLevel] = &[
+        StorageLevel::Bind,
+        StorageLevel::Image,
+        StorageLevel::Tmpfs,
+        StorageLevel::Dedicated,
+        StorageLevel::Shared,
+    ];
+    /// [`StorageLevel::MOUNTED`] and a container's writable layer.
+    pub const CONTAINER: &'static [StorageLevel] = &[
+        StorageLevel::Bind,
+        StorageLevel::Layer,
+        StorageLevel::Image,
+        StorageLevel::Tmpfs,
+        StorageLevel::Dedicated,
+        StorageLevel::Shared,
+    ];
+
+    /// Its name in specs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StorageLevel::Bind => "bind",
+            StorageLevel::Layer => "layer",
+            StorageLevel::Volume => "volume",
+            StorageLevel::Image => "image",
+            StorageLevel::Tmpfs => "tmpfs",
+            StorageLevel::Dedicated => "dedicated",
+            StorageLevel::Shared => "shared",
+        }
+    }
+
+    /// The level named `s`.
+    pub fn parse(s: &str) -> Option<StorageLevel> {
+        StorageLevel::ALL.into_iter().find(|l| l.as_str() == s)
+    }
+
+    /// Whether it is a block device the lab makes (loop devices, device-mapper).
+    pub fn is_block(self) -> bool {
+        matches!(
+            self,
+            StorageLevel::Image | StorageLevel::Dedicated | StorageLevel::Shared
+        )
+    }
+}
+
+impl std::fmt::Display for StorageLevel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// What a platform offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Capabilities {
@@ -90,11 +177,14 @@ pub struct Capabilities {
     /// containers that serve them: dockerd, containerd and its shims), which a host
     /// cpu pool (`host_cpus`) confines with the cell.
     pub daemons: &'static [&'static str],
+    /// The storage levels its runs' working directories can live on.
+    pub storage: &'static [StorageLevel],
 }
 
 impl Capabilities {
     /// A container engine's: every limit, the image, perf counters following the
-    /// workload, services on any network but `none`.
+    /// workload, services on any network but `none`, the storage levels of
+    /// [`StorageLevel::CONTAINER`] (the working directory is bound at the same path).
     pub fn container(networks: &'static [NetworkMode]) -> Capabilities {
         Capabilities {
             networks,
@@ -104,7 +194,13 @@ impl Capabilities {
             services: networks.iter().any(|n| *n != NetworkMode::None),
             vm: false,
             daemons: &[],
+            storage: StorageLevel::CONTAINER,
         }
+    }
+
+    /// Whether its runs' working directories can live on `level`.
+    pub fn has_storage(&self, level: StorageLevel) -> bool {
+        self.storage.contains(&level)
     }
 
     /// Whether it offers `network`.

@@ -78,7 +78,10 @@ use crate::mounts::{mounts_below, mounts_of};
 use crate::parent_cgroups::ForeignParents;
 use crate::run_flags::{common_run_flags, limit_flags};
 use crate::tool::{argv, require, run_ok, tail, SystemTools, Tools};
-use crate::{Capabilities, Engine, EngineError, NetworkMode, PreparedImage, RunRequest};
+use crate::volumes;
+use crate::{
+    Capabilities, Engine, EngineError, NetworkMode, PreparedImage, RunRequest, StorageLevel,
+};
 
 const ENGINE: &str = "docker";
 
@@ -775,6 +778,8 @@ impl Engine for Docker {
                 "containerd-shim-runc-v2",
                 "docker-proxy",
             ],
+            // Named volumes too (`docker volume create`).
+            storage: &StorageLevel::ALL,
             ..Capabilities::container(&[NetworkMode::None, NetworkMode::Bridge, NetworkMode::Host])
         }
     }
@@ -936,7 +941,20 @@ impl Engine for Docker {
             )?;
             removed.push(format!("docker container {name}"));
         }
+        // Then the volumes of storage `volume`, which their containers no longer use.
+        let cli = self.docker(Vec::<String>::new())?;
+        removed.extend(volumes::gc(&*self.tools, ENGINE, &cli, prefix)?);
         Ok(removed)
+    }
+
+    fn create_volume(&self, name: &str) -> Result<PathBuf, EngineError> {
+        let cli = self.docker(Vec::<String>::new())?;
+        volumes::create(&*self.tools, ENGINE, &cli, name)
+    }
+
+    fn remove_volume(&self, name: &str) -> Result<(), EngineError> {
+        let cli = self.docker(Vec::<String>::new())?;
+        volumes::remove(&*self.tools, ENGINE, &cli, name)
     }
 
     fn shutdown(&self) -> Result<(), EngineError> {
@@ -1168,6 +1186,45 @@ pub(crate) mod tests {
             .unwrap_err()
             .to_string()
             .contains("permission denied"));
+    }
+
+    #[test]
+    fn volumes_are_labelled_inspected_for_their_directory_and_collected_by_prefix() {
+        let dir = tempfile::tempdir().unwrap();
+        let (d, fake) = ready_docker(dir.path(), Version::V1);
+        fake.reply(
+            "{{.Mountpoint}} isolab-x-c0-r1",
+            0,
+            "/var/lib/docker/volumes/isolab-x-c0-r1/_data\n",
+            "",
+        );
+        assert_eq!(
+            d.create_volume("isolab-x-c0-r1").unwrap(),
+            PathBuf::from("/var/lib/docker/volumes/isolab-x-c0-r1/_data")
+        );
+        fake.reply("ps -a", 0, "", "");
+        fake.reply("volume ls", 0, "isolab-x-c0-r1\nisolab-y-c0-r1\n", "");
+        assert_eq!(d.gc("isolab-x-").unwrap(), ["docker volume isolab-x-c0-r1"]);
+        let calls = fake.calls();
+        assert!(calls
+            .iter()
+            .any(|c| c.ends_with("volume create --label isolab.storage=1 isolab-x-c0-r1")));
+        assert!(calls
+            .iter()
+            .any(|c| c.ends_with("volume ls --quiet --filter label=isolab.storage")));
+        assert!(calls
+            .iter()
+            .any(|c| c.ends_with("volume rm --force isolab-x-c0-r1")));
+        assert!(!calls
+            .iter()
+            .any(|c| c.ends_with("volume rm --force isolab-y-c0-r1")));
+        // A volume whose directory docker does not say is removed again.
+        fake.reply("{{.Mountpoint}} isolab-x-c0-r2", 0, "\n", "");
+        assert!(d.create_volume("isolab-x-c0-r2").is_err());
+        assert!(fake
+            .calls()
+            .iter()
+            .any(|c| c.ends_with("volume rm --force isolab-x-c0-r2")));
     }
 
     #[test]

@@ -51,7 +51,9 @@ fn c_str(s: &str) -> io::Result<CString> {
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "the text contains a NUL byte"))
 }
 
-fn sys_mount(source: &str, target: &Path, fstype: &str, data: &str) -> io::Result<()> {
+/// mount(2) of `source` (a device, or a name for a file system without one) on
+/// `target` as `fstype` with the file system's options `data`, no mount flags.
+pub fn sys_mount(source: &str, target: &Path, fstype: &str, data: &str) -> io::Result<()> {
     let (source, target, fstype, data) = (
         c_str(source)?,
         c_path(target)?,

@@ -81,13 +81,14 @@ mod request;
 pub mod run_flags;
 mod run_state;
 pub mod tool;
+mod volumes;
 
 use std::path::{Path, PathBuf};
 
 use isolab_cgroups::Limits;
 use isolab_runtime::ContainerId;
 
-pub use capabilities::{Capabilities, LimitKinds};
+pub use capabilities::{Capabilities, LimitKinds, StorageLevel};
 pub use error::EngineError;
 pub use parent_cgroups::remove_dead_foreign_parents;
 
@@ -302,8 +303,27 @@ pub trait Engine: Send + Sync {
         (network == NetworkMode::Host).then(|| "127.0.0.1".to_owned())
     }
 
-    /// Removes containers whose id starts with `prefix` (e.g. those of a dead
-    /// experiment); returns one line per thing removed.
+    /// Creates the engine's named volume `name` (storage `volume`; `name` starts with
+    /// [`ID_PREFIX`], so that [`Engine::gc`] finds it) and returns the host directory
+    /// that holds its data. Only engines whose capabilities list
+    /// [`StorageLevel::Volume`] have volumes.
+    fn create_volume(&self, name: &str) -> Result<PathBuf, EngineError> {
+        Err(EngineError::Unsupported {
+            engine: self.name(),
+            detail: format!("no named volumes (asked for `{name}`)"),
+        })
+    }
+
+    /// Removes the named volume `name` made by [`Engine::create_volume`].
+    fn remove_volume(&self, name: &str) -> Result<(), EngineError> {
+        Err(EngineError::Unsupported {
+            engine: self.name(),
+            detail: format!("no named volumes (asked to remove `{name}`)"),
+        })
+    }
+
+    /// Removes containers (and named volumes) whose name starts with `prefix` (e.g.
+    /// those of a dead experiment); returns one line per thing removed.
     fn gc(&self, prefix: &str) -> Result<Vec<String>, EngineError>;
 
     /// Undoes [`Engine::ensure_ready`]: stops a daemon isolab started and restores

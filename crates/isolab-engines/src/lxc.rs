@@ -94,7 +94,9 @@ use crate::mounts::{cgroup_mounts, cgroup_version, cpuset_v1_mount, mount_table}
 use crate::request::{base_env, parent_rel, path_str};
 use crate::run_state::{create_dir, gc_runs, Cleanup, RunState};
 use crate::tool::{argv, require, run_ok, version, SystemTools, Tools};
-use crate::{Capabilities, Engine, EngineError, NetworkMode, PreparedImage, RunRequest};
+use crate::{
+    Capabilities, Engine, EngineError, NetworkMode, PreparedImage, RunRequest, StorageLevel,
+};
 
 const ENGINE: &str = "lxc";
 /// Where run directories live by default (LXC's `lxcpath` for isolab's containers).
@@ -240,6 +242,10 @@ impl Engine for Lxc {
         Capabilities {
             // The monitor process of each container (`[lxc monitor]`, named lxc-start).
             daemons: &["lxc-start"],
+            // With an overlay mounted at the working directory (storage `layer`),
+            // lxc-execute (LXC 5.0) exits before the container's cgroup appears,
+            // saying nothing: not offered until that is understood.
+            storage: StorageLevel::MOUNTED,
             ..Capabilities::container(&[NetworkMode::None, NetworkMode::Host])
         }
     }

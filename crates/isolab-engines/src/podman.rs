@@ -86,7 +86,10 @@ use crate::image_tar::{cached_tar_in, repository, DEFAULT_CACHE_DIR};
 use crate::parent_cgroups::{remove_parent_chains, ForeignParents};
 use crate::run_flags::{common_run_flags, limit_flags};
 use crate::tool::{argv, require, run_ok, tail, SystemTools, Tools};
-use crate::{Capabilities, Engine, EngineError, NetworkMode, PreparedImage, RunRequest};
+use crate::volumes;
+use crate::{
+    Capabilities, Engine, EngineError, NetworkMode, PreparedImage, RunRequest, StorageLevel,
+};
 
 const ENGINE: &str = "podman";
 
@@ -888,6 +891,8 @@ impl Engine for Podman {
         Capabilities {
             // Each container's monitor (podman has no daemon).
             daemons: &["conmon"],
+            // Named volumes too (`podman volume create`).
+            storage: &StorageLevel::ALL,
             ..Capabilities::container(&[NetworkMode::None, NetworkMode::Bridge, NetworkMode::Host])
         }
     }
@@ -1032,6 +1037,16 @@ impl Engine for Podman {
         }
     }
 
+    fn create_volume(&self, name: &str) -> Result<PathBuf, EngineError> {
+        let cli = self.podman(Vec::<String>::new())?;
+        volumes::create(&*self.tools, ENGINE, &cli, name)
+    }
+
+    fn remove_volume(&self, name: &str) -> Result<(), EngineError> {
+        let cli = self.podman(Vec::<String>::new())?;
+        volumes::remove(&*self.tools, ENGINE, &cli, name)
+    }
+
     fn gc(&self, prefix: &str) -> Result<Vec<String>, EngineError> {
         let cmd = self.podman([
             "ps".to_string(),
@@ -1055,6 +1070,9 @@ impl Engine for Podman {
             self.wait_for_monitors(&name, MONITOR_EXIT);
             removed.push(format!("podman container {name}"));
         }
+        // The volumes of storage `volume`, which their containers no longer use.
+        let cli = self.podman(Vec::<String>::new())?;
+        removed.extend(volumes::gc(&*self.tools, ENGINE, &cli, prefix)?);
         // A hybrid-cgroup fix whose owner was killed before its shutdown.
         let state = &self.config.state_dir;
         removed.extend(gc_dead_owners(

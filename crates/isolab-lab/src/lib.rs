@@ -18,6 +18,10 @@
 //!   and their start and stop around a run.
 //! - [`runner`]: shuffled rounds, warm-ups, adaptive repetitions, one transaction
 //!   per run, interruption and resume.
+//! - [`storage`]: the `storage` factor at run time: the working directory mounted on a
+//!   tmpfs, an overlay, an ext4 image, a loop device per instance or a striped
+//!   device-mapper device, read back from the mount table and removed after the run
+//!   and by `gc`.
 //! - [`environment`]: what the host is, stored with every experiment.
 //! - [`telemetry`]: the per-core utilisation sampler.
 //! - `testing` (feature `testing`): a scripted launcher and a fake cgroupfs, with
@@ -33,6 +37,7 @@ pub mod reservation;
 pub mod runner;
 pub mod shape;
 pub mod spec;
+pub mod storage;
 pub mod telemetry;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -57,7 +57,7 @@ impl Shape {
 
     /// Whether it asks for part of a cpu (0.5, 1.5), which no cpuset can grant.
     pub fn is_fractional(&self) -> bool {
-        self.millicpus % 1000 != 0
+        !self.millicpus.is_multiple_of(1000)
     }
 
     /// Its quota: [`Shape::millicpus`] thousandths of [`Shape::cpu_period`], in

@@ -102,6 +102,9 @@ impl Lab {
             Source::new("fake.toml", spec.as_str()),
             &HostFacts {
                 cpus: "0-3".parse().unwrap(),
+                storage: Some(isolab_lab::spec::StorageSupport {
+                    device_mapper: true,
+                }),
             },
         )
         .unwrap();
@@ -119,6 +122,7 @@ impl Lab {
                 cpus: "0-3".parse().unwrap(),
                 topology: isolab_lab::topology::Topology::flat(&"0-3".parse().unwrap()),
                 assets: Default::default(),
+                storage_host: std::sync::Arc::new(isolab_lab::storage::SystemStorageHost),
             },
         )
         .start(&spec, vec![])

@@ -222,6 +222,74 @@ pub struct Comparison {
     /// Geometric mean of the points' overhead ratios, as benchstat's `geomean` row;
     /// `None` when no point has a positive ratio.
     pub geomean: Option<GeoMean>,
+    /// How many points were measured steadily enough: seed 000 asks that 95% of
+    /// them have a CV below 5%.
+    pub steady: Steady,
+}
+
+/// Seed 000's acceptance of a measurement: the share of points whose coefficient of
+/// variation is below [`Steady::CV`] on both sides, against the seed's [`Steady::SHARE`].
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Steady {
+    /// Points with a CV below [`Steady::CV`] on both sides.
+    pub below: usize,
+    /// Points with a CV on both sides.
+    pub of: usize,
+}
+
+impl Steady {
+    /// The CV a steady point stays below.
+    pub const CV: f64 = 0.05;
+    /// The share of steady points seed 000 asks for.
+    pub const SHARE: f64 = 0.95;
+
+    /// Counts the steady points of `points`.
+    pub fn of(points: &[Point]) -> Steady {
+        let both: Vec<(f64, f64)> = points
+            .iter()
+            .filter_map(|p| Some((p.cv_a?, p.cv_b?)))
+            .collect();
+        Steady {
+            below: both
+                .iter()
+                .filter(|(a, b)| *a < Self::CV && *b < Self::CV)
+                .count(),
+            of: both.len(),
+        }
+    }
+
+    /// Their share, `None` without points.
+    pub fn share(&self) -> Option<f64> {
+        (self.of > 0).then(|| self.below as f64 / self.of as f64)
+    }
+
+    /// One line: `672 of 700 points (96.0%) have a CV below 5% on both sides: seed 000 asks 95%, met`.
+    pub fn line(&self) -> Option<String> {
+        let share = self.share()?;
+        Some(format!(
+            "{} of {} points ({:.1}%) have a CV below {:.0}% on both sides: seed 000 asks {:.0}%, {}",
+            self.below,
+            self.of,
+            share * 100.0,
+            Self::CV * 100.0,
+            Self::SHARE * 100.0,
+            if share >= Self::SHARE { "met" } else { "not met" }
+        ))
+    }
+}
+
+/// The `k` points of `points` whose regression moved furthest from 0, furthest first.
+pub fn moved_most(points: &[Point], k: usize) -> Vec<&Point> {
+    let mut moved: Vec<&Point> = points
+        .iter()
+        .filter(|p| p.regression_pct.is_some_and(f64::is_finite))
+        .collect();
+    moved.sort_by(|a, b| {
+        let r = |p: &Point| p.regression_pct.unwrap_or(0.0).abs();
+        r(b).total_cmp(&r(a))
+    });
+    moved.truncate(k);
+    moved
 }
 
 /// The geometric mean of the overhead ratios of a comparison's points
@@ -422,6 +490,7 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Result<Compariso
         ratio,
         points: ratios.len(),
     });
+    let steady = Steady::of(&points);
     Ok(Comparison {
         a: a.label.clone(),
         b: b.label.clone(),
@@ -435,6 +504,7 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Result<Compariso
         unmatched,
         rule: options.rule.clone(),
         geomean,
+        steady,
     })
 }
 

@@ -447,6 +447,45 @@ pub fn comparison_table(c: &crate::compare::Comparison, style: impl Into<Style>)
             out.push_str(&histogram_text(h));
         }
     }
+    if let Some(line) = c.steady.line() {
+        out.push_str(&text_lines(&format!("{line}\n"), style));
+    }
+    out.push_str(&moved_most_table(c, &factors, style));
+    out
+}
+
+/// Points a comparison of many shows again, those that moved most.
+pub const MOVED_MOST: usize = 10;
+
+/// Over more than [`MOVED_MOST`] points, the [`MOVED_MOST`] whose regression is
+/// furthest from 0: where to look first among hundreds.
+fn moved_most_table(c: &crate::compare::Comparison, factors: &[String], style: Style) -> String {
+    if c.points.len() <= MOVED_MOST {
+        return String::new();
+    }
+    let mut header: Vec<String> = factors.to_vec();
+    header.extend(["metric", "regression", "verdict"].map(String::from));
+    let mut right = vec![false; factors.len()];
+    right.extend([false, true, false]);
+    let mut t = Table::new(header, right);
+    for p in crate::compare::moved_most(&c.points, MOVED_MOST) {
+        let mut row = factor_cells(factors, &p.levels);
+        row.push(p.metric.clone());
+        row.push(
+            p.regression_pct
+                .map_or("-".into(), |r| format!("{}%", signed_pct(r))),
+        );
+        row.push(p.verdict.to_string());
+        t.push(row);
+    }
+    let mut out = text_lines(
+        &format!(
+            "\nthe {MOVED_MOST} points that moved most (of {}):\n",
+            c.points.len()
+        ),
+        style,
+    );
+    out.push_str(&t.render(style));
     out
 }
 

@@ -890,3 +890,43 @@ fn overhead_is_drawn_against_the_container_to_host_core_ratio() {
     let json = section.json(&report);
     assert_eq!(json[0].1["chr"].as_object().unwrap().len(), 1, "{:?}", json);
 }
+
+#[test]
+fn hundreds_of_points_say_their_steadiness_and_the_points_that_moved_most() {
+    let (_store, data) = experiment::experiment();
+    let primary = experiment::options(&data).primary;
+    let side = |p: &str| Side {
+        data: &data,
+        select: vec![("placement".into(), p.into())],
+        primary: primary.clone(),
+        label: format!("placement={p}"),
+    };
+    let mut c = compare(&side("shared"), &side("quota"), &CompareOptions::default()).unwrap();
+    // 300 points: regression i/10 %, the CV of every tenth at 8% (above seed 000's 5%).
+    let template = c.points[0].clone();
+    c.points = (0..300)
+        .map(|i| {
+            let mut p = template.clone();
+            p.levels = vec![("query".into(), format!("q{i}"))];
+            p.regression_pct = Some(f64::from(i) / 10.0 * if i % 2 == 0 { 1.0 } else { -1.0 });
+            p.cv_a = Some(0.01);
+            p.cv_b = Some(if i % 10 == 0 { 0.08 } else { 0.02 });
+            p
+        })
+        .collect();
+    c.steady = isolab_report::compare::Steady::of(&c.points);
+    assert_eq!((c.steady.below, c.steady.of), (270, 300));
+    assert_eq!(
+        c.steady.line().unwrap(),
+        "270 of 300 points (90.0%) have a CV below 5% on both sides: seed 000 asks 95%, not met"
+    );
+    let moved = isolab_report::compare::moved_most(&c.points, 3);
+    let regressions: Vec<f64> = moved.iter().map(|p| p.regression_pct.unwrap()).collect();
+    assert_eq!(regressions, [-29.9, 29.8, -29.7]);
+    let table = comparison_table(&c, false);
+    let tail = table
+        .split("the 10 points that moved most (of 300):")
+        .nth(1)
+        .expect(&table);
+    assert!(tail.lines().nth(2).unwrap().contains("q299"), "{tail}");
+}

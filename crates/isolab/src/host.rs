@@ -16,7 +16,10 @@ pub const CGROUP_BASE: &str = "isolab";
 
 pub fn facts() -> Result<HostFacts> {
     let cpus = environment::allowed_cpus().context("cannot read this process's cpu affinity")?;
-    Ok(HostFacts { cpus })
+    Ok(HostFacts {
+        cpus,
+        storage: Some(isolab_lab::spec::StorageSupport::probe(Path::new("/proc"))),
+    })
 }
 
 pub fn hierarchy() -> Result<Hierarchy> {

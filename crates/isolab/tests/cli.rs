@@ -224,6 +224,24 @@ fn list_platforms_shows_the_registry_with_capabilities_and_usability() {
     // Every VM is on isolab's bridge and runs services.
     assert_eq!(row("vm")["services"], true);
     assert_eq!(row("vm")["networks"], serde_json::json!(["bridge"]));
+    // The storage levels each offers (docs/storage.md).
+    let storage = |name: &str| row(name)["storage"].clone();
+    let mounted = ["bind", "image", "tmpfs", "dedicated", "shared"];
+    assert_eq!(storage("host"), serde_json::json!(mounted));
+    assert_eq!(storage("lxc"), serde_json::json!(mounted));
+    assert_eq!(
+        storage("docker"),
+        serde_json::json!([
+            "bind",
+            "layer",
+            "volume",
+            "image",
+            "tmpfs",
+            "dedicated",
+            "shared"
+        ])
+    );
+    assert_eq!(storage("vm"), serde_json::json!(["bind"]));
     assert_eq!(row("host")["usable"], is_root(), "{}", row("host"));
     for r in rows {
         assert!(!r["detail"].as_str().unwrap().is_empty(), "{r}");
@@ -478,6 +496,38 @@ fn until_decided_continues_two_cells_of_a_stored_experiment_until_their_comparis
     guard.assert_nothing_leaked("cgroups left");
 }
 
+/// Starts `isolab run` of `spec` into `db` with working directories under `work`,
+/// and kills it with SIGKILL once `ready(stored runs)` holds (within a minute), a
+/// moment later so that the kill lands inside a run.
+fn kill_9_when(db: &Path, work: &Path, spec: &Path, ready: impl Fn(u64) -> bool) {
+    let mut child = isolab()
+        .arg("--db")
+        .arg(db)
+        .args(["run", "--quiet", "--no-report", "--workdir"])
+        .arg(work)
+        .arg(spec)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let out = run(isolab().arg("--db").arg(db).args(["list", "--json"]));
+        let runs = serde_json::from_slice::<serde_json::Value>(&out.stdout)
+            .ok()
+            .and_then(|v| v[0]["runs"].as_u64())
+            .unwrap_or(0);
+        if ready(runs) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "not ready to kill in time");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(150));
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+}
+
 #[test]
 fn kill_9_then_gc_then_resume_completes_exactly_once() {
     kill_9_then_gc_then_resume(None);
@@ -506,33 +556,8 @@ fn kill_9_then_gc_then_resume(platform: Option<&str>) {
         spec = spec.replace("[matrix]\n", &format!("[matrix]\nplatform = [\"{p}\"]\n"));
     }
     let spec = write_spec(dir.path(), "k.toml", &spec);
-    let mut child = isolab()
-        .arg("--db")
-        .arg(&db)
-        .args(["run", "--quiet", "--no-report", "--workdir"])
-        .arg(&work)
-        .arg(&spec)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
     // Wait until a few runs are stored, then kill -9 in the middle of one.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let out = run(isolab().arg("--db").arg(&db).args(["list", "--json"]));
-        let runs = serde_json::from_slice::<serde_json::Value>(&out.stdout)
-            .ok()
-            .and_then(|v| v[0]["runs"].as_u64())
-            .unwrap_or(0);
-        if runs >= 3 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "no runs stored in time");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    std::thread::sleep(Duration::from_millis(150));
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
+    kill_9_when(&db, &work, &spec, |runs| runs >= 3);
 
     let gc = run(isolab().args(["gc", "--workdir"]).arg(&work));
     assert!(gc.status.success(), "{}", text(&gc.stderr));
@@ -2448,6 +2473,290 @@ fn the_seed_application_programs_run_on_every_platform_from_host_built_assets() 
         &procs_before,
     );
     assert!(procs.is_empty(), "processes left: {procs:?}");
+}
+
+/// A workload that writes into its working directory, prints the file system type there
+/// as the instance sees it, and its mount table's line for the directory.
+const STORAGE_SPEC: &str = r#"[experiment]
+name = "storage"
+seed = 4
+impossible = "skip"
+repetitions = { warmup = 0, min = 2, max = 2, target_cv = 0.5 }
+duration = "1s"
+
+[storage]
+size = "SIZE"
+striping = "STRIPING"
+
+[matrix]
+platform = [PLATFORMS]
+storage = ["bind", "layer", "volume", "image", "tmpfs", "dedicated", "shared"]
+workload = ["fs"]
+
+[workload.fs]
+command = '''sh -c 'echo x > probe && stat -f -c %T . && grep " $PWD " /proc/self/mountinfo; true' '''
+parser = "time"
+"#;
+
+/// Loop devices whose backing file is below `dir`, device-mapper devices named
+/// `isolab-…`, and mounts below `dir`: the storage a test must not leave behind.
+fn storage_left(dir: &Path) -> Vec<String> {
+    let mut left = Vec::new();
+    for e in std::fs::read_dir("/sys/block")
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if let Ok(file) = std::fs::read_to_string(e.path().join("loop/backing_file")) {
+            if file.starts_with(&*dir.to_string_lossy()) {
+                left.push(format!("{name} over {}", file.trim()));
+            }
+        }
+        if let Ok(dm) = std::fs::read_to_string(e.path().join("dm/name")) {
+            if dm.starts_with("isolab-") {
+                left.push(format!("device-mapper {}", dm.trim()));
+            }
+        }
+    }
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    left.extend(
+        mounts
+            .lines()
+            .filter(|l| l.contains(&*dir.to_string_lossy()))
+            .map(str::to_owned),
+    );
+    left
+}
+
+/// Whether this kernel has device-mapper (storage `shared` striped by a dm target).
+fn device_mapper() -> bool {
+    std::fs::read_to_string("/proc/misc").is_ok_and(|m| m.contains(" device-mapper"))
+}
+
+/// Whether this kernel has btrfs (storage `shared` with `striping = "btrfs"`).
+fn btrfs() -> bool {
+    std::fs::read_to_string("/proc/filesystems")
+        .is_ok_and(|m| m.lines().any(|l| l.ends_with("btrfs")))
+}
+
+#[test]
+fn every_storage_level_is_mounted_read_back_inside_the_instance_and_removed() {
+    let Some(guard) = CgroupTest::start() else {
+        return;
+    };
+    // The host, isolab's runtime and every container engine this host can run.
+    let out = run(isolab().args(["list", "--platforms", "--json"]));
+    let registry: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut platforms = Vec::new();
+    // The levels each offers; `shared` striped by device-mapper, else by btrfs.
+    let striping = if device_mapper() {
+        "device-mapper"
+    } else {
+        "btrfs"
+    };
+    let striped = device_mapper() || btrfs();
+    let mut expected_cells = Vec::new();
+    for p in registry.as_array().unwrap() {
+        let name = p["engine"].as_str().unwrap();
+        if p["vm"] == true || name.contains('+') {
+            continue;
+        }
+        if p["usable"] == true {
+            platforms.push(name.to_owned());
+            let offered = p["storage"].as_array().unwrap();
+            let offered = offered.iter().filter(|l| *l != "shared" || striped);
+            expected_cells.push(offered.count());
+        } else {
+            isolab_skip::skip(format!("platform {name} is not usable: {}", p["detail"]));
+        }
+    }
+    if !Path::new(IMAGE).join("bin/sh").exists() {
+        isolab_skip::skip(format!(
+            "no bench image at {IMAGE} (make image): storage on the host only"
+        ));
+        let host = platforms.iter().position(|p| p == "host").unwrap();
+        platforms = vec![platforms.swap_remove(host)];
+        expected_cells = vec![expected_cells.swap_remove(host)];
+    }
+    if !striped {
+        isolab_skip::skip(
+            "this kernel has neither device-mapper nor btrfs: storage `shared` is dropped",
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let quoted: Vec<String> = platforms.iter().map(|p| format!("\"{p}\"")).collect();
+    // btrfs wants devices of 110 MiB at least: two stripes of 128 MiB.
+    let size = if striping == "btrfs" {
+        "256MiB"
+    } else {
+        "64MiB"
+    };
+    let body = STORAGE_SPEC
+        .replace("PLATFORMS", &quoted.join(", "))
+        .replace("SIZE", size)
+        .replace("STRIPING", striping);
+    let (_, store, id) = run_experiment(dir.path(), &body, "storage");
+    let cells = store.cells(id).unwrap();
+    let runs = store.runs(id).unwrap();
+    // Each platform's cells on the levels it offers, two runs each.
+    assert_eq!(runs.len(), expected_cells.iter().sum::<usize>() * 2);
+    for run in &runs {
+        let cell = cells.iter().find(|c| c.id == run.cell).unwrap();
+        assert!(run.is_counted(), "{}: {:?}", cell.key, run.error);
+        let level = cell.key.rsplit("storage=").next().unwrap();
+        let storage = &run.limits["storage"];
+        assert_eq!(storage["level"], level, "{}", cell.key);
+        let (stdout, _) = store.run_logs(run.id).unwrap();
+        let seen = stdout.lines().next().unwrap_or_default();
+        let mounted = &storage["mounts"][0];
+        let (fstype, statfs, source) = match level {
+            "bind" => {
+                assert_eq!(storage["mounts"], serde_json::json!([]), "{}", cell.key);
+                continue;
+            }
+            "volume" => {
+                // The engine's volume directory, bound: the file system holding it.
+                let devices = storage["devices"].to_string();
+                assert!(devices.contains("named volume isolab-exp"), "{devices}");
+                assert!(
+                    stdout.contains("/volumes/isolab-exp"),
+                    "{}: {stdout}",
+                    cell.key
+                );
+                assert!(!mounted["fstype"].as_str().unwrap().is_empty(), "{storage}");
+                continue;
+            }
+            "layer" => ("overlay", "overlayfs", "isolab-storage"),
+            "tmpfs" => ("tmpfs", "tmpfs", "isolab-storage"),
+            "shared" if striping == "btrfs" => ("btrfs", "btrfs", "/dev/loop"),
+            "shared" => ("ext4", "ext2/ext3", "/dev/mapper/isolab-"),
+            _ => ("ext4", "ext2/ext3", "/dev/loop"),
+        };
+        // Read back from the host's mount table …
+        assert_eq!(mounted["fstype"], fstype, "{}: {storage}", cell.key);
+        let src = mounted["source"].as_str().unwrap();
+        assert!(src.starts_with(source), "{}: {storage}", cell.key);
+        // … and seen by the workload inside its instance, as mounted.
+        assert_eq!(seen, statfs, "{}: {stdout}", cell.key);
+        assert!(
+            stdout.contains(&format!(" - {fstype} {src} ")),
+            "{}: the instance's mount table: {stdout}",
+            cell.key
+        );
+        let note = run.notes.iter().find(|n| n.starts_with("storage `"));
+        let note = note.unwrap_or_else(|| panic!("{}: {:?}", cell.key, run.notes));
+        if fstype == "ext4" || fstype == "btrfs" {
+            assert!(
+                note.contains("over files, not disks of their own"),
+                "{note}"
+            );
+        }
+    }
+    let left = storage_left(dir.path());
+    assert!(left.is_empty(), "storage left: {left:?}");
+    let work = std::fs::read_dir(dir.path().join("work"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert_eq!(work, 0, "working or backing directories left");
+    guard.assert_nothing_leaked("cgroups left");
+}
+
+#[test]
+fn kill_9_in_a_run_on_loop_devices_then_gc_removes_mounts_and_devices() {
+    let levels = if device_mapper() {
+        r#""image", "dedicated", "tmpfs", "shared""#
+    } else {
+        isolab_skip::skip("this kernel has no device-mapper: storage `shared` is not tested");
+        r#""image", "dedicated", "tmpfs""#
+    };
+    kill_9_on_storage_then_gc("host", levels, &["removed loop device /dev/loop"]);
+}
+
+#[test]
+fn kill_9_in_a_run_on_a_docker_volume_then_gc_removes_the_volume_and_its_mount() {
+    let out = run(isolab().args(["list", "--platforms", "--json"]));
+    let registry: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let docker = registry
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["engine"] == "docker");
+    if docker.is_none_or(|d| d["usable"] != true) {
+        isolab_skip::skip("platform docker is not usable here");
+        return;
+    }
+    if !Path::new(IMAGE).join("bin/sh").exists() {
+        isolab_skip::skip(format!("no bench image at {IMAGE} (make image)"));
+        return;
+    }
+    kill_9_on_storage_then_gc(
+        "docker",
+        r#""volume""#,
+        &["removed docker volume isolab-exp"],
+    );
+}
+
+/// Docker's volumes named by isolab, in the data roots of the host's daemon and of
+/// the one isolab starts.
+fn docker_volumes() -> Vec<String> {
+    ["/var/lib/docker/volumes", "/var/lib/isolab/docker/volumes"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(d).into_iter().flatten().flatten())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("isolab-exp"))
+        .collect()
+}
+
+/// Kills `isolab run` with SIGKILL in a run of 2 instances on `platform` with its
+/// working directory on one of `levels` (once one is made), then checks that `gc`
+/// says what it removed (`removed` among its lines) and leaves no mount, loop or
+/// device-mapper device, volume or cgroup behind.
+fn kill_9_on_storage_then_gc(platform: &str, levels: &str, removed: &[&str]) {
+    let Some(guard) = CgroupTest::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("k.db");
+    let work = dir.path().join("work");
+    let volumes_before = docker_volumes();
+    let spec = format!(
+        "[experiment]\nname = \"killed\"\nseed = 2\nrepetitions = {{ warmup = 0, min = 3, max = 3, target_cv = 0.5 }}\n[storage]\nsize = \"64MiB\"\nstripes = 2\n[matrix]\nplatform = [\"{platform}\"]\nstorage = [{levels}]\nworkload = [\"nap\"]\ninstances = [2]\n[workload.nap]\ncommand = \"sleep 0.4\"\nparser = \"time\"\n"
+    );
+    let spec = write_spec(dir.path(), "k.toml", &spec);
+    // Kill -9 once a run's storage is made and its workload sleeps on it.
+    let made = || {
+        !storage_left(dir.path()).is_empty()
+            && new_since(docker_volumes(), &volumes_before).len()
+                == usize::from(platform == "docker")
+    };
+    kill_9_when(&db, &work, &spec, |runs| runs >= 1 && made());
+    assert!(made(), "the killed run left no storage to collect");
+
+    let gc = run(isolab().args(["gc", "--workdir"]).arg(&work));
+    assert!(gc.status.success(), "{}", text(&gc.stderr));
+    let said = text(&gc.stdout);
+    assert!(said.contains("removed storage mount "), "{said}");
+    for line in removed {
+        assert!(said.contains(line), "no `{line}` in: {said}");
+    }
+    let left = storage_left(dir.path());
+    assert!(
+        left.is_empty(),
+        "storage left after gc: {left:?}\ngc said {said}"
+    );
+    let volumes = new_since(docker_volumes(), &volumes_before);
+    assert!(
+        volumes.is_empty(),
+        "volumes left after gc: {volumes:?}\ngc said {said}"
+    );
+    guard.assert_nothing_leaked("cgroups left after gc");
+    let again = run(isolab().args(["gc", "--workdir"]).arg(&work));
+    assert_eq!(
+        text(&again.stdout).trim(),
+        "nothing to remove",
+        "gc is idempotent"
+    );
 }
 
 /// Half a cpu over a 10 ms period, spread pinning and a host cpu pool of one cpu on

@@ -207,6 +207,23 @@ pub(crate) trait Driver: Send + Sync {
         None
     }
 
+    /// Creates its named volume `name` (storage `volume`) and returns the host
+    /// directory that holds it; only platforms whose capabilities list the level.
+    fn create_volume(&self, name: &str) -> Result<std::path::PathBuf, PlatformError> {
+        Err(PlatformError::Engine {
+            engine: self.info().kind.to_string(),
+            message: format!("it has no named volumes (asked for `{name}`)"),
+        })
+    }
+
+    /// Removes its named volume `name`.
+    fn remove_volume(&self, name: &str) -> Result<(), PlatformError> {
+        Err(PlatformError::Engine {
+            engine: self.info().kind.to_string(),
+            message: format!("it has no named volumes (asked to remove `{name}`)"),
+        })
+    }
+
     /// Removes its instances whose id starts with one of `prefixes` (those of dead
     /// experiments); one line per thing removed.
     fn gc(&self, _prefixes: &[String]) -> Result<Vec<String>, PlatformError> {

@@ -214,6 +214,15 @@ impl Driver for EngineDriver {
             .and_then(|a| a.parse().ok())
     }
 
+    fn create_volume(&self, name: &str) -> Result<std::path::PathBuf, PlatformError> {
+        self.touch();
+        self.engine.create_volume(name).map_err(PlatformError::from)
+    }
+
+    fn remove_volume(&self, name: &str) -> Result<(), PlatformError> {
+        self.engine.remove_volume(name).map_err(PlatformError::from)
+    }
+
     fn gc(&self, prefixes: &[String]) -> Result<Vec<String>, PlatformError> {
         let mut removed = Vec::new();
         for prefix in prefixes {

@@ -28,6 +28,7 @@ impl Driver for HostDriver {
                 services: true,
                 vm: false,
                 daemons: &[],
+                storage: isolab_engines::StorageLevel::MOUNTED,
             },
         }
     }

@@ -416,6 +416,9 @@ pub struct Execution {
 /// Why a job could not produce an execution.
 #[derive(Debug, thiserror::Error)]
 pub enum PlatformError {
+    /// The run's storage (the `storage` factor) could not be made or read back.
+    #[error(transparent)]
+    Storage(#[from] crate::storage::StorageError),
     /// Creating, limiting or reading the instance's cgroup failed.
     #[error(transparent)]
     Cgroup(#[from] isolab_cgroups::Error),
@@ -676,6 +679,27 @@ pub trait Executor: Sync {
         default_server_address(platform)
     }
 
+    /// Creates `platform`'s named volume `name` (storage `volume`) and returns the host
+    /// directory that holds it.
+    fn create_volume(
+        &self,
+        platform: &PlatformDef,
+        name: &str,
+    ) -> Result<std::path::PathBuf, PlatformError> {
+        Err(PlatformError::Engine {
+            engine: platform.kind.to_string(),
+            message: format!("this executor makes no named volumes (asked for `{name}`)"),
+        })
+    }
+
+    /// Removes `platform`'s named volume `name`.
+    fn remove_volume(&self, platform: &PlatformDef, name: &str) -> Result<(), PlatformError> {
+        Err(PlatformError::Engine {
+            engine: platform.kind.to_string(),
+            message: format!("this executor makes no named volumes (asked to remove `{name}`)"),
+        })
+    }
+
     /// Removes instances left behind by runs whose isolab process died (e.g. `kill -9`).
     /// Returns what was removed, one line each.
     fn gc(&self) -> Result<Vec<String>, PlatformError>;
@@ -804,6 +828,18 @@ impl Executor for Drivers {
             }
         }
         Ok(env)
+    }
+
+    fn create_volume(
+        &self,
+        platform: &PlatformDef,
+        name: &str,
+    ) -> Result<std::path::PathBuf, PlatformError> {
+        self.driver(platform.kind)?.create_volume(name)
+    }
+
+    fn remove_volume(&self, platform: &PlatformDef, name: &str) -> Result<(), PlatformError> {
+        self.driver(platform.kind)?.remove_volume(name)
     }
 
     fn server_address(&self, platform: &PlatformDef) -> std::net::Ipv4Addr {

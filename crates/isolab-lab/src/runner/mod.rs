@@ -62,6 +62,7 @@ pub use instances::{aggregate_instances, instances_overlap, measurement_window};
 pub use neighbours::NEIGHBOUR_SETTLE;
 pub use stack::generator_missing;
 pub use stopping::{comparisons, stop_reason, Comparison, UntilDecided};
+pub(crate) use workdir::workdir_owner;
 pub use workdir::{direct_io_supported, gc_workdirs};
 
 use stopping::{compared_live, decide_round, CellState};
@@ -85,6 +86,9 @@ pub struct RunnerConfig {
     /// ([`crate::assets::PreparedAssets::prepare`]); each run gets them in its
     /// working directory.
     pub assets: crate::assets::PreparedAssets,
+    /// What makes the `storage` factor's mounts and devices
+    /// ([`crate::storage::SystemStorageHost`] on a real host).
+    pub storage_host: std::sync::Arc<dyn crate::storage::StorageHost>,
 }
 
 /// How a call to the runner ended.

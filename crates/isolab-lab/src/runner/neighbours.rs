@@ -160,13 +160,15 @@ impl Runner<'_> {
         }
         let subject_cpus = reserved.subject.cpuset.as_ref().unwrap_or(&pool);
         let neighbour_cpus = reserved.neighbour.cpuset.as_ref().unwrap_or(&pool);
+        // Bound apart, they may still share cores: SMT siblings.
+        let apart = subject_cpus.iter().all(|c| !neighbour_cpus.contains(*c));
         let shared = self
             .config
             .topology
             .shared_cores(subject_cpus, neighbour_cpus);
-        if !shared.is_empty() {
+        if apart && !shared.is_empty() {
             sizing.notes.push(format!(
-                "the subject's cpus {shared} share a core (the same cpu or an SMT sibling) with the neighbours' cpus {neighbour_cpus}"
+                "the subject's cpus {shared} are SMT siblings of the neighbours' cpus {neighbour_cpus}: they share cores"
             ));
         }
         if let (Some(target), Some(reachable)) = (plan.target, plan.reachable) {

@@ -51,7 +51,9 @@ impl Runner<'_> {
 
         let workdir = run_workdir(&self.config.workdir_base, id, &tag);
         let started_at = SystemTime::now();
-        let result = self.execute(id, spec, cell, &tag, &workdir, disk);
+        let result = self.on_storage(spec, cell, &workdir, disk, |disk| {
+            self.execute(id, spec, cell, &tag, &workdir, disk)
+        });
         if !self.config.keep_workdirs {
             let _ = std::fs::remove_dir_all(&workdir);
         }
@@ -87,6 +89,52 @@ impl Runner<'_> {
             self.stop_cell(cell, state, reason)?;
         }
         Ok(Some(()))
+    }
+
+    /// Runs `execute` with `cell`'s working directory `workdir` on the cell's storage
+    /// (mounted before, removed after, also on failure) and the facts of the disk it
+    /// is on, and records the storage, read back, in the run's limits and (but for
+    /// the default, `bind`) its notes.
+    fn on_storage(
+        &self,
+        spec: &ExperimentSpec,
+        cell: &Cell,
+        workdir: &Path,
+        disk: &DiskFacts,
+        execute: impl FnOnce(&DiskFacts) -> Result<Done, PlatformError>,
+    ) -> Result<Done, PlatformError> {
+        let volumes = PlatformVolumes {
+            executor: self.platform,
+            platform: &cell.platform,
+        };
+        // The storage goes when this returns, before the working directory is removed.
+        let storage = crate::storage::prepare(
+            self.config.storage_host.clone(),
+            crate::storage::Request {
+                level: cell.storage,
+                spec: &spec.storage,
+                base: &self.config.workdir_base,
+                workdir,
+                instances: cell.instances,
+            },
+            Some(&volumes),
+        )?;
+        let facts = storage.facts()?;
+        // A mounted working directory is another file system: its own direct I/O
+        // support, and its own device to throttle (a loop or device-mapper device).
+        let mut done = if facts.mounts.is_empty() {
+            execute(disk)?
+        } else {
+            execute(&DiskFacts::probe(workdir))?
+        };
+        // The default says nothing in the notes; its data says which disk.
+        if facts.level != isolab_engines::StorageLevel::Bind {
+            done.execution.notes.push(facts.note());
+        }
+        if let Some(limits) = done.limits.as_object_mut() {
+            limits.insert("storage".into(), serde_json::json!(facts));
+        }
+        Ok(done)
     }
 
     /// Executes run `tag` of experiment `id`'s `cell` in `workdir`: a service stack,
@@ -160,5 +208,21 @@ impl Runner<'_> {
             limits,
             load: None,
         })
+    }
+}
+
+/// The named volumes of a cell's platform, made by the runner's executor.
+struct PlatformVolumes<'a> {
+    executor: &'a dyn crate::platform::Executor,
+    platform: &'a crate::platform::PlatformDef,
+}
+
+impl crate::storage::Volumes for PlatformVolumes<'_> {
+    fn create_volume(&self, name: &str) -> Result<std::path::PathBuf, PlatformError> {
+        self.executor.create_volume(self.platform, name)
+    }
+
+    fn remove_volume(&self, name: &str) -> Result<(), PlatformError> {
+        self.executor.remove_volume(self.platform, name)
     }
 }

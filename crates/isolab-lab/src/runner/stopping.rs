@@ -382,6 +382,10 @@ mod tests {
         }
         let host = HostFacts {
             cpus: "0-1".parse().unwrap(),
+            storage: Some(crate::spec::StorageSupport {
+                device_mapper: true,
+                btrfs: true,
+            }),
         };
         ExperimentSpec::parse(Source::new("aab.toml", text), &host).unwrap()
     }

@@ -102,6 +102,10 @@ fn spec(reps: &str, placements: &str) -> ExperimentSpec {
 fn spec_of(text: &str) -> ExperimentSpec {
     let host = HostFacts {
         cpus: "0-1".parse().unwrap(),
+        storage: Some(crate::spec::StorageSupport {
+            device_mapper: true,
+            btrfs: true,
+        }),
     };
     ExperimentSpec::parse(Source::new("t.toml", text), &host).unwrap()
 }
@@ -121,6 +125,7 @@ fn config(dir: &Path) -> RunnerConfig {
         cpus: "0-1".parse().unwrap(),
         topology: crate::topology::Topology::flat(&"0-1".parse().unwrap()),
         assets: Default::default(),
+        storage_host: std::sync::Arc::new(crate::storage::SystemStorageHost),
     }
 }
 

@@ -72,7 +72,7 @@ pub fn gc_workdirs(base: &Path) -> Result<Vec<String>, RunError> {
 }
 
 /// The owner pid in a working directory name `exp<ID>-pid<PID>-<tag>`.
-fn workdir_owner(name: &str) -> Option<u32> {
+pub(crate) fn workdir_owner(name: &str) -> Option<u32> {
     let rest = name.strip_prefix("exp")?;
     let (_, after) = rest.split_once("-pid")?;
     after.split('-').next()?.parse().ok()
@@ -90,7 +90,8 @@ pub(super) struct DiskFacts {
 }
 
 impl DiskFacts {
-    fn probe(dir: &Path) -> DiskFacts {
+    /// What the file system at `dir` offers.
+    pub(super) fn probe(dir: &Path) -> DiskFacts {
         let mut notes = Vec::new();
         let direct = direct_io_supported(dir);
         if !direct {

@@ -7,8 +7,10 @@ use std::ops::Range;
 
 use super::check::{Tables, Validator};
 use super::matrix::{Axes, Exclude, Factors, Level};
-use super::{levels_key, neighbours, platforms, reservations, shapes};
+use super::{levels_key, neighbours, platforms, reservations, shapes, storage};
 use super::{Cell, DroppedCell, Impossible};
+use isolab_engines::StorageLevel;
+
 use crate::platform::PlatformDef;
 use crate::reservation::Reservation;
 use crate::shape::{Placement, Shape};
@@ -54,7 +56,7 @@ impl Validator<'_> {
         let total: usize = sizes.iter().product();
         for n in 0..total {
             let pick = pick(n, &sizes);
-            let picked: [&Level; 10] = std::array::from_fn(|i| &axes[i].1[pick[i]]);
+            let picked: [&Level; 11] = std::array::from_fn(|i| &axes[i].1[pick[i]]);
             let levels: Vec<(String, String)> = axes
                 .iter()
                 .enumerate()
@@ -94,9 +96,10 @@ impl Validator<'_> {
     }
 
     /// Why the cell of `picked` levels cannot run here, if it cannot: the first of a
-    /// pinned shape larger than the host, a workload the platform cannot reach, and a
-    /// reservation that leaves the neighbours no cpu.
-    fn impossibility(&self, picked: &[&Level; 10], tables: &Tables) -> Option<Impossibility> {
+    /// pinned shape larger than the host, a workload the platform cannot reach, a
+    /// reservation that leaves the neighbours no cpu, and a storage level the platform
+    /// cannot apply.
+    fn impossibility(&self, picked: &[&Level; 11], tables: &Tables) -> Option<Impossibility> {
         let (s, s_span, _) = picked[1];
         let shape = &tables.shapes[s.as_str()];
         let placement = Placement::parse(&picked[2].0).unwrap_or(Placement::Shared);
@@ -126,10 +129,26 @@ impl Validator<'_> {
         }
         let reservation = Reservation::parse(&picked[5].0).unwrap_or(Reservation::None);
         let cpus = pool.unwrap_or_else(|| self.host_cpus());
-        reservations::leaves_no_cpus(reservation, s, shape, cpus).map(|reason| Impossibility {
-            reason,
-            at: picked[5].1.clone(),
-            advice: SMALLER,
+        if let Some(reason) = reservations::leaves_no_cpus(reservation, s, shape, cpus) {
+            return Some(Impossibility {
+                reason,
+                at: picked[5].1.clone(),
+                advice: SMALLER,
+            });
+        }
+        let level = StorageLevel::parse(&picked[10].0).unwrap_or(StorageLevel::Bind);
+        let striping = tables.striping;
+        storage::unsupported(platform, level, striping, self.host.storage).map(|reason| {
+            Impossibility {
+                reason,
+                // At the storage level, or at the platform when the matrix lists no storage.
+                at: if picked[10].2 {
+                    picked[10].1.clone()
+                } else {
+                    picked[0].1.clone()
+                },
+                advice: OR_EXCLUDE,
+            }
         })
     }
 
@@ -162,8 +181,8 @@ impl Validator<'_> {
 
 /// The level index of every factor in cell `n` of a matrix of factors of `sizes` levels,
 /// the last factor varying fastest.
-fn pick(n: usize, sizes: &[usize]) -> [usize; 10] {
-    let mut pick = [0usize; 10];
+fn pick(n: usize, sizes: &[usize]) -> [usize; 11] {
+    let mut pick = [0usize; 11];
     let mut rest = n;
     for i in (0..sizes.len()).rev() {
         pick[i] = rest % sizes[i];
@@ -173,7 +192,7 @@ fn pick(n: usize, sizes: &[usize]) -> [usize; 10] {
 }
 
 /// The cell at `index` with `levels` (of the varied factors) and `picked` levels.
-fn cell(index: u32, levels: Vec<(String, String)>, picked: &[&Level; 10], tables: &Tables) -> Cell {
+fn cell(index: u32, levels: Vec<(String, String)>, picked: &[&Level; 11], tables: &Tables) -> Cell {
     Cell {
         index,
         levels,
@@ -186,6 +205,7 @@ fn cell(index: u32, levels: Vec<(String, String)>, picked: &[&Level; 10], tables
         threads: picked[6].0.parse().ok(),
         instances: picked[7].0.parse().unwrap_or(1),
         host_cpus: picked[9].0.parse().ok(),
+        storage: StorageLevel::parse(&picked[10].0).unwrap_or(StorageLevel::Bind),
     }
 }
 

@@ -1,8 +1,9 @@
 //! The spec checker: [`Validator`] holds the spec's source (for error positions), the
 //! host's facts and the errors found so far, and [`Validator::validate`] walks the
 //! sections in order. Each section's checks are methods in a module of their own:
-//! `experiment`, `image`, `shapes`, `stack` (workloads), `platforms`, `matrix` (with
-//! `neighbours` and `reservations`), then `cells` expands the matrix.
+//! `experiment`, `image`, `shapes`, `stack` (workloads), `storage`, `platforms`, `matrix`
+//! (with `neighbours`, `reservations` and the storage levels), then `cells` expands the
+//! matrix.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -29,6 +30,8 @@ pub(super) struct Tables {
     pub(super) platforms: BTreeMap<String, PlatformDef>,
     pub(super) shapes: BTreeMap<String, Shape>,
     pub(super) workloads: BTreeMap<String, WorkloadDef>,
+    /// What stripes a `shared` level's devices (`[storage] striping`).
+    pub(super) striping: super::storage::Striping,
 }
 
 impl<'a> Validator<'a> {
@@ -81,6 +84,7 @@ impl Validator<'_> {
         let image_packages = self.image_packages(settings.image_given, raw.image);
         let shapes = self.shapes(raw.shape);
         let workloads = self.workloads(raw.workload);
+        let storage = self.storage(raw.storage);
         let Some(matrix) = raw.matrix else {
             self.errors.push(self.source.error(
                 None,
@@ -92,6 +96,7 @@ impl Validator<'_> {
             platforms: self.platforms(raw.platform),
             shapes,
             workloads,
+            striping: storage.striping,
         };
         let matrix_span = matrix.span();
         let mut matrix = matrix.into_inner();
@@ -138,6 +143,7 @@ impl Validator<'_> {
             probe: settings.probe,
             image,
             recipe,
+            storage,
             factors,
             cells: expanded.cells,
             dropped: expanded.dropped,

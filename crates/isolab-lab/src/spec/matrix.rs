@@ -1,6 +1,6 @@
 //! `[matrix]`: the levels of every factor (platforms, shapes, workloads, neighbours and
-//! reservations are checked by their own sections; placements, threads, instances and
-//! replicas here), which factors the matrix varies, its `exclude` entries, and
+//! reservations are checked by their own sections, storage by `storage.rs`; placements,
+//! threads, instances and replicas here), which factors the matrix varies, its `exclude` entries, and
 //! `[experiment] baseline`, which like `exclude` names levels of the matrix.
 
 use std::collections::BTreeMap;
@@ -19,7 +19,7 @@ pub(super) type Levels = Option<Spanned<Vec<Spanned<RawLevel>>>>;
 /// A validated level: its text, its span, and whether the spec listed it.
 pub(super) type Level = (String, Range<usize>, bool);
 /// Every factor with its levels, in [`super::FACTORS`] order.
-pub(super) type Axes = [(&'static str, Vec<Level>); 10];
+pub(super) type Axes = [(&'static str, Vec<Level>); 11];
 /// The factors the matrix varies, with their levels.
 pub(super) type Factors = Vec<(String, Vec<String>)>;
 /// An `exclude` entry's (factor, level) pairs and where it is.
@@ -66,6 +66,7 @@ impl Validator<'_> {
                 )),
             }
         });
+        let storage = self.storage_levels(raw.storage);
         [
             ("platform", platforms),
             ("shape", shapes),
@@ -77,6 +78,7 @@ impl Validator<'_> {
             ("instances", instances),
             ("replica", replicas),
             ("host_cpus", pools),
+            ("storage", storage),
         ]
     }
 

@@ -7,7 +7,7 @@
 //! each checked in a module of its own: `experiment.rs`, `image.rs`, `shapes.rs`,
 //! `stack/` (`[workload.NAME]` tables, their components and load), `platforms.rs`,
 //! `matrix.rs` (with `neighbours.rs` and `reservations.rs`), then `cells.rs` expands the
-//! matrix. `calibration.rs` makes the A/A design of `isolab calibrate`.
+//! matrix; `storage.rs` checks `[storage]` and the `storage` factor. `calibration.rs` makes the A/A design of `isolab calibrate`.
 
 mod calibration;
 mod cells;
@@ -22,6 +22,7 @@ mod reservations;
 mod shapes;
 mod source;
 pub mod stack;
+mod storage;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -31,6 +32,7 @@ use isolab_workloads::WorkloadDef;
 
 pub use calibration::aa_design;
 pub use source::{Location, Source, SpecError, SpecErrors};
+pub use storage::{StorageSpec, Striping, DEFAULT_SIZE as DEFAULT_STORAGE_SIZE};
 
 use crate::neighbour::NeighbourLevel;
 use crate::platform::PlatformDef;
@@ -47,7 +49,7 @@ pub const QUICK_START: &str = include_str!("quick-start.toml");
 pub const DEFAULT_IMAGE: &str = "/var/lib/isolab/images/bench";
 
 /// The factors a matrix may vary, in the order cells list them.
-pub const FACTORS: [&str; 10] = [
+pub const FACTORS: [&str; 11] = [
     "platform",
     "shape",
     "placement",
@@ -58,6 +60,7 @@ pub const FACTORS: [&str; 10] = [
     "instances",
     "replica",
     "host_cpus",
+    "storage",
 ];
 
 /// Most concurrent instances of a subject a cell may ask for.
@@ -68,6 +71,35 @@ pub const MAX_INSTANCES: u32 = 512;
 pub struct HostFacts {
     /// The cpus this process may run on (its affinity / root cpuset).
     pub cpus: IdSet,
+    /// What this host offers the `storage` factor; `None` when a stored spec is read
+    /// on any machine (nothing about storage is checked).
+    pub storage: Option<StorageSupport>,
+}
+
+/// What a host offers the `storage` factor, beyond what its platforms declare.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StorageSupport {
+    /// Whether the kernel has device-mapper (`shared` stripes with a dm target).
+    pub device_mapper: bool,
+    /// Whether the kernel has btrfs (`shared` with `striping = "btrfs"`).
+    pub btrfs: bool,
+}
+
+impl StorageSupport {
+    /// What the kernel whose proc file system is at `proc` offers: device-mapper when
+    /// `<proc>/misc` lists `device-mapper`, btrfs when `<proc>/filesystems` does.
+    pub fn probe(proc: &std::path::Path) -> StorageSupport {
+        let misc = std::fs::read_to_string(proc.join("misc")).unwrap_or_default();
+        let filesystems = std::fs::read_to_string(proc.join("filesystems")).unwrap_or_default();
+        StorageSupport {
+            device_mapper: misc
+                .lines()
+                .any(|l| l.split_whitespace().nth(1) == Some("device-mapper")),
+            btrfs: filesystems
+                .lines()
+                .any(|l| l.split_whitespace().last() == Some("btrfs")),
+        }
+    }
 }
 
 /// How many times each cell runs.
@@ -142,6 +174,8 @@ pub struct Cell {
     /// isolab may use. The container-to-host core ratio (CHR) is the shape's cpus
     /// over it.
     pub host_cpus: Option<u32>,
+    /// Where the working directory lives (`bind` unless the matrix varies `storage`).
+    pub storage: isolab_engines::StorageLevel,
 }
 
 impl Cell {
@@ -218,6 +252,8 @@ pub struct ExperimentSpec {
     /// The recipe of the image when the spec names no directory: the bench packages, the
     /// matrix's workloads' packages and `[image] packages` (see the `image` module).
     pub recipe: Option<isolab_image::Recipe>,
+    /// `[storage]`: backing directories and sizes of the `storage` factor's devices.
+    pub storage: StorageSpec,
     /// Factors varied by the matrix with their levels, in [`FACTORS`] order.
     pub factors: Vec<(String, Vec<String>)>,
     /// The cells to run.

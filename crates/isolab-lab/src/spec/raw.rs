@@ -21,6 +21,22 @@ pub(crate) struct RawSpec {
     pub platform: BTreeMap<String, Spanned<RawPlatform>>,
     #[serde(default)]
     pub image: Option<Spanned<RawImage>>,
+    #[serde(default)]
+    pub storage: Option<Spanned<RawStorage>>,
+}
+
+/// `[storage]`: the backing directories, size and stripes of the lab's block devices.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawStorage {
+    #[serde(default)]
+    pub backing: Option<Vec<Spanned<String>>>,
+    #[serde(default)]
+    pub size: Option<Spanned<String>>,
+    #[serde(default)]
+    pub stripes: Option<Spanned<i64>>,
+    #[serde(default)]
+    pub striping: Option<Spanned<String>>,
 }
 
 /// `[image]`: what the experiment's image recipe adds to its workloads' packages.
@@ -108,6 +124,9 @@ pub(crate) struct RawMatrix {
     /// Labels of repeated copies of the same configuration (A/A designs).
     #[serde(default)]
     pub replica: Option<Spanned<Vec<Spanned<RawLevel>>>>,
+    /// Where the working directory lives (`bind`, `layer`, `image`, …).
+    #[serde(default)]
+    pub storage: Option<Spanned<Vec<Spanned<RawLevel>>>>,
     #[serde(default)]
     pub exclude: Vec<Spanned<BTreeMap<String, Spanned<RawLevel>>>>,
 }

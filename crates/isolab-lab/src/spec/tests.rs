@@ -8,6 +8,10 @@ use std::path::Path;
 pub(super) fn host(cpus: &str) -> HostFacts {
     HostFacts {
         cpus: cpus.parse().unwrap(),
+        storage: Some(crate::spec::StorageSupport {
+            device_mapper: true,
+            btrfs: true,
+        }),
     }
 }
 

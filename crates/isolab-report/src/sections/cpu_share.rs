@@ -167,9 +167,9 @@ impl Section for CpuShare {
                 ..LineChart::default()
             };
             let _ = writeln!(out, "<figure>{}</figure>", plots::lines(&chart));
-            let _ = write!(
+            let _ = writeln!(
                 out,
-                "<table class=sortable><thead><tr><th>configuration</th><th>{}</th><th>overhead [95% CI]</th></tr></thead><tbody>\n",
+                "<table class=sortable><thead><tr><th>configuration</th><th>{}</th><th>overhead [95% CI]</th></tr></thead><tbody>",
                 esc(axis.key)
             );
             for (name, points) in &curves {

@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 
 use super::{Report, Section};
 use crate::compare::Comparison;
+use crate::escape::esc;
 use crate::plots::{self, HistogramBin, HistogramChart, Percentile, Size};
 
 /// The regression histograms of the HTML report.
@@ -74,4 +75,41 @@ fn histogram_section(out: &mut String, comparisons: &[Comparison]) {
         );
     }
     out.push_str("</div>\n");
+    for c in with_histogram(comparisons) {
+        steadiness_and_movers(out, c);
+    }
+}
+
+/// Seed 000's steadiness share and, over many points, those that moved most.
+fn steadiness_and_movers(out: &mut String, c: &Comparison) {
+    let moved = crate::compare::moved_most(&c.points, crate::table::MOVED_MOST);
+    let many = c.points.len() > crate::table::MOVED_MOST;
+    if c.steady.line().is_none() && !many {
+        return;
+    }
+    let _ = writeln!(out, "<h3>{} against {}</h3>", esc(&c.b), esc(&c.a));
+    if let Some(line) = c.steady.line() {
+        let _ = writeln!(out, "<p class=note>{}</p>", esc(&line));
+    }
+    if !many {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "<table class=sortable><caption>The {} points of {} that moved most</caption><thead><tr><th>levels</th><th>metric</th><th>regression</th><th>verdict</th></tr></thead><tbody>",
+        moved.len(),
+        c.points.len()
+    );
+    for p in moved {
+        let levels: Vec<String> = p.levels.iter().map(|(f, l)| format!("{f}={l}")).collect();
+        let r = p.regression_pct.unwrap_or(f64::NAN);
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td class=n data-v=\"{r}\">{r:+.1}%</td><td>{}</td></tr>",
+            esc(&levels.join(" ")),
+            esc(&p.metric),
+            p.verdict
+        );
+    }
+    out.push_str("</tbody></table>\n");
 }

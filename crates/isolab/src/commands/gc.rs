@@ -13,6 +13,11 @@ pub fn gc(args: GcArgs) -> Result<Exit> {
     // networks, state files under /run/isolab), then the host's run cgroups.
     let platform = host::platform(hierarchy, None);
     let mut removed = platform.gc()?;
+    // The storage of killed runs (mounts, device-mapper and loop devices) before
+    // their working directories.
+    removed.extend(isolab_lab::storage::gc(
+        &isolab_lab::storage::SystemStorageHost,
+    ));
     removed.extend(isolab_lab::runner::gc_workdirs(&args.workdir)?);
     if removed.is_empty() {
         println!("nothing to remove");

@@ -166,6 +166,7 @@ fn list_platforms(json: bool) -> Result<Exit> {
                     "networks": c.networks,
                     "default_network": c.default_network(),
                     "limits": c.limits.names(),
+                    "storage": c.storage,
                     "perf_follows_workload": c.perf_follows_workload,
                     "needs_image": c.needs_image,
                     "services": c.services,
@@ -184,12 +185,13 @@ fn list_platforms(json: bool) -> Result<Exit> {
             "engine".into(),
             "networks".into(),
             "limits".into(),
+            "storage".into(),
             "perf".into(),
             "image".into(),
             "services".into(),
             "usable here".into(),
         ],
-        vec![false; 7],
+        vec![false; 8],
     );
     for (p, usable) in &platforms {
         let c = &p.capabilities;
@@ -198,6 +200,11 @@ fn list_platforms(json: bool) -> Result<Exit> {
             p.kind.to_string(),
             networks.join(","),
             c.limits.names().join(","),
+            c.storage
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
             yes_no(c.perf_follows_workload),
             yes_no(c.needs_image),
             yes_no(c.services),

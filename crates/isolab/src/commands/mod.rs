@@ -126,6 +126,7 @@ pub fn summary_options(
 ) -> isolab_report::SummaryOptions {
     let anywhere = isolab_lab::HostFacts {
         cpus: (0..4096).collect(),
+        storage: None,
     };
     match stored_spec(&data.record, &anywhere) {
         Ok(s) => isolab_report::SummaryOptions {

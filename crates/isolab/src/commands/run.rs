@@ -97,6 +97,7 @@ pub fn execute(
         cpus: facts.cpus.clone(),
         topology: isolab_lab::topology::Topology::read(std::path::Path::new("/sys"), &facts.cpus),
         assets,
+        storage_host: std::sync::Arc::new(isolab_lab::storage::SystemStorageHost),
     };
     let mut progress = Progress::new(settings.quiet, settings.json);
     let outcome = {

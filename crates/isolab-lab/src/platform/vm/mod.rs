@@ -322,6 +322,8 @@ impl Driver for VmDriver {
                 vm: true,
                 // QEMU runs in the instance's cgroup, whose cpuset the pool sets.
                 daemons: &[],
+                // The working directory reaches the guest as it does today, not on a device of its own.
+                storage: &[isolab_engines::StorageLevel::Bind],
             },
         }
     }

@@ -25,6 +25,7 @@ const WATCH: Duration = Duration::from_millis(100);
 impl Runner<'_> {
     /// Runs `w`'s command on the host, outside the platform, on the cpus the
     /// components leave, against them; its metrics from `w`'s parser.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn run_client(
         &self,
         spec: &ExperimentSpec,

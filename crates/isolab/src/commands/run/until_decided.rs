@@ -173,6 +173,9 @@ mod tests {
         let text = "[experiment]\nname = \"x\"\n[matrix]\nplacement = [\"shared\", \"quota\"]\nworkload = [\"sysbench-cpu\", \"sysbench-memory\"]\n";
         let host = isolab_lab::HostFacts {
             cpus: "0-1".parse().unwrap(),
+            storage: Some(isolab_lab::spec::StorageSupport {
+                device_mapper: true,
+            }),
         };
         let spec = ExperimentSpec::parse(isolab_lab::Source::new("x.toml", text), &host).unwrap();
         let one = pairs(&["placement=quota", "workload=sysbench-memory"]);
