@@ -86,11 +86,24 @@ impl CgroupTest {
 /// The isolab cgroups that exist now but did not before the test: what it leaked.
 /// (Other tools, e.g. runc with an `isolab/…` cgroupsPath, may have left empty
 /// parents on a developer's machine; those are not this test's doing.)
+/// The cgroups of an experiment whose `isolab run` still runs (`isolab/expN-pidPID`)
+/// are another isolab's on a shared machine: a test's own runs have ended when it checks.
 fn leaked(before: &[PathBuf]) -> Vec<PathBuf> {
     isolab_cgroups()
         .into_iter()
-        .filter(|p| !before.contains(p))
+        .filter(|p| !before.contains(p) && !of_a_running_isolab(p))
         .collect()
+}
+
+/// Whether `cgroup` is below `isolab/exp…-pidPID` of a process that is alive.
+fn of_a_running_isolab(cgroup: &Path) -> bool {
+    cgroup.components().any(|c| {
+        let c = c.as_os_str().to_string_lossy();
+        c.starts_with("exp")
+            && c.rsplit_once("-pid")
+                .and_then(|(_, pid)| pid.parse::<u32>().ok())
+                .is_some_and(|pid| Path::new(&format!("/proc/{pid}")).exists())
+    })
 }
 
 /// What `now` holds that `before` did not: what a test left behind, other tests' state
@@ -1475,6 +1488,9 @@ fn stack_processes() -> Vec<String> {
         "wrk",
         "vegeta",
         "locust",
+        "redis-server",
+        "redis-benchmark",
+        "latte",
     ])
 }
 
@@ -1489,6 +1505,249 @@ fn processes_named(names: &[&str]) -> Vec<String> {
         }
     }
     out
+}
+
+/// The NoSQL built-ins on the host and in containers of isolab's runtime on the host
+/// network, each store limited to one pinned cpu and 1 GiB (Cassandra's heap is then
+/// 512 MiB), its client on the other cpu: `{workload}` of `spec`. The two share one
+/// recipe image (`[image] packages`). A JVM starting on one of two cpus while the
+/// client runs on the other delays the latency probe's wake-ups by hundreds of ms on a
+/// busy machine: its limit is 2 s here.
+fn nosql_spec(name: &str, workload: &str, tuned: &str) -> String {
+    format!(
+        r#"[experiment]
+name = "{name}"
+seed = 5
+repetitions = {{ warmup = 0, min = 2, max = 2, target_cv = 0.5 }}
+probe_threshold = "2s"
+
+[platform.isolab-host]
+engine = "isolab"
+network = "host"
+
+[shape.store]
+cpus = 1
+memory = "1GiB"
+
+[image]
+packages = ["redis-server", "openjdk-17-jre-headless"]
+
+[matrix]
+platform = ["host", "isolab-host"]
+shape = ["store"]
+placement = ["pinned"]
+workload = ["{workload}"]
+
+[workload.{workload}]
+{tuned}
+"#
+    )
+}
+
+/// Runs experiment `name` of `workload` (tuned by `tuned`) on host and isolab; checks
+/// that every run counted with each of `points` (metric names) stored, the store's
+/// limits read back from its own cgroup, and that nothing is left behind.
+fn run_nosql(name: &str, workload: &str, tuned: &str, points: &[&str]) {
+    let Some(guard) = CgroupTest::start() else {
+        return;
+    };
+    let leftovers_before = runtime_leftovers();
+    let procs_before = stack_processes();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("x.db");
+    let work = dir.path().join("work");
+    let spec = write_spec(dir.path(), "nosql.toml", &nosql_spec(name, workload, tuned));
+    let out = run(isolab()
+        .arg("--db")
+        .arg(&db)
+        .args(["run", "--no-report", "--workdir"])
+        .arg(&work)
+        .arg(&spec));
+    assert!(
+        out.status.success(),
+        "stdout {}\nstderr {}\n{}",
+        text(&out.stdout),
+        text(&out.stderr),
+        failed_runs(&db, name)
+    );
+    let store = isolab_store::Store::open(&db).unwrap();
+    let id = store.resolve(name).unwrap();
+    let cells = store.cells(id).unwrap();
+    let runs = store.runs(id).unwrap();
+    assert_eq!(runs.len(), 4, "{}", failed_runs(&db, name));
+    for run in &runs {
+        let key = &cells.iter().find(|c| c.id == run.cell).unwrap().key;
+        assert!(run.is_counted(), "{key}: {:?}", run.error);
+        for point in points {
+            let value = run
+                .metrics
+                .iter()
+                .find(|m| m.name == *point)
+                .map(|m| m.value);
+            assert!(
+                value.is_some_and(|v| v.is_finite() && v >= 0.0),
+                "{key}: {point} in {:?}",
+                run.metrics
+            );
+        }
+        // The store's limits, read back from its own cgroup: one pinned cpu, 1 GiB.
+        let applied = &run.limits["components"]["db"]["applied"];
+        assert_eq!(
+            applied["cpuset"].as_str().map(str::len),
+            Some(1),
+            "{key}: {}",
+            run.limits
+        );
+        assert_eq!(
+            applied["memory_max"].as_u64(),
+            Some(1 << 30),
+            "{key}: {}",
+            run.limits
+        );
+        assert_eq!(run.limits["measured"]["client_shares_cpus"], false, "{key}");
+    }
+    assert_no_store_left(&guard, &leftovers_before, &procs_before, &work);
+}
+
+/// No cgroup, runtime state, store or client process and no working directory in
+/// `work` is left since `runtime` and `procs` were taken.
+fn assert_no_store_left(guard: &CgroupTest, runtime: &[String], procs: &[String], work: &Path) {
+    guard.assert_nothing_leaked("cgroups left");
+    let left = new_since(runtime_leftovers(), runtime);
+    assert!(left.is_empty(), "runtime state left: {left:?}");
+    let procs = new_since(stack_processes(), procs);
+    assert!(procs.is_empty(), "processes left: {procs:?}");
+    let workdirs: Vec<_> = std::fs::read_dir(work).into_iter().flatten().collect();
+    assert!(
+        workdirs.is_empty(),
+        "working directories left: {workdirs:?}"
+    );
+}
+
+#[test]
+fn redis_under_redis_benchmark_stores_a_point_per_command_and_leaves_nothing() {
+    if isolab_tools_missing(&["redis-server", "redis-benchmark", "redis-cli"]) {
+        return;
+    }
+    let mut points = Vec::new();
+    for command in [
+        "set", "get", "incr", "lpush", "lpop", "sadd", "hset", "mset",
+    ] {
+        for metric in ["requests_per_second", "latency_mean", "latency_p99"] {
+            points.push(format!("{command}_{metric}"));
+        }
+    }
+    let points: Vec<&str> = points.iter().map(String::as_str).collect();
+    run_nosql("redis-stack", "redis-benchmark", "work = 2000", &points);
+}
+
+#[test]
+fn cassandra_under_latte_stores_a_point_per_operation_and_leaves_nothing() {
+    if isolab_tools_missing(&["java", "mvn", "latte", "/opt/isolab/cqlsh/bin/cqlsh"]) {
+        return;
+    }
+    run_nosql(
+        "cassandra-stack",
+        "cassandra-latte",
+        "work = 1000",
+        &[
+            "latency_mean",
+            "latency_p99",
+            "operations_per_second",
+            "errors",
+            "read_latency_mean",
+            "read_latency_p95",
+            "write_latency_mean",
+            "write_latency_p95",
+        ],
+    );
+}
+
+/// Starts `isolab run` of a Redis experiment on `platform` whose client runs for
+/// minutes, and waits until its client runs: the child, the store's cgroup, and the
+/// test's directory (store, `work`).
+fn redis_under_long_load(
+    name: &str,
+    platform: &str,
+) -> (std::process::Child, PathBuf, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = nosql_spec(name, "redis-benchmark", "work = 100000000")
+        .replace("[\"host\", \"isolab-host\"]", &format!("[\"{platform}\"]"));
+    let spec = write_spec(dir.path(), "long.toml", &spec);
+    let child = isolab()
+        .arg("--db")
+        .arg(dir.path().join("x.db"))
+        .args(["run", "--no-report", "--workdir"])
+        .arg(dir.path().join("work"))
+        .arg(&spec)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(600);
+    let ends = |p: &PathBuf, suffix: &str| p.to_string_lossy().ends_with(suffix);
+    loop {
+        let cgroups = isolab_cgroups();
+        let store = cgroups
+            .iter()
+            .find(|p| ends(p, "-db") && p.join("cgroup.procs").exists());
+        if let (Some(store), true) = (store, cgroups.iter().any(|p| ends(p, "-client"))) {
+            // Let the client connect and send for a moment.
+            std::thread::sleep(Duration::from_secs(2));
+            return (child, store.clone(), dir);
+        }
+        assert!(Instant::now() < deadline, "the client never started");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_store_killed_under_its_client_fails_the_run_and_leaves_nothing() {
+    let Some(guard) = CgroupTest::start() else {
+        return;
+    };
+    if isolab_tools_missing(&["redis-server", "redis-benchmark", "redis-cli"]) {
+        return;
+    }
+    let procs_before = stack_processes();
+    let (child, store, dir) = redis_under_long_load("killed-redis", "isolab-host");
+    let procs = std::fs::read_to_string(store.join("cgroup.procs")).unwrap_or_default();
+    for pid in procs.lines().filter_map(|l| l.parse::<i32>().ok()) {
+        // SAFETY: kill has no memory preconditions.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    let out = child.wait_with_output().unwrap();
+    let failed = failed_runs(&dir.path().join("x.db"), "killed-redis");
+    // Whichever sees it first: the watch while the client runs, or the check after it
+    // (redis-benchmark ends when its connections are closed).
+    assert!(
+        failed.contains("component `db` exited while"),
+        "stdout {}\nstderr {}\n{failed}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    guard.assert_nothing_leaked("cgroups left");
+    let procs = new_since(stack_processes(), &procs_before);
+    assert!(procs.is_empty(), "processes left: {procs:?}");
+}
+
+#[test]
+fn kill_9_under_a_store_and_its_client_then_gc_leaves_nothing() {
+    let Some(guard) = CgroupTest::start() else {
+        return;
+    };
+    if isolab_tools_missing(&["redis-server", "redis-benchmark", "redis-cli"]) {
+        return;
+    }
+    let runtime_before = runtime_leftovers();
+    let procs_before = stack_processes();
+    let (mut child, _, dir) = redis_under_long_load("killed-isolab", "isolab-host");
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let work = dir.path().join("work");
+    let gc = run(isolab().args(["gc", "--workdir"]).arg(&work));
+    assert!(gc.status.success(), "{}", text(&gc.stderr));
+    assert_no_store_left(&guard, &runtime_before, &procs_before, &work);
 }
 
 #[test]
