@@ -300,7 +300,19 @@ fn fixture_of(workload: &str) -> (Option<String>, Option<String>, String) {
         let dir = "ffmpeg-x265";
         return (None, Some(format!("{dir}/output.txt")), dir.into());
     }
-    let (stdout, workdir) = if workload == "hpl" || workload == "stream" {
+    let (stdout, workdir) = if workload == "pgbench-oltp" {
+        // pgbench's per-transaction log in {workdir}/pgbench/, its prose on stdout.
+        (
+            Some("pgbench-oltp/output.txt".into()),
+            "pgbench-oltp".into(),
+        )
+    } else if workload.starts_with("sysbench-pgsql-") || workload.starts_with("sysbench-mysql-") {
+        // Every OLTP script reports through the same wrapper.
+        (
+            Some("sysbench-oltp/output.txt".into()),
+            "sysbench-oltp".into(),
+        )
+    } else if workload == "hpl" || workload == "stream" {
         (Some("hpcc/output.txt".into()), "hpcc".into())
     } else if workload.ends_with("-rr") {
         let dir = format!("sockperf-{}", &workload[..3]);
