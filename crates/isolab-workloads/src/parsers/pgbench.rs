@@ -14,9 +14,10 @@
 //! | `errors` | count | lower | transactions logged `failed` |
 //! | `SCRIPT_tps`, `SCRIPT_latency_mean`, …, `SCRIPT_errors` | as above | as above | the same over script `SCRIPT`'s transactions: one measurement point per statement type |
 //!
-//! A client that pgbench aborted (an SQL error, a lost connection) makes the run
-//! fail with pgbench's own lines, which quote the database's message: a point
-//! measured with fewer clients than asked for is not that point.
+//! A client that pgbench aborted (an SQL error, a lost connection) or a start that
+//! failed makes the run fail with pgbench's own `pgbench: error:` lines, which quote
+//! the database's message: a point measured with fewer clients than asked for is
+//! not that point.
 
 use std::path::Path;
 
@@ -37,10 +38,12 @@ struct Script {
 }
 
 pub(super) fn parse(out: &RunOutput) -> Result<Vec<Metric>, ParseError> {
+    // pgbench's own errors: a client it aborted (an SQL error, a lost connection) or
+    // a start that failed, each quoting the database's message.
     let aborted: Vec<&str> = out
         .stderr
         .lines()
-        .filter(|l| l.contains(" aborted in command ") || l.contains("error: connection to server"))
+        .filter(|l| l.starts_with("pgbench: error:"))
         .take(3)
         .collect();
     if !aborted.is_empty() {
