@@ -214,7 +214,7 @@ mod tests {
         let err = "stressng".parse::<ParserKind>().unwrap_err();
         assert_eq!(
             err.to_string(),
-            "unknown parser `stressng`: expected one of sysbench, fio, stress-ng, iperf3, hpcc, ioping, sockperf, ffmpeg, json, load, time"
+            "unknown parser `stressng`: expected one of sysbench, fio, stress-ng, iperf3, hpcc, ioping, sockperf, ffmpeg, pgbench, sysbench-oltp, json, load, time"
         );
     }
 

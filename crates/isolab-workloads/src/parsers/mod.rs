@@ -23,7 +23,7 @@ use std::path::PathBuf;
 
 /// A parser name other than the known ones.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown parser `{0}`: expected one of sysbench, fio, stress-ng, iperf3, hpcc, ioping, sockperf, ffmpeg, json, load, time")]
+#[error("unknown parser `{0}`: expected one of sysbench, fio, stress-ng, iperf3, hpcc, ioping, sockperf, ffmpeg, pgbench, sysbench-oltp, json, load, time")]
 pub struct UnknownParser(pub String);
 
 /// Why a run's output could not be turned into metrics.
