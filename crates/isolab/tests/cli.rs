@@ -1866,7 +1866,31 @@ fn start_until_client(dir: &Path, db: &Path, spec: &Path) -> (std::process::Chil
     (child, false)
 }
 
-/// PostgreSQL's faults: a query that errors fails the point with the database's
+/// A tmpfs mounted for a test, unmounted (and its mount point removed) when dropped.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(at: &Path, size: &str) -> Tmpfs {
+        std::fs::create_dir_all(at).unwrap();
+        let out = run(Command::new("mount")
+            .args(["-t", "tmpfs", "-o"])
+            .arg(format!("size={size},mode=0755"))
+            .arg("tmpfs")
+            .arg(at));
+        assert!(out.status.success(), "mount: {}", text(&out.stderr));
+        Tmpfs(at.to_path_buf())
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+/// PostgreSQL's faults: a database that cannot initialise fails the run with its own
+/// lines; a query that errors fails the point with the database's
 /// message; the database killed under its client fails the run; isolab killed with
 /// SIGKILL leaves what `isolab gc` removes. Nothing is left behind.
 #[test]
@@ -1879,15 +1903,32 @@ fn postgresql_faults_fail_runs_with_the_database_message_and_leave_nothing() {
     }
     let procs_before = database_processes();
     let dir = reachable_tempdir();
+    let run_into = |db: &Path, workdir: &Path, spec: &Path| {
+        run(isolab()
+            .arg("--db")
+            .arg(db)
+            .args(["run", "--no-report", "--workdir"])
+            .arg(workdir)
+            .arg(spec))
+    };
+    // A database that cannot initialise: its working directory on a 4 MiB tmpfs.
+    let full = Tmpfs::mount(&dir.path().join("full"), "4m");
+    let nospace = dir.path().join("nospace.db");
+    let spec = write_spec(dir.path(), "killed.toml", &killed_postgres_spec());
+    let out = run_into(&nospace, &full.0, &spec);
+    let failed = failed_runs(&nospace, "killed-postgres");
+    assert!(
+        failed.contains("component `db` prepare") && failed.contains("No space left on device"),
+        "stdout {}\nstderr {}\n{failed}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    drop(full);
+    guard.assert_nothing_leaked("cgroups left after the failed initialisation");
     // A query that errors.
     let bad = dir.path().join("bad.db");
     let spec = write_spec(dir.path(), "bad.toml", &bad_query_spec());
-    let out = run(isolab()
-        .arg("--db")
-        .arg(&bad)
-        .args(["run", "--no-report", "--workdir"])
-        .arg(dir.path().join("work"))
-        .arg(&spec));
+    let out = run_into(&bad, &dir.path().join("work"), &spec);
     let failed = failed_runs(&bad, "bad-query");
     assert!(
         failed.contains(r#"ERROR:  relation \"pgbench_branches\" does not exist"#),
