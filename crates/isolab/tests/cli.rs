@@ -87,9 +87,25 @@ impl CgroupTest {
 /// (Other tools, e.g. runc with an `isolab/…` cgroupsPath, may have left empty
 /// parents on a developer's machine; those are not this test's doing.)
 fn leaked(before: &[PathBuf]) -> Vec<PathBuf> {
-    isolab_cgroups()
+    let new: Vec<PathBuf> = isolab_cgroups()
         .into_iter()
         .filter(|p| !before.contains(p))
+        .collect();
+    // Another `isolab run` alive on a shared machine (its cgroups are named
+    // `exp<ID>-pid<PID>`) is not this test's leak, nor are the parents it made.
+    let foreign = |p: &Path| {
+        p.components().any(|c| {
+            let name = c.as_os_str().to_string_lossy();
+            name.rsplit_once("-pid")
+                .and_then(|(_, rest)| rest.split('-').next()?.parse::<u32>().ok())
+                .is_some_and(|pid| {
+                    pid != std::process::id() && Path::new(&format!("/proc/{pid}")).exists()
+                })
+        })
+    };
+    new.iter()
+        .filter(|p| !foreign(p) && !new.iter().any(|q| q.starts_with(p) && foreign(q)))
+        .cloned()
         .collect()
 }
 
@@ -1835,14 +1851,18 @@ fn killed_postgres_spec() -> String {
     )
 }
 
-/// The first isolab cgroup whose name ends with `suffix`.
-fn cgroup_ending(suffix: &str) -> Option<PathBuf> {
-    isolab_cgroups()
-        .into_iter()
-        .find(|p| p.to_string_lossy().ends_with(suffix) && p.join("cgroup.procs").exists())
+/// The first cgroup of the `isolab run` process `pid` (its experiment's cgroups are
+/// named `exp<ID>-pid<PID>`) whose name ends with `suffix`: never another run's on a
+/// shared machine.
+fn cgroup_of_run(pid: u32, suffix: &str) -> Option<PathBuf> {
+    let own = format!("-pid{pid}/");
+    isolab_cgroups().into_iter().find(|p| {
+        let path = p.to_string_lossy();
+        path.contains(&own) && path.ends_with(suffix) && p.join("cgroup.procs").exists()
+    })
 }
 
-/// Starts `isolab run` of `spec` into `db` and waits until its client runs; `None`
+/// Starts `isolab run` of `spec` into `db` and waits until its client runs; `false`
 /// when it never did.
 fn start_until_client(dir: &Path, db: &Path, spec: &Path) -> (std::process::Child, bool) {
     let child = isolab()
@@ -1857,7 +1877,9 @@ fn start_until_client(dir: &Path, db: &Path, spec: &Path) -> (std::process::Chil
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(120);
     while Instant::now() < deadline {
-        if cgroup_ending("-db").is_some() && cgroup_ending("-client").is_some() {
+        if cgroup_of_run(child.id(), "-db").is_some()
+            && cgroup_of_run(child.id(), "-client").is_some()
+        {
             std::thread::sleep(Duration::from_secs(1));
             return (child, true);
         }
@@ -1941,7 +1963,7 @@ fn postgresql_faults_fail_runs_with_the_database_message_and_leave_nothing() {
     let spec = write_spec(dir.path(), "killed.toml", &killed_postgres_spec());
     // The database killed under its client: the run fails, saying so.
     let (child, started) = start_until_client(dir.path(), &db, &spec);
-    let db_cgroup = cgroup_ending("-db");
+    let db_cgroup = cgroup_of_run(child.id(), "-db");
     for pid in db_cgroup
         .map(|c| std::fs::read_to_string(c.join("cgroup.procs")).unwrap_or_default())
         .unwrap_or_default()
