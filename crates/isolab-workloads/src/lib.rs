@@ -43,6 +43,7 @@ pub mod asset;
 pub mod builtins;
 pub mod load;
 pub mod metrics;
+pub mod oltp;
 pub mod parsers;
 pub mod stack;
 pub mod stacks;
@@ -115,6 +116,10 @@ pub enum ParserKind {
     Sockperf,
     /// ffmpeg `-benchmark` on stderr and `-progress {workdir}/ffmpeg-progress.txt`.
     Ffmpeg,
+    /// pgbench `--log` per-transaction logs in `{workdir}/pgbench/` (per-script metrics).
+    Pgbench,
+    /// sysbench OLTP through isolab's wrapper: JSON on stdout, latencies in `{workdir}/sysbench/`.
+    SysbenchOltp,
     /// A `{"metrics": [...]}` object on stdout (see [`parsers::json`]).
     Json,
     /// A service stack's load generator (see [`load::parse_load`]): no command output.
@@ -125,7 +130,7 @@ pub enum ParserKind {
 
 impl ParserKind {
     /// Every parser kind, in declaration order.
-    pub const ALL: [ParserKind; 11] = [
+    pub const ALL: [ParserKind; 13] = [
         ParserKind::Sysbench,
         ParserKind::Fio,
         ParserKind::StressNg,
@@ -134,13 +139,15 @@ impl ParserKind {
         ParserKind::Ioping,
         ParserKind::Sockperf,
         ParserKind::Ffmpeg,
+        ParserKind::Pgbench,
+        ParserKind::SysbenchOltp,
         ParserKind::Json,
         ParserKind::Load,
         ParserKind::Time,
     ];
 
     /// The word used in specs and the store: `sysbench`, `fio`, `stress-ng`, `iperf3`,
-    /// `hpcc`, `ioping`, `sockperf`, `ffmpeg`, `json`, `load` or `time`.
+    /// `hpcc`, `ioping`, `sockperf`, `ffmpeg`, `pgbench`, `sysbench-oltp`, `json`, `load` or `time`.
     pub fn as_str(self) -> &'static str {
         match self {
             ParserKind::Sysbench => "sysbench",
@@ -151,6 +158,8 @@ impl ParserKind {
             ParserKind::Ioping => "ioping",
             ParserKind::Sockperf => "sockperf",
             ParserKind::Ffmpeg => "ffmpeg",
+            ParserKind::Pgbench => "pgbench",
+            ParserKind::SysbenchOltp => "sysbench-oltp",
             ParserKind::Json => "json",
             ParserKind::Load => "load",
             ParserKind::Time => "time",
@@ -205,7 +214,7 @@ mod tests {
         let err = "stressng".parse::<ParserKind>().unwrap_err();
         assert_eq!(
             err.to_string(),
-            "unknown parser `stressng`: expected one of sysbench, fio, stress-ng, iperf3, hpcc, ioping, sockperf, ffmpeg, json, load, time"
+            "unknown parser `stressng`: expected one of sysbench, fio, stress-ng, iperf3, hpcc, ioping, sockperf, ffmpeg, pgbench, sysbench-oltp, json, load, time"
         );
     }
 
