@@ -104,6 +104,7 @@ impl Lab {
                 cpus: "0-3".parse().unwrap(),
                 storage: Some(isolab_lab::spec::StorageSupport {
                     device_mapper: true,
+                    btrfs: true,
                 }),
             },
         )
