@@ -38,6 +38,10 @@ PACKAGES+=(jmeter jmeter-http wrk python3-venv)
 # database's readiness check, which runs on the host for every platform.
 PACKAGES+=(nginx-light mariadb-server mariadb-client php8.2-fpm php8.2-mysql php8.2-cli
     wordpress wordpress-theme-twentytwentyone)
+# The database stacks `postgresql` and `mariadb` and their OLTP clients, which run on the
+# host for every platform: PostgreSQL 15 with pgbench and pg_isready (postgresql-client-15),
+# MariaDB 10.11 (above), sysbench 1.0.20 with its mysql and pgsql drivers (above).
+PACKAGES+=(postgresql-15 postgresql-client-15)
 # The seeds' own benchmark programs on the `host` platform (containers and VMs get them from
 # the experiment's recipe image, the same Debian versions): HPC Challenge (HPL, STREAM) under
 # Open MPI with OpenBLAS in place of the reference BLAS, sockperf (request-response latency)

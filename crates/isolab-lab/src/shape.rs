@@ -237,7 +237,7 @@ pub fn limits_for(
 /// `15ms`, or `0.5ms` for a duration that is not whole milliseconds.
 fn millis(d: Duration) -> String {
     let us = d.as_micros();
-    if us % 1000 == 0 {
+    if us.is_multiple_of(1000) {
         format!("{}ms", us / 1000)
     } else {
         format!("{}ms", us as f64 / 1000.0)

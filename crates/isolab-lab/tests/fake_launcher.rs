@@ -104,6 +104,7 @@ impl Lab {
                 cpus: "0-3".parse().unwrap(),
                 storage: Some(isolab_lab::spec::StorageSupport {
                     device_mapper: true,
+                    btrfs: true,
                 }),
             },
         )
@@ -319,7 +320,7 @@ fn failed_and_timed_out_commands_are_recorded_and_leave_nothing() {
     assert_eq!(
         reasons,
         [
-            "failed: counted run 1: the command ended with exit status 1; see the run's stderr",
+            "failed: counted run 1: the command ended with exit status 1: cannot parse the output of sysbench-cpu: sysbench reported an error: FATAL: boom",
             "failed: counted run 1: the command ran longer than its timeout of 160s and was killed",
         ]
     );

@@ -1121,13 +1121,16 @@ fn device_allowlist_denies_block_devices() {
     let root = BusyboxRoot::new();
     let script = "mknod /tmp/sda b 8 0 && echo mknod-ok; \
                   if head -c1 /tmp/sda >/dev/null 2>/tmp/err; then echo opened; else cat /tmp/err; fi; \
-                  echo x > /dev/null && echo null-ok; head -c4 /dev/zero | wc -c";
+                  echo x > /dev/null && echo null-ok; head -c4 /dev/zero | wc -c; \
+                  stat -c 'mode-%a' /dev/null";
     let out = ok(&run(&root, "t-dev", &[], script));
     // CAP_MKNOD is in Docker's set, so mknod works, but opening is denied.
     assert!(out.contains("mknod-ok"), "{out}");
     assert!(out.contains("Operation not permitted"), "{out}");
     assert!(!out.contains("opened"), "{out}");
     assert!(out.contains("null-ok") && out.contains('4'), "{out}");
+    // The mode asked for, not the umask's: any user may write /dev/null.
+    assert!(out.contains("mode-666"), "{out}");
     // Privileged: the allowlist is "everything", and the same open reaches the
     // driver (no disk 8:0 here: ENXIO), which shows that the cgroup made the EPERM.
     let out = ok(&run(&root, "t-dev-priv", &["--privileged"], script));

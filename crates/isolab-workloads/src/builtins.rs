@@ -658,6 +658,7 @@ pub fn catalog() -> Vec<WorkloadDef> {
             "MPI_Search (Burkardt's SEARCH_MPI, its reference [38])",
         ),
     ];
+    all.extend(crate::oltp::workloads());
     all.extend(crate::nosql::workloads());
     all.sort_by(|a, b| a.name.cmp(&b.name));
     all
@@ -715,6 +716,7 @@ mod tests {
                 "iperf3-tcp",
                 "mpi-prime",
                 "mpi-search",
+                "pgbench-oltp",
                 "redis-benchmark",
                 "stream",
                 "stress-ng-cache",
@@ -725,6 +727,20 @@ mod tests {
                 "sysbench-fileio",
                 "sysbench-memory",
                 "sysbench-mutex",
+                "sysbench-mysql-delete",
+                "sysbench-mysql-insert",
+                "sysbench-mysql-point-select",
+                "sysbench-mysql-read-only",
+                "sysbench-mysql-read-write",
+                "sysbench-mysql-update-index",
+                "sysbench-mysql-update-non-index",
+                "sysbench-pgsql-delete",
+                "sysbench-pgsql-insert",
+                "sysbench-pgsql-point-select",
+                "sysbench-pgsql-read-only",
+                "sysbench-pgsql-read-write",
+                "sysbench-pgsql-update-index",
+                "sysbench-pgsql-update-non-index",
                 "sysbench-threads",
                 "tcp-rr",
                 "tcp-stream-recv",
@@ -797,9 +813,15 @@ mod tests {
             }
             let direct = used.contains(&"direct") || used.contains(&"direct_flag");
             // ioping measures the disk's latency as seed 003 did, without O_DIRECT;
-            // Cassandra keeps its data, commit log and hints in the working directory.
-            let disk = direct || w.name == "ioping" || w.name == "cassandra-latte";
-            assert_eq!(w.uses_disk, disk, "{}", w.name);
+            // the databases keep their data directory in the working directory.
+            let database = matches!(w.parser, ParserKind::Pgbench | ParserKind::SysbenchOltp)
+                || w.name == "cassandra-latte";
+            assert_eq!(
+                w.uses_disk,
+                direct || w.name == "ioping" || database,
+                "{}",
+                w.name
+            );
             assert_eq!(builtin(&w.name), Some(w.clone()));
         }
         assert_eq!(builtin("nope"), None);

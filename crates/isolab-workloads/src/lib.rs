@@ -44,6 +44,7 @@ pub mod builtins;
 pub mod load;
 pub mod metrics;
 pub mod nosql;
+pub mod oltp;
 pub mod parsers;
 pub mod stack;
 pub mod stacks;
@@ -116,6 +117,10 @@ pub enum ParserKind {
     Sockperf,
     /// ffmpeg `-benchmark` on stderr and `-progress {workdir}/ffmpeg-progress.txt`.
     Ffmpeg,
+    /// pgbench `--log` per-transaction logs in `{workdir}/pgbench/` (per-script metrics).
+    Pgbench,
+    /// sysbench OLTP through isolab's wrapper: JSON on stdout, latencies in `{workdir}/sysbench/`.
+    SysbenchOltp,
     /// redis-benchmark `--csv` on stdout (per-command metrics).
     RedisBenchmark,
     /// latte's JSON report in `{workdir}/cassandra-latte/latte.json` (per-function metrics).
@@ -130,7 +135,7 @@ pub enum ParserKind {
 
 impl ParserKind {
     /// Every parser kind, in declaration order.
-    pub const ALL: [ParserKind; 13] = [
+    pub const ALL: [ParserKind; 15] = [
         ParserKind::Sysbench,
         ParserKind::Fio,
         ParserKind::StressNg,
@@ -139,6 +144,8 @@ impl ParserKind {
         ParserKind::Ioping,
         ParserKind::Sockperf,
         ParserKind::Ffmpeg,
+        ParserKind::Pgbench,
+        ParserKind::SysbenchOltp,
         ParserKind::RedisBenchmark,
         ParserKind::Latte,
         ParserKind::Json,
@@ -147,7 +154,7 @@ impl ParserKind {
     ];
 
     /// The word used in specs and the store: `sysbench`, `fio`, `stress-ng`, `iperf3`,
-    /// `hpcc`, `ioping`, `sockperf`, `ffmpeg`, `redis-benchmark`, `latte`, `json`, `load` or `time`.
+    /// `hpcc`, `ioping`, `sockperf`, `ffmpeg`, `pgbench`, `sysbench-oltp`, `redis-benchmark`, `latte`, `json`, `load` or `time`.
     pub fn as_str(self) -> &'static str {
         match self {
             ParserKind::Sysbench => "sysbench",
@@ -158,6 +165,8 @@ impl ParserKind {
             ParserKind::Ioping => "ioping",
             ParserKind::Sockperf => "sockperf",
             ParserKind::Ffmpeg => "ffmpeg",
+            ParserKind::Pgbench => "pgbench",
+            ParserKind::SysbenchOltp => "sysbench-oltp",
             ParserKind::RedisBenchmark => "redis-benchmark",
             ParserKind::Latte => "latte",
             ParserKind::Json => "json",
@@ -214,7 +223,7 @@ mod tests {
         let err = "stressng".parse::<ParserKind>().unwrap_err();
         assert_eq!(
             err.to_string(),
-            "unknown parser `stressng`: expected one of sysbench, fio, stress-ng, iperf3, hpcc, ioping, sockperf, ffmpeg, redis-benchmark, latte, json, load, time"
+            "unknown parser `stressng`: expected one of sysbench, fio, stress-ng, iperf3, hpcc, ioping, sockperf, ffmpeg, pgbench, sysbench-oltp, redis-benchmark, latte, json, load, time"
         );
     }
 

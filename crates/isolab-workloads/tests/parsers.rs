@@ -303,7 +303,19 @@ fn fixture_of(workload: &str) -> (Option<String>, Option<String>, String) {
         let dir = "ffmpeg-x265";
         return (None, Some(format!("{dir}/output.txt")), dir.into());
     }
-    let (stdout, workdir) = if workload == "hpl" || workload == "stream" {
+    let (stdout, workdir) = if workload == "pgbench-oltp" {
+        // pgbench's per-transaction log in {workdir}/pgbench/, its prose on stdout.
+        (
+            Some("pgbench-oltp/output.txt".into()),
+            "pgbench-oltp".into(),
+        )
+    } else if workload.starts_with("sysbench-pgsql-") || workload.starts_with("sysbench-mysql-") {
+        // Every OLTP script reports through the same wrapper.
+        (
+            Some("sysbench-oltp/output.txt".into()),
+            "sysbench-oltp".into(),
+        )
+    } else if workload == "hpl" || workload == "stream" {
         (Some("hpcc/output.txt".into()), "hpcc".into())
     } else if workload.ends_with("-rr") {
         let dir = format!("sockperf-{}", &workload[..3]);
@@ -990,4 +1002,94 @@ fn the_compile_reports_its_time_and_units_and_a_failed_build_shows_the_compiler_
     assert!(matches!(err, ParseError::Empty { .. }), "{err:?}");
     let text = err.to_string();
     assert!(text.contains("mod_access_compat.c:378:1: error"), "{text}");
+}
+
+// ---- databases: pgbench's per-transaction log, sysbench OLTP through the wrapper ----
+
+/// Each script of the log is its own point; the overall tps is their sum.
+#[test]
+fn pgbench_log_gives_one_point_per_script() {
+    let got = parse_fixture(
+        ParserKind::Pgbench,
+        Some("pgbench-oltp/output.txt"),
+        None,
+        "pgbench-oltp",
+    )
+    .unwrap();
+    let value = |n: &str| got.iter().find(|m| m.name == n).map(|m| m.value);
+    let scripts = [
+        "tpcb_like",
+        "point_select",
+        "range_select",
+        "join_select",
+        "update",
+        "insert",
+    ];
+    let sum: f64 = scripts
+        .iter()
+        .map(|s| value(&format!("{s}_tps")).unwrap())
+        .sum();
+    assert!((sum - value("tps").unwrap()).abs() < 1e-6 * sum, "{got:?}");
+    for s in scripts {
+        let p50 = value(&format!("{s}_latency_p50")).unwrap();
+        assert!(
+            p50 > 0.0 && value(&format!("{s}_latency_p99")).unwrap() >= p50,
+            "{s}"
+        );
+        assert_eq!(value(&format!("{s}_errors")), Some(0.0), "{s}");
+    }
+    // The first line of the fixture's log: a TPC-B-like transaction of 9 043 µs.
+    assert!(value("tpcb_like_latency_p99").unwrap() >= 9.043);
+}
+
+#[test]
+fn pgbench_errors_quote_the_database() {
+    let stderr = "pgbench: error: could not count number of branches: ERROR:  relation \"pgbench_branches\" does not exist\nLINE 1: select count(*) from pgbench_branches\n";
+    let err = parse(
+        ParserKind::Pgbench,
+        &RunOutput {
+            stdout: "",
+            stderr,
+            workdir: Path::new("/nonexistent"),
+            wall: Duration::from_secs(1),
+        },
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "pgbench reported an error: pgbench: error: could not count number of branches: ERROR:  relation \"pgbench_branches\" does not exist"
+    );
+}
+
+#[test]
+fn sysbench_oltp_reads_its_json_and_every_latency() {
+    let got = parse_fixture(
+        ParserKind::SysbenchOltp,
+        Some("sysbench-oltp/output.txt"),
+        None,
+        "sysbench-oltp",
+    )
+    .unwrap();
+    let value = |n: &str| got.iter().find(|m| m.name == n).map(|m| m.value);
+    assert_eq!(value("tps"), Some(234.91));
+    assert_eq!(value("qps"), Some(4698.22));
+    assert_eq!(value("errors"), Some(0.0));
+    let p50 = value("latency_p50").unwrap();
+    assert!(p50 > 0.0 && value("latency_p99").unwrap() >= p50, "{got:?}");
+}
+
+#[test]
+fn sysbench_oltp_fatal_quotes_the_database() {
+    let err = parse_fixture(
+        ParserKind::SysbenchOltp,
+        Some("sysbench-oltp-refused.txt"),
+        None,
+        "sysbench-oltp",
+    )
+    .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.starts_with("sysbench-oltp reported an error: FATAL: Connection to database failed: connection to server at \"127.0.0.1\", port 1 failed: Connection refused"),
+        "{text}"
+    );
 }

@@ -86,24 +86,27 @@ impl CgroupTest {
 /// The isolab cgroups that exist now but did not before the test: what it leaked.
 /// (Other tools, e.g. runc with an `isolab/…` cgroupsPath, may have left empty
 /// parents on a developer's machine; those are not this test's doing.)
-/// The cgroups of an experiment whose `isolab run` still runs (`isolab/expN-pidPID`)
-/// are another isolab's on a shared machine: a test's own runs have ended when it checks.
 fn leaked(before: &[PathBuf]) -> Vec<PathBuf> {
-    isolab_cgroups()
+    let new: Vec<PathBuf> = isolab_cgroups()
         .into_iter()
-        .filter(|p| !before.contains(p) && !of_a_running_isolab(p))
+        .filter(|p| !before.contains(p))
+        .collect();
+    // Another `isolab run` alive on a shared machine (its cgroups are named
+    // `exp<ID>-pid<PID>`) is not this test's leak, nor are the parents it made.
+    let foreign = |p: &Path| {
+        p.components().any(|c| {
+            let name = c.as_os_str().to_string_lossy();
+            name.rsplit_once("-pid")
+                .and_then(|(_, rest)| rest.split('-').next()?.parse::<u32>().ok())
+                .is_some_and(|pid| {
+                    pid != std::process::id() && Path::new(&format!("/proc/{pid}")).exists()
+                })
+        })
+    };
+    new.iter()
+        .filter(|p| !foreign(p) && !new.iter().any(|q| q.starts_with(p) && foreign(q)))
+        .cloned()
         .collect()
-}
-
-/// Whether `cgroup` is below `isolab/exp…-pidPID` of a process that is alive.
-fn of_a_running_isolab(cgroup: &Path) -> bool {
-    cgroup.components().any(|c| {
-        let c = c.as_os_str().to_string_lossy();
-        c.starts_with("exp")
-            && c.rsplit_once("-pid")
-                .and_then(|(_, pid)| pid.parse::<u32>().ok())
-                .is_some_and(|pid| Path::new(&format!("/proc/{pid}")).exists())
-    })
 }
 
 /// What `now` holds that `before` did not: what a test left behind, other tests' state
@@ -1917,6 +1920,355 @@ fn a_database_killed_mid_run_fails_the_run_cleanly_and_leaves_nothing() {
     guard.assert_nothing_leaked("cgroups left");
     let procs = new_since(stack_processes(), &procs_before);
     assert!(procs.is_empty(), "processes left: {procs:?}");
+}
+
+/// The OLTP workloads on the host and on isolab: PostgreSQL under pgbench (six scripts,
+/// one point each) and sysbench, MariaDB under sysbench, 2 clients, a 128 MiB shape
+/// (a data set of a few MiB), two seconds of load a run.
+fn oltp_spec() -> String {
+    database_spec(
+        "oltp",
+        "2s",
+        r#"platform = ["host", "isolab-host"]
+workload = ["pgbench-oltp", "sysbench-pgsql-point-select", "sysbench-mysql-read-write"]
+threads = [2]"#,
+        "",
+    )
+}
+
+/// Experiment `name` on databases: the shape `db` (1 cpu, 128 MiB: a data set of a few
+/// MiB) pinned, two runs a cell of `duration` each, level `isolab-host` declared, then
+/// the `matrix` lines (platform, workload, threads) and the rest of the spec. The
+/// scheduling-latency probe stops a run only beyond 5 s: these tests check the
+/// databases, on a CI machine that other jobs load.
+fn database_spec(name: &str, duration: &str, matrix: &str, rest: &str) -> String {
+    format!(
+        r#"[experiment]
+name = "{name}"
+seed = 5
+duration = "{duration}"
+repetitions = {{ warmup = 0, min = 2, max = 2, target_cv = 0.5 }}
+probe_threshold = "5s"
+
+[shape.db]
+cpus = 1
+memory = "128MiB"
+
+[platform.isolab-host]
+engine = "isolab"
+network = "host"
+
+[matrix]
+shape = ["db"]
+placement = ["pinned"]
+{matrix}
+{rest}"#
+    )
+}
+
+/// Processes of the database stacks and their clients still running (a zombie,
+/// killed and waiting for init to reap it, does not count).
+fn database_processes() -> Vec<String> {
+    processes_named(&["postgres", "mariadbd", "pgbench", "sysbench"])
+        .into_iter()
+        .filter(|p| {
+            let pid = p.split(' ').next().unwrap_or_default();
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // The state follows the command's closing parenthesis.
+            let state = stat.rsplit_once(") ").map(|(_, rest)| rest.chars().next());
+            !matches!(state, None | Some(Some('Z')))
+        })
+        .collect()
+}
+
+/// A temporary directory the `postgres` user can reach (PostgreSQL's server does not
+/// run as root, and `tempfile` makes directories only their owner can enter).
+fn reachable_tempdir() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+#[test]
+fn oltp_points_per_statement_with_limits_read_back_on_host_and_isolab_leave_nothing() {
+    let Some(guard) = CgroupTest::start() else {
+        return;
+    };
+    if isolab_tools_missing(&["postgres", "mariadbd", "pgbench", "sysbench", "pg_isready"]) {
+        return;
+    }
+    let procs_before = database_processes();
+    let dir = reachable_tempdir();
+    let (_, store, id) = run_experiment(dir.path(), &oltp_spec(), "oltp");
+    let db = dir.path().join("x.db");
+    let cells = store.cells(id).unwrap();
+    let runs = store.runs(id).unwrap();
+    assert_eq!(runs.len(), 12, "{}", failed_runs(&db, "oltp"));
+    for run in &runs {
+        let key = &cells.iter().find(|c| c.id == run.cell).unwrap().key;
+        assert!(run.is_counted(), "{key}: {:?}", run.error);
+        let metric = |n: &str| run.metrics.iter().find(|m| m.name == n).map(|m| m.value);
+        let points: &[&str] = if key.contains("pgbench-oltp") {
+            &[
+                "",
+                "tpcb_like_",
+                "point_select_",
+                "range_select_",
+                "join_select_",
+                "update_",
+                "insert_",
+            ]
+        } else {
+            &[""]
+        };
+        for p in points {
+            assert!(
+                metric(&format!("{p}tps")).unwrap() > 1.0,
+                "{key} {p}: {:?}",
+                run.metrics
+            );
+            let p50 = metric(&format!("{p}latency_p50")).unwrap();
+            let p99 = metric(&format!("{p}latency_p99")).unwrap();
+            assert!(p50 > 0.0 && p99 >= p50, "{key} {p}: {p50} {p99}");
+            assert_eq!(metric(&format!("{p}errors")), Some(0.0), "{key} {p}");
+        }
+        // The database's own cpu time during the point, from its cgroup.
+        assert!(
+            metric("db_cpu_time").unwrap() > 0.0,
+            "{key}: {:?}",
+            run.metrics
+        );
+        // The limits read back from the database's own cgroup, and the data set.
+        let applied = &run.limits["components"]["db"]["applied"];
+        assert_eq!(
+            applied["cpuset"].as_str().map(str::len),
+            Some(1),
+            "{key}: {}",
+            run.limits
+        );
+        assert_eq!(
+            applied["memory_max"].as_u64(),
+            Some(128 << 20),
+            "{key}: {}",
+            run.limits
+        );
+        let data = &run.limits["measured"]["data_set"];
+        assert_eq!(
+            data["memory_mib"].as_u64(),
+            Some(128),
+            "{key}: {}",
+            run.limits
+        );
+    }
+    // Every statement type is a measurement point of its own for `compare --all-metrics`.
+    let compare = run(isolab().arg("--db").arg(&db).args([
+        "compare",
+        "oltp",
+        "--a",
+        "platform=host",
+        "--b",
+        "platform=isolab-host",
+        "--all-metrics",
+        "--format",
+        "json",
+    ]));
+    assert!(compare.status.success(), "{}", text(&compare.stderr));
+    let compared = text(&compare.stdout);
+    for m in ["point_select_latency_p95", "tpcb_like_tps", "db_cpu_time"] {
+        assert!(compared.contains(m), "{m} not compared: {compared}");
+    }
+    guard.assert_nothing_leaked("cgroups left");
+    let procs = new_since(database_processes(), &procs_before);
+    assert!(procs.is_empty(), "processes left: {procs:?}");
+    assert!(
+        !dir.path().join("work").exists(),
+        "working directories left"
+    );
+}
+
+/// pgbench against PostgreSQL for long enough that the test kills the database.
+fn killed_postgres_spec() -> String {
+    database_spec(
+        "killed-postgres",
+        "60s",
+        "platform = [\"host\"]\nworkload = [\"pgbench-oltp\"]\nthreads = [2]",
+        "",
+    )
+}
+
+/// The first cgroup of the `isolab run` process `pid` (its experiment's cgroups are
+/// named `exp<ID>-pid<PID>`) whose name ends with `suffix`: never another run's on a
+/// shared machine.
+fn cgroup_of_run(pid: u32, suffix: &str) -> Option<PathBuf> {
+    let own = format!("-pid{pid}/");
+    isolab_cgroups().into_iter().find(|p| {
+        let path = p.to_string_lossy();
+        path.contains(&own) && path.ends_with(suffix) && p.join("cgroup.procs").exists()
+    })
+}
+
+/// Starts `isolab run` of `spec` into `db` and waits until its client runs; `false`
+/// when it never did.
+fn start_until_client(dir: &Path, db: &Path, spec: &Path) -> (std::process::Child, bool) {
+    let child = isolab()
+        .arg("--db")
+        .arg(db)
+        .args(["run", "--no-report", "--workdir"])
+        .arg(dir.join("work"))
+        .arg(spec)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while Instant::now() < deadline {
+        if cgroup_of_run(child.id(), "-db").is_some()
+            && cgroup_of_run(child.id(), "-client").is_some()
+        {
+            std::thread::sleep(Duration::from_secs(1));
+            return (child, true);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    (child, false)
+}
+
+/// A tmpfs mounted for a test, unmounted (and its mount point removed) when dropped.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(at: &Path, size: &str) -> Tmpfs {
+        std::fs::create_dir_all(at).unwrap();
+        let out = run(Command::new("mount")
+            .args(["-t", "tmpfs", "-o"])
+            .arg(format!("size={size},mode=0755"))
+            .arg("tmpfs")
+            .arg(at));
+        assert!(out.status.success(), "mount: {}", text(&out.stderr));
+        Tmpfs(at.to_path_buf())
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+/// PostgreSQL's faults: a database that cannot initialise fails the run with its own
+/// lines; a query that errors fails the point with the database's
+/// message; the database killed under its client fails the run; isolab killed with
+/// SIGKILL leaves what `isolab gc` removes. Nothing is left behind.
+#[test]
+fn postgresql_faults_fail_runs_with_the_database_message_and_leave_nothing() {
+    let Some(guard) = CgroupTest::start() else {
+        return;
+    };
+    if isolab_tools_missing(&["postgres", "pgbench", "pg_isready"]) {
+        return;
+    }
+    let procs_before = database_processes();
+    let dir = reachable_tempdir();
+    let run_into = |db: &Path, workdir: &Path, spec: &Path| {
+        run(isolab()
+            .arg("--db")
+            .arg(db)
+            .args(["run", "--no-report", "--workdir"])
+            .arg(workdir)
+            .arg(spec))
+    };
+    // A database that cannot initialise: its working directory on a 4 MiB tmpfs.
+    let full = Tmpfs::mount(&dir.path().join("full"), "4m");
+    let nospace = dir.path().join("nospace.db");
+    let spec = write_spec(dir.path(), "killed.toml", &killed_postgres_spec());
+    let out = run_into(&nospace, &full.0, &spec);
+    let failed = failed_runs(&nospace, "killed-postgres");
+    assert!(
+        failed.contains("component `db` prepare") && failed.contains("No space left on device"),
+        "stdout {}\nstderr {}\n{failed}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    drop(full);
+    guard.assert_nothing_leaked("cgroups left after the failed initialisation");
+    // A query that errors.
+    let bad = dir.path().join("bad.db");
+    let spec = write_spec(dir.path(), "bad.toml", &bad_query_spec());
+    let out = run_into(&bad, &dir.path().join("work"), &spec);
+    let failed = failed_runs(&bad, "bad-query");
+    assert!(
+        failed.contains(r#"ERROR:  relation \"pgbench_branches\" does not exist"#),
+        "stdout {}\nstderr {}\n{failed}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    guard.assert_nothing_leaked("cgroups left after the failed query");
+    let db = dir.path().join("x.db");
+    let spec = write_spec(dir.path(), "killed.toml", &killed_postgres_spec());
+    // The database killed under its client: the run fails, saying so.
+    let (child, started) = start_until_client(dir.path(), &db, &spec);
+    let db_cgroup = cgroup_of_run(child.id(), "-db");
+    for pid in db_cgroup
+        .map(|c| std::fs::read_to_string(c.join("cgroup.procs")).unwrap_or_default())
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.parse::<i32>().ok())
+    {
+        // SAFETY: kill has no memory preconditions.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(started, "the client never started: {}", text(&out.stderr));
+    let failed = failed_runs(&db, "killed-postgres");
+    assert!(
+        // While the client ran, or just after: pgbench ends at once when it loses
+        // its connections.
+        failed.contains("component `db` exited while"),
+        "stdout {}\nstderr {}\n{failed}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    guard.assert_nothing_leaked("cgroups left after the killed database");
+    // isolab itself killed with SIGKILL while the client runs: `isolab gc` removes
+    // the database's processes, cgroups and data directory.
+    let db2 = dir.path().join("y.db");
+    let (mut child, started) = start_until_client(dir.path(), &db2, &spec);
+    // SAFETY: kill has no memory preconditions.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = child.wait();
+    assert!(started, "the client never started the second time");
+    let gc = run(isolab()
+        .arg("--db")
+        .arg(&db2)
+        .args(["gc", "--workdir"])
+        .arg(dir.path().join("work")));
+    assert!(gc.status.success(), "{}", text(&gc.stderr));
+    guard.assert_nothing_leaked("cgroups left after kill -9 and gc");
+    let procs = new_since(database_processes(), &procs_before);
+    assert!(procs.is_empty(), "processes left: {procs:?}");
+    let left: Vec<_> = std::fs::read_dir(dir.path().join("work"))
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "working directories left: {left:?}");
+}
+
+/// A client whose query fails: pgbench's select-only script against a database
+/// without pgbench's tables (pgbench's first query, counting the branches, fails).
+fn bad_query_spec() -> String {
+    database_spec(
+        "bad-query",
+        "2s",
+        "platform = [\"host\"]\nworkload = [\"bad\"]",
+        r#"[workload.bad]
+stack = "postgresql"
+client = "host"
+parser = "pgbench"
+primary = "tps"
+command = "pgbench --host={db.host} --port={db.port} --username=postgres --no-vacuum --client=1 --time={duration} --log --log-prefix={workdir}/log --builtin=select-only postgres"
+"#,
+    )
 }
 
 /// Whether one of `programs` is missing on the host (after a skip naming them).

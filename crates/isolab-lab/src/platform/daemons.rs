@@ -117,7 +117,9 @@ impl Affinity for RealAffinity {
 }
 
 /// Where confinements are recorded for `isolab gc`.
-pub const RECORD_DIR: &str = "/run/isolab";
+/// (A directory of its own: isolab-runtime reads every file of /run/isolab as a
+/// container's state.)
+pub const RECORD_DIR: &str = "/run/isolab/host-cpu-pools";
 
 /// The record of process `pid`'s confinement in `dir`.
 fn record_path(dir: &Path, pid: u32) -> PathBuf {

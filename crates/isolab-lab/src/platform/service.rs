@@ -113,6 +113,12 @@ impl Service<'_> {
         }
     }
 
+    /// Cpu time its instance cgroup has used so far (its processes, with a
+    /// container's below it), when the cgroup can be read.
+    pub fn cpu_usage(&self) -> Option<Duration> {
+        self.instance.as_ref()?.stats().ok()?.cpu_usage
+    }
+
     /// Stops it: SIGTERM, then everything in its instance killed after a grace
     /// period; its container and instance cgroup removed.
     pub fn stop(mut self) -> Result<(), PlatformError> {

@@ -69,7 +69,12 @@ impl FinishedRun {
         let execution = done.execution;
         notes.extend(execution.notes);
         let (status, error) = match (&done.metrics, execution.exit.success()) {
-            (_, false) => (
+            // The parser's error quotes the tool's own message (a database's).
+            (Err(e), false) => (
+                RunStatus::Failed,
+                Some(format!("the command ended with {}: {e}", execution.exit)),
+            ),
+            (Ok(_), false) => (
                 RunStatus::Failed,
                 Some(format!(
                     "the command ended with {}; see the run's stderr",

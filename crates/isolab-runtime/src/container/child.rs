@@ -330,6 +330,13 @@ fn run_op(op: &Op, fds: &ChildFds) -> Result<(), Errno> {
                 sys::touch(path)?;
                 sys::mount(Some(host), path, None, libc::MS_BIND, None)
             }
+            // mknod applied the umask (0644 for 0666): chmod sets the mode asked for,
+            // so that a program running as another user (PostgreSQL's `postgres`) can
+            // write /dev/null.
+            // SAFETY: a NUL-terminated path.
+            Ok(()) if unsafe { libc::chmod(path.as_ptr(), *mode & 0o7777) } < 0 => {
+                Err(Errno::last())
+            }
             other => other,
         },
         Op::Symlink { target, link } => sys::symlink_exist_ok(target, link),

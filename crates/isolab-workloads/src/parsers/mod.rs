@@ -7,10 +7,12 @@ pub mod ioping;
 pub mod iperf3;
 pub mod json;
 pub mod latte;
+pub mod pgbench;
 pub mod redis_benchmark;
 pub mod sockperf;
 pub mod stress_ng;
 pub mod sysbench;
+pub mod sysbench_oltp;
 
 pub use ffmpeg::FFMPEG_PROGRESS;
 pub use hpcc::HPCC_REPORT;
@@ -23,7 +25,7 @@ use std::path::PathBuf;
 
 /// A parser name other than the known ones.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown parser `{0}`: expected one of sysbench, fio, stress-ng, iperf3, hpcc, ioping, sockperf, ffmpeg, redis-benchmark, latte, json, load, time")]
+#[error("unknown parser `{0}`: expected one of sysbench, fio, stress-ng, iperf3, hpcc, ioping, sockperf, ffmpeg, pgbench, sysbench-oltp, redis-benchmark, latte, json, load, time")]
 pub struct UnknownParser(pub String);
 
 /// Why a run's output could not be turned into metrics.
@@ -138,6 +140,8 @@ pub fn parse(kind: ParserKind, out: &RunOutput) -> Result<Vec<Metric>, ParseErro
         ParserKind::Ioping => ioping::parse(out),
         ParserKind::Sockperf => sockperf::parse(out),
         ParserKind::Ffmpeg => ffmpeg::parse(out),
+        ParserKind::Pgbench => pgbench::parse(out),
+        ParserKind::SysbenchOltp => sysbench_oltp::parse(out),
         ParserKind::RedisBenchmark => redis_benchmark::parse(out),
         ParserKind::Latte => latte::parse(out),
         ParserKind::Json => json::parse(out),
@@ -196,6 +200,8 @@ pub fn measured_time(kind: ParserKind, out: &RunOutput) -> Option<std::time::Dur
         ParserKind::Hpcc
         | ParserKind::Ioping
         | ParserKind::Sockperf
+        | ParserKind::Pgbench
+        | ParserKind::SysbenchOltp
         | ParserKind::RedisBenchmark
         | ParserKind::Latte
         | ParserKind::Json
@@ -340,6 +346,30 @@ fn json_get<'v>(root: &'v serde_json::Value, path: &[&str]) -> Option<&'v serde_
 /// the project's one definition ([`isolab_stats::percentile`], numpy's linear).
 fn percentile(values: &[f64], q: f64) -> f64 {
     isolab_stats::percentile(values, q).unwrap_or(f64::NAN)
+}
+
+/// The mean and the 50th, 95th and 99th percentiles of `ms` (latencies in ms) as
+/// `{prefix}latency_mean`, `{prefix}latency_p50`, … (ms, lower); none when empty.
+fn latency_metrics(prefix: &str, ms: &[f64]) -> Vec<Metric> {
+    if ms.is_empty() {
+        return Vec::new();
+    }
+    let mean = ms.iter().sum::<f64>() / ms.len() as f64;
+    let mut m = vec![Metric::new(
+        format!("{prefix}latency_mean"),
+        "ms",
+        Direction::Lower,
+        mean,
+    )];
+    for q in [50, 95, 99] {
+        m.push(Metric::new(
+            format!("{prefix}latency_p{q}"),
+            "ms",
+            Direction::Lower,
+            percentile(ms, f64::from(q)),
+        ));
+    }
+    m
 }
 
 /// `text` as a finite number, or [`ParseError::BadNumber`] naming `field`.

@@ -6,6 +6,8 @@
 //! |---|---|---|
 //! | `static` | `web`: nginx | a fixed 10 000-byte page at `/index.html` (fast tests, generator headroom) |
 //! | `wordpress` | `db`: MariaDB, `web`: php-fpm + nginx | a deterministic WordPress site whose front page is about 10 kB (seed 003) |
+//! | `postgresql` | `db`: PostgreSQL 15 | an empty cluster sized from the cell (`postgresql.rs`); the OLTP workloads load their data |
+//! | `mariadb` | `db`: MariaDB 10.11 | database `bench`, sized from the cell (`mariadb.rs`) |
 //! | `redis` | `db`: Redis 7.0 | an empty store, data directory in the working directory (`redis.rs`) |
 //! | `cassandra` | `db`: Cassandra 5.0.9 on OpenJDK 17 | one node, data in the working directory; needs the `cassandra` asset's jars (`cassandra.rs`) |
 //!
@@ -13,6 +15,8 @@
 //! compiled in.
 
 pub mod cassandra;
+mod mariadb;
+mod postgresql;
 mod redis;
 
 use std::time::Duration;
@@ -40,6 +44,8 @@ pub fn stacks() -> Vec<BuiltinStack> {
     vec![
         static_page(),
         wordpress(),
+        postgresql::stack(),
+        mariadb::stack(),
         redis::stack(),
         cassandra::stack(),
     ]

@@ -19,12 +19,18 @@ use crate::runner::job::{create_dir, metric_value, parse_metrics, render};
 use crate::runner::Runner;
 use crate::spec::{Cell, ExperimentSpec};
 
+/// Where a data load states the data set it made (JSON), in the working directory.
+const DATA_SET: &str = "data-set.json";
+
 /// How often the components are checked while the load runs.
 const WATCH: Duration = Duration::from_millis(100);
 
 impl Runner<'_> {
     /// Runs `w`'s command on the host, outside the platform, on the cpus the
-    /// components leave, against them; its metrics from `w`'s parser.
+    /// components leave, against them; its metrics from `w`'s parser, with each
+    /// component's cpu time during it (`NAME_cpu_time`, from its cgroup) and the
+    /// data set the data load stated in `{workdir}/data-set.json` (stored with the
+    /// limits). Its `{cpus}` are the client's own cpus (pgbench's `--jobs`).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn run_client(
         &self,
@@ -38,7 +44,11 @@ impl Runner<'_> {
     ) -> Result<Done, PlatformError> {
         let used = components_cpus(services);
         let (cpus, shares) = generator_cpus(pool, &used);
-        let argv = render(&w.command, params)?;
+        let own = Params {
+            cpus: cpus.len().max(1) as u32,
+            ..params.clone()
+        };
+        let argv = render(&w.command, &own)?;
         let job = host_job(
             format!("{name}-client"),
             workdir,
@@ -46,6 +56,7 @@ impl Runner<'_> {
             (&cpus, shares),
             stack_timeout(spec),
         );
+        let before: Vec<_> = services.iter().map(|(_, s)| s.cpu_usage()).collect();
         let mut execution = self.run_outside(
             &job,
             services,
@@ -60,9 +71,28 @@ impl Runner<'_> {
         execution
             .notes
             .extend(self.sibling_note("client", &cpus, &used));
-        let metrics = parse_metrics(w, &execution, &job);
+        let mut metrics = parse_metrics(w, &execution, &job);
+        if let Ok(metrics) = &mut metrics {
+            for ((component, service), before) in services.iter().zip(before) {
+                if let (Some(a), Some(b)) = (before, service.cpu_usage()) {
+                    metrics.push(metric_value(isolab_workloads::Metric::new(
+                        format!("{component}_cpu_time"),
+                        "s",
+                        isolab_stats::Direction::Lower,
+                        b.saturating_sub(a).as_secs_f64(),
+                    )));
+                }
+            }
+        }
+        let data_set = std::fs::read_to_string(workdir.join(DATA_SET))
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
         Ok(Done {
-            limits: serde_json::json!({ "client_cpus": cpus.to_string(), "client_shares_cpus": shares }),
+            limits: serde_json::json!({
+                "client_cpus": cpus.to_string(),
+                "client_shares_cpus": shares,
+                "data_set": data_set,
+            }),
             execution,
             metrics,
             load: None,

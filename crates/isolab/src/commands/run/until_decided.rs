@@ -175,6 +175,7 @@ mod tests {
             cpus: "0-1".parse().unwrap(),
             storage: Some(isolab_lab::spec::StorageSupport {
                 device_mapper: true,
+                btrfs: true,
             }),
         };
         let spec = ExperimentSpec::parse(isolab_lab::Source::new("x.toml", text), &host).unwrap();

@@ -1,0 +1,3 @@
+-- isolab pgbench-oltp: one account's balance by primary key (1 table).
+\set aid random(1, 100000 * :scale)
+SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
