@@ -16,6 +16,9 @@ fi
 half=$((memory / 2)); [ "$half" -gt 1024 ] && half=1024
 quarter=$((memory / 4)); [ "$quarter" -gt 8192 ] && quarter=8192
 heap=$half; [ "$quarter" -gt "$heap" ] && heap=$quarter
+# HotSpot prints its own fatal messages (an OutOfMemoryError it exits on) on stdout:
+# everything goes to stderr, the end of which a failed start shows.
+exec 1>&2
 mkdir -p "$dir/db/data" "$dir/db/commitlog" "$dir/db/saved_caches" "$dir/db/hints" \
     "$dir/db/cdc_raw" "$dir/db/logs" "$dir/db/triggers"
 exec "$java" \
