@@ -659,6 +659,7 @@ pub fn catalog() -> Vec<WorkloadDef> {
         ),
     ];
     all.extend(crate::oltp::workloads());
+    all.extend(crate::olap::workloads());
     all.sort_by(|a, b| a.name.cmp(&b.name));
     all
 }
@@ -741,6 +742,8 @@ mod tests {
                 "sysbench-threads",
                 "tcp-rr",
                 "tcp-stream-recv",
+                "tpcds-pgsql",
+                "tpch-pgsql",
                 "udp-rr",
                 "udp-stream-recv",
                 "udp-stream-send",
@@ -763,6 +766,7 @@ mod tests {
                         name: c.name.clone(),
                         host: "10.0.0.2".into(),
                         port: 7000,
+                        cpu_usage: String::new(),
                     })
                     .collect(),
                 ..params()
@@ -811,7 +815,10 @@ mod tests {
             let direct = used.contains(&"direct") || used.contains(&"direct_flag");
             // ioping measures the disk's latency as seed 003 did, without O_DIRECT;
             // the OLTP databases keep their data directory in the working directory.
-            let database = matches!(w.parser, ParserKind::Pgbench | ParserKind::SysbenchOltp);
+            let database = matches!(w.parser, ParserKind::Pgbench | ParserKind::SysbenchOltp)
+                || crate::olap::BENCHMARKS
+                    .iter()
+                    .any(|b| w.name == format!("{b}-pgsql"));
             assert_eq!(
                 w.uses_disk,
                 direct || w.name == "ioping" || database,
@@ -862,6 +869,7 @@ mod tests {
                 name: "sockperf".into(),
                 host: "10.213.0.7".into(),
                 port: 7001,
+                cpu_usage: String::new(),
             }],
             ..params()
         };

@@ -43,6 +43,7 @@ pub mod asset;
 pub mod builtins;
 pub mod load;
 pub mod metrics;
+pub mod olap;
 pub mod oltp;
 pub mod parsers;
 pub mod stack;

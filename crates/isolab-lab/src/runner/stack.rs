@@ -48,6 +48,8 @@ impl Runner<'_> {
         })?;
         create_dir(workdir)?;
         let mut params = self.params(spec, cell, workdir, limits, direct, 0);
+        // A stack's data sets (the OLAP workloads') are in its working directory too.
+        self.place_assets(w, &params)?;
         let pool = self.cell_cpus(cell);
         let started = Instant::now();
         let mut services: Services<'_> = Vec::new();
@@ -307,6 +309,10 @@ fn endpoint(c: &ComponentDef, service: &Service<'_>) -> Endpoint {
         name: c.name.clone(),
         host: service.address.ip().to_string(),
         port: service.address.port(),
+        cpu_usage: service
+            .cpu_usage_file()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
     }
 }
 
