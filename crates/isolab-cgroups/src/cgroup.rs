@@ -234,6 +234,16 @@ impl Cgroup {
     }
 
     /// The directory in the cgroup2 mount (v2, or hybrid unified).
+    /// The file that holds the cgroup's cpu time, for a program that reads it
+    /// itself: v1 `cpuacct.usage` (nanoseconds), v2 `cpu.stat` (its `usage_usec`
+    /// line, microseconds).
+    pub fn cpu_usage_file(&self) -> Option<PathBuf> {
+        match &self.hierarchy.layout {
+            Layout::V1 { .. } => Some(self.path(Controller::Cpuacct)?.join("cpuacct.usage")),
+            Layout::V2 { .. } => Some(self.unified_dir()?.join("cpu.stat")),
+        }
+    }
+
     fn unified_dir(&self) -> Option<&Path> {
         self.dirs
             .iter()

@@ -659,6 +659,7 @@ pub fn catalog() -> Vec<WorkloadDef> {
         ),
     ];
     all.extend(crate::oltp::workloads());
+    all.extend(crate::olap::workloads());
     all.extend(crate::nosql::workloads());
     all.sort_by(|a, b| a.name.cmp(&b.name));
     all
@@ -744,6 +745,8 @@ mod tests {
                 "sysbench-threads",
                 "tcp-rr",
                 "tcp-stream-recv",
+                "tpcds-pgsql",
+                "tpch-pgsql",
                 "udp-rr",
                 "udp-stream-recv",
                 "udp-stream-send",
@@ -766,6 +769,7 @@ mod tests {
                         name: c.name.clone(),
                         host: "10.0.0.2".into(),
                         port: 7000,
+                        cpu_usage: String::new(),
                     })
                     .collect(),
                 ..params()
@@ -815,7 +819,10 @@ mod tests {
             // ioping measures the disk's latency as seed 003 did, without O_DIRECT;
             // the databases keep their data directory in the working directory.
             let database = matches!(w.parser, ParserKind::Pgbench | ParserKind::SysbenchOltp)
-                || w.name == "cassandra-latte";
+                || w.name == "cassandra-latte"
+                || crate::olap::BENCHMARKS
+                    .iter()
+                    .any(|b| w.name == format!("{b}-pgsql"));
             assert_eq!(
                 w.uses_disk,
                 direct || w.name == "ioping" || database,
@@ -866,6 +873,7 @@ mod tests {
                 name: "sockperf".into(),
                 host: "10.213.0.7".into(),
                 port: 7001,
+                cpu_usage: String::new(),
             }],
             ..params()
         };

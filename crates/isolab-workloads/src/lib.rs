@@ -44,6 +44,7 @@ pub mod builtins;
 pub mod load;
 pub mod metrics;
 pub mod nosql;
+pub mod olap;
 pub mod oltp;
 pub mod parsers;
 pub mod stack;

@@ -102,7 +102,7 @@ impl Database {
 }
 
 /// A workload on built-in stack `stack` measured by a client on the host.
-fn client_of(
+pub(crate) fn client_of(
     stack: &str,
     data_load: String,
     files: Vec<FileTemplate>,
@@ -130,7 +130,7 @@ fn client_of(
     }
 }
 
-fn file(path: &str, contents: &str) -> FileTemplate {
+pub(crate) fn file(path: &str, contents: &str) -> FileTemplate {
     FileTemplate {
         path: path.into(),
         contents: contents.into(),

@@ -93,10 +93,16 @@ pub struct Endpoint {
     pub host: String,
     /// Its TCP port.
     pub port: u16,
+    /// The file holding its cgroup's cpu time (v1 `cpuacct.usage` in nanoseconds,
+    /// v2 `cpu.stat` with `usage_usec`), `{NAME.cpu_usage}`: a client that reads it
+    /// before and after each statement gives each its own database cpu time. Empty
+    /// when its cgroup cannot be read.
+    pub cpu_usage: String,
 }
 
-/// The fields of a component endpoint placeholder: `{NAME.host}`, `{NAME.port}`, `{NAME.address}`.
-pub const ENDPOINT_FIELDS: &[&str] = &["host", "port", "address"];
+/// The fields of a component endpoint placeholder: `{NAME.host}`, `{NAME.port}`,
+/// `{NAME.address}`, `{NAME.cpu_usage}`.
+pub const ENDPOINT_FIELDS: &[&str] = &["host", "port", "address", "cpu_usage"];
 
 impl Params {
     /// Parameters with every value set, for checking templates without a run: one cpu
@@ -119,6 +125,7 @@ impl Params {
                     name: name.to_owned(),
                     host: "127.0.0.1".into(),
                     port: 1,
+                    cpu_usage: "/sys/fs/cgroup/cpu.stat".into(),
                 })
                 .collect(),
         }
@@ -146,6 +153,7 @@ impl Params {
                     "host" => c.host.clone(),
                     "port" => c.port.to_string(),
                     "address" => format!("{}:{}", c.host, c.port),
+                    "cpu_usage" => c.cpu_usage.clone(),
                     _ => return None,
                 }
             }
@@ -418,6 +426,7 @@ mod tests {
                 name: "db".into(),
                 host: "10.0.0.2".into(),
                 port: 3306,
+                cpu_usage: String::new(),
             }],
         }
     }

@@ -3515,3 +3515,82 @@ fn fractional_quotas_spread_pinning_and_cpu_pools_are_applied_and_read_back() {
         assert_eq!(allowed, cpus.trim(), "daemon {pid} still confined");
     }
 }
+
+/// TPC-H's 22 queries at scale factor 0.01 against PostgreSQL on the host and in
+/// isolab's runtime, from the data set DuckDB's tpch extension generates.
+fn olap_spec() -> String {
+    database_spec(
+        "olap",
+        "1s",
+        r#"platform = ["host", "isolab-host"]
+workload = ["tpch-pgsql"]"#,
+        "",
+    )
+}
+
+#[test]
+fn olap_queries_are_points_with_their_database_cpu_time_on_host_and_isolab() {
+    let Some(guard) = CgroupTest::start() else {
+        return;
+    };
+    if isolab_tools_missing(&["postgres", "pg_isready", "psql"]) {
+        return;
+    }
+    let procs_before = database_processes();
+    let dir = reachable_tempdir();
+    let (_, store, id) = run_experiment(dir.path(), &olap_spec(), "olap");
+    let db = dir.path().join("x.db");
+    let cells = store.cells(id).unwrap();
+    let runs = store.runs(id).unwrap();
+    assert_eq!(runs.len(), 4, "{}", failed_runs(&db, "olap"));
+    for run in &runs {
+        let key = &cells.iter().find(|c| c.id == run.cell).unwrap().key;
+        assert!(run.is_counted(), "{key}: {:?}", run.error);
+        let metric = |n: &str| run.metrics.iter().find(|m| m.name == n).map(|m| m.value);
+        // Every query a point: its time, and the database's cpu time during it.
+        let mut cpu = 0.0;
+        for q in 1..=22 {
+            let time = metric(&format!("q{q:02}_time"));
+            assert!(
+                time.is_some_and(|t| t > 0.0),
+                "{key} q{q}: {:?}",
+                run.metrics
+            );
+            let db_cpu = metric(&format!("q{q:02}_db_cpu_time"));
+            assert!(
+                db_cpu.is_some_and(|c| c >= 0.0),
+                "{key} q{q}: {:?}",
+                run.metrics
+            );
+            cpu += db_cpu.unwrap();
+        }
+        assert!(cpu > 0.0, "{key}: the database used no cpu for 22 queries");
+        assert!(metric("total_time").unwrap() > 0.0, "{key}");
+        // The data set: TPC-H's 8 tables from DuckDB's generator, its size stated.
+        let data = &run.limits["measured"]["data_set"];
+        assert_eq!(data["benchmark"], "tpch", "{key}: {}", run.limits);
+        assert_eq!(data["tables"], 8, "{key}: {data}");
+        assert_eq!(data["rows"]["lineitem"], 60175, "{key}: {data}");
+        assert!(
+            data["generator"]
+                .as_str()
+                .unwrap()
+                .starts_with("duckdb 1.5.5"),
+            "{data}"
+        );
+        let applied = &run.limits["components"]["db"]["applied"];
+        assert_eq!(
+            applied["memory_max"].as_u64(),
+            Some(128 << 20),
+            "{key}: {}",
+            run.limits
+        );
+    }
+    guard.assert_nothing_leaked("cgroups left");
+    let procs = new_since(database_processes(), &procs_before);
+    assert!(procs.is_empty(), "processes left: {procs:?}");
+    assert!(
+        !dir.path().join("work").exists(),
+        "working directories left"
+    );
+}

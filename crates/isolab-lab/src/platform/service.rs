@@ -119,6 +119,12 @@ impl Service<'_> {
         self.instance.as_ref()?.stats().ok()?.cpu_usage
     }
 
+    /// The file holding its instance cgroup's cpu time
+    /// ([`isolab_cgroups::Cgroup::cpu_usage_file`]).
+    pub fn cpu_usage_file(&self) -> Option<std::path::PathBuf> {
+        self.instance.as_ref()?.cpu_usage_file()
+    }
+
     /// Stops it: SIGTERM, then everything in its instance killed after a grace
     /// period; its container and instance cgroup removed.
     pub fn stop(mut self) -> Result<(), PlatformError> {

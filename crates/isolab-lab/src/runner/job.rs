@@ -188,7 +188,11 @@ impl Runner<'_> {
 
     /// Places the assets `w` needs, prepared before the runs for `params.work`,
     /// into `params.workdir`.
-    fn place_assets(&self, w: &WorkloadDef, params: &Params) -> Result<(), PlatformError> {
+    pub(super) fn place_assets(
+        &self,
+        w: &WorkloadDef,
+        params: &Params,
+    ) -> Result<(), PlatformError> {
         let workdir = &params.workdir;
         for a in &w.assets {
             let built = self

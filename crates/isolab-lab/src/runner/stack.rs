@@ -48,7 +48,8 @@ impl Runner<'_> {
         })?;
         create_dir(workdir)?;
         let mut params = self.params(spec, cell, workdir, limits, direct, 0);
-        // The stack's assets (Cassandra's jars) and the client's files.
+        // The stack's assets (Cassandra's jars, the OLAP workloads' data sets) and its
+        // client's files are in its working directory too.
         self.place_inputs(w, &params)?;
         let pool = self.cell_cpus(cell);
         let started = Instant::now();
@@ -309,6 +310,10 @@ fn endpoint(c: &ComponentDef, service: &Service<'_>) -> Endpoint {
         name: c.name.clone(),
         host: service.address.ip().to_string(),
         port: service.address.port(),
+        cpu_usage: service
+            .cpu_usage_file()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
     }
 }
 
