@@ -1594,22 +1594,28 @@ fn run_nosql(name: &str, workload: &str, tuned: &str, points: &[&str]) {
             );
         }
         // The store's limits, read back from its own cgroup: one pinned cpu, 1 GiB.
-        let applied = &run.limits["components"]["db"]["applied"];
-        assert_eq!(
-            applied["cpuset"].as_str().map(str::len),
-            Some(1),
-            "{key}: {}",
-            run.limits
-        );
-        assert_eq!(
-            applied["memory_max"].as_u64(),
-            Some(1 << 30),
-            "{key}: {}",
-            run.limits
-        );
+        assert_db_limits(run, key, 1 << 30);
         assert_eq!(run.limits["measured"]["client_shares_cpus"], false, "{key}");
     }
     assert_no_store_left(&guard, &leftovers_before, &procs_before, &work);
+}
+
+/// The limits of `run`'s component `db`, read back from its own cgroup: one pinned cpu
+/// and `memory` bytes.
+fn assert_db_limits(run: &isolab_store::RunRecord, key: &str, memory: u64) {
+    let applied = &run.limits["components"]["db"]["applied"];
+    assert_eq!(
+        applied["cpuset"].as_str().map(str::len),
+        Some(1),
+        "{key}: {}",
+        run.limits
+    );
+    assert_eq!(
+        applied["memory_max"].as_u64(),
+        Some(memory),
+        "{key}: {}",
+        run.limits
+    );
 }
 
 /// No cgroup, runtime state, store or client process and no working directory in
@@ -2046,19 +2052,7 @@ fn oltp_points_per_statement_with_limits_read_back_on_host_and_isolab_leave_noth
             run.metrics
         );
         // The limits read back from the database's own cgroup, and the data set.
-        let applied = &run.limits["components"]["db"]["applied"];
-        assert_eq!(
-            applied["cpuset"].as_str().map(str::len),
-            Some(1),
-            "{key}: {}",
-            run.limits
-        );
-        assert_eq!(
-            applied["memory_max"].as_u64(),
-            Some(128 << 20),
-            "{key}: {}",
-            run.limits
-        );
+        assert_db_limits(run, key, 128 << 20);
         let data = &run.limits["measured"]["data_set"];
         assert_eq!(
             data["memory_mib"].as_u64(),
