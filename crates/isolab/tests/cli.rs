@@ -1622,7 +1622,17 @@ fn assert_db_limits(run: &isolab_store::RunRecord, key: &str, memory: u64) {
 /// `work` is left since `runtime` and `procs` were taken.
 fn assert_no_store_left(guard: &CgroupTest, runtime: &[String], procs: &[String], work: &Path) {
     guard.assert_nothing_leaked("cgroups left");
-    let left = new_since(runtime_leftovers(), runtime);
+    // State named after another `isolab run` alive on a shared machine is not ours.
+    let alive = |entry: &String| {
+        entry.split("-pid").skip(1).any(|rest| {
+            let pid: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            !pid.is_empty() && Path::new(&format!("/proc/{pid}")).exists()
+        })
+    };
+    let left: Vec<String> = new_since(runtime_leftovers(), runtime)
+        .into_iter()
+        .filter(|e| !alive(e))
+        .collect();
     assert!(left.is_empty(), "runtime state left: {left:?}");
     // A process killed by gc may take a moment to exit and be reaped.
     let deadline = Instant::now() + Duration::from_secs(10);
