@@ -1699,31 +1699,17 @@ fn redis_under_long_load(
     let spec = nosql_spec(name, "redis-benchmark", "work = 100000000")
         .replace("[\"host\", \"isolab-host\"]", &format!("[\"{platform}\"]"));
     let spec = write_spec(dir.path(), "long.toml", &spec);
-    let child = isolab()
-        .arg("--db")
-        .arg(dir.path().join("x.db"))
-        .args(["run", "--no-report", "--workdir"])
-        .arg(dir.path().join("work"))
-        .arg(&spec)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(600);
-    let ends = |p: &PathBuf, suffix: &str| p.to_string_lossy().ends_with(suffix);
-    loop {
-        let cgroups = isolab_cgroups();
-        let store = cgroups
-            .iter()
-            .find(|p| ends(p, "-db") && p.join("cgroup.procs").exists());
-        if let (Some(store), true) = (store, cgroups.iter().any(|p| ends(p, "-client"))) {
-            // Let the client connect and send for a moment.
-            std::thread::sleep(Duration::from_secs(2));
-            return (child, store.clone(), dir);
-        }
-        assert!(Instant::now() < deadline, "the client never started");
-        std::thread::sleep(Duration::from_millis(100));
+    let db = dir.path().join("x.db");
+    let (mut child, started) = start_until_client(dir.path(), &db, &spec);
+    if !started {
+        let _ = child.kill();
+        let out = child.wait_with_output().unwrap();
+        panic!("the client never started: {}", text(&out.stderr));
     }
+    // Let the client connect and send for a moment.
+    std::thread::sleep(Duration::from_secs(1));
+    let store = cgroup_of_run(child.id(), "-db").expect("the store's cgroup");
+    (child, store, dir)
 }
 
 #[test]
