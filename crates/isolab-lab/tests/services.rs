@@ -162,6 +162,117 @@ fn a_host_service_is_limited_reachable_and_removed_without_root() {
     drop(listener);
 }
 
+/// A stack's measurement beside two cpu neighbours on the fake host: they start
+/// first, each in a cgroup of its own with their limits, run during it, are
+/// described in its execution and go after it, also when it fails; a VM says it
+/// runs none.
+#[test]
+fn neighbours_run_beside_a_measurement_and_go_after_it_without_root() {
+    use isolab_lab::platform::{Execution, Interrupt, NeighbourJobs};
+    let (cgroupfs, state, work) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    let launcher = Arc::new(FakeLauncher::new().on(
+        "stress-ng",
+        [Scripted::success("", Duration::from_secs(3600))],
+    ));
+    let platforms = fake_platforms(cgroupfs.path(), launcher.clone(), state.path());
+    let interrupt = Interrupt::new().unwrap();
+    let mut subject = job(
+        PlatformDef::new(PlatformKind::HOST),
+        "c0-r1",
+        Vec::new(),
+        work.path(),
+    );
+    let neighbour_limits = Limits {
+        cpuset: Some("0".parse().unwrap()),
+        ..Limits::default()
+    };
+    subject.neighbours = Some(NeighbourJobs {
+        level: "cpu*2".into(),
+        instances: vec![vec!["stress-ng".into(), "--cpu".into(), "1".into()]; 2],
+        limits: neighbour_limits.clone(),
+        target_util_pct: None,
+        reachable_util_pct: None,
+        disk_target: None,
+        net_target: None,
+        net_rate_mbps: None,
+        settle: Duration::from_millis(10),
+        network_servers: 0,
+    });
+    let scope = PathBuf::from(format!("isolab/svc{}", std::process::id()));
+    let nb = |i: usize| scope.join(format!("c0-r1-nb{i}"));
+    let measured = || Execution {
+        exit: ExitKind::Code(0),
+        stdout: String::new(),
+        stderr: String::new(),
+        wall: Duration::from_millis(1),
+        started: std::time::Instant::now(),
+        limits_applied: Limits::default(),
+        telemetry: std::iter::empty().collect(),
+        series: Vec::new(),
+        notes: Vec::new(),
+    };
+    let mut during = Vec::new();
+    let e = platforms
+        .beside_neighbours(&subject, &interrupt, &mut || {
+            during = FakeCgroupfs::cgroups(cgroupfs.path());
+            Ok(measured())
+        })
+        .unwrap();
+    // Both ran during the measurement, limited, in their own cgroups.
+    assert!(
+        during.contains(&nb(0)) && during.contains(&nb(1)),
+        "{during:?}"
+    );
+    let launched = launcher.launched();
+    assert_eq!(launched.len(), 2);
+    for (i, l) in launched.iter().enumerate() {
+        assert_eq!(l.cgroup.as_deref(), Some(nb(i).as_path()));
+        assert_eq!(l.log, format!("neighbour{i}"));
+    }
+    assert_eq!(e.telemetry.get_named("neighbours"), Some(2.0));
+    assert_eq!(e.telemetry.get_named("neighbours_in_containers"), Some(0.0));
+    assert!(e.telemetry.get_named("neighbours_cpu_s").is_some());
+    let left = FakeCgroupfs::cgroups(cgroupfs.path());
+    assert!(!left.contains(&nb(0)) && !left.contains(&nb(1)), "{left:?}");
+
+    // A measurement that fails keeps its error; its neighbours go all the same.
+    let e = platforms
+        .beside_neighbours(&subject, &interrupt, &mut || {
+            Err(PlatformError::Component {
+                component: "db".into(),
+                what: "exited while it was measured".into(),
+            })
+        })
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("exited while it was measured"),
+        "{e}"
+    );
+    assert_eq!(launcher.launched().len(), 4);
+    let left = FakeCgroupfs::cgroups(cgroupfs.path());
+    assert!(!left.contains(&nb(0)) && !left.contains(&nb(1)), "{left:?}");
+
+    // A VM runs no neighbours beside a stack, and says where they run.
+    let mut in_vm = subject.clone();
+    in_vm.platform = PlatformDef::vm(PlatformKind::VM, Accel::Tcg);
+    let e = platforms
+        .beside_neighbours(&in_vm, &interrupt, &mut || Ok(measured()))
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("use `host` or a container platform"),
+        "{e}"
+    );
+    drop(platforms);
+    assert_eq!(
+        FakeCgroupfs::cgroups(cgroupfs.path()),
+        Vec::<PathBuf>::new()
+    );
+}
+
 #[test]
 fn every_usable_platform_runs_a_real_service_with_its_limits_read_back() {
     // SAFETY: geteuid has no preconditions.

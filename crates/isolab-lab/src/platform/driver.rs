@@ -201,6 +201,21 @@ pub(crate) trait Driver: Send + Sync {
         })
     }
 
+    /// Runs `body` (a service stack's measurement) beside `job`'s neighbours,
+    /// started in the experiment's scope of `supervisor` and stopped after it, also
+    /// on error (see [`Supervisor::beside_neighbours`]). By default they run in
+    /// cgroups on the host, as the host platform's do; container platforms run
+    /// them in their containers, and VMs refuse.
+    fn beside_neighbours(
+        &self,
+        supervisor: &Supervisor,
+        job: &Job,
+        interrupt: &Interrupt,
+        body: &mut dyn FnMut() -> Executed,
+    ) -> Executed {
+        supervisor.beside_neighbours(job, interrupt, None, body)
+    }
+
     /// Where a command on `level` reaches a server on the host, when the platform
     /// knows better than [`super::default_server_address`].
     fn server_address(&self, _level: &PlatformDef) -> Option<std::net::Ipv4Addr> {

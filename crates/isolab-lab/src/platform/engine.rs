@@ -193,6 +193,22 @@ impl Driver for EngineDriver {
         execute(supervisor, self, job, interrupt)
     }
 
+    fn beside_neighbours(
+        &self,
+        supervisor: &Supervisor,
+        job: &Job,
+        interrupt: &Interrupt,
+        body: &mut dyn FnMut() -> Executed,
+    ) -> Executed {
+        let prepared = self.image(job.container_image(self.name())?)?;
+        let neighbours = EngineNeighbours {
+            engine: self,
+            image: &prepared,
+            workdir: job.workdir.clone(),
+        };
+        supervisor.beside_neighbours(job, interrupt, Some(&neighbours), body)
+    }
+
     fn start_service(&self, sup: &Supervisor, job: &Job, spec: ServiceSpec) -> Started<'_> {
         let prepared = self.image(job.container_image(self.name())?)?;
         let request = run_request(job, &sup.instance_path(&job.name))?;

@@ -284,58 +284,14 @@ impl Supervisor {
         if let Some(prepare) = &job.prepare {
             self.helper("prepare", &job.name, prepare, &job.workdir, interrupt)?;
         }
-        let result = (|| {
-            let neighbours = match &job.neighbours {
-                Some(set) => {
-                    let site = NeighbourSite {
-                        hierarchy: &self.config.hierarchy,
-                        cgroups: self.neighbour_paths(job),
-                        launcher: &*self.launcher,
-                        proc_root: &self.config.proc_root,
-                    };
-                    Some(start_neighbours(&site, job, set, interrupt, containers)?)
-                }
-                None => None,
-            };
-            let cgroup = match Cgroup::create(&self.config.hierarchy, &self.cgroup_path(&job.name))
-            {
-                Ok(c) => c,
-                Err(e) => {
-                    if let Some(n) = neighbours {
-                        n.stop(None);
-                    }
-                    return Err(e.into());
-                }
-            };
-            let probe = self.start_probe(job);
+        let result = self.with_neighbours(job, interrupt, containers, || {
+            let cgroup = Cgroup::create(&self.config.hierarchy, &self.cgroup_path(&job.name))?;
             let run = body(&cgroup);
-            let disk = job
-                .neighbours
-                .as_ref()
-                .and_then(|n| n.disk_target.as_ref())
-                .map(|d| d.device.as_str());
-            let stopped = neighbours.map(|n| n.stop(disk));
-            let probed = probe.map(crate::probe::LatencyProbe::finish);
             let removed = cgroup.remove();
-            if let Some(report) = &probed {
-                if let Some(breach) = &report.breach {
-                    removed?;
-                    return Err(PlatformError::Aborted {
-                        reason: breach.to_string(),
-                    });
-                }
-            }
-            let mut execution = run?;
-            if let Some(stopped) = stopped {
-                stopped.describe(job, &mut execution);
-            }
-            if let Some(report) = probed {
-                execution.telemetry.extend(report.telemetry());
-                execution.notes.extend(report.warnings);
-            }
+            let execution = run?;
             removed?;
             Ok(execution)
-        })();
+        });
         // Cleanup always runs, but not after Ctrl-C: the user wants out.
         if let Some(cleanup) = &job.cleanup {
             if !interrupt.is_triggered() {
@@ -346,6 +302,70 @@ impl Supervisor {
             }
         }
         result
+    }
+
+    /// Runs `body` (the measurement of a service stack, whose components already run)
+    /// beside `job`'s neighbours in the experiment's scope: they start before it and
+    /// are stopped, their cgroups removed, after it, also when it fails. `job` names
+    /// the neighbours' cgroups (`<job>-nb<i>`) and carries them; its own cgroup is
+    /// not made. The neighbours' telemetry and notes and the latency probe's are
+    /// added to the execution `body` returns.
+    pub(crate) fn beside_neighbours(
+        &self,
+        job: &Job,
+        interrupt: &Interrupt,
+        containers: Option<&dyn NeighbourContainers>,
+        body: &mut dyn FnMut() -> Result<Execution, PlatformError>,
+    ) -> Result<Execution, PlatformError> {
+        self.enter_scope(&job.name)?;
+        self.with_neighbours(job, interrupt, containers, body)
+    }
+
+    /// Runs `body` with `job`'s neighbours (if it has any) and the latency probe
+    /// around it: the neighbours are stopped after it, also when it fails, and
+    /// described in its execution; a probe breach makes the run an abort.
+    fn with_neighbours(
+        &self,
+        job: &Job,
+        interrupt: &Interrupt,
+        containers: Option<&dyn NeighbourContainers>,
+        body: impl FnOnce() -> Result<Execution, PlatformError>,
+    ) -> Result<Execution, PlatformError> {
+        let neighbours = match &job.neighbours {
+            Some(set) => {
+                let site = NeighbourSite {
+                    hierarchy: &self.config.hierarchy,
+                    cgroups: self.neighbour_paths(job),
+                    launcher: &*self.launcher,
+                    proc_root: &self.config.proc_root,
+                };
+                Some(start_neighbours(&site, job, set, interrupt, containers)?)
+            }
+            None => None,
+        };
+        let probe = self.start_probe(job);
+        let run = body();
+        let disk = job
+            .neighbours
+            .as_ref()
+            .and_then(|n| n.disk_target.as_ref())
+            .map(|d| d.device.as_str());
+        let stopped = neighbours.map(|n| n.stop(disk));
+        let probed = probe.map(crate::probe::LatencyProbe::finish);
+        if let Some(breach) = probed.as_ref().and_then(|r| r.breach.as_ref()) {
+            return Err(PlatformError::Aborted {
+                reason: breach.to_string(),
+            });
+        }
+        let mut execution = run?;
+        if let Some(stopped) = stopped {
+            stopped.describe(job, &mut execution);
+        }
+        if let Some(report) = probed {
+            execution.telemetry.extend(report.telemetry());
+            execution.notes.extend(report.warnings);
+        }
+        Ok(execution)
     }
 
     /// The cgroups of `job`'s neighbour instances (`<job>-nb<i>`).

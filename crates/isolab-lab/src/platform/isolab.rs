@@ -178,6 +178,21 @@ impl Driver for IsolabDriver {
         execute(supervisor, &self.config, job, interrupt)
     }
 
+    fn beside_neighbours(
+        &self,
+        supervisor: &Supervisor,
+        job: &Job,
+        interrupt: &Interrupt,
+        body: &mut dyn FnMut() -> Executed,
+    ) -> Executed {
+        let neighbours = IsolabNeighbours {
+            config: &self.config,
+            image: check_image(job.container_image(RUNTIME_PROGRAM)?)?,
+            hierarchy: supervisor.hierarchy(),
+        };
+        supervisor.beside_neighbours(job, interrupt, Some(&neighbours), body)
+    }
+
     fn start_service(&self, sup: &Supervisor, job: &Job, spec: ServiceSpec) -> Started<'_> {
         let image = check_image(job.container_image(RUNTIME_PROGRAM)?)?;
         let id = container_id("", &job.name)?;

@@ -635,6 +635,24 @@ pub trait Executor: Sync {
         })
     }
 
+    /// Runs `body` (the measurement of a service stack whose components run) beside
+    /// `job`'s neighbours: each started on `job`'s platform in a cgroup of its own
+    /// (`<job>-nb<i>`) with `job`'s neighbour limits before it, and stopped, their
+    /// cgroups and containers removed, after it, also when it fails. Their
+    /// telemetry and notes are added to the execution `body` returns.
+    fn beside_neighbours(
+        &self,
+        job: &Job,
+        interrupt: &Interrupt,
+        body: &mut dyn FnMut() -> Result<Execution, PlatformError>,
+    ) -> Result<Execution, PlatformError> {
+        let _ = (interrupt, body);
+        Err(PlatformError::NoServices {
+            platform: job.platform.name.clone(),
+            why: "this platform implementation runs no neighbours beside a service stack".into(),
+        })
+    }
+
     /// Runs `jobs` at the same time, each as [`Executor::execute`] would (the
     /// instances of one run of a scalability cell). Results are in `jobs` order.
     fn execute_all(
@@ -807,6 +825,16 @@ impl Executor for Drivers {
     fn execute(&self, job: &Job, interrupt: &Interrupt) -> Result<Execution, PlatformError> {
         self.driver(job.platform.kind)?
             .execute(&self.supervisor, job, interrupt)
+    }
+
+    fn beside_neighbours(
+        &self,
+        job: &Job,
+        interrupt: &Interrupt,
+        body: &mut dyn FnMut() -> Result<Execution, PlatformError>,
+    ) -> Result<Execution, PlatformError> {
+        self.driver(job.platform.kind)?
+            .beside_neighbours(&self.supervisor, job, interrupt, body)
     }
 
     fn start_service(&self, job: &Job, spec: ServiceSpec) -> Result<Service<'_>, PlatformError> {

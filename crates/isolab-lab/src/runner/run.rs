@@ -16,7 +16,6 @@ use super::stopping::{stop_after, CellState};
 use super::workdir::{run_workdir, DiskFacts};
 use super::{Event, RunError, Runner, STORE_PATIENCE};
 use crate::platform::PlatformError;
-use crate::reservation::Reservation;
 use crate::spec::{Cell, ExperimentSpec};
 
 impl Runner<'_> {
@@ -177,16 +176,27 @@ impl Runner<'_> {
         limits: &isolab_cgroups::Limits,
     ) -> Result<Done, PlatformError> {
         if cell.workload.stack.is_some() {
-            if cell.neighbour.is_some()
-                || cell.instances > 1
-                || cell.reservation != Reservation::None
-            {
+            if cell.instances > 1 {
                 return Err(PlatformError::NoServices {
                     platform: cell.platform.name.clone(),
-                    why: "a service stack runs one instance, without neighbours or reservations, in this version".into(),
+                    why: "a service stack runs one instance in this version".into(),
                 });
             }
-            return self.execute_stack(spec, cell, name, workdir, limits, disk.direct);
+            let level = cell.neighbour.as_ref();
+            if let Some(why) = level.and_then(|l| l.unsupported_beside_stack(cell.reservation)) {
+                return Err(PlatformError::NoServices {
+                    platform: cell.platform.name.clone(),
+                    why,
+                });
+            }
+            // The stack's subject side: the components' limits under the reservation,
+            // and the neighbours that run beside its measurement.
+            let mut subject = self.stack_subject(spec, cell, name, workdir, limits);
+            let note =
+                self.set_neighbours(cell, name, limits, std::slice::from_mut(&mut subject), disk)?;
+            let mut done = self.execute_stack(spec, cell, &subject, workdir, disk.direct)?;
+            done.execution.notes.extend(note);
+            return Ok(done);
         }
         let mut jobs = self.instance_jobs(spec, cell, name, workdir, disk, limits)?;
         let calibration_note = self.set_neighbours(cell, name, limits, &mut jobs, disk)?;

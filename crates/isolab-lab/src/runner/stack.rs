@@ -31,16 +31,18 @@ pub(super) use outside::intervals;
 type Services<'p> = Vec<(String, Service<'p>)>;
 
 impl Runner<'_> {
-    /// Runs one repetition of `cell`, whose workload is a service stack.
+    /// Runs one repetition of `cell`, whose workload is a service stack: `subject`
+    /// (see [`Runner::stack_subject`]) names the run, carries the components' limits
+    /// and the neighbours that run beside the measurement.
     pub(super) fn execute_stack(
         &self,
         spec: &ExperimentSpec,
         cell: &Cell,
-        name: &str,
+        subject: &Job,
         workdir: &Path,
-        limits: &Limits,
         direct: bool,
     ) -> Result<Done, PlatformError> {
+        let (name, limits) = (subject.name.as_str(), &subject.limits);
         let w = &cell.workload;
         let stack = w.stack.as_ref().ok_or_else(|| PlatformError::Engine {
             engine: "isolab".into(),
@@ -63,10 +65,10 @@ impl Runner<'_> {
                 self.load_data(spec, cell, name, t, &params, limits)?;
             }
             let ready = started.elapsed();
-            let mut done = match &stack.measure {
-                Measure::Load(l) => self.drive_load(name, workdir, l, &services, &pool)?,
+            let measure = || match &stack.measure {
+                Measure::Load(l) => self.drive_load(name, workdir, l, &services, &pool),
                 Measure::Client => {
-                    self.run_client(spec, w, name, workdir, &params, &services, &pool)?
+                    self.run_client(spec, w, name, workdir, &params, &services, &pool)
                 }
                 Measure::Command => {
                     let job = self.stack_job(
@@ -79,14 +81,15 @@ impl Runner<'_> {
                     )?;
                     let execution = self.platform.execute(&job, self.interrupt)?;
                     let metrics = parse_metrics(w, &execution, &job);
-                    Done {
+                    Ok(Done {
                         limits: serde_json::Value::Null,
                         execution,
                         metrics,
                         load: None,
-                    }
+                    })
                 }
             };
+            let mut done = self.beside_neighbours(subject, measure)?;
             if let Some((component, service)) = services.iter().find(|(_, s)| !s.is_running()) {
                 return Err(PlatformError::Component {
                     component: component.clone(),
@@ -107,6 +110,75 @@ impl Runner<'_> {
         let done = result?;
         stopped?;
         Ok(done)
+    }
+
+    /// The job that stands for the subject of a stack run of `cell` named `name`: no
+    /// command of its own, the components' `limits` and working directory, and, once
+    /// [`Runner::set_neighbours`] gave them, the neighbours and the reservation's
+    /// limits of the subject side.
+    pub(super) fn stack_subject(
+        &self,
+        spec: &ExperimentSpec,
+        cell: &Cell,
+        name: &str,
+        workdir: &Path,
+        limits: &Limits,
+    ) -> Job {
+        Job {
+            platform: cell.platform.clone(),
+            image: cell.platform.kind.needs_image().then(|| spec.image.clone()),
+            name: name.to_owned(),
+            argv: Vec::new(),
+            prepare: None,
+            cleanup: None,
+            server: None,
+            workdir: workdir.to_path_buf(),
+            limits: limits.clone(),
+            timeout: stack_timeout(spec),
+            neighbours: None,
+            uses_disk: cell.workload.uses_disk,
+        }
+    }
+
+    /// Runs `measure` beside `subject`'s neighbours, when it has any: they start
+    /// before it and are stopped after it, also when it fails, and its execution
+    /// gets their telemetry and notes.
+    fn beside_neighbours(
+        &self,
+        subject: &Job,
+        measure: impl FnOnce() -> Result<Done, PlatformError>,
+    ) -> Result<Done, PlatformError> {
+        if subject.neighbours.is_none() {
+            return measure();
+        }
+        let mut measure = Some(measure);
+        let mut rest = None;
+        let execution = self
+            .platform
+            .beside_neighbours(subject, self.interrupt, &mut || {
+                let measure = measure.take().ok_or_else(|| PlatformError::Engine {
+                    engine: "isolab".into(),
+                    message: "a stack's measurement was asked for twice".into(),
+                })?;
+                let Done {
+                    execution,
+                    metrics,
+                    limits,
+                    load,
+                } = measure()?;
+                rest = Some((metrics, limits, load));
+                Ok(execution)
+            })?;
+        let (metrics, limits, load) = rest.ok_or_else(|| PlatformError::Engine {
+            engine: "isolab".into(),
+            message: "the platform ran no measurement beside the neighbours".into(),
+        })?;
+        Ok(Done {
+            execution,
+            metrics,
+            limits,
+            load,
+        })
     }
 
     /// Starts the components of `stack` in order, each with its part of `limits`,
@@ -278,21 +350,9 @@ impl Runner<'_> {
         params: &Params,
         limits: &Limits,
     ) -> Result<Job, PlatformError> {
-        let argv = render(t, params)?;
-        Ok(Job {
-            platform: cell.platform.clone(),
-            image: cell.platform.kind.needs_image().then(|| spec.image.clone()),
-            name,
-            argv,
-            prepare: None,
-            cleanup: None,
-            server: None,
-            workdir: params.workdir.clone(),
-            limits: limits.clone(),
-            timeout: stack_timeout(spec),
-            neighbours: None,
-            uses_disk: cell.workload.uses_disk,
-        })
+        let mut job = self.stack_subject(spec, cell, &name, &params.workdir, limits);
+        job.argv = render(t, params)?;
+        Ok(job)
     }
 }
 

@@ -128,6 +128,18 @@ impl Validator<'_> {
             });
         }
         let reservation = Reservation::parse(&picked[5].0).unwrap_or(Reservation::None);
+        if let Some(reason) = beside_stack(
+            platform,
+            &tables.workloads[w.as_str()],
+            &picked[4].0,
+            reservation,
+        ) {
+            return Some(Impossibility {
+                reason,
+                at: picked[4].1.clone(),
+                advice: OR_EXCLUDE,
+            });
+        }
         let cpus = pool.unwrap_or_else(|| self.host_cpus());
         if let Some(reason) = reservations::leaves_no_cpus(reservation, s, shape, cpus) {
             return Some(Impossibility {
@@ -207,6 +219,28 @@ fn cell(index: u32, levels: Vec<(String, String)>, picked: &[&Level; 11], tables
         host_cpus: picked[9].0.parse().ok(),
         storage: StorageLevel::parse(&picked[10].0).unwrap_or(StorageLevel::Bind),
     }
+}
+
+/// Why neighbour level `neighbour` cannot run beside workload `w`'s service stack on
+/// `platform` under `reservation`, if `w` is a stack and it cannot: a VM runs no
+/// neighbours beside a stack, and levels sized against the subject's solo profile
+/// need a command a stack does not have.
+fn beside_stack(
+    platform: &PlatformDef,
+    w: &isolab_workloads::WorkloadDef,
+    neighbour: &str,
+    reservation: Reservation,
+) -> Option<String> {
+    let level = neighbours::neighbour(neighbour).filter(|_| w.stack.is_some())?;
+    if platform.kind.is_vm() {
+        return Some(format!(
+            "workload `{}` is a service stack: neighbours run beside a stack on `host` and container platforms, not in a VM",
+            w.name
+        ));
+    }
+    level
+        .unsupported_beside_stack(reservation)
+        .map(|why| format!("workload `{}` is a service stack: {why}", w.name))
 }
 
 #[cfg(test)]

@@ -392,6 +392,21 @@ impl Driver for VmDriver {
         )
     }
 
+    /// The components of a stack run in guests of their own; neighbours beside
+    /// them would need guests of their own too, which this version does not start.
+    fn beside_neighbours(
+        &self,
+        _supervisor: &Supervisor,
+        job: &Job,
+        _interrupt: &Interrupt,
+        _body: &mut dyn FnMut() -> Executed,
+    ) -> Executed {
+        Err(PlatformError::NoServices {
+            platform: job.platform.name.clone(),
+            why: "a VM runs no neighbours beside a service stack in this version; use `host` or a container platform".into(),
+        })
+    }
+
     fn start_service(&self, supervisor: &Supervisor, job: &Job, spec: ServiceSpec) -> Started<'_> {
         service::start_service(
             supervisor,
