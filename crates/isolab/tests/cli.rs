@@ -2083,6 +2083,92 @@ fn oltp_points_per_statement_with_limits_read_back_on_host_and_isolab_leave_noth
     );
 }
 
+/// PostgreSQL under pgbench on the host beside a cpu neighbour, with and without the
+/// `cpuset` reservation: the neighbour runs during every measurement with a
+/// neighbour level (its telemetry), the reservation binds the database to the
+/// highest cpu (read back from its cgroup), and nothing is left.
+#[test]
+fn a_database_runs_beside_neighbours_under_a_reservation_and_leaves_nothing() {
+    let Some(guard) = CgroupTest::start() else {
+        return;
+    };
+    if isolab_tools_missing(&["postgres", "pgbench", "pg_isready", "stress-ng"]) {
+        return;
+    }
+    let procs_before = database_processes();
+    let stress_before = processes_named(&["stress-ng"]);
+    let dir = reachable_tempdir();
+    let spec = database_spec(
+        "stack-neighbours",
+        "2s",
+        r#"platform = ["host"]
+workload = ["pgbench-oltp"]
+threads = [2]
+neighbour = ["none", "cpu"]
+reservation = ["none", "cpuset"]"#,
+        "",
+    );
+    let (_, store, id) = run_experiment(dir.path(), &spec, "stack-neighbours");
+    let db = dir.path().join("x.db");
+    let cells = store.cells(id).unwrap();
+    let runs = store.runs(id).unwrap();
+    assert_eq!(runs.len(), 8, "{}", failed_runs(&db, "stack-neighbours"));
+    let highest = std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .unwrap()
+        .trim()
+        .rsplit(['-', ','])
+        .next()
+        .unwrap()
+        .to_string();
+    for run in &runs {
+        let key = &cells.iter().find(|c| c.id == run.cell).unwrap().key;
+        assert!(run.is_counted(), "{key}: {:?}", run.error);
+        let tps = run
+            .metrics
+            .iter()
+            .find(|m| m.name == "tps")
+            .map(|m| m.value);
+        assert!(tps.unwrap() > 1.0, "{key}: {:?}", run.metrics);
+        let neighbours = run.telemetry.get_named("neighbours");
+        if key.contains("neighbour=cpu") {
+            assert_eq!(neighbours, Some(1.0), "{key}: {:?}", run.telemetry);
+            assert_eq!(
+                run.telemetry.get_named("neighbours_in_containers"),
+                Some(0.0)
+            );
+            // One stress-ng worker through the 2 s of load (and its settle time).
+            let cpu = run.telemetry.get_named("neighbours_cpu_s").unwrap();
+            assert!(cpu > 0.5, "{key}: the neighbour used {cpu} s of cpu");
+        } else {
+            assert_eq!(neighbours, None, "{key}: {:?}", run.telemetry);
+        }
+        let applied = &run.limits["components"]["db"]["applied"];
+        if key.contains("reservation=cpuset") {
+            assert_eq!(
+                applied["cpuset"].as_str(),
+                Some(highest.as_str()),
+                "{key}: {}",
+                run.limits
+            );
+        }
+        assert_eq!(
+            applied["memory_max"].as_u64(),
+            Some(128 << 20),
+            "{key}: {}",
+            run.limits
+        );
+    }
+    guard.assert_nothing_leaked("cgroups left");
+    let procs = new_since(database_processes(), &procs_before);
+    assert!(procs.is_empty(), "processes left: {procs:?}");
+    let stress = new_since(processes_named(&["stress-ng"]), &stress_before);
+    assert!(stress.is_empty(), "neighbours left: {stress:?}");
+    assert!(
+        !dir.path().join("work").exists(),
+        "working directories left"
+    );
+}
+
 /// pgbench against PostgreSQL for long enough that the test kills the database.
 fn killed_postgres_spec() -> String {
     database_spec(
