@@ -1989,6 +1989,15 @@ fn database_processes() -> Vec<String> {
         .collect()
 }
 
+/// After a database test in `dir`: no cgroup, no database or client process but those
+/// of `procs_before`, no working directory.
+fn assert_databases_left_nothing(guard: &CgroupTest, procs_before: &[String], dir: &Path) {
+    guard.assert_nothing_leaked("cgroups left");
+    let procs = new_since(database_processes(), procs_before);
+    assert!(procs.is_empty(), "processes left: {procs:?}");
+    assert!(!dir.join("work").exists(), "working directories left");
+}
+
 /// A temporary directory the `postgres` user can reach (PostgreSQL's server does not
 /// run as root, and `tempfile` makes directories only their owner can enter).
 fn reachable_tempdir() -> tempfile::TempDir {
@@ -2074,16 +2083,11 @@ fn oltp_points_per_statement_with_limits_read_back_on_host_and_isolab_leave_noth
     for m in ["point_select_latency_p95", "tpcb_like_tps", "db_cpu_time"] {
         assert!(compared.contains(m), "{m} not compared: {compared}");
     }
-    guard.assert_nothing_leaked("cgroups left");
-    let procs = new_since(database_processes(), &procs_before);
-    assert!(procs.is_empty(), "processes left: {procs:?}");
-    assert!(
-        !dir.path().join("work").exists(),
-        "working directories left"
-    );
+    assert_databases_left_nothing(&guard, &procs_before, dir.path());
 }
 
-/// PostgreSQL under pgbench on the host beside a cpu neighbour, with and without the
+/// PostgreSQL under pgbench on the host and in isolab containers beside a cpu
+/// neighbour (in a container of the platform on isolab), with and without the
 /// `cpuset` reservation: the neighbour runs during every measurement with a
 /// neighbour level (its telemetry), the reservation binds the database to the
 /// highest cpu (read back from its cgroup), and nothing is left.
@@ -2101,7 +2105,7 @@ fn a_database_runs_beside_neighbours_under_a_reservation_and_leaves_nothing() {
     let spec = database_spec(
         "stack-neighbours",
         "2s",
-        r#"platform = ["host"]
+        r#"platform = ["host", "isolab-host"]
 workload = ["pgbench-oltp"]
 threads = [2]
 neighbour = ["none", "cpu"]
@@ -2112,7 +2116,7 @@ reservation = ["none", "cpuset"]"#,
     let db = dir.path().join("x.db");
     let cells = store.cells(id).unwrap();
     let runs = store.runs(id).unwrap();
-    assert_eq!(runs.len(), 8, "{}", failed_runs(&db, "stack-neighbours"));
+    assert_eq!(runs.len(), 16, "{}", failed_runs(&db, "stack-neighbours"));
     let highest = std::fs::read_to_string("/sys/devices/system/cpu/online")
         .unwrap()
         .trim()
@@ -2132,9 +2136,11 @@ reservation = ["none", "cpuset"]"#,
         let neighbours = run.telemetry.get_named("neighbours");
         if key.contains("neighbour=cpu") {
             assert_eq!(neighbours, Some(1.0), "{key}: {:?}", run.telemetry);
+            let in_containers = key.contains("platform=isolab-host");
             assert_eq!(
                 run.telemetry.get_named("neighbours_in_containers"),
-                Some(0.0)
+                Some(if in_containers { 1.0 } else { 0.0 }),
+                "{key}"
             );
             // One stress-ng worker through the 2 s of load (and its settle time).
             let cpu = run.telemetry.get_named("neighbours_cpu_s").unwrap();
@@ -2142,31 +2148,19 @@ reservation = ["none", "cpuset"]"#,
         } else {
             assert_eq!(neighbours, None, "{key}: {:?}", run.telemetry);
         }
-        let applied = &run.limits["components"]["db"]["applied"];
+        assert_db_limits(run, key, 128 << 20);
         if key.contains("reservation=cpuset") {
             assert_eq!(
-                applied["cpuset"].as_str(),
+                run.limits["components"]["db"]["applied"]["cpuset"].as_str(),
                 Some(highest.as_str()),
                 "{key}: {}",
                 run.limits
             );
         }
-        assert_eq!(
-            applied["memory_max"].as_u64(),
-            Some(128 << 20),
-            "{key}: {}",
-            run.limits
-        );
     }
-    guard.assert_nothing_leaked("cgroups left");
-    let procs = new_since(database_processes(), &procs_before);
-    assert!(procs.is_empty(), "processes left: {procs:?}");
+    assert_databases_left_nothing(&guard, &procs_before, dir.path());
     let stress = new_since(processes_named(&["stress-ng"]), &stress_before);
     assert!(stress.is_empty(), "neighbours left: {stress:?}");
-    assert!(
-        !dir.path().join("work").exists(),
-        "working directories left"
-    );
 }
 
 /// pgbench against PostgreSQL for long enough that the test kills the database.
@@ -3654,19 +3648,7 @@ fn olap_queries_are_points_with_their_database_cpu_time_on_host_and_isolab() {
                 .starts_with("duckdb 1.5.5"),
             "{data}"
         );
-        let applied = &run.limits["components"]["db"]["applied"];
-        assert_eq!(
-            applied["memory_max"].as_u64(),
-            Some(128 << 20),
-            "{key}: {}",
-            run.limits
-        );
+        assert_db_limits(run, key, 128 << 20);
     }
-    guard.assert_nothing_leaked("cgroups left");
-    let procs = new_since(database_processes(), &procs_before);
-    assert!(procs.is_empty(), "processes left: {procs:?}");
-    assert!(
-        !dir.path().join("work").exists(),
-        "working directories left"
-    );
+    assert_databases_left_nothing(&guard, &procs_before, dir.path());
 }

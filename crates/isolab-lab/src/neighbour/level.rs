@@ -273,4 +273,28 @@ mod tests {
         assert!("".parse::<NeighbourLevel>().is_err());
         assert!("Cpu".parse::<NeighbourLevel>().is_err());
     }
+
+    #[test]
+    fn a_stack_takes_levels_that_need_no_solo_profile() {
+        use crate::reservation::Reservation as R;
+        for (l, r) in [
+            ("cpu", R::Cpuset),
+            ("cpu*2", R::Quota),
+            ("disk", R::None),
+            ("memory", R::Memory),
+            ("network", R::Cpuset),
+            ("cpu", R::Net),
+        ] {
+            assert_eq!(level(l).unsupported_beside_stack(r), None, "{l} {r}");
+        }
+        for (l, r) in [
+            ("cpu@90%", R::None),
+            ("disk@100%", R::Cpuset),
+            ("disk", R::Io),
+            ("network", R::Net),
+        ] {
+            let why = level(l).unsupported_beside_stack(r).unwrap();
+            assert!(why.contains("solo profile"), "{why}");
+        }
+    }
 }

@@ -1,5 +1,5 @@
 //! One run of a cell: its jobs executed in a working directory of its own (a
-//! service stack, or one job per instance with the cell's neighbours and
+//! service stack, or one job per instance, with the cell's neighbours and
 //! reservation), the finished run stored in its own transaction, and the cell's
 //! progress updated, reported and stopped where the stopping rule says so.
 
@@ -136,9 +136,10 @@ impl Runner<'_> {
         Ok(done)
     }
 
-    /// Executes run `tag` of experiment `id`'s `cell` in `workdir`: a service stack,
-    /// or one job per instance with the cell's neighbours and reservation, their
-    /// metrics aggregated and their executions merged into the run's.
+    /// Executes run `tag` of experiment `id`'s `cell` in `workdir`: a service stack
+    /// (its measurement beside the cell's neighbours), or one job per instance with
+    /// the cell's neighbours, their metrics aggregated and their executions merged
+    /// into the run's; under the cell's reservation either way.
     fn execute(
         &self,
         id: ExperimentId,

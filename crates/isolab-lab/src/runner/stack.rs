@@ -7,6 +7,11 @@
 //!
 //! While the generator runs, the components are watched: one that exits fails the
 //! run at once (the generator is stopped) with the end of its log.
+//!
+//! With a neighbour level, the neighbours run beside the measurement only (started
+//! through the platform's [`crate::platform::Executor::beside_neighbours`] once the
+//! data is loaded, stopped after it), and the components carry the subject's limits
+//! under the cell's reservation.
 
 mod outside;
 mod ready;
