@@ -3351,10 +3351,13 @@ fn every_storage_level_is_mounted_read_back_inside_the_instance_and_removed() {
 
 #[test]
 fn kill_9_in_a_run_on_loop_devices_then_gc_removes_mounts_and_devices() {
-    let levels = if device_mapper() {
+    // `shared` striped by device-mapper, or by btrfs on a kernel without it.
+    let levels = if device_mapper() || btrfs() {
         r#""image", "dedicated", "tmpfs", "shared""#
     } else {
-        isolab_skip::skip("this kernel has no device-mapper: storage `shared` is not tested");
+        isolab_skip::skip(
+            "this kernel has neither device-mapper nor btrfs: storage `shared` is not tested",
+        );
         r#""image", "dedicated", "tmpfs""#
     };
     kill_9_on_storage_then_gc("host", levels, &["removed loop device /dev/loop"]);
@@ -3407,8 +3410,14 @@ fn kill_9_on_storage_then_gc(platform: &str, levels: &str, removed: &[&str]) {
     let db = dir.path().join("k.db");
     let work = dir.path().join("work");
     let volumes_before = docker_volumes();
+    // btrfs wants devices of 110 MiB at least: two stripes of 128 MiB.
+    let (striping, size) = if device_mapper() {
+        ("device-mapper", "64MiB")
+    } else {
+        ("btrfs", "256MiB")
+    };
     let spec = format!(
-        "[experiment]\nname = \"killed\"\nseed = 2\nrepetitions = {{ warmup = 0, min = 3, max = 3, target_cv = 0.5 }}\n[storage]\nsize = \"64MiB\"\nstripes = 2\n[matrix]\nplatform = [\"{platform}\"]\nstorage = [{levels}]\nworkload = [\"nap\"]\ninstances = [2]\n[workload.nap]\ncommand = \"sleep 0.4\"\nparser = \"time\"\n"
+        "[experiment]\nname = \"killed\"\nseed = 2\nrepetitions = {{ warmup = 0, min = 3, max = 3, target_cv = 0.5 }}\n[storage]\nsize = \"{size}\"\nstripes = 2\nstriping = \"{striping}\"\n[matrix]\nplatform = [\"{platform}\"]\nstorage = [{levels}]\nworkload = [\"nap\"]\ninstances = [2]\n[workload.nap]\ncommand = \"sleep 0.4\"\nparser = \"time\"\n"
     );
     let spec = write_spec(dir.path(), "k.toml", &spec);
     // Kill -9 once a run's storage is made and its workload sleeps on it.
