@@ -3489,7 +3489,7 @@ fn fractional_quotas_spread_pinning_and_cpu_pools_are_applied_and_read_back() {
     let out = run(isolab()
         .arg("--db")
         .arg(&db)
-        .args(["run", "--workdir"])
+        .args(["run", "--no-report", "--workdir"])
         .arg(dir.path().join("work"))
         .arg(&spec));
     assert!(
