@@ -212,33 +212,38 @@ impl ConfinedDaemons {
         if names.is_empty() {
             return Ok(guard);
         }
+        // Every thread's own cpus, recorded once before any changes, so that gc can
+        // undo them after a kill (restoring one that was not changed is harmless).
+        let mut threads = Vec::new();
         for (pid, name) in guard.affinity.processes(names) {
             for tid in guard.affinity.threads(pid) {
-                let Ok(own) = guard.affinity.get(tid) else {
-                    continue; // ended
-                };
-                // Recorded before it changes, so that gc can undo it after a kill.
-                guard.saved.push((tid, own));
-                guard.write_record(record_dir)?;
-                match guard.affinity.set(tid, cpus) {
-                    Ok(()) => {}
-                    Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {
-                        guard.saved.pop();
-                    }
-                    Err(e) => {
-                        guard.saved.pop();
-                        return Err(format!(
-                            "cannot confine {name} (pid {pid}, thread {tid}) to the host cpu pool {cpus}: {e}; run isolab as root, or leave host_cpus out of the matrix"
-                        ));
-                    }
+                if let Ok(own) = guard.affinity.get(tid) {
+                    guard.saved.push((tid, own));
+                    threads.push((pid, name.clone(), tid));
                 }
             }
             guard.confined.push(format!("{name}[{pid}]"));
         }
+        if guard.saved.is_empty() {
+            return Ok(guard);
+        }
+        guard.write_record(record_dir)?;
+        for (pid, name, tid) in threads {
+            match guard.affinity.set(tid, cpus) {
+                // A thread that ended meanwhile has nothing to confine.
+                Ok(()) => {}
+                Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
+                Err(e) => {
+                    return Err(format!(
+                        "cannot confine {name} (pid {pid}, thread {tid}) to the host cpu pool {cpus}: {e}; run isolab as root, or leave host_cpus out of the matrix"
+                    ));
+                }
+            }
+        }
         Ok(guard)
     }
 
-    /// Writes what is confined so far to this process's record in `dir`.
+    /// Writes the threads' own cpus to this process's record in `dir`.
     fn write_record(&mut self, dir: &Path) -> Result<(), String> {
         let path = record_path(dir, std::process::id());
         let saved: Vec<(u32, String)> = self
