@@ -177,7 +177,9 @@ impl HybridFix<'_> {
     }
 
     /// Mounts a v1 hierarchy for each of `controllers` below `root` (remounting `root`
-    /// read-write first when `remount_rw`), skipping what the record already lists.
+    /// read-write first when `remount_rw`). The caller read the mount table:
+    /// `controllers` have no v1 hierarchy mounted, so a record that lists one for them
+    /// is stale (its steps are dropped and taken anew).
     /// Every step is recorded before it is taken; a step that fails is dropped from
     /// the record again, the ones before it stay (undone by [`HybridFix::undo`]).
     pub fn apply(
@@ -210,8 +212,17 @@ impl HybridFix<'_> {
         }
         for c in controllers {
             let target = root.join(c);
-            if record.mounted().iter().any(|(_, p)| p == &target) {
-                continue;
+            // The caller asks for `c` because no v1 hierarchy of it is mounted: a
+            // record that says one is was left by a user whose hierarchy is gone
+            // (unmounted behind isolab's back). Its steps for `c` no longer hold.
+            let stale = |s: &HostFix| match s {
+                HostFix::MountedV1 { path, .. } => path == &target,
+                HostFix::CreatedDir(path) => path == &target && !target.is_dir(),
+                HostFix::RemountedReadWrite(_) => false,
+            };
+            if record.steps.iter().any(stale) {
+                record.steps.retain(|s| !stale(s));
+                save(engine, &self.record_file(), &record)?;
             }
             if !target.is_dir() {
                 let created = HostFix::CreatedDir(target.clone());
@@ -611,11 +622,12 @@ mod tests {
         assert_eq!(record.steps, taken);
         assert_eq!(record.pid, std::process::id());
         assert_eq!(record.engine, "crun");
-        // Applied again: nothing new.
-        assert!(f
-            .apply(&root, &["hugetlb".into()], true)
-            .unwrap()
-            .is_empty());
+        // Asked again (the caller found no hugetlb hierarchy mounted, as the fake
+        // mounts nothing): the recorded mount is stale and taken anew, the remount
+        // stays, and the record lists each step once.
+        let again = f.apply(&root, &["hugetlb".into()], true).unwrap();
+        assert_eq!(again, vec![mounted.clone()]);
+        assert_eq!(f.load().unwrap().unwrap().steps, taken);
     }
 
     #[test]
@@ -628,6 +640,38 @@ mod tests {
         let f = fix(&tools, dir.path());
         assert!(f.apply(&root, &["hugetlb".into()], false).is_err());
         assert_eq!(f.load().unwrap(), None);
+    }
+
+    #[test]
+    fn a_recorded_mount_that_is_gone_is_mounted_again() {
+        // A record left with its hierarchy unmounted behind isolab's back and its
+        // mount point removed: asked for the controller again, the fix forgets the
+        // stale steps and takes them anew, instead of trusting the record.
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("cg");
+        std::fs::create_dir_all(&root).unwrap();
+        let target = root.join("hugetlb");
+        let tools = Fake::default();
+        let f = fix(&tools, dir.path());
+        let stale = FixRecord {
+            engine: "crun".into(),
+            pid: 999_999,
+            steps: vec![
+                HostFix::CreatedDir(target.clone()),
+                HostFix::MountedV1 {
+                    controller: "hugetlb".into(),
+                    path: target.clone(),
+                },
+            ],
+            users: Vec::new(),
+        };
+        save("crun", &f.record_file(), &stale).unwrap();
+        let taken = f.apply(&root, &["hugetlb".into()], false).unwrap();
+        assert_eq!(taken, stale.steps, "both steps taken again");
+        assert!(target.is_dir());
+        assert!(tools.calls().iter().any(|c| c.contains("-o hugetlb")));
+        let record = f.load().unwrap().unwrap();
+        assert_eq!(record.steps, stale.steps, "each step once");
     }
 
     #[test]

@@ -326,6 +326,13 @@ pub trait Engine: Send + Sync {
     /// those of a dead experiment); returns one line per thing removed.
     fn gc(&self, prefix: &str) -> Result<Vec<String>, EngineError>;
 
+    /// Undoes host-wide changes of runs that are gone (a hybrid-cgroup fix whose
+    /// every user was killed), whatever experiment they belonged to; one line per
+    /// thing undone. Nothing by default.
+    fn gc_host_fixes(&self) -> Result<Vec<String>, EngineError> {
+        Ok(Vec::new())
+    }
+
     /// Undoes [`Engine::ensure_ready`]: stops a daemon isolab started and restores
     /// the host state it changed. Idempotent.
     fn shutdown(&self) -> Result<(), EngineError>;

@@ -488,6 +488,7 @@ impl Podman {
         }
         done.push(format!("unmounted {}", mount_point.display()));
         let mut attempt = 0;
+        let mut recreated = false;
         loop {
             let start = Instant::now();
             while !back_in_v2() && start.elapsed() < Duration::from_secs(2) {
@@ -508,7 +509,18 @@ impl Podman {
                 });
             }
             // The hierarchy outlived the unmount because its last children were
-            // still dying: mounting reuses it, and unmounting it now destroys it.
+            // still dying: mounting reuses it, and unmounting it now destroys it. Its
+            // mount point may be gone (removed with the hierarchy unmounted behind
+            // isolab's back): made for this mount, and removed after it.
+            if !mount_point.is_dir() {
+                recreated = true;
+                std::fs::create_dir_all(mount_point).map_err(|source| EngineError::Io {
+                    engine: ENGINE,
+                    action: "create the cgroup mount point again",
+                    path: mount_point.to_path_buf(),
+                    source,
+                })?;
+            }
             mount_v1(
                 &*self.tools,
                 ENGINE,
@@ -517,6 +529,10 @@ impl Podman {
                 mount_point,
             )?;
             run_ok(&*self.tools, ENGINE, &umount_argv)?;
+        }
+        if recreated {
+            // Best effort, as the record's own step would: an empty mount point.
+            let _ = std::fs::remove_dir(mount_point);
         }
         done.push(format!("{controller} is back in cgroup2"));
         Ok(done)
@@ -1073,17 +1089,20 @@ impl Engine for Podman {
         // The volumes of storage `volume`, which their containers no longer use.
         let cli = self.podman(Vec::<String>::new())?;
         removed.extend(volumes::gc(&*self.tools, ENGINE, &cli, prefix)?);
-        // A hybrid-cgroup fix whose owner was killed before its shutdown.
+        Ok(removed)
+    }
+
+    fn gc_host_fixes(&self) -> Result<Vec<String>, EngineError> {
+        // A hybrid-cgroup fix whose users were all killed before their shutdown.
         let state = &self.config.state_dir;
-        removed.extend(gc_dead_owners(
+        gc_dead_owners(
             ENGINE,
             &*self.tools,
             "mount",
             state.parent().unwrap_or(state),
             &self.config.proc,
             &mut |controller, path| self.undo_mount(controller, path),
-        )?);
-        Ok(removed)
+        )
     }
 
     fn shutdown(&self) -> Result<(), EngineError> {

@@ -244,6 +244,13 @@ impl Driver for EngineDriver {
         for prefix in prefixes {
             removed.extend(EngineDriver::gc(self, prefix)?);
         }
+        // Host fixes outlive experiments: collected whether or not one died.
+        match self.engine.gc_host_fixes() {
+            Ok(lines) => removed.extend(lines),
+            // An engine that is not installed changed nothing.
+            Err(isolab_engines::EngineError::Missing { .. }) => {}
+            Err(e) => return Err(PlatformError::from(e)),
+        }
         Ok(removed)
     }
 
