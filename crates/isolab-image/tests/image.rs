@@ -248,65 +248,8 @@ fn run_bundle(runtime: &str, bundle: &Path) -> Result<(), String> {
     panic!("{runtime} failed on the bundle: {out}");
 }
 
-/// Opt-in for [`HugetlbV1`]: the kernel keeps hugetlb bound to the (unmounted) v1 hierarchy after
-/// the test, so cgroup2 no longer lists it; crun then works without a mount until reboot.
-const HUGETLB_OPT_IN: &str = "ISOLAB_TEST_HUGETLB_V1";
-
-/// A v1 hugetlb hierarchy mounted at /sys/fs/cgroup/hugetlb for the duration of one crun run:
-/// crun 1.8 refuses "hybrid mode" while the cgroup2 mount still lists a controller (hugetlb here),
-/// and binding hugetlb to v1 empties that list. Unmounted and its directory removed on drop; the
-/// kernel does not hand hugetlb back to cgroup2 right away (observed on 6.18: it stays on the
-/// detached v1 hierarchy), hence the opt-in.
-struct HugetlbV1 {
-    dir: PathBuf,
-}
-
-impl HugetlbV1 {
-    fn mount() -> Result<HugetlbV1, String> {
-        let dir = PathBuf::from("/sys/fs/cgroup/hugetlb");
-        std::fs::create_dir(&dir).map_err(|e| format!("mkdir {}: {e}", dir.display()))?;
-        let c = |s: &str| std::ffi::CString::new(s).unwrap();
-        let (src, target, fstype, data) = (
-            c("cgroup"),
-            c("/sys/fs/cgroup/hugetlb"),
-            c("cgroup"),
-            c("hugetlb"),
-        );
-        // SAFETY: all pointers are valid NUL-terminated strings that outlive the call.
-        let rc = unsafe {
-            libc::mount(
-                src.as_ptr(),
-                target.as_ptr(),
-                fstype.as_ptr(),
-                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-                data.as_ptr().cast(),
-            )
-        };
-        if rc != 0 {
-            let e = std::io::Error::last_os_error();
-            let _ = std::fs::remove_dir(&dir);
-            return Err(format!("mount -t cgroup -o hugetlb: {e}"));
-        }
-        Ok(HugetlbV1 { dir })
-    }
-}
-
-impl Drop for HugetlbV1 {
-    fn drop(&mut self) {
-        let target =
-            std::ffi::CString::new(self.dir.as_os_str().to_string_lossy().as_bytes()).unwrap();
-        // SAFETY: `target` is a valid NUL-terminated path.
-        let rc = unsafe { libc::umount2(target.as_ptr(), 0) };
-        if rc != 0 {
-            eprintln!(
-                "umount {}: {}",
-                self.dir.display(),
-                std::io::Error::last_os_error()
-            );
-        }
-        let _ = std::fs::remove_dir(&self.dir);
-    }
-}
+/// The hybrid host's cgroup2 mount, whose listed controllers crun refuses.
+const UNIFIED: &str = "/sys/fs/cgroup/unified";
 
 #[test]
 fn oci_bundle_runs_on_runc_and_crun() {
@@ -342,27 +285,25 @@ fn oci_bundle_runs_on_runc_and_crun() {
         }
         match run_bundle(runtime, &bundle) {
             Ok(()) => ran += 1,
-            Err(reason)
-                if runtime == "crun"
-                    && reason.contains("hybrid mode")
-                    && std::env::var_os(HUGETLB_OPT_IN).is_none() =>
-            {
-                isolab_skip::skip(format!(
-                    "crun refuses hybrid cgroups while cgroup2 lists a controller ({}); \
-                     set {HUGETLB_OPT_IN}=1 to retry with a temporary v1 hugetlb mount (this moves hugetlb \
-                     to a v1 hierarchy that outlives the unmount until reboot)",
-                    reason.trim()
-                ));
-            }
             Err(reason) if runtime == "crun" && reason.contains("hybrid mode") => {
                 eprintln!(
-                    "crun refused hybrid cgroups ({}); retrying with a temporary v1 hugetlb mount",
+                    "crun refused hybrid cgroups ({}); retrying with hugetlb in a v1 hierarchy for the run",
                     reason.trim()
                 );
-                match HugetlbV1::mount() {
-                    Ok(guard) => {
+                let listed = isolab_cgroups::listed_in_cgroup2(Path::new(UNIFIED), "hugetlb");
+                match isolab_cgroups::BorrowedV1::mount(
+                    Path::new("/sys/fs/cgroup"),
+                    Path::new(UNIFIED),
+                    "hugetlb",
+                ) {
+                    Ok(borrowed) => {
                         let second = run_bundle(runtime, &bundle);
-                        drop(guard);
+                        drop(borrowed);
+                        assert!(
+                            !listed
+                                || isolab_cgroups::listed_in_cgroup2(Path::new(UNIFIED), "hugetlb"),
+                            "hugetlb is back in cgroup2 after its v1 hierarchy"
+                        );
                         match second {
                             Ok(()) => ran += 1,
                             Err(r) => isolab_skip::skip(format!(

@@ -166,7 +166,8 @@ pub fn gc(dir: &Path, affinity: &dyn Affinity, alive: impl Fn(u32) -> bool) -> V
 /// Daemons confined to a pool's cpus until it is dropped, when every thread gets its
 /// own cpus back (threads that ended meanwhile are skipped).
 pub struct ConfinedDaemons {
-    affinity: Box<dyn Affinity>,
+    /// How the threads were confined; none when nothing was.
+    affinity: Option<Box<dyn Affinity>>,
     saved: Vec<(u32, IdSet)>,
     record: Option<PathBuf>,
     /// The daemons confined, `NAME[PID]` each, for the run's data.
@@ -186,7 +187,7 @@ impl ConfinedDaemons {
     /// Nothing confined (a cell without a pool, or an engine without daemons).
     pub fn none() -> ConfinedDaemons {
         ConfinedDaemons {
-            affinity: Box::new(RealAffinity::default()),
+            affinity: None,
             saved: Vec::new(),
             record: None,
             confined: Vec::new(),
@@ -203,21 +204,16 @@ impl ConfinedDaemons {
         cpus: &IdSet,
         record_dir: &Path,
     ) -> Result<ConfinedDaemons, String> {
-        let mut guard = ConfinedDaemons {
-            affinity,
-            saved: Vec::new(),
-            record: None,
-            confined: Vec::new(),
-        };
         if names.is_empty() {
-            return Ok(guard);
+            return Ok(ConfinedDaemons::none());
         }
+        let mut guard = ConfinedDaemons::none();
         // Every thread's own cpus, recorded once before any changes, so that gc can
         // undo them after a kill (restoring one that was not changed is harmless).
         let mut threads = Vec::new();
-        for (pid, name) in guard.affinity.processes(names) {
-            for tid in guard.affinity.threads(pid) {
-                if let Ok(own) = guard.affinity.get(tid) {
+        for (pid, name) in affinity.processes(names) {
+            for tid in affinity.threads(pid) {
+                if let Ok(own) = affinity.get(tid) {
                     guard.saved.push((tid, own));
                     threads.push((pid, name.clone(), tid));
                 }
@@ -228,8 +224,10 @@ impl ConfinedDaemons {
             return Ok(guard);
         }
         guard.write_record(record_dir)?;
+        // From here the guard restores what was saved, also on an error below.
+        let affinity = &**guard.affinity.insert(affinity);
         for (pid, name, tid) in threads {
-            match guard.affinity.set(tid, cpus) {
+            match affinity.set(tid, cpus) {
                 // A thread that ended meanwhile has nothing to confine.
                 Ok(()) => {}
                 Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
@@ -266,9 +264,11 @@ impl ConfinedDaemons {
 
 impl Drop for ConfinedDaemons {
     fn drop(&mut self) {
-        for (tid, own) in self.saved.drain(..) {
-            // A thread that ended has nothing to restore.
-            let _ = self.affinity.set(tid, &own);
+        if let Some(affinity) = &self.affinity {
+            for (tid, own) in self.saved.drain(..) {
+                // A thread that ended has nothing to restore.
+                let _ = affinity.set(tid, &own);
+            }
         }
         if let Some(path) = self.record.take() {
             let _ = std::fs::remove_file(path);
