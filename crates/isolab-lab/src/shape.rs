@@ -9,14 +9,10 @@ use crate::topology::Topology;
 
 /// An instance size: cpus and optional memory, pids and disk limits.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(into = "ShapeFields")]
 pub struct Shape {
     /// Name used in the matrix (`large`, `xlarge`, or a `[shape.NAME]` of the spec).
     pub name: String,
-    /// Whole cpus: the cpus asked for ([`Shape::millicpus`]) rounded up. A pinned
-    /// instance's cpuset has this many, and `{cpus}` (and `{threads}` without a
-    /// `threads` level) is this number, so that a 1.5-cpu shape runs 2 threads that
-    /// can use its whole quota.
-    pub cpus: u32,
     /// The cpus asked for, in thousandths of a cpu (`cpus = 1.5` or `"1500m"` is
     /// 1500): a quota grants exactly this share of each period.
     pub millicpus: u32,
@@ -33,6 +29,35 @@ pub struct Shape {
     pub io_write_bps: Option<u64>,
 }
 
+/// A shape as its JSON shows it: its fields, with the whole [`Shape::cpus`] beside
+/// the millicpus it is computed from.
+#[derive(serde::Serialize)]
+struct ShapeFields {
+    name: String,
+    cpus: u32,
+    millicpus: u32,
+    cpu_period: Duration,
+    memory: Option<Bytes>,
+    pids: Option<u64>,
+    io_read_bps: Option<u64>,
+    io_write_bps: Option<u64>,
+}
+
+impl From<Shape> for ShapeFields {
+    fn from(s: Shape) -> ShapeFields {
+        ShapeFields {
+            cpus: s.cpus(),
+            name: s.name,
+            millicpus: s.millicpus,
+            cpu_period: s.cpu_period,
+            memory: s.memory,
+            pids: s.pids,
+            io_read_bps: s.io_read_bps,
+            io_write_bps: s.io_write_bps,
+        }
+    }
+}
+
 const GIB: u64 = 1 << 30;
 
 impl Shape {
@@ -40,7 +65,6 @@ impl Shape {
     pub fn whole(name: &str, cpus: u32) -> Shape {
         Shape {
             name: name.to_owned(),
-            cpus,
             millicpus: cpus * 1000,
             cpu_period: QUOTA_PERIOD,
             memory: None,
@@ -48,6 +72,14 @@ impl Shape {
             io_read_bps: None,
             io_write_bps: None,
         }
+    }
+
+    /// Whole cpus: the cpus asked for ([`Shape::millicpus`]) rounded up. A pinned
+    /// instance's cpuset has this many, and `{cpus}` (and `{threads}` without a
+    /// `threads` level) is this number, so that a 1.5-cpu shape runs 2 threads that
+    /// can use its whole quota.
+    pub fn cpus(&self) -> u32 {
+        self.millicpus.div_ceil(1000)
     }
 
     /// The cpus asked for, e.g. 1.5.
@@ -212,7 +244,7 @@ pub fn limits_for(
         Placement::Quota => limits.cpu = Some(shape.quota()),
         Placement::Pinned | Placement::PinnedSpread => {
             let spread = placement == Placement::PinnedSpread;
-            let cpus = topology.pick(available, shape.cpus, spread)?;
+            let cpus = topology.pick(available, shape.cpus(), spread)?;
             if topology.node_count() > 1 {
                 limits.mems = Some(topology.nodes_of(&cpus));
             }

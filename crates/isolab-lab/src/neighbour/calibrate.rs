@@ -80,7 +80,7 @@ impl Calibrations {
         let wall = e.telemetry.get(Telemetry::Wall).filter(|w| *w > 0.0);
         let cpus = match (e.telemetry.get(Telemetry::CpuUsage), wall) {
             (Some(c), Some(w)) => c / w,
-            _ => cell.shape.cpus as f64,
+            _ => cell.shape.cpus() as f64,
         };
         let disk_iops = match (before, after, wall) {
             (Some(b), Some(a), Some(w)) => a.saturating_sub(b) as f64 / w,

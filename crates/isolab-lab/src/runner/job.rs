@@ -45,7 +45,8 @@ impl Runner<'_> {
                 cgroup: tag.to_owned(),
                 detail: format!(
                     "shape `{}` needs {} cpus but only {cpus} are available",
-                    cell.shape.name, cell.shape.cpus
+                    cell.shape.name,
+                    cell.shape.cpus()
                 ),
             })?;
         if cell.host_cpus.is_some() && limits.cpuset.is_none() {
@@ -152,7 +153,7 @@ impl Runner<'_> {
         port: u16,
     ) -> Params {
         Params {
-            cpus: cell.shape.cpus,
+            cpus: cell.shape.cpus(),
             threads: cell.thread_count(),
             duration: spec.duration,
             workdir: workdir.to_path_buf(),

@@ -77,7 +77,7 @@ impl Runner<'_> {
         let reserved = reserve(&ReserveRequest {
             reservation: cell.reservation,
             subject: limits,
-            subject_cpus: cell.shape.cpus,
+            subject_cpus: cell.shape.cpus(),
             host_cpus: &pool,
             host_memory: host_memory(),
             neighbours: 0,
@@ -119,7 +119,7 @@ impl Runner<'_> {
         let request = |neighbours: u32| ReserveRequest {
             reservation: cell.reservation,
             subject: &job.limits,
-            subject_cpus: cell.shape.cpus,
+            subject_cpus: cell.shape.cpus(),
             host_cpus: &pool,
             host_memory: memory,
             neighbours,

@@ -181,7 +181,7 @@ pub struct Cell {
 impl Cell {
     /// `{threads}` of the workload: the `threads` level, else the shape's cpus.
     pub fn thread_count(&self) -> u32 {
-        self.threads.unwrap_or(self.shape.cpus)
+        self.threads.unwrap_or(self.shape.cpus())
     }
 }
 

@@ -28,11 +28,11 @@ pub(super) fn leaves_no_cpus(
     shape: &Shape,
     host_cpus: u32,
 ) -> Option<String> {
-    (matches!(reservation, Reservation::Cpuset | Reservation::Quota) && shape.cpus >= host_cpus)
+    (matches!(reservation, Reservation::Cpuset | Reservation::Quota) && shape.cpus() >= host_cpus)
         .then(|| {
             format!(
                 "reservation `{reservation}` with shape `{s}` ({} cpus) leaves none of this host's {host_cpus} cpus to the neighbours",
-                shape.cpus
+                shape.cpus()
             )
         })
 }

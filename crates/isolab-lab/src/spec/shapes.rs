@@ -141,13 +141,14 @@ pub(super) fn pinning_impossible(
         return Some(format!(
             "{placement} shape `{s}` asks for {} cpus, but a cpuset holds whole cpus: use placement `quota` for a fraction, or give the shape {} cpus to pin it",
             shape.cpu_count(),
-            shape.cpus
+            shape.cpus()
         ));
     }
-    (placement.pins() && shape.cpus > host_cpus).then(|| {
+    (placement.pins() && shape.cpus() > host_cpus).then(|| {
         format!(
             "{placement} shape `{s}` needs {} cpus but this host offers {host_cpus} ({})",
-            shape.cpus, host.cpus
+            shape.cpus(),
+            host.cpus
         )
     })
 }
@@ -203,7 +204,7 @@ mod tests {
     fn a_shape_table_sets_cpus_memory_and_pids() {
         let spec = parse("[experiment]\nname = \"x\"\n[shape.tiny]\ncpus = 1\nmemory = \"512MiB\"\npids = 64\n[matrix]\nshape = [\"tiny\"]\nworkload = [\"sysbench-cpu\"]\n").unwrap();
         let shape = &spec.cells[0].shape;
-        assert_eq!((shape.name.as_str(), shape.cpus), ("tiny", 1));
+        assert_eq!((shape.name.as_str(), shape.cpus()), ("tiny", 1));
         assert_eq!(shape.memory, Some(isolab_cgroups::Bytes(512 << 20)));
         assert_eq!(shape.pids, Some(64));
     }
@@ -228,11 +229,11 @@ mod tests {
     fn fractional_cpus_and_a_period_make_an_exact_quota() {
         let spec = parse("[experiment]\nname = \"x\"\n[shape.half]\ncpus = 0.5\ncpu_period = \"10ms\"\n[shape.k8s]\ncpus = \"1500m\"\n[matrix]\nshape = [\"half\", \"k8s\"]\nplacement = [\"quota\"]\nworkload = [\"sysbench-cpu\"]\n").unwrap();
         let half = &spec.cells[0].shape;
-        assert_eq!((half.cpus, half.millicpus), (1, 500));
+        assert_eq!((half.cpus(), half.millicpus), (1, 500));
         let q = half.quota();
         assert_eq!((q.quota.as_micros(), q.period.as_micros()), (5_000, 10_000));
         let k8s = &spec.cells[1].shape;
-        assert_eq!((k8s.cpus, k8s.millicpus), (2, 1500));
+        assert_eq!((k8s.cpus(), k8s.millicpus), (2, 1500));
         assert_eq!(k8s.quota().quota.as_micros(), 150_000);
         // `{cpus}` and the default `{threads}` round up.
         assert_eq!(spec.cells[1].thread_count(), 2);

@@ -101,8 +101,8 @@ pub fn list(db: &Path, args: ListArgs) -> Result<Exit> {
             );
             for s in shapes {
                 t.push(vec![
-                    s.name,
-                    s.cpus.to_string(),
+                    s.name.clone(),
+                    s.cpus().to_string(),
                     s.memory.map_or("-".into(), |m| m.to_string()),
                 ]);
             }
