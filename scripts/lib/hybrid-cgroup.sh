@@ -110,6 +110,13 @@ hybrid_cgroup_undo() {
     # hierarchy instead of returning to cgroup2.
     for ((i = ${#HYBRID_CGROUP_MOUNTED[@]} - 1; i >= 0; i--)); do
         c=${HYBRID_CGROUP_MOUNTED[i]}
+        # The empty cgroups in a hierarchy we mounted were made while it was mounted (a
+        # runtime's parent cgroup, e.g. isolab-runtime's `isolab`) and would only be hidden
+        # by the unmount: remove them, deepest first (rmdir keeps one in use).
+        if mountpoint -q "$cg/$c"; then
+            find "$cg/$c" -mindepth 1 -depth -type d -exec rmdir {} \; 2>/dev/null &&
+                _hybrid_cgroup_say "hybrid cgroup: removed the empty cgroups left in $cg/$c"
+        fi
         if [[ -n $(find "$cg/$c" -mindepth 1 -maxdepth 1 -type d -print -quit 2>/dev/null) ]]; then
             _hybrid_cgroup_say "hybrid cgroup: WARNING: kept $cg/$c mounted, it still has child cgroups:" \
                 "$(find "$cg/$c" -mindepth 1 -type d | head -5 | tr '\n' ' ')"
