@@ -56,10 +56,26 @@ impl BorrowedV1 {
     }
 }
 
+/// The controllers the cgroup2 mount at `unified` lists in `cgroup.controllers`.
+pub fn cgroup2_listed(unified: &Path) -> Vec<String> {
+    std::fs::read_to_string(unified.join("cgroup.controllers"))
+        .map(|c| c.split_whitespace().map(str::to_owned).collect())
+        .unwrap_or_default()
+}
+
+/// Borrows every controller the hybrid host's cgroup2 mount at `unified` lists into a
+/// v1 hierarchy of its own below `root` (what crun needs to run), all given back when
+/// the guards are dropped; the first that cannot be mounted is the error.
+pub fn borrow_listed(root: &Path, unified: &Path) -> io::Result<Vec<BorrowedV1>> {
+    cgroup2_listed(unified)
+        .iter()
+        .map(|c| BorrowedV1::mount(root, unified, c))
+        .collect()
+}
+
 /// Whether the cgroup2 mount at `unified` lists `controller` in `cgroup.controllers`.
 pub fn listed_in_cgroup2(unified: &Path, controller: &str) -> bool {
-    std::fs::read_to_string(unified.join("cgroup.controllers"))
-        .is_ok_and(|c| c.split_whitespace().any(|n| n == controller))
+    cgroup2_listed(unified).iter().any(|n| n == controller)
 }
 
 /// The cgroups of `controller`'s hierarchy, its root included (`/proc/cgroups`).

@@ -68,7 +68,7 @@ mod tree;
 mod v1;
 mod v2;
 
-pub use borrowed_v1::{listed_in_cgroup2, BorrowedV1};
+pub use borrowed_v1::{borrow_listed, cgroup2_listed, listed_in_cgroup2, BorrowedV1};
 pub use bytes::Bytes;
 pub use cgroup::{list_below, Attacher, Cgroup, CloneTarget, Entered, PROCESS_LEAF};
 pub use error::{Error, InvalidValue};
