@@ -24,11 +24,20 @@ pub struct Stats {
     pub nr_throttled: Option<u64>,
     /// Time spent throttled (v1 `throttled_time`; v2 `throttled_usec`).
     pub throttled: Option<Duration>,
+    /// Periods in which the cgroup ran on its burst allowance (`cpu.stat` `nr_bursts`,
+    /// Linux 5.14+).
+    pub nr_bursts: Option<u64>,
+    /// Time it ran beyond its quota on the burst allowance (v1 `burst_time`; v2
+    /// `burst_usec`).
+    pub burst: Option<Duration>,
     /// Memory in use now (v1 `memory.usage_in_bytes`; v2 `memory.current`).
     pub memory_current: Option<Bytes>,
     /// Highest memory use (v1 `memory.max_usage_in_bytes`; v2 `memory.peak`, absent
     /// before Linux 5.19).
     pub memory_peak: Option<Bytes>,
+    /// Major page faults of the cgroup and its descendants (v1 `memory.stat`
+    /// `total_pgmajfault`; v2 `memory.stat` `pgmajfault`).
+    pub memory_major_faults: Option<u64>,
     /// Bytes read from block devices (v1 `blkio.throttle.io_service_bytes_recursive`
     /// `Read`; v2 `io.stat` `rbytes`), summed over devices.
     pub io_read: Option<Bytes>,

@@ -1,4 +1,6 @@
-//! Host telemetry sampled during a run: per-core utilisation from `/proc/stat`.
+//! Host telemetry sampled during a run: per-core utilisation from `/proc/stat`, and
+//! the interrupts each cpu served (`/proc/interrupts`, `/proc/softirqs`) between the
+//! run's start and end.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
@@ -54,6 +56,89 @@ pub fn utilisation(before: &[(u32, CpuTimes)], after: &[(u32, CpuTimes)]) -> Vec
         .collect()
 }
 
+/// Per-cpu counts of the rows of `/proc/interrupts` or `/proc/softirqs` whose name
+/// `keep` accepts, summed: `(cpu id, count)` in the header's order.
+///
+/// Both files open with a header of `CPU<N>` columns (online cpus only); each row is
+/// `NAME:` and one count per column, then (for interrupts) a description. Rows with
+/// fewer counts than columns (`ERR:`, `MIS:`: one total) are skipped.
+pub fn parse_per_cpu_counts(text: &str, keep: impl Fn(&str) -> bool) -> Vec<(u32, u64)> {
+    let mut lines = text.lines();
+    let Some(header) = lines.next() else {
+        return Vec::new();
+    };
+    let ids: Vec<u32> = header
+        .split_whitespace()
+        .filter_map(|c| c.strip_prefix("CPU")?.parse().ok())
+        .collect();
+    let mut sums = vec![0u64; ids.len()];
+    for line in lines {
+        let Some((name, rest)) = line.split_once(':') else {
+            continue;
+        };
+        if !keep(name.trim()) {
+            continue;
+        }
+        let counts: Vec<u64> = rest
+            .split_whitespace()
+            .take(ids.len())
+            .map_while(|f| f.parse().ok())
+            .collect();
+        if counts.len() != ids.len() {
+            continue;
+        }
+        for (sum, n) in sums.iter_mut().zip(counts) {
+            *sum = sum.saturating_add(n);
+        }
+    }
+    ids.into_iter().zip(sums).collect()
+}
+
+/// Per-cpu increase from `before` to `after` (cpus matched by id).
+fn increase(before: &[(u32, u64)], after: &[(u32, u64)]) -> Vec<(u32, u64)> {
+    after
+        .iter()
+        .filter_map(|(id, a)| {
+            let (_, b) = before.iter().find(|(bid, _)| bid == id)?;
+            Some((*id, a.saturating_sub(*b)))
+        })
+        .collect()
+}
+
+/// Interrupts each cpu served: one reading of both files, or the increase over a run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Interrupts {
+    /// Hardware interrupts, every row of `/proc/interrupts`.
+    pub irqs: Vec<(u32, u64)>,
+    /// Software interrupts, every row of `/proc/softirqs`.
+    pub softirqs: Vec<(u32, u64)>,
+    /// Network software interrupts, the `NET_RX` and `NET_TX` rows.
+    pub softirqs_net: Vec<(u32, u64)>,
+}
+
+impl Interrupts {
+    /// Reads `proc_root/interrupts` and `proc_root/softirqs`; a file that cannot be
+    /// read gives no counts.
+    pub fn read(proc_root: &Path) -> Interrupts {
+        let text = |name| std::fs::read_to_string(proc_root.join(name)).unwrap_or_default();
+        let softirqs = text("softirqs");
+        Interrupts {
+            irqs: parse_per_cpu_counts(&text("interrupts"), |_| true),
+            softirqs: parse_per_cpu_counts(&softirqs, |_| true),
+            softirqs_net: parse_per_cpu_counts(&softirqs, |n| n == "NET_RX" || n == "NET_TX"),
+        }
+    }
+
+    /// The increase from `before` to `self`.
+    pub fn since(&self, before: &Interrupts) -> Interrupts {
+        Interrupts {
+            irqs: increase(&before.irqs, &self.irqs),
+            softirqs: increase(&before.softirqs, &self.softirqs),
+            softirqs_net: increase(&before.softirqs_net, &self.softirqs_net),
+        }
+    }
+}
+
 /// Per-core utilisation of the host over a run.
 #[derive(Debug, Clone, Default)]
 pub struct HostCpu {
@@ -61,6 +146,8 @@ pub struct HostCpu {
     pub series: Vec<Series>,
     /// Mean utilisation per cpu over the whole run (from the first and last reading).
     pub mean: Vec<(u32, f64)>,
+    /// Interrupts each cpu served during the run.
+    pub interrupts: Interrupts,
 }
 
 /// Samples `/proc/stat` on a thread until stopped.
@@ -73,9 +160,9 @@ impl CpuSampler {
     /// Starts sampling `proc_root/stat` every `interval`.
     pub fn start(proc_root: &Path, interval: Duration) -> CpuSampler {
         let stop = Arc::new((Mutex::new(false), Condvar::new()));
-        let path: PathBuf = proc_root.join("stat");
+        let root: PathBuf = proc_root.to_path_buf();
         let stop2 = Arc::clone(&stop);
-        let handle = std::thread::spawn(move || sample(&path, interval, &stop2));
+        let handle = std::thread::spawn(move || sample(&root, interval, &stop2));
         CpuSampler { stop, handle }
     }
 
@@ -98,8 +185,10 @@ fn read(path: &Path) -> Vec<(u32, CpuTimes)> {
         .unwrap_or_default()
 }
 
-fn sample(path: &Path, interval: Duration, stop: &(Mutex<bool>, Condvar)) -> HostCpu {
+fn sample(proc_root: &Path, interval: Duration, stop: &(Mutex<bool>, Condvar)) -> HostCpu {
+    let path = &proc_root.join("stat");
     let start = Instant::now();
+    let interrupts_before = Interrupts::read(proc_root);
     let first = read(path);
     let mut prev = first.clone();
     let mut series: Vec<Series> = first
@@ -140,6 +229,7 @@ fn sample(path: &Path, interval: Duration, stop: &(Mutex<bool>, Condvar)) -> Hos
     HostCpu {
         series,
         mean: utilisation(&first, &prev),
+        interrupts: Interrupts::read(proc_root).since(&interrupts_before),
     }
 }
 
@@ -190,5 +280,47 @@ mod tests {
         );
         assert!(cpu.series[0].points.iter().all(|&(_, u)| u == 100.0));
         assert_eq!(cpu.mean, vec![(0, 100.0), (1, 0.0)]);
+        // No interrupt files in this fake tree: no counts, not zeros.
+        assert_eq!(cpu.interrupts, Interrupts::default());
+    }
+
+    const INTERRUPTS: &str = "           CPU0       CPU2       \n  \
+ 24:          1          0  IO-APIC   5-edge      ACPI:Ged\n \
+LOC:       1000       2000   Local timer interrupts\n \
+ERR:          3\n";
+    const SOFTIRQS: &str = "                    CPU0       CPU2       \n          \
+HI:          0          0\n       \
+TIMER:        10         20\n      \
+NET_TX:        1          2\n      \
+NET_RX:      100        200\n";
+
+    #[test]
+    fn interrupt_rows_are_summed_per_cpu_by_the_header_s_ids() {
+        assert_eq!(
+            parse_per_cpu_counts(INTERRUPTS, |_| true),
+            vec![(0, 1001), (2, 2000)]
+        );
+        assert_eq!(
+            parse_per_cpu_counts(SOFTIRQS, |n| n.starts_with("NET_")),
+            vec![(0, 101), (2, 202)]
+        );
+        assert_eq!(parse_per_cpu_counts("", |_| true), vec![]);
+    }
+
+    #[test]
+    fn interrupts_over_a_run_are_the_increase_of_each_cpu() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("interrupts"), INTERRUPTS).unwrap();
+        std::fs::write(dir.path().join("softirqs"), SOFTIRQS).unwrap();
+        let before = Interrupts::read(dir.path());
+        std::fs::write(
+            dir.path().join("softirqs"),
+            SOFTIRQS.replace("NET_RX:      100", "NET_RX:      150"),
+        )
+        .unwrap();
+        let during = Interrupts::read(dir.path()).since(&before);
+        assert_eq!(during.irqs, vec![(0, 0), (2, 0)]);
+        assert_eq!(during.softirqs, vec![(0, 50), (2, 0)]);
+        assert_eq!(during.softirqs_net, vec![(0, 50), (2, 0)]);
     }
 }

@@ -218,11 +218,30 @@ pub enum Telemetry {
     /// `stack_ready_s`: from the first component's start until every one was ready
     /// and the data loaded.
     StackReady,
+    /// `nr_bursts`: CFS periods in which the cgroup ran on its burst allowance.
+    NrBursts,
+    /// `burst_s`: time the cgroup ran beyond its quota on the burst allowance.
+    Burst,
+    /// `major_faults`: page faults of the workload's processes that read from disk
+    /// (getrusage).
+    MajorFaults,
+    /// `minor_faults`: page faults served without I/O (getrusage).
+    MinorFaults,
+    /// `memory_major_faults`: major page faults of the instance's cgroup (its
+    /// `memory.stat`), daemons and children included.
+    MemoryMajorFaults,
+    /// `irqs`: hardware interrupts served on the cpus the subject may use during the
+    /// run (`/proc/interrupts`).
+    Interrupts,
+    /// `softirqs`: software interrupts served on those cpus (`/proc/softirqs`).
+    Softirqs,
+    /// `softirqs_net`: network software interrupts (`NET_RX` + `NET_TX`) on those cpus.
+    SoftirqsNet,
 }
 
 /// Every key with a fixed name, for [`Telemetry::parse`] (the families — PSI, host
 /// cores, runtime phases — are parsed from their pattern).
-const FIXED: [Telemetry; 54] = [
+const FIXED: [Telemetry; 62] = [
     Telemetry::Wall,
     Telemetry::CpuUsage,
     Telemetry::CpuUser,
@@ -277,6 +296,14 @@ const FIXED: [Telemetry; 54] = [
     Telemetry::LoadAchievedRate,
     Telemetry::LoadTargetRate,
     Telemetry::StackReady,
+    Telemetry::NrBursts,
+    Telemetry::Burst,
+    Telemetry::MajorFaults,
+    Telemetry::MinorFaults,
+    Telemetry::MemoryMajorFaults,
+    Telemetry::Interrupts,
+    Telemetry::Softirqs,
+    Telemetry::SoftirqsNet,
 ];
 
 impl Telemetry {
@@ -344,6 +371,14 @@ impl Telemetry {
             T::LoadAchievedRate => "load_achieved_rps",
             T::LoadTargetRate => "load_target_rps",
             T::StackReady => "stack_ready_s",
+            T::NrBursts => "nr_bursts",
+            T::Burst => "burst_s",
+            T::MajorFaults => "major_faults",
+            T::MinorFaults => "minor_faults",
+            T::MemoryMajorFaults => "memory_major_faults",
+            T::Interrupts => "irqs",
+            T::Softirqs => "softirqs",
+            T::SoftirqsNet => "softirqs_net",
         })
     }
 
@@ -365,7 +400,8 @@ impl Telemetry {
             | T::NeighboursCpu
             | T::NeighboursThrottled
             | T::GeneratorCpu
-            | T::StackReady => Unit::Seconds,
+            | T::StackReady
+            | T::Burst => Unit::Seconds,
             T::SchedLatencyP50 | T::SchedLatencyP99 | T::SchedLatencyMax => Unit::Milliseconds,
             T::MemoryPeak
             | T::IoRead
@@ -403,7 +439,14 @@ impl Telemetry {
             | T::Neighbours
             | T::Instances
             | T::ProbeSamples
-            | T::GeneratorCpus => Unit::Count,
+            | T::GeneratorCpus
+            | T::NrBursts
+            | T::MajorFaults
+            | T::MinorFaults
+            | T::MemoryMajorFaults
+            | T::Interrupts
+            | T::Softirqs
+            | T::SoftirqsNet => Unit::Count,
         }
     }
 

@@ -48,12 +48,15 @@ pub(crate) fn read_weight(dir: &Path) -> Result<Option<CpuWeight>, Error> {
         .map(CpuWeight::Shares))
 }
 
-/// `cpu.stat` of v1: `nr_periods`, `nr_throttled`, `throttled_time` (nanoseconds).
+/// `cpu.stat` of v1: `nr_periods`, `nr_throttled`, `throttled_time` (nanoseconds), and
+/// since Linux 5.14 `nr_bursts`, `burst_time` (nanoseconds).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct CpuStat {
     pub nr_periods: Option<u64>,
     pub nr_throttled: Option<u64>,
     pub throttled: Option<Duration>,
+    pub nr_bursts: Option<u64>,
+    pub burst: Option<Duration>,
 }
 
 pub(crate) fn parse_cpu_stat(text: &str) -> Result<CpuStat, Expected> {
@@ -62,6 +65,8 @@ pub(crate) fn parse_cpu_stat(text: &str) -> Result<CpuStat, Expected> {
         nr_periods: flat_get(&pairs, "nr_periods"),
         nr_throttled: flat_get(&pairs, "nr_throttled"),
         throttled: flat_get(&pairs, "throttled_time").map(Duration::from_nanos),
+        nr_bursts: flat_get(&pairs, "nr_bursts"),
+        burst: flat_get(&pairs, "burst_time").map(Duration::from_nanos),
     })
 }
 
@@ -70,6 +75,8 @@ pub(crate) fn stats(dir: &Path, stats: &mut Stats) -> Result<(), Error> {
         stats.nr_periods = s.nr_periods;
         stats.nr_throttled = s.nr_throttled;
         stats.throttled = s.throttled;
+        stats.nr_bursts = s.nr_bursts;
+        stats.burst = s.burst;
     }
     Ok(())
 }
@@ -87,6 +94,8 @@ mod tests {
         assert_eq!(s.nr_periods, Some(12));
         assert_eq!(s.nr_throttled, Some(9));
         assert_eq!(s.throttled, Some(Duration::from_nanos(456_789_012)));
+        assert_eq!(s.nr_bursts, Some(0));
+        assert_eq!(s.burst, Some(Duration::ZERO));
         assert_eq!(parse_cpu_stat("").unwrap(), CpuStat::default());
     }
 

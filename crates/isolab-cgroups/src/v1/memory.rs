@@ -6,7 +6,7 @@ use std::path::Path;
 use crate::bytes::Bytes;
 use crate::error::Error;
 use crate::file;
-use crate::format::{single_u64, Expected};
+use crate::format::{flat_get, flat_keyed, single_u64, Expected};
 use crate::stats::Stats;
 
 /// The kernel reports "no limit" as `PAGE_COUNTER_MAX` pages in bytes: `LONG_MAX`
@@ -68,6 +68,11 @@ pub(crate) fn stats(dir: &Path, stats: &mut Stats) -> Result<(), Error> {
     let read = |name| file::read_parsed_opt(&dir.join(name), single_u64).map(|v| v.map(Bytes));
     stats.memory_current = read("memory.usage_in_bytes")?;
     stats.memory_peak = read("memory.max_usage_in_bytes")?;
+    // `total_`: the cgroup and its descendants, as v2's keys are.
+    stats.memory_major_faults = file::read_parsed_opt(&dir.join("memory.stat"), |text| {
+        flat_keyed(text).map(|pairs| flat_get(&pairs, "total_pgmajfault"))
+    })?
+    .flatten();
     Ok(())
 }
 

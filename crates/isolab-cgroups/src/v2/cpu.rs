@@ -68,6 +68,8 @@ pub(crate) fn parse_cpu_stat(text: &str) -> Result<Stats, Expected> {
         nr_periods: flat_get(&pairs, "nr_periods"),
         nr_throttled: flat_get(&pairs, "nr_throttled"),
         throttled: micros("throttled_usec"),
+        nr_bursts: flat_get(&pairs, "nr_bursts"),
+        burst: micros("burst_usec"),
         ..Stats::default()
     })
 }
@@ -80,6 +82,8 @@ pub(crate) fn stats(dir: &Path, stats: &mut Stats) -> Result<(), Error> {
         stats.nr_periods = s.nr_periods;
         stats.nr_throttled = s.nr_throttled;
         stats.throttled = s.throttled;
+        stats.nr_bursts = s.nr_bursts;
+        stats.burst = s.burst;
     }
     Ok(())
 }

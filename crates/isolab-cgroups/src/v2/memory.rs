@@ -7,7 +7,7 @@ use std::path::Path;
 use crate::bytes::Bytes;
 use crate::error::Error;
 use crate::file;
-use crate::format::{max_or_u64, single_u64};
+use crate::format::{flat_get, flat_keyed, max_or_u64, single_u64};
 use crate::stats::Stats;
 
 pub(crate) fn apply(dir: &Path, max: Option<Bytes>, swap: Option<Bytes>) -> Result<(), Error> {
@@ -54,5 +54,9 @@ pub(crate) fn stats(dir: &Path, stats: &mut Stats) -> Result<(), Error> {
     let read = |name| file::read_parsed_opt(&dir.join(name), single_u64).map(|v| v.map(Bytes));
     stats.memory_current = read("memory.current")?;
     stats.memory_peak = read("memory.peak")?;
+    stats.memory_major_faults = file::read_parsed_opt(&dir.join("memory.stat"), |text| {
+        flat_keyed(text).map(|pairs| flat_get(&pairs, "pgmajfault"))
+    })?
+    .flatten();
     Ok(())
 }

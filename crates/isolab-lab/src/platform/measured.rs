@@ -59,7 +59,13 @@ impl Measured {
                 t.push_some(T::NrPeriods, s.nr_periods.map(|v| v as f64));
                 t.push_some(T::NrThrottled, s.nr_throttled.map(|v| v as f64));
                 t.push_some(T::Throttled, s.throttled.map(|d| d.as_secs_f64()));
+                t.push_some(T::NrBursts, s.nr_bursts.map(|v| v as f64));
+                t.push_some(T::Burst, s.burst.map(|d| d.as_secs_f64()));
                 t.push_some(T::MemoryPeak, s.memory_peak.map(|b| b.0 as f64));
+                t.push_some(
+                    T::MemoryMajorFaults,
+                    s.memory_major_faults.map(|v| v as f64),
+                );
                 t.push_some(T::IoRead, s.io_read.map(|b| b.0 as f64));
                 t.push_some(T::IoWrite, s.io_write.map(|b| b.0 as f64));
                 if let Some(p) = &s.psi {
@@ -81,6 +87,8 @@ impl Measured {
         telemetry.push(T::CtxSwitchesVoluntary, rusage.ru_nvcsw as f64);
         telemetry.push(T::CtxSwitchesInvoluntary, rusage.ru_nivcsw as f64);
         telemetry.push(T::MaxRss, rusage.ru_maxrss as f64);
+        telemetry.push(T::MajorFaults, rusage.ru_majflt as f64);
+        telemetry.push(T::MinorFaults, rusage.ru_minflt as f64);
         match perf {
             Ok(c) => {
                 telemetry.push(T::ContextSwitches, c.context_switches as f64);
@@ -96,6 +104,23 @@ impl Measured {
                 host_cpu.mean.iter().map(|(_, u)| u).sum::<f64>() / host_cpu.mean.len() as f64;
             telemetry.push(T::HostUtil, mean);
         }
+        // Interrupts on the cpus the subject may use: its cpuset, else every cpu.
+        let subject_cpus = limits_applied.cpuset.as_ref();
+        let on_subject = |counts: &[(u32, u64)]| -> Option<f64> {
+            (!counts.is_empty()).then(|| {
+                counts
+                    .iter()
+                    .filter(|(cpu, _)| subject_cpus.is_none_or(|set| set.contains(*cpu)))
+                    .map(|(_, n)| *n as f64)
+                    .sum()
+            })
+        };
+        telemetry.push_some(T::Interrupts, on_subject(&host_cpu.interrupts.irqs));
+        telemetry.push_some(T::Softirqs, on_subject(&host_cpu.interrupts.softirqs));
+        telemetry.push_some(
+            T::SoftirqsNet,
+            on_subject(&host_cpu.interrupts.softirqs_net),
+        );
 
         Execution {
             exit,
