@@ -112,16 +112,33 @@ impl Launcher for RealLauncher {
     }
 }
 
+/// Space reserved for each log before the command starts ([`reserve`]).
+pub const LOG_RESERVE: i64 = 256 * 1024;
+
 fn log_files(workdir: &Path, log: &str) -> Result<(File, File), PlatformError> {
     let open = |ext: &str| {
         let path = log_path(workdir, log, ext);
-        File::create(&path).map_err(|source| PlatformError::Io {
+        let file = File::create(&path).map_err(|source| PlatformError::Io {
             action: "cannot create log file",
             path,
             source,
-        })
+        })?;
+        reserve(&file, LOG_RESERVE);
+        Ok::<_, PlatformError>(file)
     };
     Ok((open("stdout")?, open("stderr")?))
+}
+
+/// Reserves `bytes` of disk for `file` without changing its size
+/// (`fallocate(FALLOC_FL_KEEP_SIZE)`), so that a command that fills the file system
+/// it runs in (a storage level's device: fio until ENOSPC) can still write why it
+/// failed: the log lives in the working directory, on that file system. Best effort:
+/// a file system without `fallocate` keeps the log unreserved.
+pub fn reserve(file: &File, bytes: i64) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `fallocate` on a file descriptor we own, with no pointers; an error
+    // (EOPNOTSUPP, ENOSPC) leaves the file as it was.
+    let _ = unsafe { libc::fallocate(file.as_raw_fd(), libc::FALLOC_FL_KEEP_SIZE, 0, bytes) };
 }
 
 impl Process for Child {
@@ -217,4 +234,27 @@ pub(crate) fn ended_within(process: &dyn Process, signal: libc::c_int, grace: Du
             Ok(Waited::Exited { .. })
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    #[test]
+    fn a_log_has_its_space_reserved_and_stays_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let (out, err) = log_files(dir.path(), "command").unwrap();
+        for (file, ext) in [(out, "stdout"), (err, "stderr")] {
+            let meta = file.metadata().unwrap();
+            assert_eq!(meta.len(), 0, "{ext}");
+            // 512-byte blocks; a file system without fallocate reserves nothing.
+            let reserved = meta.blocks() * 512;
+            assert!(
+                reserved == 0 || reserved >= LOG_RESERVE as u64,
+                "{ext}: {reserved} bytes"
+            );
+            assert!(log_path(dir.path(), "command", ext).exists());
+        }
+    }
 }
