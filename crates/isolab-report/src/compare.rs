@@ -225,6 +225,20 @@ pub struct Comparison {
     /// How many points were measured steadily enough: seed 000 asks that 95% of
     /// them have a CV below 5%.
     pub steady: Steady,
+    /// For each cell pair with a decided point (worse or better), the counters that
+    /// moved with it ([`crate::attribution`]).
+    pub attributions: Vec<crate::attribution::Attribution>,
+}
+
+impl Comparison {
+    /// The attribution of the cell pair whose shared levels are `levels`, when one of
+    /// its points was decided.
+    pub fn attribution(
+        &self,
+        levels: &[(String, String)],
+    ) -> Option<&crate::attribution::Attribution> {
+        self.attributions.iter().find(|a| a.levels == levels)
+    }
 }
 
 /// Seed 000's acceptance of a measurement: the share of points whose coefficient of
@@ -304,13 +318,24 @@ pub struct GeoMean {
 
 /// A metric's unit, direction, and observations with the round of each.
 type Values = (String, Direction, Vec<(u32, f64)>);
-/// A side's cells by match key: the shared levels and each metric's unit, direction
-/// and observations.
-type Collected = BTreeMap<String, (Vec<(String, String)>, BTreeMap<String, Values>)>;
+/// A side's cells by match key: the shared levels, each metric's unit, direction and
+/// observations, and the cell's counted runs (for attribution).
+type Collected<'a> = BTreeMap<
+    String,
+    (
+        Vec<(String, String)>,
+        BTreeMap<String, Values>,
+        Vec<&'a RunRecord>,
+    ),
+>;
 
 /// Counted observations of each selected cell's metrics, keyed by the cell's levels
 /// without the selector factors, then by metric.
-fn collect(side: &Side, drop: &[String], all_metrics: bool) -> Result<Collected, CompareError> {
+fn collect<'a>(
+    side: &Side<'a>,
+    drop: &[String],
+    all_metrics: bool,
+) -> Result<Collected<'a>, CompareError> {
     let mut out = BTreeMap::new();
     let mut any = false;
     let by_cell = side.data.runs_by_cell();
@@ -335,7 +360,7 @@ fn collect(side: &Side, drop: &[String], all_metrics: bool) -> Result<Collected,
             .map(|rs| rs.iter().copied().filter(|r| r.is_counted()).collect())
             .unwrap_or_default();
         let mut metrics: BTreeMap<String, Values> = BTreeMap::new();
-        for r in runs {
+        for r in &runs {
             for m in &r.metrics {
                 if !all_metrics && side.primary.get(&cell.index).is_some_and(|p| *p != m.name) {
                     continue;
@@ -347,7 +372,7 @@ fn collect(side: &Side, drop: &[String], all_metrics: bool) -> Result<Collected,
                     .push((r.round, m.value));
             }
         }
-        out.insert(key, (shared, metrics));
+        out.insert(key, (shared, metrics, runs));
     }
     if !any {
         return Err(CompareError::NoCells {
@@ -403,8 +428,8 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Result<Compariso
         .filter(|k| !side_a.contains_key(*k))
         .cloned()
         .collect();
-    for (key, (levels, metrics_a)) in &side_a {
-        let Some((_, metrics_b)) = side_b.get(key) else {
+    for (key, (levels, metrics_a, _)) in &side_a {
+        let Some((_, metrics_b, _)) = side_b.get(key) else {
             unmatched.push(key.clone());
             continue;
         };
@@ -479,6 +504,24 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Result<Compariso
                 .and_then(|t| runs_to_decide(&options.rule, &t, p.n_a.min(p.n_b)));
         }
     }
+    // What moved with each decided effect: once per cell pair.
+    let attributions: Vec<crate::attribution::Attribution> = side_a
+        .iter()
+        .filter_map(|(key, (levels, _, runs_a))| {
+            let decided = points.iter().any(|p| {
+                matches!(p.verdict, Verdict::Worse | Verdict::Better) && p.levels == *levels
+            });
+            let (_, _, runs_b) = side_b.get(key).filter(|_| decided)?;
+            Some(crate::attribution::attribute(
+                levels,
+                &crate::attribution::counters(runs_a.iter().copied()),
+                &crate::attribution::counters(runs_b.iter().copied()),
+                pairable,
+                &options.rule,
+                options.level,
+            ))
+        })
+        .collect();
     let regressions: Vec<f64> = points.iter().filter_map(|p| p.regression_pct).collect();
     let count = |v: Verdict| points.iter().filter(|p| p.verdict == v).count();
     let ratios: Vec<f64> = points
@@ -505,6 +548,7 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Result<Compariso
         rule: options.rule.clone(),
         geomean,
         steady,
+        attributions,
     })
 }
 

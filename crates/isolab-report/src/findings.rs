@@ -5,15 +5,19 @@ use isolab_stats::Verdict;
 
 use crate::summary::MetricRow;
 
-/// A finding per row called worse or better against the baseline, with the
-/// throttling and migration counters of the row and of its baseline row when they
-/// differ enough to explain it: CFS throttling that the baseline did not have points
-/// at the quota, cpu migrations at the placement.
+/// A finding per row called worse or better against the baseline, with its
+/// [attribution](crate::attribution): the counters that moved with it, ranked, and the
+/// mechanism the first points to, or that no recorded counter explains it.
+///
+/// A row is named by its levels without the workload, then the workload; when the
+/// workload is itself a baseline factor (`baseline = { workload = "a" }`), by its
+/// levels with it, so that neither side's name is empty.
 pub fn findings(rows: &[MetricRow], baseline: &[(String, String)]) -> Vec<String> {
+    let workload_is_compared = baseline.iter().any(|(f, _)| f == "workload");
     let label = |levels: &[(String, String)]| {
         levels
             .iter()
-            .filter(|(f, _)| f != "workload")
+            .filter(|(f, _)| workload_is_compared || f != "workload")
             .map(|(_, l)| l.as_str())
             .collect::<Vec<_>>()
             .join(" ")
@@ -40,8 +44,13 @@ pub fn findings(rows: &[MetricRow], baseline: &[(String, String)]) -> Vec<String
         let workload = r
             .levels
             .iter()
-            .find(|(f, _)| f == "workload")
+            .find(|(f, _)| f == "workload" && !workload_is_compared)
             .map_or("", |(_, l)| l.as_str());
+        let subject = [label(&r.levels).as_str(), workload]
+            .into_iter()
+            .filter(|s| !s.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ");
         let times = if ratio >= 1.0 {
             format!("{ratio:.2}× worse")
         } else {
@@ -58,23 +67,12 @@ pub fn findings(rows: &[MetricRow], baseline: &[(String, String)]) -> Vec<String
         };
         let against = base.map_or_else(baseline_label, |b| label(&b.levels));
         let mut line = format!(
-            "{} {workload}: {} {times} than {against} ({v}{means})",
-            label(&r.levels),
+            "{subject}: {} {times} than {against} ({v}{means})",
             r.metric,
         );
-        let throttled = r.throttled_periods.unwrap_or(0.0);
-        let base_throttled = base.and_then(|b| b.throttled_periods).unwrap_or(0.0);
-        if throttled >= 1.0 && throttled > 2.0 * base_throttled {
-            line.push_str(&format!(
-                "; CFS quota throttled it in {throttled:.0} periods per run (baseline {base_throttled:.0}): its threads wait out each period's rest once the quota is spent"
-            ));
-        }
-        let migrations = r.migrations.unwrap_or(0.0);
-        let base_migrations = base.and_then(|b| b.migrations).unwrap_or(0.0);
-        if migrations >= 10.0 && migrations > 2.0 * base_migrations.max(1.0) {
-            line.push_str(&format!(
-                "; {migrations:.0} cpu migrations per run (baseline {base_migrations:.0})"
-            ));
+        if let Some(a) = &r.attribution {
+            line.push_str("; ");
+            line.push_str(&crate::table::attribution_line(a));
         }
         out.push(line);
     }

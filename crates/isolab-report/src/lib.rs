@@ -5,6 +5,10 @@
 //! - [`data`]: the input, [`ExperimentData`]: everything stored about one experiment,
 //!   read from the store in one call ([`ExperimentData::load`]).
 //! - [`escape`]: HTML escaping, for every module that writes HTML.
+//! - [`mechanism`]: what each recorded counter points to when it moves (the CFS quota,
+//!   placement, the memory limit, the disk, …), one small table; [`attribution`]: for a
+//!   decided effect, the counters that moved with it, tested as the metric was and
+//!   ranked.
 //! - [`compare`]: A/B comparisons with honest verdicts, the geometric mean of their
 //!   overhead ratios and the seed-000 regression histogram.
 //! - [`summary`]: each cell's metrics ([`MetricRow`]): n, mean, 95% CI, CV, overhead
@@ -17,6 +21,8 @@
 //!   over time), [`fleet`] (many hosts pooled with the host as a block): what each part
 //!   of a report computes; [`plots`] draws the SVG charts.
 //! - [`analysis`]: [`analyse`] computes all of it once into an [`Analysis`].
+//! - [`advice`]: the seeds' best practices checked on an experiment's data (`isolab
+//!   advise`), every rule in one file with its source and the data it needs.
 //! - [`sections`]: the report's parts, one file each, every one a [`Section`] (title,
 //!   whether it applies, text or Markdown, HTML, JSON), and [`SECTIONS`], the one
 //!   ordered list that `isolab show`, the end of `isolab run`, the HTML report and the
@@ -27,7 +33,9 @@
 //! - [`export`]: CSV and JSON, one row per metric observation, and Go's benchmark
 //!   format for `benchstat`.
 
+pub mod advice;
 pub mod analysis;
+pub mod attribution;
 pub mod compare;
 pub mod data;
 pub mod escape;
@@ -37,6 +45,7 @@ pub mod fleet;
 pub mod html;
 pub mod isolation;
 pub mod load;
+pub mod mechanism;
 pub mod plots;
 pub mod quality;
 pub mod scalability;

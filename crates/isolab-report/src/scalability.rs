@@ -808,6 +808,7 @@ mod tests {
             limits: None,
             throttled_periods: None,
             migrations: None,
+            attribution: None,
             stop_reason: None,
             failed: 0,
         }

@@ -85,6 +85,10 @@ pub struct MetricRow {
     pub throttled_periods: Option<f64>,
     /// Mean cpu migrations per run ([`Telemetry::CpuMigrations`]).
     pub migrations: Option<f64>,
+    /// For a row judged worse or better: the counters that moved with it and the
+    /// mechanism they point to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attribution: Option<crate::attribution::Attribution>,
     /// Why the cell stopped.
     pub stop_reason: Option<String>,
     /// Failed runs of the cell.
@@ -185,6 +189,7 @@ pub fn summarize(data: &ExperimentData, options: &SummaryOptions) -> Vec<MetricR
                 limits: limits.clone(),
                 throttled_periods,
                 migrations,
+                attribution: None,
                 stop_reason: cell.stop_reason.clone(),
                 failed,
             });
@@ -279,7 +284,8 @@ fn point_key(c: &crate::compare::Comparison, p: &crate::compare::Point) -> (Stri
     (levels_key(&levels), p.metric.clone())
 }
 
-/// Sets each row's ratio CI and verdict from the baseline comparisons.
+/// Sets each row's ratio CI and verdict from the baseline comparisons, and the
+/// attribution of a row judged worse or better.
 pub fn attach_verdicts(rows: &mut [MetricRow], comparisons: &[crate::compare::Comparison]) {
     let index = row_index(rows);
     for c in comparisons {
@@ -288,6 +294,12 @@ pub fn attach_verdicts(rows: &mut [MetricRow], comparisons: &[crate::compare::Co
                 rows[i].ratio_ci = p.ratio_ci;
                 rows[i].verdict = Some(p.verdict);
                 rows[i].runs_to_decide = p.runs_to_decide;
+                if matches!(
+                    p.verdict,
+                    isolab_stats::Verdict::Worse | isolab_stats::Verdict::Better
+                ) {
+                    rows[i].attribution = c.attribution(&p.levels).cloned();
+                }
             }
         }
     }
@@ -418,6 +430,7 @@ mod tests {
             limits: None,
             throttled_periods: None,
             migrations: None,
+            attribution: None,
             stop_reason: None,
             failed: 0,
         };

@@ -256,22 +256,28 @@ fn factor_cells(factors: &[String], levels: &[(String, String)]) -> Vec<String> 
 }
 
 /// The summary table of an experiment: one row per cell and metric.
+///
+/// When a row was judged worse or better, a `why` column names the mechanism its
+/// attribution points to and the counter that moved most ([`Attribution::short`]).
+///
+/// [`Attribution::short`]: crate::attribution::Attribution::short
 pub fn summary_table(rows: &[MetricRow], factors: &[String], style: impl Into<Style>) -> String {
-    let mut t = factor_table(
-        factors,
-        &[
-            ("metric", false),
-            ("n", true),
-            ("mean", true),
-            ("±95% CI", true),
-            ("CV", true),
-            ("vs baseline", true),
-            ("throttled", true),
-            ("migr.", true),
-            ("limits (read back)", false),
-            ("stop", false),
-        ],
-    );
+    let explained = rows.iter().any(|r| r.attribution.is_some());
+    let mut columns = vec![
+        ("metric", false),
+        ("n", true),
+        ("mean", true),
+        ("±95% CI", true),
+        ("CV", true),
+        ("vs baseline", true),
+        ("throttled", true),
+        ("migr.", true),
+    ];
+    if explained {
+        columns.push(("why", false));
+    }
+    columns.extend([("limits (read back)", false), ("stop", false)]);
+    let mut t = factor_table(factors, &columns);
     for r in rows {
         let mut row = factor_cells(factors, &r.levels);
         row.push(if r.unit.is_empty() {
@@ -302,6 +308,13 @@ pub fn summary_table(rows: &[MetricRow], factors: &[String], style: impl Into<St
                 .map(|m| format!("{m:.0}"))
                 .unwrap_or_else(|| "-".into()),
         );
+        if explained {
+            row.push(
+                r.attribution
+                    .as_ref()
+                    .map_or_else(|| "-".into(), attribution_short),
+            );
+        }
         row.push(r.limits.clone().unwrap_or_else(|| "-".into()));
         row.push(short_stop(r));
         t.push(row);
@@ -438,6 +451,7 @@ pub fn comparison_table(c: &crate::compare::Comparison, style: impl Into<Style>)
         ));
     }
     out.push_str(&text_lines(&tail, style));
+    out.push_str(&text_lines(&attribution_lines(c), style));
     if let Some(h) = &c.histogram {
         out.push('\n');
         if style.is_markdown() {
@@ -452,6 +466,88 @@ pub fn comparison_table(c: &crate::compare::Comparison, style: impl Into<Style>)
     }
     out.push_str(&moved_most_table(c, &factors, style));
     out
+}
+
+/// Moved counters an attribution line names.
+pub const LINE_COUNTERS: usize = 3;
+
+/// A moved counter: `nr_throttled 0 → 512 (cpu quota)` or `cpu_migrations 40 → 95
+/// (2.38×, placement)`.
+pub fn moved_phrase(m: &crate::attribution::Moved) -> String {
+    let unit = if m.unit.is_empty() {
+        String::new()
+    } else {
+        format!(" {}", m.unit)
+    };
+    let ratio = match m.ratio {
+        Some(r) if r >= 1.0 => format!("{r:.2}×, "),
+        Some(r) if r > 0.0 => format!("1/{:.2}, ", 1.0 / r),
+        _ => String::new(),
+    };
+    format!(
+        "{} {} → {}{unit} ({ratio}{})",
+        m.counter,
+        num(m.mean_a),
+        num(m.mean_b),
+        m.mechanism.name()
+    )
+}
+
+/// An attribution as one clause: `why: nr_throttled 0 → 512 (cpu quota); … — the CFS
+/// quota: …`, or `no recorded counter explains it (12 tested)`; then the counters that
+/// are not comparable, when some are.
+pub fn attribution_line(a: &crate::attribution::Attribution) -> String {
+    let mut out = match a.moved.first() {
+        None => format!("no recorded counter explains it ({} tested)", a.tested),
+        Some(top) => format!(
+            "why: {} — {}",
+            a.moved
+                .iter()
+                .take(LINE_COUNTERS)
+                .map(moved_phrase)
+                .collect::<Vec<_>>()
+                .join("; "),
+            top.mechanism.words()
+        ),
+    };
+    if !a.not_comparable.is_empty() {
+        out.push_str(&format!(
+            "; not comparable (recorded on one side only): {}",
+            a.not_comparable.join(", ")
+        ));
+    }
+    out
+}
+
+/// An attribution in a table cell: `cpu quota (nr_throttled)` or `nothing moved`.
+pub fn attribution_short(a: &crate::attribution::Attribution) -> String {
+    match a.moved.first() {
+        Some(top) => format!("{} ({})", top.mechanism.name(), top.counter),
+        None => "nothing moved".into(),
+    }
+}
+
+/// One line per cell pair with a decided point: what moved with it
+/// ([`attribution_line`]).
+fn attribution_lines(c: &crate::compare::Comparison) -> String {
+    c.attributions
+        .iter()
+        .map(|a| {
+            let at = if a.levels.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " at {}",
+                    a.levels
+                        .iter()
+                        .map(|(f, l)| format!("{f}={l}"))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                )
+            };
+            format!("B against A{at}: {}\n", attribution_line(a))
+        })
+        .collect()
 }
 
 /// Points a comparison of many shows again, those that moved most.

@@ -49,6 +49,12 @@ pub enum Command {
     /// geometric mean of the overhead ratios, and seed 000's regression histogram
     /// (`--format md` for Markdown tables).
     Compare(CompareArgs),
+    /// Check an experiment's data against the seeds' best practices (pin small
+    /// containers, container size, container-in-VM for IO-bound services, reservation
+    /// against noisy neighbours, dedicated storage, …): for every rule, whether it
+    /// applies here with its evidence (cells, effects, verdicts), does not, or cannot
+    /// be checked and which factor is missing.
+    Advise(AdviseArgs),
     /// Measure the noise of this host: run the spec (or the quick start) as an A/A
     /// design (every cell twice, interleaved), then report per workload the CV, the
     /// false positives among A/A points, and the runs needed to detect an effect.
@@ -327,6 +333,17 @@ pub struct CompareArgs {
     pub all_metrics: bool,
     #[command(flatten)]
     pub format: TableFormatArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct AdviseArgs {
+    /// Experiment id or name (the newest with that name).
+    pub experiment: String,
+    #[command(flatten)]
+    pub verdict: VerdictArgs,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, clap::Args)]

@@ -1030,13 +1030,74 @@ fn a_known_injected_effect_is_called_worse() {
         .find(|l| l.contains(" quota ") && l.contains("wall_time"))
         .unwrap_or_else(|| panic!("{stdout}"));
     assert!(quota.contains(" worse "), "{stdout}");
-    assert!(
-        stdout.contains("finding: medium quota work: wall_time"),
-        "{stdout}"
-    );
+    let finding = stdout
+        .lines()
+        .find(|l| l.starts_with("finding: medium quota work: wall_time"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    // The injected cause is named first: throttling, the CFS quota.
+    assert_eq!(top_mechanism(finding), Some("cpu quota"), "{finding}");
+    assert!(finding.contains(" — the CFS quota"), "{finding}");
     let cells = store.cells(id).unwrap();
     let reason = cells[1].stop_reason.clone().unwrap();
     assert!(reason.starts_with("decided: worse"), "{reason}");
+}
+
+/// The mechanism of the first counter a finding's attribution names:
+/// `…; why: nr_throttled 0 → 512 (cpu quota); …` gives `cpu quota`.
+fn top_mechanism(finding: &str) -> Option<&str> {
+    let why = finding.split_once("; why: ")?.1;
+    let first = why.split(['—', ';']).next()?.trim_end();
+    let inside = first.rsplit_once('(')?.1.strip_suffix(')')?;
+    Some(inside.rsplit(", ").next().unwrap_or(inside))
+}
+
+/// A second injected cause: the same scan of a 128 MiB file through `mmap` with a
+/// memory limit that holds all of it (1 GiB) and one that holds half (48 MiB). The
+/// small limit evicts the file's pages, so the scan stalls on reclaim and reads them
+/// back from the disk (readahead keeps most faults minor): the attribution must name
+/// the memory limit first (memory pressure stalls), not the cpu.
+#[test]
+fn a_memory_limit_below_the_working_set_is_attributed_to_the_memory_limit() {
+    let Some(_guard) = CgroupTest::start() else {
+        return;
+    };
+    if !engine_installed("fio") {
+        isolab_skip::skip("fio is not installed (scripts/setup.sh installs it)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let body = "[experiment]\nname = \"memory\"\nseed = 5\nbaseline = { shape = \"roomy\" }\nrepetitions = { warmup = 1, min = 6, max = 8, target_cv = 0.5 }\n\n[shape.roomy]\ncpus = 1\nmemory = \"1GiB\"\n\n[shape.tight]\ncpus = 1\nmemory = \"48MiB\"\n\n[matrix]\nshape = [\"roomy\", \"tight\"]\nplacement = [\"pinned\"]\nworkload = [\"scan\"]\n\n[workload.scan]\ncommand = \"fio --name=scan --filename=scan.dat --ioengine=mmap --rw=read --bs=64k --size=128M --loops=3 --output-format=json\"\nparser = \"time\"\nprimary = \"wall_time\"\n";
+    let (stdout, _store, _id) = run_experiment(dir.path(), body, "memory");
+    let finding = stdout
+        .lines()
+        .find(|l| l.starts_with("finding: tight pinned scan: wall_time"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(finding.contains("worse"), "{finding}");
+    assert_eq!(top_mechanism(finding), Some("memory limit"), "{finding}");
+    assert!(finding.contains("why: psi_memory_"), "{finding}");
+}
+
+/// A third injected cause: random direct reads beside two disk bombs (fio, direct
+/// I/O on the same disk) against the same reads alone. The attribution must name the
+/// disk first (io pressure), not the cpu.
+#[test]
+fn a_disk_neighbour_is_attributed_to_the_disk() {
+    let Some(_guard) = CgroupTest::start() else {
+        return;
+    };
+    if !engine_installed("fio") {
+        isolab_skip::skip("fio is not installed (scripts/setup.sh installs it)");
+        return;
+    }
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let body = "[experiment]\nname = \"disk\"\nseed = 7\nbaseline = { neighbour = \"none\" }\nrepetitions = { warmup = 1, min = 6, max = 8, target_cv = 0.5 }\n\n[matrix]\nshape = [\"medium\"]\nplacement = [\"pinned\"]\nneighbour = [\"none\", \"disk*2\"]\nworkload = [\"reads\"]\n\n[workload.reads]\ncommand = \"fio --name=reads --filename=reads.dat --rw=randread --bs=4k --direct=1 --ioengine=psync --size=32M --number_ios=6000 --output-format=json\"\nparser = \"time\"\nprimary = \"wall_time\"\n";
+    let (stdout, _store, _id) = run_experiment(dir.path(), body, "disk");
+    let finding = stdout
+        .lines()
+        .find(|l| l.starts_with("finding: medium pinned disk*2 reads: wall_time"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(finding.contains("worse"), "{finding}");
+    assert_eq!(top_mechanism(finding), Some("disk"), "{finding}");
 }
 
 /// Why each run of experiment `name` in `db` failed, with the tails of its logs (what

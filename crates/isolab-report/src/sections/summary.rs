@@ -71,9 +71,14 @@ fn summary_section(out: &mut String, data: &ExperimentData, a: &Analysis) {
     for f in &a.factors {
         let _ = write!(out, "<th>{}</th>", esc(f));
     }
-    out.push_str("<th>metric</th><th>n</th><th>mean</th><th>±95% CI</th><th>CV</th><th>vs baseline</th><th>throttled periods</th><th>cpu migrations</th><th>limits (read back)</th><th>stop reason</th></tr></thead><tbody>\n");
+    let explained = a.rows.iter().any(|r| r.attribution.is_some());
+    out.push_str("<th>metric</th><th>n</th><th>mean</th><th>±95% CI</th><th>CV</th><th>vs baseline</th><th>throttled periods</th><th>cpu migrations</th>");
+    if explained {
+        out.push_str("<th title=\"the counters that moved with a worse or better verdict (same test, Benjamini-Hochberg across counters), ranked by |ln ratio|, and the mechanism the first points to\">why</th>");
+    }
+    out.push_str("<th>limits (read back)</th><th>stop reason</th></tr></thead><tbody>\n");
     for row in &a.rows {
-        summary_row(out, row, &a.factors);
+        summary_row(out, row, &a.factors, explained);
     }
     out.push_str("</tbody></table>\n");
 }
@@ -90,7 +95,47 @@ fn stop_cell(reason: Option<&str>) -> String {
     }
 }
 
-fn summary_row(out: &mut String, row: &MetricRow, factors: &[String]) {
+/// The `why` cell: the short attribution, expanding to every moved counter.
+fn why_cell(row: &MetricRow) -> String {
+    let Some(a) = &row.attribution else {
+        return "<td>-</td>".into();
+    };
+    let mut out = format!(
+        "<td><details><summary>{}</summary><p>{}</p>",
+        esc(&crate::table::attribution_short(a)),
+        esc(&crate::table::attribution_line(a))
+    );
+    if !a.moved.is_empty() {
+        out.push_str("<table><thead><tr><th>counter</th><th>A</th><th>B</th><th>change [95% CI]</th><th>q</th><th>mechanism</th></tr></thead><tbody>");
+        for m in &a.moved {
+            let change = match (m.change, m.change_ci) {
+                (Some(c), Some(ci)) => format!(
+                    "{}% [{}, {}]",
+                    crate::table::signed_pct(c * 100.0),
+                    crate::table::signed_pct(ci.low * 100.0),
+                    crate::table::signed_pct(ci.high * 100.0)
+                ),
+                (Some(c), None) => format!("{}%", crate::table::signed_pct(c * 100.0)),
+                _ => "from 0".into(),
+            };
+            let _ = write!(
+                out,
+                "<tr><td>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{:.3}</td><td>{}</td></tr>",
+                esc(&m.counter),
+                num(m.mean_a),
+                num(m.mean_b),
+                esc(&change),
+                m.q,
+                esc(m.mechanism.name())
+            );
+        }
+        out.push_str("</tbody></table>");
+    }
+    out.push_str("</details></td>");
+    out
+}
+
+fn summary_row(out: &mut String, row: &MetricRow, factors: &[String], explained: bool) {
     out.push_str("<tr>");
     for f in factors {
         let _ = write!(out, "<td>{}</td>", esc(level(&row.levels, f)));
@@ -98,7 +143,7 @@ fn summary_row(out: &mut String, row: &MetricRow, factors: &[String]) {
     let mean = row.mean();
     let _ = writeln!(
         out,
-        "<td>{} ({})</td><td class=n>{}</td><td class=n data-v=\"{}\">{}</td><td class=n>{}</td><td class=n>{}</td><td class=\"n {}\" data-v=\"{}\">{}</td><td class=n>{}</td><td class=n>{}</td><td>{}</td><td>{}</td></tr>",
+        "<td>{} ({})</td><td class=n>{}</td><td class=n data-v=\"{}\">{}</td><td class=n>{}</td><td class=n>{}</td><td class=\"n {}\" data-v=\"{}\">{}</td><td class=n>{}</td><td class=n>{}</td>{}<td>{}</td><td>{}</td></tr>",
         esc(&row.metric),
         esc(&row.unit),
         row.n,
@@ -111,6 +156,7 @@ fn summary_row(out: &mut String, row: &MetricRow, factors: &[String]) {
         esc(&vs_baseline(row)),
         row.throttled_periods.map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into()),
         row.migrations.map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into()),
+        if explained { why_cell(row) } else { String::new() },
         esc(row.limits.as_deref().unwrap_or("-")),
         stop_cell(row.stop_reason.as_deref()),
     );

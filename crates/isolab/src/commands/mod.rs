@@ -1,5 +1,6 @@
 //! One file per subcommand; this module dispatches and maps errors to exit codes.
 
+mod advise;
 mod bench;
 mod calibrate;
 mod check;
@@ -55,6 +56,7 @@ pub fn dispatch(cli: Cli) -> Result<Exit> {
         Command::Export(args) => export::export(&db, args),
         Command::Report(args) => report::report(&db, args),
         Command::Compare(args) => compare::compare(&db, args),
+        Command::Advise(args) => advise::advise(&db, args),
         Command::Calibrate(args) => calibrate::calibrate(&db, args),
         Command::Image(args) => image::image(args),
         Command::Store(args) => store::store(args),
@@ -74,6 +76,7 @@ fn prints_only(command: &Command) -> bool {
             | Command::Show(_)
             | Command::Export(_)
             | Command::Compare(_)
+            | Command::Advise(_)
             | Command::Env(_)
     )
 }

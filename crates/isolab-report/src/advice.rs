@@ -1,0 +1,904 @@
+//! Advice: the seeds' best practices checked on an experiment's own data
+//! (`isolab advise EXP`).
+//!
+//! Every [`Rule`] states a practice, the seed it comes from and the data it needs. Its
+//! check returns one [`Outcome`]: the practice **applies** here (the data goes its way,
+//! with the cells, effects and verdicts that show it), **does not apply** (the data
+//! goes against it, or shows no difference), or **cannot be checked** (which factor or
+//! level is missing, or why the data cannot tell). Verdicts are those of `isolab
+//! compare` ([`crate::compare`]): the same test, pairing and false-discovery control.
+//!
+//! A workload is **CPU-bound** when its subject kept at least 80% of its cpus busy
+//! (median over its counted runs of `cpu_usage_s / (wall_s × shape_cpus)`, the shape's
+//! cpus as the run read them back), **IO-bound** below 50% (it waited on I/O, the
+//! network or clients more than it computed), mixed between; seed 002 splits its
+//! workloads the same way (FFmpeg against WordPress and Cassandra).
+
+use std::collections::BTreeMap;
+
+use isolab_stats::Verdict;
+
+use crate::analysis::Analysis;
+use crate::compare::{compare, CompareOptions, Side};
+use crate::data::ExperimentData;
+
+/// Where a platform level runs its workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Environment {
+    /// The host itself (seed 002's BM).
+    BareMetal,
+    /// A container on the host (CN).
+    Container,
+    /// A virtual machine; `emulated` when QEMU runs it with TCG.
+    Vm {
+        /// Software emulation, not virtualisation.
+        emulated: bool,
+    },
+    /// A container inside a virtual machine (VMCN).
+    VmContainer {
+        /// Software emulation, not virtualisation.
+        emulated: bool,
+    },
+}
+
+impl Environment {
+    fn emulated(self) -> bool {
+        matches!(
+            self,
+            Environment::Vm { emulated: true } | Environment::VmContainer { emulated: true }
+        )
+    }
+}
+
+/// What a rule found.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Outcome {
+    /// The data goes the practice's way.
+    Applies {
+        /// The cells, effects and verdicts that show it.
+        evidence: Vec<String>,
+    },
+    /// The data goes against the practice or shows no difference.
+    DoesNotApply {
+        /// The cells, effects and verdicts that show it.
+        evidence: Vec<String>,
+    },
+    /// The experiment cannot tell.
+    CannotCheck {
+        /// What is missing (a factor, a level, decided points).
+        missing: String,
+    },
+}
+
+impl Outcome {
+    /// `applies`, `does not apply` or `cannot be checked`.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Outcome::Applies { .. } => "applies",
+            Outcome::DoesNotApply { .. } => "does not apply",
+            Outcome::CannotCheck { .. } => "cannot be checked",
+        }
+    }
+}
+
+/// What a rule reads.
+pub struct Input<'a> {
+    /// The experiment.
+    pub data: &'a ExperimentData,
+    /// Its analysis (rows with overheads against its baseline).
+    pub analysis: &'a Analysis,
+    /// How comparisons are made.
+    pub compare: CompareOptions,
+    /// The environment of each platform level (every level the cells use).
+    pub platforms: BTreeMap<String, Environment>,
+}
+
+/// One best practice and how it is checked.
+pub struct Rule {
+    /// A short name, e.g. `pin-small-containers`.
+    pub id: &'static str,
+    /// The practice, as the seed states it.
+    pub practice: &'static str,
+    /// Where it comes from.
+    pub source: &'static str,
+    /// The factors and levels its check needs.
+    pub needs: &'static str,
+    check: fn(&Input) -> Outcome,
+}
+
+impl Rule {
+    /// Checks the rule on `input`.
+    pub fn check(&self, input: &Input) -> Outcome {
+        (self.check)(input)
+    }
+}
+
+/// A checked rule.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Advice {
+    /// The rule's name.
+    pub rule: &'static str,
+    /// The practice.
+    pub practice: &'static str,
+    /// Its source.
+    pub source: &'static str,
+    /// What its check needs.
+    pub needs: &'static str,
+    /// What the data says.
+    #[serde(flatten)]
+    pub outcome: Outcome,
+}
+
+/// Every rule, in the order `isolab advise` prints them.
+pub const RULES: &[Rule] = &[
+    Rule {
+        id: "pin-small-containers",
+        practice: "Avoid small vanilla (quota) containers: pin their cpus instead; pinning helps IO-bound work most",
+        source: "seed 002 §III (Figs 3, 5, 6) and §VI best practices 1, 2",
+        needs: "factor `placement` with `quota` and `pinned` on a container platform",
+        check: pin_small_containers,
+    },
+    Rule {
+        id: "do-not-pin-vms-for-cpu-bound-work",
+        practice: "If VMs run CPU-bound work, do not bother pinning them: it neither improves performance nor lowers cost",
+        source: "seed 002 §III.B and §VI best practice 3",
+        needs: "factor `placement` with `quota` and `pinned` on a VM platform (KVM), a CPU-bound workload",
+        check: do_not_pin_vms,
+    },
+    Rule {
+        id: "container-in-vm-for-io-bound-work",
+        practice: "For IO-bound services, when a pinned container is not an option, run the container inside a VM (VMCN): it costs less than a VM or a vanilla container",
+        source: "seed 002 §III.C–D and §VI best practice 4",
+        needs: "platforms of a VM and a container in a VM (KVM), an IO-bound workload",
+        check: vmcn_for_io,
+    },
+    Rule {
+        id: "container-size-chr",
+        practice: "Container overhead falls as its share of the host's cores (CHR) grows: CPU-bound 0.07 < CHR < 0.14, IO-bound 0.14 < CHR < 0.28, ultra IO-bound (Cassandra) 0.28 < CHR < 0.57",
+        source: "seed 002 §IV.A (Fig. 7) and §VI best practice 5",
+        needs: "a baseline on bare metal and a container platform at two or more CHRs (factor `shape` or `host_cpus`)",
+        check: container_size,
+    },
+    Rule {
+        id: "multitasking-amplifies-overhead",
+        practice: "More processes in a container amplify its overhead (scheduler and cgroup accounting)",
+        source: "seed 002 §IV.D (Fig. 8)",
+        needs: "a baseline on bare metal and a container platform at two or more `threads` or `instances` levels",
+        check: multitasking,
+    },
+    Rule {
+        id: "quota-raises-tail-latency",
+        practice: "A CPU quota hurts the tail more than the mean: for latency-sensitive services reserve cpus (pinned) rather than a quota",
+        source: "isolab's quick start (its finding on p99 under a quota)",
+        needs: "factor `placement` with `quota` and another level, a workload with `latency_mean` and `latency_p99`",
+        check: quota_tail,
+    },
+    Rule {
+        id: "reserve-against-noisy-neighbours",
+        practice: "Resource reservation (cgroups cpuset, io throttles) protects a container from a noisy neighbour, though not completely",
+        source: "seed 001 §V (isolation study with reservation)",
+        needs: "factor `neighbour` with `none` and a neighbour, factor `reservation` with `none` and a reservation",
+        check: reservation,
+    },
+    Rule {
+        id: "dedicated-storage-for-databases",
+        practice: "Give a database dedicated storage rather than a device shared with others",
+        source: "seed 000 (dedicated vs shared storage)",
+        needs: "factor `storage` with `dedicated` and `shared` levels",
+        check: dedicated_storage,
+    },
+];
+
+/// Checks every rule on `input`.
+pub fn advise(input: &Input) -> Vec<Advice> {
+    RULES
+        .iter()
+        .map(|r| Advice {
+            rule: r.id,
+            practice: r.practice,
+            source: r.source,
+            needs: r.needs,
+            outcome: r.check(input),
+        })
+        .collect()
+}
+
+/// How much of its cpus a workload kept busy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Class {
+    CpuBound,
+    IoBound,
+    Mixed,
+}
+
+impl Class {
+    fn word(self) -> &'static str {
+        match self {
+            Class::CpuBound => "CPU-bound",
+            Class::IoBound => "IO-bound",
+            Class::Mixed => "mixed",
+        }
+    }
+}
+
+/// Each workload's class (see the module documentation), with its busy share.
+fn classes(data: &ExperimentData) -> BTreeMap<String, (Class, f64)> {
+    let mut shares: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let by_cell = data.runs_by_cell();
+    for cell in &data.cells {
+        let Some(workload) = level(&cell.levels, "workload") else {
+            continue;
+        };
+        for run in by_cell.get(&cell.id).into_iter().flatten() {
+            if !run.is_counted() {
+                continue;
+            }
+            let cpus = run
+                .limits
+                .pointer("/placement/shape_cpus")
+                .and_then(serde_json::Value::as_f64);
+            let usage = run.telemetry.get(isolab_store::Telemetry::CpuUsage);
+            let wall = run.telemetry.get(isolab_store::Telemetry::Wall);
+            if let (Some(cpus), Some(usage), Some(wall)) = (cpus, usage, wall) {
+                if cpus > 0.0 && wall > 0.0 {
+                    shares
+                        .entry(workload.to_owned())
+                        .or_default()
+                        .push(usage / (wall * cpus));
+                }
+            }
+        }
+    }
+    shares
+        .into_iter()
+        .filter_map(|(w, v)| {
+            let share = isolab_stats::percentile(&v, 50.0)?;
+            let class = if share >= 0.8 {
+                Class::CpuBound
+            } else if share < 0.5 {
+                Class::IoBound
+            } else {
+                Class::Mixed
+            };
+            Some((w, (class, share)))
+        })
+        .collect()
+}
+
+fn level<'a>(levels: &'a [(String, String)], factor: &str) -> Option<&'a str> {
+    levels
+        .iter()
+        .find(|(f, _)| f == factor)
+        .map(|(_, l)| l.as_str())
+}
+
+/// The levels of `factor` among the cells, in first-seen order.
+fn levels_of(data: &ExperimentData, factor: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for c in &data.cells {
+        if let Some(l) = level(&c.levels, factor) {
+            if !out.iter().any(|o| o == l) {
+                out.push(l.to_owned());
+            }
+        }
+    }
+    out
+}
+
+/// The environment of the cells with `levels`: their platform level's, or the
+/// experiment's only platform when `platform` is not a factor.
+fn environment(input: &Input, levels: &[(String, String)]) -> Option<Environment> {
+    match level(levels, "platform") {
+        Some(p) => input.platforms.get(p).copied(),
+        None if input.platforms.len() == 1 => input.platforms.values().next().copied(),
+        None => None,
+    }
+}
+
+fn join(levels: &[(String, String)]) -> String {
+    if levels.is_empty() {
+        return "every cell".into();
+    }
+    levels
+        .iter()
+        .map(|(f, l)| format!("{f}={l}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// One decided-or-not point of a contrast: B against A at `levels`.
+struct Contrasted {
+    levels: Vec<(String, String)>,
+    metric: String,
+    ratio: Option<f64>,
+    verdict: Verdict,
+}
+
+impl Contrasted {
+    /// `platform=docker-host shape=medium workload=w wall_time: pinned 1.25× better than quota (better)`.
+    fn evidence(&self, a: &str, b: &str) -> String {
+        let effect = match self.ratio {
+            Some(r) if r >= 1.0 => format!("{r:.2}× worse than"),
+            Some(r) if r > 0.0 => format!("{:.2}× better than", 1.0 / r),
+            _ => "against".into(),
+        };
+        format!(
+            "{} {}: {b} {effect} {a} ({})",
+            join(&self.levels),
+            self.metric,
+            self.verdict
+        )
+    }
+}
+
+/// B (`factor=b`) against A (`factor=a`) over every matched point of the primary
+/// metrics whose shared levels `keep` accepts.
+fn contrast(
+    input: &Input,
+    factor: &str,
+    a: &str,
+    b: &str,
+    keep: impl Fn(&[(String, String)]) -> bool,
+) -> Vec<Contrasted> {
+    let side = |l: &str| Side {
+        data: input.data,
+        select: vec![(factor.to_owned(), l.to_owned())],
+        primary: input.analysis.options.primary.clone(),
+        label: format!("{factor}={l}"),
+    };
+    let Ok(c) = compare(&side(a), &side(b), &input.compare) else {
+        return Vec::new();
+    };
+    c.points
+        .into_iter()
+        .filter(|p| keep(&p.levels))
+        .map(|p| Contrasted {
+            levels: p.levels,
+            metric: p.metric,
+            ratio: p.ratio,
+            verdict: p.verdict,
+        })
+        .collect()
+}
+
+/// The outcome of a contrast where `want` is the verdict the practice expects of B
+/// against A: applies when most decided points have it, does not apply when most
+/// decided points go the other way or are equivalent, cannot be checked when none is
+/// decided.
+fn judge(points: &[Contrasted], want: Verdict, a: &str, b: &str, missing: &str) -> Outcome {
+    if points.is_empty() {
+        return Outcome::CannotCheck {
+            missing: missing.to_owned(),
+        };
+    }
+    let evidence: Vec<String> = points.iter().map(|p| p.evidence(a, b)).collect();
+    let decided: Vec<&Contrasted> = points.iter().filter(|p| p.verdict.is_decided()).collect();
+    if decided.is_empty() {
+        return Outcome::CannotCheck {
+            missing: format!(
+                "no point is decided yet (every one is ?): run more repetitions; the points: {}",
+                evidence.join("; ")
+            ),
+        };
+    }
+    let agree = decided.iter().filter(|p| p.verdict == want).count();
+    if 2 * agree > decided.len() {
+        Outcome::Applies { evidence }
+    } else {
+        Outcome::DoesNotApply { evidence }
+    }
+}
+
+fn has_levels(data: &ExperimentData, factor: &str, wanted: &[&str]) -> bool {
+    let levels = levels_of(data, factor);
+    wanted.iter().all(|w| levels.iter().any(|l| l == w))
+}
+
+fn pin_small_containers(input: &Input) -> Outcome {
+    if !has_levels(input.data, "placement", &["quota", "pinned"]) {
+        return Outcome::CannotCheck {
+            missing: "factor `placement` with levels `quota` and `pinned`".into(),
+        };
+    }
+    let classes = classes(input.data);
+    let mut points = contrast(input, "placement", "quota", "pinned", |levels| {
+        environment(input, levels) == Some(Environment::Container)
+    });
+    for p in &mut points {
+        if let Some((class, share)) = level(&p.levels, "workload").and_then(|w| classes.get(w)) {
+            p.metric = format!(
+                "{} ({}, {:.0}% of its cpus busy)",
+                p.metric,
+                class.word(),
+                share * 100.0
+            );
+        }
+    }
+    judge(
+        &points,
+        Verdict::Better,
+        "quota",
+        "pinned",
+        "a container platform (docker, podman, isolab, …) with both placements",
+    )
+}
+
+fn do_not_pin_vms(input: &Input) -> Outcome {
+    if !has_levels(input.data, "placement", &["quota", "pinned"]) {
+        return Outcome::CannotCheck {
+            missing: "factor `placement` with levels `quota` and `pinned`".into(),
+        };
+    }
+    let vms: Vec<Environment> = input
+        .platforms
+        .values()
+        .copied()
+        .filter(|e| matches!(e, Environment::Vm { .. }))
+        .collect();
+    if vms.is_empty() {
+        return Outcome::CannotCheck {
+            missing: "a VM platform (`vm`)".into(),
+        };
+    }
+    if vms.iter().all(|e| e.emulated()) {
+        return Outcome::CannotCheck {
+            missing: "VMs under KVM: this experiment's VMs are QEMU's emulation (TCG), whose overhead is emulation's, not a hypervisor's".into(),
+        };
+    }
+    let classes = classes(input.data);
+    let points = contrast(input, "placement", "quota", "pinned", |levels| {
+        environment(input, levels) == Some(Environment::Vm { emulated: false })
+            && level(levels, "workload")
+                .and_then(|w| classes.get(w))
+                .is_some_and(|(c, _)| *c == Class::CpuBound)
+    });
+    judge(
+        &points,
+        Verdict::Equivalent,
+        "quota",
+        "pinned",
+        "a CPU-bound workload on a KVM VM with both placements",
+    )
+}
+
+fn vmcn_for_io(input: &Input) -> Outcome {
+    let level_of = |want: fn(Environment) -> bool| {
+        input
+            .platforms
+            .iter()
+            .find(|(_, e)| want(**e))
+            .map(|(l, e)| (l.clone(), *e))
+    };
+    let vm = level_of(|e| matches!(e, Environment::Vm { .. }));
+    let vmcn = level_of(|e| matches!(e, Environment::VmContainer { .. }));
+    let (Some((vm, vm_env)), Some((vmcn, vmcn_env))) = (vm, vmcn) else {
+        return Outcome::CannotCheck {
+            missing: "factor `platform` with a VM (`vm`) and a container in a VM (`vm+docker` or `vm+isolab`)".into(),
+        };
+    };
+    if vm_env.emulated() || vmcn_env.emulated() {
+        return Outcome::CannotCheck {
+            missing: "VMs under KVM: this experiment's VMs are QEMU's emulation (TCG)".into(),
+        };
+    }
+    let classes = classes(input.data);
+    let io = |levels: &[(String, String)]| {
+        level(levels, "workload")
+            .and_then(|w| classes.get(w))
+            .is_some_and(|(c, _)| *c == Class::IoBound)
+    };
+    let points = contrast(input, "platform", &vm, &vmcn, io);
+    judge(
+        &points,
+        Verdict::Better,
+        &vm,
+        &vmcn,
+        "an IO-bound workload on both the VM and the container in a VM",
+    )
+}
+
+/// The rows of container cells with an overhead against a bare-metal baseline, or
+/// why there are none.
+fn container_overheads<'a>(
+    input: &'a Input<'a>,
+) -> Result<Vec<&'a crate::summary::MetricRow>, String> {
+    let baseline = &input.analysis.options.baseline;
+    let on_bare_metal = level(baseline, "platform")
+        .and_then(|p| input.platforms.get(p))
+        .is_some_and(|e| *e == Environment::BareMetal);
+    if !on_bare_metal {
+        return Err(
+            "a baseline on bare metal (`baseline = { platform = \"host\" }`), so that each container cell has an overhead ratio"
+                .into(),
+        );
+    }
+    Ok(input
+        .analysis
+        .rows
+        .iter()
+        .filter(|r| {
+            input.analysis.options.is_primary(r)
+                && !r.is_baseline
+                && r.overhead.is_some()
+                && environment(input, &r.levels) == Some(Environment::Container)
+        })
+        .collect())
+}
+
+/// The CHR of a cell as its first counted run read it back.
+fn chr(data: &ExperimentData, cell_index: u32) -> Option<f64> {
+    let cell = data.cells.iter().find(|c| c.index == cell_index)?;
+    data.runs
+        .iter()
+        .find(|r| r.cell == cell.id && r.is_counted())?
+        .limits
+        .pointer("/placement/chr")?
+        .as_f64()
+}
+
+/// Applies when, for each group of rows that differ only in `by`, the overhead moves
+/// the way `falls` says as `key` grows, in most groups.
+fn trend(
+    input: &Input,
+    rows: &[&crate::summary::MetricRow],
+    by: &[&str],
+    key: impl Fn(&crate::summary::MetricRow) -> Option<f64>,
+    name: &str,
+    falls: bool,
+) -> Outcome {
+    let mut groups: BTreeMap<String, Vec<(f64, f64, String)>> = BTreeMap::new();
+    for r in rows {
+        let (Some(k), Some(o)) = (key(r), r.overhead) else {
+            continue;
+        };
+        let others: Vec<(String, String)> = r
+            .levels
+            .iter()
+            .filter(|(f, _)| !by.contains(&f.as_str()))
+            .cloned()
+            .collect();
+        let verdict = r.verdict.map_or("-".into(), |v| v.to_string());
+        groups
+            .entry(format!("{} {}", join(&others), r.metric))
+            .or_default()
+            .push((k, o, verdict));
+    }
+    groups.retain(|_, v| {
+        let mut keys: Vec<f64> = v.iter().map(|(k, _, _)| *k).collect();
+        keys.dedup();
+        keys.len() >= 2
+    });
+    if groups.is_empty() {
+        return Outcome::CannotCheck {
+            missing: format!("container cells at two or more {name} values, each with an overhead against the bare-metal baseline"),
+        };
+    }
+    let _ = input;
+    let mut agree = 0;
+    let mut evidence = Vec::new();
+    for (group, mut v) in groups.clone() {
+        v.sort_by(|x, y| x.0.total_cmp(&y.0));
+        let (first, last) = (&v[0], &v[v.len() - 1]);
+        let fell = last.1 < first.1;
+        if fell == falls {
+            agree += 1;
+        }
+        evidence.push(format!(
+            "{group}: {}",
+            v.iter()
+                .map(|(k, o, verdict)| format!(
+                    "{name} {k}: {o:.3}× against bare metal ({verdict})"
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if 2 * agree > groups.len() {
+        Outcome::Applies { evidence }
+    } else {
+        Outcome::DoesNotApply { evidence }
+    }
+}
+
+fn container_size(input: &Input) -> Outcome {
+    let rows = match container_overheads(input) {
+        Ok(rows) => rows,
+        Err(missing) => return Outcome::CannotCheck { missing },
+    };
+    trend(
+        input,
+        &rows,
+        &["shape", "host_cpus"],
+        |r| chr(input.data, r.cell),
+        "CHR",
+        true,
+    )
+}
+
+fn multitasking(input: &Input) -> Outcome {
+    let rows = match container_overheads(input) {
+        Ok(rows) => rows,
+        Err(missing) => return Outcome::CannotCheck { missing },
+    };
+    let factor = ["threads", "instances"]
+        .into_iter()
+        .find(|f| levels_of(input.data, f).len() >= 2);
+    let Some(factor) = factor else {
+        return Outcome::CannotCheck {
+            missing: "factor `threads` or `instances` with two or more levels".into(),
+        };
+    };
+    trend(
+        input,
+        &rows,
+        &[factor],
+        |r| level(&r.levels, factor).and_then(|l| l.parse().ok()),
+        factor,
+        false,
+    )
+}
+
+fn quota_tail(input: &Input) -> Outcome {
+    let placements = levels_of(input.data, "placement");
+    let Some(other) = placements.iter().find(|p| *p != "quota") else {
+        return Outcome::CannotCheck {
+            missing: "factor `placement` with `quota` and another level".into(),
+        };
+    };
+    if !placements.iter().any(|p| p == "quota") {
+        return Outcome::CannotCheck {
+            missing: "factor `placement` with a `quota` level".into(),
+        };
+    }
+    let options = CompareOptions {
+        all_metrics: true,
+        ..input.compare.clone()
+    };
+    let side = |l: &str| Side {
+        data: input.data,
+        select: vec![("placement".to_owned(), l.to_owned())],
+        primary: input.analysis.options.primary.clone(),
+        label: format!("placement={l}"),
+    };
+    let Ok(c) = compare(&side(other), &side("quota"), &options) else {
+        return Outcome::CannotCheck {
+            missing: "cells of both placements with the other factors matched".into(),
+        };
+    };
+    let mut evidence = Vec::new();
+    let (mut agree, mut decided) = (0, 0);
+    for p99 in c.points.iter().filter(|p| p.metric == "latency_p99") {
+        let Some(mean) = c
+            .points
+            .iter()
+            .find(|p| p.metric == "latency_mean" && p.levels == p99.levels)
+        else {
+            continue;
+        };
+        let (Some(rt), Some(rm)) = (p99.ratio, mean.ratio) else {
+            continue;
+        };
+        if p99.verdict.is_decided() {
+            decided += 1;
+            if p99.verdict == Verdict::Worse && rt > rm {
+                agree += 1;
+            }
+        }
+        evidence.push(format!(
+            "{}: quota against {other}: p99 {rt:.2}× ({}), mean {rm:.2}× ({})",
+            join(&p99.levels),
+            p99.verdict,
+            mean.verdict
+        ));
+    }
+    if evidence.is_empty() {
+        return Outcome::CannotCheck {
+            missing:
+                "a workload that records `latency_mean` and `latency_p99` (a service under load)"
+                    .into(),
+        };
+    }
+    if decided == 0 {
+        return Outcome::CannotCheck {
+            missing: format!(
+                "no p99 point is decided yet: run more repetitions; {}",
+                evidence.join("; ")
+            ),
+        };
+    }
+    if 2 * agree > decided {
+        Outcome::Applies { evidence }
+    } else {
+        Outcome::DoesNotApply { evidence }
+    }
+}
+
+fn reservation(input: &Input) -> Outcome {
+    let neighbours = levels_of(input.data, "neighbour");
+    if !neighbours.iter().any(|n| n == "none") || neighbours.len() < 2 {
+        return Outcome::CannotCheck {
+            missing: "factor `neighbour` with `none` and at least one neighbour".into(),
+        };
+    }
+    let reservations = levels_of(input.data, "reservation");
+    let reserved: Vec<&String> = reservations.iter().filter(|r| *r != "none").collect();
+    if !reservations.iter().any(|r| r == "none") || reserved.is_empty() {
+        return Outcome::CannotCheck {
+            missing: "factor `reservation` with `none` and a reservation (`cpuset`, `io`, …)"
+                .into(),
+        };
+    }
+    // With a neighbour, the reserved cell against the unreserved one.
+    let mut points = Vec::new();
+    for r in &reserved {
+        points.extend(contrast(input, "reservation", "none", r, |levels| {
+            level(levels, "neighbour").is_some_and(|n| n != "none")
+        }));
+    }
+    judge(
+        &points,
+        Verdict::Better,
+        "no reservation",
+        "the reservation",
+        "cells with a neighbour under both `reservation = none` and a reservation",
+    )
+}
+
+fn dedicated_storage(input: &Input) -> Outcome {
+    if !has_levels(input.data, "storage", &["dedicated", "shared"]) {
+        return Outcome::CannotCheck {
+            missing: "factor `storage` with levels `dedicated` and `shared`".into(),
+        };
+    }
+    let points = contrast(input, "storage", "shared", "dedicated", |_| true);
+    judge(
+        &points,
+        Verdict::Better,
+        "shared",
+        "dedicated",
+        "cells on both storage levels with the other factors matched",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use isolab_store::{
+        CellRecord, ExperimentRecord, ExperimentStatus, MetricValue, RunRecord, RunStatus,
+    };
+    use std::time::{Duration, SystemTime};
+
+    /// A docker experiment, quota against pinned, eight rounds; pinned is 20% faster.
+    /// The workload keeps 30% of its one cpu busy: IO-bound.
+    fn pinning() -> ExperimentData {
+        let mut cells = Vec::new();
+        let mut runs = Vec::new();
+        for (i, placement) in ["quota", "pinned"].into_iter().enumerate() {
+            let levels = vec![
+                ("platform".to_string(), "docker".to_string()),
+                ("placement".to_string(), placement.to_string()),
+                ("workload".to_string(), "w".to_string()),
+            ];
+            cells.push(CellRecord {
+                id: i as i64,
+                index: i as u32,
+                key: format!("platform=docker placement={placement} workload=w"),
+                levels,
+                stop_reason: None,
+            });
+            for round in 0..8u32 {
+                let wall = if placement == "pinned" { 8.0 } else { 10.0 } + 0.01 * round as f64;
+                runs.push(RunRecord {
+                    id: runs.len() as i64 + 1,
+                    cell: i as i64,
+                    repetition: round,
+                    warmup: false,
+                    round,
+                    status: RunStatus::Ok,
+                    exit_code: Some(0),
+                    started_at: SystemTime::UNIX_EPOCH,
+                    wall: Duration::from_secs(10),
+                    error: None,
+                    limits: serde_json::json!({"placement": {"shape_cpus": 1.0, "chr": 0.5}}),
+                    metrics: vec![MetricValue {
+                        name: "wall_time".into(),
+                        unit: "s".into(),
+                        direction: isolab_stats::Direction::Lower,
+                        value: wall,
+                    }],
+                    telemetry: vec![
+                        ("wall_s".to_string(), wall),
+                        ("cpu_usage_s".to_string(), 0.3 * wall),
+                    ]
+                    .into(),
+                    notes: vec![],
+                });
+            }
+        }
+        ExperimentData {
+            record: ExperimentRecord {
+                id: 1,
+                name: "pinning".into(),
+                spec_toml: String::new(),
+                spec_path: None,
+                seed: 1,
+                isolab_version: "0".into(),
+                created_at: SystemTime::UNIX_EPOCH,
+                finished_at: None,
+                status: ExperimentStatus::Complete,
+            },
+            cells,
+            runs,
+            environment: vec![],
+            interruptions: vec![],
+            series: vec![],
+            intervals: Default::default(),
+        }
+    }
+
+    fn advice_of(data: &ExperimentData) -> Vec<Advice> {
+        let analysis = crate::analyse(
+            data,
+            crate::SummaryOptions::default(),
+            &CompareOptions::default(),
+        );
+        let input = Input {
+            data,
+            analysis: &analysis,
+            compare: CompareOptions::default(),
+            platforms: [("docker".to_string(), Environment::Container)].into(),
+        };
+        advise(&input)
+    }
+
+    #[test]
+    fn pinning_that_helps_a_small_container_applies_with_its_evidence() {
+        let advice = advice_of(&pinning());
+        let pin = advice
+            .iter()
+            .find(|a| a.rule == "pin-small-containers")
+            .unwrap();
+        let Outcome::Applies { evidence } = &pin.outcome else {
+            panic!("{:?}", pin.outcome);
+        };
+        assert_eq!(evidence.len(), 1, "{evidence:?}");
+        assert!(
+            evidence[0].starts_with("platform=docker workload=w wall_time (IO-bound, 30% of its cpus busy): pinned 1.25× better than quota (better)"),
+            "{}",
+            evidence[0]
+        );
+    }
+
+    #[test]
+    fn rules_without_their_factors_say_what_is_missing() {
+        let advice = advice_of(&pinning());
+        let missing = |rule: &str| match &advice.iter().find(|a| a.rule == rule).unwrap().outcome {
+            Outcome::CannotCheck { missing } => missing.clone(),
+            other => panic!("{rule}: {other:?}"),
+        };
+        assert!(missing("reserve-against-noisy-neighbours").contains("factor `neighbour`"));
+        assert!(missing("dedicated-storage-for-databases").contains("factor `storage`"));
+        assert!(missing("do-not-pin-vms-for-cpu-bound-work").contains("VM platform"));
+        assert!(missing("container-size-chr").contains("baseline on bare metal"));
+        assert!(missing("quota-raises-tail-latency").contains("latency_p99"));
+        assert_eq!(advice.len(), RULES.len());
+    }
+
+    #[test]
+    fn every_rule_names_its_source_and_needs() {
+        let mut ids: Vec<&str> = RULES.iter().map(|r| r.id).collect();
+        for r in RULES {
+            assert!(
+                r.source.starts_with("seed ") || r.source.contains("quick start"),
+                "{}",
+                r.id
+            );
+            assert!(!r.needs.is_empty() && !r.practice.is_empty(), "{}", r.id);
+        }
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), RULES.len());
+    }
+}

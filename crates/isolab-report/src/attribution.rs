@@ -1,0 +1,346 @@
+//! Attribution: for a decided effect (a point judged worse or better), which recorded
+//! counters moved with it and which [`Mechanism`] they point to.
+//!
+//! Every counter (a [`Telemetry`] key whose [`role`] is a counter) recorded in at least
+//! two counted runs of both cells is tested exactly as the metric was
+//! ([`isolab_stats::test_point`]: paired by round when both cells shared at least
+//! [`isolab_stats::MIN_PAIRS`] rounds, else unpaired), with Benjamini-Hochberg across
+//! the counters of that cell pair. A counter **moved** when its adjusted p is below α
+//! and its relative change is beyond the noise threshold Δ (the verdict rule of a
+//! metric), or, when it was 0 on side A, when it is significantly above 0 on B.
+//!
+//! Moved counters are ranked by effect size in two tiers. Counters of time (stall time
+//! from PSI, throttled time, cpu time: unit seconds) come first, by how many seconds per
+//! run they changed, `|mean_B − mean_A|`: that is time the workload lost to (or won
+//! from) the mechanism, directly comparable with a change of its wall time. The other
+//! counters follow by the absolute log ratio of their means, `|ln(mean_B / mean_A)|`
+//! (one that appears from 0, or vanishes, first among them); ties by q. A counter recorded on one side only (perf counters that do not follow a
+//! workload into some engines, a VM's QEMU counters) is listed as *not comparable*,
+//! never as unchanged; where no counter moved, the attribution says so.
+
+use std::collections::BTreeMap;
+
+use isolab_stats::{
+    benjamini_hochberg, pairs_by_round, test_point, Direction, Interval, Method, PointData,
+    VerdictRule,
+};
+use isolab_store::{RunRecord, Telemetry};
+
+use crate::mechanism::{role, Mechanism, Role};
+
+/// Each counter's observations with the round of each, by stored name.
+pub type Counters = BTreeMap<String, Vec<(u32, f64)>>;
+
+/// The counters of `runs` (counted runs of one cell): every telemetry value whose key
+/// is a counter ([`Role::Counter`]); settings and names this version does not know are
+/// left out.
+pub fn counters<'a>(runs: impl IntoIterator<Item = &'a RunRecord>) -> Counters {
+    let mut out = Counters::new();
+    for run in runs {
+        let mut seen = std::collections::BTreeSet::new();
+        for (name, value) in run.telemetry.iter() {
+            if !value.is_finite() {
+                continue;
+            }
+            let Some(key) = Telemetry::parse(name) else {
+                continue;
+            };
+            if role(&key) == Role::Excluded {
+                continue;
+            }
+            // A key recorded twice in one run counts once (the first, as
+            // `TelemetrySet::get` reads it).
+            if seen.insert(name.as_str()) {
+                out.entry(name.clone())
+                    .or_default()
+                    .push((run.round, *value));
+            }
+        }
+    }
+    out
+}
+
+/// A counter that moved with an effect.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Moved {
+    /// The stored telemetry name.
+    pub counter: String,
+    /// Its unit symbol (empty for counts).
+    pub unit: String,
+    /// What it points to.
+    pub mechanism: Mechanism,
+    /// Its mean per run on side A.
+    pub mean_a: f64,
+    /// Its mean per run on side B.
+    pub mean_b: f64,
+    /// `mean_b / mean_a`; `None` when A's mean is 0.
+    pub ratio: Option<f64>,
+    /// Relative change of B against A (Hodges-Lehmann shift over A's median, positive
+    /// = more), as a point's change; `None` when A's median is 0.
+    pub change: Option<f64>,
+    /// Its confidence interval.
+    pub change_ci: Option<Interval>,
+    /// Whether the counter is a time (seconds), ranked by the seconds it changed.
+    pub seconds: bool,
+    /// Paired by round or not.
+    pub method: Method,
+    /// Benjamini-Hochberg adjusted p across the counters of this attribution.
+    pub q: f64,
+}
+
+impl Moved {
+    /// The effect size it is ranked by within its tier: for a time, the seconds per
+    /// run it changed; otherwise `|ln(mean_b / mean_a)|`, infinite when one side's mean
+    /// is 0.
+    pub fn effect(&self) -> f64 {
+        if self.seconds {
+            (self.mean_b - self.mean_a).abs()
+        } else if self.mean_a > 0.0 && self.mean_b > 0.0 {
+            (self.mean_b / self.mean_a).ln().abs()
+        } else {
+            f64::INFINITY
+        }
+    }
+}
+
+/// What moved with the effects of one cell pair (B against A).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Attribution {
+    /// The levels the two cells share (the comparison's match key).
+    pub levels: Vec<(String, String)>,
+    /// Counters that moved, ranked (see the module documentation).
+    pub moved: Vec<Moved>,
+    /// Counters recorded on both sides and tested.
+    pub tested: usize,
+    /// Counters recorded on one side only: not comparable.
+    pub not_comparable: Vec<String>,
+}
+
+impl Attribution {
+    /// The mechanism the top counter points to.
+    pub fn mechanism(&self) -> Option<Mechanism> {
+        self.moved.first().map(|m| m.mechanism)
+    }
+}
+
+/// Tests every counter of `a` and `b` (the counted runs of cells A and B) as a point is
+/// tested, pairing by round when `pairable`, and ranks those that moved.
+pub fn attribute(
+    levels: &[(String, String)],
+    a: &Counters,
+    b: &Counters,
+    pairable: bool,
+    rule: &VerdictRule,
+    level: f64,
+) -> Attribution {
+    let mut not_comparable: Vec<String> = Vec::new();
+    let mut tested: Vec<(String, f64, f64, isolab_stats::PointTest)> = Vec::new();
+    for name in a.keys().chain(b.keys().filter(|k| !a.contains_key(*k))) {
+        let (Some(va), Some(vb)) = (a.get(name), b.get(name)) else {
+            not_comparable.push(name.clone());
+            continue;
+        };
+        if va.len() < 2 || vb.len() < 2 {
+            not_comparable.push(name.clone());
+            continue;
+        }
+        let values = |v: &[(u32, f64)]| v.iter().map(|(_, x)| *x).collect::<Vec<f64>>();
+        let (xa, xb) = (values(va), values(vb));
+        let mean = |x: &[f64]| x.iter().sum::<f64>() / x.len() as f64;
+        let (mean_a, mean_b) = (mean(&xa), mean(&xb));
+        // The same value in every run of both cells (a counter that stayed 0): nothing
+        // to test.
+        if xa.iter().chain(&xb).all(|x| *x == xa[0]) {
+            tested.push((
+                name.clone(),
+                mean_a,
+                mean_b,
+                isolab_stats::PointTest {
+                    method: Method::Unpaired,
+                    pairs: 0,
+                    p: 1.0,
+                    p_unpaired: 1.0,
+                    change: Some(0.0),
+                    change_ci: None,
+                    equivalence_ci: None,
+                    unpaired_change_ci: None,
+                },
+            ));
+            continue;
+        }
+        let pairs = if pairable {
+            pairs_by_round(va, vb)
+        } else {
+            Vec::new()
+        };
+        let data = PointData {
+            a: &xa,
+            b: &xb,
+            pairs: &pairs,
+            direction: Direction::Lower,
+        };
+        if let Some(t) = test_point(data, level, rule) {
+            tested.push((name.clone(), mean_a, mean_b, t));
+        }
+    }
+    let ps: Vec<f64> = tested.iter().map(|(_, _, _, t)| t.p).collect();
+    let qs = benjamini_hochberg(&ps);
+    let mut moved: Vec<Moved> = tested
+        .iter()
+        .zip(qs)
+        .filter_map(|((name, mean_a, mean_b, t), q)| {
+            // (A NaN q is not significant.)
+            if q.is_nan() || q >= rule.alpha {
+                return None;
+            }
+            let material = match t.change {
+                Some(c) => c.abs() > rule.noise,
+                // A's median is 0: material when B's is not.
+                None => *mean_b != *mean_a,
+            };
+            if !material {
+                return None;
+            }
+            let key = Telemetry::parse(name)?;
+            let Role::Counter(mechanism) = role(&key) else {
+                return None;
+            };
+            Some(Moved {
+                counter: name.clone(),
+                unit: key.unit().symbol().to_owned(),
+                mechanism,
+                mean_a: *mean_a,
+                mean_b: *mean_b,
+                ratio: (*mean_a != 0.0).then(|| mean_b / mean_a),
+                change: t.change,
+                change_ci: t.change_ci,
+                seconds: key.unit() == isolab_store::Unit::Seconds,
+                method: t.method,
+                q,
+            })
+        })
+        .collect();
+    moved.sort_by(|x, y| {
+        y.seconds
+            .cmp(&x.seconds)
+            .then(y.effect().total_cmp(&x.effect()))
+            .then(x.q.total_cmp(&y.q))
+            .then(x.counter.cmp(&y.counter))
+    });
+    Attribution {
+        levels: levels.to_vec(),
+        moved,
+        tested: tested.len(),
+        not_comparable,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn series(values: &[f64]) -> Vec<(u32, f64)> {
+        values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (i as u32, *v))
+            .collect()
+    }
+
+    fn side(entries: &[(&str, &[f64])]) -> Counters {
+        entries
+            .iter()
+            .map(|(n, v)| (n.to_string(), series(v)))
+            .collect()
+    }
+
+    #[test]
+    fn throttling_from_zero_ranks_first_and_steady_counters_do_not_move() {
+        let a = side(&[
+            ("nr_throttled", &[0.0; 8]),
+            (
+                "cpu_migrations",
+                &[40.0, 42.0, 41.0, 39.0, 40.0, 43.0, 41.0, 40.0],
+            ),
+            ("cpu_usage_s", &[1.0, 1.01, 0.99, 1.0, 1.02, 1.0, 0.98, 1.0]),
+            ("context_switches", &[100.0; 8]),
+        ]);
+        let b = side(&[
+            (
+                "nr_throttled",
+                &[500.0, 510.0, 490.0, 505.0, 498.0, 502.0, 507.0, 495.0],
+            ),
+            (
+                "cpu_migrations",
+                &[80.0, 85.0, 82.0, 79.0, 81.0, 84.0, 83.0, 80.0],
+            ),
+            ("cpu_usage_s", &[1.0, 0.99, 1.01, 1.0, 1.0, 1.01, 0.99, 1.0]),
+            ("context_switches", &[100.0; 8]),
+            (
+                "qemu_cpu_usage_s",
+                &[3.0, 3.1, 3.0, 3.2, 3.0, 3.1, 3.0, 3.1],
+            ),
+        ]);
+        let at = attribute(&[], &a, &b, true, &VerdictRule::default(), 0.95);
+        let names: Vec<&str> = at.moved.iter().map(|m| m.counter.as_str()).collect();
+        assert_eq!(names, ["nr_throttled", "cpu_migrations"], "{at:?}");
+        assert_eq!(at.mechanism(), Some(Mechanism::Quota));
+        assert_eq!(at.tested, 4);
+        assert_eq!(at.not_comparable, ["qemu_cpu_usage_s"]);
+        assert_eq!(at.moved[0].ratio, None);
+        assert!((at.moved[1].ratio.unwrap() - 2.0).abs() < 0.05);
+        let line = crate::table::attribution_line(&at);
+        assert!(line.starts_with("why: nr_throttled 0 → 500.9 (cpu quota); cpu_migrations 40.75 → 81.75 (2.01×, placement) — the CFS quota"), "{line}");
+        assert!(
+            line.ends_with("not comparable (recorded on one side only): qemu_cpu_usage_s"),
+            "{line}"
+        );
+        assert_eq!(
+            crate::table::attribution_short(&at),
+            "cpu quota (nr_throttled)"
+        );
+    }
+
+    #[test]
+    fn nothing_moved_is_said_and_settings_are_not_counters() {
+        let a = side(&[("cpu_usage_s", &[1.0, 1.1, 0.9, 1.0, 1.05, 0.95])]);
+        let b = side(&[("cpu_usage_s", &[1.0, 0.9, 1.1, 1.05, 0.95, 1.0])]);
+        let at = attribute(&[], &a, &b, false, &VerdictRule::default(), 0.95);
+        assert!(at.moved.is_empty());
+        assert_eq!(
+            crate::table::attribution_line(&at),
+            "no recorded counter explains it (1 tested)"
+        );
+        assert_eq!(crate::table::attribution_short(&at), "nothing moved");
+    }
+
+    #[test]
+    fn counters_of_runs_keep_counters_only() {
+        let run = |round: u32, target: f64, throttled: f64| RunRecord {
+            id: round as i64,
+            cell: 0,
+            repetition: round,
+            warmup: false,
+            round,
+            status: isolab_store::RunStatus::Ok,
+            exit_code: Some(0),
+            started_at: std::time::SystemTime::UNIX_EPOCH,
+            wall: std::time::Duration::from_secs(1),
+            error: None,
+            limits: serde_json::Value::Null,
+            metrics: vec![],
+            telemetry: vec![
+                ("wall_s".to_string(), 1.0),
+                ("neighbour_target_util_pct".to_string(), target),
+                ("nr_throttled".to_string(), throttled),
+                ("from_the_future".to_string(), 3.0),
+            ]
+            .into(),
+            notes: vec![],
+        };
+        let runs = [run(0, 50.0, 3.0), run(1, 50.0, 4.0)];
+        let c = counters(runs.iter());
+        assert_eq!(c.keys().collect::<Vec<_>>(), ["nr_throttled"]);
+        assert_eq!(c["nr_throttled"], [(0, 3.0), (1, 4.0)]);
+    }
+}
