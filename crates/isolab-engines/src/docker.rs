@@ -872,7 +872,20 @@ impl Engine for Docker {
 
     fn remove_container(&self, request: &RunRequest) -> Result<(), EngineError> {
         let cmd = self.docker(["rm", "-f", request.id.as_str()])?;
-        match self.tools.run(&cmd) {
+        let mut result = self.tools.run(&cmd);
+        // A container started with `--rm` whose processes were killed is being removed
+        // by dockerd already ("removal of container … is already in progress"): wait for
+        // that removal to finish (up to 10 s) instead of reporting it as a failure.
+        for _ in 0..100 {
+            match &result {
+                Ok(out) if out.status != 0 && out.stderr.contains("already in progress") => {
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                    result = self.tools.run(&cmd);
+                }
+                _ => break,
+            }
+        }
+        match result {
             Ok(out) if out.status == 0 || out.stderr.contains("No such container") => {
                 self.foreign
                     .remove(&self.config.proc, &request.cgroup_parent);
@@ -1159,6 +1172,16 @@ pub(crate) mod tests {
             "Error: No such container: isolab-e1-r1",
         );
         d.remove(&request()).unwrap();
+        // Killed under `--rm`, dockerd is removing it already: wait for that.
+        fake.reply_once(
+            "rm -f isolab-e1-r1",
+            1,
+            "",
+            "Error response from daemon: removal of container isolab-e1-r1 is already in progress",
+        );
+        let before = fake.calls().len();
+        d.remove(&request()).unwrap();
+        assert_eq!(fake.calls().len() - before, 2, "{:?}", fake.calls());
         fake.reply(
             "ps -a",
             0,

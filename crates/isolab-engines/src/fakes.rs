@@ -14,17 +14,31 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// A fake [`Tools`]: records every argv and answers the first canned reply
-/// whose pattern the joined command line contains.
+/// whose pattern the joined command line contains (a reply given once first, and
+/// only once).
 #[derive(Default)]
 pub(crate) struct Fake {
     pub calls: Mutex<Vec<Vec<String>>>,
     pub replies: Mutex<Vec<(String, Output)>>,
+    pub once: Mutex<Vec<(String, Output)>>,
     pub missing: Vec<String>,
 }
 
 impl Fake {
     pub fn reply(&self, pattern: &str, status: i32, stdout: &str, stderr: &str) {
         lock(&self.replies).push((
+            pattern.to_owned(),
+            Output {
+                status,
+                stdout: stdout.to_owned(),
+                stderr: stderr.to_owned(),
+            },
+        ));
+    }
+
+    /// Like [`Fake::reply`], for the first matching call only.
+    pub fn reply_once(&self, pattern: &str, status: i32, stdout: &str, stderr: &str) {
+        lock(&self.once).push((
             pattern.to_owned(),
             Output {
                 status,
@@ -43,6 +57,12 @@ impl Tools for Fake {
     fn run(&self, argv: &[String]) -> std::io::Result<Output> {
         lock(&self.calls).push(argv.to_vec());
         let line = argv.join(" ");
+        {
+            let mut once = lock(&self.once);
+            if let Some(i) = once.iter().position(|(p, _)| line.contains(p.as_str())) {
+                return Ok(once.remove(i).1);
+            }
+        }
         Ok(lock(&self.replies)
             .iter()
             .find(|(p, _)| line.contains(p.as_str()))

@@ -1,7 +1,11 @@
 //! Benchmark: load, analyse and render the HTML report of an experiment with many
 //! stored runs. Run with
-//! `cargo run --release -p isolab-report --example bench_report -- [RUNS] [CELLS]`
-//! (defaults: 100000 runs over 100 cells). Prints the time of each phase.
+//! `cargo run --release -p isolab-report --example bench_report -- [RUNS] [CELLS] [COUNTERS]`
+//! (defaults: 100000 runs over 100 cells, 2 counters per run: throttled periods and
+//! migrations, both constant). With COUNTERS up to 12, each run records that many
+//! counters that differ between placements as real runs' do (cpu time, throttling,
+//! migrations, context switches, PSI, faults, interrupts), so that attribution has
+//! counters to test for every decided point. Prints the time of each phase.
 
 use std::time::{Duration, Instant, SystemTime};
 
@@ -10,6 +14,42 @@ use isolab_report::{analyse, ExperimentData, SummaryOptions};
 use isolab_stats::Direction;
 use isolab_store::{MetricValue, NewCell, NewExperiment, NewRun, RunStatus, Store, Telemetry};
 
+/// `n` counters of a run of placement `p` (0 shared, 1 quota, 2 pinned, 3 shared2):
+/// the first two constant (the benchmark's old telemetry), the others moving with the
+/// placement and a little noise.
+fn telemetry(n: usize, p: usize, noise: f64) -> isolab_store::TelemetrySet {
+    use isolab_store::{PsiLine, PsiResource};
+    let quota = if p == 1 { 1.0 } else { 0.0 };
+    let pinned = if p == 2 { 1.0 } else { 0.0 };
+    let all = [
+        (Telemetry::NrThrottled, 0.0),
+        (Telemetry::CpuMigrations, 3.0),
+        (Telemetry::CpuUsage, 1.0 + 0.01 * noise),
+        (Telemetry::Throttled, quota * (0.2 + 0.01 * noise)),
+        (
+            Telemetry::ContextSwitches,
+            500.0 + 200.0 * quota + 20.0 * noise,
+        ),
+        (
+            Telemetry::CtxSwitchesInvoluntary,
+            50.0 + 100.0 * quota - 30.0 * pinned + 5.0 * noise,
+        ),
+        (
+            Telemetry::Psi(PsiResource::Cpu, PsiLine::Some),
+            0.05 + 0.1 * quota + 0.01 * noise,
+        ),
+        (
+            Telemetry::Psi(PsiResource::Io, PsiLine::Some),
+            0.01 + 0.001 * noise,
+        ),
+        (Telemetry::MinorFaults, 1000.0 + 10.0 * noise),
+        (Telemetry::MajorFaults, 0.0),
+        (Telemetry::Interrupts, 2000.0 + 100.0 * noise),
+        (Telemetry::HostUtil, 50.0 - 20.0 * pinned + noise),
+    ];
+    all.into_iter().take(n).collect()
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<usize> = std::env::args()
         .skip(1)
@@ -17,6 +57,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .collect();
     let runs = args.first().copied().unwrap_or(100_000);
     let cells = args.get(1).copied().unwrap_or(100).max(2);
+    let counters = args.get(2).copied().unwrap_or(2).clamp(2, 12);
     let dir = std::env::temp_dir().join(format!("isolab-bench-report-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let db = dir.join("bench.db");
@@ -79,12 +120,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 direction: Direction::Higher,
                 value,
             }],
-            telemetry: [
-                (Telemetry::NrThrottled, 0.0),
-                (Telemetry::CpuMigrations, 3.0),
-            ]
-            .into_iter()
-            .collect(),
+            telemetry: telemetry(counters, cell % 4, noise),
             series: vec![],
             intervals: vec![],
             notes: vec![],
@@ -112,8 +148,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let html = isolab_report::html::html(&data, &analysis);
     let render = t2.elapsed();
     println!(
-        "report over {runs} runs in {cells} cells ({} compared points): load {:.3} s, analyse {:.3} s, render {:.3} s ({} KiB), total {:.3} s",
+        "report over {runs} runs in {cells} cells, {counters} counters a run ({} compared points, {} attributions): load {:.3} s, analyse {:.3} s, render {:.3} s ({} KiB), total {:.3} s",
         analysis.comparisons.iter().map(|c| c.points.len()).sum::<usize>(),
+        analysis
+            .comparisons
+            .iter()
+            .map(|c| c.attributions.len())
+            .sum::<usize>(),
         load.as_secs_f64(),
         analyse_time.as_secs_f64(),
         render.as_secs_f64(),

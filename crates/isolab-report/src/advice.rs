@@ -576,14 +576,19 @@ fn trend(
         };
     }
     let _ = input;
-    let mut agree = 0;
+    // A group counts when its ends were decided against the baseline (worse, better or
+    // ≈): a trend between two `?` estimates is not evidence.
+    let decided = |verdict: &str| verdict != "?" && verdict != "-";
+    let (mut agree, mut counted) = (0, 0);
     let mut evidence = Vec::new();
     for (group, mut v) in groups.clone() {
         v.sort_by(|x, y| x.0.total_cmp(&y.0));
         let (first, last) = (&v[0], &v[v.len() - 1]);
-        let fell = last.1 < first.1;
-        if fell == falls {
-            agree += 1;
+        if decided(&first.2) && decided(&last.2) {
+            counted += 1;
+            if (last.1 < first.1) == falls {
+                agree += 1;
+            }
         }
         evidence.push(format!(
             "{group}: {}",
@@ -595,7 +600,15 @@ fn trend(
                 .join(", ")
         ));
     }
-    if 2 * agree > groups.len() {
+    if counted == 0 {
+        return Outcome::CannotCheck {
+            missing: format!(
+                "no {name} trend is decided yet (the overheads at its ends are `?`): run more repetitions; {}",
+                evidence.join("; ")
+            ),
+        };
+    }
+    if 2 * agree > counted {
         Outcome::Applies { evidence }
     } else {
         Outcome::DoesNotApply { evidence }

@@ -9,10 +9,13 @@
 //! and its relative change is beyond the noise threshold Δ (the verdict rule of a
 //! metric), or, when it was 0 on side A, when it is significantly above 0 on B.
 //!
-//! Moved counters are ranked by effect size in two tiers. Counters of time (stall time
-//! from PSI, throttled time, cpu time: unit seconds) come first, by how many seconds per
-//! run they changed, `|mean_B − mean_A|`: that is time the workload lost to (or won
-//! from) the mechanism, directly comparable with a change of its wall time. The other
+//! Moved counters are ranked by effect size in tiers. Counters of causes come before
+//! counters of consequences: the work the subject did (its cpu time, which falls when it
+//! waits and rises when it spins) and its start-up phases say *that* it ran differently,
+//! not why, so they rank last ([`Mechanism::is_context`]). Within each, counters of time
+//! (stall time from PSI, throttled time: unit seconds) come first, by how many seconds
+//! per run they changed, `|mean_B − mean_A|`: time the workload lost to (or won from)
+//! the mechanism, directly comparable with a change of its wall time. The other
 //! counters follow by the absolute log ratio of their means, `|ln(mean_B / mean_A)|`
 //! (one that appears from 0, or vanishes, first among them); ties by q. A counter recorded on one side only (perf counters that do not follow a
 //! workload into some engines, a VM's QEMU counters) is listed as *not comparable*,
@@ -221,8 +224,10 @@ pub fn attribute(
         })
         .collect();
     moved.sort_by(|x, y| {
-        y.seconds
-            .cmp(&x.seconds)
+        x.mechanism
+            .is_context()
+            .cmp(&y.mechanism.is_context())
+            .then(y.seconds.cmp(&x.seconds))
             .then(y.effect().total_cmp(&x.effect()))
             .then(x.q.total_cmp(&y.q))
             .then(x.counter.cmp(&y.counter))

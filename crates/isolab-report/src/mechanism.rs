@@ -78,6 +78,13 @@ impl Mechanism {
         }
     }
 
+    /// Whether counters of this mechanism describe the run rather than explain it: the
+    /// work done (cpu time falls when the workload waits) and start-up. Attribution
+    /// ranks them after every cause.
+    pub fn is_context(self) -> bool {
+        matches!(self, Mechanism::Work | Mechanism::Startup)
+    }
+
     /// What the mechanism means for the workload, in plain words.
     pub fn words(self) -> &'static str {
         match self {

@@ -358,25 +358,20 @@ fn attach_overheads(rows: &mut [MetricRow], baseline: &[(String, String)]) {
     if baseline.is_empty() {
         return;
     }
-    type Keyed = (Vec<(String, String)>, String, Option<f64>, Vec<f64>);
-    let bases: Vec<Keyed> = rows
-        .iter()
-        .map(|r| {
-            (
-                r.levels.clone(),
-                r.metric.clone(),
-                r.mean(),
-                r.values.clone(),
-            )
-        })
-        .collect();
+    // Each row's baseline row by (levels, metric): the first row with them, as a
+    // search in row order would find it (a large report has thousands of rows).
+    type Key = (Vec<(String, String)>, String);
+    let mut bases: std::collections::HashMap<Key, (Option<f64>, Vec<f64>)> =
+        std::collections::HashMap::new();
+    for r in rows.iter() {
+        bases
+            .entry((r.levels.clone(), r.metric.clone()))
+            .or_insert_with(|| (r.mean(), r.values.clone()));
+    }
     for row in rows.iter_mut() {
         let target = baseline_levels(&row.levels, baseline);
         row.is_baseline = target == row.levels;
-        let Some((_, _, base_mean, base_values)) = bases
-            .iter()
-            .find(|(l, m, _, _)| *l == target && *m == row.metric)
-        else {
+        let Some((base_mean, base_values)) = bases.get(&(target, row.metric.clone())) else {
             continue;
         };
         if let (Some(a), Some(b)) = (*base_mean, row.mean()) {
