@@ -799,6 +799,37 @@ fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// Puts a cgroup2 root's `cgroup.subtree_control` back as it was on drop: controllers a
+/// test enabled there are disabled again.
+struct SubtreeControl {
+    file: PathBuf,
+    before: Vec<String>,
+}
+
+impl SubtreeControl {
+    fn keep(root: &Path) -> SubtreeControl {
+        let file = root.join("cgroup.subtree_control");
+        let before = fs::read_to_string(&file)
+            .unwrap_or_default()
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect();
+        SubtreeControl { file, before }
+    }
+}
+
+impl Drop for SubtreeControl {
+    fn drop(&mut self) {
+        let now = fs::read_to_string(&self.file).unwrap_or_default();
+        for added in now
+            .split_whitespace()
+            .filter(|c| !self.before.iter().any(|b| b == c))
+        {
+            let _ = fs::write(&self.file, format!("-{added}"));
+        }
+    }
+}
+
 /// Removes every directory below `base` in `roots` on drop, killing what is inside,
 /// so that a failing test leaves nothing in /sys/fs/cgroup.
 struct Cleanup {
@@ -1114,6 +1145,10 @@ fn real_unified_cgroup2_kill_and_psi() {
     };
     let h = Hierarchy::v2(root);
     let base = format!("isolab-test-{}-v2", std::process::id());
+    // Treated as a v2 hierarchy, creating enables what the cgroup2 root offers in its
+    // subtree_control (hugetlb, when it is back in cgroup2): disable it again after,
+    // or the hybrid-cgroup fix of crun and Podman can no longer move it to v1.
+    let _subtree = SubtreeControl::keep(root);
     let _cleanup = Cleanup::new(&h, &base);
     let rel = PathBuf::from(&base).join("a");
     let cg = Cgroup::create(&h, &rel).unwrap();
