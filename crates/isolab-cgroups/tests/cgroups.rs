@@ -799,6 +799,15 @@ fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// Removes an empty cgroup directory on drop.
+struct RemoveDir(PathBuf);
+
+impl Drop for RemoveDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir(&self.0);
+    }
+}
+
 /// Puts a cgroup2 root's `cgroup.subtree_control` back as it was on drop: controllers a
 /// test enabled there are disabled again.
 struct SubtreeControl {
@@ -1143,17 +1152,30 @@ fn real_unified_cgroup2_kill_and_psi() {
         ));
         return;
     };
-    let h = Hierarchy::v2(root);
-    let base = format!("isolab-test-{}-v2", std::process::id());
-    // Treated as a v2 hierarchy, creating enables what the cgroup2 root offers in its
-    // subtree_control (hugetlb, when it is back in cgroup2): disable it again after,
-    // or the hybrid-cgroup fix of crun and Podman can no longer move it to v1.
+    // Treated as a v2 hierarchy, creating enables what its root offers in the root's
+    // subtree_control. The cgroup2 root offers hugetlb once it is back in cgroup2, and
+    // a hugetlb cgroup made there (and still dying after its removal) keeps the
+    // hybrid-cgroup fix of crun and Podman from moving hugetlb to v1 for every later
+    // test. So the test's hierarchy is rooted one level down, in a directory of its
+    // own that offers no controller; the root's subtree_control is put back too.
     let _subtree = SubtreeControl::keep(root);
+    let top = root.join(format!("isolab-test-{}-v2root", std::process::id()));
+    fs::create_dir(&top).unwrap();
+    let _top = RemoveDir(top.clone());
+    let h = Hierarchy::v2(&top);
+    let base = format!("isolab-test-{}-v2", std::process::id());
     let _cleanup = Cleanup::new(&h, &base);
     let rel = PathBuf::from(&base).join("a");
     let cg = Cgroup::create(&h, &rel).unwrap();
-    let leaf = root.join(&rel);
+    let leaf = top.join(&rel);
     assert!(leaf.is_dir());
+    assert_eq!(
+        fs::read_to_string(top.join("cgroup.controllers"))
+            .unwrap()
+            .trim(),
+        "",
+        "the test's root offers no controller"
+    );
 
     let mut child = Reaped(Command::new("sleep").arg("30").spawn().unwrap());
     let pid = child.0.id();
@@ -1188,7 +1210,7 @@ fn real_unified_cgroup2_kill_and_psi() {
     assert_eq!(child.0.wait().unwrap().signal(), Some(libc::SIGKILL));
     cg.remove().unwrap();
     assert!(!leaf.exists());
-    assert!(!root.join(&base).exists());
+    assert!(!top.join(&base).exists());
 }
 
 #[test]
