@@ -416,6 +416,14 @@ pub struct Execution {
 /// Why a job could not produce an execution.
 #[derive(Debug, thiserror::Error)]
 pub enum PlatformError {
+    /// `gc` collected what it could; some parts could not be collected.
+    #[error("gc could not collect everything: {}; run `isolab gc` again once that is mended", failures.join("; "))]
+    GcIncomplete {
+        /// What was removed anyway.
+        removed: Vec<String>,
+        /// What failed, one line each.
+        failures: Vec<String>,
+    },
     /// The run's storage (the `storage` factor) could not be made or read back.
     #[error(transparent)]
     Storage(#[from] crate::storage::StorageError),
@@ -892,8 +900,15 @@ impl Executor for Drivers {
             .collect();
         prefixes.dedup();
         let mut removed = Vec::new();
+        // One engine that cannot collect (its daemon or host fix broken) must not keep
+        // the others, the orphaned runtimes and the run cgroups from being collected:
+        // its error is kept and reported after everything else was done.
+        let mut failures = Vec::new();
         for d in &self.drivers {
-            removed.extend(d.gc(&prefixes)?);
+            match d.gc(&prefixes) {
+                Ok(lines) => removed.extend(lines),
+                Err(e) => failures.push(format!("{}: {e}", d.info().kind)),
+            }
         }
         self.supervisor.kill_orphans()?;
         removed.extend(
@@ -921,17 +936,14 @@ impl Executor for Drivers {
             let argv = ["ip", "netns", "del", ns.as_str()].map(String::from);
             match crate::neighbour::NetCommands::run(&commands, &argv) {
                 Ok(_) => removed.push(format!("network namespace {ns}")),
-                Err(e) => {
-                    return Err(PlatformError::Helper {
-                        phase: "gc",
-                        command: argv.join(" "),
-                        exit: ExitKind::Code(1),
-                        stderr: e.to_string(),
-                    })
-                }
+                Err(e) => failures.push(format!("`{}`: {e}", argv.join(" "))),
             }
         }
-        Ok(removed)
+        if failures.is_empty() {
+            Ok(removed)
+        } else {
+            Err(PlatformError::GcIncomplete { removed, failures })
+        }
     }
 }
 

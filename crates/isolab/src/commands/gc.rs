@@ -1,6 +1,7 @@
 //! `isolab gc`: remove what a killed `isolab run` left behind.
 
-use anyhow::Result;
+use anyhow::{bail, Result};
+use isolab_lab::platform::PlatformError;
 use isolab_lab::Executor;
 
 use super::Exit;
@@ -12,18 +13,30 @@ pub fn gc(args: GcArgs) -> Result<Exit> {
     // Containers of isolab-runtime killed with their runtime (cgroups, loop devices,
     // networks, state files under /run/isolab), then the host's run cgroups.
     let platform = host::platform(hierarchy, None);
-    let mut removed = platform.gc()?;
+    // An engine that could not collect does not stop the storage and working
+    // directories from being collected; its error is the command's, after them.
+    let (mut removed, incomplete) = match platform.gc() {
+        Ok(removed) => (removed, None),
+        Err(PlatformError::GcIncomplete { removed, failures }) => (removed, Some(failures)),
+        Err(e) => return Err(e.into()),
+    };
     // The storage of killed runs (mounts, device-mapper and loop devices) before
     // their working directories.
     removed.extend(isolab_lab::storage::gc(
         &isolab_lab::storage::SystemStorageHost,
     ));
     removed.extend(isolab_lab::runner::gc_workdirs(&args.workdir)?);
-    if removed.is_empty() {
+    if removed.is_empty() && incomplete.is_none() {
         println!("nothing to remove");
     }
     for r in removed {
         println!("removed {r}");
+    }
+    if let Some(failures) = incomplete {
+        bail!(
+            "gc could not collect everything: {}; run `isolab gc` again once that is mended",
+            failures.join("; ")
+        );
     }
     Ok(Exit::Success)
 }
