@@ -333,6 +333,16 @@ impl Contrasted {
     }
 }
 
+/// The cells of `input`'s experiment with `factor=level`, as a comparison side.
+fn side<'a>(input: &Input<'a>, factor: &str, level: &str) -> Side<'a> {
+    Side {
+        data: input.data,
+        select: vec![(factor.to_owned(), level.to_owned())],
+        primary: input.analysis.options.primary.clone(),
+        label: format!("{factor}={level}"),
+    }
+}
+
 /// B (`factor=b`) against A (`factor=a`) over every matched point of the primary
 /// metrics whose shared levels `keep` accepts.
 fn contrast(
@@ -342,13 +352,11 @@ fn contrast(
     b: &str,
     keep: impl Fn(&[(String, String)]) -> bool,
 ) -> Vec<Contrasted> {
-    let side = |l: &str| Side {
-        data: input.data,
-        select: vec![(factor.to_owned(), l.to_owned())],
-        primary: input.analysis.options.primary.clone(),
-        label: format!("{factor}={l}"),
-    };
-    let Ok(c) = compare(&side(a), &side(b), &input.compare) else {
+    let Ok(c) = compare(
+        &side(input, factor, a),
+        &side(input, factor, b),
+        &input.compare,
+    ) else {
         return Vec::new();
     };
     c.points
@@ -541,7 +549,6 @@ fn chr(data: &ExperimentData, cell_index: u32) -> Option<f64> {
 /// Applies when, for each group of rows that differ only in `by`, the overhead moves
 /// the way `falls` says as `key` grows, in most groups.
 fn trend(
-    input: &Input,
     rows: &[&crate::summary::MetricRow],
     by: &[&str],
     key: impl Fn(&crate::summary::MetricRow) -> Option<f64>,
@@ -575,13 +582,12 @@ fn trend(
             missing: format!("container cells at two or more {name} values, each with an overhead against the bare-metal baseline"),
         };
     }
-    let _ = input;
     // A group counts when its ends were decided against the baseline (worse, better or
     // ≈): a trend between two `?` estimates is not evidence.
     let decided = |verdict: &str| verdict != "?" && verdict != "-";
     let (mut agree, mut counted) = (0, 0);
     let mut evidence = Vec::new();
-    for (group, mut v) in groups.clone() {
+    for (group, mut v) in groups {
         v.sort_by(|x, y| x.0.total_cmp(&y.0));
         let (first, last) = (&v[0], &v[v.len() - 1]);
         if decided(&first.2) && decided(&last.2) {
@@ -621,7 +627,6 @@ fn container_size(input: &Input) -> Outcome {
         Err(missing) => return Outcome::CannotCheck { missing },
     };
     trend(
-        input,
         &rows,
         &["shape", "host_cpus"],
         |r| chr(input.data, r.cell),
@@ -644,7 +649,6 @@ fn multitasking(input: &Input) -> Outcome {
         };
     };
     trend(
-        input,
         &rows,
         &[factor],
         |r| level(&r.levels, factor).and_then(|l| l.parse().ok()),
@@ -669,13 +673,11 @@ fn quota_tail(input: &Input) -> Outcome {
         all_metrics: true,
         ..input.compare.clone()
     };
-    let side = |l: &str| Side {
-        data: input.data,
-        select: vec![("placement".to_owned(), l.to_owned())],
-        primary: input.analysis.options.primary.clone(),
-        label: format!("placement={l}"),
-    };
-    let Ok(c) = compare(&side(other), &side("quota"), &options) else {
+    let Ok(c) = compare(
+        &side(input, "placement", other),
+        &side(input, "placement", "quota"),
+        &options,
+    ) else {
         return Outcome::CannotCheck {
             missing: "cells of both placements with the other factors matched".into(),
         };
