@@ -42,6 +42,64 @@ pub struct Pressure {
     pub io: Option<PsiLines>,
 }
 
+impl Psi {
+    /// The interval from `before`: total stall time subtracted (0 if it went
+    /// backwards), the averages as this reading has them.
+    fn since(&self, before: &Psi) -> Psi {
+        Psi {
+            total: self.total.saturating_sub(before.total),
+            ..*self
+        }
+    }
+
+    /// Two cgroups' lines together: totals summed, averages the larger.
+    fn plus(&self, other: &Psi) -> Psi {
+        Psi {
+            avg10: self.avg10.max(other.avg10),
+            avg60: self.avg60.max(other.avg60),
+            avg300: self.avg300.max(other.avg300),
+            total: self.total + other.total,
+        }
+    }
+}
+
+impl PsiLines {
+    fn combine(&self, other: &PsiLines, f: impl Fn(&Psi, &Psi) -> Psi) -> PsiLines {
+        PsiLines {
+            some: f(&self.some, &other.some),
+            full: match (&self.full, &other.full) {
+                (Some(x), Some(y)) => Some(f(x, y)),
+                _ => None,
+            },
+        }
+    }
+}
+
+impl Pressure {
+    fn combine(&self, other: &Pressure, f: impl Fn(&Psi, &Psi) -> Psi + Copy) -> Pressure {
+        let lines = |x: &Option<PsiLines>, y: &Option<PsiLines>| match (x, y) {
+            (Some(x), Some(y)) => Some(x.combine(y, f)),
+            _ => None,
+        };
+        Pressure {
+            cpu: lines(&self.cpu, &other.cpu),
+            memory: lines(&self.memory, &other.memory),
+            io: lines(&self.io, &other.io),
+        }
+    }
+
+    /// The interval from `before` (see [`crate::Stats::since`]); a file only one
+    /// reading has is `None`.
+    pub fn since(&self, before: &Pressure) -> Pressure {
+        self.combine(before, Psi::since)
+    }
+
+    /// Two cgroups' pressure together (see [`crate::Stats::plus`]).
+    pub fn plus(&self, other: &Pressure) -> Pressure {
+        self.combine(other, Psi::plus)
+    }
+}
+
 const EXPECTED: Expected =
     Expected("lines \"some|full avg10=F avg60=F avg300=F total=MICROSECONDS\"");
 

@@ -46,42 +46,7 @@ impl Measured {
         let mut telemetry = TelemetrySet::new();
         telemetry.push(T::Wall, wall.as_secs_f64());
         match stats {
-            Ok(s) => {
-                let t = &mut telemetry;
-                t.push_some(T::CpuUsage, s.cpu_usage.map(|d| d.as_secs_f64()));
-                t.push_some(T::CpuUser, s.cpu_user.map(|d| d.as_secs_f64()));
-                t.push_some(T::CpuSystem, s.cpu_system.map(|d| d.as_secs_f64()));
-                t.push_some(
-                    T::CpuUtil,
-                    s.cpu_usage
-                        .map(|d| 100.0 * d.as_secs_f64() / wall.as_secs_f64().max(1e-9)),
-                );
-                t.push_some(T::NrPeriods, s.nr_periods.map(|v| v as f64));
-                t.push_some(T::NrThrottled, s.nr_throttled.map(|v| v as f64));
-                t.push_some(T::Throttled, s.throttled.map(|d| d.as_secs_f64()));
-                t.push_some(T::NrBursts, s.nr_bursts.map(|v| v as f64));
-                t.push_some(T::Burst, s.burst.map(|d| d.as_secs_f64()));
-                t.push_some(T::MemoryPeak, s.memory_peak.map(|b| b.0 as f64));
-                t.push_some(
-                    T::MemoryMajorFaults,
-                    s.memory_major_faults.map(|v| v as f64),
-                );
-                t.push_some(T::IoRead, s.io_read.map(|b| b.0 as f64));
-                t.push_some(T::IoWrite, s.io_write.map(|b| b.0 as f64));
-                if let Some(p) = &s.psi {
-                    for (resource, lines) in
-                        PsiResource::ALL.into_iter().zip([&p.cpu, &p.memory, &p.io])
-                    {
-                        if let Some(l) = lines {
-                            t.push(T::Psi(resource, PsiLine::Some), l.some.total.as_secs_f64());
-                            t.push_some(
-                                T::Psi(resource, PsiLine::Full),
-                                l.full.map(|f| f.total.as_secs_f64()),
-                            );
-                        }
-                    }
-                }
-            }
+            Ok(s) => push_stats(&mut telemetry, &s, wall),
             Err(e) => notes.push(format!("cgroup statistics unavailable: {e}")),
         }
         telemetry.push(T::CtxSwitchesVoluntary, rusage.ru_nvcsw as f64);
@@ -132,6 +97,42 @@ impl Measured {
             telemetry,
             series: host_cpu.series,
             notes,
+        }
+    }
+}
+
+/// Records a cgroup's counters `s` over `wall` (cpu time, its share of `wall`, CFS
+/// throttling and bursts, memory peak and major faults, block io, PSI stall totals).
+pub(crate) fn push_stats(t: &mut TelemetrySet, s: &Stats, wall: Duration) {
+    t.push_some(T::CpuUsage, s.cpu_usage.map(|d| d.as_secs_f64()));
+    t.push_some(T::CpuUser, s.cpu_user.map(|d| d.as_secs_f64()));
+    t.push_some(T::CpuSystem, s.cpu_system.map(|d| d.as_secs_f64()));
+    t.push_some(
+        T::CpuUtil,
+        s.cpu_usage
+            .map(|d| 100.0 * d.as_secs_f64() / wall.as_secs_f64().max(1e-9)),
+    );
+    t.push_some(T::NrPeriods, s.nr_periods.map(|v| v as f64));
+    t.push_some(T::NrThrottled, s.nr_throttled.map(|v| v as f64));
+    t.push_some(T::Throttled, s.throttled.map(|d| d.as_secs_f64()));
+    t.push_some(T::NrBursts, s.nr_bursts.map(|v| v as f64));
+    t.push_some(T::Burst, s.burst.map(|d| d.as_secs_f64()));
+    t.push_some(T::MemoryPeak, s.memory_peak.map(|b| b.0 as f64));
+    t.push_some(
+        T::MemoryMajorFaults,
+        s.memory_major_faults.map(|v| v as f64),
+    );
+    t.push_some(T::IoRead, s.io_read.map(|b| b.0 as f64));
+    t.push_some(T::IoWrite, s.io_write.map(|b| b.0 as f64));
+    if let Some(p) = &s.psi {
+        for (resource, lines) in PsiResource::ALL.into_iter().zip([&p.cpu, &p.memory, &p.io]) {
+            if let Some(l) = lines {
+                t.push(T::Psi(resource, PsiLine::Some), l.some.total.as_secs_f64());
+                t.push_some(
+                    T::Psi(resource, PsiLine::Full),
+                    l.full.map(|f| f.total.as_secs_f64()),
+                );
+            }
         }
     }
 }

@@ -25,7 +25,7 @@ use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use isolab_cgroups::{Cgroup, Limits};
+use isolab_cgroups::{Cgroup, Limits, Stats};
 
 use super::instance::{container_below, container_mount, limit, Supervisor};
 use super::launch::{ended_within, log_path, Launch, Process};
@@ -117,6 +117,26 @@ impl Service<'_> {
     /// container's below it), when the cgroup can be read.
     pub fn cpu_usage(&self) -> Option<Duration> {
         self.instance.as_ref()?.stats().ok()?.cpu_usage
+    }
+
+    /// The counters of the cgroup its limits apply to ([`Service::cgroup`]: a
+    /// container's own cgroup, else its instance), when that cgroup can be read. For a
+    /// VM's guest, its instance: QEMU's process.
+    pub fn stats(&self) -> Option<Stats> {
+        let instance = self.instance.as_ref()?;
+        if self.cgroup == instance.rel() {
+            return instance.stats().ok();
+        }
+        Cgroup::open(instance.hierarchy(), &self.cgroup)
+            .ok()?
+            .stats()
+            .ok()
+    }
+
+    /// Whether the platform runs it in a guest (a VM): its [`Service::stats`] are then
+    /// QEMU's, the host's cost of the guest, not the service's own.
+    pub fn in_guest(&self) -> bool {
+        self.guest.is_some()
     }
 
     /// The file holding its instance cgroup's cpu time

@@ -19,14 +19,14 @@ mod ready;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use isolab_cgroups::{IdSet, Limits};
+use isolab_cgroups::{IdSet, Limits, Stats};
 use isolab_store::Telemetry;
 use isolab_workloads::{ComponentDef, Endpoint, Measure, Params, Ready, ShapeScope, StackDef};
 
 use super::finished::Done;
 use super::job::{create_dir, free_port, parse_metrics, render, write_file};
 use super::Runner;
-use crate::platform::{Job, PlatformError, Service, ServiceSpec};
+use crate::platform::{push_stats, Execution, Job, PlatformError, Service, ServiceSpec};
 use crate::spec::{Cell, ExperimentSpec};
 
 pub use outside::generator_missing;
@@ -70,29 +70,39 @@ impl Runner<'_> {
                 self.load_data(spec, cell, name, t, &params, limits)?;
             }
             let ready = started.elapsed();
-            let measure = || match &stack.measure {
-                Measure::Load(l) => self.drive_load(name, workdir, l, &services, &pool),
-                Measure::Client => {
-                    self.run_client(spec, w, name, workdir, &params, &services, &pool)
+            let measure = || {
+                let before = component_stats(&services);
+                let measuring = Instant::now();
+                let mut done = match &stack.measure {
+                    Measure::Load(l) => self.drive_load(name, workdir, l, &services, &pool),
+                    Measure::Client => {
+                        self.run_client(spec, w, name, workdir, &params, &services, &pool)
+                    }
+                    Measure::Command => {
+                        let job = self.stack_job(
+                            spec,
+                            cell,
+                            format!("{name}-client"),
+                            &w.command,
+                            &params,
+                            limits,
+                        )?;
+                        let execution = self.platform.execute(&job, self.interrupt)?;
+                        let metrics = parse_metrics(w, &execution, &job);
+                        Ok(Done {
+                            limits: serde_json::Value::Null,
+                            execution,
+                            metrics,
+                            load: None,
+                        })
+                    }
+                }?;
+                // A command in the platform recorded its own cgroup's counters; a
+                // generator or client outside recorded its own as the measurement's.
+                if !matches!(stack.measure, Measure::Command) {
+                    record_components(&mut done.execution, &services, &before, measuring.elapsed());
                 }
-                Measure::Command => {
-                    let job = self.stack_job(
-                        spec,
-                        cell,
-                        format!("{name}-client"),
-                        &w.command,
-                        &params,
-                        limits,
-                    )?;
-                    let execution = self.platform.execute(&job, self.interrupt)?;
-                    let metrics = parse_metrics(w, &execution, &job);
-                    Ok(Done {
-                        limits: serde_json::Value::Null,
-                        execution,
-                        metrics,
-                        load: None,
-                    })
-                }
+                Ok(done)
             };
             let mut done = self.beside_neighbours(subject, measure)?;
             if let Some((component, service)) = services.iter().find(|(_, s)| !s.is_running()) {
@@ -458,6 +468,67 @@ pub(crate) fn share(limits: &Limits, k: usize, n: usize) -> Limits {
 
 fn tail(s: &str, n: usize) -> &str {
     super::tail_chars(s.trim_end(), n)
+}
+
+/// Each component's cgroup counters now, in start order (`None` where its cgroup
+/// cannot be read).
+fn component_stats(services: &Services<'_>) -> Vec<Option<Stats>> {
+    services.iter().map(|(_, s)| s.stats()).collect()
+}
+
+/// Records what the components did while they were measured as the subject's
+/// telemetry: the counters of their cgroups from `before` to now, summed over the
+/// components (cpu time and its share of `wall`, CFS throttling, major faults, block
+/// io, PSI stall time; see [`Stats::plus`]), and `wall`, the measurement's duration.
+/// A component in a VM's guest is read from QEMU's cgroup on the host: those counters
+/// are recorded as QEMU's (`qemu_cpu_usage_s`, …), the host's cost of the guest. A
+/// component whose cgroup could not be read before and after is left out and named
+/// in a note.
+fn record_components(
+    execution: &mut Execution,
+    services: &Services<'_>,
+    before: &[Option<Stats>],
+    wall: Duration,
+) {
+    let after = component_stats(services);
+    let (mut own, mut qemu): (Option<Stats>, Option<Stats>) = (None, None);
+    for (((component, service), before), after) in services.iter().zip(before).zip(&after) {
+        let (Some(before), Some(after)) = (before, after) else {
+            execution.notes.push(format!(
+                "no counters of component {component}: its cgroup could not be read before and after the measurement"
+            ));
+            continue;
+        };
+        let part = after.since(before);
+        let total = if service.in_guest() {
+            &mut qemu
+        } else {
+            &mut own
+        };
+        *total = Some(match total.take() {
+            Some(t) => t.plus(&part),
+            None => part,
+        });
+    }
+    let t = &mut execution.telemetry;
+    if own.is_some() || qemu.is_some() {
+        t.push(Telemetry::Wall, wall.as_secs_f64());
+    }
+    if let Some(own) = own {
+        push_stats(t, &own, wall);
+    }
+    if let Some(q) = qemu {
+        t.push_some(
+            Telemetry::QemuCpuUsage,
+            q.cpu_usage.map(|d| d.as_secs_f64()),
+        );
+        t.push_some(Telemetry::QemuNrThrottled, q.nr_throttled.map(|v| v as f64));
+        t.push_some(
+            Telemetry::QemuThrottled,
+            q.throttled.map(|d| d.as_secs_f64()),
+        );
+        t.push_some(Telemetry::QemuMemoryPeak, q.memory_peak.map(|b| b.0 as f64));
+    }
 }
 
 #[cfg(test)]

@@ -84,6 +84,9 @@ impl Runner<'_> {
                 }
             }
         }
+        // The client's own counters are the measurement's, not the subject's: the
+        // components' are recorded around it (see `execute_stack`).
+        execution.telemetry = generator_telemetry(&execution, (&cpus, shares)).0;
         let data_set = std::fs::read_to_string(workdir.join(DATA_SET))
             .ok()
             .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
@@ -233,6 +236,24 @@ fn load_job(
     Ok(host_job(name, dir, argv, (cpus, shares), timeout))
 }
 
+/// The load generator's (or a client's) own cpu use, from the `execution` of its job
+/// on the host on `cpus` (`shares`: those the components use too), as telemetry, and
+/// the share of its cpus it kept busy.
+fn generator_telemetry(
+    execution: &Execution,
+    (cpus, shares): (&IdSet, bool),
+) -> (TelemetrySet, f64) {
+    let gen_cpu = execution.telemetry.get(Telemetry::CpuUsage).unwrap_or(0.0);
+    let wall = execution.wall.as_secs_f64().max(1e-9);
+    let fraction = gen_cpu / wall / cpus.len().max(1) as f64;
+    let mut telemetry = TelemetrySet::new();
+    telemetry.push(Telemetry::GeneratorCpu, gen_cpu);
+    telemetry.push(Telemetry::GeneratorCpuUtil, 100.0 * fraction);
+    telemetry.push(Telemetry::GeneratorCpus, cpus.len() as f64);
+    telemetry.push(Telemetry::GeneratorSharesCpus, f64::from(u8::from(shares)));
+    (telemetry, fraction)
+}
+
 /// What the load generator's `execution` in `dir` gave: its results as metrics
 /// and intervals (or why there are none), its own cpu use and the load it
 /// achieved as telemetry, and whether it saturated.
@@ -254,14 +275,7 @@ fn load_done(
             tail(&execution.stderr, 1500)
         ))
     };
-    let gen_cpu = execution.telemetry.get(Telemetry::CpuUsage).unwrap_or(0.0);
-    let wall = execution.wall.as_secs_f64().max(1e-9);
-    let fraction = gen_cpu / wall / cpus.len().max(1) as f64;
-    let mut telemetry = TelemetrySet::new();
-    telemetry.push(Telemetry::GeneratorCpu, gen_cpu);
-    telemetry.push(Telemetry::GeneratorCpuUtil, 100.0 * fraction);
-    telemetry.push(Telemetry::GeneratorCpus, cpus.len() as f64);
-    telemetry.push(Telemetry::GeneratorSharesCpus, f64::from(u8::from(shares)));
+    let (mut telemetry, fraction) = generator_telemetry(&execution, (cpus, shares));
     if shares {
         execution.notes.push(format!(
             "the load generator shared cpus {cpus} with the components (no cpu of this host was free of them): its cpu use competes with theirs"
