@@ -3,7 +3,8 @@
 //!
 //! Every counter (a [`Telemetry`] key whose [`role`] is a counter) recorded in at least
 //! two counted runs of both cells is tested exactly as the metric was
-//! ([`isolab_stats::test_point`]: paired by round when both cells shared at least
+//! ([`isolab_stats::test_change`], the part of the metric's test that gives p and
+//! the change: paired by round when both cells shared at least
 //! [`isolab_stats::MIN_PAIRS`] rounds, else unpaired), with Benjamini-Hochberg across
 //! the counters of that cell pair. A counter **moved** when its adjusted p is below α
 //! and its relative change is beyond the noise threshold Δ (the verdict rule of a
@@ -24,8 +25,8 @@
 use std::collections::BTreeMap;
 
 use isolab_stats::{
-    benjamini_hochberg, pairs_by_round, test_point, Direction, Interval, Method, PointData,
-    VerdictRule,
+    benjamini_hochberg, pairs_by_round, test_change, ChangeTest, Direction, Interval, Method,
+    PointData, VerdictRule,
 };
 use isolab_store::{RunRecord, Telemetry};
 
@@ -137,7 +138,7 @@ pub fn attribute(
     level: f64,
 ) -> Attribution {
     let mut not_comparable: Vec<String> = Vec::new();
-    let mut tested: Vec<(String, f64, f64, isolab_stats::PointTest)> = Vec::new();
+    let mut tested: Vec<(String, f64, f64, ChangeTest)> = Vec::new();
     for name in a.keys().chain(b.keys().filter(|k| !a.contains_key(*k))) {
         let (Some(va), Some(vb)) = (a.get(name), b.get(name)) else {
             not_comparable.push(name.clone());
@@ -158,15 +159,12 @@ pub fn attribute(
                 name.clone(),
                 mean_a,
                 mean_b,
-                isolab_stats::PointTest {
+                ChangeTest {
                     method: Method::Unpaired,
                     pairs: 0,
                     p: 1.0,
-                    p_unpaired: 1.0,
                     change: Some(0.0),
                     change_ci: None,
-                    equivalence_ci: None,
-                    unpaired_change_ci: None,
                 },
             ));
             continue;
@@ -182,7 +180,7 @@ pub fn attribute(
             pairs: &pairs,
             direction: Direction::Lower,
         };
-        if let Some(t) = test_point(data, level, rule) {
+        if let Some(t) = test_change(data, level) {
             tested.push((name.clone(), mean_a, mean_b, t));
         }
     }
@@ -317,6 +315,22 @@ mod tests {
             "no recorded counter explains it (1 tested)"
         );
         assert_eq!(crate::table::attribution_short(&at), "nothing moved");
+    }
+
+    #[test]
+    fn a_long_not_comparable_list_is_cut_to_four_and_counted() {
+        let a = side(&[("cpu_usage_s", &[1.0, 1.1, 0.9, 1.0])]);
+        let mut b = a.clone();
+        for name in ["q1", "q2", "q3", "q4", "q5", "q6"] {
+            b.insert(name.into(), series(&[1.0, 2.0]));
+        }
+        let at = attribute(&[], &a, &b, false, &VerdictRule::default(), 0.95);
+        assert_eq!(at.not_comparable.len(), 6);
+        let line = crate::table::attribution_line(&at);
+        assert!(
+            line.ends_with("not comparable (recorded on one side only): q1, q2, q3, q4 and 2 more"),
+            "{line}"
+        );
     }
 
     #[test]

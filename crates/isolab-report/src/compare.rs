@@ -442,27 +442,8 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Result<Compariso
     }
     // Points are independent: spread them over the cpus (the bootstrap and the
     // pairwise differences of large cells dominate a big report).
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(jobs.len().max(1));
-    let chunk = jobs.len().div_ceil(threads).max(1);
-    let mut points: Vec<Point> = std::thread::scope(|scope| {
-        let handles: Vec<_> = jobs
-            .chunks(chunk)
-            .map(|part| {
-                scope.spawn(move || {
-                    part.iter()
-                        .map(|(levels, metric, unit, direction, va, vb)| {
-                            point(levels, metric, unit, *direction, va, vb, pairable, options)
-                        })
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_default())
-            .collect()
+    let mut points: Vec<Point> = in_parallel(&jobs, |(levels, metric, unit, direction, va, vb)| {
+        point(levels, metric, unit, *direction, va, vb, pairable, options)
     });
     if points.is_empty() {
         return Err(CompareError::NoMatches {
@@ -504,24 +485,33 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Result<Compariso
                 .and_then(|t| runs_to_decide(&options.rule, &t, p.n_a.min(p.n_b)));
         }
     }
-    // What moved with each decided effect: once per cell pair.
-    let attributions: Vec<crate::attribution::Attribution> = side_a
+    // What moved with each decided effect: once per cell pair, the pairs spread over
+    // the cpus like the points.
+    let decided: std::collections::HashSet<&[(String, String)]> = points
         .iter()
+        .filter(|p| matches!(p.verdict, Verdict::Worse | Verdict::Better))
+        .map(|p| &p.levels[..])
+        .collect();
+    let pairs: Vec<_> = side_a
+        .iter()
+        .filter(|(_, (levels, _, _))| decided.contains(&levels[..]))
         .filter_map(|(key, (levels, _, runs_a))| {
-            let decided = points.iter().any(|p| {
-                matches!(p.verdict, Verdict::Worse | Verdict::Better) && p.levels == *levels
-            });
-            let (_, _, runs_b) = side_b.get(key).filter(|_| decided)?;
-            Some(crate::attribution::attribute(
+            side_b
+                .get(key)
+                .map(|(_, _, runs_b)| (levels, runs_a, runs_b))
+        })
+        .collect();
+    let attributions: Vec<crate::attribution::Attribution> =
+        in_parallel(&pairs, |(levels, runs_a, runs_b)| {
+            crate::attribution::attribute(
                 levels,
                 &crate::attribution::counters(runs_a.iter().copied()),
                 &crate::attribution::counters(runs_b.iter().copied()),
                 pairable,
                 &options.rule,
                 options.level,
-            ))
-        })
-        .collect();
+            )
+        });
     let regressions: Vec<f64> = points.iter().filter_map(|p| p.regression_pct).collect();
     let count = |v: Verdict| points.iter().filter(|p| p.verdict == v).count();
     let ratios: Vec<f64> = points
@@ -549,6 +539,28 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Result<Compariso
         geomean,
         steady,
         attributions,
+    })
+}
+
+/// `f` of every item, in order, the items split into one contiguous part per cpu.
+fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(items.len().max(1));
+    if threads <= 1 {
+        return items.iter().map(&f).collect();
+    }
+    let chunk = items.len().div_ceil(threads).max(1);
+    let f = &f;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = items
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || part.iter().map(f).collect::<Vec<R>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
     })
 }
 

@@ -239,11 +239,16 @@ pub struct LoadTotals {
 /// run recorded load intervals.
 pub fn load(data: &ExperimentData) -> Vec<LoadGroup> {
     let mut groups: Vec<RawGroup<'_>> = Vec::new();
+    if data.intervals.is_empty() {
+        return Vec::new();
+    }
+    let by_cell = data.runs_by_cell();
     for cell in &data.cells {
-        let mut runs: Vec<(RunId, u32)> = data
-            .runs
-            .iter()
-            .filter(|r| r.cell == cell.id && r.is_counted() && data.intervals.contains_key(&r.id))
+        let mut runs: Vec<(RunId, u32)> = by_cell
+            .get(&cell.id)
+            .into_iter()
+            .flatten()
+            .filter(|r| r.is_counted() && data.intervals.contains_key(&r.id))
             .map(|r| (r.id, r.repetition))
             .collect();
         runs.sort_by_key(|(id, repetition)| (*repetition, *id));

@@ -511,13 +511,25 @@ pub fn attribution_line(a: &crate::attribution::Attribution) -> String {
         ),
     };
     if !a.not_comparable.is_empty() {
+        let shown = &a.not_comparable[..a.not_comparable.len().min(LINE_NOT_COMPARABLE)];
+        let more = a.not_comparable.len() - shown.len();
         out.push_str(&format!(
-            "; not comparable (recorded on one side only): {}",
-            a.not_comparable.join(", ")
+            "; not comparable (recorded on one side only): {}{}",
+            shown.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
         ));
     }
     out
 }
+
+/// Counters recorded on one side only that an attribution line names (a VM against
+/// the host has a dozen: QEMU's, the guest's boot); the rest are counted. `compare
+/// --json` lists them all.
+const LINE_NOT_COMPARABLE: usize = 4;
 
 /// An attribution in a table cell: `cpu quota (nr_throttled)` or `nothing moved`.
 pub fn attribution_short(a: &crate::attribution::Attribution) -> String {

@@ -4,7 +4,7 @@ use rand::distributions::{Distribution, Uniform};
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::order::percentile_sorted;
+use crate::order::{percentile_selected, percentile_sorted};
 use crate::{measures::overhead_ratio, Direction, Interval, Sample};
 
 /// Which centre of each sample a ratio compares.
@@ -58,11 +58,10 @@ pub fn bootstrap_ratio_ci(
         let mb = statistic(b.values(), &mut rng);
         ratios.push(overhead_ratio(ma, mb, direction)?);
     }
-    ratios.sort_by(f64::total_cmp);
     let half_alpha = (1.0 - level) / 2.0;
     Some(Interval {
-        low: percentile_sorted(&ratios, 100.0 * half_alpha),
-        high: percentile_sorted(&ratios, 100.0 * (1.0 - half_alpha)),
+        low: percentile_selected(&mut ratios, 100.0 * half_alpha),
+        high: percentile_selected(&mut ratios, 100.0 * (1.0 - half_alpha)),
         level,
     })
 }

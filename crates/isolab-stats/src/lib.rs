@@ -86,8 +86,8 @@ pub use scalability::{
     BandPoint, BootstrapFit, Fit, ModelComparison, ScalabilityError, ScalingData, ScalingModel,
 };
 pub use verdict::{
-    interim_verdict, pairs_by_round, runs_to_decide, test_point, verdict, Method, PointData,
-    PointTest, Verdict, VerdictRule, INTERIM_ALPHA, MIN_PAIRS,
+    interim_verdict, pairs_by_round, runs_to_decide, test_change, test_point, verdict, ChangeTest,
+    Method, PointData, PointTest, Verdict, VerdictRule, INTERIM_ALPHA, MIN_PAIRS,
 };
 pub use welch::{welch_t_test, WelchTest};
 

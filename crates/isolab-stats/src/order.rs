@@ -24,6 +24,23 @@ pub(crate) fn percentile_sorted(sorted: &[f64], q: f64) -> f64 {
     lerp(sorted[lo], sorted[hi], t)
 }
 
+/// [`percentile_sorted`] of `values` in any order, without sorting them: the two
+/// order statistics it interpolates are selected in linear time (the values are
+/// reordered). Bit-identical to sorting first. `values` must be non-empty and `q` in
+/// [0, 100].
+pub(crate) fn percentile_selected(values: &mut [f64], q: f64) -> f64 {
+    let n = values.len();
+    let virtual_index = q / 100.0 * (n - 1) as f64;
+    let below = virtual_index.floor();
+    let lo = (below as usize).min(n - 1);
+    let t = virtual_index - below;
+    let (_, low, above) = values.select_nth_unstable_by(lo, f64::total_cmp);
+    let low = *low;
+    // The next order statistic is the smallest of those above (itself when last).
+    let high = above.iter().copied().min_by(f64::total_cmp).unwrap_or(low);
+    lerp(low, high, t)
+}
+
 /// numpy's `_lerp`: a + (b − a)·t, computed from the nearer end for t ≥ ½ so that the
 /// result is bit-identical to `numpy.percentile`.
 fn lerp(a: f64, b: f64, t: f64) -> f64 {
@@ -167,6 +184,18 @@ mod tests {
             let (lo, hi) = if q1 <= q2 { (q1, q2) } else { (q2, q1) };
             let (a, b) = (percentile(&values, lo).unwrap(), percentile(&values, hi).unwrap());
             prop_assert!(a <= b, "p{lo} = {a} > p{hi} = {b}");
+        }
+
+        #[test]
+        fn a_selected_percentile_is_the_sorted_one_bit_for_bit(
+            values in prop::collection::vec(-1e6f64..1e6, 1..300),
+            q in 0.0f64..=100.0,
+        ) {
+            let mut sorted = values.clone();
+            sorted.sort_by(f64::total_cmp);
+            let mut any_order = values;
+            let selected = percentile_selected(&mut any_order, q);
+            prop_assert_eq!(selected.to_bits(), percentile_sorted(&sorted, q).to_bits());
         }
 
         #[test]

@@ -453,7 +453,7 @@ impl Telemetry {
     /// The key of a stored name, or `None` for a name this version does not know.
     /// `Telemetry::parse(&k.name()) == Some(k)` for every key.
     pub fn parse(name: &str) -> Option<Telemetry> {
-        if let Some(key) = FIXED.iter().find(|k| k.name() == name) {
+        if let Some(key) = fixed_by_name().get(name) {
             return Some(key.clone());
         }
         if let Some(rest) = name.strip_prefix("psi_").and_then(|r| r.strip_suffix("_s")) {
@@ -482,6 +482,22 @@ impl Telemetry {
         }
         None
     }
+}
+
+/// The keys of [`FIXED`] by stored name: [`Telemetry::parse`] runs once for every
+/// stored value a report reads (a million in a large experiment).
+fn fixed_by_name() -> &'static std::collections::HashMap<&'static str, Telemetry> {
+    static MAP: std::sync::OnceLock<std::collections::HashMap<&'static str, Telemetry>> =
+        std::sync::OnceLock::new();
+    MAP.get_or_init(|| {
+        FIXED
+            .iter()
+            .filter_map(|k| match k.name() {
+                Cow::Borrowed(name) => Some((name, k.clone())),
+                Cow::Owned(_) => None,
+            })
+            .collect()
+    })
 }
 
 impl fmt::Display for Telemetry {

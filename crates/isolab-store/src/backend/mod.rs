@@ -121,6 +121,12 @@ pub(crate) use args;
 /// Reads a Rust value out of a [`Value`]; the error says what was expected.
 pub(crate) trait FromValue: Sized {
     fn from_value(v: &Value) -> Result<Self, &'static str>;
+
+    /// [`FromValue::from_value`] of a value the caller gives away: text and blobs
+    /// move instead of being copied.
+    fn from_owned(v: Value) -> Result<Self, (Value, &'static str)> {
+        Self::from_value(&v).map_err(|e| (v, e))
+    }
 }
 
 impl FromValue for i64 {
@@ -160,6 +166,13 @@ impl FromValue for String {
             _ => Err("text"),
         }
     }
+
+    fn from_owned(v: Value) -> Result<String, (Value, &'static str)> {
+        match v {
+            Value::Text(t) => Ok(t),
+            other => Err((other, "text")),
+        }
+    }
 }
 
 impl FromValue for Vec<u8> {
@@ -176,6 +189,13 @@ impl<T: FromValue> FromValue for Option<T> {
         match v {
             Value::Null => Ok(None),
             other => T::from_value(other).map(Some),
+        }
+    }
+
+    fn from_owned(v: Value) -> Result<Option<T>, (Value, &'static str)> {
+        match v {
+            Value::Null => Ok(None),
+            other => T::from_owned(other).map(Some),
         }
     }
 }
@@ -200,11 +220,32 @@ impl Row {
             ))
         })
     }
+
+    /// Column `i` as a `T`, moved out of the row (which then holds NULL there).
+    pub(crate) fn take<T: FromValue>(&mut self, i: usize) -> Result<T, BackendError> {
+        let columns = self.0.len();
+        let v = self.0.get_mut(i).ok_or_else(|| {
+            BackendError::message(format!(
+                "the query returned {columns} columns, column {i} was read"
+            ))
+        })?;
+        T::from_owned(std::mem::replace(v, Value::Null)).map_err(|(v, expected)| {
+            BackendError::message(format!(
+                "column {i} holds {}, expected {expected}",
+                v.kind()
+            ))
+        })
+    }
 }
 
 /// A row read whole into a Rust value: tuples of [`FromValue`]s, and the store's raw rows.
 pub(crate) trait FromRow: Sized {
     fn from_row(r: &Row) -> Result<Self, BackendError>;
+
+    /// [`FromRow::from_row`] of a row the caller gives away.
+    fn from_owned_row(r: Row) -> Result<Self, BackendError> {
+        Self::from_row(&r)
+    }
 }
 
 macro_rules! tuple_from_row {
@@ -212,6 +253,10 @@ macro_rules! tuple_from_row {
         impl<$($t: FromValue),+> FromRow for ($($t,)+) {
             fn from_row(r: &Row) -> Result<Self, BackendError> {
                 Ok(($(r.get::<$t>($i)?,)+))
+            }
+
+            fn from_owned_row(mut r: Row) -> Result<Self, BackendError> {
+                Ok(($(r.take::<$t>($i)?,)+))
             }
         }
     };
@@ -279,6 +324,21 @@ pub(crate) trait Connection: Send {
 
     /// Runs one query and reads all its rows.
     fn query(&mut self, sql: &str, args: &[Value]) -> Result<Vec<Row>, BackendError>;
+
+    /// Runs one query and hands each row to `each` as it is read, stopping at the
+    /// first error (`each`'s or the backend's). For queries of many rows: no list of
+    /// them all is made first.
+    fn query_each(
+        &mut self,
+        sql: &str,
+        args: &[Value],
+        each: &mut dyn FnMut(Row) -> Result<(), BackendError>,
+    ) -> Result<(), BackendError> {
+        for row in self.query(sql, args)? {
+            each(row)?;
+        }
+        Ok(())
+    }
 
     /// Runs several statements without arguments (a migration).
     fn batch(&mut self, sql: &str) -> Result<(), BackendError>;

@@ -119,6 +119,24 @@ impl Connection for Sqlite {
         Ok(out)
     }
 
+    fn query_each(
+        &mut self,
+        sql: &str,
+        args: &[Value],
+        each: &mut dyn FnMut(Row) -> Result<(), BackendError>,
+    ) -> Result<(), BackendError> {
+        let mut stmt = self.conn.prepare_cached(sql)?;
+        let columns = stmt.column_count();
+        let mut rows = stmt.query(params_from_iter(args.iter()))?;
+        while let Some(row) = rows.next()? {
+            let values = (0..columns)
+                .map(|i| value(row.get_ref(i)?))
+                .collect::<Result<Vec<_>, BackendError>>()?;
+            each(Row(values))?;
+        }
+        Ok(())
+    }
+
     fn batch(&mut self, sql: &str) -> Result<(), BackendError> {
         Ok(self.conn.execute_batch(sql)?)
     }
