@@ -45,4 +45,4 @@ pub mod topology;
 
 pub use platform::{Executor, Interrupt, PlatformKind, Supervisor, SupervisorConfig};
 pub use runner::{Event, Observer, Outcome, RunError, Runner, RunnerConfig, Silent};
-pub use spec::{Cell, ExperimentSpec, HostFacts, Source, SpecError, SpecErrors};
+pub use spec::{Cell, Estimate, ExperimentSpec, HostFacts, Source, SpecError, SpecErrors};

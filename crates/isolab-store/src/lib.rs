@@ -119,7 +119,7 @@ pub use fleet::{FleetHost, FleetId, FleetRecord, NewFleet};
 pub use model::{
     CellId, CellRecord, ExperimentId, ExperimentRecord, ExperimentStatus, ExperimentSummary,
     Interruption, IntervalObservation, LoadInterval, MetricValue, NewCell, NewExperiment, NewRun,
-    Observation, RunId, RunRecord, RunStatus, Series, UnknownStatus,
+    Observation, Pace, RunId, RunRecord, RunStatus, Series, UnknownStatus,
 };
 pub use schema::SCHEMA_VERSION;
 pub use store::{Copied, Store};

@@ -398,6 +398,21 @@ pub struct Observation {
     pub value: f64,
 }
 
+/// How long runs of one platform and workload took on this store's host, for
+/// estimates ([`crate::Store::run_pace`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pace {
+    /// The `platform` level of their cells (`host` when the matrix did not vary it).
+    pub platform: String,
+    /// The `workload` level of their cells.
+    pub workload: String,
+    /// The median time from one run's start to the next run's start in the same
+    /// experiment: the run with its setup and teardown.
+    pub per_run: std::time::Duration,
+    /// How many runs it is the median of.
+    pub runs: usize,
+}
+
 /// One load interval of one counted run, with its cell's levels: a row of `isolab export
 /// --series`.
 #[derive(Debug, Clone, PartialEq)]

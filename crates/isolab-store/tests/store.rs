@@ -254,6 +254,7 @@ macro_rules! on_both_backends {
 }
 
 on_both_backends!(
+    the_pace_of_runs_is_the_median_gap_between_starts_without_pauses,
     interval_observations_are_the_counted_runs_with_their_levels,
     a_run_with_a_repeated_or_unplaced_interval_is_not_stored,
     nan_latencies_are_stored_as_unknown_and_huge_counts_saturate,
@@ -346,6 +347,38 @@ fn a_store_written_at_schema_version_1_is_upgraded_with_its_runs_intact() {
     let store = Store::open(&path).unwrap();
     assert_eq!(store.intervals(run_id).unwrap(), sorted(intervals()));
     assert_eq!(store.runs(id).unwrap().len(), 5);
+}
+
+fn the_pace_of_runs_is_the_median_gap_between_starts_without_pauses(place: &Place) {
+    let mut store = place.open();
+    assert_eq!(store.run_pace().unwrap(), []);
+    let id = store.create_experiment(&experiment("pace", at(0))).unwrap();
+    let cells = store.cells(id).unwrap();
+    // Interleaved: host at 0, 40, 80 s (then a pause of an hour), isolab at 20, 60 s.
+    let starts = [
+        (0, 1, 0),
+        (1, 1, 20_000),
+        (0, 2, 40_000),
+        (1, 2, 60_000),
+        (0, 3, 80_000),
+        (1, 3, 3_680_000),
+        (0, 4, 3_700_000),
+    ];
+    for (cell, repetition, ms) in starts {
+        let mut r = run(cells[cell].id, repetition, false, RunStatus::Ok);
+        r.started_at = at(ms);
+        store.insert_run(&r).unwrap();
+    }
+    let pace = store.run_pace().unwrap();
+    let platforms: Vec<&str> = pace.iter().map(|p| p.platform.as_str()).collect();
+    assert_eq!(platforms, ["host", "isolab"]);
+    assert!(pace.iter().all(|p| p.workload == "sysbench-cpu"));
+    // host: gaps 20, 20, (the pause left out) → 20 s; isolab: 20, 20 s and 20 s
+    // before the last run of the experiment.
+    assert_eq!(pace[0].per_run, Duration::from_secs(20));
+    assert_eq!(pace[0].runs, 2);
+    assert_eq!(pace[1].per_run, Duration::from_secs(20));
+    assert_eq!(pace[1].runs, 3);
 }
 
 fn interval_observations_are_the_counted_runs_with_their_levels(place: &Place) {

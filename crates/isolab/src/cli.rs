@@ -28,7 +28,8 @@ pub enum Command {
     /// its summary table and write its HTML report.
     Run(RunArgs),
     /// Validate a spec and print the expanded matrix: cells, dropped cells, runs and
-    /// estimated time.
+    /// estimated time (from how long runs of the same platform and workload took in
+    /// the store, when it has some).
     Check(CheckArgs),
     /// List stored experiments (or the built-in workloads and shapes).
     List(ListArgs),

@@ -80,7 +80,7 @@ pub fn preflight(hierarchy: &Hierarchy) -> Result<()> {
 
 /// Whether `--db` names a server (`postgres://…`, or any other `SCHEME://`, which the store
 /// refuses with a clear error) rather than a file.
-fn is_url(db: &Path) -> bool {
+pub fn is_url(db: &Path) -> bool {
     db.to_str().is_some_and(|s| s.contains("://"))
 }
 

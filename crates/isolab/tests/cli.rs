@@ -304,6 +304,86 @@ fn check_prints_the_expanded_matrix() {
     assert_eq!(v["spec"]["cells"].as_array().unwrap().len(), 3);
 }
 
+/// With a store of past runs, `check` estimates each cell's run from the pace of its
+/// platform and workload there (setup included) and says which cells it could.
+#[test]
+fn check_estimates_from_the_pace_of_stored_runs() {
+    use isolab_store::{NewCell, NewExperiment, NewRun, RunStatus, Store};
+    let dir = tempfile::tempdir().unwrap();
+    let spec = write_spec(
+        dir.path(),
+        "ok.toml",
+        "[experiment]\nname = \"m\"\nrepetitions = { warmup = 0, min = 4, max = 4, target_cv = 0.05 }\n[matrix]\nplacement = [\"shared\", \"quota\"]\nworkload = [\"sysbench-cpu\", \"fio-randread\"]\n",
+    );
+    let db = dir.path().join("past.db");
+    let check = || {
+        let out = run(isolab().arg("--db").arg(&db).arg("check").arg(&spec));
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let s = check();
+    assert!(s.contains("(from the spec alone"), "{s}");
+    assert!(!db.exists(), "check created a store");
+    // sysbench-cpu on the host took 30 s a run before (start to start).
+    let mut store = Store::open(&db).unwrap();
+    let id = store
+        .create_experiment(&NewExperiment {
+            name: "before".into(),
+            spec_toml: String::new(),
+            spec_path: None,
+            seed: 1,
+            isolab_version: "test".into(),
+            created_at: std::time::UNIX_EPOCH,
+            cells: vec![NewCell {
+                index: 0,
+                key: "workload=sysbench-cpu".into(),
+                levels: vec![("workload".into(), "sysbench-cpu".into())],
+            }],
+            environment: vec![],
+        })
+        .unwrap();
+    let cell = store.cells(id).unwrap()[0].id;
+    for repetition in 1..=3u32 {
+        store
+            .insert_run(&NewRun {
+                cell,
+                repetition,
+                warmup: false,
+                round: repetition,
+                status: RunStatus::Ok,
+                exit_code: Some(0),
+                started_at: std::time::UNIX_EPOCH + Duration::from_secs(30 * u64::from(repetition)),
+                wall: Duration::from_secs(10),
+                stdout: String::new(),
+                stderr: String::new(),
+                error: None,
+                limits: serde_json::json!({}),
+                metrics: vec![],
+                telemetry: Default::default(),
+                series: vec![],
+                intervals: vec![],
+                notes: vec![],
+            })
+            .unwrap();
+    }
+    drop(store);
+    let s = check();
+    assert!(
+        s.contains("2 of 4 cells from the pace of their platform and workload's runs in"),
+        "{s}"
+    );
+    let json = run(isolab()
+        .arg("--db")
+        .arg(&db)
+        .args(["check", "--json"])
+        .arg(&spec));
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["estimated_seconds"]["cells_from_stored_runs"], 2);
+    // 4 rounds of two cells at 30 s, two at the rough 10.5 s (the default duration).
+    let at_least = v["estimated_seconds"]["at_least"].as_u64().unwrap();
+    assert!(at_least >= 4 * 60, "{v}");
+}
+
 #[test]
 fn a_reader_that_closes_the_pipe_early_ends_the_output_without_a_panic() {
     use std::os::unix::process::ExitStatusExt;
@@ -1871,6 +1951,12 @@ fn a_stack_under_a_ramp_stores_its_series_generator_and_limits_and_leaves_nothin
         assert!(telemetry(run, "generator_cpu_s").unwrap() > 0.0, "{key}");
         assert!(telemetry(run, "load_achieved_rps").unwrap() > 10.0, "{key}");
         assert_eq!(telemetry(run, "generator_shares_cpus"), Some(0.0), "{key}");
+        // The components' own counters over the measurement, as the subject's: the
+        // web server worked for the ~10 s of load.
+        let wall = telemetry(run, "wall_s").unwrap_or(0.0);
+        assert!((5.0..60.0).contains(&wall), "{key}: wall_s {wall}");
+        let cpu = telemetry(run, "cpu_usage_s").unwrap_or(0.0);
+        assert!(cpu > 0.01 && cpu < wall, "{key}: cpu_usage_s {cpu}");
         // The limits read back from the component's own cgroup.
         let web = &run.limits["components"]["web"];
         assert_eq!(

@@ -295,25 +295,55 @@ impl ExperimentSpec {
 
     /// Rough time for the whole experiment: (at least, at most). A run takes the
     /// experiment's duration, or its load profile's for a stack measured by a load
-    /// (plus a few seconds to start the stack).
+    /// (plus a few seconds to start the stack); see [`ExperimentSpec::estimate`].
     pub fn estimated_time(&self) -> (Duration, Duration) {
+        let e = self.estimate(|_| None);
+        (e.at_least, e.at_most)
+    }
+
+    /// Time for the whole experiment, each cell's run taking `known(cell)` where that
+    /// is known (how long runs of its platform and workload took on this host before,
+    /// setup included), else the rough time of [`ExperimentSpec::estimated_time`].
+    pub fn estimate(&self, known: impl Fn(&Cell) -> Option<Duration>) -> Estimate {
+        let mut from_history = 0;
         let per_run: Duration = self
             .cells
             .iter()
-            .map(|c| match c.workload.stack.as_ref().map(|s| &s.measure) {
-                Some(isolab_workloads::Measure::Load(l)) => {
-                    l.spec.profile.duration() + Duration::from_secs(5)
+            .map(|c| {
+                if let Some(d) = known(c) {
+                    from_history += 1;
+                    return d;
                 }
-                Some(isolab_workloads::Measure::Command | isolab_workloads::Measure::Client) => {
-                    self.duration + Duration::from_secs(5)
+                match c.workload.stack.as_ref().map(|s| &s.measure) {
+                    Some(isolab_workloads::Measure::Load(l)) => {
+                        l.spec.profile.duration() + Duration::from_secs(5)
+                    }
+                    Some(
+                        isolab_workloads::Measure::Command | isolab_workloads::Measure::Client,
+                    ) => self.duration + Duration::from_secs(5),
+                    None => self.duration + Duration::from_millis(500),
                 }
-                None => self.duration + Duration::from_millis(500),
             })
             .sum();
         let warm = per_run * self.repetitions.warmup;
         let (lo, hi) = (self.repetitions.min, self.repetitions.max);
-        (warm + per_run * lo, warm + per_run * hi)
+        Estimate {
+            at_least: warm + per_run * lo,
+            at_most: warm + per_run * hi,
+            from_history,
+        }
     }
+}
+
+/// How long an experiment should take ([`ExperimentSpec::estimate`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Estimate {
+    /// With every cell at its fewest runs.
+    pub at_least: Duration,
+    /// With every cell at its most runs.
+    pub at_most: Duration,
+    /// Cells whose run time came from runs stored before, not from the rough rule.
+    pub from_history: usize,
 }
 
 #[cfg(test)]

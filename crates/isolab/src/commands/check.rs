@@ -6,18 +6,24 @@ use super::Exit;
 use crate::cli::CheckArgs;
 use crate::host;
 
-pub fn check(args: CheckArgs) -> Result<Exit> {
+pub fn check(db: &std::path::Path, args: CheckArgs) -> Result<Exit> {
     let facts = host::facts()?;
     let spec = super::load_spec(&args.spec, &facts)?;
     let (lo, hi) = spec.run_bounds();
-    let (tlo, thi) = spec.estimated_time();
+    let (pace, pace_note) = stored_pace(db);
+    let estimate = spec.estimate(|c| {
+        pace.iter()
+            .find(|p| p.platform == c.platform.name && p.workload == c.workload.name)
+            .map(|p| p.per_run)
+    });
+    let (tlo, thi) = (estimate.at_least, estimate.at_most);
     if args.json {
         println!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
                 "spec": spec,
                 "runs": { "at_least": lo, "at_most": hi, "warmups": spec.cells.len() as u64 * u64::from(spec.repetitions.warmup) },
-                "estimated_seconds": { "at_least": tlo.as_secs(), "at_most": thi.as_secs() },
+                "estimated_seconds": { "at_least": tlo.as_secs(), "at_most": thi.as_secs(), "cells_from_stored_runs": estimate.from_history },
             }))?
         );
         return Ok(Exit::Success);
@@ -65,7 +71,19 @@ pub fn check(args: CheckArgs) -> Result<Exit> {
             isolab_stats::MIN_PAIRS,
         );
     }
-    println!("estimated time: {} to {}", humanize(tlo), humanize(thi));
+    let basis = match (estimate.from_history, spec.cells.len()) {
+        (0, _) => format!(
+            "from the spec alone (duration or load profile, a few seconds of start-up a run){}",
+            pace_note.map(|n| format!("; {n}")).unwrap_or_default()
+        ),
+        (k, n) if k == n => format!("every cell from the pace of its platform and workload's runs in {}", db.display()),
+        (k, n) => format!("{k} of {n} cells from the pace of their platform and workload's runs in {}, the others from the spec alone", db.display()),
+    };
+    println!(
+        "estimated time: {} to {} ({basis})",
+        humanize(tlo),
+        humanize(thi)
+    );
     if spec.cells.iter().any(|c| c.platform.kind.needs_image()) {
         match &spec.recipe {
             Some(r) => {
@@ -104,5 +122,20 @@ fn humanize(d: std::time::Duration) -> String {
         format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
     } else {
         format!("{}m{:02}s", s / 60, s % 60)
+    }
+}
+
+/// How long runs of each platform and workload took in the store at `db`, when there is
+/// one to read (a check never creates a store); else why not, when that is worth saying.
+fn stored_pace(db: &std::path::Path) -> (Vec<isolab_store::Pace>, Option<String>) {
+    if !host::is_url(db) && !db.exists() {
+        return (Vec::new(), None);
+    }
+    match host::existing_store(db).and_then(|s| Ok(s.run_pace()?)) {
+        Ok(pace) => (pace, None),
+        Err(e) => (
+            Vec::new(),
+            Some(format!("the store's past runs could not be read: {e:#}")),
+        ),
     }
 }

@@ -50,7 +50,7 @@ pub fn dispatch(cli: Cli) -> Result<Exit> {
     match cli.command {
         Command::Run(args) => run::run(&db, args),
         Command::BenchStart(args) => bench::bench_start(args),
-        Command::Check(args) => check::check(args),
+        Command::Check(args) => check::check(&db, args),
         Command::List(args) => list::list(&db, args),
         Command::Show(args) => show::show(&db, args),
         Command::Export(args) => export::export(&db, args),
