@@ -1360,8 +1360,9 @@ pub(crate) mod tests {
                 dir.path()
                     .join("cache")
                     .join(format!(
-                        "image-{}.tar",
-                        &isolab_image::tree_digest(&img).unwrap()[..16]
+                        "image-{}-t{}.tar",
+                        &isolab_image::tree_digest(&img).unwrap()[..16],
+                        isolab_image::TAR_MTIME
                     ))
                     .display(),
                 p.reference

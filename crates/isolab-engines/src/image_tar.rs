@@ -52,8 +52,11 @@ pub fn cached_tar_in(
     }
     .map_err(|e| pack_error(engine, image_dir, e))?;
     let short = &key[..key.len().min(16)];
-    let tar = cache_dir.join(format!("image-{short}.tar"));
-    let record_file = cache_dir.join(format!("image-{short}.json"));
+    // The entries' mtime is part of the name: a tar packed with another one (the Unix
+    // epoch, before) is not this format's.
+    let mtime = isolab_image::TAR_MTIME;
+    let tar = cache_dir.join(format!("image-{short}-t{mtime}.tar"));
+    let record_file = cache_dir.join(format!("image-{short}-t{mtime}.json"));
     if let Ok(text) = std::fs::read_to_string(&record_file) {
         if let Ok(rec) = serde_json::from_str::<CacheRecord>(&text) {
             let len = std::fs::metadata(&tar).map(|m| m.len()).ok();
@@ -133,5 +136,23 @@ mod tests {
         assert_ne!(tar_b, tar_a);
         assert_ne!(sha_b, sha_a);
         assert_eq!(repository(&a), "isolab/recipe");
+    }
+
+    #[test]
+    fn a_packed_image_s_files_have_a_time_php_s_opcache_caches() {
+        let d = tempfile::tempdir().unwrap();
+        let img = d.path().join("recipe-a");
+        image(&img, isolab_image::ImageKind::Recipe);
+        std::fs::write(img.join("index.php"), "<?php echo 1;").unwrap();
+        let (tar, _) = cached_tar_in("docker", &d.path().join("cache"), &img).unwrap();
+        let mut archive = tar::Archive::new(std::fs::File::open(&tar).unwrap());
+        let mut seen = 0;
+        for entry in archive.entries().unwrap() {
+            let entry = entry.unwrap();
+            // Not 0 (opcache's "no timestamp"), not before 1980 (ZIP's first time).
+            assert!(entry.header().mtime().unwrap() >= 315_532_800);
+            seen += 1;
+        }
+        assert!(seen >= 2, "{seen} entries");
     }
 }

@@ -100,7 +100,24 @@ impl Runner<'_> {
                 // A command in the platform recorded its own cgroup's counters; a
                 // generator or client outside recorded its own as the measurement's.
                 if !matches!(stack.measure, Measure::Command) {
-                    record_components(&mut done.execution, &services, &before, measuring.elapsed());
+                    let parts = record_components(
+                        &mut done.execution,
+                        &services,
+                        &before,
+                        measuring.elapsed(),
+                    );
+                    // Which component worked, as a client's runs say it
+                    // (`NAME_cpu_time`, see `run_client`).
+                    if let (Measure::Load(_), Ok(metrics)) = (&stack.measure, &mut done.metrics) {
+                        metrics.extend(parts.into_iter().map(|(component, cpu)| {
+                            super::job::metric_value(isolab_workloads::Metric::new(
+                                format!("{component}_cpu_time"),
+                                "s",
+                                isolab_stats::Direction::Lower,
+                                cpu.as_secs_f64(),
+                            ))
+                        }));
+                    }
                 }
                 Ok(done)
             };
@@ -483,13 +500,14 @@ fn component_stats(services: &Services<'_>) -> Vec<Option<Stats>> {
 /// A component in a VM's guest is read from QEMU's cgroup on the host: those counters
 /// are recorded as QEMU's (`qemu_cpu_usage_s`, …), the host's cost of the guest. A
 /// component whose cgroup could not be read before and after is left out and named
-/// in a note.
+/// in a note. Returns each component's cpu time over the measurement.
 fn record_components(
     execution: &mut Execution,
     services: &Services<'_>,
     before: &[Option<Stats>],
     wall: Duration,
-) {
+) -> Vec<(String, Duration)> {
+    let mut parts = Vec::new();
     let after = component_stats(services);
     let (mut own, mut qemu): (Option<Stats>, Option<Stats>) = (None, None);
     for (((component, service), before), after) in services.iter().zip(before).zip(&after) {
@@ -500,6 +518,9 @@ fn record_components(
             continue;
         };
         let part = after.since(before);
+        if let Some(cpu) = part.cpu_usage {
+            parts.push((component.clone(), cpu));
+        }
         let total = if service.in_guest() {
             &mut qemu
         } else {
@@ -529,6 +550,7 @@ fn record_components(
         );
         t.push_some(Telemetry::QemuMemoryPeak, q.memory_peak.map(|b| b.0 as f64));
     }
+    parts
 }
 
 #[cfg(test)]
