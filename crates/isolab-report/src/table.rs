@@ -454,11 +454,13 @@ pub fn comparison_table(c: &crate::compare::Comparison, style: impl Into<Style>)
     out.push_str(&text_lines(&attribution_lines(c), style));
     if let Some(h) = &c.histogram {
         out.push('\n');
+        let regressions: Vec<f64> = c.points.iter().filter_map(|p| p.regression_pct).collect();
+        let text = histogram_text(h, &regressions);
         if style.is_markdown() {
             // Bars need a monospace block.
-            out.push_str(&format!("```text\n{}```\n", histogram_text(h)));
+            out.push_str(&format!("```text\n{text}```\n"));
         } else {
-            out.push_str(&histogram_text(h));
+            out.push_str(&text);
         }
     }
     if let Some(line) = c.steady.line() {
@@ -633,8 +635,10 @@ fn geomean_row(factors: usize, g: &crate::compare::GeoMean) -> Vec<String> {
     row
 }
 
-/// The seed-000 regression histogram as text bars.
-pub fn histogram_text(h: &isolab_stats::Histogram) -> String {
+/// The seed-000 regression histogram as text bars; over fewer than
+/// [`crate::plots::DOTS_BELOW`] points, the points' regressions themselves, in order
+/// (as the report's dot plot), instead of bins that would be mostly empty.
+pub fn histogram_text(h: &isolab_stats::Histogram, regressions: &[f64]) -> String {
     let pct = |q: f64| {
         h.percentiles
             .iter()
@@ -651,6 +655,24 @@ pub fn histogram_text(h: &isolab_stats::Histogram) -> String {
         pct(75.0),
         pct(95.0)
     );
+    let mut points: Vec<f64> = regressions
+        .iter()
+        .copied()
+        .filter(|v| v.is_finite())
+        .collect();
+    if points.len() < crate::plots::DOTS_BELOW {
+        points.sort_by(f64::total_cmp);
+        out.push_str(&format!(
+            "  each point (under {} points they are listed, not binned): {}\n",
+            crate::plots::DOTS_BELOW,
+            points
+                .iter()
+                .map(|v| format!("{}%", signed_pct(*v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        return out;
+    }
     let max = h.bins.iter().map(|b| b.count).max().unwrap_or(0).max(1);
     for b in &h.bins {
         let bar = "█".repeat((b.count * 40).div_ceil(max));
