@@ -88,6 +88,8 @@ pub struct Moved {
     pub seconds: bool,
     /// Paired by round or not.
     pub method: Method,
+    /// Its p-value before the adjustment.
+    pub p: f64,
     /// Benjamini-Hochberg adjusted p across the counters of this attribution.
     pub q: f64,
 }
@@ -114,6 +116,11 @@ pub struct Attribution {
     pub levels: Vec<(String, String)>,
     /// Counters that moved, ranked (see the module documentation).
     pub moved: Vec<Moved>,
+    /// When none moved: the counters that would have, judged by their p before the
+    /// false-discovery adjustment (p < α, change beyond Δ), ranked the same way. With
+    /// few runs the adjustment over many counters lets nothing through (6 pairs give
+    /// p ≥ 0.031 at best); these say where to look, not what is shown.
+    pub unadjusted: Vec<Moved>,
     /// Counters recorded on both sides and tested.
     pub tested: usize,
     /// Counters recorded on one side only: not comparable.
@@ -186,53 +193,71 @@ pub fn attribute(
     }
     let ps: Vec<f64> = tested.iter().map(|(_, _, _, t)| t.p).collect();
     let qs = benjamini_hochberg(&ps);
+    let candidate = |((name, mean_a, mean_b, t), q): (&(String, f64, f64, ChangeTest), f64),
+                     adjusted: bool| {
+        let judged = if adjusted { q } else { t.p };
+        // (A NaN p or q is not significant.)
+        if judged.is_nan() || judged >= rule.alpha {
+            return None;
+        }
+        let material = match t.change {
+            Some(c) => c.abs() > rule.noise,
+            // A's median is 0: material when B's is not.
+            None => *mean_b != *mean_a,
+        };
+        if !material {
+            return None;
+        }
+        let key = Telemetry::parse(name)?;
+        let Role::Counter(mechanism) = role(&key) else {
+            return None;
+        };
+        Some(Moved {
+            counter: name.clone(),
+            unit: key.unit().symbol().to_owned(),
+            mechanism,
+            mean_a: *mean_a,
+            mean_b: *mean_b,
+            ratio: (*mean_a != 0.0).then(|| mean_b / mean_a),
+            change: t.change,
+            change_ci: t.change_ci,
+            seconds: key.unit() == isolab_store::Unit::Seconds,
+            method: t.method,
+            p: t.p,
+            q,
+        })
+    };
+    let rank = |list: &mut Vec<Moved>| {
+        list.sort_by(|x, y| {
+            x.mechanism
+                .is_context()
+                .cmp(&y.mechanism.is_context())
+                .then(y.seconds.cmp(&x.seconds))
+                .then(y.effect().total_cmp(&x.effect()))
+                .then(x.q.total_cmp(&y.q))
+                .then(x.counter.cmp(&y.counter))
+        })
+    };
     let mut moved: Vec<Moved> = tested
         .iter()
-        .zip(qs)
-        .filter_map(|((name, mean_a, mean_b, t), q)| {
-            // (A NaN q is not significant.)
-            if q.is_nan() || q >= rule.alpha {
-                return None;
-            }
-            let material = match t.change {
-                Some(c) => c.abs() > rule.noise,
-                // A's median is 0: material when B's is not.
-                None => *mean_b != *mean_a,
-            };
-            if !material {
-                return None;
-            }
-            let key = Telemetry::parse(name)?;
-            let Role::Counter(mechanism) = role(&key) else {
-                return None;
-            };
-            Some(Moved {
-                counter: name.clone(),
-                unit: key.unit().symbol().to_owned(),
-                mechanism,
-                mean_a: *mean_a,
-                mean_b: *mean_b,
-                ratio: (*mean_a != 0.0).then(|| mean_b / mean_a),
-                change: t.change,
-                change_ci: t.change_ci,
-                seconds: key.unit() == isolab_store::Unit::Seconds,
-                method: t.method,
-                q,
-            })
-        })
+        .zip(qs.iter().copied())
+        .filter_map(|c| candidate(c, true))
         .collect();
-    moved.sort_by(|x, y| {
-        x.mechanism
-            .is_context()
-            .cmp(&y.mechanism.is_context())
-            .then(y.seconds.cmp(&x.seconds))
-            .then(y.effect().total_cmp(&x.effect()))
-            .then(x.q.total_cmp(&y.q))
-            .then(x.counter.cmp(&y.counter))
-    });
+    rank(&mut moved);
+    let mut unadjusted: Vec<Moved> = if moved.is_empty() {
+        tested
+            .iter()
+            .zip(qs.iter().copied())
+            .filter_map(|c| candidate(c, false))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    rank(&mut unadjusted);
     Attribution {
         levels: levels.to_vec(),
         moved,
+        unadjusted,
         tested: tested.len(),
         not_comparable,
     }
@@ -330,6 +355,55 @@ mod tests {
         assert!(
             line.ends_with("not comparable (recorded on one side only): q1, q2, q3, q4 and 2 more"),
             "{line}"
+        );
+    }
+
+    #[test]
+    fn with_six_runs_a_clear_change_is_named_before_the_adjustment_not_as_moved() {
+        // Six paired rounds: the smallest p is 2/2⁶ = 0.031, and over 20 counters the
+        // false-discovery control lets nothing through. 19 counters stay as they were.
+        let steady = [
+            "cpu_usage_s",
+            "cpu_user_s",
+            "cpu_system_s",
+            "context_switches",
+            "cpu_migrations",
+            "ctx_switches_voluntary",
+            "ctx_switches_involuntary",
+            "minor_faults",
+            "major_faults",
+            "interrupts",
+            "softirqs",
+            "memory_major_faults",
+            "psi_cpu_some_s",
+            "psi_cpu_full_s",
+            "psi_io_some_s",
+            "psi_io_full_s",
+            "psi_memory_some_s",
+            "psi_memory_full_s",
+            "nr_periods",
+        ];
+        let same = series(&[10.0, 11.0, 10.5, 10.2, 10.8, 10.1]);
+        let mut a = side(&[("nr_throttled", &[420.0, 430.0, 426.0, 424.0, 431.0, 427.0])]);
+        let mut b = side(&[("nr_throttled", &[0.0; 6])]);
+        for name in steady {
+            a.insert(name.into(), same.clone());
+            b.insert(name.into(), same.clone());
+        }
+        let at = attribute(&[], &a, &b, true, &VerdictRule::default(), 0.95);
+        assert!(at.moved.is_empty(), "{at:?}");
+        assert_eq!(at.tested, 20);
+        assert_eq!(at.unadjusted.len(), 1, "{at:?}");
+        assert_eq!(at.unadjusted[0].counter, "nr_throttled");
+        assert!((at.unadjusted[0].p - 0.03125).abs() < 1e-9);
+        let line = crate::table::attribution_line(&at);
+        assert!(
+            line.starts_with("no counter moved significantly after the false-discovery control over 20 counters (too few runs to tell); before it (p < α): nr_throttled 426.3 → 0 (cpu quota) [p 0.03125] — cpu quota?"),
+            "{line}"
+        );
+        assert_eq!(
+            crate::table::attribution_short(&at),
+            "cpu quota? (nr_throttled, unadjusted)"
         );
     }
 

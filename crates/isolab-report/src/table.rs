@@ -500,6 +500,17 @@ pub fn moved_phrase(m: &crate::attribution::Moved) -> String {
 /// are not comparable, when some are.
 pub fn attribution_line(a: &crate::attribution::Attribution) -> String {
     let mut out = match a.moved.first() {
+        None if !a.unadjusted.is_empty() => format!(
+            "no counter moved significantly after the false-discovery control over {} counters (too few runs to tell); before it (p < α): {} — {}?",
+            a.tested,
+            a.unadjusted
+                .iter()
+                .take(LINE_COUNTERS)
+                .map(|m| format!("{} [p {}]", moved_phrase(m), num(m.p)))
+                .collect::<Vec<_>>()
+                .join("; "),
+            a.unadjusted[0].mechanism.name()
+        ),
         None => format!("no recorded counter explains it ({} tested)", a.tested),
         Some(top) => format!(
             "why: {} — {}",
@@ -535,9 +546,10 @@ const LINE_NOT_COMPARABLE: usize = 4;
 
 /// An attribution in a table cell: `cpu quota (nr_throttled)` or `nothing moved`.
 pub fn attribution_short(a: &crate::attribution::Attribution) -> String {
-    match a.moved.first() {
-        Some(top) => format!("{} ({})", top.mechanism.name(), top.counter),
-        None => "nothing moved".into(),
+    match (a.moved.first(), a.unadjusted.first()) {
+        (Some(top), _) => format!("{} ({})", top.mechanism.name(), top.counter),
+        (None, Some(top)) => format!("{}? ({}, unadjusted)", top.mechanism.name(), top.counter),
+        (None, None) => "nothing moved".into(),
     }
 }
 
