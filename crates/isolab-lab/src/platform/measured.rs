@@ -136,3 +136,12 @@ pub(crate) fn push_stats(t: &mut TelemetrySet, s: &Stats, wall: Duration) {
         }
     }
 }
+
+/// Records the counters of a VM's QEMU cgroup `s` under the `qemu_*` keys: what the host
+/// paid for the guest.
+pub(crate) fn push_qemu_stats(t: &mut TelemetrySet, s: &Stats) {
+    t.push_some(T::QemuCpuUsage, s.cpu_usage.map(|d| d.as_secs_f64()));
+    t.push_some(T::QemuNrThrottled, s.nr_throttled.map(|v| v as f64));
+    t.push_some(T::QemuThrottled, s.throttled.map(|d| d.as_secs_f64()));
+    t.push_some(T::QemuMemoryPeak, s.memory_peak.map(|b| b.0 as f64));
+}

@@ -26,7 +26,9 @@ use isolab_workloads::{ComponentDef, Endpoint, Measure, Params, Ready, ShapeScop
 use super::finished::Done;
 use super::job::{create_dir, free_port, parse_metrics, render, write_file};
 use super::Runner;
-use crate::platform::{push_stats, Execution, Job, PlatformError, Service, ServiceSpec};
+use crate::platform::{
+    push_qemu_stats, push_stats, Execution, Job, PlatformError, Service, ServiceSpec,
+};
 use crate::spec::{Cell, ExperimentSpec};
 
 pub use outside::generator_missing;
@@ -539,16 +541,7 @@ fn record_components(
         push_stats(t, &own, wall);
     }
     if let Some(q) = qemu {
-        t.push_some(
-            Telemetry::QemuCpuUsage,
-            q.cpu_usage.map(|d| d.as_secs_f64()),
-        );
-        t.push_some(Telemetry::QemuNrThrottled, q.nr_throttled.map(|v| v as f64));
-        t.push_some(
-            Telemetry::QemuThrottled,
-            q.throttled.map(|d| d.as_secs_f64()),
-        );
-        t.push_some(Telemetry::QemuMemoryPeak, q.memory_peak.map(|b| b.0 as f64));
+        push_qemu_stats(t, &q);
     }
     parts
 }

@@ -106,16 +106,11 @@ impl Connection for Sqlite {
     }
 
     fn query(&mut self, sql: &str, args: &[Value]) -> Result<Vec<Row>, BackendError> {
-        let mut stmt = self.conn.prepare_cached(sql)?;
-        let columns = stmt.column_count();
-        let mut rows = stmt.query(params_from_iter(args.iter()))?;
         let mut out = Vec::new();
-        while let Some(row) = rows.next()? {
-            let values = (0..columns)
-                .map(|i| value(row.get_ref(i)?))
-                .collect::<Result<Vec<_>, BackendError>>()?;
-            out.push(Row(values));
-        }
+        self.query_each(sql, args, &mut |row| {
+            out.push(row);
+            Ok(())
+        })?;
         Ok(out)
     }
 

@@ -630,14 +630,8 @@ fn execute(
         .into_iter()
         .collect();
         match &stats {
-            Ok(s) => {
-                let t = &mut telemetry;
-                // QEMU's whole life (boot included): what the host paid for the run.
-                t.push_some(T::QemuCpuUsage, s.cpu_usage.map(|d| d.as_secs_f64()));
-                t.push_some(T::QemuNrThrottled, s.nr_throttled.map(|v| v as f64));
-                t.push_some(T::QemuThrottled, s.throttled.map(|d| d.as_secs_f64()));
-                t.push_some(T::QemuMemoryPeak, s.memory_peak.map(|b| b.0 as f64));
-            }
+            // QEMU's whole life (boot included): what the host paid for the run.
+            Ok(s) => crate::platform::push_qemu_stats(&mut telemetry, s),
             Err(e) => notes.push(format!("QEMU's cgroup statistics unavailable: {e}")),
         }
         notes.push(net_note.clone());
