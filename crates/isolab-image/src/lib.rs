@@ -72,7 +72,7 @@ pub use recipe::{
     RECIPE_FORMAT,
 };
 pub use skeleton::IMAGE_HOSTNAME;
-pub use tree::{sha256_file, tree_digest};
+pub use tree::{copy_tree, sha256_file, tree_digest};
 
 /// Where and how to build an image.
 #[derive(Debug, Clone, PartialEq, Eq)]

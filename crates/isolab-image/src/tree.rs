@@ -250,7 +250,7 @@ fn apply_metadata(dst: &Path, meta: &Metadata, kind: Kind) -> Result<(), ImageEr
 /// inside the tree. Sockets are skipped (they are meaningless in an image); extended attributes
 /// are not copied. Files are copied, never hard-linked to the source: a container writing into its
 /// bundle must not change the image.
-pub(crate) fn copy_tree(src: &Path, dst: &Path) -> Result<u64, ImageError> {
+pub fn copy_tree(src: &Path, dst: &Path) -> Result<u64, ImageError> {
     let mut links: HashMap<(u64, u64), PathBuf> = HashMap::new();
     let mut dirs = Vec::new();
     let mut bytes = 0u64;

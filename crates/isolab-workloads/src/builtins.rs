@@ -301,6 +301,7 @@ fn sockperf_rr(proto: &str, flag: &str) -> WorkloadDef {
             components: vec![server],
             shape: ShapeScope::Component,
             data_load: None,
+            data_paths: Vec::new(),
             measure: Measure::Client,
         }),
         ..def(

@@ -32,6 +32,7 @@ fn client_of(name: &str) -> StackDef {
         components: stack.components,
         shape: ShapeScope::Component,
         data_load: stack.data_load,
+        data_paths: Vec::new(),
         measure: Measure::Client,
     }
 }

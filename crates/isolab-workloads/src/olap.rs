@@ -86,6 +86,7 @@ fn olap(benchmark: &str, what: &str, data: &str) -> WorkloadDef {
     let mut w = client_of(
         "postgresql",
         "sh {workdir}/olap/load.sh {db.host} {db.port}".into(),
+        &[],
         files,
         WorkloadDef {
             name: format!("{benchmark}-pgsql"),

@@ -101,10 +101,18 @@ impl Database {
     }
 }
 
-/// A workload on built-in stack `stack` measured by a client on the host.
+/// The file in which a database workload's data load states the data set's size,
+/// stored with each run.
+pub const DATA_SET_FILE: &str = "data-set.json";
+
+/// A workload on built-in stack `stack` measured by a client on the host. Its data
+/// (the database's directory `db/data`, [`DATA_SET_FILE`] and `more_data` that the
+/// data load writes) is made once per platform, workload and shape
+/// ([`StackDef::data_paths`]).
 pub(crate) fn client_of(
     stack: &str,
     data_load: String,
+    more_data: &[&str],
     files: Vec<FileTemplate>,
     workload: WorkloadDef,
 ) -> WorkloadDef {
@@ -123,6 +131,11 @@ pub(crate) fn client_of(
             components,
             shape: ShapeScope::Component,
             data_load: Some(data_load),
+            data_paths: ["db/data", DATA_SET_FILE]
+                .iter()
+                .chain(more_data)
+                .map(|p| (*p).to_owned())
+                .collect(),
             measure: Measure::Client,
         }),
         packages,
@@ -157,6 +170,7 @@ fn pgbench_oltp() -> WorkloadDef {
     client_of(
         "postgresql",
         "sh {workdir}/pgbench/load.sh {db.host} {db.port}".into(),
+        &[],
         files,
         WorkloadDef {
             name: "pgbench-oltp".into(),
@@ -197,6 +211,7 @@ fn sysbench_oltp(db: Database, script: &str) -> WorkloadDef {
             "sh -c '{create}sh \"$0\"/sysbench/load.sh {options}' {{workdir}}",
             create = db.create_database()
         ),
+        &["sysbench/table-size"],
         files,
         WorkloadDef {
             name: format!("sysbench-{}-{short}", db.driver()),

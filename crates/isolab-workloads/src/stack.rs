@@ -33,6 +33,14 @@ pub struct StackDef {
     /// Run in the platform once every component is ready, unmeasured (e.g. create
     /// and fill the database), with the stack's working directory and endpoints.
     pub data_load: Option<String>,
+    /// Paths under the working directory that hold what the data load made (a
+    /// database's data directory, a file saying the data set's size): with any, the
+    /// data is made once per platform, workload and shape (the components' prepare
+    /// steps and the data load run in the first such run, then the components are
+    /// stopped and these paths kept) and copied into every run's working directory
+    /// before its components start, their prepare steps and the data load skipped.
+    /// Empty: every run prepares and loads its own.
+    pub data_paths: Vec<String>,
     /// What is measured.
     pub measure: Measure,
 }
@@ -69,10 +77,13 @@ impl FileTemplate {
     /// Whether its path stays inside the run's working directory: relative, not
     /// empty, no `..` component.
     pub fn stays_inside(&self) -> bool {
-        !(self.path.is_empty()
-            || self.path.starts_with('/')
-            || self.path.split('/').any(|p| p == ".."))
+        stays_inside(&self.path)
     }
+}
+
+/// Whether relative `path` names something inside the working directory.
+fn stays_inside(path: &str) -> bool {
+    !(path.is_empty() || path.starts_with('/') || path.split('/').any(|p| p == ".."))
 }
 
 /// How the lab decides that a component is ready.
@@ -168,6 +179,14 @@ pub enum StackError {
     /// A file path outside the working directory.
     #[error("file `{0}` must be a relative path inside the run's working directory (no `..`)")]
     BadPath(String),
+    /// A data path outside the working directory.
+    #[error(
+        "data_paths: `{0}` must be a relative path inside the run's working directory (no `..`)"
+    )]
+    BadDataPath(String),
+    /// `data_paths` without a data load to make them.
+    #[error("data_paths name what the data load makes: give the stack a data_load, or remove data_paths")]
+    DataPathsWithoutLoad,
     /// A template is wrong.
     #[error("{place}: {source}")]
     Template {
@@ -218,6 +237,12 @@ impl StackDef {
         }
         if let Some(t) = &self.data_load {
             check_template("data_load", t, &names, None, &names)?;
+        }
+        if let Some(p) = self.data_paths.iter().find(|p| !stays_inside(p)) {
+            return Err(StackError::BadDataPath(p.clone()));
+        }
+        if !self.data_paths.is_empty() && self.data_load.is_none() {
+            return Err(StackError::DataPathsWithoutLoad);
         }
         if let Measure::Load(l) = &self.measure {
             if !names.contains(&l.target.as_str()) {
@@ -290,6 +315,7 @@ mod tests {
             components,
             shape: ShapeScope::Component,
             data_load: None,
+            data_paths: Vec::new(),
             measure: Measure::Command,
         }
     }
@@ -357,5 +383,24 @@ mod tests {
         let mut db = component("db", "mariadbd --port={port}");
         db.ready = Ready::Command("mariadb-admin --port={db.port} ping".into());
         stack(vec![db]).validate().unwrap();
+    }
+
+    #[test]
+    fn data_paths_stay_inside_and_need_a_data_load() {
+        let mut s = stack(vec![component("db", "postgres -p {port}")]);
+        s.data_paths = vec!["db/data".into()];
+        assert!(matches!(
+            s.validate(),
+            Err(StackError::DataPathsWithoutLoad)
+        ));
+        s.data_load = Some("sh {workdir}/load.sh {db.port}".into());
+        s.validate().unwrap();
+        for bad in ["/var/lib/db", "db/../../etc", ""] {
+            s.data_paths = vec![bad.into()];
+            assert!(
+                matches!(s.validate(), Err(StackError::BadDataPath(ref p)) if p == bad),
+                "{bad}"
+            );
+        }
     }
 }

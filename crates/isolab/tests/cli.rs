@@ -1957,6 +1957,11 @@ fn a_stack_under_a_ramp_stores_its_series_generator_and_limits_and_leaves_nothin
         assert!((5.0..60.0).contains(&wall), "{key}: wall_s {wall}");
         let cpu = telemetry(run, "cpu_usage_s").unwrap_or(0.0);
         assert!(cpu > 0.01 && cpu < wall, "{key}: cpu_usage_s {cpu}");
+        // The interrupts the component's cpu served meanwhile: a web server under
+        // load over loopback raises network softirqs there.
+        let softirqs = telemetry(run, "softirqs").unwrap_or(0.0);
+        assert!(softirqs > 0.0, "{key}: softirqs {softirqs}");
+        assert!(telemetry(run, "irqs").is_some(), "{key}");
         // The limits read back from the component's own cgroup.
         let web = &run.limits["components"]["web"];
         assert_eq!(
@@ -2145,6 +2150,44 @@ fn assert_databases_left_nothing(guard: &CgroupTest, procs_before: &[String], di
     assert!(!dir.join("work").exists(), "working directories left");
 }
 
+/// Database data is made once per platform, workload and shape: among the `runs` of
+/// the `cells` that share the levels of the factors named by `by` (e.g. `platform=`),
+/// the first loaded it and every other got a copy.
+fn assert_data_loaded_once(
+    runs: &[isolab_store::RunRecord],
+    cells: &[isolab_store::CellRecord],
+    by: &[&str],
+) {
+    let mut loads: std::collections::BTreeMap<Vec<String>, (usize, usize)> = Default::default();
+    for run in runs {
+        let key = &cells.iter().find(|c| c.id == run.cell).unwrap().key;
+        let group: Vec<String> = key
+            .split(' ')
+            .filter(|l| by.iter().any(|f| l.starts_with(f)))
+            .map(str::to_owned)
+            .collect();
+        let data = run.limits["data"].as_str().unwrap_or_default();
+        let counts = loads.entry(group).or_default();
+        if data.starts_with("loaded in this run") {
+            counts.0 += 1;
+        } else {
+            assert!(
+                data.starts_with("copied from the first run"),
+                "{key}: {}",
+                run.limits
+            );
+            counts.1 += 1;
+        }
+    }
+    for (group, (loaded, copied)) in loads {
+        assert_eq!(
+            loaded, 1,
+            "{group:?}: loaded {loaded} times, copied {copied}"
+        );
+        assert!(copied >= 1, "{group:?}");
+    }
+}
+
 /// A temporary directory the `postgres` user can reach (PostgreSQL's server does not
 /// run as root, and `tempfile` makes directories only their owner can enter).
 fn reachable_tempdir() -> tempfile::TempDir {
@@ -2213,6 +2256,8 @@ fn oltp_points_per_statement_with_limits_read_back_on_host_and_isolab_leave_noth
             run.limits
         );
     }
+    // Each cell's data is loaded once, by its first run, and copied into its second.
+    assert_data_loaded_once(&runs, &cells, &["platform=", "workload="]);
     // Every statement type is a measurement point of its own for `compare --all-metrics`.
     let compare = run(isolab().arg("--db").arg(&db).args([
         "compare",
@@ -2305,6 +2350,8 @@ reservation = ["none", "cpuset"]"#,
             );
         }
     }
+    // One data load per platform: the cells of a platform share the workload and shape.
+    assert_data_loaded_once(&runs, &cells, &["platform="]);
     assert_databases_left_nothing(&guard, &procs_before, dir.path());
     let stress = new_since(processes_named(&["stress-ng"]), &stress_before);
     assert!(stress.is_empty(), "neighbours left: {stress:?}");

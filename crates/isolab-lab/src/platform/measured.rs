@@ -4,13 +4,13 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use isolab_cgroups::{Limits, Stats};
+use isolab_cgroups::{IdSet, Limits, Stats};
 use isolab_store::{PsiLine, PsiResource, Telemetry as T, TelemetrySet};
 
 use super::launch::{log_path, PerfCounts};
 use super::process::read_tail;
 use super::{Execution, ExitKind};
-use crate::telemetry::HostCpu;
+use crate::telemetry::{HostCpu, Interrupts};
 
 /// Largest part of a log kept with a run.
 const LOG_TAIL: usize = 1 << 20;
@@ -69,22 +69,10 @@ impl Measured {
                 host_cpu.mean.iter().map(|(_, u)| u).sum::<f64>() / host_cpu.mean.len() as f64;
             telemetry.push(T::HostUtil, mean);
         }
-        // Interrupts on the cpus the subject may use: its cpuset, else every cpu.
-        let subject_cpus = limits_applied.cpuset.as_ref();
-        let on_subject = |counts: &[(u32, u64)]| -> Option<f64> {
-            (!counts.is_empty()).then(|| {
-                counts
-                    .iter()
-                    .filter(|(cpu, _)| subject_cpus.is_none_or(|set| set.contains(*cpu)))
-                    .map(|(_, n)| *n as f64)
-                    .sum()
-            })
-        };
-        telemetry.push_some(T::Interrupts, on_subject(&host_cpu.interrupts.irqs));
-        telemetry.push_some(T::Softirqs, on_subject(&host_cpu.interrupts.softirqs));
-        telemetry.push_some(
-            T::SoftirqsNet,
-            on_subject(&host_cpu.interrupts.softirqs_net),
+        push_interrupts(
+            &mut telemetry,
+            &host_cpu.interrupts,
+            limits_applied.cpuset.as_ref(),
         );
 
         Execution {
@@ -103,6 +91,23 @@ impl Measured {
 
 /// Records a cgroup's counters `s` over `wall` (cpu time, its share of `wall`, CFS
 /// throttling and bursts, memory peak and major faults, block io, PSI stall totals).
+/// Records the `interrupts` served on the cpus the subject may use: `cpus`, else
+/// every cpu.
+pub(crate) fn push_interrupts(t: &mut TelemetrySet, interrupts: &Interrupts, cpus: Option<&IdSet>) {
+    let on_subject = |counts: &[(u32, u64)]| -> Option<f64> {
+        (!counts.is_empty()).then(|| {
+            counts
+                .iter()
+                .filter(|(cpu, _)| cpus.is_none_or(|set| set.contains(*cpu)))
+                .map(|(_, n)| *n as f64)
+                .sum()
+        })
+    };
+    t.push_some(T::Interrupts, on_subject(&interrupts.irqs));
+    t.push_some(T::Softirqs, on_subject(&interrupts.softirqs));
+    t.push_some(T::SoftirqsNet, on_subject(&interrupts.softirqs_net));
+}
+
 pub(crate) fn push_stats(t: &mut TelemetrySet, s: &Stats, wall: Duration) {
     t.push_some(T::CpuUsage, s.cpu_usage.map(|d| d.as_secs_f64()));
     t.push_some(T::CpuUser, s.cpu_user.map(|d| d.as_secs_f64()));

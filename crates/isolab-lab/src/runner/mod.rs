@@ -263,6 +263,11 @@ impl<'a> Runner<'a> {
     ) -> Result<Outcome, RunError> {
         self.observer.event(&started(id, spec, seed, &states));
         let (_made, disk) = prepare_base(&self.config.workdir_base)?;
+        // Dropped before `_made`, which removes the base when it is left empty.
+        let _kept = stack::KeptDataGuard {
+            base: &self.config.workdir_base.clone(),
+            id,
+        };
         let mut runs = 0;
         loop {
             let batch = round_order(spec, &states, seed, round);

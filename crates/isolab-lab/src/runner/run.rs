@@ -159,7 +159,7 @@ impl Runner<'_> {
             ),
             None => None,
         };
-        let mut done = self.execute_confined(spec, cell, &name, workdir, disk, &limits)?;
+        let mut done = self.execute_confined((id, spec), cell, &name, workdir, disk, &limits)?;
         if let Some(c) = confined.filter(|c| !c.confined.is_empty()) {
             done.limits["placement"]["daemons"] = serde_json::json!(c.confined);
         }
@@ -169,7 +169,7 @@ impl Runner<'_> {
     /// [`Runner::execute`] once the daemons are confined.
     fn execute_confined(
         &self,
-        spec: &ExperimentSpec,
+        (id, spec): (ExperimentId, &ExperimentSpec),
         cell: &Cell,
         name: &str,
         workdir: &Path,
@@ -195,7 +195,7 @@ impl Runner<'_> {
             let mut subject = self.stack_subject(spec, cell, name, workdir, limits);
             let note =
                 self.set_neighbours(cell, name, limits, std::slice::from_mut(&mut subject), disk)?;
-            let mut done = self.execute_stack(spec, cell, &subject, workdir, disk.direct)?;
+            let mut done = self.execute_stack((id, spec), cell, &subject, workdir, disk.direct)?;
             done.execution.notes.extend(note);
             return Ok(done);
         }

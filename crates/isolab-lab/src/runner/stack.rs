@@ -13,6 +13,7 @@
 //! data is loaded, stopped after it), and the components carry the subject's limits
 //! under the cell's reservation.
 
+mod data;
 mod outside;
 mod ready;
 
@@ -20,17 +21,21 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use isolab_cgroups::{IdSet, Limits, Stats};
-use isolab_store::Telemetry;
+use isolab_store::{ExperimentId, Telemetry};
 use isolab_workloads::{ComponentDef, Endpoint, Measure, Params, Ready, ShapeScope, StackDef};
 
 use super::finished::Done;
 use super::job::{create_dir, free_port, parse_metrics, render, write_file};
 use super::Runner;
 use crate::platform::{
-    push_qemu_stats, push_stats, Execution, Job, PlatformError, Service, ServiceSpec,
+    push_interrupts, push_qemu_stats, push_stats, Execution, Job, PlatformError, Service,
+    ServiceSpec,
 };
 use crate::spec::{Cell, ExperimentSpec};
+use crate::telemetry::Interrupts;
+use data::KeptData;
 
+pub(super) use data::KeptDataGuard;
 pub use outside::generator_missing;
 pub(super) use outside::intervals;
 
@@ -43,7 +48,7 @@ impl Runner<'_> {
     /// and the neighbours that run beside the measurement.
     pub(super) fn execute_stack(
         &self,
-        spec: &ExperimentSpec,
+        (id, spec): (ExperimentId, &ExperimentSpec),
         cell: &Cell,
         subject: &Job,
         workdir: &Path,
@@ -62,18 +67,37 @@ impl Runner<'_> {
         self.place_inputs(w, &params)?;
         let pool = self.cell_cpus(cell);
         let started = Instant::now();
+        // Data made once: copied in here, when an earlier run made it.
+        let kept = KeptData::of(&self.config.workdir_base, id, cell);
+        let copied = match &kept {
+            Some(k) if k.is_made() => {
+                k.restore(&stack.data_paths, workdir)?;
+                true
+            }
+            _ => false,
+        };
         let mut services: Services<'_> = Vec::new();
         // Whatever the steps below return, `stop_all` then stops every component
         // started, the last first.
         let result = (|| {
-            self.start_components(spec, cell, name, stack, limits, &mut params, &mut services)?;
-            params.port = 0;
-            if let Some(t) = &stack.data_load {
-                self.load_data(spec, cell, name, t, &params, limits)?;
+            let start = (spec, cell, name, stack, limits);
+            self.start_components(start, &mut params, &mut services, !copied)?;
+            if !copied {
+                if let Some(t) = &stack.data_load {
+                    self.load_data(spec, cell, name, t, &params, limits)?;
+                }
+            }
+            if let (Some(k), false) = (&kept, copied) {
+                // Kept with the components stopped, then started again from it, as
+                // every later run starts.
+                stop_all(std::mem::take(&mut services))?;
+                k.keep(&stack.data_paths, workdir)?;
+                params.components.clear();
+                self.start_components(start, &mut params, &mut services, false)?;
             }
             let ready = started.elapsed();
             let measure = || {
-                let before = component_stats(&services);
+                let before = Before::read(&services);
                 let measuring = Instant::now();
                 let mut done = match &stack.measure {
                     Measure::Load(l) => self.drive_load(name, workdir, l, &services, &pool),
@@ -138,6 +162,13 @@ impl Runner<'_> {
                 .push(Telemetry::StackReady, ready.as_secs_f64());
             done.limits = stack_limits(stack, &services, std::mem::take(&mut done.limits));
             done.limits["placement"] = self.placement_facts(cell, limits);
+            if kept.is_some() {
+                done.limits["data"] = serde_json::json!(if copied {
+                    "copied from the first run of this platform, workload and shape"
+                } else {
+                    "loaded in this run, and kept for the later runs of this platform, workload and shape"
+                });
+            }
             Ok(done)
         })();
         let stopped = stop_all(services);
@@ -215,18 +246,15 @@ impl Runner<'_> {
         })
     }
 
-    /// Starts the components of `stack` in order, each with its part of `limits`,
-    /// into `services`; `params` then name every component's endpoint.
-    #[allow(clippy::too_many_arguments)]
+    /// Starts the components of `stack` in order, each with its part of `limits`
+    /// (and its prepare step run first when `prepare`), into `services`; `params`
+    /// then name every component's endpoint.
     fn start_components<'p>(
         &'p self,
-        spec: &ExperimentSpec,
-        cell: &Cell,
-        name: &str,
-        stack: &StackDef,
-        limits: &Limits,
+        (spec, cell, name, stack, limits): (&ExperimentSpec, &Cell, &str, &StackDef, &Limits),
         params: &mut Params,
         services: &mut Services<'p>,
+        prepare: bool,
     ) -> Result<(), PlatformError> {
         let n = stack.components.len();
         for (k, c) in stack.components.iter().enumerate() {
@@ -234,10 +262,11 @@ impl Runner<'_> {
                 ShapeScope::Component => limits.clone(),
                 ShapeScope::Stack => share(limits, k, n),
             };
-            let service = self.start_component(spec, cell, name, c, own, params)?;
+            let service = self.start_component((spec, cell, name), c, own, params, prepare)?;
             params.components.push(endpoint(c, &service));
             services.push((c.name.clone(), service));
         }
+        params.port = 0;
         Ok(())
     }
 
@@ -267,19 +296,18 @@ impl Runner<'_> {
         Ok(())
     }
 
-    /// Starts component `c` with `limits`, its files written and its prepare step run
-    /// first; returns once its readiness check passed.
+    /// Starts component `c` with `limits`, its files written and (when `prepare`) its
+    /// prepare step run first; returns once its readiness check passed.
     fn start_component<'p>(
         &'p self,
-        spec: &ExperimentSpec,
-        cell: &Cell,
-        name: &str,
+        (spec, cell, name): (&ExperimentSpec, &Cell, &str),
         c: &ComponentDef,
         limits: Limits,
         params: &mut Params,
+        prepare: bool,
     ) -> Result<Service<'p>, PlatformError> {
         params.port = free_port()?;
-        self.prepare_component(spec, cell, name, c, &limits, params)?;
+        self.prepare_component(spec, cell, name, c, &limits, params, prepare)?;
         let mut job = self.stack_job(
             spec,
             cell,
@@ -332,7 +360,9 @@ impl Runner<'_> {
         }
     }
 
-    /// Writes component `c`'s files and runs its prepare step, if it has one.
+    /// Writes component `c`'s files and runs its prepare step, if it has one and
+    /// `prepare` says so.
+    #[allow(clippy::too_many_arguments)]
     fn prepare_component(
         &self,
         spec: &ExperimentSpec,
@@ -341,13 +371,14 @@ impl Runner<'_> {
         c: &ComponentDef,
         limits: &Limits,
         params: &Params,
+        prepare: bool,
     ) -> Result<(), PlatformError> {
         for f in &c.files {
             let text = isolab_workloads::render_text(&f.contents, params)
                 .map_err(|e| component_failed(c, format!("file {}: {e}", f.path)))?;
             write_file(&params.workdir, f, &text)?;
         }
-        let Some(t) = &c.prepare else {
+        let Some(t) = c.prepare.as_ref().filter(|_| prepare) else {
             return Ok(());
         };
         let job = self.stack_job(
@@ -495,6 +526,33 @@ fn component_stats(services: &Services<'_>) -> Vec<Option<Stats>> {
     services.iter().map(|(_, s)| s.stats()).collect()
 }
 
+/// The components' counters and the host's interrupts, read when the measurement
+/// starts.
+struct Before {
+    stats: Vec<Option<Stats>>,
+    interrupts: Interrupts,
+}
+
+impl Before {
+    fn read(services: &Services<'_>) -> Before {
+        Before {
+            stats: component_stats(services),
+            interrupts: Interrupts::read(Path::new("/proc")),
+        }
+    }
+}
+
+/// The cpus the components may use: the union of their cpusets, `None` (every cpu)
+/// when one has none.
+fn components_cpus(services: &Services<'_>) -> Option<IdSet> {
+    let mut all = IdSet::default();
+    for (_, s) in services {
+        all.0
+            .extend(s.limits_applied.cpuset.as_ref()?.0.iter().copied());
+    }
+    Some(all)
+}
+
 /// Records what the components did while they were measured as the subject's
 /// telemetry: the counters of their cgroups from `before` to now, summed over the
 /// components (cpu time and its share of `wall`, CFS throttling, major faults, block
@@ -502,13 +560,22 @@ fn component_stats(services: &Services<'_>) -> Vec<Option<Stats>> {
 /// A component in a VM's guest is read from QEMU's cgroup on the host: those counters
 /// are recorded as QEMU's (`qemu_cpu_usage_s`, …), the host's cost of the guest. A
 /// component whose cgroup could not be read before and after is left out and named
-/// in a note. Returns each component's cpu time over the measurement.
+/// in a note. The interrupts the host's cpus served meanwhile are counted on the
+/// components' cpus ([`push_interrupts`]). Returns each component's cpu time over the
+/// measurement.
 fn record_components(
     execution: &mut Execution,
     services: &Services<'_>,
-    before: &[Option<Stats>],
+    before: &Before,
     wall: Duration,
 ) -> Vec<(String, Duration)> {
+    let interrupts = Interrupts::read(Path::new("/proc")).since(&before.interrupts);
+    push_interrupts(
+        &mut execution.telemetry,
+        &interrupts,
+        components_cpus(services).as_ref(),
+    );
+    let before = &before.stats;
     let mut parts = Vec::new();
     let after = component_stats(services);
     let (mut own, mut qemu): (Option<Stats>, Option<Stats>) = (None, None);

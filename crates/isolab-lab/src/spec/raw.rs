@@ -209,6 +209,10 @@ pub(crate) struct RawWorkload {
     pub shape_applies: Option<Spanned<String>>,
     #[serde(default)]
     pub data_load: Option<Spanned<String>>,
+    /// What the data load makes, under the working directory: made once per
+    /// platform, workload and shape and copied into each run.
+    #[serde(default)]
+    pub data_paths: Option<Spanned<Vec<String>>>,
     #[serde(default)]
     pub load: Option<Spanned<RawLoad>>,
     /// Where a stack's measured `command` runs: `"platform"` (the default) or

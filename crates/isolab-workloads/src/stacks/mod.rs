@@ -187,6 +187,7 @@ mod tests {
                 components: b.components.clone(),
                 shape: ShapeScope::Component,
                 data_load: b.data_load.clone(),
+                data_paths: Vec::new(),
                 measure: Measure::Command,
             };
             stack

@@ -19,9 +19,6 @@ use crate::runner::job::{create_dir, metric_value, parse_metrics, render};
 use crate::runner::Runner;
 use crate::spec::{Cell, ExperimentSpec};
 
-/// Where a data load states the data set it made (JSON), in the working directory.
-const DATA_SET: &str = "data-set.json";
-
 /// How often the components are checked while the load runs.
 const WATCH: Duration = Duration::from_millis(100);
 
@@ -87,7 +84,8 @@ impl Runner<'_> {
         // The client's own counters are the measurement's, not the subject's: the
         // components' are recorded around it (see `execute_stack`).
         execution.telemetry = generator_telemetry(&execution, (&cpus, shares)).0;
-        let data_set = std::fs::read_to_string(workdir.join(DATA_SET))
+        // Where a data load states the data set it made (JSON).
+        let data_set = std::fs::read_to_string(workdir.join(isolab_workloads::oltp::DATA_SET_FILE))
             .ok()
             .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
         Ok(Done {

@@ -206,7 +206,7 @@ impl Validator<'_> {
                 span.clone(),
                 b.components,
                 raw.shape_applies.take(),
-                data_load,
+                (data_load, raw.data_paths.take()),
                 raw.load.take(),
             );
         }
@@ -219,6 +219,7 @@ impl Validator<'_> {
                     .as_ref()
                     .map(|s| (s.span(), "shape_applies")),
                 raw.data_load.as_ref().map(|s| (s.span(), "data_load")),
+                raw.data_paths.as_ref().map(|s| (s.span(), "data_paths")),
                 raw.load.as_ref().map(|s| (s.span(), "load")),
             ];
             for (at, key) in stray.into_iter().flatten() {
@@ -235,7 +236,7 @@ impl Validator<'_> {
             span.clone(),
             components,
             raw.shape_applies.take(),
-            raw.data_load.take(),
+            (raw.data_load.take(), raw.data_paths.take()),
             raw.load.take(),
         )
     }

@@ -19,7 +19,7 @@ impl Validator<'_> {
         span: Range<usize>,
         components: Vec<ComponentDef>,
         shape_applies: Option<Spanned<String>>,
-        data_load: Option<Spanned<String>>,
+        (data_load, data_paths): (Option<Spanned<String>>, Option<Spanned<Vec<String>>>),
         load: Option<Spanned<RawLoad>>,
     ) -> Option<StackDef> {
         let before = self.errors.len();
@@ -45,6 +45,7 @@ impl Validator<'_> {
             components,
             shape,
             data_load: data_load.map(Spanned::into_inner),
+            data_paths: data_paths.map(Spanned::into_inner).unwrap_or_default(),
             measure,
         };
         if self.errors.len() == before {
@@ -313,6 +314,40 @@ profile = { ramp = [1, 100], over = "720s", hold = "80s" }
         assert!(
             errs.iter()
                 .any(|e| e.contains("unknown placeholder `{db.host}`")),
+            "{errs:?}"
+        );
+    }
+
+    #[test]
+    fn data_paths_keep_what_the_data_load_made_and_need_one() {
+        let with_load = STACK.replace(
+            "shape_applies = \"stack\"",
+            "shape_applies = \"stack\"\ndata_load = \"sh {workdir}/load.sh {db.port}\"\ndata_paths = [\"db\", \"data-set.json\"]",
+        );
+        let spec = parse(&with_load).unwrap();
+        let stack = spec.cells[0].workload.stack.as_ref().unwrap();
+        assert_eq!(stack.data_paths, ["db", "data-set.json"]);
+        let errs =
+            errors(&with_load.replace("data_load = \"sh {workdir}/load.sh {db.port}\"\n", ""));
+        assert!(
+            errs.iter()
+                .any(|e| e.contains("workload.web: data_paths name what the data load makes")),
+            "{errs:?}"
+        );
+        let errs = errors(&with_load.replace("\"db\", \"data", "\"/var/lib/mysql\", \"data"));
+        assert!(
+            errs.iter()
+                .any(|e| e.contains("data_paths: `/var/lib/mysql` must be a relative path")),
+            "{errs:?}"
+        );
+        // A command workload has no data load to keep.
+        let errs = errors(&STACK.replace(
+            "[workload.web.load]",
+            "[workload.other]\ncommand = \"true\"\nparser = \"time\"\ndata_paths = [\"db\"]\n\n[workload.web.load]",
+        ));
+        assert!(
+            errs.iter()
+                .any(|e| e.contains("`data_paths` belongs to a service stack")),
             "{errs:?}"
         );
     }
