@@ -14,7 +14,7 @@
 //! | `hpl`, `stream` | HPC Challenge under Open MPI, `{cpus}` ranks, sized from `{usable_memory_mib}` | `hpl_gflops` (GFLOPS, higher), `stream_triad` (GB/s, higher) |
 //! | `tcp-rr`, `udp-rr` | sockperf ping-pong, server in the platform, client on the host, 14-byte messages | `rtt_p90` (µs, lower) |
 //! | `tcp-stream-recv`, `udp-stream-send`, `udp-stream-recv` | iperf3 one-way streams with a server on the host | `receiver_throughput` (Gbit/s, higher) |
-//! | `ioping` | 10 requests of 4 KiB, one per second, in `{workdir}` | `latency_avg` (µs, lower) |
+//! | `ioping` | `{work}` requests of 4 KiB (10 unless tuned), one per second, in `{workdir}` | `latency_avg` (µs, lower) |
 //! | `fio-seed001-*` | seed 001's fio job: psync, 32 KiB, 20 jobs, direct, five modes | `iops` (IOPS, higher) |
 //!
 //! Time-bound workloads run for `{duration}`; `sysbench-mutex` does a fixed
@@ -352,10 +352,14 @@ fn iperf3_stream(proto: &str, direction: &str) -> WorkloadDef {
 fn ioping() -> WorkloadDef {
     WorkloadDef {
         uses_disk: true,
+        work: Some(Work {
+            amount: 10,
+            unit: "requests, one a second (the first a warm-up ioping does not count)".into(),
+        }),
         ..def(
             "ioping",
-            "ioping: disk latency of 10 requests of 4 KiB, one per second, in {workdir} (seed 003's `ioping -c 10 .`)",
-            "ioping -J -c 10 {workdir}".to_owned(),
+            "ioping: disk latency of {work} requests of 4 KiB, one per second, in {workdir} (seed 003's `ioping -c 10 .`)",
+            "ioping -J -c {work} {workdir}".to_owned(),
             ParserKind::Ioping,
             "latency_avg",
             "ioping",
