@@ -686,15 +686,33 @@ pub fn histogram_text(h: &isolab_stats::Histogram, regressions: &[f64]) -> Strin
         return out;
     }
     let max = h.bins.iter().map(|b| b.count).max().unwrap_or(0).max(1);
-    for b in &h.bins {
+    let bins = &h.bins;
+    let mut i = 0;
+    while i < bins.len() {
+        let b = &bins[i];
+        // A run of empty bins (between outliers far from the rest) is one line.
+        let empty = bins[i..].iter().take_while(|b| b.count == 0).count();
+        if empty >= EMPTY_BINS_FOLDED {
+            out.push_str(&format!(
+                "  [{:+6.1}%, {:+6.1}%)  ({empty} empty bins)\n",
+                b.low,
+                bins[i + empty - 1].high
+            ));
+            i += empty;
+            continue;
+        }
         let bar = "█".repeat((b.count * 40).div_ceil(max));
         out.push_str(&format!(
             "  [{:+6.1}%, {:+6.1}%)  {:<40} {}\n",
             b.low, b.high, bar, b.count
         ));
+        i += 1;
     }
     out
 }
+
+/// Empty bins in a row from which the text histogram folds them into one line.
+const EMPTY_BINS_FOLDED: usize = 3;
 
 fn short_stop(r: &MetricRow) -> String {
     match r.stop_reason.as_deref() {
@@ -709,6 +727,22 @@ fn short_stop(r: &MetricRow) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_of_empty_bins_is_one_line_and_a_short_one_is_not() {
+        // 24 points near 0, one at +11% (one empty bin before it) and one far out.
+        let mut values: Vec<f64> = (0..24).map(|i| f64::from(i % 4)).collect();
+        values.extend([11.0, 250.0]);
+        let h = isolab_stats::regression_histogram(&values, 5.0).unwrap();
+        let text = histogram_text(&h, &values);
+        let lines: Vec<&str> = text.lines().skip(1).collect();
+        assert_eq!(lines.len(), 5, "{text}");
+        assert!(lines[0].starts_with("  [  +0.0%,   +5.0%)  ") && lines[0].ends_with(" 24"));
+        assert!(lines[1].ends_with(" 0"), "{text}");
+        assert!(lines[2].ends_with(" 1"), "{text}");
+        assert_eq!(lines[3], "  [ +15.0%, +250.0%)  (47 empty bins)");
+        assert!(lines[4].starts_with("  [+250.0%, +255.0%)") && lines[4].ends_with(" 1"));
+    }
 
     #[test]
     fn numbers_keep_four_significant_digits() {
