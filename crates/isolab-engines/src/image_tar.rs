@@ -57,6 +57,7 @@ pub fn cached_tar_in(
     let mtime = isolab_image::TAR_MTIME;
     let tar = cache_dir.join(format!("image-{short}-t{mtime}.tar"));
     let record_file = cache_dir.join(format!("image-{short}-t{mtime}.json"));
+    remove_older_formats(cache_dir);
     if let Ok(text) = std::fs::read_to_string(&record_file) {
         if let Ok(rec) = serde_json::from_str::<CacheRecord>(&text) {
             let len = std::fs::metadata(&tar).map(|m| m.len()).ok();
@@ -80,6 +81,27 @@ pub fn cached_tar_in(
     let text = serde_json::to_string_pretty(&rec).unwrap_or_default();
     std::fs::write(&record_file, text).map_err(io("write the cache record", &record_file))?;
     Ok((tar, packed.sha256))
+}
+
+/// Removes the tars (and their records) that isolab before the named format packed
+/// into `cache_dir`, `image-<KEY>.tar` with every entry's mtime 0: no lookup names
+/// them any more, and each is the size of an image. Best effort.
+fn remove_older_formats(cache_dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(cache_dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(key) = name.strip_prefix("image-").and_then(|rest| {
+            rest.strip_suffix(".tar")
+                .or_else(|| rest.strip_suffix(".json"))
+        }) else {
+            continue;
+        };
+        if key.len() == 16 && key.chars().all(|c| c.is_ascii_hexdigit()) {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
 }
 
 fn pack_error(engine: &'static str, image_dir: &Path, e: isolab_image::ImageError) -> EngineError {
@@ -108,6 +130,33 @@ mod tests {
         std::fs::create_dir_all(dir.join("etc")).unwrap();
         std::fs::write(dir.join("etc/hostname"), "isolab\n").unwrap();
         isolab_image::Manifest::new(kind).save(dir).unwrap();
+    }
+
+    #[test]
+    fn tars_of_the_older_format_are_removed_and_nothing_else() {
+        let d = tempfile::tempdir().unwrap();
+        let cache = d.path().join("cache");
+        std::fs::create_dir(&cache).unwrap();
+        let names = [
+            "image-0123456789abcdef.tar",
+            "image-0123456789abcdef.json",
+            "image-0123456789abcdef-t315532800.tar",
+            "image-0123456789abcdef-t315532800.json",
+            "image-notes.json",
+            "other.tar",
+        ];
+        for n in names {
+            std::fs::write(cache.join(n), "x").unwrap();
+        }
+        let a = d.path().join("recipe-a");
+        image(&a, isolab_image::ImageKind::Recipe);
+        cached_tar_in("docker", &cache, &a).unwrap();
+        for n in &names[..2] {
+            assert!(!cache.join(n).exists(), "{n} left");
+        }
+        for n in &names[2..] {
+            assert!(cache.join(n).exists(), "{n} removed");
+        }
     }
 
     #[test]
