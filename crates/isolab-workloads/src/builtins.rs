@@ -302,6 +302,7 @@ fn sockperf_rr(proto: &str, flag: &str) -> WorkloadDef {
             shape: ShapeScope::Component,
             data_load: None,
             data_paths: Vec::new(),
+            keep_data: false,
             measure: Measure::Client,
         }),
         ..def(

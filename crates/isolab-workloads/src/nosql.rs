@@ -33,6 +33,7 @@ fn client_of(name: &str) -> StackDef {
         shape: ShapeScope::Component,
         data_load: stack.data_load,
         data_paths: Vec::new(),
+        keep_data: false,
         measure: Measure::Client,
     }
 }

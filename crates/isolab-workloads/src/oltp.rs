@@ -107,8 +107,8 @@ pub const DATA_SET_FILE: &str = "data-set.json";
 
 /// A workload on built-in stack `stack` measured by a client on the host. Its data
 /// (the database's directory `db/data`, [`DATA_SET_FILE`] and `more_data` that the
-/// data load writes) is made once per platform, workload and shape
-/// ([`StackDef::data_paths`]).
+/// data load writes) is its [`StackDef::data_paths`], made in every run unless a spec
+/// sets `keep_data` ([`StackDef::keep_data`]).
 pub(crate) fn client_of(
     stack: &str,
     data_load: String,
@@ -136,6 +136,7 @@ pub(crate) fn client_of(
                 .chain(more_data)
                 .map(|p| (*p).to_owned())
                 .collect(),
+            keep_data: false,
             measure: Measure::Client,
         }),
         packages,

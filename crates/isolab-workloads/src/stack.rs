@@ -34,13 +34,15 @@ pub struct StackDef {
     /// and fill the database), with the stack's working directory and endpoints.
     pub data_load: Option<String>,
     /// Paths under the working directory that hold what the data load made (a
-    /// database's data directory, a file saying the data set's size): with any, the
-    /// data is made once per platform, workload and shape (the components' prepare
-    /// steps and the data load run in the first such run, then the components are
-    /// stopped and these paths kept) and copied into every run's working directory
-    /// before its components start, their prepare steps and the data load skipped.
-    /// Empty: every run prepares and loads its own.
+    /// database's data directory, a file saying the data set's size).
     pub data_paths: Vec<String>,
+    /// Whether the data is made once per platform, workload and shape: the components'
+    /// prepare steps and the data load run in the first such run, then the components
+    /// are stopped and `data_paths` kept, and every later run gets a copy before its
+    /// components start, their prepare steps and the data load skipped. Otherwise
+    /// every run prepares and loads its own (the built-ins' default: a database
+    /// started on a copy measured noisier here, see docs/services.md).
+    pub keep_data: bool,
     /// What is measured.
     pub measure: Measure,
 }
@@ -184,6 +186,9 @@ pub enum StackError {
         "data_paths: `{0}` must be a relative path inside the run's working directory (no `..`)"
     )]
     BadDataPath(String),
+    /// `keep_data` without `data_paths` to keep.
+    #[error("keep_data keeps the data_paths of the stack's data load, and it has none")]
+    KeepWithoutPaths,
     /// `data_paths` without a data load to make them.
     #[error("data_paths name what the data load makes: give the stack a data_load, or remove data_paths")]
     DataPathsWithoutLoad,
@@ -243,6 +248,9 @@ impl StackDef {
         }
         if !self.data_paths.is_empty() && self.data_load.is_none() {
             return Err(StackError::DataPathsWithoutLoad);
+        }
+        if self.keep_data && self.data_paths.is_empty() {
+            return Err(StackError::KeepWithoutPaths);
         }
         if let Measure::Load(l) = &self.measure {
             if !names.contains(&l.target.as_str()) {
@@ -316,6 +324,7 @@ mod tests {
             shape: ShapeScope::Component,
             data_load: None,
             data_paths: Vec::new(),
+            keep_data: false,
             measure: Measure::Command,
         }
     }
@@ -395,8 +404,11 @@ mod tests {
         ));
         s.data_load = Some("sh {workdir}/load.sh {db.port}".into());
         s.validate().unwrap();
+        s.keep_data = true;
+        s.validate().unwrap();
         for bad in ["/var/lib/db", "db/../../etc", ""] {
             s.data_paths = vec![bad.into()];
+            s.keep_data = false;
             assert!(
                 matches!(s.validate(), Err(StackError::BadDataPath(ref p)) if p == bad),
                 "{bad}"

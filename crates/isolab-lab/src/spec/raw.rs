@@ -213,6 +213,10 @@ pub(crate) struct RawWorkload {
     /// platform, workload and shape and copied into each run.
     #[serde(default)]
     pub data_paths: Option<Spanned<Vec<String>>>,
+    /// A tuned built-in database workload: load its data once per platform, workload
+    /// and shape instead of in every run.
+    #[serde(default)]
+    pub keep_data: Option<Spanned<bool>>,
     #[serde(default)]
     pub load: Option<Spanned<RawLoad>>,
     /// Where a stack's measured `command` runs: `"platform"` (the default) or

@@ -188,6 +188,7 @@ mod tests {
                 shape: ShapeScope::Component,
                 data_load: b.data_load.clone(),
                 data_paths: Vec::new(),
+                keep_data: false,
                 measure: Measure::Command,
             };
             stack

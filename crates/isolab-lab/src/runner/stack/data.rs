@@ -4,8 +4,10 @@
 //! beside the runs' (`exp<ID>-pid<PID>-data-<KEY>`, which `isolab gc` removes with
 //! the runs' when the process is gone); every later run of the same platform,
 //! workload and shape (other placements, client counts, neighbours, storage levels)
-//! gets a copy, owners and modes kept, and starts its components without their
-//! prepare steps or the data load. The directories go when the experiment's runs end.
+//! gets a copy, owners and modes kept, written to its disk before the components start
+//! (so that its writeback does not fall into the measurement), and starts its
+//! components without their prepare steps or the data load. The directories go when
+//! the experiment's runs end.
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
@@ -27,10 +29,10 @@ pub(in crate::runner) struct KeptData {
 
 impl KeptData {
     /// The kept data of `cell` in experiment `id` under `base`; `None` when its
-    /// stack keeps none (no `data_paths`).
+    /// stack keeps none (no `keep_data`, or no `data_paths`).
     pub(in crate::runner) fn of(base: &Path, id: ExperimentId, cell: &Cell) -> Option<KeptData> {
         let stack = cell.workload.stack.as_ref()?;
-        if stack.data_paths.is_empty() {
+        if !stack.keep_data || stack.data_paths.is_empty() {
             return None;
         }
         // What the data depends on: where it was made (the image and its users'
@@ -59,7 +61,7 @@ impl KeptData {
         for p in paths {
             copy_path(&self.dir.join(p), &workdir.join(p))?;
         }
-        Ok(())
+        flush(workdir)
     }
 
     /// Keeps `paths` of `workdir`, which the data load just made; a path it did not
@@ -90,7 +92,8 @@ impl KeptData {
                 action: "cannot keep the stack's data in",
                 path: self.dir.clone(),
                 source,
-            })
+            })?;
+            flush(&self.dir)
         })();
         if kept.is_err() {
             let _ = std::fs::remove_dir_all(&partial);
@@ -130,6 +133,24 @@ fn remove_kept(base: &Path, id: ExperimentId) {
             let _ = std::fs::remove_dir_all(e.path());
         }
     }
+}
+
+/// Writes the file system under `dir` to its disk (syncfs(2)): the copy's dirty pages
+/// would otherwise be written back while the next measurement runs, in its disk's
+/// queue (a database that syncs its commits waits behind them).
+fn flush(dir: &Path) -> Result<(), PlatformError> {
+    use std::os::fd::AsRawFd;
+    let error = |source| PlatformError::Io {
+        action: "cannot write the stack's copied data to disk under",
+        path: dir.to_path_buf(),
+        source,
+    };
+    let d = std::fs::File::open(dir).map_err(error)?;
+    // SAFETY: `d` is an open descriptor for the duration of the call.
+    if unsafe { libc::syncfs(d.as_raw_fd()) } != 0 {
+        return Err(error(std::io::Error::last_os_error()));
+    }
+    Ok(())
 }
 
 /// Copies the file or directory tree `from` to `to` (which must not exist), its

@@ -196,6 +196,9 @@ impl Validator<'_> {
         builtin: Option<BuiltinStack>,
         raw: &mut RawWorkload,
     ) -> Option<StackDef> {
+        if let Some(k) = raw.keep_data.take() {
+            self.err(k.span(), format!("`keep_data` tunes a built-in database workload (`[workload.pgbench-oltp]`); workload.{name}'s own stack keeps its data once it names `data_paths`"));
+        }
         if let Some(b) = builtin {
             let data_load = raw
                 .data_load

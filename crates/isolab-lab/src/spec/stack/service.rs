@@ -45,6 +45,7 @@ impl Validator<'_> {
             components,
             shape,
             data_load: data_load.map(Spanned::into_inner),
+            keep_data: data_paths.is_some(),
             data_paths: data_paths.map(Spanned::into_inner).unwrap_or_default(),
             measure,
         };

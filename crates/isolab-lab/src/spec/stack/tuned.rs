@@ -39,7 +39,13 @@ impl Validator<'_> {
             raw.load.as_ref().map(|c| (c.span(), "load")),
         ];
         for (at, key) in others.into_iter().flatten() {
-            self.err(at, format!("workload.{name} tunes the built-in `{from}`, which takes only `from`, `work` and `description`: remove `{key}` (or `from`, to define a workload of your own)"));
+            self.err(at, format!("workload.{name} tunes the built-in `{from}`, which takes only `from`, `work`, `keep_data` and `description`: remove `{key}` (or `from`, to define a workload of your own)"));
+        }
+        if let Some(k) = &raw.keep_data {
+            match def.stack.as_mut().filter(|s| !s.data_paths.is_empty()) {
+                Some(stack) => stack.keep_data = *k.get_ref(),
+                None => self.err(k.span(), format!("the built-in `{from}` has no data load to keep: keep_data is for the database workloads (`isolab list --workloads`)")),
+            }
         }
         match (&raw.work, def.work.as_mut()) {
             (Some(w), Some(work)) => {
@@ -55,7 +61,8 @@ impl Validator<'_> {
                     .collect();
                 self.err(w.span(), format!("the built-in `{from}` has no amount of work to set (it runs for `duration`); these do: {}", fixed.join(", ")));
             }
-            (None, _) => self.err(span, format!("workload.{name} names the built-in `{from}` but changes nothing: give `work = N`, or remove the table")),
+            (None, _) if raw.keep_data.is_some() => {}
+            (None, _) => self.err(span, format!("workload.{name} names the built-in `{from}` but changes nothing: give `work = N` (or `keep_data` for a database workload), or remove the table")),
         }
         def.name = name;
         if let Some(d) = raw.description {
@@ -123,7 +130,28 @@ mod tests {
             all.contains("workload.c.work must be a positive whole number, not 0"),
             "{all}"
         );
-        assert!(all.contains("workload.d tunes the built-in `mpi-search`, which takes only `from`, `work` and `description`: remove `parser`"), "{all}");
+        assert!(all.contains("workload.d tunes the built-in `mpi-search`, which takes only `from`, `work`, `keep_data` and `description`: remove `parser`"), "{all}");
         assert!(errs.iter().all(|e| e.starts_with("exp.toml:")), "{all}");
+    }
+
+    #[test]
+    fn a_database_workload_keeps_its_data_only_when_asked() {
+        let text = "[experiment]\nname = \"x\"\n[matrix]\nworkload = [\"pgbench-oltp\", \"sysbench-pgsql-insert\"]\n[workload.pgbench-oltp]\nkeep_data = true\n";
+        let spec = parse(text).unwrap();
+        let stack = |name: &str| {
+            let c = spec.cells.iter().find(|c| c.workload.name == name).unwrap();
+            c.workload.stack.clone().unwrap()
+        };
+        assert!(stack("pgbench-oltp").keep_data);
+        assert_eq!(
+            stack("pgbench-oltp").data_paths,
+            ["db/data", "data-set.json"]
+        );
+        assert!(!stack("sysbench-pgsql-insert").keep_data);
+        let errs = errors(&text.replace("pgbench-oltp", "sysbench-cpu")).join("\n");
+        assert!(
+            errs.contains("the built-in `sysbench-cpu` has no data load to keep"),
+            "{errs}"
+        );
     }
 }
