@@ -265,7 +265,7 @@ impl<'a> Runner<'a> {
         let (_made, disk) = prepare_base(&self.config.workdir_base)?;
         // Dropped before `_made`, which removes the base when it is left empty.
         let _kept = stack::KeptDataGuard {
-            base: &self.config.workdir_base.clone(),
+            base: self.config.workdir_base.clone(),
             id,
         };
         let mut runs = 0;

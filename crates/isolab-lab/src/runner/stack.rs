@@ -69,13 +69,10 @@ impl Runner<'_> {
         let started = Instant::now();
         // Data made once: copied in here, when an earlier run made it.
         let kept = KeptData::of(&self.config.workdir_base, id, cell);
-        let copied = match &kept {
-            Some(k) if k.is_made() => {
-                k.restore(&stack.data_paths, workdir)?;
-                true
-            }
-            _ => false,
-        };
+        let copied = kept.as_ref().is_some_and(KeptData::is_made);
+        if let Some(k) = kept.as_ref().filter(|_| copied) {
+            k.restore(&stack.data_paths, workdir)?;
+        }
         let mut services: Services<'_> = Vec::new();
         // Whatever the steps below return, `stop_all` then stops every component
         // started, the last first.
@@ -86,18 +83,21 @@ impl Runner<'_> {
                 if let Some(t) = &stack.data_load {
                     self.load_data(spec, cell, name, t, &params, limits)?;
                 }
-            }
-            if let (Some(k), false) = (&kept, copied) {
-                // Kept with the components stopped, then started again from it, as
-                // every later run starts.
-                stop_all(std::mem::take(&mut services))?;
-                k.keep(&stack.data_paths, workdir)?;
-                params.components.clear();
-                self.start_components(start, &mut params, &mut services, false)?;
+                if let Some(k) = &kept {
+                    // Kept with the components stopped, then started again from it,
+                    // as every later run starts.
+                    stop_all(std::mem::take(&mut services))?;
+                    k.keep(&stack.data_paths, workdir)?;
+                    params.components.clear();
+                    self.start_components(start, &mut params, &mut services, false)?;
+                }
             }
             let ready = started.elapsed();
+            // A command in the platform records its own cgroup's counters; around a
+            // generator or client outside, the components' are read here.
+            let outside = !matches!(stack.measure, Measure::Command);
             let measure = || {
-                let before = Before::read(&services);
+                let before = outside.then(|| Before::read(&services));
                 let measuring = Instant::now();
                 let mut done = match &stack.measure {
                     Measure::Load(l) => self.drive_load(name, workdir, l, &services, &pool),
@@ -123,13 +123,13 @@ impl Runner<'_> {
                         })
                     }
                 }?;
-                // A command in the platform recorded its own cgroup's counters; a
-                // generator or client outside recorded its own as the measurement's.
-                if !matches!(stack.measure, Measure::Command) {
+                // A generator or client outside recorded its own counters as the
+                // measurement's; the components' are the subject's.
+                if let Some(before) = &before {
                     let parts = record_components(
                         &mut done.execution,
                         &services,
-                        &before,
+                        before,
                         measuring.elapsed(),
                     );
                     // Which component worked, as a client's runs say it

@@ -104,16 +104,16 @@ impl KeptData {
 
 /// Removes the kept data of an experiment's runs when dropped: when its runs end,
 /// also on an error or an interruption.
-pub(in crate::runner) struct KeptDataGuard<'a> {
+pub(in crate::runner) struct KeptDataGuard {
     /// Where the runs' working directories are.
-    pub base: &'a Path,
+    pub base: PathBuf,
     /// The experiment.
     pub id: ExperimentId,
 }
 
-impl Drop for KeptDataGuard<'_> {
+impl Drop for KeptDataGuard {
     fn drop(&mut self) {
-        remove_kept(self.base, self.id);
+        remove_kept(&self.base, self.id);
     }
 }
 
