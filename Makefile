@@ -1,5 +1,5 @@
 # The two commands of the README. Both install what is missing first.
-.PHONY: quickstart test test-fast check setup image image-debug
+.PHONY: quickstart test test-fast check setup setup-test image image-debug
 
 # cargo's target directory: $CARGO_TARGET_DIR when set (cargo builds there), else target.
 TARGET := $(or $(CARGO_TARGET_DIR),target)
@@ -9,8 +9,13 @@ IMAGE := /var/lib/isolab/images/bench
 # The bench image plus docker.io: the guest of `vm+docker` (its root test uses it).
 DOCKER_IMAGE := /var/lib/isolab/images/bench-docker
 
+# What the quick start needs (the build, sysbench, mmdebstrap); `setup-test` installs every
+# tier (scripts/setup.sh --help lists them).
 setup:
-	scripts/setup.sh
+	scripts/setup.sh quickstart
+
+setup-test:
+	scripts/setup.sh test
 
 # The bench image (Debian bookworm with sysbench, fio, stress-ng, iperf3): the bench
 # recipe, built once with mmdebstrap (about 1.5 minutes) into
@@ -23,7 +28,7 @@ image: setup
 	cargo build --release --locked -p isolab -p isolab-runtime
 	$(ISOLAB) image ensure --link $(IMAGE) >/dev/null
 
-image-debug: setup
+image-debug: setup-test
 	cargo build --locked -p isolab -p isolab-runtime
 	$(TARGET)/debug/isolab image ensure --link $(IMAGE) >/dev/null
 	$(TARGET)/debug/isolab image ensure --packages docker.io --link $(DOCKER_IMAGE) >/dev/null
