@@ -342,6 +342,42 @@ pub fn from_bundle(dir: &Path, id: &ContainerId) -> Result<ContainerConfig, Runt
     if let Some(hooks) = spec.hooks() {
         config.oci.hooks = hooks_from(hooks).map_err(|problem| bundle_err(&file, problem))?;
     }
+    read_mounts(&mut config, &spec, dir, &file)?;
+    let linux = spec
+        .linux()
+        .as_ref()
+        .ok_or_else(|| bundle_err(&file, "no \"linux\" section"))?;
+    read_namespaces(&mut config, linux, &file)?;
+    read_cgroups_path(&mut config, linux, &file)?;
+    if let Some(masked) = linux.masked_paths() {
+        config.security.masked_paths = masked.clone();
+    }
+    if let Some(ro) = linux.readonly_paths() {
+        config.security.readonly_paths = ro.clone();
+    }
+    // The bundle's own profile (an engine's), compiled in `prepare`; none: unconfined.
+    config.security.seccomp = match linux.seccomp() {
+        Some(profile) => crate::security::SeccompChoice::Oci(Box::new(profile.clone())),
+        None => crate::security::SeccompChoice::Unconfined,
+    };
+    read_devices(&mut config, linux, &file)?;
+    for (key, value) in linux.sysctl().iter().flatten() {
+        config.oci.sysctl.push((key.clone(), value.clone()));
+    }
+    config.oci.sysctl.sort();
+    read_resources(&mut config, linux, &file)?;
+    allow_device_nodes(&mut config);
+    Ok(config)
+}
+
+/// `mounts`: the standard ones at their place in the order, `/sys/fs/cgroup`, plain bind
+/// mounts (as binds) and any other mount (as an OCI mount whose options are checked).
+fn read_mounts(
+    config: &mut ContainerConfig,
+    spec: &Spec,
+    dir: &Path,
+    file: &Path,
+) -> Result<(), RuntimeError> {
     for m in spec.mounts().iter().flatten() {
         let dest = m.destination().to_string_lossy();
         let fstype = m.typ().clone().unwrap_or_default();
@@ -392,7 +428,7 @@ pub fn from_bundle(dir: &Path, id: &ContainerId) -> Result<ContainerConfig, Runt
         }
         if is_bind && mount.source.as_os_str().is_empty() {
             return Err(bundle_err(
-                &file,
+                file,
                 format!("bind mount on {dest} has no source"),
             ));
         }
@@ -403,17 +439,23 @@ pub fn from_bundle(dir: &Path, id: &ContainerId) -> Result<ContainerConfig, Runt
         }
         .validate()?;
         crate::container::plan::mount_flags(&mount.options)
-            .map_err(|problem| bundle_err(&file, format!("mount on {dest}: {problem}")))?;
+            .map_err(|problem| bundle_err(file, format!("mount on {dest}: {problem}")))?;
         config
             .oci
             .order
             .push(MountRef::Oci(config.oci.mounts.len()));
         config.oci.mounts.push(mount);
     }
-    let linux = spec
-        .linux()
-        .as_ref()
-        .ok_or_else(|| bundle_err(&file, "no \"linux\" section"))?;
+    Ok(())
+}
+
+/// `linux.namespaces`: the namespaces to create or join (a new mount namespace is
+/// required), and what they imply for the network and the user namespace.
+fn read_namespaces(
+    config: &mut ContainerConfig,
+    linux: &oci_spec::runtime::Linux,
+    file: &Path,
+) -> Result<(), RuntimeError> {
     let mut network = NetworkChoice::Host;
     let mut namespaces = crate::config::Namespaces::default();
     for ns in linux.namespaces().iter().flatten() {
@@ -426,13 +468,13 @@ pub fn from_bundle(dir: &Path, id: &ContainerId) -> Result<ContainerConfig, Runt
             LinuxNamespaceType::Cgroup => NsKind::Cgroup,
             LinuxNamespaceType::User => NsKind::User,
             LinuxNamespaceType::Time => {
-                return Err(bundle_err(&file, "time namespaces are not supported"))
+                return Err(bundle_err(file, "time namespaces are not supported"))
             }
         };
         match ns.path() {
             Some(_) if matches!(kind, NsKind::Pid | NsKind::User) => {
                 return Err(bundle_err(
-                    &file,
+                    file,
                     format!(
                         "joining the {} namespace by path is not supported; remove its \"path\"",
                         ns.typ()
@@ -451,13 +493,22 @@ pub fn from_bundle(dir: &Path, id: &ContainerId) -> Result<ContainerConfig, Runt
     }
     if !namespaces.creates(NsKind::Mount) {
         return Err(bundle_err(
-            &file,
+            file,
             "no new mount namespace: isolab-runtime needs one (add {\"type\": \"mount\"} \
              to linux.namespaces)",
         ));
     }
     config.oci.namespaces = Some(namespaces);
     config.network = network;
+    Ok(())
+}
+
+/// `linux.cgroupsPath`: its parent becomes the cgroup parent, the exact path is kept.
+fn read_cgroups_path(
+    config: &mut ContainerConfig,
+    linux: &oci_spec::runtime::Linux,
+    file: &Path,
+) -> Result<(), RuntimeError> {
     if let Some(parent) = linux
         .cgroups_path()
         .as_ref()
@@ -465,7 +516,7 @@ pub fn from_bundle(dir: &Path, id: &ContainerId) -> Result<ContainerConfig, Runt
         .filter(|p| !p.as_os_str().is_empty())
     {
         crate::config::validate_cgroup_parent(parent)
-            .map_err(|e| bundle_err(&file, format!("\"cgroupsPath\": {e}")))?;
+            .map_err(|e| bundle_err(file, format!("\"cgroupsPath\": {e}")))?;
         config.cgroup_parent = parent.to_owned();
     }
     if let Some(path) = linux.cgroups_path() {
@@ -476,17 +527,15 @@ pub fn from_bundle(dir: &Path, id: &ContainerId) -> Result<ContainerConfig, Runt
         }
         config.cgroup_path = Some(path.to_owned());
     }
-    if let Some(masked) = linux.masked_paths() {
-        config.security.masked_paths = masked.clone();
-    }
-    if let Some(ro) = linux.readonly_paths() {
-        config.security.readonly_paths = ro.clone();
-    }
-    // The bundle's own profile (an engine's), compiled in `prepare`; none: unconfined.
-    config.security.seccomp = match linux.seccomp() {
-        Some(profile) => crate::security::SeccompChoice::Oci(Box::new(profile.clone())),
-        None => crate::security::SeccompChoice::Unconfined,
-    };
+    Ok(())
+}
+
+/// `linux.devices`: the device nodes to create.
+fn read_devices(
+    config: &mut ContainerConfig,
+    linux: &oci_spec::runtime::Linux,
+    file: &Path,
+) -> Result<(), RuntimeError> {
     for d in linux.devices().iter().flatten() {
         use oci_spec::runtime::LinuxDeviceType;
         let kind = match d.typ() {
@@ -495,7 +544,7 @@ pub fn from_bundle(dir: &Path, id: &ContainerId) -> Result<ContainerConfig, Runt
             LinuxDeviceType::P => libc::S_IFIFO,
             LinuxDeviceType::A => {
                 return Err(bundle_err(
-                    &file,
+                    file,
                     format!(
                         "device {}: type \"a\" is not a node type",
                         d.path().display()
@@ -504,7 +553,7 @@ pub fn from_bundle(dir: &Path, id: &ContainerId) -> Result<ContainerConfig, Runt
             }
         };
         crate::config::validate_container_path("device path", d.path())
-            .map_err(|e| bundle_err(&file, e.to_string()))?;
+            .map_err(|e| bundle_err(file, e.to_string()))?;
         config.oci.devices.push(crate::config::DeviceNode {
             path: d.path().clone(),
             kind,
@@ -515,12 +564,18 @@ pub fn from_bundle(dir: &Path, id: &ContainerId) -> Result<ContainerConfig, Runt
             gid: d.gid().unwrap_or(0),
         });
     }
-    for (key, value) in linux.sysctl().iter().flatten() {
-        config.oci.sysctl.push((key.clone(), value.clone()));
-    }
-    config.oci.sysctl.sort();
+    Ok(())
+}
+
+/// `linux.resources`: the limits, and the device allowlist (the bundle's rules, then
+/// the standard devices).
+fn read_resources(
+    config: &mut ContainerConfig,
+    linux: &oci_spec::runtime::Linux,
+    file: &Path,
+) -> Result<(), RuntimeError> {
     if let Some(r) = linux.resources() {
-        config.limits = limits_from(r).map_err(|problem| bundle_err(&file, problem))?;
+        config.limits = limits_from(r).map_err(|problem| bundle_err(file, problem))?;
         if let Some(rules) = r.devices() {
             // The bundle's rules in their order (a leading "deny all" is what isolab
             // writes first anyway), then, as runc does, the standard devices of every
@@ -530,7 +585,7 @@ pub fn from_bundle(dir: &Path, id: &ContainerId) -> Result<ContainerConfig, Runt
                 .iter()
                 .map(device_rule)
                 .collect::<Result<_, _>>()
-                .map_err(|problem| bundle_err(&file, problem))?;
+                .map_err(|problem| bundle_err(file, problem))?;
             let leading = all
                 .iter()
                 .take_while(|r| **r == DeviceRule::DENY_ALL)
@@ -540,7 +595,11 @@ pub fn from_bundle(dir: &Path, id: &ContainerId) -> Result<ContainerConfig, Runt
             config.security.devices = all;
         }
     }
-    // Each node of linux.devices may be used, whatever the allowlist says before.
+    Ok(())
+}
+
+/// Allows each node of `linux.devices`, whatever the allowlist says before.
+fn allow_device_nodes(config: &mut ContainerConfig) {
     let nodes: Vec<DeviceRule> = config
         .oci
         .devices
@@ -561,7 +620,6 @@ pub fn from_bundle(dir: &Path, id: &ContainerId) -> Result<ContainerConfig, Runt
         })
         .collect();
     append_missing(&mut config.security.devices, nodes);
-    Ok(config)
 }
 
 /// Appends each rule of `more` that `rules` does not hold yet.
