@@ -1,10 +1,7 @@
 //! One measured run: boot a VM, run one command in the guest, bring back its status, output and
 //! guest-measured wall time, shut the VM down and leave nothing behind.
 
-use std::net::Ipv4Addr;
-use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use isolab_cgroups::{Attacher, Bytes};
@@ -23,6 +20,7 @@ use isolab_tools::{tail_lines, SystemTools, ToolRunner};
 mod launch;
 mod validate;
 
+pub use crate::guest::GuestNetwork;
 pub use launch::get_affinity;
 use launch::{console_tail, finish, launch, Launched};
 
@@ -69,34 +67,6 @@ pub struct VmConfig {
     /// each), e.g. the binaries and fixtures a test runs in the guest, or an image directory.
     pub shares: Vec<PathBuf>,
 }
-
-/// The guest's network interface: a tap on the host (already on a bridge, e.g.
-/// isolab-runtime's [`TapAttachment`](isolab_runtime::network::TapAttachment)) that QEMU
-/// inherits as a descriptor, and the address the guest gives its `eth0`.
-#[derive(Debug, Clone)]
-pub struct GuestNetwork {
-    /// The tap's descriptor; it must stay open until the VM is up (the caller keeps it until
-    /// the VM is gone, so that the tap goes with the last copy).
-    pub tap: Arc<OwnedFd>,
-    /// The guest's address.
-    pub ip: Ipv4Addr,
-    /// Its prefix length.
-    pub prefix: u8,
-    /// The default gateway (the host's address on the bridge).
-    pub gateway: Ipv4Addr,
-    /// The MAC address of the guest's interface.
-    pub mac: String,
-}
-
-impl PartialEq for GuestNetwork {
-    fn eq(&self, other: &Self) -> bool {
-        self.tap.as_raw_fd() == other.tap.as_raw_fd()
-            && (self.ip, self.prefix, self.gateway) == (other.ip, other.prefix, other.gateway)
-            && self.mac == other.mac
-    }
-}
-
-impl Eq for GuestNetwork {}
 
 impl VmConfig {
     /// A configuration with 1 vCPU, 512 MiB, no pinning, a 120 s boot timeout, no scratch disk,
@@ -435,7 +405,9 @@ mod tests {
     use super::*;
     use crate::agent::DEFAULT_PATH;
     use crate::qmp::VcpuThread;
+    use std::net::Ipv4Addr;
     use std::path::Path;
+    use std::sync::Arc;
 
     fn kernel() -> KernelFiles {
         KernelFiles {
