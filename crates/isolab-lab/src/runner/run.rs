@@ -9,12 +9,13 @@ use std::time::SystemTime;
 use isolab_stats::Sample;
 use isolab_store::{ExperimentId, RunStatus};
 
+use super::error::RunError;
 use super::finished::{Done, FinishedRun};
 use super::instances::{instances_metrics, measurement_windows, merge_instances};
 use super::job::job_name;
 use super::stopping::{stop_after, CellState};
 use super::workdir::{run_workdir, DiskFacts};
-use super::{Event, RunError, Runner, STORE_PATIENCE};
+use super::{Event, Runner, STORE_PATIENCE};
 use crate::platform::PlatformError;
 use crate::spec::{Cell, ExperimentSpec};
 

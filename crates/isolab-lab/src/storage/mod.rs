@@ -492,7 +492,14 @@ fn describe_fs(table: &[MountEntry], path: &Path) -> String {
 /// The owner pid of a name `exp<ID>-pid<PID>-…` (a run's working directory, its
 /// backing directory, or a device-mapper name without its `isolab-` prefix).
 fn owner(name: &str) -> Option<u32> {
-    crate::runner::workdir_owner(name)
+    workdir_owner(name)
+}
+
+/// The owner pid in a working directory name `exp<ID>-pid<PID>-<tag>`.
+pub(crate) fn workdir_owner(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix("exp")?;
+    let (_, after) = rest.split_once("-pid")?;
+    after.split('-').next()?.parse().ok()
 }
 
 /// The owner of any component of `path` named `exp<ID>-pid<PID>-…`.
