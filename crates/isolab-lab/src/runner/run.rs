@@ -230,11 +230,11 @@ struct PlatformVolumes<'a> {
 }
 
 impl crate::storage::Volumes for PlatformVolumes<'_> {
-    fn create_volume(&self, name: &str) -> Result<std::path::PathBuf, PlatformError> {
-        self.executor.create_volume(self.platform, name)
+    fn create_volume(&self, name: &str) -> Result<std::path::PathBuf, crate::storage::VolumeError> {
+        Ok(self.executor.create_volume(self.platform, name)?)
     }
 
-    fn remove_volume(&self, name: &str) -> Result<(), PlatformError> {
-        self.executor.remove_volume(self.platform, name)
+    fn remove_volume(&self, name: &str) -> Result<(), crate::storage::VolumeError> {
+        Ok(self.executor.remove_volume(self.platform, name)?)
     }
 }

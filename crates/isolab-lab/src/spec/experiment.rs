@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use toml::Spanned;
 
-use super::check::Validator;
 use super::raw::{RawExperiment, RawLevel, RawRepetitions};
+use super::validator::Validator;
 use super::{Impossible, Order, Repetitions, DEFAULT_IMAGE};
 use crate::probe::ProbeConfig;
 

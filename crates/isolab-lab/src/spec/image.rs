@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use isolab_image::Recipe;
 use toml::Spanned;
 
-use super::check::Validator;
 use super::raw::RawImage;
+use super::validator::Validator;
 use super::Cell;
 
 /// The engine whose guest runs Docker, so whose image needs Docker's packages.

@@ -8,9 +8,9 @@ use std::ops::Range;
 
 use toml::Spanned;
 
-use super::check::{list, Tables, Validator};
 use super::experiment::RawBaseline;
 use super::raw::{RawLevel, RawMatrix};
+use super::validator::{list, Tables, Validator};
 use super::{Location, MAX_INSTANCES};
 use crate::shape::Placement;
 

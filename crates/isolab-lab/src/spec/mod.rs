@@ -23,6 +23,7 @@ mod shapes;
 mod source;
 pub mod stack;
 mod storage;
+mod validator;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -271,7 +272,7 @@ impl ExperimentSpec {
             let message = e.message().trim().to_owned();
             SpecErrors(vec![source.error(e.span(), message)])
         })?;
-        check::Validator::new(&source, host)
+        validator::Validator::new(&source, host)
             .validate(raw)
             .map(|mut spec| {
                 spec.source = source.clone();

@@ -136,7 +136,8 @@ pub fn prepare_assets(spec: &ExperimentSpec, quiet: bool) -> Result<PreparedAsse
         cache = cache.with_env(DEBIAN_SOURCES, src.join("\n"));
     }
     let t = std::time::Instant::now();
-    let assets = PreparedAssets::prepare(spec, &cache, &mut |def, work| {
+    let workloads = spec.cells.iter().map(|c| &c.workload);
+    let assets = PreparedAssets::prepare(workloads, &cache, &mut |def, work| {
         if !quiet {
             let what = def.description.replace("{work}", &work.to_string());
             eprintln!("asset {} (work {work}): {what}", def.name);
