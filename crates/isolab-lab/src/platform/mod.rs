@@ -21,6 +21,7 @@ mod host;
 pub(crate) mod instance;
 mod isolab;
 pub mod launch;
+pub(crate) mod limit;
 mod limit_flags;
 mod measured;
 pub(crate) mod process;
