@@ -41,6 +41,7 @@ mod apt;
 mod apt_failure;
 mod bench;
 mod busybox;
+mod cache;
 mod dpkg;
 mod error;
 mod manifest;
@@ -54,10 +55,9 @@ use std::path::PathBuf;
 use isolab_tools::SystemTools;
 
 pub use apt::{host_sources, mirror_lines, AptSource};
-pub use bench::{
-    build_bench_docker_with, build_bench_with, BENCH_DOCKER_PACKAGES, BENCH_PACKAGES, BENCH_SUITE,
-};
+pub use bench::{build_bench_docker_with, build_bench_with};
 pub use busybox::{build_busybox_with, BUSYBOX_PACKAGE};
+pub use cache::{cached, cached_recipes, ensure, ensure_with};
 pub use dpkg::{installed_package, installed_packages, version_differences};
 pub use error::ImageError;
 pub use manifest::{
@@ -68,8 +68,8 @@ pub use pack::{
     OCI_ROOTFS, TAR_MTIME,
 };
 pub use recipe::{
-    cached, cached_recipes, check_package_name, ensure, ensure_with, Recipe, DEFAULT_CACHE_ROOT,
-    RECIPE_FORMAT,
+    check_package_name, Recipe, BENCH_DOCKER_PACKAGES, BENCH_PACKAGES, BENCH_SUITE,
+    DEFAULT_CACHE_ROOT, RECIPE_FORMAT,
 };
 pub use skeleton::IMAGE_HOSTNAME;
 pub use tree::{copy_tree, sha256_file, tree_digest};
