@@ -167,7 +167,7 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "`mkfs.ext4` is not installed: install the Debian package `e2fsprogs` \
-             (`apt-get install e2fsprogs`) or run scripts/setup.sh"
+             (`apt-get install e2fsprogs`) or run `scripts/setup.sh engines`"
         );
         let e = ImageError::io(
             "read",

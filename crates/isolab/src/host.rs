@@ -55,6 +55,10 @@ pub fn preflight_engines(spec: &ExperimentSpec) -> Result<()> {
             lines.join("; ")
         );
     }
+    let missing = missing_host_tools(spec);
+    if !missing.is_empty() {
+        bail!("{}", missing.join("; "));
+    }
     if kinds.iter().any(|k| k.needs_image()) && !spec.image.join("bin/sh").exists() {
         bail!(
             "the container platforms of this spec need the image {0}, which is missing or not a root filesystem: build it with `isolab image build bench {0}` (about a minute), or name another with `image = \"…\"` in [experiment]",
@@ -62,6 +66,49 @@ pub fn preflight_engines(spec: &ExperimentSpec) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The programs of command workloads that run from this host's own file system (the
+/// `host` platform) and are missing here, one line each naming the Debian package and the
+/// setup tier that bring it, when the workload says which.
+fn missing_host_tools(spec: &ExperimentSpec) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let on_host = spec
+        .cells
+        .iter()
+        .filter(|c| !c.platform.kind.needs_image() && c.workload.stack.is_none());
+    for c in on_host {
+        let w = &c.workload;
+        for tool in w
+            .tools
+            .iter()
+            .filter(|t| isolab_tools::find_program(t).is_none())
+        {
+            let package = w
+                .packages
+                .iter()
+                .find(|p| *p == tool)
+                .or(match w.packages.as_slice() {
+                    [only] => Some(only),
+                    _ => None,
+                });
+            let why = match package {
+                Some(package) => isolab_tools::NotInstalled {
+                    program: tool.clone(),
+                    package: package.clone(),
+                }
+                .to_string(),
+                None => format!(
+                    "`{tool}` is not installed on this host (not on PATH, nor in /usr/sbin, /sbin, /usr/bin, /bin)"
+                ),
+            };
+            let line = format!("workload {} on platform {}: {why}", w.name, c.platform.name);
+            if !lines.contains(&line) {
+                lines.push(line);
+            }
+        }
+    }
+    lines
 }
 
 /// Creates and removes a probe cgroup, so that a missing privilege is reported once,
