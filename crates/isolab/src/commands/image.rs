@@ -63,7 +63,7 @@ pub fn image(command: ImageCommand) -> Result<Exit> {
                         })
                     })
                     .collect();
-                println!("{}", serde_json::to_string_pretty(&rows)?);
+                println!("{}", super::json::document("images", &rows)?);
             } else if images.is_empty() {
                 println!("no recipe images in {DEFAULT_CACHE_ROOT}");
             } else {

@@ -213,7 +213,9 @@ pub fn run(db: &Path, args: RunArgs) -> Result<Exit> {
     if args.output.json {
         println!(
             "{}",
-            serde_json::json!({ "event": "summary", "experiment": outcome.experiment, "analysis": analysis })
+            super::json::line(
+                &serde_json::json!({ "event": "summary", "experiment": outcome.experiment, "analysis": analysis })
+            )?
         );
     } else if !args.output.quiet {
         println!(
