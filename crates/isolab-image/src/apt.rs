@@ -95,7 +95,10 @@ fn lines_for(
     rename: impl Fn(&str) -> Option<String>,
 ) -> Vec<(bool, String)> {
     let mut lines: Vec<(bool, String)> = Vec::new();
-    for s in sources.iter().filter(|s| s.components.iter().any(|c| c == "main")) {
+    for s in sources
+        .iter()
+        .filter(|s| s.components.iter().any(|c| c == "main"))
+    {
         for su in s.suites.iter().filter_map(|su| rename(su)) {
             let wanted = su == suite
                 || su == format!("{suite}-updates")

@@ -364,7 +364,10 @@ fn layout_manifest_digest(layout: &Path) -> Result<String, ImageError> {
             ImageError::io(
                 "read the image manifest from",
                 path,
-                std::io::Error::new(std::io::ErrorKind::InvalidData, "index.json lists no manifest"),
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    "index.json lists no manifest",
+                ),
             )
         })
 }
@@ -449,13 +452,19 @@ mod tests {
 
     #[test]
     fn references_use_skopeo_transport_names_and_plain_paths_are_not_references() {
-        let r = ImageReference::parse("docker-archive:/tmp/app.tar").unwrap().unwrap();
+        let r = ImageReference::parse("docker-archive:/tmp/app.tar")
+            .unwrap()
+            .unwrap();
         assert_eq!(r.transport, Transport::DockerArchive);
         assert_eq!(r.path(), Some(PathBuf::from("/tmp/app.tar")));
         assert_eq!(r.to_string(), "docker-archive:/tmp/app.tar");
-        let r = ImageReference::parse("oci:/srv/layout:v2").unwrap().unwrap();
+        let r = ImageReference::parse("oci:/srv/layout:v2")
+            .unwrap()
+            .unwrap();
         assert_eq!(r.path(), Some(PathBuf::from("/srv/layout")));
-        let r = ImageReference::parse("docker-daemon:app:1.0").unwrap().unwrap();
+        let r = ImageReference::parse("docker-daemon:app:1.0")
+            .unwrap()
+            .unwrap();
         assert_eq!((r.transport, r.path()), (Transport::DockerDaemon, None));
         assert!(ImageReference::parse("/var/lib/isolab/images/bench").is_none());
         assert!(ImageReference::parse("images:bench").is_none());
@@ -489,8 +498,14 @@ mod tests {
         let entry = cache.path().join(format!("imported-{}", &digest[7..23]));
         assert_eq!(image.dir, entry.join("rootfs"));
         assert!(image.dir.join("bin/sh").is_file());
-        assert_eq!(docker_archive_of(&image.dir), Some(entry.join("docker.tar")));
-        assert_eq!(record.docker_name, format!("isolab/imported-{}:latest", &digest[7..23]));
+        assert_eq!(
+            docker_archive_of(&image.dir),
+            Some(entry.join("docker.tar"))
+        );
+        assert_eq!(
+            record.docker_name,
+            format!("isolab/imported-{}:latest", &digest[7..23])
+        );
         let calls = tools.calls.lock().unwrap().clone();
         assert_eq!(calls.len(), 4, "{calls:?}");
         assert!(calls[0].starts_with("skopeo inspect --raw --config docker-archive:"));

@@ -69,8 +69,8 @@ pub use busybox::{build_busybox_with, BUSYBOX_PACKAGE};
 pub use dpkg::{installed_package, installed_packages, version_differences};
 pub use error::ImageError;
 pub use import::{
-    cached_imports, docker_archive_of, import, import_with, imported_rootfs, ImageConfig, ImageReference,
-    ImportRecord, Transport, SKOPEO_PACKAGE, UMOCI_PACKAGE,
+    cached_imports, docker_archive_of, import, import_with, imported_rootfs, ImageConfig,
+    ImageReference, ImportRecord, Transport, SKOPEO_PACKAGE, UMOCI_PACKAGE,
 };
 pub use manifest::{
     Image, ImageKind, Manifest, RecipeRecord, Source, VersionDifference, MANIFEST_FILE,

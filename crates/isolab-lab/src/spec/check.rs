@@ -130,6 +130,14 @@ impl Validator<'_> {
         ));
         let recipe = image_packages.map(|extra| image::recipe(&expanded.cells, &extra));
         let image = recipe.as_ref().map_or(settings.image, image::recipe_dir);
+        let image_ref = settings.image_ref;
+        if let Some(why) = image_ref
+            .as_ref()
+            .and_then(|_| image::own_image_refused(&expanded.cells))
+        {
+            self.errors.push(self.source.error(None, why));
+            return Err(SpecErrors(self.errors));
+        }
         Ok(ExperimentSpec {
             source: self.source.clone(),
             name: settings.name,
@@ -142,6 +150,7 @@ impl Validator<'_> {
             timeout: settings.timeout,
             probe: settings.probe,
             image,
+            image_ref,
             recipe,
             storage,
             factors,
