@@ -557,7 +557,16 @@ pub enum ImageCommand {
         #[arg(long, value_name = "PATH")]
         link: Option<PathBuf>,
     },
-    /// List the cached recipe images with their hash and packages.
+    /// Import a container image of one's own into the image cache, once per digest, and
+    /// print its root file system: REFERENCE names it as skopeo does,
+    /// `docker-archive:FILE` (`docker save`), `oci-archive:FILE[:TAG]`, `oci:DIR[:TAG]`,
+    /// `docker-daemon:NAME:TAG` or `containers-storage:NAME[:TAG]`. A spec's `[experiment]
+    /// image = "REFERENCE"` does this itself; this imports ahead of time.
+    Import {
+        /// The image, e.g. docker-archive:/tmp/app.tar.
+        reference: String,
+    },
+    /// List the cached recipe images with their hash and packages, and the imported ones.
     List {
         #[command(flatten)]
         json: JsonArgs,
