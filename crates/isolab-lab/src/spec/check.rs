@@ -121,12 +121,11 @@ impl Validator<'_> {
             return Err(SpecErrors(self.errors));
         }
         let mut warnings = expanded.warnings;
-        let cells = expanded.cells.len();
         warnings.extend(super::matrix::no_baseline_warning(
             &settings.name,
             &baseline,
             &factors,
-            cells,
+            &expanded.cells,
         ));
         let recipe = image_packages.map(|extra| image::recipe(&expanded.cells, &extra));
         let image = recipe.as_ref().map_or(settings.image, image::recipe_dir);
