@@ -322,6 +322,9 @@ pub fn import_with(
     tools.run(&skopeo(&["copy", "--quiet", &layout_ref, &archive]))?;
 
     let mut manifest = Manifest::new(ImageKind::Imported);
+    // A Debian-based image says which packages (and versions) it holds.
+    manifest.sources =
+        crate::dpkg::installed_packages(&rootfs.join("var/lib/dpkg/status")).unwrap_or_default();
     manifest.tools = [SKOPEO_PACKAGE, UMOCI_PACKAGE]
         .iter()
         .filter_map(|p| crate::dpkg::installed_package(dpkg_status, p))

@@ -1045,7 +1045,10 @@ fn pgbench_log_gives_one_point_per_script() {
     // 1795849263.974729 s; numpy.percentile's linear method), to 1e-9.
     let close = |name: &str, want: f64| {
         let got = value(name).unwrap_or_else(|| panic!("{name} missing: {got:?}"));
-        assert!((got - want).abs() <= 1e-9 * want.abs(), "{name}: {got} != {want}");
+        assert!(
+            (got - want).abs() <= 1e-9 * want.abs(),
+            "{name}: {got} != {want}"
+        );
     };
     close("tps", 920.6245335752645);
     close("latency_mean", 2.166433333333333);
@@ -1129,7 +1132,9 @@ fn sysbench_oltp_counts_errors_without_latency_files_and_refuses_events_without_
     let err = run(&oltp_report(234.91, 3.0, 0.0, 1.0)).unwrap_err();
     let text = err.to_string();
     assert!(
-        text.contains("sysbench reports 234.91 transactions/s but no sysbench/latency.THREAD file holds one"),
+        text.contains(
+            "sysbench reports 234.91 transactions/s but no sysbench/latency.THREAD file holds one"
+        ),
         "{text}"
     );
 }
