@@ -114,13 +114,13 @@ fn remove_stale_staging(cache_root: &Path, name: &str) -> Result<(), ImageError>
 }
 
 /// An exclusive `flock` on a file, released when dropped (or when the process dies).
-struct Lock {
+pub(crate) struct Lock {
     _file: std::fs::File,
 }
 
 impl Lock {
     /// Wait for the exclusive lock on `path` (created when missing).
-    fn exclusive(path: &Path) -> Result<Lock, ImageError> {
+    pub(crate) fn exclusive(path: &Path) -> Result<Lock, ImageError> {
         let file = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)

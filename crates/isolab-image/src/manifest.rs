@@ -23,6 +23,8 @@ pub enum ImageKind {
     /// A Debian root built from a [`Recipe`](crate::Recipe): the bench packages plus what an
     /// experiment's workloads need, cached under its content hash.
     Recipe,
+    /// An image of one's own, imported from a container image ([`crate::import_with`]).
+    Imported,
 }
 
 impl ImageKind {
@@ -33,6 +35,7 @@ impl ImageKind {
             ImageKind::Bench => "bench",
             ImageKind::BenchDocker => "bench-docker",
             ImageKind::Recipe => "recipe",
+            ImageKind::Imported => "imported",
         }
     }
 }
@@ -88,6 +91,10 @@ pub struct Manifest {
     /// build time): the image's binaries are not the host's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub host_differences: Vec<VersionDifference>,
+    /// Where an [`ImageKind::Imported`] image came from: its reference, digest and
+    /// configuration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imported: Option<crate::ImportRecord>,
 }
 
 /// A recipe as recorded in its image's manifest.
@@ -134,6 +141,7 @@ impl Manifest {
             sources: Vec::new(),
             recipe: None,
             host_differences: Vec::new(),
+            imported: None,
         }
     }
 

@@ -53,15 +53,22 @@ impl Validator<'_> {
             return Err(SpecErrors(self.errors));
         }
         let mut warnings = expanded.warnings;
-        let cells = expanded.cells.len();
         warnings.extend(super::matrix::no_baseline_warning(
             &settings.name,
             &baseline,
             &factors,
-            cells,
+            &expanded.cells,
         ));
         let recipe = image_packages.map(|extra| image::recipe(&expanded.cells, &extra));
         let image = recipe.as_ref().map_or(settings.image, image::recipe_dir);
+        let image_ref = settings.image_ref;
+        if let Some(why) = image_ref
+            .as_ref()
+            .and_then(|_| image::own_image_refused(&expanded.cells))
+        {
+            self.errors.push(self.source.error(None, why));
+            return Err(SpecErrors(self.errors));
+        }
         Ok(ExperimentSpec {
             source: self.source.clone(),
             name: settings.name,
@@ -74,6 +81,7 @@ impl Validator<'_> {
             timeout: settings.timeout,
             probe: settings.probe,
             image,
+            image_ref,
             recipe,
             storage,
             factors,
