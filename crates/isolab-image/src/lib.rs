@@ -69,11 +69,12 @@ pub use cache::{cached, cached_recipes, ensure, ensure_with};
 pub use dpkg::{installed_package, installed_packages, version_differences};
 pub use error::ImageError;
 pub use import::{
-    cached_imports, docker_archive_of, import, import_with, imported_rootfs, ImageConfig,
-    ImageReference, ImportRecord, Transport, SKOPEO_PACKAGE, UMOCI_PACKAGE,
+    cached_imports, docker_archive_of, import, import_with, imported_rootfs, ImageReference,
+    Transport, SKOPEO_PACKAGE, UMOCI_PACKAGE,
 };
 pub use manifest::{
-    Image, ImageKind, Manifest, RecipeRecord, Source, VersionDifference, MANIFEST_FILE,
+    Image, ImageConfig, ImageKind, ImportRecord, Manifest, RecipeRecord, Source, VersionDifference,
+    MANIFEST_FILE,
 };
 pub use pack::{
     default_ext4_size, default_spec, pack, pack_with, PackTarget, Packed, EXT4_LABEL, OCI_CONFIG,

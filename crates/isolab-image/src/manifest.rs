@@ -1,4 +1,6 @@
-//! The image manifest (`.isolab-image.json` at the root of every image) and the [`Image`] handle.
+//! The image manifest (`.isolab-image.json` at the root of every image), what it records of
+//! a recipe ([`RecipeRecord`]) and of an imported image ([`ImportRecord`]), and the [`Image`]
+//! handle.
 
 use std::path::{Path, PathBuf};
 
@@ -94,7 +96,7 @@ pub struct Manifest {
     /// Where an [`ImageKind::Imported`] image came from: its reference, digest and
     /// configuration.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub imported: Option<crate::ImportRecord>,
+    pub imported: Option<ImportRecord>,
 }
 
 /// A recipe as recorded in its image's manifest.
@@ -199,6 +201,52 @@ impl Image {
             manifest,
         })
     }
+}
+
+/// What an image's configuration asks of the process that runs in it (the `config` of the
+/// OCI image configuration, Docker's `Config`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImageConfig {
+    /// `Entrypoint`: the program (and its first arguments) every command runs under.
+    #[serde(default)]
+    pub entrypoint: Vec<String>,
+    /// `Cmd`: the default arguments (or command, without an entrypoint).
+    #[serde(default)]
+    pub cmd: Vec<String>,
+    /// `Env`: `NAME=value` entries.
+    #[serde(default)]
+    pub env: Vec<String>,
+    /// `WorkingDir`, when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub working_dir: Option<String>,
+    /// `User`, when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+}
+
+impl ImageConfig {
+    /// The image's own command: its entrypoint followed by its command (what `docker run
+    /// IMAGE` runs).
+    pub fn command(&self) -> Vec<String> {
+        self.entrypoint.iter().chain(&self.cmd).cloned().collect()
+    }
+}
+
+/// Where an imported image came from, as recorded in its manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImportRecord {
+    /// The reference it was imported from (`docker-archive:/tmp/app.tar`).
+    pub reference: String,
+    /// `sha256:` + the SHA-256 of its configuration blob: the image's ID, its cache key.
+    pub digest: String,
+    /// The digest of the manifest in the OCI layout skopeo wrote.
+    pub manifest_digest: String,
+    /// How many layers it has.
+    pub layers: usize,
+    /// What it asks of the process that runs in it.
+    pub config: ImageConfig,
+    /// The name its Docker archive is tagged with (`isolab/imported-<16 hex>:latest`).
+    pub docker_name: String,
 }
 
 #[cfg(test)]
