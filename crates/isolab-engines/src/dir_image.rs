@@ -27,16 +27,15 @@ pub(crate) fn prepare_dir_image(
             source: io::Error::new(io::ErrorKind::NotADirectory, "not a directory"),
         });
     }
-    let manifest = dir.join(isolab_image::MANIFEST_FILE);
-    let digest = isolab_image::sha256_file(&manifest).map_err(|source| EngineError::Image {
+    let digest = isolab_image::image_digest(&dir).map_err(|source| EngineError::Image {
         engine,
         action: "hash the image manifest (build the image with `isolab image build`)",
-        path: manifest.clone(),
+        path: dir.join(isolab_image::MANIFEST_FILE),
         source: Box::new(source),
     })?;
     Ok(PreparedImage {
         reference: path_str(&dir),
-        digest: format!("sha256:{digest}"),
+        digest,
         source: image.to_path_buf(),
     })
 }

@@ -75,6 +75,7 @@ use isolab_cgroups::Version;
 use crate::host_net::{first_host, HostNetSnapshot};
 use crate::image_tar::{cached_tar_in, repository, DEFAULT_CACHE_DIR};
 use crate::mounts::{mounts_below, mounts_of};
+use crate::own_image::{entrypoint_flags, own_image, OwnImage};
 use crate::parent_cgroups::ForeignParents;
 use crate::run_flags::{common_run_flags, limit_flags};
 use crate::tool::{argv, require, run_ok, tail, SystemTools, Tools};
@@ -688,6 +689,37 @@ impl Docker {
         Ok(done)
     }
 
+    /// An image of one's own, loaded once from its Docker archive (its layers and ID kept).
+    fn load_own_image(&self, image: &Path, own: &OwnImage) -> Result<PreparedImage, EngineError> {
+        if self.image_id(&own.name)?.as_deref() != Some(own.digest.as_str()) {
+            let cmd = self.docker([
+                "load".to_string(),
+                "--quiet".into(),
+                "--input".into(),
+                own.archive.display().to_string(),
+            ])?;
+            run_ok(&*self.tools, ENGINE, &cmd)?;
+        }
+        let loaded = self.image_id(&own.name)?;
+        if loaded.as_deref() != Some(own.digest.as_str()) {
+            return Err(EngineError::Unexpected {
+                engine: ENGINE,
+                command: format!("docker load --input {}", own.archive.display()),
+                detail: format!(
+                    "{} has ID {} after the load, not the image's {}",
+                    own.name,
+                    loaded.as_deref().unwrap_or("(none)"),
+                    own.digest
+                ),
+            });
+        }
+        Ok(PreparedImage {
+            reference: own.name.clone(),
+            digest: own.digest.clone(),
+            source: image.to_path_buf(),
+        })
+    }
+
     fn image_id(&self, reference: &str) -> Result<Option<String>, EngineError> {
         let cmd = self.docker(["image", "inspect", "--format", "{{json .Id}}", reference])?;
         let out = self.tools.run(&cmd).map_err(|e| EngineError::Command {
@@ -819,6 +851,9 @@ impl Engine for Docker {
     }
 
     fn prepare_image(&self, image: &Path) -> Result<PreparedImage, EngineError> {
+        if let Some(own) = own_image(image) {
+            return self.load_own_image(image, &own);
+        }
         let (tar, sha) = cached_tar_in(ENGINE, &self.config.cache_dir, image)?;
         let reference = format!("{}:{}", repository(image), &sha[..12.min(sha.len())]);
         let digest = match self.image_id(&reference)? {
@@ -865,6 +900,7 @@ impl Engine for Docker {
             self.config.cgroup_version,
             &self.config.sys,
         )?);
+        cmd.extend(entrypoint_flags(&image.source));
         cmd.push(image.reference.clone());
         cmd.extend(request.argv.iter().cloned());
         Ok(cmd)

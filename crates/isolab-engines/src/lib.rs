@@ -76,6 +76,7 @@ pub mod host_net;
 mod hybrid_fix;
 pub mod image_tar;
 mod mounts;
+mod own_image;
 mod parent_cgroups;
 mod request;
 pub mod run_flags;

@@ -178,6 +178,19 @@ pub fn docker_archive_of(rootfs: &Path) -> Option<PathBuf> {
     tar.is_file().then_some(tar)
 }
 
+/// What identifies the image at `dir` in the experiment's environment, on every platform:
+/// an image of one's own's configuration digest (its ID), else `sha256:` + the SHA-256 of
+/// its manifest (`.isolab-image.json`, which records its build and every package version).
+pub fn image_digest(dir: &Path) -> Result<String, ImageError> {
+    if let Some(record) = Manifest::load(dir).ok().and_then(|m| m.imported) {
+        return Ok(record.digest);
+    }
+    Ok(format!(
+        "sha256:{}",
+        crate::tree::sha256_file(&dir.join(crate::MANIFEST_FILE))?
+    ))
+}
+
 /// The imported image of `digest` in `cache_root`, when it is complete.
 fn cached_import(cache_root: &Path, digest: &str) -> Option<Image> {
     let rootfs = imported_rootfs(&entry_dir(cache_root, digest));
@@ -268,12 +281,21 @@ pub fn import_with(
             .arg(format!("{}:{LAYOUT_TAG}", layout.display()))
             .arg(&rootfs),
     )?;
+    // The Docker archive straight from the source: a Docker image keeps its configuration
+    // (and so its ID) byte for byte, where one copied from the OCI layout would not.
     let docker_name = format!("isolab/{name}:latest");
-    let archive = format!(
-        "docker-archive:{}:{docker_name}",
-        staging.path().join("docker.tar").display()
-    );
-    tools.run(&skopeo(&["copy", "--quiet", &layout_ref, &archive]))?;
+    let tar = staging.path().join("docker.tar");
+    let archive = format!("docker-archive:{}:{docker_name}", tar.display());
+    tools.run(&skopeo(&["copy", "--quiet", &shown, &archive]))?;
+    let docker_config = tools
+        .run(&skopeo(&[
+            "inspect",
+            "--raw",
+            "--config",
+            &format!("docker-archive:{}", tar.display()),
+        ]))?
+        .stdout;
+    let docker_digest = format!("sha256:{}", crate::tree::sha256_hex(&docker_config));
 
     let mut manifest = Manifest::new(ImageKind::Imported);
     // A Debian-based image says which packages (and versions) it holds.
@@ -290,6 +312,7 @@ pub fn import_with(
         layers: parsed.rootfs.map_or(0, |r| r.diff_ids.len()),
         config,
         docker_name,
+        docker_digest,
     });
     manifest.save(&rootfs)?;
     let entry = staging.commit()?;
@@ -463,14 +486,21 @@ mod tests {
             record.docker_name,
             format!("isolab/imported-{}:latest", &digest[7..23])
         );
+        // The fake prints the same configuration for the Docker archive.
+        assert_eq!(record.docker_digest, digest);
         let calls = tools.calls.lock().unwrap().clone();
-        assert_eq!(calls.len(), 4, "{calls:?}");
+        assert_eq!(calls.len(), 5, "{calls:?}");
         assert!(calls[0].starts_with("skopeo inspect --raw --config docker-archive:"));
         assert!(calls[2].starts_with("umoci raw unpack --image "));
+        // The Docker archive is copied from the source, not from the OCI layout.
+        assert!(
+            calls[3].starts_with(&format!("skopeo copy --quiet {reference} docker-archive:")),
+            "{calls:?}"
+        );
         // Imported again: only the configuration is read.
         let again = import_with(&reference, cache.path(), status, &tools).unwrap();
         assert_eq!(again, image);
-        assert_eq!(tools.calls.lock().unwrap().len(), 5);
+        assert_eq!(tools.calls.lock().unwrap().len(), 6);
         assert_eq!(cached_imports(cache.path()).unwrap(), vec![image]);
     }
 

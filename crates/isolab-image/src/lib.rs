@@ -69,8 +69,8 @@ pub use cache::{cached, cached_recipes, ensure, ensure_with};
 pub use dpkg::{installed_package, installed_packages, version_differences};
 pub use error::ImageError;
 pub use import::{
-    cached_imports, docker_archive_of, import, import_with, imported_rootfs, ImageReference,
-    Transport, SKOPEO_PACKAGE, UMOCI_PACKAGE,
+    cached_imports, docker_archive_of, image_digest, import, import_with, imported_rootfs,
+    ImageReference, Transport, SKOPEO_PACKAGE, UMOCI_PACKAGE,
 };
 pub use manifest::{
     Image, ImageConfig, ImageKind, ImportRecord, Manifest, RecipeRecord, Source, VersionDifference,

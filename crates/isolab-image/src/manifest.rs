@@ -247,6 +247,11 @@ pub struct ImportRecord {
     pub config: ImageConfig,
     /// The name its Docker archive is tagged with (`isolab/imported-<16 hex>:latest`).
     pub docker_name: String,
+    /// The configuration digest of its Docker archive: the ID Docker and Podman give it
+    /// once loaded. The same as [`ImportRecord::digest`] for an image that came as a Docker
+    /// image (`docker-archive:`, `docker-daemon:`); an OCI image's configuration is
+    /// rewritten into Docker's form, so its ID there differs.
+    pub docker_digest: String,
 }
 
 #[cfg(test)]

@@ -619,6 +619,7 @@ mod tests {
             memory: 4 << 30,
             work: 0,
             components: Vec::new(),
+            image_command: Vec::new(),
         }
     }
 

@@ -11,7 +11,9 @@
 //!    argument. `{{` and `}}` stand for literal braces.
 //!
 //! A word that renders to the empty string stays an (empty) argument: write
-//! `--flag={direct_flag}`, not a lone `{direct_flag}`.
+//! `--flag={direct_flag}`, not a lone `{direct_flag}`. The one placeholder that gives
+//! several words is `{entrypoint}`, the image's own command, which must be a word of its
+//! own.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -32,6 +34,7 @@ use std::time::Duration;
 /// | `{memory_mib}` | memory granted to the instance in MiB: the shape's limit, else the host's ([`Params::memory`]) |
 /// | `{usable_memory_mib}` | three quarters of `{memory_mib}`: what a workload that sizes itself to memory (HPCC) may fill, the rest left to its runtime (MPI) and the page cache, so that a memory limit does not kill it |
 /// | `{work}` | a workload's amount of fixed work, in its own unit (seconds of video, numbers searched): its default, or `[workload.NAME] work = N` ([`Params::work`]) |
+/// | `{entrypoint}` | an image of one's own's command, its entrypoint then its command, as words of their own (a word by itself; see [`Params::image_command`]) |
 ///
 /// A service stack's templates can also name its components' endpoints
 /// ([`Params::components`]): `{NAME.host}`, `{NAME.port}` and `{NAME.address}`
@@ -48,7 +51,11 @@ pub const PLACEHOLDERS: &[&str] = &[
     "memory_mib",
     "usable_memory_mib",
     "work",
+    ENTRYPOINT,
 ];
+
+/// The placeholder of an image's own command ([`Params::image_command`]).
+pub const ENTRYPOINT: &str = "entrypoint";
 
 /// Values substituted into templates.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -81,6 +88,9 @@ pub struct Params {
     /// The endpoints of a service stack's components started so far
     /// (`{NAME.host}`, `{NAME.port}`, `{NAME.address}`); empty for a command workload.
     pub components: Vec<Endpoint>,
+    /// An image of one's own's command (`{entrypoint}`): its `Entrypoint` then its `Cmd`;
+    /// empty where the workload does not run from such an image.
+    pub image_command: Vec<String>,
 }
 
 /// Where a service stack's component is reached by the other components and by the
@@ -128,6 +138,7 @@ impl Params {
                     cpu_usage: "/sys/fs/cgroup/cpu.stat".into(),
                 })
                 .collect(),
+            image_command: vec!["app".into()],
         }
     }
 
@@ -146,6 +157,7 @@ impl Params {
             "memory_mib" => (self.memory >> 20).to_string(),
             "usable_memory_mib" => ((self.memory >> 20) * 3 / 4).to_string(),
             "work" => self.work.to_string(),
+            ENTRYPOINT => return Some(Err(TemplateError::EntrypointInAWord)),
             _ => {
                 let (component, field) = name.split_once('.')?;
                 let c = self.components.iter().find(|c| c.name == component)?;
@@ -208,6 +220,12 @@ pub enum TemplateError {
     /// The template has no words at all.
     #[error("template is empty: give the command to run")]
     Empty,
+    /// `{entrypoint}` is part of a longer word.
+    #[error("`{{entrypoint}}` (the image's own command, several words) must be a word by itself, e.g. `{{entrypoint}} --extra-flag`")]
+    EntrypointInAWord,
+    /// `{entrypoint}` where the image has no command of its own.
+    #[error("`{{entrypoint}}`: the image has neither an entrypoint nor a command (only an image of one's own, `[experiment] image = \"docker-archive:…\"`, may have one, and only container and VM platforms run it)")]
+    NoImageCommand,
 }
 
 /// Displays [`PLACEHOLDERS`] as `{cpus}, {threads}, …` in error messages.
@@ -279,6 +297,13 @@ pub fn render(template: &str, p: &Params) -> Result<Vec<String>, TemplateError> 
     let words = split(template)?;
     let mut argv = Vec::with_capacity(words.len());
     for word in &words {
+        if word == "{entrypoint}" {
+            if p.image_command.is_empty() {
+                return Err(TemplateError::NoImageCommand);
+            }
+            argv.extend(p.image_command.iter().cloned());
+            continue;
+        }
         let mut out = String::with_capacity(word.len());
         for piece in pieces(word, template)? {
             match piece {
@@ -310,6 +335,9 @@ pub fn validate(template: &str) -> Result<Vec<&'static str>, TemplateError> {
             if let Piece::Placeholder(name) = piece {
                 if endpoint_placeholder(name).is_some() {
                     continue;
+                }
+                if name == ENTRYPOINT && word != "{entrypoint}" {
+                    return Err(TemplateError::EntrypointInAWord);
                 }
                 let known = PLACEHOLDERS.iter().find(|k| **k == name).ok_or_else(|| {
                     TemplateError::UnknownPlaceholder {
@@ -428,7 +456,31 @@ mod tests {
                 port: 3306,
                 cpu_usage: String::new(),
             }],
+            image_command: Vec::new(),
         }
+    }
+
+    #[test]
+    fn the_image_command_is_words_of_their_own_and_only_a_word_by_itself() {
+        let mut p = params();
+        assert_eq!(
+            render("{entrypoint} --time={duration}", &p),
+            Err(TemplateError::NoImageCommand)
+        );
+        p.image_command = vec!["sysbench".into(), "cpu".into(), "run".into()];
+        assert_eq!(
+            render("{entrypoint} --time={duration}", &p).unwrap(),
+            ["sysbench", "cpu", "run", "--time=10"]
+        );
+        assert_eq!(
+            render("x={entrypoint}", &p),
+            Err(TemplateError::EntrypointInAWord)
+        );
+        assert_eq!(validate("{entrypoint} -v").unwrap(), ["entrypoint"]);
+        assert_eq!(
+            validate("a{entrypoint}"),
+            Err(TemplateError::EntrypointInAWord)
+        );
     }
 
     #[test]

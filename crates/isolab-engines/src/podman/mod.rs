@@ -92,6 +92,7 @@ use isolab_cgroups::Hierarchy;
 
 use crate::hybrid_fix::gc_dead_owners;
 use crate::image_tar::{cached_tar_in, repository, DEFAULT_CACHE_DIR};
+use crate::own_image::{entrypoint_flags, own_image};
 use crate::parent_cgroups::{remove_parent_chains, ForeignParents};
 use crate::run_flags::{common_run_flags, limit_flags};
 use crate::tool::{argv, require, run_ok, tail, SystemTools, Tools};
@@ -424,21 +425,40 @@ impl Engine for Podman {
     }
 
     fn prepare_image(&self, image: &Path) -> Result<PreparedImage, EngineError> {
-        let (tar, sha) = cached_tar_in(ENGINE, &self.config.cache_dir, image)?;
-        let reference = format!(
-            "localhost/{}:{}",
-            repository(image),
-            &sha[..12.min(sha.len())]
-        );
+        // An image of one's own is loaded from its Docker archive (its layers and ID kept);
+        // isolab's own images are imported from a packed tar.
+        let own = own_image(image);
+        let (reference, source) = match &own {
+            // Podman names a loaded archive's tag by its own short-name rules: run the image
+            // by its ID, which the load keeps.
+            Some(own) => (
+                own.digest.trim_start_matches("sha256:").to_owned(),
+                own.archive.clone(),
+            ),
+            None => {
+                let (tar, sha) = cached_tar_in(ENGINE, &self.config.cache_dir, image)?;
+                let sha = &sha[..12.min(sha.len())];
+                (format!("localhost/{}:{sha}", repository(image)), tar)
+            }
+        };
         let exists = self.podman(["image", "exists", reference.as_str()])?;
         let present = self.tools.run(&exists).is_ok_and(|o| o.status == 0);
         if !present {
-            let cmd = self.podman([
-                "import".to_string(),
-                "--quiet".into(),
-                tar.display().to_string(),
-                reference.clone(),
-            ])?;
+            let cmd = if own.is_some() {
+                self.podman([
+                    "load".to_string(),
+                    "--quiet".into(),
+                    "--input".into(),
+                    source.display().to_string(),
+                ])?
+            } else {
+                self.podman([
+                    "import".to_string(),
+                    "--quiet".into(),
+                    source.display().to_string(),
+                    reference.clone(),
+                ])?
+            };
             run_ok(&*self.tools, ENGINE, &cmd)?;
         }
         let cmd = self.podman(["image", "inspect", reference.as_str(), "--format", "json"])?;
@@ -488,6 +508,7 @@ impl Engine for Podman {
         if request.limits.pids_max.is_none() {
             cmd.extend(argv(["--pids-limit", "-1"]));
         }
+        cmd.extend(entrypoint_flags(&image.source));
         cmd.push(image.reference.clone());
         cmd.extend(request.argv.iter().cloned());
         Ok(cmd)

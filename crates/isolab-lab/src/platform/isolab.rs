@@ -174,6 +174,16 @@ impl Driver for IsolabDriver {
             })
     }
 
+    fn prepare(
+        &self,
+        _levels: &[&super::PlatformDef],
+        image: Option<&Path>,
+    ) -> Result<Vec<(String, String)>, PlatformError> {
+        Ok(image.map_or_else(Vec::new, |i| {
+            super::image_entries(PlatformKind::ISOLAB.as_str(), i)
+        }))
+    }
+
     fn execute(&self, supervisor: &Supervisor, job: &Job, interrupt: &Interrupt) -> Executed {
         execute(supervisor, &self.config, job, interrupt)
     }

@@ -382,6 +382,18 @@ pub struct Execution {
     pub notes: Vec<String>,
 }
 
+/// The environment's entries of the image a platform runs from its root file system:
+/// `engine.KIND.image` (the directory) and `engine.KIND.image_digest`
+/// ([`isolab_image::image_digest`]: an image of one's own's ID, the same on every
+/// platform, else the digest of its manifest).
+pub(crate) fn image_entries(kind: &str, image: &std::path::Path) -> Vec<(String, String)> {
+    let digest = isolab_image::image_digest(image).unwrap_or_else(|e| format!("unavailable: {e}"));
+    vec![
+        (format!("engine.{kind}.image"), image.display().to_string()),
+        (format!("engine.{kind}.image_digest"), digest),
+    ]
+}
+
 /// Why a job could not produce an execution.
 #[derive(Debug, thiserror::Error)]
 pub enum PlatformError {

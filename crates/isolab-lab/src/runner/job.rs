@@ -118,7 +118,8 @@ impl Runner<'_> {
         let port = if w.server.is_some() { free_port()? } else { 0 };
         let params = self.params(spec, cell, workdir, &limits, disk.direct, port);
         self.place_inputs(w, &params)?;
-        let render = |t: &str| render(t, &params);
+        let env = image_config(spec, cell).map(|c| c.env.as_slice());
+        let render = |t: &str| render(t, &params).map(|argv| with_image_env(env, argv));
         Ok(Job {
             platform: cell.platform.clone(),
             image: cell.platform.kind.needs_image().then(|| spec.image.clone()),
@@ -163,6 +164,7 @@ impl Runner<'_> {
             memory: limits.memory_max.unwrap_or_else(host_memory).0,
             work: cell.workload.work.as_ref().map_or(0, |w| w.amount),
             components: Vec::new(),
+            image_command: image_config(spec, cell).map_or_else(Vec::new, |c| c.command()),
         }
     }
 
@@ -289,6 +291,34 @@ pub(super) fn output<'a>(e: &'a Execution, job: &'a Job) -> RunOutput<'a> {
     }
 }
 
+/// The configuration of the image of one's own that `cell` runs from, if it runs from one.
+fn image_config<'a>(
+    spec: &'a ExperimentSpec,
+    cell: &Cell,
+) -> Option<&'a isolab_image::ImageConfig> {
+    spec.image_config
+        .as_ref()
+        .filter(|_| cell.platform.kind.needs_image())
+}
+
+/// `argv` under the image's environment: `env NAME=value … argv` when the image sets any
+/// variable besides the default `PATH` (Docker and Podman apply it themselves too; the
+/// other runtimes and the VMs' agents would not).
+fn with_image_env(env: Option<&[String]>, argv: Vec<String>) -> Vec<String> {
+    let own: Vec<&String> = env
+        .into_iter()
+        .flatten()
+        .filter(|e| e.as_str() != isolab_runtime::config::DEFAULT_PATH)
+        .collect();
+    if own.is_empty() {
+        return argv;
+    }
+    let mut wrapped = vec!["env".to_owned()];
+    wrapped.extend(own.into_iter().cloned());
+    wrapped.extend(argv);
+    wrapped
+}
+
 #[cfg(test)]
 mod tests {
     use std::error::Error;
@@ -309,6 +339,7 @@ mod tests {
             memory: 1 << 30,
             work: 0,
             components: Vec::new(),
+            image_command: Vec::new(),
         };
         let cause = isolab_workloads::render("echo 'open", &params).unwrap_err();
         let e = render("echo 'open", &params).unwrap_err();

@@ -65,6 +65,7 @@ impl Validator<'_> {
         if let Some(why) = image_ref
             .as_ref()
             .and_then(|_| image::own_image_refused(&expanded.cells))
+            .or_else(|| image::entrypoint_refused(&expanded.cells, image_ref.is_some()))
         {
             self.errors.push(self.source.error(None, why));
             return Err(SpecErrors(self.errors));
@@ -82,6 +83,7 @@ impl Validator<'_> {
             probe: settings.probe,
             image,
             image_ref,
+            image_config: None,
             recipe,
             storage,
             factors,

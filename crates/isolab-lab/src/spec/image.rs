@@ -64,6 +64,38 @@ pub(super) fn own_image_refused(cells: &[Cell]) -> Option<String> {
         .then(|| format!("[experiment] image names a container image of one's own, which runs on every container platform and as the guest root of vm and vm+isolab, but not on {VM_DOCKER}, whose guest runs Docker from the bench-docker recipe: exclude {VM_DOCKER} or use the default image"))
 }
 
+/// Why `{entrypoint}` (an image of one's own's command) cannot be rendered for `cells`,
+/// when it cannot: the image is not one of one's own, or a cell runs on the host.
+pub(super) fn entrypoint_refused(cells: &[Cell], own_image: bool) -> Option<String> {
+    let uses = |c: &&Cell| {
+        let w = &c.workload;
+        [
+            Some(&w.command),
+            w.prepare.as_ref(),
+            w.cleanup.as_ref(),
+            w.server.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
+        .any(|t| t.contains("{entrypoint}"))
+    };
+    let cell = cells.iter().find(uses)?;
+    if !own_image {
+        return Some(format!(
+            "workload {} uses {{entrypoint}}, the command of an image of one's own, but [experiment] image names none: set image = \"docker-archive:FILE\" (or oci:, oci-archive:, docker-daemon:, containers-storage:)",
+            cell.workload.name
+        ));
+    }
+    let on_host = cells
+        .iter()
+        .filter(uses)
+        .find(|c| !c.platform.kind.needs_image())?;
+    Some(format!(
+        "workload {} uses {{entrypoint}}, the image's own command, but platform {} runs no image: exclude it for this workload",
+        on_host.workload.name, on_host.platform.name
+    ))
+}
+
 /// The recipe of the experiment's image: the bench recipe plus the packages of the workloads
 /// in `cells` and `extra` (checked names), plus Docker's for `vm+docker` cells.
 pub(super) fn recipe(cells: &[Cell], extra: &[String]) -> Recipe {
@@ -174,6 +206,20 @@ mod tests {
             errs[0].starts_with("exp.toml:3:9: image reference `docker-archive:`"),
             "{errs:?}"
         );
+    }
+
+    #[test]
+    fn the_image_command_needs_an_image_of_ones_own_and_no_host_cell() {
+        let w = "[workload.app]\ncommand = \"{entrypoint} --threads={cpus}\"\nparser = \"sysbench\"\nprimary = \"events_per_second\"\n";
+        let errs = errors(&format!("[experiment]\nname = \"x\"\n[matrix]\nplatform = [\"isolab\"]\nworkload = [\"app\"]\n{w}"));
+        assert!(
+            errs[0].contains("workload app uses {entrypoint}") && errs[0].contains("names none"),
+            "{errs:?}"
+        );
+        let errs = errors(&format!("[experiment]\nname = \"x\"\nimage = \"oci:/l\"\n[matrix]\nplatform = [\"host\", \"isolab\"]\nworkload = [\"app\"]\n{w}"));
+        assert!(errs[0].contains("platform host runs no image"), "{errs:?}");
+        let spec = parse(&format!("[experiment]\nname = \"x\"\nimage = \"oci:/l\"\n[matrix]\nplatform = [\"isolab\", \"docker\"]\nworkload = [\"app\"]\n{w}")).unwrap();
+        assert_eq!(spec.cells.len(), 2);
     }
 
     /// Parses a spec read from `path`.

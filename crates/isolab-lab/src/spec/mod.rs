@@ -254,6 +254,9 @@ pub struct ExperimentSpec {
     /// (`docker-archive:FILE`, …): `isolab run` imports it ([`isolab_image::import`]) and
     /// sets [`ExperimentSpec::image`] to its root file system.
     pub image_ref: Option<isolab_image::ImageReference>,
+    /// What the imported image of [`ExperimentSpec::image_ref`] asks of its processes (its
+    /// environment, and its command for `{entrypoint}`); set by `isolab run` with the import.
+    pub image_config: Option<isolab_image::ImageConfig>,
     /// The recipe of the image when the spec names no directory: the bench packages, the
     /// matrix's workloads' packages and `[image] packages` (see the `image` module).
     pub recipe: Option<isolab_image::Recipe>,

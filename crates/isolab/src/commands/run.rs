@@ -60,6 +60,7 @@ pub fn execute(
         Some(reference) => {
             let image = super::image::import_own(reference, settings.quiet || settings.json)?;
             imported = ExperimentSpec {
+                image_config: image.manifest.imported.map(|r| r.config),
                 image: image.dir,
                 ..spec.clone()
             };

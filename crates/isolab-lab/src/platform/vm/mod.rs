@@ -379,7 +379,9 @@ impl Driver for VmDriver {
         if let Some(GuestEngine::Docker) = self.engine {
             isolab_vm::docker::check_image(image)?;
         }
-        self.vm.prepare_once(levels, image)
+        let mut env = self.vm.prepare_once(levels, image)?;
+        env.extend(super::image_entries(self.info().kind.as_str(), image));
+        Ok(env)
     }
 
     fn execute(&self, supervisor: &Supervisor, job: &Job, interrupt: &Interrupt) -> Executed {

@@ -421,6 +421,10 @@ fn sample_params(stack: Option<&StackDef>) -> Params {
 
 /// The tool a command workload runs: its command's program.
 fn tools_of(command: &str, stack: Option<&StackDef>) -> Vec<String> {
+    // An image's own command is the image's to bring.
+    if command.split_whitespace().next() == Some("{entrypoint}") {
+        return Vec::new();
+    }
     isolab_workloads::render(command, &sample_params(stack))
         .ok()
         .and_then(|a| a.into_iter().next())
