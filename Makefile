@@ -1,5 +1,5 @@
 # The two commands of the README. Both install what is missing first.
-.PHONY: quickstart test test-fast check setup setup-test image image-debug deny
+.PHONY: quickstart test test-fast check setup setup-test image image-debug install-man deny
 
 # cargo's target directory: $CARGO_TARGET_DIR when set (cargo builds there), else target.
 TARGET := $(or $(CARGO_TARGET_DIR),target)
@@ -27,6 +27,17 @@ setup-test:
 image: setup
 	cargo build --release --locked -p isolab -p isolab-runtime
 	$(ISOLAB) image ensure --link $(IMAGE) >/dev/null
+	@$(MAKE) --no-print-directory install-man
+
+# As root: isolab's manual pages (`man isolab`, `man isolab-run`, …) and its bash
+# completions, both generated from the binary's own definitions; skipped otherwise.
+install-man:
+	@if [ "$$(id -u)" -eq 0 ]; then \
+	    $(ISOLAB) man --dir /usr/local/share/man/man1 && \
+	    mkdir -p /usr/local/share/bash-completion/completions && \
+	    $(ISOLAB) completions bash > /usr/local/share/bash-completion/completions/isolab && \
+	    echo "installed: man pages in /usr/local/share/man/man1, bash completions"; \
+	else echo "not root: man pages and completions not installed (isolab man, isolab completions)"; fi
 
 image-debug: setup-test
 	cargo build --locked -p isolab -p isolab-runtime

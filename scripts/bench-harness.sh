@@ -32,7 +32,7 @@ t0=$(now); for _ in $(seq "$N"); do /bin/true; done; t1=$(now)
 t2=$(now); for _ in $(seq "$N"); do /bin/true; done; t3=$(now)
 # isolab's own time: from its first to its last stored run, plus one run's length.
 wall=$("$BIN" --db "$tmp/h.db" export harness-cost --format json | python3 -c '
-import json,sys; rows=json.load(sys.stdin); print(sum(r["value"] for r in rows)/len(rows))')
+import json,sys; rows=json.load(sys.stdin)["observations"]; print(sum(r["value"] for r in rows)/len(rows))')
 t4=$(now)
 "$BIN" --db "$tmp/h2.db" run --quiet --no-report --workdir "$tmp/work" "$tmp/harness.toml"
 t5=$(now)

@@ -39,8 +39,8 @@ Installs what isolab needs on Debian 12 or 13, tier by tier (default: quickstart
   seeds       the seeds' programs on the host (HPCC, Open MPI, sockperf, ioping, FFmpeg,
               httpd's build) and the storage factor (dmsetup, btrfs-progs)
   fleet       PostgreSQL's server (a team's store) and Slurm with MUNGE
-  test        every tier, plus Chromium, benchstat and the OCI runtime-tools suite:
-              what \`make test\` needs
+  test        every tier, plus Chromium, benchstat, the OCI runtime-tools suite and
+              pandas (the docs' data example): what \`make test\` needs
   all         the same as test
 
 --dry-run   resolve and print each tier's packages (installed, to install, or not in
@@ -382,6 +382,9 @@ if has_tier test; then
     # The OCI runtime-tools validation suite: built once with Go through the module proxy
     # into /var/cache/isolab/runtime-tools (a cache hit costs nothing, and needs no root).
     ISOLAB_GO=$GO bash "$here/oci-validation.sh" --build-only | sed 's/^/setup: runtime-tools: /'
+    # pandas: docs/data.md's example loads a real export with it, and the docs test
+    # (crates/isolab/tests/docs.rs) runs that example with this venv's python.
+    pip_venv pandas 3.1.1
 fi
 
 say "ready for: ${tiers[*]}"

@@ -10,17 +10,15 @@ use std::path::{Component, Path, PathBuf};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::controller::Controller;
 use crate::error::Error;
 use crate::file;
 use crate::format::pid_list;
-use crate::hierarchy::{Controller, Hierarchy, Layout, MountRole, Version};
+use crate::hierarchy::{Hierarchy, Layout, MountRole, Version};
 use crate::limits::Limits;
 use crate::stats::Stats;
+use crate::tree::PROCESS_LEAF;
 use crate::{psi, tree, v1, v2};
-
-/// The name of the leaf below a cgroup where processes go on cgroup v2
-/// ([`Cgroup::process_leaf`]); [`crate::deepest_populated`] looks past it.
-pub const PROCESS_LEAF: &str = "isolab-processes";
 
 /// How long [`Cgroup::kill_all`] keeps killing before it gives up.
 const KILL_DEADLINE: Duration = Duration::from_secs(5);

@@ -5,7 +5,7 @@ use std::io;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::hierarchy::Controller;
+use crate::controller::Controller;
 
 /// What went wrong while creating, limiting, measuring or removing a cgroup.
 #[derive(Debug, thiserror::Error)]

@@ -52,6 +52,8 @@
 mod borrowed_v1;
 mod bytes;
 mod cgroup;
+mod controller;
+mod device;
 mod error;
 mod file;
 mod format;
@@ -70,19 +72,19 @@ mod v2;
 
 pub use borrowed_v1::{borrow_listed, cgroup2_listed, listed_in_cgroup2, BorrowedV1};
 pub use bytes::Bytes;
-pub use cgroup::{list_below, Attacher, Cgroup, CloneTarget, Entered, PROCESS_LEAF};
+pub use cgroup::{list_below, Attacher, Cgroup, CloneTarget, Entered};
+pub use controller::Controller;
+pub use device::DeviceNumber;
 pub use error::{Error, InvalidValue};
 pub use file::read_pseudo_file;
-pub use hierarchy::{Controller, Hierarchy, Version};
+pub use hierarchy::{Hierarchy, Version};
 pub use idset::IdSet;
-pub use limits::{
-    CpuQuota, CpuWeight, DeviceNumber, HugePageSize, HugetlbLimit, IoThrottle, Limits,
-};
+pub use limits::{CpuQuota, CpuWeight, HugePageSize, HugetlbLimit, IoThrottle, Limits};
 pub use mountinfo::{mountinfo_path, parse_mountinfo, read_mountinfo, Malformed, MountEntry};
 pub use psi::{Pressure, Psi, PsiLines};
 pub use stats::Stats;
 pub use syscalls::{RealSyscalls, Syscalls};
 pub use tree::{
     deepest_populated, has_processes, populated, procs, remove_tree, rmdir_retrying, subtree,
-    RemoveTree, RemovedTree,
+    RemoveTree, RemovedTree, PROCESS_LEAF,
 };

@@ -10,9 +10,9 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::device::DeviceNumber;
 use crate::error::{Error, InvalidValue};
 use crate::file;
-use crate::limits::DeviceNumber;
 
 /// The mount table of the calling process, relative to a proc file system's root:
 /// `<proc>/self/mountinfo` (see [`mountinfo_path`]).

@@ -17,6 +17,11 @@ use std::time::{Duration, Instant};
 use crate::error::Error;
 use crate::syscalls::Syscalls;
 
+/// The name of the leaf below a cgroup where processes go on cgroup v2
+/// ([`Cgroup::process_leaf`](crate::Cgroup::process_leaf)); [`deepest_populated`] looks
+/// past it.
+pub const PROCESS_LEAF: &str = "isolab-processes";
+
 /// Pause between retries of a busy `rmdir`.
 const POLL: Duration = Duration::from_millis(10);
 
@@ -89,7 +94,7 @@ pub fn populated(top: &Path) -> bool {
 
 /// The deepest cgroup strictly below `top` that holds a process (of several at the
 /// same depth, the first one found), or `None`. The v2 process leaf of `top`
-/// ([`crate::PROCESS_LEAF`], where the lab's own command waits) is not a container's cgroup
+/// ([`PROCESS_LEAF`], where the lab's own command waits) is not a container's cgroup
 /// and is passed over.
 pub fn deepest_populated(top: &Path) -> Option<PathBuf> {
     let top_depth = top.components().count();
@@ -98,7 +103,7 @@ pub fn deepest_populated(top: &Path) -> Option<PathBuf> {
     // Parents first, in the order of the walk.
     for dir in dirs.iter().rev() {
         let depth = dir.components().count() - top_depth;
-        let leaf = depth == 1 && dir.file_name() == Some(crate::PROCESS_LEAF.as_ref());
+        let leaf = depth == 1 && dir.file_name() == Some(PROCESS_LEAF.as_ref());
         if depth > 0 && !leaf && has_processes(dir) && !matches!(best, Some((d, _)) if d >= depth) {
             best = Some((depth, dir));
         }

@@ -95,7 +95,7 @@ mod tests {
         let setup = include_str!("../../../scripts/setup.sh");
         let version = setup
             .lines()
-            .find_map(|l| l.strip_prefix("YOUKI_VERSION="))
+            .find_map(|l| l.trim_start().strip_prefix("YOUKI_VERSION="))
             .expect("setup.sh pins youki");
         assert!(
             YOUKI

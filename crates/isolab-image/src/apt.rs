@@ -52,43 +52,72 @@ pub fn host_sources(apt_dir: &Path) -> Result<Vec<AptSource>, ImageError> {
     Ok(out)
 }
 
+/// Debian's release codenames, oldest first: a host source of one of these suites is a
+/// Debian mirror, which also serves the others.
+const DEBIAN_CODENAMES: [&str; 6] = ["buster", "bullseye", "bookworm", "trixie", "forky", "duke"];
+
 /// The mirror lines for `suite` and its `-updates`/`-security` suites, component main, as
 /// `deb [signed-by=…] URI SUITE main` (the form mmdebstrap accepts as a MIRROR argument).
-/// Fails when no source carries `suite` itself.
+/// A host of another Debian release (a Debian 13 host building the Debian 12 image) has
+/// no source of `suite`: its Debian sources' URIs are used for `suite` instead (Debian's
+/// mirrors carry every release). Fails when no source is of `suite` or of a Debian release.
 pub fn mirror_lines(apt_dir: &Path, suite: &str) -> Result<Vec<String>, ImageError> {
     let sources = host_sources(apt_dir)?;
-    let mut lines = Vec::new();
-    let mut has_base = false;
-    for s in &sources {
-        if !s.components.iter().any(|c| c == "main") {
-            continue;
-        }
-        for su in &s.suites {
+    let own = lines_for(&sources, suite, |su| Some(su.to_owned()));
+    if own.iter().any(|(base, _)| *base) {
+        return Ok(own.into_iter().map(|(_, line)| line).collect());
+    }
+    // Another release's suites, renamed: `trixie-updates` → `SUITE-updates`.
+    let derived = lines_for(&sources, suite, |su| {
+        let (codename, rest) = su.split_once('-').unwrap_or((su, ""));
+        DEBIAN_CODENAMES.contains(&codename).then(|| {
+            if rest.is_empty() {
+                suite.to_owned()
+            } else {
+                format!("{suite}-{rest}")
+            }
+        })
+    });
+    if derived.iter().any(|(base, _)| *base) {
+        return Ok(derived.into_iter().map(|(_, line)| line).collect());
+    }
+    Err(ImageError::NoMirror {
+        path: apt_dir.to_path_buf(),
+        suite: suite.to_string(),
+    })
+}
+
+/// The lines of `sources` (component main) whose suite, renamed by `rename`, is `suite` or
+/// its `-updates`/`-security`, each with whether it is `suite` itself; no line twice.
+fn lines_for(
+    sources: &[AptSource],
+    suite: &str,
+    rename: impl Fn(&str) -> Option<String>,
+) -> Vec<(bool, String)> {
+    let mut lines: Vec<(bool, String)> = Vec::new();
+    for s in sources
+        .iter()
+        .filter(|s| s.components.iter().any(|c| c == "main"))
+    {
+        for su in s.suites.iter().filter_map(|su| rename(su)) {
             let wanted = su == suite
-                || su == &format!("{suite}-updates")
-                || su == &format!("{suite}-security");
+                || su == format!("{suite}-updates")
+                || su == format!("{suite}-security");
             if !wanted {
                 continue;
             }
-            has_base |= su == suite;
             let opts = s
                 .signed_by
                 .as_ref()
                 .map(|k| format!("[signed-by={k}] "))
                 .unwrap_or_default();
             let line = format!("deb {opts}{} {su} main", s.uri);
-            if !lines.contains(&line) {
-                lines.push(line);
+            if !lines.iter().any(|(_, l)| *l == line) {
+                lines.push((su == suite, line));
             }
         }
     }
-    if !has_base {
-        return Err(ImageError::NoMirror {
-            path: apt_dir.to_path_buf(),
-            suite: suite.to_string(),
-        });
-    }
-    Ok(lines)
+    lines
 }
 
 /// Parse the one-line format: `deb [opt=val …] URI SUITE COMPONENT…`.
@@ -237,10 +266,30 @@ mod tests {
                 format!("deb {k} http://deb.debian.org/debian-security bookworm-security main"),
             ]
         );
-        let err = mirror_lines(d.path(), "trixie").unwrap_err();
+        // Another release's image on this host (a Debian 13 image here, or the Debian 12
+        // bench image on a Debian 13 host): the same mirrors, that release's suites.
+        assert_eq!(
+            mirror_lines(d.path(), "trixie").unwrap(),
+            [
+                format!("deb {k} http://deb.debian.org/debian trixie main"),
+                format!("deb {k} http://deb.debian.org/debian trixie-updates main"),
+                format!("deb {k} http://deb.debian.org/debian-security trixie-security main"),
+            ]
+        );
+    }
+
+    #[test]
+    fn no_debian_source_at_all_is_no_mirror() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(
+            d.path().join("sources.list"),
+            "deb http://example.org/repo myrepo main\n",
+        )
+        .unwrap();
+        let err = mirror_lines(d.path(), "bookworm").unwrap_err();
         assert!(matches!(err, ImageError::NoMirror { .. }), "{err}");
         assert!(err
             .to_string()
-            .contains("deb http://deb.debian.org/debian trixie main"));
+            .contains("deb http://deb.debian.org/debian bookworm main"));
     }
 }

@@ -7,20 +7,12 @@ use std::path::Path;
 
 use crate::error::ImageError;
 use crate::manifest::{Image, ImageKind, Manifest};
+use crate::recipe::{
+    BENCH_DOCKER_PACKAGES, BENCH_PACKAGES, BENCH_SUITE, DPKG_OPTS, MMDEBSTRAP_OPTS,
+};
 use crate::skeleton::{self, Staging};
 use crate::{apt, apt_failure, dpkg, BuildOptions, HostPaths};
 use isolab_tools::{ToolCommand, ToolError, ToolRunner};
-
-/// The Debian suite of the bench image.
-pub const BENCH_SUITE: &str = "bookworm";
-
-/// Packages installed on top of mmdebstrap's `apt` variant (essential packages plus apt): exactly
-/// what the built-in workloads run.
-pub const BENCH_PACKAGES: &[&str] = &["sysbench", "fio", "stress-ng", "iperf3"];
-
-/// Packages a `bench-docker` image has beyond [`BENCH_PACKAGES`]: Docker's engine from Debian
-/// (`dockerd`, `docker`, with containerd and runc as dependencies).
-pub const BENCH_DOCKER_PACKAGES: &[&str] = &["docker.io"];
 
 /// The packages mmdebstrap installs for `kind` (a bench kind).
 fn packages(kind: ImageKind) -> Vec<String> {
@@ -31,25 +23,8 @@ fn packages(kind: ImageKind) -> Vec<String> {
     p.into_iter().map(str::to_owned).collect()
 }
 
-/// Documentation and translations are not installed (copyright files are kept).
-pub(crate) const DPKG_OPTS: &[&str] = &[
-    "path-exclude=/usr/share/man/*",
-    "path-exclude=/usr/share/info/*",
-    "path-exclude=/usr/share/locale/*",
-    "path-exclude=/usr/share/doc/*",
-    "path-include=/usr/share/doc/*/copyright",
-];
-
 /// The hook that makes /usr/share/man/man1 (see [`mmdebstrap_command`]).
 const MAN1_HOOK: &str = "--setup-hook=mkdir -p \"$1/usr/share/man/man1\"";
-
-/// mmdebstrap's options that shape the root (with [`DPKG_OPTS`]): part of a recipe's hash.
-pub(crate) const MMDEBSTRAP_OPTS: &[&str] = &[
-    "--variant=apt",
-    "--format=directory",
-    "--components=main",
-    "--aptopt=Acquire::Languages \"none\"",
-];
 
 /// The mmdebstrap invocation that builds `packages` of `suite` into `target` from `mirrors`.
 pub(crate) fn mmdebstrap_command(

@@ -58,6 +58,32 @@ pub enum ImageError {
         #[source]
         source: serde_json::Error,
     },
+    /// An image reference names a transport but nothing after it.
+    #[error("image reference `{reference}`: {reason} (expected e.g. `docker-archive:/path/app.tar`, `oci:/path/layout:tag` or `docker-daemon:app:1.0`)")]
+    BadReference {
+        /// The reference as written.
+        reference: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// An image file or layout named by a reference does not exist.
+    #[error("image reference `{reference}`: {path} does not exist")]
+    ImageMissing {
+        /// The reference as written.
+        reference: String,
+        /// The missing file or directory.
+        path: PathBuf,
+    },
+    /// An image's configuration (as `skopeo inspect --config` printed it) is not JSON of
+    /// the OCI image configuration's form.
+    #[error("image `{reference}`: its configuration is not an OCI image configuration: {source}")]
+    BadConfig {
+        /// The reference of the image.
+        reference: String,
+        /// The parse error.
+        #[source]
+        source: serde_json::Error,
+    },
     /// The host's apt sources name no Debian mirror usable for the bench image.
     #[error("no Debian {suite} mirror with component main in {path}: add one (e.g. `deb http://deb.debian.org/debian {suite} main`) to the apt sources")]
     NoMirror {
@@ -167,7 +193,7 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "`mkfs.ext4` is not installed: install the Debian package `e2fsprogs` \
-             (`apt-get install e2fsprogs`) or run scripts/setup.sh"
+             (`apt-get install e2fsprogs`) or run `scripts/setup.sh engines`"
         );
         let e = ImageError::io(
             "read",

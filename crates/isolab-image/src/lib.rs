@@ -23,6 +23,13 @@
 //! with versions (and the sha256 of copied files), so the lab can record exactly what ran.
 //! [`Image::open`] reads it back.
 //!
+//! An image of one's own comes from a container image: [`import`] reads an
+//! [`ImageReference`] (skopeo's transports: `oci:`, `oci-archive:`, `docker-archive:`,
+//! `docker-daemon:`, `containers-storage:`) with skopeo and umoci into
+//! `/var/lib/isolab/images/imported-<digest>/` once per configuration digest (Docker's image
+//! ID): the root file system for runtimes and VMs, and a Docker archive of the same layers
+//! for Docker and Podman ([`ImportRecord`] in its manifest says where it came from).
+//!
 //! [`pack`] converts a tree for an engine ([`PackTarget`]):
 //! - **ext4**: `mkfs.ext4 -d` into a sparse file, for the runtime's loop-device root and, later, as a
 //!   raw VM disk (a whole-disk file system, no partition table: `-drive format=raw`, `root=/dev/vda`);
@@ -41,8 +48,10 @@ mod apt;
 mod apt_failure;
 mod bench;
 mod busybox;
+mod cache;
 mod dpkg;
 mod error;
+mod import;
 mod manifest;
 mod pack;
 mod recipe;
@@ -54,22 +63,26 @@ use std::path::PathBuf;
 use isolab_tools::SystemTools;
 
 pub use apt::{host_sources, mirror_lines, AptSource};
-pub use bench::{
-    build_bench_docker_with, build_bench_with, BENCH_DOCKER_PACKAGES, BENCH_PACKAGES, BENCH_SUITE,
-};
+pub use bench::{build_bench_docker_with, build_bench_with};
 pub use busybox::{build_busybox_with, BUSYBOX_PACKAGE};
+pub use cache::{cached, cached_recipes, ensure, ensure_with};
 pub use dpkg::{installed_package, installed_packages, version_differences};
 pub use error::ImageError;
+pub use import::{
+    cached_imports, docker_archive_of, import, import_with, imported_rootfs, ImageReference,
+    Transport, SKOPEO_PACKAGE, UMOCI_PACKAGE,
+};
 pub use manifest::{
-    Image, ImageKind, Manifest, RecipeRecord, Source, VersionDifference, MANIFEST_FILE,
+    Image, ImageConfig, ImageKind, ImportRecord, Manifest, RecipeRecord, Source, VersionDifference,
+    MANIFEST_FILE,
 };
 pub use pack::{
     default_ext4_size, default_spec, pack, pack_with, PackTarget, Packed, EXT4_LABEL, OCI_CONFIG,
     OCI_ROOTFS, TAR_MTIME,
 };
 pub use recipe::{
-    cached, cached_recipes, check_package_name, ensure, ensure_with, Recipe, DEFAULT_CACHE_ROOT,
-    RECIPE_FORMAT,
+    check_package_name, Recipe, BENCH_DOCKER_PACKAGES, BENCH_PACKAGES, BENCH_SUITE,
+    DEFAULT_CACHE_ROOT, RECIPE_FORMAT,
 };
 pub use skeleton::IMAGE_HOSTNAME;
 pub use tree::{copy_tree, sha256_file, tree_digest};

@@ -1,4 +1,6 @@
-//! The image manifest (`.isolab-image.json` at the root of every image) and the [`Image`] handle.
+//! The image manifest (`.isolab-image.json` at the root of every image), what it records of
+//! a recipe ([`RecipeRecord`]) and of an imported image ([`ImportRecord`]), and the [`Image`]
+//! handle.
 
 use std::path::{Path, PathBuf};
 
@@ -23,6 +25,8 @@ pub enum ImageKind {
     /// A Debian root built from a [`Recipe`](crate::Recipe): the bench packages plus what an
     /// experiment's workloads need, cached under its content hash.
     Recipe,
+    /// An image of one's own, imported from a container image ([`crate::import_with`]).
+    Imported,
 }
 
 impl ImageKind {
@@ -33,6 +37,7 @@ impl ImageKind {
             ImageKind::Bench => "bench",
             ImageKind::BenchDocker => "bench-docker",
             ImageKind::Recipe => "recipe",
+            ImageKind::Imported => "imported",
         }
     }
 }
@@ -88,6 +93,10 @@ pub struct Manifest {
     /// build time): the image's binaries are not the host's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub host_differences: Vec<VersionDifference>,
+    /// Where an [`ImageKind::Imported`] image came from: its reference, digest and
+    /// configuration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imported: Option<ImportRecord>,
 }
 
 /// A recipe as recorded in its image's manifest.
@@ -134,6 +143,7 @@ impl Manifest {
             sources: Vec::new(),
             recipe: None,
             host_differences: Vec::new(),
+            imported: None,
         }
     }
 
@@ -191,6 +201,52 @@ impl Image {
             manifest,
         })
     }
+}
+
+/// What an image's configuration asks of the process that runs in it (the `config` of the
+/// OCI image configuration, Docker's `Config`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImageConfig {
+    /// `Entrypoint`: the program (and its first arguments) every command runs under.
+    #[serde(default)]
+    pub entrypoint: Vec<String>,
+    /// `Cmd`: the default arguments (or command, without an entrypoint).
+    #[serde(default)]
+    pub cmd: Vec<String>,
+    /// `Env`: `NAME=value` entries.
+    #[serde(default)]
+    pub env: Vec<String>,
+    /// `WorkingDir`, when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub working_dir: Option<String>,
+    /// `User`, when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+}
+
+impl ImageConfig {
+    /// The image's own command: its entrypoint followed by its command (what `docker run
+    /// IMAGE` runs).
+    pub fn command(&self) -> Vec<String> {
+        self.entrypoint.iter().chain(&self.cmd).cloned().collect()
+    }
+}
+
+/// Where an imported image came from, as recorded in its manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImportRecord {
+    /// The reference it was imported from (`docker-archive:/tmp/app.tar`).
+    pub reference: String,
+    /// `sha256:` + the SHA-256 of its configuration blob: the image's ID, its cache key.
+    pub digest: String,
+    /// The digest of the manifest in the OCI layout skopeo wrote.
+    pub manifest_digest: String,
+    /// How many layers it has.
+    pub layers: usize,
+    /// What it asks of the process that runs in it.
+    pub config: ImageConfig,
+    /// The name its Docker archive is tagged with (`isolab/imported-<16 hex>:latest`).
+    pub docker_name: String,
 }
 
 #[cfg(test)]

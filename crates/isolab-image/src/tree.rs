@@ -135,6 +135,11 @@ pub fn sha256_file(path: &Path) -> Result<String, ImageError> {
     Ok(hex(&h.finalize()))
 }
 
+/// SHA-256 (lower-case hex) of `bytes`.
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
 pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -221,16 +221,15 @@ impl<'a> AssetCache<'a> {
 pub struct PreparedAssets(std::collections::BTreeMap<(String, u64), BuiltAsset>);
 
 impl PreparedAssets {
-    /// Every asset of `spec`'s cells in `cache`, each built at most once; `progress`
-    /// hears of each before it is looked up or built.
-    pub fn prepare(
-        spec: &crate::ExperimentSpec,
+    /// Every asset of `workloads` (an experiment's cells' workloads) in `cache`, each
+    /// built at most once; `progress` hears of each before it is looked up or built.
+    pub fn prepare<'w>(
+        workloads: impl IntoIterator<Item = &'w isolab_workloads::WorkloadDef>,
         cache: &AssetCache<'_>,
         progress: &mut dyn FnMut(&AssetDef, u64),
     ) -> Result<PreparedAssets, AssetError> {
         let mut out = std::collections::BTreeMap::new();
-        for cell in &spec.cells {
-            let w = &cell.workload;
+        for w in workloads {
             let work = w.work.as_ref().map_or(0, |w| w.amount);
             for def in &w.assets {
                 let key = (def.name.clone(), work);

@@ -432,7 +432,7 @@ mod tests {
             pids_max: Some(100),
             ..Limits::default()
         };
-        let read = crate::platform::instance::limit(&cgroup, &limits).unwrap();
+        let read = crate::platform::limit::limit(&cgroup, &limits).unwrap();
         assert!(limits.differences(&read).is_empty(), "{read:?}");
     }
 }

@@ -57,7 +57,7 @@ use isolab_store::{IntervalObservation, LoadInterval, Observation};
 pub enum Format {
     /// Comma-separated values with a header row (RFC 4180 quoting).
     Csv,
-    /// A JSON array of objects.
+    /// A JSON document: `schema_version` and an array of objects, one per row.
     Json,
     /// Go's benchmark format, for `benchstat` ([`benchstat`]).
     Benchstat,
@@ -162,9 +162,11 @@ where
     String::from_utf8(bytes).expect("CSV of UTF-8 fields is UTF-8")
 }
 
-/// A pretty JSON array with one object per row: `experiment`, `run`, `cell`, `levels` (an
-/// object), `repetition`, then the fields `fields` adds.
+/// A pretty JSON document, `{"schema_version": …, key: [rows]}`, with one object per
+/// row: `experiment`, `run`, `cell`, `levels` (an object), `repetition`, then the fields
+/// `fields` adds.
 fn tidy_json<'a, R>(
+    key: &str,
     rows: &'a [R],
     fields: impl Fn(&R, &mut serde_json::Map<String, serde_json::Value>),
 ) -> String
@@ -190,7 +192,8 @@ where
             serde_json::Value::Object(object)
         })
         .collect();
-    serde_json::to_string_pretty(&rows).unwrap_or_else(|_| "[]".into())
+    let document = crate::schema::versioned(serde_json::Value::Array(rows), key);
+    serde_json::to_string_pretty(&document).expect("a JSON value serializes")
 }
 
 /// A finite number as JSON, anything else as `null`.
@@ -214,9 +217,10 @@ pub fn csv(obs: &[Observation]) -> String {
     })
 }
 
-/// Renders observations as a JSON array; levels become an object.
+/// Renders observations as `{"schema_version": …, "observations": [...]}`; levels become
+/// an object.
 pub fn json(obs: &[Observation]) -> String {
-    tidy_json(obs, |o, out| {
+    tidy_json("observations", obs, |o, out| {
         out.insert("metric".into(), o.metric.clone().into());
         out.insert("unit".into(), o.unit.clone().into());
         out.insert("direction".into(), serde_json::json!(o.direction));
@@ -273,11 +277,11 @@ pub fn intervals_csv(rows: &[IntervalObservation]) -> String {
     })
 }
 
-/// Renders load intervals as a JSON array of objects with the [`INTERVAL_COLUMNS`] as
-/// fields, levels as an object, unreported values `null`.
+/// Renders load intervals as `{"schema_version": …, "intervals": [...]}`: objects with
+/// the [`INTERVAL_COLUMNS`] as fields, levels as an object, unreported values `null`.
 pub fn intervals_json(rows: &[IntervalObservation]) -> String {
     let optional = |v: Option<f64>| v.map_or(serde_json::Value::Null, json_number);
-    tidy_json(rows, |o, out| {
+    tidy_json("intervals", rows, |o, out| {
         let i = &o.interval;
         let values = [
             i.request.clone().into(),
@@ -532,7 +536,8 @@ mod tests {
     fn intervals_json_has_every_column_and_null_for_the_unreported() {
         let text = render_intervals(Format::Json, &[interval("home", 0.0, None)]).unwrap();
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-        let row = &v[0];
+        assert_eq!(v["schema_version"], crate::SCHEMA_VERSION);
+        let row = &v["intervals"][0];
         assert_eq!(row["levels"]["workload"], "nginx");
         assert_eq!(
             (row["run"].clone(), row["repetition"].clone()),
@@ -549,9 +554,10 @@ mod tests {
     }
 
     #[test]
-    fn json_is_an_array_of_objects() {
+    fn json_is_a_versioned_array_of_objects() {
         let v: serde_json::Value = serde_json::from_str(&json(&[obs("a", 1.5)])).unwrap();
-        assert_eq!(v[0]["levels"]["placement"], "quota");
-        assert_eq!(v[0]["value"], 1.5);
+        assert_eq!(v["schema_version"], crate::SCHEMA_VERSION);
+        assert_eq!(v["observations"][0]["levels"]["placement"], "quota");
+        assert_eq!(v["observations"][0]["value"], 1.5);
     }
 }

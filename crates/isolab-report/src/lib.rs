@@ -32,6 +32,7 @@
 //!   no network), for one experiment or a fleet.
 //! - [`export`]: CSV and JSON, one row per metric observation, and Go's benchmark
 //!   format for `benchstat`.
+//! - [`schema`]: [`SCHEMA_VERSION`], the `schema_version` of every JSON output.
 
 pub mod advice;
 pub mod analysis;
@@ -49,6 +50,7 @@ pub mod mechanism;
 pub mod plots;
 pub mod quality;
 pub mod scalability;
+pub mod schema;
 pub mod sections;
 pub mod summary;
 pub mod table;
@@ -57,5 +59,6 @@ pub use analysis::{analyse, factor_names, Analysis};
 pub use data::ExperimentData;
 pub use isolation::{isolation_table, ColumnKey, IsolationEntry, IsolationRow, IsolationTable};
 pub use scalability::{scalability, ScalingCurve, ScalingPoint, Throughput};
+pub use schema::{versioned, SCHEMA_VERSION};
 pub use sections::{Reach, Report, Section, SECTIONS};
 pub use summary::{summarize, MetricRow, SummaryOptions};

@@ -130,8 +130,21 @@ pub fn quality(data: &ExperimentData, primary: &BTreeMap<u32, String>) -> Qualit
     q
 }
 
-/// The quality section as text lines for the terminal.
-pub fn quality_lines(q: &Quality) -> Vec<String> {
+/// How [`quality_lines`] shows outlier runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutlierLines {
+    /// One line per outlier run.
+    Each,
+    /// One line that counts them and names the command that lists those of this
+    /// experiment.
+    Count {
+        /// The experiment's id, for `isolab show ID --outliers`.
+        experiment: i64,
+    },
+}
+
+/// The quality section as text lines, outlier runs as `outliers` says.
+pub fn quality_lines(q: &Quality, outliers: OutlierLines) -> Vec<String> {
     let mut out = Vec::new();
     match q.share_stable {
         Some(s) => out.push(format!(
@@ -163,10 +176,23 @@ pub fn quality_lines(q: &Quality) -> Vec<String> {
             q.failed_cells.join("; ")
         ));
     }
-    for o in &q.outliers {
+    if outliers == OutlierLines::Each {
+        for o in &q.outliers {
+            out.push(format!(
+                "outlier: run {} of {} = {} (modified z {:.1}); kept, not dropped",
+                o.run, o.cell, o.value, o.score
+            ));
+        }
+    } else if let (OutlierLines::Count { experiment }, false) = (outliers, q.outliers.is_empty()) {
+        let mut cells: Vec<&str> = q.outliers.iter().map(|o| o.cell.as_str()).collect();
+        cells.sort_unstable();
+        cells.dedup();
         out.push(format!(
-            "outlier: run {} of {} = {} (modified z {:.1}); kept, not dropped",
-            o.run, o.cell, o.value, o.score
+            "{} outlier run{} in {} cell{} (modified z beyond ±{OUTLIER_Z}), kept, not dropped: `isolab show {experiment} --outliers` or the HTML report lists them",
+            q.outliers.len(),
+            if q.outliers.len() == 1 { "" } else { "s" },
+            cells.len(),
+            if cells.len() == 1 { "" } else { "s" },
         ));
     }
     if !q.unexpected_throttling.is_empty() {

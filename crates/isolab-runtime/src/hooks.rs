@@ -10,8 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::config::{ContainerConfig, Hook};
 use crate::error::RuntimeError;
-use crate::lifecycle::OCI_VERSION;
-use crate::state::OciInfo;
+use crate::state::{OciInfo, OCI_VERSION};
 
 /// The state a hook reads: `ociVersion`, `id`, `status`, `pid`, `bundle`,
 /// `annotations`.

@@ -22,8 +22,7 @@ use crate::error::RuntimeError;
 use crate::state::{self, State};
 use crate::sys;
 
-/// The OCI runtime spec version this runtime implements.
-pub const OCI_VERSION: &str = "1.0.2";
+pub use crate::state::OCI_VERSION;
 
 /// A container's status, as the runtime spec names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

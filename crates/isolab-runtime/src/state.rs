@@ -15,6 +15,10 @@ use crate::error::RuntimeError;
 use crate::id::ContainerId;
 use crate::loopdev;
 
+/// The OCI runtime spec version this runtime implements (the `ociVersion` of the
+/// state it reports, to `state` and to hooks).
+pub const OCI_VERSION: &str = "1.0.2";
+
 /// Writes `data` to an unnamed file in `dir` (`O_TMPFILE`) and links it as `path`.
 /// `EOPNOTSUPP` or `EISDIR` ([`no_unnamed_files`]) when `dir`'s file system has no
 /// unnamed files.

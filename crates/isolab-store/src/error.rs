@@ -245,7 +245,7 @@ pub enum Error {
         /// What was asked for (an id or a name).
         requested: String,
         /// The fleets that exist, newest first: `(id, name)`.
-        known: Vec<(crate::FleetId, String)>,
+        known: Vec<(crate::model::FleetId, String)>,
     },
 
     /// A host of a fleet already has its experiment.
@@ -255,7 +255,7 @@ pub enum Error {
     )]
     FleetHostTaken {
         /// The fleet.
-        fleet: crate::FleetId,
+        fleet: crate::model::FleetId,
         /// The host.
         host: String,
         /// Its experiment.
@@ -307,7 +307,7 @@ fn no_such_experiment(requested: &str, known: &[(ExperimentId, String)]) -> Stri
     )
 }
 
-fn no_such_fleet(requested: &str, known: &[(crate::FleetId, String)]) -> String {
+fn no_such_fleet(requested: &str, known: &[(crate::model::FleetId, String)]) -> String {
     if known.is_empty() {
         return format!(
             "no fleet `{requested}`: the results store holds no fleets; submit one with \

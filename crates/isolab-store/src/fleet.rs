@@ -16,8 +16,7 @@ use crate::model::{ExperimentId, NewExperiment};
 use crate::store::{create_experiment, At, Db};
 use crate::Store;
 
-/// Identifier of a fleet.
-pub type FleetId = i64;
+pub use crate::model::FleetId;
 
 /// A fleet to record.
 #[derive(Debug, Clone, PartialEq)]

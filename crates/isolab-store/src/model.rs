@@ -13,6 +13,8 @@ pub type ExperimentId = i64;
 pub type CellId = i64;
 /// Identifier of a run, unique across the whole store and never reused.
 pub type RunId = i64;
+/// Identifier of a fleet.
+pub type FleetId = i64;
 
 /// Gives a status enum its words: `as_str`, `Display` and a `FromStr` that refuses any
 /// other word with [`UnknownStatus`] naming `kind` and listing the words, in order.

@@ -60,13 +60,39 @@ impl Program {
 
 /// A program is not installed on this host.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("`{program}` is not installed: {} or run scripts/setup.sh", how_to_install(.package))]
+#[error("`{program}` is not installed: {} or run {}", how_to_install(.package), setup_command(.package))]
 pub struct NotInstalled {
     /// The program (or path) looked for.
     pub program: String,
     /// The Debian package that provides it, or the command that installs it (one that
     /// begins with `cargo install `).
     pub package: String,
+}
+
+/// scripts/tiers.txt: the Debian packages each tier of `scripts/setup.sh` installs.
+const TIERS: &str = include_str!("../../../scripts/tiers.txt");
+
+/// The tier of `scripts/setup.sh` that installs the Debian package `package` (the first
+/// tier of scripts/tiers.txt that lists it), if one does.
+pub fn setup_tier(package: &str) -> Option<&'static str> {
+    TIERS
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .find_map(|line| {
+            let mut fields = line.split_whitespace();
+            let tier = fields.next()?;
+            let packages = fields.next()?;
+            packages.split('|').any(|p| p == package).then_some(tier)
+        })
+}
+
+/// The setup command that brings `package`: `scripts/setup.sh TIER` when a tier lists
+/// it, else the script as a whole.
+fn setup_command(package: &str) -> String {
+    match setup_tier(package) {
+        Some(tier) => format!("`scripts/setup.sh {tier}`"),
+        None => "scripts/setup.sh".into(),
+    }
 }
 
 /// What to do to get `package`: the `cargo install …` command as it is, otherwise the
@@ -113,6 +139,23 @@ mod tests {
             err.to_string(),
             "`isolab-no-such-tool` is not installed: install the Debian package `isolab-pkg` \
              (`apt-get install isolab-pkg`) or run scripts/setup.sh"
+        );
+    }
+
+    #[test]
+    fn a_package_of_a_setup_tier_names_the_tier() {
+        assert_eq!(setup_tier("sysbench"), Some("quickstart"));
+        assert_eq!(setup_tier("qemu-utils"), Some("vm"));
+        assert_eq!(setup_tier("docker.io"), Some("engines"));
+        assert_eq!(setup_tier("chromium"), Some("test"));
+        assert_eq!(setup_tier("isolab-pkg"), None);
+        let err = Program::new("isolab-no-such-tool", "fio")
+            .find()
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "`isolab-no-such-tool` is not installed: install the Debian package `fio` \
+             (`apt-get install fio`) or run `scripts/setup.sh workloads`"
         );
     }
 

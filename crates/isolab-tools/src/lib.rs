@@ -23,7 +23,7 @@
 mod find;
 mod run;
 
-pub use find::{find_program, NotInstalled, Program};
+pub use find::{find_program, setup_tier, NotInstalled, Program};
 pub use run::{
     run_to_exit, tail_lines, Exit, SystemTools, ToolCommand, ToolError, ToolOutput, ToolRunner,
 };

@@ -7,7 +7,6 @@
 //! initramfs prints [`PROBE_MARKER`] and powers off at once) and believes KVM only when the
 //! marker appears in time.
 
-use std::fmt;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -16,34 +15,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::agent::PROBE_MARKER;
 use crate::kernel::KernelFiles;
+pub use crate::qemu::Accel;
 use crate::qemu::{kernel_cmdline, qemu_args, QemuPlan, QemuProcess};
-
-/// How QEMU runs the guest.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Accel {
-    /// Hardware virtualisation through `/dev/kvm` (`-accel kvm -cpu host`).
-    Kvm,
-    /// QEMU's Tiny Code Generator, a dynamic binary translator (`-accel tcg,thread=multi -cpu
-    /// max`): correct but many times slower; its results must be labelled as such.
-    Tcg,
-}
-
-impl Accel {
-    /// `"kvm"` or `"tcg"`, as in a platform label `vm(tcg)`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Accel::Kvm => "kvm",
-            Accel::Tcg => "tcg",
-        }
-    }
-}
-
-impl fmt::Display for Accel {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// The accelerator chosen and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

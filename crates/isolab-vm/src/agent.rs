@@ -21,11 +21,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-/// Where the agent, busybox and the control share live in the guest (a tmpfs under `/run`).
-pub const GUEST_DIR: &str = "/run/isolab-vm";
-/// The guest path of the read-only bind mount of the guest's root, the default image of the
-/// container in `vm+isolab`.
-pub const GUEST_IMAGE: &str = "/run/isolab-vm/image";
+use crate::guest::{env_path, has_flag, GuestNetwork};
+pub use crate::guest::{shell_quote, DEFAULT_PATH, GUEST_DIR, GUEST_IMAGE};
+
 /// The 9p mount tag of the control directory.
 pub const CTL_TAG: &str = "isolabctl";
 /// The 9p mount tag of the run's working directory.
@@ -46,8 +44,6 @@ pub(crate) fn shares_file(shares: &[std::path::PathBuf]) -> String {
         .map(|(i, dir)| format!("{} {}\n", share_tag(i), dir.to_string_lossy()))
         .collect()
 }
-/// `PATH` of the guest command when the caller gives none.
-pub const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 /// The line the initramfs prints in probe mode (`isolab.probe=1`), used by accelerator detection.
 pub const PROBE_MARKER: &str = "isolab-vm: probe ok";
 
@@ -181,11 +177,6 @@ off
     )
 }
 
-/// Quotes `s` for a POSIX shell: `'…'` with each `'` written as `'\''`.
-pub fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "'\\''"))
-}
-
 /// What the agent is told before boot (the `config` file).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct AgentConfig<'a> {
@@ -198,7 +189,7 @@ pub(crate) struct AgentConfig<'a> {
     /// Whether the command is a service: it runs until the host writes `stop`.
     pub service: bool,
     /// The guest's `eth0` address and gateway, when it has a network.
-    pub network: Option<&'a crate::run::GuestNetwork>,
+    pub network: Option<&'a GuestNetwork>,
 }
 
 /// The `config` file the agent sources.
@@ -248,20 +239,6 @@ pub(crate) struct InnerSpec<'a> {
     pub image: &'a Path,
     pub workdir: &'a Path,
     pub flags: &'a [String],
-}
-
-/// The `PATH` of `env`, or [`DEFAULT_PATH`].
-pub(crate) fn env_path(env: &[(String, String)]) -> &str {
-    env.iter()
-        .find(|(k, _)| k == "PATH")
-        .map_or(DEFAULT_PATH, |(_, v)| v.as_str())
-}
-
-/// Whether `flags` hold `flag`, as `--flag VALUE` or `--flag=VALUE`.
-pub(crate) fn has_flag(flags: &[String], flag: &str) -> bool {
-    flags
-        .iter()
-        .any(|f| f == flag || f.starts_with(&format!("{flag}=")))
 }
 
 /// The image's `env`, which starts the command. Not busybox's: its `env` (and its shell)

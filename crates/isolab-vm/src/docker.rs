@@ -8,7 +8,7 @@
 //!   it) and `vfs` otherwise;
 //! - the experiment's image is made a Docker image without copying it. With `overlay2`, an empty
 //!   tar is imported as [`DOCKER_IMAGE`] and the read-only bind of the guest's root
-//!   ([`GUEST_IMAGE`](crate::agent::GUEST_IMAGE)) is mounted on that image's layer directory:
+//!   ([`GUEST_IMAGE`](crate::guest::GUEST_IMAGE)) is mounted on that image's layer directory:
 //!   the container's root is then an overlay whose lower layer is the guest's root, exactly as in
 //!   `vm+isolab`, at no cost. With `vfs` (no overlayfs), the guest's root is imported as a tar
 //!   (slow: a full copy).
@@ -25,8 +25,8 @@ use std::path::{Path, PathBuf};
 
 use isolab_cgroups::{Cgroup, Hierarchy, Limits, Stats};
 
-use crate::agent::{env_path, has_flag, shell_quote, GUEST_DIR, GUEST_IMAGE};
 use crate::error::VmError;
+use crate::guest::{env_path, has_flag, shell_quote, GUEST_DIR, GUEST_IMAGE};
 
 /// Where Debian's `docker.io` installs the daemon, relative to the image's root.
 pub const DOCKERD: &str = "usr/sbin/dockerd";

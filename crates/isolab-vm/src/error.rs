@@ -256,7 +256,7 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "`qemu-img` is not installed: install the Debian package `qemu-utils` \
-             (`apt-get install qemu-utils`) or run scripts/setup.sh"
+             (`apt-get install qemu-utils`) or run `scripts/setup.sh vm`"
         );
         let e = VmError::KernelDownload {
             package: "linux-image-6.1.0-56-amd64".into(),

@@ -57,6 +57,7 @@ pub mod docker;
 mod error;
 #[cfg(test)]
 mod fake_runner;
+mod guest;
 pub mod initramfs;
 pub mod kernel;
 pub mod modules;

@@ -5,6 +5,9 @@
 //! reliably; `microvm` saves about a second but hung in one of two boots (its TSC calibration
 //! has no PIT or HPET to lean on under TCG), so q35 it is.
 
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
 use std::ffi::OsStr;
 use std::os::fd::RawFd;
 use std::os::unix::process::CommandExt;
@@ -13,10 +16,36 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 
 use isolab_cgroups::Attacher;
 
-use crate::accel::Accel;
 use crate::agent::{share_tag, CTL_TAG, WORK_TAG};
 use crate::error::VmError;
 use isolab_tools::{SystemTools, ToolCommand, ToolRunner};
+
+/// How QEMU runs the guest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Accel {
+    /// Hardware virtualisation through `/dev/kvm` (`-accel kvm -cpu host`).
+    Kvm,
+    /// QEMU's Tiny Code Generator, a dynamic binary translator (`-accel tcg,thread=multi -cpu
+    /// max`): correct but many times slower; its results must be labelled as such.
+    Tcg,
+}
+
+impl Accel {
+    /// `"kvm"` or `"tcg"`, as in a platform label `vm(tcg)`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Accel::Kvm => "kvm",
+            Accel::Tcg => "tcg",
+        }
+    }
+}
+
+impl fmt::Display for Accel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// The QEMU binary used when the configuration names none.
 pub const QEMU: &str = "qemu-system-x86_64";

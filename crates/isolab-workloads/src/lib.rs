@@ -41,6 +41,7 @@
 
 pub mod asset;
 pub mod builtins;
+mod definition;
 pub mod load;
 pub mod metrics;
 pub mod nosql;
@@ -52,7 +53,8 @@ pub mod stacks;
 pub mod template;
 
 pub use asset::{AssetDef, RenderedAsset};
-pub use builtins::{builtin, catalog, RenderedWorkload, Work, WorkloadDef};
+pub use builtins::{builtin, catalog};
+pub use definition::{RenderedWorkload, Work, WorkloadDef};
 pub use metrics::{declared_metrics, MetricInfo};
 pub use parsers::{measured_time, parse, ParseError, UnknownParser, STRESS_NG_REPORT};
 pub use stack::{ComponentDef, FileTemplate, LoadDef, Measure, Ready, ShapeScope, StackDef};

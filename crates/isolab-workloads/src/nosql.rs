@@ -14,8 +14,9 @@
 //! `cassandra` asset's `stand_in` says how it differs from the seed's Cassandra
 //! 2.2 and cassandra-stress.
 
+use crate::definition::{Work, WorkloadDef};
 use crate::stack::{Measure, ShapeScope, StackDef};
-use crate::{FileTemplate, ParserKind, Work, WorkloadDef};
+use crate::{FileTemplate, ParserKind};
 
 /// The NoSQL built-ins.
 pub fn workloads() -> Vec<WorkloadDef> {

@@ -25,7 +25,7 @@
 //!   query that fails fails the run with the database's message. Every query is a
 //!   point of `isolab compare --all-metrics`.
 
-use crate::builtins::{Work, WorkloadDef};
+use crate::definition::{Work, WorkloadDef};
 use crate::oltp::{client_of, file};
 use crate::ParserKind;
 

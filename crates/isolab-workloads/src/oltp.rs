@@ -21,7 +21,7 @@
 //! from its cgroup) and stores the data set's size (`data-set.json`, written by
 //! the data load) with the run.
 
-use crate::builtins::{Work, WorkloadDef};
+use crate::definition::{Work, WorkloadDef};
 use crate::stack::{FileTemplate, Measure, ShapeScope, StackDef};
 use crate::ParserKind;
 

@@ -1040,6 +1040,29 @@ fn pgbench_log_gives_one_point_per_script() {
     }
     // The first line of the fixture's log: a TPC-B-like transaction of 9 043 µs.
     assert!(value("tpcb_like_latency_p99").unwrap() >= 9.043);
+    // Values of the fixture computed apart from the parser (NumPy over its log: 60
+    // transactions from the first start, 1795849263.909556 s, to the last end,
+    // 1795849263.974729 s; numpy.percentile's linear method), to 1e-9.
+    let close = |name: &str, want: f64| {
+        let got = value(name).unwrap_or_else(|| panic!("{name} missing: {got:?}"));
+        assert!(
+            (got - want).abs() <= 1e-9 * want.abs(),
+            "{name}: {got} != {want}"
+        );
+    };
+    close("tps", 920.6245335752645);
+    close("latency_mean", 2.166433333333333);
+    close("latency_p50", 0.483);
+    close("latency_p95", 8.4407);
+    close("latency_p99", 10.482819999999995);
+    close("tpcb_like_tps", 153.4374222625441);
+    close("tpcb_like_latency_p50", 8.123);
+    close("tpcb_like_latency_p95", 10.6931);
+    close("point_select_tps", 199.4686489413073);
+    close("point_select_latency_p99", 1.847799999999999);
+    close("insert_tps", 61.37496890501763);
+    close("insert_latency_mean", 2.082);
+    close("update_latency_p95", 6.3515);
 }
 
 #[test]
@@ -1076,6 +1099,44 @@ fn sysbench_oltp_reads_its_json_and_every_latency() {
     assert_eq!(value("errors"), Some(0.0));
     let p50 = value("latency_p50").unwrap();
     assert!(p50 > 0.0 && value("latency_p99").unwrap() >= p50, "{got:?}");
+}
+
+/// sysbench's JSON report of an OLTP run with `tps`, `errors` and `reconnects` per second
+/// over `time` seconds, after its banner.
+fn oltp_report(tps: f64, errors: f64, reconnects: f64, time: f64) -> String {
+    format!("sysbench 1.0.20\n\nThreads started!\n\n[\n  {{\n    \"time\": {time},\n    \"threads\": 0,\n    \"tps\": {tps},\n    \"qps\": {{ \"total\": {}, \"reads\": 0, \"writes\": 0, \"other\": 0 }},\n    \"latency\": 0,\n    \"errors\": {errors},\n    \"reconnects\": {reconnects}\n  }}\n]\n", tps * 20.0)
+}
+
+/// Without an event, the errors and reconnects sysbench reports are counted over the
+/// report's time; events without their latency files are an error, not zero errors.
+#[test]
+fn sysbench_oltp_counts_errors_without_latency_files_and_refuses_events_without_them() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("sysbench")).unwrap();
+    let run = |stdout: &str| {
+        parse(
+            ParserKind::SysbenchOltp,
+            &RunOutput {
+                stdout,
+                stderr: "",
+                workdir: dir.path(),
+                wall: Duration::from_secs(2),
+            },
+        )
+    };
+    let got = run(&oltp_report(0.0, 12.5, 0.5, 2.0)).unwrap();
+    let value = |n: &str| got.iter().find(|m| m.name == n).map(|m| m.value);
+    assert_eq!(value("tps"), Some(0.0));
+    assert_eq!(value("errors"), Some(25.0), "{got:?}");
+    assert_eq!(value("reconnects"), Some(1.0), "{got:?}");
+    let err = run(&oltp_report(234.91, 3.0, 0.0, 1.0)).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains(
+            "sysbench reports 234.91 transactions/s but no sysbench/latency.THREAD file holds one"
+        ),
+        "{text}"
+    );
 }
 
 #[test]

@@ -9,7 +9,9 @@ use clap::{Parser, Subcommand, ValueEnum};
 /// in SQLite, reported with confidence intervals.
 ///
 /// Exit status: 0 success, 1 error, 2 invalid spec or usage, 3 finished with failed
-/// cells, 130 interrupted (resume with `isolab run --resume EXP`).
+/// cells, 4 `compare --fail-on` found a point worse (or changed), 5 `compare --fail-on
+/// undecided` found an undecided point, 130 interrupted (resume with `isolab run
+/// --resume EXP`).
 #[derive(Debug, Parser)]
 #[command(name = "isolab", version, propagate_version = true)]
 pub struct Cli {
@@ -17,6 +19,17 @@ pub struct Cli {
     /// postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE (its tables are created).
     #[arg(long, global = true, env = "ISOLAB_DB", default_value = "isolab.db")]
     pub db: PathBuf,
+
+    /// When to colour tables: `auto` on a terminal unless the NO_COLOR environment
+    /// variable is set to a non-empty value (no-color.org), `always`, or `never`.
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        default_value = "auto",
+        value_name = "WHEN"
+    )]
+    pub color: ColorWhen,
 
     #[command(subcommand)]
     pub command: Command,
@@ -78,6 +91,22 @@ pub enum Command {
     /// state under /run/isolab), and the network namespaces of killed runs'
     /// neighbours. Idempotent; leaves live ones alone.
     Gc(GcArgs),
+    /// Print a completion script for a shell, e.g. `isolab completions bash >
+    /// /usr/local/share/bash-completion/completions/isolab` (zsh: a `_isolab` file on
+    /// $fpath; fish: ~/.config/fish/completions/isolab.fish).
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), generated from these definitions: `isolab man |
+    /// man -l -`; with --dir, write isolab.1 and one page per subcommand there
+    /// (`make quickstart` installs them into /usr/local/share/man/man1 as root).
+    Man {
+        /// Write every page into this directory instead of printing isolab.1.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
     /// Benchmark container start-up: start→exit latency of `tini -- true` in isolab-runtime
     /// and in each engine (same image, tini as PID 1 everywhere, network none, one parent
     /// cgroup), in a shuffled order every round, with the ratios isolab-runtime / engine and
@@ -202,8 +231,34 @@ pub struct ShowArgs {
     /// Summarise every metric, not only each workload's primary one.
     #[arg(long)]
     pub all_metrics: bool,
+    /// List every outlier run (its cell, value and modified z-score) instead of one line
+    /// that counts them.
+    #[arg(long)]
+    pub outliers: bool,
     #[command(flatten)]
     pub format: TableFormatArgs,
+}
+
+/// When to colour tables (`--color`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorWhen {
+    /// On a terminal, unless NO_COLOR is set to a non-empty value.
+    Auto,
+    /// Always, even when NO_COLOR is set or stdout is not a terminal.
+    Always,
+    /// Never.
+    Never,
+}
+
+/// What makes `compare` exit non-zero (`--fail-on`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    /// A point is worse: exit status 4.
+    Worse,
+    /// A point is worse or better: exit status 4.
+    Changed,
+    /// A point is undecided (`?`): exit status 5 (unless one is worse, which wins).
+    Undecided,
 }
 
 /// How `show` and `compare` print.
@@ -332,6 +387,11 @@ pub struct CompareArgs {
     /// Compare every metric, not only each workload's primary one.
     #[arg(long)]
     pub all_metrics: bool,
+    /// Exit non-zero for CI: `worse` (status 4 when a point is worse), `changed` (4 when
+    /// one is worse or better), `undecided` (5 when one is `?` and none is worse);
+    /// repeat or comma-separate. The comparison is printed first either way.
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "WHAT")]
+    pub fail_on: Vec<FailOn>,
     #[command(flatten)]
     pub format: TableFormatArgs,
 }
@@ -497,7 +557,16 @@ pub enum ImageCommand {
         #[arg(long, value_name = "PATH")]
         link: Option<PathBuf>,
     },
-    /// List the cached recipe images with their hash and packages.
+    /// Import a container image of one's own into the image cache, once per digest, and
+    /// print its root file system: REFERENCE names it as skopeo does,
+    /// `docker-archive:FILE` (`docker save`), `oci-archive:FILE[:TAG]`, `oci:DIR[:TAG]`,
+    /// `docker-daemon:NAME:TAG` or `containers-storage:NAME[:TAG]`. A spec's `[experiment]
+    /// image = "REFERENCE"` does this itself; this imports ahead of time.
+    Import {
+        /// The image, e.g. docker-archive:/tmp/app.tar.
+        reference: String,
+    },
+    /// List the cached recipe images with their hash and packages, and the imported ones.
     List {
         #[command(flatten)]
         json: JsonArgs,

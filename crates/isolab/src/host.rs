@@ -55,13 +55,113 @@ pub fn preflight_engines(spec: &ExperimentSpec) -> Result<()> {
             lines.join("; ")
         );
     }
+    let missing = missing_host_tools(spec);
+    if !missing.is_empty() {
+        bail!("{}", missing.join("; "));
+    }
     if kinds.iter().any(|k| k.needs_image()) && !spec.image.join("bin/sh").exists() {
         bail!(
             "the container platforms of this spec need the image {0}, which is missing or not a root filesystem: build it with `isolab image build bench {0}` (about a minute), or name another with `image = \"…\"` in [experiment]",
             spec.image.display()
         );
     }
+    let missing = missing_image_tools(spec);
+    if !missing.is_empty() {
+        bail!("{}", missing.join("; "));
+    }
     Ok(())
+}
+
+/// Directories of an image's root where its programs are looked for (Debian's default
+/// `PATH`, which isolab-runtime also sets).
+const IMAGE_PATH: [&str; 6] = [
+    "usr/local/sbin",
+    "usr/local/bin",
+    "usr/sbin",
+    "usr/bin",
+    "sbin",
+    "bin",
+];
+
+/// The programs of command workloads on container and VM platforms that the image lacks,
+/// one line each: an image of one's own (or a directory) must bring its workloads' tools,
+/// where isolab's recipe images get them from the workloads' packages.
+fn missing_image_tools(spec: &ExperimentSpec) -> Vec<String> {
+    // A program named by a path (often in the run's working directory) is not looked up.
+    let in_image = |tool: &str| {
+        tool.contains('/')
+            || IMAGE_PATH
+                .iter()
+                .any(|dir| std::fs::symlink_metadata(spec.image.join(dir).join(tool)).is_ok())
+    };
+    let mut lines: Vec<String> = Vec::new();
+    let in_containers = spec
+        .cells
+        .iter()
+        .filter(|c| c.platform.kind.needs_image() && c.workload.stack.is_none());
+    for c in in_containers {
+        for tool in c.workload.tools.iter().filter(|t| !in_image(t)) {
+            let line = format!(
+                "workload {} on platform {} runs `{tool}`, which the image {} lacks (looked for in /{}): {}",
+                c.workload.name,
+                c.platform.name,
+                spec.image_ref
+                    .as_ref()
+                    .map_or_else(|| spec.image.display().to_string(), ToString::to_string),
+                IMAGE_PATH.join(", /"),
+                if c.workload.packages.is_empty() {
+                    "add it to the image".to_owned()
+                } else {
+                    format!("add the Debian package(s) {} to the image", c.workload.packages.join(", "))
+                }
+            );
+            if !lines.contains(&line) {
+                lines.push(line);
+            }
+        }
+    }
+    lines
+}
+
+/// The programs of command workloads that run from this host's own file system (the
+/// `host` platform) and are missing here, one line each naming the Debian package and the
+/// setup tier that bring it, when the workload says which.
+fn missing_host_tools(spec: &ExperimentSpec) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let on_host = spec
+        .cells
+        .iter()
+        .filter(|c| !c.platform.kind.needs_image() && c.workload.stack.is_none());
+    for c in on_host {
+        let w = &c.workload;
+        // A program named by a path (often in the run's working directory) is not looked up.
+        let missing = |t: &&String| !t.contains('/') && isolab_tools::find_program(t).is_none();
+        for tool in w.tools.iter().filter(missing) {
+            let package = w
+                .packages
+                .iter()
+                .find(|p| *p == tool)
+                .or(match w.packages.as_slice() {
+                    [only] => Some(only),
+                    _ => None,
+                });
+            let why = match package {
+                Some(package) => isolab_tools::NotInstalled {
+                    program: tool.clone(),
+                    package: package.clone(),
+                }
+                .to_string(),
+                None => format!(
+                    "`{tool}` is not installed on this host (not on PATH, nor in /usr/sbin, /sbin, /usr/bin, /bin)"
+                ),
+            };
+            let line = format!("workload {} on platform {}: {why}", w.name, c.platform.name);
+            if !lines.contains(&line) {
+                lines.push(line);
+            }
+        }
+    }
+    lines
 }
 
 /// Creates and removes a probe cgroup, so that a missing privilege is reported once,
@@ -178,6 +278,14 @@ fn image_environment(spec: &ExperimentSpec, tools: &[String]) -> Vec<(String, St
                 }
             }
             env.extend(recipe_environment(&m));
+            if let Some(r) = &m.imported {
+                env.push(("image.reference".into(), r.reference.clone()));
+                env.push(("image.digest".into(), r.digest.clone()));
+                env.push(("image.manifest_digest".into(), r.manifest_digest.clone()));
+                env.push(("image.layers".into(), r.layers.to_string()));
+                env.push(("image.command".into(), r.config.command().join(" ")));
+                env.push(("image.env".into(), r.config.env.join(" ")));
+            }
             if let Ok(digest) = isolab_image::sha256_file(&manifest_file) {
                 env.push(("image.manifest_sha256".into(), digest));
             }

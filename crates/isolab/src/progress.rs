@@ -42,7 +42,7 @@ impl Observer for Progress {
         match self {
             Progress::Quiet => {}
             Progress::Json => {
-                if let Ok(line) = serde_json::to_string(event) {
+                if let Ok(line) = crate::commands::json::line(event) {
                     println!("{line}");
                 }
             }

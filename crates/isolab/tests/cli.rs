@@ -154,7 +154,8 @@ fn every_example_spec_passes_check() {
 fn list_workloads_shows_tools_packages_work_assets_and_metrics() {
     let out = run(isolab().args(["list", "--workloads", "--json"]));
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let document: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = &document["workloads"];
     for w in v.as_array().unwrap() {
         let metrics = w["metrics"].as_array().unwrap();
         assert!(
@@ -228,7 +229,7 @@ fn list_platforms_shows_the_registry_with_capabilities_and_usability() {
     let out = run(isolab().args(["list", "--platforms", "--json"]));
     assert!(out.status.success(), "{}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let rows = v.as_array().unwrap();
+    let rows = v["platforms"].as_array().unwrap();
     let names: Vec<&str> = rows.iter().map(|r| r["engine"].as_str().unwrap()).collect();
     assert_eq!(names.len(), USABLE_AFTER_SETUP.len(), "{names:?}");
     for engine in USABLE_AFTER_SETUP {
@@ -415,6 +416,39 @@ fn read_commands_on_a_missing_store_say_what_to_do() {
         "{}",
         text(&out.stderr)
     );
+}
+
+/// A host-platform workload whose program this host lacks fails before any run, naming the
+/// workload, the program and (for a built-in) the package and setup tier; nothing is stored.
+#[test]
+fn a_missing_host_program_is_named_before_any_run() {
+    let Some(guard) = CgroupTest::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let spec = write_spec(
+        dir.path(),
+        "missing.toml",
+        "[experiment]\nname = \"missing\"\n\n[matrix]\nworkload = [\"w\"]\n\n[workload.w]\ncommand = \"isolab-no-such-program --x\"\nparser = \"time\"\n",
+    );
+    let db = dir.path().join("m.db");
+    let out = run(isolab()
+        .arg("--db")
+        .arg(&db)
+        .args(["run", "--no-report", "--workdir"])
+        .arg(dir.path().join("work"))
+        .arg(&spec));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stderr).contains(
+            "error: workload w on platform host: `isolab-no-such-program` is not installed on this host"
+        ),
+        "{}",
+        text(&out.stderr)
+    );
+    let store = isolab_store::Store::open(&db).unwrap();
+    assert!(store.experiments().unwrap().is_empty());
+    guard.assert_nothing_leaked("missing program");
 }
 
 const SMALL: &str = "[experiment]\nname = \"small\"\nseed = 1\nrepetitions = { warmup = 1, min = 3, max = 3, target_cv = 0.5 }\nduration = \"1s\"\n\n[matrix]\nshape = [\"medium\"]\nplacement = [\"shared\", \"quota\", \"pinned\"]\nworkload = [\"nap\"]\n\n[workload.nap]\ncommand = \"sleep 0.05\"\nparser = \"time\"\n";
@@ -611,7 +645,7 @@ fn kill_9_when(db: &Path, work: &Path, spec: &Path, ready: impl Fn(u64) -> bool)
         let out = run(isolab().arg("--db").arg(db).args(["list", "--json"]));
         let runs = serde_json::from_slice::<serde_json::Value>(&out.stdout)
             .ok()
-            .and_then(|v| v[0]["runs"].as_u64())
+            .and_then(|v| v["experiments"][0]["runs"].as_u64())
             .unwrap_or(0);
         if ready(runs) {
             break;
@@ -1431,7 +1465,7 @@ fn every_engine_runs_sysbench_with_quota_and_pinned_limits_read_back() {
     let out = run(isolab().args(["list", "--platforms", "--json"]));
     let registry: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let mut platforms = Vec::new();
-    for p in registry.as_array().unwrap() {
+    for p in registry["platforms"].as_array().unwrap() {
         let name = p["engine"].as_str().unwrap();
         if name == "isolab" || p["vm"] == true || p["needs_image"] == false {
             continue; // not a third-party container engine
@@ -2556,7 +2590,7 @@ fn image_list_and_ensure_arguments() {
     let out = run(isolab().args(["image", "list", "--json"]));
     assert!(out.status.success(), "{}", text(&out.stderr));
     let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    for r in rows.as_array().unwrap() {
+    for r in rows["images"].as_array().unwrap() {
         assert_eq!(r["recipe"]["hash"].as_str().unwrap().len(), 64, "{r}");
         assert!(r["dir"].as_str().unwrap().contains("/recipe-"), "{r}");
         assert!(
@@ -2685,7 +2719,8 @@ fn exports_load_intervals_as_series() {
 
     let json = export("json");
     assert!(json.status.success(), "{}", text(&json.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let document: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let v = &document["intervals"];
     assert_eq!(v.as_array().unwrap().len(), 12);
     assert_eq!(v[11]["levels"]["platform"], "docker");
     assert_eq!(v[11]["repetition"], 2);
@@ -2939,7 +2974,8 @@ fn a_store_location_isolab_cannot_open_is_refused_and_nothing_is_created() {
 fn slots(db: &str, name: &str) -> Vec<(u64, u64)> {
     let json = run(isolab().args(["--db", db, "export", name, "--format", "json"]));
     assert!(json.status.success(), "{}", text(&json.stderr));
-    let obs: Vec<serde_json::Value> = serde_json::from_slice(&json.stdout).unwrap();
+    let document: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let obs = document["observations"].as_array().unwrap();
     let mut keys: Vec<(u64, u64)> = obs
         .iter()
         .map(|o| {
@@ -3441,7 +3477,7 @@ fn every_storage_level_is_mounted_read_back_inside_the_instance_and_removed() {
     };
     let striped = device_mapper() || btrfs();
     let mut expected_cells = Vec::new();
-    for p in registry.as_array().unwrap() {
+    for p in registry["platforms"].as_array().unwrap() {
         let name = p["engine"].as_str().unwrap();
         if p["vm"] == true || name.contains('+') {
             continue;
@@ -3564,7 +3600,7 @@ fn kill_9_in_a_run_on_loop_devices_then_gc_removes_mounts_and_devices() {
 fn kill_9_in_a_run_on_a_docker_volume_then_gc_removes_the_volume_and_its_mount() {
     let out = run(isolab().args(["list", "--platforms", "--json"]));
     let registry: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let docker = registry
+    let docker = registry["platforms"]
         .as_array()
         .unwrap()
         .iter()

@@ -5,10 +5,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::bytes::Bytes;
+use crate::device::DeviceNumber;
 use crate::error::Error;
 use crate::file;
 use crate::format::Expected;
-use crate::limits::{DeviceNumber, IoThrottle};
+use crate::limits::IoThrottle;
 use crate::stats::Stats;
 
 type Getter = fn(&IoThrottle) -> Option<u64>;

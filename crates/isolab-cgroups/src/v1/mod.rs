@@ -16,8 +16,8 @@ pub(crate) mod pids;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::controller::Controller;
 use crate::error::Error;
-use crate::hierarchy::Controller;
 use crate::limits::{IoThrottle, Limits};
 use crate::stats::Stats;
 

@@ -4,10 +4,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::bytes::Bytes;
+use crate::device::DeviceNumber;
 use crate::error::Error;
 use crate::file;
 use crate::format::{nested_keyed, Expected};
-use crate::limits::{DeviceNumber, IoThrottle};
+use crate::limits::IoThrottle;
 use crate::stats::Stats;
 
 /// One `io.max` line: `MAJ:MIN rbps=.. wbps=.. riops=.. wiops=..` with only the

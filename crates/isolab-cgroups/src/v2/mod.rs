@@ -11,10 +11,10 @@ pub(crate) mod unified;
 
 use std::path::Path;
 
+use crate::controller::Controller;
 use crate::error::Error;
 use crate::file;
 use crate::format::words;
-use crate::hierarchy::Controller;
 use crate::limits::{IoThrottle, Limits};
 use crate::psi;
 use crate::stats::Stats;

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::level::NeighbourKind;
+use super::kind::NeighbourKind;
 use super::net::NetNames;
 use super::plan::{NeighbourPlan, Rate};
 

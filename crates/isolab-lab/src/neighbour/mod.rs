@@ -32,6 +32,7 @@
 
 mod calibrate;
 mod command;
+mod kind;
 mod level;
 mod measure;
 mod net;
@@ -44,7 +45,8 @@ pub use command::{
     parse_iperf3_gbps, CommandContext, JsonError, DEFAULT_MEMORY_BYTES, DISK_FILE_SIZE,
     MEMORY_FILL,
 };
-pub use level::{Intensity, LevelError, NeighbourKind, NeighbourLevel, MAX_COUNT};
+pub use kind::NeighbourKind;
+pub use level::{Intensity, LevelError, NeighbourLevel, MAX_COUNT};
 pub use measure::{
     achieved, busiest_rx, disk_ios, diskstats_ios, net_dev_rx, net_rx, off_target, Observed,
     OFF_TARGET_POINTS,

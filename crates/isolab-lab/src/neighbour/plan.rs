@@ -1,7 +1,8 @@
 //! Calibration arithmetic: from a level, the host's capacity and the subject's solo
 //! profile to a number of neighbour instances and the rate of each.
 
-use super::level::{percent_text, Intensity, NeighbourKind, NeighbourLevel};
+use super::kind::NeighbourKind;
+use super::level::{percent_text, Intensity, NeighbourLevel};
 
 /// Outstanding I/Os of the disk calibration run ([`super::disk_capacity_command`]).
 pub const CALIBRATION_IODEPTH: u32 = 16;

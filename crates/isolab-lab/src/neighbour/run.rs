@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use isolab_cgroups::{Cgroup, Hierarchy};
 use isolab_store::Telemetry as T;
 
-use crate::platform::instance::limit;
 use crate::platform::launch::{log_path, Launch, Launcher, Process};
+use crate::platform::limit::limit;
 use crate::platform::process::read_tail;
 use crate::platform::{
     DiskTarget, Execution, ExitKind, Interrupt, Job, NeighbourContainers, NeighbourJobs, NetTarget,

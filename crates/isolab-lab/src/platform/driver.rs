@@ -3,20 +3,19 @@
 //! host can run it (or the typed reason it cannot, [`Unavailable`]), prepare (daemon,
 //! image, VM disk), execute a measured job inside an instance of the [`Supervisor`],
 //! services, the address at which a command reaches a server on the host, gc of what a
-//! killed run left, and shutdown. The [`super::registry`] lists the drivers; this
-//! module defines them.
+//! killed run left, and shutdown. The [`super::registry`] lists the drivers and looks
+//! platforms up by kind; this module defines them and imports none of them.
 
 use std::fmt;
 
-use isolab_engines::{Capabilities, NetworkMode};
+use isolab_engines::Capabilities;
 
 use super::instance::Supervisor;
-use super::registry::registry;
 use super::service::{ServiceSpec, Started};
 use super::{Execution, Interrupt, Job, PlatformDef, PlatformError};
 
 /// A platform engine's name in specs (`host`, `docker`, `vm+isolab`), one of the
-/// [`registry`].
+/// [`registry`](super::registry::registry).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct PlatformKind(&'static str);
 
@@ -30,18 +29,6 @@ impl PlatformKind {
     /// isolab-runtime inside a QEMU virtual machine (a container in a VM).
     pub const VM_ISOLAB: PlatformKind = PlatformKind("vm+isolab");
 
-    /// Parses an engine name of the registry.
-    pub fn parse(s: &str) -> Result<PlatformKind, UnknownPlatform> {
-        registry()
-            .iter()
-            .find(|p| p.kind.0 == s)
-            .map(|p| p.kind)
-            .ok_or_else(|| UnknownPlatform::Unknown {
-                name: s.into(),
-                known: registry().iter().map(|p| p.kind.0).collect(),
-            })
-    }
-
     /// The kind of the container engine named `name` (an [`isolab_engines::Engine`]'s).
     pub(crate) fn from_engine(name: &'static str) -> PlatformKind {
         PlatformKind(name)
@@ -50,34 +37,6 @@ impl PlatformKind {
     /// Its name in specs.
     pub fn as_str(self) -> &'static str {
         self.0
-    }
-
-    /// Its entry in the registry.
-    pub fn info(self) -> &'static PlatformInfo {
-        registry()
-            .iter()
-            .find(|p| p.kind == self)
-            .expect("every PlatformKind comes from the registry")
-    }
-
-    /// What it can do.
-    pub fn capabilities(self) -> Capabilities {
-        self.info().capabilities
-    }
-
-    /// Whether the workload runs from the experiment's image (a container or VM).
-    pub fn needs_image(self) -> bool {
-        self.capabilities().needs_image
-    }
-
-    /// Whether it is a virtual machine.
-    pub fn is_vm(self) -> bool {
-        self.capabilities().vm
-    }
-
-    /// The networks it offers; the first is its default.
-    pub fn networks(self) -> &'static [NetworkMode] {
-        self.capabilities().networks
     }
 }
 

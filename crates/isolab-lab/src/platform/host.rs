@@ -8,7 +8,8 @@ use std::time::Duration;
 use isolab_engines::{Capabilities, LimitKinds, NetworkMode};
 
 use super::driver::{Driver, Executed, PlatformInfo, PlatformKind, Unavailable};
-use super::instance::{limit, Supervisor};
+use super::instance::Supervisor;
+use super::limit::limit;
 use super::service::{self, ServiceSpec, Started};
 use super::{Interrupt, Job};
 

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use isolab_cgroups::{Cgroup, Controller, Hierarchy, Limits};
+use isolab_cgroups::{Cgroup, Controller, Hierarchy};
 
 use super::launch::{ended_within, log_path, wait_or_kill, Launch, Launcher, Process};
 use super::measured::Measured;
@@ -550,21 +550,6 @@ pub(crate) fn container_mount(hierarchy: &Hierarchy) -> Option<&Path> {
 pub(crate) fn container_below(mount: &Path, instance: &Path) -> Option<PathBuf> {
     isolab_engines::find_container_cgroup(mount, instance)
         .map(|rel| rel.strip_prefix("/").unwrap_or(&rel).to_path_buf())
-}
-
-/// Applies `limits` to `cgroup` and reads them back: what was read, or
-/// [`PlatformError::LimitMismatch`] naming every limit that differs.
-pub(crate) fn limit(cgroup: &Cgroup, limits: &Limits) -> Result<Limits, PlatformError> {
-    cgroup.apply(limits)?;
-    let applied = cgroup.read_limits()?;
-    let differences = limits.differences(&applied);
-    if !differences.is_empty() {
-        return Err(PlatformError::LimitMismatch {
-            cgroup: cgroup.rel().display().to_string(),
-            detail: differences.join("; "),
-        });
-    }
-    Ok(applied)
 }
 
 /// The pid of the isolab process that owns a run cgroup: its first component below

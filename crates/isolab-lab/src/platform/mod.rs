@@ -21,6 +21,7 @@ mod host;
 pub(crate) mod instance;
 mod isolab;
 pub mod launch;
+pub(crate) mod limit;
 mod limit_flags;
 mod measured;
 pub(crate) mod process;
@@ -43,8 +44,8 @@ pub use instance::{Supervisor, SupervisorConfig};
 pub use isolab::{IsolabConfig, RUNTIME_PROGRAM};
 pub use launch::{Launch, Launcher, Process, RealLauncher};
 pub(crate) use measured::{push_interrupts, push_qemu_stats, push_stats};
-pub use process::Interrupt;
 pub(crate) use process::{free_port, isolab_running};
+pub use process::{ExitKind, Interrupt};
 pub use service::{Service, ServiceSpec};
 
 pub use isolab_engines::{Capabilities, LimitKinds, NetworkMode as Network};
@@ -356,39 +357,6 @@ pub(crate) trait NeighbourContainers: Sync {
 
     /// Removes what the container `id` left after its processes were killed.
     fn collect(&self, id: &str) -> Result<(), PlatformError>;
-}
-
-/// How a command ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExitKind {
-    /// Exited with this status.
-    Code(i32),
-    /// Killed by this signal.
-    Signal(i32),
-}
-
-impl ExitKind {
-    /// Shell-style status: the code, or 128 + signal.
-    pub fn status(self) -> i32 {
-        match self {
-            ExitKind::Code(c) => c,
-            ExitKind::Signal(s) => 128 + s,
-        }
-    }
-
-    /// Whether it exited with 0.
-    pub fn success(self) -> bool {
-        self == ExitKind::Code(0)
-    }
-}
-
-impl fmt::Display for ExitKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ExitKind::Code(c) => write!(f, "exit status {c}"),
-            ExitKind::Signal(s) => write!(f, "killed by signal {s}"),
-        }
-    }
 }
 
 /// What a finished job produced.

@@ -4,6 +4,7 @@
 //! instruction), and the parent waits on a pidfd together with an interrupt pipe and
 //! a timeout.
 
+use std::fmt;
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -16,7 +17,38 @@ use std::time::{Duration, Instant};
 
 use isolab_cgroups::Attacher;
 
-use super::ExitKind;
+/// How a command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitKind {
+    /// Exited with this status.
+    Code(i32),
+    /// Killed by this signal.
+    Signal(i32),
+}
+
+impl ExitKind {
+    /// Shell-style status: the code, or 128 + signal.
+    pub fn status(self) -> i32 {
+        match self {
+            ExitKind::Code(c) => c,
+            ExitKind::Signal(s) => 128 + s,
+        }
+    }
+
+    /// Whether it exited with 0.
+    pub fn success(self) -> bool {
+        self == ExitKind::Code(0)
+    }
+}
+
+impl fmt::Display for ExitKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExitKind::Code(c) => write!(f, "exit status {c}"),
+            ExitKind::Signal(s) => write!(f, "killed by signal {s}"),
+        }
+    }
+}
 
 /// Ctrl-C / SIGTERM delivery to whatever is running: a flag plus a self-pipe that
 /// wakes the wait of the current command at once.

@@ -11,7 +11,9 @@
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, OnceLock};
 
-use super::driver::{Driver, PlatformInfo, PlatformKind, Unavailable};
+use isolab_engines::{Capabilities, NetworkMode};
+
+use super::driver::{Driver, PlatformInfo, PlatformKind, Unavailable, UnknownPlatform};
 
 /// Every platform's driver, in documentation order: the host, isolab-runtime, the
 /// container engines of [`isolab_engines::registry`], then the VMs. Engines that
@@ -44,6 +46,49 @@ fn detached_drivers() -> Vec<Box<dyn Driver>> {
 pub fn registry() -> &'static [PlatformInfo] {
     static REGISTRY: OnceLock<Vec<PlatformInfo>> = OnceLock::new();
     REGISTRY.get_or_init(|| detached_drivers().iter().map(|d| d.info()).collect())
+}
+
+/// A kind's entry in the registry and what follows from it.
+impl PlatformKind {
+    /// Parses an engine name of the registry.
+    pub fn parse(s: &str) -> Result<PlatformKind, UnknownPlatform> {
+        registry()
+            .iter()
+            .find(|p| p.kind.as_str() == s)
+            .map(|p| p.kind)
+            .ok_or_else(|| UnknownPlatform::Unknown {
+                name: s.into(),
+                known: registry().iter().map(|p| p.kind.as_str()).collect(),
+            })
+    }
+
+    /// Its entry in the registry.
+    pub fn info(self) -> &'static PlatformInfo {
+        registry()
+            .iter()
+            .find(|p| p.kind == self)
+            .expect("every PlatformKind comes from the registry")
+    }
+
+    /// What it can do.
+    pub fn capabilities(self) -> Capabilities {
+        self.info().capabilities
+    }
+
+    /// Whether the workload runs from the experiment's image (a container or VM).
+    pub fn needs_image(self) -> bool {
+        self.capabilities().needs_image
+    }
+
+    /// Whether it is a virtual machine.
+    pub fn is_vm(self) -> bool {
+        self.capabilities().vm
+    }
+
+    /// The networks it offers; the first is its default.
+    pub fn networks(self) -> &'static [NetworkMode] {
+        self.capabilities().networks
+    }
 }
 
 /// Whether this host can run a platform.

@@ -27,8 +27,9 @@ use std::time::{Duration, Instant};
 
 use isolab_cgroups::{Cgroup, Limits, Stats};
 
-use super::instance::{container_below, container_mount, limit, Supervisor};
+use super::instance::{container_below, container_mount, Supervisor};
 use super::launch::{ended_within, log_path, Launch, Process};
+use super::limit::limit;
 use super::process::read_tail;
 use super::{Job, Network, PlatformError};
 

@@ -6,6 +6,8 @@ use std::time::{Duration, SystemTime};
 
 use isolab_store::{CellId, LoadInterval, MetricValue, NewRun, RunStatus, Series, TelemetrySet};
 
+use isolab_workloads::{load, Measure};
+
 use crate::platform::{Execution, PlatformError};
 use crate::spec::Cell;
 
@@ -98,7 +100,7 @@ impl FinishedRun {
             intervals: done
                 .load
                 .as_ref()
-                .map(|r| super::stack::intervals(r, cell))
+                .map(|r| intervals(r, cell))
                 .unwrap_or_default(),
             notes,
         }
@@ -151,4 +153,33 @@ impl FinishedRun {
             notes: self.notes,
         }
     }
+}
+
+/// The load's intervals as the store keeps them: the users of a closed-loop profile
+/// where the generator did not report them, the target rate of an open loop.
+fn intervals(r: &load::LoadResult, cell: &Cell) -> Vec<isolab_store::LoadInterval> {
+    let profile = cell.workload.stack.as_ref().and_then(|s| match &s.measure {
+        Measure::Load(l) => Some(&l.spec.profile),
+        Measure::Command | Measure::Client => None,
+    });
+    r.intervals
+        .iter()
+        .map(|i| {
+            let at = Duration::from_secs_f64(i.start_s.max(0.0));
+            let lat = i.latency_ms.as_ref();
+            isolab_store::LoadInterval {
+                request: i.request.clone(),
+                start_s: i.start_s,
+                users: i.users.or_else(|| profile.and_then(|p| p.users_at(at))),
+                target_rate: profile.and_then(|p| p.rate_at(at)),
+                requests: i.requests,
+                failures: i.failures,
+                latency_mean_ms: lat.map(|l| l.mean),
+                latency_p50_ms: lat.map(|l| l.p50),
+                latency_p90_ms: lat.map(|l| l.p90),
+                latency_p99_ms: lat.map(|l| l.p99),
+                latency_max_ms: lat.map(|l| l.max),
+            }
+        })
+        .collect()
 }

@@ -29,6 +29,7 @@
 //! instances of the subject; `stack` service stacks and their load; `workdir` the
 //! working directories, their disk and their `gc`.
 
+mod error;
 mod events;
 mod finished;
 mod instances;
@@ -57,12 +58,12 @@ use crate::neighbour::Calibrations;
 use crate::platform::{Executor, Interrupt};
 use crate::spec::{Cell, ExperimentSpec, Order};
 
+pub use error::RunError;
 pub use events::{Event, Observer, Silent};
 pub use instances::{aggregate_instances, instances_overlap, measurement_window};
 pub use neighbours::NEIGHBOUR_SETTLE;
 pub use stack::generator_missing;
 pub use stopping::{comparisons, stop_reason, Comparison, UntilDecided};
-pub(crate) use workdir::workdir_owner;
 pub use workdir::{direct_io_supported, gc_workdirs};
 
 use stopping::{compared_live, decide_round, CellState};
@@ -102,52 +103,6 @@ pub struct Outcome {
     pub runs: u64,
     /// Cells that stopped because a run failed.
     pub failed_cells: usize,
-}
-
-/// Why the runner could not go on.
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    /// The store refused a write or read.
-    #[error(transparent)]
-    Store(#[from] isolab_store::Error),
-    /// The stored experiment does not match its spec (resume).
-    #[error("experiment {experiment} cannot be resumed: {why}")]
-    Mismatch {
-        /// The experiment.
-        experiment: ExperimentId,
-        /// What differs.
-        why: String,
-    },
-    /// A comparison cannot be continued while other cells of its experiment are
-    /// unfinished.
-    #[error("experiment {experiment} has cells that have not finished ({cells}): finish it first with `isolab run --resume {experiment}`, then continue the comparison until it is decided")]
-    Unfinished {
-        /// The experiment.
-        experiment: ExperimentId,
-        /// The unfinished cells' keys.
-        cells: String,
-    },
-    /// A comparison with a cell that stopped on a failed run cannot be decided.
-    #[error("cell `{cell}` of experiment {experiment} stopped because a run failed ({reason}): a comparison with it cannot be decided; `isolab show {experiment}` shows the failed run")]
-    FailedCell {
-        /// The experiment.
-        experiment: ExperimentId,
-        /// The cell's key.
-        cell: String,
-        /// Its stop reason.
-        reason: String,
-    },
-    /// The working directory base cannot be used.
-    #[error(
-        "cannot use working directory {path}: {source}; pass --workdir DIR on a writable disk"
-    )]
-    Workdir {
-        /// The directory.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
 }
 
 /// Runs experiments on one platform into one store.

@@ -9,12 +9,13 @@ use std::time::SystemTime;
 use isolab_stats::Sample;
 use isolab_store::{ExperimentId, RunStatus};
 
+use super::error::RunError;
 use super::finished::{Done, FinishedRun};
 use super::instances::{instances_metrics, measurement_windows, merge_instances};
 use super::job::job_name;
 use super::stopping::{stop_after, CellState};
 use super::workdir::{run_workdir, DiskFacts};
-use super::{Event, RunError, Runner, STORE_PATIENCE};
+use super::{Event, Runner, STORE_PATIENCE};
 use crate::platform::PlatformError;
 use crate::spec::{Cell, ExperimentSpec};
 
@@ -229,11 +230,11 @@ struct PlatformVolumes<'a> {
 }
 
 impl crate::storage::Volumes for PlatformVolumes<'_> {
-    fn create_volume(&self, name: &str) -> Result<std::path::PathBuf, PlatformError> {
-        self.executor.create_volume(self.platform, name)
+    fn create_volume(&self, name: &str) -> Result<std::path::PathBuf, crate::storage::VolumeError> {
+        Ok(self.executor.create_volume(self.platform, name)?)
     }
 
-    fn remove_volume(&self, name: &str) -> Result<(), PlatformError> {
-        self.executor.remove_volume(self.platform, name)
+    fn remove_volume(&self, name: &str) -> Result<(), crate::storage::VolumeError> {
+        Ok(self.executor.remove_volume(self.platform, name)?)
     }
 }

@@ -37,7 +37,6 @@ use data::KeptData;
 
 pub(super) use data::KeptDataGuard;
 pub use outside::generator_missing;
-pub(super) use outside::intervals;
 
 /// The started components of a stack, each with its name in the stack.
 type Services<'p> = Vec<(String, Service<'p>)>;

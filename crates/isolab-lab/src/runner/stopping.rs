@@ -7,7 +7,7 @@
 use isolab_stats::{Direction, Verdict};
 use isolab_store::{CellId, ExperimentId, MetricValue, NewRun, RunStatus};
 
-use super::RunError;
+use super::error::RunError;
 use crate::spec::{Cell, ExperimentSpec, Repetitions};
 
 /// A cell's progress: its runs so far and, once it needs no more, why.

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use isolab_cgroups::DeviceNumber;
 use isolab_store::ExperimentId;
 
-use super::RunError;
+use super::error::RunError;
+use crate::storage::workdir_owner;
 
 /// The working directory of run `tag` of experiment `id` under `base`, named for
 /// this process so that [`gc_workdirs`] can tell whether its owner is gone.
@@ -69,13 +70,6 @@ pub fn gc_workdirs(base: &Path) -> Result<Vec<String>, RunError> {
         removed.push(format!("working directory {}", entry.path().display()));
     }
     Ok(removed)
-}
-
-/// The owner pid in a working directory name `exp<ID>-pid<PID>-<tag>`.
-pub(crate) fn workdir_owner(name: &str) -> Option<u32> {
-    let rest = name.strip_prefix("exp")?;
-    let (_, after) = rest.split_once("-pid")?;
-    after.split('-').next()?.parse().ok()
 }
 
 /// What the disk under the working directories offers.

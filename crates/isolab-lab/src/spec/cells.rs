@@ -5,8 +5,8 @@
 
 use std::ops::Range;
 
-use super::check::{Tables, Validator};
 use super::matrix::{Axes, Exclude, Factors, Level};
+use super::validator::{Tables, Validator};
 use super::{levels_key, neighbours, platforms, reservations, shapes, storage};
 use super::{Cell, DroppedCell, Impossible};
 use isolab_engines::StorageLevel;

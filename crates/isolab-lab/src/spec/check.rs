@@ -1,83 +1,15 @@
-//! The spec checker: [`Validator`] holds the spec's source (for error positions), the
-//! host's facts and the errors found so far, and [`Validator::validate`] walks the
-//! sections in order. Each section's checks are methods in a module of their own:
+//! The spec checker's walk: [`Validator`] (in `validator.rs`, below every section)
+//! holds the spec's source (for error positions), the host's facts and the errors found
+//! so far, and [`Validator::validate`] here walks the sections in order. Each section's checks are methods in a module of their own:
 //! `experiment`, `image`, `shapes`, `stack` (workloads), `storage`, `platforms`, `matrix`
 //! (with `neighbours`, `reservations` and the storage levels), then `cells` expands the
 //! matrix.
 
-use std::collections::BTreeMap;
-use std::ops::Range;
-
-use isolab_workloads::WorkloadDef;
-
 use super::raw::RawSpec;
-use super::{image, ExperimentSpec, HostFacts, Source, SpecError, SpecErrors};
-use crate::platform::PlatformDef;
-use crate::shape::Shape;
-
-/// Checks a [`RawSpec`] section by section, collecting every error with its position.
-pub(super) struct Validator<'a> {
-    pub(super) source: &'a Source,
-    pub(super) host: &'a HostFacts,
-    pub(super) errors: Vec<SpecError>,
-    /// `[workload.NAME]` tables that had errors: already reported, so the matrix's
-    /// reference to them is not reported again as unknown.
-    pub(super) broken_workloads: Vec<String>,
-}
-
-/// What the matrix's levels may name: the built-ins and the spec's own tables.
-pub(super) struct Tables {
-    pub(super) platforms: BTreeMap<String, PlatformDef>,
-    pub(super) shapes: BTreeMap<String, Shape>,
-    pub(super) workloads: BTreeMap<String, WorkloadDef>,
-    /// What stripes a `shared` level's devices (`[storage] striping`).
-    pub(super) striping: super::storage::Striping,
-}
-
-impl<'a> Validator<'a> {
-    pub(super) fn new(source: &'a Source, host: &'a HostFacts) -> Self {
-        Validator {
-            source,
-            host,
-            errors: Vec::new(),
-            broken_workloads: Vec::new(),
-        }
-    }
-}
+use super::validator::{Tables, Validator};
+use super::{image, ExperimentSpec, SpecErrors};
 
 impl Validator<'_> {
-    /// Records an error at `span` of the source.
-    pub(super) fn err(&mut self, span: Range<usize>, message: impl Into<String>) {
-        self.errors.push(self.source.error(Some(span), message));
-    }
-
-    /// The built-ins by name, then each of the spec's `raw` tables as `check` makes it
-    /// (a table replaces the built-in of its name); and the names of tables with errors.
-    pub(super) fn named<T, R>(
-        &mut self,
-        builtins: Vec<T>,
-        name: impl Fn(&T) -> String,
-        raw: BTreeMap<String, R>,
-        check: impl Fn(&mut Self, String, R) -> Option<T>,
-    ) -> (BTreeMap<String, T>, Vec<String>) {
-        let mut all: BTreeMap<String, T> = builtins.into_iter().map(|b| (name(&b), b)).collect();
-        let mut broken = Vec::new();
-        for (table, r) in raw {
-            match check(self, table.clone(), r) {
-                Some(t) => {
-                    all.insert(name(&t), t);
-                }
-                None => broken.push(table),
-            }
-        }
-        (all, broken)
-    }
-
-    /// The cpus of the host, counted.
-    pub(super) fn host_cpus(&self) -> u32 {
-        self.host.cpus.len() as u32
-    }
-
     /// The spec, or every error found in it (in the order found; the caller sorts them).
     pub(super) fn validate(mut self, raw: RawSpec) -> Result<ExperimentSpec, SpecErrors> {
         let (settings, baseline) = self.experiment(raw.experiment.into_inner());
@@ -121,15 +53,22 @@ impl Validator<'_> {
             return Err(SpecErrors(self.errors));
         }
         let mut warnings = expanded.warnings;
-        let cells = expanded.cells.len();
         warnings.extend(super::matrix::no_baseline_warning(
             &settings.name,
             &baseline,
             &factors,
-            cells,
+            &expanded.cells,
         ));
         let recipe = image_packages.map(|extra| image::recipe(&expanded.cells, &extra));
         let image = recipe.as_ref().map_or(settings.image, image::recipe_dir);
+        let image_ref = settings.image_ref;
+        if let Some(why) = image_ref
+            .as_ref()
+            .and_then(|_| image::own_image_refused(&expanded.cells))
+        {
+            self.errors.push(self.source.error(None, why));
+            return Err(SpecErrors(self.errors));
+        }
         Ok(ExperimentSpec {
             source: self.source.clone(),
             name: settings.name,
@@ -142,6 +81,7 @@ impl Validator<'_> {
             timeout: settings.timeout,
             probe: settings.probe,
             image,
+            image_ref,
             recipe,
             storage,
             factors,
@@ -150,15 +90,6 @@ impl Validator<'_> {
             warnings,
         })
     }
-}
-
-/// `` `a`, `b` ``: items for a message.
-pub(super) fn list(items: &[String]) -> String {
-    items
-        .iter()
-        .map(|i| format!("`{i}`"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 #[cfg(test)]

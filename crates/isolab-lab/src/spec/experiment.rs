@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use toml::Spanned;
 
-use super::check::Validator;
 use super::raw::{RawExperiment, RawLevel, RawRepetitions};
+use super::validator::Validator;
 use super::{Impossible, Order, Repetitions, DEFAULT_IMAGE};
 use crate::probe::ProbeConfig;
 
@@ -31,6 +31,8 @@ pub(super) struct Settings {
     pub(super) image: PathBuf,
     /// Whether the table has an `image` key (then `[image]` is an error).
     pub(super) image_given: bool,
+    /// `image` when it names a container image of one's own (`docker-archive:FILE`, …).
+    pub(super) image_ref: Option<isolab_image::ImageReference>,
 }
 
 impl Validator<'_> {
@@ -44,7 +46,7 @@ impl Validator<'_> {
         let duration = self.run_duration(raw.duration);
         let timeout = self.run_timeout(raw.timeout, duration);
         let probe = self.probe(raw.probe_threshold.as_ref());
-        let image = self.image_dir(raw.image.as_ref());
+        let (image, image_ref) = self.image(raw.image.as_ref());
         let settings = Settings {
             name,
             description: raw.description,
@@ -57,6 +59,7 @@ impl Validator<'_> {
             probe,
             image,
             image_given: raw.image.is_some(),
+            image_ref,
         };
         (settings, raw.baseline)
     }
@@ -250,24 +253,42 @@ impl Validator<'_> {
         }
     }
 
-    /// `image`: a directory, relative to the spec's directory.
-    fn image_dir(&mut self, raw: Option<&Spanned<String>>) -> PathBuf {
+    /// `image`: a directory, or a container image of one's own named as skopeo names it
+    /// (`docker-archive:FILE`, `oci:DIR[:TAG]`, …); paths relative to the spec's directory.
+    /// An image reference's directory is known once it is imported (`isolab run`): until
+    /// then the reference stands in its place.
+    fn image(
+        &mut self,
+        raw: Option<&Spanned<String>>,
+    ) -> (PathBuf, Option<isolab_image::ImageReference>) {
+        let spec_dir = Path::new(&self.source.name).parent().map(Path::to_path_buf);
+        let relative = |path: PathBuf| match &spec_dir {
+            Some(dir) if path.is_relative() => dir.join(path),
+            _ => path,
+        };
         match raw {
-            None => PathBuf::from(DEFAULT_IMAGE),
+            None => (PathBuf::from(DEFAULT_IMAGE), None),
             Some(i) if i.get_ref().trim().is_empty() => {
                 self.err(
                     i.span(),
-                    "image must be a directory path, e.g. \"/var/lib/isolab/images/bench\"",
+                    "image must be a directory path, e.g. \"/var/lib/isolab/images/bench\", or a container image such as \"docker-archive:app.tar\"",
                 );
-                PathBuf::from(DEFAULT_IMAGE)
+                (PathBuf::from(DEFAULT_IMAGE), None)
             }
-            Some(i) => {
-                let path = PathBuf::from(i.get_ref());
-                match Path::new(&self.source.name).parent() {
-                    Some(dir) if path.is_relative() => dir.join(path),
-                    _ => path,
+            Some(i) => match isolab_image::ImageReference::parse(i.get_ref()) {
+                None => (relative(PathBuf::from(i.get_ref())), None),
+                Some(Err(e)) => {
+                    self.err(i.span(), e.to_string());
+                    (PathBuf::from(DEFAULT_IMAGE), None)
                 }
-            }
+                Some(Ok(mut r)) => {
+                    if let Some(path) = r.path().filter(|p| p.is_relative()) {
+                        let rest = &r.name[path.as_os_str().len()..];
+                        r.name = format!("{}{rest}", relative(path).display());
+                    }
+                    (PathBuf::from(r.to_string()), Some(r))
+                }
+            },
         }
     }
 }

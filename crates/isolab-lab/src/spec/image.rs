@@ -1,5 +1,8 @@
 //! The experiment's image. `[experiment] image = "DIR"` names a directory that is used as it
-//! is. Without it the image is a recipe ([`isolab_image::Recipe`]): the bench packages, the
+//! is; `image = "docker-archive:FILE"` (or another of skopeo's transports: `oci:`,
+//! `oci-archive:`, `docker-daemon:`, `containers-storage:`) names a container image of
+//! one's own, imported by `isolab run` and used as it is on every container platform and
+//! as the root of `vm` and `vm+isolab` guests. Without it the image is a recipe ([`isolab_image::Recipe`]): the bench packages, the
 //! packages of the matrix's workloads (`[workload.NAME] packages`, the built-ins' own), those
 //! of `[image] packages`, and `docker.io` when a `vm+docker` platform runs Docker in its guest.
 //! Its directory is `recipe-<hash>` under [`isolab_image::DEFAULT_CACHE_ROOT`], built by
@@ -10,8 +13,8 @@ use std::path::{Path, PathBuf};
 use isolab_image::Recipe;
 use toml::Spanned;
 
-use super::check::Validator;
 use super::raw::RawImage;
+use super::validator::Validator;
 use super::Cell;
 
 /// The engine whose guest runs Docker, so whose image needs Docker's packages.
@@ -50,6 +53,15 @@ impl Validator<'_> {
         }
         Some(self.packages("image.packages", raw.into_inner().packages))
     }
+}
+
+/// Why an image of one's own cannot run on `cells`' platforms, when it cannot: `vm+docker`
+/// runs Docker in a guest of the bench-docker recipe.
+pub(super) fn own_image_refused(cells: &[Cell]) -> Option<String> {
+    cells
+        .iter()
+        .any(|c| c.platform.kind.as_str() == VM_DOCKER)
+        .then(|| format!("[experiment] image names a container image of one's own, which runs on every container platform and as the guest root of vm and vm+isolab, but not on {VM_DOCKER}, whose guest runs Docker from the bench-docker recipe: exclude {VM_DOCKER} or use the default image"))
 }
 
 /// The recipe of the experiment's image: the bench recipe plus the packages of the workloads
@@ -133,6 +145,46 @@ mod tests {
         .unwrap();
         assert_eq!(spec.recipe, None);
         assert_eq!(spec.image, std::path::PathBuf::from("/images/mine"));
+    }
+
+    #[test]
+    fn an_image_of_ones_own_is_a_reference_relative_to_the_spec_and_has_no_recipe() {
+        let spec = parse_at(
+            "/specs/app.toml",
+            "[experiment]\nname = \"x\"\nimage = \"docker-archive:images/app.tar\"\n[matrix]\nplatform = [\"host\", \"docker\", \"vm(tcg)\"]\nworkload = [\"sysbench-cpu\"]\n",
+        )
+        .unwrap();
+        assert_eq!(spec.recipe, None);
+        let r = spec.image_ref.as_ref().unwrap();
+        assert_eq!(r.transport, isolab_image::Transport::DockerArchive);
+        assert_eq!(r.to_string(), "docker-archive:/specs/images/app.tar");
+        let spec = parse("[experiment]\nname = \"x\"\nimage = \"docker-daemon:app:1.0\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\n").unwrap();
+        assert_eq!(spec.image_ref.unwrap().to_string(), "docker-daemon:app:1.0");
+        let spec = parse("[experiment]\nname = \"x\"\nimage = \"oci:/l:v2\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\n").unwrap();
+        assert_eq!(spec.image_ref.unwrap().name, "/l:v2");
+    }
+
+    #[test]
+    fn an_image_of_ones_own_is_refused_on_vm_docker_and_an_empty_reference_is_located() {
+        let errs = errors("[experiment]\nname = \"x\"\nimage = \"oci-archive:/a.tar\"\n[matrix]\nplatform = [\"host\", \"vm(tcg)+docker\"]\nworkload = [\"sysbench-cpu\"]\n");
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(errs[0].contains("not on vm+docker"), "{errs:?}");
+        let errs = errors("[experiment]\nname = \"x\"\nimage = \"docker-archive:\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\n");
+        assert!(
+            errs[0].starts_with("exp.toml:3:9: image reference `docker-archive:`"),
+            "{errs:?}"
+        );
+    }
+
+    /// Parses a spec read from `path`.
+    fn parse_at(
+        path: &str,
+        text: &str,
+    ) -> Result<crate::spec::ExperimentSpec, crate::spec::SpecErrors> {
+        crate::spec::ExperimentSpec::parse(
+            crate::spec::Source::new(path, text),
+            &crate::spec::tests::host("0-1"),
+        )
     }
 
     #[test]

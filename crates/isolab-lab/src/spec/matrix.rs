@@ -8,9 +8,9 @@ use std::ops::Range;
 
 use toml::Spanned;
 
-use super::check::{list, Tables, Validator};
 use super::experiment::RawBaseline;
 use super::raw::{RawLevel, RawMatrix};
+use super::validator::{list, Tables, Validator};
 use super::{Location, MAX_INSTANCES};
 use crate::shape::Placement;
 
@@ -201,21 +201,43 @@ pub(super) fn no_baseline_warning(
     name: &str,
     baseline: &[(String, String)],
     factors: &Factors,
-    cells: usize,
+    cells: &[super::Cell],
 ) -> Option<String> {
-    if !baseline.is_empty() || cells < 2 {
+    if !baseline.is_empty() || cells.len() < 2 {
         return None;
     }
     let (factor, levels) = factors.iter().find(|(_, ls)| ls.len() > 1)?;
-    let (a, b) = (&levels[0], &levels[1]);
+    // `--until-decided` selects one cell on each side: every varied factor's level, A the
+    // first cell and B the first that differs from it in one factor only.
+    let a = &cells[0];
+    let b = cells.iter().find(|c| {
+        c.levels
+            .iter()
+            .zip(&a.levels)
+            .filter(|(x, y)| x != y)
+            .count()
+            == 1
+    })?;
+    let varied = |f: &str| factors.iter().any(|(ff, ls)| ff == f && ls.len() > 1);
+    let selector = |c: &super::Cell| {
+        c.levels
+            .iter()
+            .filter(|(f, _)| varied(f))
+            .map(|(f, l)| format!("{f}={l}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
     Some(format!(
         "no baseline: no comparison is decided while the experiment runs, so each cell \
          stops on the CV of its primary metric alone (once it is at most target_cv, after \
          `min` runs), and a comparison made later with `isolab compare` may stay undecided (`?`); to have \
          comparisons decided, declare the levels to compare against under [experiment], e.g. \
-         `baseline = {{ {factor} = \"{a}\" }}`, or continue the stored experiment until one \
-         comparison is decided: `isolab run --resume {name} --until-decided --a {factor}={a} \
-         --b {factor}={b}`"
+         `baseline = {{ {factor} = \"{}\" }}`, or continue the stored experiment until one \
+         comparison is decided: `isolab run --resume {name} --until-decided --a {} \
+         --b {}`",
+        levels[0],
+        selector(a),
+        selector(b)
     ))
 }
 
@@ -337,6 +359,17 @@ mod tests {
         );
         assert!(
             warning.contains("`isolab run --resume aab --until-decided --a workload=sysbench-cpu --b workload=sysbench-memory`"),
+            "{warning}"
+        );
+        // With two varied factors, each selector names both, so that it selects one cell.
+        let two = parse("[experiment]\nname = \"aab2\"\n[matrix]\nshape = [\"medium\", \"large\"]\nworkload = [\"sysbench-cpu\", \"sysbench-memory\"]\n").unwrap();
+        let warning = two
+            .warnings
+            .iter()
+            .find(|w| w.starts_with("no baseline: "))
+            .unwrap_or_else(|| panic!("{:?}", two.warnings));
+        assert!(
+            warning.contains("`isolab run --resume aab2 --until-decided --a shape=medium,workload=sysbench-cpu --b shape=medium,workload=sysbench-memory`"),
             "{warning}"
         );
         // The syntax shown is the syntax the checker takes.

@@ -23,6 +23,7 @@ mod shapes;
 mod source;
 pub mod stack;
 mod storage;
+mod validator;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -249,6 +250,10 @@ pub struct ExperimentSpec {
     /// Root filesystem (a directory) of container platforms: `[experiment] image`,
     /// relative to the spec's directory, or the directory of [`ExperimentSpec::recipe`]'s image.
     pub image: PathBuf,
+    /// `[experiment] image` when it names a container image of one's own
+    /// (`docker-archive:FILE`, …): `isolab run` imports it ([`isolab_image::import`]) and
+    /// sets [`ExperimentSpec::image`] to its root file system.
+    pub image_ref: Option<isolab_image::ImageReference>,
     /// The recipe of the image when the spec names no directory: the bench packages, the
     /// matrix's workloads' packages and `[image] packages` (see the `image` module).
     pub recipe: Option<isolab_image::Recipe>,
@@ -271,7 +276,7 @@ impl ExperimentSpec {
             let message = e.message().trim().to_owned();
             SpecErrors(vec![source.error(e.span(), message)])
         })?;
-        check::Validator::new(&source, host)
+        validator::Validator::new(&source, host)
             .validate(raw)
             .map(|mut spec| {
                 spec.source = source.clone();

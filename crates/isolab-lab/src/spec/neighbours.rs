@@ -1,8 +1,8 @@
 //! The matrix's `neighbour` levels: `none`, or a co-located stressor such as `cpu@90%` or
 //! `fork*2` ([`NeighbourLevel`]), and the neighbour a cell's level stands for.
 
-use super::check::Validator;
 use super::matrix::{Level, Levels};
+use super::validator::Validator;
 use crate::neighbour::NeighbourLevel;
 
 impl Validator<'_> {

@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use isolab_workloads::WorkloadDef;
 use toml::Spanned;
 
-use super::check::{list, Validator};
 use super::matrix::{Level, Levels};
 use super::raw::RawPlatform;
+use super::validator::{list, Validator};
 use crate::platform::{Accel, Network, PlatformDef, PlatformKind};
 
 impl Validator<'_> {

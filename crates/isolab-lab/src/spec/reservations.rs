@@ -1,8 +1,8 @@
 //! The matrix's `reservation` levels ([`Reservation`]), and the cell a reservation makes
 //! impossible: one that leaves none of the host's cpus to the neighbours.
 
-use super::check::{list, Validator};
 use super::matrix::{Level, Levels};
+use super::validator::{list, Validator};
 use crate::reservation::Reservation;
 use crate::shape::Shape;
 

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use isolab_cgroups::Bytes;
 use toml::Spanned;
 
-use super::check::{list, Validator};
 use super::matrix::{Level, Levels};
 use super::raw::{RawCpus, RawShape};
+use super::validator::{list, Validator};
 use super::HostFacts;
 use crate::shape::{builtin_shapes, parse_millicpus, Placement, Shape, QUOTA_PERIOD};
 

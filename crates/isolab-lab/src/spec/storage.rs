@@ -11,64 +11,12 @@ use isolab_cgroups::Bytes;
 use isolab_engines::StorageLevel;
 use toml::Spanned;
 
-use super::check::Validator;
 use super::matrix::{Level, Levels};
 use super::raw::RawStorage;
+use super::validator::Validator;
 use super::StorageSupport;
 use crate::platform::PlatformDef;
-
-/// Size of each backing file when `[storage] size` is not given.
-pub const DEFAULT_SIZE: Bytes = Bytes(1 << 30);
-/// Loop devices a `shared` device stripes over when `[storage]` names fewer than two
-/// backing directories.
-pub const DEFAULT_STRIPES: u32 = 2;
-
-/// `[storage]`: where the block devices of the `image`, `dedicated` and `shared`
-/// levels keep their backing files, and their size.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct StorageSpec {
-    /// Directories for the backing files (`backing`), used in turn: a `shared`
-    /// device's stripes go one per directory; empty = the working directory base.
-    pub backing: Vec<PathBuf>,
-    /// Size of each device (`size`): a `shared` device has this size in total.
-    pub size: Bytes,
-    /// Loop devices a `shared` device stripes over (`stripes`).
-    pub stripes: u32,
-    /// What stripes a `shared` device over them (`striping`).
-    pub striping: Striping,
-}
-
-/// What stripes the loop devices of a `shared` level.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Striping {
-    /// A device-mapper `striped` target in 64 KiB chunks, ext4 on it (the default).
-    DeviceMapper,
-    /// One btrfs file system over the loop devices, data and metadata in `raid0`
-    /// (btrfs stripes in 64 KiB chunks too): for kernels without device-mapper.
-    Btrfs,
-}
-
-impl Striping {
-    /// Its word in specs.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Striping::DeviceMapper => "device-mapper",
-            Striping::Btrfs => "btrfs",
-        }
-    }
-}
-
-impl Default for StorageSpec {
-    fn default() -> Self {
-        StorageSpec {
-            backing: Vec::new(),
-            size: DEFAULT_SIZE,
-            stripes: DEFAULT_STRIPES,
-            striping: Striping::DeviceMapper,
-        }
-    }
-}
+pub use crate::storage::{StorageSpec, Striping, DEFAULT_SIZE, DEFAULT_STRIPES};
 
 impl Validator<'_> {
     /// `[storage]`: every backing directory absolute, existing and a directory (not a
@@ -133,7 +81,7 @@ impl Validator<'_> {
             StorageLevel::parse(l).map(|_| ()).ok_or_else(|| {
                 format!(
                     "unknown storage `{l}`: expected one of {}",
-                    super::check::list(
+                    super::validator::list(
                         &StorageLevel::ALL
                             .iter()
                             .map(|s| s.as_str().to_owned())
@@ -202,7 +150,7 @@ pub(super) fn unsupported(
     Some(format!(
         "platform `{}` cannot put the working directory on storage `{level}`{why}; it offers {}",
         platform.name,
-        super::check::list(
+        super::validator::list(
             &caps
                 .storage
                 .iter()

@@ -26,14 +26,20 @@ pub use host::{StorageHost, SystemStorageHost};
 #[cfg(any(test, feature = "testing"))]
 pub use host::FakeStorageHost;
 
-use crate::spec::StorageSpec;
+mod spec;
+
+pub use spec::{StorageSpec, Striping, DEFAULT_SIZE, DEFAULT_STRIPES};
+
+/// Why an engine could not make or remove a volume (the platform's error, which this
+/// module does not need to know).
+pub type VolumeError = Box<dyn std::error::Error + Send + Sync>;
 
 /// An engine's named volumes (storage `volume`), for the cell's platform.
 pub trait Volumes: Sync {
     /// Creates volume `name` and returns the host directory that holds its data.
-    fn create_volume(&self, name: &str) -> Result<PathBuf, crate::platform::PlatformError>;
+    fn create_volume(&self, name: &str) -> Result<PathBuf, VolumeError>;
     /// Removes volume `name`.
-    fn remove_volume(&self, name: &str) -> Result<(), crate::platform::PlatformError>;
+    fn remove_volume(&self, name: &str) -> Result<(), VolumeError>;
 }
 
 /// Sectors of a `shared` device's stripe chunk (64 KiB).
@@ -77,7 +83,7 @@ pub enum StorageError {
         name: String,
         /// The engine's error.
         #[source]
-        source: Box<crate::platform::PlatformError>,
+        source: VolumeError,
     },
     /// The mount table does not show what was mounted.
     #[error("storage `{level}`: the mount table shows {found} at {path}, not {expected}: another program changed it")]
@@ -357,9 +363,9 @@ pub fn prepare<'v>(
             let name = format!("isolab-{run}");
             let dir = volumes
                 .create_volume(&name)
-                .map_err(|e| StorageError::Volume {
+                .map_err(|source| StorageError::Volume {
                     name: name.clone(),
-                    source: Box::new(e),
+                    source,
                 })?;
             m.volume = Some((volumes, name.clone()));
             // The engine's directory of the volume, bound at the working directory
@@ -432,7 +438,7 @@ pub fn prepare<'v>(
                 let dir = m.backing_dir(backing[k as usize % backing.len()].join(&store))?;
                 devs.push(m.loop_device(&dir.join(format!("stripe{k}.img")), per * 512)?);
             }
-            if spec.striping == crate::spec::Striping::Btrfs {
+            if spec.striping == Striping::Btrfs {
                 m.host.mkfs_btrfs_raid0(&devs).map_err(|e| m.tool(e))?;
                 let list: Vec<String> = devs.iter().map(|d| d.display().to_string()).collect();
                 m.devices.push(format!(
@@ -492,7 +498,14 @@ fn describe_fs(table: &[MountEntry], path: &Path) -> String {
 /// The owner pid of a name `exp<ID>-pid<PID>-…` (a run's working directory, its
 /// backing directory, or a device-mapper name without its `isolab-` prefix).
 fn owner(name: &str) -> Option<u32> {
-    crate::runner::workdir_owner(name)
+    workdir_owner(name)
+}
+
+/// The owner pid in a working directory name `exp<ID>-pid<PID>-<tag>`.
+pub(crate) fn workdir_owner(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix("exp")?;
+    let (_, after) = rest.split_once("-pid")?;
+    after.split('-').next()?.parse().ok()
 }
 
 /// The owner of any component of `path` named `exp<ID>-pid<PID>-…`.

@@ -311,14 +311,14 @@ struct FakeVolumes {
 }
 
 impl Volumes for FakeVolumes {
-    fn create_volume(&self, name: &str) -> Result<PathBuf, crate::platform::PlatformError> {
+    fn create_volume(&self, name: &str) -> Result<PathBuf, super::VolumeError> {
         self.calls.lock().unwrap().push(format!("create {name}"));
         let dir = self.root.join(name).join("_data");
         std::fs::create_dir_all(&dir).unwrap();
         Ok(dir)
     }
 
-    fn remove_volume(&self, name: &str) -> Result<(), crate::platform::PlatformError> {
+    fn remove_volume(&self, name: &str) -> Result<(), super::VolumeError> {
         self.calls.lock().unwrap().push(format!("remove {name}"));
         std::fs::remove_dir_all(self.root.join(name)).unwrap();
         Ok(())

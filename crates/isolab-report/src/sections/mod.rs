@@ -110,12 +110,27 @@ pub struct Report<'a> {
     pub data: &'a ExperimentData,
     /// What the report says about it.
     pub analysis: &'a Analysis,
+    /// Whether text and Markdown list every outlier run (`isolab show --outliers`);
+    /// otherwise one line counts them. HTML and JSON always list them.
+    pub outliers: bool,
 }
 
 impl<'a> Report<'a> {
     /// The report of `data` as `analysis` reads it.
     pub fn new(data: &'a ExperimentData, analysis: &'a Analysis) -> Self {
-        Report { data, analysis }
+        Report {
+            data,
+            analysis,
+            outliers: false,
+        }
+    }
+
+    /// The same report, listing every outlier run in text and Markdown too.
+    pub fn with_outliers(self) -> Self {
+        Report {
+            outliers: true,
+            ..self
+        }
     }
 
     /// The sections an output of `reach` shows and that apply to this experiment.

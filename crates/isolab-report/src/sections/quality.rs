@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use super::{Reach, Report, Section};
 use crate::escape::esc;
+use crate::quality::OutlierLines;
 use crate::table::Style;
 
 /// The data-quality lines.
@@ -22,7 +23,14 @@ impl Section for Quality {
     fn text(&self, r: &Report, style: Style) -> String {
         let markdown = style.is_markdown();
         let mut out = String::from(if markdown { "\n" } else { "" });
-        for line in crate::quality::quality_lines(&r.analysis.quality) {
+        let outliers = if r.outliers {
+            OutlierLines::Each
+        } else {
+            OutlierLines::Count {
+                experiment: r.data.record.id,
+            }
+        };
+        for line in crate::quality::quality_lines(&r.analysis.quality, outliers) {
             let _ = writeln!(out, "{}{line}", if markdown { "- " } else { "" });
         }
         out
@@ -30,7 +38,7 @@ impl Section for Quality {
 
     fn html(&self, r: &Report) -> String {
         let mut out = String::from("<h2>Data quality</h2>\n<ul class=quality>");
-        for line in crate::quality::quality_lines(&r.analysis.quality) {
+        for line in crate::quality::quality_lines(&r.analysis.quality, OutlierLines::Each) {
             let _ = write!(out, "<li>{}</li>", esc(&line));
         }
         out.push_str("</ul>\n");

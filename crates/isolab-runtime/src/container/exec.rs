@@ -22,7 +22,7 @@ use isolab_cgroups::{Cgroup, Hierarchy};
 
 use super::child::{self, report, Record, GO, KIND_EXEC};
 use super::plan::{self, ExecPlan};
-use super::CloneArgs;
+use super::spawn::{clone3, exec_error, CloneArgs};
 use crate::config::ContainerConfig;
 use crate::error::RuntimeError;
 use crate::lifecycle::{self, Status};
@@ -109,7 +109,7 @@ pub fn exec(
         pidfd: pidfd.as_raw_fd(),
     };
     // SAFETY: the child only runs `helper`, which never returns and never allocates.
-    let helper_pid = unsafe { super::clone3(&args) };
+    let helper_pid = unsafe { clone3(&args) };
     if helper_pid == 0 {
         helper(&exec, fds, flags);
     }
@@ -143,7 +143,7 @@ pub fn exec(
         let r = Record::decode(&record);
         match r.kind {
             KIND_PID => process_pid = Some(r.code),
-            KIND_EXEC => failure = Some(super::exec_error(process, r)),
+            KIND_EXEC => failure = Some(exec_error(process, r)),
             child::KIND_SETUP => {
                 failure = Some(RuntimeError::Setup {
                     step: "join the container's namespaces (setns)".into(),
@@ -243,7 +243,7 @@ fn helper(exec: &ExecPlan, fds: HelperFds, flags: libc::c_int) -> ! {
         ..CloneArgs::default()
     };
     // SAFETY: the child only runs the allocation-free command path.
-    let pid = unsafe { super::clone3(&args) };
+    let pid = unsafe { clone3(&args) };
     if pid == 0 {
         child::run_command(exec, fds.report);
     }

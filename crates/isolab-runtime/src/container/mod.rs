@@ -38,28 +38,32 @@
 //!    directories and the state file, on success and on every error path (a drop
 //!    guard).
 
+mod cgroup;
 pub(crate) mod child;
 pub mod devices;
 pub mod exec;
 pub(crate) mod plan;
+mod signals;
+mod spawn;
 
-use std::borrow::Cow;
+pub use cgroup::backing_device;
+
 use std::fs;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 
-use isolab_cgroups::{Bytes, Cgroup, Hierarchy, Limits, Stats, Version};
+use isolab_cgroups::{Cgroup, Hierarchy, Limits, Stats};
 
-use crate::config::{ContainerConfig, Lifecycle, NetworkChoice, Rootfs, USERNS_BASE, USERNS_SIZE};
+use crate::config::{ContainerConfig, Lifecycle, NetworkChoice, Rootfs};
 use crate::error::RuntimeError;
 use crate::loopdev::LoopDevice;
 use crate::state::{self, State};
 use crate::sys;
 use crate::trace::{Phase, Trace};
-use child::{ExecStep, Record, KIND_EXEC, KIND_PHASE, KIND_SETUP};
+use signals::SignalForwarder;
+use spawn::{read_reports, Handshake};
 
 /// How a container ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -265,56 +269,6 @@ impl Instance {
     }
 }
 
-/// The `clone3` flags: a pidfd, and the namespaces the container gets new (the
-/// cgroup namespace comes later, by `unshare`, once the child is in its cgroups).
-fn clone_flags(config: &ContainerConfig) -> u64 {
-    let mut flags = libc::CLONE_PIDFD;
-    match &config.oci.namespaces {
-        None => {
-            flags |=
-                libc::CLONE_NEWPID | libc::CLONE_NEWNS | libc::CLONE_NEWUTS | libc::CLONE_NEWIPC;
-            if config.network != NetworkChoice::Host {
-                flags |= libc::CLONE_NEWNET;
-            }
-            if config.user_namespace {
-                flags |= libc::CLONE_NEWUSER;
-            }
-        }
-        Some(ns) => {
-            for kind in &ns.create {
-                if *kind != crate::config::NsKind::Cgroup {
-                    flags |= kind.flag();
-                }
-            }
-        }
-    }
-    flags as u64
-}
-
-/// Makes the exec FIFO (mode 0622: the container's process opens it for writing
-/// whatever its user) and opens it `O_PATH` for the child.
-fn exec_fifo(path: &Path) -> Result<OwnedFd, RuntimeError> {
-    let host = |op: &'static str| {
-        let path = path.to_owned();
-        move |source| RuntimeError::Host { op, path, source }
-    };
-    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
-        .map_err(|e| host("make the exec FIFO")(io::Error::new(io::ErrorKind::InvalidInput, e)))?;
-    // SAFETY: a NUL-terminated path; mkfifo and open with integer arguments.
-    unsafe {
-        if libc::mkfifo(c.as_ptr(), 0o622) < 0 {
-            return Err(host("make the exec FIFO")(io::Error::last_os_error()));
-        }
-        // mkfifo applies the umask.
-        libc::chmod(c.as_ptr(), 0o622);
-        let fd = libc::open(c.as_ptr(), libc::O_PATH | libc::O_CLOEXEC);
-        if fd < 0 {
-            return Err(host("open the exec FIFO")(io::Error::last_os_error()));
-        }
-        Ok(OwnedFd::from_raw_fd(fd))
-    }
-}
-
 fn ns_to_duration(now: u64, t0: u64) -> Duration {
     Duration::from_nanos(now.saturating_sub(t0))
 }
@@ -393,122 +347,35 @@ fn bridge_mode(choice: &NetworkChoice) -> Option<crate::network::NetworkMode> {
     }
 }
 
-/// Write end of the signal self-pipe of the one [`run`] that forwards signals.
-static SIGNAL_PIPE: AtomicI32 = AtomicI32::new(-1);
-
-extern "C" fn on_signal(sig: libc::c_int) {
-    let fd = SIGNAL_PIPE.load(Ordering::Relaxed);
-    if fd >= 0 {
-        let byte = [sig as u8];
-        // SAFETY: write(2) is async-signal-safe; the buffer is a local byte.
-        unsafe { libc::write(fd, byte.as_ptr().cast(), 1) };
-    }
-}
-
-/// Signals a front end forwards to its container.
-const FORWARDED: [libc::c_int; 6] = [
-    libc::SIGINT,
-    libc::SIGTERM,
-    libc::SIGHUP,
-    libc::SIGQUIT,
-    libc::SIGUSR1,
-    libc::SIGUSR2,
-];
-
-/// Handlers that write forwarded signals to a pipe, restored on drop.
-struct SignalForwarder {
-    read: OwnedFd,
-    _write: OwnedFd,
-    old: Vec<(libc::c_int, libc::sigaction)>,
-}
-
-impl SignalForwarder {
-    /// Installs the handlers; `None` when another run of this process already forwards.
-    fn install() -> Result<Option<SignalForwarder>, RuntimeError> {
-        let (read, write) = sys::pipe().map_err(|source| RuntimeError::Syscall {
-            op: "pipe2 (signal forwarding)",
+/// Creates the mount points (the mounts themselves live only in the container's
+/// namespace) and an overlay's upper and work directories.
+fn make_host_dirs(config: &ContainerConfig) -> Result<(), RuntimeError> {
+    for dir in plan::host_dirs(config) {
+        fs::create_dir_all(&dir).map_err(|source| RuntimeError::Host {
+            op: "create the mount point",
+            path: dir.clone(),
             source,
         })?;
-        if SIGNAL_PIPE
-            .compare_exchange(-1, write.as_raw_fd(), Ordering::SeqCst, Ordering::SeqCst)
-            .is_err()
-        {
-            return Ok(None);
-        }
-        let mut old = Vec::new();
-        for sig in FORWARDED {
-            // SAFETY: zeroed sigaction structs are valid; the handler is an
-            // async-signal-safe extern "C" fn; `prev` receives the old action.
-            unsafe {
-                let mut action: libc::sigaction = std::mem::zeroed();
-                action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
-                action.sa_flags = libc::SA_RESTART;
-                libc::sigemptyset(&mut action.sa_mask);
-                let mut prev: libc::sigaction = std::mem::zeroed();
-                if libc::sigaction(sig, &action, &mut prev) == 0 {
-                    old.push((sig, prev));
-                }
-            }
-        }
-        Ok(Some(SignalForwarder {
-            read,
-            _write: write,
-            old,
-        }))
     }
-}
-
-impl Drop for SignalForwarder {
-    fn drop(&mut self) {
-        for (sig, prev) in &self.old {
-            // SAFETY: restores an action previously returned by sigaction.
-            unsafe { libc::sigaction(*sig, prev, std::ptr::null_mut()) };
+    if let Rootfs::Overlay {
+        upper: Some(upper), ..
+    } = &config.rootfs
+    {
+        for dir in [upper.clone(), plan::work_dir_of(upper)] {
+            fs::create_dir_all(&dir).map_err(|source| RuntimeError::Host {
+                op: "create the overlay directory",
+                path: dir.clone(),
+                source,
+            })?;
         }
-        SIGNAL_PIPE.store(-1, Ordering::SeqCst);
     }
-}
-
-/// `CLONE_INTO_CGROUP` of `<linux/sched.h>`: start the child in the cgroup2
-/// directory `clone_args.cgroup`.
-const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
-
-/// `struct clone_args` of `<linux/sched.h>` (clone3).
-#[repr(C)]
-#[derive(Default)]
-struct CloneArgs {
-    flags: u64,
-    pidfd: u64,
-    child_tid: u64,
-    parent_tid: u64,
-    exit_signal: u64,
-    stack: u64,
-    stack_size: u64,
-    tls: u64,
-    set_tid: u64,
-    set_tid_size: u64,
-    cgroup: u64,
-}
-
-/// `clone3(2)` without `CLONE_VM`: like fork, the child gets a copy of the address
-/// space and continues on a copy of this stack; returns 0 in the child, the pid (or
-/// -1) in the parent.
-///
-/// # Safety
-/// The caller may be multi-threaded: in the child, only allocation-free code that
-/// never returns may run (another thread may have held the allocator's lock).
-unsafe fn clone3(args: &CloneArgs) -> libc::c_long {
-    // SAFETY: a valid clone_args of the size passed; the caller's contract covers
-    // what the child runs.
-    unsafe {
-        libc::syscall(
-            libc::SYS_clone3,
-            args as *const CloneArgs,
-            std::mem::size_of::<CloneArgs>(),
-        )
-    }
+    Ok(())
 }
 
 impl Instance {
+    /// Starts the container and waits for it (for `create`: until its process is
+    /// created): the steps below, one function each, as youki's builder hands off to
+    /// its init process.
     fn start_and_wait(
         &mut self,
         config: &ContainerConfig,
@@ -523,231 +390,24 @@ impl Instance {
         } else {
             None
         };
-        // Mount points (the mounts themselves live only in the container's namespace).
-        for dir in plan::host_dirs(config) {
-            fs::create_dir_all(&dir).map_err(|source| RuntimeError::Host {
-                op: "create the mount point",
-                path: dir.clone(),
-                source,
-            })?;
-        }
-        if let Rootfs::Overlay {
-            upper: Some(upper), ..
-        } = &config.rootfs
-        {
-            for dir in [upper.clone(), plan::work_dir_of(upper)] {
-                fs::create_dir_all(&dir).map_err(|source| RuntimeError::Host {
-                    op: "create the overlay directory",
-                    path: dir.clone(),
-                    source,
-                })?;
-            }
-        }
-
-        // Cgroup with limits, read back.
+        make_host_dirs(config)?;
         let rel = config.cgroup_rel();
-        let cgroup_err = |op: &'static str| {
-            let rel = rel.clone();
-            move |source| RuntimeError::Cgroup { rel, op, source }
-        };
-        let cgroup = Cgroup::create(&self.hierarchy, &rel).map_err(cgroup_err("create"))?;
-        let cgroup = self.cgroup.insert(cgroup);
-        if !config.limits.is_empty() {
-            let wanted = for_hierarchy(&config.limits, self.hierarchy.version())?;
-            cgroup
-                .apply(&wanted)
-                .map_err(cgroup_err("apply the limits"))?;
-            let mut got = cgroup
-                .read_limits()
-                .map_err(cgroup_err("read the limits back"))?;
-            // What the unified files hold now, in the kernel's formatting.
-            got.unified = cgroup
-                .read_unified(config.limits.unified.keys().map(String::as_str))
-                .map_err(cgroup_err("read the unified files back"))?;
-            if !wanted.differences(&got).is_empty() {
-                return Err(RuntimeError::LimitsMismatch {
-                    rel,
-                    wanted: format!("{wanted:?}"),
-                    got: format!("{got:?}"),
-                });
-            }
-            self.limits = Some(got);
-        }
-        let target = cgroup
-            .clone_target()
-            .map_err(cgroup_err("open the task lists"))?;
-        if target.v1.len() > child::MAX_CGROUP_FILES {
-            return Err(RuntimeError::InvalidConfig {
-                what: "v1 cgroup hierarchies",
-                value: target.v1.len().to_string(),
-                expected: "at most 16",
-            });
-        }
+        let target = self.create_cgroup(config, &rel)?;
         self.setup_devices(config, &rel)?;
         mark(trace, Phase::Cgroup);
-
-        // Root filesystem source.
-        if let Rootfs::Ext4Image { file, readonly } = &config.rootfs {
-            let device = LoopDevice::attach(file, *readonly)?;
-            self.state.image = Some(file.clone());
-            self.state.loop_device = Some(device.path().to_owned());
-            self.loop_device = Some(device);
-            self.state.update(&self.state_path)?;
-        }
-        let layout = plan::layout_for(
-            config,
-            self.loop_device.as_ref().map(|d| d.path().to_owned()),
-            binds,
-            self.devices.is_some(),
-        );
-        let plan = plan::build(config, &layout)?;
+        let plan = self.plan(config, binds)?;
         mark(trace, Phase::Plan);
-
-        // Pipes: go (parent -> child) and report (child -> parent).
-        let pipe_err = |source| RuntimeError::Syscall {
-            op: "pipe2 (container synchronisation)",
-            source,
-        };
-        let (go_read, go_write) = sys::pipe().map_err(pipe_err)?;
-        let (report_read, report_write) = sys::pipe().map_err(pipe_err)?;
-        let fifo = match config.lifecycle {
-            Lifecycle::Run => None,
-            Lifecycle::Create => Some(exec_fifo(&state::exec_fifo(&self.state.mount_base))?),
-        };
-        let mut fifo_path = [0u8; 32];
-        if let Some(fd) = &fifo {
-            let path = format!("/proc/self/fd/{}", fd.as_raw_fd());
-            fifo_path[..path.len()].copy_from_slice(path.as_bytes());
-        }
-
-        let flags = clone_flags(config);
-        // Namespaces to join, opened here; the child joins them first (setns).
-        let mut joined: Vec<OwnedFd> = Vec::new();
-        for (_, path) in config.oci.namespaces.iter().flat_map(|n| &n.join) {
-            let fd = fs::File::open(path).map_err(|source| RuntimeError::Host {
-                op: "open the namespace to join",
-                path: path.clone(),
-                source,
-            })?;
-            joined.push(OwnedFd::from(fd));
-        }
-        let mut ns_fds = [-1; child::MAX_JOINED];
-        if joined.len() > ns_fds.len() {
-            return Err(RuntimeError::InvalidConfig {
-                what: "namespaces to join",
-                value: joined.len().to_string(),
-                expected: "at most one path for each of mount, uts, ipc, network and cgroup",
-            });
-        }
-        for (slot, fd) in ns_fds.iter_mut().zip(&joined) {
-            *slot = fd.as_raw_fd();
-        }
-        let mut pidfd: libc::c_int = -1;
-        // The cgroup2 part of the cgroup is joined by clone3 itself (Linux 5.7; the
-        // runtime needs 5.9 for close_range anyway), the v1 part by the child.
-        let args = CloneArgs {
-            flags: flags | target.v2_dir.as_ref().map_or(0, |_| CLONE_INTO_CGROUP),
-            pidfd: &mut pidfd as *mut libc::c_int as u64,
-            exit_signal: libc::SIGCHLD as u64,
-            cgroup: target.v2_dir.as_ref().map_or(0, |d| d.as_raw_fd() as u64),
-            ..CloneArgs::default()
-        };
-        let mut cgroup_fds = [-1; child::MAX_CGROUP_FILES];
-        for (slot, fd) in cgroup_fds.iter_mut().zip(target.v1.raw_fds()) {
-            *slot = fd;
-        }
-        let devices_tasks = self
-            .devices
-            .as_ref()
-            .map(devices::DevicesCgroup::open_tasks)
-            .transpose()?;
-        let fds = child::ChildFds {
-            go: go_read.as_raw_fd(),
-            report: report_write.as_raw_fd(),
-            devices: devices_tasks.as_ref().map_or(-1, AsRawFd::as_raw_fd),
-            fifo: fifo.as_ref().map_or(-1, AsRawFd::as_raw_fd),
-            fifo_path,
-            ns: ns_fds,
-            cgroup: cgroup_fds,
-        };
-        // SAFETY: the child only runs child::main, which never returns and never
-        // allocates (see its docs).
-        let pid = unsafe { clone3(&args) };
-        if pid == 0 {
-            child::main(&plan, fds);
-        }
-        if pid < 0 {
-            return Err(RuntimeError::Syscall {
-                op: "clone3 (create the container's namespaces; needs root and Linux 5.3+)",
-                source: io::Error::last_os_error(),
-            });
-        }
-        let pid = pid as libc::pid_t;
-        // SAFETY: CLONE_PIDFD stored a fresh descriptor that nothing else owns.
-        let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
-        self.init = Some(Init {
-            pid,
-            pidfd,
-            reaped: false,
-        });
-        drop(go_read);
-        drop(report_write);
-        drop(devices_tasks);
-        drop(fifo);
-        drop(joined);
+        let handshake = self.spawn(config, &plan, &target)?;
         mark(trace, Phase::Clone);
-        self.state.init_pid = Some(pid as u32);
-        self.state.update(&self.state_path)?;
-
-        if config.user_namespace {
-            write_id_maps(pid)?;
-        }
-        self.setup_network(config)?;
-        if let Some(adj) = config.oci.oom_score_adj {
-            let path = PathBuf::from(format!("/proc/{pid}/oom_score_adj"));
-            fs::write(&path, adj.to_string()).map_err(|source| RuntimeError::Host {
-                op: "write",
-                path,
-                source,
-            })?;
-        }
-        // The child is in its cgroups before the hooks see it and before its setup.
-        self.await_joined(report_read.as_raw_fd(), &target.v1, &rel)?;
-        drop(target);
-        if !config.oci.hooks.create_runtime.is_empty() {
-            let state = crate::hooks::state_json(config, oci, "creating", pid as u32);
-            crate::hooks::run_all(&config.oci.hooks.create_runtime, "createRuntime", &state)?;
-        }
+        self.release(config, oci, &handshake, target, &rel)?;
         mark(trace, Phase::Network);
-        sys::write_all(go_write.as_raw_fd(), &[child::GO]).map_err(|e| RuntimeError::Syscall {
+        let Handshake { go, report } = handshake;
+        sys::write_all(go.as_raw_fd(), &[child::GO]).map_err(|e| RuntimeError::Syscall {
             op: "write to the go pipe (the container's init died during setup)",
             source: e.to_io(),
         })?;
-        drop(go_write);
-
-        // Reports until the command's execve closes the pipe (create: until the
-        // process says it is created).
-        let mut setup_error = None;
-        let mut created = false;
-        let mut record = [0u8; Record::SIZE];
-        while let Ok(true) = sys::read_exact(report_read.as_raw_fd(), &mut record) {
-            let r = Record::decode(&record);
-            match r.kind {
-                KIND_PHASE => {
-                    if let Some(p) = crate::trace::Phase::from_code(r.code) {
-                        trace.push((p, ns_to_duration(r.ts, t0)));
-                        if p == Phase::Created {
-                            created = true;
-                            break;
-                        }
-                    }
-                }
-                KIND_SETUP => setup_error = Some(setup_error_of(config, &plan, r)),
-                KIND_EXEC => setup_error = Some(exec_error(config, r)),
-                _ => {}
-            }
-        }
-        drop(report_read);
+        drop(go);
+        let (setup_error, created) = read_reports(config, &plan, report, t0, trace);
         if config.lifecycle == Lifecycle::Create {
             return match setup_error {
                 Some(e) => Err(e),
@@ -772,90 +432,27 @@ impl Instance {
         }
     }
 
-    /// Waits for the child's [`child::KIND_JOINED`] record: it wrote itself to every
-    /// `tasks` file of `v1`, or says which one refused.
-    fn await_joined(
-        &self,
-        report: std::os::fd::RawFd,
-        v1: &isolab_cgroups::Attacher,
-        rel: &Path,
-    ) -> Result<(), RuntimeError> {
-        let mut record = [0u8; Record::SIZE];
-        let r = match sys::read_exact(report, &mut record) {
-            Ok(true) => Record::decode(&record),
-            Ok(false) | Err(_) => {
-                return Err(RuntimeError::Setup {
-                    step: "join the container's cgroups (its process ended first)".into(),
-                    source: io::Error::from_raw_os_error(libc::EPIPE),
-                })
-            }
-        };
-        if r.kind == child::KIND_JOINED && r.errno == 0 {
-            return Ok(());
+    /// Attaches an ext4 root to a loop device (recorded in the state file) and builds
+    /// the child's plan.
+    fn plan(
+        &mut self,
+        config: &ContainerConfig,
+        binds: Vec<plan::BindSource>,
+    ) -> Result<plan::Plan, RuntimeError> {
+        if let Rootfs::Ext4Image { file, readonly } = &config.rootfs {
+            let device = LoopDevice::attach(file, *readonly)?;
+            self.state.image = Some(file.clone());
+            self.state.loop_device = Some(device.path().to_owned());
+            self.loop_device = Some(device);
+            self.state.update(&self.state_path)?;
         }
-        let path = v1
-            .path(r.code as usize)
-            .map_or_else(|| rel.to_owned(), Path::to_owned);
-        Err(RuntimeError::Cgroup {
-            rel: rel.to_owned(),
-            op: "join (the container's process writing itself to a tasks file)",
-            source: isolab_cgroups::Error::Write {
-                path,
-                data: "0".into(),
-                source: io::Error::from_raw_os_error(if r.errno == 0 {
-                    libc::EPROTO
-                } else {
-                    r.errno
-                }),
-            },
-        })
-    }
-
-    /// The device allowlist: a v1 devices cgroup next to the container's cgroup, or a
-    /// note saying why it is not enforced.
-    fn setup_devices(&mut self, config: &ContainerConfig, rel: &Path) -> Result<(), RuntimeError> {
-        match (&self.state.devices_mount, self.hierarchy.version()) {
-            (Some(mount), _) => {
-                let cgroup = devices::DevicesCgroup::create(mount, rel, &config.security.devices)?;
-                self.devices = Some(cgroup);
-            }
-            (None, Version::V2) => self.notes.push(
-                "device allowlist not enforced: on cgroup v2 it needs a BPF_CGROUP_DEVICE \
-                 program, which isolab-runtime does not load yet (the container's /dev holds \
-                 only the allowed devices, but CAP_MKNOD lets it create others; drop it with \
-                 --cap-drop MKNOD)"
-                    .to_owned(),
-            ),
-            (None, Version::V1) => self.notes.push(
-                "device allowlist not enforced: no cgroup v1 devices hierarchy is mounted \
-                 next to the other controllers"
-                    .to_owned(),
-            ),
-        }
-        Ok(())
-    }
-
-    /// Reads the cgroup's counters (and the limits, when none were asked for) after
-    /// the container exited; failures become notes.
-    fn read_counters(&mut self) {
-        let Some(cgroup) = self.cgroup.as_ref() else {
-            return;
-        };
-        let rel = self.state.cgroup.display().to_string();
-        match cgroup.stats() {
-            Ok(stats) => self.stats = Some(stats),
-            Err(e) => self
-                .notes
-                .push(format!("statistics of cgroup {rel} not read: {e}")),
-        }
-        if self.limits.is_none() {
-            match cgroup.read_limits() {
-                Ok(limits) => self.limits = Some(limits),
-                Err(e) => self
-                    .notes
-                    .push(format!("limits of cgroup {rel} not read back: {e}")),
-            }
-        }
+        let layout = plan::layout_for(
+            config,
+            self.loop_device.as_ref().map(|d| d.path().to_owned()),
+            binds,
+            self.devices.is_some(),
+        );
+        plan::build(config, &layout)
     }
 
     fn setup_network(&mut self, config: &ContainerConfig) -> Result<(), RuntimeError> {
@@ -983,128 +580,12 @@ impl Drop for Instance {
     }
 }
 
-/// The error of a failed setup step: the step's description and errno, or a
-/// specific message for a bind-mount destination that cannot be made.
-fn setup_error_of(config: &ContainerConfig, plan: &plan::Plan, r: Record) -> RuntimeError {
-    if let Some(plan::Op::BindTarget { bind, .. }) = plan.ops.get(r.code as usize) {
-        let problem = match r.errno {
-            libc::ENOENT | libc::EROFS => Some(
-                "it does not exist in the image and the root is read-only; create it in the \
-                 image or use a writable root (overlay, or without --readonly)",
-            ),
-            libc::ELOOP => Some(
-                "a component of it is a symbolic link in the image; give the path the link \
-                 points to",
-            ),
-            _ => None,
-        };
-        if let (Some(problem), Some(b)) = (problem, config.binds.get(*bind)) {
-            return RuntimeError::BindDestination {
-                destination: b.destination.clone(),
-                problem,
-            };
-        }
-    }
-    let step = plan
-        .descriptions
-        .get(r.code as usize)
-        .cloned()
-        .unwrap_or_else(|| format!("step {}", r.code));
-    RuntimeError::Setup {
-        step,
-        source: io::Error::from_raw_os_error(r.errno),
-    }
-}
-
-fn exec_error(config: &ContainerConfig, r: Record) -> RuntimeError {
-    let program = config.args.first().cloned().unwrap_or_default();
-    let step = match ExecStep::from_code(r.code) {
-        Some(ExecStep::Fork) => "fork the command".to_owned(),
-        Some(ExecStep::Stdio) => "open /dev/null for the command's stdio".to_owned(),
-        Some(ExecStep::Chdir) => format!(
-            "change to the working directory {} (does it exist in the root filesystem?)",
-            config.cwd.display()
-        ),
-        Some(ExecStep::Security) => {
-            "apply the security settings (capabilities, no_new_privs, seccomp)".to_owned()
-        }
-        Some(ExecStep::Rlimit) => {
-            "set the rlimits (process.rlimits; a hard limit above the runtime's own needs \
-             CAP_SYS_RESOURCE, and nofile cannot exceed fs.nr_open)"
-                .to_owned()
-        }
-        Some(ExecStep::User) => format!(
-            "switch to the user {:?} (setgroups, setresgid, setresuid)",
-            config.oci.user
-        ),
-        Some(ExecStep::Execve) | None => {
-            format!("execute {program:?} (is it in the root filesystem and on PATH?)")
-        }
-    };
-    RuntimeError::Setup {
-        step,
-        source: io::Error::from_raw_os_error(r.errno),
-    }
-}
-
-/// Maps container ids 0..65536 to host ids from [`USERNS_BASE`].
-fn write_id_maps(pid: libc::pid_t) -> Result<(), RuntimeError> {
-    let line = format!("0 {USERNS_BASE} {USERNS_SIZE}\n");
-    for file in ["uid_map", "gid_map"] {
-        let path = PathBuf::from(format!("/proc/{pid}/{file}"));
-        fs::write(&path, &line).map_err(|source| RuntimeError::Host {
-            op: "write the user namespace id map",
-            path,
-            source,
-        })?;
-    }
-    Ok(())
-}
-
-/// The whole-disk block device that holds `path` (for io throttling of a root
-/// filesystem): `stat` gives the file system's device; a partition is mapped to its
-/// disk through `/sys/dev/block`.
-pub fn backing_device(path: &Path) -> Result<isolab_cgroups::DeviceNumber, RuntimeError> {
-    let disk =
-        isolab_cgroups::DeviceNumber::backing_disk(path, Path::new("/sys")).map_err(|source| {
-            RuntimeError::Host {
-                op: "stat",
-                path: path.to_owned(),
-                source,
-            }
-        })?;
-    disk.ok_or_else(|| RuntimeError::InvalidConfig {
-        what: "io throttle device",
-        value: path.display().to_string(),
-        expected: "a path on a block device (tmpfs and overlay have none; pass MAJOR:MINOR)",
-    })
-}
-
-/// The limits to write on a hierarchy of `version`. The runtime's interface (`--memory-swap`,
-/// OCI's `memory.swap`) gives the swap limit as memory **plus** swap, as cgroup v1's memsw;
-/// v2's `memory.swap.max` is swap alone, so there it is the difference (runc and crun convert
-/// the same way), and a swap limit without a memory limit, or below it, cannot be expressed.
-/// Borrowed as given unless there is something to convert (the start path copies nothing).
-fn for_hierarchy(limits: &Limits, version: Version) -> Result<Cow<'_, Limits>, RuntimeError> {
-    let Some(memsw) = limits.memory_swap_max.filter(|_| version == Version::V2) else {
-        return Ok(Cow::Borrowed(limits));
-    };
-    let memory = limits
-        .memory_max
-        .filter(|m| m.0 <= memsw.0)
-        .ok_or_else(|| RuntimeError::InvalidConfig {
-            what: "memory plus swap limit",
-            value: format!("{memsw} with memory limit {:?}", limits.memory_max),
-            expected: "a memory limit too, at most the memory plus swap limit",
-        })?;
-    let mut out = limits.clone();
-    out.memory_swap_max = Some(Bytes(memsw.0 - memory.0));
-    Ok(Cow::Owned(out))
-}
-
 #[cfg(test)]
 mod tests {
+    use super::cgroup::for_hierarchy;
+    use super::spawn::CloneArgs;
     use super::*;
+    use isolab_cgroups::Version;
 
     #[test]
     fn a_memory_plus_swap_limit_becomes_swap_alone_on_v2() {

@@ -90,6 +90,17 @@ pub(super) fn parse(out: &RunOutput) -> Result<Vec<Metric>, ParseError> {
     let tps = number(&["tps"])?;
     let qps = number(&["qps", "total"])?;
     let latencies = latencies(out)?;
+    if tps > 0.0 && latencies.is_empty() {
+        return Err(ParseError::MissingField {
+            tool: TOOL,
+            field: format!(
+                "the events' latencies: sysbench reports {tps} transactions/s but no {SYSBENCH_DIR}/latency.THREAD file holds one (run the script through isolab's wrapper, which writes them)"
+            ),
+            excerpt: excerpt(&out.stdout[start..]),
+        });
+    }
+    // `errors` and `reconnects` are per second: over the events' span, or over the
+    // report's time when no event completed.
     let span = if tps > 0.0 {
         latencies.len() as f64 / tps
     } else {

@@ -30,7 +30,7 @@ pub fn advise(db: &Path, args: AdviseArgs) -> Result<Exit> {
     };
     let advice = check_rules(&input);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&advice)?);
+        println!("{}", super::json::document("advice", &advice)?);
         return Ok(Exit::Success);
     }
     let r = &data.record;

@@ -26,13 +26,13 @@
 //! would favour whichever engine follows another. The medians by preceding engine are
 //! printed under the table, so that an order effect shows.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use isolab_cgroups::Cgroup;
-use isolab_engines::{Engine, NetworkMode, RunRequest};
+use isolab_engines::{Engine, NetworkMode, PreparedImage, RunRequest};
 use isolab_stats::{bootstrap_ratio_ci, percentile, Center, Direction, Sample};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -67,7 +67,7 @@ pub fn bench_start(args: BenchStartArgs) -> Result<Exit> {
     Ok(exit)
 }
 
-fn measure(args: &BenchStartArgs, parent: &Cgroup, parent_rel: &std::path::Path) -> Result<Exit> {
+fn measure(args: &BenchStartArgs, parent: &Cgroup, parent_rel: &Path) -> Result<Exit> {
     let program = isolab_lab::platform::IsolabConfig::discover().program;
     let tini =
         isolab_tools::find_program(isolab_engines::oci::INIT_PROGRAM).with_context(|| {
@@ -82,6 +82,47 @@ fn measure(args: &BenchStartArgs, parent: &Cgroup, parent_rel: &std::path::Path)
         "/run/isolab-bench-start-cold-{}",
         std::process::id()
     )));
+    let subjects = subjects(args, program, &cold_state.0)?;
+    let workdir = tempfile_dir()?;
+    let (ready, prepared) = prepare(args, subjects)?;
+    let seed = args.seed.unwrap_or_else(rand::random);
+    let bench = Rounds {
+        args,
+        ready: &ready,
+        prepared: &prepared,
+        tini: &tini,
+        workdir: &workdir.0,
+        parent_rel,
+    };
+    // This process moves into the parent cgroup for the rounds, so that what it
+    // spawns is born there as from a user's shell: attaching each spawn to it would
+    // time a write to `cgroup.procs`, which now and then waits for an RCU grace
+    // period (8 ms here), and more often for whichever engine follows a quiet spell.
+    let entered = parent
+        .enter()
+        .context("moving the benchmark into its cgroup")?;
+    let (times, log) = bench.run(seed)?;
+    entered
+        .leave()
+        .context("moving the benchmark out of its cgroup")?;
+    for (_, subject) in &ready {
+        if let Subject::Driver(d) = subject {
+            if let Err(e) = d.shutdown() {
+                eprintln!("warning: {e}");
+            }
+        }
+    }
+    print_results(args, seed, &ready, &times, &log)?;
+    Ok(Exit::Success)
+}
+
+/// The subjects: isolab-runtime (cache warm, and cold with its state in `cold_state`),
+/// then every engine of the registry, or those `--engine` names in their order.
+fn subjects(
+    args: &BenchStartArgs,
+    program: PathBuf,
+    cold_state: &Path,
+) -> Result<Vec<(String, Subject)>> {
     let mut subjects: Vec<(String, Subject)> = vec![
         (
             "isolab-runtime".into(),
@@ -94,7 +135,7 @@ fn measure(args: &BenchStartArgs, parent: &Cgroup, parent_rel: &std::path::Path)
             "isolab-runtime (cold seccomp)".into(),
             Subject::Runtime {
                 program,
-                cold: Some(cold_state.0.clone()),
+                cold: Some(cold_state.to_path_buf()),
             },
         ),
     ];
@@ -120,7 +161,15 @@ fn measure(args: &BenchStartArgs, parent: &Cgroup, parent_rel: &std::path::Path)
     for driver in chosen {
         subjects.push((driver.name().to_owned(), Subject::Driver(driver)));
     }
-    let workdir = tempfile_dir()?;
+    Ok(subjects)
+}
+
+/// The subjects that are ready, and the image each runs (`None` for isolab-runtime).
+type Ready = (Vec<(String, Subject)>, Vec<Option<PreparedImage>>);
+
+/// Readies each engine and imports the image (an engine that is not ready is skipped,
+/// and said so); returns the subjects kept, each with its prepared image.
+fn prepare(args: &BenchStartArgs, subjects: Vec<(String, Subject)>) -> Result<Ready> {
     let mut prepared = Vec::new();
     let mut ready: Vec<(String, Subject)> = Vec::new();
     for (name, subject) in subjects {
@@ -143,105 +192,141 @@ fn measure(args: &BenchStartArgs, parent: &Cgroup, parent_rel: &std::path::Path)
         }
         ready.push((name, subject));
     }
-    let mut times: Vec<Vec<f64>> = vec![Vec::new(); ready.len()];
-    // (engine, the engine that ran just before it, ms) of every measured start.
-    let mut log: Vec<(usize, Option<usize>, f64)> = Vec::new();
-    let seed = args.seed.unwrap_or_else(rand::random);
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let mut previous: Option<usize> = None;
-    let total = args.runs + 3;
-    // This process moves into the parent cgroup for the rounds, so that what it
-    // spawns is born there as from a user's shell: attaching each spawn to it would
-    // time a write to `cgroup.procs`, which now and then waits for an RCU grace
-    // period (8 ms here), and more often for whichever engine follows a quiet spell.
-    let entered = parent
-        .enter()
-        .context("moving the benchmark into its cgroup")?;
-    for round in 0..total {
-        for i in shuffled(ready.len(), &mut rng) {
-            let (name, subject) = &ready[i];
-            let id: isolab_runtime::ContainerId =
-                format!("isolab-bench-{}-{i}-{round}", std::process::id()).parse()?;
-            let request = RunRequest {
-                id: id.clone(),
-                argv: vec!["true".into()],
-                workdir: workdir.0.clone(),
-                network: NetworkMode::None,
-                limits: isolab_cgroups::Limits::default(),
-                cgroup_parent: parent_rel.to_path_buf(),
-                env: Vec::new(),
-            };
-            if let Subject::Runtime {
-                cold: Some(state), ..
-            } = subject
-            {
-                // Not timed: the next start compiles its seccomp filter, as runc's and crun's do.
-                let cache = state.join(isolab_runtime::security::seccomp::cache::DIR_NAME);
-                match std::fs::remove_dir_all(&cache) {
-                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                        return Err(e).with_context(|| format!("removing {}", cache.display()))
-                    }
-                    _ => {}
+    Ok((ready, prepared))
+}
+
+/// The measured rounds and what each start needs.
+struct Rounds<'a> {
+    args: &'a BenchStartArgs,
+    ready: &'a [(String, Subject)],
+    prepared: &'a [Option<PreparedImage>],
+    tini: &'a Path,
+    workdir: &'a Path,
+    parent_rel: &'a Path,
+}
+
+/// Each subject's times (ms) and `(engine, the engine that ran just before it, ms)` of
+/// every measured start.
+type Measured = (Vec<Vec<f64>>, Vec<(usize, Option<usize>, f64)>);
+
+impl Rounds<'_> {
+    /// Runs 3 warm-up rounds and `--runs` measured ones, each in a new order shuffled
+    /// with `seed`.
+    fn run(&self, seed: u64) -> Result<Measured> {
+        let mut times: Vec<Vec<f64>> = vec![Vec::new(); self.ready.len()];
+        let mut log: Vec<(usize, Option<usize>, f64)> = Vec::new();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let mut previous: Option<usize> = None;
+        let total = self.args.runs + 3;
+        for round in 0..total {
+            for i in shuffled(self.ready.len(), &mut rng) {
+                let ms = self.start(round, i)?;
+                if round >= 3 {
+                    times[i].push(ms);
+                    log.push((i, previous, ms));
                 }
+                previous = Some(i);
             }
-            let started = Instant::now();
-            let argv = match (subject, &prepared[i]) {
-                (Subject::Runtime { program, cold }, _) => {
-                    let mut a = vec![program.display().to_string(), "run".into()];
-                    if let Some(state) = cold {
-                        a.extend(["--state-dir".into(), state.display().to_string()]);
-                    }
-                    a.extend([
-                        "--id".into(),
-                        id.to_string(),
-                        "--rootfs-type".into(),
-                        "overlay".into(),
-                        "--cgroup-parent".into(),
-                        parent_rel.display().to_string(),
-                        "--network".into(),
-                        "none".into(),
-                        "--bind".into(),
-                        format!("{}:{}:ro", tini.display(), isolab_engines::oci::INIT_PATH),
-                        args.image.display().to_string(),
-                        "--".into(),
-                        isolab_engines::oci::INIT_PATH.into(),
-                        "--".into(),
-                        "true".into(),
-                    ]);
-                    a
-                }
-                (Subject::Driver(d), Some(image)) => d
-                    .run_command(&request, image)
-                    .with_context(|| format!("{name}: preparing a container"))?,
-                (Subject::Driver(_), None) => unreachable_prepared(name)?,
-            };
-            let status = spawn(&argv)?;
-            let elapsed = started.elapsed();
-            if let Subject::Driver(d) = subject {
-                d.remove(&request)
-                    .with_context(|| format!("{name}: removing container {id}"))?;
-            }
-            if !status {
-                bail!("{name}: `{}` failed", argv.join(" "));
-            }
-            let ms = elapsed.as_secs_f64() * 1000.0;
-            if round >= 3 {
-                times[i].push(ms);
-                log.push((i, previous, ms));
-            }
-            previous = Some(i);
         }
+        Ok((times, log))
     }
-    entered
-        .leave()
-        .context("moving the benchmark out of its cgroup")?;
-    for (_, subject) in &ready {
+
+    /// One start of subject `i` in `round`: ms from preparing the container to the
+    /// exit of its command (removing it afterwards is not timed).
+    fn start(&self, round: usize, i: usize) -> Result<f64> {
+        let (name, subject) = &self.ready[i];
+        let id: isolab_runtime::ContainerId =
+            format!("isolab-bench-{}-{i}-{round}", std::process::id()).parse()?;
+        let request = RunRequest {
+            id: id.clone(),
+            argv: vec!["true".into()],
+            workdir: self.workdir.to_path_buf(),
+            network: NetworkMode::None,
+            limits: isolab_cgroups::Limits::default(),
+            cgroup_parent: self.parent_rel.to_path_buf(),
+            env: Vec::new(),
+        };
+        if let Subject::Runtime {
+            cold: Some(state), ..
+        } = subject
+        {
+            // Not timed: the next start compiles its seccomp filter, as runc's and crun's do.
+            let cache = state.join(isolab_runtime::security::seccomp::cache::DIR_NAME);
+            match std::fs::remove_dir_all(&cache) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(e).with_context(|| format!("removing {}", cache.display()))
+                }
+                _ => {}
+            }
+        }
+        let started = Instant::now();
+        let argv = match (subject, &self.prepared[i]) {
+            (Subject::Runtime { program, cold }, _) => {
+                self.runtime_argv(program, cold.as_deref(), &id)
+            }
+            (Subject::Driver(d), Some(image)) => d
+                .run_command(&request, image)
+                .with_context(|| format!("{name}: preparing a container"))?,
+            (Subject::Driver(_), None) => unreachable_prepared(name)?,
+        };
+        let status = spawn(&argv)?;
+        let elapsed = started.elapsed();
         if let Subject::Driver(d) = subject {
-            if let Err(e) = d.shutdown() {
-                eprintln!("warning: {e}");
-            }
+            d.remove(&request)
+                .with_context(|| format!("{name}: removing container {id}"))?;
         }
+        if !status {
+            bail!("{name}: `{}` failed", argv.join(" "));
+        }
+        Ok(elapsed.as_secs_f64() * 1000.0)
     }
+
+    /// `isolab-runtime run` of `tini -- true` as container `id` (with `cold`, in that
+    /// state directory).
+    fn runtime_argv(
+        &self,
+        program: &Path,
+        cold: Option<&Path>,
+        id: &isolab_runtime::ContainerId,
+    ) -> Vec<String> {
+        let mut a = vec![program.display().to_string(), "run".into()];
+        if let Some(state) = cold {
+            a.extend(["--state-dir".into(), state.display().to_string()]);
+        }
+        a.extend([
+            "--id".into(),
+            id.to_string(),
+            "--rootfs-type".into(),
+            "overlay".into(),
+            "--cgroup-parent".into(),
+            self.parent_rel.display().to_string(),
+            "--network".into(),
+            "none".into(),
+            "--bind".into(),
+            format!(
+                "{}:{}:ro",
+                self.tini.display(),
+                isolab_engines::oci::INIT_PATH
+            ),
+            self.args.image.display().to_string(),
+            "--".into(),
+            isolab_engines::oci::INIT_PATH.into(),
+            "--".into(),
+            "true".into(),
+        ]);
+        a
+    }
+}
+
+/// The table of the results: each subject's median, p5, p95 and mean, its ratios
+/// against isolab-runtime, then the medians by preceding engine.
+fn print_results(
+    args: &BenchStartArgs,
+    seed: u64,
+    ready: &[(String, Subject)],
+    times: &[Vec<f64>],
+    log: &[(usize, Option<usize>, f64)],
+) -> Result<()> {
     println!();
     println!(
         "start→exit of `tini -- true` (tini as PID 1 in every runtime), N={} each, interleaved in a shuffled order every round (seed {seed}; after 3 warm-up rounds), network none, no limits; `cold seccomp`: isolab-runtime's filter cache removed before each start; ms",
@@ -272,8 +357,8 @@ fn measure(args: &BenchStartArgs, parent: &Cgroup, parent_rel: &std::path::Path)
         );
     }
     let names: Vec<&str> = ready.iter().map(|(n, _)| n.as_str()).collect();
-    print!("{}", predecessor_table(&names, &log));
-    Ok(Exit::Success)
+    print!("{}", predecessor_table(&names, log));
+    Ok(())
 }
 
 /// `ours ÷ theirs` of the medians with its 95% bootstrap interval, e.g. `0.47× [0.44, 0.50]`.

@@ -107,7 +107,9 @@ pub fn calibrate(db: &Path, args: CalibrateArgs) -> Result<Exit> {
     if args.output.json {
         println!(
             "{}",
-            serde_json::json!({ "event": "calibration", "experiment": outcome.experiment, "effect": args.effect, "power": args.power, "alpha": rule.alpha, "noise": rule.noise, "simulation": {"experiments": SIMULATED, "seed": SIMULATION_SEED}, "workloads": rows })
+            super::json::line(
+                &serde_json::json!({ "event": "calibration", "experiment": outcome.experiment, "effect": args.effect, "power": args.power, "alpha": rule.alpha, "noise": rule.noise, "simulation": {"experiments": SIMULATED, "seed": SIMULATION_SEED}, "workloads": rows })
+            )?
         );
         return Ok(Exit::Success);
     }

@@ -20,11 +20,14 @@ pub fn check(db: &std::path::Path, args: CheckArgs) -> Result<Exit> {
     if args.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&serde_json::json!({
-                "spec": spec,
-                "runs": { "at_least": lo, "at_most": hi, "warmups": spec.cells.len() as u64 * u64::from(spec.repetitions.warmup) },
-                "estimated_seconds": { "at_least": tlo.as_secs(), "at_most": thi.as_secs(), "cells_from_stored_runs": estimate.from_history },
-            }))?
+            super::json::document(
+                "check",
+                &serde_json::json!({
+                    "spec": spec,
+                    "runs": { "at_least": lo, "at_most": hi, "warmups": spec.cells.len() as u64 * u64::from(spec.repetitions.warmup) },
+                    "estimated_seconds": { "at_least": tlo.as_secs(), "at_most": thi.as_secs(), "cells_from_stored_runs": estimate.from_history },
+                })
+            )?
         );
         return Ok(Exit::Success);
     }

@@ -3,12 +3,12 @@
 use std::path::Path;
 
 use anyhow::{bail, Result};
-use isolab_report::compare::{compare as compare_sides, CompareOptions, Side};
+use isolab_report::compare::{compare as compare_sides, CompareOptions, Comparison, Side};
 use isolab_report::ExperimentData;
 use isolab_stats::VerdictRule;
 
 use super::Exit;
-use crate::cli::{CompareArgs, TableFormat};
+use crate::cli::{CompareArgs, FailOn, TableFormat};
 use crate::host;
 
 /// Parses `factor=level` words.
@@ -57,8 +57,26 @@ pub fn compare(db: &Path, args: CompareArgs) -> Result<Exit> {
     let across = second.is_some();
     let a = side(&first, sel_a, across, args.all_metrics);
     let b = side(data_b, sel_b, across, args.all_metrics);
-    print(&a, &b, &options, args.format.get())?;
-    Ok(Exit::Success)
+    let comparison = print(&a, &b, &options, args.format.get())?;
+    Ok(exit_status(&comparison, &args.fail_on))
+}
+
+/// The exit status `--fail-on` asks for: 4 when a point is worse (or, with `changed`,
+/// better), else 5 when one is undecided and `undecided` was asked, else 0.
+fn exit_status(comparison: &Comparison, fail_on: &[FailOn]) -> Exit {
+    let changed = comparison.worse
+        + if fail_on.contains(&FailOn::Changed) {
+            comparison.better
+        } else {
+            0
+        };
+    if changed > 0 && (fail_on.contains(&FailOn::Worse) || fail_on.contains(&FailOn::Changed)) {
+        Exit::Worse
+    } else if comparison.inconclusive > 0 && fail_on.contains(&FailOn::Undecided) {
+        Exit::Undecided
+    } else {
+        Exit::Success
+    }
 }
 
 /// The side of a comparison that `select` picks in `data`, named by its levels, and
@@ -96,15 +114,20 @@ pub fn side(
     }
 }
 
-/// Compares `b` against `a` and prints the comparison in `format`.
-pub fn print(a: &Side, b: &Side, options: &CompareOptions, format: TableFormat) -> Result<()> {
+/// Compares `b` against `a`, prints the comparison in `format` and returns it.
+pub fn print(
+    a: &Side,
+    b: &Side,
+    options: &CompareOptions,
+    format: TableFormat,
+) -> Result<Comparison> {
     let comparison = compare_sides(a, b, options)?;
     match super::table_style(format) {
-        None => println!("{}", serde_json::to_string_pretty(&comparison)?),
+        None => println!("{}", super::json::document("comparison", &comparison)?),
         Some(style) => print!(
             "{}",
             isolab_report::table::comparison_table(&comparison, style)
         ),
     }
-    Ok(())
+    Ok(comparison)
 }

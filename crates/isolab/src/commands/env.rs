@@ -14,7 +14,7 @@ pub fn env(args: JsonArgs) -> Result<Exit> {
             .into_iter()
             .map(|(k, v)| (k, serde_json::Value::String(v)))
             .collect();
-        println!("{}", serde_json::to_string_pretty(&map)?);
+        println!("{}", super::json::document("environment", &map)?);
     } else {
         let width = env.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
         for (k, v) in env {

@@ -281,7 +281,10 @@ fn show(db: &Path, fleet: &str, json: bool) -> Result<Exit> {
     if json {
         println!(
             "{}",
-            serde_json::json!({ "fleet": id, "name": record.name, "hosts": record.hosts.iter().map(|h| (&h.host, h.experiment)).collect::<Vec<_>>(), "pooled": points })
+            super::json::document(
+                "fleet",
+                &serde_json::json!({ "fleet": id, "name": record.name, "hosts": record.hosts.iter().map(|h| (&h.host, h.experiment)).collect::<Vec<_>>(), "pooled": points })
+            )?
         );
         return Ok(Exit::Success);
     }

@@ -1,5 +1,5 @@
-//! `isolab image build|ensure|list|pack`: root filesystems for containers, recipe images
-//! cached by hash, and packs for engines.
+//! `isolab image build|ensure|import|list|pack`: root filesystems for containers, recipe
+//! images cached by hash, images of one's own imported by digest, and packs for engines.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -50,23 +50,50 @@ pub fn image(command: ImageCommand) -> Result<Exit> {
             }
             println!("{}", image.dir.display());
         }
+        ImageCommand::Import { reference } => {
+            let Some(parsed) = isolab_image::ImageReference::parse(&reference) else {
+                anyhow::bail!(
+                    "`{reference}` names no transport: an image of one's own is one of {}, followed by `:` and what it names (e.g. docker-archive:/tmp/app.tar)",
+                    transports()
+                );
+            };
+            let image = import_own(&parsed?, false)?;
+            println!("{}", image.dir.display());
+        }
         ImageCommand::List { json } => {
-            let images = isolab_image::cached_recipes(Path::new(DEFAULT_CACHE_ROOT))?;
+            let cache = Path::new(DEFAULT_CACHE_ROOT);
+            let images = isolab_image::cached_recipes(cache)?;
+            let imported = isolab_image::cached_imports(cache)?;
             if json.json {
                 let rows: Vec<serde_json::Value> = images
                     .iter()
+                    .chain(&imported)
                     .map(|i| {
                         serde_json::json!({
                             "dir": i.dir,
+                            "kind": i.kind.as_str(),
                             "created": i.manifest.created,
                             "recipe": i.manifest.recipe,
+                            "imported": i.manifest.imported,
                         })
                     })
                     .collect();
-                println!("{}", serde_json::to_string_pretty(&rows)?);
-            } else if images.is_empty() {
-                println!("no recipe images in {DEFAULT_CACHE_ROOT}");
+                println!("{}", super::json::document("images", &rows)?);
+            } else if images.is_empty() && imported.is_empty() {
+                println!("no recipe or imported images in {DEFAULT_CACHE_ROOT}");
             } else {
+                for i in &imported {
+                    let Some(r) = &i.manifest.imported else {
+                        continue;
+                    };
+                    println!(
+                        "{}  {}  {}  imported from {}",
+                        i.dir.display(),
+                        r.digest,
+                        i.manifest.created,
+                        r.reference
+                    );
+                }
                 for i in &images {
                     let Some(r) = &i.manifest.recipe else {
                         continue;
@@ -104,6 +131,35 @@ pub fn image(command: ImageCommand) -> Result<Exit> {
         }
     }
     Ok(Exit::Success)
+}
+
+/// The transports an image of one's own may be named by, for messages.
+fn transports() -> String {
+    isolab_image::Transport::ALL
+        .iter()
+        .map(|t| format!("`{}:`", t.as_str()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The image of one's own `reference` in the cache, imported first when missing (skopeo
+/// and umoci, once per configuration digest), with a line on standard error unless `quiet`.
+pub fn import_own(reference: &isolab_image::ImageReference, quiet: bool) -> Result<Image> {
+    let t = Instant::now();
+    let image = isolab_image::import(reference, Path::new(DEFAULT_CACHE_ROOT))
+        .with_context(|| format!("importing the image {reference}"))?;
+    if !quiet {
+        if let Some(r) = &image.manifest.imported {
+            eprintln!(
+                "image {reference}: {} ({} layers) in {} ({:.1?})",
+                r.digest,
+                r.layers,
+                image.dir.display(),
+                t.elapsed()
+            );
+        }
+    }
+    Ok(image)
 }
 
 /// The image of `recipe` in the cache, built first when missing, with a progress line on

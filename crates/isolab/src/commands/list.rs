@@ -24,7 +24,7 @@ fn list_workloads(json: bool) -> Result<Exit> {
                 Ok(v)
             })
             .collect::<Result<_, serde_json::Error>>()?;
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        println!("{}", super::json::document("workloads", &v)?);
         return Ok(Exit::Success);
     }
     for w in catalog {
@@ -93,7 +93,7 @@ pub fn list(db: &Path, args: ListArgs) -> Result<Exit> {
         let cpus = host::facts()?.cpus.len() as u32;
         let shapes = isolab_lab::shape::builtin_shapes(cpus);
         if args.json {
-            println!("{}", serde_json::to_string_pretty(&shapes)?);
+            println!("{}", super::json::document("shapes", &shapes)?);
         } else {
             let mut t = Table::new(
                 vec!["shape".into(), "cpus".into(), "memory".into()],
@@ -123,7 +123,7 @@ pub fn list(db: &Path, args: ListArgs) -> Result<Exit> {
                 })
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        println!("{}", super::json::document("experiments", &v)?);
         return Ok(Exit::Success);
     }
     let mut t = Table::new(
@@ -176,7 +176,7 @@ fn list_platforms(json: bool) -> Result<Exit> {
                 })
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        println!("{}", super::json::document("platforms", &v)?);
         return Ok(Exit::Success);
     }
     let yes_no = |b: bool| if b { "yes" } else { "no" }.to_owned();
@@ -282,7 +282,7 @@ fn list_stacks(json: bool) -> Result<Exit> {
                 "install": g.install_hint(),
             })).collect::<Vec<_>>(),
         });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        println!("{}", super::json::document("stacks", &v)?);
         return Ok(Exit::Success);
     }
     let mut t = Table::new(

@@ -10,7 +10,9 @@ mod export;
 mod fleet;
 mod gc;
 mod image;
+pub mod json;
 mod list;
+mod manual;
 mod report;
 mod run;
 mod show;
@@ -28,6 +30,10 @@ pub enum Exit {
     Error = 1,
     Invalid = 2,
     FailedCells = 3,
+    /// `compare --fail-on worse|changed` found such a point.
+    Worse = 4,
+    /// `compare --fail-on undecided` found an undecided point (and none worse).
+    Undecided = 5,
     Interrupted = 130,
 }
 
@@ -39,6 +45,7 @@ impl From<Exit> for std::process::ExitCode {
 
 pub fn dispatch(cli: Cli) -> Result<Exit> {
     let db = cli.db;
+    COLOR.set(cli.color).expect("dispatch runs once");
     if prints_only(&cli.command) {
         // A reader that closes the pipe early (`isolab show 1 | head`) ends the
         // output, as it does for other Unix tools, instead of a panic on EPIPE.
@@ -63,6 +70,8 @@ pub fn dispatch(cli: Cli) -> Result<Exit> {
         Command::Fleet(args) => fleet::fleet(&db, args),
         Command::Env(args) => env::env(args),
         Command::Gc(args) => gc::gc(args),
+        Command::Completions { shell } => manual::completions(shell),
+        Command::Man { dir } => manual::man(dir.as_deref()),
     }
 }
 
@@ -78,6 +87,8 @@ fn prints_only(command: &Command) -> bool {
             | Command::Compare(_)
             | Command::Advise(_)
             | Command::Env(_)
+            | Command::Completions { .. }
+            | Command::Man { dir: None }
     )
 }
 
@@ -174,8 +185,50 @@ pub fn table_style(format: crate::cli::TableFormat) -> Option<isolab_report::tab
     }
 }
 
-/// Whether to colour terminal output: a terminal, and NO_COLOR unset.
+/// `--color`, set once by [`dispatch`].
+static COLOR: std::sync::OnceLock<crate::cli::ColorWhen> = std::sync::OnceLock::new();
+
+/// Whether to colour terminal output, by `--color`: `auto` colours a terminal unless
+/// NO_COLOR is set to a non-empty value.
 pub fn color() -> bool {
     use std::io::IsTerminal;
-    std::env::var_os("NO_COLOR").is_none() && std::io::stdout().is_terminal()
+    colour_wanted(
+        COLOR.get().copied().unwrap_or(crate::cli::ColorWhen::Auto),
+        std::env::var_os("NO_COLOR").as_deref(),
+        std::io::stdout().is_terminal(),
+    )
+}
+
+/// The rule of [`color`]: no-color.org's "NO_COLOR … when present and not an empty
+/// string", which `always` and `never` override.
+fn colour_wanted(
+    when: crate::cli::ColorWhen,
+    no_color: Option<&std::ffi::OsStr>,
+    terminal: bool,
+) -> bool {
+    use crate::cli::ColorWhen;
+    match when {
+        ColorWhen::Always => true,
+        ColorWhen::Never => false,
+        ColorWhen::Auto => terminal && no_color.is_none_or(|v| v.is_empty()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::colour_wanted;
+    use crate::cli::ColorWhen;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn no_color_counts_only_when_not_empty_and_flags_override_it() {
+        let set = Some(OsStr::new("1"));
+        let empty = Some(OsStr::new(""));
+        assert!(colour_wanted(ColorWhen::Auto, None, true));
+        assert!(!colour_wanted(ColorWhen::Auto, None, false));
+        assert!(!colour_wanted(ColorWhen::Auto, set, true));
+        assert!(colour_wanted(ColorWhen::Auto, empty, true));
+        assert!(colour_wanted(ColorWhen::Always, set, false));
+        assert!(!colour_wanted(ColorWhen::Never, None, true));
+    }
 }

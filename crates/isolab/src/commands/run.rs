@@ -54,6 +54,19 @@ pub fn execute(
     let facts = host::facts()?;
     let hierarchy = host::hierarchy()?;
     let needs_image = spec.cells.iter().any(|c| c.platform.kind.needs_image());
+    // An image of one's own is imported (once per digest) and run from its root file system.
+    let imported;
+    let spec = match spec.image_ref.as_ref().filter(|_| needs_image) {
+        Some(reference) => {
+            let image = super::image::import_own(reference, settings.quiet || settings.json)?;
+            imported = ExperimentSpec {
+                image: image.dir,
+                ..spec.clone()
+            };
+            &imported
+        }
+        None => spec,
+    };
     if let Some(recipe) = spec.recipe.as_ref().filter(|_| needs_image) {
         super::image::ensure_recipe(recipe, settings.quiet || settings.json)?;
     }
@@ -136,7 +149,8 @@ pub fn prepare_assets(spec: &ExperimentSpec, quiet: bool) -> Result<PreparedAsse
         cache = cache.with_env(DEBIAN_SOURCES, src.join("\n"));
     }
     let t = std::time::Instant::now();
-    let assets = PreparedAssets::prepare(spec, &cache, &mut |def, work| {
+    let workloads = spec.cells.iter().map(|c| &c.workload);
+    let assets = PreparedAssets::prepare(workloads, &cache, &mut |def, work| {
         if !quiet {
             let what = def.description.replace("{work}", &work.to_string());
             eprintln!("asset {} (work {work}): {what}", def.name);
@@ -213,7 +227,9 @@ pub fn run(db: &Path, args: RunArgs) -> Result<Exit> {
     if args.output.json {
         println!(
             "{}",
-            serde_json::json!({ "event": "summary", "experiment": outcome.experiment, "analysis": analysis })
+            super::json::line(
+                &serde_json::json!({ "event": "summary", "experiment": outcome.experiment, "analysis": analysis })
+            )?
         );
     } else if !args.output.quiet {
         println!(

@@ -14,7 +14,10 @@ pub fn show(db: &Path, args: ShowArgs) -> Result<Exit> {
     let data = isolab_report::ExperimentData::load(&store, id)?;
     let analysis = super::analyse(&data, args.all_metrics);
     let options = &analysis.options;
-    let report = isolab_report::Report::new(&data, &analysis);
+    let mut report = isolab_report::Report::new(&data, &analysis);
+    if args.outliers {
+        report = report.with_outliers();
+    }
     let Some(style) = super::table_style(args.format.get()) else {
         let mut json = report.json();
         let r = &data.record;
@@ -23,7 +26,7 @@ pub fn show(db: &Path, args: ShowArgs) -> Result<Exit> {
         json.insert("status".into(), r.status.as_str().into());
         json.insert("seed".into(), r.seed.to_string().into());
         json.insert("baseline".into(), serde_json::json!(options.baseline));
-        println!("{}", serde_json::to_string_pretty(&json)?);
+        println!("{}", super::json::document("summary", &json)?);
         return Ok(Exit::Success);
     };
     let r = &data.record;

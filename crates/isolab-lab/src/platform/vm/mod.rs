@@ -49,8 +49,9 @@ use isolab_vm::{
 };
 
 use super::driver::{Driver, Executed, PlatformInfo, PlatformKind, Unavailable};
-use super::instance::{limit, stop_server, Supervisor};
+use super::instance::{stop_server, Supervisor};
 use super::isolab::IsolabConfig;
+use super::limit::limit;
 use super::limit_flags::runtime_limit_flags;
 use super::service::{ServiceSpec, Started};
 

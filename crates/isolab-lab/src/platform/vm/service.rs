@@ -4,7 +4,8 @@
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Mutex;
 
-use super::super::instance::{limit, Supervisor};
+use super::super::instance::Supervisor;
+use super::super::limit::limit;
 use super::super::service::{Guest, Service, ServiceSpec, Started};
 use super::super::{Job, PlatformError};
 use super::net::VmNet;

@@ -10,14 +10,14 @@ use std::time::Duration;
 
 use isolab_cgroups::{IdSet, Limits};
 use isolab_store::{Telemetry, TelemetrySet};
-use isolab_workloads::{load, LoadDef, Measure, Params, WorkloadDef};
+use isolab_workloads::{load, LoadDef, Params, WorkloadDef};
 
 use super::{stack_timeout, tail, Services};
 use crate::platform::{Execution, Interrupt, Job, PlatformDef, PlatformError};
 use crate::runner::finished::Done;
 use crate::runner::job::{create_dir, metric_value, parse_metrics, render};
 use crate::runner::Runner;
-use crate::spec::{Cell, ExperimentSpec};
+use crate::spec::ExperimentSpec;
 
 /// How often the components are checked while the load runs.
 const WATCH: Duration = Duration::from_millis(100);
@@ -418,38 +418,6 @@ fn generator_argv(commands: &[Vec<String>], env: &[(String, String)]) -> Vec<Str
         }
     }
     argv
-}
-
-/// The load's intervals as the store keeps them: the users of a closed-loop profile
-/// where the generator did not report them, the target rate of an open loop.
-pub(in crate::runner) fn intervals(
-    r: &load::LoadResult,
-    cell: &Cell,
-) -> Vec<isolab_store::LoadInterval> {
-    let profile = cell.workload.stack.as_ref().and_then(|s| match &s.measure {
-        Measure::Load(l) => Some(&l.spec.profile),
-        Measure::Command | Measure::Client => None,
-    });
-    r.intervals
-        .iter()
-        .map(|i| {
-            let at = Duration::from_secs_f64(i.start_s.max(0.0));
-            let lat = i.latency_ms.as_ref();
-            isolab_store::LoadInterval {
-                request: i.request.clone(),
-                start_s: i.start_s,
-                users: i.users.or_else(|| profile.and_then(|p| p.users_at(at))),
-                target_rate: profile.and_then(|p| p.rate_at(at)),
-                requests: i.requests,
-                failures: i.failures,
-                latency_mean_ms: lat.map(|l| l.mean),
-                latency_p50_ms: lat.map(|l| l.p50),
-                latency_p90_ms: lat.map(|l| l.p90),
-                latency_p99_ms: lat.map(|l| l.p99),
-                latency_max_ms: lat.map(|l| l.max),
-            }
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -9,8 +9,8 @@ use isolab_workloads::LoadDef;
 use toml::Spanned;
 
 use super::DEFAULT_REQUEST_TIMEOUT;
-use crate::spec::check::Validator;
 use crate::spec::raw::{RawLoad, RawProfile, RawRequest};
+use crate::spec::validator::Validator;
 
 /// What a profile may be, for errors.
 const PROFILE_USAGE: &str = "a profile is one of { users = N, duration = \"60s\" }, { ramp = [1, 100], over = \"720s\", hold = \"80s\" }, { rate = 500, duration = \"30s\" }, { steps = [[100, \"10s\"], [200, \"10s\"]] } or { simultaneous = N }";

@@ -16,9 +16,9 @@ use isolab_workloads::stacks::BuiltinStack;
 use isolab_workloads::{FileTemplate, Measure, Params, ParserKind, StackDef, WorkloadDef};
 use toml::Spanned;
 
-use super::check::{list, Validator};
 use super::matrix::{Level, Levels};
 use super::raw::RawWorkload;
+use super::validator::{list, Validator};
 
 /// How long a component may take to become ready unless its table says.
 pub const DEFAULT_READY_TIMEOUT: Duration = Duration::from_secs(60);

@@ -9,8 +9,8 @@ use isolab_workloads::{ComponentDef, FileTemplate, Measure, Ready, ShapeScope, S
 use toml::Spanned;
 
 use super::DEFAULT_READY_TIMEOUT;
-use crate::spec::check::Validator;
 use crate::spec::raw::{RawComponent, RawLoad, RawReady};
+use crate::spec::validator::Validator;
 
 impl Validator<'_> {
     pub(super) fn stack_of(

@@ -6,8 +6,8 @@ use std::ops::Range;
 use isolab_workloads::WorkloadDef;
 use toml::Spanned;
 
-use crate::spec::check::Validator;
 use crate::spec::raw::RawWorkload;
+use crate::spec::validator::Validator;
 
 impl Validator<'_> {
     /// `[workload.NAME]` with `from = "BUILTIN"` (or named as a built-in) and `work`:

@@ -66,7 +66,9 @@ pub fn run(db: &Path, args: RunArgs) -> Result<Exit> {
         let comparison = isolab_report::compare::compare(&a, &b, &options)?;
         println!(
             "{}",
-            serde_json::json!({ "event": "comparison", "experiment": id, "comparison": comparison })
+            super::super::json::line(
+                &serde_json::json!({ "event": "comparison", "experiment": id, "comparison": comparison })
+            )?
         );
     } else if !args.output.quiet {
         let (label_a, label_b) = (format!("`{}`", a.label), format!("`{}`", b.label));

@@ -59,7 +59,7 @@
 //! `podman` (CNI with Debian's `containernetworking-plugins`, or netavark), which
 //! Podman 4 creates in memory when the dedicated network directory holds no
 //! configuration; its bridge (`cni-podman0`) and firewall chains (`CNI-*`) appear on
-//! first use. Like Docker's daemon ([`HostNetSnapshot`]), isolab
+//! first use. Like Docker's daemon ([`HostNetSnapshot`](crate::host_net::HostNetSnapshot)), isolab
 //! records the host's netfilter rules, `ip_forward` and the bridge's absence in
 //! [`Engine::ensure_ready`], and [`Engine::shutdown`] removes exactly what Podman
 //! added (rules and chains naming `CNI-`, `NETAVARK`, the bridge or its subnet), the
@@ -71,17 +71,26 @@
 //! (`run_flags.rs`), plus `--pids-limit -1` when no pids limit is asked (Podman's
 //! default would be 2048).
 
+//!
+//! The engine is split by what it does: `runtime.rs` gets it ready (the OCI runtime,
+//! the hybrid-cgroup fix), `network.rs` records and undoes what its default network adds
+//! to the host, `cleanup.rs` removes what containers leave and undoes everything at
+//! shutdown; this file holds the configuration, the flags of a run and [`Engine`].
+
+mod cleanup;
+mod network;
+mod runtime;
+
+use runtime::Resolved;
+pub use runtime::{hybrid_decision, HybridDecision, OciRuntime};
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use isolab_cgroups::{
-    mountinfo_path, read_mountinfo, remove_tree, Hierarchy, Malformed, RealSyscalls, RemoveTree,
-    Version,
-};
+use isolab_cgroups::Hierarchy;
 
-use crate::host_net::{first_host, HostNetSnapshot};
-use crate::hybrid_fix::{cgroup2_controllers, gc_dead_owners, mount_v1, HybridFix};
+use crate::hybrid_fix::gc_dead_owners;
 use crate::image_tar::{cached_tar_in, repository, DEFAULT_CACHE_DIR};
 use crate::parent_cgroups::{remove_parent_chains, ForeignParents};
 use crate::run_flags::{common_run_flags, limit_flags};
@@ -102,50 +111,6 @@ pub const PODMAN_NPROC_CEILING: u64 = 32768;
 
 /// The nofile limit Podman asks for by default.
 pub const PODMAN_NOFILE_DEFAULT: u64 = 1_048_576;
-
-/// The OCI runtime Podman runs containers with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum OciRuntime {
-    /// crun (package `crun`).
-    Crun,
-    /// runc (package `runc`).
-    Runc,
-    /// isolab's own runtime through its OCI command line (`isolab-runtime create`,
-    /// `start`, …), found as the `isolab` platform finds it.
-    Isolab,
-}
-
-impl OciRuntime {
-    /// The program as given to `--runtime`: a name looked up on `PATH`, or the path
-    /// of isolab-runtime.
-    pub fn program(self) -> String {
-        match self {
-            OciRuntime::Crun => "crun".into(),
-            OciRuntime::Runc => "runc".into(),
-            OciRuntime::Isolab => isolab_runtime::config::locate_program()
-                .display()
-                .to_string(),
-        }
-    }
-
-    /// Where the program comes from: its Debian package, or how to build it.
-    pub fn package(self) -> &'static str {
-        match self {
-            OciRuntime::Crun => "crun",
-            OciRuntime::Runc => "runc",
-            OciRuntime::Isolab => "isolab-runtime (cargo build --release -p isolab-runtime)",
-        }
-    }
-
-    /// The runtime's short name in versions and platform names.
-    pub fn label(self) -> &'static str {
-        match self {
-            OciRuntime::Crun => "crun",
-            OciRuntime::Runc => "runc",
-            OciRuntime::Isolab => "isolab-runtime",
-        }
-    }
-}
 
 /// Where and how the Podman driver works; [`PodmanConfig::default`] is this host's.
 #[derive(Debug, Clone)]
@@ -222,58 +187,6 @@ fn hard_limit(resource: libc::__rlimit_resource_t) -> u64 {
     } else {
         r.rlim_max
     }
-}
-
-/// What to do about controllers in the cgroup2 mount of a hybrid host.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HybridDecision {
-    /// Nothing to do (runc, pure v1 or v2, or no controller listed).
-    NotNeeded,
-    /// Mount these controllers as v1 hierarchies (host fixes allowed).
-    MountAsV1(Vec<String>),
-    /// Use runc instead of crun (host fixes not allowed); the controllers listed.
-    FallBackToRunc(Vec<String>),
-}
-
-/// Decides what crun needs on `hierarchy` (see the module documentation): reads the
-/// cgroup2 mount's `cgroup.controllers` in hybrid mode.
-pub fn hybrid_decision(
-    runtime: OciRuntime,
-    hierarchy: &Hierarchy,
-    allow_host_fixes: bool,
-) -> HybridDecision {
-    if runtime != OciRuntime::Crun || hierarchy.version() != Version::V1 {
-        return HybridDecision::NotNeeded;
-    }
-    let Some(unified) = hierarchy.unified() else {
-        return HybridDecision::NotNeeded;
-    };
-    let listed = cgroup2_controllers(unified).unwrap_or_default();
-    if listed.is_empty() {
-        HybridDecision::NotNeeded
-    } else if allow_host_fixes {
-        HybridDecision::MountAsV1(listed)
-    } else {
-        HybridDecision::FallBackToRunc(listed)
-    }
-}
-
-/// What was decided and found in [`Engine::ensure_ready`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Resolved {
-    runtime: OciRuntime,
-    podman_version: String,
-    runtime_version: String,
-    notes: Vec<String>,
-    globals: Vec<String>,
-    init: Vec<String>,
-}
-
-/// Podman's state of the host network, kept in `net.json`.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-struct NetState {
-    net: HostNetSnapshot,
-    cni_state_existed: bool,
 }
 
 /// The Podman engine (see the module documentation).
@@ -360,34 +273,6 @@ impl Podman {
         lock(&self.resolved).as_ref().map(|r| r.runtime)
     }
 
-    /// The shared hybrid-cgroup fix, with its record in the parent of the state
-    /// directory (`/run/isolab`, beside the runc/crun driver's).
-    fn hybrid_fix(&self, mount: &Path) -> HybridFix<'_> {
-        let state = &self.config.state_dir;
-        HybridFix {
-            engine: ENGINE,
-            tools: &*self.tools,
-            mount: mount.display().to_string(),
-            state_dir: state
-                .parent()
-                .map_or_else(|| state.clone(), Path::to_path_buf),
-        }
-    }
-
-    /// The v1 hierarchies the fix's record lists: `(controller, mount point)`.
-    fn fixed_mounts(&self) -> Vec<(String, PathBuf)> {
-        self.hybrid_fix(Path::new("mount"))
-            .load()
-            .ok()
-            .flatten()
-            .map(|r| r.mounted())
-            .unwrap_or_default()
-    }
-
-    fn net_file(&self) -> PathBuf {
-        self.config.state_dir.join("net.json")
-    }
-
     /// The global options of every podman command for `runtime`.
     pub fn global_args(&self, podman: &Path, runtime: OciRuntime) -> Vec<String> {
         let c = &self.config;
@@ -439,204 +324,6 @@ impl Podman {
         Vec::new()
     }
 
-    /// Mounts `controllers` as v1 hierarchies next to the others with the shared fix
-    /// (each recorded before it is mounted).
-    fn mount_as_v1(&self, controllers: &[String]) -> Result<(), EngineError> {
-        let unified = self.config.hierarchy.unified().map(Path::to_path_buf);
-        let Some(base) = unified.as_deref().and_then(Path::parent) else {
-            return Ok(());
-        };
-        let mount = require(&*self.tools, ENGINE, "mount", "mount")?;
-        self.hybrid_fix(&mount)
-            .apply(base, controllers, false)
-            .map(|_| ())
-    }
-
-    /// Removes every cgroup below the v1 hierarchy of `controller` at `mount_point`,
-    /// unmounts it, and makes sure the controller went back to cgroup2 (the shared
-    /// fix removes the mount point when it created it).
-    fn undo_mount(&self, controller: &str, mount_point: &Path) -> Result<Vec<String>, EngineError> {
-        let mut done = Vec::new();
-        // Best effort: a cgroup still in use makes the unmount keep the hierarchy,
-        // which the check below reports.
-        let below = RemoveTree {
-            keep_top: true,
-            ..RemoveTree::default()
-        };
-        remove_tree(&RealSyscalls, mount_point, &below);
-        let umount = require(&*self.tools, ENGINE, "umount", "mount")?;
-        let mount = require(&*self.tools, ENGINE, "mount", "mount")?;
-        let mounted = || {
-            read_mountinfo(&mountinfo_path(&self.config.proc), Malformed::Skip)
-                .unwrap_or_default()
-                .iter()
-                .any(|e| e.mount_point == mount_point)
-        };
-        let back_in_v2 = || {
-            self.config
-                .hierarchy
-                .unified()
-                .and_then(|u| cgroup2_controllers(u).ok())
-                .is_some_and(|listed| listed.iter().any(|c| c == controller))
-        };
-        let umount_argv = argv([
-            umount.display().to_string(),
-            mount_point.display().to_string(),
-        ]);
-        if mounted() {
-            run_ok(&*self.tools, ENGINE, &umount_argv)?;
-        }
-        done.push(format!("unmounted {}", mount_point.display()));
-        let mut attempt = 0;
-        let mut recreated = false;
-        loop {
-            let start = Instant::now();
-            while !back_in_v2() && start.elapsed() < Duration::from_secs(2) {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            if back_in_v2() {
-                break;
-            }
-            attempt += 1;
-            if attempt > 3 {
-                return Err(EngineError::Unexpected {
-                    engine: ENGINE,
-                    command: umount_argv.join(" "),
-                    detail: format!(
-                        "the {controller} v1 hierarchy survived its unmount (a cgroup in it is still \
-                         in use?); see /proc/cgroups, remove its cgroups and unmount it again"
-                    ),
-                });
-            }
-            // The hierarchy outlived the unmount because its last children were
-            // still dying: mounting reuses it, and unmounting it now destroys it. Its
-            // mount point may be gone (removed with the hierarchy unmounted behind
-            // isolab's back): made for this mount, and removed after it.
-            if !mount_point.is_dir() {
-                recreated = true;
-                std::fs::create_dir_all(mount_point).map_err(|source| EngineError::Io {
-                    engine: ENGINE,
-                    action: "create the cgroup mount point again",
-                    path: mount_point.to_path_buf(),
-                    source,
-                })?;
-            }
-            mount_v1(
-                &*self.tools,
-                ENGINE,
-                &mount.display().to_string(),
-                controller,
-                mount_point,
-            )?;
-            run_ok(&*self.tools, ENGINE, &umount_argv)?;
-        }
-        if recreated {
-            // Best effort, as the record's own step would: an empty mount point.
-            let _ = std::fs::remove_dir(mount_point);
-        }
-        done.push(format!("{controller} is back in cgroup2"));
-        Ok(done)
-    }
-
-    fn resolve(&self) -> Result<Resolved, EngineError> {
-        let podman = require(&*self.tools, ENGINE, "podman", "podman")?;
-        let mut notes = Vec::new();
-        let runtime = match hybrid_decision(
-            self.runtime,
-            &self.config.hierarchy,
-            self.allow_host_fixes,
-        ) {
-            HybridDecision::NotNeeded => {
-                let fixes = match self.runtime {
-                    OciRuntime::Crun => self.fixed_mounts(),
-                    OciRuntime::Runc | OciRuntime::Isolab => Vec::new(),
-                };
-                if !fixes.is_empty() && self.allow_host_fixes {
-                    // crun relies on a fix already in force: stay one of its users.
-                    self.hybrid_fix(Path::new("mount")).join()?;
-                }
-                for (controller, _) in fixes {
-                    notes.push(format!(
-                            "{controller} mounted as cgroup v1 hierarchy for crun (earlier, still in force)"
-                        ));
-                }
-                self.runtime
-            }
-            HybridDecision::MountAsV1(cs) => {
-                self.mount_as_v1(&cs)?;
-                match hybrid_decision(self.runtime, &self.config.hierarchy, true) {
-                    HybridDecision::NotNeeded => {
-                        notes.push(format!(
-                            "{} mounted as cgroup v1 hierarch{} for crun (hybrid host)",
-                            cs.join(", "),
-                            if cs.len() == 1 { "y" } else { "ies" }
-                        ));
-                        self.runtime
-                    }
-                    _ => {
-                        notes.push(format!(
-                            "crun refuses hybrid cgroups with {} in cgroup2 even after \
-                             mounting it as v1: runc used instead",
-                            cs.join(", ")
-                        ));
-                        OciRuntime::Runc
-                    }
-                }
-            }
-            HybridDecision::FallBackToRunc(cs) => {
-                notes.push(format!(
-                    "runc instead of crun: crun refuses hybrid cgroups while cgroup2 lists \
-                     {} (allow host fixes to mount it as v1 instead)",
-                    cs.join(", ")
-                ));
-                OciRuntime::Runc
-            }
-        };
-        let runtime_bin = require(&*self.tools, ENGINE, &runtime.program(), runtime.package())?;
-        let runtime_version = run_ok(
-            &*self.tools,
-            ENGINE,
-            &argv([runtime_bin.display().to_string(), "--version".into()]),
-        )?
-        .lines()
-        .next()
-        .and_then(|l| l.split_whitespace().last())
-        .unwrap_or("unknown")
-        .to_owned();
-        let globals = self.global_args(&podman, runtime);
-        let mut cmd = globals.clone();
-        cmd.extend(argv(["version", "--format", "json"]));
-        let out = run_ok(&*self.tools, ENGINE, &cmd)?;
-        let podman_version = parse_podman_version(&out).ok_or_else(|| EngineError::Unexpected {
-            engine: ENGINE,
-            command: cmd.join(" "),
-            detail: format!("no Client.Version in {}", tail(&out, 300)),
-        })?;
-        Ok(Resolved {
-            runtime,
-            podman_version,
-            runtime_version,
-            notes,
-            globals,
-            init: self.init_flags(),
-        })
-    }
-
-    fn resolved(&self) -> Result<Resolved, EngineError> {
-        if let Some(r) = lock(&self.resolved).as_ref() {
-            return Ok(r.clone());
-        }
-        self.ensure_ready()?;
-        lock(&self.resolved)
-            .as_ref()
-            .cloned()
-            .ok_or_else(|| EngineError::Unexpected {
-                engine: ENGINE,
-                command: "podman version".into(),
-                detail: "not ready after ensure_ready".into(),
-            })
-    }
-
     fn podman<I, S>(&self, args: I) -> Result<Vec<String>, EngineError>
     where
         I: IntoIterator<Item = S>,
@@ -646,230 +333,12 @@ impl Podman {
         v.extend(args.into_iter().map(Into::into));
         Ok(v)
     }
-
-    /// The default network's bridge, subnet and gateway (`podman network inspect
-    /// podman`).
-    fn bridge_info(&self) -> Option<(String, String, String)> {
-        let cmd = self
-            .podman(["network", "inspect", "podman", "--format", "json"])
-            .ok()?;
-        parse_network(&run_ok(&*self.tools, ENGINE, &cmd).ok()?)
-    }
-
-    fn take_net_snapshot(&self) -> Result<(), EngineError> {
-        if self.net_file().exists() {
-            return Ok(());
-        }
-        let (bridge, subnet, _) = self.bridge_info().unwrap_or_else(|| {
-            (
-                "cni-podman0".into(),
-                "10.88.0.0/16".into(),
-                "10.88.0.1".into(),
-            )
-        });
-        let prefix = subnet_marker(&subnet);
-        let markers = ["CNI-", "NETAVARK", bridge.as_str(), prefix.as_str()];
-        let state = NetState {
-            net: HostNetSnapshot::take(
-                &*self.tools,
-                &self.config.proc,
-                &self.config.sys,
-                &bridge,
-                &markers,
-            ),
-            cni_state_existed: self.config.cni_state_dir.exists(),
-        };
-        let file = self.net_file();
-        let text = serde_json::to_string_pretty(&state).unwrap_or_default();
-        std::fs::write(&file, text).map_err(io_err("record the host network in", &file))
-    }
-
-    /// Removes a container Podman lost track of: when the `podman run` command is
-    /// SIGKILLed while the OCI runtime creates the container, Podman forgets it
-    /// (`podman ps -a` and `podman rm` do not see it) but conmon and the runtime's
-    /// `init` stay, in `<parent>/libpod-<id>`. Everything below `parent` is the
-    /// container's, so each such cgroup is handed to `<runtime> delete --force <id>`
-    /// (which also drops the runtime's state) and whatever is left is killed and
-    /// removed. Returns what was done.
-    pub fn remove_orphans(&self, parent: &Path) -> Vec<String> {
-        let h = &self.config.hierarchy;
-        let rel = parent.strip_prefix("/").unwrap_or(parent);
-        let Ok(below) = isolab_cgroups::list_below(h, rel) else {
-            return Vec::new();
-        };
-        let mut done = Vec::new();
-        let runtime = &self.effective_runtime().unwrap_or(self.runtime).program();
-        for c in &below {
-            let Some(id) = c
-                .file_name()
-                .and_then(|n| n.to_str())
-                .and_then(|n| n.strip_prefix("libpod-"))
-            else {
-                continue;
-            };
-            if !id.bytes().all(|b| b.is_ascii_hexdigit()) {
-                continue;
-            }
-            if let Some(bin) = self.tools.which(runtime) {
-                // Best effort: the kill below is the fallback.
-                let _ = self.tools.run(&argv([
-                    bin.display().to_string(),
-                    "delete".into(),
-                    "--force".into(),
-                    id.to_owned(),
-                ]));
-                done.push(format!("{runtime} delete --force {id}"));
-            }
-        }
-        for c in below {
-            if let Ok(cg) = isolab_cgroups::Cgroup::open(h, &c) {
-                if cg.remove().is_ok() {
-                    done.push(format!("removed the cgroup {}", c.display()));
-                }
-            }
-        }
-        done
-    }
-
-    /// The pids of the conmon processes that monitor the container named `name`
-    /// (`conmon … -n <name> …`), from the proc file system.
-    fn monitor_pids(&self, name: &str) -> Vec<u32> {
-        let Ok(entries) = std::fs::read_dir(&self.config.proc) else {
-            return Vec::new();
-        };
-        let mut pids = Vec::new();
-        for e in entries.flatten() {
-            let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
-                continue;
-            };
-            let Ok(raw) = std::fs::read(e.path().join("cmdline")) else {
-                continue;
-            };
-            let args: Vec<&[u8]> = raw.split(|&b| b == 0).collect();
-            let is_conmon = args
-                .first()
-                .is_some_and(|a| a.rsplit(|&b| b == b'/').next() == Some(b"conmon"));
-            if is_conmon
-                && args
-                    .windows(2)
-                    .any(|w| w[0] == b"-n" && w[1] == name.as_bytes())
-            {
-                pids.push(pid);
-            }
-        }
-        pids
-    }
-
-    /// Waits up to `limit` for the container's conmon to exit (it outlives `podman
-    /// rm` by a moment: it still runs Podman's cleanup command), then kills what is
-    /// left so no process of the container survives its removal.
-    fn wait_for_monitors(&self, name: &str, limit: Duration) {
-        let start = Instant::now();
-        loop {
-            let pids = self.monitor_pids(name);
-            if pids.is_empty() {
-                return;
-            }
-            if start.elapsed() >= limit {
-                // Best effort, like the orphans' removal: `kill` (procps) may be
-                // missing, and a conmon may have exited since it was listed.
-                if let Some(kill) = self.tools.which("kill") {
-                    for pid in pids {
-                        let _ = self.tools.run(&argv([
-                            kill.display().to_string(),
-                            "-KILL".into(),
-                            pid.to_string(),
-                        ]));
-                    }
-                }
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// Undoes [`Engine::ensure_ready`] and reports one line per thing undone.
-    pub fn shutdown_report(&self) -> Result<Vec<String>, EngineError> {
-        // Run parents that were still in use when their runs ended.
-        self.foreign.retry(&self.config.proc);
-        let mut done = Vec::new();
-        done.extend(
-            self.hybrid_fix(Path::new("mount"))
-                .release(&mut |controller, path| self.undo_mount(controller, path))?,
-        );
-        if let Some(state) = std::fs::read_to_string(self.net_file())
-            .ok()
-            .and_then(|t| serde_json::from_str::<NetState>(&t).ok())
-        {
-            done.extend(state.net.restore(
-                ENGINE,
-                &*self.tools,
-                &self.config.proc,
-                &self.config.sys,
-                &self.config.state_dir,
-            )?);
-            let cni = &self.config.cni_state_dir;
-            if !state.cni_state_existed && cni.exists() && !holds_reservations(cni) {
-                std::fs::remove_dir_all(cni).map_err(io_err("remove", cni))?;
-                done.push(format!("removed {}", cni.display()));
-            }
-            let file = self.net_file();
-            std::fs::remove_file(&file).map_err(io_err("remove", &file))?;
-        }
-        *lock(&self.resolved) = None;
-        Ok(done)
-    }
-}
-
-/// `10.88.` for `10.88.0.0/16`: the text that marks the subnet's rules.
-fn subnet_marker(subnet: &str) -> String {
-    let addr = subnet.split('/').next().unwrap_or_default();
-    let len: usize = subnet
-        .split('/')
-        .nth(1)
-        .and_then(|l| l.parse().ok())
-        .unwrap_or(32);
-    let octets: Vec<&str> = addr.split('.').collect();
-    let keep = (len / 8).clamp(1, 4).min(octets.len());
-    format!("{}.", octets[..keep].join("."))
-}
-
-/// Whether a CNI state directory holds an IP reservation (a file named like an
-/// address) under `networks/*/`.
-fn holds_reservations(cni: &Path) -> bool {
-    let Ok(nets) = std::fs::read_dir(cni.join("networks")) else {
-        return false;
-    };
-    nets.flatten().any(|n| {
-        std::fs::read_dir(n.path()).is_ok_and(|files| {
-            files.flatten().any(|f| {
-                f.file_name()
-                    .to_str()
-                    .is_some_and(|s| s.parse::<std::net::IpAddr>().is_ok())
-            })
-        })
-    })
 }
 
 /// `Client.Version` of `podman version --format json`.
 pub(crate) fn parse_podman_version(stdout: &str) -> Option<String> {
     let v: serde_json::Value = serde_json::from_str(stdout.trim()).ok()?;
     Some(v.get("Client")?.get("Version")?.as_str()?.to_owned())
-}
-
-/// `(bridge, subnet, gateway)` of `podman network inspect podman --format json`.
-pub(crate) fn parse_network(stdout: &str) -> Option<(String, String, String)> {
-    let v: serde_json::Value = serde_json::from_str(stdout.trim()).ok()?;
-    let n = v.as_array()?.first()?;
-    let bridge = n.get("network_interface")?.as_str()?.to_owned();
-    let s = n.get("subnets")?.as_array()?.first()?;
-    let subnet = s.get("subnet")?.as_str()?.to_owned();
-    let gateway = s
-        .get("gateway")
-        .and_then(|g| g.as_str())
-        .map(str::to_owned)
-        .or_else(|| first_host(&subnet))?;
-    Some((bridge, subnet, gateway))
 }
 
 /// Container names from `podman ps --format json`.
@@ -1112,6 +581,7 @@ impl Engine for Podman {
 
 #[cfg(test)]
 mod tests {
+    use super::network::{holds_reservations, parse_network, subnet_marker, NetState};
     use super::*;
     use crate::fakes::Fake;
     use crate::tool::Output;

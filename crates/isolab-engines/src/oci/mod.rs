@@ -96,19 +96,28 @@
 //! [`SystemHost`] live in [`crate::host`], below both drivers, as do the helpers for
 //! requests (`request.rs`), run state files and cleanup (`run_state.rs`).
 
+//!
+//! # Files
+//! This file holds the engine's kinds, paths and [`Engine`] implementation; `spec.rs`
+//! writes the bundle's `config.json`; `hybrid.rs` holds the hybrid-cgroup fix.
+
+mod hybrid;
+mod spec;
+
+use hybrid::UNMOUNT_V1_DEADLINE;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use isolab_cgroups::{Limits, MountEntry, Version};
 use isolab_runtime::ContainerId;
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
 use crate::dir_image::prepare_dir_image;
 use crate::host::{Host, SystemHost};
-use crate::hybrid_fix::{cgroup2_controllers, gc_dead_owners, HybridFix};
+use crate::hybrid_fix::gc_dead_owners;
 use crate::mounts::{cgroup_version, mount_table};
-use crate::request::{base_env, parent_rel, path_str};
+use crate::request::{parent_rel, path_str};
 use crate::run_state::{create_dir, run_dirs_with_prefix, Cleanup, RunState};
 use crate::tool::{argv, require, run_ok, version, SystemTools, Tools};
 use crate::{Capabilities, Engine, EngineError, NetworkMode, PreparedImage, RunRequest};
@@ -308,34 +317,6 @@ impl OciEngine {
         self
     }
 
-    /// The hybrid-fix steps in force on the host, which [`Engine::ensure_ready`] made or
-    /// joined and which the last user's [`Engine::shutdown`] undoes. They are read from
-    /// the fix's host-wide record (see `hybrid_fix.rs`).
-    pub fn host_fixes(&self) -> Vec<HostFix> {
-        self.hybrid_fix()
-            .load()
-            .ok()
-            .flatten()
-            .map(|r| r.steps)
-            .unwrap_or_default()
-    }
-
-    /// The shared hybrid-cgroup fix, with its record in the parent of the bundles
-    /// directory (`/run/isolab`).
-    fn hybrid_fix(&self) -> HybridFix<'_> {
-        HybridFix {
-            engine: self.engine(),
-            tools: &*self.tools,
-            mount: "mount".into(),
-            state_dir: self.fix_state_dir(),
-        }
-    }
-
-    fn fix_state_dir(&self) -> PathBuf {
-        let b = &self.paths.bundles;
-        b.parent().map_or_else(|| b.clone(), Path::to_path_buf)
-    }
-
     fn engine(&self) -> &'static str {
         self.kind.name()
     }
@@ -374,148 +355,6 @@ impl OciEngine {
 
     fn bundle(&self, id: &ContainerId) -> PathBuf {
         self.paths.bundles.join(id)
-    }
-
-    /// The controllers crun would object to: those listed in the hybrid cgroup2
-    /// mount's `cgroup.controllers` that no v1 hierarchy is mounted for.
-    fn hybrid_controllers(&self, mounts: &[MountEntry]) -> Result<Vec<String>, EngineError> {
-        let unified = self.paths.cgroup_root.join("unified");
-        let is_hybrid = mounts
-            .iter()
-            .any(|m| m.fstype == "cgroup2" && m.mount_point == unified)
-            && mounts.iter().any(|m| m.fstype == "cgroup");
-        if !is_hybrid {
-            return Ok(Vec::new());
-        }
-        let listed = cgroup2_controllers(&unified).map_err(|source| EngineError::Io {
-            engine: self.engine(),
-            action: "read",
-            path: unified.join("cgroup.controllers"),
-            source,
-        })?;
-        Ok(listed
-            .into_iter()
-            .filter(|c| {
-                let target = self.paths.cgroup_root.join(c);
-                !mounts.iter().any(|m| m.mount_point == target)
-            })
-            .collect())
-    }
-
-    /// Controllers whose v1 hierarchy exists (`/proc/cgroups` gives it a number) but is
-    /// mounted nowhere: what is left when a v1 hierarchy is unmounted while it still
-    /// has cgroups. crun finds such a hierarchy in `/proc/self/cgroup` and writes plain
-    /// directories into the unmounted `/sys/fs/cgroup/<name>` (seen); mounting it again
-    /// makes it usable, and lets [`Engine::shutdown`] free it.
-    fn unmounted_v1_controllers(&self, mounts: &[MountEntry]) -> Vec<String> {
-        let Ok(text) = std::fs::read_to_string(&self.paths.proc_cgroups) else {
-            return Vec::new();
-        };
-        text.lines()
-            .filter_map(|line| {
-                let fields: Vec<&str> = line.split_whitespace().collect();
-                match fields.as_slice() {
-                    [name, hierarchy, _, "1"] if !name.starts_with('#') && *hierarchy != "0" => {
-                        Some((*name).to_owned())
-                    }
-                    _ => None,
-                }
-            })
-            .filter(|name| {
-                !mounts
-                    .iter()
-                    .any(|m| m.fstype == "cgroup" && m.has_super_option(name))
-            })
-            .collect()
-    }
-
-    /// Mounts a v1 hierarchy for each of `controllers` (the crun fix) with the shared
-    /// [`HybridFix`], which records each step on disk before it takes it.
-    fn fix_hybrid(&self, controllers: &[String], mounts: &[MountEntry]) -> Result<(), EngineError> {
-        let root = &self.paths.cgroup_root;
-        let _guard = self.fix_lock.lock().unwrap_or_else(|e| e.into_inner());
-        let root_ro = mounts
-            .iter()
-            .rev()
-            .find(|m| &m.mount_point == root)
-            .is_some_and(|m| m.options.split(',').any(|o| o == "ro"));
-        self.hybrid_fix()
-            .apply(root, controllers, root_ro)
-            .map(|_| ())
-    }
-
-    /// Unmounts the v1 hierarchy of `controller` at `path` that [`Engine::ensure_ready`]
-    /// mounted, once it holds no cgroup but its root. The kernel only frees (and hands
-    /// the controller back to cgroup2) a hierarchy that has no children when it is
-    /// unmounted, and a removed cgroup stays a child until the kernel has released it,
-    /// some milliseconds after its `rmdir`: unmounting earlier would keep the v1
-    /// hierarchy alive, unmounted, until the next mount.
-    fn unmount_v1(&self, controller: &str, path: &Path) -> Result<(), EngineError> {
-        let engine = self.engine();
-        // Unmounted and its mount point removed behind isolab's back: nothing to
-        // undo here (a hierarchy that lingers unmounted is mounted again by the next
-        // `ensure_ready`).
-        if !path.is_dir() {
-            return Ok(());
-        }
-        let deadline = Instant::now() + self.unmount_wait;
-        loop {
-            let children: Vec<PathBuf> = std::fs::read_dir(path)
-                .map(|entries| {
-                    entries
-                        .flatten()
-                        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-                        .map(|e| e.path())
-                        .collect()
-                })
-                .unwrap_or_default();
-            let count = std::fs::read_to_string(&self.paths.proc_cgroups)
-                .ok()
-                .and_then(|t| cgroups_in_hierarchy(&t, controller));
-            if children.is_empty() && !matches!(count, Some(n) if n > 1) {
-                break;
-            }
-            if Instant::now() >= deadline {
-                return Err(EngineError::Unsupported {
-                    engine,
-                    detail: format!(
-                        "the v1 {controller} hierarchy isolab mounted at {} still holds cgroups ({}); unmounting it now would keep it alive and {controller} would not return to cgroup v2, so it stays mounted: remove them (rmdir, deepest first), then `umount {}`",
-                        path.display(),
-                        if children.is_empty() {
-                            format!("{} being released by the kernel", count.unwrap_or(0).saturating_sub(1))
-                        } else {
-                            children.iter().map(|c| c.display().to_string()).collect::<Vec<_>>().join(", ")
-                        },
-                        path.display()
-                    ),
-                });
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        run_ok(&*self.tools, engine, &argv(["umount", &path_str(path)])).map(|_| ())
-    }
-
-    /// The OCI spec of `request` (see the module docs), with the root's propagation
-    /// in the runtime's words ([`OciKind::root_propagation`]) and, with `loopback` (the
-    /// path of `ip`), the hook that brings `lo` up.
-    fn spec(
-        &self,
-        request: &RunRequest,
-        version: Version,
-        init: Option<&Path>,
-        loopback: Option<&Path>,
-    ) -> Result<Value, EngineError> {
-        let mut spec = oci_config(self.engine(), request, version, init)?;
-        spec["linux"]["rootfsPropagation"] = json!(self.kind.root_propagation);
-        if let Some(ip) = loopback {
-            // Run in the container's namespaces, before pivot_root: the host's `ip`.
-            spec["hooks"] = json!({
-                "createContainer": [
-                    {"path": path_str(ip), "args": ["ip", "link", "set", "lo", "up"]}
-                ]
-            });
-        }
-        Ok(spec)
     }
 
     /// The ids of the runtime's containers that start with `prefix`, found as its
@@ -844,182 +683,18 @@ fn parse_list(out: &str) -> Result<Vec<String>, String> {
     }
 }
 
-/// How long [`Engine::shutdown`] waits for a v1 hierarchy it mounted to become empty.
-const UNMOUNT_V1_DEADLINE: Duration = Duration::from_secs(5);
-
-/// The number of cgroups (`num_cgroups`) of the v1 hierarchy holding `controller`, from
-/// the text of `/proc/cgroups`; `None` when the controller is not listed or is on
-/// cgroup2 (hierarchy 0).
-fn cgroups_in_hierarchy(proc_cgroups: &str, controller: &str) -> Option<u64> {
-    proc_cgroups.lines().find_map(|line| {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        match fields.as_slice() {
-            [name, hierarchy, count, _] if *name == controller && *hierarchy != "0" => {
-                count.parse().ok()
-            }
-            _ => None,
-        }
-    })
-}
-
-/// The `config.json` of `request`: isolab-runtime's spec for the same configuration
-/// (see the module docs), with root `rootfs`, hostname = id, `cgroupsPath`
-/// `/<cgroup_parent>/<id>`, resources for cgroup `version` and, with `init`, the init
-/// bind-mounted read-only at [`INIT_PATH`] as PID 1.
-pub(crate) fn oci_config(
-    engine: &'static str,
-    request: &RunRequest,
-    version: Version,
-    init: Option<&Path>,
-) -> Result<Value, EngineError> {
-    use isolab_runtime::{BindMount, ContainerConfig, NetworkChoice, Rootfs};
-    let invalid = |detail: String| EngineError::Unexpected {
-        engine,
-        command: "isolab_runtime::oci_spec".into(),
-        detail,
-    };
-    let mut args = Vec::new();
-    if init.is_some() {
-        args.extend([INIT_PATH.to_owned(), "--".to_owned()]);
-    }
-    args.extend(request.argv.iter().cloned());
-    let mut config = ContainerConfig::new(
-        Rootfs::Dir {
-            path: PathBuf::from("rootfs"),
-            readonly: false,
-        },
-        args,
-    );
-    config.id = request.id.clone();
-    config.hostname = request.id.to_string();
-    config.env = base_env(request);
-    config.cwd = request.workdir.clone();
-    config.network = match request.network {
-        NetworkMode::Host => NetworkChoice::Host,
-        _ => NetworkChoice::None,
-    };
-    config.cgroup_parent = parent_rel(&request.cgroup_parent);
-    config.binds = vec![BindMount {
-        source: request.workdir.clone(),
-        destination: request.workdir.clone(),
-        readonly: false,
-    }];
-    if let Some(init) = init {
-        config.binds.push(BindMount {
-            source: init.to_path_buf(),
-            destination: PathBuf::from(INIT_PATH),
-            readonly: true,
-        });
-    }
-    let spec = isolab_runtime::oci_spec(&config).map_err(|e| invalid(e.to_string()))?;
-    let mut value = serde_json::to_value(&spec).map_err(|e| invalid(e.to_string()))?;
-    let linux = value
-        .get_mut("linux")
-        .and_then(Value::as_object_mut)
-        .ok_or_else(|| invalid("the spec has no `linux` section".into()))?;
-    linux.insert(
-        "cgroupsPath".into(),
-        json!(Path::new("/")
-            .join(parent_rel(&request.cgroup_parent))
-            .join(&request.id)),
-    );
-    let mut resources = match linux.remove("resources") {
-        Some(Value::Object(r)) => r,
-        _ => Map::new(),
-    };
-    for key in ["cpu", "memory", "pids", "blockIO"] {
-        resources.remove(key);
-    }
-    resources.extend(oci_resources(engine, &request.limits, version)?);
-    linux.insert("resources".into(), Value::Object(resources));
-    Ok(value)
-}
-
-/// `linux.resources` (without devices) for `limits` on cgroup `version`.
-pub(crate) fn oci_resources(
-    engine: &'static str,
-    limits: &Limits,
-    version: Version,
-) -> Result<Map<String, Value>, EngineError> {
-    let mut r = Map::new();
-    let mut cpu = Map::new();
-    if let Some(q) = limits.cpu {
-        cpu.insert("quota".into(), json!(micros(q.quota)));
-        cpu.insert("period".into(), json!(micros(q.period)));
-    }
-    if let Some(set) = &limits.cpuset {
-        cpu.insert("cpus".into(), json!(set.to_string()));
-    }
-    if let Some(set) = &limits.mems {
-        cpu.insert("mems".into(), json!(set.to_string()));
-    }
-    if !cpu.is_empty() {
-        r.insert("cpu".into(), Value::Object(cpu));
-    }
-    let mut memory = Map::new();
-    if let Some(m) = limits.memory_max {
-        memory.insert("limit".into(), json!(m.0));
-    }
-    if let Some(s) = limits.memory_swap_max {
-        let Some(m) = limits.memory_max else {
-            return Err(EngineError::Unsupported {
-                engine,
-                detail: "a swap limit without a memory limit: OCI's `memory.swap` is memory + swap and needs `memory.limit`; give a memory limit too".into(),
-            });
-        };
-        // OCI (and runc/crun) read `swap` as memory + swap, like v1's memsw; isolab's
-        // v2 value is swap alone.
-        let total = match version {
-            Version::V1 => s.0,
-            Version::V2 => m.0.saturating_add(s.0),
-        };
-        memory.insert("swap".into(), json!(total));
-    }
-    if !memory.is_empty() {
-        r.insert("memory".into(), Value::Object(memory));
-    }
-    if let Some(p) = limits.pids_max {
-        r.insert("pids".into(), json!({ "limit": p }));
-    }
-    let mut blkio = Map::new();
-    type Get = fn(&isolab_cgroups::IoThrottle) -> Option<u64>;
-    let directions: [(&str, Get); 4] = [
-        ("throttleReadBpsDevice", |t| t.read_bps),
-        ("throttleWriteBpsDevice", |t| t.write_bps),
-        ("throttleReadIOPSDevice", |t| t.read_iops),
-        ("throttleWriteIOPSDevice", |t| t.write_iops),
-    ];
-    for (key, get) in directions {
-        let list: Vec<Value> = limits
-            .io
-            .iter()
-            .filter_map(|t| {
-                get(t).map(
-                    |rate| json!({"major": t.device.major, "minor": t.device.minor, "rate": rate}),
-                )
-            })
-            .collect();
-        if !list.is_empty() {
-            blkio.insert(key.into(), Value::Array(list));
-        }
-    }
-    if !blkio.is_empty() {
-        r.insert("blockIO".into(), Value::Object(blkio));
-    }
-    Ok(r)
-}
-
-fn micros(d: Duration) -> u64 {
-    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
-}
-
 #[cfg(test)]
 mod tests {
+    use super::hybrid::cgroups_in_hierarchy;
+    use super::spec::{oci_config, oci_resources};
     use super::*;
     use crate::fakes::*;
     use crate::request::check_request;
     use crate::request::DEFAULT_PATH;
     use isolab_cgroups::{Bytes, CpuQuota, DeviceNumber, IdSet, IoThrottle};
+    use isolab_cgroups::{Limits, Version};
+    use serde_json::json;
+    use std::time::Instant;
 
     fn request(workdir: &Path) -> RunRequest {
         RunRequest {

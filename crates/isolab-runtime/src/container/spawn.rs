@@ -1,0 +1,419 @@
+//! Creating the container's process and the handshake with it (steps 2 and 3 of the
+//! module documentation of `container`): `clone3` into the new namespaces and the
+//! cgroup2 directory, what the parent does before the child may go (id maps, network,
+//! waiting until it joined its v1 cgroups, `createRuntime` hooks), and the child's
+//! reports until its command's `execve`.
+
+use std::fs;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+use isolab_cgroups::CloneTarget;
+
+use crate::config::{ContainerConfig, Lifecycle, NetworkChoice, USERNS_BASE, USERNS_SIZE};
+use crate::error::RuntimeError;
+use crate::state;
+use crate::sys;
+use crate::trace::{Phase, Trace};
+
+use super::child::{self, ExecStep, Record, KIND_EXEC, KIND_PHASE, KIND_SETUP};
+use super::{devices, ns_to_duration, plan, Init, Instance};
+
+/// `CLONE_INTO_CGROUP` of `<linux/sched.h>`: start the child in the cgroup2
+/// directory `clone_args.cgroup`.
+const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
+
+/// `struct clone_args` of `<linux/sched.h>` (clone3).
+#[repr(C)]
+#[derive(Default)]
+pub(super) struct CloneArgs {
+    pub(super) flags: u64,
+    pub(super) pidfd: u64,
+    pub(super) child_tid: u64,
+    pub(super) parent_tid: u64,
+    pub(super) exit_signal: u64,
+    pub(super) stack: u64,
+    pub(super) stack_size: u64,
+    pub(super) tls: u64,
+    pub(super) set_tid: u64,
+    pub(super) set_tid_size: u64,
+    pub(super) cgroup: u64,
+}
+
+/// `clone3(2)` without `CLONE_VM`: like fork, the child gets a copy of the address
+/// space and continues on a copy of this stack; returns 0 in the child, the pid (or
+/// -1) in the parent.
+///
+/// # Safety
+/// The caller may be multi-threaded: in the child, only allocation-free code that
+/// never returns may run (another thread may have held the allocator's lock).
+pub(super) unsafe fn clone3(args: &CloneArgs) -> libc::c_long {
+    // SAFETY: a valid clone_args of the size passed; the caller's contract covers
+    // what the child runs.
+    unsafe {
+        libc::syscall(
+            libc::SYS_clone3,
+            args as *const CloneArgs,
+            std::mem::size_of::<CloneArgs>(),
+        )
+    }
+}
+
+/// The `clone3` flags: a pidfd, and the namespaces the container gets new (the
+/// cgroup namespace comes later, by `unshare`, once the child is in its cgroups).
+fn clone_flags(config: &ContainerConfig) -> u64 {
+    let mut flags = libc::CLONE_PIDFD;
+    match &config.oci.namespaces {
+        None => {
+            flags |=
+                libc::CLONE_NEWPID | libc::CLONE_NEWNS | libc::CLONE_NEWUTS | libc::CLONE_NEWIPC;
+            if config.network != NetworkChoice::Host {
+                flags |= libc::CLONE_NEWNET;
+            }
+            if config.user_namespace {
+                flags |= libc::CLONE_NEWUSER;
+            }
+        }
+        Some(ns) => {
+            for kind in &ns.create {
+                if *kind != crate::config::NsKind::Cgroup {
+                    flags |= kind.flag();
+                }
+            }
+        }
+    }
+    flags as u64
+}
+
+/// Makes the exec FIFO (mode 0622: the container's process opens it for writing
+/// whatever its user) and opens it `O_PATH` for the child.
+fn exec_fifo(path: &Path) -> Result<OwnedFd, RuntimeError> {
+    let host = |op: &'static str| {
+        let path = path.to_owned();
+        move |source| RuntimeError::Host { op, path, source }
+    };
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
+        .map_err(|e| host("make the exec FIFO")(io::Error::new(io::ErrorKind::InvalidInput, e)))?;
+    // SAFETY: a NUL-terminated path; mkfifo and open with integer arguments.
+    unsafe {
+        if libc::mkfifo(c.as_ptr(), 0o622) < 0 {
+            return Err(host("make the exec FIFO")(io::Error::last_os_error()));
+        }
+        // mkfifo applies the umask.
+        libc::chmod(c.as_ptr(), 0o622);
+        let fd = libc::open(c.as_ptr(), libc::O_PATH | libc::O_CLOEXEC);
+        if fd < 0 {
+            return Err(host("open the exec FIFO")(io::Error::last_os_error()));
+        }
+        Ok(OwnedFd::from_raw_fd(fd))
+    }
+}
+
+/// The parent's ends of the pipes to a child that [`Instance::spawn`] created: go
+/// (parent -> child) and report (child -> parent).
+pub(super) struct Handshake {
+    /// Written once ([`child::GO`]) when the child may set itself up.
+    pub(super) go: OwnedFd,
+    /// The child's [`Record`]s, until the command's `execve` closes it.
+    pub(super) report: OwnedFd,
+}
+
+impl Instance {
+    /// Creates the child with `clone3` in its namespaces (and its cgroup2 directory),
+    /// handing it the pipes, the exec FIFO, the namespaces to join and the cgroup
+    /// files; records it as the instance's init.
+    pub(super) fn spawn(
+        &mut self,
+        config: &ContainerConfig,
+        plan: &plan::Plan,
+        target: &CloneTarget,
+    ) -> Result<Handshake, RuntimeError> {
+        let pipe_err = |source| RuntimeError::Syscall {
+            op: "pipe2 (container synchronisation)",
+            source,
+        };
+        let (go_read, go_write) = sys::pipe().map_err(pipe_err)?;
+        let (report_read, report_write) = sys::pipe().map_err(pipe_err)?;
+        let fifo = match config.lifecycle {
+            Lifecycle::Run => None,
+            Lifecycle::Create => Some(exec_fifo(&state::exec_fifo(&self.state.mount_base))?),
+        };
+        let mut fifo_path = [0u8; 32];
+        if let Some(fd) = &fifo {
+            let path = format!("/proc/self/fd/{}", fd.as_raw_fd());
+            fifo_path[..path.len()].copy_from_slice(path.as_bytes());
+        }
+        let joined = open_joined(config)?;
+        let mut ns_fds = [-1; child::MAX_JOINED];
+        for (slot, fd) in ns_fds.iter_mut().zip(&joined) {
+            *slot = fd.as_raw_fd();
+        }
+        let mut pidfd: libc::c_int = -1;
+        // The cgroup2 part of the cgroup is joined by clone3 itself (Linux 5.7; the
+        // runtime needs 5.9 for close_range anyway), the v1 part by the child.
+        let args = CloneArgs {
+            flags: clone_flags(config) | target.v2_dir.as_ref().map_or(0, |_| CLONE_INTO_CGROUP),
+            pidfd: &mut pidfd as *mut libc::c_int as u64,
+            exit_signal: libc::SIGCHLD as u64,
+            cgroup: target.v2_dir.as_ref().map_or(0, |d| d.as_raw_fd() as u64),
+            ..CloneArgs::default()
+        };
+        let mut cgroup_fds = [-1; child::MAX_CGROUP_FILES];
+        for (slot, fd) in cgroup_fds.iter_mut().zip(target.v1.raw_fds()) {
+            *slot = fd;
+        }
+        let devices_tasks = self
+            .devices
+            .as_ref()
+            .map(devices::DevicesCgroup::open_tasks)
+            .transpose()?;
+        let fds = child::ChildFds {
+            go: go_read.as_raw_fd(),
+            report: report_write.as_raw_fd(),
+            devices: devices_tasks.as_ref().map_or(-1, AsRawFd::as_raw_fd),
+            fifo: fifo.as_ref().map_or(-1, AsRawFd::as_raw_fd),
+            fifo_path,
+            ns: ns_fds,
+            cgroup: cgroup_fds,
+        };
+        // SAFETY: the child only runs child::main, which never returns and never
+        // allocates (see its docs).
+        let pid = unsafe { clone3(&args) };
+        if pid == 0 {
+            child::main(plan, fds);
+        }
+        if pid < 0 {
+            return Err(RuntimeError::Syscall {
+                op: "clone3 (create the container's namespaces; needs root and Linux 5.3+)",
+                source: io::Error::last_os_error(),
+            });
+        }
+        let pid = pid as libc::pid_t;
+        // SAFETY: CLONE_PIDFD stored a fresh descriptor that nothing else owns.
+        let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
+        self.init = Some(Init {
+            pid,
+            pidfd,
+            reaped: false,
+        });
+        drop(go_read);
+        drop(report_write);
+        drop(devices_tasks);
+        drop(fifo);
+        drop(joined);
+        Ok(Handshake {
+            go: go_write,
+            report: report_read,
+        })
+    }
+
+    /// What the parent does for the child before it may go: records its pid in the
+    /// state file, writes its user namespace's id maps, sets up its network and its OOM
+    /// score; then it waits for the child to be in its cgroups and runs the
+    /// `createRuntime` hooks.
+    pub(super) fn release(
+        &mut self,
+        config: &ContainerConfig,
+        oci: Option<&state::OciInfo>,
+        handshake: &Handshake,
+        target: CloneTarget,
+        rel: &Path,
+    ) -> Result<(), RuntimeError> {
+        let pid = self.init.as_ref().map_or(0, |i| i.pid);
+        self.state.init_pid = Some(pid as u32);
+        self.state.update(&self.state_path)?;
+        if config.user_namespace {
+            write_id_maps(pid)?;
+        }
+        self.setup_network(config)?;
+        if let Some(adj) = config.oci.oom_score_adj {
+            let path = PathBuf::from(format!("/proc/{pid}/oom_score_adj"));
+            fs::write(&path, adj.to_string()).map_err(|source| RuntimeError::Host {
+                op: "write",
+                path,
+                source,
+            })?;
+        }
+        // The child is in its cgroups before the hooks see it and before its setup.
+        self.await_joined(handshake.report.as_raw_fd(), &target.v1, rel)?;
+        drop(target);
+        if !config.oci.hooks.create_runtime.is_empty() {
+            let state = crate::hooks::state_json(config, oci, "creating", pid as u32);
+            crate::hooks::run_all(&config.oci.hooks.create_runtime, "createRuntime", &state)?;
+        }
+        Ok(())
+    }
+
+    /// Waits for the child's [`child::KIND_JOINED`] record: it wrote itself to every
+    /// `tasks` file of `v1`, or says which one refused.
+    fn await_joined(
+        &self,
+        report: std::os::fd::RawFd,
+        v1: &isolab_cgroups::Attacher,
+        rel: &Path,
+    ) -> Result<(), RuntimeError> {
+        let mut record = [0u8; Record::SIZE];
+        let r = match sys::read_exact(report, &mut record) {
+            Ok(true) => Record::decode(&record),
+            Ok(false) | Err(_) => {
+                return Err(RuntimeError::Setup {
+                    step: "join the container's cgroups (its process ended first)".into(),
+                    source: io::Error::from_raw_os_error(libc::EPIPE),
+                })
+            }
+        };
+        if r.kind == child::KIND_JOINED && r.errno == 0 {
+            return Ok(());
+        }
+        let path = v1
+            .path(r.code as usize)
+            .map_or_else(|| rel.to_owned(), Path::to_owned);
+        Err(RuntimeError::Cgroup {
+            rel: rel.to_owned(),
+            op: "join (the container's process writing itself to a tasks file)",
+            source: isolab_cgroups::Error::Write {
+                path,
+                data: "0".into(),
+                source: io::Error::from_raw_os_error(if r.errno == 0 {
+                    libc::EPROTO
+                } else {
+                    r.errno
+                }),
+            },
+        })
+    }
+}
+
+/// Opens the namespaces the child joins first (setns).
+fn open_joined(config: &ContainerConfig) -> Result<Vec<OwnedFd>, RuntimeError> {
+    let mut joined: Vec<OwnedFd> = Vec::new();
+    for (_, path) in config.oci.namespaces.iter().flat_map(|n| &n.join) {
+        let fd = fs::File::open(path).map_err(|source| RuntimeError::Host {
+            op: "open the namespace to join",
+            path: path.clone(),
+            source,
+        })?;
+        joined.push(OwnedFd::from(fd));
+    }
+    if joined.len() > child::MAX_JOINED {
+        return Err(RuntimeError::InvalidConfig {
+            what: "namespaces to join",
+            value: joined.len().to_string(),
+            expected: "at most one path for each of mount, uts, ipc, network and cgroup",
+        });
+    }
+    Ok(joined)
+}
+
+/// Reads the child's reports until the command's `execve` closes the pipe (create:
+/// until the process says it is created): phases go to `trace`; returns the setup or
+/// exec error reported, if any, and whether the process said it is created.
+pub(super) fn read_reports(
+    config: &ContainerConfig,
+    plan: &plan::Plan,
+    report: OwnedFd,
+    t0: u64,
+    trace: &mut Trace,
+) -> (Option<RuntimeError>, bool) {
+    let mut setup_error = None;
+    let mut created = false;
+    let mut record = [0u8; Record::SIZE];
+    while let Ok(true) = sys::read_exact(report.as_raw_fd(), &mut record) {
+        let r = Record::decode(&record);
+        match r.kind {
+            KIND_PHASE => {
+                if let Some(p) = crate::trace::Phase::from_code(r.code) {
+                    trace.push((p, ns_to_duration(r.ts, t0)));
+                    if p == Phase::Created {
+                        created = true;
+                        break;
+                    }
+                }
+            }
+            KIND_SETUP => setup_error = Some(setup_error_of(config, plan, r)),
+            KIND_EXEC => setup_error = Some(exec_error(config, r)),
+            _ => {}
+        }
+    }
+    drop(report);
+    (setup_error, created)
+}
+
+/// The error of a failed setup step: the step's description and errno, or a
+/// specific message for a bind-mount destination that cannot be made.
+fn setup_error_of(config: &ContainerConfig, plan: &plan::Plan, r: Record) -> RuntimeError {
+    if let Some(plan::Op::BindTarget { bind, .. }) = plan.ops.get(r.code as usize) {
+        let problem = match r.errno {
+            libc::ENOENT | libc::EROFS => Some(
+                "it does not exist in the image and the root is read-only; create it in the \
+                 image or use a writable root (overlay, or without --readonly)",
+            ),
+            libc::ELOOP => Some(
+                "a component of it is a symbolic link in the image; give the path the link \
+                 points to",
+            ),
+            _ => None,
+        };
+        if let (Some(problem), Some(b)) = (problem, config.binds.get(*bind)) {
+            return RuntimeError::BindDestination {
+                destination: b.destination.clone(),
+                problem,
+            };
+        }
+    }
+    let step = plan
+        .descriptions
+        .get(r.code as usize)
+        .cloned()
+        .unwrap_or_else(|| format!("step {}", r.code));
+    RuntimeError::Setup {
+        step,
+        source: io::Error::from_raw_os_error(r.errno),
+    }
+}
+
+pub(super) fn exec_error(config: &ContainerConfig, r: Record) -> RuntimeError {
+    let program = config.args.first().cloned().unwrap_or_default();
+    let step = match ExecStep::from_code(r.code) {
+        Some(ExecStep::Fork) => "fork the command".to_owned(),
+        Some(ExecStep::Stdio) => "open /dev/null for the command's stdio".to_owned(),
+        Some(ExecStep::Chdir) => format!(
+            "change to the working directory {} (does it exist in the root filesystem?)",
+            config.cwd.display()
+        ),
+        Some(ExecStep::Security) => {
+            "apply the security settings (capabilities, no_new_privs, seccomp)".to_owned()
+        }
+        Some(ExecStep::Rlimit) => {
+            "set the rlimits (process.rlimits; a hard limit above the runtime's own needs \
+             CAP_SYS_RESOURCE, and nofile cannot exceed fs.nr_open)"
+                .to_owned()
+        }
+        Some(ExecStep::User) => format!(
+            "switch to the user {:?} (setgroups, setresgid, setresuid)",
+            config.oci.user
+        ),
+        Some(ExecStep::Execve) | None => {
+            format!("execute {program:?} (is it in the root filesystem and on PATH?)")
+        }
+    };
+    RuntimeError::Setup {
+        step,
+        source: io::Error::from_raw_os_error(r.errno),
+    }
+}
+
+/// Maps container ids 0..65536 to host ids from [`USERNS_BASE`].
+fn write_id_maps(pid: libc::pid_t) -> Result<(), RuntimeError> {
+    let line = format!("0 {USERNS_BASE} {USERNS_SIZE}\n");
+    for file in ["uid_map", "gid_map"] {
+        let path = PathBuf::from(format!("/proc/{pid}/{file}"));
+        fs::write(&path, &line).map_err(|source| RuntimeError::Host {
+            op: "write the user namespace id map",
+            path,
+            source,
+        })?;
+    }
+    Ok(())
+}
