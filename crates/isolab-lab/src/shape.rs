@@ -89,7 +89,7 @@ impl Shape {
 
     /// Whether it asks for part of a cpu (0.5, 1.5), which no cpuset can grant.
     pub fn is_fractional(&self) -> bool {
-        !self.millicpus.is_multiple_of(1000)
+        self.millicpus % 1000 != 0
     }
 
     /// Its quota: [`Shape::millicpus`] thousandths of [`Shape::cpu_period`], in
@@ -269,7 +269,7 @@ pub fn limits_for(
 /// `15ms`, or `0.5ms` for a duration that is not whole milliseconds.
 fn millis(d: Duration) -> String {
     let us = d.as_micros();
-    if us.is_multiple_of(1000) {
+    if us % 1000 == 0 {
         format!("{}ms", us / 1000)
     } else {
         format!("{}ms", us as f64 / 1000.0)

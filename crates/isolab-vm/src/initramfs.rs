@@ -57,7 +57,7 @@ impl CpioWriter {
     }
 
     fn pad(&mut self) {
-        while !self.out.len().is_multiple_of(4) {
+        while self.out.len() % 4 != 0 {
             self.out.push(0);
         }
     }

@@ -442,7 +442,7 @@ kernel/fs/netfs/netfs.ko:
         elf.extend_from_slice(&modinfo);
         let shstr_off = elf.len();
         elf.extend_from_slice(&shstrtab);
-        while !elf.len().is_multiple_of(8) {
+        while elf.len() % 8 != 0 {
             elf.push(0);
         }
         let shoff = elf.len();

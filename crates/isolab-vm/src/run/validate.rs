@@ -62,7 +62,7 @@ pub(crate) fn validate(config: &VmConfig, command: &GuestCommand) -> Result<(), 
         ));
     }
     let mib = config.memory.0 >> 20;
-    if !config.memory.0.is_multiple_of(1 << 20) || mib < 128 {
+    if config.memory.0 % (1 << 20) != 0 || mib < 128 {
         return Err(bad_config(
             "memory",
             format!(

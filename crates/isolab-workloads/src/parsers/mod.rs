@@ -123,7 +123,7 @@ pub enum ParseError {
         /// A short excerpt of its content.
         excerpt: String,
         /// What the YAML parser said.
-        source: serde_yaml::Error,
+        source: yaml_rust2::ScanError,
     },
 }
 

@@ -15,6 +15,7 @@
 use super::{excerpt, tail, ParseError};
 use crate::{Metric, ParserKind, RunOutput};
 use isolab_stats::Direction::Higher;
+use yaml_rust2::{Yaml, YamlEmitter, YamlLoader};
 
 const TOOL: ParserKind = ParserKind::StressNg;
 
@@ -46,15 +47,13 @@ pub(super) fn parse(out: &RunOutput) -> Result<Vec<Metric>, ParseError> {
         field,
         excerpt: excerpt(&text),
     };
-    let doc: serde_yaml::Value =
-        serde_yaml::from_str(&text).map_err(|source| ParseError::Yaml {
-            path: path.clone(),
-            excerpt: excerpt(&text),
-            source,
-        })?;
-    let entries = doc
-        .get("metrics")
-        .and_then(|m| m.as_sequence())
+    let doc = load(&text).map_err(|source| ParseError::Yaml {
+        path: path.clone(),
+        excerpt: excerpt(&text),
+        source,
+    })?;
+    let entries = doc["metrics"]
+        .as_vec()
         .filter(|s| !s.is_empty())
         .ok_or_else(|| {
             missing(format!(
@@ -65,25 +64,22 @@ pub(super) fn parse(out: &RunOutput) -> Result<Vec<Metric>, ParseError> {
 
     let mut metrics = Vec::new();
     for entry in entries {
-        let stressor = entry
-            .get("stressor")
-            .and_then(|s| s.as_str())
+        let stressor = entry["stressor"]
+            .as_str()
             .ok_or_else(|| missing("`stressor:` name in a `metrics:` entry".to_owned()))?;
         let prefix = snake_case(stressor);
         for (key, suffix) in RATES {
-            let v = entry
-                .get(key)
-                .ok_or_else(|| missing(format!("`{key}:` of stressor `{stressor}`")))?;
+            let v = &entry[key];
+            if v.is_badvalue() {
+                return Err(missing(format!("`{key}:` of stressor `{stressor}`")));
+            }
             let value =
-                v.as_f64()
+                number(v)
                     .filter(|x| x.is_finite())
                     .ok_or_else(|| ParseError::BadNumber {
                         tool: TOOL,
                         field: format!("`{key}` of stressor `{stressor}`"),
-                        value: serde_yaml::to_string(v)
-                            .unwrap_or_default()
-                            .trim()
-                            .to_owned(),
+                        value: shown(v),
                     })?;
             metrics.push(Metric::new(
                 format!("{prefix}_{suffix}"),
@@ -99,12 +95,45 @@ pub(super) fn parse(out: &RunOutput) -> Result<Vec<Metric>, ParseError> {
 /// The longest `wall-clock-time` of the report's stressors, in seconds.
 pub(super) fn wall_clock_time(out: &RunOutput) -> Option<f64> {
     let text = std::fs::read_to_string(out.workdir.join(STRESS_NG_REPORT)).ok()?;
-    let doc: serde_yaml::Value = serde_yaml::from_str(&text).ok()?;
-    doc.get("metrics")?
-        .as_sequence()?
+    load(&text).ok()?["metrics"]
+        .as_vec()?
         .iter()
-        .filter_map(|e| e.get("wall-clock-time")?.as_f64())
+        .filter_map(|e| number(&e["wall-clock-time"]))
         .reduce(f64::max)
+}
+
+/// The first document of a YAML text; `Yaml::BadValue` (every key missing) when there is
+/// none, as in an empty file.
+fn load(text: &str) -> Result<Yaml, yaml_rust2::ScanError> {
+    Ok(YamlLoader::load_from_str(text)?
+        .into_iter()
+        .next()
+        .unwrap_or(Yaml::BadValue))
+}
+
+/// A YAML number as `f64`: an integer (`2`) or a real (`1.5`, `.inf`); `None` for any
+/// other value.
+fn number(v: &Yaml) -> Option<f64> {
+    match v {
+        Yaml::Integer(i) => Some(*i as f64),
+        _ => v.as_f64(),
+    }
+}
+
+/// A value as the report wrote it, for an error message: a scalar as is, a list or map
+/// as YAML.
+fn shown(v: &Yaml) -> String {
+    match v {
+        Yaml::Real(s) | Yaml::String(s) => s.clone(),
+        Yaml::Integer(i) => i.to_string(),
+        Yaml::Boolean(b) => b.to_string(),
+        Yaml::Null => "null".to_owned(),
+        _ => {
+            let mut out = String::new();
+            let _ = YamlEmitter::new(&mut out).dump(v);
+            out.trim_start_matches("---").trim().to_owned()
+        }
+    }
 }
 
 /// `name` with every run of non-alphanumeric characters turned into one `_`, lowercased.
