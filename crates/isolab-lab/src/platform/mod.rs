@@ -532,7 +532,7 @@ pub enum PlatformError {
         to: PathBuf,
         /// Why, with its own cause.
         #[source]
-        source: isolab_image::ImageError,
+        source: Box<isolab_image::ImageError>,
     },
     /// A file operation in the working directory failed.
     #[error("{action} {path}: {source}")]

@@ -173,7 +173,7 @@ fn copy_path(from: &Path, to: &Path) -> Result<(), PlatformError> {
         isolab_image::copy_tree(from, to).map_err(|source| PlatformError::CopyTree {
             from: from.to_path_buf(),
             to: to.to_path_buf(),
-            source,
+            source: Box::new(source),
         })?;
         return Ok(());
     }
