@@ -496,13 +496,17 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Result<Compariso
         .iter()
         .filter(|(_, (levels, _, _))| decided.contains(&levels[..]))
         .filter_map(|(key, (levels, _, runs_a))| {
-            side_b
-                .get(key)
-                .map(|(_, _, runs_b)| (levels, runs_a, runs_b))
+            side_b.get(key).map(|(_, _, runs_b)| {
+                let effect = crate::attribution::Effect {
+                    worse: worse_side(&points, levels),
+                    limits: (limits_summary(runs_a), limits_summary(runs_b)),
+                };
+                (levels, runs_a, runs_b, effect)
+            })
         })
         .collect();
     let attributions: Vec<crate::attribution::Attribution> =
-        in_parallel(&pairs, |(levels, runs_a, runs_b)| {
+        in_parallel(&pairs, |(levels, runs_a, runs_b, effect)| {
             crate::attribution::attribute(
                 levels,
                 &crate::attribution::counters(runs_a.iter().copied()),
@@ -510,6 +514,7 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Result<Compariso
                 pairable,
                 &options.rule,
                 options.level,
+                effect,
             )
         });
     let regressions: Vec<f64> = points.iter().filter_map(|p| p.regression_pct).collect();
@@ -655,6 +660,33 @@ pub(crate) fn point(
         p.unpaired_change_ci = t.unpaired_change_ci;
     }
     p
+}
+
+/// Which side of the cell pair at `levels` did worse: B when its decided points are all
+/// worse, A when they are all better, `None` when they go both ways.
+fn worse_side(
+    points: &[Point],
+    levels: &[(String, String)],
+) -> Option<crate::attribution::WorseSide> {
+    let decided: Vec<Verdict> = points
+        .iter()
+        .filter(|p| p.levels == levels)
+        .map(|p| p.verdict)
+        .filter(|v| matches!(v, Verdict::Worse | Verdict::Better))
+        .collect();
+    if decided.iter().all(|v| *v == Verdict::Worse) {
+        Some(crate::attribution::WorseSide::B)
+    } else if decided.iter().all(|v| *v == Verdict::Better) {
+        Some(crate::attribution::WorseSide::A)
+    } else {
+        None
+    }
+}
+
+/// The limits the first of `runs` read back (`limits.summary`).
+fn limits_summary(runs: &[&isolab_store::RunRecord]) -> Option<String> {
+    runs.iter()
+        .find_map(|r| r.limits.get("summary")?.as_str().map(str::to_owned))
 }
 
 #[cfg(test)]

@@ -751,8 +751,8 @@ impl Engine for Docker {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::mounts::mounts_below;
     use crate::fakes::Fake;
+    use crate::mounts::mounts_below;
     use crate::tool::Output;
     use isolab_cgroups::{Bytes, Limits, Malformed, MountEntry};
     use isolab_cgroups::{CpuQuota, DeviceNumber, IdSet, IoThrottle};
