@@ -15,6 +15,9 @@
 //!   [`Cgroup::stats`] ([`Stats`], with [`Pressure`]),
 //!   [`Cgroup::kill_all`] and [`Cgroup::remove`].
 //! - [`list_below`] finds leftovers for `isolab gc`.
+//! - Without root: [`Delegated`] checks that the caller's cgroup v2 subtree is delegated to
+//!   it (and which controllers), and [`Delegated::claim`] moves the caller into a leaf so
+//!   that the subtree can pass controllers on to the cgroups it creates.
 //! - [`read_mountinfo`] is isolab's one reader of `/proc/self/mountinfo`: typed
 //!   [`MountEntry`] lines with octal escapes decoded, errors naming the file and
 //!   line ([`mountinfo_path`] takes the proc root as a parameter).
@@ -53,6 +56,7 @@ mod borrowed_v1;
 mod bytes;
 mod cgroup;
 mod controller;
+mod delegation;
 mod device;
 mod error;
 mod file;
@@ -74,6 +78,9 @@ pub use borrowed_v1::{borrow_listed, cgroup2_listed, listed_in_cgroup2, Borrowed
 pub use bytes::Bytes;
 pub use cgroup::{list_below, Attacher, Cgroup, CloneTarget, Entered};
 pub use controller::Controller;
+pub use delegation::{
+    own_v2_path, Access, Claimed, Delegated, DelegationError, HostAccess, SUPERVISOR_LEAF,
+};
 pub use device::DeviceNumber;
 pub use error::{Error, InvalidValue};
 pub use file::read_pseudo_file;

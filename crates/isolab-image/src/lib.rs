@@ -57,6 +57,7 @@ mod pack;
 mod recipe;
 mod skeleton;
 mod tree;
+mod user_copy;
 
 use std::path::PathBuf;
 
@@ -86,6 +87,7 @@ pub use recipe::{
 };
 pub use skeleton::IMAGE_HOSTNAME;
 pub use tree::{copy_tree, sha256_file, tree_digest};
+pub use user_copy::{user_copy, user_copy_root, UserCopy, USER_COPY_RECORD};
 
 /// Where and how to build an image.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -96,6 +96,7 @@ impl Lab {
             IsolabConfig {
                 program: PathBuf::from("isolab-runtime"),
                 state_dir: self.work.path().join("runtime-state"),
+                user_images: None,
             },
         );
         let spec = ExperimentSpec::parse(

@@ -63,6 +63,7 @@ fn fake_platforms(cgroupfs: &Path, launcher: Arc<FakeLauncher>, state: &Path) ->
         IsolabConfig {
             program: PathBuf::from("isolab-runtime"),
             state_dir: state.join("runtime-state"),
+            user_images: None,
         },
     )
 }

@@ -42,6 +42,27 @@ pub fn locate_program() -> PathBuf {
 
 /// Default state directory (state files for `gc`, mount points of root filesystems).
 pub const DEFAULT_STATE_DIR: &str = "/run/isolab";
+
+/// Whether the runtime runs without root (effective uid not 0): then every container gets a
+/// user namespace that maps the caller's own uid and gid to root, one id each, as rootless
+/// runc and crun do without `newuidmap` ([`USERNS_BASE`]'s range needs root).
+pub fn rootless() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() != 0 }
+}
+
+/// The state directory when none is given: [`DEFAULT_STATE_DIR`] as root; without root
+/// `$XDG_RUNTIME_DIR/isolab` (where runc and crun keep theirs), else `/tmp/isolab-UID`.
+pub fn default_state_dir() -> PathBuf {
+    if !rootless() {
+        return PathBuf::from(DEFAULT_STATE_DIR);
+    }
+    match std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
+        Some(dir) => PathBuf::from(dir).join("isolab"),
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        None => PathBuf::from(format!("/tmp/isolab-{}", unsafe { libc::geteuid() })),
+    }
+}
 /// Default cgroup parent, relative to each controller's mount.
 pub const DEFAULT_CGROUP_PARENT: &str = "isolab";
 
@@ -70,7 +91,8 @@ pub struct ContainerConfig {
     /// Security settings: Docker's capabilities, seccomp profile, masked and
     /// read-only paths, plus `no_new_privs` ([`default_security`]); fields loosen them.
     pub security: SecurityConfig,
-    /// Run in a new user namespace (container root = host uid/gid [`USERNS_BASE`]).
+    /// Run in a new user namespace (container root = host uid/gid [`USERNS_BASE`]; without
+    /// root, the caller's own uid and gid: see [`rootless`]).
     pub user_namespace: bool,
     /// Where state files and root mount points live (`/run/isolab`).
     pub state_dir: PathBuf,

@@ -166,7 +166,7 @@ pub struct RunArgs {
     pub b: Vec<String>,
     /// Directory for the runs' working directories (a disk-backed file system, so I/O
     /// workloads measure a device).
-    #[arg(long, default_value = "/var/tmp/isolab")]
+    #[arg(long, default_value_os_t = default_workdir())]
     pub workdir: PathBuf,
     /// Keep each run's working directory (logs, tool output) for debugging.
     #[arg(long)]
@@ -420,7 +420,7 @@ pub struct CalibrateArgs {
     #[command(flatten)]
     pub verdict: VerdictArgs,
     /// Directory for the runs' working directories.
-    #[arg(long, default_value = "/var/tmp/isolab")]
+    #[arg(long, default_value_os_t = default_workdir())]
     pub workdir: PathBuf,
     #[command(flatten)]
     pub output: OutputArgs,
@@ -438,7 +438,7 @@ pub enum FleetCommand {
         /// The fleet (id or name).
         fleet: String,
         /// Directory for the runs' working directories on this node.
-        #[arg(long, default_value = "/var/tmp/isolab")]
+        #[arg(long, default_value_os_t = default_workdir())]
         workdir: PathBuf,
     },
     /// A fleet's results: every configuration against its baseline within each host,
@@ -614,6 +614,16 @@ pub struct JsonArgs {
 #[derive(Debug, clap::Args)]
 pub struct GcArgs {
     /// The working directory base used by `isolab run --workdir`.
-    #[arg(long, default_value = "/var/tmp/isolab")]
+    #[arg(long, default_value_os_t = default_workdir())]
     pub workdir: PathBuf,
+}
+
+/// The base of the runs' working directories: /var/tmp/isolab as root, /var/tmp/isolab-UID
+/// for any other user (whose runs must not meet root's directory, nor another user's).
+pub fn default_workdir() -> PathBuf {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    match unsafe { libc::geteuid() } {
+        0 => PathBuf::from("/var/tmp/isolab"),
+        uid => PathBuf::from(format!("/var/tmp/isolab-{uid}")),
+    }
 }

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use isolab_cgroups::{Cgroup, Hierarchy};
+use isolab_cgroups::{Cgroup, Controller, Hierarchy};
 use isolab_lab::environment::{self, EnvRoots, SystemTools};
 use isolab_lab::platform::{Drivers, IsolabConfig, PlatformKind};
 use isolab_lab::telemetry::SAMPLE_INTERVAL;
@@ -26,12 +26,107 @@ pub fn hierarchy() -> Result<Hierarchy> {
     Hierarchy::detect().context("cannot find the cgroup file systems in /proc/self/mountinfo")
 }
 
-/// Every platform of this build: the host, and containers of `isolab-runtime`.
-pub fn platform(hierarchy: Hierarchy, probe: Option<isolab_lab::probe::ProbeConfig>) -> Drivers {
+/// Whether this process runs as root (effective uid 0).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Where isolab's cgroups go: [`CGROUP_BASE`] at the root of the hierarchy as root;
+/// without root, `isolab` below the caller's cgroup v2 subtree that systemd (or root)
+/// delegated to it, the caller moved into a leaf beside it for as long as this lives.
+#[derive(Debug)]
+pub struct Cgroups {
+    pub hierarchy: Hierarchy,
+    /// The parent of every cgroup isolab creates, relative to the hierarchy's roots.
+    pub base: PathBuf,
+    claimed: Option<isolab_cgroups::Claimed>,
+}
+
+impl Cgroups {
+    /// As root: the hierarchy and [`CGROUP_BASE`]. Without root: the caller's delegated
+    /// cgroup, checked to pass on the controllers in `needed` (a clear error says what to
+    /// run when it does not), and claimed when `claim` (a command that creates cgroups).
+    pub fn find(needed: &[Controller], claim: bool) -> Result<Cgroups> {
+        let hierarchy = hierarchy()?;
+        if is_root() {
+            return Ok(Cgroups {
+                hierarchy,
+                base: PathBuf::from(CGROUP_BASE),
+                claimed: None,
+            });
+        }
+        let own = std::fs::read_to_string("/proc/self/cgroup")
+            .context("cannot read /proc/self/cgroup")?;
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let uid = unsafe { libc::geteuid() };
+        let access = isolab_cgroups::HostAccess;
+        let delegated = isolab_cgroups::Delegated::inspect(&hierarchy, &own, uid, &access)?;
+        delegated.require(needed)?;
+        let base = delegated.rel().join(CGROUP_BASE);
+        let claimed = match claim {
+            true => Some(delegated.claim(std::process::id(), &access)?),
+            false => None,
+        };
+        Ok(Cgroups {
+            hierarchy,
+            base,
+            claimed,
+        })
+    }
+
+    /// Whether isolab works in a delegated cgroup (without root).
+    pub fn delegated(&self) -> bool {
+        self.claimed.is_some()
+    }
+
+    /// Removes the empty cgroups left below the base and gives the delegated cgroup back
+    /// as it was found (the caller back in it, no controllers passed on); a failure is a
+    /// warning, since the run's results are stored.
+    pub fn release(self) {
+        let Some(claimed) = self.claimed else { return };
+        if let Some(root) = self.hierarchy.unified() {
+            let (dirs, _) = isolab_cgroups::subtree(&root.join(&self.base));
+            for dir in dirs {
+                let _ = std::fs::remove_dir(&dir);
+            }
+        }
+        if let Err(e) = claimed.release() {
+            eprintln!("warning: cannot give the delegated cgroup back as it was: {e}");
+        }
+    }
+}
+
+/// The controllers a spec's cells use on the host: cpu and memory for every run's counters
+/// (throttling, memory peak), and what the shapes and placements limit.
+pub fn needed_controllers(spec: &ExperimentSpec) -> Vec<Controller> {
+    let mut needed = vec![Controller::Cpu, Controller::Memory];
+    for c in &spec.cells {
+        let kinds = isolab_lab::shape::limit_kinds(&c.shape, c.placement);
+        for (asked, controller) in [
+            (kinds.cpuset, Controller::Cpuset),
+            (kinds.pids, Controller::Pids),
+            (kinds.io, Controller::Io),
+        ] {
+            if asked && !needed.contains(&controller) {
+                needed.push(controller);
+            }
+        }
+    }
+    needed
+}
+
+/// Every platform of this build: the host, and containers of `isolab-runtime`, creating
+/// their cgroups below `cgroup_base`.
+pub fn platform(
+    hierarchy: Hierarchy,
+    cgroup_base: &Path,
+    probe: Option<isolab_lab::probe::ProbeConfig>,
+) -> Drivers {
     let host = Supervisor::new(SupervisorConfig {
         hierarchy,
         proc_root: PathBuf::from("/proc"),
-        cgroup_base: PathBuf::from(CGROUP_BASE),
+        cgroup_base: cgroup_base.to_owned(),
         sample_interval: SAMPLE_INTERVAL,
         probe,
     });
@@ -44,6 +139,30 @@ pub fn preflight_engines(spec: &ExperimentSpec) -> Result<()> {
     let mut kinds: Vec<PlatformKind> = spec.cells.iter().map(|c| c.platform.kind).collect();
     kinds.sort_unstable();
     kinds.dedup();
+    if !is_root() {
+        let needs_root: Vec<String> = kinds
+            .iter()
+            .filter(|k| !k.runs_without_root())
+            .map(ToString::to_string)
+            .collect();
+        if !needs_root.is_empty() {
+            bail!(
+                "platform(s) {} need root (their daemons, taps, bridges and loop devices); without root isolab runs the host and isolab platforms: run as root or drop them from the matrix",
+                needs_root.join(", ")
+            );
+        }
+        let bridged: Vec<&str> = spec
+            .cells
+            .iter()
+            .filter(|c| c.platform.network == isolab_lab::platform::Network::Bridge)
+            .map(|c| c.platform.name.as_str())
+            .collect();
+        if let Some(name) = bridged.first() {
+            bail!(
+                "platform {name} has network `bridge`, which needs root (a veth pair, a bridge and NAT on the host); without root use network `none` or `host`"
+            );
+        }
+    }
     let missing = isolab_lab::platform::unavailable(&kinds);
     if !missing.is_empty() {
         let lines: Vec<String> = missing
@@ -166,13 +285,20 @@ fn missing_host_tools(spec: &ExperimentSpec) -> Vec<String> {
 
 /// Creates and removes a probe cgroup, so that a missing privilege is reported once,
 /// clearly, before any run.
-pub fn preflight(hierarchy: &Hierarchy) -> Result<()> {
-    let probe = Path::new(CGROUP_BASE).join(format!("preflight-pid{}", std::process::id()));
-    let cgroup = Cgroup::create(hierarchy, &probe).with_context(|| {
-        format!(
+pub fn preflight(cgroups: &Cgroups) -> Result<()> {
+    let probe = cgroups
+        .base
+        .join(format!("preflight-pid{}", std::process::id()));
+    let cgroup = Cgroup::create(&cgroups.hierarchy, &probe).with_context(|| match cgroups.delegated() {
+        true => format!(
+            "isolab cannot create cgroups below its delegated cgroup {} ({})",
+            cgroups.base.parent().unwrap_or(&cgroups.base).display(),
+            cgroups.hierarchy.describe()
+        ),
+        false => format!(
             "isolab cannot create cgroups ({}): run it as root (or with CAP_SYS_ADMIN and write access to the cgroup file system)",
-            hierarchy.describe()
-        )
+            cgroups.hierarchy.describe()
+        ),
     })?;
     cgroup.remove().context("cannot remove the probe cgroup")?;
     Ok(())

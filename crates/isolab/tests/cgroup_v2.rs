@@ -395,23 +395,31 @@ fn section<'a>(stdout: &'a str, name: &str) -> Vec<&'a str> {
         .collect()
 }
 
-#[test]
-fn isolab_runs_an_experiment_on_host_and_isolab_on_pure_cgroup_v2() {
-    let Some(g) = guest() else { return };
-    let isolab = &artifact("isolab", "isolab", false).executable;
-    // The isolab platform's image: the host's images, shared read-only.
+/// The isolab platform's images: the host's, shared read-only with the guest.
+fn bench_images() -> PathBuf {
     let images = PathBuf::from("/var/lib/isolab/images");
     assert!(
         images.join("bench/bin/sh").exists(),
         "the bench image is missing at {}: make image-debug builds it (make test does)",
         images.display()
     );
-    let work = tempfile::Builder::new()
-        .prefix("isolab-v2-spec-")
-        .tempdir()
-        .unwrap();
-    let spec = work.path().join("pure-v2.toml");
-    std::fs::write(&spec, PURE_V2_SPEC).unwrap();
+    images
+}
+
+/// A spec written as `name` into a fresh temporary directory (the guest's share).
+fn spec_file(prefix: &str, name: &str, text: &str) -> (tempfile::TempDir, PathBuf) {
+    let work = tempfile::Builder::new().prefix(prefix).tempdir().unwrap();
+    let spec = work.path().join(name);
+    std::fs::write(&spec, text).unwrap();
+    (work, spec)
+}
+
+#[test]
+fn isolab_runs_an_experiment_on_host_and_isolab_on_pure_cgroup_v2() {
+    let Some(g) = guest() else { return };
+    let isolab = &artifact("isolab", "isolab", false).executable;
+    let images = bench_images();
+    let (work, spec) = spec_file("isolab-v2-spec-", "pure-v2.toml", PURE_V2_SPEC);
     // The script's working directory is the guest run's workdir, read back below.
     let script = format!(
         "{GUEST_LEFTOVERS}\n\
@@ -468,27 +476,10 @@ fn isolab_runs_an_experiment_on_host_and_isolab_on_pure_cgroup_v2() {
                 "{}: {applied}",
                 cell.key
             );
-        } else if cell.key.contains("placement=quota") {
-            assert_eq!(
-                applied["cpu"]["quota"]["nanos"], 100_000_000,
-                "{}: {applied}",
-                cell.key
-            );
         } else {
-            assert_eq!(applied["cpuset"], "1", "{}: {applied}", cell.key);
+            cpu_limit_read_back(&cell.key, run);
         }
-        let t = |name: &str| {
-            run.telemetry
-                .iter()
-                .find(|(n, _)| n == name)
-                .map(|(_, v)| *v)
-        };
-        assert!(
-            t("cpu_usage_s").is_some_and(|c| c > 0.1),
-            "{}: {:?}",
-            cell.key,
-            run.telemetry
-        );
+        let t = |name: &str| telemetry(run, name);
         if cell.key.contains("placement=quota") {
             assert!(t("nr_periods").is_some_and(|n| n > 0.0), "{}", cell.key);
         }
@@ -502,11 +493,42 @@ fn isolab_runs_an_experiment_on_host_and_isolab_on_pure_cgroup_v2() {
         }
     }
     // Nothing left: what the guest had before the run, it has after.
-    let (before, after) = run
-        .stdout
+    nothing_left(&run.stdout, &["cgroups", "mounts", "state", "processes"]);
+}
+
+/// A run's counter `name`.
+fn telemetry(run: &isolab_store::RunRecord, name: &str) -> Option<f64> {
+    run.telemetry
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| *v)
+}
+
+/// A quota cell's 1 cpu (100 ms a 100 ms period) or a pinned cell's cpu 1 read back, and
+/// cpu time used.
+fn cpu_limit_read_back(key: &str, run: &isolab_store::RunRecord) {
+    let applied = &run.limits["applied"];
+    if key.contains("placement=quota") {
+        assert_eq!(
+            applied["cpu"]["quota"]["nanos"], 100_000_000,
+            "{key}: {applied}"
+        );
+    } else {
+        assert_eq!(applied["cpuset"], "1", "{key}: {applied}");
+    }
+    assert!(
+        telemetry(run, "cpu_usage_s").is_some_and(|c| c > 0.1),
+        "{key}: {:?}",
+        run.telemetry
+    );
+}
+
+/// The listing's `sections` after `== end ==` hold nothing they did not hold before it.
+fn nothing_left(stdout: &str, sections: &[&str]) -> String {
+    let (before, after) = stdout
         .split_once("== end ==")
         .expect("the leftover listing ran");
-    for name in ["cgroups", "mounts", "state", "processes"] {
+    for name in sections {
         let was = section(before, name);
         let left: Vec<&str> = section(after, name)
             .into_iter()
@@ -514,4 +536,160 @@ fn isolab_runs_an_experiment_on_host_and_isolab_on_pure_cgroup_v2() {
             .collect();
         assert!(left.is_empty(), "{name} left behind in the guest: {left:?}");
     }
+    after.to_string()
+}
+
+/// What an unprivileged user runs: the host and isolab platforms, quota and pinned, 2 runs a
+/// cell.
+const ROOTLESS_SPEC: &str = r#"[experiment]
+name = "rootless"
+seed = 5
+repetitions = { warmup = 0, min = 2, max = 2, target_cv = 0.5 }
+duration = "1s"
+baseline = { platform = "host" }
+
+[matrix]
+platform = ["host", "isolab"]
+shape = ["medium"]
+placement = ["quota", "pinned"]
+workload = ["sysbench-cpu"]
+"#;
+
+/// The guest's delegation, made by hand as systemd makes it for `Delegate=yes`: below
+/// `lab.slice` (which passes every controller on), `user-1000.scope` chowned to uid 1000 with
+/// its `cgroup.procs`, `cgroup.subtree_control` and `cgroup.threads`; `cpu-only.slice` passes
+/// on only what systemd gives users by default (cpu memory pids) to a delegated
+/// `user-1000.scope`; `not-mine` is root's.
+const DELEGATE: &str = r#"
+set -e
+cg=/sys/fs/cgroup
+mkdir $cg/lab.slice $cg/cpu-only.slice $cg/not-mine
+echo '+cpu +cpuset +memory +pids +io' > $cg/lab.slice/cgroup.subtree_control
+echo '+cpu +memory +pids' > $cg/cpu-only.slice/cgroup.subtree_control
+for d in $cg/lab.slice/user-1000.scope $cg/cpu-only.slice/user-1000.scope; do
+  mkdir $d
+  chown 1000:1000 $d $d/cgroup.procs $d/cgroup.subtree_control $d/cgroup.threads
+done
+mkdir -p /home/lab /run/user/1000
+chown 1000:1000 /home/lab /run/user/1000
+chmod 700 /run/user/1000
+set +e
+"#;
+
+/// Runs `command` as uid 1000 in cgroup `cgroup` (below /sys/fs/cgroup), the way `systemd-run
+/// --user --scope` starts it: alone in the cgroup.
+fn as_lab_user(cgroup: &str, command: &str) -> String {
+    format!(
+        "sh -c 'echo $$ > /sys/fs/cgroup/{cgroup}/cgroup.procs && exec setpriv --reuid=1000 \
+         --regid=1000 --clear-groups env HOME=/home/lab XDG_RUNTIME_DIR=/run/user/1000 \
+         sh -c \"cd /home/lab && exec {command}\"'"
+    )
+}
+
+#[test]
+fn an_unprivileged_user_runs_an_experiment_in_a_delegated_cgroup() {
+    let Some(g) = guest() else { return };
+    let isolab = artifact("isolab", "isolab", false)
+        .executable
+        .to_string_lossy()
+        .into_owned();
+    let images = bench_images();
+    let (work, spec) = spec_file("isolab-v2-rootless-", "rootless.toml", ROOTLESS_SPEC);
+    let spec = spec.to_string_lossy().into_owned();
+    let run = |db: &str| format!("{isolab} --db {db} run --no-report {spec}");
+    let script = format!(
+        "{DELEGATE}\n\
+         {not_mine} > not-mine.out 2> not-mine.err; echo $? > not-mine.status\n\
+         {cpu_only} > cpu-only.out 2> cpu-only.err; echo $? > cpu-only.status\n\
+         {GUEST_LEFTOVERS}\n\
+         {lab} > run.out 2> run.err\n\
+         status=$?\n\
+         cp /home/lab/lab.db lab.db\n\
+         [ $status = 0 ] || {isolab} --db /home/lab/lab.db show rootless > show.out 2>&1\n\
+         {GUEST_LEFTOVERS}\n\
+         echo '== user files =='; find /sys/fs/cgroup /run/user/1000 /var/tmp -user 1000 -mindepth 1 \
+           -not -path '/sys/fs/cgroup/*/user-1000.scope' -not -path '/sys/fs/cgroup/*/user-1000.scope/*' \
+           -not -path '/run/user/1000/isolab/seccomp-cache*' \
+           -not -name '*.lock' -not -name lock 2>/dev/null\n\
+         echo '== end =='\n\
+         exit $status\n",
+        not_mine = as_lab_user("not-mine", &run("not-mine.db")),
+        cpu_only = as_lab_user("cpu-only.slice/user-1000.scope", &run("cpu-only.db")),
+        lab = as_lab_user("lab.slice/user-1000.scope", &run("lab.db")),
+    );
+    let (guest_run, out) = in_guest(g, &script, &[work.path().to_path_buf(), images]);
+    let read = |name: &str| std::fs::read_to_string(out.path().join(name)).unwrap_or_default();
+
+    // Without delegation: what is wrong and what to run, and nothing stored.
+    let refused = |name: &str, what: &str, says: [&str; 2]| {
+        let err = read(&format!("{name}.err"));
+        assert_eq!(read(&format!("{name}.status")).trim(), "1", "{err}");
+        eprintln!("{what}:\n{err}");
+        assert!(says.iter().all(|s| err.contains(s)), "{err}");
+    };
+    refused(
+        "not-mine",
+        "not delegated",
+        [
+            "/sys/fs/cgroup/not-mine is not delegated to you (uid 1000)",
+            "systemd-run --user --scope -p Delegate=yes isolab run SPEC",
+        ],
+    );
+    refused(
+        "cpu-only",
+        "cpuset not delegated",
+        [
+            "the cgroup controllers cpuset are not delegated",
+            "Delegate=cpu cpuset io memory pids",
+        ],
+    );
+
+    // Delegated: every run counted, the limits read back, nothing left.
+    let store = isolab_store::Store::open(&out.path().join("lab.db")).unwrap();
+    let runs = store
+        .resolve("rootless")
+        .and_then(|id| store.runs(id))
+        .unwrap_or_default();
+    let errors: Vec<String> = runs.iter().filter_map(|r| r.error.clone()).collect();
+    assert_eq!(
+        guest_run.exit_status,
+        0,
+        "isolab run as uid 1000 failed in the guest:\n{}\n{}\n{}\nrun errors: {errors:#?}",
+        read("run.out"),
+        read("run.err"),
+        read("show.out")
+    );
+    let id = store.resolve("rootless").unwrap();
+    eprintln!("{}", read("run.out"));
+    let cells = store.cells(id).unwrap();
+    assert_eq!(cells.len(), 4, "{cells:?}");
+    assert_eq!(runs.len(), 8);
+    // The containers ran on the user's copy of the image, which says what it left out.
+    let env = store.environment(id).unwrap();
+    let value = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    let copy = value("engine.isolab.user_copy").unwrap_or_default();
+    assert!(
+        copy.starts_with("/home/lab/.cache/isolab/images/"),
+        "{env:?}"
+    );
+    assert!(
+        value("engine.isolab.user_copy_left_out").is_some(),
+        "{env:?}"
+    );
+    eprintln!(
+        "user copy {copy}, left out: {}",
+        value("engine.isolab.user_copy_left_out").unwrap_or_default()
+    );
+    for run in &runs {
+        let cell = cells.iter().find(|c| c.id == run.cell).unwrap();
+        assert!(run.is_counted(), "{}: {:?}", cell.key, run.error);
+        cpu_limit_read_back(&cell.key, run);
+    }
+    let after = nothing_left(&guest_run.stdout, &["cgroups", "mounts", "processes"]);
+    // The bases themselves stay, as root's /var/tmp/isolab and /run/isolab do.
+    let left: Vec<&str> = section(&after, "user files")
+        .into_iter()
+        .filter(|l| !["/var/tmp/isolab-1000", "/run/user/1000/isolab"].contains(l))
+        .collect();
+    assert!(left.is_empty(), "uid 1000's files left behind: {left:?}");
 }

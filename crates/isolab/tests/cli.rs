@@ -2653,13 +2653,26 @@ fn image_list_and_ensure_arguments() {
     let out = run(isolab().args(["image", "list", "--json"]));
     assert!(out.status.success(), "{}", text(&out.stderr));
     let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Recipe images carry their recipe; images of one's own (imported by other tests of
+    // the same cache) carry the reference they came from and their digest.
     for r in rows["images"].as_array().unwrap() {
-        assert_eq!(r["recipe"]["hash"].as_str().unwrap().len(), 64, "{r}");
-        assert!(r["dir"].as_str().unwrap().contains("/recipe-"), "{r}");
-        assert!(
-            !r["recipe"]["packages"].as_array().unwrap().is_empty(),
-            "{r}"
-        );
+        match r["kind"].as_str() {
+            Some("recipe") => {
+                assert_eq!(r["recipe"]["hash"].as_str().unwrap().len(), 64, "{r}");
+                assert!(r["dir"].as_str().unwrap().contains("/recipe-"), "{r}");
+                assert!(
+                    !r["recipe"]["packages"].as_array().unwrap().is_empty(),
+                    "{r}"
+                );
+            }
+            Some("imported") => {
+                assert!(r["dir"].as_str().unwrap().contains("/imported-"), "{r}");
+                let digest = r["imported"]["digest"].as_str().unwrap();
+                assert!(digest.starts_with("sha256:") && digest.len() == 71, "{r}");
+                assert!(r["imported"]["reference"].as_str().is_some(), "{r}");
+            }
+            other => panic!("unknown image kind {other:?}: {r}"),
+        }
     }
     let out = run(isolab().args(["image", "ensure", "--packages", "jq,Not_A_Package"]));
     assert!(!out.status.success());

@@ -42,7 +42,8 @@ pub(crate) fn subtree_control_update(controllers: &str, subtree_control: &str) -
 }
 
 /// Enables the controllers of interest that `parent` offers in its
-/// `cgroup.subtree_control`, so that its children get them.
+/// `cgroup.subtree_control`, so that its children get them; a parent the caller may not
+/// write (not its own) is left as it is.
 pub(crate) fn enable_controllers(parent: &Path) -> Result<(), Error> {
     let Some(controllers) = file::read_opt(&parent.join("cgroup.controllers"))? else {
         return Ok(());
@@ -50,7 +51,17 @@ pub(crate) fn enable_controllers(parent: &Path) -> Result<(), Error> {
     let control = parent.join("cgroup.subtree_control");
     let enabled = file::read_opt(&control)?.unwrap_or_default();
     match subtree_control_update(&controllers, &enabled) {
-        Some(data) => file::write(&control, &data),
+        // An ancestor that is not the caller's (above a subtree delegated to an unprivileged
+        // user) passes on what its owner chose: what it does not is missing below, where a
+        // limit that needs it names it (`Error::NotEnabled`).
+        Some(data) => match file::write(&control, &data) {
+            Err(Error::Write { source, .. })
+                if matches!(source.raw_os_error(), Some(libc::EACCES | libc::EPERM)) =>
+            {
+                Ok(())
+            }
+            other => other,
+        },
         None => Ok(()),
     }
 }

@@ -38,6 +38,13 @@ impl PlatformKind {
     pub fn as_str(self) -> &'static str {
         self.0
     }
+
+    /// Whether it runs without root, in a cgroup v2 subtree delegated to the user: the
+    /// host, and isolab-runtime in a user namespace. The engines' daemons and the VMs'
+    /// taps, bridges and loop devices need root.
+    pub fn runs_without_root(self) -> bool {
+        self == PlatformKind::HOST || self == PlatformKind::ISOLAB
+    }
 }
 
 impl fmt::Display for PlatformKind {

@@ -45,8 +45,11 @@ pub const RUNTIME_PROGRAM: &str = isolab_runtime::config::PROGRAM;
 pub struct IsolabConfig {
     /// The `isolab-runtime` executable.
     pub program: PathBuf,
-    /// The runtime's state directory (`/run/isolab`).
+    /// The runtime's state directory (`/run/isolab`; without root `$XDG_RUNTIME_DIR/isolab`).
     pub state_dir: PathBuf,
+    /// Without root: where the user's copies of images are kept
+    /// ([`isolab_image::user_copy`]); containers run on the copy, never on the image.
+    pub user_images: Option<PathBuf>,
 }
 
 impl IsolabConfig {
@@ -55,7 +58,26 @@ impl IsolabConfig {
     pub fn discover() -> IsolabConfig {
         IsolabConfig {
             program: isolab_runtime::config::locate_program(),
-            state_dir: PathBuf::from(isolab_runtime::config::DEFAULT_STATE_DIR),
+            state_dir: isolab_runtime::config::default_state_dir(),
+            user_images: isolab_runtime::config::rootless().then(isolab_image::user_copy_root),
+        }
+    }
+
+    /// The root a container runs on: `image`, or without root the user's copy of it
+    /// (made the first time).
+    fn root_of(&self, image: &Path) -> Result<PathBuf, PlatformError> {
+        let image = check_image(image)?;
+        match &self.user_images {
+            None => Ok(image.to_path_buf()),
+            Some(root) => isolab_image::user_copy(image, root)
+                .map(|c| c.dir)
+                .map_err(|e| PlatformError::Engine {
+                    engine: RUNTIME_PROGRAM.into(),
+                    message: format!(
+                        "without root, containers run on your copy of image {}, and making it failed: {e}",
+                        image.display()
+                    ),
+                }),
         }
     }
 }
@@ -179,9 +201,27 @@ impl Driver for IsolabDriver {
         _levels: &[&super::PlatformDef],
         image: Option<&Path>,
     ) -> Result<Vec<(String, String)>, PlatformError> {
-        Ok(image.map_or_else(Vec::new, |i| {
-            super::image_entries(PlatformKind::ISOLAB.as_str(), i)
-        }))
+        let Some(image) = image else {
+            return Ok(Vec::new());
+        };
+        let mut entries = super::image_entries(PlatformKind::ISOLAB.as_str(), image);
+        if let Some(root) = &self.config.user_images {
+            let copy = isolab_image::user_copy(check_image(image)?, root).map_err(|e| {
+                PlatformError::Engine {
+                    engine: RUNTIME_PROGRAM.into(),
+                    message: format!("making your copy of image {}: {e}", image.display()),
+                }
+            })?;
+            entries.push((
+                "engine.isolab.user_copy".into(),
+                copy.dir.display().to_string(),
+            ));
+            entries.push((
+                "engine.isolab.user_copy_left_out".into(),
+                copy.left_out.join(","),
+            ));
+        }
+        Ok(entries)
     }
 
     fn execute(&self, supervisor: &Supervisor, job: &Job, interrupt: &Interrupt) -> Executed {
@@ -197,18 +237,18 @@ impl Driver for IsolabDriver {
     ) -> Executed {
         let neighbours = IsolabNeighbours {
             config: &self.config,
-            image: check_image(job.container_image(RUNTIME_PROGRAM)?)?,
+            image: &self.config.root_of(job.container_image(RUNTIME_PROGRAM)?)?,
             hierarchy: supervisor.hierarchy(),
         };
         supervisor.beside_neighbours(job, interrupt, Some(&neighbours), body)
     }
 
     fn start_service(&self, sup: &Supervisor, job: &Job, spec: ServiceSpec) -> Started<'_> {
-        let image = check_image(job.container_image(RUNTIME_PROGRAM)?)?;
+        let image = self.config.root_of(job.container_image(RUNTIME_PROGRAM)?)?;
         let id = container_id("", &job.name)?;
         let report = job.workdir.join(".isolab-service.json");
         let instance = sup.instance_path(&job.name);
-        let argv = runtime_argv(&self.config.program, &id, job, image, &instance, &report);
+        let argv = runtime_argv(&self.config.program, &id, job, &image, &instance, &report);
         // A runtime killed after its grace leaves its container behind.
         let hierarchy = sup.hierarchy().clone();
         let remove: Remove<'_> = Box::new(move || {
@@ -232,7 +272,7 @@ pub(crate) fn execute(
     job: &Job,
     interrupt: &Interrupt,
 ) -> Result<Execution, PlatformError> {
-    let image = check_image(job.container_image(RUNTIME_PROGRAM)?)?;
+    let image = &config.root_of(job.container_image(RUNTIME_PROGRAM)?)?;
     if job.server.is_some() && job.platform.network == Network::None {
         return Err(PlatformError::Engine {
             engine: RUNTIME_PROGRAM.into(),

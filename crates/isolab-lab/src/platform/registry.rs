@@ -101,22 +101,39 @@ pub struct Availability {
 }
 
 /// Whether each platform of the registry can run on this host, in registry order,
-/// with what was found or what is missing and what to do. Every platform
-/// creates cgroups, so none is usable without root.
+/// with what was found or what is missing and what to do. Every platform creates
+/// cgroups: without root, only those that [run without
+/// root](PlatformKind::runs_without_root) are usable, in a cgroup delegated to the user.
 pub fn availability() -> Vec<(PlatformInfo, Availability)> {
     // SAFETY: geteuid has no preconditions and cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
+    let delegation = if root {
+        Ok(String::new())
+    } else {
+        delegation()
+    };
     detached_drivers()
         .iter()
         .map(|d| {
+            let rootless = d.info().kind.runs_without_root();
             let availability = match d.available() {
                 Ok(found) if root => Availability {
                     usable: true,
                     detail: found,
                 },
+                Ok(found) if rootless => match &delegation {
+                    Ok(cgroup) => Availability {
+                        usable: true,
+                        detail: format!("{found}, without root in {cgroup}"),
+                    },
+                    Err(why) => Availability {
+                        usable: false,
+                        detail: format!("{found}, but without root: {why}"),
+                    },
+                },
                 Ok(found) => Availability {
                     usable: false,
-                    detail: format!("{found}, but isolab must run as root to create cgroups"),
+                    detail: format!("{found}, but this platform needs root"),
                 },
                 Err(why) => Availability {
                     usable: false,
@@ -126,6 +143,25 @@ pub fn availability() -> Vec<(PlatformInfo, Availability)> {
             (d.info(), availability)
         })
         .collect()
+}
+
+/// The caller's delegated cgroup, when it is one that passes on cpu and memory (what every
+/// run needs), else why not and what to do.
+fn delegation() -> Result<String, String> {
+    use isolab_cgroups::{Controller, Delegated, HostAccess};
+    let h = isolab_cgroups::Hierarchy::detect().map_err(|e| e.to_string())?;
+    let own = std::fs::read_to_string("/proc/self/cgroup")
+        .map_err(|e| format!("cannot read /proc/self/cgroup: {e}"))?;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    let d = Delegated::inspect(&h, &own, uid, &HostAccess).map_err(|e| e.to_string())?;
+    d.require(&[Controller::Cpu, Controller::Memory])
+        .map_err(|e| e.to_string())?;
+    Ok(format!(
+        "the delegated cgroup {} (controllers: {})",
+        d.path().display(),
+        d.controllers().join(" ")
+    ))
 }
 
 /// The platforms among `kinds` that this host cannot run, each with what is

@@ -589,7 +589,11 @@ fn switch_user(user: &super::plan::ExecUser) -> Result<(), Errno> {
     use crate::security::SecuritySyscalls;
     // SAFETY: plain system calls on a pre-built group list.
     unsafe {
-        if libc::setgroups(user.groups.len(), user.groups.as_ptr()) < 0 {
+        // Without root, setgroups is denied in the user namespace: no supplementary groups
+        // is what the process has anyway.
+        if libc::setgroups(user.groups.len(), user.groups.as_ptr()) < 0
+            && !(user.groups.is_empty() && Errno::last().0 == libc::EPERM)
+        {
             return Err(Errno::last());
         }
         if libc::setresgid(user.gid, user.gid, user.gid) < 0 {

@@ -404,16 +404,26 @@ pub(super) fn exec_error(config: &ContainerConfig, r: Record) -> RuntimeError {
     }
 }
 
-/// Maps container ids 0..65536 to host ids from [`USERNS_BASE`].
+/// Maps container ids 0..65536 to host ids from [`USERNS_BASE`]; without root
+/// ([`crate::config::rootless`]) the caller's own uid and gid to 0, after denying
+/// `setgroups` (the kernel's condition for an unprivileged gid map).
 fn write_id_maps(pid: libc::pid_t) -> Result<(), RuntimeError> {
-    let line = format!("0 {USERNS_BASE} {USERNS_SIZE}\n");
-    for file in ["uid_map", "gid_map"] {
+    let write = |file: &str, line: &str| {
         let path = PathBuf::from(format!("/proc/{pid}/{file}"));
-        fs::write(&path, &line).map_err(|source| RuntimeError::Host {
+        fs::write(&path, line).map_err(|source| RuntimeError::Host {
             op: "write the user namespace id map",
             path,
             source,
-        })?;
+        })
+    };
+    if crate::config::rootless() {
+        // SAFETY: getuid and getgid have no preconditions and cannot fail.
+        let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        write("setgroups", "deny")?;
+        write("uid_map", &format!("0 {uid} 1\n"))?;
+        return write("gid_map", &format!("0 {gid} 1\n"));
     }
-    Ok(())
+    let line = format!("0 {USERNS_BASE} {USERNS_SIZE}\n");
+    write("uid_map", &line)?;
+    write("gid_map", &line)
 }

@@ -287,13 +287,27 @@ pub fn prepare(cfg: &SecurityConfig) -> Result<Prepared, SecurityError> {
     prepare_with(cfg, &LinuxSecurity)
 }
 
+/// Which capabilities the container process will hold before it drops any: this
+/// process's (a container in the caller's user namespace), or, in a new user namespace,
+/// every one in the bounding set (the kernel gives the first process of a new user
+/// namespace the full set there, bounded by the inherited bounding set): how an
+/// unprivileged user's container keeps Docker's default list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Held {
+    /// The container stays in this process's user namespace.
+    Inherited,
+    /// The container gets a new user namespace.
+    NewUserNamespace,
+}
+
 /// [`prepare`], with the compiled seccomp programs kept in (and read back from) the
 /// cache directory `cache` ([`seccomp::cache`]).
 pub fn prepare_cached(
     cfg: &SecurityConfig,
     cache: &std::path::Path,
+    held: Held,
 ) -> Result<Prepared, SecurityError> {
-    prepare_inner(cfg, &LinuxSecurity, Some(cache))
+    prepare_inner(cfg, &LinuxSecurity, Some(cache), held)
 }
 
 /// What identifies, in the seccomp cache, the programs of a rule table whose
@@ -351,13 +365,22 @@ pub fn prepare_with<S: SecuritySyscalls>(
     cfg: &SecurityConfig,
     sys: &S,
 ) -> Result<Prepared, SecurityError> {
-    prepare_inner(cfg, sys, None)
+    prepare_inner(cfg, sys, None, Held::Inherited)
+}
+
+/// [`prepare_with`] for a container that gets a new user namespace ([`Held`]).
+pub fn prepare_in_new_user_namespace<S: SecuritySyscalls>(
+    cfg: &SecurityConfig,
+    sys: &S,
+) -> Result<Prepared, SecurityError> {
+    prepare_inner(cfg, sys, None, Held::NewUserNamespace)
 }
 
 fn prepare_inner<S: SecuritySyscalls>(
     cfg: &SecurityConfig,
     sys: &S,
     cache: Option<&std::path::Path>,
+    held: Held,
 ) -> Result<Prepared, SecurityError> {
     let caps = if cfg.capabilities == CapabilitySet::all() && cfg.sets.is_none() {
         CapsPlan::Keep
@@ -366,7 +389,10 @@ fn prepare_inner<S: SecuritySyscalls>(
             r.map_err(|source| SecurityError::ReadCapabilities { what, source })
         };
         let bounding = read("prctl(PR_CAPBSET_READ)", sys.read_bounding())?;
-        let permitted = read("capget", sys.read_permitted())?;
+        let permitted = match held {
+            Held::Inherited => read("capget", sys.read_permitted())?,
+            Held::NewUserNamespace => CapabilitySet::all(),
+        };
         let wanted = match &cfg.sets {
             Some(sets) => cfg
                 .capabilities

@@ -883,3 +883,31 @@ fn the_seccomp_cache_key_changes_with_one_syscall_of_the_table() {
     assert_ne!(key(table, caps), key(&table[1..], caps));
     assert_ne!(key(table, caps), key(table, CapabilitySet::empty()));
 }
+
+/// An unprivileged user holds no capability, but the first process of a new user
+/// namespace holds every one its bounding set allows: Docker's default list is
+/// refused in the caller's namespace and kept in a new one, where the bounding set
+/// still limits what can be asked for.
+#[test]
+fn a_new_user_namespace_holds_the_bounding_set() {
+    let unprivileged = Fake {
+        bounding: CapabilitySet::all().mask(),
+        permitted: 0,
+        ..Fake::default()
+    };
+    let cfg = SecurityConfig::default();
+    let err = prepare_with(&cfg, &unprivileged).unwrap_err();
+    assert!(err.to_string().contains("CAP_CHOWN"), "{err}");
+    prepare_in_new_user_namespace(&cfg, &unprivileged).unwrap();
+
+    let bounded = Fake {
+        bounding: CapabilitySet::all().mask() & !(1 << 24),
+        permitted: 0,
+        ..Fake::default()
+    };
+    let cfg = SecurityConfig::default()
+        .with_cap_add(["SYS_RESOURCE"])
+        .unwrap();
+    let err = prepare_in_new_user_namespace(&cfg, &bounded).unwrap_err();
+    assert!(err.to_string().contains("CAP_SYS_RESOURCE"), "{err}");
+}

@@ -9,10 +9,11 @@ use crate::cli::GcArgs;
 use crate::host;
 
 pub fn gc(args: GcArgs) -> Result<Exit> {
-    let hierarchy = host::hierarchy()?;
+    // Without root, the run cgroups below the caller's delegated cgroup.
+    let cgroups = host::Cgroups::find(&[], false)?;
     // Containers of isolab-runtime killed with their runtime (cgroups, loop devices,
     // networks, state files under /run/isolab), then the host's run cgroups.
-    let platform = host::platform(hierarchy, None);
+    let platform = host::platform(cgroups.hierarchy.clone(), &cgroups.base, None);
     // An engine that could not collect does not stop the storage and working
     // directories from being collected; its error is the command's, after them.
     let (mut removed, incomplete) = match platform.gc() {

@@ -52,7 +52,8 @@ pub fn execute(
     settings: &Settings,
 ) -> Result<(Store, Outcome)> {
     let facts = host::facts()?;
-    let hierarchy = host::hierarchy()?;
+    // Without root, this claims the caller's delegated cgroup until `release` below.
+    let cgroups = host::Cgroups::find(&host::needed_controllers(spec), true)?;
     let needs_image = spec.cells.iter().any(|c| c.platform.kind.needs_image());
     // An image of one's own is imported (once per digest) and run from its root file system.
     let imported;
@@ -71,7 +72,7 @@ pub fn execute(
     if let Some(recipe) = spec.recipe.as_ref().filter(|_| needs_image) {
         super::image::ensure_recipe(recipe, settings.quiet || settings.json)?;
     }
-    host::preflight(&hierarchy)?;
+    host::preflight(&cgroups)?;
     host::preflight_engines(spec)?;
     let assets = prepare_assets(spec, settings.quiet || settings.json)?;
 
@@ -86,9 +87,9 @@ pub fn execute(
         }
     });
 
-    let mut environment = host::environment(Some(spec), Some(&hierarchy));
+    let mut environment = host::environment(Some(spec), Some(&cgroups.hierarchy));
     environment.extend(assets.environment());
-    let platform = host::platform(hierarchy, spec.probe);
+    let platform = host::platform(cgroups.hierarchy.clone(), &cgroups.base, spec.probe);
     // Engines made ready (a daemon started, the image imported) before the first
     // run, so that a missing one fails once, with what to do.
     let mut levels: Vec<isolab_lab::platform::PlatformDef> = Vec::new();
@@ -128,6 +129,10 @@ pub fn execute(
     progress.finish();
     handle.close();
     let _ = signal_thread.join();
+    // The platforms remove their cgroups when dropped, before the delegated cgroup is given
+    // back.
+    drop(platform);
+    cgroups.release();
     Ok((store, outcome?))
 }
 

@@ -857,6 +857,7 @@ mod tests {
         let all = drivers(&IsolabConfig {
             program: "/nonexistent/isolab-runtime".into(),
             state_dir: "/nonexistent/state".into(),
+            user_images: None,
         });
         let vm = all
             .iter()

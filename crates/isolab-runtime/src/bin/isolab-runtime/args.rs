@@ -98,7 +98,7 @@ pub(crate) enum Command {
     /// Remove cgroups, loop devices, directories and state files left by killed runtimes.
     Gc {
         /// State directory.
-        #[arg(long, default_value = isolab_runtime::config::DEFAULT_STATE_DIR)]
+        #[arg(long, default_value_os_t = isolab_runtime::config::default_state_dir())]
         state_dir: PathBuf,
     },
 }
@@ -211,7 +211,7 @@ pub(crate) struct ContainerArgs {
     #[arg(long)]
     pub(crate) trace: bool,
     /// State directory.
-    #[arg(long, default_value = isolab_runtime::config::DEFAULT_STATE_DIR)]
+    #[arg(long, default_value_os_t = isolab_runtime::config::default_state_dir())]
     pub(crate) state_dir: PathBuf,
     /// Root filesystem: directory, overlay lower directory, or ext4 image.
     pub(crate) rootfs: Option<PathBuf>,
@@ -439,7 +439,8 @@ impl ContainerArgs {
         config.cwd = self.cwd.clone();
         config.trace = self.trace;
         config.state_dir = self.state_dir.clone();
-        config.user_namespace = self.userns;
+        // Without root a user namespace is what makes the mounts possible.
+        config.user_namespace = self.userns || isolab_runtime::config::rootless();
         config.binds = self.binds()?;
         if let Some(parent) = self.cgroup_parent() {
             config.cgroup_parent = parent;
@@ -455,6 +456,12 @@ impl ContainerArgs {
                     .collect::<Result<_>>()?,
             },
         };
+        if self.network == NetworkMode::Bridge && isolab_runtime::config::rootless() {
+            bail!(
+                "--network bridge needs root (a veth pair, a bridge and NAT in the host's \
+                 network namespace); without root use --network none or host"
+            );
+        }
         if !self.publish.is_empty() && self.network != NetworkMode::Bridge {
             bail!("--publish needs --network bridge");
         }

@@ -225,7 +225,7 @@ fn container_args(id: Option<&str>, trace: bool) -> ContainerArgs {
         bind: Vec::new(),
         cgroup_parent: None,
         trace,
-        state_dir: PathBuf::from(isolab_runtime::config::DEFAULT_STATE_DIR),
+        state_dir: isolab_runtime::config::default_state_dir(),
         rootfs: None,
         command: Vec::new(),
     }

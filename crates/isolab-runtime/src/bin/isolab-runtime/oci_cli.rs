@@ -48,7 +48,7 @@ impl Global {
     pub fn state_dir(&self) -> PathBuf {
         self.root
             .clone()
-            .unwrap_or_else(|| PathBuf::from(isolab_runtime::config::DEFAULT_STATE_DIR))
+            .unwrap_or_else(isolab_runtime::config::default_state_dir)
     }
 
     /// Refuses what isolab-runtime does not do.

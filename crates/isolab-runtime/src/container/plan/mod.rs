@@ -561,6 +561,11 @@ pub(crate) fn exec_plan(config: &ContainerConfig) -> Result<ExecPlan, RuntimeErr
         security: security::prepare_cached(
             &config.security,
             &config.state_dir.join(security::seccomp::cache::DIR_NAME),
+            if config.user_namespace {
+                security::Held::NewUserNamespace
+            } else {
+                security::Held::Inherited
+            },
         )?,
         stdio_null: config.stdio == Stdio::Null,
         rlimits: config.oci.rlimits.clone(),

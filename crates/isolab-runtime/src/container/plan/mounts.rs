@@ -192,12 +192,20 @@ fn standard_mount(
         }
         Standard::DevPts => {
             b.mkdir(&dev.join("pts"), 0o755)?;
+            // An unprivileged user's namespace maps one gid (0): group tty (5) does
+            // not exist there and the kernel refuses `gid=5`, as runc's rootless mode
+            // knows; the terminals then belong to the container's root group.
+            let options = if config.user_namespace && crate::config::rootless() {
+                "newinstance,ptmxmode=0666,mode=0620"
+            } else {
+                "newinstance,ptmxmode=0666,mode=0620,gid=5"
+            };
             b.mount(
                 Some("devpts"),
                 &dev.join("pts"),
                 Some("devpts"),
                 libc::MS_NOSUID | libc::MS_NOEXEC,
-                Some("newinstance,ptmxmode=0666,mode=0620,gid=5"),
+                Some(options),
             )
         }
         Standard::Shm => {
