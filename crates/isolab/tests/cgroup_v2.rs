@@ -423,13 +423,18 @@ fn isolab_runs_an_experiment_on_host_and_isolab_on_pure_cgroup_v2() {
     // The script's working directory is the guest run's workdir, read back below.
     let script = format!(
         "{GUEST_LEFTOVERS}\n\
-         {isolab} --db /root/v2.db run --no-report --workdir /root/v2-work {spec} > run.out 2> run.err\n\
-         status=$?\n\
+         {run}\n\
          cp /root/v2.db v2.db\n\
          {GUEST_LEFTOVERS}\n\
          exit $status\n",
-        isolab = shell_quote(&isolab.to_string_lossy()),
-        spec = shell_quote(&spec.to_string_lossy()),
+        run = watched(
+            &format!(
+                "{} --db /root/v2.db run --no-report --workdir /root/v2-work {} > run.out 2> run.err",
+                shell_quote(&isolab.to_string_lossy()),
+                shell_quote(&spec.to_string_lossy()),
+            ),
+            600
+        ),
     );
     let (run, out) = in_guest(g, &script, &[work.path().to_path_buf(), images]);
     let read = |name: &str| std::fs::read_to_string(out.path().join(name)).unwrap_or_default();
@@ -444,9 +449,10 @@ fn isolab_runs_an_experiment_on_host_and_isolab_on_pure_cgroup_v2() {
     assert_eq!(
         run.exit_status,
         0,
-        "isolab run failed in the pure cgroup v2 guest:\n{}\n{}\nrun errors: {errors:#?}",
+        "isolab run failed in the pure cgroup v2 guest:\n{}\n{}\nrun errors: {errors:#?}\n{}",
         read("run.out"),
-        read("run.err")
+        read("run.err"),
+        read("hang.txt")
     );
     eprintln!("{}", read("run.out"));
 
@@ -494,6 +500,27 @@ fn isolab_runs_an_experiment_on_host_and_isolab_on_pure_cgroup_v2() {
     }
     // Nothing left: what the guest had before the run, it has after.
     nothing_left(&run.stdout, &["cgroups", "mounts", "state", "processes"]);
+}
+
+/// Shell that runs `command` in the background and sets `status` to its exit status; if it
+/// is still running after `secs` seconds, what every process waits in, the cgroups with
+/// processes and the kernel's hung-task reports go to `hang.txt` and it is sent SIGTERM
+/// (isolab then tears down and says which runs it did not finish): a hang in the guest
+/// is a failure that says where, not a VM killed at the guest's timeout.
+fn watched(command: &str, secs: u32) -> String {
+    format!(
+        "{command} &\n\
+         pid=$!\n\
+         ( sleep {secs}; kill -0 $pid 2>/dev/null || exit 0\n\
+           {{ echo \"== still running after {secs} s\"; ps -eo pid,ppid,stat,wchan:32,etime,args\n\
+             for p in /proc/[0-9]*; do echo \"== $p $(cat $p/comm 2>/dev/null)\"; cat $p/stack 2>/dev/null; done\n\
+             grep -l . $(find /sys/fs/cgroup -name cgroup.procs) 2>/dev/null\n\
+             dmesg | tail -50; }} > hang.txt 2>&1\n\
+           kill -TERM $pid ) &\n\
+         watch=$!\n\
+         wait $pid; status=$?\n\
+         pkill -P $watch 2>/dev/null; kill $watch 2>/dev/null; wait $watch 2>/dev/null"
+    )
 }
 
 /// A run's counter `name`.
@@ -602,8 +629,7 @@ fn an_unprivileged_user_runs_an_experiment_in_a_delegated_cgroup() {
          {not_mine} > not-mine.out 2> not-mine.err; echo $? > not-mine.status\n\
          {cpu_only} > cpu-only.out 2> cpu-only.err; echo $? > cpu-only.status\n\
          {GUEST_LEFTOVERS}\n\
-         {lab} > run.out 2> run.err\n\
-         status=$?\n\
+         {lab}\n\
          cp /home/lab/lab.db lab.db\n\
          [ $status = 0 ] || {isolab} --db /home/lab/lab.db show rootless > show.out 2>&1\n\
          {GUEST_LEFTOVERS}\n\
@@ -615,7 +641,13 @@ fn an_unprivileged_user_runs_an_experiment_in_a_delegated_cgroup() {
          exit $status\n",
         not_mine = as_lab_user("not-mine", &run("not-mine.db")),
         cpu_only = as_lab_user("cpu-only.slice/user-1000.scope", &run("cpu-only.db")),
-        lab = as_lab_user("lab.slice/user-1000.scope", &run("lab.db")),
+        lab = watched(
+            &format!(
+                "{} > run.out 2> run.err",
+                as_lab_user("lab.slice/user-1000.scope", &run("lab.db"))
+            ),
+            600
+        ),
     );
     let (guest_run, out) = in_guest(g, &script, &[work.path().to_path_buf(), images]);
     let read = |name: &str| std::fs::read_to_string(out.path().join(name)).unwrap_or_default();
@@ -654,10 +686,11 @@ fn an_unprivileged_user_runs_an_experiment_in_a_delegated_cgroup() {
     assert_eq!(
         guest_run.exit_status,
         0,
-        "isolab run as uid 1000 failed in the guest:\n{}\n{}\n{}\nrun errors: {errors:#?}",
+        "isolab run as uid 1000 failed in the guest:\n{}\n{}\n{}\nrun errors: {errors:#?}\n{}",
         read("run.out"),
         read("run.err"),
-        read("show.out")
+        read("show.out"),
+        read("hang.txt")
     );
     let id = store.resolve("rootless").unwrap();
     eprintln!("{}", read("run.out"));
