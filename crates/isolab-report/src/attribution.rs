@@ -42,7 +42,7 @@ pub fn counters<'a>(runs: impl IntoIterator<Item = &'a RunRecord>) -> Counters {
     let mut out = Counters::new();
     for run in runs {
         let mut seen = std::collections::BTreeSet::new();
-        for (name, value) in run.telemetry.iter() {
+        for (name, &value) in run.telemetry.names().iter().zip(run.telemetry.values()) {
             if !value.is_finite() {
                 continue;
             }
@@ -57,7 +57,7 @@ pub fn counters<'a>(runs: impl IntoIterator<Item = &'a RunRecord>) -> Counters {
             if seen.insert(name.as_str()) {
                 out.entry(name.clone())
                     .or_default()
-                    .push((run.round, *value));
+                    .push((run.round, value));
             }
         }
     }

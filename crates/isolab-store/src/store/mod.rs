@@ -292,6 +292,17 @@ impl<'c> Db<'c> {
             .during(self.store, what)
     }
 
+    /// Runs `f` on the connection itself (for work of several statements that the
+    /// migrations share); a backend error names `what`.
+    pub(crate) fn with_connection<T>(
+        self,
+        what: impl FnOnce() -> String,
+        f: impl FnOnce(&mut dyn Connection) -> Result<T, BackendError>,
+    ) -> Result<T, Error> {
+        let mut conn = self.conn.borrow_mut();
+        f(conn.as_mut()).during(self.store, what)
+    }
+
     /// Runs a query that returns exactly one row, read by `get`; a backend error names
     /// `what`.
     pub(crate) fn query_one<T>(
