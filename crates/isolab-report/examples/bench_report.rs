@@ -9,7 +9,9 @@
 //! that attribution has counters to test for every decided point. Prints the time of each phase. With
 //! `ISOLAB_BENCH_STORE=FILE` the store is kept in FILE, made on the first run and only
 //! read after (the arguments of the first run stand), so that a profiler sees the
-//! report alone.
+//! report alone. With `ISOLAB_BENCH_HTML=FILE` the rendered report is written to FILE
+//! (after the timing), so that two builds' reports of one store can be compared byte
+//! for byte.
 
 use std::time::{Duration, Instant, SystemTime};
 
@@ -175,6 +177,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         html.len() / 1024,
         (load + analyse_time + render).as_secs_f64()
     );
+    if let Some(path) = std::env::var_os("ISOLAB_BENCH_HTML") {
+        std::fs::write(path, &html)?;
+    }
     if kept.is_none() {
         std::fs::remove_dir_all(&dir)?;
     }

@@ -442,9 +442,10 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Result<Compariso
     }
     // Points are independent: spread them over the cpus (the bootstrap and the
     // pairwise differences of large cells dominate a big report).
-    let mut points: Vec<Point> = in_parallel(&jobs, |(levels, metric, unit, direction, va, vb)| {
-        point(levels, metric, unit, *direction, va, vb, pairable, options)
-    });
+    let mut points: Vec<Point> =
+        crate::parallel::map_in_order(&jobs, |(levels, metric, unit, direction, va, vb)| {
+            point(levels, metric, unit, *direction, va, vb, pairable, options)
+        });
     if points.is_empty() {
         return Err(CompareError::NoMatches {
             a: a.label.clone(),
@@ -502,7 +503,7 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Result<Compariso
         })
         .collect();
     let attributions: Vec<crate::attribution::Attribution> =
-        in_parallel(&pairs, |(levels, runs_a, runs_b)| {
+        crate::parallel::map_in_order(&pairs, |(levels, runs_a, runs_b)| {
             crate::attribution::attribute(
                 levels,
                 &crate::attribution::counters(runs_a.iter().copied()),
@@ -539,28 +540,6 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Result<Compariso
         geomean,
         steady,
         attributions,
-    })
-}
-
-/// `f` of every item, in order, the items split into one contiguous part per cpu.
-fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(items.len().max(1));
-    if threads <= 1 {
-        return items.iter().map(&f).collect();
-    }
-    let chunk = items.len().div_ceil(threads).max(1);
-    let f = &f;
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = items
-            .chunks(chunk)
-            .map(|part| scope.spawn(move || part.iter().map(f).collect::<Vec<R>>()))
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-            .collect()
     })
 }
 
