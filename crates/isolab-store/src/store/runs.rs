@@ -20,7 +20,7 @@ use crate::model::{
 use crate::telemetry::TelemetrySet;
 
 use super::experiments::ensure_experiment;
-use super::{attach, positions, At, Db, Store};
+use super::{attach, positions, At, Db, RowId, Store};
 
 /// The columns of `load_intervals` after `run_id`, in the order [`RawInterval`] reads them.
 pub(super) const INTERVAL_COLUMNS: &str =
@@ -129,7 +129,7 @@ impl FromRow for RawRun {
 
 impl RawRun {
     fn decode(self) -> Result<RunRecord, Error> {
-        let at = At::new("runs", format!("id {}", self.id));
+        let at = At::new("runs", RowId([("id", self.id)]));
         let exit_code = match self.exit_code {
             None => None,
             Some(code) => Some(
@@ -293,7 +293,7 @@ impl Store {
             what,
             |row: (RunId, i64, String, String, String, Option<f64>)| {
                 let (run, position, name, unit, direction, value) = row;
-                let at = At::new("metrics", format!("run_id {run}, position {position}"));
+                let at = At::new("metrics", RowId([("run_id", run), ("position", position)]));
                 let metric = MetricValue {
                     name,
                     unit,
@@ -424,7 +424,7 @@ fn read_layouts(db: Db<'_>) -> Result<Layouts, Error> {
 impl Layouts {
     /// The telemetry of run `run`: `packed` values under the names of `layout`.
     fn set(&self, run: RunId, layout: i64, packed: &[u8]) -> Result<TelemetrySet, Error> {
-        let at = At::new("telemetry", format!("run_id {run}"));
+        let at = At::new("telemetry", RowId([("run_id", run)]));
         let names = self
             .0
             .get(&layout)
