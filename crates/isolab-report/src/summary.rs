@@ -250,12 +250,19 @@ pub fn baseline_comparisons(
         select,
         primary: options.primary.clone(),
     };
-    others
-        .into_iter()
-        .filter_map(|combo| {
-            crate::compare::compare(&side(options.baseline.clone()), &side(combo), compare).ok()
-        })
-        .collect()
+    // The configurations at once, each on its share of the cpus: one's serial steps
+    // (collecting its cells) overlap another's points.
+    crate::parallel::map_in_order(&others, |combo| {
+        crate::compare::compare(
+            &side(options.baseline.clone()),
+            &side(combo.clone()),
+            compare,
+        )
+        .ok()
+    })
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 /// `levels` sorted and written `factor=level …`: the same cell's key whatever order its
