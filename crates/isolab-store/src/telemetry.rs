@@ -530,13 +530,26 @@ pub enum TelemetryName<'a> {
 /// ([`TelemetrySet::shares_names`] tells a consumer it can reuse what it worked out for
 /// another set's names). [`TelemetrySet::names`] and [`TelemetrySet::values`] read them
 /// as they are; [`TelemetrySet::iter`] lends `(name, value)` rows, made on its first call.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct TelemetrySet {
     names: Arc<Vec<String>>,
     values: Vec<f64>,
     /// The rows [`TelemetrySet::iter`] lends, made on its first call (reports and the
     /// store never call it).
     rows: OnceLock<Vec<(String, f64)>>,
+}
+
+/// An empty set holds the one empty list of names: a store reads a set for every run
+/// before it reads the run's telemetry, and a report holds a million.
+impl Default for TelemetrySet {
+    fn default() -> Self {
+        static NO_NAMES: OnceLock<Arc<Vec<String>>> = OnceLock::new();
+        TelemetrySet {
+            names: Arc::clone(NO_NAMES.get_or_init(|| Arc::new(Vec::new()))),
+            values: Vec::new(),
+            rows: OnceLock::new(),
+        }
+    }
 }
 
 impl TelemetrySet {
