@@ -73,19 +73,14 @@ check: test
 
 # The dependency policy: every locked dependency builds with the workspace's rust-version
 # (scripts/check-msrv.py), then cargo-deny's checks of deny.toml (advisories, licences,
-# duplicate versions, sources). cargo-deny is built once per version into
-# ~/.cache/isolab/cargo-deny-VERSION (about 5 CPU-minutes: 9 minutes on 2 busy cores).
-# Its advisories need the RustSec database, a git repository on GitHub: where that cannot
-# be fetched (CI reaches package registries only) this says that advisories were NOT
+# duplicate versions, sources); `scripts/setup.sh test` installs cargo-deny. Its
+# advisories need the RustSec database, a git repository on GitHub: where that cannot be
+# fetched (CI reaches package registries only) this says that advisories were NOT
 # checked, and why, and checks the rest. `make deny ADVISORY_DB=DIR` checks against a
 # local clone of github.com/rustsec/advisory-db instead, printing its date.
-CARGO_DENY_VERSION := 0.20.2
-CARGO_DENY_ROOT := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/isolab/cargo-deny-$(CARGO_DENY_VERSION)
-CARGO_DENY := $(CARGO_DENY_ROOT)/bin/cargo-deny
+CARGO_DENY := cargo-deny
 deny:
 	scripts/check-msrv.py
-	test -x $(CARGO_DENY) || env -u CARGO_TARGET_DIR \
-		cargo install cargo-deny --version $(CARGO_DENY_VERSION) --locked --root $(CARGO_DENY_ROOT)
 	@if [ -n "$(ADVISORY_DB)" ]; then \
 		echo "advisory database: $(ADVISORY_DB), last commit $$(git -C '$(ADVISORY_DB)' log -1 --format='%h of %cs' main)"; \
 		export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0='url.file://$(abspath $(ADVISORY_DB)).insteadOf' \

@@ -1,13 +1,31 @@
 #!/usr/bin/env bash
-# Harness cost per run: `true` run N times through isolab (cgroup created, limited,
-# read back and removed; perf counters; host sampler; one SQLite transaction per
-# run) against spawning `true` N times directly, measured side by side in one go.
-# Usage: sudo scripts/bench-harness.sh [N]   (default N=200)
+# Harness cost per run, beside the peer's: `true` run N times through hyperfine (-N, no
+# shell) and through `isolab run` on the host platform (cgroup made, limited, read back
+# and removed; perf counters; host sampler; the run stored), in ROUNDS rounds that visit
+# hyperfine and every isolab build given in a shuffled order each.
+#
+# Usage: sudo scripts/bench-harness.sh [N] [ROUNDS] [ISOLAB...]
+#   N       runs of `true` per measurement (default 200)
+#   ROUNDS  rounds (default 3)
+#   ISOLAB  isolab binaries to compare (default: target/release/isolab, built first);
+#           e.g. an old build and a new one: the rounds alternate them.
+#
+# Per build and round it prints the wall time per run of the whole `isolab run`
+# (process start, spec, preflight and environment capture included), the period per run
+# between its first and its last stored run (what every further run costs), and the
+# same for hyperfine: its mean, and the wall time of the whole invocation per run. The
+# harness cost is isolab's period per run minus hyperfine's mean.
 set -euo pipefail
 N=${1:-200}
+ROUNDS=${2:-3}
+shift $(( $# > 2 ? 2 : $# ))
 cd "$(dirname "$0")/.."
-cargo build --release --locked -q -p isolab
-BIN=target/release/isolab
+BINS=("$@")
+if [[ ${#BINS[@]} -eq 0 ]]; then
+    cargo build --release --locked -q -p isolab
+    BINS=(target/release/isolab)
+fi
+command -v hyperfine >/dev/null || { echo "bench-harness: hyperfine is not installed (apt-get install hyperfine, or scripts/setup.sh test)" >&2; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cat > "$tmp/harness.toml" <<SPEC
@@ -26,24 +44,51 @@ parser = "time"
 SPEC
 
 now() { date +%s%N; }
-# Direct spawns first and last, so that drift shows up as a difference between the two.
-t0=$(now); for _ in $(seq "$N"); do /bin/true; done; t1=$(now)
-"$BIN" --db "$tmp/h.db" run --quiet --no-report --workdir "$tmp/work" "$tmp/harness.toml"
-t2=$(now); for _ in $(seq "$N"); do /bin/true; done; t3=$(now)
-# isolab's own time: from its first to its last stored run, plus one run's length.
-wall=$("$BIN" --db "$tmp/h.db" export harness-cost --format json | python3 -c '
-import json,sys; rows=json.load(sys.stdin)["observations"]; print(sum(r["value"] for r in rows)/len(rows))')
-t4=$(now)
-"$BIN" --db "$tmp/h2.db" run --quiet --no-report --workdir "$tmp/work" "$tmp/harness.toml"
-t5=$(now)
-python3 - "$N" "$t0" "$t1" "$t2" "$t3" "$t4" "$t5" "$wall" <<'PY'
+results=$tmp/results.tsv
+: > "$results"
+for round in $(seq "$ROUNDS"); do
+    # hyperfine is index -1; builds are 0..n-1; the order of the round is shuffled.
+    mapfile -t order < <( (echo -1; seq 0 $(( ${#BINS[@]} - 1 ))) | shuf )
+    for i in "${order[@]}"; do
+        if [[ $i == -1 ]]; then
+            t0=$(now)
+            hyperfine -N --runs "$N" --warmup 3 --style none --export-json "$tmp/hf.json" true >/dev/null
+            t1=$(now)
+            mean=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["results"][0]["mean"])' "$tmp/hf.json")
+            printf 'hyperfine\t%s\t%s\t%s\n' "$round" "$(( (t1 - t0) / N ))" "$mean" >> "$results"
+        else
+            bin=${BINS[$i]}
+            rm -rf "$tmp/h.db"* "$tmp/work"
+            t0=$(now)
+            "$bin" --db "$tmp/h.db" run --quiet --no-report --workdir "$tmp/work" "$tmp/harness.toml"
+            t1=$(now)
+            # From the first stored run's start to the last one's end, per run.
+            period=$(python3 - "$tmp/h.db" <<'PY'
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+first, last, n = c.execute("select min(started_at_ms), max(started_at_ms + wall_ns / 1000000.0), count(*) from runs").fetchone()
+print((last - first) / 1000 / n)
+PY
+)
+            printf '%s\t%s\t%s\t%s\n' "$bin" "$round" "$(( (t1 - t0) / N ))" "$period" >> "$results"
+        fi
+    done
+done
+python3 - "$N" "$results" <<'PY'
 import sys
-n = int(sys.argv[1]); t = [int(x) for x in sys.argv[2:8]]; wall = float(sys.argv[8])
-direct = ((t[1]-t[0]) + (t[3]-t[2])) / 2 / n / 1e6
-isolab = (t[5]-t[4]) / n / 1e6
-print(f"runs per side:                 {n}")
-print(f"direct spawn of true:          {direct:8.3f} ms/run")
-print(f"isolab run of true (total):    {isolab:8.3f} ms/run  (process start, spec, preflight and store included)")
-print(f"  measured wall of true inside: {wall*1e3:8.3f} ms/run")
-print(f"harness cost per run:          {isolab-direct:8.3f} ms  (ratio isolab/direct {isolab/direct:.1f}x)")
+n = int(sys.argv[1])
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[2])]
+print(f"{n} runs of `true` per measurement; ms per run (wall of the whole command / N; isolab's period between its first and last run / N; hyperfine's mean)")
+print(f"{'what':<40} {'round':>5} {'whole/N':>9} {'period':>9}")
+hf = {}
+for what, rnd, whole_ns, x in rows:
+    whole = int(whole_ns) / 1e6
+    per = float(x) * 1e3
+    print(f"{what:<40} {rnd:>5} {whole:9.3f} {per:9.3f}")
+    if what == "hyperfine":
+        hf[rnd] = per
+print()
+for what in dict.fromkeys(r[0] for r in rows if r[0] != "hyperfine"):
+    costs = [float(x) * 1e3 - hf[rnd] for w, rnd, _, x in rows if w == what]
+    print(f"harness cost per run of {what}: " + ", ".join(f"{c:.3f}" for c in costs) + " ms above hyperfine's mean")
 PY

@@ -39,8 +39,9 @@ Installs what isolab needs on Debian 12 or 13, tier by tier (default: quickstart
   seeds       the seeds' programs on the host (HPCC, Open MPI, sockperf, ioping, FFmpeg,
               httpd's build) and the storage factor (dmsetup, btrfs-progs)
   fleet       PostgreSQL's server (a team's store) and Slurm with MUNGE
-  test        every tier, plus Chromium, benchstat, the OCI runtime-tools suite and
-              pandas (the docs' data example): what \`make test\` needs
+  test        every tier, plus Chromium, hyperfine, benchstat, cargo-deny, the OCI
+              runtime-tools suite and pandas (the docs' data example): what
+              \`make test\` needs
   all         the same as test
 
 --dry-run   resolve and print each tier's packages (installed, to install, or not in
@@ -379,6 +380,11 @@ if has_tier test; then
         BENCHSTAT_VERSION=v0.0.0-20250106172127-400946f43c82
     fi
     go_install benchstat golang.org/x/perf/cmd/benchstat "$BENCHSTAT_VERSION"
+    # cargo-deny checks deny.toml (licences, duplicate versions, sources, advisories) in
+    # `make deny`, which `make test` runs: crates.io only, about 5 CPU-minutes to build.
+    CARGO_DENY_VERSION=0.20.2
+    cargo_install cargo-deny "$CARGO_DENY_VERSION" \
+        cargo-deny --version "$CARGO_DENY_VERSION" --locked --root /usr/local
     # The OCI runtime-tools validation suite: built once with Go through the module proxy
     # into /var/cache/isolab/runtime-tools (a cache hit costs nothing, and needs no root).
     ISOLAB_GO=$GO bash "$here/oci-validation.sh" --build-only | sed 's/^/setup: runtime-tools: /'

@@ -11,6 +11,8 @@
 //! holds only the archives, searched first (for the binary only), makes the linker take
 //! them; `libgcc_s`
 //! becomes libgcc's static unwinder `libgcc_eh.a` (what rustc links with `crt-static`).
+//! With libseccomp 2.6 (Debian 13), the libseccomp crate's pkg-config probe puts the
+//! system's library directory first, so the binary is linked dynamically there.
 //! The runtime uses no NSS function (no user or host name look-ups), so a static glibc
 //! loses nothing. Where an archive is missing (no libseccomp-dev, another libc), the
 //! binary is linked as before, at a fixed address only, and cargo says why.
@@ -76,6 +78,20 @@ fn seccomp_source_digest() {
 fn archives(dir: &Path) -> Result<(), String> {
     if std::env::var("CARGO_CFG_TARGET_ENV").as_deref() != Ok("gnu") {
         return Err("the target is not glibc".into());
+    }
+    // The libseccomp crate asks pkg-config for libseccomp >= 2.6 (Debian 13 has it); when
+    // found, pkg-config's search path (the system's library directory, which holds
+    // libseccomp.so) goes on the command line before this script's directory, and the
+    // linker's -Bdynamic then takes the .so: a static link is impossible.
+    let v26 = Command::new("pkg-config")
+        .args(["--atleast-version=2.6.0", "libseccomp"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if v26 && std::env::var_os("LIBSECCOMP_NO_PKG_CONFIG").is_none() {
+        return Err(
+            "libseccomp >= 2.6 is found by pkg-config, whose library directory the linker then searches first"
+                .into(),
+        );
     }
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;

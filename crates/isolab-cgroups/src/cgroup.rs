@@ -541,6 +541,22 @@ impl Cgroup {
         result
     }
 
+    /// Resets the memory peak ([`Stats::memory_peak`]) to the current use, so that a
+    /// cgroup kept from one run to the next reports each run's own peak: `true` when it
+    /// was reset (v1 `memory.max_usage_in_bytes`, written 0), `false` where that is not
+    /// possible (v2's `memory.peak` resets only for the descriptor that wrote it, and
+    /// not at all before Linux 6.12; or no memory controller).
+    pub fn reset_memory_peak(&self) -> Result<bool, Error> {
+        if !matches!(self.hierarchy.layout, Layout::V1 { .. }) {
+            return Ok(false);
+        }
+        let Some(dir) = self.path(Controller::Memory) else {
+            return Ok(false);
+        };
+        crate::file::write(&dir.join("memory.max_usage_in_bytes"), "0")?;
+        Ok(true)
+    }
+
     /// Cumulative counters (see [`Stats`]); each field the layout cannot provide is
     /// `None`. In hybrid mode PSI comes from the unified directory, and so does cpu
     /// usage when cpuacct is not mounted.

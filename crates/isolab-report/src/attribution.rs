@@ -21,6 +21,14 @@
 //! (one that appears from 0, or vanishes, first among them); ties by q. A counter recorded on one side only (perf counters that do not follow a
 //! workload into some engines, a VM's QEMU counters) is listed as *not comparable*,
 //! never as unchanged; where no counter moved, the attribution says so.
+//!
+//! A counter is named as a **cause** only when it moved the way the effect went
+//! ([`crate::mechanism::harm`]): more throttling, stalls, contention, faults,
+//! migrations or interrupts on the worse side (less achieved load there). One that
+//! moved the other way (less throttling on the worse side) cannot have made it worse: it
+//! is listed apart, as a difference between the configurations ([`Attribution::against`]),
+//! and when nothing moved the effect's way the line says so, with the limits both sides
+//! read back where they differ (a quota over two cpus against one pinned cpu).
 
 use std::collections::BTreeMap;
 
@@ -30,7 +38,17 @@ use isolab_stats::{
 };
 use isolab_store::{RunRecord, Telemetry};
 
-use crate::mechanism::{role, Mechanism, Role};
+use crate::mechanism::{harm, role, Harm, Mechanism, Role};
+
+/// Which side of a compared cell pair did worse, from its decided points.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorseSide {
+    /// A (the first side) did worse: B's decided points are better.
+    A,
+    /// B did worse.
+    B,
+}
 
 /// Each counter's observations with the round of each, by stored name.
 pub type Counters = BTreeMap<String, Vec<(u32, f64)>>;
@@ -138,8 +156,17 @@ impl Moved {
 pub struct Attribution {
     /// The levels the two cells share (the comparison's match key).
     pub levels: Vec<(String, String)>,
-    /// Counters that moved, ranked (see the module documentation).
+    /// Counters that moved the way the effect went, ranked (see the module
+    /// documentation): its candidate causes.
     pub moved: Vec<Moved>,
+    /// Counters that moved the other way (less throttling on the worse side): differences
+    /// between the two configurations that cannot have caused the effect.
+    pub against: Vec<Moved>,
+    /// Which side did worse (`None` when its decided points go both ways: then every
+    /// counter that moved is in `moved`).
+    pub worse: Option<WorseSide>,
+    /// The limits each side read back (A's, B's summaries), when they differ.
+    pub limits: Option<(String, String)>,
     /// When none moved: the counters that would have, judged by their p before the
     /// false-discovery adjustment (p < α, change beyond Δ), ranked the same way. With
     /// few runs the adjustment over many counters lets nothing through (6 pairs give
@@ -158,8 +185,18 @@ impl Attribution {
     }
 }
 
+/// The sides of one attributed cell pair: which did worse, and the limits each read back.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Effect {
+    /// Which side did worse, when its decided points agree.
+    pub worse: Option<WorseSide>,
+    /// A's and B's limits, as their runs' `limits.summary` read them back.
+    pub limits: (Option<String>, Option<String>),
+}
+
 /// Tests every counter of `a` and `b` (the counted runs of cells A and B) as a point is
-/// tested, pairing by round when `pairable`, and ranks those that moved.
+/// tested, pairing by round when `pairable`, and ranks those that moved: the way
+/// `effect` went as causes, the other way apart.
 pub fn attribute(
     levels: &[(String, String)],
     a: &Counters,
@@ -167,6 +204,7 @@ pub fn attribute(
     pairable: bool,
     rule: &VerdictRule,
     level: f64,
+    effect: &Effect,
 ) -> Attribution {
     let mut not_comparable: Vec<String> = Vec::new();
     let mut tested: Vec<(String, f64, f64, ChangeTest)> = Vec::new();
@@ -262,25 +300,49 @@ pub fn attribute(
                 .then(x.counter.cmp(&y.counter))
         })
     };
-    let mut moved: Vec<Moved> = tested
+    // Whether a moved counter went the effect's way.
+    let causal = |m: &Moved| {
+        let Some(worse) = effect.worse else {
+            return true;
+        };
+        let (on_worse, on_better) = match worse {
+            WorseSide::A => (m.mean_a, m.mean_b),
+            WorseSide::B => (m.mean_b, m.mean_a),
+        };
+        match Telemetry::parse(&m.counter).map_or(Harm::More, |k| harm(&k)) {
+            Harm::More => on_worse > on_better,
+            Harm::Less => on_worse < on_better,
+            Harm::Either => true,
+        }
+    };
+    let (mut moved, mut against): (Vec<Moved>, Vec<Moved>) = tested
         .iter()
         .zip(qs.iter().copied())
         .filter_map(|c| candidate(c, true))
-        .collect();
+        .partition(causal);
     rank(&mut moved);
+    rank(&mut against);
     let mut unadjusted: Vec<Moved> = if moved.is_empty() {
         tested
             .iter()
             .zip(qs.iter().copied())
             .filter_map(|c| candidate(c, false))
+            .filter(causal)
             .collect()
     } else {
         Vec::new()
     };
     rank(&mut unadjusted);
+    let limits = match &effect.limits {
+        (Some(la), Some(lb)) if la != lb => Some((la.clone(), lb.clone())),
+        _ => None,
+    };
     Attribution {
         levels: levels.to_vec(),
         moved,
+        against,
+        worse: effect.worse,
+        limits,
         unadjusted,
         tested: tested.len(),
         not_comparable,
@@ -333,7 +395,15 @@ mod tests {
                 &[3.0, 3.1, 3.0, 3.2, 3.0, 3.1, 3.0, 3.1],
             ),
         ]);
-        let at = attribute(&[], &a, &b, true, &VerdictRule::default(), 0.95);
+        let at = attribute(
+            &[],
+            &a,
+            &b,
+            true,
+            &VerdictRule::default(),
+            0.95,
+            &Effect::default(),
+        );
         let names: Vec<&str> = at.moved.iter().map(|m| m.counter.as_str()).collect();
         assert_eq!(names, ["nr_throttled", "cpu_migrations"], "{at:?}");
         assert_eq!(at.mechanism(), Some(Mechanism::Quota));
@@ -353,11 +423,59 @@ mod tests {
         );
     }
 
+    /// The review's case: B (a pinned cpu) did worse than A (a quota over both cpus), and
+    /// A was throttled where B was not. Less throttling cannot make B worse: it is a
+    /// difference, not a cause, and the line says that nothing moved the effect's way,
+    /// with the limits each side read back.
+    #[test]
+    fn a_counter_that_moved_against_the_effect_is_not_named_its_cause() {
+        let a = side(&[
+            ("throttled_s", &[2.6, 2.7, 2.65, 2.7, 2.68, 2.66, 2.7, 2.64]),
+            ("cpu_usage_s", &[1.0, 1.01, 0.99, 1.0, 1.02, 1.0, 0.98, 1.0]),
+        ]);
+        let b = side(&[
+            ("throttled_s", &[0.0; 8]),
+            ("cpu_usage_s", &[1.0, 0.99, 1.01, 1.0, 1.0, 1.01, 0.99, 1.0]),
+        ]);
+        let effect = Effect {
+            worse: Some(WorseSide::B),
+            limits: (
+                Some("quota 1.00 cpu (100ms/100ms), cpus 0-1, memory 1 GiB".into()),
+                Some("no quota, cpus 1, memory 1 GiB".into()),
+            ),
+        };
+        let at = attribute(&[], &a, &b, true, &VerdictRule::default(), 0.95, &effect);
+        assert!(at.moved.is_empty(), "{at:?}");
+        assert_eq!(at.against.len(), 1);
+        assert_eq!(at.against[0].counter, "throttled_s");
+        let line = crate::table::attribution_line(&at);
+        assert_eq!(
+            line,
+            "no recorded counter moved the way the effect went (2 tested); moved the other way, so not a cause: throttled_s 2.666 → 0 s (cpu quota); the limits read back differ: quota 1.00 cpu (100ms/100ms), cpus 0-1, memory 1 GiB against no quota, cpus 1, memory 1 GiB"
+        );
+        // Had A done worse, the quota's throttling would be its cause.
+        let a_worse = Effect {
+            worse: Some(WorseSide::A),
+            ..effect
+        };
+        let at = attribute(&[], &a, &b, true, &VerdictRule::default(), 0.95, &a_worse);
+        assert_eq!(at.mechanism(), Some(Mechanism::Quota));
+        assert!(at.against.is_empty());
+    }
+
     #[test]
     fn nothing_moved_is_said_and_settings_are_not_counters() {
         let a = side(&[("cpu_usage_s", &[1.0, 1.1, 0.9, 1.0, 1.05, 0.95])]);
         let b = side(&[("cpu_usage_s", &[1.0, 0.9, 1.1, 1.05, 0.95, 1.0])]);
-        let at = attribute(&[], &a, &b, false, &VerdictRule::default(), 0.95);
+        let at = attribute(
+            &[],
+            &a,
+            &b,
+            false,
+            &VerdictRule::default(),
+            0.95,
+            &Effect::default(),
+        );
         assert!(at.moved.is_empty());
         assert_eq!(
             crate::table::attribution_line(&at),
@@ -373,7 +491,15 @@ mod tests {
         for name in ["q1", "q2", "q3", "q4", "q5", "q6"] {
             b.insert(name.into(), series(&[1.0, 2.0]));
         }
-        let at = attribute(&[], &a, &b, false, &VerdictRule::default(), 0.95);
+        let at = attribute(
+            &[],
+            &a,
+            &b,
+            false,
+            &VerdictRule::default(),
+            0.95,
+            &Effect::default(),
+        );
         assert_eq!(at.not_comparable.len(), 6);
         let line = crate::table::attribution_line(&at);
         assert!(
@@ -414,7 +540,15 @@ mod tests {
             a.insert(name.into(), same.clone());
             b.insert(name.into(), same.clone());
         }
-        let at = attribute(&[], &a, &b, true, &VerdictRule::default(), 0.95);
+        let at = attribute(
+            &[],
+            &a,
+            &b,
+            true,
+            &VerdictRule::default(),
+            0.95,
+            &Effect::default(),
+        );
         assert!(at.moved.is_empty(), "{at:?}");
         assert_eq!(at.tested, 20);
         assert_eq!(at.unadjusted.len(), 1, "{at:?}");

@@ -488,22 +488,29 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Result<Compariso
     }
     // What moved with each decided effect: once per cell pair, the pairs spread over
     // the cpus like the points.
-    let decided: std::collections::HashSet<&[(String, String)]> = points
-        .iter()
-        .filter(|p| matches!(p.verdict, Verdict::Worse | Verdict::Better))
-        .map(|p| &p.levels[..])
-        .collect();
+    // Each cell pair's decided verdicts, in point order.
+    let mut decided: std::collections::HashMap<&[(String, String)], Vec<Verdict>> =
+        std::collections::HashMap::new();
+    for p in &points {
+        if matches!(p.verdict, Verdict::Worse | Verdict::Better) {
+            decided.entry(&p.levels[..]).or_default().push(p.verdict);
+        }
+    }
     let pairs: Vec<_> = side_a
         .iter()
-        .filter(|(_, (levels, _, _))| decided.contains(&levels[..]))
         .filter_map(|(key, (levels, _, runs_a))| {
-            side_b
-                .get(key)
-                .map(|(_, _, runs_b)| (levels, runs_a, runs_b))
+            let verdicts = decided.get(&levels[..])?;
+            side_b.get(key).map(|(_, _, runs_b)| {
+                let effect = crate::attribution::Effect {
+                    worse: worse_side(verdicts),
+                    limits: (limits_summary(runs_a), limits_summary(runs_b)),
+                };
+                (levels, runs_a, runs_b, effect)
+            })
         })
         .collect();
     let attributions: Vec<crate::attribution::Attribution> =
-        crate::parallel::map_in_order(&pairs, |(levels, runs_a, runs_b)| {
+        crate::parallel::map_in_order(&pairs, |(levels, runs_a, runs_b, effect)| {
             crate::attribution::attribute(
                 levels,
                 &crate::attribution::counters(runs_a.iter().copied()),
@@ -511,6 +518,7 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Result<Compariso
                 pairable,
                 &options.rule,
                 options.level,
+                effect,
             )
         });
     let regressions: Vec<f64> = points.iter().filter_map(|p| p.regression_pct).collect();
@@ -634,6 +642,25 @@ pub(crate) fn point(
         p.unpaired_change_ci = t.unpaired_change_ci;
     }
     p
+}
+
+/// Which side of a cell pair did worse, from its decided points' verdicts (worse or
+/// better): B when they are all worse, A when they are all better, `None` when they go
+/// both ways.
+fn worse_side(decided: &[Verdict]) -> Option<crate::attribution::WorseSide> {
+    if decided.iter().all(|v| *v == Verdict::Worse) {
+        Some(crate::attribution::WorseSide::B)
+    } else if decided.iter().all(|v| *v == Verdict::Better) {
+        Some(crate::attribution::WorseSide::A)
+    } else {
+        None
+    }
+}
+
+/// The limits the first of `runs` read back (`limits.summary`).
+fn limits_summary(runs: &[&isolab_store::RunRecord]) -> Option<String> {
+    runs.iter()
+        .find_map(|r| r.limits.get("summary")?.as_str().map(str::to_owned))
 }
 
 #[cfg(test)]

@@ -115,6 +115,28 @@ impl Mechanism {
     }
 }
 
+/// Which way a counter moves on the worse side when it is a cause of the effect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Harm {
+    /// More of it on the worse side: throttling, stalls, contention, faults, migrations,
+    /// interrupts, the hypervisor's work, a longer start-up.
+    More,
+    /// Less of it on the worse side: the rate the load generator achieved.
+    Less,
+    /// Either way: the work done describes the run (cpu time falls when it waits and
+    /// rises when it spins) rather than explains it.
+    Either,
+}
+
+/// Which way `key` moves on the worse side when it explains the effect ([`Harm`]).
+pub fn harm(key: &Telemetry) -> Harm {
+    match role(key) {
+        Role::Counter(Mechanism::Work) => Harm::Either,
+        _ if *key == Telemetry::LoadAchievedRate => Harm::Less,
+        _ => Harm::More,
+    }
+}
+
 /// What a telemetry key is to attribution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {

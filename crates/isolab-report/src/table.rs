@@ -511,6 +511,10 @@ pub fn attribution_line(a: &crate::attribution::Attribution) -> String {
                 .join("; "),
             a.unadjusted[0].mechanism.name()
         ),
+        None if !a.against.is_empty() => format!(
+            "no recorded counter moved the way the effect went ({} tested)",
+            a.tested
+        ),
         None => format!("no recorded counter explains it ({} tested)", a.tested),
         Some(top) => format!(
             "why: {} — {}",
@@ -523,6 +527,20 @@ pub fn attribution_line(a: &crate::attribution::Attribution) -> String {
             top.mechanism.words()
         ),
     };
+    if !a.against.is_empty() {
+        out.push_str(&format!(
+            "; moved the other way, so not a cause: {}",
+            a.against
+                .iter()
+                .take(LINE_COUNTERS)
+                .map(moved_phrase)
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
+    }
+    if let (true, Some((la, lb))) = (a.moved.is_empty(), &a.limits) {
+        out.push_str(&format!("; the limits read back differ: {la} against {lb}"));
+    }
     if !a.not_comparable.is_empty() {
         let shown = &a.not_comparable[..a.not_comparable.len().min(LINE_NOT_COMPARABLE)];
         let more = a.not_comparable.len() - shown.len();

@@ -31,8 +31,10 @@
 //! # Storage
 //!
 //! - One SQLite file, WAL journal (reports can read while a run writes), `synchronous =
-//!   FULL` (a committed run survives a power cut), foreign keys on, a busy timeout so that
-//!   two processes wait for each other instead of failing.
+//!   NORMAL` (a committed run survives the process's death; [`Store::sync`], which the
+//!   runner calls about once a second and at the end, makes it survive a power cut),
+//!   foreign keys on, a busy timeout so that two processes wait for each other instead of
+//!   failing.
 //! - Tidy tables, one fact per row: `experiments`, `environment`, `cells`, `cell_levels`,
 //!   `runs`, `metrics`, `telemetry`, `series`, `load_intervals`, `run_logs`, `run_notes`,
 //!   `interruptions`. Child tables are keyed by `(parent id, position)` (load intervals by

@@ -1156,6 +1156,69 @@ fn a_known_injected_effect_is_called_worse() {
     assert!(reason.starts_with("decided: worse"), "{reason}");
 }
 
+/// `isolab advise` over a real short experiment (the quick start's design, shorter): a
+/// CPU quota against a pinned cpu on the host and in a small isolab container. The tail
+/// rule applies (the quota makes the maximum latency many times worse, the mean hardly),
+/// pinning the small container applies, and the rules whose factors are missing say
+/// which; `--json` says the same.
+#[test]
+fn advise_checks_the_seeds_practices_on_a_real_experiment() {
+    let Some(guard) = CgroupTest::start() else {
+        return;
+    };
+    if !engine_installed("sysbench") {
+        isolab_skip::skip("sysbench is not installed (scripts/setup.sh installs it)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let body = "[experiment]\nname = \"advise\"\nseed = 5\nbaseline = { platform = \"host\", placement = \"pinned\" }\nrepetitions = { warmup = 1, min = 12, max = 12, target_cv = 0.05 }\nduration = \"1s\"\n\n[matrix]\nplatform = [\"host\", \"isolab\"]\nshape = [\"medium\"]\nplacement = [\"pinned\", \"quota\"]\nworkload = [\"tail\"]\n\n[workload.tail]\ncommand = \"sysbench cpu --cpu-max-prime=10000 --threads=2 --time={duration} --percentile=99 run\"\nparser = \"sysbench\"\nprimary = \"latency_max\"\n";
+    let (_, _, _) = run_experiment(dir.path(), body, "advise");
+    let db = dir.path().join("x.db");
+    let out = run(isolab().arg("--db").arg(&db).args(["advise", "advise"]));
+    let text_out = text(&out.stdout);
+    assert!(out.status.success(), "{text_out}\n{}", text(&out.stderr));
+    let rule = |id: &str| {
+        text_out
+            .split("\n[")
+            .find(|block| block.contains(&format!("] {id}:")))
+            .unwrap_or_else(|| panic!("{id} missing: {text_out}"))
+            .to_owned()
+    };
+    let tail = rule("quota-raises-tail-latency");
+    assert!(tail.starts_with("applies]"), "{tail}");
+    assert!(
+        tail.contains("latency_max") && !tail.contains("latency_p99"),
+        "{tail}"
+    );
+    let pin = rule("pin-small-containers");
+    assert!(pin.starts_with("applies]"), "{pin}");
+    assert!(
+        pin.contains("platform=isolab") && pin.contains("(1 cpu,"),
+        "{pin}"
+    );
+    let size = rule("container-size-chr");
+    assert!(size.starts_with("cannot be checked]"), "{size}");
+    let json = run(isolab()
+        .arg("--db")
+        .arg(&db)
+        .args(["advise", "advise", "--json"]));
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let outcome = |id: &str| {
+        v["advice"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["rule"] == id)
+            .map(|a| a["outcome"].clone())
+    };
+    assert_eq!(outcome("quota-raises-tail-latency"), Some("applies".into()));
+    assert_eq!(
+        outcome("reserve-against-noisy-neighbours"),
+        Some("cannot_check".into())
+    );
+    guard.assert_nothing_leaked("advise");
+}
+
 /// The mechanism of the first counter a finding's attribution names:
 /// `…; why: nr_throttled 0 → 512 (cpu quota); …` gives `cpu quota`.
 fn top_mechanism(finding: &str) -> Option<&str> {

@@ -523,6 +523,17 @@ pub enum PlatformError {
         /// What it said.
         message: String,
     },
+    /// A tree could not be copied (a stack's kept data into a run's directory).
+    #[error("cannot copy {from} into {to}: {source}")]
+    CopyTree {
+        /// The tree copied.
+        from: PathBuf,
+        /// Where it was copied to.
+        to: PathBuf,
+        /// Why, with its own cause.
+        #[source]
+        source: Box<isolab_image::ImageError>,
+    },
     /// A file operation in the working directory failed.
     #[error("{action} {path}: {source}")]
     Io {

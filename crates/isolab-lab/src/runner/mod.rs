@@ -224,10 +224,17 @@ impl<'a> Runner<'a> {
             id,
         };
         let mut runs = 0;
+        let mut synced = std::time::Instant::now();
         loop {
             let batch = round_order(spec, &states, seed, round);
             if batch.is_empty() {
                 break;
+            }
+            // Committed runs survive the process's death at once; a power cut loses at
+            // most about a second of them (and `--resume` runs them again).
+            if synced.elapsed() >= SYNC_EVERY {
+                self.store.sync()?;
+                synced = std::time::Instant::now();
             }
             for i in batch {
                 let cell = &spec.cells[i];
@@ -248,6 +255,7 @@ impl<'a> Runner<'a> {
         let failed_cells = states.iter().filter(|s| s.failed()).count();
         let status = ExperimentStatus::Complete;
         self.store.set_status(id, status, SystemTime::now())?;
+        self.store.sync()?;
         Ok(Outcome {
             experiment: id,
             status,
@@ -382,6 +390,10 @@ fn started(id: ExperimentId, spec: &ExperimentSpec, seed: u64, states: &[CellSta
             .sum(),
     }
 }
+
+/// How often the runner makes the stored runs durable against a power cut
+/// ([`isolab_store::Store::sync`]), at the start of a round.
+const SYNC_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The cells that run in round `round`, in order: every cell not stopped, shuffled
 /// with `seed` and the round when runs are interleaved, the first only when the

@@ -603,6 +603,15 @@ fn unapplied_resources(r: &oci_spec::runtime::LinuxResources) -> Vec<String> {
         );
     }
     if let Some(c) = r.cpu() {
+        // A CFS period is applied with its quota; alone it limits nothing, and applying it
+        // alone is not what this runtime does (`docker run --cpu-period` without
+        // `--cpu-quota` gives one).
+        if c.quota().is_none_or(|q| q <= 0) {
+            note(
+                "cpu.period (without a positive cpu.quota)",
+                set_u(c.period()),
+            );
+        }
         note("cpu.realtimeRuntime", set(c.realtime_runtime()));
         note("cpu.realtimePeriod", set_u(c.realtime_period()));
         note("cpu.idle", set(c.idle()));

@@ -547,6 +547,14 @@ mod tests {
                 "cpu.realtimePeriod",
             ),
             (json!({"cpu": {"idle": 1}}), "cpu.idle = 1"),
+            (
+                json!({"cpu": {"period": 50000}}),
+                "cpu.period (without a positive cpu.quota) = 50000",
+            ),
+            (
+                json!({"cpu": {"period": 50000, "quota": -1}}),
+                "cpu.period (without a positive cpu.quota) = 50000",
+            ),
             (json!({"cpu": {"burst": 1000}}), "cpu.burst = 1000"),
             (json!({"blockIO": {"weight": 500}}), "blockIO.weight = 500"),
             (

@@ -343,6 +343,14 @@ pub(crate) trait Connection: Send {
     /// Runs several statements without arguments (a migration).
     fn batch(&mut self, sql: &str) -> Result<(), BackendError>;
 
+    /// Makes every committed transaction durable against a power cut (a commit is
+    /// already durable against the process's death). SQLite commits without syncing
+    /// the journal (`synchronous = NORMAL` in WAL mode) and syncs here; a PostgreSQL
+    /// server syncs at each commit as it is configured to, so this does nothing there.
+    fn sync(&mut self) -> Result<(), BackendError> {
+        Ok(())
+    }
+
     fn begin(&mut self, kind: Begin) -> Result<(), BackendError>;
     fn commit(&mut self) -> Result<(), BackendError>;
     fn rollback(&mut self) -> Result<(), BackendError>;

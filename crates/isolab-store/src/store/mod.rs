@@ -229,6 +229,17 @@ impl Store {
         self.begin(Begin::Read, || "starting a read transaction".to_owned())
     }
 
+    /// Makes everything committed so far durable against a power cut: every commit is
+    /// durable against the process's death already (a `kill -9` loses no stored run), and
+    /// SQLite syncs its journal to the disk here rather than at every commit. The runner
+    /// calls it about once a second and when an experiment ends.
+    pub fn sync(&self) -> Result<(), Error> {
+        self.conn
+            .borrow_mut()
+            .sync()
+            .during(&self.location, || "syncing the store to the disk".into())
+    }
+
     /// Where the store lives: its path as given to [`Store::open`], its URL with the
     /// password hidden, or `:memory:`.
     pub fn location(&self) -> &str {

@@ -55,16 +55,18 @@ pub fn advise(db: &Path, args: AdviseArgs) -> Result<Exit> {
     Ok(Exit::Success)
 }
 
-/// The environment of every platform level of the stored spec's cells.
-fn platforms(data: &isolab_report::ExperimentData) -> BTreeMap<String, Environment> {
+/// The environment of every platform level of the stored spec's cells, or why the
+/// stored spec cannot be read (the rules that need platforms then say so).
+fn platforms(
+    data: &isolab_report::ExperimentData,
+) -> Result<BTreeMap<String, Environment>, String> {
     let anywhere = isolab_lab::HostFacts {
         cpus: (0..4096).collect(),
         storage: None,
     };
-    let Ok(spec) = super::stored_spec(&data.record, &anywhere) else {
-        return BTreeMap::new();
-    };
-    spec.cells
+    let spec = super::stored_spec(&data.record, &anywhere).map_err(|e| format!("{e:#}"))?;
+    Ok(spec
+        .cells
         .iter()
         .map(|c| {
             let p = &c.platform;
@@ -82,5 +84,5 @@ fn platforms(data: &isolab_report::ExperimentData) -> BTreeMap<String, Environme
             };
             (p.name.clone(), env)
         })
-        .collect()
+        .collect())
 }

@@ -170,15 +170,30 @@ fn copy_path(from: &Path, to: &Path) -> Result<(), PlatformError> {
     let meta = std::fs::symlink_metadata(from).map_err(io("cannot read", from))?;
     if meta.is_dir() {
         std::fs::create_dir(to).map_err(io("cannot create", to))?;
-        isolab_image::copy_tree(from, to).map_err(|e| PlatformError::Io {
-            action: "cannot copy the stack's data into",
-            path: to.to_path_buf(),
-            source: std::io::Error::other(e.to_string()),
+        isolab_image::copy_tree(from, to).map_err(|source| PlatformError::CopyTree {
+            from: from.to_path_buf(),
+            to: to.to_path_buf(),
+            source: Box::new(source),
         })?;
         return Ok(());
     }
     use std::os::unix::fs::MetadataExt;
     std::fs::copy(from, to).map_err(io("cannot copy the stack's data into", to))?;
+    // `fs::copy` keeps the mode, not the times: set them as the source's.
+    let times = std::fs::FileTimes::new()
+        .set_accessed(
+            meta.accessed()
+                .map_err(io("cannot read the times of", from))?,
+        )
+        .set_modified(
+            meta.modified()
+                .map_err(io("cannot read the times of", from))?,
+        );
+    std::fs::File::options()
+        .write(true)
+        .open(to)
+        .and_then(|f| f.set_times(times))
+        .map_err(io("cannot set the times of", to))?;
     std::os::unix::fs::lchown(to, Some(meta.uid()), Some(meta.gid()))
         .map_err(io("cannot change the owner of", to))
 }
@@ -232,6 +247,23 @@ mod tests {
             .permissions()
             .mode();
         assert_eq!(mode & 0o777, 0o700);
+
+        // A kept file has its source's times, as a kept directory's files do.
+        let then = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000);
+        let stamped = base.path().join("stamped");
+        std::fs::write(&stamped, "x").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&stamped)
+            .unwrap()
+            .set_modified(then)
+            .unwrap();
+        let copied = base.path().join("copies/stamped");
+        copy_path(&stamped, &copied).unwrap();
+        assert_eq!(
+            std::fs::metadata(&copied).unwrap().modified().unwrap(),
+            then
+        );
 
         // Another experiment's data stays; this one's goes.
         let other = run_workdir(base.path(), 8, "data-00000000000000ab");
