@@ -2,13 +2,16 @@
 //! stored runs. Run with
 //! `cargo run --release -p isolab-report --example bench_report -- [RUNS] [CELLS] [COUNTERS]`
 //! (defaults: 100000 runs over 100 cells, 2 counters per run: throttled periods and
-//! migrations, both constant). With COUNTERS up to 12, each run records that many
-//! counters that differ between placements as real runs' do (cpu time, throttling,
-//! migrations, context switches, PSI, faults, interrupts), so that attribution has
-//! counters to test for every decided point. Prints the time of each phase. With
+//! migrations, both constant). With COUNTERS up to 50, each run records that many of
+//! the counters a real run on a 16-core host records (cgroup cpu time, throttling and
+//! memory, getrusage, perf, PSI, interrupts, scheduling latency, each core's
+//! utilisation), some moving with the placement as real runs' do and some constant, so
+//! that attribution has counters to test for every decided point. Prints the time of each phase. With
 //! `ISOLAB_BENCH_STORE=FILE` the store is kept in FILE, made on the first run and only
 //! read after (the arguments of the first run stand), so that a profiler sees the
-//! report alone.
+//! report alone. With `ISOLAB_BENCH_HTML=FILE` the rendered report is written to FILE
+//! (after the timing), so that two builds' reports of one store can be compared byte
+//! for byte.
 
 use std::time::{Duration, Instant, SystemTime};
 
@@ -17,17 +20,33 @@ use isolab_report::{analyse, ExperimentData, SummaryOptions};
 use isolab_stats::Direction;
 use isolab_store::{MetricValue, NewCell, NewExperiment, NewRun, RunStatus, Store, Telemetry};
 
-/// `n` counters of a run of placement `p` (0 shared, 1 quota, 2 pinned, 3 shared2):
-/// the first two constant (the benchmark's old telemetry), the others moving with the
-/// placement and a little noise.
+/// Host cores whose utilisation a run records (`host_cpu<N>_util_pct`), as on a
+/// 16-core host.
+const HOST_CORES: u32 = 16;
+
+/// The most counters a run of the benchmark records: what a real run on a 16-core host
+/// stores (cgroup, getrusage, perf, per-core utilisation, interrupts, the probe).
+const MAX_COUNTERS: usize = 50;
+
+/// The first `n` counters of a run of placement `p` (0 shared, 1 quota, 2 pinned, 3
+/// shared2) with `noise` in [0, 1). The first 12 are the benchmark's earlier telemetry
+/// (the first two constant, the others moving with the placement and a little noise),
+/// so that 2 and 12 measure what they did before; the other 38 complete what
+/// `platform/measured.rs` and the probe push for one run on a 16-core host: cpu time
+/// split, cgroup periods and bursts, memory and io, the other PSI lines, getrusage,
+/// softirqs, scheduling latency and each host core's utilisation. Some move with the
+/// placement (a quota throttles, a pinned run loads one core), some stay constant
+/// (bursts, major faults, memory stalls), as on a real host.
 fn telemetry(n: usize, p: usize, noise: f64) -> isolab_store::TelemetrySet {
     use isolab_store::{PsiLine, PsiResource};
     let quota = if p == 1 { 1.0 } else { 0.0 };
     let pinned = if p == 2 { 1.0 } else { 0.0 };
-    let all = [
+    let cpu = 1.0 + 0.01 * noise;
+    let wall = 1.1 * (1.0 + 0.02 * p as f64) + 0.01 * noise;
+    let mut all = vec![
         (Telemetry::NrThrottled, 0.0),
         (Telemetry::CpuMigrations, 3.0),
-        (Telemetry::CpuUsage, 1.0 + 0.01 * noise),
+        (Telemetry::CpuUsage, cpu),
         (Telemetry::Throttled, quota * (0.2 + 0.01 * noise)),
         (
             Telemetry::ContextSwitches,
@@ -49,7 +68,54 @@ fn telemetry(n: usize, p: usize, noise: f64) -> isolab_store::TelemetrySet {
         (Telemetry::MajorFaults, 0.0),
         (Telemetry::Interrupts, 2000.0 + 100.0 * noise),
         (Telemetry::HostUtil, 50.0 - 20.0 * pinned + noise),
+        // The rest of a real run's counters.
+        (Telemetry::Wall, wall),
+        (Telemetry::CpuUser, 0.9 * cpu),
+        (Telemetry::CpuSystem, 0.1 * cpu),
+        (Telemetry::CpuUtil, 100.0 * cpu / wall),
+        (Telemetry::NrPeriods, quota * (wall / 0.1).ceil()),
+        (Telemetry::NrBursts, 0.0),
+        (Telemetry::Burst, 0.0),
+        (
+            Telemetry::MemoryPeak,
+            48.0 * 1024.0 * 1024.0 + 4096.0 * (100.0 * noise).floor(),
+        ),
+        (Telemetry::MemoryMajorFaults, 0.0),
+        (Telemetry::IoRead, 0.0),
+        (Telemetry::IoWrite, 4096.0 * (4.0 * noise).floor()),
+        (
+            Telemetry::Psi(PsiResource::Cpu, PsiLine::Full),
+            0.08 * quota * (1.0 + 0.1 * noise),
+        ),
+        (Telemetry::Psi(PsiResource::Memory, PsiLine::Some), 0.0),
+        (Telemetry::Psi(PsiResource::Memory, PsiLine::Full), 0.0),
+        (
+            Telemetry::Psi(PsiResource::Io, PsiLine::Full),
+            0.0005 * noise,
+        ),
+        (
+            Telemetry::CtxSwitchesVoluntary,
+            450.0 + 100.0 * quota + 15.0 * noise,
+        ),
+        (Telemetry::MaxRss, 46_000.0 + (200.0 * noise).floor()),
+        (Telemetry::Softirqs, 800.0 + 40.0 * noise),
+        (Telemetry::SoftirqsNet, 12.0),
+        (
+            Telemetry::SchedLatencyP50,
+            0.004 + 0.002 * quota - 0.001 * pinned + 0.0005 * noise,
+        ),
+        (
+            Telemetry::SchedLatencyP99,
+            0.05 + 0.2 * quota + 0.01 * noise,
+        ),
+        (Telemetry::SchedLatencyMax, 0.5 + 2.0 * quota + noise),
     ];
+    // Each host core's utilisation: a pinned run keeps core 2 busy, the others idle.
+    for core in 0..HOST_CORES {
+        let busy = if p == 2 && core == 2 { 95.0 } else { 3.0 };
+        all.push((Telemetry::HostCoreUtil(core), busy + noise));
+    }
+    debug_assert_eq!(all.len(), MAX_COUNTERS);
     all.into_iter().take(n).collect()
 }
 
@@ -60,7 +126,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .collect();
     let runs = args.first().copied().unwrap_or(100_000);
     let cells = args.get(1).copied().unwrap_or(100).max(2);
-    let counters = args.get(2).copied().unwrap_or(2).clamp(2, 12);
+    let counters = args.get(2).copied().unwrap_or(2).clamp(2, MAX_COUNTERS);
     // $ISOLAB_BENCH_STORE keeps the store between runs (made once for these
     // arguments, then only read), so that a profiler sees the report alone.
     let kept = std::env::var_os("ISOLAB_BENCH_STORE").map(std::path::PathBuf::from);
@@ -111,6 +177,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         html.len() / 1024,
         (load + analyse_time + render).as_secs_f64()
     );
+    if let Some(path) = std::env::var_os("ISOLAB_BENCH_HTML") {
+        std::fs::write(path, &html)?;
+    }
     if kept.is_none() {
         std::fs::remove_dir_all(&dir)?;
     }

@@ -39,11 +39,23 @@ pub fn analyse(
     options: SummaryOptions,
     compare: &compare::CompareOptions,
 ) -> Analysis {
-    let mut rows = summarize(data, &options);
-    let comparisons = summary::baseline_comparisons(data, &options, compare);
+    // The summary and the quality checks beside the comparisons: they need neither,
+    // and take a cpu the comparisons leave idle while they collect their cells.
+    let ((mut rows, quality), comparisons) = std::thread::scope(|scope| {
+        let beside = scope.spawn(|| {
+            (
+                summarize(data, &options),
+                quality::quality(data, &options.primary),
+            )
+        });
+        let comparisons = summary::baseline_comparisons(data, &options, compare);
+        let beside = beside
+            .join()
+            .unwrap_or_else(|e| std::panic::resume_unwind(e));
+        (beside, comparisons)
+    });
     summary::attach_verdicts(&mut rows, &comparisons);
     summary::mark_too_noisy(&mut rows, &comparisons, options.max_repetitions);
-    let quality = quality::quality(data, &options.primary);
     let isolation = isolation_table(&rows, |r| options.is_primary(r));
     let scalability = scalability(data, &rows, &options);
     Analysis {

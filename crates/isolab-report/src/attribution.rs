@@ -55,31 +55,55 @@ pub type Counters = BTreeMap<String, Vec<(u32, f64)>>;
 
 /// The counters of `runs` (counted runs of one cell): every telemetry value whose key
 /// is a counter ([`Role::Counter`]); settings and names this version does not know are
-/// left out.
+/// left out, and so are values that are not finite. A key recorded twice in one run
+/// counts once: its first finite value.
+///
+/// Which names are counters is worked out once per list of names, not per value: the
+/// runs of a cell share one ([`isolab_store::TelemetrySet::shares_names`]), so over a
+/// large experiment this is a walk over the values alone.
 pub fn counters<'a>(runs: impl IntoIterator<Item = &'a RunRecord>) -> Counters {
-    let mut out = Counters::new();
-    for run in runs {
-        let mut seen = std::collections::BTreeSet::new();
-        for (name, value) in run.telemetry.iter() {
-            if !value.is_finite() {
-                continue;
-            }
-            let Some(key) = Telemetry::parse(name) else {
-                continue;
-            };
-            if role(&key) == Role::Excluded {
-                continue;
-            }
-            // A key recorded twice in one run counts once (the first, as
-            // `TelemetrySet::get` reads it).
-            if seen.insert(name.as_str()) {
-                out.entry(name.clone())
-                    .or_default()
-                    .push((run.round, *value));
+    // Each counter's name and observations, in the order first met.
+    let mut out: Vec<(&'a str, Vec<(u32, f64)>)> = Vec::new();
+    // For the current list of names: the counter each position feeds.
+    let mut current: Option<(&'a isolab_store::TelemetrySet, Vec<Option<usize>>)> = None;
+    // The run each counter last took a value of (a key recorded twice counts once).
+    let mut taken: Vec<usize> = Vec::new();
+    for (n, run) in runs.into_iter().enumerate() {
+        let telemetry = &run.telemetry;
+        if !matches!(&current, Some((seen, _)) if seen.shares_names(telemetry)) {
+            let slots = telemetry
+                .names()
+                .iter()
+                .map(|name| {
+                    let key = Telemetry::parse(name)?;
+                    if role(&key) == Role::Excluded {
+                        return None;
+                    }
+                    let slot = out.iter().position(|(c, _)| c == name).unwrap_or_else(|| {
+                        out.push((name, Vec::new()));
+                        taken.push(usize::MAX);
+                        out.len() - 1
+                    });
+                    Some(slot)
+                })
+                .collect();
+            current = Some((telemetry, slots));
+        }
+        let Some((_, slots)) = &current else {
+            continue;
+        };
+        for (slot, &value) in slots.iter().zip(telemetry.values()) {
+            let Some(slot) = *slot else { continue };
+            if value.is_finite() && taken[slot] != n {
+                taken[slot] = n;
+                out[slot].1.push((run.round, value));
             }
         }
     }
-    out
+    out.into_iter()
+        .filter(|(_, values)| !values.is_empty())
+        .map(|(name, values)| (name.to_owned(), values))
+        .collect()
 }
 
 /// A counter that moved with an effect.
@@ -541,9 +565,9 @@ mod tests {
         );
     }
 
-    #[test]
-    fn counters_of_runs_keep_counters_only() {
-        let run = |round: u32, target: f64, throttled: f64| RunRecord {
+    /// A counted run of round `round` with `telemetry`.
+    fn run_with(round: u32, telemetry: isolab_store::TelemetrySet) -> RunRecord {
+        RunRecord {
             id: round as i64,
             cell: 0,
             repetition: round,
@@ -556,18 +580,47 @@ mod tests {
             error: None,
             limits: serde_json::Value::Null,
             metrics: vec![],
-            telemetry: vec![
-                ("wall_s".to_string(), 1.0),
-                ("neighbour_target_util_pct".to_string(), target),
-                ("nr_throttled".to_string(), throttled),
-                ("from_the_future".to_string(), 3.0),
-            ]
-            .into(),
+            telemetry,
             notes: vec![],
+        }
+    }
+
+    #[test]
+    fn counters_of_runs_keep_counters_only() {
+        let run = |round: u32, target: f64, throttled: f64| {
+            run_with(
+                round,
+                vec![
+                    ("wall_s".to_string(), 1.0),
+                    ("neighbour_target_util_pct".to_string(), target),
+                    ("nr_throttled".to_string(), throttled),
+                    ("from_the_future".to_string(), 3.0),
+                ]
+                .into(),
+            )
         };
         let runs = [run(0, 50.0, 3.0), run(1, 50.0, 4.0)];
         let c = counters(runs.iter());
         assert_eq!(c.keys().collect::<Vec<_>>(), ["nr_throttled"]);
         assert_eq!(c["nr_throttled"], [(0, 3.0), (1, 4.0)]);
+    }
+
+    #[test]
+    fn a_counter_recorded_twice_counts_once_with_its_first_finite_value() {
+        let run = run_with;
+        let twice: isolab_store::TelemetrySet = vec![
+            ("nr_throttled".to_string(), f64::NAN),
+            ("cpu_migrations".to_string(), 2.0),
+            ("nr_throttled".to_string(), 5.0),
+            ("nr_throttled".to_string(), 6.0),
+        ]
+        .into();
+        let other: isolab_store::TelemetrySet = vec![("cpu_migrations".to_string(), 9.0)].into();
+        // Runs 0 and 1 share one list of names (a clone), run 2 has its own.
+        let runs = [run(0, twice.clone()), run(1, twice), run(2, other)];
+        let c = counters(runs.iter());
+        assert_eq!(c["nr_throttled"], [(0, 5.0), (1, 5.0)]);
+        assert_eq!(c["cpu_migrations"], [(0, 2.0), (1, 2.0), (2, 9.0)]);
+        assert_eq!(c.len(), 2);
     }
 }

@@ -442,9 +442,10 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Result<Compariso
     }
     // Points are independent: spread them over the cpus (the bootstrap and the
     // pairwise differences of large cells dominate a big report).
-    let mut points: Vec<Point> = in_parallel(&jobs, |(levels, metric, unit, direction, va, vb)| {
-        point(levels, metric, unit, *direction, va, vb, pairable, options)
-    });
+    let mut points: Vec<Point> =
+        crate::parallel::map_in_order(&jobs, |(levels, metric, unit, direction, va, vb)| {
+            point(levels, metric, unit, *direction, va, vb, pairable, options)
+        });
     if points.is_empty() {
         return Err(CompareError::NoMatches {
             a: a.label.clone(),
@@ -487,18 +488,21 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Result<Compariso
     }
     // What moved with each decided effect: once per cell pair, the pairs spread over
     // the cpus like the points.
-    let decided: std::collections::HashSet<&[(String, String)]> = points
-        .iter()
-        .filter(|p| matches!(p.verdict, Verdict::Worse | Verdict::Better))
-        .map(|p| &p.levels[..])
-        .collect();
+    // Each cell pair's decided verdicts, in point order.
+    let mut decided: std::collections::HashMap<&[(String, String)], Vec<Verdict>> =
+        std::collections::HashMap::new();
+    for p in &points {
+        if matches!(p.verdict, Verdict::Worse | Verdict::Better) {
+            decided.entry(&p.levels[..]).or_default().push(p.verdict);
+        }
+    }
     let pairs: Vec<_> = side_a
         .iter()
-        .filter(|(_, (levels, _, _))| decided.contains(&levels[..]))
         .filter_map(|(key, (levels, _, runs_a))| {
+            let verdicts = decided.get(&levels[..])?;
             side_b.get(key).map(|(_, _, runs_b)| {
                 let effect = crate::attribution::Effect {
-                    worse: worse_side(&points, levels),
+                    worse: worse_side(verdicts),
                     limits: (limits_summary(runs_a), limits_summary(runs_b)),
                 };
                 (levels, runs_a, runs_b, effect)
@@ -506,7 +510,7 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Result<Compariso
         })
         .collect();
     let attributions: Vec<crate::attribution::Attribution> =
-        in_parallel(&pairs, |(levels, runs_a, runs_b, effect)| {
+        crate::parallel::map_in_order(&pairs, |(levels, runs_a, runs_b, effect)| {
             crate::attribution::attribute(
                 levels,
                 &crate::attribution::counters(runs_a.iter().copied()),
@@ -544,28 +548,6 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Result<Compariso
         geomean,
         steady,
         attributions,
-    })
-}
-
-/// `f` of every item, in order, the items split into one contiguous part per cpu.
-fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(items.len().max(1));
-    if threads <= 1 {
-        return items.iter().map(&f).collect();
-    }
-    let chunk = items.len().div_ceil(threads).max(1);
-    let f = &f;
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = items
-            .chunks(chunk)
-            .map(|part| scope.spawn(move || part.iter().map(f).collect::<Vec<R>>()))
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-            .collect()
     })
 }
 
@@ -662,18 +644,10 @@ pub(crate) fn point(
     p
 }
 
-/// Which side of the cell pair at `levels` did worse: B when its decided points are all
-/// worse, A when they are all better, `None` when they go both ways.
-fn worse_side(
-    points: &[Point],
-    levels: &[(String, String)],
-) -> Option<crate::attribution::WorseSide> {
-    let decided: Vec<Verdict> = points
-        .iter()
-        .filter(|p| p.levels == levels)
-        .map(|p| p.verdict)
-        .filter(|v| matches!(v, Verdict::Worse | Verdict::Better))
-        .collect();
+/// Which side of a cell pair did worse, from its decided points' verdicts (worse or
+/// better): B when they are all worse, A when they are all better, `None` when they go
+/// both ways.
+fn worse_side(decided: &[Verdict]) -> Option<crate::attribution::WorseSide> {
     if decided.iter().all(|v| *v == Verdict::Worse) {
         Some(crate::attribution::WorseSide::B)
     } else if decided.iter().all(|v| *v == Verdict::Better) {

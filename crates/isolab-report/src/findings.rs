@@ -1,9 +1,14 @@
 //! One line of plain language per significant effect against the baseline: what
 //! changed, by how much, and what the run's telemetry says about why.
 
+use std::collections::HashMap;
+
 use isolab_stats::Verdict;
 
 use crate::summary::MetricRow;
+
+/// A row's metric and levels.
+type RowKey<'a> = (&'a str, &'a [(String, String)]);
 
 /// A finding per row called worse or better against the baseline, with its
 /// [attribution](crate::attribution): the counters that moved with it, ranked, and the
@@ -29,6 +34,12 @@ pub fn findings(rows: &[MetricRow], baseline: &[(String, String)]) -> Vec<String
             .collect::<Vec<_>>()
             .join(" ")
     };
+    // The baseline rows by metric and levels: the first of each, as a search in row
+    // order finds it (a large report has tens of thousands of rows).
+    let mut bases: HashMap<RowKey<'_>, &MetricRow> = HashMap::new();
+    for b in rows.iter().filter(|b| b.is_baseline) {
+        bases.entry((b.metric.as_str(), &b.levels[..])).or_insert(b);
+    }
     let mut out = Vec::new();
     for r in rows {
         let (Some(v @ (Verdict::Worse | Verdict::Better)), Some(ratio)) = (r.verdict, r.overhead)
@@ -38,9 +49,7 @@ pub fn findings(rows: &[MetricRow], baseline: &[(String, String)]) -> Vec<String
         // The baseline row of the same workload and metric: the other levels equal
         // once the baseline's levels are put in.
         let base_levels = crate::summary::baseline_levels(&r.levels, baseline);
-        let base = rows
-            .iter()
-            .find(|b| b.is_baseline && b.metric == r.metric && b.levels == base_levels);
+        let base = bases.get(&(r.metric.as_str(), &base_levels[..])).copied();
         let workload = r
             .levels
             .iter()

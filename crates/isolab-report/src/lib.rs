@@ -20,7 +20,9 @@
 //!   [`scalability`](mod@scalability) ([`ScalingCurve`]: Amdahl and USL fits), [`load`] (seed 003's load
 //!   over time), [`fleet`] (many hosts pooled with the host as a block): what each part
 //!   of a report computes; [`plots`] draws the SVG charts.
-//! - [`analysis`]: [`analyse`] computes all of it once into an [`Analysis`].
+//! - [`analysis`]: [`analyse`] computes all of it once into an [`Analysis`]; the
+//!   comparisons' points and attributions, and the HTML sections, are spread over the
+//!   cpus (`parallel`), their results kept in order.
 //! - [`advice`]: the seeds' best practices checked on an experiment's data (`isolab
 //!   advise`), every rule in one file with its source and the data it needs.
 //! - [`sections`]: the report's parts, one file each, every one a [`Section`] (title,
@@ -47,6 +49,7 @@ pub mod html;
 pub mod isolation;
 pub mod load;
 pub mod mechanism;
+mod parallel;
 pub mod plots;
 pub mod quality;
 pub mod scalability;

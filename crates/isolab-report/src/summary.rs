@@ -1,7 +1,7 @@
 //! Per-cell, per-metric summaries of a stored experiment, with the overhead ratio
 //! against the baseline cell.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use isolab_stats::{overhead_ratio, runs_to_decide, welch_t_test, Direction, Sample, Summary};
 
@@ -250,12 +250,19 @@ pub fn baseline_comparisons(
         select,
         primary: options.primary.clone(),
     };
-    others
-        .into_iter()
-        .filter_map(|combo| {
-            crate::compare::compare(&side(options.baseline.clone()), &side(combo), compare).ok()
-        })
-        .collect()
+    // The configurations at once, each on its share of the cpus: one's serial steps
+    // (collecting its cells) overlap another's points.
+    crate::parallel::map_in_order(&others, |combo| {
+        crate::compare::compare(
+            &side(options.baseline.clone()),
+            &side(combo.clone()),
+            compare,
+        )
+        .ok()
+    })
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 /// `levels` sorted and written `factor=level …`: the same cell's key whatever order its
@@ -289,6 +296,13 @@ fn point_key(c: &crate::compare::Comparison, p: &crate::compare::Point) -> (Stri
 pub fn attach_verdicts(rows: &mut [MetricRow], comparisons: &[crate::compare::Comparison]) {
     let index = row_index(rows);
     for c in comparisons {
+        // `Comparison::attribution` by levels, without a walk over all of them per row
+        // (the first of equal levels, as it finds).
+        let mut attributions: HashMap<&[(String, String)], &crate::attribution::Attribution> =
+            HashMap::new();
+        for a in &c.attributions {
+            attributions.entry(&a.levels[..]).or_insert(a);
+        }
         for p in &c.points {
             if let Some(&i) = index.get(&point_key(c, p)) {
                 rows[i].ratio_ci = p.ratio_ci;
@@ -298,7 +312,7 @@ pub fn attach_verdicts(rows: &mut [MetricRow], comparisons: &[crate::compare::Co
                     p.verdict,
                     isolab_stats::Verdict::Worse | isolab_stats::Verdict::Better
                 ) {
-                    rows[i].attribution = c.attribution(&p.levels).cloned();
+                    rows[i].attribution = attributions.get(&p.levels[..]).map(|a| (*a).clone());
                 }
             }
         }

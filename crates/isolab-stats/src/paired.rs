@@ -1,8 +1,10 @@
 //! Paired comparisons: the Wilcoxon signed-rank test and the paired Hodges-Lehmann
 //! shift, for runs of A and B that shared a round (and so the machine's state).
 
-use crate::rank::{largest_tail_rank, standard_normal_quantile, standard_normal_sf};
-use crate::{Interval, Shift};
+use crate::rank::{
+    estimate_and_interval, largest_tail_rank, standard_normal_quantile, standard_normal_sf,
+};
+use crate::Shift;
 
 /// Largest number of pairs for which the exact null distribution of the signed-rank
 /// statistic is used: its 2ⁿ arrangements stay exact in an `f64` (SciPy's `auto`
@@ -113,18 +115,7 @@ pub fn paired_hodges_lehmann(d: &[f64], level: f64) -> Option<Shift> {
             walsh.push((d[i] + d[j]) / 2.0);
         }
     }
-    let m = walsh.len();
-    let mut nth = |i: usize| *walsh.select_nth_unstable_by(i, f64::total_cmp).1;
-    let estimate = if m % 2 == 1 {
-        nth(m / 2)
-    } else {
-        (nth(m / 2 - 1) + nth(m / 2)) / 2.0
-    };
-    let ci = signed_rank_ci_rank(n, level).map(|k| Interval {
-        low: nth(k - 1),
-        high: nth(m - k),
-        level,
-    });
+    let (estimate, ci) = estimate_and_interval(&mut walsh, signed_rank_ci_rank(n, level), level);
     Some(Shift { estimate, ci })
 }
 

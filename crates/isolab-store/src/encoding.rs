@@ -7,7 +7,9 @@
 //! | `Duration` | INTEGER nanoseconds (saturating at about 292 years) |
 //! | `u64` seed | TEXT, decimal (an SQL INTEGER is signed 64-bit) |
 //! | `bool` | INTEGER 0 or 1 |
-//! | `f64` metric or telemetry | REAL; NaN, which SQL cannot hold, is stored as NULL |
+//! | `f64` metric | REAL; NaN, which SQL cannot hold, is stored as NULL |
+//! | a run's telemetry values | BLOB: each value an IEEE-754 `f64`, little-endian (8 bytes a value, NaN kept), in recorded order; the names they are recorded under are their layout's |
+//! | a telemetry layout's names | TEXT, a JSON array of the stored names in recorded order; its `digest` INTEGER the 64-bit FNV-1a hash of that text's UTF-8 bytes, as a signed integer |
 //! | `Option<f64>` load interval field | REAL; `None` and NaN as NULL, read back as `None` |
 //! | `u64` count (load interval requests, failures) | INTEGER, saturating at 2^63 − 1 |
 //! | series points | BLOB: for each point, time then value, each an IEEE-754 `f64`, little-endian (16 bytes a point) |
@@ -17,6 +19,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Bytes one series point takes in its BLOB.
 const POINT_BYTES: usize = 16;
+
+/// Bytes one telemetry value takes in its BLOB.
+const VALUE_BYTES: usize = 8;
 
 /// Milliseconds since the Unix epoch, truncated; saturates far outside ±292 million years.
 pub(crate) fn time_to_millis(t: SystemTime) -> i64 {
@@ -95,6 +100,51 @@ pub(crate) fn decode_points(blob: &[u8]) -> Option<Vec<(f64, f64)>> {
         .collect()
 }
 
+/// A run's telemetry values as a BLOB (see the module table).
+pub(crate) fn encode_values(values: &[f64]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(values.len() * VALUE_BYTES);
+    for v in values {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out
+}
+
+/// Telemetry values from a BLOB, or `None` when its length is not a whole number of
+/// values.
+pub(crate) fn decode_values(blob: &[u8]) -> Option<Vec<f64>> {
+    let values = blob.chunks_exact(VALUE_BYTES);
+    if !values.remainder().is_empty() {
+        return None;
+    }
+    values
+        .map(|v| Some(f64::from_le_bytes(v.try_into().ok()?)))
+        .collect()
+}
+
+/// A telemetry layout's names as stored (see the module table).
+pub(crate) fn encode_names(names: &[String]) -> String {
+    serde_json::to_string(names).unwrap_or_else(|_| unreachable!("a list of strings is JSON"))
+}
+
+/// A telemetry layout's names from their stored text, or `None` when it is not a JSON
+/// array of strings.
+pub(crate) fn decode_names(text: &str) -> Option<Vec<String>> {
+    serde_json::from_str(text).ok()
+}
+
+/// The digest a telemetry layout is looked up by: the 64-bit FNV-1a hash
+/// (Fowler, Noll and Vo; offset basis 0xcbf29ce484222325, prime 0x100000001b3) of the
+/// stored names' text, its bits as a signed integer. Not unique: a lookup compares the
+/// names too.
+pub(crate) fn names_digest(text: &str) -> i64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in text.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    hash as i64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,5 +197,38 @@ mod tests {
         }
         assert_eq!(decode_points(&[]), Some(vec![]));
         assert_eq!(decode_points(&blob[..15]), None);
+    }
+
+    #[test]
+    fn telemetry_values_round_trip_bit_for_bit() {
+        let values = [1.5, f64::NAN, -0.0, f64::INFINITY, 1e-300];
+        let blob = encode_values(&values);
+        assert_eq!(blob.len(), 40);
+        let back = decode_values(&blob).unwrap();
+        for (a, b) in values.iter().zip(&back) {
+            assert_eq!(a.to_bits(), b.to_bits());
+        }
+        assert_eq!(decode_values(&[]), Some(vec![]));
+        assert_eq!(decode_values(&blob[..9]), None);
+    }
+
+    #[test]
+    fn layout_names_round_trip_whatever_they_hold() {
+        let names = vec![
+            "cpu_usage_s".to_owned(),
+            "a \"quoted\"\nname, with, commas".to_owned(),
+            String::new(),
+        ];
+        let text = encode_names(&names);
+        assert_eq!(decode_names(&text), Some(names));
+        assert_eq!(decode_names("not json"), None);
+    }
+
+    #[test]
+    fn the_digest_is_fnv_1a() {
+        // The published FNV-1a 64 test vectors.
+        assert_eq!(names_digest(""), 0xcbf2_9ce4_8422_2325_u64 as i64);
+        assert_eq!(names_digest("a"), 0xaf63_dc4c_8601_ec8c_u64 as i64);
+        assert_eq!(names_digest("foobar"), 0x8594_4171_f739_67e8_u64 as i64);
     }
 }

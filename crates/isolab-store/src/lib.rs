@@ -23,9 +23,10 @@
 //! neighbour utilisation, VM and runtime phases, probe latencies): its stored name, its
 //! [`Unit`] and a doc line, in one place. A run carries a [`TelemetrySet`]: producers
 //! (the lab) push values under keys, consumers (the report) ask for keys, and the store
-//! writes and reads the set as `(name, value)` rows. Stored names never change, and a
-//! set keeps the rows as stored, so a name another isolab version wrote survives a read
-//! and a rewrite ([`TelemetryName::Other`]).
+//! writes and reads the set as one row per run: its names (a *layout*, stored once for
+//! all the runs that record the same names) and its values packed in a BLOB. Stored
+//! names never change, and a set keeps the names as stored, so a name another isolab
+//! version wrote survives a read and a rewrite ([`TelemetryName::Other`]).
 //!
 //! # Storage
 //!
@@ -38,7 +39,9 @@
 //!   `runs`, `metrics`, `telemetry`, `series`, `load_intervals`, `run_logs`, `run_notes`,
 //!   `interruptions`. Child tables are keyed by `(parent id, position)` (load intervals by
 //!   `(run id, request, start)`), so order is kept and per-run reads are index lookups;
-//!   runs are indexed by experiment.
+//!   runs are indexed by experiment. A run's telemetry is the exception (schema version
+//!   4): one `telemetry` row per run, its values packed, under a list of names in
+//!   `telemetry_layouts`, because a run records about 50 and a report reads them all.
 //! - The schema is created and upgraded by numbered migrations recorded in `PRAGMA
 //!   user_version`; a store written by a newer isolab is refused
 //!   ([`Error::SchemaTooNew`]), as is a file of another program ([`Error::NotAStore`]).
@@ -109,6 +112,7 @@ mod backend;
 mod encoding;
 mod error;
 mod fleet;
+mod layouts;
 mod model;
 mod schema;
 mod store;

@@ -172,8 +172,67 @@ CREATE TABLE fleet_hosts (
 );
 "#;
 
+/// Version 4: a run's telemetry in one row instead of a row per value (the `layouts`
+/// module): `telemetry_layouts` holds each list of names once, found by its digest, and
+/// the new `telemetry` the run's layout and its values packed in a BLOB. A report over
+/// 100 000 runs of 50 counters read 5 000 000 rows before and reads 100 000 now. Made in
+/// three steps: the new tables (`run_telemetry` until the old table is gone), the
+/// conversion of every stored run ([`crate::layouts::convert`]), then [`V4_AFTER`].
+const V4: &str = r#"
+CREATE TABLE telemetry_layouts (
+    id     INTEGER PRIMARY KEY,
+    digest INTEGER NOT NULL,
+    names  TEXT    NOT NULL
+);
+CREATE INDEX telemetry_layouts_by_digest ON telemetry_layouts (digest);
+
+CREATE TABLE run_telemetry (
+    run_id    INTEGER PRIMARY KEY REFERENCES runs (id) ON DELETE CASCADE,
+    layout_id INTEGER NOT NULL REFERENCES telemetry_layouts (id),
+    packed    BLOB    NOT NULL
+);
+"#;
+
+/// Version 4's last step, once every run is converted: the new table takes the old
+/// one's name.
+const V4_AFTER: &str = r#"
+DROP TABLE telemetry;
+ALTER TABLE run_telemetry RENAME TO telemetry;
+"#;
+
+/// A migration's conversion of stored data, run between its SQL and the SQL after it.
+type Convert = fn(&mut dyn Connection) -> Result<(), BackendError>;
+
+/// One migration: its SQL and, for one that converts stored data, the conversion and
+/// the SQL that runs after it.
+struct Migration {
+    sql: &'static str,
+    convert: Option<Convert>,
+    after: &'static str,
+}
+
+impl Migration {
+    /// A migration of SQL alone.
+    const fn sql(sql: &'static str) -> Migration {
+        Migration {
+            sql,
+            convert: None,
+            after: "",
+        }
+    }
+}
+
 /// Every migration, in order: entry `i` upgrades version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3];
+const MIGRATIONS: &[Migration] = &[
+    Migration::sql(V1),
+    Migration::sql(V2),
+    Migration::sql(V3),
+    Migration {
+        sql: V4,
+        convert: Some(crate::layouts::convert),
+        after: V4_AFTER,
+    },
+];
 
 /// The schema version this build creates and understands.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
@@ -220,14 +279,24 @@ fn check_identity(store: &str, identity: &Identity) -> Result<(), Error> {
 
 /// Brings the store to [`SCHEMA_VERSION`], or refuses it.
 pub(crate) fn migrate(conn: &mut dyn Connection, store: &str) -> Result<(), Error> {
+    migrate_to(conn, store, SCHEMA_VERSION)
+}
+
+/// Brings the store to schema `version` (at most [`SCHEMA_VERSION`]; an earlier one
+/// only for tests of the migrations), or refuses it.
+pub(crate) fn migrate_to(
+    conn: &mut dyn Connection,
+    store: &str,
+    version: u32,
+) -> Result<(), Error> {
     let identity = conn.identity().map_err(|e| open_error(store, e))?;
     check_identity(store, &identity)?;
-    if identity.version == SCHEMA_VERSION {
+    if identity.version >= version {
         return Ok(());
     }
     conn.begin(Begin::Migrate)
         .map_err(|e| open_error(store, e))?;
-    let result = migrate_locked(conn, store);
+    let result = migrate_locked(conn, store, version);
     if result.is_err() {
         // Best effort: the error that matters is the migration's.
         let _ = conn.rollback();
@@ -235,8 +304,8 @@ pub(crate) fn migrate(conn: &mut dyn Connection, store: &str) -> Result<(), Erro
     result
 }
 
-/// The migrations, inside the transaction [`migrate`] began.
-fn migrate_locked(conn: &mut dyn Connection, store: &str) -> Result<(), Error> {
+/// The migrations up to `version`, inside the transaction [`migrate_to`] began.
+fn migrate_locked(conn: &mut dyn Connection, store: &str, version: u32) -> Result<(), Error> {
     // Another process may have migrated between the first look and the lock.
     let identity = conn.identity().map_err(|e| open_error(store, e))?;
     check_identity(store, &identity)?;
@@ -248,10 +317,20 @@ fn migrate_locked(conn: &mut dyn Connection, store: &str) -> Result<(), Error> {
         to,
         source,
     };
-    for (i, sql) in MIGRATIONS.iter().enumerate().skip(from as usize) {
+    for (i, migration) in MIGRATIONS
+        .iter()
+        .enumerate()
+        .take(version as usize)
+        .skip(from as usize)
+    {
         to = i as u32 + 1;
-        let sql = conn.ddl(sql).into_owned();
+        let sql = conn.ddl(migration.sql).into_owned();
         conn.batch(&sql).map_err(|e| failed(to, e))?;
+        if let Some(convert) = migration.convert {
+            convert(conn).map_err(|e| failed(to, e))?;
+            let after = conn.ddl(migration.after).into_owned();
+            conn.batch(&after).map_err(|e| failed(to, e))?;
+        }
     }
     conn.set_identity(to)
         .and_then(|()| conn.commit())
@@ -259,8 +338,15 @@ fn migrate_locked(conn: &mut dyn Connection, store: &str) -> Result<(), Error> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// The SQL of the migration to `version` and the SQL that runs after its
+    /// conversion, for tests that build a store as an earlier version left it.
+    pub(crate) fn migration_sql(version: u32) -> (&'static str, &'static str) {
+        let m = &MIGRATIONS[version as usize - 1];
+        (m.sql, m.after)
+    }
     use crate::backend::sqlite::{Sqlite, APPLICATION_ID};
     use crate::backend::Row;
 
@@ -383,7 +469,7 @@ mod tests {
 
     #[test]
     fn every_migration_has_a_postgres_form_without_sqlite_words() {
-        for sql in MIGRATIONS {
+        for sql in MIGRATIONS.iter().flat_map(|m| [m.sql, m.after]) {
             let pg = crate::backend::postgres::ddl(sql);
             for word in ["AUTOINCREMENT", "INTEGER", "BLOB", " REAL"] {
                 assert!(!pg.contains(word), "{word} left in {pg}");

@@ -3,17 +3,19 @@
 //!
 //! Producers (the lab's platforms, the neighbour supervisor, the probe, the runner) push
 //! values under a [`Telemetry`] key into a run's [`TelemetrySet`]; the store writes the set
-//! as `(name, value)` rows in the `telemetry` table and reads them back into a set;
+//! as one row of the `telemetry` table (its names as a layout of `telemetry_layouts`, its
+//! values packed) and reads it back into a set;
 //! consumers (the report's summary columns, quality checks and findings) ask the set for a
 //! key. Nobody types a telemetry name as a string.
 //!
 //! The stored names are the contract with every existing store: they never change. A set
-//! keeps its rows as stored, so a name this version does not know (written by an older or a
+//! keeps its names as stored, so a name this version does not know (written by an older or a
 //! newer isolab) survives a read and a rewrite unchanged, and [`TelemetrySet::entries`]
 //! shows it as [`TelemetryName::Other`].
 
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::{Arc, OnceLock};
 
 /// The unit of a telemetry value. The stored name ends with it (`_s`, `_bytes`, `_pct`, …)
 /// except for counts.
@@ -517,13 +519,37 @@ pub enum TelemetryName<'a> {
 
 /// A run's scalar telemetry: values under [`Telemetry`] keys, in recorded order.
 ///
-/// It holds the stored `(name, value)` rows themselves, so a set read from a store
-/// writes back exactly what was read, names unknown to this version included. Values are
+/// It holds the stored names and values themselves, so a set read from a store writes
+/// back exactly what was read, names unknown to this version included. Values are
 /// appended ([`TelemetrySet::push`]); when a key was recorded twice, [`TelemetrySet::get`]
-/// returns the first value, and both rows are stored.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// returns the first value, and both are stored.
+///
+/// The names are kept apart from the values, in a list that the sets read from one
+/// store share: the runs of an experiment record the same names in the same order, so a
+/// report over a million runs holds each list once, not a string per value
+/// ([`TelemetrySet::shares_names`] tells a consumer it can reuse what it worked out for
+/// another set's names). [`TelemetrySet::names`] and [`TelemetrySet::values`] read them
+/// as they are; [`TelemetrySet::iter`] lends `(name, value)` rows, made on its first call.
+#[derive(Clone)]
 pub struct TelemetrySet {
-    rows: Vec<(String, f64)>,
+    names: Arc<Vec<String>>,
+    values: Vec<f64>,
+    /// The rows [`TelemetrySet::iter`] lends, made on its first call (reports and the
+    /// store never call it).
+    rows: OnceLock<Vec<(String, f64)>>,
+}
+
+/// An empty set holds the one empty list of names: a store reads a set for every run
+/// before it reads the run's telemetry, and a report holds a million.
+impl Default for TelemetrySet {
+    fn default() -> Self {
+        static NO_NAMES: OnceLock<Arc<Vec<String>>> = OnceLock::new();
+        TelemetrySet {
+            names: Arc::clone(NO_NAMES.get_or_init(|| Arc::new(Vec::new()))),
+            values: Vec::new(),
+            rows: OnceLock::new(),
+        }
+    }
 }
 
 impl TelemetrySet {
@@ -532,9 +558,26 @@ impl TelemetrySet {
         TelemetrySet::default()
     }
 
+    /// The set of `values` under `names` (as many), the names shared with other sets.
+    pub(crate) fn from_shared(names: Arc<Vec<String>>, values: Vec<f64>) -> Self {
+        debug_assert_eq!(names.len(), values.len());
+        TelemetrySet {
+            names,
+            values,
+            rows: OnceLock::new(),
+        }
+    }
+
     /// Records `value` under `key`, after the values already recorded.
     pub fn push(&mut self, key: Telemetry, value: f64) {
-        self.rows.push((key.name().into_owned(), value));
+        self.push_named(key.name().into_owned(), value);
+    }
+
+    /// Records `value` under a stored name, after the values already recorded.
+    fn push_named(&mut self, name: String, value: f64) {
+        Arc::make_mut(&mut self.names).push(name);
+        self.values.push(value);
+        self.rows = OnceLock::new();
     }
 
     /// Records `value` under `key` when there is one.
@@ -551,48 +594,101 @@ impl TelemetrySet {
 
     /// The first value recorded under a stored name, known to this version or not.
     pub fn get_named(&self, name: &str) -> Option<f64> {
-        self.rows.iter().find(|(n, _)| n == name).map(|(_, v)| *v)
+        self.names
+            .iter()
+            .position(|n| n == name)
+            .map(|i| self.values[i])
     }
 
-    /// The stored `(name, value)` rows, in recorded order.
+    /// The stored `(name, value)` rows, in recorded order (made on the first call:
+    /// [`TelemetrySet::names`] and [`TelemetrySet::values`] cost nothing).
     pub fn iter(&self) -> std::slice::Iter<'_, (String, f64)> {
-        self.rows.iter()
+        self.as_rows().iter()
     }
 
     /// The rows with their names typed, in recorded order.
     pub fn entries(&self) -> impl Iterator<Item = (TelemetryName<'_>, f64)> + '_ {
-        self.rows.iter().map(|(name, value)| {
+        self.names.iter().zip(&self.values).map(|(name, value)| {
             let name =
                 Telemetry::parse(name).map_or(TelemetryName::Other(name), TelemetryName::Known);
             (name, *value)
         })
     }
 
-    /// The stored rows, in recorded order.
+    /// The stored names, in recorded order (a name recorded twice appears twice).
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// The values, in recorded order: `values()[i]` is recorded under `names()[i]`.
+    pub fn values(&self) -> &[f64] {
+        &self.values
+    }
+
+    /// Whether `other` holds its names in the very list this set does (sets read from
+    /// one store with the same names do): then `names()` of both are equal, and what a
+    /// consumer worked out for one's names holds for the other's. `false` says nothing.
+    pub fn shares_names(&self, other: &TelemetrySet) -> bool {
+        Arc::ptr_eq(&self.names, &other.names)
+    }
+
+    /// The stored rows, in recorded order (made on the first call).
     pub fn as_rows(&self) -> &[(String, f64)] {
-        &self.rows
+        self.rows.get_or_init(|| {
+            self.names
+                .iter()
+                .cloned()
+                .zip(self.values.iter().copied())
+                .collect()
+        })
     }
 
     /// The stored rows, in recorded order.
     pub fn into_rows(self) -> Vec<(String, f64)> {
-        self.rows
+        self.into_iter().collect()
     }
 
     /// How many values were recorded.
     pub fn len(&self) -> usize {
-        self.rows.len()
+        self.values.len()
     }
 
     /// Whether nothing was recorded.
     pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
+        self.values.is_empty()
+    }
+}
+
+/// Equal when the same values were recorded under the same names in the same order (a
+/// NaN equals nothing, as in a list of pairs).
+impl PartialEq for TelemetrySet {
+    fn eq(&self, other: &TelemetrySet) -> bool {
+        self.names == other.names && self.values == other.values
+    }
+}
+
+/// As a list of rows: `TelemetrySet { rows: [("cpu_usage_s", 1.5), …] }`.
+impl fmt::Debug for TelemetrySet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        struct Rows<'a>(&'a TelemetrySet);
+        impl fmt::Debug for Rows<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_list()
+                    .entries(self.0.names.iter().zip(&self.0.values))
+                    .finish()
+            }
+        }
+        f.debug_struct("TelemetrySet")
+            .field("rows", &Rows(self))
+            .finish()
     }
 }
 
 /// Stored rows, kept as they are (unknown names included).
 impl From<Vec<(String, f64)>> for TelemetrySet {
     fn from(rows: Vec<(String, f64)>) -> Self {
-        TelemetrySet { rows }
+        let (names, values) = rows.into_iter().unzip();
+        TelemetrySet::from_shared(Arc::new(names), values)
     }
 }
 
@@ -615,15 +711,18 @@ impl Extend<(Telemetry, f64)> for TelemetrySet {
 /// Appends another set's rows, unknown names included.
 impl Extend<(String, f64)> for TelemetrySet {
     fn extend<I: IntoIterator<Item = (String, f64)>>(&mut self, iter: I) {
-        self.rows.extend(iter);
+        for (name, value) in iter {
+            self.push_named(name, value);
+        }
     }
 }
 
 impl IntoIterator for TelemetrySet {
     type Item = (String, f64);
-    type IntoIter = std::vec::IntoIter<(String, f64)>;
+    type IntoIter = std::iter::Zip<std::vec::IntoIter<String>, std::vec::IntoIter<f64>>;
     fn into_iter(self) -> Self::IntoIter {
-        self.rows.into_iter()
+        let names = Arc::try_unwrap(self.names).unwrap_or_else(|shared| (*shared).clone());
+        names.into_iter().zip(self.values)
     }
 }
 
@@ -631,13 +730,19 @@ impl<'a> IntoIterator for &'a TelemetrySet {
     type Item = &'a (String, f64);
     type IntoIter = std::slice::Iter<'a, (String, f64)>;
     fn into_iter(self) -> Self::IntoIter {
-        self.rows.iter()
+        self.iter()
     }
 }
 
 impl PartialEq<Vec<(String, f64)>> for TelemetrySet {
     fn eq(&self, rows: &Vec<(String, f64)>) -> bool {
-        self.rows == *rows
+        self.len() == rows.len()
+            && self
+                .names
+                .iter()
+                .zip(&self.values)
+                .zip(rows)
+                .all(|((name, value), (n, v))| name == n && value == v)
     }
 }
 

@@ -180,6 +180,17 @@ impl Cluster {
         Ok(self.url(name))
     }
 
+    /// Creates database `name` holding isolab's tables as schema `version` (an earlier
+    /// one) left them, for tests of the migrations, and returns its URL.
+    pub fn create_store_at_version(&self, name: &str, version: u32) -> Result<String, String> {
+        let url = self.create_database(name)?;
+        let config = crate::backend::postgres::parse(&url)?;
+        let mut conn =
+            crate::backend::postgres::Postgres::connect(config).map_err(|e| e.to_string())?;
+        crate::schema::migrate_to(&mut conn, &url, version).map_err(|e| e.to_string())?;
+        Ok(url)
+    }
+
     /// Ends every other session on `database`, as a server restart or a network failure
     /// would; returns how many were ended.
     pub fn terminate_sessions(&self, database: &str) -> Result<u64, String> {

@@ -283,6 +283,14 @@ fn store_copy_moves_experiments_to_postgres_and_back_without_losing_a_run() {
                 ..isolab_store::LoadInterval::new("home", 1.0)
             }];
             r.notes = vec![format!("note {repetition}")];
+            // Telemetry of two layouts, with a name this version does not know.
+            r.telemetry = TelemetrySet::from(vec![
+                ("cpu_usage_s".to_string(), 1.0 + f64::from(repetition)),
+                ("gpu_energy_j".to_string(), f64::NAN),
+            ]);
+            if repetition % 2 == 1 {
+                r.telemetry.push(isolab_store::Telemetry::Wall, 2.0);
+            }
             sqlite.insert_run(&r).unwrap();
         }
     }
@@ -349,4 +357,68 @@ fn a_run_stored_patiently_survives_a_lost_connection_and_is_stored_once() {
             .unwrap_err(),
         Error::DuplicateRun { .. }
     ));
+}
+
+#[test]
+fn a_store_of_schema_version_3_is_converted_to_one_telemetry_row_per_run() {
+    let cluster = Cluster::start().unwrap();
+    let url = cluster.create_store_at_version("old", 3).unwrap();
+    let mut client = cluster.client("old").unwrap();
+    client
+        .batch_execute(
+            "INSERT INTO experiments (name, spec_toml, seed, isolab_version, created_at_ms, \
+             status) VALUES ('old', '', '1', '0.1.0', 0, 'complete'); \
+             INSERT INTO cells (experiment_id, idx, key) VALUES (1, 0, 'platform=host');",
+        )
+        .unwrap();
+    // Run i: cpu_usage_s i, an unknown name (NULL: NaN) on odd runs, none on every
+    // fifth; 25 runs.
+    let rows = |run: i64| -> Vec<(&'static str, Option<f64>)> {
+        match run % 5 {
+            0 => vec![],
+            r if r % 2 == 1 => vec![("cpu_usage_s", Some(run as f64)), ("gpu_energy_j", None)],
+            _ => vec![("cpu_usage_s", Some(run as f64))],
+        }
+    };
+    for run in 1..=25_i64 {
+        client
+            .execute(
+                "INSERT INTO runs (experiment_id, cell_id, repetition, warmup, round, status, \
+                 started_at_ms, wall_ns, limits_json) \
+                 VALUES (1, 1, $1, 0, $1, 'ok', 0, 0, '{}')",
+                &[&run],
+            )
+            .unwrap();
+        for (position, (key, value)) in rows(run).into_iter().enumerate() {
+            client
+                .execute(
+                    "INSERT INTO telemetry (run_id, position, key, value) \
+                     VALUES ($1, $2, $3, $4)",
+                    &[&run, &(position as i64), &key, &value],
+                )
+                .unwrap();
+        }
+    }
+    drop(client);
+
+    let store = Store::open_location(&url).unwrap();
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+    let runs = store.runs(1).unwrap();
+    assert_eq!(runs.len(), 25);
+    for r in &runs {
+        let want = rows(r.id);
+        let got = r.telemetry.clone().into_rows();
+        assert_eq!(got.len(), want.len(), "run {}", r.id);
+        for ((name, value), (n, v)) in got.iter().zip(&want) {
+            assert_eq!(name, n);
+            assert_eq!(
+                value.to_bits(),
+                v.unwrap_or(f64::NAN).to_bits(),
+                "run {}",
+                r.id
+            );
+        }
+    }
+    assert_eq!(cluster.count("old", "telemetry_layouts").unwrap(), 2);
+    assert_eq!(cluster.count("old", "telemetry").unwrap(), 20);
 }

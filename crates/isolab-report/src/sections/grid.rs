@@ -1,9 +1,11 @@
 //! Seed 002's figure: overhead ratio per shape, one bar per configuration.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use super::{level, Report, Section};
 use crate::analysis::Analysis;
+use crate::compare::Point;
 use crate::plots::{self, Bar, BarChart, Marker, ReferenceLine, Size};
 
 /// The seed-002 grid of grouped bars.
@@ -25,6 +27,9 @@ impl Section for Grid {
     }
 }
 
+/// A chart's workload and metric.
+type ChartKey<'a> = (&'a str, &'a str);
+
 /// Seed 002's figure: overhead ratio per shape (or, without shapes, per placement), one
 /// bar per configuration, CI whiskers and verdict markers; one chart per workload and
 /// metric, as wide as its bars need up to the page's width.
@@ -38,24 +43,26 @@ fn grid_section(out: &mut String, a: &Analysis) {
     } else {
         None
     };
-    let mut charts: Vec<(String, String)> = Vec::new();
-    for p in a.comparisons.iter().flat_map(|c| &c.points) {
-        let k = (level(&p.levels, "workload").to_owned(), p.metric.clone());
-        if !charts.contains(&k) {
-            charts.push(k);
+    // One chart per workload and metric, in the order first met, with its points in
+    // comparison order (each with its comparison's index).
+    let mut charts: Vec<(ChartKey<'_>, Vec<(usize, &Point)>)> = Vec::new();
+    let mut chart_of: HashMap<ChartKey<'_>, usize> = HashMap::new();
+    for (g, c) in a.comparisons.iter().enumerate() {
+        for p in &c.points {
+            let k = (level(&p.levels, "workload"), p.metric.as_str());
+            let i = *chart_of.entry(k).or_insert_with(|| {
+                charts.push((k, Vec::new()));
+                charts.len() - 1
+            });
+            charts[i].1.push((g, p));
         }
     }
     out.push_str("<h2>Overhead by configuration</h2>\n<div class=charts>\n");
-    for (workload, metric) in &charts {
+    for ((workload, metric), points) in &charts {
         let mut categories: Vec<String> = Vec::new();
         let groups: Vec<String> = a.comparisons.iter().map(|c| c.b.clone()).collect();
         let mut bars = Vec::new();
-        for (g, c) in a.comparisons.iter().enumerate() {
-            for p in c
-                .points
-                .iter()
-                .filter(|p| level(&p.levels, "workload") == workload && &p.metric == metric)
-            {
+        for &(g, p) in points {
                 let Some(ratio) = p.ratio else { continue };
                 let category = along.map_or("all", |f| level(&p.levels, f)).to_owned();
                 let ci = match categories.iter().position(|x| *x == category) {
@@ -73,7 +80,6 @@ fn grid_section(out: &mut String, a: &Analysis) {
                     high: p.ratio_ci.map(|c| c.high),
                     marker: Some(Marker::from(p.verdict)),
                 });
-            }
         }
         let bars_wide = (groups.len() * categories.len()) as u32;
         let chart = BarChart {

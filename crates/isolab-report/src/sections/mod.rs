@@ -147,9 +147,10 @@ impl<'a> Report<'a> {
     }
 
     /// Every section of `reach` as HTML, in order (the page around it is
-    /// [`crate::html::html`]'s).
+    /// [`crate::html::html`]'s); the sections are rendered on every cpu at once.
     pub fn html(&self, reach: Reach) -> String {
-        self.sections(reach).map(|s| s.html(self)).collect()
+        let sections: Vec<&dyn Section> = self.sections(reach).collect();
+        crate::parallel::map_in_order(&sections, |s| s.html(self)).concat()
     }
 
     /// The JSON members of every section.

@@ -1,11 +1,12 @@
 //! Overhead against the baseline: rows are the matched levels and metric, columns the
 //! non-baseline configurations.
 
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
 use super::{verdict_class, Report, Section};
 use crate::analysis::Analysis;
-use crate::compare::Comparison;
+use crate::compare::Point;
 use crate::escape::esc;
 
 /// The overhead table of the HTML report; in JSON, every comparison with the baseline.
@@ -40,14 +41,21 @@ pub const MAX_COLUMNS: usize = 8;
 /// non-baseline configurations (the other way round with more than [`MAX_COLUMNS`]
 /// configurations).
 fn overhead_section(out: &mut String, a: &Analysis) {
-    let mut keys: Vec<(Vec<(String, String)>, String)> = Vec::new();
+    // The rows (or columns) in the order first met, and each comparison's points by
+    // them (the first point of each, as a search would find it).
+    let mut keys: Vec<Key<'_>> = Vec::new();
+    let mut seen: HashSet<Key<'_>> = HashSet::new();
+    let mut cells: Vec<HashMap<Key<'_>, &Point>> = Vec::new();
     for c in &a.comparisons {
+        let mut points = HashMap::new();
         for p in &c.points {
-            let k = (p.levels.clone(), p.metric.clone());
-            if !keys.contains(&k) {
+            let k = (&p.levels[..], p.metric.as_str());
+            if seen.insert(k) {
                 keys.push(k);
             }
+            points.entry(k).or_insert(p);
         }
+        cells.push(points);
     }
     out.push_str("<h2>Overhead against the baseline</h2>\n<p class=note>Overhead ratio [95% bootstrap CI] and verdict of each configuration against the baseline, the other factors matched.</p>\n<table class=sortable><thead><tr>");
     let label = |levels: &[(String, String)]| {
@@ -63,10 +71,10 @@ fn overhead_section(out: &mut String, a: &Analysis) {
             let _ = write!(out, "<th>{} · {}</th>", esc(&label(levels)), esc(metric));
         }
         out.push_str("</tr></thead><tbody>\n");
-        for c in &a.comparisons {
+        for (c, points) in a.comparisons.iter().zip(&cells) {
             let _ = write!(out, "<tr><td>{}</td>", esc(&c.b));
-            for (levels, metric) in &keys {
-                out.push_str(&cell(c, levels, metric));
+            for k in &keys {
+                out.push_str(&cell(points.get(k).copied()));
             }
             out.push_str("</tr>\n");
         }
@@ -76,15 +84,15 @@ fn overhead_section(out: &mut String, a: &Analysis) {
             let _ = write!(out, "<th>{}</th>", esc(&c.b));
         }
         out.push_str("</tr></thead><tbody>\n");
-        for (levels, metric) in &keys {
+        for k @ (levels, metric) in &keys {
             let _ = write!(
                 out,
                 "<tr><td>{}</td><td>{}</td>",
                 esc(&label(levels)),
                 esc(metric)
             );
-            for c in &a.comparisons {
-                out.push_str(&cell(c, levels, metric));
+            for points in &cells {
+                out.push_str(&cell(points.get(k).copied()));
             }
             out.push_str("</tr>\n");
         }
@@ -92,13 +100,13 @@ fn overhead_section(out: &mut String, a: &Analysis) {
     out.push_str("</tbody></table>\n");
 }
 
-/// The cell of comparison `c` at `levels` and `metric`: ratio [CI] verdict, or `-`.
-fn cell(c: &Comparison, levels: &[(String, String)], metric: &str) -> String {
-    match c
-        .points
-        .iter()
-        .find(|p| p.levels == levels && p.metric == metric)
-    {
+/// A row or column of the table: matched levels and metric.
+type Key<'a> = (&'a [(String, String)], &'a str);
+
+/// The cell of a comparison's point at a row and column: ratio [CI] verdict, or `-`
+/// where the comparison has no such point.
+fn cell(point: Option<&Point>) -> String {
+    match point {
         Some(p) => {
             let ci = p.ratio_ci.map_or(String::new(), |ci| {
                 format!(" [{:.3}, {:.3}]", ci.low, ci.high)

@@ -49,18 +49,32 @@ impl std::fmt::Debug for Store {
     }
 }
 
-/// Which row of which table a decoded value came from, for [`Error::Corrupt`].
-pub(crate) struct At {
+/// Which row of which table a decoded value came from, for [`Error::Corrupt`]. The
+/// row's name is written only for an error: a decoder of a million rows names each
+/// with [`RowId`] and formats nothing.
+pub(crate) struct At<R = String> {
     table: &'static str,
-    row: String,
+    row: R,
 }
 
-impl At {
-    pub(crate) fn new(table: &'static str, row: impl Into<String>) -> At {
-        At {
-            table,
-            row: row.into(),
+/// A row's name by its key columns, written as `run_id 7, position 2` when needed.
+pub(crate) struct RowId<const N: usize>(pub(crate) [(&'static str, i64); N]);
+
+impl<const N: usize> Display for RowId<N> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, (column, value)) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{column} {value}")?;
         }
+        Ok(())
+    }
+}
+
+impl<R: Display> At<R> {
+    pub(crate) fn new(table: &'static str, row: R) -> At<R> {
+        At { table, row }
     }
 
     pub(crate) fn corrupt(
@@ -71,7 +85,7 @@ impl At {
     ) -> Error {
         Error::Corrupt {
             table: self.table,
-            row: self.row.clone(),
+            row: self.row.to_string(),
             column,
             value: value.to_string(),
             reason: reason.to_string(),
@@ -301,6 +315,17 @@ impl<'c> Db<'c> {
             .borrow_mut()
             .execute(sql, args)
             .during(self.store, what)
+    }
+
+    /// Runs `f` on the connection itself (for work of several statements that the
+    /// migrations share); a backend error names `what`.
+    pub(crate) fn with_connection<T>(
+        self,
+        what: impl FnOnce() -> String,
+        f: impl FnOnce(&mut dyn Connection) -> Result<T, BackendError>,
+    ) -> Result<T, Error> {
+        let mut conn = self.conn.borrow_mut();
+        f(conn.as_mut()).during(self.store, what)
     }
 
     /// Runs a query that returns exactly one row, read by `get`; a backend error names

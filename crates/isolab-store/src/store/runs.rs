@@ -2,22 +2,25 @@
 //! intervals, notes, logs), and the interruptions: writing a run in one transaction and
 //! reading runs back.
 
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use isolab_stats::Direction;
 
 use crate::backend::{args, Begin, FromRow, Row};
 use crate::encoding::{
-    count_to_sql, decode_points, duration_to_nanos, encode_points, optional_real_to_sql,
-    real_to_sql, sql_to_real, time_to_millis,
+    count_to_sql, decode_names, decode_points, decode_values, duration_to_nanos, encode_points,
+    optional_real_to_sql, real_to_sql, sql_to_real, time_to_millis,
 };
 use crate::error::{BackendError, Error, Kind};
 use crate::model::{
     ExperimentId, Interruption, LoadInterval, MetricValue, NewRun, RunId, RunRecord, Series,
 };
+use crate::telemetry::TelemetrySet;
 
 use super::experiments::ensure_experiment;
-use super::{attach, positions, At, Db, Store};
+use super::{attach, positions, At, Db, RowId, Store};
 
 /// The columns of `load_intervals` after `run_id`, in the order [`RawInterval`] reads them.
 pub(super) const INTERVAL_COLUMNS: &str =
@@ -126,7 +129,7 @@ impl FromRow for RawRun {
 
 impl RawRun {
     fn decode(self) -> Result<RunRecord, Error> {
-        let at = At::new("runs", format!("id {}", self.id));
+        let at = At::new("runs", RowId([("id", self.id)]));
         let exit_code = match self.exit_code {
             None => None,
             Some(code) => Some(
@@ -290,7 +293,7 @@ impl Store {
             what,
             |row: (RunId, i64, String, String, String, Option<f64>)| {
                 let (run, position, name, unit, direction, value) = row;
-                let at = At::new("metrics", format!("run_id {run}, position {position}"));
+                let at = At::new("metrics", RowId([("run_id", run), ("position", position)]));
                 let metric = MetricValue {
                     name,
                     unit,
@@ -302,17 +305,22 @@ impl Store {
         )?;
         attach(&mut runs, &slot, metrics, |r| &mut r.metrics);
 
-        let telemetry: Vec<(RunId, String, Option<f64>)> = db.query_rows(
-            "SELECT t.run_id, t.key, t.value FROM runs r \
+        let layouts = read_layouts(db)?;
+        let telemetry = db.decode_rows(
+            "SELECT t.run_id, t.layout_id, t.packed FROM runs r \
              JOIN telemetry t ON t.run_id = r.id \
-             WHERE r.experiment_id = ?1 ORDER BY r.id, t.position",
+             WHERE r.experiment_id = ?1 ORDER BY r.id",
             &args![id],
             what,
+            |(run, layout, packed): (RunId, i64, Vec<u8>)| {
+                Ok((run, layouts.set(run, layout, &packed)?))
+            },
         )?;
-        let telemetry = telemetry
-            .into_iter()
-            .map(|(run, key, value)| (run, (key, sql_to_real(value))));
-        attach(&mut runs, &slot, telemetry, |r| &mut r.telemetry);
+        for (run, set) in telemetry {
+            if let Some(r) = slot.get(&run).and_then(|&i| runs.get_mut(i)) {
+                r.telemetry = set;
+            }
+        }
 
         let notes: Vec<(RunId, String)> = db.query_rows(
             "SELECT n.run_id, n.note FROM runs r JOIN run_notes n ON n.run_id = r.id \
@@ -386,6 +394,54 @@ impl Store {
         let db = tx.db();
         ensure_run(db, run)?;
         read_it(db)
+    }
+}
+
+/// The store's telemetry layouts by id, each list of names shared by the sets read
+/// with it.
+struct Layouts(HashMap<i64, Arc<Vec<String>>>);
+
+/// Every layout of the store (a handful: one per list of names its runs recorded).
+fn read_layouts(db: Db<'_>) -> Result<Layouts, Error> {
+    let rows = db.decode_rows(
+        "SELECT id, names FROM telemetry_layouts",
+        &args![],
+        || "reading the telemetry layouts".to_owned(),
+        |(id, text): (i64, String)| {
+            let names = decode_names(&text).ok_or_else(|| {
+                At::new("telemetry_layouts", format!("id {id}")).corrupt(
+                    "names",
+                    &text,
+                    "expected a JSON array of names",
+                )
+            })?;
+            Ok((id, Arc::new(names)))
+        },
+    )?;
+    Ok(Layouts(rows.into_iter().collect()))
+}
+
+impl Layouts {
+    /// The telemetry of run `run`: `packed` values under the names of `layout`.
+    fn set(&self, run: RunId, layout: i64, packed: &[u8]) -> Result<TelemetrySet, Error> {
+        let at = At::new("telemetry", RowId([("run_id", run)]));
+        let names = self
+            .0
+            .get(&layout)
+            .ok_or_else(|| at.corrupt("layout_id", layout, "no such telemetry layout"))?;
+        match decode_values(packed) {
+            Some(values) if values.len() == names.len() => {
+                Ok(TelemetrySet::from_shared(Arc::clone(names), values))
+            }
+            _ => Err(at.corrupt(
+                "packed",
+                format!("{} bytes", packed.len()),
+                format!(
+                    "expected {} values of 8 bytes, one per name of layout {layout}",
+                    names.len()
+                ),
+            )),
+        }
     }
 }
 
@@ -473,14 +529,10 @@ pub(super) fn insert_run(db: Db<'_>, run: &NewRun) -> Result<RunId, Error> {
             || step(&format!("inserting metric `{}`", m.name)),
         )?;
     }
-    for (position, (key, value)) in run.telemetry.iter().enumerate() {
-        db.execute(
-            "INSERT INTO telemetry (run_id, position, key, value) \
-             VALUES (?1, ?2, ?3, ?4)",
-            &args![id, position as i64, key, real_to_sql(*value)],
-            || step(&format!("inserting telemetry `{key}`")),
-        )?;
-    }
+    db.with_connection(
+        || step("inserting its telemetry"),
+        |conn| crate::layouts::insert(conn, id, &run.telemetry),
+    )?;
     for (position, series) in run.series.iter().enumerate() {
         db.execute(
             "INSERT INTO series (run_id, position, name, unit, points) \
