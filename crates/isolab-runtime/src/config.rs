@@ -300,14 +300,24 @@ pub struct User {
     pub umask: Option<u32>,
 }
 
-/// OCI hooks, each run in the runtime's namespaces with the container's state JSON
-/// on its standard input.
+/// OCI hooks, with the container's state JSON on their standard input, at the points
+/// of the lifecycle the runtime spec names (in the order listed here).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Hooks {
-    /// `prestart` (deprecated) and `createRuntime`: during `create`, after the
-    /// namespaces exist, before `pivot_root`.
+    /// `prestart` (deprecated): during `create`, in the runtime's namespaces, once the
+    /// container's mounts are made, before `pivot_root`; before `createRuntime`.
+    pub prestart: Vec<Hook>,
+    /// `createRuntime`: as `prestart`, after it.
     pub create_runtime: Vec<Hook>,
-    /// `poststart`: after `start` let the command run.
+    /// `createContainer`: during `create`, in the container's namespaces (its process
+    /// runs it), after the runtime hooks, before `pivot_root` (the path is the
+    /// host's).
+    pub create_container: Vec<Hook>,
+    /// `startContainer`: during `start`, in the container (after `pivot_root`, with
+    /// the process's user, capabilities and seccomp filter), before the command's
+    /// `execve`; the process's environment when the hook has none (as runc).
+    pub start_container: Vec<Hook>,
+    /// `poststart`: after `start` let the command run, in the runtime's namespaces.
     pub poststart: Vec<Hook>,
     /// `poststop`: during `delete`, after the container is gone.
     pub poststop: Vec<Hook>,
@@ -316,7 +326,18 @@ pub struct Hooks {
 impl Hooks {
     /// No hook at all.
     pub fn is_empty(&self) -> bool {
-        self.create_runtime.is_empty() && self.poststart.is_empty() && self.poststop.is_empty()
+        self.prestart.is_empty()
+            && self.create_runtime.is_empty()
+            && self.create_container.is_empty()
+            && self.start_container.is_empty()
+            && self.poststart.is_empty()
+            && self.poststop.is_empty()
+    }
+
+    /// Whether the runtime runs hooks while the container's process waits between
+    /// its mounts and `pivot_root` (`prestart`, `createRuntime`).
+    pub fn runtime_hooks(&self) -> bool {
+        !self.prestart.is_empty() || !self.create_runtime.is_empty()
     }
 }
 

@@ -248,7 +248,8 @@ pub fn start(state_dir: &Path, id: &str) -> Result<Vec<String>, RuntimeError> {
             path: fifo_path.clone(),
             source,
         })?;
-    // Data on the FIFO = the process took the go; the pidfd readable = it died.
+    // Data on the FIFO = the process took the go (after its startContainer hooks);
+    // the pidfd readable = it died.
     loop {
         let [data, died] =
             sys::poll_readable([fifo.as_raw_fd(), pidfd.as_raw_fd()], -1).map_err(|source| {
@@ -258,9 +259,16 @@ pub fn start(state_dir: &Path, id: &str) -> Result<Vec<String>, RuntimeError> {
                 }
             })?;
         if data {
-            let mut byte = [0u8; 1];
-            if sys::read(fifo.as_raw_fd(), &mut byte) == Ok(1) {
-                break;
+            // "0", or a failed hook's report (one write, shorter than PIPE_BUF).
+            let mut bytes = [0u8; 6];
+            match sys::read(fifo.as_raw_fd(), &mut bytes) {
+                Ok(6) if bytes[0] == crate::container::child::FIFO_HOOK_FAILED => {
+                    // It exits right after: `state` then says stopped.
+                    wait_exit(&pidfd, Duration::from_secs(2));
+                    return Err(start_hook_failed(&st, &bytes));
+                }
+                Ok(n) if n > 0 => break,
+                _ => {}
             }
         }
         if died {
@@ -290,6 +298,24 @@ pub fn start(state_dir: &Path, id: &str) -> Result<Vec<String>, RuntimeError> {
     ))
 }
 
+/// The error of the `startContainer` hook a container's process reported on its exec
+/// FIFO (`H`, the hook's number, its status): the container stops (the process exits).
+fn start_hook_failed(st: &State, report: &[u8; 6]) -> RuntimeError {
+    let hook = st
+        .oci
+        .as_ref()
+        .and_then(|o| o.start_container.get(usize::from(report[1])));
+    let status = i32::from_ne_bytes([report[2], report[3], report[4], report[5]]);
+    RuntimeError::Hook {
+        kind: "startContainer".to_owned(),
+        path: hook.map(|h| h.path.clone()).unwrap_or_default(),
+        problem: format!(
+            "{}; the container stopped (`delete` removes it)",
+            crate::hooks::failure_text(status, hook.and_then(|h| h.timeout))
+        ),
+    }
+}
+
 /// Runs the poststart or poststop hooks of a container; their failures as warnings.
 fn hook_warnings(
     st: &State,
@@ -306,6 +332,12 @@ fn hook_warnings(
     }
     let mut state = oci_state(st);
     state.status = status;
+    // The process as `create` reported it, also when it has already exited (a
+    // poststart hook of a command that ends at once still names its container's
+    // process, as `state` did after `create`).
+    if status != Status::Stopped {
+        state.pid = st.init_pid.unwrap_or(0);
+    }
     let json = serde_json::to_string(&state).unwrap_or_default();
     crate::hooks::run_warn(list, kind, &json)
 }
@@ -342,10 +374,11 @@ pub fn kill(
     }
 }
 
-/// The `delete` operation: removes a stopped (or created) container, everything it
-/// held on the host and its state. A running container is refused unless `force`,
-/// which kills it first (as a created one always is). Runs the poststop hooks last;
-/// returns their failures (warnings).
+/// The `delete` operation: removes a stopped container, everything it held on the
+/// host and its state. A created or running container is refused (the runtime spec:
+/// "attempting to delete a container that is not stopped MUST generate an error")
+/// unless `force`, which kills it first. Runs the poststop hooks last; returns their
+/// failures (warnings).
 pub fn delete(
     state_dir: &Path,
     id: &str,
@@ -362,7 +395,9 @@ pub fn delete(
             "it belongs to a running `isolab-runtime run`; stop that process",
         ));
     }
-    if s == Status::Running && !force {
+    // The spec: only a stopped container may be deleted; `--force` kills a created or
+    // running one first (what Podman and containerd's shim ask for).
+    if matches!(s, Status::Created | Status::Running) && !force {
         return Err(wrong(
             &st,
             s,

@@ -127,6 +127,10 @@ pub struct OciInfo {
     pub created: String,
     /// Uid of the user who created it.
     pub owner: u32,
+    /// The `startContainer` hooks, which the container's process runs during `start`
+    /// (kept to name the one that failed).
+    #[serde(default)]
+    pub start_container: Vec<crate::config::Hook>,
     /// Hooks run after `start`.
     #[serde(default)]
     pub poststart: Vec<crate::config::Hook>,

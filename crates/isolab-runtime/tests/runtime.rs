@@ -1711,9 +1711,13 @@ fn oci_kill_9_between_create_and_start_leaves_nothing() {
     assert!(problems.is_empty(), "left behind: {problems:?}");
     assert_eq!(fs::read_to_string(&log).unwrap(), "");
 
-    // A created container deleted without start: its process is killed.
+    // A created container is not stopped: delete refuses it (the spec), --force kills
+    // its process and removes it.
     let pid = oci_create(&root, "t-del", "echo never", &log);
-    ok(&oci(&root, &["delete", "t-del"]));
+    let refused = oci(&root, &["delete", "t-del"]);
+    assert!(stderr(&refused).contains("is created"), "{refused:?}");
+    assert_eq!(oci_status(&root, "t-del"), ("created".into(), pid));
+    ok(&oci(&root, &["delete", "--force", "t-del"]));
     assert!(leftovers(&root, "t-del", None).is_empty());
     let alive = fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
         !s.rsplit(')')
@@ -1723,6 +1727,178 @@ fn oci_kill_9_between_create_and_start_leaves_nothing() {
             .starts_with('Z')
     });
     assert!(!alive, "process {pid} survived delete");
+}
+
+/// Sets `hooks` and `process.args` (`sh -c script`) of the bundle of `id`.
+fn set_hooks(dir: &Path, hooks: serde_json::Value, script: &str) {
+    let file = dir.join("config.json");
+    let mut spec: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&file).unwrap()).unwrap();
+    spec["hooks"] = hooks;
+    spec["process"]["args"] = serde_json::json!(["sh", "-c", script]);
+    spec["annotations"] = serde_json::json!({"org.isolab.test": "hooks"});
+    fs::write(&file, spec.to_string()).unwrap();
+}
+
+/// `create` of an existing bundle directory, its output in `log`. Its stderr goes to a
+/// file too (read back into the `Output`): the container keeps it, and a pipe would
+/// make us wait for the container's end.
+fn oci_create_dir(root: &BusyboxRoot, id: &str, dir: &Path, log: &Path) -> Output {
+    let err = log.with_extension("err");
+    let status = Command::new(bin())
+        .arg("--root")
+        .arg(root.state_dir())
+        .args(["create", "--bundle"])
+        .arg(dir)
+        .arg(id)
+        .stdout(fs::File::create(log).unwrap())
+        .stderr(fs::File::create(&err).unwrap())
+        .status()
+        .unwrap();
+    Output {
+        status,
+        stdout: Vec::new(),
+        stderr: fs::read(&err).unwrap_or_default(),
+    }
+}
+
+/// All six kinds of hooks run at their point of the lifecycle, in order, in their
+/// namespaces, each with the container's state on its standard input; a hook that
+/// fails or outlives its timeout fails its operation, and nothing is left.
+#[test]
+fn oci_hooks_run_in_order_with_the_state_and_their_timeouts() {
+    require_root!();
+    let _l = lock();
+    let root = BusyboxRoot::new();
+    let out = root.dir.path().join("hooks.out");
+    let log = root.dir.path().join("t-hooks.log");
+    let host = |kind: &str| {
+        serde_json::json!([{"path": "/bin/sh", "timeout": 5, "args": ["sh", "-c",
+            format!("echo {kind} $(readlink /proc/self/ns/mnt) $(cat) >> {}", out.display())]}])
+    };
+    let dir = bundle(&root, "t-hooks");
+    set_hooks(
+        &dir,
+        serde_json::json!({
+            "prestart": host("prestart"), "createRuntime": host("createRuntime"),
+            "createContainer": host("createContainer"), "poststart": host("poststart"),
+            "poststop": host("poststop"),
+            // In the container: its own root, after pivot_root.
+            "startContainer": [{"path": "/bin/sh", "args": ["sh", "-c", "cat > /dev/shm/state"]}],
+        }),
+        "cat /dev/shm/state",
+    );
+    let created = oci_create_dir(&root, "t-hooks", &dir, &log);
+    assert!(created.status.success(), "{created:?}");
+    let pid = oci_status(&root, "t-hooks").1;
+    let lines = || fs::read_to_string(&out).unwrap_or_default();
+    let kinds = |text: &str| -> Vec<String> {
+        text.lines()
+            .map(|l| l.split(' ').next().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        kinds(&lines()),
+        ["prestart", "createRuntime", "createContainer"]
+    );
+    let host_mnt = fs::read_link("/proc/self/ns/mnt").unwrap();
+    let container_mnt = fs::read_link(format!("/proc/{pid}/ns/mnt")).unwrap();
+    let state = |line: &str| -> (String, serde_json::Value) {
+        let (_, rest) = line.split_once(' ').unwrap();
+        let (mnt, json) = rest.split_once(' ').unwrap();
+        (mnt.to_owned(), serde_json::from_str(json).unwrap())
+    };
+    for line in lines().lines() {
+        let (mnt, v) = state(line);
+        assert_eq!(v["id"], "t-hooks");
+        assert_eq!(v["status"], "created", "{line}");
+        assert_eq!(v["bundle"], dir.to_str().unwrap());
+        assert_eq!(v["annotations"]["org.isolab.test"], "hooks");
+        if line.starts_with("createContainer") {
+            // In the container's namespaces: its mount namespace, its own pid 1.
+            assert_eq!(Path::new(&mnt), container_mnt);
+            assert_eq!(v["pid"], 1);
+        } else {
+            assert_eq!(Path::new(&mnt), host_mnt);
+            assert_eq!(v["pid"], pid);
+        }
+    }
+    ok(&oci(&root, &["start", "t-hooks"]));
+    wait_for("stopped", || oci_status(&root, "t-hooks").0 == "stopped");
+    let (_, poststart) = state(lines().lines().nth(3).unwrap());
+    assert_eq!(
+        (&poststart["status"], &poststart["pid"]),
+        (&"running".into(), &pid.into())
+    );
+    let start_state: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&log).unwrap()).unwrap();
+    assert_eq!(
+        (&start_state["status"], &start_state["pid"]),
+        (&"created".into(), &1.into())
+    );
+    ok(&oci(&root, &["delete", "t-hooks"]));
+    assert_eq!(
+        kinds(&lines()),
+        [
+            "prestart",
+            "createRuntime",
+            "createContainer",
+            "poststart",
+            "poststop"
+        ]
+    );
+    assert_eq!(
+        state(lines().lines().nth(4).unwrap()).1["status"],
+        "stopped"
+    );
+    assert!(leftovers(&root, "t-hooks", None).is_empty());
+
+    // A createContainer hook past its timeout fails create, which leaves nothing.
+    set_hooks(
+        &dir,
+        serde_json::json!({"createContainer": [{"path": "/bin/sleep", "args": ["sleep", "10"],
+                                                "timeout": 1}]}),
+        "true",
+    );
+    let started = Instant::now();
+    let refused = oci_create_dir(&root, "t-hooks", &dir, &log);
+    assert!(
+        stderr(&refused)
+            .contains("createContainer hook /bin/sleep: killed after its timeout of 1 s"),
+        "{refused:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(8));
+    assert!(leftovers(&root, "t-hooks", None).is_empty());
+    // A failing createRuntime hook too.
+    set_hooks(
+        &dir,
+        serde_json::json!({"createRuntime": [{"path": "/bin/false"}]}),
+        "true",
+    );
+    let refused = oci_create_dir(&root, "t-hooks", &dir, &log);
+    assert!(
+        stderr(&refused).contains("createRuntime hook /bin/false: exit status: 1"),
+        "{refused:?}"
+    );
+    assert!(leftovers(&root, "t-hooks", None).is_empty());
+    // A failing startContainer hook fails start; the container stops, delete removes it.
+    set_hooks(
+        &dir,
+        serde_json::json!({"startContainer": [{"path": "/bin/sh", "args": ["sh", "-c", "exit 4"]}]}),
+        "echo never",
+    );
+    assert!(oci_create_dir(&root, "t-hooks", &dir, &log)
+        .status
+        .success());
+    let refused = oci(&root, &["start", "t-hooks"]);
+    assert!(
+        stderr(&refused).contains("startContainer hook /bin/sh: exit status: 4"),
+        "{refused:?}"
+    );
+    assert_eq!(oci_status(&root, "t-hooks").0, "stopped");
+    ok(&oci(&root, &["delete", "t-hooks"]));
+    assert!(!fs::read_to_string(&log).unwrap().contains("never"));
+    assert!(leftovers(&root, "t-hooks", None).is_empty());
 }
 
 /// Programs of the OCI runtime-tools validation suite (25 of 58) that isolab-runtime passes on

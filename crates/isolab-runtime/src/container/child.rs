@@ -5,7 +5,7 @@
 
 use std::os::fd::RawFd;
 
-use super::plan::{ExecPlan, Op, Plan};
+use super::plan::{ContainerHooks, ExecPlan, HookExec, Op, Plan};
 use crate::sys::{self, Errno};
 use crate::trace::Phase;
 
@@ -19,6 +19,19 @@ pub(crate) const KIND_EXEC: u32 = 3;
 /// the `code`-th `tasks` file of [`ChildFds::cgroup`] failed with `errno`. The
 /// first record, always sent, before the go.
 pub(crate) const KIND_JOINED: u32 = 4;
+
+/// Record kind: hook `code` did not succeed (the `createContainer` hooks numbered
+/// from 0, the `startContainer` hooks after them); `errno` holds its wait status, or
+/// a negative errno when it could not be run (`-ETIMEDOUT`: killed at its timeout).
+pub(crate) const KIND_HOOK: u32 = 5;
+/// Record kind: the child made its mounts and waits (on the go pipe) for the
+/// runtime's `prestart` and `createRuntime` hooks.
+pub(crate) const KIND_HOOKS: u32 = 6;
+
+/// What the container's process writes on the exec FIFO when a `startContainer` hook
+/// failed, followed by the hook's number (one byte) and its [`KIND_HOOK`] status (4
+/// bytes, native order), instead of the `0` that means "started".
+pub(crate) const FIFO_HOOK_FAILED: u8 = b'H';
 
 /// The byte the parent sends when the child may start its setup.
 pub(crate) const GO: u8 = b'G';
@@ -200,16 +213,17 @@ pub(crate) fn main(plan: &Plan, fds: ChildFds) -> ! {
         Ok(true) if go[0] == GO => {}
         _ => exit(1),
     }
-    sys::close(fds.go);
     // SAFETY: PR_SET_NAME reads a NUL-terminated name of at most 16 bytes.
     unsafe { libc::prctl(libc::PR_SET_NAME, c"isolab-init".as_ptr()) };
     reset_signals();
     for (i, op) in plan.ops.iter().enumerate() {
-        if let Err(Errno(errno)) = run_op(op, &fds) {
+        if let Err(Errno(errno)) = run_op(op, plan, &fds) {
             report(fds.report, KIND_SETUP, i as u32, errno);
             exit(1);
         }
     }
+    // Kept open until here for the runtime's hooks (Op::RuntimeHooks).
+    sys::close(fds.go);
     if fds.devices >= 0 {
         sys::close(fds.devices);
     }
@@ -250,8 +264,23 @@ fn exec_after_start(exec: &ExecPlan, fds: &ChildFds) -> ! {
             libc::O_WRONLY | libc::O_CLOEXEC,
         )
     };
-    if fifo < 0 || sys::write_all(fifo, b"0").is_err() {
-        say(b"isolab-runtime: the exec FIFO could not be opened or written; not started\n");
+    if fifo < 0 {
+        say(b"isolab-runtime: the exec FIFO could not be opened; not started\n");
+        exit(1);
+    }
+    // `start` was called: the startContainer hooks, then the go for `start` (it
+    // returns once it read it, and reports a failed hook from what follows `H`).
+    if let Err((n, status)) = run_hooks(&exec.start_container) {
+        let mut failed = [0u8; 6];
+        failed[0] = FIFO_HOOK_FAILED;
+        failed[1] = n.min(255) as u8;
+        failed[2..].copy_from_slice(&status.to_ne_bytes());
+        let _ = sys::write_all(fifo, &failed);
+        say(b"isolab-runtime: a startContainer hook failed; not started\n");
+        exit(1);
+    }
+    if sys::write_all(fifo, b"0").is_err() {
+        say(b"isolab-runtime: the exec FIFO could not be written; not started\n");
         exit(1);
     }
     sys::close(fifo);
@@ -278,9 +307,29 @@ fn reset_signals() {
     }
 }
 
-fn run_op(op: &Op, fds: &ChildFds) -> Result<(), Errno> {
+fn run_op(op: &Op, plan: &Plan, fds: &ChildFds) -> Result<(), Errno> {
     let report_fd = fds.report;
     match op {
+        Op::RuntimeHooks => {
+            report(report_fd, KIND_HOOKS, 0, 0);
+            let mut go = [0u8; 1];
+            match sys::read_exact(fds.go, &mut go) {
+                Ok(true) if go[0] == GO => Ok(()),
+                // The parent reported the failed hook; nothing more to say.
+                _ => exit(1),
+            }
+        }
+        Op::ContainerHook { index } => {
+            let hooks = &plan.create_container;
+            let Some(hook) = hooks.hooks.get(*index) else {
+                return Err(Errno(libc::EINVAL));
+            };
+            if let Err(status) = run_hook(hook, hooks) {
+                report(report_fd, KIND_HOOK, hooks.first + *index as u32, status);
+                exit(1);
+            }
+            Ok(())
+        }
         Op::BecomeRoot => {
             // SAFETY: plain system calls with integer arguments.
             unsafe {
@@ -514,11 +563,123 @@ fn fail(report_fd: RawFd, step: ExecStep, errno: i32, code: i32) -> ! {
 }
 
 /// The command's process (PID 2, or an `exec`'d process): stdio, working directory,
-/// security, execve.
+/// security, the `startContainer` hooks, execve.
 pub(crate) fn run_command(exec: &ExecPlan, report_fd: RawFd) -> ! {
     prepare_command(exec, report_fd);
+    if let Err((n, status)) = run_hooks(&exec.start_container) {
+        report(report_fd, KIND_HOOK, exec.start_container.first + n, status);
+        exit(1);
+    }
     let (errno, code) = execute(exec);
     fail(report_fd, ExecStep::Execve, errno, code)
+}
+
+/// Runs `hooks` in order; the first that does not succeed: its number among them and
+/// its [`KIND_HOOK`] status.
+fn run_hooks(hooks: &ContainerHooks) -> Result<(), (u32, i32)> {
+    for (n, hook) in hooks.hooks.iter().enumerate() {
+        run_hook(hook, hooks).map_err(|status| (n as u32, status))?;
+    }
+    Ok(())
+}
+
+/// Runs one hook in this process's namespaces: forks, gives the child the state JSON
+/// (with this process's pid, as its pid namespace shows it) on a pipe as standard
+/// input, executes the hook there and waits for it, at most its timeout (then it is
+/// killed). Allocates nothing. `Err`: the [`KIND_HOOK`] status.
+fn run_hook(hook: &HookExec, hooks: &ContainerHooks) -> Result<(), i32> {
+    let mut pipe = [-1; 2];
+    // SAFETY: pipe2 writes two descriptors into the array.
+    if unsafe { libc::pipe2(pipe.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
+        return Err(-Errno::last().0);
+    }
+    let [read_end, write_end] = pipe;
+    // SAFETY: fork in a single-threaded process; the child only makes system calls
+    // on pre-built data until execve.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        let e = Errno::last().0;
+        sys::close(read_end);
+        sys::close(write_end);
+        return Err(-e);
+    }
+    if pid == 0 {
+        // SAFETY: dup2 and fcntl on descriptors of this process; SIG_DFL is valid
+        // (an ignored SIGPIPE would be inherited through execve); execve with
+        // NUL-terminated strings and null-terminated arrays built by the parent.
+        unsafe {
+            if read_end == 0 {
+                libc::fcntl(0, libc::F_SETFD, 0);
+            } else {
+                libc::dup2(read_end, 0);
+            }
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+            libc::execve(hook.path.as_ptr(), hook.argv.as_ptr(), hook.envp.as_ptr());
+        }
+        exit(127);
+    }
+    sys::close(read_end);
+    // A hook that does not read its input is fine: EPIPE instead of SIGPIPE.
+    // SAFETY: installing SIG_IGN, then the previous disposition again.
+    let previous = unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+    let mut digits = [0u8; 20];
+    // SAFETY: getpid cannot fail.
+    let own = decimal(unsafe { libc::getpid() } as u64, &mut digits);
+    let _ = sys::write_all(write_end, &hooks.state_head)
+        .and_then(|()| sys::write_all(write_end, own))
+        .and_then(|()| sys::write_all(write_end, &hooks.state_tail));
+    sys::close(write_end);
+    // SAFETY: as above.
+    unsafe { libc::signal(libc::SIGPIPE, previous) };
+    wait_hook(pid, hook.timeout_ns)
+}
+
+/// Waits for hook process `pid`, killing it after `timeout_ns`.
+fn wait_hook(pid: libc::pid_t, timeout_ns: Option<u64>) -> Result<(), i32> {
+    let deadline = timeout_ns.map(|t| sys::monotonic_ns().saturating_add(t));
+    loop {
+        let mut status = 0;
+        let flags = if deadline.is_some() { libc::WNOHANG } else { 0 };
+        // SAFETY: waiting for our own child; status is valid storage.
+        let r = unsafe { libc::waitpid(pid, &mut status, flags) };
+        if r == pid {
+            return if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+                Ok(())
+            } else {
+                Err(status)
+            };
+        }
+        if r < 0 && Errno::last().0 != libc::EINTR {
+            return Err(-Errno::last().0);
+        }
+        if deadline.is_some_and(|d| sys::monotonic_ns() >= d) {
+            // SAFETY: kill and reap our own child.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, &mut status, 0);
+            }
+            return Err(-libc::ETIMEDOUT);
+        }
+        let pause = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 2_000_000,
+        };
+        // SAFETY: nanosleep reads a valid timespec; a null remainder is allowed.
+        unsafe { libc::nanosleep(&pause, std::ptr::null_mut()) };
+    }
+}
+
+/// `n` in decimal, in `buf` (allocation-free formatting): the digits' slice.
+fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &buf[i..];
+        }
+    }
 }
 
 /// Stdio, working directory and security of the command's process; a failure is
@@ -627,13 +788,7 @@ fn execute(exec: &ExecPlan) -> (i32, i32) {
     for candidate in &exec.candidates {
         // SAFETY: the candidate, argv and envp are NUL-terminated strings and
         // null-terminated pointer arrays built in the parent before the clone.
-        unsafe {
-            libc::execve(
-                candidate.as_ptr(),
-                exec.argv_ptrs.as_ptr(),
-                exec.envp_ptrs.as_ptr(),
-            )
-        };
+        unsafe { libc::execve(candidate.as_ptr(), exec.argv.as_ptr(), exec.envp.as_ptr()) };
         let e = Errno::last().0;
         if e != libc::ENOENT && e != libc::ENOTDIR && first_error == libc::ENOENT {
             first_error = e;
@@ -662,6 +817,14 @@ mod tests {
         assert_eq!(Record::decode(&r.encode()), r);
         assert_eq!(ExecStep::from_code(4), Some(ExecStep::Execve));
         assert_eq!(ExecStep::from_code(9), None);
+    }
+
+    #[test]
+    fn decimals() {
+        let mut buf = [0u8; 20];
+        assert_eq!(decimal(0, &mut buf), b"0");
+        assert_eq!(decimal(4_194_304, &mut buf), b"4194304");
+        assert_eq!(decimal(u64::MAX, &mut buf), b"18446744073709551615");
     }
 
     #[test]

@@ -395,19 +395,25 @@ impl Instance {
         let target = self.create_cgroup(config, &rel)?;
         self.setup_devices(config, &rel)?;
         mark(trace, Phase::Cgroup);
-        let plan = self.plan(config, binds)?;
+        let plan = self.plan(config, oci, binds)?;
         mark(trace, Phase::Plan);
         let handshake = self.spawn(config, &plan, &target)?;
         mark(trace, Phase::Clone);
-        self.release(config, oci, &handshake, target, &rel)?;
+        self.release(config, &handshake, target, &rel)?;
         mark(trace, Phase::Network);
         let Handshake { go, report } = handshake;
         sys::write_all(go.as_raw_fd(), &[child::GO]).map_err(|e| RuntimeError::Syscall {
             op: "write to the go pipe (the container's init died during setup)",
             source: e.to_io(),
         })?;
-        drop(go);
-        let (setup_error, created) = read_reports(config, &plan, report, t0, trace);
+        let pid = self.init.as_ref().map_or(0, |i| i.pid as u32);
+        let runtime_hooks = spawn::RuntimeHooks {
+            config,
+            oci,
+            pid,
+            go,
+        };
+        let (setup_error, created) = read_reports(config, &plan, report, runtime_hooks, t0, trace);
         if config.lifecycle == Lifecycle::Create {
             return match setup_error {
                 Some(e) => Err(e),
@@ -437,6 +443,7 @@ impl Instance {
     fn plan(
         &mut self,
         config: &ContainerConfig,
+        oci: Option<&state::OciInfo>,
         binds: Vec<plan::BindSource>,
     ) -> Result<plan::Plan, RuntimeError> {
         if let Rootfs::Ext4Image { file, readonly } = &config.rootfs {
@@ -452,7 +459,7 @@ impl Instance {
             binds,
             self.devices.is_some(),
         );
-        plan::build(config, &layout)
+        plan::build(config, &layout, oci)
     }
 
     fn setup_network(&mut self, config: &ContainerConfig) -> Result<(), RuntimeError> {

@@ -17,7 +17,9 @@ use crate::state;
 use crate::sys;
 use crate::trace::{Phase, Trace};
 
-use super::child::{self, ExecStep, Record, KIND_EXEC, KIND_PHASE, KIND_SETUP};
+use super::child::{
+    self, ExecStep, Record, KIND_EXEC, KIND_HOOK, KIND_HOOKS, KIND_PHASE, KIND_SETUP,
+};
 use super::{devices, ns_to_duration, plan, Init, Instance};
 
 /// `CLONE_INTO_CGROUP` of `<linux/sched.h>`: start the child in the cgroup2
@@ -210,12 +212,10 @@ impl Instance {
 
     /// What the parent does for the child before it may go: records its pid in the
     /// state file, writes its user namespace's id maps, sets up its network and its OOM
-    /// score; then it waits for the child to be in its cgroups and runs the
-    /// `createRuntime` hooks.
+    /// score; then it waits for the child to be in its cgroups.
     pub(super) fn release(
         &mut self,
         config: &ContainerConfig,
-        oci: Option<&state::OciInfo>,
         handshake: &Handshake,
         target: CloneTarget,
         rel: &Path,
@@ -235,13 +235,9 @@ impl Instance {
                 source,
             })?;
         }
-        // The child is in its cgroups before the hooks see it and before its setup.
+        // The child is in its cgroups before its setup.
         self.await_joined(handshake.report.as_raw_fd(), &target.v1, rel)?;
         drop(target);
-        if !config.oci.hooks.create_runtime.is_empty() {
-            let state = crate::hooks::state_json(config, oci, "creating", pid as u32);
-            crate::hooks::run_all(&config.oci.hooks.create_runtime, "createRuntime", &state)?;
-        }
         Ok(())
     }
 
@@ -306,22 +302,63 @@ fn open_joined(config: &ContainerConfig) -> Result<Vec<OwnedFd>, RuntimeError> {
     Ok(joined)
 }
 
+/// What the parent needs to run the runtime's hooks when the child stops for them
+/// ([`child::KIND_HOOKS`]) and to let it go on.
+pub(super) struct RuntimeHooks<'a> {
+    pub(super) config: &'a ContainerConfig,
+    pub(super) oci: Option<&'a state::OciInfo>,
+    /// The container's process, as the runtime's pid namespace shows it.
+    pub(super) pid: u32,
+    /// The go pipe: one more [`child::GO`] once the hooks ran; closed when they failed
+    /// (the child reads EOF and exits).
+    pub(super) go: OwnedFd,
+}
+
+impl RuntimeHooks<'_> {
+    /// Runs `prestart`, then `createRuntime`, in the runtime's namespaces, with the
+    /// container's state (`created`: its environment is made, its command not run),
+    /// then lets the child go on.
+    fn run(&self) -> Result<(), RuntimeError> {
+        let hooks = &self.config.oci.hooks;
+        let state = crate::hooks::state_json(self.config, self.oci, "created", self.pid);
+        crate::hooks::run_all(&hooks.prestart, "prestart", &state)?;
+        crate::hooks::run_all(&hooks.create_runtime, "createRuntime", &state)?;
+        sys::write_all(self.go.as_raw_fd(), &[child::GO]).map_err(|e| RuntimeError::Syscall {
+            op: "write to the go pipe (the container's process died during the hooks)",
+            source: e.to_io(),
+        })
+    }
+}
+
 /// Reads the child's reports until the command's `execve` closes the pipe (create:
-/// until the process says it is created): phases go to `trace`; returns the setup or
-/// exec error reported, if any, and whether the process said it is created.
+/// until the process says it is created), running the runtime's hooks when it stops
+/// for them: phases go to `trace`; returns the setup, hook or exec error reported, if
+/// any, and whether the process said it is created.
 pub(super) fn read_reports(
     config: &ContainerConfig,
     plan: &plan::Plan,
     report: OwnedFd,
+    hooks: RuntimeHooks<'_>,
     t0: u64,
     trace: &mut Trace,
 ) -> (Option<RuntimeError>, bool) {
     let mut setup_error = None;
     let mut created = false;
     let mut record = [0u8; Record::SIZE];
+    let mut hooks = Some(hooks);
     while let Ok(true) = sys::read_exact(report.as_raw_fd(), &mut record) {
         let r = Record::decode(&record);
         match r.kind {
+            KIND_HOOKS => {
+                if let Some(h) = hooks.take() {
+                    match h.run() {
+                        Ok(()) => hooks = Some(h),
+                        // `h` and its go pipe dropped: the child reads EOF and exits.
+                        Err(e) => setup_error = Some(e),
+                    }
+                }
+            }
+            KIND_HOOK => setup_error = Some(container_hook_error(config, r)),
             KIND_PHASE => {
                 if let Some(p) = crate::trace::Phase::from_code(r.code) {
                     trace.push((p, ns_to_duration(r.ts, t0)));
@@ -337,7 +374,27 @@ pub(super) fn read_reports(
         }
     }
     drop(report);
+    drop(hooks);
     (setup_error, created)
+}
+
+/// The error of a `createContainer` or `startContainer` hook that did not succeed
+/// ([`child::KIND_HOOK`]): the hooks are numbered `createContainer` first.
+pub(super) fn container_hook_error(config: &ContainerConfig, r: Record) -> RuntimeError {
+    let hooks = &config.oci.hooks;
+    let n = r.code as usize;
+    let (kind, hook) = match hooks.create_container.get(n) {
+        Some(h) => ("createContainer", Some(h)),
+        None => (
+            "startContainer",
+            hooks.start_container.get(n - hooks.create_container.len()),
+        ),
+    };
+    RuntimeError::Hook {
+        kind: kind.to_owned(),
+        path: hook.map(|h| h.path.clone()).unwrap_or_default(),
+        problem: crate::hooks::failure_text(r.errno, hook.and_then(|h| h.timeout)),
+    }
 }
 
 /// The error of a failed setup step: the step's description and errno, or a

@@ -33,38 +33,47 @@ pub(super) const STANDARD_MOUNTS: [(&str, &str, Standard); 6] = [
     ("/sys", "sysfs", Standard::Sys),
 ];
 
-/// The bundle's hooks; `createContainer` and `startContainer` (run inside the
-/// container's namespaces) are refused.
+/// The bundle's hooks, each kind in its order (a `timeout` must be positive).
 fn hooks_from(h: &oci_spec::runtime::Hooks) -> Result<Hooks, String> {
-    let list = |hooks: &Option<Vec<oci_spec::runtime::Hook>>| -> Vec<Hook> {
+    let list = |kind: &str, hooks: &Option<Vec<oci_spec::runtime::Hook>>| {
         hooks
             .iter()
             .flatten()
-            .map(|hook| Hook {
-                path: hook.path().clone(),
-                args: hook.args().clone().unwrap_or_default(),
-                env: hook.env().clone().unwrap_or_default(),
-                timeout: hook.timeout().map(|t| t.max(1) as u64),
+            .map(|hook| {
+                let timeout = match hook.timeout() {
+                    None => None,
+                    Some(t) if t > 0 => Some(t as u64),
+                    Some(t) => {
+                        return Err(format!(
+                            "{kind} hook {}: timeout {t} is not greater than zero",
+                            hook.path().display()
+                        ))
+                    }
+                };
+                if !hook.path().is_absolute() {
+                    return Err(format!(
+                        "{kind} hook {}: the path must be absolute",
+                        hook.path().display()
+                    ));
+                }
+                Ok(Hook {
+                    path: hook.path().clone(),
+                    args: hook.args().clone().unwrap_or_default(),
+                    env: hook.env().clone().unwrap_or_default(),
+                    timeout,
+                })
             })
-            .collect()
+            .collect::<Result<Vec<Hook>, String>>()
     };
     #[allow(deprecated)]
     let prestart = h.prestart();
-    if h.create_container().as_ref().is_some_and(|v| !v.is_empty())
-        || h.start_container().as_ref().is_some_and(|v| !v.is_empty())
-    {
-        return Err(
-            "createContainer and startContainer hooks are not supported; \
-                    remove them (prestart, createRuntime, poststart and poststop are)"
-                .into(),
-        );
-    }
-    let mut create_runtime = list(prestart);
-    create_runtime.extend(list(h.create_runtime()));
     Ok(Hooks {
-        create_runtime,
-        poststart: list(h.poststart()),
-        poststop: list(h.poststop()),
+        prestart: list("prestart", prestart)?,
+        create_runtime: list("createRuntime", h.create_runtime())?,
+        create_container: list("createContainer", h.create_container())?,
+        start_container: list("startContainer", h.start_container())?,
+        poststart: list("poststart", h.poststart())?,
+        poststop: list("poststop", h.poststop())?,
     })
 }
 

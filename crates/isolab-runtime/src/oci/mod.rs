@@ -415,13 +415,34 @@ mod tests {
         let ns = c.oci.namespaces.unwrap();
         assert_eq!(ns.create, [NsKind::Pid, NsKind::Mount]);
         assert_eq!(ns.join, [(NsKind::Network, PathBuf::from("/run/netns/x"))]);
-        assert_eq!(c.oci.hooks.create_runtime[0].args, ["true", "a"]);
+        assert_eq!(c.oci.hooks.prestart[0].args, ["true", "a"]);
         assert_eq!(c.oci.hooks.poststop[0].timeout, Some(3));
-        // Hooks inside the container's namespaces are refused, with what is supported.
-        v["hooks"] = json!({"createContainer": [{"path": "/bin/true"}]});
+        // Every kind is read, in its order.
+        v["hooks"] = json!({"createContainer": [{"path": "/bin/true"}, {"path": "/bin/echo"}],
+                            "startContainer": [{"path": "/bin/sh", "args": ["sh", "-c", ":"]}],
+                            "createRuntime": [{"path": "/bin/false"}]});
         std::fs::write(dir.path().join("config.json"), v.to_string()).unwrap();
-        let e = from_bundle(dir.path(), &oci1()).unwrap_err();
-        assert!(e.to_string().contains("createContainer"), "{e}");
+        let h = from_bundle(dir.path(), &oci1()).unwrap().oci.hooks;
+        let paths = |l: &[crate::config::Hook]| -> Vec<PathBuf> {
+            l.iter().map(|h| h.path.clone()).collect()
+        };
+        assert_eq!(
+            paths(&h.create_container),
+            [PathBuf::from("/bin/true"), "/bin/echo".into()]
+        );
+        assert_eq!(h.start_container[0].args, ["sh", "-c", ":"]);
+        assert_eq!(paths(&h.create_runtime), [PathBuf::from("/bin/false")]);
+        assert!(h.runtime_hooks() && h.prestart.is_empty());
+        // A timeout must be positive, a path absolute.
+        for bad in [
+            json!({"poststart": [{"path": "/bin/true", "timeout": 0}]}),
+            json!({"startContainer": [{"path": "bin/true"}]}),
+        ] {
+            v["hooks"] = bad;
+            std::fs::write(dir.path().join("config.json"), v.to_string()).unwrap();
+            let e = from_bundle(dir.path(), &oci1()).unwrap_err().to_string();
+            assert!(e.contains("timeout 0") || e.contains("absolute"), "{e}");
+        }
     }
 
     #[test]

@@ -266,6 +266,7 @@ pub fn create(global: &Global, args: &CreateArgs, started: u64) -> Result<i32> {
         created: humantime::format_rfc3339_nanos(std::time::SystemTime::now()).to_string(),
         // SAFETY: getuid cannot fail.
         owner: unsafe { libc::getuid() },
+        start_container: config.oci.hooks.start_container.clone(),
         poststart: config.oci.hooks.poststart.clone(),
         poststop: config.oci.hooks.poststop.clone(),
     };

@@ -12,10 +12,13 @@ use std::path::{Path, PathBuf};
 use crate::config::{ContainerConfig, Lifecycle, NetworkChoice, NsKind, Rootfs, Stdio};
 use crate::error::RuntimeError;
 use crate::security::{self, Prepared};
+use crate::state::OciInfo;
 use crate::trace::Phase;
 
+mod hooks;
 mod mounts;
 
+pub(crate) use hooks::{ContainerHooks, HookExec};
 pub(crate) use mounts::mount_flags;
 
 /// One setup step of the container's init.
@@ -86,6 +89,11 @@ pub(crate) enum Op {
     JoinNs { slot: usize, nstype: libc::c_int },
     /// Write `value` to the file `path` (a sysctl under /proc/sys).
     WriteFile { path: CString, value: CString },
+    /// Stop for the runtime's hooks (`prestart`, `createRuntime`): report, and wait
+    /// for the parent's go once it ran them (EOF: they failed, the process exits).
+    RuntimeHooks,
+    /// Run `createContainer` hook `index` of [`Plan::create_container`].
+    ContainerHook { index: usize },
     /// A device node of `linux.devices`: `mknod` (replacing what is there), then
     /// `chmod` (mknod applies the umask) and `chown`.
     Node {
@@ -97,17 +105,53 @@ pub(crate) enum Op {
     },
 }
 
+/// Strings for `execve` (its `argv` or `envp`): owned, with the null-terminated array
+/// of pointers into them that the child passes without allocating.
+#[derive(Debug)]
+pub(crate) struct CStrings {
+    /// Owns the strings `ptrs` points into (read only through them).
+    #[cfg_attr(not(test), allow(dead_code))]
+    strings: Vec<CString>,
+    ptrs: Vec<*const libc::c_char>,
+}
+
+impl CStrings {
+    /// `items` as C strings; `what` names them in the error for a NUL byte.
+    pub(crate) fn new<'a>(
+        what: &'static str,
+        items: impl IntoIterator<Item = &'a str>,
+    ) -> Result<CStrings, RuntimeError> {
+        let strings = items
+            .into_iter()
+            .map(|s| cstring(what, s.as_bytes()))
+            .collect::<Result<_, _>>()?;
+        Ok(CStrings::from_strings(strings))
+    }
+
+    /// `strings` with their pointer array.
+    pub(crate) fn from_strings(strings: Vec<CString>) -> CStrings {
+        let mut ptrs: Vec<*const libc::c_char> = strings.iter().map(|s| s.as_ptr()).collect();
+        ptrs.push(std::ptr::null());
+        CStrings { strings, ptrs }
+    }
+
+    /// The null-terminated array of pointers, for `execve`.
+    pub(crate) fn as_ptr(&self) -> *const *const libc::c_char {
+        self.ptrs.as_ptr()
+    }
+
+    /// The strings.
+    #[cfg(test)]
+    pub(crate) fn strings(&self) -> &[CString] {
+        &self.strings
+    }
+}
+
 /// What the command's process (PID 2) does before `execve`.
 #[derive(Debug)]
 pub(crate) struct ExecPlan {
-    /// Owns the strings `argv_ptrs` points into.
-    #[allow(dead_code)]
-    pub argv: Vec<CString>,
-    pub argv_ptrs: Vec<*const libc::c_char>,
-    /// Owns the strings `envp_ptrs` points into.
-    #[allow(dead_code)]
-    pub envp: Vec<CString>,
-    pub envp_ptrs: Vec<*const libc::c_char>,
+    pub argv: CStrings,
+    pub envp: CStrings,
     /// Paths to try with `execve`, in `PATH` order.
     pub candidates: Vec<CString>,
     pub cwd: CString,
@@ -120,6 +164,9 @@ pub(crate) struct ExecPlan {
     pub user: Option<ExecUser>,
     /// `umask`.
     pub umask: Option<u32>,
+    /// `startContainer` hooks, run after the security settings, right before `execve`
+    /// (none for a process `exec`uted into a running container).
+    pub start_container: ContainerHooks,
 }
 
 /// The user the command's process switches to.
@@ -139,6 +186,8 @@ pub(crate) struct Plan {
     pub exec: ExecPlan,
     /// The command is PID 1 itself (no init: [`ContainerConfig::init`] off).
     pub direct: bool,
+    /// The `createContainer` hooks ([`Op::ContainerHook`]).
+    pub create_container: ContainerHooks,
 }
 
 /// Where the container's root and scratch space are mounted on the host side
@@ -290,7 +339,12 @@ pub(crate) const DEVICES: [(&str, u32, u32); 6] = [
 
 /// Builds the child's plan for `config` with the host-side `layout`: one step after
 /// the other, as the child takes them.
-pub(crate) fn build(config: &ContainerConfig, layout: &Layout) -> Result<Plan, RuntimeError> {
+/// `oci` names the bundle and its annotations in the state the hooks read.
+pub(crate) fn build(
+    config: &ContainerConfig,
+    layout: &Layout,
+    oci: Option<&OciInfo>,
+) -> Result<Plan, RuntimeError> {
     let root = &layout.root;
     let mut b = Builder {
         ops: Vec::new(),
@@ -301,15 +355,44 @@ pub(crate) fn build(config: &ContainerConfig, layout: &Layout) -> Result<Plan, R
     enter_cgroups(&mut b, config, layout);
     mounts::mount_all(&mut b, config, layout, root_mode.writable)?;
     b.phase(Phase::Mounts);
+    let hooks = &config.oci.hooks;
+    let state = || crate::hooks::state_parts(config, oci, "created");
+    let create_container = ContainerHooks::build(&hooks.create_container, &[], state(), 0)?;
+    hook_stops(&mut b, config);
     pivot(&mut b, root, root_mode.readonly)?;
     settle(&mut b, config)?;
-    let exec = exec_plan(config)?;
+    let mut exec = exec_plan(config)?;
+    exec.start_container = ContainerHooks::build(
+        &hooks.start_container,
+        &config.env,
+        state(),
+        hooks.create_container.len() as u32,
+    )?;
     Ok(Plan {
         ops: b.ops,
         descriptions: b.descriptions,
         exec,
         direct: !config.init,
+        create_container,
     })
+}
+
+/// Between the mounts and `pivot_root`: the stop for the runtime's hooks, then the
+/// `createContainer` hooks (the lifecycle's steps 3 to 5).
+fn hook_stops(b: &mut Builder, config: &ContainerConfig) {
+    let hooks = &config.oci.hooks;
+    if hooks.runtime_hooks() {
+        b.push(
+            Op::RuntimeHooks,
+            "wait for the prestart and createRuntime hooks".into(),
+        );
+    }
+    for (index, hook) in hooks.create_container.iter().enumerate() {
+        b.push(
+            Op::ContainerHook { index },
+            format!("run the createContainer hook {}", hook.path.display()),
+        );
+    }
 }
 
 /// Joins the namespaces given by path (setns) and becomes root of a new user
@@ -522,16 +605,8 @@ pub(crate) fn work_dir_of(upper: &Path) -> PathBuf {
 }
 
 pub(crate) fn exec_plan(config: &ContainerConfig) -> Result<ExecPlan, RuntimeError> {
-    let argv: Vec<CString> = config
-        .args
-        .iter()
-        .map(|a| cstring("argument", a.as_bytes()))
-        .collect::<Result<_, _>>()?;
-    let envp: Vec<CString> = config
-        .env
-        .iter()
-        .map(|e| cstring("environment entry", e.as_bytes()))
-        .collect::<Result<_, _>>()?;
+    let argv = CStrings::new("argument", config.args.iter().map(String::as_str))?;
+    let envp = CStrings::new("environment entry", config.env.iter().map(String::as_str))?;
     let program = config.args.first().ok_or(RuntimeError::EmptyCommand)?;
     let candidates = if program.contains('/') {
         vec![cstring("program", program.as_bytes())?]
@@ -547,15 +622,9 @@ pub(crate) fn exec_plan(config: &ContainerConfig) -> Result<ExecPlan, RuntimeErr
             .map(|d| cstring("program", format!("{d}/{program}").as_bytes()))
             .collect::<Result<_, _>>()?
     };
-    let mut argv_ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
-    argv_ptrs.push(std::ptr::null());
-    let mut envp_ptrs: Vec<*const libc::c_char> = envp.iter().map(|e| e.as_ptr()).collect();
-    envp_ptrs.push(std::ptr::null());
     Ok(ExecPlan {
         argv,
-        argv_ptrs,
         envp,
-        envp_ptrs,
         candidates,
         cwd: cpath("working directory", &config.cwd)?,
         security: security::prepare_cached(
@@ -575,6 +644,7 @@ pub(crate) fn exec_plan(config: &ContainerConfig) -> Result<ExecPlan, RuntimeErr
             groups: u.additional_gids.clone(),
         }),
         umask: config.oci.user.as_ref().and_then(|u| u.umask),
+        start_container: ContainerHooks::default(),
     })
 }
 
@@ -660,7 +730,7 @@ mod tests {
             path: "/srv/root".into(),
             readonly: true,
         });
-        let plan = build(&c, &layout_for(&c, None, Vec::new(), false)).unwrap();
+        let plan = build(&c, &layout_for(&c, None, Vec::new(), false), None).unwrap();
         assert_eq!(plan.ops.len(), plan.descriptions.len());
         let t = targets(&plan);
         assert_eq!(t[0], "/");
@@ -690,8 +760,9 @@ mod tests {
             plan.exec.candidates[0].to_str().unwrap(),
             "/usr/local/sbin/sh"
         );
-        assert_eq!(plan.exec.argv_ptrs.len(), 4);
-        assert!(plan.exec.argv_ptrs[3].is_null());
+        assert_eq!(plan.exec.argv.strings().len(), 3);
+        assert_eq!(plan.exec.argv.ptrs.len(), 4);
+        assert!(plan.exec.argv.ptrs[3].is_null());
     }
 
     #[test]
@@ -715,7 +786,7 @@ mod tests {
         });
         created.lifecycle = Lifecycle::Create;
         assert_eq!(host_dirs(&created), [PathBuf::from("/run/isolab/t1")]);
-        let plan = build(&c, &layout_for(&c, None, Vec::new(), false)).unwrap();
+        let plan = build(&c, &layout_for(&c, None, Vec::new(), false), None).unwrap();
         let data: Vec<String> = plan
             .ops
             .iter()
@@ -737,7 +808,7 @@ mod tests {
             lower: "/srv/a,b".into(),
             upper: None,
         });
-        assert!(build(&bad, &layout_for(&bad, None, Vec::new(), false)).is_err());
+        assert!(build(&bad, &layout_for(&bad, None, Vec::new(), false), None).is_err());
     }
 
     #[test]
@@ -746,11 +817,12 @@ mod tests {
             file: "/img".into(),
             readonly: true,
         });
-        assert!(build(&c, &layout_for(&c, None, Vec::new(), false)).is_err());
+        assert!(build(&c, &layout_for(&c, None, Vec::new(), false), None).is_err());
         c.network = NetworkChoice::Host;
         let plan = build(
             &c,
             &layout_for(&c, Some("/dev/loop3".into()), Vec::new(), true),
+            None,
         )
         .unwrap();
         assert!(
@@ -771,11 +843,11 @@ mod tests {
             readonly: false,
         });
         c.args = vec!["/bin/echo".into()];
-        let plan = build(&c, &layout_for(&c, None, Vec::new(), false)).unwrap();
+        let plan = build(&c, &layout_for(&c, None, Vec::new(), false), None).unwrap();
         assert_eq!(plan.exec.candidates.len(), 1);
         c.args = vec!["a\0b".into()];
         assert!(matches!(
-            build(&c, &layout_for(&c, None, Vec::new(), false)),
+            build(&c, &layout_for(&c, None, Vec::new(), false), None),
             Err(RuntimeError::NulByte { .. })
         ));
     }
@@ -800,7 +872,7 @@ mod tests {
                 dir: false,
             },
         ];
-        let plan = build(&c, &layout_for(&c, None, sources.clone(), false)).unwrap();
+        let plan = build(&c, &layout_for(&c, None, sources.clone(), false), None).unwrap();
         let at = |pred: &dyn Fn(&Op) -> bool| plan.ops.iter().position(pred).unwrap();
         let target = at(&|o| matches!(o, Op::BindTarget { bind: 0, .. }));
         let mqueue = at(
@@ -847,12 +919,12 @@ mod tests {
             lower: "/r".into(),
             upper: None,
         };
-        let plan = build(&c, &layout_for(&c, None, sources, false)).unwrap();
+        let plan = build(&c, &layout_for(&c, None, sources, false), None).unwrap();
         assert!(plan
             .ops
             .iter()
             .any(|o| matches!(o, Op::BindTarget { create: true, .. })));
         // A bind without a resolved source is refused.
-        assert!(build(&c, &layout_for(&c, None, Vec::new(), false)).is_err());
+        assert!(build(&c, &layout_for(&c, None, Vec::new(), false), None).is_err());
     }
 }
