@@ -124,6 +124,7 @@ fn bundle_err(path: &Path, problem: impl Into<String>) -> RuntimeError {
 pub fn from_bundle(dir: &Path, id: &ContainerId) -> Result<ContainerConfig, RuntimeError> {
     let file = dir.join("config.json");
     let spec = load_spec(&file)?;
+    check_version(spec.version()).map_err(|problem| bundle_err(&file, problem))?;
     let process = spec
         .process()
         .as_ref()
@@ -561,6 +562,22 @@ pub struct BundleMeta {
 fn load_spec(file: &Path) -> Result<Spec, RuntimeError> {
     let text = std::fs::read(file).map_err(|e| bundle_err(file, format!("cannot load: {e}")))?;
     serde_json::from_slice(&text).map_err(|e| bundle_err(file, format!("cannot load: {e}")))
+}
+
+/// `ociVersion` must be a version of runtime spec 1 (`1.MINOR.PATCH`, with an optional
+/// `-pre-release` or `+build` suffix, as semver writes it): anything else is a value the
+/// runtime spec says a runtime must refuse, not guess at.
+fn check_version(version: &str) -> Result<(), String> {
+    let core = version.split(['-', '+']).next().unwrap_or_default();
+    let parts: Vec<&str> = core.split('.').collect();
+    let numeric = |p: &&str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
+    if parts.len() == 3 && parts.iter().all(numeric) && parts[0] == "1" {
+        Ok(())
+    } else {
+        Err(format!(
+            "ociVersion {version:?} is not a version of the OCI runtime spec 1 (1.MINOR.PATCH)"
+        ))
+    }
 }
 
 /// Reads [`BundleMeta`] of the bundle in `dir`.

@@ -502,6 +502,24 @@ mod tests {
         assert!(e.to_string().contains("by path"), "{e}");
     }
 
+    /// `ociVersion` is a version of runtime spec 1; anything else is refused by name.
+    #[test]
+    fn an_oci_version_that_is_not_1_x_y_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut v = serde_json::to_value(oci_spec(&config()).unwrap()).unwrap();
+        for good in ["1.0.2", "1.3.0", "1.0.2-dev", "1.2.0+build.1"] {
+            v["ociVersion"] = json!(good);
+            std::fs::write(dir.path().join("config.json"), v.to_string()).unwrap();
+            from_bundle(dir.path(), &oci1()).unwrap();
+        }
+        for bad in ["invalid", "2.0.0", "1.0", "1.x.0", ""] {
+            v["ociVersion"] = json!(bad);
+            std::fs::write(dir.path().join("config.json"), v.to_string()).unwrap();
+            let e = from_bundle(dir.path(), &oci1()).unwrap_err().to_string();
+            assert!(e.contains("ociVersion"), "{bad}: {e}");
+        }
+    }
+
     /// Every field of `linux.resources` is applied or refused: none is dropped.
     #[test]
     fn resources_are_applied_or_refused() {
