@@ -166,6 +166,10 @@ pub struct OciExtras {
     /// Every mount in the bundle's order (the standard ones it lists, the bind
     /// mounts, the others); empty = isolab's own layout and order.
     pub order: Vec<MountRef>,
+    /// `linux.rootfsPropagation` (`shared`, `slave`, `private`, `unbindable`, or an
+    /// `r` form): the root's propagation, set after `pivot_root`; `None`: private,
+    /// as every mount of the container is.
+    pub root_propagation: Option<String>,
 }
 
 /// The namespaces of an OCI bundle: those the container gets new, those it joins.

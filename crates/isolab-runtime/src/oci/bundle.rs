@@ -159,6 +159,17 @@ pub fn from_bundle(dir: &Path, id: &ContainerId) -> Result<ContainerConfig, Runt
         .linux()
         .as_ref()
         .ok_or_else(|| bundle_err(&file, "no \"linux\" section"))?;
+    if let Some(name) = linux.rootfs_propagation() {
+        if crate::container::plan::propagation_flags(name).is_none() {
+            return Err(bundle_err(
+                &file,
+                format!(
+                    "linux.rootfsPropagation {name:?} is not shared, slave, private or unbindable"
+                ),
+            ));
+        }
+        config.oci.root_propagation = Some(name.clone());
+    }
     read_namespaces(&mut config, linux, &file)?;
     read_cgroups_path(&mut config, linux, &file)?;
     if let Some(masked) = linux.masked_paths() {
@@ -194,18 +205,18 @@ fn read_mounts(
         let dest = m.destination().to_string_lossy();
         let fstype = m.typ().clone().unwrap_or_default();
         let options = m.options().clone().unwrap_or_default();
-        let source = m.source().clone().unwrap_or_default();
-        let mount = Mount {
+        let mut mount = Mount {
             destination: m.destination().clone(),
-            source: if source.is_absolute() || source.as_os_str().is_empty() {
-                source
-            } else {
-                dir.join(source)
-            },
+            source: m.source().clone().unwrap_or_default(),
             fstype,
             options,
         };
         let is_bind = mount.is_bind();
+        // A bind's relative source is in the bundle (as runc reads it); any other
+        // mount's source is the file system's name (`tmpfs`, a device), kept as given.
+        if is_bind && mount.source.is_relative() && !mount.source.as_os_str().is_empty() {
+            mount.source = dir.join(&mount.source);
+        }
         let standard = STANDARD_MOUNTS
             .iter()
             .find(|(d, t, _)| !is_bind && *d == dest && *t == mount.fstype)

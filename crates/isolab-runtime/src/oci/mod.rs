@@ -502,6 +502,28 @@ mod tests {
         assert!(e.to_string().contains("by path"), "{e}");
     }
 
+    /// A mount's source is a path in the bundle only for a bind; `tmpfs` stays the
+    /// file system's name. `linux.rootfsPropagation` is read, an unknown one refused.
+    #[test]
+    fn mount_sources_and_root_propagation_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut v = serde_json::to_value(oci_spec(&config()).unwrap()).unwrap();
+        v["mounts"].as_array_mut().unwrap().push(
+            json!({"destination": "/tmp/t", "type": "tmpfs", "source": "tmpfs",
+                   "options": ["size=1k", "shared"]}),
+        );
+        v["linux"]["rootfsPropagation"] = json!("unbindable");
+        std::fs::write(dir.path().join("config.json"), v.to_string()).unwrap();
+        let c = from_bundle(dir.path(), &oci1()).unwrap();
+        let tmpfs = c.oci.mounts.iter().find(|m| m.fstype == "tmpfs").unwrap();
+        assert_eq!(tmpfs.source, PathBuf::from("tmpfs"));
+        assert_eq!(c.oci.root_propagation.as_deref(), Some("unbindable"));
+        v["linux"]["rootfsPropagation"] = json!("sideways");
+        std::fs::write(dir.path().join("config.json"), v.to_string()).unwrap();
+        let e = from_bundle(dir.path(), &oci1()).unwrap_err().to_string();
+        assert!(e.contains("rootfsPropagation"), "{e}");
+    }
+
     /// `ociVersion` is a version of runtime spec 1; anything else is refused by name.
     #[test]
     fn an_oci_version_that_is_not_1_x_y_is_refused() {

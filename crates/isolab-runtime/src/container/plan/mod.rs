@@ -19,7 +19,7 @@ mod hooks;
 mod mounts;
 
 pub(crate) use hooks::{ContainerHooks, HookExec};
-pub(crate) use mounts::mount_flags;
+pub(crate) use mounts::{mount_flags, propagation_flags};
 
 /// One setup step of the container's init.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -360,6 +360,14 @@ pub(crate) fn build(
     let create_container = ContainerHooks::build(&hooks.create_container, &[], state(), 0)?;
     hook_stops(&mut b, config);
     pivot(&mut b, root, root_mode.readonly)?;
+    if let Some(name) = &config.oci.root_propagation {
+        let flags = propagation_flags(name).ok_or(RuntimeError::InvalidConfig {
+            what: "linux.rootfsPropagation",
+            value: name.clone(),
+            expected: "shared, slave, private or unbindable (or rshared, ...)",
+        })?;
+        b.mount(None, Path::new("/"), None, flags, None)?;
+    }
     settle(&mut b, config)?;
     let mut exec = exec_plan(config)?;
     exec.start_container = ContainerHooks::build(
@@ -722,6 +730,30 @@ mod tests {
                 _ => None,
             })
             .collect()
+    }
+
+    /// `linux.rootfsPropagation` is set on the new root after `pivot_root`; a name that
+    /// is not a propagation is refused.
+    #[test]
+    fn root_propagation_follows_the_pivot() {
+        let mut c = config(Rootfs::Dir {
+            path: "/srv/root".into(),
+            readonly: false,
+        });
+        c.oci.root_propagation = Some("shared".into());
+        let plan = build(&c, &layout_for(&c, None, Vec::new(), false), None).unwrap();
+        let pivot = plan.ops.iter().position(|o| *o == Op::PivotHere).unwrap();
+        let shared = plan
+            .ops
+            .iter()
+            .position(|o| {
+                matches!(o, Op::Mount { target, flags, .. }
+                    if target.as_bytes() == b"/" && *flags == libc::MS_SHARED)
+            })
+            .unwrap();
+        assert!(shared > pivot);
+        c.oci.root_propagation = Some("sideways".into());
+        assert!(build(&c, &layout_for(&c, None, Vec::new(), false), None).is_err());
     }
 
     #[test]

@@ -305,6 +305,23 @@ pub(crate) struct MountOptions {
     pub recursive: bool,
 }
 
+/// The `mount(2)` flags of a propagation name (`private`, `shared`, `slave`,
+/// `unbindable`, each also with an `r` for recursive), or `None` for any other name.
+pub(crate) fn propagation_flags(name: &str) -> Option<libc::c_ulong> {
+    let (base, rec) = match name.strip_prefix('r') {
+        Some(base) => (base, libc::MS_REC),
+        None => (name, 0),
+    };
+    let flag = match base {
+        "private" => libc::MS_PRIVATE,
+        "shared" => libc::MS_SHARED,
+        "slave" => libc::MS_SLAVE,
+        "unbindable" => libc::MS_UNBINDABLE,
+        _ => return None,
+    };
+    Some(flag | rec)
+}
+
 /// Parses mount(8) options as runc and crun do: known flag names set or clear `MS_*`
 /// flags, propagation names become propagation changes, anything else is data.
 pub(crate) fn mount_flags(options: &[String]) -> Result<MountOptions, String> {
@@ -340,16 +357,8 @@ pub(crate) fn mount_flags(options: &[String]) -> Result<MountOptions, String> {
                 out.recursive = true;
                 set(libc::MS_BIND)
             }
-            "private" | "rprivate" | "shared" | "rshared" | "slave" | "rslave" | "unbindable"
-            | "runbindable" => {
-                let base = match o.trim_start_matches('r') {
-                    "private" => libc::MS_PRIVATE,
-                    "shared" => libc::MS_SHARED,
-                    "slave" => libc::MS_SLAVE,
-                    _ => libc::MS_UNBINDABLE,
-                };
-                let rec = if o.starts_with('r') { libc::MS_REC } else { 0 };
-                out.propagation.push(base | rec);
+            name if propagation_flags(name).is_some() => {
+                out.propagation.extend(propagation_flags(name));
                 continue;
             }
             "tmpcopyup" | "idmap" | "ridmap" | "rro" | "rrw" => {
