@@ -407,9 +407,16 @@ fn prepare_inner<S: SecuritySyscalls>(
                 missing: missing.to_string(),
             });
         }
+        // The first process of a new user namespace starts with the full bounding set
+        // (the kernel's set_cred_user_ns), not this process's: every capability not
+        // kept is dropped from it.
+        let starts_with = match held {
+            Held::Inherited => bounding,
+            Held::NewUserNamespace => CapabilitySet::all(),
+        };
         CapsPlan::Restrict {
             keep: cfg.capabilities,
-            drop: bounding
+            drop: starts_with
                 .difference(cfg.capabilities)
                 .iter()
                 .map(Capability::number)

@@ -910,4 +910,17 @@ fn a_new_user_namespace_holds_the_bounding_set() {
         .unwrap();
     let err = prepare_in_new_user_namespace(&cfg, &bounded).unwrap_err();
     assert!(err.to_string().contains("CAP_SYS_RESOURCE"), "{err}");
+    // The new namespace starts with the full bounding set: what is not kept is dropped
+    // from it, also a capability this process's bounding set lacked.
+    let mut fake = Fake {
+        calls: Vec::new(),
+        ..bounded
+    };
+    let prepared = prepare_in_new_user_namespace(&SecurityConfig::default(), &fake).unwrap();
+    prepared.apply_with(&mut fake).unwrap();
+    assert!(
+        fake.calls.contains(&"drop 24".to_owned()),
+        "{:?}",
+        fake.calls
+    );
 }
