@@ -166,10 +166,43 @@ pub struct OciExtras {
     /// Every mount in the bundle's order (the standard ones it lists, the bind
     /// mounts, the others); empty = isolab's own layout and order.
     pub order: Vec<MountRef>,
+    /// `linux.uidMappings` and `linux.gidMappings` of the new user namespace; `None`:
+    /// [`USERNS_BASE`]'s range (without root, the caller's own ids).
+    pub id_maps: Option<IdMaps>,
     /// `linux.rootfsPropagation` (`shared`, `slave`, `private`, `unbindable`, or an
     /// `r` form): the root's propagation, set after `pivot_root`; `None`: private,
     /// as every mount of the container is.
     pub root_propagation: Option<String>,
+}
+
+/// The id mappings of a user namespace, as `/proc/PID/uid_map` and `gid_map` take them.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct IdMaps {
+    /// User ids.
+    pub uid: Vec<IdRange>,
+    /// Group ids.
+    pub gid: Vec<IdRange>,
+}
+
+/// `size` ids from `container` in the namespace are ids from `host` outside it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IdRange {
+    /// First id in the namespace.
+    pub container: u32,
+    /// First id outside it.
+    pub host: u32,
+    /// How many ids.
+    pub size: u32,
+}
+
+impl IdRange {
+    /// The ranges as the kernel's map file takes them: one `container host size` a line.
+    pub fn map_file(ranges: &[IdRange]) -> String {
+        ranges
+            .iter()
+            .map(|r| format!("{} {} {}\n", r.container, r.host, r.size))
+            .collect()
+    }
 }
 
 /// The namespaces of an OCI bundle: those the container gets new, those it joins.

@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 
 use isolab_cgroups::CloneTarget;
 
-use crate::config::{ContainerConfig, Lifecycle, NetworkChoice, USERNS_BASE, USERNS_SIZE};
+use crate::config::{
+    ContainerConfig, IdMaps, IdRange, Lifecycle, NetworkChoice, USERNS_BASE, USERNS_SIZE,
+};
 use crate::error::RuntimeError;
 use crate::state;
 use crate::sys;
@@ -224,7 +226,7 @@ impl Instance {
         self.state.init_pid = Some(pid as u32);
         self.state.update(&self.state_path)?;
         if config.user_namespace {
-            write_id_maps(pid)?;
+            write_id_maps(pid, config.oci.id_maps.as_ref())?;
         }
         self.setup_network(config)?;
         if let Some(adj) = config.oci.oom_score_adj {
@@ -461,10 +463,11 @@ pub(super) fn exec_error(config: &ContainerConfig, r: Record) -> RuntimeError {
     }
 }
 
-/// Maps container ids 0..65536 to host ids from [`USERNS_BASE`]; without root
-/// ([`crate::config::rootless`]) the caller's own uid and gid to 0, after denying
-/// `setgroups` (the kernel's condition for an unprivileged gid map).
-fn write_id_maps(pid: libc::pid_t) -> Result<(), RuntimeError> {
+/// Writes the bundle's id maps, or maps container ids 0..65536 to host ids from
+/// [`USERNS_BASE`]; without root ([`crate::config::rootless`]) the caller's own uid and
+/// gid to 0; without root `setgroups` is denied first (the kernel's condition for an
+/// unprivileged gid map).
+fn write_id_maps(pid: libc::pid_t, maps: Option<&IdMaps>) -> Result<(), RuntimeError> {
     let write = |file: &str, line: &str| {
         let path = PathBuf::from(format!("/proc/{pid}/{file}"));
         fs::write(&path, line).map_err(|source| RuntimeError::Host {
@@ -473,6 +476,13 @@ fn write_id_maps(pid: libc::pid_t) -> Result<(), RuntimeError> {
             source,
         })
     };
+    if let Some(maps) = maps {
+        if crate::config::rootless() {
+            write("setgroups", "deny")?;
+        }
+        write("uid_map", &IdRange::map_file(&maps.uid))?;
+        return write("gid_map", &IdRange::map_file(&maps.gid));
+    }
     if crate::config::rootless() {
         // SAFETY: getuid and getgid have no preconditions and cannot fail.
         let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };

@@ -11,8 +11,8 @@ use isolab_cgroups::{
 use oci_spec::runtime::{LinuxNamespaceType, Spec};
 
 use crate::config::{
-    BindMount, ContainerConfig, Hook, Hooks, Mount, MountRef, NetworkChoice, NsKind, Rootfs,
-    Standard,
+    BindMount, ContainerConfig, Hook, Hooks, IdMaps, IdRange, Mount, MountRef, NetworkChoice,
+    NsKind, Rootfs, Standard,
 };
 use crate::error::RuntimeError;
 use crate::id::ContainerId;
@@ -171,6 +171,7 @@ pub fn from_bundle(dir: &Path, id: &ContainerId) -> Result<ContainerConfig, Runt
         config.oci.root_propagation = Some(name.clone());
     }
     read_namespaces(&mut config, linux, &file)?;
+    read_id_maps(&mut config, linux, &file)?;
     read_cgroups_path(&mut config, linux, &file)?;
     if let Some(masked) = linux.masked_paths() {
         config.security.masked_paths = masked.clone();
@@ -323,6 +324,46 @@ fn read_namespaces(
     }
     config.oci.namespaces = Some(namespaces);
     config.network = network;
+    Ok(())
+}
+
+/// `linux.uidMappings` and `linux.gidMappings`: for a new user namespace only, both.
+fn read_id_maps(
+    config: &mut ContainerConfig,
+    linux: &oci_spec::runtime::Linux,
+    file: &Path,
+) -> Result<(), RuntimeError> {
+    let ranges = |list: &Option<Vec<oci_spec::runtime::LinuxIdMapping>>| -> Vec<IdRange> {
+        list.iter()
+            .flatten()
+            .map(|m| IdRange {
+                container: m.container_id(),
+                host: m.host_id(),
+                size: m.size(),
+            })
+            .collect()
+    };
+    let maps = IdMaps {
+        uid: ranges(linux.uid_mappings()),
+        gid: ranges(linux.gid_mappings()),
+    };
+    if maps == IdMaps::default() {
+        return Ok(());
+    }
+    if !config.user_namespace {
+        return Err(bundle_err(
+            file,
+            "uidMappings and gidMappings need a new user namespace (add {\"type\": \"user\"} \
+             to linux.namespaces)",
+        ));
+    }
+    if maps.uid.is_empty() || maps.gid.is_empty() {
+        return Err(bundle_err(
+            file,
+            "a user namespace needs both uidMappings and gidMappings",
+        ));
+    }
+    config.oci.id_maps = Some(maps);
     Ok(())
 }
 

@@ -177,9 +177,17 @@ pub fn oci_spec(config: &ContainerConfig) -> Result<Spec, RuntimeError> {
     if config.user_namespace {
         namespaces.push(json!({"type": "user"}));
         linux["namespaces"] = Value::Array(namespaces);
-        let map = json!([{"containerID": 0, "hostID": USERNS_BASE, "size": USERNS_SIZE}]);
-        linux["uidMappings"] = map.clone();
-        linux["gidMappings"] = map;
+        // What the runtime maps itself: without root, the caller's own ids only.
+        let map = |host: u32, size: u32| json!([{"containerID": 0, "hostID": host, "size": size}]);
+        if crate::config::rootless() {
+            // SAFETY: geteuid and getegid have no preconditions and cannot fail.
+            let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+            linux["uidMappings"] = map(uid, 1);
+            linux["gidMappings"] = map(gid, 1);
+        } else {
+            linux["uidMappings"] = map(USERNS_BASE, USERNS_SIZE);
+            linux["gidMappings"] = map(USERNS_BASE, USERNS_SIZE);
+        }
     }
     let mut res = resources(&config.limits);
     if let (Some(obj), Some(devices)) = (
@@ -522,6 +530,35 @@ mod tests {
         std::fs::write(dir.path().join("config.json"), v.to_string()).unwrap();
         let e = from_bundle(dir.path(), &oci1()).unwrap_err().to_string();
         assert!(e.contains("rootfsPropagation"), "{e}");
+    }
+
+    /// The bundle's uid and gid mappings are kept for a new user namespace; without
+    /// one, or with one of the two only, they are refused.
+    #[test]
+    fn id_mappings_are_read_for_a_user_namespace() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut v = serde_json::to_value(oci_spec(&config()).unwrap()).unwrap();
+        v["linux"]["uidMappings"] = json!([{"containerID": 0, "hostID": 1000, "size": 2000}]);
+        v["linux"]["gidMappings"] = json!([{"containerID": 0, "hostID": 1000, "size": 3000}]);
+        std::fs::write(dir.path().join("config.json"), v.to_string()).unwrap();
+        let e = from_bundle(dir.path(), &oci1()).unwrap_err().to_string();
+        assert!(e.contains("user namespace"), "{e}");
+        v["linux"]["namespaces"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"type": "user"}));
+        std::fs::write(dir.path().join("config.json"), v.to_string()).unwrap();
+        let maps = from_bundle(dir.path(), &oci1())
+            .unwrap()
+            .oci
+            .id_maps
+            .unwrap();
+        assert_eq!(crate::config::IdRange::map_file(&maps.uid), "0 1000 2000\n");
+        assert_eq!(crate::config::IdRange::map_file(&maps.gid), "0 1000 3000\n");
+        v["linux"]["gidMappings"] = json!([]);
+        std::fs::write(dir.path().join("config.json"), v.to_string()).unwrap();
+        let e = from_bundle(dir.path(), &oci1()).unwrap_err().to_string();
+        assert!(e.contains("both"), "{e}");
     }
 
     /// `ociVersion` is a version of runtime spec 1; anything else is refused by name.
