@@ -284,6 +284,7 @@ pub fn start(state_dir: &Path, id: &str) -> Result<Vec<String>, RuntimeError> {
             std::thread::sleep(Duration::from_millis(1));
         }
     }
+    wait_executed(&fifo, &pidfd)?;
     // The FIFO's absence is what tells `running` from `created`.
     fs::remove_file(&fifo_path).map_err(|source| RuntimeError::Host {
         op: "remove the exec FIFO",
@@ -296,6 +297,27 @@ pub fn start(state_dir: &Path, id: &str) -> Result<Vec<String>, RuntimeError> {
         |oci| &oci.poststart,
         "poststart",
     ))
+}
+
+/// Waits until the container's process no longer holds the exec FIFO open for writing:
+/// its `execve` closed it (close-on-exec), or it exited (an `execve` that failed).
+fn wait_executed(fifo: &fs::File, pidfd: &OwnedFd) -> Result<(), RuntimeError> {
+    loop {
+        let [data, died] =
+            sys::poll_readable([fifo.as_raw_fd(), pidfd.as_raw_fd()], -1).map_err(|source| {
+                RuntimeError::Syscall {
+                    op: "poll (the exec FIFO, until execve)",
+                    source,
+                }
+            })?;
+        if died {
+            return Ok(());
+        }
+        let mut byte = [0u8; 1];
+        if data && sys::read(fifo.as_raw_fd(), &mut byte) == Ok(0) {
+            return Ok(());
+        }
+    }
 }
 
 /// The error of the `startContainer` hook a container's process reported on its exec

@@ -283,7 +283,9 @@ fn exec_after_start(exec: &ExecPlan, fds: &ChildFds) -> ! {
         say(b"isolab-runtime: the exec FIFO could not be written; not started\n");
         exit(1);
     }
-    sys::close(fifo);
+    // `fifo` stays open until execve closes it (close-on-exec): `start` waits for that
+    // before it returns and runs the poststart hooks, which the spec puts after the
+    // command is executed.
     sys::close(fds.fifo);
     let (errno, code) = execute(exec);
     say(match errno {
