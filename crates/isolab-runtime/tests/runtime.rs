@@ -1901,18 +1901,17 @@ fn oci_hooks_run_in_order_with_the_state_and_their_timeouts() {
     assert!(leftovers(&root, "t-hooks", None).is_empty());
 }
 
-/// Programs of the OCI runtime-tools validation suite (25 of 58) that isolab-runtime passes on
-/// this kind of host (the rest fail for reasons the closing notes of issue 15 list,
-/// most of them with runc too: suite bugs, this kernel's cgroup v1 files, missing
-/// features such as pid namespaces by path; the memory, blkio and network programs ask
-/// for limits isolab-runtime refuses, such as swappiness and blkio weights). The cgroup
-/// programs check cpu shares and huge page limits read back (the harness mounts a v1
-/// hugetlb hierarchy on a hybrid host).
+/// Programs of the OCI runtime-tools validation suite (40 of 58) that isolab-runtime passes on
+/// this kind of host (Debian bookworm, hybrid cgroup v1; the harness mounts a v1 hugetlb
+/// hierarchy for crun). Every other program is in [`VALIDATION_EXCEPTIONS`] or
+/// [`VALIDATION_NOT_YET`], with its reason.
 const VALIDATION_MUST_PASS: &[&str] = &[
     "config_updates_without_affect",
     "create",
     "default",
+    "delete",
     "delete_only_create_resources",
+    "hooks_stdin",
     "hostname",
     "kill",
     "kill_no_effect",
@@ -1925,21 +1924,113 @@ const VALIDATION_MUST_PASS: &[&str] = &[
     "linux_cgroups_relative_hugetlb",
     "linux_devices",
     "linux_masked_paths",
+    "linux_mount_label",
     "linux_ns_nopath",
     "linux_ns_path_type",
+    "linux_process_apparmor_profile",
     "linux_readonly_paths",
+    "linux_rootfs_propagation",
+    "linux_seccomp",
     "linux_sysctl",
+    "linux_uid_mappings",
+    "misc_props",
+    "mounts",
+    "poststart_fail",
+    "poststop",
+    "poststop_fail",
+    "prestart_fail",
     "process",
+    "process_capabilities_fail",
     "process_oom_score_adj",
+    "process_rlimits_fail",
     "process_user",
     "root_readonly_true",
     "state",
 ];
 
+/// Programs that fail here for a reason outside isolab-runtime: a host facility this
+/// machine lacks, or a bug of the suite (runtime-tools master of 2025-11-14) that runc
+/// 1.1.5 fails on the same way. crun 1.8.1 gives no verdict on them: it refuses the
+/// suite's ociVersion 1.3.0 in every program ("unknown version specified").
+const VALIDATION_EXCEPTIONS: &[(&str, &str)] = &[
+    ("delete_resources", PIDS_POINTERS),
+    ("linux_cgroups_pids", PIDS_POINTERS),
+    ("linux_cgroups_relative_pids", PIDS_POINTERS),
+    (
+        "hooks",
+        "suite bug: expects the output \"post-start1\\n...\" while its hooks write \
+         \"post-start1 called\"; it cannot match (runc fails the same)",
+    ),
+    (
+        "prestart",
+        "suite bug: wants prestart hooks after `start`; runtime-spec 1.0.2 and later (1.3.0 \
+         here) run them during `create`, before pivot_root (runc fails the same)",
+    ),
+    (
+        "start",
+        "suite bug: #7 expects `create` of a bundle without `process` to succeed, which the \
+         spec and runc refuse (runc fails #7 the same)",
+    ),
+    (
+        "pidfile",
+        "suite race: it kills the container after its `true` may have exited, and kill of a \
+         stopped container MUST fail (runc fails the same: \"container not running\")",
+    ),
+    (
+        "poststart",
+        "suite race: wants the container's `sh -c 'echo ...'` to have written its line \
+         before the poststart hook writes its own; the spec asks only that the hook run \
+         after the process is executed, which `start` now waits for (passes in most runs: \
+         2 of 3 here; runc passed in its baseline run)",
+    ),
+    (
+        "process_rlimits",
+        "suite bug: runtimetest (Go) raises its own soft RLIMIT_NOFILE at start-up and reads \
+         3999, not the 3000 set (runc fails #13 the same)",
+    ),
+    (
+        "process_capabilities",
+        "host: this machine's bounding set lacks CAP_SYS_RESOURCE, which the program asks \
+         the container to keep; refused by name (runc: \"unable to apply caps\")",
+    ),
+    ("linux_cgroups_blkio", NO_BLKIO_WEIGHT),
+    ("linux_cgroups_relative_blkio", NO_BLKIO_WEIGHT),
+    ("linux_cgroups_network", NO_NET_CLS),
+    ("linux_cgroups_relative_network", NO_NET_CLS),
+    ("linux_cgroups_memory", NO_KMEM),
+    ("linux_cgroups_relative_memory", NO_KMEM),
+];
+
+const PIDS_POINTERS: &str = "suite bug: ValidateLinuxResourcesPids compares two *int64 pointers \
+     (the limit became a pointer in runtime-spec), so \"pids limit is set correctly\" fails \
+     with the limit applied (runc fails the same)";
+const NO_BLKIO_WEIGHT: &str = "host: no blkio weights on this hybrid v1 host (no BFQ \
+     scheduler, so no blkio.weight or blkio.leaf_weight file; blkio counts no I/O here); \
+     refused by name (runc: blkio.leaf_weight: no such file)";
+const NO_NET_CLS: &str = "host: the net_cls and net_prio hierarchies are not mounted here \
+     (/proc/cgroups: hierarchy 0); refused by name (runc: cannot set net_cls limit)";
+const NO_KMEM: &str = "host: this kernel ignores memory.kmem.limit_in_bytes (a write reads \
+     back unlimited), so \"memory kernel is set correctly\" cannot hold (runc fails it the \
+     same); isolab-runtime refuses memory.kernel by name (and, not applied yet, kernelTCP, \
+     swappiness and disableOOMKiller, which this host has)";
+
+/// Programs that fail for what isolab-runtime does not do yet.
+const VALIDATION_NOT_YET: &[(&str, &str)] = &[
+    (
+        "linux_ns_path",
+        "joining a mount or pid namespace by path is refused (runc passes)",
+    ),
+    (
+        "linux_ns_itype",
+        "a container without a new mount namespace is refused (runc passes)",
+    ),
+];
+
 /// The OCI runtime-tools validation suite (scripts/oci-validation.sh: Go programs
 /// built once through the module proxy, `scripts/setup.sh` does it) against this
-/// build of isolab-runtime: the lifecycle and configuration programs above pass, and
-/// the harness finds nothing of the run left (its exit status). The Go toolchain is the
+/// build of isolab-runtime: the programs of [`VALIDATION_MUST_PASS`] pass, every other one
+/// is listed with its reason, and the harness finds nothing of the run left (its exit
+/// status). The Go toolchain is the
 /// one the scripts use (`scripts/lib/go.sh`: the newest present; the suite's version
 /// follows it).
 #[test]
@@ -1988,4 +2079,22 @@ fn oci_runtime_tools_validation_suite() {
         .map(|p| format!("{p}: {:?}", status(p)))
         .collect();
     assert!(failed.is_empty(), "{failed:?}\n{table}");
+    // Every program of the suite is in one list: a new one must be placed, with its
+    // reason when it fails.
+    let excused = || VALIDATION_EXCEPTIONS.iter().chain(VALIDATION_NOT_YET);
+    let unplaced: Vec<&str> = table
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split('\t').next())
+        .filter(|p| !VALIDATION_MUST_PASS.contains(p) && !excused().any(|(e, _)| e == p))
+        .collect();
+    assert!(
+        unplaced.is_empty(),
+        "programs in no list: {unplaced:?}\n{table}"
+    );
+    for (p, reason) in excused() {
+        if status(p).as_deref() == Some("pass") {
+            eprintln!("{p} passed this time (listed as failing: {reason})");
+        }
+    }
 }
