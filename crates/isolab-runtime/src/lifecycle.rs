@@ -251,13 +251,7 @@ pub fn start(state_dir: &Path, id: &str) -> Result<Vec<String>, RuntimeError> {
     // Data on the FIFO = the process took the go (after its startContainer hooks);
     // the pidfd readable = it died.
     loop {
-        let [data, died] =
-            sys::poll_readable([fifo.as_raw_fd(), pidfd.as_raw_fd()], -1).map_err(|source| {
-                RuntimeError::Syscall {
-                    op: "poll (the exec FIFO)",
-                    source,
-                }
-            })?;
+        let [data, died] = poll_fifo(&fifo, &pidfd, "poll (the exec FIFO)")?;
         if data {
             // "0", or a failed hook's report (one write, shorter than PIPE_BUF).
             let mut bytes = [0u8; 6];
@@ -299,17 +293,22 @@ pub fn start(state_dir: &Path, id: &str) -> Result<Vec<String>, RuntimeError> {
     ))
 }
 
+/// Waits until the exec FIFO has data (or its writer closed it) or the process behind
+/// `pidfd` exited: (FIFO readable, process exited).
+fn poll_fifo(
+    fifo: &fs::File,
+    pidfd: &OwnedFd,
+    op: &'static str,
+) -> Result<[bool; 2], RuntimeError> {
+    sys::poll_readable([fifo.as_raw_fd(), pidfd.as_raw_fd()], -1)
+        .map_err(|source| RuntimeError::Syscall { op, source })
+}
+
 /// Waits until the container's process no longer holds the exec FIFO open for writing:
 /// its `execve` closed it (close-on-exec), or it exited (an `execve` that failed).
 fn wait_executed(fifo: &fs::File, pidfd: &OwnedFd) -> Result<(), RuntimeError> {
     loop {
-        let [data, died] =
-            sys::poll_readable([fifo.as_raw_fd(), pidfd.as_raw_fd()], -1).map_err(|source| {
-                RuntimeError::Syscall {
-                    op: "poll (the exec FIFO, until execve)",
-                    source,
-                }
-            })?;
+        let [data, died] = poll_fifo(fifo, pidfd, "poll (the exec FIFO, until execve)")?;
         if died {
             return Ok(());
         }

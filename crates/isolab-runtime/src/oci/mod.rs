@@ -233,6 +233,12 @@ mod tests {
         "oci1".parse().unwrap()
     }
 
+    /// Writes `spec` as the bundle's config.json in `dir` and reads the bundle back.
+    fn read_bundle(dir: &Path, spec: &Value) -> Result<ContainerConfig, RuntimeError> {
+        std::fs::write(dir.join("config.json"), spec.to_string()).unwrap();
+        from_bundle(dir, &oci1())
+    }
+
     fn config() -> ContainerConfig {
         let mut c = ContainerConfig::new(
             Rootfs::Dir {
@@ -521,14 +527,12 @@ mod tests {
                    "options": ["size=1k", "shared"]}),
         );
         v["linux"]["rootfsPropagation"] = json!("unbindable");
-        std::fs::write(dir.path().join("config.json"), v.to_string()).unwrap();
-        let c = from_bundle(dir.path(), &oci1()).unwrap();
+        let c = read_bundle(dir.path(), &v).unwrap();
         let tmpfs = c.oci.mounts.iter().find(|m| m.fstype == "tmpfs").unwrap();
         assert_eq!(tmpfs.source, PathBuf::from("tmpfs"));
         assert_eq!(c.oci.root_propagation.as_deref(), Some("unbindable"));
         v["linux"]["rootfsPropagation"] = json!("sideways");
-        std::fs::write(dir.path().join("config.json"), v.to_string()).unwrap();
-        let e = from_bundle(dir.path(), &oci1()).unwrap_err().to_string();
+        let e = read_bundle(dir.path(), &v).unwrap_err().to_string();
         assert!(e.contains("rootfsPropagation"), "{e}");
     }
 
@@ -540,24 +544,17 @@ mod tests {
         let mut v = serde_json::to_value(oci_spec(&config()).unwrap()).unwrap();
         v["linux"]["uidMappings"] = json!([{"containerID": 0, "hostID": 1000, "size": 2000}]);
         v["linux"]["gidMappings"] = json!([{"containerID": 0, "hostID": 1000, "size": 3000}]);
-        std::fs::write(dir.path().join("config.json"), v.to_string()).unwrap();
-        let e = from_bundle(dir.path(), &oci1()).unwrap_err().to_string();
+        let e = read_bundle(dir.path(), &v).unwrap_err().to_string();
         assert!(e.contains("user namespace"), "{e}");
         v["linux"]["namespaces"]
             .as_array_mut()
             .unwrap()
             .push(json!({"type": "user"}));
-        std::fs::write(dir.path().join("config.json"), v.to_string()).unwrap();
-        let maps = from_bundle(dir.path(), &oci1())
-            .unwrap()
-            .oci
-            .id_maps
-            .unwrap();
+        let maps = read_bundle(dir.path(), &v).unwrap().oci.id_maps.unwrap();
         assert_eq!(crate::config::IdRange::map_file(&maps.uid), "0 1000 2000\n");
         assert_eq!(crate::config::IdRange::map_file(&maps.gid), "0 1000 3000\n");
         v["linux"]["gidMappings"] = json!([]);
-        std::fs::write(dir.path().join("config.json"), v.to_string()).unwrap();
-        let e = from_bundle(dir.path(), &oci1()).unwrap_err().to_string();
+        let e = read_bundle(dir.path(), &v).unwrap_err().to_string();
         assert!(e.contains("both"), "{e}");
     }
 
@@ -568,13 +565,11 @@ mod tests {
         let mut v = serde_json::to_value(oci_spec(&config()).unwrap()).unwrap();
         for good in ["1.0.2", "1.3.0", "1.0.2-dev", "1.2.0+build.1"] {
             v["ociVersion"] = json!(good);
-            std::fs::write(dir.path().join("config.json"), v.to_string()).unwrap();
-            from_bundle(dir.path(), &oci1()).unwrap();
+            read_bundle(dir.path(), &v).unwrap();
         }
         for bad in ["invalid", "2.0.0", "1.0", "1.x.0", ""] {
             v["ociVersion"] = json!(bad);
-            std::fs::write(dir.path().join("config.json"), v.to_string()).unwrap();
-            let e = from_bundle(dir.path(), &oci1()).unwrap_err().to_string();
+            let e = read_bundle(dir.path(), &v).unwrap_err().to_string();
             assert!(e.contains("ociVersion"), "{bad}: {e}");
         }
     }
