@@ -289,8 +289,8 @@ pub fn prepare(cfg: &SecurityConfig) -> Result<Prepared, SecurityError> {
 
 /// Which capabilities the container process will hold before it drops any: this
 /// process's (a container in the caller's user namespace), or, in a new user namespace,
-/// every one in the bounding set (the kernel gives the first process of a new user
-/// namespace the full set there, bounded by the inherited bounding set): how an
+/// every one (the kernel's `set_cred_user_ns` gives the namespace's first process the
+/// full permitted, effective and bounding sets, whatever the caller held): how an
 /// unprivileged user's container keeps Docker's default list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Held {
@@ -388,10 +388,12 @@ fn prepare_inner<S: SecuritySyscalls>(
         let read = |what, r: std::io::Result<CapabilitySet>| {
             r.map_err(|source| SecurityError::ReadCapabilities { what, source })
         };
-        let bounding = read("prctl(PR_CAPBSET_READ)", sys.read_bounding())?;
-        let permitted = match held {
-            Held::Inherited => read("capget", sys.read_permitted())?,
-            Held::NewUserNamespace => CapabilitySet::all(),
+        let (bounding, permitted) = match held {
+            Held::Inherited => (
+                read("prctl(PR_CAPBSET_READ)", sys.read_bounding())?,
+                read("capget", sys.read_permitted())?,
+            ),
+            Held::NewUserNamespace => (CapabilitySet::all(), CapabilitySet::all()),
         };
         let wanted = match &cfg.sets {
             Some(sets) => cfg
@@ -407,16 +409,9 @@ fn prepare_inner<S: SecuritySyscalls>(
                 missing: missing.to_string(),
             });
         }
-        // The first process of a new user namespace starts with the full bounding set
-        // (the kernel's set_cred_user_ns), not this process's: every capability not
-        // kept is dropped from it.
-        let starts_with = match held {
-            Held::Inherited => bounding,
-            Held::NewUserNamespace => CapabilitySet::all(),
-        };
         CapsPlan::Restrict {
             keep: cfg.capabilities,
-            drop: starts_with
+            drop: bounding
                 .difference(cfg.capabilities)
                 .iter()
                 .map(Capability::number)
