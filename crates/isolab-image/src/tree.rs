@@ -214,6 +214,16 @@ fn cstring(path: &Path) -> Result<CString, ImageError> {
 fn apply_metadata(dst: &Path, meta: &Metadata, kind: Kind) -> Result<(), ImageError> {
     std::os::unix::fs::lchown(dst, Some(meta.uid()), Some(meta.gid()))
         .ctx("change owner of", dst)?;
+    apply_mode_and_times(dst, meta, kind)
+}
+
+/// `meta`'s mode (not a symlink's) and access and modification times on `dst`, by path:
+/// what a copy keeps when it cannot keep the owner.
+pub(crate) fn apply_mode_and_times(
+    dst: &Path,
+    meta: &Metadata,
+    kind: Kind,
+) -> Result<(), ImageError> {
     if kind != Kind::Symlink {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(dst, std::fs::Permissions::from_mode(meta.mode() & 0o7777))

@@ -15,12 +15,13 @@
 //! are left out too (the runtime makes /dev's nodes itself).
 
 use std::fs;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ImageError, IoContext};
+use crate::tree::{apply_mode_and_times, Kind};
 
 /// The record written last into a complete copy: what was left out.
 pub const USER_COPY_RECORD: &str = ".isolab-user-copy.json";
@@ -147,9 +148,7 @@ fn copy_dir(
                         }
                         Err(e) => return Err(ImageError::io("copy into", &to, e)),
                     }
-                    fs::set_permissions(&to, fs::Permissions::from_mode(m.mode() & 0o7777))
-                        .ctx("chmod", &to)?;
-                    keep_times(&to, &m)?;
+                    apply_mode_and_times(&to, &m, Kind::File)?;
                 } else {
                     // Device nodes, fifos, sockets: none can be made or needed here.
                     left_out.push(rel.display().to_string());
@@ -161,25 +160,13 @@ fn copy_dir(
         }
         Err(e) => return Err(ImageError::io("read directory", src, e)),
     }
-    fs::set_permissions(dst, fs::Permissions::from_mode(meta.mode() & 0o7777)).ctx("chmod", dst)?;
-    keep_times(dst, &meta)
-}
-
-fn keep_times(path: &Path, meta: &fs::Metadata) -> Result<(), ImageError> {
-    let times = fs::FileTimes::new()
-        .set_accessed(meta.accessed().ctx("read times of", path)?)
-        .set_modified(meta.modified().ctx("read times of", path)?);
-    let f = fs::File::options()
-        .read(true)
-        .open(path)
-        .or_else(|_| fs::File::open(path))
-        .ctx("open", path)?;
-    f.set_times(times).ctx("set times of", path)
+    apply_mode_and_times(dst, &meta, Kind::Dir)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::MetadataExt;
 
     /// A tree with a file, a link and a read-only directory is copied with modes, links
     /// and times; a second call reuses the copy. (What the user cannot read is shown by
