@@ -214,6 +214,15 @@ pub struct Delegated {
 }
 
 impl Delegated {
+    /// [`Delegated::inspect`] for this process: its `/proc/self/cgroup` and effective
+    /// uid, with the host's access checks.
+    pub fn of_this_process(h: &Hierarchy) -> Result<Delegated, DelegationError> {
+        let own = file::read(Path::new("/proc/self/cgroup"))?;
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let uid = unsafe { libc::geteuid() };
+        Delegated::inspect(h, &own, uid, &HostAccess)
+    }
+
     /// Checks that the caller's cgroup (the `0::` line of `proc_cgroup`, its
     /// `/proc/self/cgroup`) in the pure v2 hierarchy `h` is delegated to it: not the
     /// root, and its `cgroup.procs` and `cgroup.subtree_control` writable. `uid` is named

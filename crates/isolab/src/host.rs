@@ -56,16 +56,11 @@ impl Cgroups {
                 claimed: None,
             });
         }
-        let own = std::fs::read_to_string("/proc/self/cgroup")
-            .context("cannot read /proc/self/cgroup")?;
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        let uid = unsafe { libc::geteuid() };
-        let access = isolab_cgroups::HostAccess;
-        let delegated = isolab_cgroups::Delegated::inspect(&hierarchy, &own, uid, &access)?;
+        let delegated = isolab_cgroups::Delegated::of_this_process(&hierarchy)?;
         delegated.require(needed)?;
         let base = delegated.rel().join(CGROUP_BASE);
         let claimed = match claim {
-            true => Some(delegated.claim(std::process::id(), &access)?),
+            true => Some(delegated.claim(std::process::id(), &isolab_cgroups::HostAccess)?),
             false => None,
         };
         Ok(Cgroups {

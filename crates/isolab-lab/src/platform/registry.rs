@@ -148,13 +148,9 @@ pub fn availability() -> Vec<(PlatformInfo, Availability)> {
 /// The caller's delegated cgroup, when it is one that passes on cpu and memory (what every
 /// run needs), else why not and what to do.
 fn delegation() -> Result<String, String> {
-    use isolab_cgroups::{Controller, Delegated, HostAccess};
+    use isolab_cgroups::{Controller, Delegated};
     let h = isolab_cgroups::Hierarchy::detect().map_err(|e| e.to_string())?;
-    let own = std::fs::read_to_string("/proc/self/cgroup")
-        .map_err(|e| format!("cannot read /proc/self/cgroup: {e}"))?;
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let uid = unsafe { libc::geteuid() };
-    let d = Delegated::inspect(&h, &own, uid, &HostAccess).map_err(|e| e.to_string())?;
+    let d = Delegated::of_this_process(&h).map_err(|e| e.to_string())?;
     d.require(&[Controller::Cpu, Controller::Memory])
         .map_err(|e| e.to_string())?;
     Ok(format!(
