@@ -131,6 +131,7 @@ pub fn platform(
 /// Checks that the engines and the image the spec's cells need are there, so that a
 /// missing one is reported once, before any run, with what to do.
 pub fn preflight_engines(spec: &ExperimentSpec) -> Result<()> {
+    use isolab_engines::StorageLevel;
     let mut kinds: Vec<PlatformKind> = spec.cells.iter().map(|c| c.platform.kind).collect();
     kinds.sort_unstable();
     kinds.dedup();
@@ -155,6 +156,20 @@ pub fn preflight_engines(spec: &ExperimentSpec) -> Result<()> {
         if let Some(name) = bridged.first() {
             bail!(
                 "platform {name} has network `bridge`, which needs root (a veth pair, a bridge and NAT on the host); without root use network `none` or `host`"
+            );
+        }
+        let mut mounted: Vec<&str> = spec
+            .cells
+            .iter()
+            .filter(|c| c.storage != StorageLevel::Bind)
+            .map(|c| c.storage.as_str())
+            .collect();
+        mounted.sort_unstable();
+        mounted.dedup();
+        if !mounted.is_empty() {
+            bail!(
+                "storage level(s) {} mount a file system on the host (an overlay, a tmpfs, a volume or loop devices), which needs root; without root the working directory is a bind mount: drop `storage` from the matrix or run as root",
+                mounted.join(", ")
             );
         }
     }

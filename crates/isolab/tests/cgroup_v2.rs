@@ -624,10 +624,22 @@ fn an_unprivileged_user_runs_an_experiment_in_a_delegated_cgroup() {
     let (work, spec) = spec_file("isolab-v2-rootless-", "rootless.toml", ROOTLESS_SPEC);
     let spec = spec.to_string_lossy().into_owned();
     let run = |db: &str| format!("{isolab} --db {db} run --no-report {spec}");
+    // The same experiment with its working directory on a tmpfs: a mount on the host.
+    let tmpfs_spec = work.path().join("tmpfs.toml");
+    std::fs::write(
+        &tmpfs_spec,
+        ROOTLESS_SPEC.replace("[matrix]\n", "[matrix]\nstorage = [\"tmpfs\"]\n"),
+    )
+    .unwrap();
+    let tmpfs = format!(
+        "{isolab} --db tmpfs.db run --no-report {}",
+        tmpfs_spec.display()
+    );
     let script = format!(
         "{DELEGATE}\n\
          {not_mine} > not-mine.out 2> not-mine.err; echo $? > not-mine.status\n\
          {cpu_only} > cpu-only.out 2> cpu-only.err; echo $? > cpu-only.status\n\
+         {tmpfs} > tmpfs.out 2> tmpfs.err; echo $? > tmpfs.status\n\
          {GUEST_LEFTOVERS}\n\
          {lab}\n\
          cp /home/lab/lab.db lab.db\n\
@@ -641,6 +653,7 @@ fn an_unprivileged_user_runs_an_experiment_in_a_delegated_cgroup() {
          exit $status\n",
         not_mine = as_lab_user("not-mine", &run("not-mine.db")),
         cpu_only = as_lab_user("cpu-only.slice/user-1000.scope", &run("cpu-only.db")),
+        tmpfs = as_lab_user("lab.slice/user-1000.scope", &tmpfs),
         lab = watched(
             &format!(
                 "{} > run.out 2> run.err",
@@ -652,7 +665,7 @@ fn an_unprivileged_user_runs_an_experiment_in_a_delegated_cgroup() {
     let (guest_run, out) = in_guest(g, &script, &[work.path().to_path_buf(), images]);
     let read = |name: &str| std::fs::read_to_string(out.path().join(name)).unwrap_or_default();
 
-    // Without delegation: what is wrong and what to run, and nothing stored.
+    // Refused before any run: what is wrong and what to do, and nothing stored.
     let refused = |name: &str, what: &str, says: [&str; 2]| {
         let err = read(&format!("{name}.err"));
         assert_eq!(read(&format!("{name}.status")).trim(), "1", "{err}");
@@ -665,6 +678,14 @@ fn an_unprivileged_user_runs_an_experiment_in_a_delegated_cgroup() {
         [
             "/sys/fs/cgroup/not-mine is not delegated to you (uid 1000)",
             "systemd-run --user --scope -p Delegate=yes isolab run SPEC",
+        ],
+    );
+    refused(
+        "tmpfs",
+        "storage that needs root",
+        [
+            "storage level(s) tmpfs mount a file system on the host",
+            "drop `storage` from the matrix or run as root",
         ],
     );
     refused(
