@@ -553,6 +553,53 @@ pub enum Stdio {
 }
 
 impl ContainerConfig {
+    /// The id maps of the container's new user namespace (`None` without one): the
+    /// bundle's, else without root the caller's own uid and gid as root (one id each),
+    /// else [`USERNS_BASE`]'s range.
+    pub fn user_namespace_maps(&self) -> Option<IdMaps> {
+        if !self.user_namespace {
+            return None;
+        }
+        if let Some(maps) = &self.oci.id_maps {
+            return Some(maps.clone());
+        }
+        let one = |host| {
+            vec![IdRange {
+                container: 0,
+                host,
+                size: 1,
+            }]
+        };
+        Some(if rootless() {
+            // SAFETY: geteuid and getegid have no preconditions and cannot fail.
+            let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+            IdMaps {
+                uid: one(uid),
+                gid: one(gid),
+            }
+        } else {
+            let range = vec![IdRange {
+                container: 0,
+                host: USERNS_BASE,
+                size: USERNS_SIZE,
+            }];
+            IdMaps {
+                uid: range.clone(),
+                gid: range,
+            }
+        })
+    }
+
+    /// Whether group `gid` exists in the container: always in the caller's user
+    /// namespace, else when the new namespace's gid map names it.
+    pub fn has_gid(&self, gid: u32) -> bool {
+        self.user_namespace_maps().is_none_or(|maps| {
+            maps.gid
+                .iter()
+                .any(|r| gid >= r.container && gid - r.container < r.size)
+        })
+    }
+
     /// A configuration with the defaults: a generated id, `PATH` only, cwd `/`,
     /// hostname = id, no limits, network `none`, default security, no user namespace,
     /// state in `/run/isolab`, cgroups under `isolab`.
@@ -676,6 +723,33 @@ mod tests {
             },
             vec!["true".into()],
         )
+    }
+
+    /// Group tty (5) exists in the caller's namespace and in one whose gid map names it,
+    /// not in one that maps gid 0 alone (an unprivileged user's).
+    #[test]
+    fn a_gid_exists_where_the_namespace_maps_it() {
+        let mut c = config();
+        assert!(c.has_gid(5));
+        assert!(c.user_namespace_maps().is_none());
+        c.user_namespace = true;
+        let range = |container, size| IdRange {
+            container,
+            host: 1000,
+            size,
+        };
+        c.oci.id_maps = Some(IdMaps {
+            uid: vec![range(0, 1)],
+            gid: vec![range(0, 1)],
+        });
+        assert!(!c.has_gid(5));
+        assert!(c.has_gid(0));
+        c.oci.id_maps = Some(IdMaps {
+            uid: vec![range(0, 1)],
+            gid: vec![range(0, 1), range(5, 1)],
+        });
+        assert!(c.has_gid(5));
+        assert!(!c.has_gid(6));
     }
 
     #[test]

@@ -11,9 +11,7 @@ use std::path::{Path, PathBuf};
 
 use isolab_cgroups::CloneTarget;
 
-use crate::config::{
-    ContainerConfig, IdMaps, IdRange, Lifecycle, NetworkChoice, USERNS_BASE, USERNS_SIZE,
-};
+use crate::config::{ContainerConfig, IdMaps, IdRange, Lifecycle, NetworkChoice};
 use crate::error::RuntimeError;
 use crate::state;
 use crate::sys;
@@ -225,8 +223,8 @@ impl Instance {
         let pid = self.init.as_ref().map_or(0, |i| i.pid);
         self.state.init_pid = Some(pid as u32);
         self.state.update(&self.state_path)?;
-        if config.user_namespace {
-            write_id_maps(pid, config.oci.id_maps.as_ref())?;
+        if let Some(maps) = config.user_namespace_maps() {
+            write_id_maps(pid, &maps)?;
         }
         self.setup_network(config)?;
         if let Some(adj) = config.oci.oom_score_adj {
@@ -467,7 +465,7 @@ pub(super) fn exec_error(config: &ContainerConfig, r: Record) -> RuntimeError {
 /// [`USERNS_BASE`]; without root ([`crate::config::rootless`]) the caller's own uid and
 /// gid to 0; without root `setgroups` is denied first (the kernel's condition for an
 /// unprivileged gid map).
-fn write_id_maps(pid: libc::pid_t, maps: Option<&IdMaps>) -> Result<(), RuntimeError> {
+fn write_id_maps(pid: libc::pid_t, maps: &IdMaps) -> Result<(), RuntimeError> {
     let write = |file: &str, line: &str| {
         let path = PathBuf::from(format!("/proc/{pid}/{file}"));
         fs::write(&path, line).map_err(|source| RuntimeError::Host {
@@ -476,21 +474,10 @@ fn write_id_maps(pid: libc::pid_t, maps: Option<&IdMaps>) -> Result<(), RuntimeE
             source,
         })
     };
-    if let Some(maps) = maps {
-        if crate::config::rootless() {
-            write("setgroups", "deny")?;
-        }
-        write("uid_map", &IdRange::map_file(&maps.uid))?;
-        return write("gid_map", &IdRange::map_file(&maps.gid));
-    }
     if crate::config::rootless() {
-        // SAFETY: getuid and getgid have no preconditions and cannot fail.
-        let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        // Without root, the kernel takes a gid map only once setgroups is denied.
         write("setgroups", "deny")?;
-        write("uid_map", &format!("0 {uid} 1\n"))?;
-        return write("gid_map", &format!("0 {gid} 1\n"));
     }
-    let line = format!("0 {USERNS_BASE} {USERNS_SIZE}\n");
-    write("uid_map", &line)?;
-    write("gid_map", &line)
+    write("uid_map", &IdRange::map_file(&maps.uid))?;
+    write("gid_map", &IdRange::map_file(&maps.gid))
 }

@@ -192,13 +192,13 @@ fn standard_mount(
         }
         Standard::DevPts => {
             b.mkdir(&dev.join("pts"), 0o755)?;
-            // An unprivileged user's namespace maps one gid (0): group tty (5) does
-            // not exist there and the kernel refuses `gid=5`, as runc's rootless mode
-            // knows; the terminals then belong to the container's root group.
-            let options = if config.user_namespace && crate::config::rootless() {
-                "newinstance,ptmxmode=0666,mode=0620"
-            } else {
+            // Group tty (5) only where the user namespace maps it (an unprivileged
+            // user's maps gid 0 alone): the kernel refuses `gid=5` otherwise, as
+            // runc's rootless mode knows, and the terminals belong to root's group.
+            let options = if config.has_gid(5) {
                 "newinstance,ptmxmode=0666,mode=0620,gid=5"
+            } else {
+                "newinstance,ptmxmode=0666,mode=0620"
             };
             b.mount(
                 Some("devpts"),
