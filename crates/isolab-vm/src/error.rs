@@ -161,10 +161,15 @@ pub enum VmError {
         console: String,
     },
     /// The guest command did not finish in time; the VM was killed.
-    #[error("the guest command did not finish within {timeout:?}; the VM was killed")]
+    #[error(
+        "the guest command did not finish within {timeout:?}; the VM was killed; console \
+         tail:\n{console}"
+    )]
     CommandTimeout {
         /// The command timeout.
         timeout: Duration,
+        /// The end of the guest's serial console (the kernel's hung-task and stall reports).
+        console: String,
     },
     /// QEMU ended before the guest reported a result.
     #[error(

@@ -179,9 +179,32 @@ fn in_guest(
         ("RUST_BACKTRACE".into(), "1".into()),
     ];
     let t = Instant::now();
-    let run = guest
-        .run(work.path(), script, &test)
-        .unwrap_or_else(|e| panic!("the guest run failed: {e}"));
+    let run = guest.run(work.path(), script, &test).unwrap_or_else(|e| {
+        // What the script left before the guest was stopped: a watched command's hang
+        // report and the ends of its output.
+        let mut names: Vec<PathBuf> = std::fs::read_dir(work.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.extension()
+                    .is_some_and(|x| x == "txt" || x == "out" || x == "err")
+            })
+            .collect();
+        names.sort();
+        let left: String = names
+            .iter()
+            .filter_map(|path| {
+                let name = path.file_name()?.to_string_lossy();
+                let text = std::fs::read_to_string(path).ok()?;
+                let tail: Vec<&str> = text.lines().rev().take(400).collect();
+                let tail: Vec<&str> = tail.into_iter().rev().collect();
+                Some(format!("== {name} (its end)\n{}\n", tail.join("\n")))
+            })
+            .collect();
+        panic!("the guest run failed: {e}\n{left}")
+    });
     eprintln!(
         "guest: boot {:?}, script {:?}, total {:?} (host {:?}), status {}",
         run.boot,
@@ -503,20 +526,29 @@ fn isolab_runs_an_experiment_on_host_and_isolab_on_pure_cgroup_v2() {
 }
 
 /// Shell that runs `command` in the background and sets `status` to its exit status; if it
-/// is still running after `secs` seconds, what every process waits in, the cgroups with
-/// processes and the kernel's hung-task reports go to `hang.txt` and it is sent SIGTERM
-/// (isolab then tears down and says which runs it did not finish): a hang in the guest
-/// is a failure that says where, not a VM killed at the guest's timeout.
+/// is still running after `secs` seconds, the kernel's list of blocked tasks goes to the
+/// serial console (which a guest timeout reports), what every process waits in, the cgroups
+/// with processes and the kernel log go to `hang.txt`, and it is sent SIGTERM (isolab then
+/// tears down and says which runs it did not finish), then SIGKILL a minute later if
+/// teardown hangs too: a hang in the guest is a failure that says where, not a VM killed at
+/// the guest's timeout. Each read of the dump has a time limit: `ps` blocks on a process
+/// stuck holding its memory map's lock.
 fn watched(command: &str, secs: u32) -> String {
     format!(
         "{command} &\n\
          pid=$!\n\
          ( sleep {secs}; kill -0 $pid 2>/dev/null || exit 0\n\
-           {{ echo \"== still running after {secs} s\"; ps -eo pid,ppid,stat,wchan:32,etime,args\n\
-             for p in /proc/[0-9]*; do echo \"== $p $(cat $p/comm 2>/dev/null)\"; cat $p/stack 2>/dev/null; done\n\
-             grep -l . $(find /sys/fs/cgroup -name cgroup.procs) 2>/dev/null\n\
-             dmesg | tail -50; }} > hang.txt 2>&1\n\
-           kill -TERM $pid ) &\n\
+           echo 8 > /proc/sys/kernel/printk; echo 1 > /proc/sys/kernel/sysrq\n\
+           echo w > /proc/sysrq-trigger\n\
+           {{ echo \"== still running after {secs} s\"\n\
+             timeout 20 ps -eo pid,ppid,stat,wchan:32,etime,args\n\
+             for p in /proc/[0-9]*; do echo \"== $p $(cat $p/comm 2>/dev/null)\"; timeout 2 cat $p/stack 2>/dev/null; done\n\
+             timeout 20 grep -l . $(find /sys/fs/cgroup -name cgroup.procs) 2>/dev/null\n\
+             dmesg | tail -200; }} > hang.txt 2>&1\n\
+           kill -TERM $pid; sleep 60; kill -0 $pid 2>/dev/null || exit 0\n\
+           echo \"== SIGTERM did not end it in 60 s\" >> hang.txt\n\
+           echo w > /proc/sysrq-trigger; dmesg | tail -200 >> hang.txt 2>&1\n\
+           kill -KILL $pid ) &\n\
          watch=$!\n\
          wait $pid; status=$?\n\
          pkill -P $watch 2>/dev/null; kill $watch 2>/dev/null; wait $watch 2>/dev/null"

@@ -333,7 +333,12 @@ pub(super) fn finish(
             }
             (Some(ready), None) if now - ready > timeout => {
                 qemu.kill();
-                return Err(VmError::CommandTimeout { timeout });
+                // A longer tail than other errors': a hang's kernel reports are long.
+                let console = std::fs::read(&vm.console).unwrap_or_default();
+                return Err(VmError::CommandTimeout {
+                    timeout,
+                    console: tail_lines(&console, 4 * CONSOLE_LINES).replace('\r', ""),
+                });
             }
             (_, Some(reported)) if now - reported > POWEROFF_GRACE => match quit_at {
                 None => {
