@@ -675,13 +675,31 @@ fn container_size(input: &Input) -> Outcome {
         Ok(rows) => rows,
         Err(missing) => return Outcome::CannotCheck { missing },
     };
-    trend(
+    let outcome = trend(
         &rows,
         &["shape", "host_cpus"],
         |r| chr(input.data, r.cell),
         "CHR",
         true,
-    )
+    );
+    // Seed 002 §IV's split of the same overheads over the shapes' sizes.
+    let fits = input
+        .analysis
+        .sizes
+        .iter()
+        .filter(|s| environment(input, &s.levels) == Some(Environment::Container))
+        .map(crate::sizes::evidence);
+    match outcome {
+        Outcome::Applies { mut evidence } => {
+            evidence.extend(fits);
+            Outcome::Applies { evidence }
+        }
+        Outcome::DoesNotApply { mut evidence } => {
+            evidence.extend(fits);
+            Outcome::DoesNotApply { evidence }
+        }
+        other => other,
+    }
 }
 
 fn multitasking(input: &Input) -> Outcome {

@@ -3,6 +3,7 @@
 
 use crate::data::ExperimentData;
 use crate::isolation::{isolation_table, IsolationTable};
+use crate::platforms::{platform_table, reference_platform, PlatformTable};
 use crate::scalability::{scalability, ScalingCurve};
 use crate::summary::{self, summarize, MetricRow, SummaryOptions};
 use crate::{compare, load, quality};
@@ -19,6 +20,12 @@ pub struct Analysis {
     /// Seed 001's isolation table, when the factor `neighbour` is varied (primary
     /// metrics only).
     pub isolation: Option<IsolationTable>,
+    /// Seed 001's Table 4.1, when the factor `platform` is varied with a reference
+    /// platform (the baseline's, else `host`): the summary's metrics.
+    pub platforms: Option<PlatformTable>,
+    /// Seed 002's platform-type and platform-size overhead, when `shape` is varied
+    /// against a baseline (the summary's metrics).
+    pub sizes: Vec<crate::sizes::SizeOverhead>,
     /// Throughput over `threads` or `instances` with Amdahl and USL fits, when either
     /// factor is varied (primary metrics only).
     pub scalability: Vec<ScalingCurve>,
@@ -57,12 +64,16 @@ pub fn analyse(
     summary::attach_verdicts(&mut rows, &comparisons);
     summary::mark_too_noisy(&mut rows, &comparisons, options.max_repetitions);
     let isolation = isolation_table(&rows, |r| options.is_primary(r));
+    let platforms = platform_table(&rows, &reference_platform(&options.baseline));
+    let sizes = crate::sizes::size_overheads(data, &rows, &options.baseline);
     let scalability = scalability(data, &rows, &options);
     Analysis {
         factors: factor_names(data),
         rows,
         comparisons,
         isolation,
+        platforms,
+        sizes,
         scalability,
         load: load::load(data),
         quality,

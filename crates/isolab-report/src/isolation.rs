@@ -23,11 +23,12 @@
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
-use isolab_stats::{benjamini_hochberg, degradation_pct, Direction, Interval, Verdict};
+use isolab_stats::Direction;
 
-use crate::compare::CompareOptions;
+pub use crate::degradation::{degradation_of_ratio, entry_text, DegradationEntry};
+use crate::degradation::{entries, level};
 use crate::summary::MetricRow;
-use crate::table::{signed_pct, text_lines, Style, Table};
+use crate::table::{text_lines, Style, Table};
 
 /// The factor that names the neighbour.
 pub const NEIGHBOUR: &str = "neighbour";
@@ -44,7 +45,7 @@ pub struct IsolationTable {
     /// Workload × platform (× other varied factors), in matrix order.
     pub columns: Vec<ColumnKey>,
     /// `cells[row][column]`; `None` where the matrix has no such pair of cells.
-    pub cells: Vec<Vec<Option<IsolationEntry>>>,
+    pub cells: Vec<Vec<Option<DegradationEntry>>>,
 }
 
 /// One neighbour scenario: a neighbour level with a reservation level.
@@ -79,25 +80,9 @@ pub struct ColumnKey {
     pub label: String,
 }
 
-/// One entry: the isolation degradation of one column's metric in one scenario.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
-pub struct IsolationEntry {
-    /// Degradation in percent from the two means (positive = worse).
-    pub degradation: Option<f64>,
-    /// Its confidence interval, mapped from the overhead ratio's bootstrap CI.
-    pub ci: Option<Interval>,
-    /// Worse, better, `≈` or `?`; `None` when the pair could not be tested (fewer than two
-    /// observations on a side).
-    pub verdict: Option<Verdict>,
-    /// Counted observations with the neighbour.
-    pub n_with: usize,
-    /// Counted observations without it.
-    pub n_without: usize,
-}
-
 impl IsolationTable {
     /// The entry of `row` and `column`, when both cells exist.
-    pub fn entry(&self, row: usize, column: usize) -> Option<&IsolationEntry> {
+    pub fn entry(&self, row: usize, column: usize) -> Option<&DegradationEntry> {
         self.cells.get(row)?.get(column)?.as_ref()
     }
 
@@ -158,51 +143,6 @@ impl IsolationTable {
 pub const TITLE: &str = "isolation degradation (seed 001), % of the same cell without neighbour: 100·(b − a)/a for lower-is-better metrics, 100·(a − b)/a for higher-is-better (a = mean without, b = mean with the neighbour); positive = worse";
 /// How to read the rows and entries.
 pub const LEGEND: &str = "90%U / FU: neighbour at 90% / full utilisation of the contended resource; 90%URR / FURR: the same with the resource reserved; [95% CI] from the bootstrap CI of the overhead ratio; worse/better when significant and beyond the noise threshold, ≈ when equivalent within it, ? when the data cannot tell (n≈ runs that would decide) or untested (n with/without)";
-
-/// An entry as text: `+12.3% [+8.1, +16.0] worse`, `+0.4% [-1.2, +1.9] ≈`,
-/// `+3.1% [-1.2, +7.4] ?`, `+4.0% ? (n=1/8)` when untested.
-pub fn entry_text(e: &IsolationEntry) -> String {
-    let ci = e.ci.map_or(String::new(), |ci| {
-        format!(" [{}, {}]", signed_pct(ci.low), signed_pct(ci.high))
-    });
-    match (e.verdict, e.degradation) {
-        (Some(v), Some(d)) => format!("{}%{ci} {v}", signed_pct(d)),
-        (Some(v), None) => format!("{v}{ci}"),
-        (None, Some(d)) => format!("{}% ? (n={}/{})", signed_pct(d), e.n_with, e.n_without),
-        (None, None) => format!("- (n={}/{})", e.n_with, e.n_without),
-    }
-}
-
-/// The degradation in percent for an overhead ratio `r` (oriented so that above 1 is
-/// worse): `100·(r − 1)` for lower-is-better metrics (`r = b/a`), `100·(1 − 1/r)` for
-/// higher-is-better ones (`r = a/b`). `None` for a non-positive or non-finite ratio.
-pub fn degradation_of_ratio(r: f64, direction: Direction) -> Option<f64> {
-    if !(r.is_finite() && r > 0.0) {
-        return None;
-    }
-    Some(match direction {
-        Direction::Lower => 100.0 * (r - 1.0),
-        Direction::Higher => 100.0 * (1.0 - 1.0 / r),
-    })
-}
-
-/// The ratio's CI as a degradation CI (the map is increasing, so the ends stay in order).
-fn degradation_ci(ci: Interval, direction: Direction) -> Option<Interval> {
-    let low = degradation_of_ratio(ci.low, direction)?;
-    let high = degradation_of_ratio(ci.high, direction)?;
-    Some(Interval {
-        low: low.min(high),
-        high: low.max(high),
-        level: ci.level,
-    })
-}
-
-fn level<'a>(levels: &'a [(String, String)], factor: &str) -> Option<&'a str> {
-    levels
-        .iter()
-        .find(|(f, _)| f == factor)
-        .map(|(_, l)| l.as_str())
-}
 
 /// Levels with `neighbour` set to `none`, sorted, as a key.
 fn key_without_neighbour(levels: &[(String, String)]) -> String {
@@ -439,7 +379,13 @@ pub fn isolation_table(
     }
     label_columns(&mut columns);
 
-    let fallback = fallback_verdicts(&pairs, &scenarios);
+    let found = entries(
+        &pairs
+            .iter()
+            .map(|&(_, _, with, base)| (with, base))
+            .collect::<Vec<_>>(),
+        |i| scenarios[pairs[i].0].0.neighbour.clone(),
+    );
     let mut order: Vec<usize> = (0..scenarios.len()).collect();
     order.sort_by(|&a, &b| compare_rank(&scenarios[a].1, &scenarios[b].1));
     let position: Vec<usize> = {
@@ -450,8 +396,8 @@ pub fn isolation_table(
         p
     };
     let mut cells = vec![vec![None; columns.len()]; scenarios.len()];
-    for (i, (s, c, with, base)) in pairs.iter().enumerate() {
-        cells[position[*s]][*c] = Some(entry(with, base, fallback.get(&i).copied()));
+    for ((s, c, _, _), e) in pairs.iter().zip(found) {
+        cells[position[*s]][*c] = Some(e);
     }
     let rows = order.iter().map(|&i| scenarios[i].0.clone()).collect();
     Some(IsolationTable {
@@ -500,101 +446,10 @@ fn label_columns(columns: &mut [ColumnKey]) {
     }
 }
 
-/// The verdict and ratio CI a pair shows when the summary compared it with another
-/// baseline than the cell without neighbour.
-#[derive(Debug, Clone, Copy)]
-struct Fallback {
-    ratio_ci: Option<Interval>,
-    verdict: Option<Verdict>,
-}
-
-/// Whether the summary's overhead, ratio CI and verdict of `with` are against `base`.
-///
-/// When `base` is a baseline cell and `with` is not, the two differ only in the
-/// neighbour, so the baseline holds `neighbour=none` and `with`'s baseline is `base`.
-fn compared_with(with: &MetricRow, base: &MetricRow) -> bool {
-    base.is_baseline && !with.is_baseline
-}
-
-/// Compares the pairs whose summary verdict is against another baseline, the way the
-/// summary compares with its baseline: one comparison per neighbour level, with
-/// Benjamini-Hochberg over its points.
-fn fallback_verdicts(
-    pairs: &[(usize, usize, &MetricRow, &MetricRow)],
-    scenarios: &[(IsolationRow, Rank)],
-) -> HashMap<usize, Fallback> {
-    let options = CompareOptions::default();
-    let mut out = HashMap::new();
-    let mut groups: Vec<(&str, Vec<usize>)> = Vec::new();
-    for (i, (s, _, with, base)) in pairs.iter().enumerate() {
-        if compared_with(with, base) {
-            continue;
-        }
-        let n = scenarios[*s].0.neighbour.as_str();
-        match groups.iter_mut().find(|(g, _)| *g == n) {
-            Some((_, v)) => v.push(i),
-            None => groups.push((n, vec![i])),
-        }
-    }
-    for (_, members) in groups {
-        let points: Vec<crate::compare::Point> = members
-            .iter()
-            .map(|&i| {
-                let (_, _, with, base) = pairs[i];
-                // Rows keep no rounds: these points are tested unpaired.
-                let indexed = |v: &[f64]| (0u32..).zip(v.iter().copied()).collect::<Vec<_>>();
-                crate::compare::point(
-                    &with.levels,
-                    &with.metric,
-                    &with.unit,
-                    with.direction,
-                    &indexed(&base.values),
-                    &indexed(&with.values),
-                    false,
-                    &options,
-                )
-            })
-            .collect();
-        let ps: Vec<f64> = points.iter().map(|p| p.p.unwrap_or(f64::NAN)).collect();
-        let qs = benjamini_hochberg(&ps);
-        for ((&i, p), q) in members.iter().zip(&points).zip(qs) {
-            let verdict = p
-                .change
-                .map(|_| isolab_stats::verdict(&options.rule, q, p.change, p.equivalence_ci));
-            out.insert(
-                i,
-                Fallback {
-                    ratio_ci: p.ratio_ci,
-                    verdict,
-                },
-            );
-        }
-    }
-    out
-}
-
-fn entry(with: &MetricRow, base: &MetricRow, fallback: Option<Fallback>) -> IsolationEntry {
-    let degradation = match (base.mean(), with.mean()) {
-        (Some(a), Some(b)) => degradation_pct(a, b, with.direction).filter(|d| d.is_finite()),
-        _ => None,
-    };
-    let (ratio_ci, verdict) = match fallback {
-        Some(f) => (f.ratio_ci, f.verdict),
-        None => (with.ratio_ci, with.verdict),
-    };
-    IsolationEntry {
-        degradation,
-        ci: ratio_ci.and_then(|ci| degradation_ci(ci, with.direction)),
-        verdict,
-        n_with: with.n,
-        n_without: base.n,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use isolab_stats::Sample;
+    use isolab_stats::Verdict;
 
     fn levels(platform: &str, workload: &str, n: &str, r: &str) -> Vec<(String, String)> {
         vec![
@@ -608,30 +463,9 @@ mod tests {
     /// A row as the summary makes it with baseline `neighbour=none`.
     fn row(levels: Vec<(String, String)>, values: Vec<f64>, direction: Direction) -> MetricRow {
         let none = level(&levels, NEIGHBOUR) == Some(NONE);
-        MetricRow {
-            cell: 0,
-            levels,
-            metric: "events_per_second".into(),
-            unit: "events/s".into(),
-            direction,
-            n: values.len(),
-            summary: Sample::new(values.clone()).ok().map(|s| s.summary()),
-            single: (values.len() == 1).then(|| values[0]),
-            overhead: None,
-            p_value: None,
-            values,
-            is_baseline: none,
-            ratio_ci: None,
-            verdict: None,
-            runs_to_decide: None,
-            too_noisy: false,
-            limits: None,
-            throttled_periods: None,
-            migrations: None,
-            attribution: None,
-            stop_reason: None,
-            failed: 0,
-        }
+        let mut r = MetricRow::for_test(levels, "events_per_second", "events/s", direction, values);
+        r.is_baseline = none;
+        r
     }
 
     fn around(mean: f64) -> Vec<f64> {
@@ -640,15 +474,8 @@ mod tests {
             .collect()
     }
 
-    fn compared(mut r: MetricRow, ratio: f64, ci: (f64, f64), v: Verdict) -> MetricRow {
-        r.overhead = Some(ratio);
-        r.ratio_ci = Some(Interval {
-            low: ci.0,
-            high: ci.1,
-            level: 0.95,
-        });
-        r.verdict = Some(v);
-        r
+    fn compared(r: MetricRow, ratio: f64, ci: (f64, f64), v: Verdict) -> MetricRow {
+        r.compared_for_test(ratio, ci, v)
     }
 
     #[test]
@@ -684,25 +511,6 @@ mod tests {
         assert_eq!(e.verdict, Some(Verdict::Worse));
         assert_eq!((e.n_with, e.n_without), (8, 8));
         assert_eq!(entry_text(e), "+20.0% [+16.7, +23.1] worse");
-    }
-
-    #[test]
-    fn lower_is_better_maps_the_ratio_directly() {
-        assert_eq!(degradation_of_ratio(1.25, Direction::Lower), Some(25.0));
-        let d = degradation_of_ratio(1.25, Direction::Higher).unwrap();
-        assert!((d - 20.0).abs() < 1e-9, "{d}");
-        assert_eq!(degradation_of_ratio(0.0, Direction::Higher), None);
-        assert_eq!(degradation_of_ratio(f64::NAN, Direction::Lower), None);
-        let ci = degradation_ci(
-            Interval {
-                low: 0.9,
-                high: 1.1,
-                level: 0.95,
-            },
-            Direction::Lower,
-        )
-        .unwrap();
-        assert!((ci.low + 10.0).abs() < 1e-9 && (ci.high - 10.0).abs() < 1e-9);
     }
 
     #[test]

@@ -780,41 +780,20 @@ mod tests {
         d: Direction,
         values: Vec<f64>,
     ) -> MetricRow {
-        MetricRow {
-            cell,
-            levels: levels
-                .iter()
-                .map(|(f, l)| ((*f).to_owned(), (*l).to_owned()))
-                .collect(),
-            metric: metric.into(),
-            unit: if d == Direction::Higher {
-                "events/s"
-            } else {
-                "s"
-            }
-            .into(),
-            direction: d,
-            n: values.len(),
-            summary: Sample::new(values.clone()).ok().map(|s| s.summary()),
-            single: (values.len() == 1).then(|| values[0]),
-            overhead: None,
-            p_value: None,
-            values,
-            is_baseline: false,
-            ratio_ci: None,
-            verdict: None,
-            runs_to_decide: None,
-            too_noisy: false,
-            limits: None,
-            throttled_periods: None,
-            migrations: None,
-            attribution: None,
-            stop_reason: None,
-            failed: 0,
-        }
+        let levels = levels
+            .iter()
+            .map(|(f, l)| ((*f).to_owned(), (*l).to_owned()))
+            .collect();
+        let unit = if d == Direction::Higher {
+            "events/s"
+        } else {
+            "s"
+        };
+        let mut r = MetricRow::for_test(levels, metric, unit, d, values);
+        r.cell = cell;
+        r
     }
 
-    /// threads 1, 2, 4, 8, 16 on two platforms, 5 runs each with ±3% noise, USL-shaped.
     fn rows(levels: &[u32], sigma: f64, kappa: f64) -> Vec<MetricRow> {
         let mut seed = 7;
         let mut out = Vec::new();

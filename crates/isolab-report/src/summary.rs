@@ -400,6 +400,60 @@ fn attach_overheads(rows: &mut [MetricRow], baseline: &[(String, String)]) {
     }
 }
 
+/// Rows for unit tests: every field but the observations and their summary empty.
+#[cfg(test)]
+impl MetricRow {
+    pub(crate) fn for_test(
+        levels: Vec<(String, String)>,
+        metric: &str,
+        unit: &str,
+        direction: Direction,
+        values: Vec<f64>,
+    ) -> MetricRow {
+        MetricRow {
+            cell: 0,
+            levels,
+            metric: metric.into(),
+            unit: unit.into(),
+            direction,
+            n: values.len(),
+            summary: Sample::new(values.clone()).ok().map(|s| s.summary()),
+            single: (values.len() == 1).then(|| values[0]),
+            overhead: None,
+            p_value: None,
+            values,
+            is_baseline: false,
+            ratio_ci: None,
+            verdict: None,
+            runs_to_decide: None,
+            too_noisy: false,
+            limits: None,
+            throttled_periods: None,
+            migrations: None,
+            attribution: None,
+            stop_reason: None,
+            failed: 0,
+        }
+    }
+
+    /// This row as the summary leaves it once compared with its baseline.
+    pub(crate) fn compared_for_test(
+        mut self,
+        ratio: f64,
+        ci: (f64, f64),
+        verdict: isolab_stats::Verdict,
+    ) -> MetricRow {
+        self.overhead = Some(ratio);
+        self.ratio_ci = Some(isolab_stats::Interval {
+            low: ci.0,
+            high: ci.1,
+            level: 0.95,
+        });
+        self.verdict = Some(verdict);
+        self
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

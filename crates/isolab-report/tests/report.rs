@@ -850,16 +850,7 @@ fn every_output_reads_the_one_list_of_sections() {
 #[test]
 fn overhead_is_drawn_against_the_container_to_host_core_ratio() {
     let (_store, data) = experiment::chr_experiment();
-    let options = isolab_report::SummaryOptions {
-        baseline: vec![("platform".into(), "host".into())],
-        primary: data
-            .cells
-            .iter()
-            .map(|c| (c.index, "execution_time".to_string()))
-            .collect(),
-        all_metrics: false,
-        max_repetitions: None,
-    };
+    let options = host_baseline_options(&data);
     let analysis = analyse(&data, options, &CompareOptions::default());
     let report = isolab_report::Report::new(&data, &analysis);
     let section = report
@@ -929,4 +920,122 @@ fn hundreds_of_points_say_their_steadiness_and_the_points_that_moved_most() {
         .nth(1)
         .expect(&table);
     assert!(tail.lines().nth(2).unwrap().contains("q299"), "{tail}");
+}
+
+/// Seed 002 §IV on a synthetic store with known parts: the fit recovers docker's pure
+/// 1/size part, the vm's pure constant and isolab's mix, each within its interval, and
+/// `show` prints them.
+#[test]
+fn platform_type_and_size_overhead_are_recovered() {
+    let (_store, data) = experiment::size_experiment();
+    let options = host_baseline_options(&data);
+    let analysis = analyse(&data, options, &CompareOptions::default());
+    let fit = |platform: &str| {
+        &analysis
+            .sizes
+            .iter()
+            .find(|s| s.levels == [("platform".to_string(), platform.to_string())])
+            .unwrap_or_else(|| panic!("no fit for {platform}: {:?}", analysis.sizes))
+            .fit
+    };
+    assert_eq!(analysis.sizes.len(), 3, "{:?}", analysis.sizes);
+    for (platform, pto, inverse) in [
+        ("docker", 0.0, 0.4),
+        ("vm", 0.10, 0.0),
+        ("isolab", 0.05, 0.2),
+    ] {
+        let f = fit(platform);
+        assert_eq!(f.sizes, [1.0, 2.0, 4.0, 8.0]);
+        assert!(
+            f.pto_ci.low <= pto + 1e-9 && pto - 1e-9 <= f.pto_ci.high,
+            "{platform}: PTO {pto} outside {:?}",
+            f.pto_ci
+        );
+        assert!(
+            f.inverse_ci.low <= inverse + 1e-9 && inverse - 1e-9 <= f.inverse_ci.high,
+            "{platform}: PSO₁ {inverse} outside {:?}",
+            f.inverse_ci
+        );
+        assert!((f.pto - pto).abs() < 0.01, "{platform}: {f:?}");
+        assert!((f.inverse - inverse).abs() < 0.02, "{platform}: {f:?}");
+    }
+    use isolab_stats::Dominant::{Size, Type};
+    assert_eq!(fit("docker").dominant, [Some(Size); 4]);
+    assert_eq!(fit("vm").dominant, [Some(Type); 4]);
+    // isolab: PSO 0.2, 0.1, 0.05, 0.025 against PTO 0.05: equal at 4 cpus.
+    let mixed = &fit("isolab").dominant;
+    assert_eq!(
+        (mixed[0], mixed[1], mixed[3]),
+        (Some(Size), Some(Size), Some(Type))
+    );
+    assert!((fit("isolab").crossover().unwrap() - 4.0).abs() < 0.5);
+
+    let report = isolab_report::Report::new(&data, &analysis);
+    let text = report.text(isolab_report::Reach::Report, Style::Text { color: false });
+    assert!(
+        text.contains("platform-type and platform-size overhead (seed 002"),
+        "{text}"
+    );
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("platform=vm"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        line.contains("s1 (1 cpu) 1.100×") && line.contains("+10.0%"),
+        "{line}"
+    );
+    let page = html::html(&data, &analysis);
+    assert!(page.contains("<h2>Platform-type and platform-size overhead</h2>"));
+
+    // `advise` shows the containers' split beside the CHR trend.
+    use isolab_report::advice::{advise, Environment, Input, Outcome};
+    let platforms = [
+        ("host", Environment::BareMetal),
+        ("docker", Environment::Container),
+        ("isolab", Environment::Container),
+        ("vm", Environment::Vm { emulated: false }),
+    ]
+    .into_iter()
+    .map(|(p, e)| (p.to_string(), e))
+    .collect();
+    let advice = advise(&Input {
+        data: &data,
+        analysis: &analysis,
+        compare: CompareOptions::default(),
+        platforms: Ok(platforms),
+    });
+    let chr = advice
+        .iter()
+        .find(|a| a.rule == "container-size-chr")
+        .unwrap();
+    let Outcome::Applies { evidence } = &chr.outcome else {
+        panic!("{chr:?}")
+    };
+    let docker = evidence
+        .iter()
+        .find(|e| e.starts_with("platform=docker execution_time: PTO"))
+        .unwrap_or_else(|| panic!("{evidence:?}"));
+    assert!(
+        docker.contains("PSO +40.0%")
+            && docker.contains("at 1 cpu; PSO dominates at 1 cpu, 2 cpus, 4 cpus, 8 cpus"),
+        "{docker}"
+    );
+    assert!(
+        !evidence.iter().any(|e| e.starts_with("platform=vm")),
+        "a VM is not a container: {evidence:?}"
+    );
+}
+
+/// Baseline `platform=host`, primary metric `execution_time` in every cell.
+fn host_baseline_options(data: &isolab_report::ExperimentData) -> isolab_report::SummaryOptions {
+    isolab_report::SummaryOptions {
+        baseline: vec![("platform".into(), "host".into())],
+        primary: data
+            .cells
+            .iter()
+            .map(|c| (c.index, "execution_time".to_string()))
+            .collect(),
+        all_metrics: false,
+        max_repetitions: None,
+    }
 }

@@ -77,7 +77,7 @@ fn resampled_median(values: &[f64], rng: &mut Xoshiro256PlusPlus) -> f64 {
 /// takes, in two sums, one for the low halves' draws and one for the high halves', so
 /// that the additions of one do not wait for the other's (a single chain of dependent
 /// additions is what limits the bootstrap of a report over many cells).
-fn resampled_mean(values: &[f64], rng: &mut Xoshiro256PlusPlus) -> f64 {
+pub(crate) fn resampled_mean(values: &[f64], rng: &mut Xoshiro256PlusPlus) -> f64 {
     let indices = Indices::new(values.len());
     let (mut low, mut high) = (0.0, 0.0);
     let mut left = values.len();

@@ -35,6 +35,8 @@
 //!   given power ([`verdict_power`], closed form), checked by the seeded simulation
 //!   [`simulate_verdicts`] (normal or skewed noise, paired or not, fixed-N or
 //!   sequential); [`runs_for_power`] is the plain test's number, for comparison.
+//! - [`fit_size_overhead`]: seed 002's platform-type and platform-size overhead, the
+//!   ratio against bare metal fitted as `a + b/size` with bootstrap intervals.
 //! - [`scalability`]: Amdahl's law and the Universal Scalability Law fitted to
 //!   throughput over concurrency ([`ScalingData::fit`], [`ScalingData::compare`] by
 //!   AIC), with a seeded within-level bootstrap for parameter intervals and a band of
@@ -63,6 +65,7 @@ mod power;
 mod rank;
 mod sample;
 pub mod scalability;
+mod size_overhead;
 mod verdict;
 mod welch;
 
@@ -85,6 +88,7 @@ pub use sample::{Interval, Sample, SampleError, Summary};
 pub use scalability::{
     BandPoint, BootstrapFit, Fit, ModelComparison, ScalabilityError, ScalingData, ScalingModel,
 };
+pub use size_overhead::{fit_size_overhead, Dominant, SizeOverheadFit, SizePoint};
 pub use verdict::{
     interim_verdict, pairs_by_round, runs_to_decide, test_change, test_point, verdict, ChangeTest,
     Method, PointData, PointTest, Verdict, VerdictRule, INTERIM_ALPHA, MIN_PAIRS,

@@ -861,3 +861,75 @@ pub fn chr_experiment() -> (Store, ExperimentData) {
     let data = ExperimentData::load(&store, id).unwrap();
     (store, data)
 }
+
+/// The true overhead ratio of platform `platform` at `cpus` in [`size_experiment`]:
+/// docker all platform-size (PTO 0, PSO₁ 0.4), vm all platform-type (PTO 10%, no
+/// PSO), isolab both (PTO 5%, PSO₁ 0.2).
+pub fn size_ratio(platform: &str, cpus: f64) -> f64 {
+    match platform {
+        "docker" => 1.0 + 0.4 / cpus,
+        "vm" => 1.10,
+        "isolab" => 1.05 + 0.2 / cpus,
+        _ => 1.0,
+    }
+}
+
+/// A synthetic seed 002 §IV experiment: host, docker, vm and isolab at shapes of 1, 2, 4
+/// and 8 cpus, 8 counted runs a cell of an execution time of `10 s ×` [`size_ratio`]
+/// with a ±0.5% wobble; each run records its shape's cpus and its CHR on an 8-cpu host.
+pub fn size_experiment() -> (Store, ExperimentData) {
+    let shapes = [("s1", 1.0), ("s2", 2.0), ("s4", 4.0), ("s8", 8.0)];
+    let mut cells = Vec::new();
+    for platform in ["host", "docker", "vm", "isolab"] {
+        for (shape, _) in shapes {
+            cells.push(vec![
+                ("platform".to_string(), platform.to_string()),
+                ("shape".to_string(), shape.to_string()),
+            ]);
+        }
+    }
+    let mut store = Store::open_in_memory().unwrap();
+    let id = store
+        .create_experiment(&NewExperiment {
+            name: "sizes".into(),
+            spec_toml: String::new(),
+            spec_path: None,
+            seed: 2,
+            isolab_version: "test".into(),
+            created_at: UNIX_EPOCH,
+            cells: cells
+                .iter()
+                .enumerate()
+                .map(|(i, levels)| NewCell {
+                    index: i as u32,
+                    key: format!("platform={} shape={}", levels[0].1, levels[1].1),
+                    levels: levels.clone(),
+                })
+                .collect(),
+            environment: vec![],
+        })
+        .unwrap();
+    for (i, cell) in store.cells(id).unwrap().iter().enumerate() {
+        let cpus = shapes[i % shapes.len()].1;
+        let ratio = size_ratio(&cells[i][0].1, cpus);
+        for k in 0..8u32 {
+            let wobble =
+                [0.0, 0.004, -0.003, 0.002, -0.005, 0.003, -0.004, 0.001][(k as usize + i) % 8];
+            let mut run = counted_run(
+                cell.id,
+                k + 1,
+                vec![MetricValue {
+                    name: "execution_time".into(),
+                    unit: "s".into(),
+                    direction: Direction::Lower,
+                    value: 10.0 * ratio * (1.0 + wobble),
+                }],
+            );
+            run.limits =
+                serde_json::json!({ "placement": { "shape_cpus": cpus, "chr": cpus / 8.0 } });
+            store.insert_run(&run).unwrap();
+        }
+    }
+    let data = ExperimentData::load(&store, id).unwrap();
+    (store, data)
+}
