@@ -63,6 +63,7 @@ pub fn analyse(
     });
     summary::attach_verdicts(&mut rows, &comparisons);
     summary::mark_too_noisy(&mut rows, &comparisons, options.max_repetitions);
+    summary::mark_did_not_report(&mut rows);
     let isolation = isolation_table(&rows, |r| options.is_primary(r));
     let platforms = platform_table(&rows, &reference_platform(&options.baseline));
     let sizes = crate::sizes::size_overheads(data, &rows, &options.baseline);

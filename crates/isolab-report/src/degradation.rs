@@ -34,11 +34,18 @@ pub struct DegradationEntry {
     pub n_with: usize,
     /// Counted observations of the reference (without neighbour; on the host).
     pub n_without: usize,
+    /// The cell did not report (seed 001's DNR): its subject did not finish, the worst
+    /// outcome; shown as `DNR`.
+    pub did_not_report: bool,
 }
 
 /// An entry as text: `+12.3% [+8.1, +16.0] worse`, `+0.4% [-1.2, +1.9] ≈`,
-/// `+3.1% [-1.2, +7.4] ?`, `+4.0% ? (n=1/8)` when untested.
+/// `+3.1% [-1.2, +7.4] ?`, `+4.0% ? (n=1/8)` when untested, `DNR` when the cell did
+/// not report.
 pub fn entry_text(e: &DegradationEntry) -> String {
+    if e.did_not_report {
+        return "DNR".into();
+    }
     let ci = e.ci.map_or(String::new(), |ci| {
         format!(" [{}, {}]", signed_pct(ci.low), signed_pct(ci.high))
     });
@@ -170,6 +177,16 @@ fn fallback_verdicts(
 }
 
 fn entry(with: &MetricRow, base: &MetricRow, fallback: Option<Fallback>) -> DegradationEntry {
+    if with.is_dnr() {
+        return DegradationEntry {
+            degradation: None,
+            ci: None,
+            verdict: Some(Verdict::Worse),
+            n_with: 0,
+            n_without: base.n,
+            did_not_report: true,
+        };
+    }
     let degradation = match (base.mean(), with.mean()) {
         (Some(a), Some(b)) => degradation_pct(a, b, with.direction).filter(|d| d.is_finite()),
         _ => None,
@@ -184,6 +201,7 @@ fn entry(with: &MetricRow, base: &MetricRow, fallback: Option<Fallback>) -> Degr
         verdict,
         n_with: with.n,
         n_without: base.n,
+        did_not_report: false,
     }
 }
 

@@ -93,9 +93,17 @@ pub struct MetricRow {
     pub stop_reason: Option<String>,
     /// Failed runs of the cell.
     pub failed: usize,
+    /// Runs of the cell that did not report (seed 001's DNR: beside a neighbour, the
+    /// subject ran past its timeout).
+    pub did_not_report: usize,
 }
 
 impl MetricRow {
+    /// Whether the cell did not report (DNR) and has no counted run to show instead.
+    pub fn is_dnr(&self) -> bool {
+        self.did_not_report > 0 && self.n == 0
+    }
+
     /// The mean (or the single value).
     pub fn mean(&self) -> Option<f64> {
         self.summary.map(|s| s.mean).or(self.single)
@@ -116,6 +124,10 @@ pub fn summarize(data: &ExperimentData, options: &SummaryOptions) -> Vec<MetricR
         let failed = runs
             .iter()
             .filter(|r| r.status == RunStatus::Failed)
+            .count();
+        let did_not_report = runs
+            .iter()
+            .filter(|r| r.status == RunStatus::DidNotReport)
             .count();
         let limits = counted
             .first()
@@ -192,6 +204,7 @@ pub fn summarize(data: &ExperimentData, options: &SummaryOptions) -> Vec<MetricR
                 attribution: None,
                 stop_reason: cell.stop_reason.clone(),
                 failed,
+                did_not_report,
             });
         }
     }
@@ -319,6 +332,18 @@ pub fn attach_verdicts(rows: &mut [MetricRow], comparisons: &[crate::compare::Co
     }
 }
 
+/// Seed 001's DNR as the worst outcome: a row of a cell that did not report and has
+/// no counted run is `worse` than its baseline (it was not measured because it did not
+/// finish), unless it is a baseline itself.
+pub fn mark_did_not_report(rows: &mut [MetricRow]) {
+    for r in rows.iter_mut().filter(|r| r.is_dnr() && !r.is_baseline) {
+        r.verdict = Some(isolab_stats::Verdict::Worse);
+        r.overhead = None;
+        r.ratio_ci = None;
+        r.runs_to_decide = None;
+    }
+}
+
 /// Marks the `?` rows whose metric is too noisy for any affordable number of runs as
 /// [`MetricRow::too_noisy`]: those where even a change as large as the noise threshold
 /// Δ would take more than [`HOPELESS_FACTOR`] × the most runs a cell may get
@@ -433,6 +458,7 @@ impl MetricRow {
             attribution: None,
             stop_reason: None,
             failed: 0,
+            did_not_report: 0,
         }
     }
 
@@ -496,6 +522,7 @@ mod tests {
             attribution: None,
             stop_reason: None,
             failed: 0,
+            did_not_report: 0,
         };
         let mut rows = vec![
             row("shared", 100.0, Direction::Higher),

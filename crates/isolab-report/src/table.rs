@@ -325,8 +325,11 @@ pub fn summary_table(rows: &[MetricRow], factors: &[String], style: impl Into<St
 /// The overhead ratio with its interval and the verdict (`worse`, `better`, `≈`, or
 /// `?` with the runs per cell that would decide it, or `? (noisy)` when no affordable
 /// number would: [`crate::summary::mark_too_noisy`]); without a verdict, the ratio with
-/// Welch's p-value.
+/// Welch's p-value; `DNR worse` for a cell that did not report.
 pub fn vs_baseline(r: &MetricRow) -> String {
+    if r.is_dnr() && !r.is_baseline {
+        return "DNR worse".into();
+    }
     if let (false, Some(v), Some(o)) = (r.is_baseline, r.verdict, r.overhead) {
         let ci = r.ratio_ci.map_or(String::new(), |ci| {
             format!(" [{:.3}, {:.3}]", ci.low, ci.high)
@@ -738,6 +741,7 @@ fn short_stop(r: &MetricRow) -> String {
         Some(s) if s.starts_with("stable") => "stable".into(),
         Some(s) if s.starts_with("max") => "max runs".into(),
         Some(s) if s.starts_with("failed") => format!("FAILED ({} runs)", r.failed),
+        Some(s) if s.starts_with("did not report") => "DNR".into(),
         Some(s) => s.split(':').next().unwrap_or(s).to_owned(),
     }
 }

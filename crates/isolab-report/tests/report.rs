@@ -850,7 +850,7 @@ fn every_output_reads_the_one_list_of_sections() {
 #[test]
 fn overhead_is_drawn_against_the_container_to_host_core_ratio() {
     let (_store, data) = experiment::chr_experiment();
-    let options = host_baseline_options(&data);
+    let options = baseline_options(&data, ("platform", "host"), "execution_time");
     let analysis = analyse(&data, options, &CompareOptions::default());
     let report = isolab_report::Report::new(&data, &analysis);
     let section = report
@@ -928,7 +928,7 @@ fn hundreds_of_points_say_their_steadiness_and_the_points_that_moved_most() {
 #[test]
 fn platform_type_and_size_overhead_are_recovered() {
     let (_store, data) = experiment::size_experiment();
-    let options = host_baseline_options(&data);
+    let options = baseline_options(&data, ("platform", "host"), "execution_time");
     let analysis = analyse(&data, options, &CompareOptions::default());
     let fit = |platform: &str| {
         &analysis
@@ -1026,16 +1026,66 @@ fn platform_type_and_size_overhead_are_recovered() {
     );
 }
 
-/// Baseline `platform=host`, primary metric `execution_time` in every cell.
-fn host_baseline_options(data: &isolab_report::ExperimentData) -> isolab_report::SummaryOptions {
+/// Baseline `factor=level`, primary metric `metric` in every cell.
+fn baseline_options(
+    data: &isolab_report::ExperimentData,
+    (factor, level): (&str, &str),
+    metric: &str,
+) -> isolab_report::SummaryOptions {
     isolab_report::SummaryOptions {
-        baseline: vec![("platform".into(), "host".into())],
+        baseline: vec![(factor.into(), level.into())],
         primary: data
             .cells
             .iter()
-            .map(|c| (c.index, "execution_time".to_string()))
+            .map(|c| (c.index, metric.to_string()))
             .collect(),
         all_metrics: false,
         max_repetitions: None,
     }
+}
+
+/// Seed 001's DNR: a cell whose subject did not report is `DNR` in the isolation table,
+/// worse than its baseline in the summary, `DNR` as its stop, and its run is listed with
+/// its reason.
+#[test]
+fn a_cell_that_did_not_report_is_dnr_and_worst() {
+    let (_store, data) = experiment::dnr_experiment();
+    let options = baseline_options(&data, ("neighbour", "none"), "events_per_second");
+    let analysis = analyse(&data, options, &CompareOptions::default());
+    let dnr = analysis
+        .rows
+        .iter()
+        .find(|r| r.levels.iter().any(|(_, l)| l == "fork*64"))
+        .unwrap();
+    assert!(dnr.is_dnr(), "{dnr:?}");
+    assert_eq!(dnr.verdict, Some(Verdict::Worse));
+    assert_eq!((dnr.n, dnr.did_not_report, dnr.failed), (0, 1, 0));
+    let t = analysis.isolation.as_ref().unwrap();
+    let labels: Vec<&str> = t.rows.iter().map(|r| r.label.as_str()).collect();
+    assert_eq!(labels, ["fork*4", "fork*64"]);
+    let e = t.entry(1, 0).unwrap();
+    assert!(e.did_not_report && e.degradation.is_none(), "{e:?}");
+    assert_eq!(isolab_report::isolation::entry_text(e), "DNR");
+    let e = t.entry(0, 0).unwrap();
+    assert!((e.degradation.unwrap() - 10.0).abs() < 0.5, "{e:?}");
+
+    let report = isolab_report::Report::new(&data, &analysis);
+    let text = report.text(isolab_report::Reach::Report, Style::Text { color: false });
+    let table_line = text
+        .lines()
+        .find(|l| l.starts_with("fork*64"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(table_line.trim_end().ends_with("DNR"), "{table_line}");
+    let summary_line = text
+        .lines()
+        .find(|l| l.contains("fork*64") && !l.starts_with("fork*64"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        summary_line.contains("DNR worse") && summary_line.trim_end().ends_with("DNR"),
+        "{summary_line}"
+    );
+    assert!(
+        text.contains("did-not-report run") && text.contains("beside neighbour `fork*64`"),
+        "{text}"
+    );
 }

@@ -102,13 +102,18 @@ pub enum RunStatus {
     Ok,
     /// The workload or its parser failed; the run is kept for the record but not counted.
     Failed,
+    /// Did not report (seed 001's DNR): beside a neighbour, the subject ran past its
+    /// timeout and was killed. An outcome of its cell, not an error; not counted.
+    #[serde(rename = "dnr")]
+    DidNotReport,
 }
 
 status_words! {
-    /// The word stored and shown: `ok` or `failed`.
+    /// The word stored and shown: `ok`, `failed` or `dnr`.
     RunStatus, "run",
     Ok => "ok",
     Failed => "failed",
+    DidNotReport => "dnr",
 }
 
 /// An experiment to create, with its cells and the captured environment.
@@ -454,7 +459,7 @@ mod tests {
 
     #[test]
     fn run_status_round_trips_through_its_word() {
-        for s in [RunStatus::Ok, RunStatus::Failed] {
+        for s in [RunStatus::Ok, RunStatus::Failed, RunStatus::DidNotReport] {
             assert_eq!(s.as_str().parse::<RunStatus>().unwrap(), s);
         }
         assert!("OK".parse::<RunStatus>().is_err());
@@ -472,7 +477,7 @@ mod tests {
             UnknownStatus {
                 kind: "run",
                 word: "OK".into(),
-                expected: "`ok`, `failed`",
+                expected: "`ok`, `failed`, `dnr`",
             }
         );
         assert_eq!(ExperimentStatus::Interrupted.to_string(), "interrupted");
@@ -485,5 +490,9 @@ mod tests {
             "\"interrupted\""
         );
         assert_eq!(serde_json::to_string(&RunStatus::Ok).unwrap(), "\"ok\"");
+        assert_eq!(
+            serde_json::to_string(&RunStatus::DidNotReport).unwrap(),
+            "\"dnr\""
+        );
     }
 }

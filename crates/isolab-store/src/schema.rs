@@ -200,6 +200,12 @@ DROP TABLE telemetry;
 ALTER TABLE run_telemetry RENAME TO telemetry;
 "#;
 
+/// Version 5: a run's `status` may be `dnr` (did not report: beside a neighbour, the
+/// subject ran past its timeout). No table changes: the version is raised so that an
+/// earlier build, which cannot read the word, refuses the store instead of failing on
+/// the run.
+const V5: &str = "SELECT 1;";
+
 /// A migration's conversion of stored data, run between its SQL and the SQL after it.
 type Convert = fn(&mut dyn Connection) -> Result<(), BackendError>;
 
@@ -232,6 +238,7 @@ const MIGRATIONS: &[Migration] = &[
         convert: Some(crate::layouts::convert),
         after: V4_AFTER,
     },
+    Migration::sql(V5),
 ];
 
 /// The schema version this build creates and understands.

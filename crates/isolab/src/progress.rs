@@ -105,15 +105,22 @@ impl Observer for Progress {
                         "{cell} {}{repetition}{cv}",
                         if *warmup { "warm-up " } else { "run " }
                     ));
-                    if !ok {
-                        bar.println(format!(
+                    match error.as_deref() {
+                        Some(e) if !ok && e.starts_with("did not report") => {
+                            bar.println(format!("run {repetition} of {cell}: {e}"));
+                        }
+                        _ if !ok => bar.println(format!(
                             "run {repetition} of {cell} failed: {}",
                             error.as_deref().unwrap_or("unknown error")
-                        ));
+                        )),
+                        _ => {}
                     }
                 }
                 Event::CellStopped { cell, reason, .. } => {
-                    if reason.starts_with("failed") || reason.starts_with("max") {
+                    if ["failed", "max", "did not report"]
+                        .iter()
+                        .any(|r| reason.starts_with(r))
+                    {
                         bar.println(format!("{cell}: {reason}"));
                     }
                 }

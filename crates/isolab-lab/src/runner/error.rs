@@ -28,8 +28,9 @@ pub enum RunError {
         /// The unfinished cells' keys.
         cells: String,
     },
-    /// A comparison with a cell that stopped on a failed run cannot be decided.
-    #[error("cell `{cell}` of experiment {experiment} stopped because a run failed ({reason}): a comparison with it cannot be decided; `isolab show {experiment}` shows the failed run")]
+    /// A comparison with a cell that stopped on a failed run, or one that did not
+    /// report, cannot be decided.
+    #[error("cell `{cell}` of experiment {experiment} stopped because a run failed or did not report ({reason}): a comparison with it cannot be decided; `isolab show {experiment}` shows the run")]
     FailedCell {
         /// The experiment.
         experiment: ExperimentId,

@@ -22,6 +22,9 @@ pub(super) struct Done {
     pub(super) load: Option<isolab_workloads::load::LoadResult>,
 }
 
+/// How the error of a run that did not report begins.
+pub(super) const DNR_PREFIX: &str = "did not report (DNR): ";
+
 /// A finished run: whether it succeeded and why not, what it measured and what it
 /// left to read, as the store keeps it.
 #[derive(Debug)]
@@ -62,6 +65,23 @@ impl FinishedRun {
             intervals: Vec::new(),
             notes,
         }
+    }
+
+    /// A run whose subject ran past its `timeout` beside `neighbour` and was killed:
+    /// did not report (seed 001's DNR), an outcome of its cell rather than an error.
+    pub(super) fn did_not_report(
+        timeout: Duration,
+        neighbour: &str,
+        notes: Vec<String>,
+    ) -> FinishedRun {
+        let mut run = FinishedRun::failed(&PlatformError::TimedOut(timeout), notes);
+        run.status = RunStatus::DidNotReport;
+        run.error = Some(format!(
+            "{DNR_PREFIX}beside neighbour `{neighbour}` the subject ran longer than its \
+             timeout of {} and was killed",
+            humantime::format_duration(timeout)
+        ));
+        run
     }
 
     /// The run of `cell` that executed as `done`, with `notes` before the

@@ -59,6 +59,11 @@ impl Runner<'_> {
         }
         let finished = match result {
             Err(PlatformError::Interrupted) => return Ok(None),
+            // Beside a neighbour, a subject that does not finish is the outcome.
+            Err(PlatformError::TimedOut(t)) if cell.neighbour.is_some() => {
+                let neighbour = cell.level("neighbour").unwrap_or("-");
+                FinishedRun::did_not_report(t, neighbour, disk.notes.clone())
+            }
             Err(e) => FinishedRun::failed(&e, disk.notes.clone()),
             Ok(done) => FinishedRun::executed(done, cell, disk.notes.clone()),
         };

@@ -8,6 +8,7 @@ use isolab_stats::{Direction, Verdict};
 use isolab_store::{CellId, ExperimentId, MetricValue, NewRun, RunStatus};
 
 use super::error::RunError;
+use super::finished::DNR_PREFIX;
 use crate::spec::{Cell, ExperimentSpec, Repetitions};
 
 /// A cell's progress: its runs so far and, once it needs no more, why.
@@ -62,6 +63,16 @@ impl CellState {
         self.stopped
             .as_deref()
             .is_some_and(|r| r.starts_with("failed"))
+    }
+
+    /// Whether the cell stopped without the data a comparison needs: a run failed or
+    /// did not report (DNR).
+    pub(super) fn ended_without_data(&self) -> bool {
+        self.failed()
+            || self
+                .stopped
+                .as_deref()
+                .is_some_and(|r| r.starts_with("did not report"))
     }
 }
 
@@ -251,7 +262,7 @@ impl UntilDecided {
             });
         }
         for i in [self.a, self.b] {
-            if states[i].failed() {
+            if states[i].ended_without_data() {
                 return Err(RunError::FailedCell {
                     experiment: id,
                     cell: spec.cells[i].key(),
@@ -285,11 +296,11 @@ impl UntilDecided {
     }
 }
 
-/// Whether the partner of cell `i` in `c` stopped because a run failed (the
-/// comparison can then never be decided and does not hold `i` back).
+/// Whether the partner of cell `i` in `c` stopped because a run failed or did not
+/// report (the comparison can then never be decided and does not hold `i` back).
 fn partner_failed(c: &Comparison, states: &[CellState], i: usize) -> bool {
     let partner = if c.base == i { c.other } else { c.base };
-    states[partner].failed()
+    states[partner].ended_without_data()
 }
 
 /// Whether cell `i` takes part in a comparison whose partner has not failed.
@@ -310,6 +321,16 @@ pub(super) fn stop_after(
     compared: bool,
     primary: &str,
 ) -> Option<String> {
+    if run.status == RunStatus::DidNotReport {
+        // Every later run would wait out the same timeout beside the same neighbour.
+        let error = run.error.as_deref().unwrap_or_default();
+        return Some(format!(
+            "did not report: {} run {}: {}",
+            if run.warmup { "warm-up" } else { "counted" },
+            run.repetition,
+            error.strip_prefix(DNR_PREFIX).unwrap_or(error)
+        ));
+    }
     if run.status == RunStatus::Failed {
         return Some(format!(
             "failed: {} run {}: {}",
@@ -512,7 +533,7 @@ mod tests {
         ];
         let err = until.focus(1, &spec, &mut states).unwrap_err();
         assert!(
-            err.to_string().starts_with("cell `workload=b` of experiment 1 stopped because a run failed (failed: counted run 2: exit status 1)"),
+            err.to_string().starts_with("cell `workload=b` of experiment 1 stopped because a run failed or did not report (failed: counted run 2: exit status 1)"),
             "{err}"
         );
     }

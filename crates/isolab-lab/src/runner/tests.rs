@@ -17,6 +17,8 @@ struct FakeExecutor {
     jobs: Mutex<Vec<Job>>,
     interrupt_at: Option<usize>,
     fail_cell: Option<&'static str>,
+    /// Cells (by the `/cN-` of their job names) whose subject runs past its timeout.
+    time_out_cell: Vec<String>,
     /// Cells (by the `/cN-` of their job names) whose value is scaled, and the factor.
     scale_cell: Vec<(&'static str, f64)>,
     /// Relative noise added to every value (a fixed pseudo-random sequence).
@@ -31,6 +33,7 @@ impl FakeExecutor {
             jobs: Mutex::new(Vec::new()),
             interrupt_at: None,
             fail_cell: None,
+            time_out_cell: Vec::new(),
             scale_cell: Vec::new(),
             noise: 0.0,
         }
@@ -52,6 +55,13 @@ impl Executor for FakeExecutor {
             return Err(PlatformError::Interrupted);
         }
         let failing = self.fail_cell.is_some_and(|c| job.name.contains(c));
+        if self
+            .time_out_cell
+            .iter()
+            .any(|c| job.name.contains(c.as_str()))
+        {
+            return Err(PlatformError::TimedOut(job.timeout));
+        }
         let scale = self
             .scale_cell
             .iter()
@@ -480,4 +490,60 @@ fn until_decided_adds_rounds_of_two_cells_and_keeps_every_stored_run() {
         ),
         "{reason}"
     );
+}
+
+/// Seed 001's DNR: beside a neighbour, a subject that runs past its timeout did not
+/// report. The run is kept with status `dnr` and its reason, the cell stops, and the
+/// experiment goes on and is not failed; without a neighbour the same timeout is a
+/// failure.
+#[test]
+fn a_subject_past_its_timeout_beside_a_neighbour_did_not_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec_of("[experiment]\nname = \"t\"\nseed = 7\nduration = \"1s\"\ntimeout = \"1m\"\nrepetitions = { warmup = 0, min = 2, max = 2 }\n[matrix]\nshape = [\"medium\"]\nworkload = [\"sysbench-cpu\"]\nplacement = [\"quota\", \"pinned\"]\nneighbour = [\"none\", \"fork*2\"]\n");
+    let key = |i: usize| spec.cells[i].key();
+    let dnr = (0..spec.cells.len())
+        .find(|&i| key(i).contains("fork") && key(i).contains("quota"))
+        .unwrap();
+    let alone = (0..spec.cells.len())
+        .find(|&i| key(i).contains("neighbour=none") && key(i).contains("pinned"))
+        .unwrap();
+    let mut platform = FakeExecutor::constant(1000.0);
+    platform.time_out_cell = vec![format!("/c{dnr}-"), format!("/c{alone}-")];
+    let mut store = Store::open_in_memory().unwrap();
+    let outcome = start(&platform, &mut store, &spec, dir.path());
+    assert_eq!(outcome.status, ExperimentStatus::Complete);
+    assert_eq!(
+        outcome.failed_cells, 1,
+        "only the cell without neighbour failed"
+    );
+    let cells = store.cells(outcome.experiment).unwrap();
+    let reason = |i: usize| cells[i].stop_reason.clone().unwrap_or_default();
+    assert_eq!(
+        reason(dnr),
+        "did not report: counted run 1: beside neighbour `fork*2` the subject ran longer than its timeout of 1m and was killed"
+    );
+    assert!(
+        reason(alone).starts_with("failed: counted run 1: the command ran longer than its timeout"),
+        "{}",
+        reason(alone)
+    );
+    let runs = store.runs(outcome.experiment).unwrap();
+    let of = |i: usize| -> Vec<&isolab_store::RunRecord> {
+        runs.iter().filter(|r| r.cell == cells[i].id).collect()
+    };
+    assert_eq!(of(dnr).len(), 1, "the cell stops at its first DNR");
+    assert_eq!(of(dnr)[0].status, RunStatus::DidNotReport);
+    assert!(!of(dnr)[0].is_counted());
+    assert!(of(dnr)[0]
+        .error
+        .as_deref()
+        .unwrap()
+        .starts_with("did not report (DNR): beside neighbour `fork*2`"));
+    assert_eq!(of(alone)[0].status, RunStatus::Failed);
+    // The other cells ran to their end.
+    for (i, c) in cells.iter().enumerate() {
+        if i != dnr && i != alone {
+            assert_eq!(of(i).len(), 2, "{}: {:?}", c.key, c.stop_reason);
+        }
+    }
 }

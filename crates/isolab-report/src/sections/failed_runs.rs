@@ -1,4 +1,4 @@
-//! The first failed runs with their errors.
+//! The first failed runs, and runs that did not report (DNR), with their errors.
 
 use std::fmt::Write as _;
 
@@ -25,8 +25,13 @@ impl Section for FailedRuns {
         for run in r.data.runs.iter().filter(|r| r.error.is_some()).take(SHOWN) {
             let _ = writeln!(
                 out,
-                "{}failed run {} (cell {} repetition {}): {}",
+                "{}{} run {} (cell {} repetition {}): {}",
                 item(style),
+                if run.status == isolab_store::RunStatus::DidNotReport {
+                    "did-not-report"
+                } else {
+                    "failed"
+                },
                 run.id,
                 run.cell,
                 run.repetition,

@@ -933,3 +933,76 @@ pub fn size_experiment() -> (Store, ExperimentData) {
     let data = ExperimentData::load(&store, id).unwrap();
     (store, data)
 }
+
+/// Seed 001's fork table in small: sysbench-cpu on the host without neighbour, beside
+/// `fork*4` (10% slower) and beside `fork*64`, where the subject did not report: its one
+/// run is stored with status `dnr` and the cell stopped on it. 6 counted runs otherwise.
+pub fn dnr_experiment() -> (Store, ExperimentData) {
+    let mut store = Store::open_in_memory().unwrap();
+    let neighbours = ["none", "fork*4", "fork*64"];
+    let cells: Vec<NewCell> = neighbours
+        .iter()
+        .enumerate()
+        .map(|(i, n)| NewCell {
+            index: i as u32,
+            key: format!("workload=sysbench-cpu neighbour={n}"),
+            levels: vec![
+                ("workload".into(), "sysbench-cpu".into()),
+                ("neighbour".into(), (*n).into()),
+            ],
+        })
+        .collect();
+    let id = store
+        .create_experiment(&NewExperiment {
+            name: "dnr".into(),
+            spec_toml: String::new(),
+            spec_path: None,
+            seed: 1,
+            isolab_version: "test".into(),
+            created_at: UNIX_EPOCH,
+            cells,
+            environment: vec![],
+        })
+        .unwrap();
+    let stored = store.cells(id).unwrap();
+    for (i, cell) in stored.iter().enumerate() {
+        if i == 2 {
+            let mut run = counted_run(cell.id, 1, vec![]);
+            run.status = RunStatus::DidNotReport;
+            run.exit_code = None;
+            run.error = Some(
+                "did not report (DNR): beside neighbour `fork*64` the subject ran longer than its timeout of 15m and was killed"
+                    .into(),
+            );
+            store.insert_run(&run).unwrap();
+            store
+                .set_stop_reason(
+                    cell.id,
+                    "did not report: counted run 1: beside neighbour `fork*64` the subject ran longer than its timeout of 15m and was killed",
+                )
+                .unwrap();
+            continue;
+        }
+        let factor = if i == 1 { 0.9 } else { 1.0 };
+        for k in 0..6u32 {
+            let jitter = [0.0, 0.002, -0.003, 0.001, -0.002, 0.003][k as usize];
+            store
+                .insert_run(&counted_run(
+                    cell.id,
+                    k + 1,
+                    vec![MetricValue {
+                        name: "events_per_second".into(),
+                        unit: "events/s".into(),
+                        direction: Direction::Higher,
+                        value: 1000.0 * factor * (1.0 + jitter),
+                    }],
+                ))
+                .unwrap();
+        }
+        store
+            .set_stop_reason(cell.id, "max: 6 runs reached")
+            .unwrap();
+    }
+    let data = ExperimentData::load(&store, id).unwrap();
+    (store, data)
+}
