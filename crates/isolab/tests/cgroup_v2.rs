@@ -398,12 +398,13 @@ exclude = [{ shape = "half", placement = "pinned" }, { shape = "half", neighbour
 
 /// What `isolab run` may leave in the guest: cgroups, mounts of the runtime, its state (the
 /// seccomp cache is meant to stay), and processes other than kernel threads, the agent's
-/// shell and what the script runs.
+/// shell and what the script runs. Reading a process's command line waits for its memory
+/// map's lock, which a process stuck in a page fault holds: each read has a time limit.
 const GUEST_LEFTOVERS: &str = r#"
 echo '== cgroups =='; find /sys/fs/cgroup -mindepth 1 -type d
 echo '== mounts =='; grep -E 'isolab|overlay' /proc/mounts | grep -v -E '9p|/run/isolab-vm'
 echo '== state =='; find /run/isolab -mindepth 1 -not -path '/run/isolab/seccomp-cache*' -not -name '*.lock' -not -name lock -not -name 'last_reserved_ip*' 2>/dev/null
-echo '== processes =='; for p in /proc/[0-9]*; do [ -n "$(tr -d '\0' < $p/cmdline 2>/dev/null)" ] || continue; c=$(cat $p/comm 2>/dev/null); case "$c" in sh|busybox|cat|grep|find|sleep|tr|"") ;; *) echo "${p#/proc/} $c";; esac; done
+echo '== processes =='; for p in /proc/[0-9]*; do a=$(timeout 5 tr -d '\0' < $p/cmdline 2>/dev/null); [ $? = 124 ] && { echo "${p#/proc/} $(cat $p/comm 2>/dev/null) (stuck: its command line cannot be read)"; continue; }; [ -n "$a" ] || continue; c=$(cat $p/comm 2>/dev/null); case "$c" in sh|busybox|cat|grep|find|sleep|tr|timeout|"") ;; *) echo "${p#/proc/} $c";; esac; done
 echo '== end =='
 "#;
 
