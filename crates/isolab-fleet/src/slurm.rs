@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use isolab_tools::{ToolCommand, ToolError, ToolRunner};
+use isolab_tools::{shell_quote, ToolCommand, ToolError, ToolRunner};
 
 /// The Debian package with Slurm's client programs.
 const CLIENT_PACKAGE: &str = "slurm-client";
@@ -57,11 +57,6 @@ impl SlurmRequest {
             Nodes::List(list) => list.len(),
         }
     }
-}
-
-/// `word` quoted for a POSIX shell.
-fn shell_quote(word: &str) -> String {
-    format!("'{}'", word.replace('\'', "'\\''"))
 }
 
 /// The batch script of fleet `fleet`: one job of the requested nodes, each exclusive (no

@@ -1,5 +1,6 @@
 //! Scalability (issue 5, seed 001 chapter 6): throughput against the number of
-//! `threads` in one instance or of concurrent `instances`, with Amdahl's law and the
+//! `threads` in one instance, of concurrent `instances`, or of `copies` of the workload
+//! in one instance, with Amdahl's law and the
 //! Universal Scalability Law fitted to every run.
 //!
 //! For each of the factors [`FACTORS`] that is varied, the cells are grouped by all
@@ -17,8 +18,10 @@
 //! runtime t) is turned into one ([`Throughput`]): over `threads` the work is fixed and
 //! split between the threads, so throughput = 1/t; over `instances` each instance does
 //! the work once and the stored t is the mean over instances, so the aggregate
-//! throughput is N/t. Labels say which. Higher-is-better metrics of an `instances` cell
-//! are stored as the sum over instances, which is the aggregate throughput already.
+//! throughput is N/t; the same over `copies` (N copies of the work in one instance, t
+//! their mean). Labels say which. Higher-is-better metrics of an `instances` cell are
+//! stored as the sum over instances, which is the aggregate throughput already; those of
+//! a `copies` cell as the mean over the copies, so the aggregate is N times it.
 //! Metrics named `<metric>_per_instance` are never fitted; their means are shown next
 //! to the aggregate.
 
@@ -35,7 +38,7 @@ use crate::summary::{MetricRow, SummaryOptions};
 use crate::table::{num, text_lines, Style, Table};
 
 /// The factors whose levels are a concurrency N.
-pub const FACTORS: [&str; 2] = ["threads", "instances"];
+pub const FACTORS: [&str; 3] = ["threads", "instances", "copies"];
 /// Bootstrap resamples of the preferred model.
 pub const RESAMPLES: usize = 2000;
 /// Confidence level of the bootstrap intervals and band.
@@ -57,15 +60,20 @@ pub enum Throughput {
     /// the threads).
     Reciprocal,
     /// N/value, for a lower-is-better metric over `instances` (each instance does the
-    /// work once; the value is the mean over instances).
+    /// work once; the value is the mean over instances), or over `copies` (each copy
+    /// does the work once; the value is the mean over the copies).
     InstancesOverValue,
+    /// N·value, for a higher-is-better metric over `copies` (the value is the mean rate
+    /// of a copy; the copies together do N times its work).
+    CopiesTimesValue,
 }
 
 impl Throughput {
     fn of(direction: Direction, factor: &str) -> Throughput {
         match (direction, factor) {
+            (Direction::Higher, "copies") => Throughput::CopiesTimesValue,
             (Direction::Higher, _) => Throughput::Metric,
-            (Direction::Lower, "instances") => Throughput::InstancesOverValue,
+            (Direction::Lower, "instances" | "copies") => Throughput::InstancesOverValue,
             (Direction::Lower, _) => Throughput::Reciprocal,
         }
     }
@@ -77,6 +85,7 @@ impl Throughput {
             Throughput::Metric => v,
             Throughput::Reciprocal => 1.0 / v,
             Throughput::InstancesOverValue => n / v,
+            Throughput::CopiesTimesValue => n * v,
         };
         (x.is_finite() && x > 0.0 && v > 0.0).then_some(x)
     }
@@ -279,9 +288,10 @@ fn curve(
         Throughput::Metric => (first.metric.clone(), first.unit.clone()),
         Throughput::Reciprocal => (format!("1/{}", first.metric), reciprocal_unit(&first.unit)),
         Throughput::InstancesOverValue => (
-            format!("instances/{}", first.metric),
+            format!("{factor}/{}", first.metric),
             reciprocal_unit(&first.unit),
         ),
+        Throughput::CopiesTimesValue => (format!("copies·{}", first.metric), first.unit.clone()),
     };
     let mut members: Vec<(&MetricRow, f64)> = members.to_vec();
     members.sort_by(|a, b| a.1.total_cmp(&b.1));
@@ -450,6 +460,10 @@ impl ScalingCurve {
         match (self.throughput, unit.is_empty()) {
             (Throughput::Metric, true) => self.throughput_label.clone(),
             (Throughput::Metric, false) => format!("{} ({unit})", self.throughput_label),
+            (Throughput::CopiesTimesValue, _) => format!(
+                "{} ({unit}; the copies' mean {} times their number)",
+                self.throughput_label, self.metric
+            ),
             (_, true) => format!(
                 "{} (throughput from {}, which is lower-is-better)",
                 self.throughput_label, self.metric

@@ -17,6 +17,8 @@
 //!   failed start or a non-zero exit is a [`ToolError`] naming the command and ending with
 //!   the last lines it printed. Code that runs tools takes a `&dyn ToolRunner`, so its tests
 //!   pass a fake that records command lines and answers canned output.
+//! - [`shell_quote`]: a word quoted for a POSIX shell, for the scripts isolab hands to
+//!   `sh -c` (in a guest, a Slurm batch script, copies of a workload in one instance).
 //!
 //! This crate depends on no other isolab crate.
 
@@ -27,3 +29,25 @@ pub use find::{find_program, setup_tier, NotInstalled, Program};
 pub use run::{
     run_to_exit, tail_lines, Exit, SystemTools, ToolCommand, ToolError, ToolOutput, ToolRunner,
 };
+
+/// `word` quoted for a POSIX shell: `'…'` with each `'` written as `'\''`.
+pub fn shell_quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', "'\\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_quoted_word_survives_the_shell() {
+        assert_eq!(super::shell_quote("it's a $HOME"), "'it'\\''s a $HOME'");
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "printf %s {}",
+                super::shell_quote("it's a $HOME \"x\"")
+            ))
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "it's a $HOME \"x\"");
+    }
+}

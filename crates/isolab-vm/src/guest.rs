@@ -27,10 +27,7 @@ pub(crate) fn has_flag(flags: &[String], flag: &str) -> bool {
         .any(|f| f == flag || f.starts_with(&format!("{flag}=")))
 }
 
-/// Quotes `s` for a POSIX shell: `'…'` with each `'` written as `'\''`.
-pub fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "'\\''"))
-}
+pub use isolab_tools::shell_quote;
 
 /// The guest's network interface: a tap on the host (already on a bridge, e.g.
 /// isolab-runtime's [`TapAttachment`](isolab_runtime::network::TapAttachment)) that QEMU

@@ -1497,6 +1497,76 @@ fn concurrent_instances_in_containers_add_up_and_leave_nothing() {
     guard.assert_nothing_leaked("cgroups left");
 }
 
+/// Seed 001's threads curve: N copies of a workload start together in ONE instance (one
+/// cgroup on the host, one container in isolab), each in its own directory; the run's
+/// metric is their mean with the spread beside it, and nothing is left.
+#[test]
+fn copies_start_together_in_one_instance_and_their_mean_is_stored() {
+    let Some(guard) = CgroupTest::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // Each copy sleeps a second and reports when it started, which cgroup it ran in (a
+    // checksum of /proc/self/cgroup) and the number of its directory (`c<k>`).
+    let spec = r#"[experiment]
+name = "copies"
+duration = "1s"
+repetitions = { warmup = 0, min = 2, max = 2 }
+
+[workload.copy]
+description = "sleeps a second and reports its start, its cgroup and its copy"
+command = '''sh -c 'sleep 1; printf "{{\"metrics\": [{{\"name\": \"started\", \"unit\": \"s\", \"direction\": \"lower\", \"value\": %s}}, {{\"name\": \"cgroup\", \"unit\": \"\", \"direction\": \"lower\", \"value\": %s}}, {{\"name\": \"copy\", \"unit\": \"\", \"direction\": \"lower\", \"value\": %s}}]}}\n" "$(date +%s.%N)" "$(cksum < /proc/self/cgroup | cut -d" " -f1)" "$(basename $PWD | sed -e "s/^c\([0-9][0-9]*\)$/\1/" -e "s/.*[^0-9].*/0/")"' '''
+parser = "json"
+primary = "started"
+
+[matrix]
+platform = ["host", "isolab"]
+workload = ["copy"]
+copies = [1, 4]
+"#;
+    let (_, store, id) = run_experiment(dir.path(), spec, "copies");
+    let cells = store.cells(id).unwrap();
+    let runs = store.runs(id).unwrap();
+    assert_eq!(runs.len(), 8);
+    for run in &runs {
+        let cell = cells.iter().find(|c| c.id == run.cell).unwrap();
+        assert!(run.is_counted(), "{}: {:?}", cell.key, run.error);
+        let m = |name: &str| {
+            run.metrics
+                .iter()
+                .find(|m| m.name == name)
+                .map(|m| m.value)
+                .unwrap_or_else(|| panic!("{}: no {name} in {:?}", cell.key, run.metrics))
+        };
+        if cell.key.contains("copies=4") {
+            // Copies 0..3: their mean is 1.5 and their spread is theirs.
+            assert_eq!(m("copy"), 1.5, "{}", cell.key);
+            assert_eq!((m("copy_copies_min"), m("copy_copies_max")), (0.0, 3.0));
+            // One cgroup for all four.
+            assert_eq!(
+                m("cgroup_copies_min"),
+                m("cgroup_copies_max"),
+                "{}",
+                cell.key
+            );
+            // Started together: within half a second, not one after the other.
+            let spread = m("started_copies_max") - m("started_copies_min");
+            assert!(spread < 0.5, "{}: starts {spread} s apart", cell.key);
+            assert!(run.wall.as_secs_f64() < 3.0, "{}: {:?}", cell.key, run.wall);
+            assert!(
+                run.notes
+                    .iter()
+                    .any(|n| n.starts_with("4 copies of the workload")),
+                "{:?}",
+                run.notes
+            );
+        } else {
+            assert!(run.metrics.iter().all(|m| !m.name.contains("_copies_")));
+        }
+    }
+    guard.assert_nothing_leaked("cgroups left");
+}
+
 /// Whether `program` is installed (on PATH or in the sbin directories).
 fn engine_installed(program: &str) -> bool {
     isolab_tools::find_program(program).is_some()

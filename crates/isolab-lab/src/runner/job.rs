@@ -102,9 +102,9 @@ impl Runner<'_> {
             .collect()
     }
 
-    /// The job of one instance of `cell`'s subject, its templates rendered for
-    /// `workdir` (created here) and a free port of its own.
-    fn job(
+    /// The job of one instance (or copy) of `cell`'s subject, its templates rendered
+    /// for `workdir` (created here) and a free port of its own.
+    pub(super) fn job(
         &self,
         spec: &ExperimentSpec,
         cell: &Cell,

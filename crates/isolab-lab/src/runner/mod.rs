@@ -29,6 +29,7 @@
 //! instances of the subject; `stack` service stacks and their load; `workdir` the
 //! working directories, their disk and their `gc`.
 
+mod copies;
 mod error;
 mod events;
 mod finished;

@@ -9,6 +9,7 @@ use std::time::SystemTime;
 use isolab_stats::Sample;
 use isolab_store::{ExperimentId, RunStatus};
 
+use super::copies::copies_result;
 use super::error::RunError;
 use super::finished::{Done, FinishedRun};
 use super::instances::{instances_metrics, measurement_windows, merge_instances};
@@ -205,13 +206,27 @@ impl Runner<'_> {
             done.execution.notes.extend(note);
             return Ok(done);
         }
-        let mut jobs = self.instance_jobs(spec, cell, name, workdir, disk, limits)?;
+        let w = &cell.workload;
+        let (mut jobs, copies) = if cell.copies > 1 {
+            let (job, copies) = self.copies_job(spec, cell, name, workdir, disk, limits)?;
+            (vec![job], copies)
+        } else {
+            let jobs = self.instance_jobs(spec, cell, name, workdir, disk, limits)?;
+            (jobs, Vec::new())
+        };
         let calibration_note = self.set_neighbours(cell, name, limits, &mut jobs, disk)?;
         let executions = self.execute_jobs(&jobs)?;
-        let w = &cell.workload;
-        let windows = measurement_windows(w, &executions, &jobs);
-        let metrics = instances_metrics(w, &executions, &jobs, &windows);
-        let mut execution = merge_instances(executions, &windows)?;
+        let (mut execution, metrics) = if copies.is_empty() {
+            let windows = measurement_windows(w, &executions, &jobs);
+            let metrics = instances_metrics(w, &executions, &jobs, &windows);
+            (merge_instances(executions, &windows)?, metrics)
+        } else {
+            let instance = executions
+                .into_iter()
+                .next()
+                .ok_or(PlatformError::Interrupted)?;
+            copies_result(w, instance, &copies)
+        };
         execution.notes.extend(calibration_note);
         let limits = serde_json::json!({
             "requested": jobs[0].limits,

@@ -56,7 +56,7 @@ impl Validator<'_> {
         let total: usize = sizes.iter().product();
         for n in 0..total {
             let pick = pick(n, &sizes);
-            let picked: [&Level; 11] = std::array::from_fn(|i| &axes[i].1[pick[i]]);
+            let picked: [&Level; 12] = std::array::from_fn(|i| &axes[i].1[pick[i]]);
             let levels: Vec<(String, String)> = axes
                 .iter()
                 .enumerate()
@@ -96,14 +96,14 @@ impl Validator<'_> {
     }
 
     /// Why the cell of `picked` levels cannot run here, if it cannot: the first of a
-    /// pinned shape larger than the host, a workload the platform cannot reach, a
-    /// reservation that leaves the neighbours no cpu, and a storage level the platform
-    /// cannot apply.
-    fn impossibility(&self, picked: &[&Level; 11], tables: &Tables) -> Option<Impossibility> {
+    /// pinned shape larger than the host, a workload the platform cannot reach, copies of
+    /// a service or beside several instances, a reservation that leaves the neighbours no
+    /// cpu, and a storage level the platform cannot apply.
+    fn impossibility(&self, picked: &[&Level; 12], tables: &Tables) -> Option<Impossibility> {
         let (s, s_span, _) = picked[1];
         let shape = &tables.shapes[s.as_str()];
         let placement = Placement::parse(&picked[2].0).unwrap_or(Placement::Shared);
-        let pool = picked[9].0.parse::<u32>().ok();
+        let pool = picked[10].0.parse::<u32>().ok();
         if let Some(reason) = shapes::pinning_impossible(s, shape, placement, self.host) {
             return Some(Impossibility {
                 reason,
@@ -114,7 +114,7 @@ impl Validator<'_> {
         if let Some(reason) = pool.and_then(|n| shapes::pool_too_small(s, shape, n)) {
             return Some(Impossibility {
                 reason,
-                at: picked[9].1.clone(),
+                at: picked[10].1.clone(),
                 advice: SMALLER,
             });
         }
@@ -124,6 +124,13 @@ impl Validator<'_> {
             return Some(Impossibility {
                 reason,
                 at: picked[0].1.clone(),
+                advice: OR_EXCLUDE,
+            });
+        }
+        if let Some(reason) = copies_impossible(&tables.workloads[w.as_str()], picked) {
+            return Some(Impossibility {
+                reason,
+                at: picked[8].1.clone(),
                 advice: OR_EXCLUDE,
             });
         }
@@ -148,14 +155,14 @@ impl Validator<'_> {
                 advice: SMALLER,
             });
         }
-        let level = StorageLevel::parse(&picked[10].0).unwrap_or(StorageLevel::Bind);
+        let level = StorageLevel::parse(&picked[11].0).unwrap_or(StorageLevel::Bind);
         let striping = tables.striping;
         storage::unsupported(platform, level, striping, self.host.storage).map(|reason| {
             Impossibility {
                 reason,
                 // At the storage level, or at the platform when the matrix lists no storage.
-                at: if picked[10].2 {
-                    picked[10].1.clone()
+                at: if picked[11].2 {
+                    picked[11].1.clone()
                 } else {
                     picked[0].1.clone()
                 },
@@ -193,8 +200,8 @@ impl Validator<'_> {
 
 /// The level index of every factor in cell `n` of a matrix of factors of `sizes` levels,
 /// the last factor varying fastest.
-fn pick(n: usize, sizes: &[usize]) -> [usize; 11] {
-    let mut pick = [0usize; 11];
+fn pick(n: usize, sizes: &[usize]) -> [usize; 12] {
+    let mut pick = [0usize; 12];
     let mut rest = n;
     for i in (0..sizes.len()).rev() {
         pick[i] = rest % sizes[i];
@@ -204,7 +211,7 @@ fn pick(n: usize, sizes: &[usize]) -> [usize; 11] {
 }
 
 /// The cell at `index` with `levels` (of the varied factors) and `picked` levels.
-fn cell(index: u32, levels: Vec<(String, String)>, picked: &[&Level; 11], tables: &Tables) -> Cell {
+fn cell(index: u32, levels: Vec<(String, String)>, picked: &[&Level; 12], tables: &Tables) -> Cell {
     Cell {
         index,
         levels,
@@ -216,9 +223,30 @@ fn cell(index: u32, levels: Vec<(String, String)>, picked: &[&Level; 11], tables
         reservation: Reservation::parse(&picked[5].0).unwrap_or(Reservation::None),
         threads: picked[6].0.parse().ok(),
         instances: picked[7].0.parse().unwrap_or(1),
-        host_cpus: picked[9].0.parse().ok(),
-        storage: StorageLevel::parse(&picked[10].0).unwrap_or(StorageLevel::Bind),
+        copies: picked[8].0.parse().unwrap_or(1),
+        host_cpus: picked[10].0.parse().ok(),
+        storage: StorageLevel::parse(&picked[11].0).unwrap_or(StorageLevel::Bind),
     }
+}
+
+/// Why the `copies` level of `picked` cannot run workload `w`, if it is above 1 and
+/// cannot: copies start a command N times in one instance, so neither a service stack
+/// nor a workload with a server of its own, and not in a cell of several instances.
+fn copies_impossible(w: &isolab_workloads::WorkloadDef, picked: &[&Level; 12]) -> Option<String> {
+    let copies: u32 = picked[8].0.parse().unwrap_or(1);
+    if copies <= 1 {
+        return None;
+    }
+    if w.stack.is_some() || w.server.is_some() {
+        return Some(format!(
+            "copies = {copies}: copies start the workload's command {copies} times in one instance, and `{}` is a service (a stack or a server of its own)",
+            w.name
+        ));
+    }
+    let instances: u32 = picked[7].0.parse().unwrap_or(1);
+    (instances > 1).then(|| {
+        format!("copies = {copies} with instances = {instances}: a cell has several copies in one instance or several instances, not both")
+    })
 }
 
 /// Why neighbour level `neighbour` cannot run beside workload `w`'s service stack on

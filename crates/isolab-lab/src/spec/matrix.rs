@@ -11,7 +11,7 @@ use toml::Spanned;
 use super::experiment::RawBaseline;
 use super::raw::{RawLevel, RawMatrix};
 use super::validator::{list, Tables, Validator};
-use super::{Location, MAX_INSTANCES};
+use super::{Location, MAX_COPIES, MAX_INSTANCES};
 use crate::shape::Placement;
 
 /// A factor's levels as written.
@@ -19,7 +19,7 @@ pub(super) type Levels = Option<Spanned<Vec<Spanned<RawLevel>>>>;
 /// A validated level: its text, its span, and whether the spec listed it.
 pub(super) type Level = (String, Range<usize>, bool);
 /// Every factor with its levels, in [`super::FACTORS`] order.
-pub(super) type Axes = [(&'static str, Vec<Level>); 11];
+pub(super) type Axes = [(&'static str, Vec<Level>); 12];
 /// The factors the matrix varies, with their levels.
 pub(super) type Factors = Vec<(String, Vec<String>)>;
 /// An `exclude` entry's (factor, level) pairs and where it is.
@@ -51,6 +51,9 @@ impl Validator<'_> {
         let instances = self.levels("instances", raw.instances, &["1"], |l| {
             count("instances", MAX_INSTANCES, l)
         });
+        let copies = self.levels("copies", raw.copies, &["1"], |l| {
+            count("copies", MAX_COPIES, l)
+        });
         // `replica` only labels repeated copies of the same configuration (an A/A design).
         let replicas = self.levels("replica", raw.replica, &["1"], |_| Ok(()));
         let host = self.host_cpus();
@@ -76,6 +79,7 @@ impl Validator<'_> {
             ("reservation", reservations),
             ("threads", threads),
             ("instances", instances),
+            ("copies", copies),
             ("replica", replicas),
             ("host_cpus", pools),
             ("storage", storage),
@@ -316,6 +320,32 @@ mod tests {
             "placement=shared workload=sysbench-cpu replica=b"
         );
         assert_eq!(spec.cells[2].placement, Placement::Quota);
+    }
+
+    #[test]
+    fn copies_are_a_count_of_a_command_in_one_instance() {
+        let spec = parse("[experiment]\nname = \"x\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\ncopies = [1, 8]\n").unwrap();
+        assert_eq!(spec.cells.len(), 2);
+        assert_eq!((spec.cells[0].copies, spec.cells[1].copies), (1, 8));
+        assert_eq!(spec.cells[1].instances, 1);
+        assert_eq!(spec.cells[1].key(), "workload=sysbench-cpu copies=8");
+        let errs = errors("[experiment]\nname = \"x\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\ncopies = [0, 513]\n");
+        assert!(
+            errs.iter()
+                .any(|e| e.contains("copies must be a whole number from 1 to 512, got `0`")),
+            "{errs:?}"
+        );
+        // Not beside several instances, and not of a service.
+        let errs = errors("[experiment]\nname = \"x\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\ninstances = [2]\ncopies = [4]\n");
+        assert!(
+            errs.iter().any(|e| e.contains("copies = 4 with instances = 2: a cell has several copies in one instance or several instances, not both")),
+            "{errs:?}"
+        );
+        let errs = errors("[experiment]\nname = \"x\"\n[matrix]\nworkload = [\"redis-benchmark\"]\ncopies = [2]\n");
+        assert!(
+            errs.iter().any(|e| e.contains("copies = 2: copies start the workload's command 2 times in one instance, and `redis-benchmark` is a service")),
+            "{errs:?}"
+        );
     }
 
     #[test]

@@ -50,7 +50,7 @@ pub const QUICK_START: &str = include_str!("quick-start.toml");
 pub const DEFAULT_IMAGE: &str = "/var/lib/isolab/images/bench";
 
 /// The factors a matrix may vary, in the order cells list them.
-pub const FACTORS: [&str; 11] = [
+pub const FACTORS: [&str; 12] = [
     "platform",
     "shape",
     "placement",
@@ -59,6 +59,7 @@ pub const FACTORS: [&str; 11] = [
     "reservation",
     "threads",
     "instances",
+    "copies",
     "replica",
     "host_cpus",
     "storage",
@@ -66,6 +67,8 @@ pub const FACTORS: [&str; 11] = [
 
 /// Most concurrent instances of a subject a cell may ask for.
 pub const MAX_INSTANCES: u32 = 512;
+/// Most copies of a workload a cell may start in one instance.
+pub const MAX_COPIES: u32 = 512;
 
 /// Facts about the host that decide which cells are possible.
 #[derive(Debug, Clone)]
@@ -170,6 +173,10 @@ pub struct Cell {
     pub threads: Option<u32>,
     /// Concurrent instances of the subject, each in an instance of its own (1 = one).
     pub instances: u32,
+    /// Independent copies of the workload started together inside ONE instance (one
+    /// cgroup, container or guest) of the shape (1 = one): seed 001's "N instances of
+    /// the compilation in one VM"; the run's metrics are the mean over the copies.
+    pub copies: u32,
     /// The host cpu pool (`host_cpus`): how many cpus the whole cell (subject,
     /// neighbours, load generators, engine daemons) may use; `None` = every cpu
     /// isolab may use. The container-to-host core ratio (CHR) is the shape's cpus

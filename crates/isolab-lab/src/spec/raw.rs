@@ -121,6 +121,9 @@ pub(crate) struct RawMatrix {
     pub threads: Option<Spanned<Vec<Spanned<RawLevel>>>>,
     #[serde(default)]
     pub instances: Option<Spanned<Vec<Spanned<RawLevel>>>>,
+    /// Copies of the workload started together in one instance.
+    #[serde(default)]
+    pub copies: Option<Spanned<Vec<Spanned<RawLevel>>>>,
     /// Labels of repeated copies of the same configuration (A/A designs).
     #[serde(default)]
     pub replica: Option<Spanned<Vec<Spanned<RawLevel>>>>,
