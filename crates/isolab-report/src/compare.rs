@@ -239,6 +239,57 @@ impl Comparison {
     ) -> Option<&crate::attribution::Attribution> {
         self.attributions.iter().find(|a| a.levels == levels)
     }
+
+    /// Seed 000's regression histogram once per level of `factor` (the slides draw one
+    /// without and one with the noisy neighbour), `none` first and the others in the
+    /// order the points meet them, each with its points' regressions and the pooled histogram's bin width;
+    /// empty unless the points have two or more levels of `factor`.
+    pub fn histograms_by(&self, factor: &str) -> Vec<LevelHistogram> {
+        let Some(pooled) = &self.histogram else {
+            return Vec::new();
+        };
+        let width = pooled.bins.first().map_or(5.0, |b| b.high - b.low);
+        let mut groups: Vec<(String, Vec<f64>)> = Vec::new();
+        for p in &self.points {
+            let (Some(level), Some(r)) = (
+                p.levels.iter().find(|(f, _)| f == factor).map(|(_, l)| l),
+                p.regression_pct,
+            ) else {
+                continue;
+            };
+            match groups.iter_mut().find(|(l, _)| l == level) {
+                Some((_, v)) => v.push(r),
+                None => groups.push((level.clone(), vec![r])),
+            }
+        }
+        if groups.len() < 2 {
+            return Vec::new();
+        }
+        // Without (the `none` level) before with.
+        groups.sort_by_key(|(level, _)| level != "none");
+        groups
+            .into_iter()
+            .filter_map(|(level, regressions)| {
+                regression_histogram(&regressions, width).map(|histogram| LevelHistogram {
+                    level,
+                    histogram,
+                    regressions,
+                })
+            })
+            .collect()
+    }
+}
+
+/// The regression histogram of the points at one level of a factor
+/// ([`Comparison::histograms_by`]).
+#[derive(Debug, Clone)]
+pub struct LevelHistogram {
+    /// The level.
+    pub level: String,
+    /// Its points' histogram.
+    pub histogram: Histogram,
+    /// Its points' regressions, in point order.
+    pub regressions: Vec<f64>,
 }
 
 /// Seed 000's acceptance of a measurement: the share of points whose coefficient of

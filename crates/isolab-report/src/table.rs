@@ -458,7 +458,12 @@ pub fn comparison_table(c: &crate::compare::Comparison, style: impl Into<Style>)
     if let Some(h) = &c.histogram {
         out.push('\n');
         let regressions: Vec<f64> = c.points.iter().filter_map(|p| p.regression_pct).collect();
-        let text = histogram_text(h, &regressions);
+        let mut text = histogram_text(h, &regressions);
+        // Seed 000 draws one per neighbour condition as well.
+        for by in c.histograms_by(crate::isolation::NEIGHBOUR) {
+            text.push_str(&format!("\nneighbour={}: ", by.level));
+            text.push_str(&histogram_text(&by.histogram, &by.regressions));
+        }
         if style.is_markdown() {
             // Bars need a monospace block.
             out.push_str(&format!("```text\n{text}```\n"));

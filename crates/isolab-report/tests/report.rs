@@ -1089,3 +1089,55 @@ fn a_cell_that_did_not_report_is_dnr_and_worst() {
         "{text}"
     );
 }
+
+/// Seed 000 draws the regression histogram once per neighbour condition: `compare`'s
+/// text and the HTML report have the pooled one and one for each neighbour level.
+#[test]
+fn the_regression_histogram_is_drawn_once_per_neighbour_level() {
+    let (_store, data) = experiment::neighbour_pairs_experiment();
+    let options = baseline_options(&data, ("placement", "quota"), "time");
+    let analysis = analyse(&data, options, &CompareOptions::default());
+    let c = analysis
+        .comparisons
+        .iter()
+        .find(|c| c.histogram.is_some())
+        .unwrap();
+    let by = c.histograms_by("neighbour");
+    let levels: Vec<&str> = by.iter().map(|h| h.level.as_str()).collect();
+    assert_eq!(levels, ["none", "cpu*1"]);
+    assert_eq!((by[0].histogram.n, by[1].histogram.n), (3, 3));
+    // Pinned is 5% faster alone and 20% beside the neighbour: regression −100·(1 − s)/s.
+    assert!(
+        (by[0].histogram.mean + 5.26).abs() < 1.5,
+        "{}",
+        by[0].histogram.mean
+    );
+    assert!(
+        (by[1].histogram.mean + 25.0).abs() < 1.5,
+        "{}",
+        by[1].histogram.mean
+    );
+    let text = comparison_table(c, Style::Text { color: false });
+    assert!(
+        text.contains("\nneighbour=none: regression histogram (seed 000")
+            && text.contains("\nneighbour=cpu*1: regression histogram (seed 000"),
+        "{text}"
+    );
+    let page = html::html(&data, &analysis);
+    assert!(
+        page.contains(", neighbour=none: 3 points"),
+        "the chart per level"
+    );
+    assert!(page.contains(", neighbour=cpu*1: 3 points"));
+    // Without a neighbour factor there is only the pooled histogram.
+    let (_store, plain) = experiment::experiment();
+    let a = analyse(
+        &plain,
+        experiment::options(&plain),
+        &CompareOptions::default(),
+    );
+    assert!(a
+        .comparisons
+        .iter()
+        .all(|c| c.histograms_by("neighbour").is_empty()));
+}

@@ -1,4 +1,5 @@
-//! Seed 000's regression histogram of every baseline comparison.
+//! Seed 000's regression histogram of every baseline comparison, and one per neighbour
+//! level when the points vary the neighbour.
 
 use std::fmt::Write as _;
 
@@ -38,34 +39,11 @@ fn histogram_section(out: &mut String, comparisons: &[Comparison]) {
     out.push_str("<h2>Regression histograms</h2>\n<p class=note>Seed 000's measure per point: regression = 100·(B − A)/min(A, B) of the means, sign flipped for higher-is-better metrics, so positive = B worse.</p>\n<div class=charts>\n");
     for c in with_histogram(comparisons) {
         let Some(h) = &c.histogram else { continue };
-        let chart = HistogramChart {
-            title: format!("{} against {}: {} points", c.b, c.a, h.n),
-            bins: h
-                .bins
-                .iter()
-                .map(|b| HistogramBin {
-                    low: b.low,
-                    high: b.high,
-                    count: b.count as u64,
-                })
-                .collect(),
-            values: c.points.iter().filter_map(|p| p.regression_pct).collect(),
-            mean: Some(h.mean),
-            percentiles: h
-                .percentiles
-                .iter()
-                .map(|&(p, value)| Percentile { p, value })
-                .collect(),
-            size: Size {
-                width: 640,
-                height: 360,
-            },
-            ..HistogramChart::default()
-        };
+        let values: Vec<f64> = c.points.iter().filter_map(|p| p.regression_pct).collect();
         let _ = writeln!(
             out,
             "<figure>{}<figcaption>{} worse, {} better, {} ≈, {} ? ({} above 0, {} below)</figcaption></figure>",
-            plots::histogram(&chart),
+            plots::histogram(&chart(format!("{} against {}: {} points", c.b, c.a, h.n), h, values)),
             c.worse,
             c.better,
             c.equivalent,
@@ -73,10 +51,52 @@ fn histogram_section(out: &mut String, comparisons: &[Comparison]) {
             h.above_zero,
             h.below_zero
         );
+        // Seed 000 draws one per neighbour condition: without and with the neighbour.
+        for by in c.histograms_by(crate::isolation::NEIGHBOUR) {
+            let h = &by.histogram;
+            let title = format!("{} against {}, neighbour={}: {} points", c.b, c.a, by.level, h.n);
+            let _ = writeln!(
+                out,
+                "<figure>{}<figcaption>neighbour={}: mean {:+.1}%, {} above 0, {} below</figcaption></figure>",
+                plots::histogram(&chart(title, h, by.regressions.clone())),
+                esc(&by.level),
+                h.mean,
+                h.above_zero,
+                h.below_zero
+            );
+        }
     }
     out.push_str("</div>\n");
     for c in with_histogram(comparisons) {
         steadiness_and_movers(out, c);
+    }
+}
+
+/// The chart of histogram `h` of `values`, titled `title`.
+fn chart(title: String, h: &isolab_stats::Histogram, values: Vec<f64>) -> HistogramChart {
+    HistogramChart {
+        title,
+        bins: h
+            .bins
+            .iter()
+            .map(|b| HistogramBin {
+                low: b.low,
+                high: b.high,
+                count: b.count as u64,
+            })
+            .collect(),
+        values,
+        mean: Some(h.mean),
+        percentiles: h
+            .percentiles
+            .iter()
+            .map(|&(p, value)| Percentile { p, value })
+            .collect(),
+        size: Size {
+            width: 640,
+            height: 360,
+        },
+        ..HistogramChart::default()
     }
 }
 

@@ -1006,3 +1006,40 @@ pub fn dnr_experiment() -> (Store, ExperimentData) {
     let data = ExperimentData::load(&store, id).unwrap();
     (store, data)
 }
+
+/// Seed 000's design in small: `pinned` against `quota` (the baseline) for three
+/// workloads, without and with a noisy neighbour; pinned is 5% faster alone and 20%
+/// faster beside the neighbour. 5 counted runs a cell, ±3% deterministic noise.
+pub fn neighbour_pairs_experiment() -> (Store, ExperimentData) {
+    let mut cells = Vec::new();
+    for placement in ["quota", "pinned"] {
+        for workload in ["w1", "w2", "w3"] {
+            for neighbour in ["none", "cpu*1"] {
+                cells.push(levels_of(&[
+                    ("placement", placement.to_owned()),
+                    ("workload", workload.to_owned()),
+                    ("neighbour", neighbour.to_owned()),
+                ]));
+            }
+        }
+    }
+    store_cells(
+        "pairs",
+        "[experiment]\nname = \"pairs\"\nbaseline = { placement = \"quota\" }\n",
+        5,
+        cells,
+        |i, levels, rep| {
+            let speedup = match (levels[0].1.as_str(), levels[2].1.as_str()) {
+                ("pinned", "none") => 0.95,
+                ("pinned", _) => 0.80,
+                _ => 1.0,
+            };
+            vec![MetricValue {
+                name: "time".into(),
+                unit: "s".into(),
+                direction: Direction::Lower,
+                value: 10.0 * speedup * (1.0 + scaling_noise(i, rep)),
+            }]
+        },
+    )
+}
