@@ -108,19 +108,28 @@ impl Validator<'_> {
         }
         let mut out: Vec<Level> = Vec::new();
         for level in raw.into_inner() {
-            let text = level.get_ref().text();
-            if let Err(message) = check(&text) {
-                self.err(level.span(), message);
-            } else if out.iter().any(|(l, _, _)| *l == text) {
-                self.err(level.span(), format!("{factor} `{text}` is listed twice"));
-            } else {
-                out.push((text, level.span(), true));
+            let texts = match sweep(&level.get_ref().text()) {
+                Ok(texts) => texts,
+                Err(message) => {
+                    self.err(level.span(), format!("{factor}: {message}"));
+                    continue;
+                }
+            };
+            for text in texts {
+                if let Err(message) = check(&text) {
+                    self.err(level.span(), message);
+                } else if out.iter().any(|(l, _, _)| *l == text) {
+                    self.err(level.span(), format!("{factor} `{text}` is listed twice"));
+                } else {
+                    out.push((text, level.span(), true));
+                }
             }
         }
         out
     }
 
-    /// `exclude`: every key a varied factor, every value one of its levels.
+    /// `exclude`: every key a varied factor, every value one of its levels or a sweep of
+    /// them (`{ neighbour = "memory*{4,16}", reservation = "io" }` excludes both cells).
     pub(super) fn excludes(
         &mut self,
         raw: &[Spanned<BTreeMap<String, Spanned<RawLevel>>>],
@@ -128,10 +137,32 @@ impl Validator<'_> {
     ) -> Vec<Exclude> {
         let mut excludes = Vec::new();
         for ex in raw {
-            let pairs = self.named_levels("exclude", ex.get_ref(), factors, |k, v| {
-                format!("exclude names {k} `{v}`, which is not a level of the matrix")
-            });
-            excludes.push((pairs, self.source.locate(ex.span().start)));
+            let at = self.source.locate(ex.span().start);
+            // Each value's sweep, then every combination of them.
+            let mut combinations: Vec<BTreeMap<String, Spanned<RawLevel>>> = vec![BTreeMap::new()];
+            for (k, v) in ex.get_ref() {
+                let texts = sweep(&v.get_ref().text()).unwrap_or_else(|message| {
+                    self.err(v.span(), format!("exclude {k}: {message}"));
+                    Vec::new()
+                });
+                combinations = combinations
+                    .into_iter()
+                    .flat_map(|c| {
+                        texts.iter().map(move |t| {
+                            let mut c = c.clone();
+                            let level = RawLevel::Text(t.clone());
+                            c.insert(k.clone(), Spanned::new(v.span(), level));
+                            c
+                        })
+                    })
+                    .collect();
+            }
+            for c in combinations {
+                let pairs = self.named_levels("exclude", &c, factors, |k, v| {
+                    format!("exclude names {k} `{v}`, which is not a level of the matrix")
+                });
+                excludes.push((pairs, at));
+            }
         }
         excludes
     }
@@ -264,9 +295,41 @@ fn default_baseline(factors: &[(String, Vec<String>)]) -> Vec<(String, String)> 
     }
 }
 
+/// The levels one written level sweeps: `memory*{1,4,16,32,64}` is `memory*1`,
+/// `memory*4`, … (one pair of braces, its comma-separated parts in order); a level
+/// without braces is itself.
+fn sweep(text: &str) -> Result<Vec<String>, String> {
+    let Some(open) = text.find('{') else {
+        return if text.contains('}') {
+            Err(format!("`{text}` has a `}}` without its `{{`"))
+        } else {
+            Ok(vec![text.to_owned()])
+        };
+    };
+    let Some(close) = text[open..].find('}').map(|c| open + c) else {
+        return Err(format!(
+            "`{text}` opens a sweep with `{{` and does not close it: write e.g. `memory*{{1,4,16}}`"
+        ));
+    };
+    let (head, tail) = (&text[..open], &text[close + 1..]);
+    if tail.contains(['{', '}']) {
+        return Err(format!(
+            "`{text}` sweeps more than one part: one `{{…}}` per level"
+        ));
+    }
+    let parts: Vec<&str> = text[open + 1..close].split(',').map(str::trim).collect();
+    if parts.iter().any(|p| p.is_empty()) {
+        return Err(format!(
+            "`{text}` has an empty part in its sweep: list the parts separated by commas"
+        ));
+    }
+    Ok(parts.iter().map(|p| format!("{head}{p}{tail}")).collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::tests::{errors, parse};
+    use super::sweep;
     use crate::shape::Placement;
 
     #[test]
@@ -320,6 +383,64 @@ mod tests {
             "placement=shared workload=sysbench-cpu replica=b"
         );
         assert_eq!(spec.cells[2].placement, Placement::Quota);
+    }
+
+    #[test]
+    fn a_level_in_braces_sweeps_in_one_line() {
+        let spec = parse("[experiment]\nname = \"x\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\nneighbour = [\"none\", \"memory*{1,4,16,32,64}\", \"fork*{1, 4}\"]\n").unwrap();
+        let levels: Vec<String> = spec
+            .cells
+            .iter()
+            .map(|c| c.level("neighbour").unwrap().to_owned())
+            .collect();
+        assert_eq!(
+            levels,
+            [
+                "none",
+                "memory*1",
+                "memory*4",
+                "memory*16",
+                "memory*32",
+                "memory*64",
+                "fork*1",
+                "fork*4"
+            ]
+        );
+        assert_eq!(
+            sweep("cpu@{50,90,100}%").unwrap(),
+            ["cpu@50%", "cpu@90%", "cpu@100%"]
+        );
+        // An exclude entry sweeps too: every combination of its values.
+        let spec = parse("[experiment]\nname = \"x\"\n[matrix]\nshape = [\"medium\"]\nworkload = [\"sysbench-cpu\"]\nneighbour = [\"none\", \"fork*{1,4}\"]\nreservation = [\"none\", \"cpuset\", \"io\"]\nexclude = [{ neighbour = \"fork*{1,4}\", reservation = \"{cpuset,io}\" }]\n").unwrap();
+        let keys: Vec<String> = spec.cells.iter().map(|c| c.key()).collect();
+        assert_eq!(keys.len(), 3 + 2, "{keys:?}");
+        assert!(keys
+            .iter()
+            .all(|k| !k.contains("fork") || k.ends_with("reservation=none")));
+        let errs = errors("[experiment]\nname = \"x\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\nneighbour = [\"memory*{1,4\", \"fork*{1,}\", \"cpu*{1}{2}\", \"cpu*{1,1}\", \"cpu*{0,2}\"]\n");
+        assert!(
+            errs.iter().any(|e| e
+                .contains("neighbour: `memory*{1,4` opens a sweep with `{` and does not close it")),
+            "{errs:?}"
+        );
+        assert!(
+            errs.iter()
+                .any(|e| e.contains("neighbour: `fork*{1,}` has an empty part")),
+            "{errs:?}"
+        );
+        assert!(
+            errs.iter().any(|e| e.contains("sweeps more than one part")),
+            "{errs:?}"
+        );
+        assert!(
+            errs.iter()
+                .any(|e| e.contains("neighbour `cpu*1` is listed twice")),
+            "{errs:?}"
+        );
+        assert!(
+            errs.iter().any(|e| e.contains(":5:")),
+            "each error at its level: {errs:?}"
+        );
     }
 
     #[test]
