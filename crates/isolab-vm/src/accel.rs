@@ -95,6 +95,7 @@ fn probe_in(
     let console: PathBuf = dir.join("console.log");
     let plan = QemuPlan {
         accel,
+        single_threaded_tcg: false,
         vcpus: 1,
         memory_mib: 256,
         vmlinux: &kernel.vmlinux,

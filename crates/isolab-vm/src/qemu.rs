@@ -56,6 +56,8 @@ pub const MACHINE: &str = "q35";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct QemuPlan<'a> {
     pub accel: Accel,
+    /// TCG with one host thread for every vCPU (`thread=single`) instead of one each.
+    pub single_threaded_tcg: bool,
     pub vcpus: u32,
     pub memory_mib: u64,
     pub vmlinux: &'a Path,
@@ -110,7 +112,10 @@ pub(crate) fn qemu_args(plan: &QemuPlan<'_>) -> Vec<String> {
         Accel::Kvm => push(&["-accel", "kvm", "-cpu", "host"]),
         // Multi-threaded TCG: one host thread per vCPU, so vCPUs run in parallel and can be
         // pinned one by one.
-        Accel::Tcg => push(&["-accel", "tcg,thread=multi", "-cpu", "max"]),
+        Accel::Tcg if !plan.single_threaded_tcg => {
+            push(&["-accel", "tcg,thread=multi", "-cpu", "max"])
+        }
+        Accel::Tcg => push(&["-accel", "tcg,thread=single", "-cpu", "max"]),
     }
     let smp = plan.vcpus.to_string();
     let mem = plan.memory_mib.to_string();
@@ -317,6 +322,7 @@ mod tests {
     fn plan<'a>(accel: Accel, console: &'a Path) -> QemuPlan<'a> {
         QemuPlan {
             accel,
+            single_threaded_tcg: false,
             vcpus: 2,
             memory_mib: 512,
             vmlinux: Path::new("/c/vmlinux"),
@@ -352,6 +358,17 @@ mod tests {
         );
         // the kernel command line is one argument
         assert!(args.contains(&"console=ttyS0 quiet panic=-1".to_string()));
+        let single = QemuPlan {
+            single_threaded_tcg: true,
+            ..plan(Accel::Tcg, Path::new("/r/console.log"))
+        };
+        let line = qemu_args(&single).join(" ");
+        assert!(line.contains("-accel tcg,thread=single -cpu max"), "{line}");
+        let kvm = QemuPlan {
+            single_threaded_tcg: true,
+            ..plan(Accel::Kvm, Path::new("/r/console.log"))
+        };
+        assert!(qemu_args(&kvm).join(" ").contains("-accel kvm -cpu host"));
     }
 
     #[test]

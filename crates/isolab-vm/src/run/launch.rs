@@ -201,6 +201,7 @@ pub(super) fn launch(
     let pidfile = dir.join("qemu.pid");
     let plan = QemuPlan {
         accel: config.accel,
+        single_threaded_tcg: config.single_threaded_tcg,
         vcpus: config.vcpus,
         memory_mib: config.memory.0 >> 20,
         vmlinux: &config.kernel.vmlinux,

@@ -66,6 +66,13 @@ pub struct VmConfig {
     /// Host directories that appear read-only at the same path in the guest (one 9p share
     /// each), e.g. the binaries and fixtures a test runs in the guest, or an image directory.
     pub shares: Vec<PathBuf>,
+    /// Under TCG, one host thread runs every vCPU in turn (`thread=single`) instead of one
+    /// thread each: slower (the vCPUs share a host cpu) but free of the cross-thread
+    /// wake-ups that, about one guest run in ten here, left a halted vCPU asleep for good
+    /// (its timer and IPIs never delivered: the other vCPU waiting for it soft-locked).
+    /// The tests' guests use it; a platform's guests do not (their vCPUs are pinned one by
+    /// one). Not with `pin`.
+    pub single_threaded_tcg: bool,
 }
 
 impl VmConfig {
@@ -92,6 +99,7 @@ impl VmConfig {
             qemu: PathBuf::from(QEMU),
             network: None,
             shares: Vec::new(),
+            single_threaded_tcg: false,
         }
     }
 }
@@ -449,6 +457,10 @@ mod tests {
         let mut bad = c.clone();
         bad.vcpus = 0;
         assert_eq!(field(&bad), "vcpus");
+        let mut bad = c.clone();
+        bad.pin = Some(vec![0]);
+        bad.single_threaded_tcg = true;
+        assert_eq!(field(&bad), "pin");
         let mut bad = c.clone();
         bad.pin = Some(vec![0, 1]);
         assert_eq!(field(&bad), "pin");

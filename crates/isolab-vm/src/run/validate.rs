@@ -72,6 +72,13 @@ pub(crate) fn validate(config: &VmConfig, command: &GuestCommand) -> Result<(), 
         ));
     }
     if let Some(pin) = &config.pin {
+        if config.single_threaded_tcg {
+            return Err(bad_config(
+                "pin",
+                "single-threaded TCG runs every vCPU on one host thread: there is no vCPU thread to pin"
+                    .to_owned(),
+            ));
+        }
         if pin.len() != config.vcpus as usize {
             return Err(bad_config(
                 "pin",
