@@ -176,7 +176,7 @@ pub const RULES: &[Rule] = &[
         id: "multitasking-amplifies-overhead",
         practice: "More processes in a container amplify its overhead (scheduler and cgroup accounting)",
         source: "seed 002 §IV.D (Fig. 8)",
-        needs: "a baseline on bare metal and a container platform at two or more `threads` or `instances` levels",
+        needs: "a baseline on bare metal and a container platform at two or more `copies` (processes in one container), `threads` or `instances` levels",
         check: multitasking,
     },
     Rule {
@@ -707,12 +707,13 @@ fn multitasking(input: &Input) -> Outcome {
         Ok(rows) => rows,
         Err(missing) => return Outcome::CannotCheck { missing },
     };
-    let factor = ["threads", "instances"]
+    // Copies first: N processes in one container is the paper's own design (Fig. 8).
+    let factor = ["copies", "threads", "instances"]
         .into_iter()
         .find(|f| levels_of(input.data, f).len() >= 2);
     let Some(factor) = factor else {
         return Outcome::CannotCheck {
-            missing: "factor `threads` or `instances` with two or more levels".into(),
+            missing: "factor `copies`, `threads` or `instances` with two or more levels".into(),
         };
     };
     trend(
@@ -1344,11 +1345,31 @@ mod tests {
             envs.clone(),
             &host
         )));
-        let no_factor = outcome(rule, &sizes(1.3, 1.05), envs, &host);
+        let no_factor = outcome(rule, &sizes(1.3, 1.05), envs.clone(), &host);
         assert!(
             missing(&no_factor).contains("`threads` or `instances`"),
             "{no_factor:?}"
         );
+        // Seed 002's own design: the same work as N processes in one container (`copies`).
+        let copies = experiment(&[
+            made(
+                &[("platform", "host"), ("copies", "1")],
+                ("wall_time", 10.0),
+            ),
+            made(
+                &[("platform", "host"), ("copies", "4")],
+                ("wall_time", 10.0),
+            ),
+            made(
+                &[("platform", "docker"), ("copies", "1")],
+                ("wall_time", 10.5),
+            ),
+            made(
+                &[("platform", "docker"), ("copies", "4")],
+                ("wall_time", 13.0),
+            ),
+        ]);
+        assert!(applies(&outcome(rule, &copies, envs, &host)));
     }
 
     #[test]

@@ -26,7 +26,7 @@ pub struct Analysis {
     /// Seed 002's platform-type and platform-size overhead, when `shape` is varied
     /// against a baseline (the summary's metrics).
     pub sizes: Vec<crate::sizes::SizeOverhead>,
-    /// Throughput over `threads` or `instances` with Amdahl and USL fits, when either
+    /// Throughput over `threads`, `instances` or `copies` with Amdahl and USL fits, when one
     /// factor is varied (primary metrics only).
     pub scalability: Vec<ScalingCurve>,
     /// Load over time per workload and named request, when counted runs recorded load

@@ -1,4 +1,4 @@
-//! Throughput over `threads` or `instances` with Amdahl and USL fits
+//! Throughput over `threads`, `instances` or `copies` with Amdahl and USL fits
 //! ([`crate::scalability`]).
 
 use std::fmt::Write as _;
