@@ -213,16 +213,13 @@ pub fn aggregate_copies(per_copy: &[Vec<MetricValue>]) -> Vec<MetricValue> {
         if values.len() != per_copy.len() {
             continue; // not every copy reported it
         }
-        let n = values.len() as f64;
-        let mean = values.iter().sum::<f64>() / n;
-        let sd = if values.len() > 1 {
-            (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
-        } else {
-            0.0
+        // Copies are at least two (a cell of one runs as an instance).
+        let Ok(sample) = isolab_stats::Sample::new(values) else {
+            continue;
         };
-        let fold = |f: fn(f64, f64) -> f64, init: f64| values.iter().copied().fold(init, f);
+        let summary = sample.summary();
         out.push(MetricValue {
-            value: mean,
+            value: summary.mean,
             ..m.clone()
         });
         let named = |suffix: &str, value: f64| MetricValue {
@@ -232,10 +229,10 @@ pub fn aggregate_copies(per_copy: &[Vec<MetricValue>]) -> Vec<MetricValue> {
         };
         spread.push(MetricValue {
             direction: isolab_stats::Direction::Lower,
-            ..named("sd", sd)
+            ..named("sd", summary.stdev)
         });
-        spread.push(named("min", fold(f64::min, f64::INFINITY)));
-        spread.push(named("max", fold(f64::max, f64::NEG_INFINITY)));
+        spread.push(named("min", summary.min));
+        spread.push(named("max", summary.max));
     }
     out.extend(spread);
     out

@@ -76,6 +76,8 @@ impl FinishedRun {
     ) -> FinishedRun {
         let mut run = FinishedRun::failed(&PlatformError::TimedOut(timeout), notes);
         run.status = RunStatus::DidNotReport;
+        // It ran for its whole timeout before it was killed.
+        run.wall = timeout;
         run.error = Some(format!(
             "{DNR_PREFIX}beside neighbour `{neighbour}` the subject ran longer than its \
              timeout of {} and was killed",

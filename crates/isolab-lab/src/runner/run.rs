@@ -62,8 +62,8 @@ impl Runner<'_> {
             Err(PlatformError::Interrupted) => return Ok(None),
             // Beside a neighbour, a subject that does not finish is the outcome.
             Err(PlatformError::TimedOut(t)) if cell.neighbour.is_some() => {
-                let neighbour = cell.level("neighbour").unwrap_or("-");
-                FinishedRun::did_not_report(t, neighbour, disk.notes.clone())
+                let neighbour = cell.neighbour.as_ref().map(ToString::to_string);
+                FinishedRun::did_not_report(t, &neighbour.unwrap_or_default(), disk.notes.clone())
             }
             Err(e) => FinishedRun::failed(&e, disk.notes.clone()),
             Ok(done) => FinishedRun::executed(done, cell, disk.notes.clone()),
