@@ -248,7 +248,7 @@ impl Comparison {
         let Some(pooled) = &self.histogram else {
             return Vec::new();
         };
-        let width = pooled.bins.first().map_or(5.0, |b| b.high - b.low);
+        let width = pooled.bin_width;
         let mut groups: Vec<(String, Vec<f64>)> = Vec::new();
         for p in &self.points {
             let (Some(level), Some(r)) = (
@@ -266,7 +266,7 @@ impl Comparison {
             return Vec::new();
         }
         // Without (the `none` level) before with.
-        groups.sort_by_key(|(level, _)| level != "none");
+        groups.sort_by_key(|(level, _)| level != crate::isolation::NONE);
         groups
             .into_iter()
             .filter_map(|(level, regressions)| {

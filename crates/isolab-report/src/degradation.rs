@@ -89,6 +89,17 @@ pub(crate) fn level<'a>(levels: &'a [(String, String)], factor: &str) -> Option<
         .map(|(_, l)| l.as_str())
 }
 
+/// The position of `item` in `list`, pushed at the end when it is not there yet.
+pub(crate) fn index_of(list: &mut Vec<String>, item: &str) -> usize {
+    match list.iter().position(|x| x == item) {
+        Some(i) => i,
+        None => {
+            list.push(item.to_owned());
+            list.len() - 1
+        }
+    }
+}
+
 /// The entry of each pair `(cell, reference)`. Pairs whose summary verdict is against
 /// another baseline than their reference are compared here, the way the summary
 /// compares with its baseline: one comparison per `group` (a neighbour level, a

@@ -26,7 +26,7 @@ use std::collections::HashMap;
 use isolab_stats::Direction;
 
 pub use crate::degradation::{degradation_of_ratio, entry_text, DegradationEntry};
-use crate::degradation::{entries, level};
+use crate::degradation::{entries, index_of, level};
 use crate::summary::MetricRow;
 use crate::table::{text_lines, Style, Table};
 
@@ -206,16 +206,6 @@ fn neighbour_pct_text(neighbour: &str) -> &str {
     neighbour
         .split_once('@')
         .map_or("", |(_, p)| p.trim_end_matches('%'))
-}
-
-fn index_of(list: &mut Vec<String>, item: &str) -> usize {
-    match list.iter().position(|x| x == item) {
-        Some(i) => i,
-        None => {
-            list.push(item.to_owned());
-            list.len() - 1
-        }
-    }
 }
 
 /// Where a scenario goes: utilisation scenarios first, by kind (matrix order), then

@@ -13,7 +13,10 @@
 
 use isolab_stats::Direction;
 
-use crate::degradation::{entries, entry_text, level, DegradationEntry};
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
+
+use crate::degradation::{entries, entry_text, index_of, level, DegradationEntry};
 use crate::summary::MetricRow;
 use crate::table::{text_lines, Style, Table};
 
@@ -36,7 +39,7 @@ pub struct PlatformTable {
 }
 
 /// A row: one metric of one workload, with the other varied levels.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
 pub struct BenchmarkRow {
     /// The workload level (empty when the cells have none).
     pub workload: String,
@@ -144,23 +147,22 @@ pub fn platform_table(rows: &[MetricRow], reference: &str) -> Option<PlatformTab
             }
         }
     }
-    let key = |r: &MetricRow| -> Vec<(String, String)> {
-        let mut k: Vec<(String, String)> = r
-            .levels
+    // A cell's levels but the platform (every cell lists its factors in one order).
+    let key = |r: &MetricRow| -> Levels {
+        r.levels
             .iter()
             .filter(|(f, _)| f != PLATFORM)
             .cloned()
-            .collect();
-        k.sort();
-        k
+            .collect()
     };
-    let references: Vec<(Levels, &str, &MetricRow)> = rows
+    let references: HashMap<(Levels, &str), &MetricRow> = rows
         .iter()
         .filter(|r| platform_of(r).as_deref() == Some(reference))
-        .map(|r| (key(r), r.metric.as_str(), r))
+        .map(|r| ((key(r), r.metric.as_str()), r))
         .collect();
 
     let mut bench: Vec<BenchmarkRow> = Vec::new();
+    let mut row_of: HashMap<BenchmarkRow, usize> = HashMap::new();
     let mut columns: Vec<String> = Vec::new();
     // (row, column, on the platform, on the reference)
     let mut pairs: Vec<(usize, usize, &MetricRow, &MetricRow)> = Vec::new();
@@ -169,11 +171,7 @@ pub fn platform_table(rows: &[MetricRow], reference: &str) -> Option<PlatformTab
         if p == reference {
             continue;
         }
-        let k = key(r);
-        let Some((_, _, base)) = references
-            .iter()
-            .find(|(rk, m, _)| *rk == k && *m == r.metric)
-        else {
+        let Some(base) = references.get(&(key(r), r.metric.as_str())) else {
             continue;
         };
         let row = BenchmarkRow {
@@ -186,9 +184,15 @@ pub fn platform_table(rows: &[MetricRow], reference: &str) -> Option<PlatformTab
             unit: r.unit.clone(),
             direction: r.direction,
         };
-        let i = position_or_push(&mut bench, row);
-        let j = position_or_push(&mut columns, p);
-        pairs.push((i, j, r, base));
+        let i = match row_of.entry(row.clone()) {
+            Entry::Occupied(e) => *e.get(),
+            Entry::Vacant(e) => {
+                bench.push(row);
+                *e.insert(bench.len() - 1)
+            }
+        };
+        let j = index_of(&mut columns, &p);
+        pairs.push((i, j, r, *base));
     }
     if pairs.is_empty() {
         return None;
@@ -214,16 +218,6 @@ pub fn platform_table(rows: &[MetricRow], reference: &str) -> Option<PlatformTab
 
 /// A cell's levels.
 type Levels = Vec<(String, String)>;
-
-fn position_or_push<T: PartialEq>(list: &mut Vec<T>, item: T) -> usize {
-    match list.iter().position(|x| *x == item) {
-        Some(i) => i,
-        None => {
-            list.push(item);
-            list.len() - 1
-        }
-    }
-}
 
 #[cfg(test)]
 mod tests {

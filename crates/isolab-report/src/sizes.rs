@@ -7,6 +7,9 @@
 //! first counted run read back) and have the summary's baseline at each: the overhead
 //! ratio at size `s` is fitted as `1 + PTO + PSO₁/s`, so `PSO(s) = PSO₁/s`.
 
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
+
 use isolab_stats::{fit_size_overhead, Direction, Dominant, SizeOverheadFit, SizePoint};
 
 use crate::data::ExperimentData;
@@ -48,23 +51,42 @@ pub fn size_overheads(
     rows: &[MetricRow],
     baseline: &[(String, String)],
 ) -> Vec<SizeOverhead> {
-    let cpus = |cell: u32| -> Option<f64> {
-        let id = data.cells.iter().find(|c| c.index == cell)?.id;
-        data.runs
-            .iter()
-            .find(|r| r.cell == id && r.is_counted())?
-            .limits
-            .pointer("/placement/shape_cpus")?
-            .as_f64()
-    };
-    let baselines: Vec<&MetricRow> = rows.iter().filter(|r| r.is_baseline).collect();
+    if !rows.iter().any(|r| level(&r.levels, SHAPE).is_some()) {
+        return Vec::new();
+    }
+    // Each cell's size as its first counted run read it back: one pass over the runs.
+    let mut cpus_of_id: HashMap<i64, f64> = HashMap::new();
+    for r in data.runs.iter().filter(|r| r.is_counted()) {
+        if let (Entry::Vacant(e), Some(c)) = (
+            cpus_of_id.entry(r.cell),
+            r.limits
+                .pointer("/placement/shape_cpus")
+                .and_then(|v| v.as_f64()),
+        ) {
+            e.insert(c);
+        }
+    }
+    let cpus: HashMap<u32, f64> = data
+        .cells
+        .iter()
+        .filter_map(|c| Some((c.index, *cpus_of_id.get(&c.id)?)))
+        .collect();
+    // Baseline rows by their levels and metric.
+    type Levels<'a> = &'a [(String, String)];
+    let baselines: HashMap<(Levels<'_>, &str), &MetricRow> = rows
+        .iter()
+        .filter(|r| r.is_baseline)
+        .map(|r| ((r.levels.as_slice(), r.metric.as_str()), r))
+        .collect();
     let without_shape = |levels: &[(String, String)]| -> Vec<(String, String)> {
         levels.iter().filter(|(f, _)| f != SHAPE).cloned().collect()
     };
     // (group levels, metric) → [(size, shape, baseline row, row)]
     type Point<'a> = (f64, String, &'a MetricRow, &'a MetricRow);
     type Key = (Vec<(String, String)>, String);
+    // In the rows' order, found by key.
     let mut groups: Vec<(Key, Vec<Point<'_>>)> = Vec::new();
+    let mut group_of: HashMap<Key, usize> = HashMap::new();
     for r in rows
         .iter()
         .filter(|r| !r.is_baseline && r.overhead.is_some())
@@ -81,18 +103,20 @@ pub fn size_overheads(
                 None => (f.clone(), l.clone()),
             })
             .collect();
-        let Some(base) = baselines
-            .iter()
-            .find(|b| b.metric == r.metric && b.levels == wanted)
-        else {
+        let Some(base) = baselines.get(&(wanted.as_slice(), r.metric.as_str())) else {
             continue;
         };
-        let Some(size) = cpus(r.cell) else { continue };
+        let Some(&size) = cpus.get(&r.cell) else {
+            continue;
+        };
         let key = (without_shape(&r.levels), r.metric.clone());
         let point = (size, shape.to_owned(), *base, r);
-        match groups.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, v)) => v.push(point),
-            None => groups.push((key, vec![point])),
+        match group_of.entry(key.clone()) {
+            Entry::Occupied(e) => groups[*e.get()].1.push(point),
+            Entry::Vacant(e) => {
+                e.insert(groups.len());
+                groups.push((key, vec![point]));
+            }
         }
     }
     let mut out = Vec::new();
