@@ -799,6 +799,28 @@ pub fn many_platforms_options(data: &ExperimentData) -> isolab_report::SummaryOp
     }
 }
 
+/// A new experiment of `cells` in `store` without a spec or an environment, created at
+/// the epoch.
+fn bare_experiment(
+    store: &mut Store,
+    name: &str,
+    seed: u64,
+    cells: Vec<NewCell>,
+) -> isolab_store::ExperimentId {
+    store
+        .create_experiment(&NewExperiment {
+            name: name.into(),
+            spec_toml: String::new(),
+            spec_path: None,
+            seed,
+            isolab_version: "test".into(),
+            created_at: UNIX_EPOCH,
+            cells,
+            environment: vec![],
+        })
+        .unwrap()
+}
+
 /// A synthetic CHR experiment (seed 002's Fig 7): docker against the host, a 1-cpu
 /// shape in host cpu pools of 1, 2 and 4 cpus; docker's overhead falls as the pool
 /// grows (CHR 1 → 0.25): 30%, 15%, 5%. Each run records its placement facts.
@@ -818,18 +840,7 @@ pub fn chr_experiment() -> (Store, ExperimentData) {
             });
         }
     }
-    let id = store
-        .create_experiment(&NewExperiment {
-            name: "chr".into(),
-            spec_toml: String::new(),
-            spec_path: None,
-            seed: 7,
-            isolab_version: "test".into(),
-            created_at: UNIX_EPOCH,
-            cells: cells.clone(),
-            environment: vec![],
-        })
-        .unwrap();
+    let id = bare_experiment(&mut store, "chr", 7, cells.clone());
     for (i, cell) in store.cells(id).unwrap().iter().enumerate() {
         let pool: f64 = cells[i].levels[1].1.parse().unwrap();
         let slower = if cells[i].levels[0].1 == "docker" {
@@ -889,26 +900,20 @@ pub fn size_experiment() -> (Store, ExperimentData) {
         }
     }
     let mut store = Store::open_in_memory().unwrap();
-    let id = store
-        .create_experiment(&NewExperiment {
-            name: "sizes".into(),
-            spec_toml: String::new(),
-            spec_path: None,
-            seed: 2,
-            isolab_version: "test".into(),
-            created_at: UNIX_EPOCH,
-            cells: cells
-                .iter()
-                .enumerate()
-                .map(|(i, levels)| NewCell {
-                    index: i as u32,
-                    key: format!("platform={} shape={}", levels[0].1, levels[1].1),
-                    levels: levels.clone(),
-                })
-                .collect(),
-            environment: vec![],
-        })
-        .unwrap();
+    let id = bare_experiment(
+        &mut store,
+        "sizes",
+        2,
+        cells
+            .iter()
+            .enumerate()
+            .map(|(i, levels)| NewCell {
+                index: i as u32,
+                key: format!("platform={} shape={}", levels[0].1, levels[1].1),
+                levels: levels.clone(),
+            })
+            .collect(),
+    );
     for (i, cell) in store.cells(id).unwrap().iter().enumerate() {
         let cpus = shapes[i % shapes.len()].1;
         let ratio = size_ratio(&cells[i][0].1, cpus);
@@ -952,18 +957,7 @@ pub fn dnr_experiment() -> (Store, ExperimentData) {
             ],
         })
         .collect();
-    let id = store
-        .create_experiment(&NewExperiment {
-            name: "dnr".into(),
-            spec_toml: String::new(),
-            spec_path: None,
-            seed: 1,
-            isolab_version: "test".into(),
-            created_at: UNIX_EPOCH,
-            cells,
-            environment: vec![],
-        })
-        .unwrap();
+    let id = bare_experiment(&mut store, "dnr", 1, cells);
     let stored = store.cells(id).unwrap();
     for (i, cell) in stored.iter().enumerate() {
         if i == 2 {
