@@ -299,12 +299,26 @@ pub fn describe_limits(l: &Limits) -> String {
         parts.push(format!("pids {p}"));
     }
     for t in &l.io {
-        let bps = |v: Option<u64>| v.map_or("-".to_owned(), |b| format!("{}/s", Bytes(b)));
+        // A direction limited in bytes and in operations shows both.
+        let rate = |bps: Option<u64>, iops: Option<u64>| {
+            let parts: Vec<String> = [
+                bps.map(|b| format!("{}/s", Bytes(b))),
+                iops.map(|n| format!("{n} IOPS")),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            if parts.is_empty() {
+                "-".to_owned()
+            } else {
+                parts.join(" ")
+            }
+        };
         parts.push(format!(
             "io {} r {} w {}",
             t.device,
-            bps(t.read_bps),
-            bps(t.write_bps)
+            rate(t.read_bps, t.read_iops),
+            rate(t.write_bps, t.write_iops)
         ));
     }
     parts.join(", ")
@@ -404,6 +418,22 @@ mod tests {
         assert_eq!(
             describe_limits(&l),
             "quota 1.00 cpu (100ms/100ms), cpus 0-1, memory 4 GiB"
+        );
+        // The `io` reservation throttles neighbours in operations, a shape in bytes.
+        l.io = vec![isolab_cgroups::IoThrottle {
+            device: isolab_cgroups::DeviceNumber {
+                major: 254,
+                minor: 0,
+            },
+            read_bps: Some(1 << 20),
+            write_bps: None,
+            read_iops: Some(500),
+            write_iops: Some(500),
+        }];
+        assert!(
+            describe_limits(&l).ends_with(", io 254:0 r 1 MiB/s 500 IOPS w 500 IOPS"),
+            "{}",
+            describe_limits(&l)
         );
     }
 

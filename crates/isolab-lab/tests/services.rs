@@ -212,6 +212,7 @@ fn neighbours_run_beside_a_measurement_and_go_after_it_without_root() {
         wall: Duration::from_millis(1),
         started: std::time::Instant::now(),
         limits_applied: Limits::default(),
+        neighbour_limits: None,
         telemetry: std::iter::empty().collect(),
         series: Vec::new(),
         notes: Vec::new(),

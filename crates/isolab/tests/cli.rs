@@ -2473,13 +2473,7 @@ reservation = ["none", "cpuset"]"#,
     let cells = store.cells(id).unwrap();
     let runs = store.runs(id).unwrap();
     assert_eq!(runs.len(), 16, "{}", failed_runs(&db, "stack-neighbours"));
-    let highest = std::fs::read_to_string("/sys/devices/system/cpu/online")
-        .unwrap()
-        .trim()
-        .rsplit(['-', ','])
-        .next()
-        .unwrap()
-        .to_string();
+    let highest = highest_online_cpu();
     for run in &runs {
         let key = &cells.iter().find(|c| c.id == run.cell).unwrap().key;
         assert!(run.is_counted(), "{key}: {:?}", run.error);
@@ -2519,6 +2513,98 @@ reservation = ["none", "cpuset"]"#,
     assert_databases_left_nothing(&guard, &procs_before, dir.path());
     let stress = new_since(processes_named(&["stress-ng"]), &stress_before);
     assert!(stress.is_empty(), "neighbours left: {stress:?}");
+}
+
+/// PostgreSQL under pgbench as the subject beside a cpu neighbour at 90% of the host
+/// (seed 001's application subjects beside stress at a utilisation target), under
+/// the `cpuset` and `io` reservations: the neighbours are sized against the stack
+/// run once alone (its solo profile, in a note), the host's utilisation is measured
+/// around the load, the reservation binds the database to the highest cpu and the
+/// neighbours to the others, or throttles the neighbours' IOPS on the working
+/// directory's disk (each read back from the cgroups and stored), and nothing is
+/// left.
+#[test]
+fn a_stack_runs_beside_a_utilisation_target_under_the_cpuset_and_io_reservations() {
+    let Some(guard) = CgroupTest::start() else {
+        return;
+    };
+    if isolab_tools_missing(&["postgres", "pgbench", "pg_isready", "stress-ng", "fio"]) {
+        return;
+    }
+    let procs_before = database_processes();
+    let stress_before = processes_named(&["stress-ng", "fio"]);
+    let dir = reachable_tempdir();
+    let spec = database_spec(
+        "stack-utilisation",
+        "2s",
+        r#"platform = ["host"]
+workload = ["pgbench-oltp"]
+threads = [2]
+neighbour = ["cpu@90%"]
+reservation = ["cpuset", "io"]"#,
+        "[workload.pgbench-oltp]\nkeep_data = true\n",
+    );
+    let (_, store, id) = run_experiment(dir.path(), &spec, "stack-utilisation");
+    let db = dir.path().join("x.db");
+    let cells = store.cells(id).unwrap();
+    let runs = store.runs(id).unwrap();
+    assert_eq!(runs.len(), 4, "{}", failed_runs(&db, "stack-utilisation"));
+    let highest = highest_online_cpu();
+    let notes: Vec<&String> = runs.iter().flat_map(|r| &r.notes).collect();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("calibration: the subject (")
+                && n.contains("cpus")
+                && n.contains("alone (one unstored solo run)")),
+        "{notes:#?}"
+    );
+    for run in &runs {
+        let key = &cells.iter().find(|c| c.id == run.cell).unwrap().key;
+        assert!(run.is_counted(), "{key}: {:?}", run.error);
+        let t = &run.telemetry;
+        assert_eq!(
+            t.get_named("neighbour_target_util_pct"),
+            Some(90.0),
+            "{key}"
+        );
+        let host = t.get_named("host_util_pct");
+        assert!(
+            host.is_some_and(|u| u > 0.0 && u <= 100.0),
+            "{key}: {host:?}"
+        );
+        assert!(t.get_named("neighbours").unwrap() >= 1.0, "{key}");
+        let neighbours = &run.limits["neighbours"]["applied"];
+        let db_cpus = run.limits["components"]["db"]["applied"]["cpuset"].as_str();
+        if key.contains("reservation=cpuset") {
+            assert_eq!(db_cpus, Some(highest.as_str()), "{key}: {}", run.limits);
+            let theirs = neighbours["cpuset"].as_str().unwrap();
+            assert!(!theirs.contains(highest.as_str()), "{key}: {}", run.limits);
+        } else {
+            // `io` throttles the neighbours' operations on the working directory's disk.
+            let throttle = &neighbours["io"][0];
+            assert!(
+                throttle["read_iops"].as_u64().unwrap() > 0,
+                "{key}: {}",
+                run.limits
+            );
+            assert!(
+                throttle["write_iops"].as_u64().unwrap() > 0,
+                "{key}: {}",
+                run.limits
+            );
+        }
+    }
+    assert_databases_left_nothing(&guard, &procs_before, dir.path());
+    let stress = new_since(processes_named(&["stress-ng", "fio"]), &stress_before);
+    assert!(stress.is_empty(), "neighbours left: {stress:?}");
+}
+
+/// The highest-numbered online cpu, as a cpuset names it: where `cpuset` binds a
+/// subject of one cpu.
+fn highest_online_cpu() -> String {
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    online.trim().rsplit(['-', ',']).next().unwrap().to_string()
 }
 
 /// pgbench against PostgreSQL for long enough that the test kills the database.

@@ -15,9 +15,13 @@ use super::{
     parse_iperf3_gbps, JsonError, NetNames, SoloProfile, CALIBRATION_IODEPTH,
 };
 use crate::platform::{
-    Executor, Interrupt, Job, NeighbourJobs, PlatformDef, PlatformError, PlatformKind,
+    Execution, Executor, Interrupt, Job, NeighbourJobs, PlatformDef, PlatformError, PlatformKind,
 };
 use crate::spec::Cell;
+
+/// Runs a subject once without neighbours, unstored, calling its argument when the
+/// measurement starts: what [`Calibrations::solo_profile`] measures.
+pub(crate) type SoloRun<'a> = &'a dyn Fn(&dyn Fn()) -> Result<Execution, PlatformError>;
 
 /// The calibrations of one runner, each measured at its first use.
 #[derive(Debug)]
@@ -48,15 +52,15 @@ impl Calibrations {
     }
 
     /// What the subject of `cell` uses alone (cpus; IOPS on `disk` when named):
-    /// measured once by an unstored calibration run of the same job without
-    /// neighbours.
+    /// measured once by `run`, an unstored calibration run of the subject without
+    /// neighbours, which calls its argument when its measurement starts (a service
+    /// stack's, once its components are up and its data loaded): the disk and
+    /// network counters are read from there to its end, per second of its `wall`.
     pub(crate) fn solo_profile(
         &self,
-        platform: &dyn Executor,
-        interrupt: &Interrupt,
         cell: &Cell,
-        job: &Job,
         disk: Option<&str>,
+        run: SoloRun<'_>,
     ) -> Result<(SoloProfile, Option<String>), PlatformError> {
         let key: Vec<(String, String)> = cell
             .levels
@@ -68,13 +72,10 @@ impl Calibrations {
         if let Some(solo) = self.solo.borrow().get(&key) {
             return Ok((*solo, None));
         }
-        let mut solo_job = job.clone();
-        solo_job.neighbours = None;
-        solo_job.name = format!("{}-solo", job.name);
         let ios = |d: Option<&str>| d.and_then(|d| disk_ios(&self.proc_root, d));
-        let before = ios(disk);
-        let net_before = net_rx(&self.proc_root);
-        let e = platform.execute(&solo_job, interrupt)?;
+        let start = RefCell::new((ios(disk), net_rx(&self.proc_root)));
+        let e = run(&|| *start.borrow_mut() = (ios(disk), net_rx(&self.proc_root)))?;
+        let (before, net_before) = start.into_inner();
         let after = ios(disk);
         let net_after = net_rx(&self.proc_root);
         let wall = e.telemetry.get(Telemetry::Wall).filter(|w| *w > 0.0);

@@ -31,33 +31,6 @@ pub struct NeighbourLevel {
     pub intensity: Intensity,
 }
 
-impl NeighbourLevel {
-    /// Why this level cannot run beside a service stack under `reservation`, if it
-    /// cannot: sizing it would need the subject's solo profile (a utilisation
-    /// target, the `io` reservation, the `net` reservation of network neighbours),
-    /// which is measured by running the subject's command alone, and a stack has
-    /// no such command. Levels of fixed intensity (`cpu`, `cpu*2`, `disk`) and the
-    /// other reservations need none.
-    pub fn unsupported_beside_stack(
-        &self,
-        reservation: crate::reservation::Reservation,
-    ) -> Option<String> {
-        let why = if matches!(self.intensity, Intensity::Utilisation(_)) {
-            format!("neighbour `{self}` is a utilisation target")
-        } else if reservation.needs_disk_capacity()
-            || (reservation.needs_net_capacity() && self.kind == NeighbourKind::Network)
-        {
-            format!("reservation `{reservation}` with neighbour `{self}` is sized")
-        } else {
-            return None;
-        };
-        Some(format!(
-            "{why} against the subject's solo profile, which a service stack does not have in this version; use a count (`{kind}`, `{kind}*2`) and a reservation of `cpuset`, `quota`, `memory` or `pids`",
-            kind = self.kind
-        ))
-    }
-}
-
 /// A neighbour level that cannot be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LevelError {
@@ -215,29 +188,5 @@ mod tests {
         }
         assert!("".parse::<NeighbourLevel>().is_err());
         assert!("Cpu".parse::<NeighbourLevel>().is_err());
-    }
-
-    #[test]
-    fn a_stack_takes_levels_that_need_no_solo_profile() {
-        use crate::reservation::Reservation as R;
-        for (l, r) in [
-            ("cpu", R::Cpuset),
-            ("cpu*2", R::Quota),
-            ("disk", R::None),
-            ("memory", R::Memory),
-            ("network", R::Cpuset),
-            ("cpu", R::Net),
-        ] {
-            assert_eq!(level(l).unsupported_beside_stack(r), None, "{l} {r}");
-        }
-        for (l, r) in [
-            ("cpu@90%", R::None),
-            ("disk@100%", R::Cpuset),
-            ("disk", R::Io),
-            ("network", R::Net),
-        ] {
-            let why = level(l).unsupported_beside_stack(r).unwrap();
-            assert!(why.contains("solo profile"), "{why}");
-        }
     }
 }

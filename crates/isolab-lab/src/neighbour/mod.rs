@@ -39,7 +39,7 @@ mod net;
 mod plan;
 mod run;
 
-pub(crate) use calibrate::Calibrations;
+pub(crate) use calibrate::{Calibrations, SoloRun};
 pub use command::{
     command, commands, disk_capacity_command, net_capacity_command, parse_fio_iops,
     parse_iperf3_gbps, CommandContext, JsonError, DEFAULT_MEMORY_BYTES, DISK_FILE_SIZE,

@@ -82,6 +82,7 @@ pub(crate) fn start_neighbours<'c>(
         ids: Vec::new(),
         net,
         net_rate,
+        applied: None,
         disk_start: None,
         net_start: None,
         proc_root: site.proc_root.to_path_buf(),
@@ -90,7 +91,8 @@ pub(crate) fn start_neighbours<'c>(
         let started = (|| {
             let cgroup = Cgroup::create(site.hierarchy, &site.cgroups[i])?;
             let spawned = (|| {
-                limit(&cgroup, &set.limits)?;
+                let applied = limit(&cgroup, &set.limits)?;
+                running.applied.get_or_insert(applied);
                 let log = format!("neighbour{i}");
                 let start = |argv: &[String]| {
                     site.launcher.start(Launch {
@@ -177,6 +179,8 @@ pub(crate) struct RunningNeighbours<'c> {
     net: Option<crate::neighbour::NeighbourNet>,
     /// The rate of the neighbours' interface read back, Mbit/s (`net` reservation).
     net_rate: Option<f64>,
+    /// The first instance's limits as read back (every instance has the same).
+    applied: Option<isolab_cgroups::Limits>,
     /// Operations completed on the target disk when the subject started.
     disk_start: Option<(u64, Instant)>,
     /// Network counters when the subject started (network utilisation target).
@@ -214,6 +218,8 @@ pub(crate) struct StoppedNeighbours {
     net_mbps: Option<NetMbps>,
     /// The rate of the neighbours' interface, Mbit/s.
     net_rate: Option<f64>,
+    /// Their limits as read back.
+    applied: Option<isolab_cgroups::Limits>,
     /// Whether they ran in containers of the subject's platform.
     in_containers: bool,
     /// Problems while stopping.
@@ -249,6 +255,7 @@ impl RunningNeighbours<'_> {
             disk_iops,
             net_mbps,
             net_rate: self.net_rate,
+            applied: self.applied,
             in_containers: self.containers.is_some(),
             notes: Vec::new(),
         };
@@ -291,11 +298,12 @@ impl RunningNeighbours<'_> {
 }
 
 impl StoppedNeighbours {
-    /// Adds the neighbours' telemetry to the subject's run: their cpu time, and for
+    /// Adds the neighbours' telemetry and limits to the subject's run: their cpu time, and for
     /// a utilisation target, the target and what the host sampler measured, with a
     /// note when they are more than 5 percentage points apart.
     pub(crate) fn describe(self, job: &Job, execution: &mut Execution) {
         let Some(set) = &job.neighbours else { return };
+        execution.neighbour_limits = self.applied.clone();
         let stats: Vec<&isolab_cgroups::Stats> = self.stats.iter().flatten().collect();
         let sum = |f: &dyn Fn(&isolab_cgroups::Stats) -> Option<f64>| {
             let v: Vec<f64> = stats.iter().filter_map(|s| f(s)).collect();

@@ -82,6 +82,7 @@ impl Measured {
             wall,
             started,
             limits_applied,
+            neighbour_limits: None,
             telemetry,
             series: host_cpu.series,
             notes,

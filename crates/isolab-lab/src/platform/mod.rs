@@ -374,6 +374,9 @@ pub struct Execution {
     pub started: std::time::Instant,
     /// The limits as read back from the instance after applying them.
     pub limits_applied: Limits,
+    /// The limits of its neighbours' instances as read back (each instance has the
+    /// same), when it had neighbours.
+    pub neighbour_limits: Option<Limits>,
     /// Scalar telemetry under typed keys (names and units in [`isolab_store::Telemetry`]).
     pub telemetry: TelemetrySet,
     /// Time series sampled during the run.

@@ -11,7 +11,7 @@ use super::workdir::DiskFacts;
 use super::{host_memory, Runner};
 use crate::neighbour::{
     self, Capacity, CommandContext, Intensity, NeighbourKind, NeighbourLevel, NeighbourPlan,
-    SoloProfile,
+    SoloProfile, SoloRun,
 };
 use crate::platform::{DiskTarget, Job, NeighbourJobs, NetTarget, PlatformError};
 use crate::reservation::{reserve, DiskShare, NetShare, Reservation, ReserveRequest, Reserved};
@@ -39,17 +39,19 @@ impl Runner<'_> {
     /// Gives `jobs`, a run of `cell` named `name` whose subject is limited to
     /// `limits`, the cell's neighbours (to the first job) and the subject's limits
     /// under the cell's reservation; with a note when something was calibrated for
-    /// this run.
+    /// this run. Where the neighbours are sized against the subject's solo profile,
+    /// `solo` measures it (a service stack's run alone); without, the first job is
+    /// run alone.
     pub(super) fn set_neighbours(
         &self,
-        cell: &Cell,
-        name: &str,
-        limits: &Limits,
+        (cell, name, limits): (&Cell, &str, &Limits),
         jobs: &mut [Job],
         disk: &DiskFacts,
+        solo: Option<SoloRun<'_>>,
     ) -> Result<Option<String>, PlatformError> {
         let (subject, note) = if let Some(level) = &cell.neighbour {
-            let (neighbours, subject, note) = self.neighbours(cell, level, &jobs[0], disk)?;
+            let (neighbours, subject, note) =
+                self.neighbours(cell, level, (&jobs[0], solo), disk)?;
             jobs[0].neighbours = Some(neighbours);
             (subject, note)
         } else if cell.reservation != Reservation::None {
@@ -106,12 +108,12 @@ impl Runner<'_> {
         &self,
         cell: &Cell,
         level: &NeighbourLevel,
-        job: &Job,
+        (job, solo): (&Job, Option<SoloRun<'_>>),
         disk: &DiskFacts,
     ) -> Result<(NeighbourJobs, Limits, Option<String>), PlatformError> {
         let memory = host_memory();
         let pool = self.cell_cpus(cell);
-        let mut sizing = self.sizing(cell, level, job, disk)?;
+        let mut sizing = self.sizing(cell, level, (job, solo), disk)?;
         let refuse = |source| PlatformError::Reservation {
             job: job.name.clone(),
             source,
@@ -184,12 +186,13 @@ impl Runner<'_> {
 
     /// What the neighbours of `level` in a run of `cell` are sized against: the
     /// capacities and the subject's solo profile that the level (a utilisation
-    /// target) or the cell's reservation needs, each calibrated once per process.
+    /// target) or the cell's reservation needs, each calibrated once per process;
+    /// the solo profile by `solo`, or by running `job` alone.
     fn sizing(
         &self,
         cell: &Cell,
         level: &NeighbourLevel,
-        job: &Job,
+        (job, solo): (&Job, Option<SoloRun<'_>>),
         disk: &DiskFacts,
     ) -> Result<Sizing, PlatformError> {
         let mut sizing = Sizing {
@@ -217,12 +220,17 @@ impl Runner<'_> {
             sizing.net_mbps = Some(mbps);
         }
         if utilisation || cell.reservation.needs_disk_capacity() || wants_net {
+            let alone = |start: &dyn Fn()| {
+                let mut alone = job.clone();
+                alone.neighbours = None;
+                alone.name = format!("{}-solo", job.name);
+                start();
+                self.platform.execute(&alone, self.interrupt)
+            };
             let (solo, note) = self.calibrations.solo_profile(
-                self.platform,
-                self.interrupt,
                 cell,
-                job,
                 sizing.disk_name.as_deref(),
+                solo.unwrap_or(&alone),
             )?;
             sizing.notes.extend(note);
             sizing.solo = solo;
@@ -281,6 +289,20 @@ fn neighbour_jobs(
         net_rate_mbps: reserved.neighbour_net_mbps.filter(|_| network),
         settle: NEIGHBOUR_SETTLE,
         network_servers: if network { plan.instances } else { 0 },
+    }
+}
+
+/// The neighbours' limits of `execution` as stored with its run (`limits.neighbours`):
+/// as read back from their cgroups, with their summary; nothing without neighbours.
+pub(super) fn stored_neighbour_limits(
+    execution: &crate::platform::Execution,
+    limits: &mut serde_json::Value,
+) {
+    if let Some(applied) = &execution.neighbour_limits {
+        limits["neighbours"] = serde_json::json!({
+            "applied": applied,
+            "summary": crate::shape::describe_limits(applied),
+        });
     }
 }
 

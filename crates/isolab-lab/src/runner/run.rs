@@ -190,19 +190,27 @@ impl Runner<'_> {
                     why: "a service stack runs one instance in this version".into(),
                 });
             }
-            let level = cell.neighbour.as_ref();
-            if let Some(why) = level.and_then(|l| l.unsupported_beside_stack(cell.reservation)) {
-                return Err(PlatformError::NoServices {
-                    platform: cell.platform.name.clone(),
-                    why,
-                });
-            }
             // The stack's subject side: the components' limits under the reservation,
-            // and the neighbours that run beside its measurement.
+            // and the neighbours that run beside its measurement, sized (where they
+            // need it) against the stack run once alone in a directory of its own.
             let mut subject = self.stack_subject(spec, cell, name, workdir, limits);
-            let note =
-                self.set_neighbours(cell, name, limits, std::slice::from_mut(&mut subject), disk)?;
-            let mut done = self.execute_stack((id, spec), cell, &subject, workdir, disk.direct)?;
+            let alone = |start: &dyn Fn()| {
+                let dir = solo_workdir(workdir);
+                let alone = self.stack_subject(spec, cell, &format!("{name}-solo"), &dir, limits);
+                let done =
+                    self.execute_stack((id, spec), cell, (&alone, Some(start)), &dir, disk.direct);
+                let _ = std::fs::remove_dir_all(&dir);
+                Ok(done?.execution)
+            };
+            let note = self.set_neighbours(
+                (cell, name, limits),
+                std::slice::from_mut(&mut subject),
+                disk,
+                Some(&alone),
+            )?;
+            let mut done =
+                self.execute_stack((id, spec), cell, (&subject, None), workdir, disk.direct)?;
+            super::neighbours::stored_neighbour_limits(&done.execution, &mut done.limits);
             done.execution.notes.extend(note);
             return Ok(done);
         }
@@ -214,7 +222,7 @@ impl Runner<'_> {
             let jobs = self.instance_jobs(spec, cell, name, workdir, disk, limits)?;
             (jobs, Vec::new())
         };
-        let calibration_note = self.set_neighbours(cell, name, limits, &mut jobs, disk)?;
+        let calibration_note = self.set_neighbours((cell, name, limits), &mut jobs, disk, None)?;
         let executions = self.execute_jobs(&jobs)?;
         let (mut execution, metrics) = if copies.is_empty() {
             let windows = measurement_windows(w, &executions, &jobs);
@@ -228,12 +236,13 @@ impl Runner<'_> {
             copies_result(w, instance, &copies)
         };
         execution.notes.extend(calibration_note);
-        let limits = serde_json::json!({
+        let mut limits = serde_json::json!({
             "requested": jobs[0].limits,
             "applied": execution.limits_applied,
             "summary": crate::shape::describe_limits(&execution.limits_applied),
             "placement": self.placement_facts(cell, &jobs[0].limits),
         });
+        super::neighbours::stored_neighbour_limits(&execution, &mut limits);
         Ok(Done {
             execution,
             metrics,
@@ -241,6 +250,14 @@ impl Runner<'_> {
             load: None,
         })
     }
+}
+
+/// Where a stack runs alone for its solo profile: beside the run's own working
+/// directory (`…-solo`), so `gc` knows its owner.
+fn solo_workdir(workdir: &Path) -> std::path::PathBuf {
+    let mut name = workdir.file_name().unwrap_or_default().to_os_string();
+    name.push("-solo");
+    workdir.with_file_name(name)
 }
 
 /// The named volumes of a cell's platform, made by the runner's executor.

@@ -32,7 +32,7 @@ use crate::platform::{
     ServiceSpec,
 };
 use crate::spec::{Cell, ExperimentSpec};
-use crate::telemetry::Interrupts;
+use crate::telemetry::{parse_proc_stat, utilisation, CpuTimes, Interrupts};
 use data::KeptData;
 
 pub(super) use data::KeptDataGuard;
@@ -44,12 +44,13 @@ type Services<'p> = Vec<(String, Service<'p>)>;
 impl Runner<'_> {
     /// Runs one repetition of `cell`, whose workload is a service stack: `subject`
     /// (see [`Runner::stack_subject`]) names the run, carries the components' limits
-    /// and the neighbours that run beside the measurement.
+    /// and the neighbours that run beside the measurement; `on_measure`, when given, is
+    /// called as the measurement starts (the components up, the data loaded).
     pub(super) fn execute_stack(
         &self,
         (id, spec): (ExperimentId, &ExperimentSpec),
         cell: &Cell,
-        subject: &Job,
+        (subject, on_measure): (&Job, Option<&dyn Fn()>),
         workdir: &Path,
         direct: bool,
     ) -> Result<Done, PlatformError> {
@@ -96,6 +97,9 @@ impl Runner<'_> {
             // generator or client outside, the components' are read here.
             let outside = !matches!(stack.measure, Measure::Command);
             let measure = || {
+                if let Some(on_measure) = on_measure {
+                    on_measure();
+                }
                 let before = outside.then(|| Before::read(&services));
                 let measuring = Instant::now();
                 let mut done = match &stack.measure {
@@ -525,11 +529,12 @@ fn component_stats(services: &Services<'_>) -> Vec<Option<Stats>> {
     services.iter().map(|(_, s)| s.stats()).collect()
 }
 
-/// The components' counters and the host's interrupts, read when the measurement
-/// starts.
+/// The components' counters, the host's interrupts and its cpus' times, read when
+/// the measurement starts.
 struct Before {
     stats: Vec<Option<Stats>>,
     interrupts: Interrupts,
+    cpu_times: Vec<(u32, CpuTimes)>,
 }
 
 impl Before {
@@ -537,8 +542,14 @@ impl Before {
         Before {
             stats: component_stats(services),
             interrupts: Interrupts::read(Path::new("/proc")),
+            cpu_times: cpu_times(),
         }
     }
+}
+
+/// The host's cpus' times now, from /proc/stat (none when it cannot be read).
+fn cpu_times() -> Vec<(u32, CpuTimes)> {
+    parse_proc_stat(&std::fs::read_to_string("/proc/stat").unwrap_or_default())
 }
 
 /// The cpus the components may use: the union of their cpusets, `None` (every cpu)
@@ -560,8 +571,9 @@ fn components_cpus(services: &Services<'_>) -> Option<IdSet> {
 /// are recorded as QEMU's (`qemu_cpu_usage_s`, …), the host's cost of the guest. A
 /// component whose cgroup could not be read before and after is left out and named
 /// in a note. The interrupts the host's cpus served meanwhile are counted on the
-/// components' cpus ([`push_interrupts`]). Returns each component's cpu time over the
-/// measurement.
+/// components' cpus ([`push_interrupts`]), and the host's cpus' utilisation (what a
+/// cpu neighbour's utilisation target is checked against). Returns each component's
+/// cpu time over the measurement.
 fn record_components(
     execution: &mut Execution,
     services: &Services<'_>,
@@ -574,6 +586,15 @@ fn record_components(
         &interrupts,
         components_cpus(services).as_ref(),
     );
+    let util = utilisation(&before.cpu_times, &cpu_times());
+    if !util.is_empty() {
+        let t = &mut execution.telemetry;
+        for (id, u) in &util {
+            t.push(Telemetry::HostCoreUtil(*id), *u);
+        }
+        let mean = util.iter().map(|(_, u)| u).sum::<f64>() / util.len() as f64;
+        t.push(Telemetry::HostUtil, mean);
+    }
     let before = &before.stats;
     let mut parts = Vec::new();
     let after = component_stats(services);

@@ -89,6 +89,7 @@ impl Executor for FakeExecutor {
             // Instances of one run side by side: the same start.
             started: *FAKE_START.get_or_init(std::time::Instant::now),
             limits_applied: job.limits.clone(),
+            neighbour_limits: None,
             telemetry: [(isolab_store::Telemetry::CpuUsage, 0.01)]
                 .into_iter()
                 .collect(),

@@ -135,12 +135,7 @@ impl Validator<'_> {
             });
         }
         let reservation = Reservation::parse(&picked[5].0).unwrap_or(Reservation::None);
-        if let Some(reason) = beside_stack(
-            platform,
-            &tables.workloads[w.as_str()],
-            &picked[4].0,
-            reservation,
-        ) {
+        if let Some(reason) = beside_stack(platform, &tables.workloads[w.as_str()], &picked[4].0) {
             return Some(Impossibility {
                 reason,
                 at: picked[4].1.clone(),
@@ -250,25 +245,20 @@ fn copies_impossible(w: &isolab_workloads::WorkloadDef, picked: &[&Level; 12]) -
 }
 
 /// Why neighbour level `neighbour` cannot run beside workload `w`'s service stack on
-/// `platform` under `reservation`, if `w` is a stack and it cannot: a VM runs no
-/// neighbours beside a stack, and levels sized against the subject's solo profile
-/// need a command a stack does not have.
+/// `platform`, if `w` is a stack and it cannot: a VM runs no neighbours beside a
+/// stack in this version.
 fn beside_stack(
     platform: &PlatformDef,
     w: &isolab_workloads::WorkloadDef,
     neighbour: &str,
-    reservation: Reservation,
 ) -> Option<String> {
-    let level = neighbours::neighbour(neighbour).filter(|_| w.stack.is_some())?;
-    if platform.kind.is_vm() {
-        return Some(format!(
+    neighbours::neighbour(neighbour).filter(|_| w.stack.is_some())?;
+    platform.kind.is_vm().then(|| {
+        format!(
             "workload `{}` is a service stack: neighbours run beside a stack on `host` and container platforms, not in a VM",
             w.name
-        ));
-    }
-    level
-        .unsupported_beside_stack(reservation)
-        .map(|why| format!("workload `{}` is a service stack: {why}", w.name))
+        )
+    })
 }
 
 #[cfg(test)]

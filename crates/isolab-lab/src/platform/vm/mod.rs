@@ -679,6 +679,7 @@ fn execute(
             wall: run.wall,
             started: ended.checked_sub(run.wall).unwrap_or(ended),
             limits_applied,
+            neighbour_limits: None,
             telemetry,
             series: Vec::new(),
             notes,
