@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use isolab_cgroups::{Bytes, Cgroup, Hierarchy, Limits};
 use isolab_lab::neighbour::{
     self, achieved, off_target, Capacity, CommandContext, NeighbourKind, NeighbourLevel,
-    NeighbourNet, NeighbourPlan, Observed, Rate, SoloProfile,
+    NeighbourNet, NeighbourPlan, NetDirection, Observed, Rate, SoloProfile,
 };
 use isolab_lab::telemetry::CpuSampler;
 
@@ -296,6 +296,7 @@ fn ctx(dir: &Path, memory_limit: Option<u64>) -> CommandContext {
         direct: true,
         memory_limit,
         index: 0,
+        direction: NetDirection::Transmit,
     }
 }
 
@@ -687,28 +688,36 @@ fn network_neighbours_stream_between_private_namespaces() {
             .map(process_cpu_s)
             .sum::<f64>()
     };
-    let measure = |plan: &NeighbourPlan, name: &str| -> (f64, f64) {
+    // Neighbours that send (`network`) or receive (`network-rx`: iperf3 -R).
+    let measure_way = |plan: &NeighbourPlan, name: &str, direction: NetDirection| {
+        let ctx = CommandContext {
+            direction,
+            ..ctx(dir.path(), None)
+        };
         let mut clients = Group::start(
             &h,
             name,
             &Limits::default(),
-            &neighbour::commands(plan, &ctx(dir.path(), None)),
+            &neighbour::commands(plan, &ctx),
             dir.path(),
         );
         std::thread::sleep(Duration::from_millis(700));
         let ours = || clients.cpu_s() + servers_cpu_s();
-        let (b0, c0, t0) = (net.received_bytes().unwrap(), ours(), Instant::now());
+        let carried = || net.carried_bytes(direction).unwrap();
+        let (b0, c0, t0) = (carried(), ours(), Instant::now());
         let sampler = CpuSampler::start(Path::new("/proc"), Duration::from_millis(100));
         std::thread::sleep(MEASURE);
         let host = sampler.finish();
         let wall = t0.elapsed().as_secs_f64();
-        let rate = (net.received_bytes().unwrap() - b0) as f64 * 8.0 / 1e9 / wall;
+        let rate = (carried() - b0) as f64 * 8.0 / 1e9 / wall;
         let others = others(&host, ours() - c0, wall);
         assert!(clients.all_alive(), "iperf3 clients died");
         clients.note_pids();
         clients.stop();
         (rate, others)
     };
+    let measure =
+        |plan: &NeighbourPlan, name: &str| measure_way(plan, name, NetDirection::Transmit);
 
     let (count, _) = measure(
         &neighbour::plan(&level("network*2"), &capacity, &SoloProfile::default()).unwrap(),
@@ -716,6 +725,11 @@ fn network_neighbours_stream_between_private_namespaces() {
     );
     eprintln!("network*2: {count:.2} Gbit/s");
     assert!(count > 0.0);
+    // Receiving: the servers send, counted on the servers' end as sent.
+    let rx = neighbour::plan(&level("network-rx"), &capacity, &SoloProfile::default()).unwrap();
+    let (received, _) = measure_way(&rx, "network-rx", NetDirection::Receive);
+    eprintln!("network-rx: {received:.2} Gbit/s");
+    assert!(received > 0.0);
 
     let plan = neighbour::plan(&level("network@50%"), &capacity, &SoloProfile::default()).unwrap();
     eprintln!("plan: {plan:?}");
@@ -736,6 +750,18 @@ fn network_neighbours_stream_between_private_namespaces() {
     assert!(
         limited > 0.0 && limited < 0.25,
         "{limited} Gbit/s through a 200 Mbit/s bucket"
+    );
+    // The reservation puts the bucket on both ends: receiving is held too.
+    let read = net.rate_limit(200).unwrap();
+    assert!((read - 200.0).abs() < 1.0, "{read} Mbit/s read back");
+    let (limited, _) = measure_way(&rx, "network-rx-tbf", NetDirection::Receive);
+    eprintln!(
+        "network-rx under tbf 200mbit: {:.0} Mbit/s",
+        limited * 1000.0
+    );
+    assert!(
+        limited > 0.0 && limited < 0.25,
+        "{limited} Gbit/s received through a 200 Mbit/s bucket"
     );
 
     net.remove().unwrap();

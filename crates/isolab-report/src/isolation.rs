@@ -575,6 +575,15 @@ mod tests {
         assert_eq!(scenario_label("cpu@50%", "none"), "50%U (cpu)");
         assert_eq!(scenario_label("memory*2", "memory"), "memory*2, memory");
         assert_eq!(scenario_label("network", "none"), "network");
+        // Seed 001's Tables 5.8 and 5.9: one row per direction.
+        assert_eq!(
+            scenario_label("network-tx@90%", "none"),
+            "90%U (network-tx)"
+        );
+        assert_eq!(
+            scenario_label("network-rx@100%", "net"),
+            "FURR (network-rx, net)"
+        );
         assert_eq!(scenario_label("cpu@bad", "none"), "cpu@bad");
     }
 

@@ -38,6 +38,8 @@ pub struct CommandContext {
     pub memory_limit: Option<u64>,
     /// The index of the (first) instance: names its files and its server port.
     pub index: u32,
+    /// Which way network neighbours' traffic flows.
+    pub direction: super::NetDirection,
 }
 
 /// One argv per instance of `plan`, for the instances numbered `ctx.index`,
@@ -127,6 +129,10 @@ pub fn command(plan: &NeighbourPlan, ctx: &CommandContext) -> Vec<String> {
             let names = NetNames::of(std::process::id());
             let mut v = names.client(ctx.index, FOREVER_S);
             v.extend(["-i".into(), "0".into()]);
+            if ctx.direction == super::NetDirection::Receive {
+                // The server sends, the instance in its cgroup receives.
+                v.push("-R".into());
+            }
             if let Rate::Mbps(m) = plan.per_instance {
                 v.extend(["-b".into(), format!("{m}M")]);
             }
@@ -301,6 +307,7 @@ mod tests {
             direct: true,
             memory_limit: Some(256 << 20),
             index,
+            direction: crate::neighbour::NetDirection::Transmit,
         }
     }
 

@@ -9,7 +9,7 @@ use super::kind::NeighbourKind;
 pub const MAX_COUNT: u32 = 256;
 
 /// The syntax, for error messages.
-const SYNTAX: &str = "expected KIND, KIND*N or KIND@P% (e.g. `cpu`, `disk*2`, `cpu@90%`) with KIND one of cpu, memory, fork, disk, network, cache";
+const SYNTAX: &str = "expected KIND, KIND*N or KIND@P% (e.g. `cpu`, `disk*2`, `cpu@90%`) with KIND one of cpu, memory, fork, disk, network, cache (`network-tx`, `network-rx`: which way the network neighbours' traffic flows)";
 
 /// How hard neighbours push.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
@@ -22,6 +22,29 @@ pub enum Intensity {
     Utilisation(f64),
 }
 
+/// Which way a network neighbour's traffic flows, seen from its instance (the
+/// iperf3 client in its cgroup, under the reservation): seed 001's network transmit
+/// (Table 5.8) and receive (Table 5.9) isolation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NetDirection {
+    /// The instance sends (`network`, `network-tx`).
+    #[default]
+    Transmit,
+    /// The instance receives: its client asks the server to send (`iperf3 -R`).
+    Receive,
+}
+
+impl NetDirection {
+    /// Its suffix in a level: `tx`, `rx`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NetDirection::Transmit => "tx",
+            NetDirection::Receive => "rx",
+        }
+    }
+}
+
 /// A level of the `neighbour` factor.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct NeighbourLevel {
@@ -29,6 +52,17 @@ pub struct NeighbourLevel {
     pub kind: NeighbourKind,
     /// How hard.
     pub intensity: Intensity,
+    /// For network neighbours written `network-tx` or `network-rx`: which way their
+    /// traffic flows (`network` alone transmits).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub direction: Option<NetDirection>,
+}
+
+impl NeighbourLevel {
+    /// Which way a network neighbour's traffic flows (transmit unless written `-rx`).
+    pub fn net_direction(&self) -> NetDirection {
+        self.direction.unwrap_or_default()
+    }
 }
 
 /// A neighbour level that cannot be parsed.
@@ -85,6 +119,11 @@ impl FromStr for NeighbourLevel {
             (level, Intensity::Count(1))
         };
         let kind_text = kind_text.trim();
+        let (kind_text, direction) = match kind_text {
+            "network-tx" => ("network", Some(NetDirection::Transmit)),
+            "network-rx" => ("network", Some(NetDirection::Receive)),
+            other => (other, None),
+        };
         let kind = NeighbourKind::ALL
             .into_iter()
             .find(|k| k.as_str() == kind_text)
@@ -92,7 +131,11 @@ impl FromStr for NeighbourLevel {
                 level: level.into(),
                 kind: kind_text.into(),
             })?;
-        Ok(NeighbourLevel { kind, intensity })
+        Ok(NeighbourLevel {
+            kind,
+            intensity,
+            direction,
+        })
     }
 }
 
@@ -108,10 +151,14 @@ pub(crate) fn percent_text(pct: f64) -> String {
 
 impl fmt::Display for NeighbourLevel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match self.direction {
+            Some(d) => format!("{}-{}", self.kind, d.as_str()),
+            None => self.kind.to_string(),
+        };
         match self.intensity {
-            Intensity::Count(1) => write!(f, "{}", self.kind),
-            Intensity::Count(n) => write!(f, "{}*{n}", self.kind),
-            Intensity::Utilisation(u) => write!(f, "{}@{}%", self.kind, percent_text(u * 100.0)),
+            Intensity::Count(1) => write!(f, "{kind}"),
+            Intensity::Count(n) => write!(f, "{kind}*{n}"),
+            Intensity::Utilisation(u) => write!(f, "{kind}@{}%", percent_text(u * 100.0)),
         }
     }
 }
@@ -130,7 +177,8 @@ mod tests {
             level("cpu"),
             NeighbourLevel {
                 kind: NeighbourKind::Cpu,
-                intensity: Intensity::Count(1)
+                intensity: Intensity::Count(1),
+                direction: None,
             }
         );
         assert_eq!(level("cpu*4").intensity, Intensity::Count(4));
@@ -188,5 +236,22 @@ mod tests {
         }
         assert!("".parse::<NeighbourLevel>().is_err());
         assert!("Cpu".parse::<NeighbourLevel>().is_err());
+    }
+
+    #[test]
+    fn a_network_level_names_its_direction() {
+        for (text, direction) in [
+            ("network@90%", None),
+            ("network-tx@90%", Some(NetDirection::Transmit)),
+            ("network-rx*2", Some(NetDirection::Receive)),
+        ] {
+            let l = level(text);
+            assert_eq!(l.kind, NeighbourKind::Network, "{text}");
+            assert_eq!(l.direction, direction, "{text}");
+            assert_eq!(l.to_string(), text);
+        }
+        assert_eq!(level("network").net_direction(), NetDirection::Transmit);
+        assert_eq!(level("network-rx").net_direction(), NetDirection::Receive);
+        assert!("cpu-rx".parse::<NeighbourLevel>().is_err());
     }
 }

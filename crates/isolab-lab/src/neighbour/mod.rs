@@ -46,7 +46,7 @@ pub use command::{
     MEMORY_FILL,
 };
 pub use kind::NeighbourKind;
-pub use level::{Intensity, LevelError, NeighbourLevel, MAX_COUNT};
+pub use level::{Intensity, LevelError, NeighbourLevel, NetDirection, MAX_COUNT};
 pub use measure::{
     achieved, busiest_rx, disk_ios, diskstats_ios, net_dev_rx, net_rx, off_target, Observed,
     OFF_TARGET_POINTS,

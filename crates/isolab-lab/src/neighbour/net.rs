@@ -310,60 +310,39 @@ impl NeighbourNet {
     }
 
     /// `tc` (run in namespace a) limiting everything the neighbours send to `mbps`
-    /// Mbit/s with a token bucket (netem is not available on this kernel).
+    /// Mbit/s with a token bucket (netem is not available on this kernel): the
+    /// transmit direction. [`Self::rate_limit`] puts the same bucket on namespace b's
+    /// end too (the receive direction).
     pub fn rate_limit_command(&self, mbps: u64) -> Vec<String> {
-        // At least 10 ms of traffic per burst, so that the bucket can hold the rate.
-        let burst = (mbps * 1250).max(32 * 1024);
-        [
-            "ip",
-            "netns",
-            "exec",
-            &self.names.ns_a,
-            "tc",
-            "qdisc",
-            "replace",
-            "dev",
-            &self.names.veth_a,
-            "root",
-            "tbf",
-            "rate",
-            &format!("{mbps}mbit"),
-            "burst",
-            &burst.to_string(),
-            "latency",
-            "50ms",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect()
+        tbf_command(&self.names.ns_a, &self.names.veth_a, mbps)
     }
 
-    /// Limits everything the neighbours send to `mbps` Mbit/s
-    /// ([`Self::rate_limit_command`]) and reads the rate back from the kernel
-    /// (`tc -j qdisc show`), in Mbit/s.
+    /// Limits the neighbours' traffic to `mbps` Mbit/s both ways — what they send
+    /// ([`Self::rate_limit_command`], namespace a's end) and what they receive (the
+    /// same bucket on namespace b's end) — and reads both rates back from the kernel
+    /// (`tc -j qdisc show`); returns the lower, in Mbit/s.
     pub fn rate_limit(&self, mbps: u64) -> Result<f64, NetError> {
-        self.commands.run(&self.rate_limit_command(mbps))?;
-        let show: Vec<String> = [
-            "ip",
-            "netns",
-            "exec",
-            &self.names.ns_a,
-            "tc",
-            "-j",
-            "qdisc",
-            "show",
-            "dev",
-            &self.names.veth_a,
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        let json = self.commands.run(&show)?;
-        tbf_rate_mbps(&json).ok_or_else(|| NetError::Failed {
-            command: show.join(" "),
-            status: "no tbf rate in its output".into(),
-            stderr: json.chars().take(300).collect(),
-        })
+        let mut lowest = f64::INFINITY;
+        for (ns, dev) in [
+            (&self.names.ns_a, &self.names.veth_a),
+            (&self.names.ns_b, &self.names.veth_b),
+        ] {
+            self.commands.run(&tbf_command(ns, dev, mbps))?;
+            let show: Vec<String> = [
+                "ip", "netns", "exec", ns, "tc", "-j", "qdisc", "show", "dev", dev,
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+            let json = self.commands.run(&show)?;
+            let rate = tbf_rate_mbps(&json).ok_or_else(|| NetError::Failed {
+                command: show.join(" "),
+                status: "no tbf rate in its output".into(),
+                stderr: json.chars().take(300).collect(),
+            })?;
+            lowest = lowest.min(rate);
+        }
+        Ok(lowest)
     }
 
     /// Process ids of the iperf3 servers, e.g. to attach them to a cgroup.
@@ -371,9 +350,25 @@ impl NeighbourNet {
         self.servers.iter().map(|(_, c)| c.id()).collect()
     }
 
+    /// Bytes the neighbours moved so far in `direction`: for transmit, what namespace
+    /// b's veth end received (everything they sent); for receive, what it sent
+    /// (everything they received).
+    pub fn carried_bytes(&self, direction: super::NetDirection) -> Result<u64, NetError> {
+        match direction {
+            super::NetDirection::Transmit => self.received_bytes(),
+            super::NetDirection::Receive => self.b_counter(tx_bytes),
+        }
+    }
+
     /// Bytes received so far by namespace b's veth end: everything the neighbours
     /// sent. Read from `/proc/<server>/net/dev`, which shows the server's namespace.
     pub fn received_bytes(&self) -> Result<u64, NetError> {
+        self.b_counter(rx_bytes)
+    }
+
+    /// A counter of namespace b's veth end, read by `column` from
+    /// `/proc/<server>/net/dev`.
+    fn b_counter(&self, column: fn(&str, &str) -> Option<u64>) -> Result<u64, NetError> {
         let (_, server) = self
             .servers
             .first()
@@ -385,7 +380,7 @@ impl NeighbourNet {
             detail,
         };
         let text = std::fs::read_to_string(&path).map_err(|e| counters(e.to_string()))?;
-        rx_bytes(&text, &self.names.veth_b)
+        column(&text, &self.names.veth_b)
             .ok_or_else(|| counters("the interface is not listed".into()))
     }
 
@@ -462,10 +457,49 @@ fn tbf_rate_mbps(json: &str) -> Option<f64> {
 }
 
 fn rx_bytes(table: &str, interface: &str) -> Option<u64> {
+    dev_column(table, interface, 0)
+}
+
+/// `tc` in namespace `ns` putting a token bucket of `mbps` Mbit/s on `dev`'s egress.
+fn tbf_command(ns: &str, dev: &str, mbps: u64) -> Vec<String> {
+    // At least 10 ms of traffic per burst, so that the bucket can hold the rate.
+    let burst = (mbps * 1250).max(32 * 1024);
+    [
+        "ip",
+        "netns",
+        "exec",
+        ns,
+        "tc",
+        "qdisc",
+        "replace",
+        "dev",
+        dev,
+        "root",
+        "tbf",
+        "rate",
+        &format!("{mbps}mbit"),
+        "burst",
+        &burst.to_string(),
+        "latency",
+        "50ms",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+/// Transmitted bytes of `interface` in a `/proc/net/dev` table.
+fn tx_bytes(table: &str, interface: &str) -> Option<u64> {
+    dev_column(table, interface, 8)
+}
+
+/// Column `n` (0: received bytes, 8: transmitted bytes) of `interface`'s row in a
+/// `/proc/net/dev` table.
+fn dev_column(table: &str, interface: &str, n: usize) -> Option<u64> {
     table.lines().find_map(|line| {
         let (name, rest) = line.split_once(':')?;
         (name.trim() == interface)
-            .then(|| rest.split_whitespace().next()?.parse().ok())
+            .then(|| rest.split_whitespace().nth(n)?.parse().ok())
             .flatten()
     })
 }
@@ -604,13 +638,21 @@ mod tests {
     }
 
     #[test]
-    fn rate_limit_is_a_token_bucket_on_the_a_end() {
+    fn rate_limit_is_a_token_bucket_on_both_ends() {
         let fake = Arc::new(Fake::default());
-        let net = NeighbourNet::create_with(fake, 42, 0, Path::new("/proc")).unwrap();
+        let net = NeighbourNet::create_with(fake.clone(), 42, 0, Path::new("/proc")).unwrap();
         assert_eq!(
             net.rate_limit_command(800).join(" "),
             "ip netns exec isolab-nb42-a tc qdisc replace dev nb42a root tbf rate 800mbit burst 1000000 latency 50ms"
         );
+        assert_eq!(net.rate_limit(1500).unwrap(), 1500.0);
+        let log = fake.log.lock().unwrap().clone();
+        for end in [
+            "isolab-nb42-a tc qdisc replace dev nb42a",
+            "isolab-nb42-b tc qdisc replace dev nb42b",
+        ] {
+            assert!(log.iter().any(|l| l.contains(end)), "{end}: {log:#?}");
+        }
         assert!(matches!(net.received_bytes(), Err(NetError::NoServer(_))));
     }
 
@@ -624,6 +666,7 @@ mod tests {
         assert_eq!(rx_bytes(dev, "nb42b"), Some(123_456_789));
         assert_eq!(rx_bytes(dev, "lo"), Some(0));
         assert_eq!(rx_bytes(dev, "eth0"), None);
+        assert_eq!(tx_bytes(dev, "nb42b"), Some(4242));
     }
 
     #[test]

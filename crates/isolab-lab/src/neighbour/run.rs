@@ -144,12 +144,17 @@ pub(crate) fn start_neighbours<'c>(
         running.disk_start =
             crate::neighbour::disk_ios(site.proc_root, device).map(|n| (n, Instant::now()));
     }
-    if let (Some(_), Some(net)) = (&set.net_target, &running.net) {
-        running.net_start = net.received_bytes().ok().map(|neighbours| NetStart {
-            neighbours,
-            host: crate::neighbour::net_rx(site.proc_root),
-            at: Instant::now(),
-        });
+    if let (Some(target), Some(net)) = (&set.net_target, &running.net) {
+        let direction = target.direction;
+        running.net_start = net
+            .carried_bytes(direction)
+            .ok()
+            .map(|neighbours| NetStart {
+                direction,
+                neighbours,
+                host: crate::neighbour::net_rx(site.proc_root),
+                at: Instant::now(),
+            });
     }
     for (i, (_, child)) in running.instances.iter().enumerate() {
         if !child.is_running() {
@@ -191,7 +196,9 @@ pub(crate) struct RunningNeighbours<'c> {
 
 /// Network counters at the subject's start.
 struct NetStart {
-    /// Bytes the neighbour network's server side had received.
+    /// Which way the neighbours' traffic flows.
+    direction: crate::neighbour::NetDirection,
+    /// Bytes the neighbour network had carried that way.
     neighbours: u64,
     /// Bytes each interface of the host's namespace had received (the subject's
     /// traffic).
@@ -238,7 +245,7 @@ impl RunningNeighbours<'_> {
             _ => None,
         };
         let net_mbps = match (&self.net_start, &self.net) {
-            (Some(start), Some(net)) => net.received_bytes().ok().map(|now| {
+            (Some(start), Some(net)) => net.carried_bytes(start.direction).ok().map(|now| {
                 let secs = start.at.elapsed().as_secs_f64().max(1e-3);
                 let host =
                     crate::neighbour::busiest_rx(&start.host, &crate::neighbour::net_rx(proc_root));
@@ -344,6 +351,7 @@ impl StoppedNeighbours {
             Some(NetTarget {
                 capacity_mbps: capacity,
                 target_pct: target,
+                ..
             }),
             Some(NetMbps {
                 neighbours,

@@ -305,6 +305,8 @@ pub struct NetTarget {
     pub capacity_mbps: f64,
     /// The utilisation to reach, in percent of the capacity.
     pub target_pct: f64,
+    /// Which way the neighbours' traffic flows (what is counted against the target).
+    pub direction: crate::neighbour::NetDirection,
 }
 
 /// The neighbours of a run: each instance in a cgroup of its own, next to the

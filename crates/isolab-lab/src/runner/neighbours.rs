@@ -259,6 +259,7 @@ fn neighbour_jobs(
             direct: disk.direct,
             memory_limit: limits.memory_max.map(|b| b.0),
             index: 0,
+            direction: level.net_direction(),
         },
     );
     let target = match level.intensity {
@@ -283,6 +284,7 @@ fn neighbour_jobs(
             (true, Some(t), Some(cap)) => Some(NetTarget {
                 capacity_mbps: cap,
                 target_pct: t,
+                direction: level.net_direction(),
             }),
             _ => None,
         },

@@ -58,7 +58,7 @@ mod tests {
         let errs = errors("[experiment]\nname = \"x\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\nneighbour = [\"none\", \"gpu@50%\"]\n");
         assert_eq!(
             errs,
-            ["exp.toml:5:22: unknown neighbour kind `gpu` in `gpu@50%`: expected KIND, KIND*N or KIND@P% (e.g. `cpu`, `disk*2`, `cpu@90%`) with KIND one of cpu, memory, fork, disk, network, cache"]
+            ["exp.toml:5:22: unknown neighbour kind `gpu` in `gpu@50%`: expected KIND, KIND*N or KIND@P% (e.g. `cpu`, `disk*2`, `cpu@90%`) with KIND one of cpu, memory, fork, disk, network, cache (`network-tx`, `network-rx`: which way the network neighbours' traffic flows)"]
         );
     }
 
