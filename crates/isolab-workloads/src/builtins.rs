@@ -16,6 +16,7 @@
 //! | `tcp-stream-recv`, `udp-stream-send`, `udp-stream-recv` | iperf3 one-way streams with a server on the host | `receiver_throughput` (Gbit/s, higher) |
 //! | `ioping` | `{work}` requests of 4 KiB (10 unless tuned), one per second, in `{workdir}` | `latency_avg` (µs, lower) |
 //! | `fio-seed001-*` | seed 001's fio job: psync, 32 KiB, 20 jobs, direct, five modes | `iops` (IOPS, higher) |
+//! | `terasort` | a stand-in for Hadoop TeraSort: `{work}` 100-byte records sorted by `{threads}` workers (map, reduce, validate) in `{workdir}` | `execution_time` (s, lower) |
 //!
 //! Time-bound workloads run for `{duration}`; `sysbench-mutex` does a fixed
 //! amount of work and takes as long as it takes.
@@ -503,6 +504,61 @@ fn compile() -> WorkloadDef {
     }
 }
 
+/// Records of 100 bytes [`terasort`] sorts by default: 200 MB (seed 001 sorted 30 GB
+/// over 20 workers of one cpu each).
+const TERASORT_RECORDS: u64 = 2_000_000;
+
+/// Seed 001's data-parallel application subject, Hadoop TeraSort, as a stand-in
+/// written for isolab (`programs/terasort.c`, compiled once on the host with `cc -O2
+/// -pthread`): TeraGen's 100-byte records made by the prepare step (unmeasured), then
+/// TeraSort's job with `{threads}` workers — keys sampled into ranges, a map phase
+/// writing one intermediate file per range, a reduce phase sorting each range and
+/// writing its part (fsync'd) — and TeraValidate. Its time is the sort's; the map and
+/// reduce phases and the validation are metrics of their own.
+fn terasort() -> WorkloadDef {
+    WorkloadDef {
+        prepare: Some("sh {workdir}/terasort.sh gen".to_owned()),
+        files: vec![crate::FileTemplate {
+            path: "terasort.sh".into(),
+            contents: "# isolab's terasort (programs/terasort.c): TeraGen with `gen`, else TeraSort\n\
+                       # with TeraValidate, printing isolab's JSON metrics.\n\
+                       if [ \"$1\" = gen ]; then\n\
+                       \x20 exec @workdir@/terasort/terasort gen @workdir@ @work@\n\
+                       fi\n\
+                       exec @workdir@/terasort/terasort sort @workdir@ @threads@\n"
+                .into(),
+        }],
+        uses_disk: true,
+        work: Some(Work {
+            amount: TERASORT_RECORDS,
+            unit: "records of 100 bytes (TeraGen's layout)".into(),
+        }),
+        assets: vec![crate::AssetDef {
+            name: "terasort".into(),
+            description: "terasort.c compiled with cc -O2 -pthread".into(),
+            script: "cc -O2 -Wall -pthread -o terasort terasort.c\nrm terasort.c\n".into(),
+            sources: vec![crate::FileTemplate {
+                path: "terasort.c".into(),
+                contents: include_str!("../programs/terasort.c").into(),
+            }],
+            tools: vec![("cc".into(), "gcc".into())],
+            stand_in: Some(
+                "a data-parallel sort written for isolab in the role of seed 001's Hadoop TeraSort (TeraGen's records, sampled key ranges, map and reduce phases over worker threads, TeraValidate), not Hadoop".into(),
+            ),
+        }],
+        // The program is compiled on the host against glibc: the image needs its libc.
+        packages: vec!["libc6".into()],
+        ..def(
+            "terasort",
+            "TeraSort stand-in: {work} records of 100 bytes (TeraGen's layout) sorted by {threads} workers in a map and a reduce phase through intermediate files on disk, then validated; execution time of the sort (seed 001's Hadoop TeraSort, a stand-in)",
+            "sh {workdir}/terasort.sh".to_owned(),
+            ParserKind::Json,
+            "execution_time",
+            "sh",
+        )
+    }
+}
+
 /// Every built-in workload, sorted by name.
 pub fn catalog() -> Vec<WorkloadDef> {
     let mut all = vec![
@@ -568,6 +624,7 @@ pub fn catalog() -> Vec<WorkloadDef> {
         iperf3_stream("udp", "recv"),
         ioping(),
         compile(),
+        terasort(),
         ffmpeg_transcode(),
         ffmpeg_transcode_split(),
         mpi_program(
@@ -676,6 +733,7 @@ mod tests {
                 "sysbench-threads",
                 "tcp-rr",
                 "tcp-stream-recv",
+                "terasort",
                 "tpcds-pgsql",
                 "tpch-pgsql",
                 "udp-rr",
@@ -748,7 +806,8 @@ mod tests {
             }
             let direct = used.contains(&"direct") || used.contains(&"direct_flag");
             // ioping measures the disk's latency as seed 003 did, without O_DIRECT;
-            // the databases keep their data directory in the working directory.
+            // the databases keep their data directory in the working directory, and
+            // terasort its input, intermediate files and output (fsync'd).
             let database = matches!(w.parser, ParserKind::Pgbench | ParserKind::SysbenchOltp)
                 || w.name == "cassandra-latte"
                 || crate::olap::BENCHMARKS
@@ -756,7 +815,7 @@ mod tests {
                     .any(|b| w.name == format!("{b}-pgsql"));
             assert_eq!(
                 w.uses_disk,
-                direct || w.name == "ioping" || database,
+                direct || w.name == "ioping" || w.name == "terasort" || database,
                 "{}",
                 w.name
             );
