@@ -94,6 +94,21 @@ pub struct Input<'a> {
     /// The environment of each platform level (every level the cells use), or why it is
     /// not known (the stored spec could not be read).
     pub platforms: Result<BTreeMap<String, Environment>, String>,
+    /// Seed 002's multitasking pairs among its workloads (none when the stored spec
+    /// could not be read).
+    pub multitask: Vec<MultitaskPair>,
+}
+
+/// Seed 002's multitasking design (its Fig. 8): two workloads of one experiment that
+/// do the same work (the same input, the same amount) as one process and split into
+/// several processes started together (`ffmpeg-transcode` and
+/// `ffmpeg-transcode-split`); the split one reports how many (`processes`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MultitaskPair {
+    /// The workload that does the work as one process.
+    pub one_job: String,
+    /// The workload that does it as several.
+    pub split: String,
 }
 
 impl Input<'_> {
@@ -176,7 +191,7 @@ pub const RULES: &[Rule] = &[
         id: "multitasking-amplifies-overhead",
         practice: "More processes in a container amplify its overhead (scheduler and cgroup accounting)",
         source: "seed 002 §IV.D (Fig. 8)",
-        needs: "a baseline on bare metal and a container platform at two or more `copies` (processes in one container), `threads` or `instances` levels",
+        needs: "a baseline on bare metal and a container platform at two or more `copies` (processes in one container), `threads` or `instances` levels, or the paper's pair of workloads: the same work as one job and split into processes",
         check: multitasking,
     },
     Rule {
@@ -711,18 +726,53 @@ fn multitasking(input: &Input) -> Outcome {
     let factor = ["copies", "threads", "instances"]
         .into_iter()
         .find(|f| levels_of(input.data, f).len() >= 2);
-    let Some(factor) = factor else {
-        return Outcome::CannotCheck {
-            missing: "factor `copies`, `threads` or `instances` with two or more levels".into(),
+    if let Some(factor) = factor {
+        return trend(
+            &rows,
+            &[factor],
+            |r| level(&r.levels, factor).and_then(|l| l.parse().ok()),
+            factor,
+            false,
+        );
+    }
+    // The paper's pair: one job against the same work split into processes.
+    if let Some(pair) = input.multitask.first() {
+        let processes = split_processes(input.data);
+        return trend(
+            &rows,
+            &["workload"],
+            |r| match level(&r.levels, "workload") {
+                Some(w) if w == pair.one_job => Some(1.0),
+                Some(w) if w == pair.split => processes.get(&r.cell).copied(),
+                _ => None,
+            },
+            "processes",
+            false,
+        );
+    }
+    Outcome::CannotCheck {
+        missing: "factor `copies`, `threads` or `instances` with two or more levels, or seed 002's pair of workloads doing the same work as one job and split into processes (`from = \"ffmpeg-transcode\"` and `from = \"ffmpeg-transcode-split\"` with one `work`)".into(),
+    }
+}
+
+/// The mean number of processes each cell's counted runs report (`processes`: a
+/// split workload's), by cell index.
+fn split_processes(data: &ExperimentData) -> BTreeMap<u32, f64> {
+    let index: BTreeMap<i64, u32> = data.cells.iter().map(|c| (c.id, c.index)).collect();
+    let mut sums: BTreeMap<u32, (f64, u32)> = BTreeMap::new();
+    for run in data.runs.iter().filter(|r| r.is_counted()) {
+        let Some(cell) = index.get(&run.cell) else {
+            continue;
         };
-    };
-    trend(
-        &rows,
-        &[factor],
-        |r| level(&r.levels, factor).and_then(|l| l.parse().ok()),
-        factor,
-        false,
-    )
+        if let Some(m) = run.metrics.iter().find(|m| m.name == "processes") {
+            let e = sums.entry(*cell).or_default();
+            e.0 += m.value;
+            e.1 += 1;
+        }
+    }
+    sums.into_iter()
+        .map(|(cell, (sum, n))| (cell, sum / f64::from(n)))
+        .collect()
 }
 
 fn quota_tail(input: &Input) -> Outcome {
@@ -949,6 +999,7 @@ mod tests {
             analysis: &analysis,
             compare: CompareOptions::default(),
             platforms: Ok([("docker".to_string(), Environment::Container)].into()),
+            multitask: Vec::new(),
         };
         advise(&input)
     }
@@ -1088,6 +1139,23 @@ mod tests {
     }
 
     /// The outcome of `rule` on `data`, with these platforms and this baseline.
+    /// Seed 002's pair when the experiment has workloads `onejob` and `split`.
+    fn multitask_pairs(data: &ExperimentData) -> Vec<MultitaskPair> {
+        let has = |w: &str| {
+            data.cells
+                .iter()
+                .any(|c| c.levels.iter().any(|(f, l)| f == "workload" && l == w))
+        };
+        if has("onejob") && has("split") {
+            vec![MultitaskPair {
+                one_job: "onejob".into(),
+                split: "split".into(),
+            }]
+        } else {
+            Vec::new()
+        }
+    }
+
     fn outcome(
         rule: &str,
         data: &ExperimentData,
@@ -1107,6 +1175,7 @@ mod tests {
             analysis: &analysis,
             compare: CompareOptions::default(),
             platforms,
+            multitask: multitask_pairs(data),
         };
         RULES
             .iter()
@@ -1369,7 +1438,35 @@ mod tests {
                 ("wall_time", 13.0),
             ),
         ]);
-        assert!(applies(&outcome(rule, &copies, envs, &host)));
+        assert!(applies(&outcome(rule, &copies, envs.clone(), &host)));
+        // The paper's pair (Fig. 8): one job against the same work as 2 processes.
+        let pair = |one: f64, split: f64| {
+            let cell = |platform, workload, t, processes: Option<f64>| {
+                let mut m = made(
+                    &[("platform", platform), ("workload", workload)],
+                    ("wall_time", t),
+                );
+                m.metrics
+                    .extend(processes.map(|p| ("processes", isolab_stats::Direction::Higher, p)));
+                m
+            };
+            experiment(&[
+                cell("host", "onejob", 10.0, None),
+                cell("host", "split", 8.0, Some(2.0)),
+                cell("docker", "onejob", 10.0 * one, None),
+                cell("docker", "split", 8.0 * split, Some(2.0)),
+            ])
+        };
+        let amplified = outcome(rule, &pair(1.0, 1.2), envs.clone(), &host);
+        let Outcome::Applies { evidence } = &amplified else {
+            panic!("{amplified:?}");
+        };
+        assert!(
+            evidence[0].contains("processes 1: 1.000×")
+                && evidence[0].contains("processes 2: 1.200×"),
+            "{evidence:?}"
+        );
+        assert!(does_not_apply(&outcome(rule, &pair(1.2, 1.0), envs, &host)));
     }
 
     #[test]

@@ -1003,6 +1003,7 @@ fn platform_type_and_size_overhead_are_recovered() {
         analysis: &analysis,
         compare: CompareOptions::default(),
         platforms: Ok(platforms),
+        multitask: Vec::new(),
     });
     let chr = advice
         .iter()

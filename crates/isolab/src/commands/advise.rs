@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::Result;
-use isolab_report::advice::{advise as check_rules, Environment, Input, Outcome};
+use isolab_report::advice::{advise as check_rules, Environment, Input, MultitaskPair, Outcome};
 use isolab_report::compare::CompareOptions;
 
 use super::Exit;
@@ -22,11 +22,16 @@ pub fn advise(db: &Path, args: AdviseArgs) -> Result<Exit> {
     };
     let options = super::summary_options(&data, false);
     let analysis = isolab_report::analyse(&data, options, &compare);
+    let spec = stored_spec(&data);
     let input = Input {
         data: &data,
         analysis: &analysis,
         compare,
-        platforms: platforms(&data),
+        platforms: spec.as_ref().map(platforms).map_err(Clone::clone),
+        multitask: spec
+            .as_ref()
+            .map(|s| multitask_pairs(s, &data))
+            .unwrap_or_default(),
     };
     let advice = check_rules(&input);
     if args.json {
@@ -55,18 +60,19 @@ pub fn advise(db: &Path, args: AdviseArgs) -> Result<Exit> {
     Ok(Exit::Success)
 }
 
-/// The environment of every platform level of the stored spec's cells, or why the
-/// stored spec cannot be read (the rules that need platforms then say so).
-fn platforms(
-    data: &isolab_report::ExperimentData,
-) -> Result<BTreeMap<String, Environment>, String> {
+/// The experiment's stored spec, or why it cannot be read (the rules that need its
+/// platforms then say so).
+fn stored_spec(data: &isolab_report::ExperimentData) -> Result<isolab_lab::ExperimentSpec, String> {
     let anywhere = isolab_lab::HostFacts {
         cpus: (0..4096).collect(),
         storage: None,
     };
-    let spec = super::stored_spec(&data.record, &anywhere).map_err(|e| format!("{e:#}"))?;
-    Ok(spec
-        .cells
+    super::stored_spec(&data.record, &anywhere).map_err(|e| format!("{e:#}"))
+}
+
+/// The environment of every platform level of the stored spec's cells.
+fn platforms(spec: &isolab_lab::ExperimentSpec) -> BTreeMap<String, Environment> {
+    spec.cells
         .iter()
         .map(|c| {
             let p = &c.platform;
@@ -84,5 +90,52 @@ fn platforms(
             };
             (p.name.clone(), env)
         })
-        .collect())
+        .collect()
+}
+
+/// Seed 002's multitasking pairs among the spec's workloads: two that do the same work
+/// (the same amount of the same inputs, as their assets name them), one of which
+/// reports the `processes` it split the work into in `data` and the other not.
+fn multitask_pairs(
+    spec: &isolab_lab::ExperimentSpec,
+    data: &isolab_report::ExperimentData,
+) -> Vec<MultitaskPair> {
+    let mut workloads: Vec<&isolab_workloads::WorkloadDef> = Vec::new();
+    for c in &spec.cells {
+        if !workloads.iter().any(|w| w.name == c.workload.name) {
+            workloads.push(&c.workload);
+        }
+    }
+    let splits = |name: &str| {
+        let cells: Vec<i64> = data
+            .cells
+            .iter()
+            .filter(|c| c.levels.iter().any(|(f, l)| f == "workload" && l == name))
+            .map(|c| c.id)
+            .collect();
+        data.runs
+            .iter()
+            .filter(|r| cells.contains(&r.cell))
+            .any(|r| r.metrics.iter().any(|m| m.name == "processes"))
+    };
+    let inputs = |w: &isolab_workloads::WorkloadDef| -> Vec<String> {
+        w.assets.iter().map(|a| a.name.clone()).collect()
+    };
+    let mut pairs = Vec::new();
+    for one in &workloads {
+        for split in &workloads {
+            let same_work = one.name != split.name
+                && one.work.as_ref().map(|w| w.amount) == split.work.as_ref().map(|w| w.amount)
+                && one.work.is_some()
+                && !one.assets.is_empty()
+                && inputs(one) == inputs(split);
+            if same_work && splits(&split.name) && !splits(&one.name) {
+                pairs.push(MultitaskPair {
+                    one_job: one.name.clone(),
+                    split: split.name.clone(),
+                });
+            }
+        }
+    }
+    pairs
 }
