@@ -2600,6 +2600,70 @@ reservation = ["cpuset", "io"]"#,
     assert!(stress.is_empty(), "neighbours left: {stress:?}");
 }
 
+/// Seed 001's DNR, forced: a subject whose script waits while any stress-ng runs
+/// (it sleeps past the timeout then) finishes alone and never beside a cpu
+/// neighbour. The run beside it is kept as `dnr` with its reason, that cell stops,
+/// the experiment goes on and succeeds, `show` prints `DNR`, and nothing is left
+/// (the timed-out subject killed, its neighbour stopped).
+#[test]
+fn a_subject_that_does_not_finish_beside_a_neighbour_did_not_report() {
+    let Some(guard) = CgroupTest::start() else {
+        return;
+    };
+    if isolab_tools_missing(&["stress-ng", "pgrep"]) {
+        return;
+    }
+    let stress_before = processes_named(&["stress-ng"]);
+    let dir = reachable_tempdir();
+    let spec = r#"[experiment]
+name = "forced-dnr"
+duration = "1s"
+timeout = "3s"
+repetitions = { warmup = 0, min = 2, max = 2, target_cv = 0.5 }
+
+[workload.waits]
+command = "sh {workdir}/waits.sh"
+parser = "json"
+primary = "t"
+files = { "waits.sh" = '''
+if pgrep -x stress-ng > /dev/null; then sleep 30; fi
+echo '{"metrics": [{"name": "t", "unit": "s", "direction": "lower", "value": 1}]}'
+''' }
+
+[matrix]
+platform = ["host"]
+workload = ["waits"]
+neighbour = ["none", "cpu"]
+"#;
+    let (stdout, store, id) = run_experiment(dir.path(), spec, "forced-dnr");
+    let cells = store.cells(id).unwrap();
+    let runs = store.runs(id).unwrap();
+    let beside_cpu = |run: &&isolab_store::RunRecord| {
+        let cell = cells.iter().find(|c| c.id == run.cell).unwrap();
+        cell.key.contains("neighbour=cpu")
+    };
+    let (beside, alone): (Vec<_>, Vec<_>) = runs.iter().partition(beside_cpu);
+    assert_eq!(alone.len(), 2, "{runs:#?}");
+    assert!(alone.iter().all(|r| r.is_counted()), "{alone:#?}");
+    // The cell stops at its first DNR: every later run would wait out the timeout.
+    assert_eq!(beside.len(), 1, "{beside:#?}");
+    assert_eq!(beside[0].status.as_str(), "dnr", "{:?}", beside[0]);
+    let why = beside[0].error.as_deref().unwrap_or_default();
+    assert!(
+        why.contains("neighbour `cpu`") && why.contains("timeout"),
+        "{why}"
+    );
+    assert!(stdout.contains("DNR"), "{stdout}");
+    let show = run(isolab()
+        .arg("--db")
+        .arg(dir.path().join("x.db"))
+        .args(["show", "forced-dnr"]));
+    assert!(text(&show.stdout).contains("DNR"), "{}", text(&show.stdout));
+    guard.assert_nothing_leaked("cgroups left");
+    let stress = new_since(processes_named(&["stress-ng"]), &stress_before);
+    assert!(stress.is_empty(), "neighbours left: {stress:?}");
+}
+
 /// The highest-numbered online cpu, as a cpuset names it: where `cpuset` binds a
 /// subject of one cpu.
 fn highest_online_cpu() -> String {

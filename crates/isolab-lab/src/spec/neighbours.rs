@@ -82,6 +82,13 @@ mod tests {
             )),
             "{reasons:#?}"
         );
+        // Without `skip`, a level impossible in several cells is one error at it.
+        let errs = errors("[experiment]\nname = \"x\"\n[matrix]\nplatform = [\"vm(tcg)\"]\nshape = [\"medium\"]\nworkload = [\"pgbench-oltp\"]\nneighbour = [\"cpu\"]\nreservation = [\"none\", \"quota\", \"memory\"]\n");
+        assert_eq!(errs.len(), 1, "{errs:#?}");
+        assert!(
+            errs[0].starts_with("exp.toml:7:14: workload `pgbench-oltp` is a service stack"),
+            "{errs:?}"
+        );
         // Without `skip`, on host, the checker takes a utilisation target.
         let spec = parse("[experiment]\nname = \"x\"\n[matrix]\nshape = [\"medium\"]\nworkload = [\"pgbench-oltp\"]\nneighbour = [\"cpu@90%\"]\nreservation = [\"cpuset\", \"io\", \"net\"]\n").unwrap();
         assert_eq!(spec.cells.len(), 3);

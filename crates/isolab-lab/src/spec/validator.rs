@@ -45,7 +45,12 @@ impl<'a> Validator<'a> {
 impl Validator<'_> {
     /// Records an error at `span` of the source.
     pub(super) fn err(&mut self, span: Range<usize>, message: impl Into<String>) {
-        self.errors.push(self.source.error(Some(span), message));
+        // The same error at the same place once (an impossible level is found once
+        // per cell it is in).
+        let e = self.source.error(Some(span), message);
+        if !self.errors.contains(&e) {
+            self.errors.push(e);
+        }
     }
 
     /// The built-ins by name, then each of the spec's `raw` tables as `check` makes it
