@@ -266,7 +266,7 @@ impl Comparison {
             return Vec::new();
         }
         // Without (the `none` level) before with.
-        groups.sort_by_key(|(level, _)| level != crate::isolation::NONE);
+        groups.sort_by_key(|(level, _)| level != crate::data::NONE);
         groups
             .into_iter()
             .filter_map(|(level, regressions)| {

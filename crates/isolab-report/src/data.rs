@@ -8,6 +8,13 @@ use isolab_store::{
     CellRecord, ExperimentId, ExperimentRecord, Interruption, LoadInterval, RunId, RunRecord, Store,
 };
 
+/// The factor that names the neighbour.
+pub const NEIGHBOUR: &str = "neighbour";
+/// The factor that names the reservation.
+pub const RESERVATION: &str = "reservation";
+/// The level of [`NEIGHBOUR`] without neighbour (and of [`RESERVATION`] without one).
+pub const NONE: &str = "none";
+
 /// Everything stored about one experiment that reports use.
 #[derive(Debug, Clone)]
 pub struct ExperimentData {

@@ -30,12 +30,7 @@ use crate::degradation::{entries, index_of, level};
 use crate::summary::MetricRow;
 use crate::table::{text_lines, Style, Table};
 
-/// The factor that names the neighbour.
-pub const NEIGHBOUR: &str = "neighbour";
-/// The factor that names the reservation.
-pub const RESERVATION: &str = "reservation";
-/// The level of [`NEIGHBOUR`] without neighbour (and of [`RESERVATION`] without one).
-pub const NONE: &str = "none";
+pub use crate::data::{NEIGHBOUR, NONE, RESERVATION};
 
 /// The isolation table of an experiment (see the [module docs](self)).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]

@@ -460,7 +460,7 @@ pub fn comparison_table(c: &crate::compare::Comparison, style: impl Into<Style>)
         let regressions: Vec<f64> = c.points.iter().filter_map(|p| p.regression_pct).collect();
         let mut text = histogram_text(h, &regressions);
         // Seed 000 draws one per neighbour condition as well.
-        for by in c.histograms_by(crate::isolation::NEIGHBOUR) {
+        for by in c.histograms_by(crate::data::NEIGHBOUR) {
             text.push_str(&format!("\nneighbour={}: ", by.level));
             text.push_str(&histogram_text(&by.histogram, &by.regressions));
         }

@@ -172,7 +172,8 @@ pub fn grouped_bars(chart: &BarChart) -> String {
     })
 }
 
-/// Category labels that fit under their category: shortened with "…" when too long, and
+/// Category labels that fit under their category: shortened in the middle with "…" when
+/// too long (labels of one chart often differ at their end), and
 /// only every k-th one when even a short label does not fit (tooltips keep full names).
 fn category_labels(categories: &[String], width: u32) -> Vec<String> {
     // The plot is the width less the y-axis area and margins (about 130 px).
@@ -187,7 +188,7 @@ fn category_labels(categories: &[String], width: u32) -> Vec<String> {
             if i % every != 0 {
                 String::new()
             } else {
-                canvas::ellipsize(c, 12.0, false, room)
+                canvas::ellipsize_middle(c, 12.0, false, room)
             }
         })
         .collect()
@@ -411,7 +412,20 @@ mod tests {
         let labels = category_labels(&long, 800);
         assert!(labels
             .iter()
-            .all(|l| l.ends_with('…') && l.chars().count() < 12));
+            .all(|l| l.contains('…') && l.chars().count() < 12));
+        // Shortened in the middle: labels that differ at their end stay apart.
+        let ways: Vec<String> = ["90%U (network-tx)", "90%U (network-rx)"]
+            .into_iter()
+            .cycle()
+            .take(14)
+            .map(String::from)
+            .collect();
+        let labels = category_labels(&ways, 1100);
+        assert!(
+            labels[0].contains('…') && labels[0].ends_with("tx)"),
+            "{labels:?}"
+        );
+        assert!(labels[1].ends_with("rx)"), "{labels:?}");
         let many: Vec<String> = (0..300).map(|i| format!("c{i}")).collect();
         let labels = category_labels(&many, 800);
         assert_eq!(labels[0], "c0");

@@ -77,6 +77,27 @@ pub(crate) fn ellipsize(text: &str, px: f64, bold: bool, max: i32) -> String {
     String::new()
 }
 
+/// `text` shortened in the middle with "…" to at most `max` pixels, keeping as much of
+/// its start and its end as fit (labels that differ at the end, `90%U (network-tx)` and
+/// `90%U (network-rx)`, stay apart: `90%U (…k-tx)`, `90%U (…k-rx)`).
+pub(crate) fn ellipsize_middle(text: &str, px: f64, bold: bool, max: i32) -> String {
+    if text_width(text, px, bold) as i32 <= max {
+        return text.to_owned();
+    }
+    let chars: Vec<char> = text.chars().collect();
+    for kept in (1..chars.len()).rev() {
+        let head = kept.div_ceil(2);
+        let tail = kept - head;
+        let start: String = chars[..head].iter().collect();
+        let end: String = chars[chars.len() - tail..].iter().collect();
+        let short = format!("{}…{}", start.trim_end(), end.trim_start());
+        if text_width(&short, px, bold) as i32 <= max {
+            return short;
+        }
+    }
+    String::new()
+}
+
 /// `text` broken at spaces into at most `max_lines` lines of at most `max` pixels each,
 /// the last one shortened with "…" when the rest does not fit.
 pub(crate) fn wrap(text: &str, px: f64, bold: bool, max: i32, max_lines: usize) -> Vec<String> {

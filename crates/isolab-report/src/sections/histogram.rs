@@ -52,7 +52,7 @@ fn histogram_section(out: &mut String, comparisons: &[Comparison]) {
             h.below_zero
         );
         // Seed 000 draws one per neighbour condition: without and with the neighbour.
-        for by in c.histograms_by(crate::isolation::NEIGHBOUR) {
+        for by in c.histograms_by(crate::data::NEIGHBOUR) {
             let h = &by.histogram;
             let title = format!("{} against {}, neighbour={}: {} points", c.b, c.a, by.level, h.n);
             let _ = writeln!(
