@@ -179,6 +179,11 @@ impl CpuSampler {
     }
 }
 
+/// Each cpu's times now, from `proc_root/stat` (none when it cannot be read).
+pub fn cpu_times(proc_root: &Path) -> Vec<(u32, CpuTimes)> {
+    read(&proc_root.join("stat"))
+}
+
 fn read(path: &Path) -> Vec<(u32, CpuTimes)> {
     std::fs::read_to_string(path)
         .map(|t| parse_proc_stat(&t))

@@ -61,14 +61,7 @@ impl Measured {
             }
             Err(why) => notes.push(why),
         }
-        if !host_cpu.mean.is_empty() {
-            for (id, u) in &host_cpu.mean {
-                telemetry.push(T::HostCoreUtil(*id), *u);
-            }
-            let mean =
-                host_cpu.mean.iter().map(|(_, u)| u).sum::<f64>() / host_cpu.mean.len() as f64;
-            telemetry.push(T::HostUtil, mean);
-        }
+        push_host_util(&mut telemetry, &host_cpu.mean);
         push_interrupts(
             &mut telemetry,
             &host_cpu.interrupts,
@@ -88,6 +81,19 @@ impl Measured {
             notes,
         }
     }
+}
+
+/// Records the host's utilisation, `util` per cpu (percent): each core's
+/// (`host_core<N>_util_pct`) and their mean (`host_util_pct`); nothing without cpus.
+pub(crate) fn push_host_util(t: &mut TelemetrySet, util: &[(u32, f64)]) {
+    if util.is_empty() {
+        return;
+    }
+    for (id, u) in util {
+        t.push(T::HostCoreUtil(*id), *u);
+    }
+    let mean = util.iter().map(|(_, u)| u).sum::<f64>() / util.len() as f64;
+    t.push(T::HostUtil, mean);
 }
 
 /// Records a cgroup's counters `s` over `wall` (cpu time, its share of `wall`, CFS

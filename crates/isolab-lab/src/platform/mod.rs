@@ -43,7 +43,7 @@ pub use driver::{PlatformInfo, PlatformKind, Unavailable, UnknownPlatform};
 pub use instance::{Supervisor, SupervisorConfig};
 pub use isolab::{IsolabConfig, RUNTIME_PROGRAM};
 pub use launch::{Launch, Launcher, Process, RealLauncher};
-pub(crate) use measured::{push_interrupts, push_qemu_stats, push_stats};
+pub(crate) use measured::{push_host_util, push_interrupts, push_qemu_stats, push_stats};
 pub(crate) use process::{free_port, isolab_running};
 pub use process::{ExitKind, Interrupt};
 pub use service::{Service, ServiceSpec};

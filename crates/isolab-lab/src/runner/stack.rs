@@ -28,11 +28,11 @@ use super::finished::Done;
 use super::job::{create_dir, free_port, parse_metrics, render, write_file};
 use super::Runner;
 use crate::platform::{
-    push_interrupts, push_qemu_stats, push_stats, Execution, Job, PlatformError, Service,
-    ServiceSpec,
+    push_host_util, push_interrupts, push_qemu_stats, push_stats, Execution, Job, PlatformError,
+    Service, ServiceSpec,
 };
 use crate::spec::{Cell, ExperimentSpec};
-use crate::telemetry::{parse_proc_stat, utilisation, CpuTimes, Interrupts};
+use crate::telemetry::{cpu_times, utilisation, CpuTimes, Interrupts};
 use data::KeptData;
 
 pub(super) use data::KeptDataGuard;
@@ -542,14 +542,9 @@ impl Before {
         Before {
             stats: component_stats(services),
             interrupts: Interrupts::read(Path::new("/proc")),
-            cpu_times: cpu_times(),
+            cpu_times: cpu_times(Path::new("/proc")),
         }
     }
-}
-
-/// The host's cpus' times now, from /proc/stat (none when it cannot be read).
-fn cpu_times() -> Vec<(u32, CpuTimes)> {
-    parse_proc_stat(&std::fs::read_to_string("/proc/stat").unwrap_or_default())
 }
 
 /// The cpus the components may use: the union of their cpusets, `None` (every cpu)
@@ -586,15 +581,10 @@ fn record_components(
         &interrupts,
         components_cpus(services).as_ref(),
     );
-    let util = utilisation(&before.cpu_times, &cpu_times());
-    if !util.is_empty() {
-        let t = &mut execution.telemetry;
-        for (id, u) in &util {
-            t.push(Telemetry::HostCoreUtil(*id), *u);
-        }
-        let mean = util.iter().map(|(_, u)| u).sum::<f64>() / util.len() as f64;
-        t.push(Telemetry::HostUtil, mean);
-    }
+    push_host_util(
+        &mut execution.telemetry,
+        &utilisation(&before.cpu_times, &cpu_times(Path::new("/proc"))),
+    );
     let before = &before.stats;
     let mut parts = Vec::new();
     let after = component_stats(services);
