@@ -735,7 +735,8 @@ fn multitasking(input: &Input) -> Outcome {
             false,
         );
     }
-    // The paper's pair: one job against the same work split into processes.
+    // The paper's pair: one job against the same work split into processes (its
+    // design has one pair; with more, the first, as their rows would share groups).
     if let Some(pair) = input.multitask.first() {
         let processes = split_processes(input.data);
         return trend(
@@ -1138,7 +1139,6 @@ mod tests {
             .join(" ")
     }
 
-    /// The outcome of `rule` on `data`, with these platforms and this baseline.
     /// Seed 002's pair when the experiment has workloads `onejob` and `split`.
     fn multitask_pairs(data: &ExperimentData) -> Vec<MultitaskPair> {
         let has = |w: &str| {
@@ -1156,6 +1156,7 @@ mod tests {
         }
     }
 
+    /// The outcome of `rule` on `data`, with these platforms and this baseline.
     fn outcome(
         rule: &str,
         data: &ExperimentData,

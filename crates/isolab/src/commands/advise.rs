@@ -106,18 +106,22 @@ fn multitask_pairs(
             workloads.push(&c.workload);
         }
     }
-    let splits = |name: &str| {
-        let cells: Vec<i64> = data
-            .cells
-            .iter()
-            .filter(|c| c.levels.iter().any(|(f, l)| f == "workload" && l == name))
-            .map(|c| c.id)
-            .collect();
-        data.runs
-            .iter()
-            .filter(|r| cells.contains(&r.cell))
-            .any(|r| r.metrics.iter().any(|m| m.name == "processes"))
-    };
+    // The workloads whose runs report the processes they split their work into.
+    let cell_workload: BTreeMap<i64, &str> = data
+        .cells
+        .iter()
+        .filter_map(|c| {
+            let w = c.levels.iter().find(|(f, _)| f == "workload")?;
+            Some((c.id, w.1.as_str()))
+        })
+        .collect();
+    let splitting: std::collections::BTreeSet<&str> = data
+        .runs
+        .iter()
+        .filter(|r| r.metrics.iter().any(|m| m.name == "processes"))
+        .filter_map(|r| cell_workload.get(&r.cell).copied())
+        .collect();
+    let splits = |name: &str| splitting.contains(name);
     let inputs = |w: &isolab_workloads::WorkloadDef| -> Vec<String> {
         w.assets.iter().map(|a| a.name.clone()).collect()
     };
