@@ -75,8 +75,10 @@ static uint64_t record_hash(const unsigned char *r) {
 
 static void make_record(uint64_t row, unsigned char *r) {
     uint64_t a = splitmix64(row * 3), b = splitmix64(row * 3 + 1), c = splitmix64(row * 3 + 2);
-    memcpy(r, &a, 8);
-    memcpy(r + 8, &b, 2);
+    /* Byte by byte, so that the key is the same on every machine, whatever its byte order. */
+    for (int i = 0; i < 8; i++) r[i] = (unsigned char)(a >> (8 * i));
+    r[8] = (unsigned char)b;
+    r[9] = (unsigned char)(b >> 8);
     r[10] = 0x00;
     r[11] = 0x11;
     char hex[33];
@@ -301,8 +303,9 @@ static int sort(const char *dir, int workers) {
     if (stat(path, &st) != 0) die("cannot stat", path);
     if (st.st_size % RECORD != 0 || st.st_size == 0) fail("the input is not whole records: run `terasort gen` first");
     g_records = (uint64_t)st.st_size / RECORD;
-    for (const char *sub = "map"; sub; sub = (strcmp(sub, "map") == 0 ? "output" : NULL)) {
-        snprintf(path, sizeof path, "%s/%s", dir, sub);
+    static const char *const subdirs[] = {"map", "output"};
+    for (size_t i = 0; i < sizeof subdirs / sizeof *subdirs; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, subdirs[i]);
         if (mkdir(path, 0755) != 0 && errno != EEXIST) die("cannot create", path);
     }
     double t0 = now();

@@ -79,7 +79,7 @@ pub(crate) fn ellipsize(text: &str, px: f64, bold: bool, max: i32) -> String {
 
 /// `text` shortened in the middle with "…" to at most `max` pixels, keeping as much of
 /// its start and its end as fit (labels that differ at the end, `90%U (network-tx)` and
-/// `90%U (network-rx)`, stay apart: `90%U (…k-tx)`, `90%U (…k-rx)`).
+/// `90%U (network-rx)`, stay apart: `90%U…k-tx)`, `90%U…k-rx)` at about 11 characters).
 pub(crate) fn ellipsize_middle(text: &str, px: f64, bold: bool, max: i32) -> String {
     if text_width(text, px, bold) as i32 <= max {
         return text.to_owned();
