@@ -2578,8 +2578,10 @@ reservation = ["cpuset", "io"]"#,
         let db_cpus = run.limits["components"]["db"]["applied"]["cpuset"].as_str();
         if key.contains("reservation=cpuset") {
             assert_eq!(db_cpus, Some(highest.as_str()), "{key}: {}", run.limits);
-            let theirs = neighbours["cpuset"].as_str().unwrap();
-            assert!(!theirs.contains(highest.as_str()), "{key}: {}", run.limits);
+            let theirs: isolab_cgroups::IdSet =
+                neighbours["cpuset"].as_str().unwrap().parse().unwrap();
+            let highest_id: u32 = highest.parse().unwrap();
+            assert!(!theirs.0.contains(&highest_id), "{key}: {}", run.limits);
         } else {
             // `io` throttles the neighbours' operations on the working directory's disk.
             let throttle = &neighbours["io"][0];
