@@ -363,9 +363,10 @@ pub struct VerdictArgs {
     pub alpha: f64,
     /// Noise threshold Δ, a fraction: a significant change is called worse or better
     /// only when its estimate lies beyond ±Δ; a change whose 1 − 2α interval lies
-    /// within ±Δ is `≈` (equivalent).
-    #[arg(long, default_value_t = 0.02)]
-    pub noise: f64,
+    /// within ±Δ is `≈` (equivalent). Default: the experiment's (or spec's)
+    /// `[experiment] noise`, which is 0.02 when the spec does not set it.
+    #[arg(long, value_name = "FRACTION")]
+    pub noise: Option<f64>,
 }
 
 #[derive(Debug, clap::Args)]

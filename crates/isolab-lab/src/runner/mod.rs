@@ -189,7 +189,12 @@ impl<'a> Runner<'a> {
         let record = self.store.experiment(id)?;
         let (mut states, round) = self.load_states(id, spec)?;
         let mut comparisons = until.focus(id, spec, &mut states)?;
-        for (i, reason) in decide_round(spec.repetitions.min, &mut comparisons, &states) {
+        for (i, reason) in decide_round(
+            spec.repetitions.min,
+            &spec.verdict_rule(),
+            &mut comparisons,
+            &states,
+        ) {
             self.stop_cell(&spec.cells[i], &mut states[i], reason)?;
         }
         self.store
@@ -248,7 +253,12 @@ impl<'a> Runner<'a> {
                     None => return self.interrupted(id, spec, cell, &states[i], runs),
                 }
             }
-            for (i, reason) in decide_round(spec.repetitions.min, &mut comparisons, &states) {
+            for (i, reason) in decide_round(
+                spec.repetitions.min,
+                &spec.verdict_rule(),
+                &mut comparisons,
+                &states,
+            ) {
                 self.stop_cell(&spec.cells[i], &mut states[i], reason)?;
             }
             round += 1;

@@ -144,9 +144,12 @@ pub fn comparisons(spec: &ExperimentSpec) -> Vec<Comparison> {
 
 /// Decides every undecided comparison that its cells' primary values now decide,
 /// paired by round as the report pairs them ([`isolab_stats::interim_verdict`] under
-/// the default rule). Decisions are kept once made.
-pub(super) fn decide_comparisons(comparisons: &mut [Comparison], states: &[CellState]) {
-    let rule = isolab_stats::VerdictRule::default();
+/// `rule`, the spec's: its `noise` is the Δ). Decisions are kept once made.
+pub(super) fn decide_comparisons(
+    rule: &isolab_stats::VerdictRule,
+    comparisons: &mut [Comparison],
+    states: &[CellState],
+) {
     for c in comparisons.iter_mut().filter(|c| c.decided.is_none()) {
         let (a, b) = (&states[c.base], &states[c.other]);
         let Some(direction) = a.direction.or(b.direction) else {
@@ -160,8 +163,8 @@ pub(super) fn decide_comparisons(comparisons: &mut [Comparison], states: &[CellS
             pairs: &pairs,
             direction,
         };
-        if let Some(t) = isolab_stats::test_point(data, 0.95, &rule) {
-            c.decided = isolab_stats::interim_verdict(&rule, &t, c.points);
+        if let Some(t) = isolab_stats::test_point(data, 0.95, rule) {
+            c.decided = isolab_stats::interim_verdict(rule, &t, c.points);
         }
     }
 }
@@ -172,10 +175,11 @@ pub(super) fn decide_comparisons(comparisons: &mut [Comparison], states: &[CellS
 /// [`isolab_stats::MIN_PAIRS`] counted runs, with why it stops.
 pub(super) fn decide_round(
     min: u32,
+    rule: &isolab_stats::VerdictRule,
     comparisons: &mut [Comparison],
     states: &[CellState],
 ) -> Vec<(usize, String)> {
-    decide_comparisons(comparisons, states);
+    decide_comparisons(rule, comparisons, states);
     let floor = min.max(isolab_stats::MIN_PAIRS as u32);
     (0..states.len())
         .filter(|&i| states[i].stopped.is_none() && states[i].counted >= floor)
@@ -392,6 +396,7 @@ pub fn stop_reason(
 mod tests {
     use super::*;
     use crate::spec::{HostFacts, Source};
+    use isolab_stats::VerdictRule;
 
     /// Three cells without a baseline (workload a, a2, b; A/A/B), at most `max` runs.
     fn aab(max: u32) -> ExperimentSpec {
@@ -450,7 +455,7 @@ mod tests {
             STABLE,
             "A2 sits out, as stored"
         );
-        assert!(decide_round(3, &mut comparisons, &states).is_empty());
+        assert!(decide_round(3, &VerdictRule::default(), &mut comparisons, &states).is_empty());
 
         // Rounds go on for A and B only: a 3% slowdown of B with ±1% noise is called
         // worse once the signed-rank test passes the interim level (11 rounds).
@@ -459,7 +464,7 @@ mod tests {
             rounds += 1;
             states[0] = ran(rounds, noisy(1.0, 0), None);
             states[2] = ran(rounds, noisy(1.03, 2), None);
-            let stops = decide_round(3, &mut comparisons, &states);
+            let stops = decide_round(3, &VerdictRule::default(), &mut comparisons, &states);
             if !stops.is_empty() || rounds == 30 {
                 break stops;
             }
@@ -485,7 +490,7 @@ mod tests {
         let until = UntilDecided { a: 0, b: 1 };
         let mut comparisons = until.focus(1, &spec, &mut states).unwrap();
         // Stored runs enough to decide: the runner stops both before any run.
-        let stops = decide_round(3, &mut comparisons, &states);
+        let stops = decide_round(3, &VerdictRule::default(), &mut comparisons, &states);
         assert_eq!(comparisons[0].decided, Some(Verdict::Equivalent));
         assert_eq!(stops.len(), 2);
         assert!(stops[0]

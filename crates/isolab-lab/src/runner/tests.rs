@@ -228,6 +228,37 @@ fn compared_cells_stop_once_decided() {
     assert_eq!(n(1), 11);
 }
 
+/// `[experiment] noise` is the stopping rule's Δ: a 1.5% slowdown is `≈` at the default
+/// 2% and worse at 0.5%, and the runner stops the cell on that verdict.
+#[test]
+fn the_specs_noise_decides_when_a_compared_cell_stops() {
+    let reason = |noise: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = spec_of(&format!(
+            "[experiment]\nname = \"t\"\nseed = 7\nduration = \"1s\"\n{noise}\nrepetitions = {{ warmup = 0, min = 3, max = 40, target_cv = 0.05 }}\n[matrix]\nshape = [\"medium\"]\nplacement = [\"shared\", \"quota\"]\nworkload = [\"sysbench-cpu\"]\n"
+        ));
+        let mut platform = FakeExecutor::constant(1000.0);
+        platform.scale_cell = vec![("/c1-", 0.985)];
+        platform.noise = 0.002;
+        let mut store = Store::open_in_memory().unwrap();
+        let outcome = start(&platform, &mut store, &spec, dir.path());
+        store.cells(outcome.experiment).unwrap()[1]
+            .stop_reason
+            .clone()
+            .unwrap()
+    };
+    let default = reason("");
+    assert!(
+        default.starts_with("decided: ≈ against the baseline"),
+        "{default}"
+    );
+    let fine = reason("noise = 0.005");
+    assert!(
+        fine.starts_with("decided: worse against the baseline"),
+        "{fine}"
+    );
+}
+
 #[test]
 fn comparisons_follow_the_baseline() {
     let s = spec(

@@ -76,6 +76,7 @@ impl Validator<'_> {
             description: settings.description,
             baseline,
             repetitions: settings.repetitions,
+            noise: settings.noise,
             order: settings.order,
             seed: settings.seed,
             duration: settings.duration,

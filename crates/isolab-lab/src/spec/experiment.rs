@@ -33,6 +33,8 @@ pub(super) struct Settings {
     pub(super) image_given: bool,
     /// `image` when it names a container image of one's own (`docker-archive:FILE`, …).
     pub(super) image_ref: Option<isolab_image::ImageReference>,
+    /// `noise`: the verdicts' Δ.
+    pub(super) noise: f64,
 }
 
 impl Validator<'_> {
@@ -47,6 +49,7 @@ impl Validator<'_> {
         let timeout = self.run_timeout(raw.timeout, duration);
         let probe = self.probe(raw.probe_threshold.as_ref());
         let (image, image_ref) = self.image(raw.image.as_ref());
+        let noise = self.noise(raw.noise.as_ref());
         let settings = Settings {
             name,
             description: raw.description,
@@ -60,8 +63,26 @@ impl Validator<'_> {
             image,
             image_given: raw.image.is_some(),
             image_ref,
+            noise,
         };
         (settings, raw.baseline)
+    }
+
+    /// `noise`: the Δ of the verdict rule, a fraction in (0, 0.5); 2% when not given.
+    fn noise(&mut self, raw: Option<&Spanned<f64>>) -> f64 {
+        let Some(raw) = raw else {
+            return super::DEFAULT_NOISE;
+        };
+        let v = *raw.get_ref();
+        if v.is_finite() && v > 0.0 && v < 0.5 {
+            v
+        } else {
+            self.err(
+                raw.span(),
+                format!("noise is the smallest change that matters, a fraction between 0 and 0.5 (0.01 = 1%), got {v}"),
+            );
+            super::DEFAULT_NOISE
+        }
     }
 
     fn experiment_name(&mut self, raw: &Spanned<String>) -> String {
@@ -306,6 +327,28 @@ mod tests {
         assert!(errs[0].contains("repetitions.min must be a whole number ≥ 2"));
         assert!(errs[1].contains("target_cv must be a fraction"));
         assert!(errs[2].contains("invalid duration `fast`"));
+    }
+
+    #[test]
+    fn noise_sets_the_verdicts_threshold_and_is_a_small_fraction() {
+        let spec = |noise: &str| {
+            format!(
+                "[experiment]\nname = \"x\"\n{noise}\n[matrix]\nworkload = [\"sysbench-cpu\"]\n"
+            )
+        };
+        let default = parse(&spec("")).unwrap();
+        assert_eq!(default.noise, crate::spec::DEFAULT_NOISE);
+        assert_eq!(default.verdict_rule(), isolab_stats::VerdictRule::default());
+        let fine = parse(&spec("noise = 0.005")).unwrap();
+        assert_eq!(fine.verdict_rule().noise, 0.005);
+        assert_eq!(fine.verdict_rule().alpha, 0.05);
+        for bad in ["noise = 0.0", "noise = 2.0", "noise = -0.01"] {
+            let errs = errors(&spec(bad));
+            assert!(
+                errs[0].starts_with("exp.toml:3:9: noise is the smallest change that matters"),
+                "{errs:?}"
+            );
+        }
     }
 
     #[test]

@@ -49,6 +49,9 @@ pub const QUICK_START: &str = include_str!("quick-start.toml");
 /// gets a recipe image instead ([`ExperimentSpec::recipe`]).
 pub const DEFAULT_IMAGE: &str = "/var/lib/isolab/images/bench";
 
+/// The verdicts' Δ when a spec does not set `[experiment] noise`: ±2%.
+pub const DEFAULT_NOISE: f64 = 0.02;
+
 /// The factors a matrix may vary, in the order cells list them.
 pub const FACTORS: [&str; 12] = [
     "platform",
@@ -240,6 +243,10 @@ pub struct ExperimentSpec {
     pub baseline: Vec<(String, String)>,
     /// Repetition policy.
     pub repetitions: Repetitions,
+    /// `[experiment] noise`: the Δ of every verdict on this experiment (the runner's
+    /// stopping rule, `show`, `compare`, `--until-decided`, `gate`): the smallest
+    /// relative change that matters; [`DEFAULT_NOISE`] when not given.
+    pub noise: f64,
     /// Run order.
     pub order: Order,
     /// Seed for shuffling, when the spec fixes one.
@@ -297,6 +304,15 @@ impl ExperimentSpec {
                 e.0.sort_by_key(|e| e.location.map(|l| (l.line, l.col)));
                 e
             })
+    }
+
+    /// The verdict rule of this experiment: the default significance level and the
+    /// spec's `noise`.
+    pub fn verdict_rule(&self) -> isolab_stats::VerdictRule {
+        isolab_stats::VerdictRule {
+            noise: self.noise,
+            ..isolab_stats::VerdictRule::default()
+        }
     }
 
     /// Counted runs: (at least, at most), warm-ups excluded.

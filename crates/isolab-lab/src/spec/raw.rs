@@ -83,6 +83,8 @@ pub(crate) struct RawExperiment {
     pub impossible: Option<Spanned<String>>,
     #[serde(default)]
     pub image: Option<Spanned<String>>,
+    #[serde(default)]
+    pub noise: Option<Spanned<f64>>,
 }
 
 /// `repetitions = { warmup, min, max, target_cv }`.

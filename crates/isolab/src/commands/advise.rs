@@ -17,7 +17,7 @@ pub fn advise(db: &Path, args: AdviseArgs) -> Result<Exit> {
     let id = store.resolve(&args.experiment)?;
     let data = isolab_report::ExperimentData::load(&store, id)?;
     let compare = CompareOptions {
-        rule: super::compare::rule(args.verdict.alpha, args.verdict.noise)?,
+        rule: super::compare::rule(&args.verdict, &super::stored_rule(&data.record))?,
         ..CompareOptions::default()
     };
     let options = super::summary_options(&data, false);

@@ -30,7 +30,7 @@ pub fn calibrate(db: &Path, args: CalibrateArgs) -> Result<Exit> {
         None => Source::new("built-in quick-start", QUICK_START),
     };
     let spec = ExperimentSpec::parse(aa_design(&source)?, &facts)?;
-    let rule = super::compare::rule(args.verdict.alpha, args.verdict.noise)?;
+    let rule = super::compare::rule(&args.verdict, &spec.verdict_rule())?;
     let store = host::open_store(db)?;
     let settings = Settings {
         workdir: args.workdir.clone(),

@@ -24,7 +24,10 @@ pub fn selectors(words: &[String], flag: &str) -> Result<Vec<(String, String)>> 
         .collect()
 }
 
-pub fn rule(alpha: f64, noise: f64) -> Result<VerdictRule> {
+/// The verdict rule of `--alpha` and `--noise`, `--noise` defaulting to `spec`'s rule's
+/// (the experiment's `[experiment] noise`).
+pub fn rule(verdict: &crate::cli::VerdictArgs, spec: &VerdictRule) -> Result<VerdictRule> {
+    let (alpha, noise) = (verdict.alpha, verdict.noise.unwrap_or(spec.noise));
     if !(alpha > 0.0 && alpha < 1.0) {
         bail!("--alpha must be between 0 and 1, got {alpha}");
     }
@@ -37,13 +40,13 @@ pub fn rule(alpha: f64, noise: f64) -> Result<VerdictRule> {
 pub fn compare(db: &Path, args: CompareArgs) -> Result<Exit> {
     let store = host::existing_store(db)?;
     let (sel_a, sel_b) = (selectors(&args.a, "--a")?, selectors(&args.b, "--b")?);
+    let first = ExperimentData::load(&store, store.resolve(&args.experiments[0])?)?;
     let options = CompareOptions {
-        rule: rule(args.verdict.alpha, args.verdict.noise)?,
+        rule: rule(&args.verdict, &super::stored_rule(&first.record))?,
         bin_width: args.bin_width,
         all_metrics: args.all_metrics,
         ..CompareOptions::default()
     };
-    let first = ExperimentData::load(&store, store.resolve(&args.experiments[0])?)?;
     let second = match args.experiments.get(1) {
         Some(e) => Some(ExperimentData::load(&store, store.resolve(e)?)?),
         None => {

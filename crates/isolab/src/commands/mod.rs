@@ -165,12 +165,29 @@ pub fn summary_options(
     }
 }
 
-/// Everything the table, JSON and HTML outputs show about `data`.
+/// The verdict rule of a stored experiment: the default α and its spec's `[experiment]
+/// noise` (the default Δ when the stored spec no longer parses).
+pub fn stored_rule(record: &isolab_store::ExperimentRecord) -> isolab_stats::VerdictRule {
+    let anywhere = isolab_lab::HostFacts {
+        cpus: (0..4096).collect(),
+        storage: None,
+    };
+    stored_spec(record, &anywhere).map_or_else(
+        |_| isolab_stats::VerdictRule::default(),
+        |s| s.verdict_rule(),
+    )
+}
+
+/// Everything the table, JSON and HTML outputs show about `data`, its verdicts decided
+/// with its spec's `noise`.
 pub fn analyse(data: &isolab_report::ExperimentData, all_metrics: bool) -> isolab_report::Analysis {
     isolab_report::analyse(
         data,
         summary_options(data, all_metrics),
-        &isolab_report::compare::CompareOptions::default(),
+        &isolab_report::compare::CompareOptions {
+            rule: stored_rule(&data.record),
+            ..isolab_report::compare::CompareOptions::default()
+        },
     )
 }
 

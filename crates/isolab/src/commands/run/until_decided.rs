@@ -59,6 +59,7 @@ pub fn run(db: &Path, args: RunArgs) -> Result<Exit> {
     let a = compare::side(&data, sel_a, false, args.all_metrics);
     let b = compare::side(&data, sel_b, false, args.all_metrics);
     let options = CompareOptions {
+        rule: spec.verdict_rule(),
         all_metrics: args.all_metrics,
         ..CompareOptions::default()
     };
