@@ -28,7 +28,8 @@ impl ToolProbe for SystemTools {
         // dpkg records the path it installed: the program's own, or the one a
         // symlink on PATH (an alternative) leads to.
         let owned = debian_package(&real)
-            .or_else(|| (real != path).then(|| debian_package(&path)).flatten());
+            .or_else(|| (real != path).then(|| debian_package(&path)).flatten())
+            .or_else(|| usr_merged(&real).and_then(|p| debian_package(&p)));
         if let Some(v) = owned {
             return Ok(v);
         }
@@ -52,6 +53,25 @@ impl ToolProbe for SystemTools {
             Ok(line)
         }
     }
+}
+
+/// The other name of `path` on a merged-/usr system: dpkg records `/bin/dash` while
+/// `/bin/sh` resolves to `/usr/bin/dash`, so the owner of one is asked by the other.
+fn usr_merged(path: &Path) -> Option<PathBuf> {
+    let text = path.to_str()?;
+    ["/usr/bin/", "/usr/sbin/"]
+        .iter()
+        .find_map(|usr| text.strip_prefix(usr).map(|rest| (&usr[4..], rest)))
+        .map(|(root, rest)| PathBuf::from(format!("{root}{rest}")))
+        .or_else(|| {
+            ["/bin/", "/sbin/"]
+                .iter()
+                .find_map(|root| {
+                    text.strip_prefix(root)
+                        .map(|rest| format!("/usr{root}{rest}"))
+                })
+                .map(PathBuf::from)
+        })
 }
 
 /// `PACKAGE VERSION (Debian)` of the Debian package that installed `path`, from
@@ -170,6 +190,67 @@ pub fn capture(
         },
     );
     put(
+        "cpu_boost",
+        cpu_boost(&roots.sys).unwrap_or_else(|| "unavailable (no cpufreq boost control)".into()),
+    );
+    put(
+        "cpu_microcode",
+        cpuinfo_field(&cpuinfo, "microcode").unwrap_or_else(unknown),
+    );
+    put(
+        "kernel_cmdline",
+        read_trim(&roots.proc.join("cmdline")).unwrap_or_else(unknown),
+    );
+    let vulnerabilities = roots.sys.join("devices/system/cpu/vulnerabilities");
+    let mut names: Vec<String> = std::fs::read_dir(&vulnerabilities)
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    for name in names {
+        if let Some(v) = read_trim(&vulnerabilities.join(&name)) {
+            put(&format!("mitigation.{name}"), v);
+        }
+    }
+    let thp = roots.sys.join("kernel/mm/transparent_hugepage");
+    put(
+        "thp",
+        read_trim(&thp.join("enabled")).map_or_else(unknown, |v| selected(&v)),
+    );
+    put(
+        "thp_defrag",
+        read_trim(&thp.join("defrag")).map_or_else(unknown, |v| selected(&v)),
+    );
+    put(
+        "numa_balancing",
+        read_trim(&roots.proc.join("sys/kernel/numa_balancing"))
+            .unwrap_or_else(|| "unavailable".into()),
+    );
+    put(
+        "clocksource",
+        read_trim(
+            &roots
+                .sys
+                .join("devices/system/clocksource/clocksource0/current_clocksource"),
+        )
+        .unwrap_or_else(unknown),
+    );
+    put(
+        "swappiness",
+        read_trim(&roots.proc.join("sys/vm/swappiness")).unwrap_or_else(unknown),
+    );
+    put(
+        "irqbalance",
+        if process_running(&roots.proc, "irqbalance") {
+            "running".into()
+        } else {
+            "not running".into()
+        },
+    );
+    put(
         "memory_total",
         meminfo_total(&roots.proc).unwrap_or_else(unknown),
     );
@@ -198,6 +279,50 @@ pub fn capture(
         put(&format!("tool.{tool}"), v);
     }
     env
+}
+
+/// The word in brackets of a sysfs choice (`always [madvise] never` → `madvise`), or
+/// the whole text when none is bracketed.
+fn selected(choices: &str) -> String {
+    choices
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix('[').and_then(|w| w.strip_suffix(']')))
+        .unwrap_or(choices)
+        .to_owned()
+}
+
+/// Whether the cpus may boost above their base clock: cpufreq's `boost` (AMD, acpi-cpufreq)
+/// or intel_pstate's `no_turbo` (inverted); `None` when neither is there.
+fn cpu_boost(sys: &Path) -> Option<String> {
+    let cpu = sys.join("devices/system/cpu");
+    if let Some(v) = read_trim(&cpu.join("cpufreq/boost")) {
+        return Some(if v == "1" { "on" } else { "off" }.into());
+    }
+    read_trim(&cpu.join("intel_pstate/no_turbo"))
+        .map(|v| if v == "1" { "off" } else { "on" }.into())
+}
+
+/// The first cpu's value of `field` in `/proc/cpuinfo`'s text.
+fn cpuinfo_field(cpuinfo: &str, field: &str) -> Option<String> {
+    cpuinfo.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        (k.trim() == field).then(|| v.trim().to_owned())
+    })
+}
+
+/// Whether a process whose `comm` is `name` runs (read from `<proc_root>/*/comm`).
+fn process_running(proc_root: &Path, name: &str) -> bool {
+    let Ok(dir) = std::fs::read_dir(proc_root) else {
+        return false;
+    };
+    dir.filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
+        .any(|e| read_trim(&e.path().join("comm")).as_deref() == Some(name))
 }
 
 fn os_release(etc: &Path) -> Option<String> {
@@ -351,7 +476,31 @@ mod tests {
             std::fs::write(path, t).unwrap();
         };
         w("proc/sys/kernel/osrelease", "6.1.0-test\n");
-        w("proc/cpuinfo", "processor\t: 0\nmodel name\t: Fake\n\n");
+        w(
+            "proc/cpuinfo",
+            "processor\t: 0\nmodel name\t: Fake\nmicrocode\t: 0xa201016\n\n",
+        );
+        w("proc/cmdline", "root=/dev/vda mitigations=off\n");
+        w("proc/sys/vm/swappiness", "60\n");
+        w("proc/sys/kernel/numa_balancing", "1\n");
+        w("proc/412/comm", "irqbalance\n");
+        w(
+            "sys/kernel/mm/transparent_hugepage/enabled",
+            "always [madvise] never\n",
+        );
+        w(
+            "sys/devices/system/cpu/vulnerabilities/spectre_v2",
+            "Vulnerable\n",
+        );
+        w(
+            "sys/devices/system/cpu/vulnerabilities/meltdown",
+            "Not affected\n",
+        );
+        w("sys/devices/system/cpu/intel_pstate/no_turbo", "1\n");
+        w(
+            "sys/devices/system/clocksource/clocksource0/current_clocksource",
+            "tsc\n",
+        );
         w("proc/meminfo", "MemTotal:       2097152 kB\n");
         w("sys/devices/system/cpu/online", "0\n");
         w("sys/devices/system/cpu/smt/active", "0\n");
@@ -385,5 +534,30 @@ mod tests {
         assert!(get("tool.fio").starts_with("unavailable"));
         assert!(get("cpu_governor").starts_with("unavailable"));
         assert_eq!(env.iter().filter(|(k, _)| k == "tool.sysbench").count(), 1);
+        // What changes results and is set outside the workload.
+        assert_eq!(get("cpu_microcode"), "0xa201016");
+        assert_eq!(get("kernel_cmdline"), "root=/dev/vda mitigations=off");
+        assert_eq!(get("thp"), "madvise");
+        assert_eq!(get("thp_defrag"), "unknown");
+        assert_eq!(get("swappiness"), "60");
+        assert_eq!(get("numa_balancing"), "1");
+        assert_eq!(get("clocksource"), "tsc");
+        assert_eq!(get("irqbalance"), "running");
+        assert_eq!(get("cpu_boost"), "off");
+        assert_eq!(get("mitigation.meltdown"), "Not affected");
+        assert_eq!(get("mitigation.spectre_v2"), "Vulnerable");
+    }
+
+    #[test]
+    fn a_merged_usr_path_is_asked_by_its_other_name() {
+        assert_eq!(
+            usr_merged(Path::new("/usr/bin/dash")),
+            Some(PathBuf::from("/bin/dash"))
+        );
+        assert_eq!(
+            usr_merged(Path::new("/sbin/tc")),
+            Some(PathBuf::from("/usr/sbin/tc"))
+        );
+        assert_eq!(usr_merged(Path::new("/opt/x/bin/y")), None);
     }
 }

@@ -45,6 +45,7 @@ pub mod degradation;
 pub mod escape;
 pub mod export;
 pub mod findings;
+pub mod fingerprint;
 pub mod fleet;
 pub mod html;
 pub mod isolation;

@@ -206,6 +206,17 @@ ALTER TABLE run_telemetry RENAME TO telemetry;
 /// the run.
 const V5: &str = "SELECT 1;";
 
+/// Version 6: `tags`, names given to experiments (`isolab tag`), several experiments
+/// under one name: the reference a gate decides against.
+const V6: &str = r#"
+CREATE TABLE tags (
+    name          TEXT    NOT NULL,
+    experiment_id INTEGER NOT NULL REFERENCES experiments (id) ON DELETE CASCADE,
+    created_at_ms INTEGER NOT NULL,
+    PRIMARY KEY (name, experiment_id)
+);
+"#;
+
 /// A migration's conversion of stored data, run between its SQL and the SQL after it.
 type Convert = fn(&mut dyn Connection) -> Result<(), BackendError>;
 
@@ -239,6 +250,7 @@ const MIGRATIONS: &[Migration] = &[
         after: V4_AFTER,
     },
     Migration::sql(V5),
+    Migration::sql(V6),
 ];
 
 /// The schema version this build creates and understands.

@@ -24,7 +24,7 @@ pub struct Copied {
 impl Store {
     /// Copies experiment `id` with everything stored about it (environment, cells and
     /// their stop reasons, every run with its metrics, telemetry, series, load intervals,
-    /// notes and logs, interruptions, status and times) into the store `to`, in one
+    /// notes and logs, interruptions, tags, status and times) into the store `to`, in one
     /// transaction there: the copy is whole or absent, and this store is only read. Ids
     /// are `to`'s own; the new experiment's id is returned with how many runs it holds.
     ///
@@ -36,6 +36,7 @@ impl Store {
         let cells = self.cells(id)?;
         let runs = self.runs(id)?;
         let interruptions = self.interruptions(id)?;
+        let tags = self.tags(id)?;
         let what = || {
             format!(
                 "copying experiment {id} (`{}`) from {} to {}",
@@ -138,6 +139,9 @@ impl Store {
                     ..i.clone()
                 },
             )?;
+        }
+        for name in &tags {
+            super::tags::tag(db, copy, name)?;
         }
         db.execute(
             "UPDATE experiments SET status = ?2, finished_at_ms = ?3 WHERE id = ?1",

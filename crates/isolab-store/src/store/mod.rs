@@ -8,6 +8,7 @@ mod copy;
 mod experiments;
 mod queries;
 mod runs;
+mod tags;
 
 pub use copy::Copied;
 pub(crate) use experiments::create_experiment;
