@@ -47,6 +47,7 @@ pub mod export;
 pub mod findings;
 pub mod fingerprint;
 pub mod fleet;
+pub mod gate;
 pub mod html;
 pub mod isolation;
 pub mod load;

@@ -9,8 +9,9 @@ use clap::{Parser, Subcommand, ValueEnum};
 /// in SQLite, reported with confidence intervals.
 ///
 /// Exit status: 0 success, 1 error, 2 invalid spec or usage, 3 finished with failed
-/// cells, 4 `compare --fail-on` found a point worse (or changed), 5 `compare --fail-on
-/// undecided` found an undecided point, 130 interrupted (resume with `isolab run
+/// cells, 4 `compare --fail-on` or `gate` found a point worse (or changed), 5 `compare
+/// --fail-on undecided` or `gate --strict` found an undecided point, 6 `gate` refused a
+/// reference on a different host fingerprint, 130 interrupted (resume with `isolab run
 /// --resume EXP`).
 #[derive(Debug, Parser)]
 #[command(name = "isolab", version, propagate_version = true)]
@@ -63,6 +64,22 @@ pub enum Command {
     /// geometric mean of the overhead ratios, and seed 000's regression histogram
     /// (`--format md` for Markdown tables).
     Compare(CompareArgs),
+    /// Decide a stored experiment (or run SPEC first) against a reference built from the
+    /// store's history: the latest --history experiments of the same spec (cells by
+    /// levels, workloads by definition) on the same host fingerprint, or those tagged
+    /// --reference. Each point's threshold is the larger of the spec's `noise` and the
+    /// history's own scatter between experiments (see docs/gate.md); a point is worse
+    /// when significant after Benjamini-Hochberg and beyond it. A reference on a
+    /// different fingerprint (kernel, THP, mitigations, tool and engine versions, image
+    /// digest…) is refused with the keys named unless --allow-drift names each.
+    ///
+    /// Exit status: 0 nothing worse, 4 a point is worse, 5 with --strict a point is
+    /// undecided (or its history too short) and none worse, 6 refused: the reference's
+    /// fingerprint differs and --allow-drift does not name every key.
+    Gate(GateArgs),
+    /// Tag an experiment (`isolab tag EXP baseline-2026-11`); several experiments may
+    /// share a tag, which `gate --reference TAG` decides against. --remove takes it off.
+    Tag(TagArgs),
     /// Check an experiment's data against the seeds' best practices (pin small
     /// containers, container size, container-in-VM for IO-bound services, reservation
     /// against noisy neighbours, dedicated storage, …): for every rule, whether it
@@ -395,6 +412,46 @@ pub struct CompareArgs {
     pub fail_on: Vec<FailOn>,
     #[command(flatten)]
     pub format: TableFormatArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct GateArgs {
+    /// A stored experiment (id or name: the newest with that name), or a spec file to run
+    /// first and then decide.
+    pub target: String,
+    /// How many of the latest experiments of the same spec make the reference.
+    #[arg(long, value_name = "K", default_value_t = 10)]
+    pub history: usize,
+    /// Decide against the experiments tagged TAG (`isolab tag`) instead of the latest.
+    #[arg(long, value_name = "TAG")]
+    pub reference: Option<String>,
+    /// Accept a reference whose host fingerprint differs in KEY (e.g. `thp`,
+    /// `tool.runc`, `kernel`); the drift is then named as a candidate cause. Repeat or
+    /// comma-separate.
+    #[arg(long, value_delimiter = ',', value_name = "KEY")]
+    pub allow_drift: Vec<String>,
+    /// Exit 5 when a point is undecided (and none worse).
+    #[arg(long)]
+    pub strict: bool,
+    /// Decide every metric, not only each workload's primary one.
+    #[arg(long)]
+    pub all_metrics: bool,
+    /// Directory for the runs' working directories, when SPEC runs first.
+    #[arg(long, default_value_os_t = default_workdir())]
+    pub workdir: PathBuf,
+    #[command(flatten)]
+    pub format: TableFormatArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct TagArgs {
+    /// Experiment id or name.
+    pub experiment: String,
+    /// The tag, e.g. baseline-2026-11; not a number.
+    pub tag: String,
+    /// Remove the tag instead.
+    #[arg(long)]
+    pub remove: bool,
 }
 
 #[derive(Debug, clap::Args)]

@@ -315,6 +315,22 @@ impl ExperimentSpec {
         }
     }
 
+    /// Each cell's key with the SHA-256 of its workload's definition (command, parser,
+    /// files, stack, packages…, as JSON): two experiments measure the same point when a
+    /// cell of the same key runs a workload of the same digest (`isolab gate`, `trend`).
+    pub fn workload_digests(&self) -> std::collections::BTreeMap<String, String> {
+        use sha2::{Digest, Sha256};
+        self.cells
+            .iter()
+            .map(|c| {
+                let json = serde_json::to_string(&c.workload).unwrap_or_default();
+                let digest = Sha256::digest(json.as_bytes());
+                let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+                (c.key(), hex)
+            })
+            .collect()
+    }
+
     /// Counted runs: (at least, at most), warm-ups excluded.
     pub fn run_bounds(&self) -> (u64, u64) {
         let n = self.cells.len() as u64;

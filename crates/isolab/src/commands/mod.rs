@@ -8,6 +8,7 @@ mod compare;
 mod env;
 mod export;
 mod fleet;
+mod gate;
 mod gc;
 mod image;
 pub mod json;
@@ -34,6 +35,8 @@ pub enum Exit {
     Worse = 4,
     /// `compare --fail-on undecided` found an undecided point (and none worse).
     Undecided = 5,
+    /// `gate` refused a reference whose host fingerprint differs.
+    Refused = 6,
     Interrupted = 130,
 }
 
@@ -64,6 +67,8 @@ pub fn dispatch(cli: Cli) -> Result<Exit> {
         Command::Report(args) => report::report(&db, args),
         Command::Compare(args) => compare::compare(&db, args),
         Command::Advise(args) => advise::advise(&db, args),
+        Command::Gate(args) => gate::gate(&db, args),
+        Command::Tag(args) => gate::tag(&db, args),
         Command::Calibrate(args) => calibrate::calibrate(&db, args),
         Command::Image(args) => image::image(args),
         Command::Store(args) => store::store(args),
