@@ -34,6 +34,9 @@ pub struct Analysis {
     pub load: Vec<load::LoadGroup>,
     /// Data quality.
     pub quality: quality::Quality,
+    /// The spec's points over the store's experiments; empty unless the caller, which
+    /// reads the store, fills it ([`crate::trend::trend`]).
+    pub trend: crate::trend::Trend,
     /// The baseline and primary metrics used.
     #[serde(skip)]
     pub options: SummaryOptions,
@@ -78,6 +81,7 @@ pub fn analyse(
         scalability,
         load: load::load(data),
         quality,
+        trend: crate::trend::Trend::default(),
         options,
     }
 }

@@ -62,6 +62,7 @@ pub mod sections;
 pub mod sizes;
 pub mod summary;
 pub mod table;
+pub mod trend;
 
 pub use analysis::{analyse, factor_names, Analysis};
 pub use data::ExperimentData;

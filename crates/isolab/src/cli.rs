@@ -57,6 +57,13 @@ pub enum Command {
     Export(ExportArgs),
     /// Write the self-contained HTML report of an experiment.
     Report(ReportArgs),
+    /// Import a bundle (`isolab export --bundle`) into the store: every experiment with
+    /// its runs, ids remapped; one the store already holds (same name, seed and
+    /// creation time) is skipped, so importing twice duplicates nothing.
+    Import {
+        /// The bundle file.
+        bundle: PathBuf,
+    },
     /// Compare configuration B against A: within one experiment (`EXP --a
     /// placement=quota --b placement=pinned`, other factors matched) or across two
     /// experiments (`EXP_A EXP_B`, cells matched by their levels). Prints medians with
@@ -77,6 +84,11 @@ pub enum Command {
     /// undecided (or its history too short) and none worse, 6 refused: the reference's
     /// fingerprint differs and --allow-drift does not name every key.
     Gate(GateArgs),
+    /// Each point of an experiment's spec over the stored experiments of that spec (cells
+    /// by levels, workloads by definition) in time order, one line per cell and host:
+    /// median, 95% CI, the change points the gate's rule decides, and the host-fingerprint
+    /// changes between consecutive experiments. `isolab report` shows it as a section.
+    Trend(TrendArgs),
     /// Tag an experiment (`isolab tag EXP baseline-2026-11`); several experiments may
     /// share a tag, which `gate --reference TAG` decides against. --remove takes it off.
     Tag(TagArgs),
@@ -344,8 +356,15 @@ discovery rate and a noise threshold).";
 
 #[derive(Debug, clap::Args)]
 pub struct ExportArgs {
-    /// Experiment id or name.
-    pub experiment: String,
+    /// Experiment id or name; with --bundle, one or more.
+    #[arg(required = true, num_args = 1..)]
+    pub experiments: Vec<String>,
+    /// Write the experiments with their spec, environment, tags and every raw run,
+    /// series, log and note into FILE, a bundle (an SQLite store of one file) that
+    /// `isolab import FILE` reads into any store, so that two sites compare without
+    /// sharing a database. An experiment FILE already holds is skipped.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["series", "output"])]
+    pub bundle: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value = "csv")]
     pub format: ExportFormat,
@@ -439,6 +458,17 @@ pub struct GateArgs {
     /// Directory for the runs' working directories, when SPEC runs first.
     #[arg(long, default_value_os_t = default_workdir())]
     pub workdir: PathBuf,
+    #[command(flatten)]
+    pub format: TableFormatArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct TrendArgs {
+    /// Experiment id or name (the newest with that name): its spec's trend up to it.
+    pub experiment: String,
+    /// The metric to follow (default: each workload's primary one).
+    #[arg(long)]
+    pub metric: Option<String>,
     #[command(flatten)]
     pub format: TableFormatArgs,
 }

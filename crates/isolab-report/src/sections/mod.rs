@@ -50,6 +50,7 @@ sections![
     histogram::Histogram,
     load::Load,
     time_series::TimeSeries,
+    trend::Trend,
     quality::Quality,
     stop_reasons::StopReasons,
     failed_runs::FailedRuns,

@@ -1,5 +1,6 @@
 //! `isolab export EXP --format csv|json|benchstat`: one row per metric observation;
-//! `isolab export EXP --series --format csv|json`: one row per load interval.
+//! `isolab export EXP --series --format csv|json`: one row per load interval;
+//! `isolab export --bundle FILE EXP…`: the experiments whole, into a bundle file.
 
 use std::path::Path;
 
@@ -12,7 +13,21 @@ use crate::host;
 
 pub fn export(db: &Path, args: ExportArgs) -> Result<Exit> {
     let store = host::existing_store(db)?;
-    let id = store.resolve(&args.experiment)?;
+    if let Some(bundle) = &args.bundle {
+        if host::is_url(bundle) {
+            bail!(
+                "a bundle is a file: --bundle takes a path, got {}",
+                bundle.display()
+            );
+        }
+        let mut to = host::open_store(bundle)?;
+        super::store::copy(&store, &mut to, &args.experiments)?;
+        return Ok(Exit::Success);
+    }
+    let [experiment] = &args.experiments[..] else {
+        bail!("export writes one experiment's rows; name one, or use --bundle FILE for several");
+    };
+    let id = store.resolve(experiment)?;
     let format = match args.format {
         ExportFormat::Csv => Format::Csv,
         ExportFormat::Json => Format::Json,

@@ -18,9 +18,9 @@ use crate::host;
 
 /// An earlier experiment of the candidate's spec: its id, the cell keys it shares with
 /// the candidate (same levels, same workload definition) and its drift.
-struct Earlier {
-    id: ExperimentId,
-    cells: BTreeSet<String>,
+pub(super) struct Earlier {
+    pub(super) id: ExperimentId,
+    pub(super) cells: BTreeSet<String>,
     drift: Vec<Drift>,
 }
 
@@ -38,7 +38,7 @@ fn digests(record: &isolab_store::ExperimentRecord) -> BTreeMap<String, String> 
 
 /// The complete experiments created before `candidate` that share at least one cell
 /// with it, newest first.
-fn earlier(store: &Store, candidate: ExperimentId) -> Result<Vec<Earlier>> {
+pub(super) fn earlier(store: &Store, candidate: ExperimentId) -> Result<Vec<Earlier>> {
     let record = store.experiment(candidate)?;
     let mine = digests(&record);
     let print = fingerprint::fingerprint(&store.environment(candidate)?);

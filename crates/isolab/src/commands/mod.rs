@@ -18,6 +18,7 @@ mod report;
 mod run;
 mod show;
 mod store;
+mod trend;
 
 use anyhow::Result;
 use isolab_lab::SpecErrors;
@@ -69,9 +70,11 @@ pub fn dispatch(cli: Cli) -> Result<Exit> {
         Command::Advise(args) => advise::advise(&db, args),
         Command::Gate(args) => gate::gate(&db, args),
         Command::Tag(args) => gate::tag(&db, args),
+        Command::Trend(args) => trend::trend(&db, args),
         Command::Calibrate(args) => calibrate::calibrate(&db, args),
         Command::Image(args) => image::image(args),
         Command::Store(args) => store::store(args),
+        Command::Import { bundle } => store::import(&db, &bundle),
         Command::Fleet(args) => fleet::fleet(&db, args),
         Command::Env(args) => env::env(args),
         Command::Gc(args) => gc::gc(args),
@@ -91,6 +94,7 @@ fn prints_only(command: &Command) -> bool {
             | Command::Export(_)
             | Command::Compare(_)
             | Command::Advise(_)
+            | Command::Trend(_)
             | Command::Env(_)
             | Command::Completions { .. }
             | Command::Man { dir: None }

@@ -12,7 +12,9 @@ pub fn report(db: &Path, args: ReportArgs) -> Result<Exit> {
     let store = host::existing_store(db)?;
     let id = store.resolve(&args.experiment)?;
     let data = isolab_report::ExperimentData::load(&store, id)?;
-    let html = isolab_report::html::html(&data, &super::analyse(&data, args.all_metrics));
+    let mut analysis = super::analyse(&data, args.all_metrics);
+    analysis.trend = super::trend::history_trend(&store, id, None)?;
+    let html = isolab_report::html::html(&data, &analysis);
     let path = args
         .output
         .unwrap_or_else(|| PathBuf::from(format!("isolab-report-{id}.html")));

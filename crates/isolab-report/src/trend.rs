@@ -1,0 +1,324 @@
+//! Trends: each point's estimate over the stored experiments of one spec in time order,
+//! one line per cell, metric and host, with the change points the gate's rule decides
+//! and the host-fingerprint changes between consecutive experiments.
+//!
+//! A change point: walking a line in time order, experiment i is tested against the
+//! experiments since the last change point ([`isolab_stats::test_against_history`], once
+//! at least [`isolab_stats::MIN_HISTORY`] are there) at α divided by the number of tests
+//! the line makes (Bonferroni: a line of 30 experiments makes up to 27 tests, and an A/A
+//! line must not sprout change points); a worse or better verdict starts a new segment.
+
+use isolab_stats::{
+    history_verdict, median_ci, test_against_history, Direction, Interval, Verdict, VerdictRule,
+};
+use isolab_store::{ExperimentId, RunStatus};
+
+use crate::data::ExperimentData;
+use crate::fingerprint::{self, Drift};
+
+/// One experiment on a trend line.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct TrendPoint {
+    /// The experiment.
+    pub experiment: ExperimentId,
+    /// When it was created, milliseconds since the Unix epoch.
+    pub created_at_ms: u64,
+    /// Its counted runs of the cell.
+    pub n: usize,
+    /// Their median.
+    pub median: f64,
+    /// The median's 95% CI.
+    pub ci: Option<Interval>,
+    /// A change point here: worse or better than the segment before.
+    pub change: Option<Verdict>,
+    /// The change against the segment before, positive = worse, when tested.
+    pub change_pct: Option<f64>,
+    /// Fingerprint keys that differ from the previous experiment on the line.
+    pub drift: Vec<Drift>,
+}
+
+/// One cell's metric on one host over time.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct TrendLine {
+    /// The host (its `hostname`).
+    pub host: String,
+    /// The cell's key.
+    pub cell: String,
+    /// The metric.
+    pub metric: String,
+    /// Its unit.
+    pub unit: String,
+    /// Which way is better.
+    pub direction: Direction,
+    /// Its experiments, oldest first.
+    pub points: Vec<TrendPoint>,
+}
+
+/// The trend of one spec's experiments.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Trend {
+    /// The lines, by host, cell and metric.
+    pub lines: Vec<TrendLine>,
+}
+
+impl Trend {
+    /// Whether any line has two or more experiments.
+    pub fn has_history(&self) -> bool {
+        self.lines.iter().any(|l| l.points.len() >= 2)
+    }
+}
+
+/// The counted, successful values of `metric` in the cell keyed `key`, with unit and
+/// direction.
+fn values(data: &ExperimentData, key: &str, metric: &str) -> Option<(Vec<f64>, String, Direction)> {
+    let cell = data.cells.iter().find(|c| c.key == key)?;
+    let mut out = Vec::new();
+    let mut unit = None;
+    for r in data
+        .runs
+        .iter()
+        .filter(|r| r.cell == cell.id && !r.warmup && r.status == RunStatus::Ok)
+    {
+        if let Some(m) = r
+            .metrics
+            .iter()
+            .find(|m| m.name == metric && m.value.is_finite())
+        {
+            out.push(m.value);
+            unit.get_or_insert((m.unit.clone(), m.direction));
+        }
+    }
+    let (unit, direction) = unit?;
+    Some((out, unit, direction))
+}
+
+/// The trend over `experiments` (oldest first) of every cell of the newest one and the
+/// metrics `metrics_of(cell index)` names; `same_cell(i, key)` says whether experiment
+/// i's cell `key` is the newest one's (same levels, same workload definition).
+pub fn trend(
+    experiments: &[ExperimentData],
+    same_cell: &dyn Fn(usize, &str) -> bool,
+    metrics_of: &dyn Fn(u32) -> Vec<String>,
+    rule: &VerdictRule,
+) -> Trend {
+    let Some(newest) = experiments.last() else {
+        return Trend::default();
+    };
+    let host_of = |d: &ExperimentData| {
+        d.environment
+            .iter()
+            .find(|(k, _)| k == "hostname")
+            .map_or_else(|| "unknown".to_owned(), |(_, v)| v.clone())
+    };
+    let mut hosts: Vec<String> = experiments.iter().map(host_of).collect();
+    hosts.sort();
+    hosts.dedup();
+    let mut lines = Vec::new();
+    for host in &hosts {
+        for cell in &newest.cells {
+            for metric in metrics_of(cell.index) {
+                let mut points: Vec<TrendPoint> = Vec::new();
+                let (mut unit, mut direction) = (String::new(), Direction::Lower);
+                let mut previous: Option<&ExperimentData> = None;
+                for (i, e) in experiments.iter().enumerate() {
+                    if host_of(e) != *host || !same_cell(i, &cell.key) {
+                        continue;
+                    }
+                    let Some((v, u, d)) = values(e, &cell.key, &metric) else {
+                        continue;
+                    };
+                    let Ok(sample) = isolab_stats::Sample::new(v) else {
+                        continue;
+                    };
+                    (unit, direction) = (u, d);
+                    let drift = previous.map_or_else(Vec::new, |p| {
+                        fingerprint::drift(
+                            &fingerprint::fingerprint(&p.environment),
+                            &fingerprint::fingerprint(&e.environment),
+                        )
+                    });
+                    previous = Some(e);
+                    points.push(TrendPoint {
+                        experiment: e.record.id,
+                        created_at_ms: e
+                            .record
+                            .created_at
+                            .duration_since(std::time::UNIX_EPOCH)
+                            .map_or(0, |d| d.as_millis() as u64),
+                        n: sample.len(),
+                        median: sample.median(),
+                        ci: median_ci(&sample, 0.95),
+                        change: None,
+                        change_pct: None,
+                        drift,
+                    });
+                }
+                if points.is_empty() {
+                    continue;
+                }
+                change_points(&mut points, direction, rule);
+                lines.push(TrendLine {
+                    host: host.clone(),
+                    cell: cell.key.clone(),
+                    metric,
+                    unit,
+                    direction,
+                    points,
+                });
+            }
+        }
+    }
+    Trend { lines }
+}
+
+/// Marks the change points of a line (see the module's rule).
+fn change_points(points: &mut [TrendPoint], direction: Direction, rule: &VerdictRule) {
+    let tests = points
+        .len()
+        .saturating_sub(isolab_stats::MIN_HISTORY)
+        .max(1);
+    let strict = VerdictRule {
+        alpha: rule.alpha / tests as f64,
+        noise: rule.noise,
+    };
+    let mut start = 0;
+    for i in 0..points.len() {
+        let segment: Vec<f64> = points[start..i].iter().map(|p| p.median).collect();
+        let Some(t) = test_against_history(&segment, points[i].median, direction, &strict) else {
+            continue;
+        };
+        points[i].change_pct = Some(t.change);
+        let v = history_verdict(&strict, &t, t.p);
+        if matches!(v, Verdict::Worse | Verdict::Better) {
+            points[i].change = Some(v);
+            start = i;
+        }
+    }
+}
+
+/// One line's table: a row per experiment.
+fn line_table(l: &TrendLine) -> crate::table::Table {
+    use crate::table::{num, Table};
+    let mut t = Table::new(
+        [
+            "experiment",
+            "created (UTC)",
+            "n",
+            "median",
+            "95% CI",
+            "vs segment",
+            "change point",
+            "fingerprint change",
+        ]
+        .map(String::from)
+        .to_vec(),
+        vec![true, false, true, true, true, true, false, false],
+    );
+    for p in &l.points {
+        t.push(vec![
+            p.experiment.to_string(),
+            humantime::format_rfc3339_seconds(
+                std::time::UNIX_EPOCH + std::time::Duration::from_millis(p.created_at_ms),
+            )
+            .to_string(),
+            p.n.to_string(),
+            num(p.median),
+            p.ci.map_or("-".into(), |c| format!("[{}, {}]", num(c.low), num(c.high))),
+            p.change_pct
+                .map_or("-".into(), |c| format!("{:+.1}%", c * 100.0)),
+            p.change.map_or(String::new(), |v| v.as_str().to_owned()),
+            fingerprint::describe(&p.drift),
+        ]);
+    }
+    t
+}
+
+/// A line's heading: cell, host and metric with its unit.
+fn heading(l: &TrendLine) -> String {
+    format!(
+        "{} on {}: {}{}",
+        l.cell,
+        l.host,
+        l.metric,
+        if l.unit.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", l.unit)
+        }
+    )
+}
+
+/// The trend as text or Markdown: per line, one row per experiment.
+pub fn trend_table(trend: &Trend, style: impl Into<crate::table::Style>) -> String {
+    let style = style.into();
+    let mut out = String::new();
+    for l in &trend.lines {
+        out.push_str(&crate::table::text_lines(
+            &format!("\n{}\n", heading(l)),
+            style,
+        ));
+        out.push_str(&line_table(l).render(style));
+    }
+    out
+}
+
+/// The trend as HTML: per line a chart of the medians with their CIs over the
+/// experiments, change points and fingerprint changes as marked series, then its table.
+pub fn trend_html(trend: &Trend) -> String {
+    use crate::plots::{lines, LineChart, LinePoint, LineSeries};
+    let mut out = String::new();
+    for l in trend.lines.iter().filter(|l| l.points.len() >= 2) {
+        let at = |i: usize, p: &TrendPoint| LinePoint {
+            x: (i + 1) as f64,
+            y: p.median,
+            y_low: p.ci.map(|c| c.low),
+            y_high: p.ci.map(|c| c.high),
+        };
+        let marked = |name: &str, pick: &dyn Fn(&TrendPoint) -> bool| LineSeries {
+            name: name.to_owned(),
+            points: l
+                .points
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| pick(p))
+                .map(|(i, p)| LinePoint::new((i + 1) as f64, p.median))
+                .collect(),
+            fit: None,
+        };
+        let mut series = vec![LineSeries {
+            name: format!("median, 95% CI ({})", l.host),
+            points: l.points.iter().enumerate().map(|(i, p)| at(i, p)).collect(),
+            fit: None,
+        }];
+        for (name, pick) in [
+            (
+                "change point",
+                &(|p: &TrendPoint| p.change.is_some()) as &dyn Fn(&TrendPoint) -> bool,
+            ),
+            ("fingerprint changed", &|p: &TrendPoint| !p.drift.is_empty()),
+        ] {
+            let s = marked(name, pick);
+            if !s.points.is_empty() {
+                series.push(s);
+            }
+        }
+        let chart = LineChart {
+            title: heading(l),
+            x_label: "experiment (time order)".into(),
+            y_label: if l.unit.is_empty() {
+                l.metric.clone()
+            } else {
+                format!("{} ({})", l.metric, l.unit)
+            },
+            series,
+            ..LineChart::default()
+        };
+        out.push_str(&format!(
+            "<h3>{}</h3>\n<figure>{}</figure>\n{}",
+            crate::escape::esc(&heading(l)),
+            lines(&chart),
+            line_table(l).render_html()
+        ));
+    }
+    out
+}
