@@ -68,18 +68,18 @@ impl Validator<'_> {
         (settings, raw.baseline)
     }
 
-    /// `noise`: the Δ of the verdict rule, a fraction in (0, 0.5); 2% when not given.
+    /// `noise`: the Δ of the verdict rule, a fraction in (0, 1); 2% when not given.
     fn noise(&mut self, raw: Option<&Spanned<f64>>) -> f64 {
         let Some(raw) = raw else {
             return super::DEFAULT_NOISE;
         };
         let v = *raw.get_ref();
-        if v.is_finite() && v > 0.0 && v < 0.5 {
+        if v.is_finite() && v > 0.0 && v < 1.0 {
             v
         } else {
             self.err(
                 raw.span(),
-                format!("noise is the smallest change that matters, a fraction between 0 and 0.5 (0.01 = 1%), got {v}"),
+                format!("noise is the smallest change that matters, a fraction between 0 and 1 (0.01 = 1%), got {v}"),
             );
             super::DEFAULT_NOISE
         }
@@ -342,7 +342,7 @@ mod tests {
         let fine = parse(&spec("noise = 0.005")).unwrap();
         assert_eq!(fine.verdict_rule().noise, 0.005);
         assert_eq!(fine.verdict_rule().alpha, 0.05);
-        for bad in ["noise = 0.0", "noise = 2.0", "noise = -0.01"] {
+        for bad in ["noise = 0.0", "noise = 1.0", "noise = -0.01"] {
             let errs = errors(&spec(bad));
             assert!(
                 errs[0].starts_with("exp.toml:3:9: noise is the smallest change that matters"),
