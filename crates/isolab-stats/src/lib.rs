@@ -83,7 +83,8 @@ pub use order::{median_ci, percentile};
 pub use outliers::{outliers_mad, Outliers, DEFAULT_OUTLIER_THRESHOLD};
 pub use paired::{paired_hodges_lehmann, signed_rank, signed_rank_min_p, SignedRank};
 pub use power::{
-    runs_for_power, runs_for_verdict, simulate_verdicts, verdict_power, Design, Noise, Rates,
+    runs_for_equivalence, runs_for_power, runs_for_verdict, simulate_verdicts, verdict_power,
+    Design, Noise, Rates,
 };
 pub use rank::{hodges_lehmann, mann_whitney, mann_whitney_min_p, MannWhitney, Shift};
 pub use sample::{Interval, Sample, SampleError, Summary};

@@ -95,6 +95,37 @@ pub fn runs_for_verdict(cv: f64, effect: f64, rule: &VerdictRule, power: f64) ->
     hi
 }
 
+/// The fewest runs per side at which an unchanged point is called `≈` at the noise
+/// threshold Δ = `rule.noise` with probability about `power`, for a metric of coefficient
+/// of variation `cv`: the change's (1 − 2α) interval ĉ ± z₁₋α·s must lie inside ±Δ, with
+/// ĉ normal around 0 and s = cv·√(2/n)·√(π/3) as in [`verdict_power`], which holds with
+/// probability ≈ `power` when (z₁₋α + z₍₁₊power₎/₂)·s ≤ Δ:
+///
+/// n = ⌈2·(π/3)·((z₁₋α + z₍₁₊power₎/₂)·cv/Δ)²⌉, at least [`crate::MIN_PAIRS`].
+///
+/// What `calibrate` tells a user who asks for `[experiment] noise = Δ`: how many runs a
+/// cell takes before the runner can stop it as decided when nothing changed.
+/// `u32::MAX` for invalid inputs.
+pub fn runs_for_equivalence(cv: f64, rule: &VerdictRule, power: f64) -> u32 {
+    let valid = cv.is_finite()
+        && rule.noise > 0.0
+        && rule.alpha > 0.0
+        && rule.alpha < 0.5
+        && power > 0.0
+        && power < 1.0;
+    if !valid {
+        return u32::MAX;
+    }
+    let z = standard_normal_quantile(1.0 - rule.alpha)
+        + standard_normal_quantile((1.0 + power) / 2.0);
+    let n = (2.0 * (std::f64::consts::PI / 3.0) * (z * cv.abs() / rule.noise).powi(2)).ceil();
+    if n.is_nan() || n >= f64::from(u32::MAX) {
+        u32::MAX
+    } else {
+        (n as u32).max(crate::MIN_PAIRS as u32)
+    }
+}
+
 /// The shape of the noise in a simulated experiment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -362,5 +393,17 @@ mod tests {
         assert_eq!(runs_for_power(0.05, 0.03, 0.05, 1.0), u32::MAX);
         assert_eq!(runs_for_power(f64::NAN, 0.03, 0.05, 0.9), u32::MAX);
         assert_eq!(runs_for_power(1e6, 1e-9, 0.05, 0.9), u32::MAX);
+    }
+
+    #[test]
+    fn equivalence_needs_four_times_the_runs_at_half_the_threshold() {
+        let rule = |noise| VerdictRule { alpha: 0.05, noise };
+        // 1% CV, Δ = 2%: 2·(π/3)·((1.645 + 1.645)·0.5)² = 5.67 → the floor of 6 runs.
+        assert_eq!(runs_for_equivalence(0.01, &rule(0.02), 0.9), crate::MIN_PAIRS as u32);
+        let at_1 = runs_for_equivalence(0.01, &rule(0.01), 0.9);
+        let at_half = runs_for_equivalence(0.01, &rule(0.005), 0.9);
+        assert_eq!(at_1, 23);
+        assert!((4 * at_1).abs_diff(at_half) <= 4, "{at_1} {at_half}");
+        assert_eq!(runs_for_equivalence(f64::NAN, &rule(0.01), 0.9), u32::MAX);
     }
 }

@@ -10,7 +10,7 @@ use isolab_report::compare::{compare, CompareOptions, Side};
 use isolab_report::table::Table;
 use isolab_report::ExperimentData;
 use isolab_stats::{
-    runs_for_power, runs_for_verdict, simulate_verdicts, Design, Noise, Verdict, VerdictRule,
+    runs_for_equivalence, runs_for_power, runs_for_verdict, simulate_verdicts, Design, Noise, Verdict, VerdictRule,
 };
 use isolab_store::ExperimentStatus;
 
@@ -100,6 +100,10 @@ pub fn calibrate(db: &Path, args: CalibrateArgs) -> Result<Exit> {
                 "points": e.points, "false_verdicts": e.false_verdicts, "equivalent": e.equivalent,
                 "runs_for_plain_test": runs_for_power(cv, args.effect, rule.alpha, args.power),
                 "runs_recommended": planned.runs,
+                "runs_for_noise": NOISE_LEVELS.iter().map(|&noise| {
+                    let n = runs_for_equivalence(cv * gain, &VerdictRule { noise, ..rule.clone() }, args.power);
+                    (format!("{noise}"), serde_json::json!((n != u32::MAX).then_some(n)))
+                }).collect::<serde_json::Map<_, _>>(),
                 "power_normal": planned.normal, "power_skewed": planned.skewed,
             })
         })
@@ -157,6 +161,27 @@ pub fn calibrate(db: &Path, args: CalibrateArgs) -> Result<Exit> {
             SIMULATED,
             SIMULATION_SEED
         );
+        let mut t = Table::new(
+            std::iter::once("workload (metric)".to_owned())
+                .chain(NOISE_LEVELS.iter().map(|n| format!("noise = {n}")))
+                .collect(),
+            std::iter::once(false)
+                .chain(NOISE_LEVELS.iter().map(|_| true))
+                .collect(),
+        );
+        for r in &rows {
+            t.push(
+                std::iter::once(r["workload"].as_str().unwrap_or("").to_owned())
+                    .chain(
+                        NOISE_LEVELS
+                            .iter()
+                            .map(|n| runs_text(r["runs_for_noise"][format!("{n}")].as_u64())),
+                    )
+                    .collect(),
+            );
+        }
+        println!("\nThe Δ this host can decide: runs per cell before an unchanged point is called ≈ with {:.0}% probability, for each `[experiment] noise` (the runner stops a compared cell only once it is decided; set repetitions.max at least this high)", args.power * 100.0);
+        print!("{}", t.render(super::color()));
         println!(
             "details: isolab compare {} --a replica=a --b replica=b",
             outcome.experiment
@@ -164,6 +189,9 @@ pub fn calibrate(db: &Path, args: CalibrateArgs) -> Result<Exit> {
     }
     Ok(Exit::Success)
 }
+
+/// The noise thresholds whose runs `calibrate` lists.
+const NOISE_LEVELS: [f64; 4] = [0.005, 0.01, 0.02, 0.05];
 
 /// Simulated experiments per check of the recommended runs.
 const SIMULATED: usize = 2000;
