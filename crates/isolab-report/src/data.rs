@@ -46,6 +46,34 @@ impl ExperimentData {
         }
         out
     }
+
+    /// The values of `metric` in the counted, successful runs of the cell keyed `key`,
+    /// with the metric's unit and direction; `None` when no such run recorded it.
+    pub fn counted_values(
+        &self,
+        key: &str,
+        metric: &str,
+    ) -> Option<(Vec<f64>, String, isolab_stats::Direction)> {
+        let cell = self.cells.iter().find(|c| c.key == key)?;
+        let mut values = Vec::new();
+        let mut unit = None;
+        for r in self
+            .runs
+            .iter()
+            .filter(|r| r.cell == cell.id && !r.warmup && r.status == isolab_store::RunStatus::Ok)
+        {
+            if let Some(m) = r
+                .metrics
+                .iter()
+                .find(|m| m.name == metric && m.value.is_finite())
+            {
+                values.push(m.value);
+                unit.get_or_insert((m.unit.clone(), m.direction));
+            }
+        }
+        let (unit, direction) = unit?;
+        Some((values, unit, direction))
+    }
 }
 
 /// Cells whose time series a report shows.

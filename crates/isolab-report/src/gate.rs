@@ -81,32 +81,9 @@ fn estimate(
     key: &str,
     metric: &str,
 ) -> Option<(f64, usize, String, Direction)> {
-    let cell = data.cells.iter().find(|c| c.key == key)?;
-    let mut values = Vec::new();
-    let mut unit = None;
-    for r in data
-        .runs
-        .iter()
-        .filter(|r| r.cell == cell.id && !r.warmup && r.status == RunStatus::Ok)
-    {
-        if let Some(m) = r
-            .metrics
-            .iter()
-            .find(|m| m.name == metric && m.value.is_finite())
-        {
-            values.push(m.value);
-            unit.get_or_insert((m.unit.clone(), m.direction));
-        }
-    }
-    let (unit, direction) = unit?;
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    let median = if n % 2 == 1 {
-        values[n / 2]
-    } else {
-        (values[n / 2 - 1] + values[n / 2]) / 2.0
-    };
-    Some((median, n, unit, direction))
+    let (values, unit, direction) = data.counted_values(key, metric)?;
+    let sample = isolab_stats::Sample::new(values).ok()?;
+    Some((sample.median(), sample.len(), unit, direction))
 }
 
 /// The metrics of the candidate's cell `index` that the gate decides: its primary one,

@@ -11,7 +11,7 @@
 use isolab_stats::{
     history_verdict, median_ci, test_against_history, Direction, Interval, Verdict, VerdictRule,
 };
-use isolab_store::{ExperimentId, RunStatus};
+use isolab_store::ExperimentId;
 
 use crate::data::ExperimentData;
 use crate::fingerprint::{self, Drift};
@@ -68,30 +68,6 @@ impl Trend {
     }
 }
 
-/// The counted, successful values of `metric` in the cell keyed `key`, with unit and
-/// direction.
-fn values(data: &ExperimentData, key: &str, metric: &str) -> Option<(Vec<f64>, String, Direction)> {
-    let cell = data.cells.iter().find(|c| c.key == key)?;
-    let mut out = Vec::new();
-    let mut unit = None;
-    for r in data
-        .runs
-        .iter()
-        .filter(|r| r.cell == cell.id && !r.warmup && r.status == RunStatus::Ok)
-    {
-        if let Some(m) = r
-            .metrics
-            .iter()
-            .find(|m| m.name == metric && m.value.is_finite())
-        {
-            out.push(m.value);
-            unit.get_or_insert((m.unit.clone(), m.direction));
-        }
-    }
-    let (unit, direction) = unit?;
-    Some((out, unit, direction))
-}
-
 /// The trend over `experiments` (oldest first) of every cell of the newest one and the
 /// metrics `metrics_of(cell index)` names; `same_cell(i, key)` says whether experiment
 /// i's cell `key` is the newest one's (same levels, same workload definition).
@@ -124,7 +100,7 @@ pub fn trend(
                     if host_of(e) != *host || !same_cell(i, &cell.key) {
                         continue;
                     }
-                    let Some((v, u, d)) = values(e, &cell.key, &metric) else {
+                    let Some((v, u, d)) = e.counted_values(&cell.key, &metric) else {
                         continue;
                     };
                     let Ok(sample) = isolab_stats::Sample::new(v) else {

@@ -65,7 +65,8 @@ pub fn test_against_history(
     rule: &VerdictRule,
 ) -> Option<HistoryTest> {
     let k = history.len();
-    if k < MIN_HISTORY || !(candidate > 0.0) || history.iter().any(|v| !(*v > 0.0)) {
+    let positive = |v: f64| v.is_finite() && v > 0.0;
+    if k < MIN_HISTORY || !positive(candidate) || !history.iter().all(|&v| positive(v)) {
         return None;
     }
     let logs: Vec<f64> = history.iter().map(|v| v.ln()).collect();

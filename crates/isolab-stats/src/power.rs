@@ -116,8 +116,8 @@ pub fn runs_for_equivalence(cv: f64, rule: &VerdictRule, power: f64) -> u32 {
     if !valid {
         return u32::MAX;
     }
-    let z = standard_normal_quantile(1.0 - rule.alpha)
-        + standard_normal_quantile((1.0 + power) / 2.0);
+    let z =
+        standard_normal_quantile(1.0 - rule.alpha) + standard_normal_quantile((1.0 + power) / 2.0);
     let n = (2.0 * (std::f64::consts::PI / 3.0) * (z * cv.abs() / rule.noise).powi(2)).ceil();
     if n.is_nan() || n >= f64::from(u32::MAX) {
         u32::MAX
@@ -399,7 +399,10 @@ mod tests {
     fn equivalence_needs_four_times_the_runs_at_half_the_threshold() {
         let rule = |noise| VerdictRule { alpha: 0.05, noise };
         // 1% CV, Δ = 2%: 2·(π/3)·((1.645 + 1.645)·0.5)² = 5.67 → the floor of 6 runs.
-        assert_eq!(runs_for_equivalence(0.01, &rule(0.02), 0.9), crate::MIN_PAIRS as u32);
+        assert_eq!(
+            runs_for_equivalence(0.01, &rule(0.02), 0.9),
+            crate::MIN_PAIRS as u32
+        );
         let at_1 = runs_for_equivalence(0.01, &rule(0.01), 0.9);
         let at_half = runs_for_equivalence(0.01, &rule(0.005), 0.9);
         assert_eq!(at_1, 23);

@@ -113,10 +113,7 @@ fn gate_trend_tags_and_bundles_over_a_real_history() {
     assert!(v["schema_version"].is_number(), "{json}");
     assert_eq!(v["worse"], 0, "{json}");
     assert_eq!(v["points"][0]["metric"], "wall_time", "{json}");
-    assert_eq!(
-        v["points"][0]["history"].as_array().unwrap().len(),
-        3
-    );
+    assert_eq!(v["points"][0]["history"].as_array().unwrap().len(), 3);
 
     // Drift: the same spec with THP changed is not the same measurement.
     let before = thp();
@@ -140,6 +137,12 @@ fn gate_trend_tags_and_bundles_over_a_real_history() {
             "drift allowed (a candidate cause of any change): thp {before} → {other}"
         )),
         "{allowed}"
+    );
+    // compare across the two experiments says so in one line.
+    let across = status(isolab(&db).args(["compare", "4", "5"]), 0);
+    assert!(
+        across.contains(&format!("note: the host fingerprints of experiments 4 and 5 differ, a candidate cause of any change: thp {before} → {other}")),
+        "{across}"
     );
     std::fs::write(THP, &before).unwrap();
 

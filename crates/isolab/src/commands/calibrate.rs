@@ -10,7 +10,8 @@ use isolab_report::compare::{compare, CompareOptions, Side};
 use isolab_report::table::Table;
 use isolab_report::ExperimentData;
 use isolab_stats::{
-    runs_for_equivalence, runs_for_power, runs_for_verdict, simulate_verdicts, Design, Noise, Verdict, VerdictRule,
+    runs_for_equivalence, runs_for_power, runs_for_verdict, simulate_verdicts, Design, Noise,
+    Verdict, VerdictRule,
 };
 use isolab_store::ExperimentStatus;
 

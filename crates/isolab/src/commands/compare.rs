@@ -56,6 +56,20 @@ pub fn compare(db: &Path, args: CompareArgs) -> Result<Exit> {
             None
         }
     };
+    if let Some(second) = &second {
+        let drift = isolab_report::fingerprint::drift(
+            &isolab_report::fingerprint::fingerprint(&first.environment),
+            &isolab_report::fingerprint::fingerprint(&second.environment),
+        );
+        if !drift.is_empty() {
+            eprintln!(
+                "note: the host fingerprints of experiments {} and {} differ, a candidate cause of any change: {}",
+                first.record.id,
+                second.record.id,
+                isolab_report::fingerprint::describe(&drift)
+            );
+        }
+    }
     let data_b = second.as_ref().unwrap_or(&first);
     let across = second.is_some();
     let a = side(&first, sel_a, across, args.all_metrics);
