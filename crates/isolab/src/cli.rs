@@ -73,8 +73,8 @@ pub enum Command {
     Compare(CompareArgs),
     /// Decide a stored experiment (or run SPEC first) against a reference built from the
     /// store's history: the latest --history experiments of the same spec (cells by
-    /// levels, workloads by definition) on the same host fingerprint, or those tagged
-    /// --reference. Each point's threshold is the larger of the spec's `noise` and the
+    /// levels, workloads by definition) on the same host fingerprint, or the latest
+    /// tagged --reference. Each point's threshold is the larger of the spec's `noise` and the
     /// history's own scatter between experiments (see docs/gate.md); a point is worse
     /// when significant after Benjamini-Hochberg and beyond it. A reference on a
     /// different fingerprint (kernel, THP, mitigations, tool and engine versions, image
@@ -441,7 +441,8 @@ pub struct GateArgs {
     /// How many of the latest experiments of the same spec make the reference.
     #[arg(long, value_name = "K", default_value_t = 10)]
     pub history: usize,
-    /// Decide against the experiments tagged TAG (`isolab tag`) instead of the latest.
+    /// Decide against the latest --history experiments tagged TAG (`isolab tag`), e.g.
+    /// those of the main branch that passed, instead of the latest of the spec.
     #[arg(long, value_name = "TAG")]
     pub reference: Option<String>,
     /// Accept a reference whose host fingerprint differs in KEY (e.g. `thp`,

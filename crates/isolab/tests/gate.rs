@@ -166,7 +166,10 @@ fn gate_trend_tags_and_bundles_over_a_real_history() {
         isolab(&db).args(["gate", "6", "--reference", "baseline-1"]),
         4,
     );
-    assert!(tagged.contains("(tag baseline-1)"), "{tagged}");
+    assert!(
+        tagged.contains("(the latest 3 tagged baseline-1)"),
+        "{tagged}"
+    );
     let none = status(isolab(&db).args(["gate", "6", "--reference", "nope"]), 1);
     assert!(none.contains("no experiment is tagged `nope`"), "{none}");
 

@@ -81,7 +81,7 @@ pub(super) fn earlier(store: &Store, candidate: ExperimentId) -> Result<Vec<Earl
     Ok(out)
 }
 
-/// The reference: the tagged experiments, or the latest `k` on the candidate's
+/// The reference: the latest `k` tagged experiments, or the latest `k` on the candidate's
 /// fingerprint when at least [`isolab_stats::MIN_HISTORY`] are, else the latest `k`
 /// whatever their fingerprint (whose drift must then be allowed). Returns it with how
 /// it was chosen.
@@ -98,11 +98,13 @@ fn reference(
         let chosen: Vec<Earlier> = earlier
             .into_iter()
             .filter(|e| tagged.contains(&e.id))
+            .take(args.history.max(1))
             .collect();
         if chosen.is_empty() {
             bail!("the experiments tagged `{tag}` ({tagged:?}) share no cell and workload definition with the candidate, or are not complete and older than it");
         }
-        return Ok((chosen, format!("tag {tag}")));
+        let n = chosen.len();
+        return Ok((chosen, format!("the latest {n} tagged {tag}")));
     }
     let k = args.history.max(1);
     let same: Vec<usize> = (0..earlier.len())
