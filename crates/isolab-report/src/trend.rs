@@ -2,11 +2,15 @@
 //! one line per cell, metric and host, with the change points the gate's rule decides
 //! and the host-fingerprint changes between consecutive experiments.
 //!
-//! A change point: walking a line in time order, experiment i is tested against the
-//! experiments since the last change point ([`isolab_stats::test_against_history`], once
-//! at least [`isolab_stats::MIN_HISTORY`] are there) at α divided by the number of tests
-//! the line makes (Bonferroni: a line of 30 experiments makes up to 27 tests, and an A/A
-//! line must not sprout change points); a worse or better verdict starts a new segment.
+//! A change point: walking a line in time order, experiment i is tested against its
+//! window, the up to [`WINDOW`] experiments before it since the last change point,
+//! outliers left out
+//! ([`isolab_stats::test_against_history`], once at least [`isolab_stats::MIN_HISTORY`]
+//! are there), at α divided by the number of tests the line makes (Bonferroni: a line
+//! of 30 experiments makes up to 27 tests, and an A/A line must not sprout change
+//! points). Worse or better, it is a change point when the next experiment is too
+//! against the same window (or it is the newest), and starts a new window; otherwise it
+//! is an outlier, one experiment's excursion.
 
 use isolab_stats::{
     history_verdict, median_ci, test_against_history, Direction, Interval, Verdict, VerdictRule,
@@ -31,8 +35,11 @@ pub struct TrendPoint {
     pub ci: Option<Interval>,
     /// A change point here: worse or better than the segment before.
     pub change: Option<Verdict>,
-    /// The change against the segment before, positive = worse, when tested.
+    /// The change against the window before, positive = worse, when tested.
     pub change_pct: Option<f64>,
+    /// Worse or better than the window before, but the next experiment is not: one
+    /// experiment's excursion, not a change point.
+    pub outlier: bool,
     /// Fingerprint keys that differ from the previous experiment on the line.
     pub drift: Vec<Drift>,
 }
@@ -126,6 +133,7 @@ pub fn trend(
                         ci: median_ci(&sample, 0.95),
                         change: None,
                         change_pct: None,
+                        outlier: false,
                         drift,
                     });
                 }
@@ -147,7 +155,11 @@ pub fn trend(
     Trend { lines }
 }
 
-/// Marks the change points of a line (see the module's rule).
+/// How many experiments before a point its window holds at most (a gate's default
+/// history).
+pub const WINDOW: usize = 10;
+
+/// Marks the change points and outliers of a line (see the module's rule).
 fn change_points(points: &mut [TrendPoint], direction: Direction, rule: &VerdictRule) {
     let tests = points
         .len()
@@ -157,17 +169,36 @@ fn change_points(points: &mut [TrendPoint], direction: Direction, rule: &Verdict
         alpha: rule.alpha / tests as f64,
         noise: rule.noise,
     };
+    let verdict = |window: &[f64], value: f64| {
+        test_against_history(window, value, direction, &strict)
+            .map(|t| (history_verdict(&strict, &t, t.p), t.change))
+    };
     let mut start = 0;
     for i in 0..points.len() {
-        let segment: Vec<f64> = points[start..i].iter().map(|p| p.median).collect();
-        let Some(t) = test_against_history(&segment, points[i].median, direction, &strict) else {
+        // The window leaves outliers out: one excursion must not widen it.
+        let mut window: Vec<f64> = points[start..i]
+            .iter()
+            .filter(|p| !p.outlier)
+            .map(|p| p.median)
+            .collect();
+        window.drain(..window.len().saturating_sub(WINDOW));
+        let Some((v, change)) = verdict(&window, points[i].median) else {
             continue;
         };
-        points[i].change_pct = Some(t.change);
-        let v = history_verdict(&strict, &t, t.p);
-        if matches!(v, Verdict::Worse | Verdict::Better) {
+        points[i].change_pct = Some(change);
+        if !matches!(v, Verdict::Worse | Verdict::Better) {
+            continue;
+        }
+        // A shift the next experiment keeps (or the newest one) is a change point; one
+        // the next experiment does not keep is an outlier.
+        let kept = points
+            .get(i + 1)
+            .is_none_or(|next| verdict(&window, next.median).map(|(w, _)| w) == Some(v));
+        if kept {
             points[i].change = Some(v);
             start = i;
+        } else {
+            points[i].outlier = true;
         }
     }
 }
@@ -182,7 +213,7 @@ fn line_table(l: &TrendLine) -> crate::table::Table {
             "n",
             "median",
             "95% CI",
-            "vs segment",
+            "vs window",
             "change point",
             "fingerprint change",
         ]
@@ -202,7 +233,11 @@ fn line_table(l: &TrendLine) -> crate::table::Table {
             p.ci.map_or("-".into(), |c| format!("[{}, {}]", num(c.low), num(c.high))),
             p.change_pct
                 .map_or("-".into(), |c| format!("{:+.1}%", c * 100.0)),
-            p.change.map_or(String::new(), |v| v.as_str().to_owned()),
+            match (p.change, p.outlier) {
+                (Some(v), _) => v.as_str().to_owned(),
+                (None, true) => "outlier".to_owned(),
+                (None, false) => String::new(),
+            },
             fingerprint::describe(&p.drift),
         ]);
     }
@@ -250,32 +285,29 @@ pub fn trend_html(trend: &Trend) -> String {
             y_low: p.ci.map(|c| c.low),
             y_high: p.ci.map(|c| c.high),
         };
-        let marked = |name: &str, pick: &dyn Fn(&TrendPoint) -> bool| LineSeries {
-            name: name.to_owned(),
-            points: l
-                .points
-                .iter()
-                .enumerate()
-                .filter(|(_, p)| pick(p))
-                .map(|(i, p)| LinePoint::new((i + 1) as f64, p.median))
-                .collect(),
-            fit: None,
-        };
         let mut series = vec![LineSeries {
             name: format!("median, 95% CI ({})", l.host),
             points: l.points.iter().enumerate().map(|(i, p)| at(i, p)).collect(),
             fit: None,
         }];
-        for (name, pick) in [
-            (
-                "change point",
-                &(|p: &TrendPoint| p.change.is_some()) as &dyn Fn(&TrendPoint) -> bool,
-            ),
-            ("fingerprint changed", &|p: &TrendPoint| !p.drift.is_empty()),
-        ] {
-            let s = marked(name, pick);
-            if !s.points.is_empty() {
-                series.push(s);
+        // Each marked experiment is a series of one point (a line through markers of
+        // different events would say nothing): its legend names the experiment and what
+        // happened there.
+        for (i, p) in l.points.iter().enumerate() {
+            let mut events = Vec::new();
+            if let Some(v) = p.change {
+                events.push(format!("change point, {}", v.as_str()));
+            }
+            if !p.drift.is_empty() {
+                let keys: Vec<&str> = p.drift.iter().map(|d| d.key.as_str()).collect();
+                events.push(format!("fingerprint changed: {}", keys.join(", ")));
+            }
+            if !events.is_empty() {
+                series.push(LineSeries {
+                    name: format!("experiment {}: {}", p.experiment, events.join("; ")),
+                    points: vec![LinePoint::new((i + 1) as f64, p.median)],
+                    fit: None,
+                });
             }
         }
         let chart = LineChart {

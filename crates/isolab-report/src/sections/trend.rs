@@ -9,7 +9,7 @@ use crate::table::Style;
 pub struct Trend;
 
 /// What the section's charts show.
-const LEGEND: &str = "Each point's median and 95% CI in every stored experiment of this spec (cells by levels, workloads by definition), in time order, one line per host. A change point is an experiment the gate's rule calls worse or better than the experiments since the previous change point (α shared over the line's tests); a fingerprint change is an experiment whose host fingerprint differs from the one before (the keys are in the table)";
+const LEGEND: &str = "Each point's median and 95% CI in every stored experiment of this spec (cells by levels, workloads by definition), in time order, one line per host. A change point is an experiment the gate's rule calls worse or better than the up to 10 experiments before it since the previous change point (α shared over the line's tests), when the next experiment is too; one that the next does not follow is an outlier. A fingerprint change is an experiment whose host fingerprint differs from the one before (the keys are in the table)";
 
 impl Section for Trend {
     fn title(&self) -> &'static str {
