@@ -330,3 +330,68 @@ pub fn trend_html(trend: &Trend) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(i: usize, median: f64) -> TrendPoint {
+        TrendPoint {
+            experiment: i as i64 + 1,
+            created_at_ms: i as u64,
+            n: 8,
+            median,
+            ci: None,
+            change: None,
+            change_pct: None,
+            outlier: false,
+            drift: Vec::new(),
+        }
+    }
+
+    /// A line of these medians (wall times) with its change points and outliers marked.
+    fn decided(medians: &[f64]) -> Vec<TrendPoint> {
+        let mut points: Vec<TrendPoint> = medians
+            .iter()
+            .enumerate()
+            .map(|(i, &m)| point(i, m))
+            .collect();
+        change_points(&mut points, Direction::Lower, &VerdictRule::default());
+        points
+    }
+
+    #[test]
+    fn a_level_shift_is_a_change_point_and_one_excursion_an_outlier() {
+        // ±0.2% around 1.0; experiment 11 alone 3% slower; from 16 on, all 3% slower.
+        let wiggle = [
+            1.0, 1.002, 0.998, 1.001, 0.999, 1.002, 0.998, 1.0, 1.001, 0.999,
+        ];
+        let mut medians: Vec<f64> = wiggle.to_vec();
+        medians.push(1.03);
+        medians.extend(&wiggle[..5]);
+        medians.extend(wiggle[..5].iter().map(|v| v * 1.03));
+        let points = decided(&medians);
+        let marks: Vec<(i64, &str)> = points
+            .iter()
+            .filter_map(|p| match (p.change, p.outlier) {
+                (Some(v), _) => Some((p.experiment, v.as_str())),
+                (None, true) => Some((p.experiment, "outlier")),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(marks, [(11, "outlier"), (17, "worse")]);
+        // The shift's change against the window before it.
+        let at = points[16].change_pct.unwrap();
+        assert!((at - 0.03).abs() < 0.003, "{at}");
+    }
+
+    #[test]
+    fn an_a_a_line_has_no_change_point() {
+        let medians = [
+            1.0, 1.004, 0.996, 1.007, 0.994, 1.002, 0.998, 1.005, 0.995, 1.001, 1.003, 0.997, 1.0,
+            1.006, 0.995, 1.002, 0.999, 1.004, 0.996, 1.001,
+        ];
+        let points = decided(&medians);
+        assert!(points.iter().all(|p| p.change.is_none() && !p.outlier));
+    }
+}
