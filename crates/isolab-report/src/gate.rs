@@ -7,8 +7,8 @@
 use std::collections::BTreeMap;
 
 use isolab_stats::{
-    benjamini_hochberg, history_verdict, test_against_history, Direction, HistoryTest, Verdict,
-    VerdictRule,
+    benjamini_hochberg, history_verdict, test_against_history, Direction, Estimate, HistoryTest,
+    Verdict, VerdictRule,
 };
 use isolab_store::{ExperimentId, RunStatus};
 
@@ -74,16 +74,16 @@ pub struct Gate {
     pub undecided: usize,
 }
 
-/// The median of `metric` over the counted, successful runs of the cell keyed `key` in
-/// `data`, with their number, unit and direction.
+/// The estimate of `metric` in the cell keyed `key` of `data` (the median of its
+/// counted, successful runs and its uncertainty), with their number, unit and direction.
 fn estimate(
     data: &ExperimentData,
     key: &str,
     metric: &str,
-) -> Option<(f64, usize, String, Direction)> {
+) -> Option<(Estimate, usize, String, Direction)> {
     let (values, unit, direction) = data.counted_values(key, metric)?;
     let sample = isolab_stats::Sample::new(values).ok()?;
-    Some((sample.median(), sample.len(), unit, direction))
+    Some((Estimate::of(&sample), sample.len(), unit, direction))
 }
 
 /// The metrics of the candidate's cell `index` that the gate decides: its primary one,
@@ -144,7 +144,9 @@ pub fn gate(input: &GateInput) -> Gate {
                 .iter()
                 .enumerate()
                 .filter(|(i, _)| (input.same_cell)(*i, &cell.key))
-                .filter_map(|(_, r)| estimate(r, &cell.key, &metric).map(|e| (r.record.id, e.0)))
+                .filter_map(|(_, r)| {
+                    estimate(r, &cell.key, &metric).map(|e| (r.record.id, e.0.value))
+                })
                 .collect();
             let values: Vec<f64> = history.iter().map(|(_, v)| *v).collect();
             let test = test_against_history(&values, candidate, direction, &input.rule);
@@ -167,7 +169,7 @@ pub fn gate(input: &GateInput) -> Gate {
                 unit,
                 direction,
                 n,
-                candidate,
+                candidate: candidate.value,
                 history,
                 test,
                 q: None,

@@ -13,7 +13,8 @@
 //! is an outlier, one experiment's excursion.
 
 use isolab_stats::{
-    history_verdict, median_ci, test_against_history, Direction, Interval, Verdict, VerdictRule,
+    history_verdict, median_ci, test_against_history, Direction, Estimate, Interval, Verdict,
+    VerdictRule,
 };
 use isolab_store::ExperimentId;
 
@@ -169,9 +170,14 @@ fn change_points(points: &mut [TrendPoint], direction: Direction, rule: &Verdict
         alpha: rule.alpha / tests as f64,
         noise: rule.noise,
     };
-    let verdict = |window: &[f64], value: f64| {
-        test_against_history(window, value, direction, &strict)
-            .map(|t| (history_verdict(&strict, &t, t.p), t.change))
+    let verdict = |window: &[f64], p: &TrendPoint| {
+        test_against_history(
+            window,
+            Estimate::from_interval(p.median, p.ci),
+            direction,
+            &strict,
+        )
+        .map(|t| (history_verdict(&strict, &t, t.p), t.change))
     };
     let mut start = 0;
     for i in 0..points.len() {
@@ -182,7 +188,7 @@ fn change_points(points: &mut [TrendPoint], direction: Direction, rule: &Verdict
             .map(|p| p.median)
             .collect();
         window.drain(..window.len().saturating_sub(WINDOW));
-        let Some((v, change)) = verdict(&window, points[i].median) else {
+        let Some((v, change)) = verdict(&window, &points[i]) else {
             continue;
         };
         points[i].change_pct = Some(change);
@@ -193,7 +199,7 @@ fn change_points(points: &mut [TrendPoint], direction: Direction, rule: &Verdict
         // the next experiment does not keep is an outlier.
         let kept = points
             .get(i + 1)
-            .is_none_or(|next| verdict(&window, next.median).map(|(w, _)| w) == Some(v));
+            .is_none_or(|next| verdict(&window, next).map(|(w, _)| w) == Some(v));
         if kept {
             points[i].change = Some(v);
             start = i;

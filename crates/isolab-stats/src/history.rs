@@ -11,13 +11,18 @@
 //! of freedom), and `x` the candidate's, the change `d = x − x̄` (oriented so that
 //! positive is worse) is, when nothing changed, a draw from the history's own
 //! scatter: `d / (s·√(1 + 1/K))` follows Student's t with K − 1 degrees of freedom (the
-//! prediction interval of a new observation). From it:
+//! prediction interval of a new observation). A candidate whose own runs scattered more
+//! than a typical experiment's is less certain than that: its part of the variance is
+//! the larger of s² and the squared standard error of its own median's logarithm
+//! (from the median's distribution-free interval), `se = √(s²/K + max(s², s_c²))`.
+//! From it:
 //!
-//! - **p**: the two-sided p of that t statistic;
+//! - **p**: the two-sided p of `d / se` (Student's t, K − 1 degrees of freedom);
 //! - **band**: the history's noise band, `t₁₋α/₂,K−1 · s · √(1 + 1/K)` as a relative
 //!   change: how far a new experiment strays from the history with probability 1 − α;
 //! - **threshold** `Δₚ = max(floor, band)`: the floor is the spec's `noise`, the
 //!   smallest change that matters to the user; a noisy point's threshold is its band;
+//! - the change's (1 − 2α) prediction interval `d ± t₁₋α,K−1 · se`;
 //! - the verdict, with q the p after Benjamini-Hochberg over the gate's points:
 //!   **worse** when q < α and the change > Δₚ (better: < −Δₚ); **≈** when the change's
 //!   (1 − 2α) prediction interval lies within ± the floor (a noisy history's band is no
@@ -28,7 +33,7 @@
 
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
-use crate::{Direction, Interval, Verdict, VerdictRule};
+use crate::{Direction, Interval, Sample, Verdict, VerdictRule};
 
 /// Fewest earlier experiments a point's history needs.
 pub const MIN_HISTORY: usize = 3;
@@ -55,18 +60,51 @@ pub struct HistoryTest {
     pub p: f64,
 }
 
+/// An experiment's estimate of one point: the median of its counted runs and the
+/// standard error of the median's logarithm.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Estimate {
+    /// The median.
+    pub value: f64,
+    /// The standard error of ln(median), from the median's distribution-free 95% interval:
+    /// ln(high / low) / (2·1.96); 0 when the runs are too few for an interval.
+    pub se: f64,
+}
+
+impl Estimate {
+    /// The estimate of `sample`.
+    pub fn of(sample: &Sample) -> Estimate {
+        Estimate::from_interval(sample.median(), crate::median_ci(sample, 0.95))
+    }
+
+    /// The estimate of a median `value` with its 95% interval `ci` (when it has one).
+    pub fn from_interval(value: f64, ci: Option<Interval>) -> Estimate {
+        let se = ci
+            .filter(|ci| ci.low > 0.0 && ci.high > 0.0)
+            .map_or(0.0, |ci| {
+                (ci.high / ci.low).ln() / (2.0 * crate::rank::standard_normal_quantile(0.975))
+            });
+        Estimate { value, se }
+    }
+
+    /// A value whose own uncertainty is unknown (taken as a typical experiment's).
+    pub fn bare(value: f64) -> Estimate {
+        Estimate { value, se: 0.0 }
+    }
+}
+
 /// Tests `candidate` against the `history` estimates of one point; `None` when the
 /// history has fewer than [`MIN_HISTORY`] estimates or a value is not positive (no
 /// relative change is defined).
 pub fn test_against_history(
     history: &[f64],
-    candidate: f64,
+    candidate: Estimate,
     direction: Direction,
     rule: &VerdictRule,
 ) -> Option<HistoryTest> {
     let k = history.len();
     let positive = |v: f64| v.is_finite() && v > 0.0;
-    if k < MIN_HISTORY || !positive(candidate) || !history.iter().all(|&v| positive(v)) {
+    if k < MIN_HISTORY || !positive(candidate.value) || !history.iter().all(|&v| positive(v)) {
         return None;
     }
     let logs: Vec<f64> = history.iter().map(|v| v.ln()).collect();
@@ -77,8 +115,17 @@ pub fn test_against_history(
         Direction::Lower => 1.0,
         Direction::Higher => -1.0,
     };
-    let d = sign * (candidate.ln() - mean);
-    let se = spread * (1.0 + 1.0 / k as f64).sqrt();
+    let d = sign * (candidate.value.ln() - mean);
+    // The history's band: how far a new experiment of the history's kind strays.
+    let typical = spread * (1.0 + 1.0 / k as f64).sqrt();
+    // The candidate's own estimate is at least as uncertain as a typical experiment's,
+    // more when its runs scattered more than usual.
+    let own = if candidate.se.is_finite() {
+        candidate.se.max(spread)
+    } else {
+        spread
+    };
+    let se = (spread * spread / k as f64 + own * own).sqrt();
     let t = StudentsT::new(0.0, 1.0, k as f64 - 1.0).ok()?;
     let p = if se > 0.0 {
         (2.0 * (1.0 - t.cdf((d / se).abs()))).clamp(0.0, 1.0)
@@ -87,7 +134,7 @@ pub fn test_against_history(
     } else {
         0.0
     };
-    let band = (t.inverse_cdf(1.0 - rule.alpha / 2.0) * se).exp_m1();
+    let band = (t.inverse_cdf(1.0 - rule.alpha / 2.0) * typical).exp_m1();
     let half = t.inverse_cdf(1.0 - rule.alpha) * se;
     Some(HistoryTest {
         k,
@@ -133,7 +180,13 @@ mod tests {
 
     #[test]
     fn a_candidate_inside_the_history_is_equivalent_and_a_3_percent_slowdown_is_worse() {
-        let same = test_against_history(&HISTORY, 1.001, Direction::Lower, &rule(0.02)).unwrap();
+        let same = test_against_history(
+            &HISTORY,
+            Estimate::bare(1.001),
+            Direction::Lower,
+            &rule(0.02),
+        )
+        .unwrap();
         assert_eq!(same.k, 10);
         assert!((same.spread - 0.0043).abs() < 0.0005, "{same:?}");
         assert!(same.band < 0.02 && same.threshold == 0.02, "{same:?}");
@@ -144,28 +197,80 @@ mod tests {
         );
 
         // A wall time 3% longer.
-        let slow = test_against_history(&HISTORY, 1.031, Direction::Lower, &rule(0.02)).unwrap();
+        let slow = test_against_history(
+            &HISTORY,
+            Estimate::bare(1.031),
+            Direction::Lower,
+            &rule(0.02),
+        )
+        .unwrap();
         assert!((slow.change - 0.031).abs() < 0.002, "{slow:?}");
         assert!(slow.p < 0.001);
         assert_eq!(history_verdict(&rule(0.02), &slow, slow.p), Verdict::Worse);
         // The same 3% less throughput is worse too; 3% more is better.
-        let fewer = test_against_history(&HISTORY, 0.969, Direction::Higher, &rule(0.02)).unwrap();
+        let fewer = test_against_history(
+            &HISTORY,
+            Estimate::bare(0.969),
+            Direction::Higher,
+            &rule(0.02),
+        )
+        .unwrap();
         assert_eq!(
             history_verdict(&rule(0.02), &fewer, fewer.p),
             Verdict::Worse
         );
-        let more = test_against_history(&HISTORY, 1.031, Direction::Higher, &rule(0.02)).unwrap();
+        let more = test_against_history(
+            &HISTORY,
+            Estimate::bare(1.031),
+            Direction::Higher,
+            &rule(0.02),
+        )
+        .unwrap();
         assert_eq!(history_verdict(&rule(0.02), &more, more.p), Verdict::Better);
+    }
+
+    #[test]
+    fn a_candidate_whose_own_runs_scattered_is_less_certain() {
+        // 2.5% slower: worse when the candidate's runs were as steady as usual, `?` when
+        // its own median is uncertain by 2% (one of a noisy phase of the machine).
+        let steady = test_against_history(
+            &HISTORY,
+            Estimate::bare(1.025),
+            Direction::Lower,
+            &rule(0.02),
+        )
+        .unwrap();
+        assert_eq!(
+            history_verdict(&rule(0.02), &steady, steady.p),
+            Verdict::Worse
+        );
+        let shaky = Estimate {
+            value: 1.025,
+            se: 0.02,
+        };
+        let t = test_against_history(&HISTORY, shaky, Direction::Lower, &rule(0.02)).unwrap();
+        assert!(t.p > 0.2, "{t:?}");
+        assert_eq!(t.band, steady.band, "the band is the history's");
+        assert_eq!(history_verdict(&rule(0.02), &t, t.p), Verdict::Inconclusive);
+        // The estimate of a sample: its median and the spread of its median's interval.
+        let sample = Sample::new((0..16).map(|i| 1.0 + 0.001 * f64::from(i)).collect()).unwrap();
+        let e = Estimate::of(&sample);
+        assert!(
+            (e.value - 1.0075).abs() < 1e-9 && e.se > 0.0 && e.se < 0.005,
+            "{e:?}"
+        );
     }
 
     #[test]
     fn a_noisy_history_widens_the_threshold_to_its_band() {
         let noisy = [1.0, 1.06, 0.95, 1.04, 0.97, 1.02];
-        let t = test_against_history(&noisy, 1.05, Direction::Lower, &rule(0.02)).unwrap();
+        let t = test_against_history(&noisy, Estimate::bare(1.05), Direction::Lower, &rule(0.02))
+            .unwrap();
         assert!(t.band > 0.1 && t.threshold == t.band, "{t:?}");
         // A 5% change inside that scatter decides nothing; nor does no change.
         assert_eq!(history_verdict(&rule(0.02), &t, t.p), Verdict::Inconclusive);
-        let none = test_against_history(&noisy, 1.0, Direction::Lower, &rule(0.02)).unwrap();
+        let none = test_against_history(&noisy, Estimate::bare(1.0), Direction::Lower, &rule(0.02))
+            .unwrap();
         assert_eq!(
             history_verdict(&rule(0.02), &none, none.p),
             Verdict::Inconclusive
@@ -174,11 +279,23 @@ mod tests {
 
     #[test]
     fn a_change_below_the_floor_is_not_worse_however_significant() {
-        let t = test_against_history(&HISTORY, 1.015, Direction::Lower, &rule(0.02)).unwrap();
+        let t = test_against_history(
+            &HISTORY,
+            Estimate::bare(1.015),
+            Direction::Lower,
+            &rule(0.02),
+        )
+        .unwrap();
         assert!(t.p < 0.05);
         assert_ne!(history_verdict(&rule(0.02), &t, t.p), Verdict::Worse);
         // A user who asks for 0.5% gets the history's band (1.05%) as the threshold.
-        let fine = test_against_history(&HISTORY, 1.015, Direction::Lower, &rule(0.005)).unwrap();
+        let fine = test_against_history(
+            &HISTORY,
+            Estimate::bare(1.015),
+            Direction::Lower,
+            &rule(0.005),
+        )
+        .unwrap();
         assert!((fine.threshold - fine.band).abs() < 1e-12);
         assert_eq!(
             history_verdict(&rule(0.005), &fine, fine.p),
@@ -190,12 +307,22 @@ mod tests {
     #[test]
     fn too_short_or_non_positive_histories_are_not_tested() {
         let r = rule(0.02);
-        assert!(test_against_history(&[1.0, 1.01], 1.0, Direction::Lower, &r).is_none());
-        assert!(test_against_history(&[1.0, 0.0, 1.0], 1.0, Direction::Lower, &r).is_none());
-        assert!(test_against_history(&[1.0, 1.0, 1.0], 0.0, Direction::Lower, &r).is_none());
+        assert!(
+            test_against_history(&[1.0, 1.01], Estimate::bare(1.0), Direction::Lower, &r).is_none()
+        );
+        assert!(
+            test_against_history(&[1.0, 0.0, 1.0], Estimate::bare(1.0), Direction::Lower, &r)
+                .is_none()
+        );
+        assert!(
+            test_against_history(&[1.0, 1.0, 1.0], Estimate::bare(0.0), Direction::Lower, &r)
+                .is_none()
+        );
         // A history without scatter: any change is significant, none is within Δ's
         // reach unless it exceeds it.
-        let flat = test_against_history(&[1.0, 1.0, 1.0], 1.0, Direction::Lower, &r).unwrap();
+        let flat =
+            test_against_history(&[1.0, 1.0, 1.0], Estimate::bare(1.0), Direction::Lower, &r)
+                .unwrap();
         assert_eq!(history_verdict(&r, &flat, flat.p), Verdict::Equivalent);
     }
 
@@ -221,7 +348,8 @@ mod tests {
         for _ in 0..gates {
             let history: Vec<f64> = (0..10).map(|_| (0.01 * normal()).exp()).collect();
             let candidate = (0.01 * normal()).exp();
-            let t = test_against_history(&history, candidate, Direction::Lower, &r).unwrap();
+            let t = test_against_history(&history, Estimate::bare(candidate), Direction::Lower, &r)
+                .unwrap();
             if history_verdict(&r, &t, t.p) == Verdict::Worse {
                 worse += 1;
             }
