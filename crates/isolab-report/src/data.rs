@@ -60,7 +60,7 @@ impl ExperimentData {
         for r in self
             .runs
             .iter()
-            .filter(|r| r.cell == cell.id && !r.warmup && r.status == isolab_store::RunStatus::Ok)
+            .filter(|r| r.cell == cell.id && r.is_counted())
         {
             if let Some(m) = r
                 .metrics

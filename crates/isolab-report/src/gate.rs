@@ -10,7 +10,7 @@ use isolab_stats::{
     benjamini_hochberg, history_verdict, test_against_history, Direction, Estimate, HistoryTest,
     Verdict, VerdictRule,
 };
-use isolab_store::{ExperimentId, RunStatus};
+use isolab_store::ExperimentId;
 
 use crate::compare::{compare, CompareOptions, Side};
 use crate::data::ExperimentData;
@@ -97,7 +97,7 @@ fn metrics_of(
     let mut names: Vec<String> = candidate
         .runs
         .iter()
-        .filter(|r| r.cell == cell.id && !r.warmup && r.status == RunStatus::Ok)
+        .filter(|r| r.cell == cell.id && r.is_counted())
         .flat_map(|r| r.metrics.iter().map(|m| m.name.clone()))
         .collect();
     names.sort();

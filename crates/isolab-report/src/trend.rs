@@ -94,7 +94,9 @@ pub fn trend(
             .find(|(k, _)| k == "hostname")
             .map_or_else(|| "unknown".to_owned(), |(_, v)| v.clone())
     };
-    let mut hosts: Vec<String> = experiments.iter().map(host_of).collect();
+    // Each experiment's host, once.
+    let host_at: Vec<String> = experiments.iter().map(host_of).collect();
+    let mut hosts = host_at.clone();
     hosts.sort();
     hosts.dedup();
     let mut lines = Vec::new();
@@ -105,7 +107,7 @@ pub fn trend(
                 let (mut unit, mut direction) = (String::new(), Direction::Lower);
                 let mut previous: Option<&ExperimentData> = None;
                 for (i, e) in experiments.iter().enumerate() {
-                    if host_of(e) != *host || !same_cell(i, &cell.key) {
+                    if host_at[i] != *host || !same_cell(i, &cell.key) {
                         continue;
                     }
                     let Some((v, u, d)) = e.counted_values(&cell.key, &metric) else {

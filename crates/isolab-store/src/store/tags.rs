@@ -57,21 +57,13 @@ impl Store {
 /// [`Store::tag`] inside the caller's write transaction.
 pub(super) fn tag(db: Db<'_>, id: ExperimentId, name: &str) -> Result<bool, Error> {
     ensure_experiment(db, id)?;
-    let what = || format!("tagging experiment {id} `{name}`");
-    let exists: bool = db.query_one(
-        "SELECT EXISTS (SELECT 1 FROM tags WHERE name = ?1 AND experiment_id = ?2)",
-        &args![name, id],
-        what,
-        |r| r.get(0),
+    let added = db.execute(
+        "INSERT INTO tags (name, experiment_id, created_at_ms) VALUES (?1, ?2, ?3) \
+         ON CONFLICT (name, experiment_id) DO NOTHING",
+        &args![name, id, time_to_millis(SystemTime::now())],
+        || format!("tagging experiment {id} `{name}`"),
     )?;
-    if !exists {
-        db.execute(
-            "INSERT INTO tags (name, experiment_id, created_at_ms) VALUES (?1, ?2, ?3)",
-            &args![name, id, time_to_millis(SystemTime::now())],
-            what,
-        )?;
-    }
-    Ok(!exists)
+    Ok(added > 0)
 }
 
 /// [`Store::tags`] inside the caller's transaction.

@@ -16,13 +16,15 @@ pub fn advise(db: &Path, args: AdviseArgs) -> Result<Exit> {
     let store = host::existing_store(db)?;
     let id = store.resolve(&args.experiment)?;
     let data = isolab_report::ExperimentData::load(&store, id)?;
+    // The stored spec, or why it cannot be read (the rules that need its platforms then
+    // say so).
+    let spec = super::stored_spec_anywhere(&data.record).map_err(|e| format!("{e:#}"));
     let compare = CompareOptions {
-        rule: super::compare::rule(&args.verdict, &super::stored_rule(&data.record))?,
+        rule: super::compare::rule(&args.verdict, &super::spec_rule(spec.as_ref().ok()))?,
         ..CompareOptions::default()
     };
-    let options = super::summary_options(&data, false);
+    let options = super::spec_options(&data, spec.as_ref().ok(), false);
     let analysis = isolab_report::analyse(&data, options, &compare);
-    let spec = stored_spec(&data);
     let input = Input {
         data: &data,
         analysis: &analysis,
@@ -58,16 +60,6 @@ pub fn advise(db: &Path, args: AdviseArgs) -> Result<Exit> {
         }
     }
     Ok(Exit::Success)
-}
-
-/// The experiment's stored spec, or why it cannot be read (the rules that need its
-/// platforms then say so).
-fn stored_spec(data: &isolab_report::ExperimentData) -> Result<isolab_lab::ExperimentSpec, String> {
-    let anywhere = isolab_lab::HostFacts {
-        cpus: (0..4096).collect(),
-        storage: None,
-    };
-    super::stored_spec(&data.record, &anywhere).map_err(|e| format!("{e:#}"))
 }
 
 /// The environment of every platform level of the stored spec's cells.

@@ -27,11 +27,7 @@ pub(super) struct Earlier {
 /// The stored spec's cell keys with their workload digests; empty when it no longer
 /// parses (then no cell can be matched).
 fn digests(record: &isolab_store::ExperimentRecord) -> BTreeMap<String, String> {
-    let anywhere = isolab_lab::HostFacts {
-        cpus: (0..4096).collect(),
-        storage: None,
-    };
-    super::stored_spec(record, &anywhere)
+    super::stored_spec_anywhere(record)
         .map(|s| s.workload_digests())
         .unwrap_or_default()
 }
@@ -107,23 +103,20 @@ fn reference(
         return Ok((chosen, format!("the latest {n} tagged {tag}")));
     }
     let k = args.history.max(1);
-    let same: Vec<usize> = (0..earlier.len())
-        .filter(|&i| earlier[i].drift.is_empty())
+    let same = earlier
+        .iter()
+        .filter(|e| e.drift.is_empty())
         .take(k)
-        .collect();
-    if same.len() >= isolab_stats::MIN_HISTORY {
+        .count();
+    if same >= isolab_stats::MIN_HISTORY {
         let chosen = earlier
             .into_iter()
-            .enumerate()
-            .filter(|(i, _)| same.contains(i))
-            .map(|(_, e)| e)
+            .filter(|e| e.drift.is_empty())
+            .take(k)
             .collect();
         return Ok((
             chosen,
-            format!(
-                "the latest {} of the same spec on this fingerprint",
-                same.len()
-            ),
+            format!("the latest {same} of the same spec on this fingerprint"),
         ));
     }
     let chosen: Vec<Earlier> = earlier.into_iter().take(k).collect();

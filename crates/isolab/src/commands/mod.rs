@@ -140,19 +140,40 @@ pub fn stored_spec(
     )?)
 }
 
-/// Summary options for stored data: the baseline of its spec and the primary metric
-/// of every stored cell (matched by key). The stored spec is parsed as if on a host
-/// with every cpu, so that a report can be made on any machine.
-pub fn summary_options(
-    data: &isolab_report::ExperimentData,
-    all_metrics: bool,
-) -> isolab_report::SummaryOptions {
+/// The spec stored with an experiment, parsed as if on a host with every cpu, so that
+/// stored data can be analysed on any machine.
+pub fn stored_spec_anywhere(
+    record: &isolab_store::ExperimentRecord,
+) -> Result<isolab_lab::ExperimentSpec> {
     let anywhere = isolab_lab::HostFacts {
         cpus: (0..4096).collect(),
         storage: None,
     };
-    match stored_spec(&data.record, &anywhere) {
-        Ok(s) => isolab_report::SummaryOptions {
+    stored_spec(record, &anywhere)
+}
+
+/// Summary options for stored data: the baseline of its spec and the primary metric
+/// of every stored cell (matched by key).
+pub fn summary_options(
+    data: &isolab_report::ExperimentData,
+    all_metrics: bool,
+) -> isolab_report::SummaryOptions {
+    spec_options(
+        data,
+        stored_spec_anywhere(&data.record).ok().as_ref(),
+        all_metrics,
+    )
+}
+
+/// [`summary_options`] from the stored spec when it parses (`None`: every metric, no
+/// baseline).
+pub fn spec_options(
+    data: &isolab_report::ExperimentData,
+    spec: Option<&isolab_lab::ExperimentSpec>,
+    all_metrics: bool,
+) -> isolab_report::SummaryOptions {
+    match spec {
+        Some(s) => isolab_report::SummaryOptions {
             baseline: s.baseline.clone(),
             primary: data
                 .cells
@@ -167,7 +188,7 @@ pub fn summary_options(
             all_metrics,
             max_repetitions: Some(s.repetitions.max),
         },
-        Err(_) => isolab_report::SummaryOptions {
+        None => isolab_report::SummaryOptions {
             all_metrics: true,
             ..Default::default()
         },
@@ -177,24 +198,23 @@ pub fn summary_options(
 /// The verdict rule of a stored experiment: the default α and its spec's `[experiment]
 /// noise` (the default Δ when the stored spec no longer parses).
 pub fn stored_rule(record: &isolab_store::ExperimentRecord) -> isolab_stats::VerdictRule {
-    let anywhere = isolab_lab::HostFacts {
-        cpus: (0..4096).collect(),
-        storage: None,
-    };
-    stored_spec(record, &anywhere).map_or_else(
-        |_| isolab_stats::VerdictRule::default(),
-        |s| s.verdict_rule(),
-    )
+    spec_rule(stored_spec_anywhere(record).ok().as_ref())
+}
+
+/// [`stored_rule`] from the stored spec when it parses.
+pub fn spec_rule(spec: Option<&isolab_lab::ExperimentSpec>) -> isolab_stats::VerdictRule {
+    spec.map_or_else(isolab_stats::VerdictRule::default, |s| s.verdict_rule())
 }
 
 /// Everything the table, JSON and HTML outputs show about `data`, its verdicts decided
 /// with its spec's `noise`.
 pub fn analyse(data: &isolab_report::ExperimentData, all_metrics: bool) -> isolab_report::Analysis {
+    let spec = stored_spec_anywhere(&data.record).ok();
     isolab_report::analyse(
         data,
-        summary_options(data, all_metrics),
+        spec_options(data, spec.as_ref(), all_metrics),
         &isolab_report::compare::CompareOptions {
-            rule: stored_rule(&data.record),
+            rule: spec_rule(spec.as_ref()),
             ..isolab_report::compare::CompareOptions::default()
         },
     )

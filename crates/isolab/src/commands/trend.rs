@@ -23,8 +23,9 @@ pub fn history_trend(store: &Store, id: ExperimentId, metric: Option<&str>) -> R
         .map(|e| ExperimentData::load(store, e.id))
         .collect::<Result<_, _>>()?;
     let newest = ExperimentData::load(store, id)?;
-    let primary = super::summary_options(&newest, false).primary;
-    let rule = super::stored_rule(&newest.record);
+    let spec = super::stored_spec_anywhere(&newest.record).ok();
+    let primary = super::spec_options(&newest, spec.as_ref(), false).primary;
+    let rule = super::spec_rule(spec.as_ref());
     experiments.push(newest);
     let n = experiments.len();
     let same_cell = |i: usize, key: &str| i + 1 == n || earlier[n - 2 - i].cells.contains(key);
