@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use isolab_cgroups::{Hierarchy, IdSet};
 
+use crate::platform::daemons::{Affinity, RealAffinity};
+
 /// Asks a tool for its version (a host effect, so it sits behind a trait).
 pub trait ToolProbe {
     /// The first line of `TOOL --version` (or the tool's equivalent), or why not.
@@ -193,10 +195,7 @@ pub fn capture(
         "cpu_boost",
         cpu_boost(&roots.sys).unwrap_or_else(|| "unavailable (no cpufreq boost control)".into()),
     );
-    put(
-        "cpu_microcode",
-        cpuinfo_field(&cpuinfo, "microcode").unwrap_or_else(unknown),
-    );
+    put("cpu_microcode", topo.microcode.unwrap_or_else(unknown));
     put(
         "kernel_cmdline",
         read_trim(&roots.proc.join("cmdline")).unwrap_or_else(unknown),
@@ -242,9 +241,14 @@ pub fn capture(
         "swappiness",
         read_trim(&roots.proc.join("sys/vm/swappiness")).unwrap_or_else(unknown),
     );
+    let irqbalance = !RealAffinity {
+        proc: roots.proc.clone(),
+    }
+    .processes(&["irqbalance"])
+    .is_empty();
     put(
         "irqbalance",
-        if process_running(&roots.proc, "irqbalance") {
+        if irqbalance {
             "running".into()
         } else {
             "not running".into()
@@ -302,29 +306,6 @@ fn cpu_boost(sys: &Path) -> Option<String> {
         .map(|v| if v == "1" { "off" } else { "on" }.into())
 }
 
-/// The first cpu's value of `field` in `/proc/cpuinfo`'s text.
-fn cpuinfo_field(cpuinfo: &str, field: &str) -> Option<String> {
-    cpuinfo.lines().find_map(|l| {
-        let (k, v) = l.split_once(':')?;
-        (k.trim() == field).then(|| v.trim().to_owned())
-    })
-}
-
-/// Whether a process whose `comm` is `name` runs (read from `<proc_root>/*/comm`).
-fn process_running(proc_root: &Path, name: &str) -> bool {
-    let Ok(dir) = std::fs::read_dir(proc_root) else {
-        return false;
-    };
-    dir.filter_map(|e| e.ok())
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .bytes()
-                .all(|b| b.is_ascii_digit())
-        })
-        .any(|e| read_trim(&e.path().join("comm")).as_deref() == Some(name))
-}
-
 fn os_release(etc: &Path) -> Option<String> {
     let text = std::fs::read_to_string(etc.join("os-release")).ok()?;
     text.lines()
@@ -355,6 +336,8 @@ pub fn memory_total(proc_root: &Path) -> Option<u64> {
 pub struct CpuTopology {
     /// `model name` of the first cpu.
     pub model: Option<String>,
+    /// `microcode` of the first cpu (its revision), where the kernel says.
+    pub microcode: Option<String>,
     /// Logical cpus (processor entries).
     pub threads: usize,
     /// Distinct (physical id, core id) pairs; threads when absent.
@@ -366,6 +349,7 @@ pub struct CpuTopology {
 /// Parses `/proc/cpuinfo`.
 pub fn parse_cpuinfo(text: &str) -> CpuTopology {
     let mut model = None;
+    let mut microcode = None;
     let mut threads = 0;
     let mut cores = BTreeSet::new();
     let mut sockets = BTreeSet::new();
@@ -385,6 +369,7 @@ pub fn parse_cpuinfo(text: &str) -> CpuTopology {
         match k {
             "processor" => threads += 1,
             "model name" if model.is_none() => model = Some(v),
+            "microcode" if microcode.is_none() => microcode = Some(v),
             "physical id" => phys = Some(v),
             "core id" => core = Some(v),
             _ => {}
@@ -393,6 +378,7 @@ pub fn parse_cpuinfo(text: &str) -> CpuTopology {
     flush(&mut phys, &mut core);
     CpuTopology {
         model,
+        microcode,
         threads,
         cores: if cores.is_empty() {
             threads
@@ -459,6 +445,7 @@ mod tests {
             t,
             CpuTopology {
                 model: Some("Test CPU".into()),
+                microcode: None,
                 threads: 3,
                 cores: 2,
                 sockets: 1
