@@ -7,8 +7,8 @@
 use std::collections::BTreeMap;
 
 use isolab_stats::{
-    benjamini_hochberg, history_verdict, test_against_history, Direction, Estimate, HistoryTest,
-    Verdict, VerdictRule,
+    benjamini_hochberg, history_verdict, test_against_history, Direction, HistoryTest,
+    MedianEstimate, Verdict, VerdictRule,
 };
 use isolab_store::ExperimentId;
 
@@ -80,10 +80,10 @@ fn estimate(
     data: &ExperimentData,
     key: &str,
     metric: &str,
-) -> Option<(Estimate, usize, String, Direction)> {
+) -> Option<(MedianEstimate, usize, String, Direction)> {
     let (values, unit, direction) = data.counted_values(key, metric)?;
     let sample = isolab_stats::Sample::new(values).ok()?;
-    Some((Estimate::of(&sample), sample.len(), unit, direction))
+    Some((MedianEstimate::of(&sample), sample.len(), unit, direction))
 }
 
 /// The metrics of the candidate's cell `index` that the gate decides: its primary one,

@@ -13,7 +13,7 @@
 //! is an outlier, one experiment's excursion.
 
 use isolab_stats::{
-    history_verdict, median_ci, test_against_history, Direction, Estimate, Interval, Verdict,
+    history_verdict, median_ci, test_against_history, Direction, Interval, MedianEstimate, Verdict,
     VerdictRule,
 };
 use isolab_store::ExperimentId;
@@ -175,7 +175,7 @@ fn change_points(points: &mut [TrendPoint], direction: Direction, rule: &Verdict
     let verdict = |window: &[f64], p: &TrendPoint| {
         test_against_history(
             window,
-            Estimate::from_interval(p.median, p.ci),
+            MedianEstimate::from_interval(p.median, p.ci),
             direction,
             &strict,
         )

@@ -63,7 +63,7 @@ pub struct HistoryTest {
 /// An experiment's estimate of one point: the median of its counted runs and the
 /// standard error of the median's logarithm.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Estimate {
+pub struct MedianEstimate {
     /// The median.
     pub value: f64,
     /// The standard error of ln(median), from the median's distribution-free 95% interval:
@@ -71,25 +71,20 @@ pub struct Estimate {
     pub se: f64,
 }
 
-impl Estimate {
+impl MedianEstimate {
     /// The estimate of `sample`.
-    pub fn of(sample: &Sample) -> Estimate {
-        Estimate::from_interval(sample.median(), crate::median_ci(sample, 0.95))
+    pub fn of(sample: &Sample) -> MedianEstimate {
+        MedianEstimate::from_interval(sample.median(), crate::median_ci(sample, 0.95))
     }
 
     /// The estimate of a median `value` with its 95% interval `ci` (when it has one).
-    pub fn from_interval(value: f64, ci: Option<Interval>) -> Estimate {
+    pub fn from_interval(value: f64, ci: Option<Interval>) -> MedianEstimate {
         let se = ci
             .filter(|ci| ci.low > 0.0 && ci.high > 0.0)
             .map_or(0.0, |ci| {
                 (ci.high / ci.low).ln() / (2.0 * crate::rank::standard_normal_quantile(0.975))
             });
-        Estimate { value, se }
-    }
-
-    /// A value whose own uncertainty is unknown (taken as a typical experiment's).
-    pub fn bare(value: f64) -> Estimate {
-        Estimate { value, se: 0.0 }
+        MedianEstimate { value, se }
     }
 }
 
@@ -98,7 +93,7 @@ impl Estimate {
 /// relative change is defined).
 pub fn test_against_history(
     history: &[f64],
-    candidate: Estimate,
+    candidate: MedianEstimate,
     direction: Direction,
     rule: &VerdictRule,
 ) -> Option<HistoryTest> {
@@ -173,6 +168,16 @@ mod tests {
         VerdictRule { alpha: 0.05, noise }
     }
 
+    /// A candidate `value` whose runs were as steady as a typical experiment's.
+    fn bare(value: f64) -> MedianEstimate {
+        MedianEstimate { value, se: 0.0 }
+    }
+
+    /// The test of a steady candidate `value` against `history` at noise `noise`.
+    fn tested(history: &[f64], value: f64, direction: Direction, noise: f64) -> HistoryTest {
+        test_against_history(history, bare(value), direction, &rule(noise)).unwrap()
+    }
+
     /// Ten experiments scattering by about 0.5% between them.
     const HISTORY: [f64; 10] = [
         1.000, 1.004, 0.996, 1.007, 0.994, 1.002, 0.998, 1.005, 0.995, 1.001,
@@ -180,13 +185,7 @@ mod tests {
 
     #[test]
     fn a_candidate_inside_the_history_is_equivalent_and_a_3_percent_slowdown_is_worse() {
-        let same = test_against_history(
-            &HISTORY,
-            Estimate::bare(1.001),
-            Direction::Lower,
-            &rule(0.02),
-        )
-        .unwrap();
+        let same = tested(&HISTORY, 1.001, Direction::Lower, 0.02);
         assert_eq!(same.k, 10);
         assert!((same.spread - 0.0043).abs() < 0.0005, "{same:?}");
         assert!(same.band < 0.02 && same.threshold == 0.02, "{same:?}");
@@ -197,35 +196,17 @@ mod tests {
         );
 
         // A wall time 3% longer.
-        let slow = test_against_history(
-            &HISTORY,
-            Estimate::bare(1.031),
-            Direction::Lower,
-            &rule(0.02),
-        )
-        .unwrap();
+        let slow = tested(&HISTORY, 1.031, Direction::Lower, 0.02);
         assert!((slow.change - 0.031).abs() < 0.002, "{slow:?}");
         assert!(slow.p < 0.001);
         assert_eq!(history_verdict(&rule(0.02), &slow, slow.p), Verdict::Worse);
         // The same 3% less throughput is worse too; 3% more is better.
-        let fewer = test_against_history(
-            &HISTORY,
-            Estimate::bare(0.969),
-            Direction::Higher,
-            &rule(0.02),
-        )
-        .unwrap();
+        let fewer = tested(&HISTORY, 0.969, Direction::Higher, 0.02);
         assert_eq!(
             history_verdict(&rule(0.02), &fewer, fewer.p),
             Verdict::Worse
         );
-        let more = test_against_history(
-            &HISTORY,
-            Estimate::bare(1.031),
-            Direction::Higher,
-            &rule(0.02),
-        )
-        .unwrap();
+        let more = tested(&HISTORY, 1.031, Direction::Higher, 0.02);
         assert_eq!(history_verdict(&rule(0.02), &more, more.p), Verdict::Better);
     }
 
@@ -233,18 +214,12 @@ mod tests {
     fn a_candidate_whose_own_runs_scattered_is_less_certain() {
         // 2.5% slower: worse when the candidate's runs were as steady as usual, `?` when
         // its own median is uncertain by 2% (one of a noisy phase of the machine).
-        let steady = test_against_history(
-            &HISTORY,
-            Estimate::bare(1.025),
-            Direction::Lower,
-            &rule(0.02),
-        )
-        .unwrap();
+        let steady = tested(&HISTORY, 1.025, Direction::Lower, 0.02);
         assert_eq!(
             history_verdict(&rule(0.02), &steady, steady.p),
             Verdict::Worse
         );
-        let shaky = Estimate {
+        let shaky = MedianEstimate {
             value: 1.025,
             se: 0.02,
         };
@@ -254,7 +229,7 @@ mod tests {
         assert_eq!(history_verdict(&rule(0.02), &t, t.p), Verdict::Inconclusive);
         // The estimate of a sample: its median and the spread of its median's interval.
         let sample = Sample::new((0..16).map(|i| 1.0 + 0.001 * f64::from(i)).collect()).unwrap();
-        let e = Estimate::of(&sample);
+        let e = MedianEstimate::of(&sample);
         assert!(
             (e.value - 1.0075).abs() < 1e-9 && e.se > 0.0 && e.se < 0.005,
             "{e:?}"
@@ -264,13 +239,11 @@ mod tests {
     #[test]
     fn a_noisy_history_widens_the_threshold_to_its_band() {
         let noisy = [1.0, 1.06, 0.95, 1.04, 0.97, 1.02];
-        let t = test_against_history(&noisy, Estimate::bare(1.05), Direction::Lower, &rule(0.02))
-            .unwrap();
+        let t = tested(&noisy, 1.05, Direction::Lower, 0.02);
         assert!(t.band > 0.1 && t.threshold == t.band, "{t:?}");
         // A 5% change inside that scatter decides nothing; nor does no change.
         assert_eq!(history_verdict(&rule(0.02), &t, t.p), Verdict::Inconclusive);
-        let none = test_against_history(&noisy, Estimate::bare(1.0), Direction::Lower, &rule(0.02))
-            .unwrap();
+        let none = tested(&noisy, 1.0, Direction::Lower, 0.02);
         assert_eq!(
             history_verdict(&rule(0.02), &none, none.p),
             Verdict::Inconclusive
@@ -279,23 +252,11 @@ mod tests {
 
     #[test]
     fn a_change_below_the_floor_is_not_worse_however_significant() {
-        let t = test_against_history(
-            &HISTORY,
-            Estimate::bare(1.015),
-            Direction::Lower,
-            &rule(0.02),
-        )
-        .unwrap();
+        let t = tested(&HISTORY, 1.015, Direction::Lower, 0.02);
         assert!(t.p < 0.05);
         assert_ne!(history_verdict(&rule(0.02), &t, t.p), Verdict::Worse);
         // A user who asks for 0.5% gets the history's band (1.05%) as the threshold.
-        let fine = test_against_history(
-            &HISTORY,
-            Estimate::bare(1.015),
-            Direction::Lower,
-            &rule(0.005),
-        )
-        .unwrap();
+        let fine = tested(&HISTORY, 1.015, Direction::Lower, 0.005);
         assert!((fine.threshold - fine.band).abs() < 1e-12);
         assert_eq!(
             history_verdict(&rule(0.005), &fine, fine.p),
@@ -307,22 +268,12 @@ mod tests {
     #[test]
     fn too_short_or_non_positive_histories_are_not_tested() {
         let r = rule(0.02);
-        assert!(
-            test_against_history(&[1.0, 1.01], Estimate::bare(1.0), Direction::Lower, &r).is_none()
-        );
-        assert!(
-            test_against_history(&[1.0, 0.0, 1.0], Estimate::bare(1.0), Direction::Lower, &r)
-                .is_none()
-        );
-        assert!(
-            test_against_history(&[1.0, 1.0, 1.0], Estimate::bare(0.0), Direction::Lower, &r)
-                .is_none()
-        );
+        assert!(test_against_history(&[1.0, 1.01], bare(1.0), Direction::Lower, &r).is_none());
+        assert!(test_against_history(&[1.0, 0.0, 1.0], bare(1.0), Direction::Lower, &r).is_none());
+        assert!(test_against_history(&[1.0, 1.0, 1.0], bare(0.0), Direction::Lower, &r).is_none());
         // A history without scatter: any change is significant, none is within Δ's
         // reach unless it exceeds it.
-        let flat =
-            test_against_history(&[1.0, 1.0, 1.0], Estimate::bare(1.0), Direction::Lower, &r)
-                .unwrap();
+        let flat = test_against_history(&[1.0, 1.0, 1.0], bare(1.0), Direction::Lower, &r).unwrap();
         assert_eq!(history_verdict(&r, &flat, flat.p), Verdict::Equivalent);
     }
 
@@ -348,8 +299,7 @@ mod tests {
         for _ in 0..gates {
             let history: Vec<f64> = (0..10).map(|_| (0.01 * normal()).exp()).collect();
             let candidate = (0.01 * normal()).exp();
-            let t = test_against_history(&history, Estimate::bare(candidate), Direction::Lower, &r)
-                .unwrap();
+            let t = test_against_history(&history, bare(candidate), Direction::Lower, &r).unwrap();
             if history_verdict(&r, &t, t.p) == Verdict::Worse {
                 worse += 1;
             }

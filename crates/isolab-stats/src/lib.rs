@@ -77,7 +77,9 @@ pub use blocks::{
 pub use bootstrap::{bootstrap_ratio_ci, Center};
 pub use fdr::benjamini_hochberg;
 pub use histogram::{regression_histogram, Bin, Histogram, HISTOGRAM_PERCENTILES, MAX_BINS};
-pub use history::{history_verdict, test_against_history, Estimate, HistoryTest, MIN_HISTORY};
+pub use history::{
+    history_verdict, test_against_history, HistoryTest, MedianEstimate, MIN_HISTORY,
+};
 pub use measures::{degradation_pct, geometric_mean, overhead_ratio, regression_pct};
 pub use order::{median_ci, percentile};
 pub use outliers::{outliers_mad, Outliers, DEFAULT_OUTLIER_THRESHOLD};
