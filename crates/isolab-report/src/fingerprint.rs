@@ -71,9 +71,11 @@ pub struct Drift {
 }
 
 /// The keys whose values differ from `before` to `after`. A key only one side
-/// captured counts when it is a tool's, runtime's or engine's: experiments of the same
-/// spec use the same ones, so a missing one means the other side ran something else
-/// (other keys come and go with isolab versions and are ignored when absent).
+/// captured counts when it names a tool, runtime, image tool, asset or engine image
+/// (every key outside [`KEYS`] and the mitigations): experiments of the same spec use
+/// the same ones, so a missing one means the other side ran something else. A host key
+/// or a mitigation comes and goes with isolab versions and kernels and is ignored when
+/// absent.
 pub fn drift(before: &BTreeMap<String, String>, after: &BTreeMap<String, String>) -> Vec<Drift> {
     let mut keys: Vec<&String> = before.keys().chain(after.keys()).collect();
     keys.sort();
