@@ -166,6 +166,17 @@ pub enum Error {
         names: Vec<String>,
     },
 
+    /// Limits only cgroup v1 has were asked for on a v2 hierarchy.
+    #[error(
+        "{names:?} cannot be set on this cgroup v2 host: cgroup v2 has no such limit \
+         (swappiness and the OOM killer switch are v1 files; v2 counts TCP buffers in \
+         memory.max); remove them"
+    )]
+    V1Only {
+        /// The OCI names of the limits asked for.
+        names: Vec<String>,
+    },
+
     /// A name in the unified limits is not a controller's interface file.
     #[error("invalid cgroup v2 file name {name:?} in the unified limits: {problem}")]
     UnifiedName {

@@ -313,6 +313,21 @@ pub struct Limits {
     /// [`crate::Cgroup::read_unified`] reads given names back.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub unified: BTreeMap<String, String>,
+    /// How eagerly the kernel swaps the cgroup's anonymous memory, 0–100 (OCI's
+    /// `memory.swappiness`): v1 `memory.swappiness`. Cgroup v2 has no such file: a v2
+    /// hierarchy refuses it ([`crate::Error::V1Only`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_swappiness: Option<u64>,
+    /// The limit of the cgroup's TCP buffer memory (OCI's `memory.kernelTCP`): v1
+    /// `memory.kmem.tcp.limit_in_bytes`. Cgroup v2 counts it in `memory.max` and has no
+    /// limit of its own: refused there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_tcp_max: Option<Bytes>,
+    /// Whether a task over the memory limit waits for memory instead of being killed
+    /// (OCI's `memory.disableOOMKiller`): v1 `memory.oom_control` = 1. Cgroup v2 has no
+    /// such switch: refused there.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub oom_kill_disabled: bool,
 }
 
 impl Limits {
@@ -346,6 +361,22 @@ impl Limits {
         self.memory_max.is_some()
             || self.memory_swap_max.is_some()
             || self.memory_reservation.is_some()
+            || !self.v1_only().is_empty()
+    }
+
+    /// The limits asked for that only cgroup v1 has, by their OCI names.
+    pub(crate) fn v1_only(&self) -> Vec<String> {
+        let mut names = Vec::new();
+        if self.memory_swappiness.is_some() {
+            names.push("memory.swappiness".to_owned());
+        }
+        if self.memory_tcp_max.is_some() {
+            names.push("memory.kernelTCP".to_owned());
+        }
+        if self.oom_kill_disabled {
+            names.push("memory.disableOOMKiller".to_owned());
+        }
+        names
     }
 
     /// What differs between these limits, as asked for, and `read`, as read back from
@@ -431,6 +462,30 @@ impl Limits {
             (self.memory_reservation == Some(Bytes(0)) && read.memory_reservation.is_none())
                 || mem_same(self.memory_reservation, read.memory_reservation),
         );
+        let number = |v: Option<u64>| v.map(|v| v.to_string());
+        cmp(
+            "memory swappiness",
+            number(self.memory_swappiness),
+            number(read.memory_swappiness),
+            // Read back as `None` when equal to the parent's: in force if that is what
+            // was asked.
+            self.memory_swappiness.is_none()
+                || read
+                    .memory_swappiness
+                    .is_none_or(|r| Some(r) == self.memory_swappiness),
+        );
+        cmp(
+            "memory tcp",
+            bytes(self.memory_tcp_max),
+            bytes(read.memory_tcp_max),
+            mem_same(self.memory_tcp_max, read.memory_tcp_max),
+        );
+        cmp(
+            "oom killer disabled",
+            self.oom_kill_disabled.then(|| "true".to_owned()),
+            Some(read.oom_kill_disabled.to_string()),
+            !self.oom_kill_disabled || read.oom_kill_disabled,
+        );
         for h in &self.hugetlb {
             let found = read.hugetlb.iter().find(|r| r.page_size == h.page_size);
             let page = h.page_size.bytes().0;
@@ -458,6 +513,7 @@ impl Limits {
             && self.memory_reservation.is_none()
             && self.hugetlb.is_empty()
             && self.unified.is_empty()
+            && self.v1_only().is_empty()
     }
 }
 

@@ -106,6 +106,10 @@ fn fake_v2_create_apply_read_stats_remove() {
         unified: [("memory.high", "1073741824"), ("pids.max", "65")]
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .into(),
+        // Only cgroup v1 has these (a v2 hierarchy refuses them).
+        memory_swappiness: None,
+        memory_tcp_max: None,
+        oom_kill_disabled: false,
     };
     cg.apply(&limits).unwrap();
     assert_eq!(read(leaf.join("cpu.max")), "50000 100000");
@@ -391,6 +395,9 @@ fn fake_v1_create_apply_read_stats_remove() {
             limit: Bytes::gib(2),
         }],
         unified: Default::default(),
+        memory_swappiness: None,
+        memory_tcp_max: None,
+        oom_kill_disabled: false,
     };
     cg.apply(&limits).unwrap();
     let leaf = |m: &str| root.join(m).join(rel);

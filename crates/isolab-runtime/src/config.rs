@@ -219,6 +219,34 @@ impl Namespaces {
     pub fn creates(&self, kind: NsKind) -> bool {
         self.create.contains(&kind)
     }
+
+    /// Whether the container joins an existing namespace of this kind by path.
+    pub fn joins(&self, kind: NsKind) -> bool {
+        self.join.iter().any(|(k, _)| *k == kind)
+    }
+
+    /// Whether the container has a mount namespace of its own, new or joined. Without
+    /// one it shares the runtime's: its mounts are made below its root in the host's
+    /// mount namespace (and removed again with the container), and it is chrooted
+    /// there instead of pivoting.
+    pub fn own_mount(&self) -> bool {
+        self.creates(NsKind::Mount) || self.joins(NsKind::Mount)
+    }
+
+    /// The namespaces the container's process joins itself (`setns` in the child):
+    /// every joined one but pid, which the runtime joins before `clone3` (a pid
+    /// namespace takes the children of whoever joins it, not the joiner).
+    pub fn joined_by_child(&self) -> impl Iterator<Item = &(NsKind, PathBuf)> {
+        self.join.iter().filter(|(k, _)| *k != NsKind::Pid)
+    }
+
+    /// The pid namespace to join by path.
+    pub fn pid_to_join(&self) -> Option<&Path> {
+        self.join
+            .iter()
+            .find(|(k, _)| *k == NsKind::Pid)
+            .map(|(_, p)| p.as_path())
+    }
 }
 
 /// A kind of namespace.
@@ -628,6 +656,22 @@ impl ContainerConfig {
             init: true,
             oci: OciExtras::default(),
             cgroup_path: None,
+        }
+    }
+
+    /// Whether the container shares the runtime's mount namespace (an OCI bundle that
+    /// neither creates nor joins one): see [`Namespaces::own_mount`]. Its mounts live in
+    /// the host's mount namespace below the root, which [`Self::host_mounts_root`] names.
+    pub fn in_host_mount_namespace(&self) -> bool {
+        self.oci.namespaces.as_ref().is_some_and(|n| !n.own_mount())
+    }
+
+    /// The root below which a container without a mount namespace of its own mounts:
+    /// what `delete` (and gc) unmount again.
+    pub fn host_mounts_root(&self) -> Option<&Path> {
+        match &self.rootfs {
+            Rootfs::Dir { path, .. } if self.in_host_mount_namespace() => Some(path),
+            _ => None,
         }
     }
 

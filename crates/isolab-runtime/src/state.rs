@@ -108,6 +108,10 @@ pub struct State {
     /// removes it, and [`gc`] leaves it alone.
     #[serde(default)]
     pub oci: Option<OciInfo>,
+    /// The root of a container without a mount namespace of its own, canonical: its
+    /// mounts are in the host's mount table below it, and [`undo`] unmounts them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_mounts: Option<PathBuf>,
 }
 
 /// What the OCI operations need of a created container.
@@ -353,6 +357,9 @@ fn undo_cgroups(state: &State, hierarchy: &Hierarchy) -> Vec<String> {
 /// (`so_far_ok`) nor here, the state file.
 pub(crate) fn undo_rest(state: &State, state_file: &Path, so_far_ok: bool) -> Vec<String> {
     let mut failures = Vec::new();
+    if let Some(root) = &state.host_mounts {
+        failures.extend(unmount_below(root));
+    }
     if let (Some(device), Some(image)) = (&state.loop_device, &state.image) {
         let still = loopdev::attached()
             .into_iter()
@@ -403,6 +410,46 @@ pub(crate) fn undo_rest(state: &State, state_file: &Path, so_far_ok: bool) -> Ve
         }
     }
     failures
+}
+
+/// Unmounts every mount strictly below `root` in this process's mount table (the
+/// host's), the latest first, each detached (`MNT_DETACH`): what a container without
+/// a mount namespace of its own mounted there. A mount already gone with its parent
+/// is not a failure.
+pub(crate) fn unmount_below(root: &Path) -> Vec<String> {
+    let table = Path::new("/proc/self/mountinfo");
+    let entries = match isolab_cgroups::read_mountinfo(table, isolab_cgroups::Malformed::Skip) {
+        Ok(entries) => entries,
+        Err(e) => return vec![format!("read {}: {e}", table.display())],
+    };
+    let below = mounts_below(entries.iter().map(|e| e.mount_point.as_path()), root);
+    let mut failures = Vec::new();
+    for point in below {
+        let Ok(c) = std::ffi::CString::new(point.as_os_str().as_encoded_bytes()) else {
+            continue;
+        };
+        match crate::sys::umount2(&c, libc::MNT_DETACH) {
+            Ok(()) => {}
+            Err(e) if matches!(e.0, libc::EINVAL | libc::ENOENT) => {}
+            Err(e) => failures.push(format!(
+                "unmount {} (mounted by a container without a mount namespace): {}",
+                point.display(),
+                io::Error::from_raw_os_error(e.0)
+            )),
+        }
+    }
+    failures
+}
+
+/// The mount points strictly below `root`, in the reverse of their order in the table
+/// (the latest, so the innermost, first).
+fn mounts_below<'a>(points: impl Iterator<Item = &'a Path>, root: &Path) -> Vec<PathBuf> {
+    let mut below: Vec<PathBuf> = points
+        .filter(|p| *p != root && p.starts_with(root))
+        .map(Path::to_path_buf)
+        .collect();
+    below.reverse();
+    below
 }
 
 /// The state files (`*.json`) in `state_dir`; none when it does not exist.
@@ -505,6 +552,7 @@ mod tests {
             cgroup_created: Vec::new(),
             devices_mount: None,
             devices_created: Vec::new(),
+            host_mounts: None,
             oci: None,
         }
     }
@@ -547,6 +595,26 @@ mod tests {
         assert_ne!(ino(&path), first);
         assert_eq!(State::read(&path).unwrap(), s);
         assert!(!path.with_extension("json.tmp").exists());
+    }
+
+    #[test]
+    fn mounts_below_a_root_are_unmounted_innermost_first_and_only_those() {
+        let table = [
+            "/",
+            "/b/rootfs-other/proc",
+            "/b/rootfs",
+            "/b/rootfs/proc",
+            "/b/rootfs/dev",
+            "/b/rootfs/dev/pts",
+            "/tmp",
+        ];
+        let below = super::mounts_below(table.iter().map(Path::new), Path::new("/b/rootfs"));
+        assert_eq!(
+            below,
+            ["/b/rootfs/dev/pts", "/b/rootfs/dev", "/b/rootfs/proc"]
+                .map(PathBuf::from)
+                .to_vec()
+        );
     }
 
     #[test]

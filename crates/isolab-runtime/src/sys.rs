@@ -65,6 +65,12 @@ pub fn umount2(target: &CStr, flags: libc::c_int) -> Result<(), Errno> {
     check(unsafe { libc::umount2(target.as_ptr(), flags) })
 }
 
+/// `chroot(2)`.
+pub fn chroot(path: &CStr) -> Result<(), Errno> {
+    // SAFETY: path is a NUL-terminated string.
+    check(unsafe { libc::chroot(path.as_ptr()) })
+}
+
 /// `pivot_root(2)` (no libc wrapper).
 pub fn pivot_root(new_root: &CStr, put_old: &CStr) -> Result<(), Errno> {
     // SAFETY: both arguments are NUL-terminated strings.

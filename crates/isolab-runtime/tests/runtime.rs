@@ -833,7 +833,8 @@ fn run_bundle_reported(
 /// --memory-reservation 32m` used to change nothing): the container reads them from its
 /// own cgroup, and the report records them. Huge page limits apply where the host has a
 /// hugetlb controller and are refused where not; unified files apply on cgroup v2 and
-/// are refused on v1. The test checks the files of the host's cgroup version, so it
+/// are refused on v1; swappiness, kernelTCP and disableOOMKiller the other way round.
+/// The test checks the files of the host's cgroup version, so it
 /// runs for real on v1 and on v2 hosts alike.
 #[test]
 fn oci_shares_reservation_hugepages_and_unified_are_applied_or_refused() {
@@ -914,6 +915,45 @@ fn oci_shares_reservation_hugepages_and_unified_are_applied_or_refused() {
         );
     } else {
         assert!(report.error.is_some_and(|e| e.contains("unified")));
+    }
+    assert!(leftovers(&root, id, None).is_empty() && cg.gone(&format!("isolab/rt-{id}")));
+
+    // Swappiness, the TCP buffer limit and the OOM killer switch: applied on v1 (read
+    // inside the container and in the report), refused by name on v2.
+    let id = "t-v1mem";
+    let script = if cg.v2 {
+        "true".to_owned()
+    } else {
+        format!(
+            "cat {} {}; grep oom_kill_disable {}",
+            cg.inside("memory", "memory.swappiness"),
+            cg.inside("memory", "memory.kmem.tcp.limit_in_bytes"),
+            cg.inside("memory", "memory.oom_control")
+        )
+    };
+    let dir = resources_bundle(
+        &root,
+        id,
+        &script,
+        serde_json::json!({"memory": {"swappiness": 7, "kernelTCP": 4 << 20, "disableOOMKiller": true}}),
+    );
+    let (out, report) = run_bundle_reported(&root, id, &dir);
+    if cg.v2 {
+        applied_or_refused(id, &out, false, "", &["memory.swappiness", "cgroup v2"]);
+    } else {
+        let printed = ok(&out);
+        eprintln!("{id}: {script} -> {printed:?}");
+        assert_eq!(
+            printed.split_whitespace().collect::<Vec<_>>(),
+            ["7", &(4u64 << 20).to_string(), "oom_kill_disable", "1"],
+            "{out:?}"
+        );
+        assert_eq!(report.limits.memory_swappiness, Some(7));
+        assert_eq!(
+            report.limits.memory_tcp_max,
+            Some(isolab_cgroups::Bytes::mib(4))
+        );
+        assert!(report.limits.oom_kill_disabled, "{report:?}");
     }
     assert!(leftovers(&root, id, None).is_empty() && cg.gone(&format!("isolab/rt-{id}")));
 
@@ -1563,7 +1603,11 @@ fn oci_status(root: &BusyboxRoot, id: &str) -> (String, u64) {
 /// A bundle running `script` (with its output in `log`), created with `--pid-file`;
 /// returns the pid file's pid.
 fn oci_create(root: &BusyboxRoot, id: &str, script: &str, log: &Path) -> u64 {
-    let dir = bundle(root, id);
+    oci_create_in(root, &bundle(root, id), id, script, log)
+}
+
+/// [`oci_create`] of the bundle in `dir`.
+fn oci_create_in(root: &BusyboxRoot, dir: &Path, id: &str, script: &str, log: &Path) -> u64 {
     let file = dir.join("config.json");
     let mut spec: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(&file).unwrap()).unwrap();
@@ -1577,7 +1621,7 @@ fn oci_create(root: &BusyboxRoot, id: &str, script: &str, log: &Path) -> u64 {
         .arg("--root")
         .arg(root.state_dir())
         .args(["create", "--bundle"])
-        .arg(&dir)
+        .arg(dir)
         .arg("--pid-file")
         .arg(&pid_file)
         .arg(id)
@@ -1727,6 +1771,144 @@ fn oci_kill_9_between_create_and_start_leaves_nothing() {
             .starts_with('Z')
     });
     assert!(!alive, "process {pid} survived delete");
+}
+
+/// The inode a `/proc/PID/ns/NAME` link names (`mnt:[4026531841]`).
+fn ns_link(pid: u64, name: &str) -> String {
+    fs::read_link(format!("/proc/{pid}/ns/{name}"))
+        .unwrap()
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Sets a bundle's `linux.namespaces` (and drops its masked and read-only paths and
+/// its root propagation when asked: they need a mount namespace of the container's
+/// own).
+fn set_namespaces(dir: &Path, namespaces: serde_json::Value, drop_paths: bool) {
+    let file = dir.join("config.json");
+    let mut spec: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&file).unwrap()).unwrap();
+    spec["linux"]["namespaces"] = namespaces;
+    if drop_paths {
+        let linux = spec["linux"].as_object_mut().unwrap();
+        linux.remove("maskedPaths");
+        linux.remove("readonlyPaths");
+        linux.remove("rootfsPropagation");
+    }
+    fs::write(&file, spec.to_string()).unwrap();
+}
+
+/// A created container, deleted (`--force`) when dropped: also when the test fails.
+struct Created<'a>(&'a BusyboxRoot, &'a str);
+
+impl Drop for Created<'_> {
+    fn drop(&mut self) {
+        let _ = oci(self.0, &["delete", "--force", self.1]);
+    }
+}
+
+/// A process holding namespaces for a container to join: killed (with its `sleep`,
+/// through `unshare --kill-child`) when dropped, also when the test fails.
+struct Holder(std::process::Child);
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn oci_namespaces_joined_by_path_and_the_hosts_mount_namespace() {
+    require_root!();
+    let _l = lock();
+    let root = BusyboxRoot::new();
+    let log = root.dir.path().join("t-ns.log");
+
+    // Joined by path: a pid and a mount namespace of a process of the test's own.
+    let holder = Holder(
+        Command::new("unshare")
+            .args([
+                "--pid",
+                "--mount",
+                "--fork",
+                "--kill-child",
+                "sleep",
+                "1000",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let hp = u64::from(holder.0.id());
+    let me = u64::from(std::process::id());
+    wait_for("the holder's namespaces", || {
+        ns_link(hp, "mnt") != ns_link(me, "mnt")
+            && ns_link(hp, "pid_for_children") != ns_link(me, "pid")
+    });
+    let target_pid = ns_link(hp, "pid_for_children");
+    let target_mnt = ns_link(hp, "mnt");
+    let dir = bundle(&root, "t-join");
+    set_namespaces(
+        &dir,
+        serde_json::json!([
+            {"type": "pid", "path": format!("/proc/{hp}/ns/pid_for_children")},
+            {"type": "mount", "path": format!("/proc/{hp}/ns/mnt")},
+            {"type": "uts"}, {"type": "ipc"}
+        ]),
+        false,
+    );
+    let pid = oci_create_in(&root, &dir, "t-join", "sleep 100", &log);
+    let _created = Created(&root, "t-join");
+    assert_eq!(ns_link(pid, "pid"), target_pid);
+    assert_eq!(ns_link(pid, "mnt"), target_mnt);
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let nspid = status.lines().find(|l| l.starts_with("NSpid:")).unwrap();
+    // The holder's `sleep` is 1 there; the container's process comes after it.
+    assert!(!nspid.ends_with("\t1"), "{nspid}");
+    ok(&oci(&root, &["delete", "--force", "t-join"]));
+    drop(holder);
+    let problems = leftovers(&root, "t-join", None);
+    assert!(problems.is_empty(), "left behind: {problems:?}");
+
+    // No mount namespace: chrooted, its mounts in the host's table until delete.
+    let dir = bundle(&root, "t-hostns");
+    set_namespaces(
+        &dir,
+        serde_json::json!([{"type": "pid"}, {"type": "uts"}]),
+        false,
+    );
+    let refused = oci(
+        &root,
+        &["create", "--bundle", dir.to_str().unwrap(), "t-hostns"],
+    );
+    assert!(
+        stderr(&refused).contains(
+            "linux.maskedPaths, linux.readonlyPaths, linux.rootfsPropagation need a mount namespace"
+        ),
+        "{refused:?}"
+    );
+    set_namespaces(
+        &dir,
+        serde_json::json!([{"type": "pid"}, {"type": "uts"}]),
+        true,
+    );
+    let pid = oci_create_in(&root, &dir, "t-hostns", "sleep 100", &log);
+    let _created = Created(&root, "t-hostns");
+    assert_eq!(ns_link(pid, "mnt"), ns_link(me, "mnt"));
+    assert_ne!(ns_link(pid, "pid"), ns_link(me, "pid"));
+    let rootfs = fs::canonicalize(root.rootfs()).unwrap();
+    assert_eq!(fs::read_link(format!("/proc/{pid}/root")).unwrap(), rootfs);
+    let mounted = host_mounts_of(&rootfs);
+    assert!(
+        mounted.iter().any(|l| l.contains(" proc ")),
+        "the container's /proc in the host's table: {mounted:?}"
+    );
+    ok(&oci(&root, &["delete", "--force", "t-hostns"]));
+    assert_eq!(host_mounts_of(&rootfs), Vec::<String>::new());
+    let problems = leftovers(&root, "t-hostns", None);
+    assert!(problems.is_empty(), "left behind: {problems:?}");
 }
 
 /// Sets `hooks` and `process.args` (`sh -c script`) of the bundle of `id`.
@@ -1901,7 +2083,7 @@ fn oci_hooks_run_in_order_with_the_state_and_their_timeouts() {
     assert!(leftovers(&root, "t-hooks", None).is_empty());
 }
 
-/// Programs of the OCI runtime-tools validation suite (40 of 58) that isolab-runtime passes on
+/// Programs of the OCI runtime-tools validation suite (42 of 58) that isolab-runtime passes on
 /// this kind of host (Debian bookworm, hybrid cgroup v1; the harness mounts a v1 hugetlb
 /// hierarchy for crun). Every other program is in [`VALIDATION_EXCEPTIONS`] or
 /// [`VALIDATION_NOT_YET`], with its reason.
@@ -1925,7 +2107,9 @@ const VALIDATION_MUST_PASS: &[&str] = &[
     "linux_devices",
     "linux_masked_paths",
     "linux_mount_label",
+    "linux_ns_itype",
     "linux_ns_nopath",
+    "linux_ns_path",
     "linux_ns_path_type",
     "linux_process_apparmor_profile",
     "linux_readonly_paths",
@@ -2011,20 +2195,11 @@ const NO_NET_CLS: &str = "host: the net_cls and net_prio hierarchies are not mou
      (/proc/cgroups: hierarchy 0); refused by name (runc: cannot set net_cls limit)";
 const NO_KMEM: &str = "host: this kernel ignores memory.kmem.limit_in_bytes (a write reads \
      back unlimited), so \"memory kernel is set correctly\" cannot hold (runc fails it the \
-     same); isolab-runtime refuses memory.kernel by name (and, not applied yet, kernelTCP, \
-     swappiness and disableOOMKiller, which this host has)";
+     same); isolab-runtime refuses memory.kernel by name. With it removed from the bundle, \
+     every other check passes: limit, reservation, swap, kernelTCP, swappiness, oom";
 
-/// Programs that fail for what isolab-runtime does not do yet.
-const VALIDATION_NOT_YET: &[(&str, &str)] = &[
-    (
-        "linux_ns_path",
-        "joining a mount or pid namespace by path is refused (runc passes)",
-    ),
-    (
-        "linux_ns_itype",
-        "a container without a new mount namespace is refused (runc passes)",
-    ),
-];
+/// Programs that fail for what isolab-runtime does not do yet: none.
+const VALIDATION_NOT_YET: &[(&str, &str)] = &[];
 
 /// The OCI runtime-tools validation suite (scripts/oci-validation.sh: Go programs
 /// built once through the module proxy, `scripts/setup.sh` does it) against this

@@ -55,6 +55,50 @@ pub(crate) fn read_reservation(dir: &Path) -> Result<Option<Bytes>, Error> {
     Ok(file::read_parsed_opt(&path, parse_limit)?.flatten())
 }
 
+/// Writes `memory.swappiness`, `memory.kmem.tcp.limit_in_bytes` and
+/// `memory.oom_control` (1 disables the OOM killer) for what `limits` asks.
+pub(crate) fn apply_v1_only(dir: &Path, limits: &crate::limits::Limits) -> Result<(), Error> {
+    if let Some(s) = limits.memory_swappiness {
+        file::write_limit(
+            &dir.join("memory.swappiness"),
+            &s.to_string(),
+            "memory swappiness (0-100)",
+        )?;
+    }
+    if let Some(tcp) = limits.memory_tcp_max {
+        file::write_limit(
+            &dir.join("memory.kmem.tcp.limit_in_bytes"),
+            &tcp.0.to_string(),
+            "TCP buffer memory limit",
+        )?;
+    }
+    if limits.oom_kill_disabled {
+        file::write_limit(&dir.join("memory.oom_control"), "1", "OOM killer switch")?;
+    }
+    Ok(())
+}
+
+/// Reads back what [`apply_v1_only`] writes: the swappiness when it is the cgroup's own
+/// (every cgroup has one, inherited from its parent when created: `None` when it is
+/// the parent's), the TCP limit when limited, and whether the OOM killer is off
+/// (`oom_kill_disable 1` in `memory.oom_control`).
+pub(crate) fn read_v1_only(dir: &Path, limits: &mut crate::limits::Limits) -> Result<(), Error> {
+    let swappiness = |dir: &Path| file::read_parsed_opt(&dir.join("memory.swappiness"), single_u64);
+    let own = swappiness(dir)?;
+    let parent = match dir.parent() {
+        Some(parent) => swappiness(parent).unwrap_or(None),
+        None => None,
+    };
+    limits.memory_swappiness = own.filter(|v| Some(*v) != parent);
+    limits.memory_tcp_max =
+        file::read_parsed_opt(&dir.join("memory.kmem.tcp.limit_in_bytes"), parse_limit)?.flatten();
+    limits.oom_kill_disabled = file::read_parsed_opt(&dir.join("memory.oom_control"), |text| {
+        flat_keyed(text).map(|pairs| flat_get(&pairs, "oom_kill_disable") == Some(1))
+    })?
+    .unwrap_or(false);
+    Ok(())
+}
+
 /// (memory limit, memory+swap limit), `None` when unlimited or not provided.
 pub(crate) fn read(dir: &Path) -> Result<(Option<Bytes>, Option<Bytes>), Error> {
     let read = |name| file::read_parsed_opt(&dir.join(name), parse_limit).map(Option::flatten);
@@ -79,6 +123,71 @@ pub(crate) fn stats(dir: &Path, stats: &mut Stats) -> Result<(), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn v1_only_limits_are_written_and_read_back_the_parents_swappiness_as_unset() {
+        let dir = tempfile::tempdir().unwrap();
+        let leaf = dir.path().join("leaf");
+        std::fs::create_dir(&leaf).unwrap();
+        std::fs::write(dir.path().join("memory.swappiness"), "60\n").unwrap();
+        for (file, text) in [
+            ("memory.swappiness", "60\n"),
+            ("memory.kmem.tcp.limit_in_bytes", "9223372036854771712\n"),
+            (
+                "memory.oom_control",
+                "oom_kill_disable 0\nunder_oom 0\noom_kill 0\n",
+            ),
+        ] {
+            std::fs::write(leaf.join(file), text).unwrap();
+        }
+        let read = || {
+            let mut l = crate::limits::Limits::default();
+            read_v1_only(&leaf, &mut l).unwrap();
+            (l.memory_swappiness, l.memory_tcp_max, l.oom_kill_disabled)
+        };
+        assert_eq!(read(), (None, None, false));
+        let asked = crate::limits::Limits {
+            memory_swappiness: Some(10),
+            memory_tcp_max: Some(Bytes::mib(1)),
+            oom_kill_disabled: true,
+            ..Default::default()
+        };
+        apply_v1_only(&leaf, &asked).unwrap();
+        let text = |f: &str| std::fs::read_to_string(leaf.join(f)).unwrap();
+        assert_eq!(text("memory.swappiness"), "10");
+        assert_eq!(text("memory.kmem.tcp.limit_in_bytes"), "1048576");
+        // The kernel's file reads back as a flat keyed list; a plain file holds the "1".
+        assert_eq!(text("memory.oom_control"), "1");
+        std::fs::write(
+            leaf.join("memory.oom_control"),
+            "oom_kill_disable 1\nunder_oom 0\n",
+        )
+        .unwrap();
+        assert_eq!(read(), (Some(10), Some(Bytes::mib(1)), true));
+        let mut back = crate::limits::Limits::default();
+        read_v1_only(&leaf, &mut back).unwrap();
+        assert!(
+            asked.differences(&back).is_empty(),
+            "{:?}",
+            asked.differences(&back)
+        );
+        // Asking for the parent's value reads back as unset, which is in force.
+        let parents = crate::limits::Limits {
+            memory_swappiness: Some(60),
+            ..Default::default()
+        };
+        assert!(parents
+            .differences(&crate::limits::Limits::default())
+            .is_empty());
+        let other = crate::limits::Limits {
+            memory_swappiness: Some(5),
+            ..Default::default()
+        };
+        assert_eq!(
+            other.differences(&back),
+            ["memory swappiness asked 5 read 10"]
+        );
+    }
 
     #[test]
     fn huge_limits_are_unlimited() {

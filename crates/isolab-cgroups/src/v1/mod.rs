@@ -76,6 +76,9 @@ pub(crate) fn apply(dirs: &Dirs, limits: &Limits) -> Result<(), Error> {
     if let Some(r) = limits.memory_reservation {
         memory::apply_reservation(need(dirs, Controller::Memory)?, r)?;
     }
+    if !limits.v1_only().is_empty() {
+        memory::apply_v1_only(need(dirs, Controller::Memory)?, limits)?;
+    }
     if let Some(max) = limits.pids_max {
         pids::apply(need(dirs, Controller::Pids)?, max)?;
     }
@@ -100,6 +103,7 @@ pub(crate) fn read_limits(dirs: &Dirs) -> Result<Limits, Error> {
     if let Some(dir) = dirs.get(&Controller::Memory) {
         (limits.memory_max, limits.memory_swap_max) = memory::read(dir)?;
         limits.memory_reservation = memory::read_reservation(dir)?;
+        memory::read_v1_only(dir, &mut limits)?;
     }
     if let Some(dir) = dirs.get(&Controller::Pids) {
         limits.pids_max = pids::read(dir)?;

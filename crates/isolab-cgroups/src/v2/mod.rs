@@ -79,6 +79,10 @@ pub(crate) fn apply(dir: &Path, limits: &Limits) -> Result<(), Error> {
     if limits.is_empty() {
         return Ok(());
     }
+    let v1_only = limits.v1_only();
+    if !v1_only.is_empty() {
+        return Err(Error::V1Only { names: v1_only });
+    }
     let io = limited_io(limits);
     let available = available(dir)?;
     let wanted = limits.controllers_needed(Controller::Io, !io.is_empty());
@@ -126,7 +130,7 @@ pub(crate) fn read_limits(dir: &Path) -> Result<Limits, Error> {
         cpu_weight: cpu::read_weight(dir)?,
         memory_reservation: memory::read_reservation(dir)?,
         hugetlb: hugetlb::read(dir)?,
-        unified: Default::default(),
+        ..Limits::default()
     })
 }
 
@@ -153,6 +157,24 @@ pub(crate) fn kill(dir: &Path) -> Result<bool, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn limits_only_v1_has_are_refused_by_name_before_anything_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let limits = Limits {
+            memory_max: Some(crate::Bytes::mib(64)),
+            memory_swappiness: Some(10),
+            oom_kill_disabled: true,
+            ..Limits::default()
+        };
+        let err = apply(dir.path(), &limits).unwrap_err();
+        assert!(
+            matches!(&err, Error::V1Only { names } if names == &["memory.swappiness", "memory.disableOOMKiller"]),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("cgroup v2 host"), "{err}");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
 
     #[test]
     fn subtree_control_adds_only_missing_available_controllers() {

@@ -396,6 +396,7 @@ fn run_op(op: &Op, plan: &Plan, fds: &ChildFds) -> Result<(), Errno> {
             sys::pivot_root(c".", c".")?;
             sys::umount2(c".", libc::MNT_DETACH)
         }
+        Op::ChrootHere => sys::chroot(c"."),
         Op::RemountReadOnly { path } => {
             let flags = sys::mount_flags(path)?;
             sys::mount(

@@ -222,6 +222,9 @@ impl Instance {
                 .collect(),
             devices_mount,
             oci: None,
+            host_mounts: config
+                .host_mounts_root()
+                .map(|root| std::fs::canonicalize(root).unwrap_or_else(|_| root.to_owned())),
         };
         if let Rootfs::Overlay {
             upper: Some(upper), ..

@@ -179,12 +179,17 @@ impl Instance {
             ns: ns_fds,
             cgroup: cgroup_fds,
         };
+        let pid_join = PidJoin::open(config)?;
+        if let Some(join) = &pid_join {
+            join.enter()?;
+        }
         // SAFETY: the child only runs child::main, which never returns and never
         // allocates (see its docs).
         let pid = unsafe { clone3(&args) };
         if pid == 0 {
             child::main(plan, fds);
         }
+        let left = pid_join.as_ref().map(PidJoin::leave);
         if pid < 0 {
             return Err(RuntimeError::Syscall {
                 op: "clone3 (create the container's namespaces; needs root and Linux 5.3+)",
@@ -199,6 +204,8 @@ impl Instance {
             pidfd,
             reaped: false,
         });
+        // The init is recorded: a failure here tears it down with the rest.
+        left.transpose()?;
         drop(go_read);
         drop(report_write);
         drop(devices_tasks);
@@ -281,10 +288,79 @@ impl Instance {
     }
 }
 
+/// A pid namespace the container joins by path. A pid namespace takes the children of
+/// whoever joins it, so the runtime's thread joins it for `clone3` (the child is then
+/// born in it) and goes back to its own right after.
+struct PidJoin {
+    /// The runtime's own (this thread's) pid namespace.
+    own: OwnedFd,
+    /// The one to join.
+    target: OwnedFd,
+    /// Its path, for errors.
+    path: PathBuf,
+}
+
+impl PidJoin {
+    fn open(config: &ContainerConfig) -> Result<Option<PidJoin>, RuntimeError> {
+        let Some(path) = config.oci.namespaces.as_ref().and_then(|n| n.pid_to_join()) else {
+            return Ok(None);
+        };
+        let open = |path: &Path| {
+            fs::File::open(path)
+                .map(OwnedFd::from)
+                .map_err(|source| RuntimeError::Host {
+                    op: "open the namespace to join",
+                    path: path.to_owned(),
+                    source,
+                })
+        };
+        Ok(Some(PidJoin {
+            own: open(Path::new("/proc/thread-self/ns/pid"))?,
+            target: open(path)?,
+            path: path.to_owned(),
+        }))
+    }
+
+    fn setns(fd: &OwnedFd, what: &'static str, path: &Path) -> Result<(), RuntimeError> {
+        // SAFETY: setns on a descriptor this process opened.
+        if unsafe { libc::setns(fd.as_raw_fd(), libc::CLONE_NEWPID) } < 0 {
+            return Err(RuntimeError::Host {
+                op: what,
+                path: path.to_owned(),
+                source: io::Error::last_os_error(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Makes this thread's children be born in the target namespace.
+    fn enter(&self) -> Result<(), RuntimeError> {
+        Self::setns(
+            &self.target,
+            "join the pid namespace for the container's process (setns)",
+            &self.path,
+        )
+    }
+
+    /// Back to the runtime's own pid namespace for later children (the hooks).
+    fn leave(&self) -> Result<(), RuntimeError> {
+        Self::setns(
+            &self.own,
+            "return to the runtime's pid namespace (setns)",
+            Path::new("/proc/thread-self/ns/pid"),
+        )
+    }
+}
+
 /// Opens the namespaces the child joins first (setns).
 fn open_joined(config: &ContainerConfig) -> Result<Vec<OwnedFd>, RuntimeError> {
     let mut joined: Vec<OwnedFd> = Vec::new();
-    for (_, path) in config.oci.namespaces.iter().flat_map(|n| &n.join) {
+    for (_, path) in config
+        .oci
+        .namespaces
+        .iter()
+        .flat_map(|n| n.joined_by_child())
+    {
         let fd = fs::File::open(path).map_err(|source| RuntimeError::Host {
             op: "open the namespace to join",
             path: path.clone(),

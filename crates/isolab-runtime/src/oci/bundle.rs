@@ -112,13 +112,15 @@ fn bundle_err(path: &Path, problem: impl Into<String>) -> RuntimeError {
 /// args, env, cwd, hostname, root (read-only flag), the standard mounts, bind mounts
 /// (type `bind` or a `bind`/`rbind` option; options limited to `bind`, `rbind`, `ro`,
 /// `rw`, `rprivate`, `private`; a relative source is relative to `DIR`), pid, ipc,
-/// uts, mount, cgroup, network (absent = host) and user namespaces, resources (cpu
+/// uts, mount, cgroup, network (absent = host) and user namespaces, new or joined by
+/// path (not the user namespace; without a mount namespace the container is chrooted,
+/// its mounts made in the host's and removed with it), resources (cpu
 /// quota, period and shares, cpuset, memory limit, swap and reservation, pids, blockIO
 /// throttles, hugepageLimits, unified cgroup v2 files), masked and read-only paths,
 /// capabilities and `noNewPrivileges`; the parent of `cgroupsPath` becomes the cgroup
 /// parent. Anything else that would change behaviour (other mounts, joining a
-/// namespace by path, hooks, a resource it does not apply such as
-/// `memory.swappiness`) is refused with what to remove. (Huge page limits and unified
+/// user namespace by path, a resource it does not apply such as
+/// `cpu.realtimeRuntime`) is refused with what to remove. (Huge page limits and unified
 /// files are checked against the host when the cgroup is made: without a hugetlb
 /// controller, or with unified files on cgroup v1, the container does not start.)
 pub fn from_bundle(dir: &Path, id: &ContainerId) -> Result<ContainerConfig, RuntimeError> {
@@ -273,8 +275,9 @@ fn read_mounts(
     Ok(())
 }
 
-/// `linux.namespaces`: the namespaces to create or join (a new mount namespace is
-/// required), and what they imply for the network and the user namespace.
+/// `linux.namespaces`: the namespaces to create or join (not a user namespace by path),
+/// and what they imply for the network and the user namespace; without a mount
+/// namespace, what needs one is refused.
 fn read_namespaces(
     config: &mut ContainerConfig,
     linux: &oci_spec::runtime::Linux,
@@ -296,13 +299,10 @@ fn read_namespaces(
             }
         };
         match ns.path() {
-            Some(_) if matches!(kind, NsKind::Pid | NsKind::User) => {
+            Some(_) if kind == NsKind::User => {
                 return Err(bundle_err(
                     file,
-                    format!(
-                        "joining the {} namespace by path is not supported; remove its \"path\"",
-                        ns.typ()
-                    ),
+                    "joining the user namespace by path is not supported; remove its \"path\"",
                 ));
             }
             Some(path) => namespaces.join.push((kind, path.clone())),
@@ -315,12 +315,38 @@ fn read_namespaces(
             config.user_namespace = true;
         }
     }
-    if !namespaces.creates(NsKind::Mount) {
-        return Err(bundle_err(
-            file,
-            "no new mount namespace: isolab-runtime needs one (add {\"type\": \"mount\"} \
-             to linux.namespaces)",
-        ));
+    if !namespaces.own_mount() {
+        // The container mounts below its root in the runtime's mount namespace and is
+        // chrooted there: what needs a mount table of its own is refused by name.
+        let mut needs = Vec::new();
+        if matches!(config.rootfs, Rootfs::Dir { readonly: true, .. }) {
+            needs.push("root.readonly");
+        }
+        if linux.masked_paths().as_ref().is_some_and(|p| !p.is_empty()) {
+            needs.push("linux.maskedPaths");
+        }
+        if linux
+            .readonly_paths()
+            .as_ref()
+            .is_some_and(|p| !p.is_empty())
+        {
+            needs.push("linux.readonlyPaths");
+        }
+        if linux.rootfs_propagation().is_some() {
+            needs.push("linux.rootfsPropagation");
+        }
+        if !needs.is_empty() {
+            return Err(bundle_err(
+                file,
+                format!(
+                    "{} {} a mount namespace of the container's own: add {{\"type\": \"mount\"}} \
+                     to linux.namespaces, or remove {}",
+                    needs.join(", "),
+                    if needs.len() == 1 { "needs" } else { "need" },
+                    if needs.len() == 1 { "it" } else { "them" }
+                ),
+            ));
+        }
     }
     config.oci.namespaces = Some(namespaces);
     config.network = network;
@@ -654,7 +680,8 @@ pub fn bundle_meta(dir: &Path) -> Result<BundleMeta, RuntimeError> {
 /// What isolab-runtime applies of `linux.resources`, for the error that refuses the rest.
 pub(super) const APPLIED_RESOURCES: &str =
     "cpu.shares, cpu.quota, cpu.period, cpu.cpus, cpu.mems, \
-    memory.limit, memory.swap, memory.reservation, pids.limit, the blockIO throttles, \
+    memory.limit, memory.swap, memory.reservation, memory.swappiness, memory.kernelTCP, \
+    memory.disableOOMKiller (these three on cgroup v1), pids.limit, the blockIO throttles, \
     hugepageLimits, unified (on cgroup v2) and devices";
 
 /// The fields of `linux.resources` that isolab-runtime does not apply and that ask for
@@ -673,12 +700,6 @@ fn unapplied_resources(r: &oci_spec::runtime::LinuxResources) -> Vec<String> {
     let set_u = |v: Option<u64>| v.filter(|v| *v != 0).map(|v| v.to_string());
     if let Some(m) = r.memory() {
         note("memory.kernel", m.kernel().map(|v| v.to_string()));
-        note("memory.kernelTCP", m.kernel_tcp().map(|v| v.to_string()));
-        note("memory.swappiness", m.swappiness().map(|v| v.to_string()));
-        note(
-            "memory.disableOOMKiller",
-            m.disable_oom_killer().filter(|d| *d).map(|d| d.to_string()),
-        );
     }
     if let Some(c) = r.cpu() {
         // A CFS period is applied with its quota; alone it limits nothing, and applying it
@@ -752,6 +773,16 @@ fn limits_from(r: &oci_spec::runtime::LinuxResources) -> Result<Limits, String> 
         limits.memory_max = m.limit().filter(|l| *l > 0).map(|l| Bytes(l as u64));
         limits.memory_swap_max = m.swap().filter(|l| *l > 0).map(|l| Bytes(l as u64));
         limits.memory_reservation = m.reservation().filter(|l| *l > 0).map(|l| Bytes(l as u64));
+        // Only cgroup v1 has these three; a v2 host refuses them by name when the
+        // cgroup is made.
+        limits.memory_swappiness = match m.swappiness() {
+            Some(s) if s > 100 => {
+                return Err(format!("memory.swappiness {s} is not in 0..=100"));
+            }
+            s => s,
+        };
+        limits.memory_tcp_max = m.kernel_tcp().filter(|l| *l > 0).map(|l| Bytes(l as u64));
+        limits.oom_kill_disabled = m.disable_oom_killer().unwrap_or(false);
     }
     for h in r.hugepage_limits().iter().flatten() {
         let page_size = h

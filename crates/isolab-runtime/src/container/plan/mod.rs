@@ -61,6 +61,8 @@ pub(crate) enum Op {
     /// stacked on the new one and detached, no `put_old` directory needed (works on a
     /// read-only root).
     PivotHere,
+    /// `chroot(".")`: the root of a container without a mount namespace of its own.
+    ChrootHere,
     /// Bind remount read-only, keeping the mount's nosuid/nodev/noexec flags.
     RemountReadOnly { path: CString },
     /// Masks a path: `/dev/null` bound over a file, an empty read-only tmpfs over a
@@ -351,7 +353,16 @@ pub(crate) fn build(
         descriptions: Vec::new(),
     };
     join_namespaces(&mut b, config);
-    let root_mode = mount_root(&mut b, config, layout)?;
+    let host_mounts = config.in_host_mount_namespace();
+    let root_mode = if host_mounts {
+        // The root is the bundle's directory itself, in the host's mount table.
+        RootMode {
+            readonly: false,
+            writable: true,
+        }
+    } else {
+        mount_root(&mut b, config, layout)?
+    };
     enter_cgroups(&mut b, config, layout);
     mounts::mount_all(&mut b, config, layout, root_mode.writable)?;
     b.phase(Phase::Mounts);
@@ -359,7 +370,11 @@ pub(crate) fn build(
     let state = || crate::hooks::state_parts(config, oci, "created");
     let create_container = ContainerHooks::build(&hooks.create_container, &[], state(), 0)?;
     hook_stops(&mut b, config);
-    pivot(&mut b, root, root_mode.readonly)?;
+    if host_mounts {
+        chroot(&mut b, root)?;
+    } else {
+        pivot(&mut b, root, root_mode.readonly)?;
+    }
     if let Some(name) = &config.oci.root_propagation {
         let flags = propagation_flags(name).ok_or(RuntimeError::InvalidConfig {
             what: "linux.rootfsPropagation",
@@ -410,7 +425,7 @@ fn join_namespaces(b: &mut Builder, config: &ContainerConfig) {
         .oci
         .namespaces
         .iter()
-        .flat_map(|n| &n.join)
+        .flat_map(|n| n.joined_by_child())
         .enumerate()
     {
         b.push(
@@ -549,6 +564,24 @@ fn pivot(b: &mut Builder, root: &Path, readonly_root: bool) -> Result<(), Runtim
             "remount the root read-only".into(),
         );
     }
+    Ok(())
+}
+
+/// Without a mount namespace of its own: changes into the root and chroots there
+/// (`pivot_root` would move the host's root).
+fn chroot(b: &mut Builder, root: &Path) -> Result<(), RuntimeError> {
+    b.push(
+        Op::Chdir {
+            path: cpath("root", root)?,
+        },
+        format!("change directory to {}", root.display()),
+    );
+    b.push(Op::ChrootHere, format!("chroot into {}", root.display()));
+    b.push(
+        Op::Chdir { path: c"/".into() },
+        "change directory to /".into(),
+    );
+    b.phase(Phase::Pivot);
     Ok(())
 }
 
