@@ -700,17 +700,14 @@ fn docker_with_isolab_runtime_applies_cpu_shares_and_memory_reservation() {
     let rel = PathBuf::from(format!("{base}/docker-isolab-refused"));
     let parent = Cgroup::create(&h, &rel).unwrap();
     let run = request("refused", &rel);
-    let flags = ["--cpu-shares", "512", "--memory-swappiness", "60"];
+    let flags = ["--cpu-shares", "512", "--kernel-memory", "64m"];
     let argv = with_run_flags(docker.run_command(&run, &image).unwrap(), &flags);
     let out = Command::new(&argv[0]).args(&argv[1..]).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    eprintln!(
-        "docker+isolab with --memory-swappiness 60: {}\n{err}",
-        out.status
-    );
+    eprintln!("docker+isolab with --kernel-memory 64m: {}\n{err}", out.status);
     assert!(!out.status.success(), "{err}");
     assert!(
-        err.contains("memory.swappiness = 60") && err.contains("does not apply"),
+        err.contains("memory.kernel = 67108864") && err.contains("does not apply"),
         "{err}"
     );
     remove_without_leftovers(&docker, &run, &h, parent);
