@@ -704,7 +704,10 @@ fn docker_with_isolab_runtime_applies_cpu_shares_and_memory_reservation() {
     let argv = with_run_flags(docker.run_command(&run, &image).unwrap(), &flags);
     let out = Command::new(&argv[0]).args(&argv[1..]).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    eprintln!("docker+isolab with --kernel-memory 64m: {}\n{err}", out.status);
+    eprintln!(
+        "docker+isolab with --kernel-memory 64m: {}\n{err}",
+        out.status
+    );
     assert!(!out.status.success(), "{err}");
     assert!(
         err.contains("memory.kernel = 67108864") && err.contains("does not apply"),

@@ -38,7 +38,7 @@ const KVM_CREATE_VM: libc::c_ulong = 0xAE01;
 const KVM_API_VERSION: i32 = 12;
 
 /// Opens `device`, checks the KVM API version and creates (and closes) a VM.
-pub(crate) fn kvm_device_check(device: &Path) -> Result<(), String> {
+pub fn kvm_device_check(device: &Path) -> Result<(), String> {
     let f = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -68,7 +68,7 @@ pub(crate) fn kvm_device_check(device: &Path) -> Result<(), String> {
 }
 
 /// Boots `kernel` in probe mode under `accel`; the time until the marker, or why not.
-pub(crate) fn probe_boot(
+pub fn probe_boot(
     kernel: &KernelFiles,
     qemu: &Path,
     accel: Accel,

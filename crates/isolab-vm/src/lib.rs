@@ -66,7 +66,10 @@ pub mod qmp;
 mod run;
 pub mod test_guest;
 
-pub use accel::{detect_accel, Accel, AccelReport, DEFAULT_PROBE_TIMEOUT};
+pub use accel::{
+    detect_accel, kvm_device_check, probe_boot, Accel, AccelReport, DEFAULT_PROBE_TIMEOUT,
+    KVM_DEVICE,
+};
 pub use agent::GuestClock;
 pub use disk::{prepare_disk, BaseDisk};
 pub use docker::{DockerReport, InnerDocker};

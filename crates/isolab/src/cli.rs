@@ -113,8 +113,9 @@ pub enum Command {
     /// (--db postgres://…): each host runs every cell in its own shuffled rounds.
     #[command(subcommand)]
     Fleet(FleetCommand),
-    /// Print the environment isolab captures with every experiment.
-    Env(JsonArgs),
+    /// Print the environment isolab captures with every experiment; with --check-kvm,
+    /// check that KVM runs isolab's VM platforms.
+    Env(EnvArgs),
     /// Remove cgroups, processes and working directories left by a killed `isolab run`,
     /// what killed `isolab-runtime` containers left (cgroups, loop devices, networks,
     /// state under /run/isolab), and the network namespaces of killed runs'
@@ -698,6 +699,26 @@ pub struct JsonArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct EnvArgs {
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Check that KVM runs isolab's VM platforms, as a user with KVM should first: the
+    /// CPU's virtualisation extensions, the kvm modules, /dev/kvm, what a boot needs (QEMU,
+    /// the cached guest kernel, the bench and bench-docker images: nothing is downloaded),
+    /// a probe boot under KVM, then one short experiment on vm(kvm), vm(kvm)+isolab and
+    /// vm(kvm)+docker with a cpu quota and pinned cpus (limits read back outside and in
+    /// the guest, vCPU threads pinned). Prints a pass/fail table with what to fix; exit 0
+    /// when everything passed. Needs root.
+    #[arg(long)]
+    pub check_kvm: bool,
+    /// With --check-kvm on a host where KVM cannot boot: run the platforms' checks under
+    /// TCG (emulation) instead, to show that everything but KVM works.
+    #[arg(long, value_name = "ACCEL", value_parser = ["tcg"], requires = "check_kvm")]
+    pub control: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]

@@ -1689,19 +1689,104 @@ fn every_engine_runs_sysbench_with_quota_and_pinned_limits_read_back() {
     );
 }
 
-#[test]
-fn vm_platforms_run_sysbench_in_a_labelled_tcg_guest() {
-    let Some(guard) = CgroupTest::start() else {
-        return;
-    };
+/// A test that boots VMs: a [`CgroupTest`] with QEMU and the bench image (else skipped).
+fn vm_test() -> Option<CgroupTest> {
+    let guard = CgroupTest::start()?;
     if !engine_installed("qemu-system-x86_64") {
         isolab_skip::skip("qemu-system-x86_64 is not installed (scripts/setup.sh installs it)");
-        return;
+        return None;
     }
     if !std::path::Path::new(IMAGE).join("bin/sh").exists() {
         isolab_skip::skip(format!("no bench image at {IMAGE} (make image)"));
-        return;
+        return None;
     }
+    Some(guard)
+}
+
+/// Whether a QEMU process runs on the host.
+fn qemu_running() -> bool {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|e| {
+            std::fs::read_to_string(e.path().join("comm"))
+                .is_ok_and(|c| c.trim().starts_with("qemu-system"))
+        })
+}
+
+/// `isolab env --check-kvm` here: every step a row; where KVM cannot boot (this kind of
+/// machine), the boot row says why and the platform rows are not run; where it can, every
+/// platform row passes. Nothing is left (QEMU, cgroups).
+#[test]
+fn check_kvm_says_which_step_fails_and_what_to_do() {
+    let Some(guard) = vm_test() else {
+        return;
+    };
+    let out = run(isolab().args(["env", "--check-kvm", "--json"]));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}{}", text(&out.stdout), text(&out.stderr)));
+    let checks = doc["checks"].as_array().unwrap();
+    let row = |name: &str| {
+        checks
+            .iter()
+            .find(|c| c["check"] == name)
+            .unwrap_or_else(|| panic!("no row {name}: {doc}"))
+    };
+    for name in [
+        "cpu",
+        "modules",
+        "device",
+        "qemu",
+        "kernel",
+        "image bench",
+        "boot",
+    ] {
+        assert!(
+            ["pass", "fail", "skip"].contains(&row(name)["result"].as_str().unwrap()),
+            "{name}: {doc}"
+        );
+    }
+    assert_eq!(row("qemu")["result"], "pass", "{doc}");
+    assert_eq!(row("kernel")["result"], "pass", "{doc}");
+    if doc["kvm"] == true {
+        for p in ["vm(kvm)", "vm(kvm)+isolab", "vm(kvm)+docker"] {
+            assert_eq!(row(p)["result"], "pass", "{doc}");
+        }
+        assert_eq!(out.status.code(), Some(0), "{doc}");
+    } else {
+        let boot = row("boot");
+        if row("device")["result"] == "pass" {
+            assert_eq!(boot["result"], "fail", "{doc}");
+            let detail = boot["detail"].as_str().unwrap();
+            assert!(
+                detail.starts_with("KVM cannot boot the guest kernel: "),
+                "{doc}"
+            );
+            assert!(boot["fix"].as_str().unwrap().contains("vm(tcg)"), "{doc}");
+        } else {
+            assert!(!row("device")["fix"].as_str().unwrap().is_empty(), "{doc}");
+        }
+        for p in ["vm(kvm)", "vm(kvm)+isolab", "vm(kvm)+docker"] {
+            assert_eq!(row(p)["result"], "skip", "{doc}");
+        }
+        assert_eq!(out.status.code(), Some(1), "{doc}");
+        let table = run(isolab().args(["env", "--check-kvm"]));
+        let table = text(&table.stdout);
+        assert!(
+            table.contains("KVM cannot run isolab's guests here: use vm(tcg)"),
+            "{table}"
+        );
+    }
+    guard.assert_nothing_leaked("cgroups left");
+    assert!(!qemu_running(), "a QEMU process is left");
+}
+
+#[test]
+fn vm_platforms_run_sysbench_in_a_labelled_tcg_guest() {
+    let Some(guard) = vm_test() else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let (stdout, store, id) = run_experiment(
         dir.path(),
@@ -1746,15 +1831,7 @@ fn vm_platforms_run_sysbench_in_a_labelled_tcg_guest() {
         "{env:?}"
     );
     guard.assert_nothing_leaked("cgroups left");
-    let qemu_left = std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .any(|e| {
-            std::fs::read_to_string(e.path().join("comm"))
-                .is_ok_and(|c| c.trim().starts_with("qemu-system"))
-        });
-    assert!(!qemu_left, "a QEMU process is left");
+    assert!(!qemu_running(), "a QEMU process is left");
 }
 
 /// A small stack under a short JMeter ramp on the host and in containers of

@@ -1,12 +1,15 @@
-//! `isolab env`: what isolab records about this host.
+//! `isolab env`: what isolab records about this host (`--check-kvm`: [`super::check_kvm`]).
 
 use anyhow::Result;
 
 use super::Exit;
-use crate::cli::JsonArgs;
+use crate::cli::EnvArgs;
 use crate::host;
 
-pub fn env(args: JsonArgs) -> Result<Exit> {
+pub fn env(args: EnvArgs) -> Result<Exit> {
+    if args.check_kvm {
+        return super::check_kvm::check_kvm(&args);
+    }
     let hierarchy = host::hierarchy().ok();
     let env = host::environment(None, hierarchy.as_ref());
     if args.json {

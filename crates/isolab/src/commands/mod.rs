@@ -4,6 +4,7 @@ mod advise;
 mod bench;
 mod calibrate;
 mod check;
+mod check_kvm;
 mod compare;
 mod env;
 mod export;
@@ -23,7 +24,7 @@ mod trend;
 use anyhow::Result;
 use isolab_lab::SpecErrors;
 
-use crate::cli::{Cli, Command};
+use crate::cli::{Cli, Command, EnvArgs};
 
 /// Documented exit statuses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,7 +96,10 @@ fn prints_only(command: &Command) -> bool {
             | Command::Compare(_)
             | Command::Advise(_)
             | Command::Trend(_)
-            | Command::Env(_)
+            | Command::Env(EnvArgs {
+                check_kvm: false,
+                ..
+            })
             | Command::Completions { .. }
             | Command::Man { dir: None }
     )
