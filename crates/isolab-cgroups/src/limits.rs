@@ -365,18 +365,15 @@ impl Limits {
     }
 
     /// The limits asked for that only cgroup v1 has, by their OCI names.
-    pub(crate) fn v1_only(&self) -> Vec<String> {
-        let mut names = Vec::new();
-        if self.memory_swappiness.is_some() {
-            names.push("memory.swappiness".to_owned());
-        }
-        if self.memory_tcp_max.is_some() {
-            names.push("memory.kernelTCP".to_owned());
-        }
-        if self.oom_kill_disabled {
-            names.push("memory.disableOOMKiller".to_owned());
-        }
-        names
+    pub(crate) fn v1_only(&self) -> Vec<&'static str> {
+        [
+            (self.memory_swappiness.is_some(), "memory.swappiness"),
+            (self.memory_tcp_max.is_some(), "memory.kernelTCP"),
+            (self.oom_kill_disabled, "memory.disableOOMKiller"),
+        ]
+        .into_iter()
+        .filter_map(|(asked, name)| asked.then_some(name))
+        .collect()
     }
 
     /// What differs between these limits, as asked for, and `read`, as read back from

@@ -1807,17 +1807,6 @@ impl Drop for Created<'_> {
     }
 }
 
-/// A process holding namespaces for a container to join: killed (with its `sleep`,
-/// through `unshare --kill-child`) when dropped, also when the test fails.
-struct Holder(std::process::Child);
-
-impl Drop for Holder {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn oci_namespaces_joined_by_path_and_the_hosts_mount_namespace() {
     require_root!();
@@ -1826,7 +1815,8 @@ fn oci_namespaces_joined_by_path_and_the_hosts_mount_namespace() {
     let log = root.dir.path().join("t-ns.log");
 
     // Joined by path: a pid and a mount namespace of a process of the test's own.
-    let holder = Holder(
+    // Killed (with its `sleep`, through `--kill-child`) when dropped, also on failure.
+    let holder = ChildGuard(Some(
         Command::new("unshare")
             .args([
                 "--pid",
@@ -1840,8 +1830,8 @@ fn oci_namespaces_joined_by_path_and_the_hosts_mount_namespace() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap(),
-    );
-    let hp = u64::from(holder.0.id());
+    ));
+    let hp = u64::from(holder.0.as_ref().unwrap().id());
     let me = u64::from(std::process::id());
     wait_for("the holder's namespaces", || {
         ns_link(hp, "mnt") != ns_link(me, "mnt")

@@ -708,7 +708,7 @@ pub struct EnvArgs {
     pub json: bool,
     /// Check that KVM runs isolab's VM platforms, as a user with KVM should first: the
     /// CPU's virtualisation extensions, the kvm modules, /dev/kvm, what a boot needs (QEMU,
-    /// the cached guest kernel, the bench and bench-docker images: nothing is downloaded),
+    /// the cached guest kernel, the bench-docker image: nothing is downloaded),
     /// a probe boot under KVM, then one short experiment on vm(kvm), vm(kvm)+isolab and
     /// vm(kvm)+docker with a cpu quota and pinned cpus (limits read back outside and in
     /// the guest, vCPU threads pinned). Prints a pass/fail table with what to fix; exit 0

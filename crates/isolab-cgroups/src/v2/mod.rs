@@ -81,7 +81,9 @@ pub(crate) fn apply(dir: &Path, limits: &Limits) -> Result<(), Error> {
     }
     let v1_only = limits.v1_only();
     if !v1_only.is_empty() {
-        return Err(Error::V1Only { names: v1_only });
+        return Err(Error::V1Only {
+            names: v1_only.into_iter().map(str::to_owned).collect(),
+        });
     }
     let io = limited_io(limits);
     let available = available(dir)?;

@@ -50,7 +50,7 @@ pub use service::{Service, ServiceSpec};
 
 pub use isolab_engines::{Capabilities, LimitKinds, NetworkMode as Network};
 pub use registry::{availability, registry, unavailable, Availability};
-pub use vm::VM_CACHE;
+pub use vm::vm_cache;
 
 /// A platform level of a spec: a name, the engine behind it and its options.
 ///

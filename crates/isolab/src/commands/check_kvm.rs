@@ -9,8 +9,8 @@
 //! 3. `/dev/kvm`: opened read-write, its API version, a VM created;
 //! 4. what a boot needs, all prepared beforehand (no download at run time, so the check
 //!    runs on a machine without internet when these are carried there as files): QEMU,
-//!    the guest kernel and initramfs in the VM cache, the bench image and, for
-//!    `vm+docker`, the bench-docker image;
+//!    the guest kernel and initramfs in the VM cache, and the bench-docker image (the
+//!    bench image plus Docker, which all three platforms boot);
 //! 5. a probe boot of the guest kernel under KVM;
 //! 6. one short experiment (a temporary store, removed afterwards): `vm(kvm)`,
 //!    `vm(kvm)+isolab` and `vm(kvm)+docker`, each with a cpu quota and with pinned cpus,
@@ -36,19 +36,19 @@ use crate::host;
 /// A step's result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-enum Result3 {
+enum Status {
     Pass,
     Fail,
     /// Not run, because an earlier step failed.
     Skip,
 }
 
-impl Result3 {
+impl Status {
     fn word(self) -> &'static str {
         match self {
-            Result3::Pass => "pass",
-            Result3::Fail => "FAIL",
-            Result3::Skip => "skip",
+            Status::Pass => "pass",
+            Status::Fail => "FAIL",
+            Status::Skip => "skip",
         }
     }
 }
@@ -57,7 +57,7 @@ impl Result3 {
 #[derive(Debug, Clone, Serialize)]
 struct Row {
     check: String,
-    result: Result3,
+    result: Status,
     detail: String,
     /// What to do about a failure.
     #[serde(skip_serializing_if = "String::is_empty")]
@@ -65,7 +65,7 @@ struct Row {
 }
 
 impl Row {
-    fn new(check: &str, result: Result3, detail: impl Into<String>, fix: impl Into<String>) -> Row {
+    fn new(check: &str, result: Status, detail: impl Into<String>, fix: impl Into<String>) -> Row {
         Row {
             check: check.to_owned(),
             result,
@@ -75,10 +75,14 @@ impl Row {
     }
 }
 
-/// The images the check boots: the bench image, and bench-docker for `vm+docker` (it is
-/// the bench image plus Docker, so it serves all three platforms when present).
-const BENCH: &str = "/var/lib/isolab/images/bench";
+/// The image the check boots: bench-docker, the bench image plus Docker, so that one
+/// image serves all three platforms (as `vm+docker` experiments use it).
 const BENCH_DOCKER: &str = "/var/lib/isolab/images/bench-docker";
+
+/// The platform levels the check runs under `accel`.
+fn platforms(accel: &str) -> [String; 3] {
+    ["", "+isolab", "+docker"].map(|engine| format!("vm({accel}){engine}"))
+}
 
 pub fn check_kvm(args: &EnvArgs) -> Result<Exit> {
     // SAFETY: geteuid has no preconditions.
@@ -95,14 +99,14 @@ pub fn check_kvm(args: &EnvArgs) -> Result<Exit> {
     rows.push(match &device {
         Ok(()) => Row::new(
             "device",
-            Result3::Pass,
+            Status::Pass,
             format!("{KVM_DEVICE} opens read-write, API version 12, creates a VM"),
             "",
         ),
-        Err(e) => Row::new("device", Result3::Fail, e.clone(), device_fix(e)),
+        Err(e) => Row::new("device", Status::Fail, e.clone(), device_fix(e)),
     });
     let (prepared, kernel) = prerequisites();
-    let ready = prepared.iter().all(|r| r.result == Result3::Pass);
+    let ready = prepared.iter().all(|r| r.result == Status::Pass);
     rows.extend(prepared);
     let boot = match (&device, &kernel) {
         (Ok(()), Some(kernel)) => {
@@ -119,7 +123,7 @@ pub fn check_kvm(args: &EnvArgs) -> Result<Exit> {
     rows.push(match &boot {
         Some(Ok(took)) => Row::new(
             "boot",
-            Result3::Pass,
+            Status::Pass,
             format!(
                 "the guest kernel booted under KVM to its init in {:.1} s",
                 took.as_secs_f64()
@@ -128,7 +132,7 @@ pub fn check_kvm(args: &EnvArgs) -> Result<Exit> {
         ),
         Some(Err(e)) => Row::new(
             "boot",
-            Result3::Fail,
+            Status::Fail,
             format!(
                 "KVM cannot boot the guest kernel: {}",
                 e.lines().map(str::trim).collect::<Vec<_>>().join(" | ")
@@ -139,7 +143,7 @@ pub fn check_kvm(args: &EnvArgs) -> Result<Exit> {
         ),
         None => Row::new(
             "boot",
-            Result3::Skip,
+            Status::Skip,
             "not tried: the device or the guest kernel is not ready (above)",
             "",
         ),
@@ -158,13 +162,13 @@ pub fn check_kvm(args: &EnvArgs) -> Result<Exit> {
             } else {
                 "what a boot needs is missing (above)"
             };
-            for p in ["vm(kvm)", "vm(kvm)+isolab", "vm(kvm)+docker"] {
-                rows.push(Row::new(p, Result3::Skip, format!("not run: {why}"), ""));
+            for p in platforms("kvm") {
+                rows.push(Row::new(&p, Status::Skip, format!("not run: {why}"), ""));
             }
         }
     }
     print_rows(&rows, args.json, kvm_boots)?;
-    let all_pass = kvm_boots && rows.iter().all(|r| r.result == Result3::Pass);
+    let all_pass = kvm_boots && rows.iter().all(|r| r.result == Status::Pass);
     Ok(if all_pass { Exit::Success } else { Exit::Error })
 }
 
@@ -190,10 +194,10 @@ fn cpu_row(cpuinfo: &str) -> Row {
         ""
     };
     match ext {
-        Some(ext) => Row::new("cpu", Result3::Pass, format!("{ext}{nested}"), ""),
+        Some(ext) => Row::new("cpu", Status::Pass, format!("{ext}{nested}"), ""),
         None => Row::new(
             "cpu",
-            Result3::Fail,
+            Status::Fail,
             format!("no vmx or svm flag in /proc/cpuinfo{nested}"),
             if nested.is_empty() {
                 "enable VT-x or AMD-V in the firmware (BIOS/UEFI) settings"
@@ -213,7 +217,7 @@ fn module_row(sys_module: &Path) -> Row {
     match (sys_module.join("kvm").is_dir(), vendor) {
         (true, Some("kvm_pvm")) => Row::new(
             "modules",
-            Result3::Fail,
+            Status::Fail,
             "kvm and kvm_pvm loaded: a paravirtual KVM (PVM), which runs guests built for \
              PVM, not a stock kernel",
             "use a host with hardware virtualisation (kvm_intel or kvm_amd), or vm(tcg) here",
@@ -224,14 +228,14 @@ fn module_row(sys_module: &Path) -> Row {
                 .unwrap_or_else(|_| "?".into());
             Row::new(
                 "modules",
-                Result3::Pass,
+                Status::Pass,
                 format!("kvm and {m} loaded (nested={nested})"),
                 "",
             )
         }
         (kvm, _) => Row::new(
             "modules",
-            Result3::Fail,
+            Status::Fail,
             format!(
                 "{} loaded, neither kvm_intel nor kvm_amd",
                 if kvm { "kvm" } else { "no kvm module" }
@@ -261,7 +265,7 @@ fn prerequisites() -> (Vec<Row>, Option<isolab_vm::KernelFiles>) {
     rows.push(match isolab_tools::find_program(QEMU) {
         Some(path) => Row::new(
             "qemu",
-            Result3::Pass,
+            Status::Pass,
             format!(
                 "{} ({})",
                 path.display(),
@@ -271,26 +275,23 @@ fn prerequisites() -> (Vec<Row>, Option<isolab_vm::KernelFiles>) {
         ),
         None => Row::new(
             "qemu",
-            Result3::Fail,
+            Status::Fail,
             format!("{QEMU} is not installed"),
             "apt-get install qemu-system-x86 (or scripts/setup.sh vm)",
         ),
     });
-    let cache = std::env::var_os("ISOLAB_VM_CACHE").map_or_else(
-        || PathBuf::from(isolab_lab::platform::VM_CACHE),
-        PathBuf::from,
-    );
+    let cache = isolab_lab::platform::vm_cache();
     let kernel = isolab_vm::prepare_kernel(&cache);
     rows.push(match &kernel {
         Ok(k) => Row::new(
             "kernel",
-            Result3::Pass,
+            Status::Pass,
             format!("{} ({}) in {}", k.release, k.version, cache.display()),
             "",
         ),
         Err(e) => Row::new(
             "kernel",
-            Result3::Fail,
+            Status::Fail,
             e.to_string(),
             format!(
                 "prepare it where apt works (scripts/setup.sh vm) and carry {} here",
@@ -298,44 +299,31 @@ fn prerequisites() -> (Vec<Row>, Option<isolab_vm::KernelFiles>) {
             ),
         ),
     });
-    for (image, what) in [(BENCH, "vm, vm+isolab"), (BENCH_DOCKER, "vm+docker")] {
-        let present = Path::new(image).join("bin/sh").exists();
-        rows.push(Row::new(
-            &format!(
-                "image {}",
-                Path::new(image)
-                    .file_name()
-                    .unwrap_or_default()
-                    .to_string_lossy()
+    let present = Path::new(BENCH_DOCKER).join("bin/sh").exists();
+    rows.push(if present {
+        Row::new(
+            "image",
+            Status::Pass,
+            format!("{BENCH_DOCKER} (the bench image plus Docker: all three platforms boot it)"),
+            "",
+        )
+    } else {
+        Row::new(
+            "image",
+            Status::Fail,
+            format!("{BENCH_DOCKER} is missing"),
+            format!(
+                "isolab image build bench-docker {BENCH_DOCKER} where apt works, and carry the \
+                 directory here"
             ),
-            if present {
-                Result3::Pass
-            } else {
-                Result3::Fail
-            },
-            if present {
-                format!("{image} (for {what})")
-            } else {
-                format!("{image} is missing (needed by {what})")
-            },
-            if present {
-                String::new()
-            } else {
-                format!(
-                    "isolab image build {} {image} where apt works, and carry the directory here",
-                    Path::new(image)
-                        .file_name()
-                        .unwrap_or_default()
-                        .to_string_lossy()
-                )
-            },
-        ));
-    }
+        )
+    });
     (rows, kernel.ok())
 }
 
 /// The experiment of step 6 under `accel`.
 fn spec_text(accel: &str) -> String {
+    let levels = platforms(accel);
     format!(
         "[experiment]\n\
          name = \"check-kvm\"\n\
@@ -345,7 +333,7 @@ fn spec_text(accel: &str) -> String {
          duration = \"1s\"\n\
          \n\
          [matrix]\n\
-         platform = [\"vm({accel})\", \"vm({accel})+isolab\", \"vm({accel})+docker\"]\n\
+         platform = {levels:?}\n\
          shape = [\"medium\"]\n\
          placement = [\"quota\", \"pinned\"]\n\
          workload = [\"sysbench-cpu\"]\n"
@@ -380,11 +368,7 @@ fn platform_rows(accel: &str, control: bool) -> Result<Vec<Row>> {
     let cells = store.cells(outcome.experiment)?;
     let runs = store.runs(outcome.experiment)?;
     let mut rows = Vec::new();
-    for platform in [
-        format!("vm({accel})"),
-        format!("vm({accel})+isolab"),
-        format!("vm({accel})+docker"),
-    ] {
+    for platform in platforms(accel) {
         let mut details = Vec::new();
         let mut failed = Vec::new();
         for cell in cells.iter().filter(|c| {
@@ -437,11 +421,11 @@ fn platform_rows(accel: &str, control: bool) -> Result<Vec<Row>> {
             platform.clone()
         };
         rows.push(if failed.is_empty() {
-            Row::new(&label, Result3::Pass, details.join("; "), "")
+            Row::new(&label, Status::Pass, details.join("; "), "")
         } else {
             Row::new(
                 &label,
-                Result3::Fail,
+                Status::Fail,
                 failed.join("; "),
                 "`isolab run` a spec with this platform level for the whole error; `isolab gc` if a run was cut short",
             )
@@ -485,10 +469,10 @@ mod tests {
     #[test]
     fn the_cpu_row_names_the_extension_or_what_to_enable() {
         let intel = cpu_row("processor : 0\nflags : fpu vmx sse hypervisor\n");
-        assert_eq!(intel.result, Result3::Pass);
+        assert_eq!(intel.result, Status::Pass);
         assert!(intel.detail.contains("VT-x") && intel.detail.contains("nested"));
         let bare = cpu_row("flags : fpu sse\n");
-        assert_eq!(bare.result, Result3::Fail);
+        assert_eq!(bare.result, Status::Fail);
         assert!(bare.fix.contains("firmware"), "{}", bare.fix);
         let guest = cpu_row("flags : fpu sse hypervisor\n");
         assert!(
@@ -504,17 +488,17 @@ mod tests {
     #[test]
     fn the_module_row_reads_sys_module() {
         let dir = tempfile::tempdir().unwrap();
-        assert_eq!(module_row(dir.path()).result, Result3::Fail);
+        assert_eq!(module_row(dir.path()).result, Status::Fail);
         std::fs::create_dir_all(dir.path().join("kvm")).unwrap();
         std::fs::create_dir_all(dir.path().join("kvm_amd/parameters")).unwrap();
         std::fs::write(dir.path().join("kvm_amd/parameters/nested"), "1\n").unwrap();
         let row = module_row(dir.path());
-        assert_eq!(row.result, Result3::Pass);
+        assert_eq!(row.result, Status::Pass);
         assert_eq!(row.detail, "kvm and kvm_amd loaded (nested=1)");
         std::fs::remove_dir_all(dir.path().join("kvm_amd")).unwrap();
         std::fs::create_dir_all(dir.path().join("kvm_pvm")).unwrap();
         let row = module_row(dir.path());
-        assert_eq!(row.result, Result3::Fail);
+        assert_eq!(row.result, Status::Fail);
         assert!(
             row.detail.contains("paravirtual KVM (PVM)"),
             "{}",

@@ -75,6 +75,11 @@ pub const SCRATCH_DISK: Bytes = Bytes(4 << 30);
 /// variable isolab-vm's tests read too) names another directory.
 pub const VM_CACHE: &str = "/var/lib/isolab/vm";
 
+/// The VM cache in use: `$ISOLAB_VM_CACHE`, else [`VM_CACHE`].
+pub fn vm_cache() -> PathBuf {
+    std::env::var_os("ISOLAB_VM_CACHE").map_or_else(|| PathBuf::from(VM_CACHE), PathBuf::from)
+}
+
 /// What a VM needs, prepared once per experiment.
 #[derive(Debug, Clone)]
 struct Prepared {
@@ -100,8 +105,7 @@ fn vm_error(e: impl std::fmt::Display) -> PlatformError {
 impl VmPlatform {
     pub(crate) fn new() -> VmPlatform {
         VmPlatform {
-            cache: std::env::var_os("ISOLAB_VM_CACHE")
-                .map_or_else(|| PathBuf::from(VM_CACHE), PathBuf::from),
+            cache: vm_cache(),
             prepared: Mutex::new(None),
         }
     }
