@@ -157,6 +157,7 @@ pub fn role(key: &Telemetry) -> Role {
         | T::VmVcpus
         | T::Neighbours
         | T::NeighboursInContainers
+        | T::NeighboursInVms
         | T::NeighboursNetRate
         | T::NeighbourReadIopsLimit
         | T::NeighbourWriteIopsLimit
@@ -179,6 +180,7 @@ pub fn role(key: &Telemetry) -> Role {
         | T::NeighboursCpu
         | T::NeighboursThrottled
         | T::NeighbourAchievedUtil
+        | T::NeighbourGuestUtil
         | T::SchedLatencyP50
         | T::SchedLatencyP99
         | T::SchedLatencyMax => M::CpuContention,

@@ -164,6 +164,11 @@ pub enum Telemetry {
     NeighboursCpu,
     /// `neighbours_in_containers`: whether the neighbours ran in containers.
     NeighboursInContainers,
+    /// `neighbours_in_vms`: whether the neighbours ran in VMs of their own.
+    NeighboursInVms,
+    /// `neighbour_guest_util_pct`: the busy share of the neighbour VMs' vCPUs while
+    /// the subject ran, as their own kernels counted it (mean over the VMs).
+    NeighbourGuestUtil,
     /// `neighbours_memory_peak_bytes`: the largest neighbour's peak memory.
     NeighboursMemoryPeak,
     /// `neighbours_io_read_bytes`: bytes all neighbours read from block devices.
@@ -243,7 +248,7 @@ pub enum Telemetry {
 
 /// Every key with a fixed name, for [`Telemetry::parse`] (the families — PSI, host
 /// cores, runtime phases — are parsed from their pattern).
-const FIXED: [Telemetry; 62] = [
+const FIXED: [Telemetry; 64] = [
     Telemetry::Wall,
     Telemetry::CpuUsage,
     Telemetry::CpuUser,
@@ -271,6 +276,8 @@ const FIXED: [Telemetry; 62] = [
     Telemetry::Neighbours,
     Telemetry::NeighboursCpu,
     Telemetry::NeighboursInContainers,
+    Telemetry::NeighboursInVms,
+    Telemetry::NeighbourGuestUtil,
     Telemetry::NeighboursMemoryPeak,
     Telemetry::NeighboursIoRead,
     Telemetry::NeighboursIoWrite,
@@ -346,6 +353,8 @@ impl Telemetry {
             T::Neighbours => "neighbours",
             T::NeighboursCpu => "neighbours_cpu_s",
             T::NeighboursInContainers => "neighbours_in_containers",
+            T::NeighboursInVms => "neighbours_in_vms",
+            T::NeighbourGuestUtil => "neighbour_guest_util_pct",
             T::NeighboursMemoryPeak => "neighbours_memory_peak_bytes",
             T::NeighboursIoRead => "neighbours_io_read_bytes",
             T::NeighboursIoWrite => "neighbours_io_write_bytes",
@@ -419,6 +428,7 @@ impl Telemetry {
             | T::NeighbourTargetUtil
             | T::NeighbourReachableUtil
             | T::NeighbourAchievedUtil
+            | T::NeighbourGuestUtil
             | T::InstancesOverlap
             | T::GeneratorCpuUtil => Unit::Percent,
             T::NeighboursNetRate | T::NeighboursNetMbps | T::SubjectNetMbps => Unit::Mbps,
@@ -427,9 +437,10 @@ impl Telemetry {
             | T::NeighbourWriteIopsLimit
             | T::LoadAchievedRate
             | T::LoadTargetRate => Unit::PerSecond,
-            T::NeighboursInContainers | T::GeneratorSharesCpus | T::GeneratorSaturated => {
-                Unit::Flag
-            }
+            T::NeighboursInContainers
+            | T::NeighboursInVms
+            | T::GeneratorSharesCpus
+            | T::GeneratorSaturated => Unit::Flag,
             T::NrPeriods
             | T::NrThrottled
             | T::CtxSwitchesVoluntary

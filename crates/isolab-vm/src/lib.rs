@@ -78,5 +78,6 @@ pub use kernel::{prepare_kernel, prepare_kernel_with, KernelFiles, KernelOptions
 pub use qemu::{qemu_version, QEMU};
 pub use run::{
     environment, get_affinity, run, run_with, start, start_with, GuestCommand, GuestNetwork,
-    GuestRun, InnerContainer, InnerEngine, RunningVm, Shutdown, VcpuPin, VmConfig, VmEnvironment,
+    GuestRun, InnerContainer, InnerEngine, RunningVm, Shutdown, VcpuAffinity, VcpuPin, VmConfig,
+    VmEnvironment,
 };

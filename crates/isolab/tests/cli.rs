@@ -1828,6 +1828,61 @@ fn vm_platforms_run_sysbench_in_a_labelled_tcg_guest() {
     assert!(!qemu_running(), "a QEMU process is left");
 }
 
+/// Seed 001's stress VMs: a `vm(tcg)` subject beside a cpu neighbour in a VM of its
+/// own, without and with a `cpuset` reservation; the host reads the vCPU threads'
+/// affinity back for both.
+#[test]
+fn vm_subject_runs_beside_neighbour_vms_pinned_apart_by_a_cpuset_reservation() {
+    let Some(guard) = vm_test() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (_, store, id) = run_experiment(
+        dir.path(),
+        "[experiment]\nname = \"nbvm\"\nseed = 9\nrepetitions = { warmup = 0, min = 2, max = 2, target_cv = 0.5 }\nduration = \"1s\"\n\n[matrix]\nplatform = [\"vm(tcg)\"]\nshape = [\"medium\"]\nplacement = [\"pinned\"]\nworkload = [\"sysbench-cpu\"]\nneighbour = [\"cpu\"]\nreservation = [\"none\", \"cpuset\"]\n",
+        "nbvm",
+    );
+    let cells = store.cells(id).unwrap();
+    let runs = store.runs(id).unwrap();
+    assert_eq!(runs.len(), 4);
+    for run in runs {
+        let cell = cells.iter().find(|c| c.id == run.cell).unwrap();
+        assert!(run.is_counted(), "{}: {:?}", cell.key, run.error);
+        let t = |name: &str| telemetry(&run, name);
+        assert_eq!(t("neighbours_in_vms"), Some(1.0), "{}", cell.key);
+        // The stressor kept its guest's vCPUs busy, as the guest's kernel counted it.
+        let busy = t("neighbour_guest_util_pct");
+        assert!(busy.is_some_and(|u| u > 20.0), "{}: {busy:?}", cell.key);
+        let vm_note = |prefix: &str| {
+            run.notes
+                .iter()
+                .find(|n| n.starts_with(prefix))
+                .cloned()
+                .unwrap_or_else(|| panic!("{}: no `{prefix}` note in {:?}", cell.key, run.notes))
+        };
+        // The subject's one vCPU is pinned to the highest cpu either way.
+        assert_eq!(vm_note("pinned "), "pinned vCPU 0 → cpu 1", "{}", cell.key);
+        let neighbour = vm_note("neighbour VM 0 ");
+        if cell.key.contains("reservation=cpuset") {
+            // The reservation leaves the neighbour VM one vCPU, pinned to the other cpu.
+            assert!(neighbour.ends_with(") on cpus 0"), "{neighbour}");
+            assert_eq!(
+                run.limits["neighbours"]["applied"]["cpuset"], "0",
+                "{}",
+                run.limits
+            );
+        } else {
+            assert!(neighbour.contains(") on cpus 0,1"), "{neighbour}");
+        }
+    }
+    guard.assert_nothing_leaked("cgroups left");
+    assert!(!qemu_running(), "a QEMU process is left");
+    assert!(
+        !Path::new("/sys/class/net/isolab0").exists(),
+        "isolab's bridge (and a VM's tap on it) is left"
+    );
+}
+
 /// A small stack under a short JMeter ramp on the host and in containers of
 /// isolab's runtime and Docker on the host network: the static stack (nginx and a
 /// 10 000-byte page, from the experiment's recipe image).

@@ -14,8 +14,8 @@ use crate::platform::launch::{log_path, Launch, Launcher, Process};
 use crate::platform::limit::limit;
 use crate::platform::process::read_tail;
 use crate::platform::{
-    DiskTarget, Execution, ExitKind, Interrupt, Job, NeighbourContainers, NeighbourJobs, NetTarget,
-    PlatformError,
+    DiskTarget, Execution, ExitKind, GuestCpu, Interrupt, Job, NeighbourContainers, NeighbourGuest,
+    NeighbourHost, NeighbourJobs, NetTarget, PlatformError,
 };
 
 /// Where the neighbours of a run live, as the instance supervisor gives it.
@@ -32,16 +32,30 @@ pub(crate) struct NeighbourSite<'a> {
 
 /// Starts each neighbour instance of `job` in a cgroup of its own
 /// (`<job>-nb<i>`, limits applied and read back), then lets them run for their
-/// settle time. Everything started is stopped again on error.
+/// settle time. Everything started is stopped again on error. `host` says whether
+/// they run as processes, in containers or in guests of their own (network
+/// neighbours always run as processes: they live in the neighbour namespaces).
 pub(crate) fn start_neighbours<'c>(
     site: &NeighbourSite<'_>,
     job: &Job,
     set: &NeighbourJobs,
     interrupt: &Interrupt,
-    containers: Option<&'c dyn NeighbourContainers>,
+    host: NeighbourHost<'c>,
 ) -> Result<RunningNeighbours<'c>, PlatformError> {
     // Network neighbours live in the neighbour namespaces, so on the host.
-    let containers = containers.filter(|_| set.network_servers == 0);
+    let host = if set.network_servers > 0 {
+        NeighbourHost::Processes
+    } else {
+        host
+    };
+    let containers = match host {
+        NeighbourHost::Containers(c) => Some(c),
+        _ => None,
+    };
+    let guests = match host {
+        NeighbourHost::Guests(g) => Some(g),
+        _ => None,
+    };
     let net = if set.network_servers > 0 {
         Some(
             crate::neighbour::NeighbourNet::create(set.network_servers).map_err(|e| {
@@ -86,11 +100,23 @@ pub(crate) fn start_neighbours<'c>(
         disk_start: None,
         net_start: None,
         proc_root: site.proc_root.to_path_buf(),
+        in_guests: guests.is_some(),
+        facts: Vec::new(),
+        guest_cpu_start: Vec::new(),
     };
     for (i, argv) in set.instances.iter().enumerate() {
         let started = (|| {
             let cgroup = Cgroup::create(site.hierarchy, &site.cgroups[i])?;
             let spawned = (|| {
+                if let Some(g) = guests {
+                    let applied = limit(&cgroup, &g.outer_limits(&set.limits))?;
+                    running
+                        .applied
+                        .get_or_insert(g.recorded_limits(applied, &set.limits));
+                    let mut guest = g.start(job, i, argv, &cgroup)?;
+                    running.facts.extend(guest.facts());
+                    return Ok(Instance::Guest(guest));
+                }
                 let applied = limit(&cgroup, &set.limits)?;
                 running.applied.get_or_insert(applied);
                 let log = format!("neighbour{i}");
@@ -111,6 +137,7 @@ pub(crate) fn start_neighbours<'c>(
                     }
                     None => start(argv),
                 }
+                .map(Instance::Process)
             })();
             match spawned {
                 Ok(child) => Ok((cgroup, child)),
@@ -156,12 +183,25 @@ pub(crate) fn start_neighbours<'c>(
                 at: Instant::now(),
             });
     }
-    for (i, (_, child)) in running.instances.iter().enumerate() {
-        if !child.is_running() {
-            let stderr = read_tail(
-                &log_path(&job.workdir, &format!("neighbour{i}"), "stderr"),
-                2000,
-            );
+    running.guest_cpu_start = running
+        .instances
+        .iter()
+        .map(|(_, instance)| match instance {
+            Instance::Guest(g) => g.guest_cpu(),
+            Instance::Process(_) => None,
+        })
+        .collect();
+    for i in 0..running.instances.len() {
+        let ended = match &mut running.instances[i].1 {
+            Instance::Process(child) => (!child.is_running()).then(|| {
+                read_tail(
+                    &log_path(&job.workdir, &format!("neighbour{i}"), "stderr"),
+                    2000,
+                )
+            }),
+            Instance::Guest(guest) => (!guest.is_running()).then(|| guest.why_ended()),
+        };
+        if let Some(stderr) = ended {
             running.stop(None);
             return Err(PlatformError::Helper {
                 phase: "neighbour",
@@ -174,9 +214,15 @@ pub(crate) fn start_neighbours<'c>(
     Ok(running)
 }
 
-/// Neighbour instances while they run: each cgroup with its process.
+/// A neighbour instance in its cgroup: a process (maybe a container's), or a guest.
+enum Instance {
+    Process(Box<dyn Process>),
+    Guest(Box<dyn NeighbourGuest>),
+}
+
+/// Neighbour instances while they run: each cgroup with its process or guest.
 pub(crate) struct RunningNeighbours<'c> {
-    instances: Vec<(Cgroup, Box<dyn Process>)>,
+    instances: Vec<(Cgroup, Instance)>,
     /// Who runs them in containers, and the container ids (to collect after).
     containers: Option<&'c dyn NeighbourContainers>,
     ids: Vec<String>,
@@ -192,6 +238,12 @@ pub(crate) struct RunningNeighbours<'c> {
     net_start: Option<NetStart>,
     /// The proc file system (disk and network counters).
     proc_root: PathBuf,
+    /// Whether they run in guests of their own.
+    in_guests: bool,
+    /// What the host read back about their guests (vCPU affinity).
+    facts: Vec<String>,
+    /// Each guest's cpu time, as it counts it, when the subject started.
+    guest_cpu_start: Vec<Option<GuestCpu>>,
 }
 
 /// Network counters at the subject's start.
@@ -229,7 +281,12 @@ pub(crate) struct StoppedNeighbours {
     applied: Option<isolab_cgroups::Limits>,
     /// Whether they ran in containers of the subject's platform.
     in_containers: bool,
-    /// Problems while stopping.
+    /// Whether they ran in guests of their own.
+    in_guests: bool,
+    /// The busy share of each guest's vCPUs while the subject ran, as the guest
+    /// counted it, in percent.
+    guest_util: Vec<f64>,
+    /// What the host read back about them, and problems while stopping.
     notes: Vec<String>,
 }
 
@@ -264,9 +321,34 @@ impl RunningNeighbours<'_> {
             net_rate: self.net_rate,
             applied: self.applied,
             in_containers: self.containers.is_some(),
-            notes: Vec::new(),
+            in_guests: self.in_guests,
+            guest_util: Vec::new(),
+            notes: self.facts,
         };
-        for (i, (cgroup, child)) in self.instances.into_iter().enumerate() {
+        for (i, (cgroup, instance)) in self.instances.into_iter().enumerate() {
+            let child = match instance {
+                Instance::Process(child) => child,
+                Instance::Guest(guest) => {
+                    let before = self.guest_cpu_start.get(i).copied().flatten();
+                    if let (Some(before), Some(after)) = (before, guest.guest_cpu()) {
+                        stopped.guest_util.extend(before.util_pct(after));
+                    }
+                    // QEMU is the cgroup's: kill it there, then let the guest go.
+                    let _ = cgroup.kill_all();
+                    if let Err(e) = guest.remove() {
+                        stopped
+                            .notes
+                            .push(format!("removing neighbour guest {i}: {e}"));
+                    }
+                    stopped.stats.push(cgroup.stats().ok());
+                    if let Err(e) = cgroup.remove() {
+                        stopped
+                            .notes
+                            .push(format!("removing a neighbour's cgroup: {e}"));
+                    }
+                    continue;
+                }
+            };
             child.signal_group(libc::SIGKILL);
             // A container's processes sit in cgroups nested in the instance's.
             let h = cgroup.hierarchy().clone();
@@ -324,6 +406,13 @@ impl StoppedNeighbours {
             T::NeighboursInContainers,
             if self.in_containers { 1.0 } else { 0.0 },
         );
+        if self.in_guests {
+            t.push(T::NeighboursInVms, 1.0);
+        }
+        if !self.guest_util.is_empty() {
+            let mean = self.guest_util.iter().sum::<f64>() / self.guest_util.len() as f64;
+            t.push(T::NeighbourGuestUtil, mean);
+        }
         t.push_some(
             T::NeighboursMemoryPeak,
             stats

@@ -179,7 +179,7 @@ pub(crate) trait Driver: Send + Sync {
         interrupt: &Interrupt,
         body: &mut dyn FnMut() -> Executed,
     ) -> Executed {
-        supervisor.beside_neighbours(job, interrupt, None, body)
+        supervisor.beside_neighbours(job, interrupt, super::NeighbourHost::Processes, body)
     }
 
     /// Where a command on `level` reaches a server on the host, when the platform

@@ -206,7 +206,12 @@ impl Driver for EngineDriver {
             image: &prepared,
             workdir: job.workdir.clone(),
         };
-        supervisor.beside_neighbours(job, interrupt, Some(&neighbours), body)
+        supervisor.beside_neighbours(
+            job,
+            interrupt,
+            super::NeighbourHost::Containers(&neighbours),
+            body,
+        )
     }
 
     fn start_service(&self, sup: &Supervisor, job: &Job, spec: ServiceSpec) -> Started<'_> {
@@ -435,7 +440,7 @@ pub(crate) fn execute(
         image: &prepared,
         workdir: job.workdir.clone(),
     };
-    host.instance_with(job, interrupt, Some(&neighbours), |cgroup| {
+    host.instance_with(job, interrupt, super::NeighbourHost::Containers(&neighbours), |cgroup| {
         let argv = engine
             .engine
             .run_command(&request, &prepared)

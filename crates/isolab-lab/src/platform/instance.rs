@@ -16,7 +16,7 @@ use isolab_cgroups::{Cgroup, Controller, Hierarchy};
 use super::launch::{ended_within, log_path, wait_or_kill, Launch, Launcher, Process};
 use super::measured::Measured;
 use super::process::{read_tail, wait_listening};
-use super::{Execution, Interrupt, Job, NeighbourContainers, PlatformError};
+use super::{Execution, Interrupt, Job, NeighbourHost, PlatformError};
 use crate::neighbour::{start_neighbours, NeighbourSite};
 use crate::telemetry::CpuSampler;
 
@@ -268,23 +268,23 @@ impl Supervisor {
         interrupt: &Interrupt,
         body: impl FnOnce(&Cgroup) -> Result<Execution, PlatformError>,
     ) -> Result<Execution, PlatformError> {
-        self.instance_with(job, interrupt, None, body)
+        self.instance_with(job, interrupt, NeighbourHost::Processes, body)
     }
 
-    /// [`Self::instance`] with the neighbours run by `containers` (in containers of
-    /// the subject's platform) instead of directly in their cgroups.
+    /// [`Self::instance`] with the neighbours run where `neighbours` says (in
+    /// containers or guests of the subject's platform, or directly in their cgroups).
     pub(crate) fn instance_with(
         &self,
         job: &Job,
         interrupt: &Interrupt,
-        containers: Option<&dyn NeighbourContainers>,
+        neighbours: NeighbourHost<'_>,
         body: impl FnOnce(&Cgroup) -> Result<Execution, PlatformError>,
     ) -> Result<Execution, PlatformError> {
         self.enter_scope(&job.name)?;
         if let Some(prepare) = &job.prepare {
             self.helper("prepare", &job.name, prepare, &job.workdir, interrupt)?;
         }
-        let result = self.with_neighbours(job, interrupt, containers, || {
+        let result = self.with_neighbours(job, interrupt, neighbours, || {
             let cgroup = Cgroup::create(&self.config.hierarchy, &self.cgroup_path(&job.name))?;
             let run = body(&cgroup);
             let removed = cgroup.remove();
@@ -314,11 +314,11 @@ impl Supervisor {
         &self,
         job: &Job,
         interrupt: &Interrupt,
-        containers: Option<&dyn NeighbourContainers>,
+        neighbours: NeighbourHost<'_>,
         body: &mut dyn FnMut() -> Result<Execution, PlatformError>,
     ) -> Result<Execution, PlatformError> {
         self.enter_scope(&job.name)?;
-        self.with_neighbours(job, interrupt, containers, body)
+        self.with_neighbours(job, interrupt, neighbours, body)
     }
 
     /// Runs `body` with `job`'s neighbours (if it has any) and the latency probe
@@ -328,9 +328,10 @@ impl Supervisor {
         &self,
         job: &Job,
         interrupt: &Interrupt,
-        containers: Option<&dyn NeighbourContainers>,
+        neighbours: NeighbourHost<'_>,
         body: impl FnOnce() -> Result<Execution, PlatformError>,
     ) -> Result<Execution, PlatformError> {
+        let host = neighbours;
         let neighbours = match &job.neighbours {
             Some(set) => {
                 let site = NeighbourSite {
@@ -339,7 +340,7 @@ impl Supervisor {
                     launcher: &*self.launcher,
                     proc_root: &self.config.proc_root,
                 };
-                Some(start_neighbours(&site, job, set, interrupt, containers)?)
+                Some(start_neighbours(&site, job, set, interrupt, host)?)
             }
             None => None,
         };

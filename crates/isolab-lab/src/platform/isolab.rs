@@ -240,7 +240,12 @@ impl Driver for IsolabDriver {
             image: &self.config.root_of(job.container_image(RUNTIME_PROGRAM)?)?,
             hierarchy: supervisor.hierarchy(),
         };
-        supervisor.beside_neighbours(job, interrupt, Some(&neighbours), body)
+        supervisor.beside_neighbours(
+            job,
+            interrupt,
+            super::NeighbourHost::Containers(&neighbours),
+            body,
+        )
     }
 
     fn start_service(&self, sup: &Supervisor, job: &Job, spec: ServiceSpec) -> Started<'_> {
@@ -291,56 +296,61 @@ pub(crate) fn execute(
         image,
         hierarchy: host.hierarchy(),
     };
-    host.instance_with(job, interrupt, Some(&neighbours), |cgroup| {
-        let _ = std::fs::remove_file(&report_path);
-        let measured = host.measured(job, &argv, cgroup, interrupt, GRACE);
-        // A runtime killed after its grace leaves its container behind: collect it
-        // before the instance cgroup (its parent) is removed.
-        let collected = isolab_runtime::gc(&config.state_dir, host.hierarchy());
-        let mut measured = measured?;
-        if let Err(e) = collected {
-            measured
-                .notes
-                .push(format!("collecting leftover containers failed: {e}"));
-        }
-        let report = Report::read(&report_path).map_err(|e| PlatformError::Engine {
-            engine: RUNTIME_PROGRAM.into(),
-            message: format!(
-                "{} ended with {} without a readable report {}: {e}; its stderr: {}",
-                RUNTIME_PROGRAM,
-                measured.exit,
-                report_path.display(),
-                super::process::read_tail(
-                    &super::launch::log_path(&job.workdir, "command", "stderr"),
-                    2000
-                )
-            ),
-        })?;
-        if let Some(message) = report.error {
-            return Err(PlatformError::Engine {
+    host.instance_with(
+        job,
+        interrupt,
+        super::NeighbourHost::Containers(&neighbours),
+        |cgroup| {
+            let _ = std::fs::remove_file(&report_path);
+            let measured = host.measured(job, &argv, cgroup, interrupt, GRACE);
+            // A runtime killed after its grace leaves its container behind: collect it
+            // before the instance cgroup (its parent) is removed.
+            let collected = isolab_runtime::gc(&config.state_dir, host.hierarchy());
+            let mut measured = measured?;
+            if let Err(e) = collected {
+                measured
+                    .notes
+                    .push(format!("collecting leftover containers failed: {e}"));
+            }
+            let report = Report::read(&report_path).map_err(|e| PlatformError::Engine {
                 engine: RUNTIME_PROGRAM.into(),
-                message,
-            });
-        }
-        let differences = job.limits.differences(&report.limits);
-        if !differences.is_empty() {
-            return Err(PlatformError::LimitMismatch {
-                cgroup: report.cgroup.display().to_string(),
-                detail: differences.join("; "),
-            });
-        }
-        // The container's counters, not those of the instance around the runtime.
-        measured.stats = report.stats.ok_or_else(|| report.notes.join("; "));
-        measured.notes.extend(report.notes);
-        let mut execution = measured.into_execution(&job.workdir, report.limits);
-        for (phase, at) in &report.trace {
-            execution.telemetry.push(
-                isolab_store::Telemetry::RuntimePhase(phase.name().into()),
-                at.as_secs_f64(),
-            );
-        }
-        Ok(execution)
-    })
+                message: format!(
+                    "{} ended with {} without a readable report {}: {e}; its stderr: {}",
+                    RUNTIME_PROGRAM,
+                    measured.exit,
+                    report_path.display(),
+                    super::process::read_tail(
+                        &super::launch::log_path(&job.workdir, "command", "stderr"),
+                        2000
+                    )
+                ),
+            })?;
+            if let Some(message) = report.error {
+                return Err(PlatformError::Engine {
+                    engine: RUNTIME_PROGRAM.into(),
+                    message,
+                });
+            }
+            let differences = job.limits.differences(&report.limits);
+            if !differences.is_empty() {
+                return Err(PlatformError::LimitMismatch {
+                    cgroup: report.cgroup.display().to_string(),
+                    detail: differences.join("; "),
+                });
+            }
+            // The container's counters, not those of the instance around the runtime.
+            measured.stats = report.stats.ok_or_else(|| report.notes.join("; "));
+            measured.notes.extend(report.notes);
+            let mut execution = measured.into_execution(&job.workdir, report.limits);
+            for (phase, at) in &report.trace {
+                execution.telemetry.push(
+                    isolab_store::Telemetry::RuntimePhase(phase.name().into()),
+                    at.as_secs_f64(),
+                );
+            }
+            Ok(execution)
+        },
+    )
 }
 
 /// `image`, which must be a directory with a shell, or the container cannot start.

@@ -362,6 +362,97 @@ pub(crate) trait NeighbourContainers: Sync {
     fn collect(&self, id: &str) -> Result<(), PlatformError>;
 }
 
+/// Runs neighbour instances in guests of their own (seed 001's stress VMs next to a
+/// VM under test): each instance's cgroup holds its guest's QEMU, limited from
+/// outside as the subject's QEMU is.
+pub(crate) trait NeighbourGuests: Sync {
+    /// The limits of the cgroup a neighbour's QEMU runs in, from the neighbours'
+    /// `limits` (a guest's memory is its RAM, not a cgroup limit).
+    fn outer_limits(&self, limits: &Limits) -> Limits;
+
+    /// The neighbours' limits as the run records them: what the cgroup read back
+    /// (`applied`) with the guest's RAM as its memory.
+    fn recorded_limits(&self, applied: Limits, limits: &Limits) -> Limits;
+
+    /// Boots neighbour `index` of `job` in a guest of its own whose QEMU starts in
+    /// `cgroup` (already limited); `argv` runs in the guest until the guest is
+    /// removed. Returns once the command is about to start.
+    fn start(
+        &self,
+        job: &Job,
+        index: usize,
+        argv: &[String],
+        cgroup: &isolab_cgroups::Cgroup,
+    ) -> Result<Box<dyn NeighbourGuest>, PlatformError>;
+}
+
+/// A neighbour's guest while it runs.
+pub(crate) trait NeighbourGuest: Send {
+    /// Whether its QEMU still runs.
+    fn is_running(&mut self) -> bool;
+    /// Why it ended early: the end of its command's stderr or its console.
+    fn why_ended(&self) -> String;
+    /// What the host reads back about it (the vCPU threads' affinity), for the run's notes.
+    fn facts(&mut self) -> Vec<String>;
+    /// Busy and total time of its vCPUs as its own kernel counts them (`/proc/stat`,
+    /// in jiffies), when it samples them.
+    fn guest_cpu(&self) -> Option<GuestCpu>;
+    /// Kills its QEMU and releases its network.
+    fn remove(self: Box<Self>) -> Result<(), PlatformError>;
+}
+
+/// A guest's cpu time from its `/proc/stat` line `cpu`: busy (user, nice, system,
+/// irq, softirq) and total (busy, idle, iowait and steal), in jiffies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GuestCpu {
+    /// Jiffies its vCPUs ran something.
+    pub busy: u64,
+    /// Jiffies of all its vCPUs.
+    pub total: u64,
+}
+
+impl GuestCpu {
+    /// Parses the first line of `/proc/stat` (`cpu  user nice system idle iowait irq
+    /// softirq steal …`); `None` for anything else.
+    pub fn parse(line: &str) -> Option<GuestCpu> {
+        let mut fields = line.split_whitespace();
+        if fields.next()? != "cpu" {
+            return None;
+        }
+        let v: Vec<u64> = fields
+            .take(8)
+            .map(|f| f.parse().ok())
+            .collect::<Option<_>>()?;
+        if v.len() < 8 {
+            return None;
+        }
+        let busy = v[0] + v[1] + v[2] + v[5] + v[6];
+        Some(GuestCpu {
+            busy,
+            total: busy + v[3] + v[4] + v[7],
+        })
+    }
+
+    /// The busy share between `self` and a later `after`, in percent; `None` when no
+    /// time passed.
+    pub fn util_pct(self, after: GuestCpu) -> Option<f64> {
+        let total = after.total.checked_sub(self.total)?;
+        let busy = after.busy.checked_sub(self.busy)?;
+        (total > 0).then(|| 100.0 * busy as f64 / total as f64)
+    }
+}
+
+/// Where a run's neighbour instances run, inside their cgroups.
+#[derive(Clone, Copy)]
+pub(crate) enum NeighbourHost<'a> {
+    /// Directly, as processes of the host.
+    Processes,
+    /// In containers of the subject's platform.
+    Containers(&'a dyn NeighbourContainers),
+    /// In guests of their own (the subject's VM platform).
+    Guests(&'a dyn NeighbourGuests),
+}
+
 /// What a finished job produced.
 #[derive(Debug, Clone)]
 pub struct Execution {

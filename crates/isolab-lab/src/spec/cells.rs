@@ -135,13 +135,6 @@ impl Validator<'_> {
             });
         }
         let reservation = Reservation::parse(&picked[5].0).unwrap_or(Reservation::None);
-        if let Some(reason) = beside_stack(platform, &tables.workloads[w.as_str()], &picked[4].0) {
-            return Some(Impossibility {
-                reason,
-                at: picked[4].1.clone(),
-                advice: OR_EXCLUDE,
-            });
-        }
         let cpus = pool.unwrap_or_else(|| self.host_cpus());
         if let Some(reason) = reservations::leaves_no_cpus(reservation, s, shape, cpus) {
             return Some(Impossibility {
@@ -241,23 +234,6 @@ fn copies_impossible(w: &isolab_workloads::WorkloadDef, picked: &[&Level; 12]) -
     let instances: u32 = picked[7].0.parse().unwrap_or(1);
     (instances > 1).then(|| {
         format!("copies = {copies} with instances = {instances}: a cell has several copies in one instance or several instances, not both")
-    })
-}
-
-/// Why neighbour level `neighbour` cannot run beside workload `w`'s service stack on
-/// `platform`, if `w` is a stack and it cannot: a VM runs no neighbours beside a
-/// stack in this version.
-fn beside_stack(
-    platform: &PlatformDef,
-    w: &isolab_workloads::WorkloadDef,
-    neighbour: &str,
-) -> Option<String> {
-    neighbours::neighbour(neighbour).filter(|_| w.stack.is_some())?;
-    platform.kind.is_vm().then(|| {
-        format!(
-            "workload `{}` is a service stack: neighbours run beside a stack on `host` and container platforms, not in a VM",
-            w.name
-        )
     })
 }
 

@@ -172,6 +172,17 @@ pub struct VcpuPin {
     pub host_cpu: u32,
 }
 
+/// A vCPU thread and the host cpus it may run on, as read back from the host.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VcpuAffinity {
+    /// The vCPU index.
+    pub vcpu: u32,
+    /// QEMU's host thread running it.
+    pub thread_id: i32,
+    /// Its affinity (`sched_getaffinity`), ascending.
+    pub cpus: Vec<u32>,
+}
+
 /// How QEMU ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -366,6 +377,37 @@ impl RunningVm {
     /// Host time from QEMU's start to the agent's start of the service.
     pub fn boot(&self) -> Duration {
         self.ready_at - self.vm.start
+    }
+
+    /// The vCPU threads pinned at boot (empty when `config.pin` was unset).
+    pub fn pinned(&self) -> &[VcpuPin] {
+        &self.vm.pinned
+    }
+
+    /// Each vCPU's host thread (from QMP) and the host cpus it may run on, read back with
+    /// `sched_getaffinity`: one cpu when pinned, the cgroup's cpuset otherwise.
+    pub fn vcpu_affinity(&mut self) -> Result<Vec<VcpuAffinity>, VmError> {
+        let threads = self.vm.qmp.vcpu_threads().map_err(|detail| VmError::Qmp {
+            socket: self.vm.dir.join("qmp.sock"),
+            detail,
+        })?;
+        threads
+            .iter()
+            .map(|t| {
+                let cpus = launch::get_affinity(t.thread_id).map_err(|e| {
+                    VmError::io(
+                        "read the cpu affinity (sched_getaffinity) of",
+                        format!("/proc/{}/task/{}", self.vm.qemu_pid, t.thread_id),
+                        e,
+                    )
+                })?;
+                Ok(VcpuAffinity {
+                    vcpu: t.vcpu,
+                    thread_id: t.thread_id,
+                    cpus,
+                })
+            })
+            .collect()
     }
 
     /// The end of the guest's serial console so far.

@@ -35,6 +35,10 @@
 //!   powers the guest off. Its limits are QEMU's cgroup's as read back and the
 //!   guest's RAM, as for a measured run; a container's limits in the guest are
 //!   applied but not read back while it runs.
+//! - Neighbours (beside a subject or a service stack) are VMs of their own, plain
+//!   guests from the same kernel, disk and accelerator, QEMU in each neighbour's
+//!   cgroup with the reservation's limits (see [`neighbours`]); network neighbours
+//!   stay in the host's neighbour namespaces.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -55,10 +59,12 @@ use super::limit::limit;
 use super::limit_flags::runtime_limit_flags;
 use super::service::{ServiceSpec, Started};
 
+mod neighbours;
 mod net;
 mod service;
 
 use super::{Accel, Capabilities, Execution, ExitKind, Interrupt, Job, PlatformDef, PlatformError};
+use neighbours::VmNeighbours;
 use net::{dead_taps, VmNet};
 
 /// Guest memory beyond the container's limit in `vm+isolab` (the guest kernel,
@@ -399,19 +405,24 @@ impl Driver for VmDriver {
         )
     }
 
-    /// The components of a stack run in guests of their own; neighbours beside
-    /// them would need guests of their own too, which this version does not start.
+    /// Neighbours beside a stack in VMs are VMs of their own, as beside a subject.
     fn beside_neighbours(
         &self,
-        _supervisor: &Supervisor,
+        supervisor: &Supervisor,
         job: &Job,
-        _interrupt: &Interrupt,
-        _body: &mut dyn FnMut() -> Executed,
+        interrupt: &Interrupt,
+        body: &mut dyn FnMut() -> Executed,
     ) -> Executed {
-        Err(PlatformError::NoServices {
-            platform: job.platform.name.clone(),
-            why: "a VM runs no neighbours beside a service stack in this version; use `host` or a container platform".into(),
-        })
+        let neighbours = VmNeighbours {
+            vm: &self.vm,
+            host_cpus: host_cpus(),
+        };
+        supervisor.beside_neighbours(
+            job,
+            interrupt,
+            super::NeighbourHost::Guests(&neighbours),
+            body,
+        )
     }
 
     fn start_service(&self, supervisor: &Supervisor, job: &Job, spec: ServiceSpec) -> Started<'_> {
@@ -582,7 +593,9 @@ fn execute(
     config.network = net.guest();
     let outer = qemu_limits(&job.limits);
     let net_note = net.note();
-    let executed = host.instance(job, interrupt, |cgroup| {
+    let neighbours = VmNeighbours { vm, host_cpus };
+    let site = super::NeighbourHost::Guests(&neighbours);
+    let executed = host.instance_with(job, interrupt, site, |cgroup| {
         let applied = limit(cgroup, &outer)?;
         let attacher = cgroup.attacher()?;
         let stop = || interrupt.is_triggered();

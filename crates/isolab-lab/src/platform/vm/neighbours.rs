@@ -1,0 +1,224 @@
+//! Neighbour VMs (seed 001's stress VMs): on a VM platform each neighbour instance
+//! runs in a plain guest of its own, booted from the experiment's kernel, disk and
+//! accelerator, with QEMU in the instance's cgroup. The reservation applies to the
+//! VMs as to the subject's: the cgroup's cpu quota, cpuset and io throttles hold
+//! QEMU (every vCPU thread and its block I/O), a cpuset without a quota pins each
+//! vCPU thread to one of its cpus, and the memory becomes the guest's RAM.
+//!
+//! A guest samples its own `/proc/stat` twice a second into the shared working
+//! directory, so that the run records how busy the neighbour VMs' vCPUs were as
+//! their kernels count it (`neighbour_guest_util_pct`), beside what the host
+//! sampler saw (QEMU's emulation included).
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use isolab_cgroups::{Bytes, Cgroup, Limits};
+
+use super::super::{GuestCpu, Job, NeighbourGuest, NeighbourGuests, PlatformError};
+use super::net::VmNet;
+use super::{guest_limits, guest_plan, qemu_limits, VmPlatform, DEFAULT_GUEST_MEMORY};
+
+/// How often a neighbour guest samples its `/proc/stat`.
+const SAMPLE_EVERY: &str = "0.5";
+
+/// The neighbour VMs of a run on a VM platform.
+pub(super) struct VmNeighbours<'a> {
+    pub(super) vm: &'a VmPlatform,
+    pub(super) host_cpus: usize,
+}
+
+/// The guest's RAM of a neighbour VM with `limits`.
+fn neighbour_memory(limits: &Limits) -> Bytes {
+    limits.memory_max.unwrap_or(DEFAULT_GUEST_MEMORY)
+}
+
+/// Where neighbour `index` writes its `/proc/stat` line, in the shared working
+/// directory.
+fn stat_file(job: &Job, index: usize) -> PathBuf {
+    job.workdir.join(format!(".isolab-neighbour{index}.stat"))
+}
+
+/// `argv` run in the guest by a shell that samples the guest's `/proc/stat` into
+/// `stat` (replaced whole, so the host never reads half a line) every half second.
+fn sampled(argv: &[String], stat: &std::path::Path) -> Vec<String> {
+    let script = format!(
+        "f=\"$0\"; (while :; do head -n1 /proc/stat > \"$f.tmp\" && mv \"$f.tmp\" \"$f\"; sleep {SAMPLE_EVERY}; done) & exec \"$@\""
+    );
+    let mut v = vec!["sh".to_owned(), "-c".to_owned(), script];
+    v.push(stat.display().to_string());
+    v.extend(argv.iter().cloned());
+    v
+}
+
+impl NeighbourGuests for VmNeighbours<'_> {
+    fn outer_limits(&self, limits: &Limits) -> Limits {
+        qemu_limits(limits)
+    }
+
+    fn recorded_limits(&self, applied: Limits, limits: &Limits) -> Limits {
+        let mut recorded = guest_limits(applied, limits, neighbour_memory(limits));
+        // A plain guest's processes are not the host's: no pids limit holds them.
+        recorded.pids_max = None;
+        recorded
+    }
+
+    fn start(
+        &self,
+        job: &Job,
+        index: usize,
+        argv: &[String],
+        cgroup: &Cgroup,
+    ) -> Result<Box<dyn NeighbourGuest>, PlatformError> {
+        let limits = job
+            .neighbours
+            .as_ref()
+            .map(|n| n.limits.clone())
+            .unwrap_or_default();
+        // fio needs a disk: its guest gets a scratch disk as the working directory,
+        // which is copied in and out rather than shared, so it samples nothing.
+        let uses_disk = argv.first().is_some_and(|p| p == "fio");
+        let stat = (!uses_disk).then(|| stat_file(job, index));
+        let nb = Job {
+            platform: job.platform.clone(),
+            image: job.image.clone(),
+            name: format!("{}-nb{index}", job.name),
+            argv: match &stat {
+                Some(stat) => sampled(argv, stat),
+                None => argv.to_vec(),
+            },
+            prepare: None,
+            cleanup: None,
+            server: None,
+            workdir: job.workdir.clone(),
+            limits,
+            timeout: job.timeout,
+            neighbours: None,
+            uses_disk,
+        };
+        let mut plan = guest_plan(self.vm, None, self.host_cpus, &nb)?;
+        let net = VmNet::attach(&nb)?;
+        plan.config.network = net.guest();
+        let attacher = cgroup.attacher()?;
+        let running = match isolab_vm::start(&plan.config, &plan.command, Some(attacher)) {
+            Ok(r) => r,
+            Err(e) => {
+                drop(plan);
+                let _ = net.release();
+                return Err(e.into());
+            }
+        };
+        drop(plan);
+        Ok(Box::new(VmNeighbour {
+            index,
+            running: Mutex::new(running),
+            net,
+            stat,
+        }))
+    }
+}
+
+/// A neighbour VM while it runs.
+struct VmNeighbour {
+    index: usize,
+    running: Mutex<isolab_vm::RunningVm>,
+    net: VmNet,
+    /// Where the guest writes its `/proc/stat` line.
+    stat: Option<PathBuf>,
+}
+
+impl NeighbourGuest for VmNeighbour {
+    fn is_running(&mut self) -> bool {
+        self.running
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_running()
+    }
+
+    fn why_ended(&self) -> String {
+        let running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        running.stderr_tail().unwrap_or_else(|| {
+            format!(
+                "(the neighbour VM ended; the end of its console:)\n{}",
+                running.console_tail()
+            )
+        })
+    }
+
+    fn facts(&mut self) -> Vec<String> {
+        let i = self.index;
+        let running = self.running.get_mut().unwrap_or_else(|e| e.into_inner());
+        let boot = running.boot().as_secs_f64();
+        let pid = running.pid();
+        let affinity = match running.vcpu_affinity() {
+            Ok(threads) => threads
+                .iter()
+                .map(|t| {
+                    let cpus: Vec<String> = t.cpus.iter().map(u32::to_string).collect();
+                    format!(
+                        "vCPU {} (thread {}) on cpus {}",
+                        t.vcpu,
+                        t.thread_id,
+                        cpus.join(",")
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+            Err(e) => format!("vCPU affinity unavailable: {e}"),
+        };
+        vec![format!(
+            "neighbour VM {i} (QEMU pid {pid}, booted in {boot:.1} s): {affinity}"
+        )]
+    }
+
+    fn guest_cpu(&self) -> Option<GuestCpu> {
+        let text = std::fs::read_to_string(self.stat.as_ref()?).ok()?;
+        GuestCpu::parse(text.lines().next()?)
+    }
+
+    fn remove(self: Box<Self>) -> Result<(), PlatformError> {
+        let VmNeighbour {
+            running, net, stat, ..
+        } = *self;
+        // Dropping it kills QEMU (if the cgroup's kill has not) and removes its run
+        // directory; the tap goes with its last descriptor.
+        drop(running);
+        if let Some(stat) = stat {
+            let _ = std::fs::remove_file(&stat);
+            let _ = std::fs::remove_file(stat.with_extension("stat.tmp"));
+        }
+        net.release()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_neighbour_guest_samples_its_proc_stat_and_then_execs_the_stressor() {
+        let argv: Vec<String> = ["stress-ng", "--cpu", "1"].map(String::from).to_vec();
+        let v = sampled(&argv, std::path::Path::new("/w/.isolab-neighbour0.stat"));
+        assert_eq!(&v[..2], ["sh", "-c"]);
+        assert!(v[2].contains("head -n1 /proc/stat") && v[2].ends_with("exec \"$@\""));
+        assert_eq!(v[3], "/w/.isolab-neighbour0.stat");
+        assert_eq!(&v[4..], argv.as_slice());
+    }
+
+    #[test]
+    fn guest_cpu_is_read_from_proc_stat_and_compared_over_time() {
+        let a = GuestCpu::parse("cpu  100 0 50 800 10 5 5 30 0 0").unwrap();
+        assert_eq!(
+            a,
+            GuestCpu {
+                busy: 160,
+                total: 1000
+            }
+        );
+        let b = GuestCpu::parse("cpu  190 0 60 840 10 5 5 30 0 0").unwrap();
+        assert_eq!(a.util_pct(b), Some(100.0 * 100.0 / 140.0));
+        assert_eq!(b.util_pct(a), None);
+        assert_eq!(GuestCpu::parse("cpu0 1 2 3 4 5 6 7 8"), None);
+        assert_eq!(GuestCpu::parse("cpu 1 2"), None);
+    }
+}
