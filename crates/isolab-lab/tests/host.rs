@@ -54,6 +54,7 @@ fn job(name: &str, argv: &[&str], workdir: &Path, limits: Limits) -> Job {
         timeout: Duration::from_secs(30),
         neighbours: None,
         uses_disk: false,
+        stack: None,
     }
 }
 

@@ -44,6 +44,7 @@ fn job(platform: PlatformDef, name: &str, argv: Vec<String>, workdir: &Path) -> 
         timeout: Duration::from_secs(60),
         neighbours: None,
         uses_disk: false,
+        stack: None,
     }
 }
 
@@ -258,16 +259,23 @@ fn neighbours_run_beside_a_measurement_and_go_after_it_without_root() {
     let left = FakeCgroupfs::cgroups(cgroupfs.path());
     assert!(!left.contains(&nb(0)) && !left.contains(&nb(1)), "{left:?}");
 
-    // A VM runs no neighbours beside a stack, and says where they run.
+    // In a VM the neighbours are VMs of their own: without an image for their guests
+    // that fails before the measurement, and leaves no neighbour cgroup.
     let mut in_vm = subject.clone();
     in_vm.platform = PlatformDef::vm(PlatformKind::VM, Accel::Tcg);
+    in_vm.image = None;
     let e = platforms
-        .beside_neighbours(&in_vm, &interrupt, &mut || Ok(measured()))
+        .beside_neighbours(&in_vm, &interrupt, &mut || {
+            panic!("measured without its neighbour VMs")
+        })
         .unwrap_err();
     assert!(
-        e.to_string().contains("use `host` or a container platform"),
+        e.to_string()
+            .contains("no image was given for the guest's disk"),
         "{e}"
     );
+    let left = FakeCgroupfs::cgroups(cgroupfs.path());
+    assert!(!left.contains(&nb(0)) && !left.contains(&nb(1)), "{left:?}");
     drop(platforms);
     assert_eq!(
         FakeCgroupfs::cgroups(cgroupfs.path()),
@@ -365,6 +373,21 @@ fn connect_to_iperf3(address: std::net::SocketAddr) -> std::io::Result<TcpStream
     }
 }
 
+/// Whether this host can run VM services (root for cgroups and taps, iperf3 on the
+/// host); skips the calling test with the reason when not.
+fn vm_services_here() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        isolab_skip::skip("VM services need root (cgroups, taps)");
+        return false;
+    }
+    if isolab_tools::find_program("iperf3").is_none() {
+        isolab_skip::skip("needs iperf3 on the host (scripts/setup.sh installs it)");
+        return false;
+    }
+    true
+}
+
 /// The VM levels whose services this host can run, with the image each needs.
 fn vm_levels() -> Vec<(PlatformDef, &'static str)> {
     let usable: Vec<PlatformKind> = isolab_lab::platform::availability()
@@ -413,13 +436,7 @@ const DOCKER_IMAGE: &str = "/var/lib/isolab/images/bench-docker";
 
 #[test]
 fn a_vm_serves_on_its_guest_address_and_leaves_nothing() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        isolab_skip::skip("VM services need root (cgroups, taps)");
-        return;
-    }
-    if isolab_tools::find_program("iperf3").is_none() {
-        isolab_skip::skip("needs iperf3 on the host (scripts/setup.sh installs it)");
+    if !vm_services_here() {
         return;
     }
     // isolab's bridge goes with the last VM on it (unless something else uses it).
@@ -569,6 +586,120 @@ fn a_vm_serves_on_its_guest_address_and_leaves_nothing() {
             "bridge isolab0 left after the last VM"
         );
     }
+}
+
+/// Seed 003's container host: two components of one stack run on `vm(tcg)+isolab` share
+/// one guest (one address, one QEMU), each a container of isolab-runtime listed in it; the
+/// first stopped leaves the second serving; the last stopped takes the guest, its tap and
+/// its cgroup along.
+#[test]
+fn a_stacks_components_share_one_guest_on_a_vm_engine() {
+    if !vm_services_here() {
+        return;
+    }
+    let Some((level, image)) = vm_levels()
+        .into_iter()
+        .find(|(l, _)| l.kind == PlatformKind::VM_ISOLAB)
+    else {
+        isolab_skip::skip("vm+isolab is not usable here (said above)");
+        return;
+    };
+    assert_eq!(
+        level.stack_guests,
+        Some(isolab_lab::platform::StackGuests::Shared)
+    );
+    let base = format!("isolab-sharedtest-{}", std::process::id());
+    let platforms = real_platforms(&base);
+    let work = tempfile::tempdir().unwrap();
+    let workdir = work.path().join("w");
+    std::fs::create_dir(&workdir).unwrap();
+    let total = Limits {
+        memory_max: Some(Bytes::mib(1024)),
+        ..limits()
+    };
+    let run = format!("svc{}/c0-r1", std::process::id());
+    let mut services = Vec::new();
+    for (k, component) in ["db", "web"].into_iter().enumerate() {
+        let port = 5301 + k as u16;
+        let argv = ["iperf3", "-s", "-p", &port.to_string()]
+            .map(String::from)
+            .to_vec();
+        let mut job = job(level.clone(), &format!("c0-r1-{component}"), argv, &workdir);
+        job.image = Some(PathBuf::from(image));
+        job.stack = Some(isolab_lab::platform::StackPlace {
+            run: run.clone(),
+            component: component.into(),
+            total: total.clone(),
+        });
+        let spec = ServiceSpec {
+            port,
+            ready_timeout: Duration::from_secs(90),
+        };
+        let service = platforms
+            .start_service(&job, spec)
+            .unwrap_or_else(|e| panic!("{component}: {e}"));
+        assert!(
+            service.shares_guest() && service.is_running(),
+            "{component}"
+        );
+        services.push(service);
+    }
+    let (db, web) = (&services[0], &services[1]);
+    // One guest: one address, one QEMU cgroup; a container each.
+    assert_eq!(db.address.ip(), web.address.ip());
+    assert_eq!(db.cgroup, web.cgroup);
+    let facts = web.guest_facts();
+    assert_eq!(facts["arrangement"], "shared", "{facts}");
+    assert_eq!(facts["address"], db.address.ip().to_string(), "{facts}");
+    assert_eq!(facts["container"], "stack-web", "{facts}");
+    let containers = facts["containers"].as_str().unwrap();
+    assert!(
+        containers.contains("stack-db") && containers.contains("stack-web"),
+        "{containers}"
+    );
+    // QEMU's counters are counted once, with the first component.
+    assert!(db.stats().is_some_and(|s| s.cpu_usage.is_some()));
+    assert!(web.stats().is_none());
+    let guest = match web.address.ip() {
+        std::net::IpAddr::V4(ip) => ip,
+        other => panic!("{other}"),
+    };
+    for s in &services {
+        let bits = iperf3_client(guest, s.address.port()).unwrap_or_else(|e| panic!("{e}"));
+        assert!(bits > 0.0);
+    }
+    let tap = isolab_runtime::network::tap_name(
+        guest,
+        isolab_runtime::network::Ipv4Subnet::parse(isolab_runtime::network::DEFAULT_SUBNET)
+            .unwrap(),
+    );
+    let mut services = services.into_iter();
+    let db = services.next().unwrap();
+    let web = services.next().unwrap();
+    db.stop().unwrap();
+    assert!(
+        web.is_running(),
+        "web stops with db: {}",
+        web.stderr_tail(500)
+    );
+    assert!(iperf3_client(guest, web.address.port()).unwrap() > 0.0);
+    assert!(Path::new("/sys/class/net").join(&tap).exists());
+    web.stop().unwrap();
+    assert!(
+        !Path::new("/sys/class/net").join(&tap).exists(),
+        "tap {tap} left"
+    );
+    drop(services);
+    drop(platforms);
+    let left = leftovers(&base);
+    assert!(left.is_empty(), "cgroups left: {left:?}");
+    let dirs: Vec<_> = std::fs::read_dir(work.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .filter(|n| n.to_string_lossy().ends_with(".vm"))
+        .collect();
+    assert!(dirs.is_empty(), "run directories left: {dirs:?}");
 }
 
 /// Runs `iperf3 -c GUEST -p PORT -t 2 -J` and returns the received bits per second;

@@ -77,7 +77,7 @@ pub use error::VmError;
 pub use kernel::{prepare_kernel, prepare_kernel_with, KernelFiles, KernelOptions};
 pub use qemu::{qemu_version, QEMU};
 pub use run::{
-    environment, get_affinity, run, run_with, start, start_with, GuestCommand, GuestNetwork,
-    GuestRun, InnerContainer, InnerEngine, RunningVm, Shutdown, VcpuAffinity, VcpuPin, VmConfig,
-    VmEnvironment,
+    environment, get_affinity, run, run_with, start, start_container_host, start_with,
+    ContainerHost, GuestCommand, GuestNetwork, GuestRun, InnerContainer, InnerEngine, RunningVm,
+    Shutdown, VcpuAffinity, VcpuPin, VmConfig, VmEnvironment,
 };

@@ -93,6 +93,21 @@ fn assert_nothing_left(run_dir: &Path) {
     assert!(!mounts.contains(&needle));
 }
 
+/// isolab-runtime beside this test binary's directory (target/<profile>/deps/..), wherever
+/// the target directory is; `None` after a skip when it is not built.
+fn runtime() -> Option<std::path::PathBuf> {
+    let exe = std::env::current_exe().unwrap();
+    let runtime = exe.parent()?.parent()?.join("isolab-runtime");
+    if !runtime.is_file() {
+        isolab_skip::skip(format!(
+            "{} missing (cargo build -p isolab-runtime)",
+            runtime.display()
+        ));
+        return None;
+    }
+    Some(runtime)
+}
+
 fn report(name: &str, r: &isolab_vm::GuestRun) {
     eprintln!(
         "{name}: status {} wall {:?} ({:?}) boot {:?} guest uptime {:?} total {:?} shutdown {:?}",
@@ -246,22 +261,7 @@ fn pinned_vcpu_thread_runs_on_host_cpu_1() {
 #[test]
 fn vm_plus_isolab_runs_the_runtime_in_the_guest() {
     let Some(s) = setup() else { return };
-    // Beside this test binary's directory (target/<profile>/deps/..), wherever the target
-    // directory is.
-    let exe = std::env::current_exe().unwrap();
-    let runtime = exe
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("isolab-runtime");
-    if !runtime.is_file() {
-        isolab_skip::skip(format!(
-            "{} missing (cargo build -p isolab-runtime)",
-            runtime.display()
-        ));
-        return;
-    }
+    let Some(runtime) = runtime() else { return };
     let tmp = tempfile::tempdir().unwrap();
     let w = tmp.path().join("w");
     std::fs::create_dir(&w).unwrap();
@@ -453,4 +453,70 @@ fn stop_kills_the_vm_and_leaves_nothing() {
     assert_nothing_left(&c.run_dir);
     // the accelerator under test is labelled
     assert!(matches!(s.accel().accel, Accel::Kvm | Accel::Tcg));
+}
+
+/// A container host (seed 003's VM running the stack's containers): two components started
+/// side by side under isolab-runtime in one guest, listed by the runtime there, one stopped
+/// while the other runs, then the guest shut down, leaving nothing.
+#[test]
+fn a_container_host_runs_two_components_side_by_side() {
+    let Some(s) = setup() else { return };
+    let Some(runtime) = runtime() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let w = tmp.path().join("w");
+    std::fs::create_dir(&w).unwrap();
+    let mut c = config(s, &w);
+    c.vcpus = 2;
+    let engine = |id: &str| {
+        InnerEngine::Isolab(InnerContainer {
+            runtime: runtime.clone(),
+            flags: vec!["--id".into(), id.into(), "--pids".into(), "64".into()],
+            image: None,
+        })
+    };
+    let mut host = isolab_vm::start_container_host(&c, &engine("unused"), None).unwrap();
+    for name in ["web", "db"] {
+        let mut cmd = GuestCommand::new(
+            [
+                "sh",
+                "-c",
+                &format!("echo {name} > {name}-was-here; echo {name} up; exec sleep 600"),
+            ],
+            Duration::from_secs(600),
+        );
+        cmd.inner = Some(engine(&format!("stack-{name}")));
+        host.run(name, &cmd).unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !(w.join("web-was-here").exists() && w.join("db-was-here").exists()) {
+        assert!(
+            Instant::now() < deadline,
+            "components did not start: web: {} db: {}",
+            host.output_tail("web", 10),
+            host.output_tail("db", 10)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(host.is_running("web") && host.is_running("db"));
+    let list = host.containers(Duration::from_secs(60)).unwrap();
+    eprintln!("containers in the guest:\n{list}");
+    assert!(
+        list.contains("stack-web") && list.contains("stack-db"),
+        "{list}"
+    );
+    // Starting a name twice is refused; stopping one leaves the other running.
+    assert!(host
+        .run("web", &GuestCommand::new(["true"], Duration::from_secs(1)))
+        .is_err());
+    let status = host.stop("web", Duration::from_secs(60)).unwrap();
+    assert!(
+        status.is_some(),
+        "web did not stop: {}",
+        host.output_tail("web", 10)
+    );
+    assert!(!host.is_running("web") && host.is_running("db"));
+    let run_dir = c.run_dir.clone();
+    let shutdown = host.shutdown().unwrap();
+    eprintln!("container host shutdown: {shutdown:?}");
+    assert_nothing_left(&run_dir);
 }

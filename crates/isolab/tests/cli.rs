@@ -1883,6 +1883,69 @@ fn vm_subject_runs_beside_neighbour_vms_pinned_apart_by_a_cpuset_reservation() {
     );
 }
 
+/// Seed 003's container host through `isolab run`: a two-component stack on
+/// `vm(tcg)+isolab` runs both components in one guest, and each run records the
+/// arrangement, the one guest address and the runtime's container list in the guest.
+#[test]
+fn a_stack_in_a_vm_engine_shares_one_guest_and_records_it() {
+    let Some(guard) = vm_test() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (_, store, id) = run_experiment(
+        dir.path(),
+        r#"[experiment]
+name = "shared-guest"
+seed = 4
+repetitions = { warmup = 0, min = 2, max = 2, target_cv = 0.5 }
+duration = "1s"
+
+[matrix]
+platform = ["vm(tcg)+isolab"]
+shape = ["medium"]
+placement = ["pinned"]
+workload = ["pair"]
+
+[workload.pair]
+client = "host"
+command = "iperf3 -c {b.host} -p {b.port} -t 1 -J"
+parser = "iperf3"
+primary = "receiver_throughput"
+
+[[workload.pair.component]]
+name = "a"
+command = "iperf3 -s -p {port}"
+
+[[workload.pair.component]]
+name = "b"
+command = "iperf3 -s -p {port}"
+"#,
+        "shared-guest",
+    );
+    let runs = store.runs(id).unwrap();
+    assert_eq!(runs.len(), 2);
+    for run in runs {
+        assert!(run.is_counted(), "{:?}", run.error);
+        let l = &run.limits;
+        assert_eq!(l["stack_guests"], "shared", "{l}");
+        let (a, b) = (&l["components"]["a"], &l["components"]["b"]);
+        assert_eq!(a["guest"]["address"], b["guest"]["address"], "{l}");
+        assert_eq!(b["guest"]["container"], "stack-b", "{l}");
+        let list = b["guest"]["containers"].as_str().unwrap();
+        assert!(
+            list.contains("stack-a") && list.contains("stack-b"),
+            "{list}"
+        );
+        assert!(
+            run.notes.iter().any(|n| n == "components a, b share one guest: QEMU's counters are the whole guest's, recorded once"),
+            "{:?}",
+            run.notes
+        );
+    }
+    guard.assert_nothing_leaked("cgroups left");
+    assert!(!qemu_running(), "a QEMU process is left");
+}
+
 /// A small stack under a short JMeter ramp on the host and in containers of
 /// isolab's runtime and Docker on the host network: the static stack (nginx and a
 /// 10 000-byte page, from the experiment's recipe image).

@@ -219,6 +219,7 @@ fn calibrate(
         timeout: Duration::from_secs(120),
         neighbours,
         uses_disk: false,
+        stack: None,
     };
     let e = platform.execute(&calibration, interrupt)?;
     let _ = std::fs::remove_dir_all(&workdir);
@@ -270,6 +271,7 @@ mod tests {
             timeout: Duration::from_secs(60),
             neighbours: None,
             uses_disk: true,
+            stack: None,
         };
         let calibrations = Calibrations::new(work.path().join("proc"));
         let interrupt = Interrupt::new().unwrap();

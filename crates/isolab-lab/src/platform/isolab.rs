@@ -391,6 +391,7 @@ mod tests {
             timeout: Duration::from_secs(60),
             neighbours: None,
             uses_disk: false,
+            stack: None,
         }
     }
 

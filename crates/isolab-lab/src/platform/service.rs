@@ -83,6 +83,21 @@ pub(crate) trait Guest: Send + Sync {
     fn stderr_tail(&self, max: usize) -> String;
     /// Stops it and releases what it holds outside its instance cgroup.
     fn stop(self: Box<Self>) -> Result<(), PlatformError>;
+    /// The counters of what it runs in, when the service has no instance of its own
+    /// (a component in a shared guest: QEMU's, for the one component that counts them).
+    fn stats(&self) -> Option<Stats> {
+        None
+    }
+    /// Whether it shares its guest with other services (their counters are the
+    /// guest's, counted once).
+    fn shares_guest(&self) -> bool {
+        false
+    }
+    /// What the run should record about its guest (the arrangement, the guest's
+    /// address, the containers in it), or `Null`.
+    fn facts(&self) -> serde_json::Value {
+        serde_json::Value::Null
+    }
 }
 
 impl std::fmt::Debug for Service<'_> {
@@ -124,7 +139,9 @@ impl Service<'_> {
     /// container's own cgroup, else its instance), when that cgroup can be read. For a
     /// VM's guest, its instance: QEMU's process.
     pub fn stats(&self) -> Option<Stats> {
-        let instance = self.instance.as_ref()?;
+        let Some(instance) = self.instance.as_ref() else {
+            return self.guest.as_ref()?.stats();
+        };
         if self.cgroup == instance.rel() {
             return instance.stats().ok();
         }
@@ -138,6 +155,18 @@ impl Service<'_> {
     /// QEMU's, the host's cost of the guest, not the service's own.
     pub fn in_guest(&self) -> bool {
         self.guest.is_some()
+    }
+
+    /// Whether it shares its guest with other services ([`Guest::shares_guest`]).
+    pub fn shares_guest(&self) -> bool {
+        self.guest.as_ref().is_some_and(|g| g.shares_guest())
+    }
+
+    /// What the platform records about its guest ([`Guest::facts`]), or `Null`.
+    pub fn guest_facts(&self) -> serde_json::Value {
+        self.guest
+            .as_ref()
+            .map_or(serde_json::Value::Null, |g| g.facts())
     }
 
     /// The file holding its instance cgroup's cpu time
@@ -198,6 +227,27 @@ impl<'p> Service<'p> {
             remove: None,
             log: None,
             guest: None,
+        }
+    }
+
+    /// A service the platform runs in a guest it shares with other services (a
+    /// stack's component in a container host): no instance of its own; `cgroup` is
+    /// the guest's (QEMU's), `limits_applied` what its container in the guest was given.
+    pub(crate) fn in_shared_guest(
+        address: SocketAddr,
+        cgroup: PathBuf,
+        limits_applied: Limits,
+        guest: Box<dyn Guest + 'p>,
+    ) -> Service<'p> {
+        Service {
+            address,
+            cgroup,
+            limits_applied,
+            process: None,
+            instance: None,
+            remove: None,
+            log: None,
+            guest: Some(guest),
         }
     }
 

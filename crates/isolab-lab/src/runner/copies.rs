@@ -283,6 +283,7 @@ mod tests {
             timeout: Duration::from_secs(60),
             neighbours: None,
             uses_disk: false,
+            stack: None,
         };
         let s = start_together(&[job(0), job(1)]);
         assert!(

@@ -138,6 +138,7 @@ impl Runner<'_> {
             timeout: spec.timeout,
             neighbours: None,
             uses_disk: w.uses_disk,
+            stack: None,
         })
     }
 

@@ -20,7 +20,7 @@ mod ready;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use isolab_cgroups::{IdSet, Limits, Stats};
+use isolab_cgroups::{Bytes, IdSet, Limits, Stats};
 use isolab_store::{ExperimentId, Telemetry};
 use isolab_workloads::{ComponentDef, Endpoint, Measure, Params, Ready, ShapeScope, StackDef};
 
@@ -29,7 +29,7 @@ use super::job::{create_dir, free_port, parse_metrics, render, write_file};
 use super::Runner;
 use crate::platform::{
     push_host_util, push_interrupts, push_qemu_stats, push_stats, Execution, Job, PlatformError,
-    Service, ServiceSpec,
+    Service, ServiceSpec, StackPlace,
 };
 use crate::spec::{Cell, ExperimentSpec};
 use crate::telemetry::{cpu_times, utilisation, CpuTimes, Interrupts};
@@ -205,6 +205,7 @@ impl Runner<'_> {
             timeout: stack_timeout(spec),
             neighbours: None,
             uses_disk: cell.workload.uses_disk,
+            stack: None,
         }
     }
 
@@ -260,12 +261,14 @@ impl Runner<'_> {
         prepare: bool,
     ) -> Result<(), PlatformError> {
         let n = stack.components.len();
+        let total = stack_total(stack.shape, limits, n);
         for (k, c) in stack.components.iter().enumerate() {
             let own = match stack.shape {
                 ShapeScope::Component => limits.clone(),
                 ShapeScope::Stack => share(limits, k, n),
             };
-            let service = self.start_component((spec, cell, name), c, own, params, prepare)?;
+            let service =
+                self.start_component((spec, cell, name, &total), c, own, params, prepare)?;
             params.components.push(endpoint(c, &service));
             services.push((c.name.clone(), service));
         }
@@ -303,7 +306,7 @@ impl Runner<'_> {
     /// prepare step run first; returns once its readiness check passed.
     fn start_component<'p>(
         &'p self,
-        (spec, cell, name): (&ExperimentSpec, &Cell, &str),
+        (spec, cell, name, total): (&ExperimentSpec, &Cell, &str, &Limits),
         c: &ComponentDef,
         limits: Limits,
         params: &mut Params,
@@ -320,6 +323,11 @@ impl Runner<'_> {
             &limits,
         )?;
         job.timeout = Duration::MAX;
+        job.stack = Some(StackPlace {
+            run: name.to_owned(),
+            component: c.name.clone(),
+            total: total.clone(),
+        });
         let service = self.platform.start_service(
             &job,
             ServiceSpec {
@@ -465,7 +473,12 @@ fn stack_limits(
             "address": s.address.to_string(),
             "applied": s.limits_applied,
             "summary": crate::shape::describe_limits(&s.limits_applied),
+            "guest": s.guest_facts(),
         }))).collect::<serde_json::Map<_, _>>(),
+        // VM platforms: one guest for every component, or a guest each.
+        "stack_guests": services
+            .iter()
+            .find_map(|(_, s)| s.guest_facts().get("arrangement").cloned()),
         "measured": measured,
     })
 }
@@ -488,6 +501,20 @@ fn stop_all(mut services: Vec<(String, Service<'_>)>) -> Result<(), PlatformErro
         }
     }
     first
+}
+
+/// The limits of a stack's `n` components together: the stack's `limits` when they
+/// share them, else `n` times each one's cpu quota and memory.
+fn stack_total(scope: ShapeScope, limits: &Limits, n: usize) -> Limits {
+    let mut total = limits.clone();
+    if scope == ShapeScope::Component {
+        let n = n.max(1) as u32;
+        if let Some(q) = &mut total.cpu {
+            q.quota *= n;
+        }
+        total.memory_max = total.memory_max.map(|m| Bytes(m.0 * u64::from(n)));
+    }
+    total
 }
 
 /// Component `k`'s part of `limits` shared by `n` components: the cpu quota and the
@@ -591,13 +618,17 @@ fn record_components(
     let (mut own, mut qemu): (Option<Stats>, Option<Stats>) = (None, None);
     for (((component, service), before), after) in services.iter().zip(before).zip(&after) {
         let (Some(before), Some(after)) = (before, after) else {
+            if service.shares_guest() {
+                continue; // the guest's counters are counted once, with another component
+            }
             execution.notes.push(format!(
                 "no counters of component {component}: its cgroup could not be read before and after the measurement"
             ));
             continue;
         };
         let part = after.since(before);
-        if let Some(cpu) = part.cpu_usage {
+        // A shared guest's counters are every component's: no one component's cpu time.
+        if let Some(cpu) = part.cpu_usage.filter(|_| !service.shares_guest()) {
             parts.push((component.clone(), cpu));
         }
         let total = if service.in_guest() {
@@ -609,6 +640,17 @@ fn record_components(
             Some(t) => t.plus(&part),
             None => part,
         });
+    }
+    let shared: Vec<&str> = services
+        .iter()
+        .filter(|(_, s)| s.shares_guest())
+        .map(|(c, _)| c.as_str())
+        .collect();
+    if !shared.is_empty() {
+        execution.notes.push(format!(
+            "components {} share one guest: QEMU's counters are the whole guest's, recorded once",
+            shared.join(", ")
+        ));
     }
     let t = &mut execution.telemetry;
     if own.is_some() || qemu.is_some() {

@@ -25,7 +25,7 @@ impl Validator<'_> {
             return Err(SpecErrors(self.errors));
         };
         let tables = Tables {
-            platforms: self.platforms(raw.platform),
+            platforms: self.platforms(raw.platform, &shapes),
             shapes,
             workloads,
             striping: storage.striping,

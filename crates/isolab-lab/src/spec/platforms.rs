@@ -10,20 +10,32 @@ use toml::Spanned;
 use super::matrix::{Level, Levels};
 use super::raw::RawPlatform;
 use super::validator::{list, Validator};
-use crate::platform::{Accel, Network, PlatformDef, PlatformKind};
+use crate::platform::{Accel, GuestShape, Network, PlatformDef, PlatformKind, StackGuests};
+use crate::shape::Shape;
 
 impl Validator<'_> {
     /// The built-in platforms, then the spec's own.
     pub(super) fn platforms(
         &mut self,
         raw: BTreeMap<String, Spanned<RawPlatform>>,
+        shapes: &BTreeMap<String, Shape>,
     ) -> BTreeMap<String, PlatformDef> {
         let builtins = PlatformDef::builtins();
-        self.named(builtins, |p| p.name.clone(), raw, Self::platform)
-            .0
+        self.named(
+            builtins,
+            |p| p.name.clone(),
+            raw,
+            |v, name, raw| v.platform(name, raw, shapes),
+        )
+        .0
     }
 
-    fn platform(&mut self, name: String, raw: Spanned<RawPlatform>) -> Option<PlatformDef> {
+    fn platform(
+        &mut self,
+        name: String,
+        raw: Spanned<RawPlatform>,
+        shapes: &BTreeMap<String, Shape>,
+    ) -> Option<PlatformDef> {
         let raw = raw.into_inner();
         let kind = match PlatformKind::parse(raw.engine.get_ref()) {
             Ok(k) => k,
@@ -38,7 +50,81 @@ impl Validator<'_> {
         if let Some(n) = raw.network {
             def.network = self.platform_network(&name, kind, &n)?;
         }
+        if let Some(g) = &raw.stack_guests {
+            def.stack_guests = Some(self.stack_guests(&name, kind, g)?);
+        }
+        if let Some(g) = &raw.guest_shape {
+            def.guest_shape = Some(self.guest_shape(&name, &def, g, shapes)?);
+        }
         Some(def)
+    }
+
+    /// `stack_guests` of platform `name`: `shared` for a container engine in a VM,
+    /// `per-component` for any VM. `None` when it is wrong (and reported).
+    fn stack_guests(
+        &mut self,
+        name: &str,
+        kind: PlatformKind,
+        g: &Spanned<String>,
+    ) -> Option<StackGuests> {
+        let Some(guests) = StackGuests::parse(g.get_ref()) else {
+            self.err(
+                g.span(),
+                format!(
+                    "unknown stack_guests `{}`: expected `shared` (the stack's components as containers in one guest) or `per-component` (a guest each)",
+                    g.get_ref()
+                ),
+            );
+            return None;
+        };
+        let why = if !kind.is_vm() {
+            Some(format!(
+                "`stack_guests` applies to the vm engines only, not `{kind}`"
+            ))
+        } else if guests == StackGuests::Shared && kind == PlatformKind::VM {
+            Some("a plain `vm` runs no containers, so its components cannot share a guest as containers: use `vm+isolab` or `vm+docker`, or `per-component`".to_owned())
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            self.err(g.span(), format!("platform.{name}: {why}"));
+            return None;
+        }
+        Some(guests)
+    }
+
+    /// `guest_shape` of platform `name`: a shape that sizes the shared guest.
+    fn guest_shape(
+        &mut self,
+        name: &str,
+        def: &PlatformDef,
+        g: &Spanned<String>,
+        shapes: &BTreeMap<String, Shape>,
+    ) -> Option<GuestShape> {
+        if def.stack_guests != Some(StackGuests::Shared) {
+            self.err(
+                g.span(),
+                format!("platform.{name}: `guest_shape` sizes the guest a stack's components share: it needs a `vm+isolab` or `vm+docker` engine with `stack_guests = \"shared\"` (the default)"),
+            );
+            return None;
+        }
+        let Some(shape) = shapes.get(g.get_ref()) else {
+            let known: Vec<&str> = shapes.keys().map(String::as_str).collect();
+            self.err(
+                g.span(),
+                format!(
+                    "platform.{name}: unknown guest_shape `{}`: expected one of {}",
+                    g.get_ref(),
+                    known.join(", ")
+                ),
+            );
+            return None;
+        };
+        Some(GuestShape {
+            shape: shape.name.clone(),
+            vcpus: shape.millicpus.div_ceil(1000).max(1),
+            memory: shape.memory,
+        })
     }
 
     /// `accel` of platform `name`: required by the vm engines, refused by the others.
@@ -218,6 +304,46 @@ mod tests {
         assert_eq!(
             skipped.dropped[0].key,
             "platform=isolab workload=iperf3-tcp"
+        );
+    }
+
+    #[test]
+    fn a_stacks_components_share_one_guest_in_vm_engines_unless_the_level_says_otherwise() {
+        use crate::platform::StackGuests;
+        let spec = parse("[experiment]\nname = \"x\"\n[shape.host]\ncpus = 2\nmemory = \"3GiB\"\n[platform.each]\nengine = \"vm+docker\"\naccel = \"tcg\"\nstack_guests = \"per-component\"\n[platform.big]\nengine = \"vm+isolab\"\naccel = \"tcg\"\nguest_shape = \"host\"\n[matrix]\nplatform = [\"vm(tcg)+docker\", \"vm(tcg)\", \"each\", \"big\", \"host\"]\nworkload = [\"sysbench-cpu\"]\n").unwrap();
+        let p: Vec<_> = spec.cells.iter().map(|c| c.platform.clone()).collect();
+        assert_eq!(p[0].stack_guests, Some(StackGuests::Shared));
+        assert_eq!(p[1].stack_guests, Some(StackGuests::PerComponent));
+        assert_eq!(p[2].stack_guests, Some(StackGuests::PerComponent));
+        assert_eq!(p[3].stack_guests, Some(StackGuests::Shared));
+        let shape = p[3].guest_shape.as_ref().unwrap();
+        assert_eq!((shape.shape.as_str(), shape.vcpus), ("host", 2));
+        assert_eq!(shape.memory, Some(isolab_cgroups::Bytes::gib(3)));
+        assert_eq!(p[4].stack_guests, None);
+        let errs = errors("[experiment]\nname = \"x\"\n[platform.a]\nengine = \"vm\"\naccel = \"tcg\"\nstack_guests = \"shared\"\n[platform.b]\nengine = \"docker\"\nstack_guests = \"per-component\"\n[platform.c]\nengine = \"vm+docker\"\naccel = \"tcg\"\nstack_guests = \"one\"\n[platform.d]\nengine = \"vm+docker\"\naccel = \"tcg\"\nstack_guests = \"per-component\"\nguest_shape = \"large\"\n[platform.e]\nengine = \"vm+docker\"\naccel = \"tcg\"\nguest_shape = \"huge\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\n");
+        assert_eq!(errs.len(), 5, "{errs:#?}");
+        assert!(
+            errs[0].starts_with("exp.toml:6:16: platform.a: a plain `vm` runs no containers"),
+            "{errs:?}"
+        );
+        assert!(
+            errs[1].starts_with(
+                "exp.toml:9:16: platform.b: `stack_guests` applies to the vm engines only"
+            ),
+            "{errs:?}"
+        );
+        assert!(
+            errs[2].starts_with("exp.toml:13:16: unknown stack_guests `one`"),
+            "{errs:?}"
+        );
+        assert!(
+            errs[3]
+                .contains("platform.d: `guest_shape` sizes the guest a stack's components share"),
+            "{errs:?}"
+        );
+        assert!(
+            errs[4].contains("platform.e: unknown guest_shape `huge`: expected one of"),
+            "{errs:?}"
         );
     }
 

@@ -56,6 +56,10 @@ pub(crate) struct RawPlatform {
     pub network: Option<Spanned<String>>,
     #[serde(default)]
     pub accel: Option<Spanned<String>>,
+    #[serde(default)]
+    pub stack_guests: Option<Spanned<String>>,
+    #[serde(default)]
+    pub guest_shape: Option<Spanned<String>>,
 }
 
 /// `[experiment]`.

@@ -171,7 +171,8 @@ pub(super) fn launch(
         argv: &command.argv,
         env: &env,
         cwd: &cwd,
-        inner,
+        // A container host's command starts the containers itself.
+        inner: inner.filter(|_| !command.host),
     };
     write(
         "config",

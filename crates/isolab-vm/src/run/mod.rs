@@ -17,10 +17,12 @@ use crate::qemu::{qemu_version, MACHINE, QEMU};
 use isolab_tools::{tail_lines, SystemTools, ToolRunner};
 
 /// How long QEMU may take to exit after the guest reported its result, before QMP `quit`.
+mod host;
 mod launch;
 mod validate;
 
 pub use crate::guest::GuestNetwork;
+pub use host::{start_container_host, ContainerHost};
 pub use launch::get_affinity;
 use launch::{console_tail, finish, launch, Launched};
 
@@ -118,6 +120,10 @@ pub struct GuestCommand {
     pub timeout: Duration,
     /// `vm+ENGINE`: run the command in a container of that engine inside the guest.
     pub inner: Option<InnerEngine>,
+    /// The guest is a container host of `inner`'s engine ([`start_container_host`]): the
+    /// engine is made ready (dockerd started, the runtime brought in) but the command runs in
+    /// the guest's own root, where it starts the engine's containers itself.
+    pub host: bool,
 }
 
 /// The container engine around the guest command (`vm+ENGINE`); the container's image is the
@@ -140,6 +146,7 @@ impl GuestCommand {
             cwd: None,
             timeout,
             inner: None,
+            host: false,
         }
     }
 }

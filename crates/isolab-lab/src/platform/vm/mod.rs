@@ -35,6 +35,9 @@
 //!   powers the guest off. Its limits are QEMU's cgroup's as read back and the
 //!   guest's RAM, as for a measured run; a container's limits in the guest are
 //!   applied but not read back while it runs.
+//! - A service stack's components on `vm+isolab` and `vm+docker` share one guest, as
+//!   containers of the level's engine (seed 003's container host, see [`shared`]), unless
+//!   the level says `stack_guests = "per-component"`; a plain `vm` boots a guest each.
 //! - Neighbours (beside a subject or a service stack) are VMs of their own, plain
 //!   guests from the same kernel, disk and accelerator, QEMU in each neighbour's
 //!   cgroup with the reservation's limits (see [`neighbours`]); network neighbours
@@ -62,6 +65,7 @@ use super::service::{ServiceSpec, Started};
 mod neighbours;
 mod net;
 mod service;
+mod shared;
 
 use super::{Accel, Capabilities, Execution, ExitKind, Interrupt, Job, PlatformDef, PlatformError};
 use neighbours::VmNeighbours;
@@ -99,6 +103,8 @@ struct Prepared {
 pub(crate) struct VmPlatform {
     cache: PathBuf,
     prepared: Mutex<Option<Prepared>>,
+    /// The guests stacks' components share, by stack run.
+    shared: shared::SharedGuests,
 }
 
 fn vm_error(e: impl std::fmt::Display) -> PlatformError {
@@ -113,6 +119,7 @@ impl VmPlatform {
         VmPlatform {
             cache: vm_cache(),
             prepared: Mutex::new(None),
+            shared: shared::SharedGuests::default(),
         }
     }
 
@@ -426,6 +433,19 @@ impl Driver for VmDriver {
     }
 
     fn start_service(&self, supervisor: &Supervisor, job: &Job, spec: ServiceSpec) -> Started<'_> {
+        if let (Some(engine), Some(place)) = (&self.engine, &job.stack) {
+            if job.platform.stack_guests == Some(super::StackGuests::Shared) {
+                return shared::start_component(
+                    supervisor,
+                    &self.vm,
+                    engine,
+                    host_cpus(),
+                    job,
+                    place,
+                    spec,
+                );
+            }
+        }
         service::start_service(
             supervisor,
             &self.vm,
@@ -904,6 +924,7 @@ mod tests {
                 },
                 accel: isolab_vm::Accel::Tcg,
             })),
+            shared: shared::SharedGuests::default(),
         };
         let work = tempfile::tempdir().unwrap();
         let job = Job {
@@ -919,6 +940,7 @@ mod tests {
             timeout: Duration::from_secs(5),
             neighbours: None,
             uses_disk: false,
+            stack: None,
         };
         let runtime = GuestEngine::Isolab(IsolabConfig::discover());
         let flags = match guest_plan(&platform, Some(&runtime), 2, &job)

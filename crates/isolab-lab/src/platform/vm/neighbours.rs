@@ -95,6 +95,7 @@ impl NeighbourGuests for VmNeighbours<'_> {
             timeout: job.timeout,
             neighbours: None,
             uses_disk,
+            stack: None,
         };
         let mut plan = guest_plan(self.vm, None, self.host_cpus, &nb)?;
         let net = VmNet::attach(&nb)?;

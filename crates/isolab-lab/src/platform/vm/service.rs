@@ -51,6 +51,7 @@ pub(super) fn start_service<'p>(
     let applied = limit(cgroup, &qemu_limits(&job.limits))?;
     let attacher = cgroup.attacher()?;
     let mut running = isolab_vm::start(&config, &command, Some(attacher))?;
+    let (config_vcpus, config_memory) = (config.vcpus, config.memory.0);
     drop(config);
     super::super::service::wait_ready(&mut || running.is_running(), address, spec.ready_timeout)
         .map_err(|waited| PlatformError::ServerNotReady {
@@ -65,11 +66,21 @@ pub(super) fn start_service<'p>(
             }),
         })?;
     let limits = guest_limits(applied, &job.limits, shape_memory);
+    let facts = serde_json::json!({
+        "arrangement": "per-component",
+        "guest": job.name,
+        "address": ip.to_string(),
+        "qemu_pid": running.pid(),
+        "vcpus": config_vcpus,
+        "memory_bytes": config_memory,
+        "boot_s": running.boot().as_secs_f64(),
+    });
     service.set_guest(
         limits,
         Box::new(VmService {
             running: Mutex::new(running),
             net,
+            facts,
         }),
     );
     Ok(service)
@@ -79,6 +90,8 @@ pub(super) fn start_service<'p>(
 struct VmService {
     running: Mutex<isolab_vm::RunningVm>,
     net: VmNet,
+    /// What the run records about its guest.
+    facts: serde_json::Value,
 }
 
 impl Guest for VmService {
@@ -100,8 +113,12 @@ impl Guest for VmService {
         isolab_engines::tool::tail(&text, max)
     }
 
+    fn facts(&self) -> serde_json::Value {
+        self.facts.clone()
+    }
+
     fn stop(self: Box<Self>) -> Result<(), PlatformError> {
-        let VmService { running, net } = *self;
+        let VmService { running, net, .. } = *self;
         let stopped = running
             .into_inner()
             .unwrap_or_else(|e| e.into_inner())

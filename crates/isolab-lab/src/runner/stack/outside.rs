@@ -338,6 +338,7 @@ fn host_job(
         timeout,
         neighbours: None,
         uses_disk: false,
+        stack: None,
     }
 }
 
