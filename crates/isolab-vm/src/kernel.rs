@@ -70,6 +70,61 @@ pub struct KernelOptions {
     pub busybox: PathBuf,
     /// The modules the guest needs ([`GUEST_MODULES`]).
     pub modules: Vec<String>,
+    /// Another suite's kernel (a guest recipe's) through a private apt configuration, instead
+    /// of the host's apt sources.
+    pub apt: Option<SuiteApt>,
+}
+
+/// A private apt configuration for another Debian suite's kernel: its own sources, package
+/// lists and download cache under `dir`, so that the host's apt is never changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SuiteApt {
+    /// Names the kernel cache (`kernel-NAME`), e.g. `trixie`, `bookworm-backports`.
+    pub name: String,
+    /// Where its sources, lists and cache live.
+    pub dir: PathBuf,
+    /// Its `deb …` lines.
+    pub sources: Vec<String>,
+}
+
+impl SuiteApt {
+    /// The `-o` options that point apt at it.
+    pub fn options(&self) -> Vec<String> {
+        let d = self.dir.display();
+        [
+            format!("Dir::Etc::SourceList={d}/sources.list"),
+            format!("Dir::Etc::SourceParts={d}/sources.list.d"),
+            format!("Dir::State::Lists={d}/lists"),
+            format!("Dir::Cache={d}/cache"),
+        ]
+        .into_iter()
+        .flat_map(|o| ["-o".to_owned(), o])
+        .collect()
+    }
+
+    /// Writes its sources and fetches its package lists (`apt-get update`).
+    pub fn update(&self, runner: &dyn ToolRunner) -> Result<(), VmError> {
+        for sub in ["sources.list.d", "lists/partial", "cache/archives/partial"] {
+            let d = self.dir.join(sub);
+            std::fs::create_dir_all(&d).ctx("create directory", &d)?;
+        }
+        let list = self.dir.join("sources.list");
+        let mut text = self.sources.join("\n");
+        text.push('\n');
+        std::fs::write(&list, text).ctx("write", &list)?;
+        let mut cmd = ToolCommand::new("apt-get", "apt").arg("-q");
+        for o in self.options() {
+            cmd = cmd.arg(o);
+        }
+        cmd = cmd.arg("-o").arg("APT::Sandbox::User=root").arg("update");
+        runner
+            .run(&cmd)
+            .map(drop)
+            .map_err(|e| VmError::KernelResolve {
+                metapackage: format!("{KERNEL_METAPACKAGE} of {}", self.name),
+                detail: format!("apt-get update of {}: {e}", list.display()),
+            })
+    }
 }
 
 impl Default for KernelOptions {
@@ -78,6 +133,7 @@ impl Default for KernelOptions {
             metapackage: KERNEL_METAPACKAGE.into(),
             busybox: PathBuf::from("/bin/busybox"),
             modules: GUEST_MODULES.iter().map(|s| s.to_string()).collect(),
+            apt: None,
         }
     }
 }
@@ -100,8 +156,12 @@ pub fn prepare_kernel_with(
     opts: &KernelOptions,
     runner: &dyn ToolRunner,
 ) -> Result<KernelFiles, VmError> {
-    let root = cache.join("kernel");
+    let root = match &opts.apt {
+        Some(apt) => cache.join(format!("kernel-{}", apt.name)),
+        None => cache.join("kernel"),
+    };
     std::fs::create_dir_all(&root).ctx("create directory", &root)?;
+    let apt_opts = opts.apt.as_ref().map(SuiteApt::options).unwrap_or_default();
     let busybox = std::fs::read(&opts.busybox).ctx("read", &opts.busybox)?;
     check_static(&busybox).map_err(|reason| VmError::Busybox {
         path: opts.busybox.clone(),
@@ -110,7 +170,13 @@ pub fn prepare_kernel_with(
     let (init, agent) = (init_script(), agent_script());
     let key = initramfs_key(&busybox, &init, &agent, &opts.modules);
 
-    let (package, version) = match resolve_kernel_package(runner, &opts.metapackage) {
+    let resolved = match &opts.apt {
+        Some(apt) => apt
+            .update(runner)
+            .and_then(|()| resolve_kernel_package(runner, &opts.metapackage, &apt_opts)),
+        None => resolve_kernel_package(runner, &opts.metapackage, &apt_opts),
+    };
+    let (package, version) = match resolved {
         Ok(pv) => pv,
         Err(e) => match newest_cached(&root, &opts.metapackage)? {
             Some(k) => (k.package, k.version),
@@ -121,7 +187,7 @@ pub fn prepare_kernel_with(
     std::fs::create_dir_all(&dir).ctx("create directory", &dir)?;
     let deb = match find_deb(&dir, &package)? {
         Some(deb) => deb,
-        None => download(runner, &package, &version, &dir)?,
+        None => download(runner, &package, &version, &dir, &apt_opts)?,
     };
     let meta_path = dir.join(META_FILE);
     let initramfs_path = dir.join(format!("initramfs-{key}.cpio"));
@@ -157,13 +223,27 @@ pub fn prepare_kernel_with(
             path: deb.clone(),
             reason: format!("no lib/modules/{release} in the package"),
         })?;
+    // Compressed modules (trixie's) carry no readable `.modinfo`: depmod indexes them.
+    if crate::modules::has_compressed_modules(&modules_dir) {
+        let base = modules_dir
+            .parent()
+            .and_then(Path::parent)
+            .and_then(Path::parent)
+            .unwrap_or(&tree.0);
+        runner.run(
+            &ToolCommand::new("depmod", "kmod")
+                .arg("-b")
+                .arg(base)
+                .arg(&release),
+        )?;
+    }
     let index = ModuleIndex::scan(&modules_dir)?;
     let wanted: Vec<&str> = opts.modules.iter().map(String::as_str).collect();
     let order = index.load_order(&wanted, &modules_dir)?;
     let mut files = Vec::with_capacity(order.len());
     for m in &order {
         let path = modules_dir.join(&m.path);
-        let mut data = std::fs::read(&path).ctx("read", &path)?;
+        let mut data = read_module(runner, &path)?;
         let unsigned = strip_module_signature(&data).len();
         data.truncate(unsigned);
         files.push(ModuleFile {
@@ -193,6 +273,24 @@ pub fn prepare_kernel_with(
     })?;
     std::fs::write(&meta_path, text).ctx("write", &meta_path)?;
     Ok(files)
+}
+
+/// A module file's ELF: read, or decompressed with `xz`/`zstd`/`gzip` when compressed.
+fn read_module(runner: &dyn ToolRunner, path: &Path) -> Result<Vec<u8>, VmError> {
+    let name = path.to_string_lossy();
+    let tool = if name.ends_with(".xz") {
+        Some(ToolCommand::new("xz", "xz-utils").arg("-dc"))
+    } else if name.ends_with(".zst") {
+        Some(ToolCommand::new("zstd", "zstd").arg("-dcq"))
+    } else if name.ends_with(".gz") {
+        Some(ToolCommand::new("gzip", "gzip").arg("-dc"))
+    } else {
+        None
+    };
+    match tool {
+        Some(cmd) => Ok(runner.run(&cmd.arg(path))?.stdout),
+        None => std::fs::read(path).ctx("read", path),
+    }
 }
 
 /// A directory removed (recursively) on drop.
@@ -281,6 +379,7 @@ fn newest_cached(root: &Path, metapackage: &str) -> Result<Option<KernelFiles>, 
 pub fn resolve_kernel_package(
     runner: &dyn ToolRunner,
     metapackage: &str,
+    apt_opts: &[String],
 ) -> Result<(String, String), VmError> {
     let fail = |detail: String| VmError::KernelResolve {
         metapackage: metapackage.to_owned(),
@@ -289,7 +388,9 @@ pub fn resolve_kernel_package(
     let show = |pkg: &str| {
         runner
             .run(
-                &ToolCommand::new("apt-cache", "apt")
+                &apt_opts
+                    .iter()
+                    .fold(ToolCommand::new("apt-cache", "apt"), |c, o| c.arg(o))
                     .arg("show")
                     .arg("--no-all-versions")
                     .arg(pkg),
@@ -377,10 +478,13 @@ fn download(
     package: &str,
     version: &str,
     dir: &Path,
+    apt_opts: &[String],
 ) -> Result<PathBuf, VmError> {
     let tmp = TempDir::new(dir.join(format!("download.tmp-{}", std::process::id())))?;
-    let cmd = ToolCommand::new("apt-get", "apt")
-        .arg("-q")
+    let cmd = ToolCommand::new("apt-get", "apt").arg("-q");
+    let cmd = apt_opts
+        .iter()
+        .fold(cmd, |c, o| c.arg(o))
         .arg("-o")
         .arg("APT::Sandbox::User=root")
         .arg("download")
@@ -519,6 +623,13 @@ fn extract_vmlinux(
             path: vmlinuz.to_path_buf(),
             reason,
         })?;
+    // The kernel's build appends the decompressed size (4 bytes) to the payload; zstd,
+    // unlike xz (`--single-stream`) and gzip, refuses trailing bytes (trixie's kernels are
+    // zstd).
+    let payload = match compression {
+        Compression::Zstd => &payload[..payload.len().saturating_sub(4)],
+        _ => payload,
+    };
     std::fs::write(payload_file, payload).ctx("write", payload_file)?;
     runner.run(&compression.command(payload_file).stdout_to(out))?;
     let mut magic = [0u8; 4];
@@ -624,7 +735,7 @@ Description: Linux for 64-bit PCs (meta-package)
             SHOW_META,
         );
         assert_eq!(
-            resolve_kernel_package(&r, "linux-image-amd64").unwrap(),
+            resolve_kernel_package(&r, "linux-image-amd64", &[]).unwrap(),
             ("linux-image-6.1.0-56-amd64".into(), "6.1.192-2".into())
         );
         let r = FakeRunner::default()
@@ -637,7 +748,7 @@ Description: Linux for 64-bit PCs (meta-package)
                 "Package: linux-image-6.1.0-9-amd64\nVersion: 6.1.27-1\n",
             );
         assert_eq!(
-            resolve_kernel_package(&r, "linux-image-amd64").unwrap(),
+            resolve_kernel_package(&r, "linux-image-amd64", &[]).unwrap(),
             ("linux-image-6.1.0-9-amd64".into(), "6.1.27-1".into())
         );
     }
@@ -645,21 +756,28 @@ Description: Linux for 64-bit PCs (meta-package)
     #[test]
     fn unresolvable_kernel_says_to_update_apt() {
         let r = FakeRunner::default().fail("apt-cache", "E: No packages found");
-        let e = resolve_kernel_package(&r, "linux-image-amd64").unwrap_err();
+        let e = resolve_kernel_package(&r, "linux-image-amd64", &[]).unwrap_err();
         let msg = e.to_string();
         assert!(
             msg.contains("apt-get update") && msg.contains("No packages found"),
             "{msg}"
         );
         let r = FakeRunner::default().answer("apt-cache", "Package: x\nDepends: libc6\n");
-        assert!(resolve_kernel_package(&r, "x").is_err());
+        assert!(resolve_kernel_package(&r, "x", &[]).is_err());
     }
 
     #[test]
     fn download_failure_names_the_package_and_directory() {
         let dir = tempfile::tempdir().unwrap();
         let r = FakeRunner::default().fail("apt-get", "E: Failed to fetch http://deb.debian.org/…");
-        let e = download(&r, "linux-image-6.1.0-56-amd64", "6.1.192-2", dir.path()).unwrap_err();
+        let e = download(
+            &r,
+            "linux-image-6.1.0-56-amd64",
+            "6.1.192-2",
+            dir.path(),
+            &[],
+        )
+        .unwrap_err();
         let msg = e.to_string();
         assert!(
             msg.contains("linux-image-6.1.0-56-amd64") && msg.contains("Failed to fetch"),

@@ -58,6 +58,7 @@ mod error;
 #[cfg(test)]
 mod fake_runner;
 mod guest;
+pub mod guest_os;
 pub mod initramfs;
 pub mod kernel;
 pub mod modules;
@@ -74,7 +75,8 @@ pub use agent::GuestClock;
 pub use disk::{prepare_disk, BaseDisk};
 pub use docker::{DockerReport, InnerDocker};
 pub use error::VmError;
-pub use kernel::{prepare_kernel, prepare_kernel_with, KernelFiles, KernelOptions};
+pub use guest_os::GuestOs;
+pub use kernel::{prepare_kernel, prepare_kernel_with, KernelFiles, KernelOptions, SuiteApt};
 pub use qemu::{qemu_version, QEMU};
 pub use run::{
     environment, get_affinity, run, run_with, start, start_container_host, start_with,

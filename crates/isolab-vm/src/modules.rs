@@ -34,11 +34,38 @@ pub fn canonical_name(name: &str) -> String {
     name.replace('-', "_")
 }
 
-/// The module name of a path such as `kernel/fs/9p/9p.ko`.
+/// The module name of a path such as `kernel/fs/9p/9p.ko` (or `9p.ko.xz`, `9p.ko.zst`:
+/// compressed, as trixie's kernel ships them).
 fn name_of_path(path: &str) -> Option<String> {
     let file = path.rsplit('/').next()?;
+    let file = [".xz", ".zst", ".gz"]
+        .iter()
+        .find_map(|ext| file.strip_suffix(ext))
+        .unwrap_or(file);
     let stem = file.strip_suffix(".ko")?;
     Some(canonical_name(stem))
+}
+
+/// Whether `dir` holds compressed modules (`.ko.xz`, `.ko.zst`, `.ko.gz`) anywhere below.
+pub fn has_compressed_modules(dir: &Path) -> bool {
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(entry.path());
+            } else if [".ko.xz", ".ko.zst", ".ko.gz"]
+                .iter()
+                .any(|e| name.ends_with(e))
+            {
+                return true;
+            }
+        }
+    }
+    false
 }
 
 impl ModuleIndex {
@@ -75,9 +102,8 @@ impl ModuleIndex {
                 {
                     return Err(VmError::ModuleFormat {
                         path,
-                        reason: "compressed modules are not supported (the initramfs loads them \
-                                 with busybox insmod); use a kernel built with \
-                                 CONFIG_MODULE_COMPRESS_NONE"
+                        reason: "compressed modules and no modules.dep: run depmod on the \
+                                 kernel's tree first (isolab does for a guest kernel)"
                             .into(),
                     });
                 }

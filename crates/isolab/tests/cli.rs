@@ -1946,6 +1946,59 @@ command = "iperf3 -s -p {port}"
     assert!(!qemu_running(), "a QEMU process is left");
 }
 
+/// Seed 003's RQ 1b, the container host's OS as a factor: `vm(tcg)` guests of Debian 12
+/// and Debian 13, each root image built from the experiment's recipe in its suite and
+/// booted on its suite's kernel; the environment records each, and the guest says so.
+#[test]
+fn the_guest_factor_boots_bookworm_and_trixie_on_their_own_kernels() {
+    let Some(guard) = vm_test() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (stdout, store, id) = run_experiment(
+        dir.path(),
+        "[experiment]\nname = \"guests\"\nseed = 2\nbaseline = { guest = \"bookworm\" }\nrepetitions = { warmup = 0, min = 2, max = 2, target_cv = 0.5 }\n\n[matrix]\nplatform = [\"vm(tcg)\"]\nshape = [\"medium\"]\nworkload = [\"kernel\"]\nguest = [\"bookworm\", \"trixie\"]\n\n[workload.kernel]\ncommand = \"sh -c 'uname -r; grep PRETTY_NAME /etc/os-release'\"\nparser = \"time\"\n",
+        "guests",
+    );
+    assert!(
+        stdout.contains("guest=trixie") || stdout.contains("trixie"),
+        "{stdout}"
+    );
+    let env = store.environment(id).unwrap();
+    let value = |k: &str| {
+        env.iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| panic!("no {k} in {env:?}"))
+    };
+    assert!(value("vm.guest.bookworm.kernel_release").starts_with("6.1."));
+    assert!(value("vm.guest.trixie.kernel_release").starts_with("6.12."));
+    assert_eq!(
+        value("vm.guest.trixie.os_release"),
+        "Debian GNU/Linux 13 (trixie)"
+    );
+    assert!(value("vm.guest.trixie.cgroup").starts_with("v2"));
+    let cells = store.cells(id).unwrap();
+    for run in store.runs(id).unwrap() {
+        let cell = cells.iter().find(|c| c.id == run.cell).unwrap();
+        assert!(run.is_counted(), "{}: {:?}", cell.key, run.error);
+        let (out, _) = store.run_logs(run.id).unwrap();
+        let guest = if cell.key.contains("guest=trixie") {
+            "trixie"
+        } else {
+            "bookworm"
+        };
+        let release = value(&format!("vm.guest.{guest}.kernel_release"));
+        assert!(
+            out.contains(&release) && out.contains(&format!("({guest})")),
+            "{}: {out}",
+            cell.key
+        );
+    }
+    guard.assert_nothing_leaked("cgroups left");
+    assert!(!qemu_running(), "a QEMU process is left");
+}
+
 /// A small stack under a short JMeter ramp on the host and in containers of
 /// isolab's runtime and Docker on the host network: the static stack (nginx and a
 /// 10 000-byte page, from the experiment's recipe image).

@@ -53,7 +53,7 @@ pub(crate) use neighbour_host::{
 pub(crate) use process::{free_port, isolab_running};
 pub use process::{ExitKind, Interrupt};
 pub use service::{Service, ServiceSpec};
-pub use stack_guests::{GuestShape, StackGuests, StackPlace};
+pub use stack_guests::{GuestLevel, GuestShape, StackGuests, StackPlace};
 
 pub use isolab_engines::{Capabilities, LimitKinds, NetworkMode as Network};
 pub use registry::{availability, registry, unavailable, Availability};
@@ -82,6 +82,10 @@ pub struct PlatformDef {
     /// The shared guest's shape (`guest_shape = "NAME"`), when the spec gives one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub guest_shape: Option<GuestShape>,
+    /// The guest OS of a VM cell (the `guest` factor); `None`: the experiment's image
+    /// with the host's release of Debian's kernel.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guest: Option<GuestLevel>,
 }
 
 /// How QEMU runs a guest.
@@ -124,6 +128,7 @@ impl PlatformDef {
             accel: None,
             stack_guests: StackGuests::default_for(kind),
             guest_shape: None,
+            guest: None,
         }
     }
 

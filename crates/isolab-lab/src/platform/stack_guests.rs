@@ -1,6 +1,6 @@
-//! How a service stack's components are placed in guests on the VM platforms: the
-//! level's arrangement ([`StackGuests`]), the shared guest's shape ([`GuestShape`]) and a
-//! component job's place in its stack run ([`StackPlace`]).
+//! The guests of the VM platforms: a service stack's components' arrangement
+//! ([`StackGuests`]), the shared guest's shape ([`GuestShape`]), a component job's place
+//! in its stack run ([`StackPlace`]), and the guest OS of a cell ([`GuestLevel`]).
 
 use isolab_cgroups::Limits;
 
@@ -73,4 +73,13 @@ pub struct StackPlace {
     /// The limits of all the stack's components together (a shared guest's size when
     /// the level gives no `guest_shape`).
     pub total: Limits,
+}
+
+/// A cell's guest OS (the `guest` factor): its level and the root image built for it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct GuestLevel {
+    /// The level.
+    pub os: isolab_vm::GuestOs,
+    /// Its root image (the experiment's recipe from the level's suite).
+    pub image: std::path::PathBuf,
 }

@@ -194,7 +194,11 @@ impl Runner<'_> {
     ) -> Job {
         Job {
             platform: cell.platform.clone(),
-            image: cell.platform.kind.needs_image().then(|| spec.image.clone()),
+            image: cell
+                .platform
+                .kind
+                .needs_image()
+                .then(|| spec.image_of(&cell.platform)),
             name: name.to_owned(),
             argv: Vec::new(),
             prepare: None,

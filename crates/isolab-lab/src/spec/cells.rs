@@ -11,7 +11,7 @@ use super::{levels_key, neighbours, platforms, reservations, shapes, storage};
 use super::{Cell, DroppedCell, Impossible};
 use isolab_engines::StorageLevel;
 
-use crate::platform::PlatformDef;
+use crate::platform::{GuestLevel, PlatformDef};
 use crate::reservation::Reservation;
 use crate::shape::{Placement, Shape};
 
@@ -56,7 +56,7 @@ impl Validator<'_> {
         let total: usize = sizes.iter().product();
         for n in 0..total {
             let pick = pick(n, &sizes);
-            let picked: [&Level; 12] = std::array::from_fn(|i| &axes[i].1[pick[i]]);
+            let picked: [&Level; 13] = std::array::from_fn(|i| &axes[i].1[pick[i]]);
             let levels: Vec<(String, String)> = axes
                 .iter()
                 .enumerate()
@@ -99,7 +99,7 @@ impl Validator<'_> {
     /// pinned shape larger than the host, a workload the platform cannot reach, copies of
     /// a service or beside several instances, a reservation that leaves the neighbours no
     /// cpu, and a storage level the platform cannot apply.
-    fn impossibility(&self, picked: &[&Level; 12], tables: &Tables) -> Option<Impossibility> {
+    fn impossibility(&self, picked: &[&Level; 13], tables: &Tables) -> Option<Impossibility> {
         let (s, s_span, _) = picked[1];
         let shape = &tables.shapes[s.as_str()];
         let placement = Placement::parse(&picked[2].0).unwrap_or(Placement::Shared);
@@ -141,6 +141,16 @@ impl Validator<'_> {
                 reason,
                 at: picked[5].1.clone(),
                 advice: SMALLER,
+            });
+        }
+        if picked[12].0 != "-" && !platform.kind.is_vm() {
+            return Some(Impossibility {
+                reason: format!(
+                    "guest `{}` is the guest OS of VM platforms: `{}` runs no guest",
+                    picked[12].0, platform.name
+                ),
+                at: picked[12].1.clone(),
+                advice: OR_EXCLUDE,
             });
         }
         let level = StorageLevel::parse(&picked[11].0).unwrap_or(StorageLevel::Bind);
@@ -188,8 +198,8 @@ impl Validator<'_> {
 
 /// The level index of every factor in cell `n` of a matrix of factors of `sizes` levels,
 /// the last factor varying fastest.
-fn pick(n: usize, sizes: &[usize]) -> [usize; 12] {
-    let mut pick = [0usize; 12];
+fn pick(n: usize, sizes: &[usize]) -> [usize; 13] {
+    let mut pick = [0usize; 13];
     let mut rest = n;
     for i in (0..sizes.len()).rev() {
         pick[i] = rest % sizes[i];
@@ -199,11 +209,18 @@ fn pick(n: usize, sizes: &[usize]) -> [usize; 12] {
 }
 
 /// The cell at `index` with `levels` (of the varied factors) and `picked` levels.
-fn cell(index: u32, levels: Vec<(String, String)>, picked: &[&Level; 12], tables: &Tables) -> Cell {
+fn cell(index: u32, levels: Vec<(String, String)>, picked: &[&Level; 13], tables: &Tables) -> Cell {
     Cell {
         index,
         levels,
-        platform: tables.platforms[picked[0].0.as_str()].clone(),
+        platform: PlatformDef {
+            // The guest's image is the recipe's, filled in once the recipe is known.
+            guest: isolab_vm::GuestOs::parse(&picked[12].0).map(|os| GuestLevel {
+                os,
+                image: std::path::PathBuf::new(),
+            }),
+            ..tables.platforms[picked[0].0.as_str()].clone()
+        },
         shape: tables.shapes[picked[1].0.as_str()].clone(),
         placement: Placement::parse(&picked[2].0).unwrap_or(Placement::Shared),
         workload: tables.workloads[picked[3].0.as_str()].clone(),
@@ -220,7 +237,7 @@ fn cell(index: u32, levels: Vec<(String, String)>, picked: &[&Level; 12], tables
 /// Why the `copies` level of `picked` cannot run workload `w`, if it is above 1 and
 /// cannot: copies start a command N times in one instance, so neither a service stack
 /// nor a workload with a server of its own, and not in a cell of several instances.
-fn copies_impossible(w: &isolab_workloads::WorkloadDef, picked: &[&Level; 12]) -> Option<String> {
+fn copies_impossible(w: &isolab_workloads::WorkloadDef, picked: &[&Level; 13]) -> Option<String> {
     let copies: u32 = picked[8].0.parse().unwrap_or(1);
     if copies <= 1 {
         return None;

@@ -61,11 +61,19 @@ impl Validator<'_> {
         ));
         let recipe = image_packages.map(|extra| image::recipe(&expanded.cells, &extra));
         let image = recipe.as_ref().map_or(settings.image, image::recipe_dir);
+        let mut cells = expanded.cells;
+        let guest_recipes = match image::guest_images(&mut cells, recipe.as_ref()) {
+            Ok(r) => r,
+            Err(why) => {
+                self.errors.push(self.source.error(None, why));
+                return Err(SpecErrors(self.errors));
+            }
+        };
         let image_ref = settings.image_ref;
         if let Some(why) = image_ref
             .as_ref()
-            .and_then(|_| image::own_image_refused(&expanded.cells))
-            .or_else(|| image::entrypoint_refused(&expanded.cells, image_ref.is_some()))
+            .and_then(|_| image::own_image_refused(&cells))
+            .or_else(|| image::entrypoint_refused(&cells, image_ref.is_some()))
         {
             self.errors.push(self.source.error(None, why));
             return Err(SpecErrors(self.errors));
@@ -86,9 +94,10 @@ impl Validator<'_> {
             image_ref,
             image_config: None,
             recipe,
+            guest_recipes,
             storage,
             factors,
-            cells: expanded.cells,
+            cells,
             dropped: expanded.dropped,
             warnings,
         })

@@ -120,6 +120,38 @@ pub(super) fn recipe_dir(recipe: &Recipe) -> PathBuf {
     recipe.dir_in(Path::new(isolab_image::DEFAULT_CACHE_ROOT))
 }
 
+/// The root images of the `guest` levels of `cells`: `recipe`'s packages from each level's
+/// suite, set as each cell's guest image; the recipes to build, one per suite. A guest
+/// level needs the experiment's image to come from a recipe.
+pub(super) fn guest_images(
+    cells: &mut [Cell],
+    recipe: Option<&Recipe>,
+) -> Result<Vec<Recipe>, String> {
+    let mut recipes: Vec<Recipe> = Vec::new();
+    for cell in cells.iter_mut() {
+        let Some(guest) = cell.platform.guest.as_mut() else {
+            continue;
+        };
+        let Some(recipe) = recipe else {
+            return Err(format!(
+                "matrix.guest `{}` builds each guest's root image from the experiment's recipe (the workloads' packages from the level's Debian suite), so [experiment] cannot name an image directory or an image of one's own: remove `image`, and list extra packages under [image] packages",
+                guest.os
+            ));
+        };
+        let suite = guest.os.image_suite();
+        let own = match recipes.iter().find(|r| r.suite() == suite) {
+            Some(r) => r.clone(),
+            None => {
+                let r = Recipe::new(suite, recipe.packages().iter()).map_err(|e| e.to_string())?;
+                recipes.push(r.clone());
+                r
+            }
+        };
+        guest.image = recipe_dir(&own);
+    }
+    Ok(recipes)
+}
+
 #[cfg(test)]
 mod tests {
     use crate::spec::tests::{errors, parse};

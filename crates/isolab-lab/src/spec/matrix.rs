@@ -19,7 +19,7 @@ pub(super) type Levels = Option<Spanned<Vec<Spanned<RawLevel>>>>;
 /// A validated level: its text, its span, and whether the spec listed it.
 pub(super) type Level = (String, Range<usize>, bool);
 /// Every factor with its levels, in [`super::FACTORS`] order.
-pub(super) type Axes = [(&'static str, Vec<Level>); 12];
+pub(super) type Axes = [(&'static str, Vec<Level>); 13];
 /// The factors the matrix varies, with their levels.
 pub(super) type Factors = Vec<(String, Vec<String>)>;
 /// An `exclude` entry's (factor, level) pairs and where it is.
@@ -70,6 +70,12 @@ impl Validator<'_> {
             }
         });
         let storage = self.storage_levels(raw.storage);
+        let guests = self.levels("guest", raw.guest, &["-"], |l| {
+            isolab_vm::GuestOs::parse(l).map(|_| ()).ok_or_else(|| {
+                let all: Vec<&str> = isolab_vm::GuestOs::ALL.iter().map(|g| g.as_str()).collect();
+                format!("unknown guest `{l}`: expected one of {} (the guest OS of VM platforms, by Debian suite)", all.join(", "))
+            })
+        });
         [
             ("platform", platforms),
             ("shape", shapes),
@@ -83,6 +89,7 @@ impl Validator<'_> {
             ("replica", replicas),
             ("host_cpus", pools),
             ("storage", storage),
+            ("guest", guests),
         ]
     }
 

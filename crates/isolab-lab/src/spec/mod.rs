@@ -53,7 +53,7 @@ pub const DEFAULT_IMAGE: &str = "/var/lib/isolab/images/bench";
 pub const DEFAULT_NOISE: f64 = 0.02;
 
 /// The factors a matrix may vary, in the order cells list them.
-pub const FACTORS: [&str; 12] = [
+pub const FACTORS: [&str; 13] = [
     "platform",
     "shape",
     "placement",
@@ -66,6 +66,7 @@ pub const FACTORS: [&str; 12] = [
     "replica",
     "host_cpus",
     "storage",
+    "guest",
 ];
 
 /// Most concurrent instances of a subject a cell may ask for.
@@ -274,6 +275,9 @@ pub struct ExperimentSpec {
     /// The recipe of the image when the spec names no directory: the bench packages, the
     /// matrix's workloads' packages and `[image] packages` (see the `image` module).
     pub recipe: Option<isolab_image::Recipe>,
+    /// The recipes of the `guest` factor's root images: the experiment's packages from
+    /// each guest level's Debian suite (one per suite).
+    pub guest_recipes: Vec<isolab_image::Recipe>,
     /// `[storage]`: backing directories and sizes of the `storage` factor's devices.
     pub storage: StorageSpec,
     /// Factors varied by the matrix with their levels, in [`FACTORS`] order.
@@ -287,6 +291,15 @@ pub struct ExperimentSpec {
 }
 
 impl ExperimentSpec {
+    /// The root image a cell on `platform` runs from: its guest level's, else the
+    /// experiment's.
+    pub fn image_of(&self, platform: &crate::platform::PlatformDef) -> PathBuf {
+        platform
+            .guest
+            .as_ref()
+            .map_or_else(|| self.image.clone(), |g| g.image.clone())
+    }
+
     /// Parses and validates `source` for a host described by `host`.
     pub fn parse(source: Source, host: &HostFacts) -> Result<Self, SpecErrors> {
         let raw: RawSpec = toml::from_str(&source.text).map_err(|e| {

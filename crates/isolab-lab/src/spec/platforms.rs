@@ -348,6 +348,43 @@ mod tests {
     }
 
     #[test]
+    fn the_guest_factor_names_a_vm_cells_os_and_builds_its_image_from_the_recipe() {
+        let spec = parse("[experiment]\nname = \"x\"\nimpossible = \"skip\"\n[matrix]\nplatform = [\"vm(tcg)\", \"host\"]\nworkload = [\"sysbench-cpu\"]\nguest = [\"bookworm\", \"bookworm-backports\", \"trixie\"]\n").unwrap();
+        assert_eq!(spec.cells.len(), 3, "{:#?}", spec.dropped);
+        assert_eq!(spec.dropped.len(), 3);
+        assert!(spec.dropped[0]
+            .reason
+            .contains("guest `bookworm` is the guest OS of VM platforms: `host` runs no guest"));
+        let images: Vec<_> = spec
+            .cells
+            .iter()
+            .map(|c| c.platform.guest.as_ref().unwrap().image.clone())
+            .collect();
+        // bookworm and bookworm-backports share Debian 12's image; trixie has its own.
+        assert_eq!(images[0], images[1]);
+        assert_ne!(images[0], images[2]);
+        let suites: Vec<&str> = spec.guest_recipes.iter().map(|r| r.suite()).collect();
+        assert_eq!(suites, ["bookworm", "trixie"]);
+        assert_eq!(spec.image_of(&spec.cells[2].platform), images[2]);
+        assert_eq!(
+            spec.guest_recipes[1].packages(),
+            spec.recipe.as_ref().unwrap().packages()
+        );
+        let errs = errors("[experiment]\nname = \"x\"\n[matrix]\nplatform = [\"vm(tcg)\"]\nworkload = [\"sysbench-cpu\"]\nguest = [\"sid\"]\n");
+        assert!(
+            errs[0].contains(
+                "unknown guest `sid`: expected one of bookworm, bookworm-backports, trixie"
+            ),
+            "{errs:?}"
+        );
+        let errs = errors("[experiment]\nname = \"x\"\nimage = \"/var/lib/isolab/images/bench\"\n[matrix]\nplatform = [\"vm(tcg)\"]\nworkload = [\"sysbench-cpu\"]\nguest = [\"trixie\"]\n");
+        assert!(
+            errs[0].contains("builds each guest's root image from the experiment's recipe"),
+            "{errs:?}"
+        );
+    }
+
+    #[test]
     fn every_vm_platform_needs_its_accelerator_in_the_name() {
         for (level, kvm, tcg) in [
             ("vm", "vm(kvm)", "vm(tcg)"),

@@ -136,6 +136,9 @@ pub(crate) struct RawMatrix {
     /// Where the working directory lives (`bind`, `layer`, `image`, …).
     #[serde(default)]
     pub storage: Option<Spanned<Vec<Spanned<RawLevel>>>>,
+    /// The guest OS of VM platforms (`bookworm`, `bookworm-backports`, `trixie`).
+    #[serde(default)]
+    pub guest: Option<Spanned<Vec<Spanned<RawLevel>>>>,
     #[serde(default)]
     pub exclude: Vec<Spanned<BTreeMap<String, Spanned<RawLevel>>>>,
 }

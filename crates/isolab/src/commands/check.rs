@@ -107,6 +107,19 @@ pub fn check(db: &std::path::Path, args: CheckArgs) -> Result<Exit> {
             }
             None => println!("image: {} (as it is)", spec.image.display()),
         }
+        for r in &spec.guest_recipes {
+            let root = std::path::Path::new(isolab_image::DEFAULT_CACHE_ROOT);
+            println!(
+                "guest image: {} (Debian {}, the same packages; {})",
+                r.dir_in(root).display(),
+                r.suite(),
+                if isolab_image::cached(r, root).is_some() {
+                    "built"
+                } else {
+                    "not built yet: `isolab run` builds it first, about 2 minutes, and fetches the guests' kernels"
+                }
+            );
+        }
     }
     println!(
         "baseline: {}",

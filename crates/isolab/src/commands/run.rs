@@ -72,6 +72,9 @@ pub fn execute(
     if let Some(recipe) = spec.recipe.as_ref().filter(|_| needs_image) {
         super::image::ensure_recipe(recipe, settings.quiet || settings.json)?;
     }
+    for recipe in &spec.guest_recipes {
+        super::image::ensure_recipe(recipe, settings.quiet || settings.json)?;
+    }
     host::preflight(&cgroups)?;
     host::preflight_engines(spec)?;
     let assets = prepare_assets(spec, settings.quiet || settings.json)?;

@@ -43,6 +43,7 @@
 //!   cgroup with the reservation's limits (see [`neighbours`]); network neighbours
 //!   stay in the host's neighbour namespaces.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -51,8 +52,8 @@ use isolab_cgroups::{Bytes, IdSet, Limits};
 use isolab_runtime::network::{BridgeConfig, Networking};
 use isolab_store::{Telemetry as T, TelemetrySet};
 use isolab_vm::{
-    BaseDisk, DockerReport, GuestCommand, InnerContainer, InnerDocker, InnerEngine, KernelFiles,
-    VmConfig,
+    BaseDisk, DockerReport, GuestCommand, GuestOs, InnerContainer, InnerDocker, InnerEngine,
+    KernelFiles, VmConfig,
 };
 
 use super::driver::{Driver, Executed, PlatformInfo, PlatformKind, Unavailable};
@@ -98,11 +99,12 @@ struct Prepared {
     accel: isolab_vm::Accel,
 }
 
-/// The VM platforms: the cache, and what was prepared.
+/// The VM platforms: the cache, and what was prepared, per guest level (`None`: the
+/// experiment's image with the host's release of Debian's kernel).
 #[derive(Debug)]
 pub(crate) struct VmPlatform {
     cache: PathBuf,
-    prepared: Mutex<Option<Prepared>>,
+    prepared: Mutex<HashMap<Option<GuestOs>, Prepared>>,
     /// The guests stacks' components share, by stack run.
     shared: shared::SharedGuests,
 }
@@ -114,106 +116,177 @@ fn vm_error(e: impl std::fmt::Display) -> PlatformError {
     }
 }
 
+/// The guest levels of `levels`, each once (`None` for a level without one).
+fn guest_keys(levels: &[&PlatformDef]) -> Vec<(Option<GuestOs>, Option<PathBuf>)> {
+    let mut keys: Vec<(Option<GuestOs>, Option<PathBuf>)> = Vec::new();
+    for l in levels {
+        let key = l.guest.as_ref().map(|g| g.os);
+        if !keys.iter().any(|(k, _)| *k == key) {
+            keys.push((key, l.guest.as_ref().map(|g| g.image.clone())));
+        }
+    }
+    keys
+}
+
 impl VmPlatform {
     pub(crate) fn new() -> VmPlatform {
         VmPlatform {
             cache: vm_cache(),
-            prepared: Mutex::new(None),
+            prepared: Mutex::new(HashMap::new()),
             shared: shared::SharedGuests::default(),
         }
     }
 
-    /// Fetches the kernel, packs the image as a disk, and settles the accelerator for
-    /// `levels` (all VM levels of the experiment); returns the environment's entries.
-    pub(crate) fn prepare(
-        &self,
+    /// The accelerator for `levels` (all VM levels of the experiment) with `kernel`: KVM
+    /// when one asks for it and it works (refused when it does not), else TCG.
+    fn accel(
         levels: &[&PlatformDef],
-        image: &Path,
-    ) -> Result<Vec<(String, String)>, PlatformError> {
-        let kernel = isolab_vm::prepare_kernel(&self.cache.join("kernel"))?;
-        let disk = isolab_vm::prepare_disk(image, &self.cache.join("disk"))?;
-        let qemu = PathBuf::from(isolab_vm::QEMU);
+        kernel: &KernelFiles,
+        qemu: &Path,
+    ) -> Result<isolab_vm::AccelReport, PlatformError> {
         let wants_kvm = levels.iter().any(|d| d.accel == Some(Accel::Kvm));
-        let report = if wants_kvm {
-            isolab_vm::detect_accel(&kernel, &qemu, isolab_vm::DEFAULT_PROBE_TIMEOUT)
-        } else {
-            isolab_vm::AccelReport {
+        if !wants_kvm {
+            return Ok(isolab_vm::AccelReport {
                 accel: isolab_vm::Accel::Tcg,
                 reason:
                     "the spec asks for TCG (vm(tcg)): software emulation, whatever KVM can do here"
                         .into(),
-            }
-        };
-        if wants_kvm && report.accel != isolab_vm::Accel::Kvm {
+            });
+        }
+        let report = isolab_vm::detect_accel(kernel, qemu, isolab_vm::DEFAULT_PROBE_TIMEOUT);
+        if report.accel != isolab_vm::Accel::Kvm {
             return Err(vm_error(format!(
                 "a platform level asks for KVM (vm(kvm)) but it does not work here: {}; use vm(tcg) (emulation) instead",
                 report.reason
             )));
         }
-        let mut config = VmConfig::new(
-            kernel.clone(),
-            disk.clone(),
-            report.accel,
-            "/tmp",
-            "/tmp/unused",
-        );
-        config.qemu = qemu;
-        let env = isolab_vm::environment(&config, &report)?;
-        *self.prepared.lock().unwrap_or_else(|e| e.into_inner()) = Some(Prepared {
-            kernel,
-            disk,
-            accel: report.accel,
-        });
-        Ok(vec![
-            ("vm.qemu".into(), env.qemu_version),
-            ("vm.machine".into(), env.machine),
-            ("vm.cpu_model".into(), env.cpu_model),
-            ("vm.accel".into(), env.accel.to_string()),
-            ("vm.accel_reason".into(), env.accel_reason),
-            (
-                "vm.kernel".into(),
-                format!("{} {}", env.kernel_package, env.kernel_version),
-            ),
-            ("vm.kernel_release".into(), env.kernel_release),
-            ("vm.disk_sha256".into(), env.disk_sha256),
-            (
-                "vm.network".into(),
-                format!(
-                    "virtio-net on a tap of bridge {} ({}), the guest's address leased per run",
-                    isolab_runtime::network::DEFAULT_BRIDGE,
-                    isolab_runtime::network::DEFAULT_SUBNET
-                ),
-            ),
-        ])
+        Ok(report)
     }
 
-    /// [`Self::prepare`] unless it was done already for an accelerator that serves
-    /// `levels` (the plain and inner VM levels share one kernel and disk, and
-    /// record them in the environment once).
+    /// Fetches the kernel, packs the image as a disk, and settles the accelerator for
+    /// `levels` (all VM levels of the experiment), once per guest level (`image` is the
+    /// experiment's, a guest level's is its own); returns the environment's entries.
+    pub(crate) fn prepare(
+        &self,
+        levels: &[&PlatformDef],
+        image: &Path,
+    ) -> Result<Vec<(String, String)>, PlatformError> {
+        let qemu = PathBuf::from(isolab_vm::QEMU);
+        let mut env = Vec::new();
+        for (guest, guest_image) in guest_keys(levels) {
+            let image = guest_image.as_deref().unwrap_or(image);
+            let kernel = match guest {
+                None => isolab_vm::prepare_kernel(&self.cache.join("kernel"))?,
+                Some(os) => os.prepare_kernel(
+                    &self.cache.join("kernel"),
+                    Path::new("/etc/apt"),
+                    &isolab_tools::SystemTools,
+                )?,
+            };
+            let disk = isolab_vm::prepare_disk(image, &self.cache.join("disk"))?;
+            let report = Self::accel(levels, &kernel, &qemu)?;
+            let mut config = VmConfig::new(
+                kernel.clone(),
+                disk.clone(),
+                report.accel,
+                "/tmp",
+                "/tmp/unused",
+            );
+            config.qemu = qemu.clone();
+            let e = isolab_vm::environment(&config, &report)?;
+            let prefix = match guest {
+                None => "vm.".to_owned(),
+                Some(os) => format!("vm.guest.{os}."),
+            };
+            if guest.is_none() || !env.iter().any(|(k, _): &(String, String)| k == "vm.qemu") {
+                env.extend([
+                    ("vm.qemu".to_owned(), e.qemu_version.clone()),
+                    ("vm.machine".to_owned(), e.machine.clone()),
+                    ("vm.cpu_model".to_owned(), e.cpu_model.clone()),
+                    ("vm.accel".to_owned(), e.accel.to_string()),
+                    ("vm.accel_reason".to_owned(), e.accel_reason.clone()),
+                    (
+                        "vm.network".to_owned(),
+                        format!(
+                            "virtio-net on a tap of bridge {} ({}), the guest's address leased per run",
+                            isolab_runtime::network::DEFAULT_BRIDGE,
+                            isolab_runtime::network::DEFAULT_SUBNET
+                        ),
+                    ),
+                ]);
+            }
+            env.extend([
+                (
+                    format!("{prefix}kernel"),
+                    format!("{} {}", e.kernel_package, e.kernel_version),
+                ),
+                (format!("{prefix}kernel_release"), e.kernel_release),
+                (format!("{prefix}disk_sha256"), e.disk_sha256),
+            ]);
+            if guest.is_some() {
+                env.extend([
+                    (
+                        format!("{prefix}os_release"),
+                        isolab_vm::guest_os::os_release(image)
+                            .unwrap_or_else(|| "unknown (no etc/os-release)".into()),
+                    ),
+                    (format!("{prefix}image"), image.display().to_string()),
+                    (
+                        format!("{prefix}cgroup"),
+                        "v2 (the agent mounts a pure cgroup2 hierarchy)".into(),
+                    ),
+                ]);
+            }
+            self.prepared
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(
+                    guest,
+                    Prepared {
+                        kernel,
+                        disk,
+                        accel: report.accel,
+                    },
+                );
+        }
+        Ok(env)
+    }
+
+    /// [`Self::prepare`] of the guest levels of `levels` not prepared yet for an
+    /// accelerator that serves them (the plain and inner VM levels share one kernel and
+    /// disk per guest level, and record them in the environment once).
     pub(crate) fn prepare_once(
         &self,
         levels: &[&PlatformDef],
         image: &Path,
     ) -> Result<Vec<(String, String)>, PlatformError> {
         let wants_kvm = levels.iter().any(|d| d.accel == Some(Accel::Kvm));
-        let done = self
-            .prepared
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-            .is_some_and(|p| !wants_kvm || p.accel == isolab_vm::Accel::Kvm);
-        if done {
+        let todo: Vec<&PlatformDef> = {
+            let prepared = self.prepared.lock().unwrap_or_else(|e| e.into_inner());
+            levels
+                .iter()
+                .copied()
+                .filter(|l| {
+                    !prepared
+                        .get(&l.guest.as_ref().map(|g| g.os))
+                        .is_some_and(|p| !wants_kvm || p.accel == isolab_vm::Accel::Kvm)
+                })
+                .collect()
+        };
+        if todo.is_empty() {
             return Ok(Vec::new());
         }
-        self.prepare(levels, image)
+        self.prepare(&todo, image)
     }
 
     fn prepared(&self, job: &Job) -> Result<Prepared, PlatformError> {
+        let key = job.platform.guest.as_ref().map(|g| g.os);
         if let Some(p) = self
             .prepared
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .clone()
+            .get(&key)
+            .cloned()
         {
             return Ok(p);
         }
@@ -225,7 +298,8 @@ impl VmPlatform {
         self.prepared
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .clone()
+            .get(&key)
+            .cloned()
             .ok_or_else(|| vm_error("the VM platform was not prepared"))
     }
 }
@@ -904,26 +978,29 @@ mod tests {
         assert!(vm.info().capabilities.services);
         let platform = VmPlatform {
             cache: "/nonexistent".into(),
-            prepared: Mutex::new(Some(Prepared {
-                kernel: isolab_vm::KernelFiles {
-                    metapackage: "linux-image-amd64".into(),
-                    package: "p".into(),
-                    version: "v".into(),
-                    release: "r".into(),
-                    dir: "/c".into(),
-                    vmlinux: "/c/vmlinux".into(),
-                    initramfs: "/c/initramfs".into(),
-                    modules: vec![],
+            prepared: Mutex::new(HashMap::from([(
+                None,
+                Prepared {
+                    kernel: isolab_vm::KernelFiles {
+                        metapackage: "linux-image-amd64".into(),
+                        package: "p".into(),
+                        version: "v".into(),
+                        release: "r".into(),
+                        dir: "/c".into(),
+                        vmlinux: "/c/vmlinux".into(),
+                        initramfs: "/c/initramfs".into(),
+                        modules: vec![],
+                    },
+                    disk: BaseDisk {
+                        path: "/c/d.ext4".into(),
+                        sha256: "ab".into(),
+                        bytes: 1,
+                        image: "/img".into(),
+                        manifest_sha256: "cd".into(),
+                    },
+                    accel: isolab_vm::Accel::Tcg,
                 },
-                disk: BaseDisk {
-                    path: "/c/d.ext4".into(),
-                    sha256: "ab".into(),
-                    bytes: 1,
-                    image: "/img".into(),
-                    manifest_sha256: "cd".into(),
-                },
-                accel: isolab_vm::Accel::Tcg,
-            })),
+            )])),
             shared: shared::SharedGuests::default(),
         };
         let work = tempfile::tempdir().unwrap();
