@@ -14,8 +14,8 @@ use crate::platform::launch::{log_path, Launch, Launcher, Process};
 use crate::platform::limit::limit;
 use crate::platform::process::read_tail;
 use crate::platform::{
-    DiskTarget, Execution, ExitKind, GuestCpu, Interrupt, Job, NeighbourContainers, NeighbourGuest,
-    NeighbourHost, NeighbourJobs, NetTarget, PlatformError,
+    DiskTarget, Execution, ExitKind, GuestCpu, Interrupt, Job, NeighbourGuest, NeighbourHost,
+    NeighbourJobs, NetTarget, PlatformError,
 };
 
 /// Where the neighbours of a run live, as the instance supervisor gives it.
@@ -92,7 +92,7 @@ pub(crate) fn start_neighbours<'c>(
     }
     let mut running = RunningNeighbours {
         instances: Vec::new(),
-        containers,
+        host,
         ids: Vec::new(),
         net,
         net_rate,
@@ -100,9 +100,7 @@ pub(crate) fn start_neighbours<'c>(
         disk_start: None,
         net_start: None,
         proc_root: site.proc_root.to_path_buf(),
-        in_guests: guests.is_some(),
         facts: Vec::new(),
-        guest_cpu_start: Vec::new(),
     };
     for (i, argv) in set.instances.iter().enumerate() {
         let started = (|| {
@@ -115,7 +113,7 @@ pub(crate) fn start_neighbours<'c>(
                         .get_or_insert(g.recorded_limits(applied, &set.limits));
                     let mut guest = g.start(job, i, argv, &cgroup)?;
                     running.facts.extend(guest.facts());
-                    return Ok(Instance::Guest(guest));
+                    return Ok(Instance::Guest(guest, None));
                 }
                 let applied = limit(&cgroup, &set.limits)?;
                 running.applied.get_or_insert(applied);
@@ -183,14 +181,12 @@ pub(crate) fn start_neighbours<'c>(
                 at: Instant::now(),
             });
     }
-    running.guest_cpu_start = running
-        .instances
-        .iter()
-        .map(|(_, instance)| match instance {
-            Instance::Guest(g) => g.guest_cpu(),
-            Instance::Process(_) => None,
-        })
-        .collect();
+    // The guests' own cpu counters from here on, the subject's start.
+    for (_, instance) in &mut running.instances {
+        if let Instance::Guest(g, at_start) = instance {
+            *at_start = g.guest_cpu();
+        }
+    }
     for i in 0..running.instances.len() {
         let ended = match &mut running.instances[i].1 {
             Instance::Process(child) => (!child.is_running()).then(|| {
@@ -199,7 +195,7 @@ pub(crate) fn start_neighbours<'c>(
                     2000,
                 )
             }),
-            Instance::Guest(guest) => (!guest.is_running()).then(|| guest.why_ended()),
+            Instance::Guest(guest, _) => (!guest.is_running()).then(|| guest.why_ended()),
         };
         if let Some(stderr) = ended {
             running.stop(None);
@@ -214,17 +210,18 @@ pub(crate) fn start_neighbours<'c>(
     Ok(running)
 }
 
-/// A neighbour instance in its cgroup: a process (maybe a container's), or a guest.
+/// A neighbour instance in its cgroup: a process (maybe a container's), or a guest with
+/// its cpu counters (as it counts them) at the subject's start.
 enum Instance {
     Process(Box<dyn Process>),
-    Guest(Box<dyn NeighbourGuest>),
+    Guest(Box<dyn NeighbourGuest>, Option<GuestCpu>),
 }
 
 /// Neighbour instances while they run: each cgroup with its process or guest.
 pub(crate) struct RunningNeighbours<'c> {
     instances: Vec<(Cgroup, Instance)>,
-    /// Who runs them in containers, and the container ids (to collect after).
-    containers: Option<&'c dyn NeighbourContainers>,
+    /// Where they run; for containers, the container ids (to collect after).
+    host: NeighbourHost<'c>,
     ids: Vec<String>,
     /// The namespaces network neighbours stream between.
     net: Option<crate::neighbour::NeighbourNet>,
@@ -238,12 +235,8 @@ pub(crate) struct RunningNeighbours<'c> {
     net_start: Option<NetStart>,
     /// The proc file system (disk and network counters).
     proc_root: PathBuf,
-    /// Whether they run in guests of their own.
-    in_guests: bool,
     /// What the host read back about their guests (vCPU affinity).
     facts: Vec<String>,
-    /// Each guest's cpu time, as it counts it, when the subject started.
-    guest_cpu_start: Vec<Option<GuestCpu>>,
 }
 
 /// Network counters at the subject's start.
@@ -320,17 +313,15 @@ impl RunningNeighbours<'_> {
             net_mbps,
             net_rate: self.net_rate,
             applied: self.applied,
-            in_containers: self.containers.is_some(),
-            in_guests: self.in_guests,
+            in_containers: matches!(self.host, NeighbourHost::Containers(_)),
+            in_guests: matches!(self.host, NeighbourHost::Guests(_)),
             guest_util: Vec::new(),
             notes: self.facts,
         };
         for (i, (cgroup, instance)) in self.instances.into_iter().enumerate() {
-            let child = match instance {
-                Instance::Process(child) => child,
-                Instance::Guest(guest) => {
-                    let before = self.guest_cpu_start.get(i).copied().flatten();
-                    if let (Some(before), Some(after)) = (before, guest.guest_cpu()) {
+            match instance {
+                Instance::Guest(guest, at_start) => {
+                    if let (Some(before), Some(after)) = (at_start, guest.guest_cpu()) {
                         stopped.guest_util.extend(before.util_pct(after));
                     }
                     // QEMU is the cgroup's: kill it there, then let the guest go.
@@ -340,29 +331,25 @@ impl RunningNeighbours<'_> {
                             .notes
                             .push(format!("removing neighbour guest {i}: {e}"));
                     }
-                    stopped.stats.push(cgroup.stats().ok());
-                    if let Err(e) = cgroup.remove() {
-                        stopped
-                            .notes
-                            .push(format!("removing a neighbour's cgroup: {e}"));
-                    }
-                    continue;
                 }
-            };
-            child.signal_group(libc::SIGKILL);
-            // A container's processes sit in cgroups nested in the instance's.
-            let h = cgroup.hierarchy().clone();
-            let mut nested = isolab_cgroups::list_below(&h, cgroup.rel()).unwrap_or_default();
-            nested.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
-            for rel in nested {
-                if let Ok(c) = Cgroup::open(&h, &rel) {
-                    let _ = c.kill_all();
+                Instance::Process(child) => {
+                    child.signal_group(libc::SIGKILL);
+                    // A container's processes sit in cgroups nested in the instance's.
+                    let h = cgroup.hierarchy().clone();
+                    let mut nested =
+                        isolab_cgroups::list_below(&h, cgroup.rel()).unwrap_or_default();
+                    nested.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
+                    for rel in nested {
+                        if let Ok(c) = Cgroup::open(&h, &rel) {
+                            let _ = c.kill_all();
+                        }
+                    }
+                    let _ = cgroup.kill_all();
+                    let _ = child.reap();
                 }
             }
-            let _ = cgroup.kill_all();
-            let _ = child.reap();
             stopped.stats.push(cgroup.stats().ok());
-            if let (Some(c), Some(id)) = (self.containers, self.ids.get(i)) {
+            if let (NeighbourHost::Containers(c), Some(id)) = (self.host, self.ids.get(i)) {
                 if let Err(e) = c.collect(id) {
                     stopped
                         .notes

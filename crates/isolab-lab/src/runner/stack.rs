@@ -469,20 +469,21 @@ fn stack_limits(
         .map(|(c, s)| format!("{c}: {}", crate::shape::describe_limits(&s.limits_applied)))
         .collect::<Vec<_>>()
         .join("; ");
+    // Read once: a shared guest's facts ask the guest for its containers.
+    let guests: Vec<serde_json::Value> = services.iter().map(|(_, s)| s.guest_facts()).collect();
+    // VM platforms: one guest for every component, or a guest each.
+    let arrangement = guests.iter().find_map(|g| g.get("arrangement").cloned());
     serde_json::json!({
         "summary": summary,
         "shape_applies": stack.shape.as_str(),
-        "components": services.iter().map(|(c, s)| (c.clone(), serde_json::json!({
+        "components": services.iter().zip(guests).map(|((c, s), guest)| (c.clone(), serde_json::json!({
             "cgroup": s.cgroup,
             "address": s.address.to_string(),
             "applied": s.limits_applied,
             "summary": crate::shape::describe_limits(&s.limits_applied),
-            "guest": s.guest_facts(),
+            "guest": guest,
         }))).collect::<serde_json::Map<_, _>>(),
-        // VM platforms: one guest for every component, or a guest each.
-        "stack_guests": services
-            .iter()
-            .find_map(|(_, s)| s.guest_facts().get("arrangement").cloned()),
+        "stack_guests": arrangement,
         "measured": measured,
     })
 }

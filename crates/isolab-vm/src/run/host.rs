@@ -19,11 +19,12 @@ use std::time::{Duration, Instant};
 
 use isolab_cgroups::Attacher;
 
-use crate::agent::{command_script, CommandSpec, Inner, InnerSpec, GUEST_DIR, GUEST_IMAGE};
+use crate::agent::{command_script, CommandSpec, GUEST_DIR};
 use crate::docker::DOCKER_SOCKET;
 use crate::error::{IoContext, VmError};
 use crate::guest::shell_quote;
 
+use super::launch::{inner_image, inner_spec, runtime_in_guest};
 use super::validate::{bad_command, full_env};
 use super::{start, GuestCommand, InnerEngine, RunningVm, Shutdown, VmConfig};
 
@@ -162,31 +163,16 @@ impl ContainerHost {
                 "component `{name}` was started in this container host already"
             )));
         }
-        let runtime = format!("{GUEST_DIR}/ctl/isolab-runtime");
+        let Some(engine) = &command.inner else {
+            return Err(bad_command(format!(
+                "component `{name}` names no container engine: a container host runs containers only"
+            )));
+        };
+        let runtime = runtime_in_guest();
+        let image = inner_image(Some(engine));
         let env = full_env(&command.env);
         let cwd = command.cwd.clone().unwrap_or_else(|| self.workdir.clone());
-        let image = match &command.inner {
-            Some(InnerEngine::Isolab(i)) => i.image.clone(),
-            _ => None,
-        }
-        .unwrap_or_else(|| PathBuf::from(GUEST_IMAGE));
-        let inner = match &command.inner {
-            Some(InnerEngine::Isolab(i)) => Inner::Isolab(InnerSpec {
-                runtime: &runtime,
-                image: &image,
-                workdir: &self.workdir,
-                flags: &i.flags,
-            }),
-            Some(InnerEngine::Docker(docker)) => Inner::Docker {
-                docker,
-                workdir: &self.workdir,
-            },
-            None => {
-                return Err(bad_command(format!(
-                    "component `{name}` names no container engine: a container host runs containers only"
-                )))
-            }
-        };
+        let inner = inner_spec(engine, &runtime, &image, &self.workdir);
         let script = command_script(&CommandSpec {
             argv: &command.argv,
             env: &env,

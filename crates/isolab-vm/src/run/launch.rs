@@ -118,6 +118,39 @@ impl Launched {
     }
 }
 
+/// isolab-runtime in the guest: brought in through the control share.
+pub(super) fn runtime_in_guest() -> String {
+    format!("{GUEST_DIR}/ctl/isolab-runtime")
+}
+
+/// The image of `engine`'s container in the guest: its own, else the guest's root.
+pub(super) fn inner_image(engine: Option<&InnerEngine>) -> PathBuf {
+    match engine {
+        Some(InnerEngine::Isolab(i)) => i.image.clone(),
+        _ => None,
+    }
+    .unwrap_or_else(|| PathBuf::from(GUEST_IMAGE))
+}
+
+/// `engine` around a command, as the agent's script starts it (`runtime` and `image` in the
+/// guest, `workdir` bound into the container).
+pub(super) fn inner_spec<'a>(
+    engine: &'a InnerEngine,
+    runtime: &'a str,
+    image: &'a Path,
+    workdir: &'a Path,
+) -> Inner<'a> {
+    match engine {
+        InnerEngine::Isolab(i) => Inner::Isolab(InnerSpec {
+            runtime,
+            image,
+            workdir,
+            flags: &i.flags,
+        }),
+        InnerEngine::Docker(docker) => Inner::Docker { docker, workdir },
+    }
+}
+
 /// Writes the run's files, starts QEMU, connects QMP and pins the vCPUs.
 pub(super) fn launch(
     config: &VmConfig,
@@ -138,35 +171,21 @@ pub(super) fn launch(
         .clone()
         .unwrap_or_else(|| config.workdir.clone());
     let env = full_env(&command.env);
-    let runtime_in_guest = format!("{GUEST_DIR}/ctl/isolab-runtime");
-    let image = match &command.inner {
-        Some(InnerEngine::Isolab(i)) => i.image.clone(),
-        _ => None,
-    }
-    .unwrap_or_else(|| PathBuf::from(GUEST_IMAGE));
+    let runtime_in_guest = runtime_in_guest();
+    let image = inner_image(command.inner.as_ref());
     let write = |name: &str, text: &str| {
         let p = ctl.join(name);
         std::fs::write(&p, text).ctx("write", &p)
     };
-    let inner = match &command.inner {
-        None => None,
-        Some(InnerEngine::Isolab(i)) => {
-            link_or_copy(&i.runtime, &ctl.join("isolab-runtime"))?;
-            Some(Inner::Isolab(InnerSpec {
-                runtime: &runtime_in_guest,
-                image: &image,
-                workdir: &config.workdir,
-                flags: &i.flags,
-            }))
-        }
-        Some(InnerEngine::Docker(docker)) => {
-            write("setup.sh", &crate::docker::setup_script())?;
-            Some(Inner::Docker {
-                docker,
-                workdir: &config.workdir,
-            })
-        }
-    };
+    match &command.inner {
+        None => {}
+        Some(InnerEngine::Isolab(i)) => link_or_copy(&i.runtime, &ctl.join("isolab-runtime"))?,
+        Some(InnerEngine::Docker(_)) => write("setup.sh", &crate::docker::setup_script())?,
+    }
+    let inner = command
+        .inner
+        .as_ref()
+        .map(|e| inner_spec(e, &runtime_in_guest, &image, &config.workdir));
     let spec = CommandSpec {
         argv: &command.argv,
         env: &env,

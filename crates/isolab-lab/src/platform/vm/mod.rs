@@ -198,7 +198,8 @@ impl VmPlatform {
                 None => "vm.".to_owned(),
                 Some(os) => format!("vm.guest.{os}."),
             };
-            if guest.is_none() || !env.iter().any(|(k, _): &(String, String)| k == "vm.qemu") {
+            // QEMU, the machine and the accelerator are every guest's: recorded once.
+            if !env.iter().any(|(k, _): &(String, String)| k == "vm.qemu") {
                 env.extend([
                     ("vm.qemu".to_owned(), e.qemu_version.clone()),
                     ("vm.machine".to_owned(), e.machine.clone()),

@@ -1,8 +1,9 @@
 //! Neighbour VMs (seed 001's stress VMs): on a VM platform each neighbour instance
 //! runs in a plain guest of its own, booted from the experiment's kernel, disk and
 //! accelerator, with QEMU in the instance's cgroup. The reservation applies to the
-//! VMs as to the subject's: the cgroup's cpu quota, cpuset and io throttles hold
-//! QEMU (every vCPU thread and its block I/O), a cpuset without a quota pins each
+//! VMs as to the subject's: the cgroup's cpu quota and cpuset hold QEMU (every vCPU
+//! thread), its io throttles QEMU's block I/O that the kernel charges to it (on cgroup v1
+//! not the buffered writes of QEMU's default writeback cache), a cpuset without a quota pins each
 //! vCPU thread to one of its cpus, and the memory becomes the guest's RAM.
 //!
 //! A guest samples its own `/proc/stat` twice a second into the shared working
@@ -17,7 +18,8 @@ use isolab_cgroups::{Bytes, Cgroup, Limits};
 
 use super::super::{GuestCpu, Job, NeighbourGuest, NeighbourGuests, PlatformError};
 use super::net::VmNet;
-use super::{guest_limits, guest_plan, qemu_limits, VmPlatform, DEFAULT_GUEST_MEMORY};
+use super::{guest_limits, guest_plan, qemu_limits, vm_error, VmPlatform, DEFAULT_GUEST_MEMORY};
+use crate::neighbour::{NeighbourKind, NeighbourLevel};
 
 /// How often a neighbour guest samples its `/proc/stat`.
 const SAMPLE_EVERY: &str = "0.5";
@@ -70,14 +72,17 @@ impl NeighbourGuests for VmNeighbours<'_> {
         argv: &[String],
         cgroup: &Cgroup,
     ) -> Result<Box<dyn NeighbourGuest>, PlatformError> {
-        let limits = job
+        let set = job
             .neighbours
             .as_ref()
-            .map(|n| n.limits.clone())
-            .unwrap_or_default();
-        // fio needs a disk: its guest gets a scratch disk as the working directory,
-        // which is copied in and out rather than shared, so it samples nothing.
-        let uses_disk = argv.first().is_some_and(|p| p == "fio");
+            .ok_or_else(|| vm_error("a neighbour VM was asked for a job without neighbours"))?;
+        let limits = set.limits.clone();
+        // A disk neighbour needs a disk: its guest gets a scratch disk as the working
+        // directory, which is copied in and out rather than shared, so it samples nothing.
+        let uses_disk = set
+            .level
+            .parse::<NeighbourLevel>()
+            .is_ok_and(|l| l.kind == NeighbourKind::Disk);
         let stat = (!uses_disk).then(|| stat_file(job, index));
         let nb = Job {
             platform: job.platform.clone(),

@@ -28,8 +28,8 @@ use super::super::service::{Guest, Service, ServiceSpec, Started};
 use super::super::{Job, PlatformError, StackPlace};
 use super::net::VmNet;
 use super::{
-    guest_plan, qemu_limits, vm_error, GuestEngine, VmPlatform, DEFAULT_GUEST_MEMORY,
-    DOCKER_REPORT, INNER_HEADROOM,
+    guest_plan, vm_error, GuestEngine, VmPlatform, DEFAULT_GUEST_MEMORY, DOCKER_REPORT,
+    INNER_HEADROOM,
 };
 
 /// How long a component has to stop after SIGTERM before the guest's shutdown ends it.
@@ -59,6 +59,9 @@ pub(super) struct SharedGuest {
     instance: Mutex<Option<Cgroup>>,
     cgroup: PathBuf,
     ip: Ipv4Addr,
+    /// Its vCPUs, and the host cpu each is pinned to (when the stack is pinned).
+    vcpus: u32,
+    pin: Option<Vec<u32>>,
     /// What the run records about it (without the container list).
     facts: serde_json::Value,
     /// The engine's container list, and when it was read.
@@ -138,15 +141,14 @@ fn host_engine(engine: &GuestEngine, workdir: &std::path::Path) -> InnerEngine {
 }
 
 /// The shared guest's vCPUs, their pins and its RAM for a stack whose components together
-/// have `total`, on a host of `host_cpus` cpus.
+/// have `total`, on `host`, the cpus isolab may use (ascending): vCPU i is pinned to the i-th.
 fn host_size(
     total: &Limits,
     shape: Option<&crate::platform::GuestShape>,
-    host_cpus: usize,
+    host: &[u32],
 ) -> (u32, Option<Vec<u32>>, Bytes) {
-    let vcpus = shape.map_or(host_cpus as u32, |s| s.vcpus).max(1);
-    let pin = (total.cpuset.is_some() && vcpus as usize == host_cpus)
-        .then(|| (0..vcpus).collect::<Vec<u32>>());
+    let vcpus = shape.map_or(host.len() as u32, |s| s.vcpus).max(1);
+    let pin = (total.cpuset.is_some() && vcpus as usize == host.len()).then(|| host.to_vec());
     let memory = shape.and_then(|s| s.memory).unwrap_or_else(|| {
         Bytes(total.memory_max.unwrap_or(DEFAULT_GUEST_MEMORY).0 + INNER_HEADROOM.0)
     });
@@ -177,8 +179,10 @@ fn boot(site: &Site<'_>) -> Result<SharedGuest, PlatformError> {
         ..job.clone()
     };
     let mut plan = guest_plan(vm, None, host_cpus, &host_job)?;
-    let (vcpus, pin, memory) =
-        host_size(&place.total, job.platform.guest_shape.as_ref(), host_cpus);
+    let allowed: Vec<u32> = crate::environment::allowed_cpus()
+        .map(|set| set.iter().copied().collect())
+        .unwrap_or_else(|_| (0..host_cpus as u32).collect());
+    let (vcpus, pin, memory) = host_size(&place.total, job.platform.guest_shape.as_ref(), &allowed);
     plan.config.vcpus = vcpus;
     plan.config.pin = pin.clone();
     plan.config.memory = memory;
@@ -201,6 +205,8 @@ fn boot(site: &Site<'_>) -> Result<SharedGuest, PlatformError> {
         instance: Mutex::new(Some(instance)),
         cgroup,
         ip,
+        vcpus,
+        pin: pin.clone(),
         facts: serde_json::Value::Null,
         listed: Mutex::new(None),
         counted_by: place.component.clone(),
@@ -209,13 +215,12 @@ fn boot(site: &Site<'_>) -> Result<SharedGuest, PlatformError> {
     // limited: the guest is the container host of the whole machine (or of its shape),
     // its vCPUs pinned one to one when the stack is pinned, and the components' limits
     // hold their containers inside it.
-    let outer = Limits::default();
     let (applied, attacher) = {
         let held = guest.instance.lock().unwrap_or_else(|e| e.into_inner());
         let cgroup = held
             .as_ref()
             .ok_or_else(|| vm_error("the shared guest has no cgroup"))?;
-        (limit(cgroup, &qemu_limits(&outer))?, cgroup.attacher()?)
+        (limit(cgroup, &Limits::default())?, cgroup.attacher()?)
     };
     let engine_host = host_engine(engine, &job.workdir);
     let mut host = isolab_vm::start_container_host(&plan.config, &engine_host, Some(attacher))?;
@@ -266,18 +271,30 @@ fn component_name(component: &str) -> String {
     name
 }
 
-/// The component's cpuset in the guest: the same cpus, which the guest must have.
-fn inner_cpuset(limits: &Limits, vcpus: u32, component: &str) -> Result<Limits, PlatformError> {
+/// The component's cpuset in the guest: the vCPUs pinned to its host cpus (`pin[i]` is
+/// vCPU i's host cpu), or, in a guest whose vCPUs float, the same numbers, which the guest
+/// must have.
+fn inner_cpuset(
+    limits: &Limits,
+    pin: Option<&[u32]>,
+    vcpus: u32,
+    component: &str,
+) -> Result<Limits, PlatformError> {
     let mut inner = limits.clone();
     inner.mems = None;
     inner.io = Vec::new();
     if let Some(set) = &limits.cpuset {
-        if set.iter().any(|&c| c >= vcpus) {
+        let vcpu_of = |c: u32| match pin {
+            Some(pin) => pin.iter().position(|&p| p == c).map(|i| i as u32),
+            None => (c < vcpus).then_some(c),
+        };
+        let inside: Option<IdSet> = set.iter().map(|&c| vcpu_of(c)).collect();
+        let Some(inside) = inside else {
             return Err(vm_error(format!(
                 "component {component} is pinned to host cpus {set}, but the guest its stack shares has {vcpus} vCPUs (vCPU i runs on host cpu i): give the level a `guest_shape` with more cpus, or let the stack share {vcpus} cpus"
             )));
-        }
-        inner.cpuset = Some(IdSet::from_iter(set.iter().copied()));
+        };
+        inner.cpuset = Some(inside);
     }
     Ok(inner)
 }
@@ -341,8 +358,12 @@ pub(super) fn start_component<'p>(
         place,
     })?;
     let name = component_name(&place.component);
-    let vcpus = guest.facts["vcpus"].as_u64().unwrap_or(1) as u32;
-    let limits = inner_cpuset(&job.limits, vcpus, &place.component)?;
+    let limits = inner_cpuset(
+        &job.limits,
+        guest.pin.as_deref(),
+        guest.vcpus,
+        &place.component,
+    )?;
     let command = component_command(engine, job, &name, &limits)?;
     guest
         .with_host(|h| h.run(&name, &command))
@@ -451,7 +472,7 @@ mod tests {
         };
         // Every host cpu as a vCPU, pinned one to one; the stack's memory plus headroom.
         assert_eq!(
-            host_size(&pinned, None, 2),
+            host_size(&pinned, None, &[0, 1]),
             (
                 2,
                 Some(vec![0, 1]),
@@ -465,12 +486,12 @@ mod tests {
         };
         // A shape of another size: its vCPUs float.
         assert_eq!(
-            host_size(&pinned, Some(&shape), 2),
+            host_size(&pinned, Some(&shape), &[0, 1]),
             (4, None, Bytes::gib(8))
         );
         let quota = Limits::default();
         assert_eq!(
-            host_size(&quota, None, 2),
+            host_size(&quota, None, &[0, 1]),
             (2, None, Bytes(DEFAULT_GUEST_MEMORY.0 + INNER_HEADROOM.0))
         );
     }
@@ -482,10 +503,19 @@ mod tests {
             ..Limits::default()
         };
         assert_eq!(
-            inner_cpuset(&limits, 2, "db").unwrap().cpuset,
+            inner_cpuset(&limits, None, 2, "db").unwrap().cpuset,
             Some("1".parse().unwrap())
         );
-        let e = inner_cpuset(&limits, 1, "db").unwrap_err().to_string();
+        // Pinned vCPUs: the vCPU on the component's host cpu (here vCPU 0 on cpu 1).
+        assert_eq!(
+            inner_cpuset(&limits, Some(&[1, 2]), 2, "db")
+                .unwrap()
+                .cpuset,
+            Some("0".parse().unwrap())
+        );
+        let e = inner_cpuset(&limits, None, 1, "db")
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("component db is pinned to host cpus 1") && e.contains("guest_shape"),
             "{e}"
