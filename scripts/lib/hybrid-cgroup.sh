@@ -38,14 +38,30 @@ hybrid_cgroup_v2_controllers() {
     return 0
 }
 
+# Controllers bound to a v1 hierarchy that is mounted nowhere: what is left when a
+# hierarchy is unmounted while it still has cgroups (another program's, made just
+# before the unmount). /proc/cgroups gives such a controller a hierarchy number, and
+# runtimes write plain directories into the unmounted /sys/fs/cgroup/NAME; mounting it
+# again makes it usable, and the undo frees it once it is empty.
+hybrid_cgroup_hidden_controllers() {
+    local name hier enabled
+    while read -r name hier _ enabled; do
+        [[ $name == \#* || $hier == 0 || $enabled != 1 ]] && continue
+        awk -v c="$name" '$3 == "cgroup" { n = split($4, o, ","); for (i = 1; i <= n; i++) if (o[i] == c) f = 1 }
+            END { exit !f }' /proc/self/mounts || echo "$name"
+    done </proc/cgroups
+    return 0
+}
+
 hybrid_cgroup_apply() {
-    local cg=$HYBRID_CGROUP_ROOT c rc=0 controllers
+    local cg=$HYBRID_CGROUP_ROOT c rc=0 controllers hidden why
     controllers=$(hybrid_cgroup_v2_controllers)
-    if [[ -z ${controllers// /} ]]; then
+    hidden=$(hybrid_cgroup_hidden_controllers)
+    if [[ -z ${controllers// /} && -z $hidden ]]; then
         _hybrid_cgroup_say "hybrid cgroup: cgroup2 lists no controllers, nothing to change"
         return 0
     fi
-    for c in $controllers; do
+    for c in $controllers $hidden; do
         mountpoint -q "$cg/$c" && continue
         if [[ $HYBRID_CGROUP_REMOUNTED_RW -eq 0 &&
               $(findmnt -no OPTIONS "$cg" | tr , '\n' | head -1) == ro ]]; then
@@ -60,9 +76,11 @@ hybrid_cgroup_apply() {
         if [[ ! -d $cg/$c ]]; then
             mkdir "$cg/$c" && HYBRID_CGROUP_CREATED_DIRS+=("$cg/$c")
         fi
+        why="cgroup2 listed it; crun needs it on v1"
+        [[ " $hidden " == *" $c "* ]] && why="it was on a v1 hierarchy mounted nowhere"
         if mount -t cgroup -o "$c" cgroup "$cg/$c"; then
             HYBRID_CGROUP_MOUNTED+=("$c")
-            _hybrid_cgroup_say "hybrid cgroup: mounted a v1 $c hierarchy at $cg/$c (cgroup2 listed it; crun needs it on v1)"
+            _hybrid_cgroup_say "hybrid cgroup: mounted a v1 $c hierarchy at $cg/$c ($why)"
         else
             _hybrid_cgroup_say "hybrid cgroup: could not mount a v1 $c hierarchy: crun will likely refuse this host"
             rc=1
@@ -81,7 +99,7 @@ _hybrid_cgroup_field() { awk -v c="$1" -v f="$2" '$1 == c { print $f }' /proc/cg
 # unmounted, and keeps the controller away from cgroup2 for good (a later mount
 # reuses it). Runtimes leave dying cgroups for a moment after `delete`, so: wait
 # until only the root is left, unmount, check, and if the hierarchy survived, mount
-# it again and retry.
+# it again and retry. Returns 1 with the hierarchy mounted when it will not go.
 _hybrid_cgroup_unmount() {
     local c=$1 dir=$HYBRID_CGROUP_ROOT/$1 attempt t
     for attempt in 1 2 3; do
@@ -95,11 +113,13 @@ _hybrid_cgroup_unmount() {
             sleep 0.1
         done
         _hybrid_cgroup_say "hybrid cgroup: the unmounted $c hierarchy outlived its unmount" \
-            "($(_hybrid_cgroup_field "$c" 3) cgroups in it), remounting to retry ($attempt/3)"
+            "($(_hybrid_cgroup_field "$c" 3) cgroups in it), mounting it again ($attempt/3)"
         mount -t cgroup -o "$c" cgroup "$dir" || return 1
+        # A cgroup another program made just before the unmount: keep the hierarchy
+        # mounted, so that its owner can remove it.
+        [[ -n $(find "$dir" -mindepth 1 -maxdepth 1 -type d -print -quit) ]] && return 1
     done
-    umount "$dir"
-    _hybrid_cgroup_say "hybrid cgroup: WARNING: $c stays on a hidden v1 hierarchy, not back on cgroup2"
+    # Mounted, not hidden: the undo reports it kept.
     return 1
 }
 

@@ -86,12 +86,18 @@ impl Tools for Fake {
     }
 }
 
+/// What a [`FakeTools`] does to the fake host when it runs a command (the kernel's part
+/// of a `mount` or `umount`).
+pub type Effect = Box<dyn FnMut() + Send>;
+
 /// Records command lines; answers by the program's file name and first argument.
 #[derive(Default)]
 pub struct FakeTools {
     pub calls: Mutex<Vec<Vec<String>>>,
     pub answers: Mutex<HashMap<String, Output>>,
     pub missing: Vec<String>,
+    /// Effects by the command line's beginning, each run once, at its first match.
+    pub effects: Mutex<Vec<(String, Effect)>>,
 }
 
 impl FakeTools {
@@ -110,6 +116,14 @@ impl FakeTools {
         );
     }
 
+    /// Runs `effect` when a command line beginning with `prefix` is run (once).
+    pub fn on_run(&self, prefix: &str, effect: impl FnMut() + Send + 'static) {
+        self.effects
+            .lock()
+            .unwrap()
+            .push((prefix.to_owned(), Box::new(effect)));
+    }
+
     pub fn calls(&self) -> Vec<String> {
         self.calls
             .lock()
@@ -123,6 +137,16 @@ impl FakeTools {
 impl Tools for FakeTools {
     fn run(&self, argv: &[String]) -> io::Result<Output> {
         self.calls.lock().unwrap().push(argv.to_vec());
+        let line = argv.join(" ");
+        let mut effects = self.effects.lock().unwrap();
+        if let Some(i) = effects
+            .iter()
+            .position(|(p, _)| line.starts_with(p.as_str()))
+        {
+            let (_, mut effect) = effects.remove(i);
+            effect();
+        }
+        drop(effects);
         let program = Path::new(&argv[0])
             .file_name()
             .unwrap()

@@ -25,6 +25,7 @@
 //! functions take it as a closure.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -326,6 +327,53 @@ pub(crate) fn mount_v1(
         ]),
     )
     .map(|_| ())
+}
+
+/// How long an undo waits for a v1 hierarchy it mounted to hold no cgroup but its root
+/// (a runtime's removed cgroups are released some milliseconds after their `rmdir`).
+pub(crate) const UNMOUNT_V1_DEADLINE: Duration = Duration::from_secs(5);
+
+/// The child cgroups of the v1 hierarchy mounted at `mount_point` (its directories).
+pub(crate) fn child_cgroups(mount_point: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(mount_point)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The error of an undo that leaves the v1 hierarchy of `controller` mounted at
+/// `mount_point` because it holds cgroups: `children` (found in it) or, when none is
+/// seen, `dying` ones the kernel has not released. Unmounting it would hide them: the
+/// hierarchy would live on, mounted nowhere, and the controller would not return to
+/// cgroup v2 (a later mount reuses it).
+pub(crate) fn kept_mounted(
+    engine: &'static str,
+    controller: &str,
+    mount_point: &Path,
+    children: &[PathBuf],
+    dying: u64,
+) -> EngineError {
+    let held = if children.is_empty() {
+        format!("{dying} being released by the kernel")
+    } else {
+        children
+            .iter()
+            .map(|c| c.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    EngineError::Unsupported {
+        engine,
+        detail: format!(
+            "the v1 {controller} hierarchy isolab mounted at {path} still holds cgroups ({held}); unmounting it now would keep it alive and {controller} would not return to cgroup v2, so it stays mounted: remove them (rmdir, deepest first), then `umount {path}` (or `isolab gc`)",
+            path = mount_point.display()
+        ),
+    }
 }
 
 /// The record file of `engine` in `state_dir`.

@@ -5,7 +5,7 @@
 
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use isolab_cgroups::{Bytes, CpuQuota, Hierarchy, Limits};
@@ -20,6 +20,13 @@ mod common;
 use common::leftovers;
 
 const IMAGE: &str = "/var/lib/isolab/images/bench";
+
+/// The host's cgroup mounts. The test of every platform runs crun and Podman, which
+/// mount a v1 hugetlb hierarchy (this hybrid host's fix) and unmount it at shutdown; a
+/// VM test creating its cgroups in every mounted hierarchy meanwhile keeps the fix
+/// from being undone (it stays mounted, and says why). That test takes the lock for
+/// writing, the VM tests for reading.
+static HOST_MOUNTS: RwLock<()> = RwLock::new(());
 
 fn limits() -> Limits {
     Limits {
@@ -285,6 +292,7 @@ fn neighbours_run_beside_a_measurement_and_go_after_it_without_root() {
 
 #[test]
 fn every_usable_platform_runs_a_real_service_with_its_limits_read_back() {
+    let _mounts = HOST_MOUNTS.write().unwrap_or_else(|e| e.into_inner());
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         isolab_skip::skip("services need root to create cgroups");
@@ -436,6 +444,7 @@ const DOCKER_IMAGE: &str = "/var/lib/isolab/images/bench-docker";
 
 #[test]
 fn a_vm_serves_on_its_guest_address_and_leaves_nothing() {
+    let _mounts = HOST_MOUNTS.read().unwrap_or_else(|e| e.into_inner());
     if !vm_services_here() {
         return;
     }
@@ -594,6 +603,7 @@ fn a_vm_serves_on_its_guest_address_and_leaves_nothing() {
 /// its cgroup along.
 #[test]
 fn a_stacks_components_share_one_guest_on_a_vm_engine() {
+    let _mounts = HOST_MOUNTS.read().unwrap_or_else(|e| e.into_inner());
     if !vm_services_here() {
         return;
     }

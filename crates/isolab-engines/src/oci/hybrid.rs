@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use isolab_cgroups::MountEntry;
 
-use crate::hybrid_fix::{cgroup2_controllers, HybridFix};
+use crate::hybrid_fix::{cgroup2_controllers, child_cgroups, kept_mounted, mount_v1, HybridFix};
 use crate::request::path_str;
 use crate::tool::{argv, run_ok};
 use crate::EngineError;
@@ -136,44 +136,44 @@ impl OciEngine {
         }
         let deadline = Instant::now() + self.unmount_wait;
         loop {
-            let children: Vec<PathBuf> = std::fs::read_dir(path)
-                .map(|entries| {
-                    entries
-                        .flatten()
-                        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-                        .map(|e| e.path())
-                        .collect()
-                })
-                .unwrap_or_default();
-            let count = std::fs::read_to_string(&self.paths.proc_cgroups)
-                .ok()
-                .and_then(|t| cgroups_in_hierarchy(&t, controller));
+            let children = child_cgroups(path);
+            let count = self.cgroups_in(controller);
             if children.is_empty() && !matches!(count, Some(n) if n > 1) {
                 break;
             }
             if Instant::now() >= deadline {
-                return Err(EngineError::Unsupported {
-                    engine,
-                    detail: format!(
-                        "the v1 {controller} hierarchy isolab mounted at {} still holds cgroups ({}); unmounting it now would keep it alive and {controller} would not return to cgroup v2, so it stays mounted: remove them (rmdir, deepest first), then `umount {}`",
-                        path.display(),
-                        if children.is_empty() {
-                            format!("{} being released by the kernel", count.unwrap_or(0).saturating_sub(1))
-                        } else {
-                            children.iter().map(|c| c.display().to_string()).collect::<Vec<_>>().join(", ")
-                        },
-                        path.display()
-                    ),
-                });
+                let dying = count.unwrap_or(0).saturating_sub(1);
+                return Err(kept_mounted(engine, controller, path, &children, dying));
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        run_ok(&*self.tools, engine, &argv(["umount", &path_str(path)])).map(|_| ())
+        run_ok(&*self.tools, engine, &argv(["umount", &path_str(path)]))?;
+        // Another process may have made a cgroup in it between the check and the
+        // unmount (isolab creates a job's cgroup in every mounted v1 hierarchy): the
+        // hierarchy then lives on, mounted nowhere, with that cgroup hidden from its
+        // owner. Mount it again where it was, so that the owner can remove it, and
+        // keep the fix.
+        if let Some(n) = self.cgroups_in(controller).filter(|&n| n > 1) {
+            let mount = self.hybrid_fix().mount;
+            mount_v1(&*self.tools, engine, &mount, controller, path)?;
+            return Err(kept_mounted(
+                engine,
+                controller,
+                path,
+                &child_cgroups(path),
+                n - 1,
+            ));
+        }
+        Ok(())
+    }
+
+    /// `num_cgroups` of the v1 hierarchy of `controller` in `/proc/cgroups`.
+    fn cgroups_in(&self, controller: &str) -> Option<u64> {
+        std::fs::read_to_string(&self.paths.proc_cgroups)
+            .ok()
+            .and_then(|t| cgroups_in_hierarchy(&t, controller))
     }
 }
-
-/// How long [`Engine::shutdown`](crate::Engine::shutdown) waits for a v1 hierarchy it mounted to become empty.
-pub(super) const UNMOUNT_V1_DEADLINE: Duration = Duration::from_secs(5);
 
 /// The number of cgroups (`num_cgroups`) of the v1 hierarchy holding `controller`, from
 /// the text of `/proc/cgroups`; `None` when the controller is not listed or is on

@@ -104,7 +104,7 @@
 mod hybrid;
 mod spec;
 
-use hybrid::UNMOUNT_V1_DEADLINE;
+use crate::hybrid_fix::UNMOUNT_V1_DEADLINE;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -1304,14 +1304,20 @@ mod tests {
         assert_eq!(cgroups_in_hierarchy(text, "net_cls"), None);
     }
 
-    #[test]
-    fn the_v1_hierarchy_is_unmounted_only_once_empty() {
-        let dir = tempfile::tempdir().unwrap();
-        let sys = FakeSystem::v1(dir.path(), "");
+    /// crun on a hybrid host whose cgroup2 lists hugetlb, ready: hugetlb mounted as v1.
+    fn crun_with_hugetlb_mounted(dir: &Path) -> (FakeSystem, Arc<FakeTools>, OciEngine) {
+        let sys = FakeSystem::v1(dir, "");
         std::fs::write(sys.cg("unified/cgroup.controllers"), "hugetlb\n").unwrap();
         let tools = Arc::new(FakeTools::default());
         let e = engine(CRUN, &sys, tools.clone(), Arc::default()).allowing_host_fixes(true);
         e.ensure_ready().unwrap();
+        (sys, tools, e)
+    }
+
+    #[test]
+    fn the_v1_hierarchy_is_unmounted_only_once_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let (sys, tools, e) = crun_with_hugetlb_mounted(dir.path());
         // A cgroup the kernel has not released yet, then released in the meantime.
         std::fs::write(sys.root.join("proc-cgroups"), "hugetlb\t14\t2\t1\n").unwrap();
         let proc_cgroups = sys.root.join("proc-cgroups");
@@ -1343,6 +1349,37 @@ mod tests {
             "{:?}",
             tools.calls()
         );
+    }
+
+    #[test]
+    fn a_cgroup_made_while_the_hierarchy_is_unmounted_keeps_it_mounted() {
+        let dir = tempfile::tempdir().unwrap();
+        let (sys, tools, e) = crun_with_hugetlb_mounted(dir.path());
+        let proc_cgroups = sys.root.join("proc-cgroups");
+        std::fs::write(&proc_cgroups, "hugetlb\t14\t1\t1\n").unwrap();
+        // Another isolab process makes its job's cgroup just before the unmount: the
+        // kernel keeps the hierarchy alive, hidden; it is mounted again, and kept.
+        let job = sys.cg("hugetlb/isolab-other/job");
+        let made = job.clone();
+        tools.on_run("umount ", move || {
+            std::fs::create_dir_all(&made).unwrap();
+            std::fs::write(&proc_cgroups, "hugetlb\t14\t3\t1\n").unwrap();
+        });
+        let err = e.shutdown().unwrap_err().to_string();
+        assert!(
+            err.contains("isolab-other") && err.contains("stays mounted"),
+            "{err}"
+        );
+        let mp = path_str(&sys.cg("hugetlb"));
+        assert_eq!(
+            &tools.calls()[1..],
+            [
+                format!("umount {mp}"),
+                format!("mount -t cgroup -o hugetlb cgroup {mp}"),
+            ]
+        );
+        assert!(job.is_dir());
+        assert_eq!(e.host_fixes().len(), 2, "the fix stays recorded");
     }
 
     #[test]

@@ -607,6 +607,7 @@ mod tests {
     use crate::fakes::Fake;
     use crate::tool::Output;
     use isolab_cgroups::{Bytes, CpuQuota, IdSet, Limits};
+    use std::time::Instant;
 
     const VERSION: &str =
         r#"{"Client":{"APIVersion":"4.3.1","Version":"4.3.1","GoVersion":"go1.19.8"}}"#;
@@ -844,6 +845,47 @@ mod tests {
             .count();
         assert_eq!((umounts, mounts), (2, 2), "{calls:?}");
         assert!(!dir.path().join("hybrid-fix/host.json").exists());
+    }
+
+    #[test]
+    fn the_fix_waits_for_another_programs_cgroup_before_it_unmounts() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = config(dir.path(), hybrid(dir.path(), "hugetlb\n"));
+        std::fs::create_dir_all(cfg.proc.join("self")).unwrap();
+        let f = fake();
+        let kernel = |f: &Arc<Fake>| {
+            Arc::new(Kernel {
+                fake: f.clone(),
+                controllers: dir.path().join("cgroup/unified/cgroup.controllers"),
+                mountinfo: cfg.proc.join("self/mountinfo"),
+                umounts: Mutex::new(1),
+            })
+        };
+        let p = Podman::with(OciRuntime::Crun, true, cfg.clone(), kernel(&f));
+        p.ensure_ready().unwrap();
+        // A job of another program, made while the hierarchy was mounted, still in
+        // use (a file keeps its rmdir from succeeding here); it ends after 200 ms.
+        let job = dir.path().join("cgroup/hugetlb/isolab-other/job");
+        std::fs::create_dir_all(&job).unwrap();
+        std::fs::write(job.join("in-use"), "").unwrap();
+        let ends = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            std::fs::remove_file(job.join("in-use")).unwrap();
+        });
+        let t = Instant::now();
+        let done = p.shutdown_report().unwrap();
+        ends.join().unwrap();
+        assert!(t.elapsed() >= Duration::from_millis(200));
+        assert!(
+            done.iter().any(|d| d == "hugetlb is back in cgroup2"),
+            "{done:?}"
+        );
+        let calls = f.calls();
+        let umount = calls.iter().position(|c| c.contains("/umount ")).unwrap();
+        assert!(
+            !calls[umount + 1..].iter().any(|c| c.contains("mount ")),
+            "one unmount, after the job ended: {calls:?}"
+        );
     }
 
     #[test]

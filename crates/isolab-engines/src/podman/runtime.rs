@@ -11,7 +11,9 @@ use isolab_cgroups::{
     Version,
 };
 
-use crate::hybrid_fix::{cgroup2_controllers, mount_v1, HybridFix};
+use crate::hybrid_fix::{
+    cgroup2_controllers, child_cgroups, kept_mounted, mount_v1, HybridFix, UNMOUNT_V1_DEADLINE,
+};
 use crate::tool::{argv, require, run_ok, tail};
 use crate::{Engine, EngineError};
 
@@ -155,13 +157,26 @@ impl Podman {
         mount_point: &Path,
     ) -> Result<Vec<String>, EngineError> {
         let mut done = Vec::new();
-        // Best effort: a cgroup still in use makes the unmount keep the hierarchy,
-        // which the check below reports.
+        // Podman's own parents (and crun's) are empty once their runs are gone:
+        // remove what is empty below the hierarchy. A cgroup still in use (another
+        // program's job, made while the hierarchy was mounted) keeps it mounted:
+        // unmounting would hide that cgroup from its owner.
         let below = RemoveTree {
             keep_top: true,
             ..RemoveTree::default()
         };
-        remove_tree(&RealSyscalls, mount_point, &below);
+        let deadline = Instant::now() + UNMOUNT_V1_DEADLINE;
+        loop {
+            remove_tree(&RealSyscalls, mount_point, &below);
+            let children = child_cgroups(mount_point);
+            if children.is_empty() {
+                break;
+            }
+            if Instant::now() >= deadline {
+                return Err(kept_mounted(ENGINE, controller, mount_point, &children, 0));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
         let umount = require(&*self.tools, ENGINE, "umount", "mount")?;
         let mount = require(&*self.tools, ENGINE, "mount", "mount")?;
         let mounted = || {
@@ -196,20 +211,12 @@ impl Podman {
                 break;
             }
             attempt += 1;
-            if attempt > 3 {
-                return Err(EngineError::Unexpected {
-                    engine: ENGINE,
-                    command: umount_argv.join(" "),
-                    detail: format!(
-                        "the {controller} v1 hierarchy survived its unmount (a cgroup in it is still \
-                         in use?); see /proc/cgroups, remove its cgroups and unmount it again"
-                    ),
-                });
-            }
-            // The hierarchy outlived the unmount because its last children were
-            // still dying: mounting reuses it, and unmounting it now destroys it. Its
-            // mount point may be gone (removed with the hierarchy unmounted behind
-            // isolab's back): made for this mount, and removed after it.
+            // The hierarchy outlived the unmount: its last children were still dying
+            // (mounting reuses it, and unmounting it again destroys it), or another
+            // program made a cgroup in it just before the unmount. Mount it again
+            // either way, so that nothing stays hidden. Its mount point may be gone
+            // (removed with the hierarchy unmounted behind isolab's back): made for
+            // this mount, and removed after it.
             if !mount_point.is_dir() {
                 recreated = true;
                 std::fs::create_dir_all(mount_point).map_err(|source| EngineError::Io {
@@ -226,6 +233,22 @@ impl Podman {
                 controller,
                 mount_point,
             )?;
+            let children = child_cgroups(mount_point);
+            if !children.is_empty() {
+                return Err(kept_mounted(ENGINE, controller, mount_point, &children, 0));
+            }
+            if attempt > 3 {
+                return Err(EngineError::Unexpected {
+                    engine: ENGINE,
+                    command: umount_argv.join(" "),
+                    detail: format!(
+                        "the {controller} v1 hierarchy survived {attempt} unmounts (a cgroup the \
+                         kernel has not released?), so it stays mounted at {}: see /proc/cgroups, \
+                         then unmount it again (or `isolab gc`)",
+                        mount_point.display()
+                    ),
+                });
+            }
             run_ok(&*self.tools, ENGINE, &umount_argv)?;
         }
         if recreated {
