@@ -210,6 +210,7 @@ fn neighbours_run_beside_a_measurement_and_go_after_it_without_root() {
         net_rate_mbps: None,
         settle: Duration::from_millis(10),
         network_servers: 0,
+        loads_pct: Vec::new(),
     });
     let scope = PathBuf::from(format!("isolab/svc{}", std::process::id()));
     let nb = |i: usize| scope.join(format!("c0-r1-nb{i}"));

@@ -161,6 +161,7 @@ pub fn role(key: &Telemetry) -> Role {
         | T::NeighboursNetRate
         | T::NeighbourReadIopsLimit
         | T::NeighbourWriteIopsLimit
+        | T::NeighbourGuestLoad
         | T::NeighbourTargetUtil
         | T::NeighbourReachableUtil
         | T::Instances

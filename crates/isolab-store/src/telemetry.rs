@@ -169,6 +169,9 @@ pub enum Telemetry {
     /// `neighbour_guest_util_pct`: the busy share of the neighbour VMs' vCPUs while
     /// the subject ran, as their own kernels counted it (mean over the VMs).
     NeighbourGuestUtil,
+    /// `neighbour_guest_load_pct`: how busy the neighbour VMs' kernels should count
+    /// their vCPUs: the cpu stressors' planned load over their vCPUs (mean over the VMs).
+    NeighbourGuestLoad,
     /// `neighbours_memory_peak_bytes`: the largest neighbour's peak memory.
     NeighboursMemoryPeak,
     /// `neighbours_io_read_bytes`: bytes all neighbours read from block devices.
@@ -248,7 +251,7 @@ pub enum Telemetry {
 
 /// Every key with a fixed name, for [`Telemetry::parse`] (the families — PSI, host
 /// cores, runtime phases — are parsed from their pattern).
-const FIXED: [Telemetry; 64] = [
+const FIXED: [Telemetry; 65] = [
     Telemetry::Wall,
     Telemetry::CpuUsage,
     Telemetry::CpuUser,
@@ -278,6 +281,7 @@ const FIXED: [Telemetry; 64] = [
     Telemetry::NeighboursInContainers,
     Telemetry::NeighboursInVms,
     Telemetry::NeighbourGuestUtil,
+    Telemetry::NeighbourGuestLoad,
     Telemetry::NeighboursMemoryPeak,
     Telemetry::NeighboursIoRead,
     Telemetry::NeighboursIoWrite,
@@ -355,6 +359,7 @@ impl Telemetry {
             T::NeighboursInContainers => "neighbours_in_containers",
             T::NeighboursInVms => "neighbours_in_vms",
             T::NeighbourGuestUtil => "neighbour_guest_util_pct",
+            T::NeighbourGuestLoad => "neighbour_guest_load_pct",
             T::NeighboursMemoryPeak => "neighbours_memory_peak_bytes",
             T::NeighboursIoRead => "neighbours_io_read_bytes",
             T::NeighboursIoWrite => "neighbours_io_write_bytes",
@@ -429,6 +434,7 @@ impl Telemetry {
             | T::NeighbourReachableUtil
             | T::NeighbourAchievedUtil
             | T::NeighbourGuestUtil
+            | T::NeighbourGuestLoad
             | T::InstancesOverlap
             | T::GeneratorCpuUtil => Unit::Percent,
             T::NeighboursNetRate | T::NeighboursNetMbps | T::SubjectNetMbps => Unit::Mbps,

@@ -61,6 +61,35 @@ fn isolab_cgroups() -> Vec<PathBuf> {
 struct CgroupTest {
     _serial: std::sync::MutexGuard<'static, ()>,
     before: Vec<PathBuf>,
+    /// When it got its turn: how long it held the lane goes to [`TIMES`] when it ends.
+    started: Instant,
+}
+
+/// Where each serialized test's time is appended (`name\tseconds\tok|failed`), to see
+/// which tests the suite's wall time goes to: `sort -t$'\t' -k2 -rn` it.
+const TIMES: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/cli-test-times.tsv");
+
+impl Drop for CgroupTest {
+    fn drop(&mut self) {
+        use std::io::Write;
+        let name = std::thread::current().name().unwrap_or("?").to_owned();
+        let outcome = if std::thread::panicking() {
+            "failed"
+        } else {
+            "ok"
+        };
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(TIMES)
+        {
+            let _ = writeln!(
+                f,
+                "{name}\t{:.1}\t{outcome}",
+                self.started.elapsed().as_secs_f64()
+            );
+        }
+    }
 }
 
 impl CgroupTest {
@@ -74,6 +103,7 @@ impl CgroupTest {
         Some(CgroupTest {
             _serial: serial,
             before: isolab_cgroups(),
+            started: Instant::now(),
         })
     }
 
@@ -1863,6 +1893,19 @@ fn vm_subject_runs_beside_neighbour_vms_pinned_apart_by_a_cpuset_reservation() {
         // The subject's one vCPU is pinned to the highest cpu either way.
         assert_eq!(vm_note("pinned "), "pinned vCPU 0 → cpu 1", "{}", cell.key);
         let neighbour = vm_note("neighbour VM 0 ");
+        // Its stressor (one worker at full load) is judged inside, over the VM's vCPUs:
+        // the two cpus without a reservation, the one the cpuset leaves it.
+        let vcpus = if cell.key.contains("reservation=cpuset") {
+            1.0
+        } else {
+            2.0
+        };
+        assert_eq!(
+            t("neighbour_guest_load_pct"),
+            Some(100.0 / vcpus),
+            "{}",
+            cell.key
+        );
         if cell.key.contains("reservation=cpuset") {
             // The reservation leaves the neighbour VM one vCPU, pinned to the other cpu.
             assert!(neighbour.ends_with(") on cpus 0"), "{neighbour}");

@@ -166,6 +166,7 @@ impl Calibrations {
             net_rate_mbps: None,
             settle: Duration::ZERO,
             network_servers: 1,
+            loads_pct: Vec::new(),
         };
         let gbps = calibrate(
             platform,

@@ -113,7 +113,16 @@ pub(crate) fn start_neighbours<'c>(
                         .get_or_insert(g.recorded_limits(applied, &set.limits));
                     let mut guest = g.start(job, i, argv, &cgroup)?;
                     running.facts.extend(guest.facts());
-                    return Ok(Instance::Guest(guest, None));
+                    // A cpu stressor's load spread over the guest's vCPUs.
+                    let load_pct = set
+                        .loads_pct
+                        .get(i)
+                        .map(|load| load / f64::from(guest.vcpus().max(1)));
+                    return Ok(Instance::Guest {
+                        guest,
+                        at_start: None,
+                        load_pct,
+                    });
                 }
                 let applied = limit(&cgroup, &set.limits)?;
                 running.applied.get_or_insert(applied);
@@ -183,8 +192,11 @@ pub(crate) fn start_neighbours<'c>(
     }
     // The guests' own cpu counters from here on, the subject's start.
     for (_, instance) in &mut running.instances {
-        if let Instance::Guest(g, at_start) = instance {
-            *at_start = g.guest_cpu();
+        if let Instance::Guest {
+            guest, at_start, ..
+        } = instance
+        {
+            *at_start = guest.guest_cpu();
         }
     }
     for i in 0..running.instances.len() {
@@ -195,7 +207,7 @@ pub(crate) fn start_neighbours<'c>(
                     2000,
                 )
             }),
-            Instance::Guest(guest, _) => (!guest.is_running()).then(|| guest.why_ended()),
+            Instance::Guest { guest, .. } => (!guest.is_running()).then(|| guest.why_ended()),
         };
         if let Some(stderr) = ended {
             running.stop(None);
@@ -214,7 +226,14 @@ pub(crate) fn start_neighbours<'c>(
 /// its cpu counters (as it counts them) at the subject's start.
 enum Instance {
     Process(Box<dyn Process>),
-    Guest(Box<dyn NeighbourGuest>, Option<GuestCpu>),
+    Guest {
+        guest: Box<dyn NeighbourGuest>,
+        /// Its vCPUs' counters when the subject started.
+        at_start: Option<GuestCpu>,
+        /// How busy its kernel should count its vCPUs, in percent: a cpu stressor's
+        /// planned load over their number.
+        load_pct: Option<f64>,
+    },
 }
 
 /// Neighbour instances while they run: each cgroup with its process or guest.
@@ -279,6 +298,8 @@ pub(crate) struct StoppedNeighbours {
     /// The busy share of each guest's vCPUs while the subject ran, as the guest
     /// counted it, in percent.
     guest_util: Vec<f64>,
+    /// For cpu stressors: the share each of those guests was planned to be busy.
+    guest_load: Vec<f64>,
     /// What the host read back about them, and problems while stopping.
     notes: Vec<String>,
 }
@@ -316,13 +337,20 @@ impl RunningNeighbours<'_> {
             in_containers: matches!(self.host, NeighbourHost::Containers(_)),
             in_guests: matches!(self.host, NeighbourHost::Guests(_)),
             guest_util: Vec::new(),
+            guest_load: Vec::new(),
             notes: self.facts,
         };
         for (i, (cgroup, instance)) in self.instances.into_iter().enumerate() {
             match instance {
-                Instance::Guest(guest, at_start) => {
-                    if let (Some(before), Some(after)) = (at_start, guest.guest_cpu()) {
-                        stopped.guest_util.extend(before.util_pct(after));
+                Instance::Guest {
+                    guest,
+                    at_start,
+                    load_pct,
+                } => {
+                    let util = at_start.zip(guest.guest_cpu());
+                    if let Some(util) = util.and_then(|(before, after)| before.util_pct(after)) {
+                        stopped.guest_util.push(util);
+                        stopped.guest_load.extend(load_pct);
                     }
                     // QEMU is the cgroup's: kill it there, then let the guest go.
                     let _ = cgroup.kill_all();
@@ -396,9 +424,20 @@ impl StoppedNeighbours {
         if self.in_guests {
             t.push(T::NeighboursInVms, 1.0);
         }
-        if !self.guest_util.is_empty() {
-            let mean = self.guest_util.iter().sum::<f64>() / self.guest_util.len() as f64;
-            t.push(T::NeighbourGuestUtil, mean);
+        let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+        let guest_util = mean(&self.guest_util);
+        t.push_some(T::NeighbourGuestUtil, guest_util);
+        // Seed 001's stress VMs ran at a load inside: judged as their kernels counted it.
+        let guest_load =
+            mean(&self.guest_load).filter(|_| self.guest_load.len() == self.guest_util.len());
+        if let (Some(load), Some(busy)) = (guest_load, guest_util) {
+            t.push(T::NeighbourGuestLoad, load);
+            if crate::neighbour::off_target(load, busy) {
+                execution.notes.push(format!(
+                    "neighbour VMs off their load: their kernels counted their vCPUs {busy:.1}% busy against the {load:.1}% their stressors were set to (more than {} points apart)",
+                    crate::neighbour::OFF_TARGET_POINTS
+                ));
+            }
         }
         t.push_some(
             T::NeighboursMemoryPeak,

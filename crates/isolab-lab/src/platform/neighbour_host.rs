@@ -59,6 +59,10 @@ pub struct NeighbourJobs {
     pub net_rate_mbps: Option<u64>,
     /// How long the neighbours run before the subject starts.
     pub settle: Duration,
+    /// Cpu neighbours: each instance's planned load, in percent of one cpu (its
+    /// `--cpu-load`, 100 at full load); empty for other kinds. A neighbour VM's kernel
+    /// should count its vCPUs this busy (divided by their number).
+    pub loads_pct: Vec<f64>,
     /// Network neighbours: the number of iperf3 servers of the neighbour network
     /// (two namespaces of their own, see [`crate::neighbour::NeighbourNet`]) that
     /// the instances stream to; 0 for other kinds.
@@ -118,6 +122,8 @@ pub(crate) trait NeighbourGuest: Send {
     /// Busy and total time of its vCPUs as its own kernel counts them (`/proc/stat`,
     /// in jiffies), when it samples them.
     fn guest_cpu(&self) -> Option<GuestCpu>;
+    /// The number of its vCPUs.
+    fn vcpus(&self) -> u32;
     /// Kills its QEMU and releases its network.
     fn remove(self: Box<Self>) -> Result<(), PlatformError>;
 }

@@ -10,7 +10,7 @@ use isolab_cgroups::{DeviceNumber, Limits};
 use super::workdir::DiskFacts;
 use super::{host_memory, Runner};
 use crate::neighbour::{
-    self, Capacity, CommandContext, Intensity, NeighbourKind, NeighbourLevel, NeighbourPlan,
+    self, Capacity, CommandContext, Intensity, NeighbourKind, NeighbourLevel, NeighbourPlan, Rate,
     SoloProfile, SoloRun,
 };
 use crate::platform::{DiskTarget, Job, NeighbourJobs, NetTarget, PlatformError};
@@ -289,6 +289,15 @@ fn neighbour_jobs(
             _ => None,
         },
         net_rate_mbps: reserved.neighbour_net_mbps.filter(|_| network),
+        loads_pct: match level.kind {
+            NeighbourKind::Cpu => (0..plan.instances)
+                .map(|i| match plan.rate_of(i) {
+                    Rate::CpuLoadPct(p) => f64::from(p),
+                    _ => 100.0,
+                })
+                .collect(),
+            _ => Vec::new(),
+        },
         settle: NEIGHBOUR_SETTLE,
         network_servers: if network { plan.instances } else { 0 },
     }

@@ -42,10 +42,17 @@ fn stat_file(job: &Job, index: usize) -> PathBuf {
 }
 
 /// `argv` run in the guest by a shell that samples the guest's `/proc/stat` into
-/// `stat` (replaced whole, so the host never reads half a line) every half second.
+/// `stat` every half second. With bash (every Debian guest) the sampler forks nothing
+/// per sample (its wait is a `read -t` on a fifo of its own, the line a `printf` in one
+/// write), so what the guest counts is the stressor's, not the sampler's: under TCG a
+/// `head`, `mv` and `sleep` twice a second kept a vCPU a fifth busy. Without bash, a
+/// POSIX loop of those three, each line replaced whole.
 fn sampled(argv: &[String], stat: &std::path::Path) -> Vec<String> {
+    let bash = format!(
+        "f=$0; t=/tmp/isolab-tick.$$; if mkfifo \"$t\" 2>/dev/null && exec 3<>\"$t\"; then rm -f \"$t\"; tick() {{ read -r -t {SAMPLE_EVERY} -u 3 _; }}; else tick() {{ sleep {SAMPLE_EVERY}; }}; fi; while :; do read -r l < /proc/stat; printf \"%s\\n\" \"$l\" > \"$f\"; tick; done"
+    );
     let script = format!(
-        "f=\"$0\"; (while :; do head -n1 /proc/stat > \"$f.tmp\" && mv \"$f.tmp\" \"$f\"; sleep {SAMPLE_EVERY}; done) & exec \"$@\""
+        "f=\"$0\"; if command -v bash >/dev/null 2>&1; then bash -c '{bash}' \"$f\" & else (while :; do head -n1 /proc/stat > \"$f.tmp\" && mv \"$f.tmp\" \"$f\"; sleep {SAMPLE_EVERY}; done) & fi; exec \"$@\""
     );
     let mut v = vec!["sh".to_owned(), "-c".to_owned(), script];
     v.push(stat.display().to_string());
@@ -105,6 +112,7 @@ impl NeighbourGuests for VmNeighbours<'_> {
         let mut plan = guest_plan(self.vm, None, self.host_cpus, &nb)?;
         let net = VmNet::attach(&nb)?;
         plan.config.network = net.guest();
+        let vcpus = plan.config.vcpus;
         let attacher = cgroup.attacher()?;
         let running = match isolab_vm::start(&plan.config, &plan.command, Some(attacher)) {
             Ok(r) => r,
@@ -120,6 +128,7 @@ impl NeighbourGuests for VmNeighbours<'_> {
             running: Mutex::new(running),
             net,
             stat,
+            vcpus,
         }))
     }
 }
@@ -131,6 +140,7 @@ struct VmNeighbour {
     net: VmNet,
     /// Where the guest writes its `/proc/stat` line.
     stat: Option<PathBuf>,
+    vcpus: u32,
 }
 
 impl NeighbourGuest for VmNeighbour {
@@ -178,8 +188,21 @@ impl NeighbourGuest for VmNeighbour {
     }
 
     fn guest_cpu(&self) -> Option<GuestCpu> {
-        let text = std::fs::read_to_string(self.stat.as_ref()?).ok()?;
-        GuestCpu::parse(text.lines().next()?)
+        let stat = self.stat.as_ref()?;
+        // The bash sampler rewrites its line in place: a read between the truncation
+        // and the write finds the file empty.
+        for _ in 0..5 {
+            let text = std::fs::read_to_string(stat).unwrap_or_default();
+            if let Some(cpu) = text.lines().next().and_then(GuestCpu::parse) {
+                return Some(cpu);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        None
+    }
+
+    fn vcpus(&self) -> u32 {
+        self.vcpus
     }
 
     fn remove(self: Box<Self>) -> Result<(), PlatformError> {
@@ -207,6 +230,8 @@ mod tests {
         let v = sampled(&argv, std::path::Path::new("/w/.isolab-neighbour0.stat"));
         assert_eq!(&v[..2], ["sh", "-c"]);
         assert!(v[2].contains("head -n1 /proc/stat") && v[2].ends_with("exec \"$@\""));
+        // With bash, a sample forks nothing: it waits on a fifo of its own.
+        assert!(v[2].contains("read -r -t 0.5 -u 3"), "{}", v[2]);
         assert_eq!(v[3], "/w/.isolab-neighbour0.stat");
         assert_eq!(&v[4..], argv.as_slice());
     }
