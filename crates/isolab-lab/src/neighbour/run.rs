@@ -427,17 +427,13 @@ impl StoppedNeighbours {
         let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
         let guest_util = mean(&self.guest_util);
         t.push_some(T::NeighbourGuestUtil, guest_util);
-        // Seed 001's stress VMs ran at a load inside: judged as their kernels counted it.
-        let guest_load =
-            mean(&self.guest_load).filter(|_| self.guest_load.len() == self.guest_util.len());
-        if let (Some(load), Some(busy)) = (guest_load, guest_util) {
+        // Seed 001's stress VMs ran at a load inside: judged as their kernels counted it
+        // (a guest's planned load is kept only with its count, so both cover the same VMs).
+        if let (Some(load), Some(busy)) = (mean(&self.guest_load), guest_util) {
             t.push(T::NeighbourGuestLoad, load);
-            if crate::neighbour::off_target(load, busy) {
-                execution.notes.push(format!(
-                    "neighbour VMs off their load: their kernels counted their vCPUs {busy:.1}% busy against the {load:.1}% their stressors were set to (more than {} points apart)",
-                    crate::neighbour::OFF_TARGET_POINTS
-                ));
-            }
+            note_off_target(&mut execution.notes, &set.level, load, busy, || {
+                format!("inside its VMs, their kernels counted the vCPUs {busy:.1}% busy (the stressors' planned load over the vCPUs)")
+            });
         }
         t.push_some(
             T::NeighboursMemoryPeak,

@@ -122,11 +122,7 @@ impl Runner<'_> {
         let render = |t: &str| render(t, &params).map(|argv| with_image_env(env, argv));
         Ok(Job {
             platform: cell.platform.clone(),
-            image: cell
-                .platform
-                .kind
-                .needs_image()
-                .then(|| spec.image_of(&cell.platform)),
+            image: spec.job_image(&cell.platform),
             name,
             argv: render(&w.command)?,
             prepare: w.prepare.as_deref().map(render).transpose()?,

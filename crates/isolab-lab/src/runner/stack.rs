@@ -194,11 +194,7 @@ impl Runner<'_> {
     ) -> Job {
         Job {
             platform: cell.platform.clone(),
-            image: cell
-                .platform
-                .kind
-                .needs_image()
-                .then(|| spec.image_of(&cell.platform)),
+            image: spec.job_image(&cell.platform),
             name: name.to_owned(),
             argv: Vec::new(),
             prepare: None,

@@ -300,6 +300,12 @@ impl ExperimentSpec {
             .map_or_else(|| self.image.clone(), |g| g.image.clone())
     }
 
+    /// The image a job on `platform` gets: [`ExperimentSpec::image_of`] on the platforms
+    /// that run from an image, none on the host.
+    pub fn job_image(&self, platform: &crate::platform::PlatformDef) -> Option<PathBuf> {
+        platform.kind.needs_image().then(|| self.image_of(platform))
+    }
+
     /// Parses and validates `source` for a host described by `host`.
     pub fn parse(source: Source, host: &HostFacts) -> Result<Self, SpecErrors> {
         let raw: RawSpec = toml::from_str(&source.text).map_err(|e| {

@@ -44,9 +44,10 @@ fn stat_file(job: &Job, index: usize) -> PathBuf {
 /// `argv` run in the guest by a shell that samples the guest's `/proc/stat` into
 /// `stat` every half second. With bash (every Debian guest) the sampler forks nothing
 /// per sample (its wait is a `read -t` on a fifo of its own, the line a `printf` in one
-/// write), so what the guest counts is the stressor's, not the sampler's: under TCG a
-/// `head`, `mv` and `sleep` twice a second kept a vCPU a fifth busy. Without bash, a
-/// POSIX loop of those three, each line replaced whole.
+/// write): under TCG, forking `head`, `mv` and `sleep` twice a second had added about 16
+/// points to what a 2-vCPU neighbour VM counted (planned 40%: 61–64% counted, 45–48%
+/// without the forks, one experiment each way). Without bash, a POSIX loop of those
+/// three, each line replaced whole.
 fn sampled(argv: &[String], stat: &std::path::Path) -> Vec<String> {
     let bash = format!(
         "f=$0; t=/tmp/isolab-tick.$$; if mkfifo \"$t\" 2>/dev/null && exec 3<>\"$t\"; then rm -f \"$t\"; tick() {{ read -r -t {SAMPLE_EVERY} -u 3 _; }}; else tick() {{ sleep {SAMPLE_EVERY}; }}; fi; while :; do read -r l < /proc/stat; printf \"%s\\n\" \"$l\" > \"$f\"; tick; done"
