@@ -432,7 +432,7 @@ impl StoppedNeighbours {
         if let (Some(load), Some(busy)) = (mean(&self.guest_load), guest_util) {
             t.push(T::NeighbourGuestLoad, load);
             note_off_target(&mut execution.notes, &set.level, load, busy, || {
-                format!("inside its VMs, their kernels counted the vCPUs {busy:.1}% busy (the stressors' planned load over the vCPUs)")
+                format!("the kernels in its VMs counted their vCPUs {busy:.1}% busy, their stressors' planned load")
             });
         }
         t.push_some(
