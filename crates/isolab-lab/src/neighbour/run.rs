@@ -190,13 +190,20 @@ pub(crate) fn start_neighbours<'c>(
                 at: Instant::now(),
             });
     }
-    // The guests' own cpu counters from here on, the subject's start.
+    // The guests' own cpu counters from here on, the subject's start. A guest's sampler
+    // may not have written its first line yet (its shell still starting under TCG): it
+    // gets a few seconds more.
+    let deadline = Instant::now() + GUEST_SAMPLE_WAIT;
     for (_, instance) in &mut running.instances {
         if let Instance::Guest {
             guest, at_start, ..
         } = instance
         {
             *at_start = guest.guest_cpu();
+            while at_start.is_none() && guest.samples() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+                *at_start = guest.guest_cpu();
+            }
         }
     }
     for i in 0..running.instances.len() {
@@ -221,6 +228,9 @@ pub(crate) fn start_neighbours<'c>(
     }
     Ok(running)
 }
+
+/// How long the subject's start waits for neighbour guests' first cpu samples.
+const GUEST_SAMPLE_WAIT: Duration = Duration::from_secs(5);
 
 /// A neighbour instance in its cgroup: a process (maybe a container's), or a guest with
 /// its cpu counters (as it counts them) at the subject's start.
@@ -432,7 +442,7 @@ impl StoppedNeighbours {
         if let (Some(load), Some(busy)) = (mean(&self.guest_load), guest_util) {
             t.push(T::NeighbourGuestLoad, load);
             note_off_target(&mut execution.notes, &set.level, load, busy, || {
-                format!("the kernels in its VMs counted their vCPUs {busy:.1}% busy, their stressors' planned load")
+                format!("inside its VMs (planned load over the vCPUs), the kernels counted {busy:.1}% busy")
             });
         }
         t.push_some(

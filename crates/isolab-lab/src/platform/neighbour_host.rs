@@ -122,6 +122,8 @@ pub(crate) trait NeighbourGuest: Send {
     /// Busy and total time of its vCPUs as its own kernel counts them (`/proc/stat`,
     /// in jiffies), when it samples them.
     fn guest_cpu(&self) -> Option<GuestCpu>;
+    /// Whether it samples its cpu time at all (a disk neighbour's guest does not).
+    fn samples(&self) -> bool;
     /// The number of its vCPUs.
     fn vcpus(&self) -> u32;
     /// Kills its QEMU and releases its network.

@@ -50,7 +50,7 @@ fn stat_file(job: &Job, index: usize) -> PathBuf {
 /// three, each line replaced whole.
 fn sampled(argv: &[String], stat: &std::path::Path) -> Vec<String> {
     let bash = format!(
-        "f=$0; t=/tmp/isolab-tick.$$; if mkfifo \"$t\" 2>/dev/null && exec 3<>\"$t\"; then rm -f \"$t\"; tick() {{ read -r -t {SAMPLE_EVERY} -u 3 _; }}; else tick() {{ sleep {SAMPLE_EVERY}; }}; fi; while :; do read -r l < /proc/stat; printf \"%s\\n\" \"$l\" > \"$f\"; tick; done"
+        "f=$0; read -r l < /proc/stat; printf \"%s\\n\" \"$l\" > \"$f\"; t=/tmp/isolab-tick.$$; if mkfifo \"$t\" 2>/dev/null && exec 3<>\"$t\"; then rm -f \"$t\"; tick() {{ read -r -t {SAMPLE_EVERY} -u 3 _; }}; else tick() {{ sleep {SAMPLE_EVERY}; }}; fi; while :; do tick; read -r l < /proc/stat; printf \"%s\\n\" \"$l\" > \"$f\"; done"
     );
     let script = format!(
         "f=\"$0\"; if command -v bash >/dev/null 2>&1; then bash -c '{bash}' \"$f\" & else (while :; do head -n1 /proc/stat > \"$f.tmp\" && mv \"$f.tmp\" \"$f\"; sleep {SAMPLE_EVERY}; done) & fi; exec \"$@\""
@@ -200,6 +200,10 @@ impl NeighbourGuest for VmNeighbour {
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
         None
+    }
+
+    fn samples(&self) -> bool {
+        self.stat.is_some()
     }
 
     fn vcpus(&self) -> u32 {
