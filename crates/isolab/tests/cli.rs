@@ -1926,6 +1926,76 @@ fn vm_subject_runs_beside_neighbour_vms_pinned_apart_by_a_cpuset_reservation() {
     );
 }
 
+/// Seed 001's network bomb VMs: a `vm(tcg)` subject beside a network neighbour VM at a
+/// utilisation target, with the `net` reservation. The network is calibrated through a
+/// guest, the neighbour VM streams to a server on isolab's bridge, its tap is shaped
+/// both ways to what the reservation leaves it (read back), its traffic is counted at
+/// that server, and nothing is left: no QEMU, IFB device, namespace or bridge.
+#[test]
+fn vm_subject_runs_beside_a_network_neighbour_vm_shaped_on_its_tap() {
+    let Some(guard) = vm_test() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (_, store, id) = run_experiment(
+        dir.path(),
+        "[experiment]\nname = \"netvm\"\nseed = 5\nrepetitions = { warmup = 0, min = 2, max = 2, target_cv = 0.5 }\nduration = \"1s\"\n\n[matrix]\nplatform = [\"vm(tcg)\"]\nshape = [\"medium\"]\nplacement = [\"pinned\"]\nworkload = [\"sysbench-cpu\"]\nneighbour = [\"network@50%\"]\nreservation = [\"net\"]\n",
+        "netvm",
+    );
+    let runs = store.runs(id).unwrap();
+    assert_eq!(runs.len(), 2);
+    // Calibrated once, for the first run: through a guest.
+    let calibration = runs
+        .iter()
+        .flat_map(|r| &r.notes)
+        .find(|n| n.contains("the neighbour network carries"));
+    assert!(
+        calibration.is_some_and(|n| n.contains("from a guest over isolab's bridge")),
+        "{calibration:?}"
+    );
+    for run in runs {
+        assert!(run.is_counted(), "{:?}", run.error);
+        let t = |name: &str| telemetry(&run, name);
+        assert_eq!(t("neighbours_in_vms"), Some(1.0));
+        // The reservation's rate, on the neighbour VM's tap both ways, read back.
+        let rate = t("neighbours_net_rate_mbps").expect("no neighbours_net_rate_mbps");
+        assert!(rate >= 1.0, "{rate}");
+        let shaped = run
+            .notes
+            .iter()
+            .find(|n| n.starts_with("neighbour VM 0: tap "))
+            .unwrap_or_else(|| panic!("no shaping note in {:?}", run.notes));
+        assert!(
+            shaped.contains(&format!("shaped to {rate:.0} Mbit/s each way")),
+            "{shaped}"
+        );
+        // Its stream, counted at the server on the bridge, against the target.
+        assert_eq!(t("neighbour_target_util_pct"), Some(50.0));
+        let carried = t("neighbours_net_mbps").expect("no neighbours_net_mbps");
+        assert!(
+            carried > 0.0 && carried <= rate * 1.1,
+            "{carried} of {rate}"
+        );
+    }
+    guard.assert_nothing_leaked("cgroups left");
+    assert!(!qemu_running(), "a QEMU process is left");
+    let links: Vec<String> = std::fs::read_dir("/sys/class/net")
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("nbi") || n == "isolab0")
+        .collect();
+    assert!(links.is_empty(), "left: {links:?}");
+    let namespaces: Vec<String> = std::fs::read_dir("/run/netns")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("isolab-nb"))
+        .collect();
+    assert!(namespaces.is_empty(), "left: {namespaces:?}");
+}
+
 /// Seed 003's container host through `isolab run`: a two-component stack on
 /// `vm(tcg)+isolab` runs both components in one guest, and each run records the
 /// arrangement, the one guest address and the runtime's container list in the guest.

@@ -12,7 +12,7 @@ use isolab_store::Telemetry;
 
 use super::{
     busiest_rx, disk_capacity_command, disk_ios, net_capacity_command, net_rx, parse_fio_iops,
-    parse_iperf3_gbps, JsonError, NetNames, SoloProfile, CALIBRATION_IODEPTH,
+    parse_iperf3_gbps, JsonError, NeighbourNet, NetNames, SoloProfile, CALIBRATION_IODEPTH,
 };
 use crate::platform::{
     Execution, Executor, Interrupt, Job, NeighbourJobs, PlatformDef, PlatformError, PlatformKind,
@@ -35,9 +35,10 @@ pub(crate) struct Calibrations {
     /// neighbours with a utilisation target.
     disk_iops: RefCell<Option<f64>>,
     /// Throughput of the neighbour network in Mbit/s (one unlimited TCP stream
-    /// between its namespaces): for network neighbours with a utilisation target
-    /// or a cell that reserves `net`.
-    net_mbps: RefCell<Option<f64>>,
+    /// between its namespaces, or from a guest of a VM platform, by its accelerator
+    /// and guest OS): for network neighbours with a utilisation target or a cell that
+    /// reserves `net`.
+    net_mbps: RefCell<HashMap<String, f64>>,
 }
 
 impl Calibrations {
@@ -123,9 +124,8 @@ impl Calibrations {
             return Ok((iops, None));
         }
         let iops = calibrate(
-            platform,
-            interrupt,
-            job,
+            (platform, interrupt),
+            (job, PlatformDef::new(PlatformKind::HOST), None),
             ("disk-capacity", "diskcal", "disk calibration"),
             |workdir| disk_capacity_command(workdir, direct),
             None,
@@ -143,59 +143,126 @@ impl Calibrations {
 
     /// The throughput of the neighbour network (one unlimited TCP stream between
     /// its two namespaces, iperf3): measured once by an unstored run on the host,
-    /// with a neighbour network of one server around it.
+    /// with a neighbour network of one server around it. On a VM platform, whose
+    /// neighbours are VMs streaming over isolab's bridge, the stream runs from a plain
+    /// guest of the platform's accelerator and guest OS to a server on the bridge.
     pub(crate) fn net_capacity(
         &self,
         platform: &dyn Executor,
         interrupt: &Interrupt,
         job: &Job,
     ) -> Result<(f64, Option<String>), PlatformError> {
-        if let Some(mbps) = *self.net_mbps.borrow() {
-            return Ok((mbps, None));
-        }
-        let names = NetNames::of(std::process::id());
-        // A neighbour network of one server, and no neighbour instance.
-        let network = NeighbourJobs {
-            level: "network calibration".into(),
-            instances: Vec::new(),
-            limits: isolab_cgroups::Limits::default(),
-            target_util_pct: None,
-            reachable_util_pct: None,
-            disk_target: None,
-            net_target: None,
-            net_rate_mbps: None,
-            settle: Duration::ZERO,
-            network_servers: 1,
-            loads_pct: Vec::new(),
+        let key = match job.platform.accel {
+            Some(accel) => format!("{accel:?} {:?}", job.platform.guest),
+            None => "host".to_owned(),
         };
-        let gbps = calibrate(
-            platform,
-            interrupt,
-            job,
-            ("net-capacity", "netcal", "network calibration"),
-            |_| net_capacity_command(&names),
-            Some(network),
-            parse_iperf3_gbps,
-        )?;
+        if let Some(mbps) = self.net_mbps.borrow().get(&key) {
+            return Ok((*mbps, None));
+        }
+        let (gbps, through) = match job.platform.accel {
+            Some(accel) => (
+                net_capacity_in_guest(platform, interrupt, job, accel)?,
+                "from a guest over isolab's bridge",
+            ),
+            None => (
+                net_capacity_on_host(platform, interrupt, job)?,
+                "between its namespaces",
+            ),
+        };
         let mbps = gbps * 1000.0;
-        *self.net_mbps.borrow_mut() = Some(mbps);
+        self.net_mbps.borrow_mut().insert(key, mbps);
         Ok((
             mbps,
             Some(format!(
-                "calibration: the neighbour network carries {mbps:.0} Mbit/s (one unlimited iperf3 TCP stream between its namespaces; one unstored run)"
+                "calibration: the neighbour network carries {mbps:.0} Mbit/s (one unlimited iperf3 TCP stream {through}; one unstored run)"
             )),
         ))
     }
 }
 
-/// Runs one calibration command next to `job` on the host platform, unstored:
-/// in the directory `dir` of its working directory (removed after), as job
-/// `<job>-<suffix>`, with `neighbours` around it; `parse` reads the measure from
-/// its output, and a failure to is a `phase` error.
-fn calibrate(
+/// One unlimited TCP stream between the namespaces of a neighbour network of one
+/// server, from the host platform, in Gbit/s.
+fn net_capacity_on_host(
     platform: &dyn Executor,
     interrupt: &Interrupt,
     job: &Job,
+) -> Result<f64, PlatformError> {
+    let names = NetNames::of(std::process::id());
+    // A neighbour network of one server, and no neighbour instance.
+    let network = NeighbourJobs {
+        level: "network calibration".into(),
+        instances: Vec::new(),
+        limits: isolab_cgroups::Limits::default(),
+        target_util_pct: None,
+        reachable_util_pct: None,
+        disk_target: None,
+        net_target: None,
+        net_rate_mbps: None,
+        settle: Duration::ZERO,
+        network_servers: 1,
+        loads_pct: Vec::new(),
+    };
+    calibrate(
+        (platform, interrupt),
+        (job, PlatformDef::new(PlatformKind::HOST), None),
+        ("net-capacity", "netcal", "network calibration"),
+        |_| net_capacity_command(&names),
+        Some(network),
+        parse_iperf3_gbps,
+    )
+}
+
+/// One unlimited TCP stream from a plain guest of `job`'s VM platform (its
+/// accelerator, guest OS and image) to a server of a neighbour network on isolab's
+/// bridge, in Gbit/s: what a neighbour VM can send.
+fn net_capacity_in_guest(
+    platform: &dyn Executor,
+    interrupt: &Interrupt,
+    job: &Job,
+    accel: crate::platform::Accel,
+) -> Result<f64, PlatformError> {
+    // Not `…-netcal`: that is the calibration guest's own (its tap's lease).
+    let id =
+        crate::platform::container_id(isolab_engines::ID_PREFIX, &format!("{}-netsrv", job.name))?;
+    let net =
+        NeighbourNet::create_on_bridge(1, id.as_str()).map_err(|e| PlatformError::Helper {
+            phase: "network calibration",
+            command: "ip netns add … (the neighbour servers' namespace on isolab's bridge)".into(),
+            exit: crate::platform::ExitKind::Code(-1),
+            stderr: e.to_string(),
+        })?;
+    let client = net_capacity_command(net.names());
+    let argv = net.guest_client(&client).unwrap_or(client);
+    let plain = PlatformDef {
+        guest: job.platform.guest.clone(),
+        ..PlatformDef::vm(PlatformKind::VM, accel)
+    };
+    let measured = calibrate(
+        (platform, interrupt),
+        (job, plain, job.image.clone()),
+        ("net-capacity", "netcal", "network calibration"),
+        |_| argv,
+        None,
+        parse_iperf3_gbps,
+    );
+    let removed = net.remove();
+    let gbps = measured?;
+    removed.map_err(|e| PlatformError::Helper {
+        phase: "network calibration",
+        command: "ip netns del … (the neighbour servers' namespace)".into(),
+        exit: crate::platform::ExitKind::Code(-1),
+        stderr: e.to_string(),
+    })?;
+    Ok(gbps)
+}
+
+/// Runs one calibration command next to `job` on platform `on` (with its image),
+/// unstored: in the directory `dir` of its working directory (removed after), as
+/// job `<job>-<suffix>`, with `neighbours` around it; `parse` reads the measure
+/// from its output, and a failure to is a `phase` error.
+fn calibrate(
+    (platform, interrupt): (&dyn Executor, &Interrupt),
+    (job, on, image): (&Job, PlatformDef, Option<PathBuf>),
     (dir, suffix, phase): (&str, &str, &'static str),
     argv: impl FnOnce(&Path) -> Vec<String>,
     neighbours: Option<NeighbourJobs>,
@@ -208,8 +275,8 @@ fn calibrate(
         source,
     })?;
     let calibration = Job {
-        platform: PlatformDef::new(PlatformKind::HOST),
-        image: None,
+        platform: on,
+        image,
         name: format!("{}-{suffix}", job.name),
         argv: argv(&workdir),
         prepare: None,

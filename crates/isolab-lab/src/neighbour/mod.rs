@@ -27,9 +27,10 @@
 //! | `memory` | `stress-ng --vm 1 --vm-bytes B --vm-keep` (allocates, touches, never releases) | count only |
 //! | `fork` | `stress-ng --fork 1`, held by the caller's pids limit | count only |
 //! | `disk` | `fio` random 50/50 read/write, 32 KiB, psync, direct, optional `--rate_iops` | count, or utilisation of the measured iops |
-//! | `network` | `iperf3` TCP client in namespace a to a server in namespace b, optional `-b` | count, or utilisation of the measured throughput |
+//! | `network` | `iperf3` TCP client in namespace a (in a guest: on isolab's bridge) to a server in namespace b, optional `-b` | count, or utilisation of the measured throughput |
 //! | `cache` | `stress-ng --cache 1` (even instances), `--stream 1` (odd ones) | count only |
 
+mod bridge;
 mod calibrate;
 mod command;
 mod kind;
@@ -38,7 +39,9 @@ mod measure;
 mod net;
 mod plan;
 mod run;
+mod shaping;
 
+pub use bridge::{BridgeAddress, BridgePort, RuntimeBridge};
 pub(crate) use calibrate::{Calibrations, SoloRun};
 pub use command::{
     command, commands, disk_capacity_command, net_capacity_command, parse_fio_iops,
@@ -56,3 +59,4 @@ pub use net::{
 };
 pub use plan::{plan, Capacity, NeighbourPlan, PlanError, Rate, SoloProfile, CALIBRATION_IODEPTH};
 pub(crate) use run::{start_neighbours, NeighbourSite};
+pub use shaping::{ifb_name, stale_ifbs, ShapedTap};

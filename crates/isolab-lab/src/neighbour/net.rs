@@ -10,6 +10,11 @@ use std::time::{Duration, Instant};
 
 use isolab_tools::{SystemTools, ToolCommand, ToolRunner};
 
+use super::bridge::{BridgeAddress, BridgePort};
+
+/// Where `ip netns add` puts its namespaces.
+const NETNS_DIR: &str = "/run/netns";
+
 /// Port of the iperf3 server of neighbour 0; neighbour `i` uses `BASE_PORT + i`
 /// (an iperf3 server serves one client at a time).
 pub const BASE_PORT: u16 = 5201;
@@ -76,6 +81,11 @@ impl NetNames {
 
     /// The iperf3 server of neighbour `index` in namespace b.
     pub fn server(&self, index: u32) -> Vec<String> {
+        self.server_at(index, self.addr_b)
+    }
+
+    /// The iperf3 server of neighbour `index` in namespace b, bound to `address`.
+    fn server_at(&self, index: u32, address: Ipv4Addr) -> Vec<String> {
         vec![
             "ip".into(),
             "netns".into(),
@@ -84,7 +94,7 @@ impl NetNames {
             "iperf3".into(),
             "-s".into(),
             "-B".into(),
-            self.addr_b.to_string(),
+            address.to_string(),
             "-p".into(),
             NetNames::port(index).to_string(),
         ]
@@ -149,6 +159,14 @@ pub enum NetError {
         /// Whether it had exited.
         state: String,
     },
+    /// The servers' namespace could not be attached to or detached from the bridge.
+    #[error("the neighbour servers' namespace ({id}) on isolab's bridge: {detail}; `isolab gc` removes what a killed run left")]
+    Bridge {
+        /// The attachment's id.
+        id: String,
+        /// What went wrong.
+        detail: String,
+    },
     /// The network has no server whose counters could be read.
     #[error("no iperf3 server runs in namespace {0}, so its traffic cannot be read; create the NeighbourNet with at least one server")]
     NoServer(String),
@@ -206,6 +224,16 @@ pub struct NeighbourNet {
     created: Vec<String>,
     servers: Vec<(u16, Child)>,
     proc_root: PathBuf,
+    /// For neighbour VMs: namespace b on isolab's bridge instead of joined to a.
+    bridged: Option<Bridged>,
+}
+
+/// Namespace b's place on isolab's bridge.
+#[derive(Debug)]
+struct Bridged {
+    port: Arc<dyn BridgePort>,
+    id: String,
+    address: BridgeAddress,
 }
 
 impl NeighbourNet {
@@ -235,6 +263,7 @@ impl NeighbourNet {
             created: Vec::new(),
             servers: Vec::new(),
             proc_root: proc_root.to_path_buf(),
+            bridged: None,
         };
         for ns in [net.names.ns_a.clone(), net.names.ns_b.clone()] {
             net.commands
@@ -250,8 +279,87 @@ impl NeighbourNet {
         Ok(net)
     }
 
+    /// The network of neighbour VMs, built with the real `ip` and the runtime's
+    /// bridge: namespace `isolab-nb<pid>-b` attached to isolab's bridge as `id` (its
+    /// lease goes with a dead experiment's in gc), with `servers` iperf3 servers on its
+    /// address, which the guests reach over the bridge. There is no namespace a: the
+    /// clients run in the guests ([`Self::guest_client`]).
+    pub fn create_on_bridge(servers: u32, id: &str) -> Result<NeighbourNet, NetError> {
+        NeighbourNet::create_bridged_with(
+            Arc::new(IpCommands),
+            Arc::new(super::bridge::RuntimeBridge),
+            (std::process::id(), id),
+            servers,
+            Path::new("/proc"),
+        )
+    }
+
+    /// [`Self::create_on_bridge`] for process `pid` with `commands` and `port`.
+    pub fn create_bridged_with(
+        commands: Arc<dyn NetCommands>,
+        port: Arc<dyn BridgePort>,
+        (pid, id): (u32, &str),
+        servers: u32,
+        proc_root: &Path,
+    ) -> Result<NeighbourNet, NetError> {
+        let names = NetNames::of(pid);
+        let mut net = NeighbourNet {
+            names,
+            commands,
+            created: Vec::new(),
+            servers: Vec::new(),
+            proc_root: proc_root.to_path_buf(),
+            bridged: None,
+        };
+        let ns = net.names.ns_b.clone();
+        net.commands
+            .run(&["ip".into(), "netns".into(), "add".into(), ns.clone()])?;
+        net.created.push(ns.clone());
+        let address = port.attach(id, &Path::new(NETNS_DIR).join(&ns))?;
+        net.bridged = Some(Bridged {
+            port,
+            id: id.to_owned(),
+            address,
+        });
+        for i in 0..servers {
+            net.start_server(i)?;
+        }
+        Ok(net)
+    }
+
+    /// The address the clients connect to: namespace b's veth end, or its address
+    /// on the bridge.
+    pub fn server_address(&self) -> Ipv4Addr {
+        self.bridged
+            .as_ref()
+            .map_or(self.names.addr_b, |b| b.address.ip)
+    }
+
+    /// `argv`, a network neighbour's client as [`super::command`] builds it, as a
+    /// guest runs it on a bridged network: `iperf3` connecting to
+    /// [`Self::server_address`]. `None` when it is not such a client.
+    pub fn guest_client(&self, argv: &[String]) -> Option<Vec<String>> {
+        super::bridge::in_guest(argv, &self.names.ns_a, self.server_address())
+    }
+
+    /// Interfaces of the host's namespace that carry only the neighbours' traffic
+    /// (the bridged namespace's veth end): not the subject's.
+    pub fn host_interfaces(&self) -> Vec<String> {
+        self.bridged
+            .iter()
+            .filter_map(|b| b.address.host_veth.clone())
+            .collect()
+    }
+
+    /// The interface in namespace b whose counters are the neighbours' traffic.
+    fn counted_interface(&self) -> &str {
+        self.bridged
+            .as_ref()
+            .map_or(&self.names.veth_b, |b| &b.address.ifname)
+    }
+
     fn start_server(&mut self, index: u32) -> Result<(), NetError> {
-        let argv = self.names.server(index);
+        let argv = self.names.server_at(index, self.server_address());
         let port = NetNames::port(index);
         let mut child = Command::new(&argv[0])
             .args(&argv[1..])
@@ -374,14 +482,14 @@ impl NeighbourNet {
             .first()
             .ok_or_else(|| NetError::NoServer(self.names.ns_b.clone()))?;
         let path = self.proc_root.join(server.id().to_string()).join("net/dev");
+        let interface = self.counted_interface();
         let counters = |detail: String| NetError::Counters {
-            interface: self.names.veth_b.clone(),
+            interface: interface.to_owned(),
             path: path.clone(),
             detail,
         };
         let text = std::fs::read_to_string(&path).map_err(|e| counters(e.to_string()))?;
-        column(&text, &self.names.veth_b)
-            .ok_or_else(|| counters("the interface is not listed".into()))
+        column(&text, interface).ok_or_else(|| counters("the interface is not listed".into()))
     }
 
     /// Stops the servers and deletes the namespaces, reporting the first failure
@@ -396,6 +504,10 @@ impl NeighbourNet {
             let _ = child.wait();
         }
         let mut first = Ok(());
+        if let Some(b) = self.bridged.take() {
+            let netns = Path::new(NETNS_DIR).join(&self.names.ns_b);
+            first = b.port.detach(&b.id, &netns);
+        }
         while let Some(ns) = self.created.pop() {
             let done = self
                 .commands
@@ -444,10 +556,9 @@ fn tcp_listens(table: &str, port: u16) -> bool {
     })
 }
 
-/// Received bytes of `interface` in a `/proc/net/dev` table.
 /// The rate of the root `tbf` qdisc in `tc -j qdisc show` output, in Mbit/s (tc
 /// reports bytes per second).
-fn tbf_rate_mbps(json: &str) -> Option<f64> {
+pub(crate) fn tbf_rate_mbps(json: &str) -> Option<f64> {
     let v: serde_json::Value = serde_json::from_str(json).ok()?;
     v.as_array()?
         .iter()
@@ -456,19 +567,24 @@ fn tbf_rate_mbps(json: &str) -> Option<f64> {
         .map(|bytes| bytes * 8.0 / 1e6)
 }
 
+/// Received bytes of `interface` in a `/proc/net/dev` table.
 fn rx_bytes(table: &str, interface: &str) -> Option<u64> {
     dev_column(table, interface, 0)
 }
 
 /// `tc` in namespace `ns` putting a token bucket of `mbps` Mbit/s on `dev`'s egress.
 fn tbf_command(ns: &str, dev: &str, mbps: u64) -> Vec<String> {
+    let mut v: Vec<String> = ["ip", "netns", "exec", ns].map(String::from).to_vec();
+    v.extend(tbf_args(dev, mbps));
+    v
+}
+
+/// `tc` putting a token bucket of `mbps` Mbit/s on `dev`'s egress (netem is not
+/// available on this kernel), in the caller's namespace.
+pub(crate) fn tbf_args(dev: &str, mbps: u64) -> Vec<String> {
     // At least 10 ms of traffic per burst, so that the bucket can hold the rate.
     let burst = (mbps * 1250).max(32 * 1024);
     [
-        "ip",
-        "netns",
-        "exec",
-        ns,
         "tc",
         "qdisc",
         "replace",
@@ -597,6 +713,65 @@ mod tests {
             &log[log.len() - 2..],
             ["ip netns del isolab-nb42-b", "ip netns del isolab-nb42-a"]
         );
+    }
+
+    /// A bridge that leases one address and logs into the commands' log.
+    #[derive(Debug)]
+    struct FakeBridge(Arc<Fake>);
+
+    impl BridgePort for FakeBridge {
+        fn attach(&self, id: &str, netns: &Path) -> Result<BridgeAddress, NetError> {
+            let line = format!("attach {id} {}", netns.display());
+            self.0.log.lock().unwrap().push(line);
+            Ok(BridgeAddress {
+                ip: Ipv4Addr::new(10, 213, 0, 9),
+                ifname: "eth0".into(),
+                host_veth: Some("veth1a2b3c".into()),
+            })
+        }
+
+        fn detach(&self, id: &str, netns: &Path) -> Result<(), NetError> {
+            let line = format!("detach {id} {}", netns.display());
+            self.0.log.lock().unwrap().push(line);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn neighbour_vms_stream_to_one_namespace_on_the_bridge() {
+        let fake = Arc::new(Fake::default());
+        let bridge = Arc::new(FakeBridge(fake.clone()));
+        let net = NeighbourNet::create_bridged_with(
+            fake.clone(),
+            bridge,
+            (42, "isolab-exp1-pid42-c0-r1-nbnet"),
+            0,
+            Path::new("/proc"),
+        )
+        .unwrap();
+        assert_eq!(net.server_address(), Ipv4Addr::new(10, 213, 0, 9));
+        assert_eq!(net.counted_interface(), "eth0");
+        assert_eq!(net.host_interfaces(), ["veth1a2b3c"]);
+        let client = NetNames::of(42).client(1, 5);
+        assert_eq!(
+            net.guest_client(&client).unwrap().join(" "),
+            "iperf3 -c 10.213.0.9 -p 5202 -t 5"
+        );
+        drop(net);
+        // No namespace a; namespace b leaves the bridge before it is deleted.
+        assert_eq!(
+            *fake.log.lock().unwrap(),
+            [
+                "ip netns add isolab-nb42-b",
+                "attach isolab-exp1-pid42-c0-r1-nbnet /run/netns/isolab-nb42-b",
+                "detach isolab-exp1-pid42-c0-r1-nbnet /run/netns/isolab-nb42-b",
+                "ip netns del isolab-nb42-b",
+            ]
+        );
+        // On the host, the servers keep namespace b's veth end.
+        let net = NeighbourNet::create_with(fake.clone(), 42, 0, Path::new("/proc")).unwrap();
+        assert_eq!(net.server_address(), Ipv4Addr::new(10, 214, 42, 2));
+        assert!(net.host_interfaces().is_empty());
     }
 
     #[test]

@@ -42,11 +42,12 @@ pub(crate) fn start_neighbours<'c>(
     interrupt: &Interrupt,
     host: NeighbourHost<'c>,
 ) -> Result<RunningNeighbours<'c>, PlatformError> {
-    // Network neighbours live in the neighbour namespaces, so on the host.
-    let host = if set.network_servers > 0 {
-        NeighbourHost::Processes
-    } else {
-        host
+    // Network neighbours live in the neighbour namespaces, so on the host; neighbour
+    // VMs stream to servers on isolab's bridge instead.
+    let host = match host {
+        NeighbourHost::Guests(_) => host,
+        _ if set.network_servers > 0 => NeighbourHost::Processes,
+        _ => host,
     };
     let containers = match host {
         NeighbourHost::Containers(c) => Some(c),
@@ -57,21 +58,13 @@ pub(crate) fn start_neighbours<'c>(
         _ => None,
     };
     let net = if set.network_servers > 0 {
-        Some(
-            crate::neighbour::NeighbourNet::create(set.network_servers).map_err(|e| {
-                PlatformError::Helper {
-                    phase: "neighbour network",
-                    command: "ip netns add … (neighbour namespaces)".into(),
-                    exit: ExitKind::Code(-1),
-                    stderr: e.to_string(),
-                }
-            })?,
-        )
+        Some(neighbour_net(job, set.network_servers, guests.is_some())?)
     } else {
         None
     };
     let mut net_rate = None;
-    if let (Some(net), Some(mbps)) = (&net, set.net_rate_mbps) {
+    // Neighbour VMs shape their own taps; processes share namespace a's veth.
+    if let (Some(net), Some(mbps), None) = (&net, set.net_rate_mbps, guests) {
         let read = net.rate_limit(mbps).map_err(|e| PlatformError::Helper {
             phase: "net reservation",
             command: net.rate_limit_command(mbps).join(" "),
@@ -94,6 +87,10 @@ pub(crate) fn start_neighbours<'c>(
         instances: Vec::new(),
         host,
         ids: Vec::new(),
+        excluded: net
+            .as_ref()
+            .map(|n| n.host_interfaces())
+            .unwrap_or_default(),
         net,
         net_rate,
         applied: None,
@@ -111,8 +108,24 @@ pub(crate) fn start_neighbours<'c>(
                     running
                         .applied
                         .get_or_insert(g.recorded_limits(applied, &set.limits));
-                    let mut guest = g.start(job, i, argv, &cgroup)?;
+                    // A network neighbour's client runs in the guest, to the bridged server.
+                    let argv = match &running.net {
+                        Some(net) => net.guest_client(argv).ok_or_else(|| {
+                            PlatformError::Helper {
+                                phase: "neighbour",
+                                command: argv.join(" "),
+                                exit: ExitKind::Code(-1),
+                                stderr: "not an iperf3 client of the neighbour network, so no guest can run it".into(),
+                            }
+                        })?,
+                        None => argv.clone(),
+                    };
+                    let mut guest = g.start(job, i, &argv, &cgroup)?;
                     running.facts.extend(guest.facts());
+                    running.excluded.extend(guest.host_interfaces());
+                    if let Some(rate) = guest.net_rate() {
+                        *running.net_rate.get_or_insert(0.0) += rate;
+                    }
                     // A cpu stressor's load spread over the guest's vCPUs.
                     let load_pct = set
                         .loads_pct
@@ -186,7 +199,10 @@ pub(crate) fn start_neighbours<'c>(
             .map(|neighbours| NetStart {
                 direction,
                 neighbours,
-                host: crate::neighbour::net_rx(site.proc_root),
+                host: crate::neighbour::net_rx(site.proc_root)
+                    .into_iter()
+                    .filter(|(name, _)| !running.excluded.contains(name))
+                    .collect(),
                 at: Instant::now(),
             });
     }
@@ -229,6 +245,35 @@ pub(crate) fn start_neighbours<'c>(
     Ok(running)
 }
 
+/// The neighbour network of `job` with `servers` iperf3 servers: between two
+/// namespaces of this host, or for neighbour VMs (`guests`) on isolab's bridge as
+/// `<job>-nbnet`, the id by which gc finds a dead experiment's.
+fn neighbour_net(
+    job: &Job,
+    servers: u32,
+    guests: bool,
+) -> Result<crate::neighbour::NeighbourNet, PlatformError> {
+    let made = if guests {
+        let id = crate::platform::container_id(
+            isolab_engines::ID_PREFIX,
+            &format!("{}-nbnet", job.name),
+        )?;
+        crate::neighbour::NeighbourNet::create_on_bridge(servers, id.as_str())
+    } else {
+        crate::neighbour::NeighbourNet::create(servers)
+    };
+    made.map_err(|e| PlatformError::Helper {
+        phase: "neighbour network",
+        command: if guests {
+            "ip netns add … (the neighbour servers' namespace on isolab's bridge)".into()
+        } else {
+            "ip netns add … (neighbour namespaces)".into()
+        },
+        exit: ExitKind::Code(-1),
+        stderr: e.to_string(),
+    })
+}
+
 /// How long the subject's start waits for neighbour guests' first cpu samples.
 const GUEST_SAMPLE_WAIT: Duration = Duration::from_secs(5);
 
@@ -254,6 +299,9 @@ pub(crate) struct RunningNeighbours<'c> {
     ids: Vec<String>,
     /// The namespaces network neighbours stream between.
     net: Option<crate::neighbour::NeighbourNet>,
+    /// Interfaces of the host's namespace that carry only the neighbours' traffic
+    /// (neighbour VMs' taps, the bridged servers' veth): not counted as the subject's.
+    excluded: Vec<String>,
     /// The rate of the neighbours' interface read back, Mbit/s (`net` reservation).
     net_rate: Option<f64>,
     /// The first instance's limits as read back (every instance has the same).
@@ -275,7 +323,8 @@ struct NetStart {
     /// Bytes the neighbour network had carried that way.
     neighbours: u64,
     /// Bytes each interface of the host's namespace had received (the subject's
-    /// traffic).
+    /// traffic), but those of the neighbours only (an interface without a count here
+    /// is not counted after).
     host: Vec<(String, u64)>,
     at: Instant,
 }

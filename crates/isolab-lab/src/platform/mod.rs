@@ -887,6 +887,14 @@ impl Executor for Drivers {
                 Err(e) => failures.push(format!("`{}`: {e}", argv.join(" "))),
             }
         }
+        // The IFB devices that shaped killed runs' neighbour VMs.
+        for ifb in crate::neighbour::stale_ifbs(std::path::Path::new("/sys/class/net"), alive) {
+            let argv = ["ip", "link", "del", ifb.as_str()].map(String::from);
+            match crate::neighbour::NetCommands::run(&commands, &argv) {
+                Ok(_) => removed.push(format!("IFB device {ifb}")),
+                Err(e) => failures.push(format!("`{}`: {e}", argv.join(" "))),
+            }
+        }
         if failures.is_empty() {
             Ok(removed)
         } else {

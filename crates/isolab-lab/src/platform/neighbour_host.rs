@@ -55,7 +55,8 @@ pub struct NeighbourJobs {
     /// the run is compared with it.
     pub net_target: Option<NetTarget>,
     /// The `net` reservation: the rate, in Mbit/s, of the neighbours' interface
-    /// (all network neighbours together), applied with `tc` and read back.
+    /// (all network neighbours together), applied with `tc` and read back. Neighbour
+    /// VMs share it out: each VM's tap is shaped to its part.
     pub net_rate_mbps: Option<u64>,
     /// How long the neighbours run before the subject starts.
     pub settle: Duration,
@@ -64,8 +65,9 @@ pub struct NeighbourJobs {
     /// should count its vCPUs this busy (divided by their number).
     pub loads_pct: Vec<f64>,
     /// Network neighbours: the number of iperf3 servers of the neighbour network
-    /// (two namespaces of their own, see [`crate::neighbour::NeighbourNet`]) that
-    /// the instances stream to; 0 for other kinds.
+    /// (two namespaces of their own, or for neighbour VMs one on isolab's bridge, see
+    /// [`crate::neighbour::NeighbourNet`]) that the instances stream to; 0 for other
+    /// kinds.
     pub network_servers: u32,
 }
 
@@ -126,6 +128,12 @@ pub(crate) trait NeighbourGuest: Send {
     fn samples(&self) -> bool;
     /// The number of its vCPUs.
     fn vcpus(&self) -> u32;
+    /// The rate its network is shaped to each way (the `net` reservation on its tap),
+    /// as read back, in Mbit/s.
+    fn net_rate(&self) -> Option<f64>;
+    /// The interfaces of the host's namespace that carry only its traffic (its tap):
+    /// not the subject's.
+    fn host_interfaces(&self) -> Vec<String>;
     /// Kills its QEMU and releases its network.
     fn remove(self: Box<Self>) -> Result<(), PlatformError>;
 }

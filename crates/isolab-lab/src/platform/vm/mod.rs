@@ -41,7 +41,8 @@
 //! - Neighbours (beside a subject or a service stack) are VMs of their own, plain
 //!   guests from the same kernel, disk and accelerator, QEMU in each neighbour's
 //!   cgroup with the reservation's limits (see [`neighbours`]); network neighbours
-//!   stay in the host's neighbour namespaces.
+//!   stream from their guests to iperf3 servers in a namespace on isolab's bridge, and
+//!   the `net` reservation shapes each one's tap.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -550,6 +551,27 @@ impl Driver for VmDriver {
                 net.detach_tap(&id, &cfg)?
                     .into_iter()
                     .map(|r| format!("{r} (VM {id})")),
+            );
+        }
+        // The leases of the neighbour servers' namespaces on the bridge (`…-nbnet`
+        // beside a run, `…-netsrv` for the calibration) of dead experiments.
+        let servers: Vec<(String, String)> = net
+            .recorded_attachments()?
+            .into_iter()
+            .filter(|(_, id)| id.ends_with("-nbnet") || id.ends_with("-netsrv"))
+            .collect();
+        for (bridge, id) in dead_taps(&servers, prefixes) {
+            let Ok(id) = id.parse::<isolab_runtime::ContainerId>() else {
+                continue;
+            };
+            let mode = isolab_runtime::network::NetworkMode::Bridge(BridgeConfig {
+                bridge,
+                ..BridgeConfig::default()
+            });
+            removed.extend(
+                net.cleanup_leftovers(&id, &mode)?
+                    .into_iter()
+                    .map(|r| format!("{r} (neighbour servers {id})")),
             );
         }
         // A VM's last detach takes the bridge along; one left before that (or by a

@@ -4,7 +4,12 @@
 //! VMs as to the subject's: the cgroup's cpu quota and cpuset hold QEMU (every vCPU
 //! thread), its io throttles QEMU's block I/O that the kernel charges to it (on cgroup v1
 //! not the buffered writes of QEMU's default writeback cache), a cpuset without a quota pins each
-//! vCPU thread to one of its cpus, and the memory becomes the guest's RAM.
+//! vCPU thread to one of its cpus, the memory becomes the guest's RAM, and the `net`
+//! reservation shapes each network neighbour's tap both ways to its part of the rate
+//! (a token bucket on the tap's egress, and on an IFB device its ingress is redirected
+//! to: [`crate::neighbour::ShapedTap`]). A network neighbour's iperf3 client runs in its
+//! guest, to a server in a namespace on isolab's bridge (seed 001's bombs streamed to
+//! another node).
 //!
 //! A guest samples its own `/proc/stat` twice a second into the shared working
 //! directory, so that the run records how busy the neighbour VMs' vCPUs were as
@@ -12,14 +17,14 @@
 //! sampler saw (QEMU's emulation included).
 
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use isolab_cgroups::{Bytes, Cgroup, Limits};
 
-use super::super::{GuestCpu, Job, NeighbourGuest, NeighbourGuests, PlatformError};
+use super::super::{ExitKind, GuestCpu, Job, NeighbourGuest, NeighbourGuests, PlatformError};
 use super::net::VmNet;
 use super::{guest_limits, guest_plan, qemu_limits, vm_error, VmPlatform, DEFAULT_GUEST_MEMORY};
-use crate::neighbour::{NeighbourKind, NeighbourLevel};
+use crate::neighbour::{ifb_name, IpCommands, NeighbourKind, NeighbourLevel, ShapedTap};
 
 /// How often a neighbour guest samples its `/proc/stat`.
 const SAMPLE_EVERY: &str = "0.5";
@@ -85,12 +90,10 @@ impl NeighbourGuests for VmNeighbours<'_> {
             .as_ref()
             .ok_or_else(|| vm_error("a neighbour VM was asked for a job without neighbours"))?;
         let limits = set.limits.clone();
+        let kind = set.level.parse::<NeighbourLevel>().ok().map(|l| l.kind);
         // A disk neighbour needs a disk: its guest gets a scratch disk as the working
         // directory, which is copied in and out rather than shared, so it samples nothing.
-        let uses_disk = set
-            .level
-            .parse::<NeighbourLevel>()
-            .is_ok_and(|l| l.kind == NeighbourKind::Disk);
+        let uses_disk = kind == Some(NeighbourKind::Disk);
         let stat = (!uses_disk).then(|| stat_file(job, index));
         let nb = Job {
             platform: job.platform.clone(),
@@ -112,6 +115,21 @@ impl NeighbourGuests for VmNeighbours<'_> {
         };
         let mut plan = guest_plan(self.vm, None, self.host_cpus, &nb)?;
         let net = VmNet::attach(&nb)?;
+        // The `net` reservation: each network neighbour's tap shaped to its part.
+        let shaped = match set.net_rate_mbps {
+            Some(total) if kind == Some(NeighbourKind::Network) => {
+                let each = total.div_ceil(set.instances.len().max(1) as u64).max(1);
+                match shape(&net, index, each) {
+                    Ok(s) => Some(s),
+                    Err(e) => {
+                        drop(plan);
+                        let _ = net.release();
+                        return Err(e);
+                    }
+                }
+            }
+            _ => None,
+        };
         plan.config.network = net.guest();
         let vcpus = plan.config.vcpus;
         let attacher = cgroup.attacher()?;
@@ -119,6 +137,7 @@ impl NeighbourGuests for VmNeighbours<'_> {
             Ok(r) => r,
             Err(e) => {
                 drop(plan);
+                drop(shaped);
                 let _ = net.release();
                 return Err(e.into());
             }
@@ -128,10 +147,34 @@ impl NeighbourGuests for VmNeighbours<'_> {
             index,
             running: Mutex::new(running),
             net,
+            shaped,
             stat,
             vcpus,
         }))
     }
+}
+
+/// Shapes the tap of neighbour VM `index` to `mbps` Mbit/s each way, checking the
+/// rate read back.
+fn shape(net: &VmNet, index: usize, mbps: u64) -> Result<ShapedTap, PlatformError> {
+    let ifb = ifb_name(std::process::id(), index);
+    let shaped = ShapedTap::shape(Arc::new(IpCommands), net.tap(), &ifb, mbps).map_err(|e| {
+        PlatformError::Helper {
+            phase: "net reservation",
+            command: format!("tc … dev {} (neighbour VM {index})", net.tap()),
+            exit: ExitKind::Code(-1),
+            stderr: e.to_string(),
+        }
+    })?;
+    // tc stores the rate in bytes per second: a rounding, not a change.
+    let read = shaped.rate();
+    if (read - mbps as f64).abs() > 0.01 * mbps as f64 + 0.01 {
+        return Err(PlatformError::LimitMismatch {
+            cgroup: format!("tap {} of neighbour VM {index}", net.tap()),
+            detail: format!("rate asked {mbps} Mbit/s read {read:.1} Mbit/s"),
+        });
+    }
+    Ok(shaped)
 }
 
 /// A neighbour VM while it runs.
@@ -139,6 +182,8 @@ struct VmNeighbour {
     index: usize,
     running: Mutex<isolab_vm::RunningVm>,
     net: VmNet,
+    /// Its tap's shaping (`net` reservation): removed after QEMU.
+    shaped: Option<ShapedTap>,
     /// Where the guest writes its `/proc/stat` line.
     stat: Option<PathBuf>,
     vcpus: u32,
@@ -183,9 +228,13 @@ impl NeighbourGuest for VmNeighbour {
                 .join(", "),
             Err(e) => format!("vCPU affinity unavailable: {e}"),
         };
-        vec![format!(
+        let mut facts = vec![format!(
             "neighbour VM {i} (QEMU pid {pid}, booted in {boot:.1} s): {affinity}"
-        )]
+        )];
+        if let Some(s) = &self.shaped {
+            facts.push(format!("neighbour VM {i}: {}", s.describe()));
+        }
+        facts
     }
 
     fn guest_cpu(&self) -> Option<GuestCpu> {
@@ -210,9 +259,28 @@ impl NeighbourGuest for VmNeighbour {
         self.vcpus
     }
 
+    fn net_rate(&self) -> Option<f64> {
+        self.shaped.as_ref().map(ShapedTap::rate)
+    }
+
+    fn host_interfaces(&self) -> Vec<String> {
+        let mut v = vec![self.net.tap().to_owned()];
+        v.extend(
+            self.shaped
+                .as_ref()
+                .and_then(|s| s.ifb())
+                .map(str::to_owned),
+        );
+        v
+    }
+
     fn remove(self: Box<Self>) -> Result<(), PlatformError> {
         let VmNeighbour {
-            running, net, stat, ..
+            running,
+            net,
+            shaped,
+            stat,
+            ..
         } = *self;
         // Dropping it kills QEMU (if the cgroup's kill has not) and removes its run
         // directory; the tap goes with its last descriptor.
@@ -221,7 +289,16 @@ impl NeighbourGuest for VmNeighbour {
             let _ = std::fs::remove_file(&stat);
             let _ = std::fs::remove_file(stat.with_extension("stat.tmp"));
         }
-        net.release()
+        let unshaped = shaped.map_or(Ok(()), |s| {
+            s.remove().map_err(|e| PlatformError::Helper {
+                phase: "net reservation",
+                command: "ip link del (a neighbour VM's IFB device)".into(),
+                exit: ExitKind::Code(-1),
+                stderr: e.to_string(),
+            })
+        });
+        net.release()?;
+        unshaped
     }
 }
 

@@ -56,6 +56,11 @@ impl VmNet {
         self.guest.clone()
     }
 
+    /// The tap's name, in the host's namespace.
+    pub(super) fn tap(&self) -> &str {
+        &self.tap
+    }
+
     /// The guest's address.
     pub(super) fn ip(&self) -> Option<Ipv4Addr> {
         self.guest.as_ref().map(|g| g.ip)
@@ -92,8 +97,8 @@ impl Drop for VmNet {
     }
 }
 
-/// The recorded taps (bridge, VM id) of VMs whose experiment died: ids that start
-/// with one of `prefixes`.
+/// The recorded taps (bridge, VM id) of VMs, or attachments (bridge, id), whose
+/// experiment died: ids that start with one of `prefixes`.
 pub(super) fn dead_taps(taps: &[(String, String)], prefixes: &[String]) -> Vec<(String, String)> {
     taps.iter()
         .filter(|(_, id)| prefixes.iter().any(|p| id.starts_with(p.as_str())))
