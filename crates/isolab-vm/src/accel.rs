@@ -94,6 +94,7 @@ fn probe_in(
 ) -> Result<Duration, String> {
     let console: PathBuf = dir.join("console.log");
     let plan = QemuPlan {
+        disk_cache: crate::qemu::DiskCache::default(),
         accel,
         single_threaded_tcg: false,
         vcpus: 1,

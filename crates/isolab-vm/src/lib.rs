@@ -77,7 +77,7 @@ pub use docker::{DockerReport, InnerDocker};
 pub use error::VmError;
 pub use guest_os::GuestOs;
 pub use kernel::{prepare_kernel, prepare_kernel_with, KernelFiles, KernelOptions, SuiteApt};
-pub use qemu::{qemu_version, QEMU};
+pub use qemu::{qemu_version, DiskCache, QEMU};
 pub use run::{
     environment, get_affinity, run, run_with, start, start_container_host, start_with,
     ContainerHost, GuestCommand, GuestNetwork, GuestRun, InnerContainer, InnerEngine, RunningVm,

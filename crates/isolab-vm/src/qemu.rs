@@ -56,6 +56,8 @@ pub const MACHINE: &str = "q35";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct QemuPlan<'a> {
     pub accel: Accel,
+    /// How QEMU caches the root and scratch disks on the host.
+    pub disk_cache: DiskCache,
     /// TCG with one host thread for every vCPU (`thread=single`) instead of one each.
     pub single_threaded_tcg: bool,
     pub vcpus: u32,
@@ -102,6 +104,57 @@ pub(crate) fn kernel_cmdline(probe: bool) -> String {
     s
 }
 
+/// How QEMU caches a guest's disks on the host (its `-drive cache=`).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum DiskCache {
+    /// QEMU's default: the host's page cache holds the guest's writes, flushed when the
+    /// guest flushes. The guest's disk is partly the host's memory, and on cgroup v1 a
+    /// blkio throttle does not see the buffered writes (the flusher does them).
+    #[default]
+    Writeback,
+    /// `cache=none,aio=native`: QEMU opens the images with `O_DIRECT`, as production
+    /// hosts (OpenStack, most libvirt guides) run guests whose disks should behave as
+    /// disks. Every guest write reaches the device from QEMU's threads, so the QEMU
+    /// cgroup's blkio/io throttle holds it, on cgroup v1 too.
+    None,
+}
+
+impl DiskCache {
+    /// The name in a spec and a run's notes: `writeback`, `none`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DiskCache::Writeback => "writeback",
+            DiskCache::None => "none",
+        }
+    }
+
+    /// The `-drive` options that select it, each after a comma (none for QEMU's
+    /// default).
+    fn drive_options(self) -> &'static str {
+        match self {
+            DiskCache::Writeback => "",
+            DiskCache::None => ",cache=none,aio=native",
+        }
+    }
+}
+
+impl std::str::FromStr for DiskCache {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<DiskCache, String> {
+        match s {
+            "writeback" => Ok(DiskCache::Writeback),
+            "none" => Ok(DiskCache::None),
+            _ => Err(format!(
+                "unknown disk_cache `{s}`: expected `writeback` (QEMU's default: the host's page cache holds the guest's writes) or `none` (O_DIRECT, as production hosts run guests)"
+            )),
+        }
+    }
+}
+
 /// The QEMU arguments (without the program).
 pub(crate) fn qemu_args(plan: &QemuPlan<'_>) -> Vec<String> {
     let mut a: Vec<String> = Vec::new();
@@ -145,15 +198,17 @@ pub(crate) fn qemu_args(plan: &QemuPlan<'_>) -> Vec<String> {
     ]);
     if let Some(root) = plan.root {
         let drive = format!(
-            "file={},format=qcow2,if=none,id=root,discard=unmap",
-            opt_path(root)
+            "file={},format=qcow2,if=none,id=root,discard=unmap{}",
+            opt_path(root),
+            plan.disk_cache.drive_options()
         );
         push(&["-drive", &drive, "-device", "virtio-blk-pci,drive=root"]);
     }
     if let Some(scratch) = plan.scratch {
         let drive = format!(
-            "file={},format=raw,if=none,id=scratch,discard=unmap",
-            opt_path(scratch)
+            "file={},format=raw,if=none,id=scratch,discard=unmap{}",
+            opt_path(scratch),
+            plan.disk_cache.drive_options()
         );
         push(&["-drive", &drive, "-device", "virtio-blk-pci,drive=scratch"]);
     }
@@ -321,6 +376,7 @@ mod tests {
 
     fn plan<'a>(accel: Accel, console: &'a Path) -> QemuPlan<'a> {
         QemuPlan {
+            disk_cache: DiskCache::default(),
             accel,
             single_threaded_tcg: false,
             vcpus: 2,
@@ -358,6 +414,20 @@ mod tests {
         );
         // the kernel command line is one argument
         assert!(args.contains(&"console=ttyS0 quiet panic=-1".to_string()));
+        // Without the host's page cache: O_DIRECT, native AIO.
+        let direct = QemuPlan {
+            disk_cache: DiskCache::None,
+            ..plan(Accel::Tcg, Path::new("/r/console.log"))
+        };
+        assert!(qemu_args(&direct).contains(
+            &"file=/r/root.qcow2,format=qcow2,if=none,id=root,discard=unmap,cache=none,aio=native"
+                .to_string()
+        ));
+        assert_eq!("none".parse::<DiskCache>(), Ok(DiskCache::None));
+        assert!("unsafe"
+            .parse::<DiskCache>()
+            .unwrap_err()
+            .contains("expected `writeback`"));
         let single = QemuPlan {
             single_threaded_tcg: true,
             ..plan(Accel::Tcg, Path::new("/r/console.log"))

@@ -86,6 +86,10 @@ pub struct PlatformDef {
     /// with the host's release of Debian's kernel.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub guest: Option<GuestLevel>,
+    /// How QEMU caches a VM level's disks (`disk_cache = "none"`); `None`: QEMU's
+    /// default, writeback.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disk_cache: Option<isolab_vm::DiskCache>,
 }
 
 /// How QEMU runs a guest.
@@ -129,6 +133,7 @@ impl PlatformDef {
             stack_guests: StackGuests::default_for(kind),
             guest_shape: None,
             guest: None,
+            disk_cache: None,
         }
     }
 

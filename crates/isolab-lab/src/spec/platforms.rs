@@ -56,7 +56,35 @@ impl Validator<'_> {
         if let Some(g) = &raw.guest_shape {
             def.guest_shape = Some(self.guest_shape(&name, &def, g, shapes)?);
         }
+        if let Some(c) = &raw.disk_cache {
+            def.disk_cache = Some(self.disk_cache(&name, kind, c)?);
+        }
         Some(def)
+    }
+
+    /// `disk_cache` of platform `name`, a VM engine's. `None` when it is wrong (and
+    /// reported).
+    fn disk_cache(
+        &mut self,
+        name: &str,
+        kind: PlatformKind,
+        c: &Spanned<String>,
+    ) -> Option<isolab_vm::DiskCache> {
+        let cache = match c.get_ref().parse::<isolab_vm::DiskCache>() {
+            Ok(cache) => cache,
+            Err(e) => {
+                self.err(c.span(), format!("platform.{name}: {e}"));
+                return None;
+            }
+        };
+        if !kind.is_vm() {
+            self.err(
+                c.span(),
+                format!("platform.{name}: `disk_cache` applies to the vm engines only, not `{kind}` (a container's disk is the host's)"),
+            );
+            return None;
+        }
+        Some(cache)
     }
 
     /// `stack_guests` of platform `name`: `shared` for a container engine in a VM,
@@ -320,6 +348,7 @@ mod tests {
         assert_eq!((shape.shape.as_str(), shape.vcpus), ("host", 2));
         assert_eq!(shape.memory, Some(isolab_cgroups::Bytes::gib(3)));
         assert_eq!(p[4].stack_guests, None);
+        assert_eq!(p[2].disk_cache, None);
         let errs = errors("[experiment]\nname = \"x\"\n[platform.a]\nengine = \"vm\"\naccel = \"tcg\"\nstack_guests = \"shared\"\n[platform.b]\nengine = \"docker\"\nstack_guests = \"per-component\"\n[platform.c]\nengine = \"vm+docker\"\naccel = \"tcg\"\nstack_guests = \"one\"\n[platform.d]\nengine = \"vm+docker\"\naccel = \"tcg\"\nstack_guests = \"per-component\"\nguest_shape = \"large\"\n[platform.e]\nengine = \"vm+docker\"\naccel = \"tcg\"\nguest_shape = \"huge\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\n");
         assert_eq!(errs.len(), 5, "{errs:#?}");
         assert!(
@@ -343,6 +372,25 @@ mod tests {
         );
         assert!(
             errs[4].contains("platform.e: unknown guest_shape `huge`: expected one of"),
+            "{errs:?}"
+        );
+    }
+
+    #[test]
+    fn a_vm_level_may_take_its_disks_without_the_hosts_page_cache() {
+        let spec = parse("[experiment]\nname = \"x\"\n[platform.direct]\nengine = \"vm\"\naccel = \"tcg\"\ndisk_cache = \"none\"\n[matrix]\nplatform = [\"direct\", \"vm(tcg)\"]\nworkload = [\"sysbench-cpu\"]\n").unwrap();
+        let caches: Vec<_> = spec.cells.iter().map(|c| c.platform.disk_cache).collect();
+        assert_eq!(caches, [Some(isolab_vm::DiskCache::None), None]);
+        let errs = errors("[experiment]\nname = \"x\"\n[platform.a]\nengine = \"vm\"\naccel = \"tcg\"\ndisk_cache = \"unsafe\"\n[platform.b]\nengine = \"docker\"\ndisk_cache = \"none\"\n[matrix]\nworkload = [\"sysbench-cpu\"]\n");
+        assert_eq!(errs.len(), 2, "{errs:#?}");
+        assert!(
+            errs[0].starts_with("exp.toml:6:14: platform.a: unknown disk_cache `unsafe`"),
+            "{errs:?}"
+        );
+        assert!(
+            errs[1].starts_with(
+                "exp.toml:9:14: platform.b: `disk_cache` applies to the vm engines only"
+            ),
             "{errs:?}"
         );
     }

@@ -60,6 +60,8 @@ pub(crate) struct RawPlatform {
     pub stack_guests: Option<Spanned<String>>,
     #[serde(default)]
     pub guest_shape: Option<Spanned<String>>,
+    #[serde(default)]
+    pub disk_cache: Option<Spanned<String>>,
 }
 
 /// `[experiment]`.

@@ -220,6 +220,7 @@ pub(super) fn launch(
     let qmp_path = dir.join("qmp.sock");
     let pidfile = dir.join("qemu.pid");
     let plan = QemuPlan {
+        disk_cache: config.disk_cache,
         accel: config.accel,
         single_threaded_tcg: config.single_threaded_tcg,
         vcpus: config.vcpus,

@@ -75,11 +75,13 @@ pub struct VmConfig {
     /// The tests' guests use it; a platform's guests do not (their vCPUs are pinned one by
     /// one). Not with `pin`.
     pub single_threaded_tcg: bool,
+    /// How QEMU caches the root and scratch disks on the host.
+    pub disk_cache: crate::qemu::DiskCache,
 }
 
 impl VmConfig {
     /// A configuration with 1 vCPU, 512 MiB, no pinning, a 120 s boot timeout, no scratch disk,
-    /// no network.
+    /// no network, QEMU's writeback disk cache.
     pub fn new(
         kernel: KernelFiles,
         disk: BaseDisk,
@@ -102,6 +104,7 @@ impl VmConfig {
             network: None,
             shares: Vec::new(),
             single_threaded_tcg: false,
+            disk_cache: crate::qemu::DiskCache::default(),
         }
     }
 }

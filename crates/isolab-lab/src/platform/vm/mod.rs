@@ -643,6 +643,7 @@ fn guest_plan(
     config.pin = pin;
     config.boot_timeout = Duration::from_secs(180);
     config.scratch_disk = job.uses_disk.then_some(SCRATCH_DISK);
+    config.disk_cache = job.platform.disk_cache.unwrap_or_default();
     let report_path = job.workdir.join(".isolab-runtime.json");
     let docker_report = job.workdir.join(DOCKER_REPORT);
     // The inner container is on the guest's network (the guest's own is on isolab's
@@ -749,6 +750,14 @@ fn execute(
                 .collect();
             notes.push(format!("pinned {}", pins.join(", ")));
         }
+        notes.push(format!(
+            "the guest's disks: QEMU cache={}{}",
+            config.disk_cache.as_str(),
+            match config.disk_cache {
+                isolab_vm::DiskCache::Writeback => " (the host's page cache holds its writes; on cgroup v1 a blkio throttle misses them)",
+                isolab_vm::DiskCache::None => ",aio=native (O_DIRECT: its writes reach the device from QEMU, within its cgroup's throttle)",
+            }
+        ));
         notes.push(format!(
             "the guest has {} MiB of RAM{}; QEMU's cgroup has no memory or pids limit",
             memory.0 >> 20,
