@@ -180,9 +180,21 @@ impl Center {
     fn of(self, values: &[f64], low: &[u32], high: &[u32]) -> f64 {
         match self {
             Center::Mean => {
-                // Two sums, each in draw order, as resampled_mean adds them.
-                let sum = |list: &[u32]| list.iter().fold(0.0, |s, &i| s + values[i as usize]);
-                (sum(low) + sum(high)) / values.len() as f64
+                // Two sums, each in draw order, as resampled_mean adds them; side by
+                // side, so that the additions of one do not wait for the other's.
+                let both = low.len().min(high.len());
+                let (mut l, mut h) = (0.0, 0.0);
+                for (&i, &j) in low[..both].iter().zip(&high[..both]) {
+                    l += values[i as usize];
+                    h += values[j as usize];
+                }
+                for &i in &low[both..] {
+                    l += values[i as usize];
+                }
+                for &j in &high[both..] {
+                    h += values[j as usize];
+                }
+                (l + h) / values.len() as f64
             }
             Center::Median => {
                 let mut drawn: Vec<f64> = low
