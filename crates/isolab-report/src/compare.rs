@@ -15,9 +15,9 @@
 use std::collections::BTreeMap;
 
 use isolab_stats::{
-    benjamini_hochberg, bootstrap_ratio_ci, degradation_pct, median_ci, overhead_ratio,
-    pairs_by_round, regression_histogram, regression_pct, runs_to_decide, test_point, Center,
-    Direction, Histogram, Interval, Method, PointData, Sample, Verdict, VerdictRule,
+    benjamini_hochberg, degradation_pct, median_ci, overhead_ratio, pairs_by_round,
+    regression_histogram, regression_pct, runs_to_decide, test_point, Center, Direction, Histogram,
+    Interval, Method, PointData, Resamples, Sample, Verdict, VerdictRule,
 };
 use isolab_store::RunRecord;
 
@@ -492,11 +492,18 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Result<Compariso
         }
     }
     // Points are independent: spread them over the cpus (the bootstrap and the
-    // pairwise differences of large cells dominate a big report).
-    let mut points: Vec<Point> =
-        crate::parallel::map_in_order(&jobs, |(levels, metric, unit, direction, va, vb)| {
-            point(levels, metric, unit, *direction, va, vb, pairable, options)
-        });
+    // pairwise differences of large cells dominate a big report), each thread keeping
+    // the bootstrap's draws for the sizes it met.
+    let mut points: Vec<Point> = crate::parallel::map_in_order_with(
+        &jobs,
+        Draws::default,
+        |draws, (levels, metric, unit, direction, va, vb)| {
+            let values = PointValues { a: va, b: vb };
+            point(
+                levels, metric, unit, *direction, values, pairable, options, draws,
+            )
+        },
+    );
     if points.is_empty() {
         return Err(CompareError::NoMatches {
             a: a.label.clone(),
@@ -620,10 +627,10 @@ pub(crate) fn point(
     metric: &str,
     unit: &str,
     direction: Direction,
-    va: &[(u32, f64)],
-    vb: &[(u32, f64)],
+    PointValues { a: va, b: vb }: PointValues<'_>,
     pairable: bool,
     o: &CompareOptions,
+    draws: &mut Draws,
 ) -> Point {
     let pairs = if pairable {
         pairs_by_round(va, vb)
@@ -666,15 +673,10 @@ pub(crate) fn point(
         runs_to_decide: None,
     };
     if let (Some(sa), Some(sb)) = (&sa, &sb) {
-        p.ratio_ci = bootstrap_ratio_ci(
-            sa,
-            sb,
-            Center::Mean,
-            direction,
-            o.level,
-            o.resamples,
-            o.seed,
-        );
+        p.ratio_ci =
+            draws
+                .of(sa.len(), sb.len(), o)
+                .ratio_ci(sa, sb, Center::Mean, direction, o.level);
     }
     let data = PointData {
         a: va,
@@ -693,6 +695,54 @@ pub(crate) fn point(
         p.unpaired_change_ci = t.unpaired_change_ci;
     }
     p
+}
+
+/// The observations of one point, each with its round: side A's and side B's.
+#[derive(Clone, Copy)]
+pub(crate) struct PointValues<'a> {
+    /// Side A's.
+    pub(crate) a: &'a [(u32, f64)],
+    /// Side B's.
+    pub(crate) b: &'a [(u32, f64)],
+}
+
+/// The bootstrap's draws ([`Resamples`]) for the sample sizes one thread's points met,
+/// the latest first: the points of cells that ran as many repetitions draw the same
+/// indices (one seed), so that each pair of sizes is drawn once a thread. At most
+/// [`Draws::KEPT`] indices are kept (4 bytes each), the oldest dropped first.
+#[derive(Default)]
+pub(crate) struct Draws(Vec<Resamples>);
+
+impl Draws {
+    /// Indices kept at most: 32 MiB, 80 pairs of 25-run cells with 2 000 replicates.
+    const KEPT: usize = 8 << 20;
+
+    /// The draws of `o`'s bootstrap for samples of `a_len` and `b_len` values.
+    fn of(&mut self, a_len: usize, b_len: usize, o: &CompareOptions) -> &Resamples {
+        let fits = |r: &Resamples| {
+            r.sizes() == (a_len, b_len) && r.replicates() == o.resamples && r.seed() == o.seed
+        };
+        match self.0.iter().position(fits) {
+            Some(i) => {
+                let found = self.0.remove(i);
+                self.0.insert(0, found);
+            }
+            None => {
+                self.0
+                    .insert(0, Resamples::new(a_len, b_len, o.resamples, o.seed));
+                // The new draws always, then the latest that fit.
+                let mut kept = 0;
+                let keep = self.0.iter().take_while(|r| {
+                    let (a, b) = r.sizes();
+                    kept += r.replicates() * (a + b);
+                    kept <= Self::KEPT
+                });
+                let keep = keep.count().max(1);
+                self.0.truncate(keep);
+            }
+        }
+        &self.0[0]
+    }
 }
 
 /// Which side of a cell pair did worse, from its decided points' verdicts (worse or

@@ -150,6 +150,7 @@ fn fallback_verdicts(
             None => groups.push((g, vec![i])),
         }
     }
+    let mut draws = crate::compare::Draws::default();
     for (_, members) in groups {
         let points: Vec<crate::compare::Point> = members
             .iter()
@@ -162,10 +163,13 @@ fn fallback_verdicts(
                     &with.metric,
                     &with.unit,
                     with.direction,
-                    &indexed(&base.values),
-                    &indexed(&with.values),
+                    crate::compare::PointValues {
+                        a: &indexed(&base.values),
+                        b: &indexed(&with.values),
+                    },
                     false,
                     &options,
+                    &mut draws,
                 )
             })
             .collect();

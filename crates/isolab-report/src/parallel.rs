@@ -8,23 +8,36 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// large section beside small ones, a cell pair with many counters) keep every cpu
 /// busy until the last; a panic in `f` is raised again here.
 pub(crate) fn map_in_order<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    map_in_order_with(items, || (), |(), item| f(item))
+}
+
+/// [`map_in_order`] with a state of each thread's own, made by `state` when the thread
+/// starts and lent to `f` for every item the thread takes (what one item worked out that
+/// the next can reuse, as the bootstrap's draws of points of one size).
+pub(crate) fn map_in_order_with<T: Sync, S, R: Send>(
+    items: &[T],
+    state: impl Fn() -> S + Sync,
+    f: impl Fn(&mut S, &T) -> R + Sync,
+) -> Vec<R> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(items.len());
     if threads <= 1 {
-        return items.iter().map(&f).collect();
+        let mut state = state();
+        return items.iter().map(|item| f(&mut state, item)).collect();
     }
     let next = AtomicUsize::new(0);
-    let (f, next) = (&f, &next);
+    let (f, state, next) = (&f, &state, &next);
     let mut done: Vec<(usize, R)> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|_| {
                 scope.spawn(move || {
                     let mut mine = Vec::new();
+                    let mut state = state();
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
                         let Some(item) = items.get(i) else { break };
-                        mine.push((i, f(item)));
+                        mine.push((i, f(&mut state, item)));
                     }
                     mine
                 })
@@ -58,6 +71,26 @@ mod tests {
         assert!(out.iter().enumerate().all(|(k, (i, _))| *i == k as u64));
         assert!(map_in_order(&[] as &[u8], |x| *x).is_empty());
         assert_eq!(map_in_order(&[3], |x| x * 2), [6]);
+    }
+
+    #[test]
+    fn each_thread_keeps_its_own_state() {
+        let items: Vec<u64> = (0..1000).collect();
+        // Each thread counts the items it took: every count is at least 1, and the
+        // counts of the threads add up to the items.
+        let out = map_in_order_with(
+            &items,
+            || 0u64,
+            |taken, &i| {
+                *taken += 1;
+                (i, *taken)
+            },
+        );
+        assert!(out.iter().enumerate().all(|(k, (i, _))| *i == k as u64));
+        let firsts = out.iter().filter(|(_, taken)| *taken == 1).count();
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert!((1..=cpus).contains(&firsts), "{firsts} threads");
+        assert_eq!(out[0].1, 1);
     }
 
     #[test]

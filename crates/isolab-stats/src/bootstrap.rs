@@ -30,7 +30,10 @@ pub enum Center {
 ///
 /// Reproducible: the generator is `Xoshiro256PlusPlus::seed_from_u64(seed)`, and each replicate
 /// draws its `a` indices then its `b` indices, two 32-bit draws from each 64-bit output
-/// (see [`draw`]); the same inputs and seed give the same interval on every platform.
+/// (see [`draw_split`]); the same inputs and seed give the same interval on every
+/// platform. The draws depend on the sizes of `a` and `b` and the seed alone, not on
+/// the values: [`Resamples`] makes them once for many pairs of samples of those sizes,
+/// with the same intervals, bit for bit.
 ///
 /// `None` when `resamples` is 0, `level` is not in (0, 1), or any replicate has a zero
 /// divisor centre (the ratio is then undefined and so is its distribution).
@@ -43,38 +46,213 @@ pub fn bootstrap_ratio_ci(
     resamples: usize,
     seed: u64,
 ) -> Option<Interval> {
-    let statistic: fn(&[f64], &mut Xoshiro256PlusPlus) -> f64 = match center {
-        Center::Mean => resampled_mean,
-        Center::Median => resampled_median,
-    };
     if resamples == 0 || !(level > 0.0 && level < 1.0) {
         return None;
     }
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let (mut draws_a, mut draws_b) = (Split::default(), Split::default());
     let mut ratios = Vec::with_capacity(resamples);
     for _ in 0..resamples {
-        let ma = statistic(a.values(), &mut rng);
-        let mb = statistic(b.values(), &mut rng);
+        draws_a.clear();
+        draws_b.clear();
+        draw_split(a.len(), &mut rng, &mut draws_a);
+        draw_split(b.len(), &mut rng, &mut draws_b);
+        let ma = center.of(a.values(), &draws_a.low, &draws_a.high);
+        let mb = center.of(b.values(), &draws_b.low, &draws_b.high);
         ratios.push(overhead_ratio(ma, mb, direction)?);
     }
+    Some(interval(&mut ratios, level))
+}
+
+/// [P(α/2), P(1 − α/2)] of `ratios` (any order), α = 1 − `level`.
+fn interval(ratios: &mut [f64], level: f64) -> Interval {
     let half_alpha = (1.0 - level) / 2.0;
-    Some(Interval {
-        low: percentile_selected(&mut ratios, 100.0 * half_alpha),
-        high: percentile_selected(&mut ratios, 100.0 * (1.0 - half_alpha)),
+    Interval {
+        low: percentile_selected(ratios, 100.0 * half_alpha),
+        high: percentile_selected(ratios, 100.0 * (1.0 - half_alpha)),
         level,
-    })
+    }
 }
 
-/// Median of one resample with replacement of `values` (non-empty).
-fn resampled_median(values: &[f64], rng: &mut Xoshiro256PlusPlus) -> f64 {
-    let mut drawn = Vec::with_capacity(values.len());
-    draw(values, rng, |v| drawn.push(v));
-    drawn.sort_by(f64::total_cmp);
-    percentile_sorted(&drawn, 50.0)
+/// The draws of [`bootstrap_ratio_ci`] for samples of `a_len` and `b_len` values and
+/// one seed, made once: [`Resamples::ratio_ci`] of any two samples of those sizes is
+/// `bootstrap_ratio_ci` of them with that seed, bit for bit, without drawing again.
+///
+/// A report compares thousands of cell pairs that ran as many repetitions each, with
+/// one seed: drawing the indices was most of the bootstrap's cost, and they are the
+/// same for every pair. The draws take 4 bytes an index:
+/// `resamples × (a_len + b_len) × 4` bytes (400 KB for 2 000 replicates of 25 against 25).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resamples {
+    sizes: (usize, usize),
+    seed: u64,
+    /// Every replicate's indices: `a`'s low sum, `a`'s high sum, `b`'s low sum, `b`'s
+    /// high sum, one replicate after the other.
+    indices: Vec<u32>,
+    /// Where each of those lists ends in `indices`: four per replicate.
+    ends: Vec<usize>,
 }
 
-/// Mean of one resample with replacement of `values` (non-empty): the values [`draw`]
-/// takes, in two sums, one for the low halves' draws and one for the high halves', so
+impl Resamples {
+    /// The draws of `resamples` replicates of samples of `a_len` and `b_len` values
+    /// (each at least 1) from `seed`.
+    ///
+    /// # Panics
+    ///
+    /// When `a_len` or `b_len` is 0 (no [`Sample`] is empty).
+    pub fn new(a_len: usize, b_len: usize, resamples: usize, seed: u64) -> Resamples {
+        assert!(a_len > 0 && b_len > 0, "a resample of no values");
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+        let mut indices = Vec::with_capacity(resamples * (a_len + b_len));
+        let mut ends = Vec::with_capacity(4 * resamples);
+        let mut split = Split::default();
+        for _ in 0..resamples {
+            for n in [a_len, b_len] {
+                split.clear();
+                draw_split(n, &mut rng, &mut split);
+                indices.extend_from_slice(&split.low);
+                ends.push(indices.len());
+                indices.extend_from_slice(&split.high);
+                ends.push(indices.len());
+            }
+        }
+        Resamples {
+            sizes: (a_len, b_len),
+            seed,
+            indices,
+            ends,
+        }
+    }
+
+    /// The sizes of the samples these draws are for: `(a_len, b_len)`.
+    pub fn sizes(&self) -> (usize, usize) {
+        self.sizes
+    }
+
+    /// How many replicates these are.
+    pub fn replicates(&self) -> usize {
+        self.ends.len() / 4
+    }
+
+    /// The seed they were drawn from.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// [`bootstrap_ratio_ci`] of `a` and `b` with these draws' replicates and seed.
+    ///
+    /// # Panics
+    ///
+    /// When the samples' sizes are not [`Resamples::sizes`].
+    pub fn ratio_ci(
+        &self,
+        a: &Sample,
+        b: &Sample,
+        center: Center,
+        direction: Direction,
+        level: f64,
+    ) -> Option<Interval> {
+        assert_eq!(
+            (a.len(), b.len()),
+            self.sizes,
+            "resamples drawn for other sample sizes"
+        );
+        if self.ends.is_empty() || !(level > 0.0 && level < 1.0) {
+            return None;
+        }
+        let (a, b) = (a.values(), b.values());
+        let mut ratios = Vec::with_capacity(self.ends.len() / 4);
+        let mut start = 0;
+        for ends in self.ends.chunks_exact(4) {
+            let list = |from: usize, to: usize| &self.indices[from..to];
+            let ma = center.of(a, list(start, ends[0]), list(ends[0], ends[1]));
+            let mb = center.of(b, list(ends[1], ends[2]), list(ends[2], ends[3]));
+            ratios.push(overhead_ratio(ma, mb, direction)?);
+            start = ends[3];
+        }
+        Some(interval(&mut ratios, level))
+    }
+}
+
+impl Center {
+    /// The centre of the resample of `values` whose draws are `low` and `high` (see
+    /// [`draw_split`]): the mean as [`resampled_mean`] sums it, or the median.
+    fn of(self, values: &[f64], low: &[u32], high: &[u32]) -> f64 {
+        match self {
+            Center::Mean => {
+                // Two sums, each in draw order, as resampled_mean adds them; side by
+                // side, so that the additions of one do not wait for the other's.
+                let both = low.len().min(high.len());
+                let (mut l, mut h) = (0.0, 0.0);
+                for (&i, &j) in low[..both].iter().zip(&high[..both]) {
+                    l += values[i as usize];
+                    h += values[j as usize];
+                }
+                for &i in &low[both..] {
+                    l += values[i as usize];
+                }
+                for &j in &high[both..] {
+                    h += values[j as usize];
+                }
+                (l + h) / values.len() as f64
+            }
+            Center::Median => {
+                let mut drawn: Vec<f64> = low
+                    .iter()
+                    .chain(high)
+                    .map(|&i| values[i as usize])
+                    .collect();
+                drawn.sort_by(f64::total_cmp);
+                percentile_sorted(&drawn, 50.0)
+            }
+        }
+    }
+}
+
+/// One resample's indices, split as [`resampled_mean`] sums them.
+#[derive(Default)]
+struct Split {
+    /// The low halves' draws and the draws taken alone, in draw order.
+    low: Vec<u32>,
+    /// The high halves' draws of outputs that gave two, in draw order.
+    high: Vec<u32>,
+}
+
+impl Split {
+    fn clear(&mut self) {
+        self.low.clear();
+        self.high.clear();
+    }
+}
+
+/// Draws `n` indices below `n` uniformly with replacement into `split`: each 64-bit
+/// output of the generator gives two 32-bit draws, its low half first, each made an
+/// index by [`Indices`]; a half left over at the end is dropped. An output that gives
+/// two indices puts its low half's in `split.low` and its high half's in `split.high`;
+/// one that gives a single index (the other half rejected, or the last index) puts it
+/// in `split.low`. This is the order in which [`resampled_mean`] takes and sums them.
+fn draw_split(n: usize, rng: &mut Xoshiro256PlusPlus, split: &mut Split) {
+    let indices = Indices::new(n);
+    let mut left = n;
+    while left > 0 {
+        let word = rng.next_u64();
+        match (indices.of(word as u32), indices.of((word >> 32) as u32)) {
+            (Some(i), Some(j)) if left >= 2 => {
+                split.low.push(i as u32);
+                split.high.push(j as u32);
+                left -= 2;
+            }
+            (Some(i), _) | (None, Some(i)) => {
+                split.low.push(i as u32);
+                left -= 1;
+            }
+            (None, None) => {}
+        }
+    }
+}
+
+/// Mean of one resample with replacement of `values` (non-empty): the values
+/// [`draw_split`] takes, in two sums, one for the low halves' draws and one for the high halves', so
 /// that the additions of one do not wait for the other's (a single chain of dependent
 /// additions is what limits the bootstrap of a report over many cells).
 pub(crate) fn resampled_mean(values: &[f64], rng: &mut Xoshiro256PlusPlus) -> f64 {
@@ -135,36 +313,27 @@ impl Indices {
     }
 }
 
-/// Draws `values.len()` values of `values` uniformly with replacement, in order, into
-/// `take`. Each 64-bit output of the generator gives two 32-bit draws, its low half
-/// first, each made an index by [`Indices`]; a half left over at the end is dropped.
-/// The draws are the bootstrap's cost in a report over many cells: this takes one
-/// generator output for two of them.
-fn draw(values: &[f64], rng: &mut Xoshiro256PlusPlus, mut take: impl FnMut(f64)) {
-    let indices = Indices::new(values.len());
-    let mut left = values.len();
-    while left > 0 {
-        let word = rng.next_u64();
-        for half in [word as u32, (word >> 32) as u32] {
-            if let Some(i) = indices.of(half).filter(|_| left > 0) {
-                take(values[i]);
-                left -= 1;
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The draws as a list in draw order, split or not (the order a median takes).
+    fn drawn(n: usize, rng: &mut Xoshiro256PlusPlus) -> Split {
+        let mut split = Split::default();
+        draw_split(n, rng, &mut split);
+        split
+    }
+
     #[test]
     fn draws_are_uniform_indices_two_to_a_generator_output() {
-        let values: Vec<f64> = (0..7).map(f64::from).collect();
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(11);
         let mut counts = [0u32; 7];
         for _ in 0..10_000 {
-            draw(&values, &mut rng, |v| counts[v as usize] += 1);
+            let split = drawn(7, &mut rng);
+            assert_eq!(split.low.len() + split.high.len(), 7);
+            for i in split.low.iter().chain(&split.high) {
+                counts[*i as usize] += 1;
+            }
         }
         // 70 000 draws: each index 10 000 ± 4 standard deviations (≈ 93).
         for (i, c) in counts.iter().enumerate() {
@@ -174,26 +343,121 @@ mod tests {
         // replicate starts on a fresh output.
         let mut a = Xoshiro256PlusPlus::seed_from_u64(3);
         let mut b = Xoshiro256PlusPlus::seed_from_u64(3);
-        draw(&values, &mut a, |_| {});
+        drawn(7, &mut a);
         for _ in 0..4 {
             b.next_u64();
         }
         assert_eq!(a.next_u64(), b.next_u64());
-        // The mean takes the same draws (summed in another order).
-        let values: Vec<f64> = (0..25).map(|i| f64::from(i * i)).collect();
+        // The mean takes the same draws and sums them in the same order.
+        let values: Vec<f64> = (0..25).map(|i| f64::from(i * i) / 7.0).collect();
         for seed in 0..50 {
             let mut a = Xoshiro256PlusPlus::seed_from_u64(seed);
             let mut b = Xoshiro256PlusPlus::seed_from_u64(seed);
-            let mut drawn = Vec::new();
-            draw(&values, &mut a, |v| drawn.push(v));
-            let mean = drawn.iter().sum::<f64>() / 25.0;
-            assert!((resampled_mean(&values, &mut b) - mean).abs() < 1e-9);
+            let split = drawn(25, &mut a);
+            let mean = Center::Mean.of(&values, &split.low, &split.high);
+            assert_eq!(resampled_mean(&values, &mut b).to_bits(), mean.to_bits());
             assert_eq!(a.next_u64(), b.next_u64(), "seed {seed}");
         }
         // One value: every draw is it.
-        let mut one = Vec::new();
-        draw(&[5.0], &mut rng, |v| one.push(v));
-        assert_eq!(one, [5.0]);
+        let split = drawn(1, &mut rng);
+        assert_eq!((split.low, split.high), (vec![0], vec![]));
+    }
+
+    /// The bootstrap as it was written before [`Resamples`]: each replicate's values
+    /// taken straight from the generator, the mean by [`resampled_mean`], the median
+    /// of the values in draw order.
+    fn drawn_straight(
+        a: &Sample,
+        b: &Sample,
+        center: Center,
+        direction: Direction,
+        level: f64,
+        resamples: usize,
+        seed: u64,
+    ) -> Option<Interval> {
+        fn median(values: &[f64], rng: &mut Xoshiro256PlusPlus) -> f64 {
+            let indices = Indices::new(values.len());
+            let mut drawn = Vec::new();
+            while drawn.len() < values.len() {
+                let word = rng.next_u64();
+                for half in [word as u32, (word >> 32) as u32] {
+                    if let Some(i) = indices.of(half).filter(|_| drawn.len() < values.len()) {
+                        drawn.push(values[i]);
+                    }
+                }
+            }
+            drawn.sort_by(f64::total_cmp);
+            percentile_sorted(&drawn, 50.0)
+        }
+        let statistic: fn(&[f64], &mut Xoshiro256PlusPlus) -> f64 = match center {
+            Center::Mean => resampled_mean,
+            Center::Median => median,
+        };
+        if resamples == 0 || !(level > 0.0 && level < 1.0) {
+            return None;
+        }
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+        let mut ratios = Vec::new();
+        for _ in 0..resamples {
+            let ma = statistic(a.values(), &mut rng);
+            let mb = statistic(b.values(), &mut rng);
+            ratios.push(overhead_ratio(ma, mb, direction)?);
+        }
+        Some(interval(&mut ratios, level))
+    }
+
+    #[test]
+    fn resamples_drawn_once_give_the_intervals_of_drawing_each_time_bit_for_bit() {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
+        let mut sample = |n: usize| {
+            let v: Vec<f64> = (0..n)
+                .map(|_| 10.0 + (rng.next_u64() % 1000) as f64 / 997.0)
+                .collect();
+            s(&v)
+        };
+        for (n_a, n_b) in [(2, 2), (3, 7), (25, 25), (24, 31), (101, 9)] {
+            for seed in [0, 1, 0x1501_ab00] {
+                let plan = Resamples::new(n_a, n_b, 500, seed);
+                assert_eq!(plan.sizes(), (n_a, n_b));
+                assert_eq!((plan.replicates(), plan.seed()), (500, seed));
+                for _ in 0..3 {
+                    let (a, b) = (sample(n_a), sample(n_b));
+                    for center in [Center::Mean, Center::Median] {
+                        for direction in [Direction::Lower, Direction::Higher] {
+                            let want = drawn_straight(&a, &b, center, direction, 0.95, 500, seed)
+                                .expect("non-zero centres");
+                            let bits = |i: Interval| (i.low.to_bits(), i.high.to_bits());
+                            let got =
+                                bootstrap_ratio_ci(&a, &b, center, direction, 0.95, 500, seed);
+                            assert_eq!(got.map(bits), Some(bits(want)), "{n_a} {n_b} {seed}");
+                            let got = plan.ratio_ci(&a, &b, center, direction, 0.95);
+                            assert_eq!(got.map(bits), Some(bits(want)), "{n_a} {n_b} {seed}");
+                        }
+                    }
+                }
+            }
+        }
+        // A zero centre and a bad level refuse as bootstrap_ratio_ci does.
+        let zero = s(&[0.0, 0.0]);
+        let plan = Resamples::new(2, 2, 10, 1);
+        assert_eq!(
+            plan.ratio_ci(&zero, &s(&[1.0, 2.0]), Center::Mean, Direction::Lower, 0.95),
+            None
+        );
+        assert_eq!(
+            plan.ratio_ci(
+                &s(&[1.0, 2.0]),
+                &s(&[1.0, 2.0]),
+                Center::Mean,
+                Direction::Lower,
+                1.0
+            ),
+            None
+        );
+        assert_eq!(
+            Resamples::new(2, 2, 0, 1).ratio_ci(&zero, &zero, Center::Mean, Direction::Lower, 0.9),
+            None
+        );
     }
 
     fn s(v: &[f64]) -> Sample {

@@ -13,7 +13,8 @@
 //!   Binomial(n, ½) order statistics, as benchstat computes it.
 //! - [`bootstrap_ratio_ci`]: the percentile-bootstrap interval of the overhead ratio
 //!   of means or medians ([`Center`]), reproducible from an explicit seed
-//!   (Xoshiro256++).
+//!   (Xoshiro256++); [`Resamples`] draws its indices once for many pairs of samples of
+//!   the same sizes (a report's cells), with the same intervals, bit for bit.
 //! - [`outliers_mad`]: modified z-scores from the median and MAD (Iglewicz & Hoaglin);
 //!   outliers are reported, never dropped.
 //! - Two-sample comparisons: [`mann_whitney`] (exact for small samples without ties,
@@ -74,7 +75,7 @@ pub use blocks::{
     blocked_ratio, unblocked_ratio, BlockEffect, BlockError, BlockedComparison, Heterogeneity,
     HETEROGENEITY_ALPHA,
 };
-pub use bootstrap::{bootstrap_ratio_ci, Center};
+pub use bootstrap::{bootstrap_ratio_ci, Center, Resamples};
 pub use fdr::benjamini_hochberg;
 pub use histogram::{regression_histogram, Bin, Histogram, HISTOGRAM_PERCENTILES, MAX_BINS};
 pub use history::{

@@ -383,30 +383,37 @@ impl<'c> Db<'c> {
         what: impl Fn() -> String,
         mut decode: impl FnMut(R) -> Result<T, Error>,
     ) -> Result<Vec<T>, Error> {
-        let store = self.store;
         let mut out = Vec::new();
-        // An error of `decode` (a store error) stops the query and is returned as it is.
+        self.decode_each(sql, args, what, |row| {
+            out.push(decode(row)?);
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Runs `sql` and hands each row, read as an `R`, to `each`, in order; an error of
+    /// `each` (a store error) stops the query and is returned as it is.
+    pub(crate) fn decode_each<R: FromRow>(
+        self,
+        sql: &str,
+        args: &[Value],
+        what: impl Fn() -> String,
+        mut each: impl FnMut(R) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        let store = self.store;
         let mut undecoded: Option<Error> = None;
         let read = self.conn.borrow_mut().query_each(sql, args, &mut |row| {
             let row = R::from_owned_row(row)?;
-            match decode(row) {
-                Ok(v) => {
-                    out.push(v);
-                    Ok(())
-                }
-                Err(e) => {
-                    undecoded = Some(e);
-                    Err(BackendError::message(
-                        "stopped: a row could not be decoded".to_owned(),
-                    ))
-                }
-            }
+            each(row).map_err(|e| {
+                undecoded = Some(e);
+                BackendError::message("stopped: a row could not be decoded".to_owned())
+            })
         });
         if let Some(e) = undecoded {
             return Err(e);
         }
         read.during(store, &what)?;
-        Ok(out)
+        Ok(())
     }
 }
 

@@ -20,7 +20,7 @@ use crate::model::{
 use crate::telemetry::TelemetrySet;
 
 use super::experiments::ensure_experiment;
-use super::{attach, positions, At, Db, RowId, Store};
+use super::{At, Db, RowId, Store};
 
 /// The columns of `load_intervals` after `run_id`, in the order [`RawInterval`] reads them.
 pub(super) const INTERVAL_COLUMNS: &str =
@@ -123,6 +123,23 @@ impl FromRow for RawRun {
             wall_ns: r.get(8)?,
             error: r.get(9)?,
             limits_json: r.get(10)?,
+        })
+    }
+
+    /// [`FromRow::from_row`], the texts moved out of the row rather than copied.
+    fn from_owned_row(mut r: Row) -> Result<RawRun, BackendError> {
+        Ok(RawRun {
+            id: r.get(0)?,
+            cell: r.get(1)?,
+            repetition: r.get(2)?,
+            warmup: r.get(3)?,
+            round: r.get(4)?,
+            status: r.take(5)?,
+            exit_code: r.get(6)?,
+            started_at_ms: r.get(7)?,
+            wall_ns: r.get(8)?,
+            error: r.take(9)?,
+            limits_json: r.take(10)?,
         })
     }
 }
@@ -279,13 +296,13 @@ impl Store {
             what,
             RawRun::decode,
         )?;
-        let slot = positions(&runs, |r| r.id);
         // Each query below walks the experiment's runs in id order (the index
         // `runs_by_experiment`) and each run's rows by position (their primary key): in
         // that order SQLite needs no sort; ordered by the child's `run_id` instead, it
         // sorted every row first (three times slower over a million telemetry rows).
-
-        let metrics = db.decode_rows(
+        // In that order too, each row finds its run by a cursor ([`InOrder`]).
+        let mut owners = InOrder::new(&mut runs);
+        db.decode_each(
             "SELECT m.run_id, m.position, m.name, m.unit, m.direction, m.value \
              FROM runs r JOIN metrics m ON m.run_id = r.id \
              WHERE r.experiment_id = ?1 ORDER BY r.id, m.position",
@@ -300,35 +317,43 @@ impl Store {
                     direction: at.parse::<Direction>("direction", &direction)?,
                     value: sql_to_real(value),
                 };
-                Ok((run, metric))
+                if let Some(r) = owners.get(run) {
+                    r.metrics.push(metric);
+                }
+                Ok(())
             },
         )?;
-        attach(&mut runs, &slot, metrics, |r| &mut r.metrics);
 
         let layouts = read_layouts(db)?;
-        let telemetry = db.decode_rows(
+        let mut owners = InOrder::new(&mut runs);
+        db.decode_each(
             "SELECT t.run_id, t.layout_id, t.packed FROM runs r \
              JOIN telemetry t ON t.run_id = r.id \
              WHERE r.experiment_id = ?1 ORDER BY r.id",
             &args![id],
             what,
             |(run, layout, packed): (RunId, i64, Vec<u8>)| {
-                Ok((run, layouts.set(run, layout, &packed)?))
+                let set = layouts.set(run, layout, &packed)?;
+                if let Some(r) = owners.get(run) {
+                    r.telemetry = set;
+                }
+                Ok(())
             },
         )?;
-        for (run, set) in telemetry {
-            if let Some(r) = slot.get(&run).and_then(|&i| runs.get_mut(i)) {
-                r.telemetry = set;
-            }
-        }
 
-        let notes: Vec<(RunId, String)> = db.query_rows(
+        let mut owners = InOrder::new(&mut runs);
+        db.decode_each(
             "SELECT n.run_id, n.note FROM runs r JOIN run_notes n ON n.run_id = r.id \
              WHERE r.experiment_id = ?1 ORDER BY r.id, n.position",
             &args![id],
             what,
+            |(run, note): (RunId, String)| {
+                if let Some(r) = owners.get(run) {
+                    r.notes.push(note);
+                }
+                Ok(())
+            },
         )?;
-        attach(&mut runs, &slot, notes, |r| &mut r.notes);
         Ok(runs)
     }
 
@@ -394,6 +419,35 @@ impl Store {
         let db = tx.db();
         ensure_run(db, run)?;
         read_it(db)
+    }
+}
+
+/// The run of each row of a query over an experiment's runs in id order (its metrics,
+/// telemetry, notes): the runs are in id order too, so a cursor that only moves forward
+/// finds each row's run, without a map of a million ids; a row out of that order is
+/// found by a binary search. Rows of runs not among them are skipped (`None`).
+struct InOrder<'a> {
+    runs: &'a mut [RunRecord],
+    at: usize,
+}
+
+impl<'a> InOrder<'a> {
+    /// Over `runs`, in increasing id order.
+    fn new(runs: &'a mut [RunRecord]) -> InOrder<'a> {
+        debug_assert!(runs.windows(2).all(|w| w[0].id < w[1].id));
+        InOrder { runs, at: 0 }
+    }
+
+    /// The run `run`.
+    fn get(&mut self, run: RunId) -> Option<&mut RunRecord> {
+        while self.runs.get(self.at).is_some_and(|r| r.id < run) {
+            self.at += 1;
+        }
+        if self.runs.get(self.at).is_some_and(|r| r.id == run) {
+            return self.runs.get_mut(self.at);
+        }
+        let i = self.runs.binary_search_by_key(&run, |r| r.id).ok()?;
+        self.runs.get_mut(i)
     }
 }
 
