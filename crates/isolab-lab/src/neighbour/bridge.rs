@@ -8,7 +8,15 @@ use std::path::Path;
 
 use isolab_runtime::network::{BridgeConfig, NetworkMode, Networking};
 
-use super::net::NetError;
+/// The servers' namespace could not be attached to or detached from the bridge.
+#[derive(Debug, thiserror::Error)]
+#[error("the neighbour servers' namespace ({id}) on isolab's bridge: {detail}; `isolab gc` removes what a killed run left")]
+pub struct BridgeError {
+    /// The attachment's id.
+    pub id: String,
+    /// What went wrong.
+    pub detail: String,
+}
 
 /// Where the servers' namespace sits on the bridge.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,9 +33,9 @@ pub struct BridgeAddress {
 pub trait BridgePort: std::fmt::Debug + Send + Sync {
     /// Attaches the namespace at `netns` as `id` (an isolab container id, so that gc
     /// finds a dead experiment's lease).
-    fn attach(&self, id: &str, netns: &Path) -> Result<BridgeAddress, NetError>;
+    fn attach(&self, id: &str, netns: &Path) -> Result<BridgeAddress, BridgeError>;
     /// Undoes [`Self::attach`]: the veth, the lease, the bridge when it was the last.
-    fn detach(&self, id: &str, netns: &Path) -> Result<(), NetError>;
+    fn detach(&self, id: &str, netns: &Path) -> Result<(), BridgeError>;
 }
 
 /// The runtime's bridge networking ([`Networking::system`], bridge `isolab0`): the
@@ -35,19 +43,19 @@ pub trait BridgePort: std::fmt::Debug + Send + Sync {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RuntimeBridge;
 
-fn bridge_error(id: &str, detail: impl std::fmt::Display) -> NetError {
-    NetError::Bridge {
+fn bridge_error(id: &str, detail: impl std::fmt::Display) -> BridgeError {
+    BridgeError {
         id: id.to_owned(),
         detail: detail.to_string(),
     }
 }
 
-fn container_id(id: &str) -> Result<isolab_runtime::ContainerId, NetError> {
+fn container_id(id: &str) -> Result<isolab_runtime::ContainerId, BridgeError> {
     id.parse().map_err(|e| bridge_error(id, e))
 }
 
 impl BridgePort for RuntimeBridge {
-    fn attach(&self, id: &str, netns: &Path) -> Result<BridgeAddress, NetError> {
+    fn attach(&self, id: &str, netns: &Path) -> Result<BridgeAddress, BridgeError> {
         let mode = NetworkMode::Bridge(BridgeConfig::default());
         let cid = container_id(id)?;
         let net = Networking::system();
@@ -68,7 +76,7 @@ impl BridgePort for RuntimeBridge {
         }
     }
 
-    fn detach(&self, id: &str, netns: &Path) -> Result<(), NetError> {
+    fn detach(&self, id: &str, netns: &Path) -> Result<(), BridgeError> {
         let mode = NetworkMode::Bridge(BridgeConfig::default());
         Networking::system()
             .detach(&container_id(id)?, netns, &mode)

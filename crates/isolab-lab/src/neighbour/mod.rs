@@ -41,7 +41,7 @@ mod plan;
 mod run;
 mod shaping;
 
-pub use bridge::{BridgeAddress, BridgePort, RuntimeBridge};
+pub use bridge::{BridgeAddress, BridgeError, BridgePort, RuntimeBridge};
 pub(crate) use calibrate::{Calibrations, SoloRun};
 pub use command::{
     command, commands, disk_capacity_command, net_capacity_command, parse_fio_iops,

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use isolab_tools::{SystemTools, ToolCommand, ToolRunner};
 
-use super::bridge::{BridgeAddress, BridgePort};
+use super::bridge::{BridgeAddress, BridgeError, BridgePort};
 
 /// Where `ip netns add` puts its namespaces.
 const NETNS_DIR: &str = "/run/netns";
@@ -160,13 +160,8 @@ pub enum NetError {
         state: String,
     },
     /// The servers' namespace could not be attached to or detached from the bridge.
-    #[error("the neighbour servers' namespace ({id}) on isolab's bridge: {detail}; `isolab gc` removes what a killed run left")]
-    Bridge {
-        /// The attachment's id.
-        id: String,
-        /// What went wrong.
-        detail: String,
-    },
+    #[error(transparent)]
+    Bridge(#[from] BridgeError),
     /// The network has no server whose counters could be read.
     #[error("no iperf3 server runs in namespace {0}, so its traffic cannot be read; create the NeighbourNet with at least one server")]
     NoServer(String),
@@ -506,7 +501,7 @@ impl NeighbourNet {
         let mut first = Ok(());
         if let Some(b) = self.bridged.take() {
             let netns = Path::new(NETNS_DIR).join(&self.names.ns_b);
-            first = b.port.detach(&b.id, &netns);
+            first = b.port.detach(&b.id, &netns).map_err(NetError::from);
         }
         while let Some(ns) = self.created.pop() {
             let done = self
@@ -720,7 +715,7 @@ mod tests {
     struct FakeBridge(Arc<Fake>);
 
     impl BridgePort for FakeBridge {
-        fn attach(&self, id: &str, netns: &Path) -> Result<BridgeAddress, NetError> {
+        fn attach(&self, id: &str, netns: &Path) -> Result<BridgeAddress, BridgeError> {
             let line = format!("attach {id} {}", netns.display());
             self.0.log.lock().unwrap().push(line);
             Ok(BridgeAddress {
@@ -730,7 +725,7 @@ mod tests {
             })
         }
 
-        fn detach(&self, id: &str, netns: &Path) -> Result<(), NetError> {
+        fn detach(&self, id: &str, netns: &Path) -> Result<(), BridgeError> {
             let line = format!("detach {id} {}", netns.display());
             self.0.log.lock().unwrap().push(line);
             Ok(())

@@ -65,23 +65,7 @@ pub(crate) fn start_neighbours<'c>(
     let mut net_rate = None;
     // Neighbour VMs shape their own taps; processes share namespace a's veth.
     if let (Some(net), Some(mbps), None) = (&net, set.net_rate_mbps, guests) {
-        let read = net.rate_limit(mbps).map_err(|e| PlatformError::Helper {
-            phase: "net reservation",
-            command: net.rate_limit_command(mbps).join(" "),
-            exit: ExitKind::Code(-1),
-            stderr: e.to_string(),
-        })?;
-        // tc stores the rate in bytes per second: a rounding, not a change.
-        if (read - mbps as f64).abs() > 0.01 * mbps as f64 + 0.01 {
-            return Err(PlatformError::LimitMismatch {
-                cgroup: format!("network namespace {}", net.namespace()),
-                detail: format!(
-                    "rate of {} asked {mbps} Mbit/s read {read:.1} Mbit/s",
-                    net.interface()
-                ),
-            });
-        }
-        net_rate = Some(read);
+        net_rate = Some(rate_limit(net, mbps)?);
     }
     let mut running = RunningNeighbours {
         instances: Vec::new(),
@@ -108,18 +92,7 @@ pub(crate) fn start_neighbours<'c>(
                     running
                         .applied
                         .get_or_insert(g.recorded_limits(applied, &set.limits));
-                    // A network neighbour's client runs in the guest, to the bridged server.
-                    let argv = match &running.net {
-                        Some(net) => net.guest_client(argv).ok_or_else(|| {
-                            PlatformError::Helper {
-                                phase: "neighbour",
-                                command: argv.join(" "),
-                                exit: ExitKind::Code(-1),
-                                stderr: "not an iperf3 client of the neighbour network, so no guest can run it".into(),
-                            }
-                        })?,
-                        None => argv.clone(),
-                    };
+                    let argv = guest_argv(running.net.as_ref(), argv)?;
                     let mut guest = g.start(job, i, &argv, &cgroup)?;
                     running.facts.extend(guest.facts());
                     running.excluded.extend(guest.host_interfaces());
@@ -243,6 +216,45 @@ pub(crate) fn start_neighbours<'c>(
         }
     }
     Ok(running)
+}
+
+/// Limits the neighbours' traffic between the host's neighbour namespaces to `mbps`
+/// Mbit/s both ways; returns the rate read back.
+fn rate_limit(net: &crate::neighbour::NeighbourNet, mbps: u64) -> Result<f64, PlatformError> {
+    let read = net.rate_limit(mbps).map_err(|e| PlatformError::Helper {
+        phase: "net reservation",
+        command: net.rate_limit_command(mbps).join(" "),
+        exit: ExitKind::Code(-1),
+        stderr: e.to_string(),
+    })?;
+    // tc stores the rate in bytes per second: a rounding, not a change.
+    if (read - mbps as f64).abs() > 0.01 * mbps as f64 + 0.01 {
+        return Err(PlatformError::LimitMismatch {
+            cgroup: format!("network namespace {}", net.namespace()),
+            detail: format!(
+                "rate of {} asked {mbps} Mbit/s read {read:.1} Mbit/s",
+                net.interface()
+            ),
+        });
+    }
+    Ok(read)
+}
+
+/// What a neighbour guest runs for instance command `argv`: a network neighbour's
+/// client runs in the guest itself, to the servers on the bridge (`net`).
+fn guest_argv(
+    net: Option<&crate::neighbour::NeighbourNet>,
+    argv: &[String],
+) -> Result<Vec<String>, PlatformError> {
+    let Some(net) = net else {
+        return Ok(argv.to_vec());
+    };
+    net.guest_client(argv).ok_or_else(|| PlatformError::Helper {
+        phase: "neighbour",
+        command: argv.join(" "),
+        exit: ExitKind::Code(-1),
+        stderr: "not an iperf3 client of the neighbour network, so no guest can run it".into(),
+    })
 }
 
 /// The neighbour network of `job` with `servers` iperf3 servers: between two
