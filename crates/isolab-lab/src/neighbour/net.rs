@@ -615,6 +615,29 @@ fn dev_column(table: &str, interface: &str, n: usize) -> Option<u64> {
     })
 }
 
+/// The processes below `proc_root` whose network namespace is the one `netns` (a file
+/// `ip netns add` made) holds: a killed run's iperf3 servers outlive it there, so gc
+/// kills them before it deletes the namespace (deleting only unmounts it).
+pub fn namespace_pids(netns: &Path, proc_root: &Path) -> Vec<u32> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(ns) = std::fs::metadata(netns) else {
+        return Vec::new();
+    };
+    let Ok(entries) = std::fs::read_dir(proc_root) else {
+        return Vec::new();
+    };
+    let mut pids: Vec<u32> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::metadata(proc_root.join(pid.to_string()).join("ns/net"))
+                .is_ok_and(|m| (m.dev(), m.ino()) == (ns.dev(), ns.ino()))
+        })
+        .collect();
+    pids.sort_unstable();
+    pids
+}
+
 /// Namespaces (`isolab-nb<pid>-a`/`-b`) in `netns_dir` (`/run/netns`) whose isolab
 /// process is gone by `alive`: left by a killed run, to delete with
 /// `ip netns del NAME`.
@@ -837,6 +860,23 @@ mod tests {
         assert_eq!(rx_bytes(dev, "lo"), Some(0));
         assert_eq!(rx_bytes(dev, "eth0"), None);
         assert_eq!(tx_bytes(dev, "nb42b"), Some(4242));
+    }
+
+    #[test]
+    fn finds_the_processes_left_in_a_namespace() {
+        let dir = tempfile::tempdir().unwrap();
+        let ns = dir.path().join("isolab-nb10-b");
+        std::fs::write(&ns, "").unwrap();
+        let other = dir.path().join("other");
+        std::fs::write(&other, "").unwrap();
+        let proc_root = dir.path().join("proc");
+        for (pid, target) in [("42", &ns), ("43", &other), ("7", &ns)] {
+            std::fs::create_dir_all(proc_root.join(pid).join("ns")).unwrap();
+            std::os::unix::fs::symlink(target, proc_root.join(pid).join("ns/net")).unwrap();
+        }
+        std::fs::create_dir_all(proc_root.join("self")).unwrap();
+        assert_eq!(namespace_pids(&ns, &proc_root), [7, 42]);
+        assert!(namespace_pids(&dir.path().join("gone"), &proc_root).is_empty());
     }
 
     #[test]

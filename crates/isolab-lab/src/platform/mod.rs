@@ -874,7 +874,8 @@ impl Executor for Drivers {
                 .map(|id| format!("container {id}")),
         );
         removed.extend(self.supervisor.gc()?);
-        // Neighbour networks of killed runs (their iperf3 servers died with them).
+        // Neighbour networks of killed runs, and the iperf3 servers that outlived them
+        // there.
         let alive = |pid: u32| {
             pid == std::process::id() || isolab_running(std::path::Path::new("/proc"), pid)
         };
@@ -886,6 +887,16 @@ impl Executor for Drivers {
         ));
         let commands = crate::neighbour::IpCommands;
         for ns in crate::neighbour::stale_namespaces(std::path::Path::new("/run/netns"), alive) {
+            let netns = std::path::Path::new("/run/netns").join(&ns);
+            for pid in crate::neighbour::namespace_pids(&netns, std::path::Path::new("/proc")) {
+                let Ok(raw) = libc::pid_t::try_from(pid) else {
+                    continue;
+                };
+                // SAFETY: kill(2) on a pid read from /proc; no memory is involved.
+                if unsafe { libc::kill(raw, libc::SIGKILL) } == 0 {
+                    removed.push(format!("process {pid} in network namespace {ns} (killed)"));
+                }
+            }
             let argv = ["ip", "netns", "del", ns.as_str()].map(String::from);
             match crate::neighbour::NetCommands::run(&commands, &argv) {
                 Ok(_) => removed.push(format!("network namespace {ns}")),
