@@ -117,8 +117,9 @@ pub enum DiskCache {
     Writeback,
     /// `cache=none,aio=native`: QEMU opens the images with `O_DIRECT`, as production
     /// hosts (OpenStack, most libvirt guides) run guests whose disks should behave as
-    /// disks. Every guest write reaches the device from QEMU's threads, so the QEMU
-    /// cgroup's blkio/io throttle holds it, on cgroup v1 too.
+    /// disks. Every guest write is submitted to the device by QEMU's threads, which the
+    /// kernel charges to QEMU's cgroup and its blkio/io throttle, on cgroup v1 too
+    /// (with writeback, the host's flusher writes them).
     None,
 }
 

@@ -119,8 +119,8 @@ pub enum Command {
     /// Remove cgroups, processes and working directories left by a killed `isolab run`,
     /// what killed `isolab-runtime` containers left (cgroups, loop devices, networks,
     /// state under /run/isolab), killed VMs' taps and addresses, and the network
-    /// namespaces and IFB devices of killed runs' neighbours. Idempotent; leaves live
-    /// ones alone.
+    /// namespaces (with the processes left in them) and IFB devices of killed runs'
+    /// neighbours. Idempotent; leaves live ones alone.
     Gc(GcArgs),
     /// Print a completion script for a shell, e.g. `isolab completions bash >
     /// /usr/local/share/bash-completion/completions/isolab` (zsh: a `_isolab` file on

@@ -12,7 +12,7 @@ use isolab_store::Telemetry;
 
 use super::{
     busiest_rx, disk_capacity_command, disk_ios, net_capacity_command, net_rx, parse_fio_iops,
-    parse_iperf3_gbps, JsonError, NeighbourNet, NetNames, SoloProfile, CALIBRATION_IODEPTH,
+    parse_iperf3_gbps, JsonError, NetNames, SoloProfile, CALIBRATION_IODEPTH,
 };
 use crate::platform::{
     Execution, Executor, Interrupt, Job, NeighbourJobs, PlatformDef, PlatformError, PlatformKind,
@@ -222,15 +222,7 @@ fn net_capacity_in_guest(
     accel: crate::platform::Accel,
 ) -> Result<f64, PlatformError> {
     // Not `…-netcal`: that is the calibration guest's own (its tap's lease).
-    let id =
-        crate::platform::container_id(isolab_engines::ID_PREFIX, &format!("{}-netsrv", job.name))?;
-    let net =
-        NeighbourNet::create_on_bridge(1, id.as_str()).map_err(|e| PlatformError::Helper {
-            phase: "network calibration",
-            command: "ip netns add … (the neighbour servers' namespace on isolab's bridge)".into(),
-            exit: crate::platform::ExitKind::Code(-1),
-            stderr: e.to_string(),
-        })?;
+    let net = super::run::neighbour_net(job, 1, Some("netsrv"))?;
     let client = net_capacity_command(net.names());
     let argv = net.guest_client(&client).unwrap_or(client);
     let plain = PlatformDef {

@@ -55,8 +55,8 @@ pub use measure::{
     OFF_TARGET_POINTS,
 };
 pub use net::{
-    namespace_pids, stale_namespaces, IpCommands, NeighbourNet, NetCommands, NetError, NetNames,
-    BASE_PORT,
+    namespace_pids, rate_differs, stale_namespaces, IpCommands, NeighbourNet, NetCommands,
+    NetError, NetNames, BASE_PORT,
 };
 pub use plan::{plan, Capacity, NeighbourPlan, PlanError, Rate, SoloProfile, CALIBRATION_IODEPTH};
 pub(crate) use run::{start_neighbours, NeighbourSite};

@@ -243,6 +243,19 @@ impl NeighbourNet {
         )
     }
 
+    /// The network of process `pid` before anything is made: dropping it removes what
+    /// has been made since.
+    fn nothing_yet(commands: Arc<dyn NetCommands>, pid: u32, proc_root: &Path) -> NeighbourNet {
+        NeighbourNet {
+            names: NetNames::of(pid),
+            commands,
+            created: Vec::new(),
+            servers: Vec::new(),
+            proc_root: proc_root.to_path_buf(),
+            bridged: None,
+        }
+    }
+
     /// The network of process `pid`, built with `commands`, its servers watched
     /// through `proc_root`. Everything already made is removed again on error.
     pub fn create_with(
@@ -251,15 +264,7 @@ impl NeighbourNet {
         servers: u32,
         proc_root: &Path,
     ) -> Result<NeighbourNet, NetError> {
-        let names = NetNames::of(pid);
-        let mut net = NeighbourNet {
-            names,
-            commands,
-            created: Vec::new(),
-            servers: Vec::new(),
-            proc_root: proc_root.to_path_buf(),
-            bridged: None,
-        };
+        let mut net = NeighbourNet::nothing_yet(commands, pid, proc_root);
         for ns in [net.names.ns_a.clone(), net.names.ns_b.clone()] {
             net.commands
                 .run(&["ip".into(), "netns".into(), "add".into(), ns.clone()])?;
@@ -297,15 +302,7 @@ impl NeighbourNet {
         servers: u32,
         proc_root: &Path,
     ) -> Result<NeighbourNet, NetError> {
-        let names = NetNames::of(pid);
-        let mut net = NeighbourNet {
-            names,
-            commands,
-            created: Vec::new(),
-            servers: Vec::new(),
-            proc_root: proc_root.to_path_buf(),
-            bridged: None,
-        };
+        let mut net = NeighbourNet::nothing_yet(commands, pid, proc_root);
         let ns = net.names.ns_b.clone();
         net.commands
             .run(&["ip".into(), "netns".into(), "add".into(), ns.clone()])?;
@@ -551,6 +548,12 @@ fn tcp_listens(table: &str, port: u16) -> bool {
     })
 }
 
+/// Whether a rate `read` back from tc (Mbit/s) is not the `asked` one: tc stores
+/// bytes per second, so a rounding within 1% is not a change.
+pub fn rate_differs(asked: u64, read: f64) -> bool {
+    (read - asked as f64).abs() > 0.01 * asked as f64 + 0.01
+}
+
 /// The rate of the root `tbf` qdisc in `tc -j qdisc show` output, in Mbit/s (tc
 /// reports bytes per second).
 pub(crate) fn tbf_rate_mbps(json: &str) -> Option<f64> {
@@ -694,6 +697,8 @@ mod tests {
         assert_eq!(tbf_rate_mbps(TBF_1500), Some(1500.0));
         assert_eq!(tbf_rate_mbps(r#"[{"kind":"noqueue","options":{}}]"#), None);
         assert_eq!(tbf_rate_mbps("not json"), None);
+        assert!(!rate_differs(1500, 1500.0) && !rate_differs(200, 201.0));
+        assert!(rate_differs(200, 203.0));
     }
 
     #[test]

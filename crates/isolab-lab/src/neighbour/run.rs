@@ -58,7 +58,8 @@ pub(crate) fn start_neighbours<'c>(
         _ => None,
     };
     let net = if set.network_servers > 0 {
-        Some(neighbour_net(job, set.network_servers, guests.is_some())?)
+        let bridged = guests.map(|_| "nbnet");
+        Some(neighbour_net(job, set.network_servers, bridged)?)
     } else {
         None
     };
@@ -227,8 +228,7 @@ fn rate_limit(net: &crate::neighbour::NeighbourNet, mbps: u64) -> Result<f64, Pl
         exit: ExitKind::Code(-1),
         stderr: e.to_string(),
     })?;
-    // tc stores the rate in bytes per second: a rounding, not a change.
-    if (read - mbps as f64).abs() > 0.01 * mbps as f64 + 0.01 {
+    if crate::neighbour::rate_differs(mbps, read) {
         return Err(PlatformError::LimitMismatch {
             cgroup: format!("network namespace {}", net.namespace()),
             detail: format!(
@@ -258,25 +258,26 @@ fn guest_argv(
 }
 
 /// The neighbour network of `job` with `servers` iperf3 servers: between two
-/// namespaces of this host, or for neighbour VMs (`guests`) on isolab's bridge as
-/// `<job>-nbnet`, the id by which gc finds a dead experiment's.
-fn neighbour_net(
+/// namespaces of this host, or for guests (`bridged`: `Some(suffix)`) on isolab's
+/// bridge as `<job>-<suffix>`, the id by which gc finds a dead experiment's.
+pub(super) fn neighbour_net(
     job: &Job,
     servers: u32,
-    guests: bool,
+    bridged: Option<&str>,
 ) -> Result<crate::neighbour::NeighbourNet, PlatformError> {
-    let made = if guests {
-        let id = crate::platform::container_id(
-            isolab_engines::ID_PREFIX,
-            &format!("{}-nbnet", job.name),
-        )?;
-        crate::neighbour::NeighbourNet::create_on_bridge(servers, id.as_str())
-    } else {
-        crate::neighbour::NeighbourNet::create(servers)
+    let made = match bridged {
+        Some(suffix) => {
+            let id = crate::platform::container_id(
+                isolab_engines::ID_PREFIX,
+                &format!("{}-{suffix}", job.name),
+            )?;
+            crate::neighbour::NeighbourNet::create_on_bridge(servers, id.as_str())
+        }
+        None => crate::neighbour::NeighbourNet::create(servers),
     };
     made.map_err(|e| PlatformError::Helper {
         phase: "neighbour network",
-        command: if guests {
+        command: if bridged.is_some() {
             "ip netns add … (the neighbour servers' namespace on isolab's bridge)".into()
         } else {
             "ip netns add … (neighbour namespaces)".into()

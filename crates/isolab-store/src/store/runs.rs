@@ -111,19 +111,7 @@ impl FromRow for RawRun {
     /// Reads the columns `id, cell_id, repetition, warmup, round, status, exit_code,
     /// started_at_ms, wall_ns, error, limits_json`, in this order.
     fn from_row(r: &Row) -> Result<RawRun, BackendError> {
-        Ok(RawRun {
-            id: r.get(0)?,
-            cell: r.get(1)?,
-            repetition: r.get(2)?,
-            warmup: r.get(3)?,
-            round: r.get(4)?,
-            status: r.get(5)?,
-            exit_code: r.get(6)?,
-            started_at_ms: r.get(7)?,
-            wall_ns: r.get(8)?,
-            error: r.get(9)?,
-            limits_json: r.get(10)?,
-        })
+        Self::from_owned_row(r.clone())
     }
 
     /// [`FromRow::from_row`], the texts moved out of the row rather than copied.

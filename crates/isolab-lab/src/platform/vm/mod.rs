@@ -755,7 +755,7 @@ fn execute(
             config.disk_cache.as_str(),
             match config.disk_cache {
                 isolab_vm::DiskCache::Writeback => " (the host's page cache holds its writes; on cgroup v1 a blkio throttle misses them)",
-                isolab_vm::DiskCache::None => ",aio=native (O_DIRECT: its writes reach the device from QEMU, within its cgroup's throttle)",
+                isolab_vm::DiskCache::None => ",aio=native (O_DIRECT: QEMU's threads submit its writes, charged to QEMU's cgroup)",
             }
         ));
         notes.push(format!(

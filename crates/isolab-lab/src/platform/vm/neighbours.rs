@@ -166,9 +166,8 @@ fn shape(net: &VmNet, index: usize, mbps: u64) -> Result<ShapedTap, PlatformErro
             stderr: e.to_string(),
         }
     })?;
-    // tc stores the rate in bytes per second: a rounding, not a change.
     let read = shaped.rate();
-    if (read - mbps as f64).abs() > 0.01 * mbps as f64 + 0.01 {
+    if crate::neighbour::rate_differs(mbps, read) {
         return Err(PlatformError::LimitMismatch {
             cgroup: format!("tap {} of neighbour VM {index}", net.tap()),
             detail: format!("rate asked {mbps} Mbit/s read {read:.1} Mbit/s"),
