@@ -252,7 +252,12 @@ impl Mounted<'_> {
     /// The mounts read back from the mount table: each must show the file system type
     /// and source mounted.
     pub fn facts(&self) -> Result<StorageFacts, StorageError> {
-        let table = self.host.mounts();
+        // A level that mounted nothing (the host's `bind`) reads no mount table.
+        let table = if self.mounts.is_empty() {
+            Vec::new()
+        } else {
+            self.host.mounts()
+        };
         let mut mounts = Vec::new();
         for (path, fstype, source) in &self.mounts {
             let found = table.iter().rev().find(|m| &m.mount_point == path);
