@@ -15,6 +15,11 @@
 # between its first and its last stored run (what every further run costs), and the
 # same for hyperfine: its mean, and the wall time of the whole invocation per run. The
 # harness cost is isolab's period per run minus hyperfine's mean.
+#
+# Then where the time goes: each build runs N runs once more with ISOLAB_PHASES set (the
+# runner's marks, crates/isolab-lab/src/phases.rs), and the median time of each step of a
+# run is printed, a column per build (a build without the marks prints none). The first
+# tenth of the runs (cold caches) is left out.
 set -euo pipefail
 N=${1:-200}
 ROUNDS=${2:-3}
@@ -91,4 +96,42 @@ print()
 for what in dict.fromkeys(r[0] for r in rows if r[0] != "hyperfine"):
     costs = [float(x) * 1e3 - hf[rnd] for w, rnd, _, x in rows if w == what]
     print(f"harness cost per run of {what}: " + ", ".join(f"{c:.3f}" for c in costs) + " ms above hyperfine's mean")
+PY
+echo
+for i in "${!BINS[@]}"; do
+    rm -rf "$tmp/h.db"* "$tmp/work"
+    ISOLAB_PHASES="$tmp/phases-$i.tsv" "${BINS[$i]}" --db "$tmp/h.db" run --quiet --no-report \
+        --workdir "$tmp/work" "$tmp/harness.toml"
+done
+python3 - "$tmp" "${BINS[@]}" <<'PY'
+import os, statistics, sys
+tmp, bins = sys.argv[1], sys.argv[2:]
+steps, medians = [], []
+for i, _ in enumerate(bins):
+    runs, run = [], []
+    path = os.path.join(tmp, f"phases-{i}.tsv")
+    for line in open(path) if os.path.exists(path) else []:
+        step, micros = line.split("\t")
+        run.append((step, int(micros)))
+        if step == "end":
+            runs.append(run)
+            run = []
+    runs = runs[len(runs) // 10:]
+    took = {}
+    for run in runs:
+        before = 0
+        for step, at in run:
+            took.setdefault(step, []).append(at - before)
+            before = at
+            if step not in steps:
+                steps.append(step)
+    medians.append({s: statistics.median(v) for s, v in took.items()})
+print("median µs a run spends in each step (ISOLAB_PHASES), a column per build:")
+print(f"{'step':<16}" + "".join(f" {os.path.basename(b)[-14:]:>14}" for b in bins))
+for step in steps + ["total"]:
+    cells = []
+    for m in medians:
+        v = sum(m.values()) if step == "total" and m else m.get(step)
+        cells.append(f" {v:>14.0f}" if v is not None else f" {'-':>14}")
+    print(f"{step:<16}" + "".join(cells))
 PY

@@ -31,6 +31,7 @@
 pub mod assets;
 pub mod environment;
 pub mod neighbour;
+pub mod phases;
 pub mod platform;
 pub mod probe;
 pub mod reservation;

@@ -174,7 +174,9 @@ impl Supervisor {
         // The server, when the workload has one, lives in the same instance.
         let server = self.start_server(job, cgroup)?;
 
+        crate::phases::mark("limit");
         let sampler = CpuSampler::start(&self.config.proc_root, self.config.sample_interval);
+        crate::phases::mark("sampler_start");
         let child = match self.start(argv, &job.workdir, "command", cgroup, true) {
             Ok(c) => c,
             Err(e) => {
@@ -183,6 +185,7 @@ impl Supervisor {
                 return Err(e);
             }
         };
+        crate::phases::mark("started");
         let started = child.started();
         let waited = wait_or_kill(
             &*child,
@@ -191,9 +194,13 @@ impl Supervisor {
             Some(started + job.timeout),
             grace,
         );
+        crate::phases::mark("wait");
         let host_cpu = sampler.finish();
+        crate::phases::mark("sampler_finish");
         let perf = child.perf();
+        crate::phases::mark("perf_read");
         let stats = cgroup.stats();
+        crate::phases::mark("stats");
         stop_server(server, cgroup);
         let (exit, rusage, ended) = match waited? {
             Ok(v) => v,
@@ -284,10 +291,14 @@ impl Supervisor {
         if let Some(prepare) = &job.prepare {
             self.helper("prepare", &job.name, prepare, &job.workdir, interrupt)?;
         }
+        crate::phases::mark("scope");
         let result = self.with_neighbours(job, interrupt, neighbours, || {
             let cgroup = Cgroup::create(&self.config.hierarchy, &self.cgroup_path(&job.name))?;
+            crate::phases::mark("cgroup_create");
             let run = body(&cgroup);
+            crate::phases::mark("body");
             let removed = cgroup.remove();
+            crate::phases::mark("cgroup_remove");
             let execution = run?;
             removed?;
             Ok(execution)
@@ -345,6 +356,7 @@ impl Supervisor {
             None => None,
         };
         let probe = self.start_probe(job);
+        crate::phases::mark("probe_start");
         let run = body();
         let disk = job
             .neighbours
@@ -353,6 +365,7 @@ impl Supervisor {
             .map(|d| d.device.as_str());
         let stopped = neighbours.map(|n| n.stop(disk));
         let probed = probe.map(crate::probe::LatencyProbe::finish);
+        crate::phases::mark("probe_finish");
         if let Some(breach) = probed.as_ref().and_then(|r| r.breach.as_ref()) {
             return Err(PlatformError::Aborted {
                 reason: breach.to_string(),

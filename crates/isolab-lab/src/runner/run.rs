@@ -50,14 +50,17 @@ impl Runner<'_> {
             warmup,
         });
 
+        crate::phases::begin();
         let workdir = run_workdir(&self.config.workdir_base, id, &tag);
         let started_at = SystemTime::now();
         let result = self.on_storage(spec, cell, &workdir, disk, |disk| {
             self.execute(id, spec, cell, &tag, &workdir, disk)
         });
+        crate::phases::mark("executed");
         if !self.config.keep_workdirs {
             let _ = std::fs::remove_dir_all(&workdir);
         }
+        crate::phases::mark("workdir_removed");
         let finished = match result {
             Err(PlatformError::Interrupted) => return Ok(None),
             // Beside a neighbour, a subject that does not finish is the outcome.
@@ -69,7 +72,9 @@ impl Runner<'_> {
             Ok(done) => FinishedRun::executed(done, cell, disk.notes.clone()),
         };
         let run = finished.into_new_run(state.id, repetition, warmup, round, started_at);
+        crate::phases::mark("finished");
         self.store.insert_run_patiently(&run, STORE_PATIENCE)?;
+        crate::phases::mark("stored");
 
         let primary = run.metrics.iter().find(|m| m.name == cell.workload.primary);
         let ok = run.status == RunStatus::Ok;
@@ -94,6 +99,7 @@ impl Runner<'_> {
         if let Some(reason) = stop_after(&run, state, cv, reps, compared, &cell.workload.primary) {
             self.stop_cell(cell, state, reason)?;
         }
+        crate::phases::mark("end");
         Ok(Some(()))
     }
 
@@ -126,6 +132,7 @@ impl Runner<'_> {
             Some(&volumes),
         )?;
         let facts = storage.facts()?;
+        crate::phases::mark("storage");
         // A mounted working directory is another file system: its own direct I/O
         // support, and its own device to throttle (a loop or device-mapper device).
         let mut done = if facts.mounts.is_empty() {
@@ -222,8 +229,11 @@ impl Runner<'_> {
             let jobs = self.instance_jobs(spec, cell, name, workdir, disk, limits)?;
             (jobs, Vec::new())
         };
+        crate::phases::mark("jobs");
         let calibration_note = self.set_neighbours((cell, name, limits), &mut jobs, disk, None)?;
+        crate::phases::mark("neighbours");
         let executions = self.execute_jobs(&jobs)?;
+        crate::phases::mark("execute_jobs");
         let (mut execution, metrics) = if copies.is_empty() {
             let windows = measurement_windows(w, &executions, &jobs);
             let metrics = instances_metrics(w, &executions, &jobs, &windows);

@@ -1,0 +1,68 @@
+//! Where a run's harness time goes. With `ISOLAB_PHASES=FILE` in isolab's environment,
+//! each run appends, from the runner's thread, one line `PHASE<TAB>MICROSECONDS` per step
+//! it passes (the time since the run began), ending with `end`; `scripts/bench-harness.sh`
+//! turns them into the median time of each step. Unset (the default), a mark costs one
+//! check of a value read once.
+//!
+//! The steps, in the order a host run passes them: `storage` (working directory and
+//! storage level), `jobs`, `neighbours`, `scope`, `probe_start`, `cgroup_create`,
+//! `limit` (applied and read back), `sampler_start`, `launch` (log files, the cgroup's
+//! descriptors), `prepare` (argv, environment, `PATH`, pipes), `clone` (`clone3` into the
+//! cgroup), `perf_open` (the counters armed on the waiting child), `exec` (until its
+//! `execve` succeeded), `started`, `wait` (the command itself), `sampler_finish`,
+//! `perf_read`, `stats` (the cgroup's counters), `body`,
+//! `cgroup_remove`, `probe_finish`, `execute_jobs`, `executed`, `workdir_removed`,
+//! `finished`, `stored` (the run's transaction) and `end`. Other platforms pass a subset.
+
+use std::cell::Cell;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::sync::{Mutex, OnceLock};
+use std::time::Instant;
+
+/// The environment variable that names the file the marks go to.
+pub const ENV: &str = "ISOLAB_PHASES";
+
+static SINK: OnceLock<Option<Mutex<BufWriter<File>>>> = OnceLock::new();
+
+thread_local! {
+    static BEGAN: Cell<Option<Instant>> = const { Cell::new(None) };
+}
+
+fn sink() -> Option<&'static Mutex<BufWriter<File>>> {
+    SINK.get_or_init(|| {
+        let path = std::env::var_os(ENV)?;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .ok()?;
+        Some(Mutex::new(BufWriter::new(file)))
+    })
+    .as_ref()
+}
+
+/// A run begins on this thread: later marks count from now.
+pub fn begin() {
+    if sink().is_some() {
+        BEGAN.with(|b| b.set(Some(Instant::now())));
+    }
+}
+
+/// This thread's run passed `phase`; `end` also writes the run's lines out.
+pub fn mark(phase: &'static str) {
+    let Some(sink) = sink() else {
+        return;
+    };
+    let Some(began) = BEGAN.with(Cell::get) else {
+        return;
+    };
+    let micros = began.elapsed().as_micros();
+    if let Ok(mut w) = sink.lock() {
+        let _ = writeln!(w, "{phase}\t{micros}");
+        if phase == "end" {
+            let _ = w.flush();
+            BEGAN.with(|b| b.set(None));
+        }
+    }
+}
