@@ -166,11 +166,7 @@ impl StorageHost for SystemStorageHost {
     }
 
     fn mounts(&self) -> Vec<MountEntry> {
-        isolab_cgroups::read_mountinfo(
-            &isolab_cgroups::mountinfo_path(Path::new("/proc")),
-            isolab_cgroups::Malformed::Skip,
-        )
-        .unwrap_or_default()
+        mount_table()
     }
 
     fn loops(&self) -> Vec<(PathBuf, PathBuf)> {
@@ -190,6 +186,43 @@ impl StorageHost for SystemStorageHost {
     fn owner_alive(&self, pid: u32) -> bool {
         pid != std::process::id() && crate::platform::isolab_running(Path::new("/proc"), pid)
     }
+}
+
+/// This process's mount table (`/proc/self/mountinfo`), read again only when it changed:
+/// the kernel marks an open mountinfo file with POLLPRI after any mount or unmount in its
+/// mount namespace. Every run reads the table (its working directory's file system); a
+/// run that mounts nothing then reads it once per process.
+pub(crate) fn mount_table() -> Vec<MountEntry> {
+    use std::os::fd::AsRawFd;
+    static CACHE: std::sync::Mutex<Option<(std::fs::File, Vec<MountEntry>)>> =
+        std::sync::Mutex::new(None);
+    let path = isolab_cgroups::mountinfo_path(Path::new("/proc"));
+    let read = || isolab_cgroups::read_mountinfo(&path, isolab_cgroups::Malformed::Skip);
+    let Ok(mut cache) = CACHE.lock() else {
+        return read().unwrap_or_default();
+    };
+    if let Some((file, table)) = cache.as_ref() {
+        let mut pfd = libc::pollfd {
+            fd: file.as_raw_fd(),
+            events: libc::POLLPRI,
+            revents: 0,
+        };
+        // SAFETY: polling one valid pollfd, without waiting.
+        let polled = unsafe { libc::poll(&mut pfd, 1, 0) };
+        // A mount or unmount since the last poll shows as POLLPRI (and POLLERR).
+        let changed = pfd.revents & (libc::POLLPRI | libc::POLLERR) != 0;
+        if polled == 0 || (polled == 1 && !changed) {
+            return table.clone();
+        }
+    }
+    // Opened before the read: a change between the two shows at the next poll.
+    let watch = std::fs::File::open(&path);
+    let table = read().unwrap_or_default();
+    *cache = match watch {
+        Ok(file) if !table.is_empty() => Some((file, table.clone())),
+        _ => None,
+    };
+    table
 }
 
 /// A [`StorageHost`] in memory: backing files are created for real (in a test's
@@ -379,5 +412,34 @@ impl StorageHost for FakeStorageHost {
 
     fn owner_alive(&self, pid: u32) -> bool {
         self.state().alive.contains(&pid)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The cached table follows a mount and an unmount made behind its back.
+    #[test]
+    fn the_mount_table_is_read_again_after_a_mount_and_an_unmount() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            isolab_skip::skip("mounting a tmpfs needs root");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("m");
+        std::fs::create_dir(&target).unwrap();
+        let has = |table: &[MountEntry]| table.iter().any(|m| m.mount_point == target);
+        // Twice, the second from the cache.
+        assert!(!has(&mount_table()));
+        assert!(!has(&mount_table()));
+        SystemStorageHost
+            .mount("isolab-test", &target, "tmpfs", "size=1m")
+            .unwrap();
+        let mounted = mount_table();
+        SystemStorageHost.unmount(&target).unwrap();
+        assert!(has(&mounted), "the tmpfs at {}", target.display());
+        assert!(!has(&mount_table()), "{} still listed", target.display());
     }
 }
