@@ -89,18 +89,17 @@ impl Launcher for RealLauncher {
             .map(Cgroup::process_leaf)
             .transpose()?
             .flatten();
-        let attacher = leaf
+        let cgroup = leaf
             .as_ref()
             .or(launch.cgroup)
-            .map(|c| c.attacher())
-            .transpose()?
-            .map(Arc::new);
+            .map(Cgroup::clone_target)
+            .transpose()?;
         let child = Spawn {
             argv: launch.argv,
             workdir: launch.workdir,
             stdout: out,
             stderr: err,
-            attacher,
+            cgroup,
             count: launch.count,
         }
         .start()

@@ -8,14 +8,11 @@ use std::fmt;
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use isolab_cgroups::Attacher;
+use isolab_cgroups::CloneTarget;
 
 /// How a command ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -199,7 +196,8 @@ pub(crate) struct Spawn<'a> {
     pub workdir: &'a Path,
     pub stdout: File,
     pub stderr: File,
-    pub attacher: Option<Arc<Attacher>>,
+    /// The cgroup to start in (its cgroup2 directory and v1 `tasks` files).
+    pub cgroup: Option<CloneTarget>,
     /// Arm perf counters on the child before it execs.
     pub count: bool,
 }
@@ -230,119 +228,52 @@ pub enum Waited {
 }
 
 impl Spawn<'_> {
-    /// Starts the command. The child puts itself into its own process group and the
-    /// cgroup, then (when counting) waits for the parent to arm the perf counters.
+    /// Starts the command: born in the cgroup (see [`super::clone`]), in a process group
+    /// of its own, and (when counting) waiting until the parent has armed the perf
+    /// counters on it before it execs.
     pub fn start(self) -> io::Result<Child> {
-        let Some((program, args)) = self.argv.split_first() else {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty command"));
+        crate::phases::mark("launch");
+        let exec = super::clone::Exec::new(self.argv, self.workdir)?;
+        let devnull = File::open("/dev/null")?;
+        let go = if self.count { Some(pipe()?) } else { None };
+        let (v2_dir, v1) = match &self.cgroup {
+            Some(t) => (
+                t.v2_dir.as_ref().map(AsRawFd::as_raw_fd),
+                t.v1.raw_fds().collect(),
+            ),
+            None => (None, Vec::new()),
         };
-        let (pid_r, pid_w) = pipe()?;
-        let (go_r, go_w) = pipe()?;
-        let mut cmd = Command::new(program);
-        cmd.args(args)
-            .current_dir(self.workdir)
-            .stdin(Stdio::null())
-            .stdout(self.stdout)
-            .stderr(self.stderr);
-        let attach = self.attacher;
-        let count = self.count;
-        let (pid_w_fd, go_r_fd) = (pid_w.as_raw_fd(), go_r.as_raw_fd());
-        // SAFETY: the closure only makes async-signal-safe calls (setpgid, write, read,
-        // poll, getpid and the attacher's write of "0" to pre-opened fds); it does
-        // not allocate.
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::setpgid(0, 0) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                if let Some(a) = &attach {
-                    a.attach_self()?;
-                }
-                if count {
-                    let pid: libc::pid_t = libc::getpid();
-                    libc::write(
-                        pid_w_fd,
-                        std::ptr::from_ref(&pid).cast(),
-                        std::mem::size_of::<libc::pid_t>(),
-                    );
-                    // Wait (bounded) for the parent to arm the counters.
-                    let mut pfd = libc::pollfd {
-                        fd: go_r_fd,
-                        events: libc::POLLIN,
-                        revents: 0,
-                    };
-                    libc::poll(&mut pfd, 1, 5000);
-                }
-                Ok(())
-            });
-        }
-        // The parent arms the counters from a helper thread, since `spawn` only
-        // returns once the child has exec'd.
-        let armer = count.then(|| {
-            std::thread::spawn(move || -> Result<PerfCounters, io::Error> {
-                let mut pfd = libc::pollfd {
-                    fd: pid_r.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                };
-                // SAFETY: polling one valid pollfd.
-                let ready = unsafe { libc::poll(&mut pfd, 1, 5000) };
-                let mut pid: libc::pid_t = 0;
-                let result = if ready == 1 {
-                    // SAFETY: reading a pid_t into a stack variable from a pipe we own.
-                    let n = unsafe {
-                        libc::read(
-                            pid_r.as_raw_fd(),
-                            std::ptr::from_mut(&mut pid).cast(),
-                            std::mem::size_of::<libc::pid_t>(),
-                        )
-                    };
-                    if n as usize == std::mem::size_of::<libc::pid_t>() {
-                        PerfCounters::open(pid)
-                    } else {
-                        Err(io::Error::other("child did not report its pid"))
-                    }
-                } else {
-                    Err(io::Error::other("child did not report its pid"))
-                };
+        let target = super::clone::Target {
+            v2_dir,
+            v1: &v1,
+            stdio: [
+                devnull.as_raw_fd(),
+                self.stdout.as_raw_fd(),
+                self.stderr.as_raw_fd(),
+            ],
+            go: go.as_ref().map(|(r, _)| r.as_raw_fd()),
+        };
+        crate::phases::mark("prepare");
+        let cloned = super::clone::start(&exec, &target)?;
+        crate::phases::mark("clone");
+        let perf = match &go {
+            Some((_, go_w)) => {
+                let perf = PerfCounters::open(cloned.pid);
                 let byte = 1u8;
                 // SAFETY: one byte from the stack to a pipe we own.
                 unsafe { libc::write(go_w.as_raw_fd(), std::ptr::from_ref(&byte).cast(), 1) };
-                result
-            })
-        });
-        let spawned = cmd.spawn();
-        drop(pid_w);
-        drop(go_r);
-        let perf = match armer {
-            Some(h) => h
-                .join()
-                .unwrap_or_else(|_| Err(io::Error::other("perf arming thread panicked"))),
+                perf
+            }
             None => Err(io::Error::other("not counted")),
         };
-        let child = spawned?;
-        let started = Instant::now();
-        let pid = child.id() as libc::pid_t;
-        // The std handle is dropped without waiting: we reap with wait4 for the rusage.
-        drop(child);
-        // SAFETY: pidfd_open on the pid of our own unreaped child.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-        if fd < 0 {
-            let e = io::Error::last_os_error();
-            // SAFETY: killing and reaping our own child, which we cannot track otherwise.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-                libc::waitpid(pid, std::ptr::null_mut(), 0);
-            }
-            return Err(e);
-        }
-        // SAFETY: the syscall returned a new fd owned by nobody else.
-        let pidfd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
+        crate::phases::mark("perf_open");
+        cloned.exec()?;
+        crate::phases::mark("exec");
         Ok(Child {
-            pid,
-            pidfd,
+            pid: cloned.pid,
+            pidfd: cloned.pidfd,
             perf,
-            started,
+            started: Instant::now(),
         })
     }
 }
@@ -557,7 +488,7 @@ mod tests {
             workdir: dir.path(),
             stdout,
             stderr,
-            attacher: None,
+            cgroup: None,
             count,
         }
         .start()
