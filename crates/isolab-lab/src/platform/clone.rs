@@ -14,51 +14,32 @@
 //! memory prepared before the clone ([`Exec`]), and reports a failure (the step and its
 //! errno) on a close-on-exec pipe, which the parent reads until the exec closes it.
 
-use std::ffi::{CString, OsStr, OsString};
+use std::ffi::{CString, OsStr};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::path::{Path, PathBuf};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
 
-/// `CLONE_PIDFD` and `CLONE_INTO_CGROUP` of `<linux/sched.h>`.
-const CLONE_PIDFD: u64 = 0x1000;
-const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
-
-/// `struct clone_args` up to `cgroup` (CLONE_ARGS_SIZE_VER2).
-#[repr(C)]
-#[derive(Default)]
-struct CloneArgs {
-    flags: u64,
-    pidfd: u64,
-    child_tid: u64,
-    parent_tid: u64,
-    exit_signal: u64,
-    stack: u64,
-    stack_size: u64,
-    tls: u64,
-    set_tid: u64,
-    set_tid_size: u64,
-    cgroup: u64,
-}
+use isolab_cgroups::{clone3, CloneArgs, CLONE_INTO_CGROUP};
 
 /// What the child does between the clone and the exec, all prepared by the parent.
 pub(crate) struct Exec {
     program: CString,
-    /// Not found on `PATH` here: the child searches it as `execvp` does (and fails).
+    /// Not found here as a path: the child searches `PATH` as `execvp` does (and fails).
     search: bool,
-    /// Owns the strings `argv` and `envp` point into.
-    _strings: Vec<CString>,
+    /// Owns the strings `argv` points into.
+    _args: Vec<CString>,
     argv: Vec<*const libc::c_char>,
-    envp: Vec<*const libc::c_char>,
     workdir: CString,
 }
 
-// SAFETY: the raw pointers point into `_strings`, which `Exec` owns and never changes.
+// SAFETY: the raw pointers point into `_args`, which `Exec` owns and never changes.
 unsafe impl Send for Exec {}
 
 impl Exec {
-    /// `argv` with its program found on `PATH` as `execvp` would (argv[0] unchanged),
-    /// this process's environment, and `workdir`.
+    /// `argv` with its program found as isolab finds every program
+    /// ([`isolab_tools::find_program`]: `PATH`, then the sbin and bin directories;
+    /// argv[0] unchanged), and `workdir`. The child keeps this process's environment.
     pub(crate) fn new(argv: &[String], workdir: &Path) -> io::Result<Exec> {
         let Some(first) = argv.first() else {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty command"));
@@ -68,59 +49,28 @@ impl Exec {
                 io::Error::new(io::ErrorKind::InvalidInput, format!("a NUL byte in {s:?}"))
             })
         };
-        let found = resolve(first, std::env::var_os("PATH"));
-        let search = !found.as_os_str().as_bytes().contains(&b'/');
-        let program = c(found.as_os_str())?;
-        let mut strings = Vec::with_capacity(argv.len() + 64);
-        for a in argv {
-            strings.push(c(OsStr::new(a))?);
-        }
-        let args = strings.len();
-        for (k, v) in std::env::vars_os() {
-            let mut kv = k.into_vec();
-            kv.push(b'=');
-            kv.extend(v.into_vec());
-            strings.push(c(&OsString::from_vec(kv))?);
-        }
-        let ptrs = |s: &[CString]| {
-            s.iter()
-                .map(|s| s.as_ptr())
-                .chain(std::iter::once(std::ptr::null()))
-                .collect::<Vec<_>>()
-        };
+        // A relative `PATH` entry is found from here, not from `workdir`: leave that
+        // name to the child's search.
+        let found =
+            isolab_tools::find_program(first).filter(|p| p.is_absolute() || first.contains('/'));
+        let program = c(found.as_ref().map_or(OsStr::new(first), |p| p.as_os_str()))?;
+        let args = argv
+            .iter()
+            .map(|a| c(OsStr::new(a)))
+            .collect::<io::Result<Vec<_>>>()?;
+        let argv = args
+            .iter()
+            .map(|a| a.as_ptr())
+            .chain(std::iter::once(std::ptr::null()))
+            .collect();
         Ok(Exec {
             program,
-            search,
-            argv: ptrs(&strings[..args]),
-            envp: ptrs(&strings[args..]),
+            search: found.is_none(),
+            _args: args,
+            argv,
             workdir: c(workdir.as_os_str())?,
-            _strings: strings,
         })
     }
-}
-
-/// `program` as `execvp` finds it: itself when it holds a `/`, else the first
-/// executable regular file of that name in a directory of `path` (itself when there
-/// is none, or when a relative directory comes first: the child's exec then reports
-/// what it reports).
-pub(crate) fn resolve(program: &str, path: Option<OsString>) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    if program.contains('/') {
-        return PathBuf::from(program);
-    }
-    let path = path.unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
-    for dir in std::env::split_paths(&path) {
-        if !dir.is_absolute() {
-            break;
-        }
-        let candidate = dir.join(program);
-        if std::fs::metadata(&candidate)
-            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        {
-            return candidate;
-        }
-    }
-    PathBuf::from(program)
 }
 
 /// Where the child goes and what it waits for.
@@ -197,38 +147,33 @@ pub(crate) fn start(exec: &Exec, target: &Target<'_>) -> io::Result<Cloned> {
     start_as(exec, target, true)
 }
 
-/// [`start`], by fork alone unless `clone3` (the tests take both ways).
-fn start_as(exec: &Exec, target: &Target<'_>, clone3: bool) -> io::Result<Cloned> {
+/// [`start`], by fork alone unless `use_clone3` (the tests take both ways).
+fn start_as(exec: &Exec, target: &Target<'_>, use_clone3: bool) -> io::Result<Cloned> {
     let (report_r, report_w) = blocking_pipe()?;
     let into = target.v2_dir.is_some();
     let mut pidfd: libc::c_int = -1;
     let args = CloneArgs {
-        flags: CLONE_PIDFD | if into { CLONE_INTO_CGROUP } else { 0 },
+        flags: libc::CLONE_PIDFD as u64 | if into { CLONE_INTO_CGROUP } else { 0 },
         pidfd: std::ptr::from_mut(&mut pidfd) as u64,
         exit_signal: libc::SIGCHLD as u64,
         cgroup: target.v2_dir.map_or(0, |fd| fd as u64),
         ..CloneArgs::default()
     };
-    let pid = if clone3 {
-        // SAFETY: a valid clone_args of the size given; without CLONE_VM the child has a
-        // copy of this memory, where it runs `child` only, which never returns.
-        unsafe {
-            libc::syscall(
-                libc::SYS_clone3,
-                std::ptr::from_ref(&args),
-                std::mem::size_of::<CloneArgs>(),
-            )
-        }
+    let pid = if use_clone3 {
+        // SAFETY: the child runs `child` only, which never allocates nor returns.
+        unsafe { clone3(&args) }
     } else {
-        // SAFETY: setting this thread's errno, as a refused clone3 would.
-        unsafe { *libc::__errno_location() = libc::ENOSYS };
         -1
     };
     let (pid, joined) = match pid {
         0 => child(exec, target, None, report_w.as_raw_fd()),
         p if p > 0 => (p as libc::pid_t, true),
         _ => {
-            let e = io::Error::last_os_error();
+            let e = if use_clone3 {
+                io::Error::last_os_error()
+            } else {
+                io::Error::from_raw_os_error(libc::ENOSYS)
+            };
             if !matches!(
                 e.raw_os_error(),
                 Some(libc::ENOSYS | libc::EINVAL | libc::E2BIG | libc::EPERM | libc::EOPNOTSUPP)
@@ -368,17 +313,13 @@ fn child(exec: &Exec, target: &Target<'_>, v2_procs: Option<RawFd>, report: RawF
         // SAFETY: polling one valid pollfd on the stack.
         unsafe { libc::poll(&mut pfd, 1, 5000) };
     }
-    // SAFETY: NUL-terminated strings and NULL-terminated arrays owned by `exec`; the
-    // environment of `execvp` is this process's, the one `exec.envp` copies.
+    // SAFETY: a NUL-terminated string and a NULL-terminated array owned by `exec`; both
+    // calls pass on this process's environment (`environ`), as `execve` would be given.
     unsafe {
         if exec.search {
             libc::execvp(exec.program.as_ptr(), exec.argv.as_ptr());
         } else {
-            libc::execve(
-                exec.program.as_ptr(),
-                exec.argv.as_ptr(),
-                exec.envp.as_ptr(),
-            );
+            libc::execv(exec.program.as_ptr(), exec.argv.as_ptr());
         }
     }
     fail(0)
@@ -390,7 +331,7 @@ mod tests {
 
     /// Starts `argv` in a temporary directory (or `workdir`), its output to a file there,
     /// by clone3 or by fork, and waits for its exit code.
-    fn run(argv: &[&str], workdir: Option<&Path>, clone3: bool) -> io::Result<i32> {
+    fn run(argv: &[&str], workdir: Option<&Path>, use_clone3: bool) -> io::Result<i32> {
         let dir = tempfile::tempdir().unwrap();
         let out = std::fs::File::create(dir.path().join("out")).unwrap();
         let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
@@ -401,7 +342,7 @@ mod tests {
             stdio: [out.as_raw_fd(), out.as_raw_fd(), out.as_raw_fd()],
             go: None,
         };
-        let cloned = start_as(&exec, &target, clone3)?;
+        let cloned = start_as(&exec, &target, use_clone3)?;
         cloned.exec()?;
         let mut status = 0;
         // SAFETY: waiting for our own child.
@@ -411,12 +352,12 @@ mod tests {
 
     #[test]
     fn both_ways_start_exec_and_report_what_failed() {
-        for clone3 in [true, false] {
-            assert_eq!(run(&["sh", "-c", "exit 3"], None, clone3).unwrap(), 3);
-            let missing = run(&["no-such-program-here"], None, clone3).unwrap_err();
+        for use_clone3 in [true, false] {
+            assert_eq!(run(&["sh", "-c", "exit 3"], None, use_clone3).unwrap(), 3);
+            let missing = run(&["no-such-program-here"], None, use_clone3).unwrap_err();
             assert_eq!(missing.kind(), io::ErrorKind::NotFound, "{missing}");
             let gone = Path::new("/nonexistent/isolab-workdir");
-            let chdir = run(&["true"], Some(gone), clone3).unwrap_err();
+            let chdir = run(&["true"], Some(gone), use_clone3).unwrap_err();
             assert!(
                 chdir.to_string().starts_with("chdir in the child: "),
                 "{chdir}"
@@ -425,16 +366,19 @@ mod tests {
     }
 
     #[test]
-    fn a_program_is_found_on_path_as_execvp_finds_it() {
-        let path = Some(OsString::from("/nonexistent:/usr/bin:/bin"));
-        assert_eq!(resolve("sh", path.clone()), Path::new("/usr/bin/sh"));
-        assert_eq!(resolve("./x", path.clone()), Path::new("./x"));
-        assert_eq!(resolve("/bin/sh", path.clone()), Path::new("/bin/sh"));
-        assert_eq!(
-            resolve("no-such-program-here", path),
-            Path::new("no-such-program-here")
-        );
-        // A relative directory first: the child's execvp-like search is left to exec.
-        assert_eq!(resolve("sh", Some(".:/usr/bin".into())), Path::new("sh"));
+    fn a_program_is_found_as_isolab_finds_programs_and_a_relative_one_left_to_the_child() {
+        let dir = Path::new("/");
+        let sh = Exec::new(&["sh".into()], dir).unwrap();
+        assert!(!sh.search);
+        let path = sh.program.as_bytes();
+        assert!(path.starts_with(b"/") && path.ends_with(b"/sh"), "{path:?}");
+        let missing = Exec::new(&["no-such-program-here".into()], dir).unwrap();
+        assert!(missing.search);
+        assert_eq!(missing.program.as_bytes(), b"no-such-program-here");
+        let relative = Exec::new(&["./x".into()], dir).unwrap();
+        assert!(relative.search);
+        let absolute = Exec::new(&["/bin/sh".into()], dir).unwrap();
+        assert!(!absolute.search);
+        assert_eq!(absolute.program.as_bytes(), b"/bin/sh");
     }
 }

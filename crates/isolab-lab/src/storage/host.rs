@@ -207,11 +207,10 @@ pub(crate) fn mount_table() -> Vec<MountEntry> {
             events: libc::POLLPRI,
             revents: 0,
         };
+        // A mount or unmount since the last poll shows as POLLPRI (with POLLERR); no
+        // event at all is an unchanged table.
         // SAFETY: polling one valid pollfd, without waiting.
-        let polled = unsafe { libc::poll(&mut pfd, 1, 0) };
-        // A mount or unmount since the last poll shows as POLLPRI (and POLLERR).
-        let changed = pfd.revents & (libc::POLLPRI | libc::POLLERR) != 0;
-        if polled == 0 || (polled == 1 && !changed) {
+        if unsafe { libc::poll(&mut pfd, 1, 0) } == 0 {
             return table.clone();
         }
     }

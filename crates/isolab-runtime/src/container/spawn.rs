@@ -22,45 +22,8 @@ use super::child::{
 };
 use super::{devices, ns_to_duration, plan, Init, Instance};
 
-/// `CLONE_INTO_CGROUP` of `<linux/sched.h>`: start the child in the cgroup2
-/// directory `clone_args.cgroup`.
-const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
-
-/// `struct clone_args` of `<linux/sched.h>` (clone3).
-#[repr(C)]
-#[derive(Default)]
-pub(super) struct CloneArgs {
-    pub(super) flags: u64,
-    pub(super) pidfd: u64,
-    pub(super) child_tid: u64,
-    pub(super) parent_tid: u64,
-    pub(super) exit_signal: u64,
-    pub(super) stack: u64,
-    pub(super) stack_size: u64,
-    pub(super) tls: u64,
-    pub(super) set_tid: u64,
-    pub(super) set_tid_size: u64,
-    pub(super) cgroup: u64,
-}
-
-/// `clone3(2)` without `CLONE_VM`: like fork, the child gets a copy of the address
-/// space and continues on a copy of this stack; returns 0 in the child, the pid (or
-/// -1) in the parent.
-///
-/// # Safety
-/// The caller may be multi-threaded: in the child, only allocation-free code that
-/// never returns may run (another thread may have held the allocator's lock).
-pub(super) unsafe fn clone3(args: &CloneArgs) -> libc::c_long {
-    // SAFETY: a valid clone_args of the size passed; the caller's contract covers
-    // what the child runs.
-    unsafe {
-        libc::syscall(
-            libc::SYS_clone3,
-            args as *const CloneArgs,
-            std::mem::size_of::<CloneArgs>(),
-        )
-    }
-}
+// One `clone3` for the runtime and isolab's launcher (isolab-cgroups, beside `CloneTarget`).
+pub(super) use isolab_cgroups::{clone3, CloneArgs, CLONE_INTO_CGROUP};
 
 /// The `clone3` flags: a pidfd, and the namespaces the container gets new (the
 /// cgroup namespace comes later, by `unshare`, once the child is in its cgroups).
