@@ -19,7 +19,8 @@
 # Then where the time goes: each build runs N runs once more with ISOLAB_PHASES set (the
 # runner's marks, crates/isolab-lab/src/phases.rs), and the median time of each step of a
 # run is printed, a column per build (a build without the marks prints none). The first
-# tenth of the runs (cold caches) is left out.
+# tenth of the runs (cold caches) is left out; a step passed more than once in a run (a
+# server's or a neighbour's start) counts with the sum of its times.
 set -euo pipefail
 N=${1:-200}
 ROUNDS=${2:-3}
@@ -119,12 +120,14 @@ for i, _ in enumerate(bins):
     runs = runs[len(runs) // 10:]
     took = {}
     for run in runs:
-        before = 0
+        before, this = 0, {}
         for step, at in run:
-            took.setdefault(step, []).append(at - before)
+            this[step] = this.get(step, 0) + at - before
             before = at
             if step not in steps:
                 steps.append(step)
+        for step, micros in this.items():
+            took.setdefault(step, []).append(micros)
     medians.append({s: statistics.median(v) for s, v in took.items()})
 print("median µs a run spends in each step (ISOLAB_PHASES), a column per build:")
 print(f"{'step':<16}" + "".join(f" {os.path.basename(b)[-14:]:>14}" for b in bins))
