@@ -35,6 +35,7 @@ pub mod phases;
 pub mod platform;
 pub mod probe;
 pub mod reservation;
+pub mod reused;
 pub mod runner;
 pub mod shape;
 pub mod spec;

@@ -34,7 +34,6 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use isolab_store::{Telemetry, TelemetrySet};
@@ -434,7 +433,7 @@ pub type OnBreach = Arc<dyn Fn(Breach) + Send + Sync>;
 /// Dropping it without `finish` stops it too.
 pub struct LatencyProbe {
     stop: Arc<OwnedFd>,
-    handle: Option<JoinHandle<ProbeReport>>,
+    handle: Option<crate::reused::Handle<ProbeReport>>,
 }
 
 impl fmt::Debug for LatencyProbe {
@@ -461,10 +460,12 @@ impl LatencyProbe {
         let stop = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
         let stop = Arc::new(owned(stop, "eventfd")?);
         let stop_thread = Arc::clone(&stop);
-        let handle = std::thread::Builder::new()
-            .name("isolab-latency-probe".into())
-            .spawn(move || run(config, &timer, &stop_thread, &on_breach))
-            .map_err(|source| ProbeError::Spawn { source })?;
+        // On a helper thread that outlives the run (`crate::reused`); `run` makes it an
+        // ordinary task on every cpu isolab may use first, whatever it did before.
+        let handle = crate::reused::spawn(c"isolab-latency-probe", move || {
+            run(config, &timer, &stop_thread, &on_breach)
+        })
+        .map_err(|source| ProbeError::Spawn { source })?;
         Ok(LatencyProbe {
             stop,
             handle: Some(handle),

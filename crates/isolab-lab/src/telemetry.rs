@@ -4,7 +4,6 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use isolab_store::Series;
@@ -120,7 +119,10 @@ impl Interrupts {
     /// Reads `proc_root/interrupts` and `proc_root/softirqs`; a file that cannot be
     /// read gives no counts.
     pub fn read(proc_root: &Path) -> Interrupts {
-        let text = |name| std::fs::read_to_string(proc_root.join(name)).unwrap_or_default();
+        // In one or two reads (`read_to_string` probes a /proc file with 32 bytes and
+        // grows: /proc/interrupts took eight reads, each run twice).
+        let text =
+            |name| isolab_cgroups::read_pseudo_file(&proc_root.join(name)).unwrap_or_default();
         let softirqs = text("softirqs");
         Interrupts {
             irqs: parse_per_cpu_counts(&text("interrupts"), |_| true),
@@ -153,29 +155,51 @@ pub struct HostCpu {
 /// Samples `/proc/stat` on a thread until stopped.
 pub struct CpuSampler {
     stop: Arc<(Mutex<bool>, Condvar)>,
-    handle: JoinHandle<HostCpu>,
+    /// The sampling job on a thread of [`crate::reused`]; `None` when no thread could
+    /// be started (the run then has no host telemetry).
+    handle: Option<crate::reused::Handle<HostCpu>>,
 }
 
 impl CpuSampler {
-    /// Starts sampling `proc_root/stat` every `interval`.
+    /// Starts sampling `proc_root/stat` every `interval`, on a helper thread that
+    /// outlives the run ([`crate::reused`]).
     pub fn start(proc_root: &Path, interval: Duration) -> CpuSampler {
         let stop = Arc::new((Mutex::new(false), Condvar::new()));
         let root: PathBuf = proc_root.to_path_buf();
         let stop2 = Arc::clone(&stop);
-        let handle = std::thread::spawn(move || sample(&root, interval, &stop2));
+        let handle =
+            crate::reused::spawn(c"isolab-sampler", move || sample(&root, interval, &stop2)).ok();
         CpuSampler { stop, handle }
     }
 
     /// Stops sampling (at once, without waiting for the next tick) and returns what was seen.
     pub fn finish(self) -> HostCpu {
-        {
-            let (lock, cvar) = &*self.stop;
-            if let Ok(mut stopped) = lock.lock() {
-                *stopped = true;
-            }
-            cvar.notify_all();
+        self.stop().join()
+    }
+
+    /// Tells the sampler to take its last reading now, without waiting for it: the
+    /// caller reads its own counters meanwhile, and [`Stopping::join`] collects.
+    pub fn stop(self) -> Stopping {
+        let (lock, cvar) = &*self.stop;
+        if let Ok(mut stopped) = lock.lock() {
+            *stopped = true;
         }
-        self.handle.join().unwrap_or_default()
+        cvar.notify_all();
+        Stopping {
+            handle: self.handle,
+        }
+    }
+}
+
+/// A sampler told to stop ([`CpuSampler::stop`]), taking its last reading.
+pub struct Stopping {
+    handle: Option<crate::reused::Handle<HostCpu>>,
+}
+
+impl Stopping {
+    /// Waits for the last reading and returns what was seen.
+    pub fn join(self) -> HostCpu {
+        self.handle.and_then(|h| h.join().ok()).unwrap_or_default()
     }
 }
 
@@ -185,7 +209,7 @@ pub fn cpu_times(proc_root: &Path) -> Vec<(u32, CpuTimes)> {
 }
 
 fn read(path: &Path) -> Vec<(u32, CpuTimes)> {
-    std::fs::read_to_string(path)
+    isolab_cgroups::read_pseudo_file(path)
         .map(|t| parse_proc_stat(&t))
         .unwrap_or_default()
 }

@@ -195,12 +195,15 @@ impl Supervisor {
             grace,
         );
         crate::phases::mark("wait");
-        let host_cpu = sampler.finish();
-        crate::phases::mark("sampler_finish");
+        // The sampler takes its last reading on its thread while this one reads the
+        // run's own counters.
+        let sampler = sampler.stop();
         let perf = child.perf();
         crate::phases::mark("perf_read");
         let stats = cgroup.stats();
         crate::phases::mark("stats");
+        let host_cpu = sampler.join();
+        crate::phases::mark("sampler_finish");
         stop_server(server, cgroup);
         let (exit, rusage, ended) = match waited? {
             Ok(v) => v,

@@ -465,8 +465,11 @@ fn tail_chars(s: &str, n: usize) -> &str {
     &s[start..]
 }
 
-/// The host's memory (`MemTotal`), or 1 GiB when /proc/meminfo cannot be read.
+/// The host's memory (`MemTotal`), or 1 GiB when /proc/meminfo cannot be read; read
+/// once per process (every run asked for it before, 20 µs of each).
 pub(crate) fn host_memory() -> isolab_cgroups::Bytes {
-    crate::environment::memory_total(Path::new("/proc"))
+    static TOTAL: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    TOTAL
+        .get_or_init(|| crate::environment::memory_total(Path::new("/proc")))
         .map_or(isolab_cgroups::Bytes::gib(1), isolab_cgroups::Bytes)
 }

@@ -15,7 +15,7 @@ use super::finished::{Done, FinishedRun};
 use super::instances::{instances_metrics, measurement_windows, merge_instances};
 use super::job::job_name;
 use super::stopping::{stop_after, CellState};
-use super::workdir::{run_workdir, DiskFacts};
+use super::workdir::{run_workdir, DiskFacts, Removal};
 use super::{Event, Runner, STORE_PATIENCE};
 use crate::platform::PlatformError;
 use crate::spec::{Cell, ExperimentSpec};
@@ -57,10 +57,9 @@ impl Runner<'_> {
             self.execute(id, spec, cell, &tag, &workdir, disk)
         });
         crate::phases::mark("executed");
-        if !self.config.keep_workdirs {
-            let _ = std::fs::remove_dir_all(&workdir);
-        }
-        crate::phases::mark("workdir_removed");
+        // Removed while the run is stored (on two cores at once); the removal has
+        // ended when this function returns, whichever way.
+        let removal = (!self.config.keep_workdirs).then(|| Removal::start(&workdir));
         let finished = match result {
             Err(PlatformError::Interrupted) => return Ok(None),
             // Beside a neighbour, a subject that does not finish is the outcome.
@@ -75,6 +74,8 @@ impl Runner<'_> {
         crate::phases::mark("finished");
         self.store.insert_run_patiently(&run, STORE_PATIENCE)?;
         crate::phases::mark("stored");
+        drop(removal);
+        crate::phases::mark("workdir_removed");
 
         let primary = run.metrics.iter().find(|m| m.name == cell.workload.primary);
         let ok = run.status == RunStatus::Ok;

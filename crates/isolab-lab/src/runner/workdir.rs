@@ -17,6 +17,36 @@ pub(super) fn run_workdir(base: &Path, id: ExperimentId, tag: &str) -> PathBuf {
     base.join(format!("exp{id}-pid{}-{tag}", std::process::id()))
 }
 
+/// A run's working directory being removed on a helper thread ([`crate::reused`])
+/// while the runner stores the run: both are done, on a second core at the same time,
+/// before the next run starts, because dropping this waits for the removal.
+pub(super) struct Removal(Option<crate::reused::Handle<()>>);
+
+impl Removal {
+    /// Starts removing `dir` (everything in it); where no helper thread can be had,
+    /// removes it now.
+    pub(super) fn start(dir: &Path) -> Removal {
+        let owned = dir.to_path_buf();
+        match crate::reused::spawn(c"isolab-workdir", move || {
+            let _ = std::fs::remove_dir_all(&owned);
+        }) {
+            Ok(h) => Removal(Some(h)),
+            Err(_) => {
+                let _ = std::fs::remove_dir_all(dir);
+                Removal(None)
+            }
+        }
+    }
+}
+
+impl Drop for Removal {
+    fn drop(&mut self) {
+        if let Some(h) = self.0.take() {
+            let _ = h.join();
+        }
+    }
+}
+
 /// Makes the working directory `base` and probes the disk under it. A base made
 /// here goes again with the returned guard if it is left empty (every run removes
 /// its own directory unless asked to keep it).
