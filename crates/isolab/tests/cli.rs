@@ -1153,6 +1153,38 @@ fn run_experiment(
     (stdout, store, id)
 }
 
+/// A relative `--workdir` is made absolute: a command runs in its working directory and
+/// may name it (`{workdir}`, as HPL's `mpirun --wdir {workdir}` does), which a relative
+/// base named twice (`w/exp…/w/exp…`), failing every HPL run.
+#[test]
+fn a_relative_workdir_is_named_absolute_to_the_command() {
+    let Some(guard) = CgroupTest::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let spec = write_spec(
+        dir.path(),
+        "rel.toml",
+        "[experiment]\nname = \"rel\"\nrepetitions = { warmup = 0, min = 2, max = 2, target_cv = 0.5 }\n\n[matrix]\nworkload = [\"here\"]\n\n[workload.here]\ncommand = \"sh -c 'cd {workdir} && test \\\"$PWD\\\" = {workdir} && case {workdir} in /*) ;; *) exit 3 ;; esac'\"\nparser = \"time\"\n",
+    );
+    let out = run(isolab()
+        .current_dir(dir.path())
+        .args(["--db", "x.db", "run", "--no-report", "--workdir", "w"])
+        .arg(&spec));
+    assert!(
+        out.status.success(),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let store = isolab_store::Store::open(&dir.path().join("x.db")).unwrap();
+    let id = store.resolve("rel").unwrap();
+    let runs = store.runs(id).unwrap();
+    assert_eq!(runs.len(), 2);
+    assert!(runs.iter().all(|r| r.is_counted()), "{runs:?}");
+    guard.assert_nothing_leaked("cgroups left");
+}
+
 /// A real injected effect: a 2-thread job of fixed work on 2 cpus against the same job
 /// held to 1 cpu of CFS quota takes about twice as long. The runner must call it
 /// `worse`, stop the cell once decided (11 rounds: the first at which the signed-rank
