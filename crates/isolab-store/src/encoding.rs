@@ -116,9 +116,12 @@ pub(crate) fn decode_values(blob: &[u8]) -> Option<Vec<f64>> {
     if !values.remainder().is_empty() {
         return None;
     }
-    values
-        .map(|v| Some(f64::from_le_bytes(v.try_into().ok()?)))
-        .collect()
+    // Sized once: a collect through `Option` knows no length and grows the list.
+    let mut out = Vec::with_capacity(blob.len() / VALUE_BYTES);
+    for v in values {
+        out.push(f64::from_le_bytes(v.try_into().ok()?));
+    }
+    Some(out)
 }
 
 /// A telemetry layout's names as stored (see the module table).
