@@ -75,7 +75,9 @@ fn base() -> Result<&'static Base, GuestUnavailable> {
             .map_or_else(|| PathBuf::from(VM_CACHE), PathBuf::from);
         let kernel = prepare_kernel(&cache)
             .map_err(|e| GuestUnavailable::Failed(format!("preparing the guest kernel: {e}")))?;
-        let accel = detect_accel(&kernel, Path::new(QEMU), DEFAULT_PROBE_TIMEOUT);
+        let accel = this_boots_accel(&cache, &kernel, || {
+            detect_accel(&kernel, Path::new(QEMU), DEFAULT_PROBE_TIMEOUT)
+        });
         Ok(Base {
             cache,
             kernel,
@@ -189,5 +191,117 @@ impl TestGuest {
         let mut command = GuestCommand::new(["sh", "-c", script], test.timeout);
         command.env = test.env.clone();
         run(&config, &command, None, &|| false)
+    }
+}
+
+/// The accelerator test guests use: the verdict of this boot's first probe of this kernel
+/// with this QEMU, kept in `cache` (`test-guest-accel.json`), or `probe`'s, then kept.
+/// Where `/dev/kvm` opens but cannot boot the kernel, a probe waits 20 s for it before
+/// TCG: once per boot instead of once per test binary (two in `make test`). Only the
+/// test guests keep it; `isolab run` and `isolab check-kvm` probe every time.
+fn this_boots_accel(
+    cache: &Path,
+    kernel: &KernelFiles,
+    probe: impl FnOnce() -> AccelReport,
+) -> AccelReport {
+    let file = cache.join("test-guest-accel.json");
+    let key = verdict_key(
+        &std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default(),
+        &kernel.vmlinux,
+        &isolab_tools::find_program(QEMU).unwrap_or_else(|| PathBuf::from(QEMU)),
+    );
+    let kept: Option<(String, AccelReport)> = std::fs::read(&file)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok());
+    match kept {
+        Some((k, mut report)) if k == key => {
+            report.reason = format!(
+                "{} (this boot's probe, kept in {})",
+                report.reason,
+                file.display()
+            );
+            report
+        }
+        _ => {
+            let report = probe();
+            // Best effort: without it the next binary probes again.
+            let tmp = file.with_extension(format!("json.{}", std::process::id()));
+            if let Ok(bytes) = serde_json::to_vec(&(&key, &report)) {
+                if std::fs::write(&tmp, bytes).is_ok() {
+                    let _ = std::fs::rename(&tmp, &file);
+                }
+            }
+            report
+        }
+    }
+}
+
+/// What a kept verdict holds for: the boot (`boot_id`), and the kernel's and QEMU's
+/// files by path, size and modification time.
+fn verdict_key(boot_id: &str, vmlinux: &Path, qemu: &Path) -> String {
+    let identity = |p: &Path| match std::fs::metadata(p) {
+        Ok(m) => format!("{} {} {:?}", p.display(), m.len(), m.modified().ok()),
+        Err(_) => format!("{} missing", p.display()),
+    };
+    format!(
+        "{} | {} | {}",
+        boot_id.trim(),
+        identity(vmlinux),
+        identity(qemu)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Accel;
+
+    #[test]
+    fn a_verdict_is_kept_for_the_boot_kernel_and_qemu_it_was_probed_with() {
+        let dir = tempfile::tempdir().unwrap();
+        let vmlinux = dir.path().join("vmlinux");
+        let qemu = dir.path().join("qemu");
+        std::fs::write(&vmlinux, "kernel").unwrap();
+        std::fs::write(&qemu, "qemu").unwrap();
+        let key = verdict_key("b1\n", &vmlinux, &qemu);
+        assert_eq!(key, verdict_key("b1", &vmlinux, &qemu));
+        assert_ne!(key, verdict_key("b2", &vmlinux, &qemu));
+        std::fs::write(&vmlinux, "another kernel").unwrap();
+        assert_ne!(key, verdict_key("b1", &vmlinux, &qemu));
+        assert!(verdict_key("b1", &dir.path().join("none"), &qemu).contains("missing"));
+    }
+
+    #[test]
+    fn the_first_probe_of_a_boot_is_kept_and_the_next_one_is_not_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let kernel = KernelFiles {
+            metapackage: "linux-image-amd64".into(),
+            package: "linux-image-6.1.0-56-amd64".into(),
+            version: "6.1.192-2".into(),
+            release: "6.1.0-56-amd64".into(),
+            dir: dir.path().into(),
+            vmlinux: dir.path().join("vmlinux"),
+            initramfs: dir.path().join("initramfs"),
+            modules: Vec::new(),
+        };
+        std::fs::write(&kernel.vmlinux, "kernel").unwrap();
+        let tcg = AccelReport {
+            accel: Accel::Tcg,
+            reason: "KVM unusable: a test".into(),
+        };
+        let first = this_boots_accel(dir.path(), &kernel, || tcg.clone());
+        assert_eq!(first, tcg);
+        let second = this_boots_accel(dir.path(), &kernel, || panic!("probed again"));
+        assert_eq!(second.accel, Accel::Tcg);
+        assert!(second
+            .reason
+            .starts_with("KVM unusable: a test (this boot's probe, kept in "));
+        // Another kernel is probed again.
+        std::fs::write(&kernel.vmlinux, "another kernel").unwrap();
+        let kvm = AccelReport {
+            accel: Accel::Kvm,
+            reason: "works".into(),
+        };
+        assert_eq!(this_boots_accel(dir.path(), &kernel, || kvm.clone()), kvm);
     }
 }
