@@ -6,16 +6,17 @@
 //!
 //! The steps, in the order a host run passes them: `storage` (working directory and
 //! storage level), `jobs`, `neighbours`, `scope`, `probe_start`, `cgroup_create`,
-//! `limit` (applied and read back; a workload's server started), `sampler_start`, `launch` (log files, the cgroup's
-//! descriptors), `prepare` (argv, environment, `PATH`, pipes), `clone` (`clone3` into the
-//! cgroup), `perf_open` (the counters armed on the waiting child), `exec` (until its
-//! `execve` succeeded), `started`, `wait` (the command itself), `perf_read`, `stats`
-//! (the cgroup's counters), `sampler_finish` (its last reading, taken meanwhile), `body`,
-//! `cgroup_remove`, `probe_finish`, `execute_jobs`, `executed`, `finished`, `stored`
-//! (the run's transaction, while a helper thread removes the working directory),
-//! `workdir_removed` (waiting for that removal) and `end`. Other platforms pass a subset;
-//! a step passed more than once in a run (every process the runner's thread starts passes
-//! `launch` … `exec`: a server, a neighbour) is one line each time.
+//! `limit` (applied and read back; a workload's server started), `sampler_start`,
+//! `launch` (log files, the cgroup's descriptors), `prepare` (argv, the program found,
+//! pipes), `clone` (`clone3` into the cgroup), `perf_open` (the counters armed on the
+//! waiting child), `exec` (until its `execve` succeeded), `started`, `wait` (the
+//! command itself), `perf_read`, `stats` (the cgroup's counters), `sampler_finish` (its
+//! last reading, taken meanwhile), `body`, `cgroup_remove`, `probe_finish`,
+//! `execute_jobs`, `executed`, `finished`, `stored` (the run's transaction, while a
+//! helper thread removes the working directory), `workdir_removed` (waiting for that
+//! removal) and `end`. Other platforms pass a subset; a step passed more than once in a
+//! run (every process the runner's thread starts passes `launch` … `exec`: a server, a
+//! neighbour) is one line each time.
 
 use std::cell::Cell;
 use std::fs::File;

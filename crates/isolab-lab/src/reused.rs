@@ -1,6 +1,6 @@
-//! Helper threads that outlive the job they run: each run's host sampler and latency
-//! probe run on a thread of this pool instead of a thread spawned for the run and joined
-//! after it. Spawning and joining cost each run about 100 µs here (the thread's stack
+//! Helper threads that outlive the job they run: each run's host sampler, latency probe
+//! and working directory's removal run on a thread of this pool instead of a thread
+//! spawned for the run and joined after it. Spawning and joining cost each run about 100 µs here (the thread's stack
 //! mapped and its guard page set, its signal stack, its exit and unmapping); handing a
 //! job to a waiting thread costs one wake-up.
 //!

@@ -198,7 +198,7 @@ impl TestGuest {
 /// with this QEMU, kept in `cache` (`test-guest-accel.json`), or `probe`'s, then kept.
 /// Where `/dev/kvm` opens but cannot boot the kernel, a probe waits 20 s for it before
 /// TCG: once per boot instead of once per test binary (two in `make test`). Only the
-/// test guests keep it; `isolab run` and `isolab check-kvm` probe every time.
+/// test guests keep it; `isolab run` and `isolab env --check-kvm` probe every time.
 fn this_boots_accel(
     cache: &Path,
     kernel: &KernelFiles,
@@ -239,8 +239,15 @@ fn this_boots_accel(
 /// What a kept verdict holds for: the boot (`boot_id`), and the kernel's and QEMU's
 /// files by path, size and modification time.
 fn verdict_key(boot_id: &str, vmlinux: &Path, qemu: &Path) -> String {
+    use std::os::unix::fs::MetadataExt;
     let identity = |p: &Path| match std::fs::metadata(p) {
-        Ok(m) => format!("{} {} {:?}", p.display(), m.len(), m.modified().ok()),
+        Ok(m) => format!(
+            "{} {} {}.{}",
+            p.display(),
+            m.len(),
+            m.mtime(),
+            m.mtime_nsec()
+        ),
         Err(_) => format!("{} missing", p.display()),
     };
     format!(

@@ -1132,6 +1132,16 @@ fn run_experiment(
     body: &str,
     name: &str,
 ) -> (String, isolab_store::Store, isolab_store::ExperimentId) {
+    run_experiment_in(dir, body, name, &dir.join("work"))
+}
+
+/// [`run_experiment`] with `--workdir WORKDIR` (relative ones from `dir`).
+fn run_experiment_in(
+    dir: &Path,
+    body: &str,
+    name: &str,
+    workdir: &Path,
+) -> (String, isolab_store::Store, isolab_store::ExperimentId) {
     let db = dir.join("x.db");
     let spec = write_spec(dir, &format!("{name}.toml"), body);
     let out = run(isolab()
@@ -1139,7 +1149,7 @@ fn run_experiment(
         .arg("--db")
         .arg(&db)
         .args(["run", "--no-report", "--workdir"])
-        .arg(dir.join("work"))
+        .arg(workdir)
         .arg(&spec));
     let stdout = text(&out.stdout);
     assert!(
@@ -1162,23 +1172,12 @@ fn a_relative_workdir_is_named_absolute_to_the_command() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let spec = write_spec(
+    let (_, store, id) = run_experiment_in(
         dir.path(),
-        "rel.toml",
         "[experiment]\nname = \"rel\"\nrepetitions = { warmup = 0, min = 2, max = 2, target_cv = 0.5 }\n\n[matrix]\nworkload = [\"here\"]\n\n[workload.here]\ncommand = \"sh -c 'cd {workdir} && test \\\"$PWD\\\" = {workdir} && case {workdir} in /*) ;; *) exit 3 ;; esac'\"\nparser = \"time\"\n",
+        "rel",
+        Path::new("w"),
     );
-    let out = run(isolab()
-        .current_dir(dir.path())
-        .args(["--db", "x.db", "run", "--no-report", "--workdir", "w"])
-        .arg(&spec));
-    assert!(
-        out.status.success(),
-        "{}{}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
-    let store = isolab_store::Store::open(&dir.path().join("x.db")).unwrap();
-    let id = store.resolve("rel").unwrap();
     let runs = store.runs(id).unwrap();
     assert_eq!(runs.len(), 2);
     assert!(runs.iter().all(|r| r.is_counted()), "{runs:?}");

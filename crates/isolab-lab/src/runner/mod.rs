@@ -223,6 +223,13 @@ impl<'a> Runner<'a> {
         mut comparisons: Vec<Comparison>,
     ) -> Result<Outcome, RunError> {
         self.observer.event(&started(id, spec, seed, &states));
+        // Absolute: a command runs in its working directory and may name it (`{workdir}`,
+        // e.g. `mpirun --wdir {workdir}`), which a relative base would name twice.
+        self.config.workdir_base =
+            std::path::absolute(&self.config.workdir_base).map_err(|source| RunError::Workdir {
+                path: self.config.workdir_base.clone(),
+                source,
+            })?;
         let (_made, disk) = prepare_base(&self.config.workdir_base)?;
         // Dropped before `_made`, which removes the base when it is left empty.
         let _kept = stack::KeptDataGuard {

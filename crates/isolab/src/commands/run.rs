@@ -109,12 +109,8 @@ pub fn execute(
         )
         .context("preparing the spec's platforms")?,
     );
-    // Absolute: a command runs in its working directory and may name it (`{workdir}`,
-    // e.g. `mpirun --wdir {workdir}`), which a relative `--workdir` would name twice.
-    let workdir_base = std::path::absolute(&settings.workdir)
-        .with_context(|| format!("making --workdir {} absolute", settings.workdir.display()))?;
     let config = RunnerConfig {
-        workdir_base,
+        workdir_base: settings.workdir.clone(),
         keep_workdirs: settings.keep_workdirs,
         cpus: facts.cpus.clone(),
         topology: isolab_lab::topology::Topology::read(std::path::Path::new("/sys"), &facts.cpus),
