@@ -30,7 +30,7 @@ pub fn outliers_mad(s: &Sample, threshold: f64) -> Outliers {
     let deviations: Vec<f64> = s.values().iter().map(|x| (x - median).abs()).collect();
     // A sample has ≥ 2 values, so the deviations make a valid sample too; compute the
     // median directly to avoid re-validating.
-    let mad = median_of(deviations);
+    let mad = crate::order::median_of(&deviations);
     let scores: Vec<f64> = s
         .values()
         .iter()
@@ -52,17 +52,6 @@ pub fn outliers_mad(s: &Sample, threshold: f64) -> Outliers {
         .map(|(i, _)| i)
         .collect();
     Outliers { indices, scores }
-}
-
-/// Median of a non-empty vector.
-fn median_of(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
 }
 
 #[cfg(test)]

@@ -90,14 +90,7 @@ impl Sample {
 
     /// Median: the middle order statistic, or the mean of the two middle ones.
     pub fn median(&self) -> f64 {
-        let mut sorted = self.values.clone();
-        sorted.sort_by(f64::total_cmp);
-        let n = sorted.len();
-        if n % 2 == 1 {
-            sorted[n / 2]
-        } else {
-            (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
-        }
+        crate::order::median_of(&self.values)
     }
 
     /// Sample standard deviation, sqrt(Σ(x − x̄)² / (n − 1)) (Bessel's correction).

@@ -179,6 +179,26 @@ pub struct PointTest {
 /// observations given as `(round, value)`; none when a side has two observations in one
 /// round (then rounds cannot pair).
 pub fn pairs_by_round(a: &[(u32, f64)], b: &[(u32, f64)]) -> Vec<(f64, f64)> {
+    // Runs read in stored order have rising rounds, each once: then a merge of the two
+    // lists pairs them in round order without a map (an attribution pairs every
+    // counter of a cell pair).
+    let rising = |v: &[(u32, f64)]| v.windows(2).all(|w| w[0].0 < w[1].0);
+    if rising(a) && rising(b) {
+        let mut out = Vec::with_capacity(a.len().min(b.len()));
+        let (mut i, mut j) = (0, 0);
+        while let (Some(&(ra, x)), Some(&(rb, y))) = (a.get(i), b.get(j)) {
+            match ra.cmp(&rb) {
+                std::cmp::Ordering::Less => i += 1,
+                std::cmp::Ordering::Greater => j += 1,
+                std::cmp::Ordering::Equal => {
+                    out.push((x, y));
+                    i += 1;
+                    j += 1;
+                }
+            }
+        }
+        return out;
+    }
     let by_round: std::collections::BTreeMap<u32, f64> = b.iter().copied().collect();
     let rounds_a: std::collections::BTreeSet<u32> = a.iter().map(|(r, _)| *r).collect();
     if by_round.len() != b.len() || rounds_a.len() != a.len() {
@@ -247,32 +267,68 @@ pub struct ChangeTest {
 /// The test of [`test_point`] with only what [`ChangeTest`] holds (the same values):
 /// for the many secondary tests of an attribution, at a third of the cost.
 pub fn test_change(data: PointData, level: f64) -> Option<ChangeTest> {
-    let sides = Sides::new(&data)?;
     if let Some(d) = paired_differences(data.pairs) {
+        // Paired, only A's median is needed of the two samples: no copy of either.
+        let scale = Scale::of(&data)?;
         let shift = paired_hodges_lehmann(&d, level)?;
-        Some(ChangeTest {
+        return Some(ChangeTest {
             method: Method::Paired,
             pairs: d.len(),
             p: signed_rank(&d).p,
-            change: sides.change(shift.estimate),
-            change_ci: shift.ci.and_then(|ci| sides.relative(ci)),
-        })
-    } else {
-        let shift = hodges_lehmann(&sides.a, &sides.b, level);
-        Some(ChangeTest {
-            method: Method::Unpaired,
-            pairs: data.pairs.len(),
-            p: mann_whitney(&sides.a, &sides.b).p,
-            change: sides.change(shift.estimate),
-            change_ci: shift.ci.and_then(|ci| sides.relative(ci)),
-        })
+            change: scale.change(shift.estimate),
+            change_ci: shift.ci.and_then(|ci| scale.relative(ci)),
+        });
     }
+    let sides = Sides::new(&data)?;
+    let shift = hodges_lehmann(&sides.a, &sides.b, level);
+    Some(ChangeTest {
+        method: Method::Unpaired,
+        pairs: data.pairs.len(),
+        p: mann_whitney(&sides.a, &sides.b).p,
+        change: sides.change(shift.estimate),
+        change_ci: shift.ci.and_then(|ci| sides.relative(ci)),
+    })
 }
 
 /// B − A of each pair, when there are enough pairs to pair and all are finite.
 fn paired_differences(pairs: &[(f64, f64)]) -> Option<Vec<f64>> {
     let ok = pairs.len() >= MIN_PAIRS && pairs.iter().all(|(x, y)| x.is_finite() && y.is_finite());
     ok.then(|| pairs.iter().map(|(x, y)| y - x).collect())
+}
+
+/// What makes a shift relative to A's median and oriented (positive = worse): `sign /
+/// |median of A|`, `None` when that median is 0 or not finite.
+struct Scale(Option<f64>);
+
+impl Scale {
+    /// The scale of `data`, whose samples must be valid as [`Sides::new`] requires (at
+    /// least two finite values each), else `None`; the same scale as [`Sides`]'.
+    fn of(data: &PointData) -> Option<Scale> {
+        let valid = |v: &[f64]| v.len() >= 2 && v.iter().all(|x| x.is_finite());
+        if !(valid(data.a) && valid(data.b)) {
+            return None;
+        }
+        let median_a = crate::order::median_of(data.a);
+        Some(Scale(Sides::scale(median_a, data.direction)))
+    }
+
+    fn change(&self, shift: f64) -> Option<f64> {
+        self.0.map(|s| shift * s)
+    }
+
+    fn relative(&self, ci: Interval) -> Option<Interval> {
+        self.0.map(|s| relative(ci, s))
+    }
+}
+
+/// An interval of a shift as one of the relative change, by `scale`.
+fn relative(ci: Interval, s: f64) -> Interval {
+    let (x, y) = (ci.low * s, ci.high * s);
+    Interval {
+        low: x.min(y),
+        high: x.max(y),
+        level: ci.level,
+    }
 }
 
 /// The two samples of a point and the scale that makes a shift relative to A's
@@ -288,13 +344,17 @@ impl Sides {
     fn new(data: &PointData) -> Option<Sides> {
         let a = Sample::new(data.a.to_vec()).ok()?;
         let b = Sample::new(data.b.to_vec()).ok()?;
-        let median_a = a.median();
-        let sign = match data.direction {
+        let scale = Sides::scale(a.median(), data.direction);
+        Some(Sides { a, b, scale })
+    }
+
+    /// `sign / |median_a|`: `None` when A's median is 0 or not finite.
+    fn scale(median_a: f64, direction: Direction) -> Option<f64> {
+        let sign = match direction {
             Direction::Lower => 1.0,
             Direction::Higher => -1.0,
         };
-        let scale = (median_a != 0.0 && median_a.is_finite()).then(|| sign / median_a.abs());
-        Some(Sides { a, b, scale })
+        (median_a != 0.0 && median_a.is_finite()).then(|| sign / median_a.abs())
     }
 
     /// A shift as a relative change.
@@ -304,14 +364,7 @@ impl Sides {
 
     /// An interval of the shift as one of the relative change.
     fn relative(&self, ci: Interval) -> Option<Interval> {
-        self.scale.map(|s| {
-            let (x, y) = (ci.low * s, ci.high * s);
-            Interval {
-                low: x.min(y),
-                high: x.max(y),
-                level: ci.level,
-            }
-        })
+        self.scale.map(|s| relative(ci, s))
     }
 }
 
@@ -385,6 +438,24 @@ pub fn runs_to_decide(rule: &VerdictRule, test: &PointTest, n: usize) -> Option<
 mod tests {
     use super::*;
 
+    /// Pairing by round: rounds that rise on both sides (runs in stored order) pair by
+    /// a merge, any other order by a map; both give the pairs of the shared rounds in
+    /// round order, and none when a side ran twice in a round.
+    #[test]
+    fn pairs_by_round_pairs_shared_rounds_in_round_order() {
+        let a = [(1, 1.0), (2, 2.0), (4, 4.0), (5, 5.0)];
+        let b = [(2, 20.0), (3, 30.0), (5, 50.0), (6, 60.0)];
+        let expected = vec![(2.0, 20.0), (5.0, 50.0)];
+        assert_eq!(pairs_by_round(&a, &b), expected);
+        let (mut a_shuffled, mut b_shuffled) = (a.to_vec(), b.to_vec());
+        a_shuffled.reverse();
+        b_shuffled.swap(0, 3);
+        assert_eq!(pairs_by_round(&a_shuffled, &b_shuffled), expected);
+        assert_eq!(pairs_by_round(&a, &[(2, 1.0), (2, 2.0)]), []);
+        assert_eq!(pairs_by_round(&[(3, 1.0), (3, 2.0)], &b), []);
+        assert_eq!(pairs_by_round(&a, &[]), []);
+    }
+
     fn ci(low: f64, high: f64) -> Option<Interval> {
         Some(Interval {
             low,
@@ -415,6 +486,35 @@ mod tests {
                     (full.method, full.pairs, full.p, full.change, full.change_ci)
                 );
             }
+        }
+        // Every size (a median on the stack up to 64 values, on the heap beyond), and
+        // samples a point test refuses.
+        for n in [2_usize, 6, 25, 70] {
+            let a: Vec<f64> = (0..n).map(|i| 100.0 + (i * 7 % 5) as f64).collect();
+            let b: Vec<f64> = a.iter().map(|x| x * 1.05).collect();
+            let pairs: Vec<(f64, f64)> = a.iter().copied().zip(b.iter().copied()).collect();
+            let data = PointData {
+                a: &a,
+                b: &b,
+                pairs: &pairs,
+                direction: Direction::Lower,
+            };
+            let full = test_point(data, 0.95, &rule).map(|t| (t.p, t.change, t.change_ci));
+            let part = test_change(data, 0.95).map(|t| (t.p, t.change, t.change_ci));
+            assert_eq!(part, full, "{n} pairs");
+        }
+        let bad = [1.0, f64::NAN, 2.0, 3.0, 4.0, 5.0];
+        let good = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+        let pairs: Vec<(f64, f64)> = good.iter().map(|&x| (x, x + 1.0)).collect();
+        for (a, b) in [(&bad, &good), (&good, &bad)] {
+            let data = PointData {
+                a,
+                b,
+                pairs: &pairs,
+                direction: Direction::Lower,
+            };
+            assert_eq!(test_change(data, 0.95), None);
+            assert_eq!(test_point(data, 0.95, &rule), None);
         }
     }
 

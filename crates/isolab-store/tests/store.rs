@@ -268,6 +268,7 @@ on_both_backends!(
     unknown_cells_and_runs_are_reported,
     an_experiment_with_duplicate_cells_is_not_created_at_all,
     a_second_store_on_the_same_file_sees_committed_runs,
+    runs_read_while_runs_are_stored_are_each_whole,
     many_runs_insert_quickly,
     telemetry_names_this_version_does_not_know_load_and_survive,
     a_fleet_records_its_job_and_one_experiment_per_host,
@@ -870,6 +871,36 @@ fn a_second_store_on_the_same_file_sees_committed_runs(place: &Place) {
     writer.insert_run(&run(c, 0, false, RunStatus::Ok)).unwrap();
     assert_eq!(reader.runs(id).unwrap().len(), 1);
     assert_eq!(reader.observations(id).unwrap().len(), 2);
+}
+
+/// A reader of an experiment's runs while a runner stores more: every run it reads is
+/// whole, its metrics and telemetry included, though it reads them on two connections
+/// (each its own snapshot) beside each other.
+fn runs_read_while_runs_are_stored_are_each_whole(place: &Place) {
+    let mut writer = place.open();
+    let reader = place.open();
+    let id = writer
+        .create_experiment(&experiment("busy", at(0)))
+        .unwrap();
+    let c = writer.cells(id).unwrap()[0].id;
+    let stored: Vec<NewRun> = (0..40).map(|r| run(c, r, false, RunStatus::Ok)).collect();
+    let stored = &stored;
+    std::thread::scope(|scope| {
+        let writing = scope.spawn(move || {
+            for new in stored {
+                writer.insert_run(new).unwrap();
+            }
+        });
+        let mut reads = 0;
+        while reads == 0 || !writing.is_finished() {
+            for (k, read) in reader.runs(id).unwrap().iter().enumerate() {
+                assert_eq!(*read, stored_as(read.id, &stored[k]), "read {reads}");
+            }
+            reads += 1;
+        }
+        writing.join().unwrap();
+    });
+    assert_eq!(reader.runs(id).unwrap().len(), stored.len());
 }
 
 fn many_runs_insert_quickly(place: &Place) {

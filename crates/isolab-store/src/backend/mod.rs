@@ -351,6 +351,11 @@ pub(crate) trait Connection: Send {
         Ok(())
     }
 
+    /// A second connection to the same database, to read beside this one (a report
+    /// reads an experiment's runs and their telemetry at once); `None` where there is no
+    /// other way in (a database in memory).
+    fn another(&self) -> Option<Result<Box<dyn Connection>, BackendError>>;
+
     fn begin(&mut self, kind: Begin) -> Result<(), BackendError>;
     fn commit(&mut self) -> Result<(), BackendError>;
     fn rollback(&mut self) -> Result<(), BackendError>;

@@ -338,6 +338,10 @@ impl Connection for Postgres {
         self.checked(done)
     }
 
+    fn another(&self) -> Option<Result<Box<dyn Connection>, BackendError>> {
+        Some(Postgres::connect(self.config.clone()).map(|c| Box::new(c) as Box<dyn Connection>))
+    }
+
     fn begin(&mut self, kind: Begin) -> Result<(), BackendError> {
         self.reconnect_if_closed()?;
         let sql = match kind {

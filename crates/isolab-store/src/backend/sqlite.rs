@@ -151,6 +151,12 @@ impl Connection for Sqlite {
         Ok(self.conn.execute_batch(sql)?)
     }
 
+    fn another(&self) -> Option<Result<Box<dyn Connection>, BackendError>> {
+        // `Some("")` for a database in memory: only its own connection sees it.
+        let path = self.conn.path().filter(|p| !p.is_empty())?;
+        Some(Sqlite::open(std::path::Path::new(path)).map(|c| Box::new(c) as Box<dyn Connection>))
+    }
+
     fn begin(&mut self, kind: Begin) -> Result<(), BackendError> {
         Ok(self.conn.execute_batch(match kind {
             Begin::Read => "BEGIN DEFERRED",

@@ -198,6 +198,17 @@ impl Store {
         })
     }
 
+    /// A second connection to this store's database, to read beside this one; `None`
+    /// for a store in memory or when the database refuses another connection (the
+    /// caller then reads on this one).
+    pub(crate) fn another(&self) -> Option<Store> {
+        let conn = self.conn.borrow().another()?.ok()?;
+        Some(Store {
+            conn: RefCell::new(conn),
+            location: self.location.clone(),
+        })
+    }
+
     /// Whether the store lives in PostgreSQL.
     pub fn is_postgres(&self) -> bool {
         self.conn.borrow().dialect() == crate::backend::Dialect::Postgres

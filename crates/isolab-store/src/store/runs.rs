@@ -270,79 +270,89 @@ impl Store {
 
     /// Every run of an experiment (warm-ups and failures included) with its metrics,
     /// telemetry and notes, ordered by id. Logs and series are read separately.
+    ///
+    /// The runs' telemetry, the largest part, is read beside the rest on a second
+    /// connection to the store when there is one (a file or PostgreSQL). That
+    /// connection's snapshot is taken after this one's, so it holds every run read here
+    /// with all its telemetry: a run is stored with it in one transaction and never
+    /// changes after. Telemetry of runs stored in between is skipped, as those runs are
+    /// not among the runs read here.
     pub fn runs(&self, id: ExperimentId) -> Result<Vec<RunRecord>, Error> {
         let what = || format!("reading the runs of experiment {id}");
         let tx = self.read()?;
         let db = tx.db();
+        // This read takes the snapshot, before the other connection takes its own.
         ensure_experiment(db, id)?;
-
-        let mut runs = db.decode_rows(
-            "SELECT id, cell_id, repetition, warmup, round, status, exit_code, \
-             started_at_ms, wall_ns, error, limits_json FROM runs \
-             WHERE experiment_id = ?1 ORDER BY id",
-            &args![id],
-            what,
-            RawRun::decode,
-        )?;
-        // Each query below walks the experiment's runs in id order (the index
-        // `runs_by_experiment`) and each run's rows by position (their primary key): in
-        // that order SQLite needs no sort; ordered by the child's `run_id` instead, it
-        // sorted every row first (three times slower over a million telemetry rows).
-        // In that order too, each row finds its run by a cursor ([`InOrder`]).
-        let mut owners = InOrder::new(&mut runs);
-        db.decode_each(
-            "SELECT m.run_id, m.position, m.name, m.unit, m.direction, m.value \
-             FROM runs r JOIN metrics m ON m.run_id = r.id \
-             WHERE r.experiment_id = ?1 ORDER BY r.id, m.position",
-            &args![id],
-            what,
-            |row: (RunId, i64, String, String, String, Option<f64>)| {
-                let (run, position, name, unit, direction, value) = row;
-                let at = At::new("metrics", RowId([("run_id", run), ("position", position)]));
-                let metric = MetricValue {
-                    name,
-                    unit,
-                    direction: at.parse::<Direction>("direction", &direction)?,
-                    value: sql_to_real(value),
-                };
-                if let Some(r) = owners.get(run) {
-                    r.metrics.push(metric);
-                }
-                Ok(())
-            },
-        )?;
-
-        let layouts = read_layouts(db)?;
-        let mut owners = InOrder::new(&mut runs);
-        db.decode_each(
-            "SELECT t.run_id, t.layout_id, t.packed FROM runs r \
-             JOIN telemetry t ON t.run_id = r.id \
-             WHERE r.experiment_id = ?1 ORDER BY r.id",
-            &args![id],
-            what,
-            |(run, layout, packed): (RunId, i64, Vec<u8>)| {
-                let set = layouts.set(run, layout, &packed)?;
+        std::thread::scope(|scope| {
+            let beside = self.another().map(|other| {
+                scope.spawn(move || {
+                    let tx = other.read()?;
+                    telemetry(tx.db(), id)
+                })
+            });
+            let mut runs = db.decode_rows(
+                "SELECT id, cell_id, repetition, warmup, round, status, exit_code, \
+                 started_at_ms, wall_ns, error, limits_json FROM runs \
+                 WHERE experiment_id = ?1 ORDER BY id",
+                &args![id],
+                what,
+                RawRun::decode,
+            )?;
+            // Each query below walks the experiment's runs in id order (the index
+            // `runs_by_experiment`) and each run's rows by position (their primary key):
+            // in that order SQLite needs no sort; ordered by the child's `run_id`
+            // instead, it sorted every row first (three times slower over a million
+            // telemetry rows). In that order too, each row finds its run by a cursor
+            // ([`InOrder`]).
+            let mut owners = InOrder::new(&mut runs);
+            db.decode_each(
+                "SELECT m.run_id, m.position, m.name, m.unit, m.direction, m.value \
+                 FROM runs r JOIN metrics m ON m.run_id = r.id \
+                 WHERE r.experiment_id = ?1 ORDER BY r.id, m.position",
+                &args![id],
+                what,
+                |row: (RunId, i64, String, String, String, Option<f64>)| {
+                    let (run, position, name, unit, direction, value) = row;
+                    let at = At::new("metrics", RowId([("run_id", run), ("position", position)]));
+                    let metric = MetricValue {
+                        name,
+                        unit,
+                        direction: at.parse::<Direction>("direction", &direction)?,
+                        value: sql_to_real(value),
+                    };
+                    if let Some(r) = owners.get(run) {
+                        r.metrics.push(metric);
+                    }
+                    Ok(())
+                },
+            )?;
+            let mut owners = InOrder::new(&mut runs);
+            db.decode_each(
+                "SELECT n.run_id, n.note FROM runs r JOIN run_notes n ON n.run_id = r.id \
+                 WHERE r.experiment_id = ?1 ORDER BY r.id, n.position",
+                &args![id],
+                what,
+                |(run, note): (RunId, String)| {
+                    if let Some(r) = owners.get(run) {
+                        r.notes.push(note);
+                    }
+                    Ok(())
+                },
+            )?;
+            let telemetry = match beside {
+                Some(thread) => thread
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?,
+                None => telemetry(db, id)?,
+            };
+            let mut owners = InOrder::new(&mut runs);
+            for (run, set) in telemetry {
                 if let Some(r) = owners.get(run) {
                     r.telemetry = set;
                 }
-                Ok(())
-            },
-        )?;
-
-        let mut owners = InOrder::new(&mut runs);
-        db.decode_each(
-            "SELECT n.run_id, n.note FROM runs r JOIN run_notes n ON n.run_id = r.id \
-             WHERE r.experiment_id = ?1 ORDER BY r.id, n.position",
-            &args![id],
-            what,
-            |(run, note): (RunId, String)| {
-                if let Some(r) = owners.get(run) {
-                    r.notes.push(note);
-                }
-                Ok(())
-            },
-        )?;
-        Ok(runs)
+            }
+            Ok(runs)
+        })
     }
 
     /// The standard output and standard error captured during a run.
@@ -437,6 +447,22 @@ impl<'a> InOrder<'a> {
         let i = self.runs.binary_search_by_key(&run, |r| r.id).ok()?;
         self.runs.get_mut(i)
     }
+}
+
+/// The telemetry of an experiment's runs with the run of each, in run id order (see
+/// [`Store::runs`]).
+fn telemetry(db: Db<'_>, id: ExperimentId) -> Result<Vec<(RunId, TelemetrySet)>, Error> {
+    let layouts = read_layouts(db)?;
+    db.decode_rows(
+        "SELECT t.run_id, t.layout_id, t.packed FROM runs r \
+         JOIN telemetry t ON t.run_id = r.id \
+         WHERE r.experiment_id = ?1 ORDER BY r.id",
+        &args![id],
+        || format!("reading the telemetry of experiment {id}"),
+        |(run, layout, packed): (RunId, i64, Vec<u8>)| {
+            Ok((run, layouts.set(run, layout, &packed)?))
+        },
+    )
 }
 
 /// The store's telemetry layouts by id, each list of names shared by the sets read
