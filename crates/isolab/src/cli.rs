@@ -720,6 +720,20 @@ pub struct EnvArgs {
     /// TCG (emulation) instead, to show that everything but KVM works.
     #[arg(long, value_name = "ACCEL", value_parser = ["tcg"], requires = "check_kvm")]
     pub control: Option<String>,
+    /// With --check-kvm: how long the probe boot may take to reach the guest's init
+    /// before it is called failed (default 20 s; a KVM boot takes well under 2 s; longer
+    /// on a heavily loaded machine, shorter to learn sooner where KVM hangs).
+    #[arg(long, value_name = "DURATION", value_parser = parse_boot_timeout, requires = "check_kvm")]
+    pub boot_timeout: Option<std::time::Duration>,
+}
+
+/// A probe boot's timeout: a duration such as `5s` or `1m` (1 s to 10 min).
+fn parse_boot_timeout(text: &str) -> Result<std::time::Duration, String> {
+    let d = humantime::parse_duration(text).map_err(|e| format!("{e} (e.g. 5s, 1m)"))?;
+    if d < std::time::Duration::from_secs(1) || d > std::time::Duration::from_secs(600) {
+        return Err(format!("{text} is outside 1s to 10m"));
+    }
+    Ok(d)
 }
 
 #[derive(Debug, clap::Args)]

@@ -1778,13 +1778,15 @@ fn qemu_running() -> bool {
 
 /// `isolab env --check-kvm` here: every step a row; where KVM cannot boot (this kind of
 /// machine), the boot row says why and the platform rows are not run; where it can, every
-/// platform row passes. Nothing is left (QEMU, cgroups).
+/// platform row passes. Nothing is left (QEMU, cgroups). The probe boot may take 5 s (a
+/// KVM boot to the guest's init takes well under 2 s; where KVM hangs, as here, the
+/// default 20 s of each of the two runs below was most of the test's time).
 #[test]
 fn check_kvm_says_which_step_fails_and_what_to_do() {
     let Some(guard) = vm_test() else {
         return;
     };
-    let out = run(isolab().args(["env", "--check-kvm", "--json"]));
+    let out = run(isolab().args(["env", "--check-kvm", "--boot-timeout", "5s", "--json"]));
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}{}", text(&out.stdout), text(&out.stderr)));
     let checks = doc["checks"].as_array().unwrap();
@@ -1826,7 +1828,7 @@ fn check_kvm_says_which_step_fails_and_what_to_do() {
             assert_eq!(row(p)["result"], "skip", "{doc}");
         }
         assert_eq!(out.status.code(), Some(1), "{doc}");
-        let table = run(isolab().args(["env", "--check-kvm"]));
+        let table = run(isolab().args(["env", "--check-kvm", "--boot-timeout", "5s"]));
         let table = text(&table.stdout);
         assert!(
             table.contains("KVM cannot run isolab's guests here: use vm(tcg)"),

@@ -115,7 +115,8 @@ pub fn check_kvm(args: &EnvArgs) -> Result<Exit> {
                 kernel,
                 &qemu,
                 Accel::Kvm,
-                isolab_vm::DEFAULT_PROBE_TIMEOUT,
+                args.boot_timeout
+                    .unwrap_or(isolab_vm::DEFAULT_PROBE_TIMEOUT),
             ))
         }
         _ => None,
