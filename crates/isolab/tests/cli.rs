@@ -756,6 +756,20 @@ fn kill_9_then_gc_then_resume(platform: Option<&str>) {
     guard.assert_nothing_leaked("cgroups left");
 }
 
+/// The `sleep 5` workloads of isolab runs: processes `sleep 5` in a run's cgroup (any
+/// other `sleep 5` on the machine, a shell loop's, is not the test's).
+fn runs_sleeping() -> Vec<String> {
+    let found = run(Command::new("pgrep").args(["-f", "^sleep 5$"]));
+    text(&found.stdout)
+        .split_whitespace()
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
+                .is_ok_and(|c| c.lines().any(|l| l.contains("/isolab/exp")))
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
 #[test]
 fn sigterm_tears_down_records_the_interruption_and_says_how_to_resume() {
     let Some(guard) = CgroupTest::start() else {
@@ -779,10 +793,7 @@ fn sigterm_tears_down_records_the_interruption_and_says_how_to_resume() {
         .unwrap();
     // Wait until the first run's workload is running.
     let deadline = Instant::now() + Duration::from_secs(30);
-    while text(&run(Command::new("pgrep").args(["-f", "^sleep 5$"])).stdout)
-        .trim()
-        .is_empty()
-    {
+    while runs_sleeping().is_empty() {
         assert!(Instant::now() < deadline, "workload never started");
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -796,12 +807,8 @@ fn sigterm_tears_down_records_the_interruption_and_says_how_to_resume() {
         text(&out.stderr)
     );
     guard.assert_nothing_leaked("cgroups left");
-    assert!(
-        text(&run(Command::new("pgrep").args(["-f", "^sleep 5$"])).stdout)
-            .trim()
-            .is_empty(),
-        "workload left running"
-    );
+    let left = runs_sleeping();
+    assert!(left.is_empty(), "workload left running: {left:?}");
     let show = run(isolab()
         .arg("--db")
         .arg(&db)
