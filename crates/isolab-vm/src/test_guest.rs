@@ -11,18 +11,20 @@
 //! (`CARGO_MANIFEST_DIR`, `CARGO_BIN_EXE_…`) resolve. The script's working directory is a
 //! fresh 9p-shared workdir where it leaves what the test reads back.
 //!
-//! One guest at a time per process: [`TestGuest::run`] holds a process-wide lock, so that
-//! guests do not share the host's cpus and the timing checks inside them hold.
+//! Guests do not share the host's cpus, so that the timing checks inside them hold:
+//! [`TestGuest::run`] waits while the guests running in this process already take every
+//! cpu (a TCG guest runs its vCPUs in one host thread here, one cpu; a KVM guest takes
+//! one per vCPU). On a two-cpu host two TCG guests run at once.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::Duration;
 
 use isolab_cgroups::Bytes;
 
 use crate::{
-    detect_accel, prepare_disk, prepare_kernel, run, AccelReport, BaseDisk, GuestCommand, GuestRun,
-    KernelFiles, VmConfig, VmError, DEFAULT_PROBE_TIMEOUT, QEMU,
+    detect_accel, prepare_disk, prepare_kernel, run, Accel, AccelReport, BaseDisk, GuestCommand,
+    GuestRun, KernelFiles, VmConfig, VmError, DEFAULT_PROBE_TIMEOUT, QEMU,
 };
 
 /// The bench image, unless `ISOLAB_BENCH_IMAGE` names another.
@@ -166,8 +168,11 @@ impl TestGuest {
     /// Boots a guest, runs `script` with `sh -c` as root in `workdir` (a host directory that is
     /// the same path in the guest, read-write), and brings back its status and output.
     pub fn run(&self, workdir: &Path, script: &str, test: &GuestTest) -> Result<GuestRun, VmError> {
-        static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        let threads = match self.accel.accel {
+            Accel::Tcg => 1,
+            Accel::Kvm => test.vcpus.max(1) as usize,
+        };
+        let _slot = Slot::take(threads);
         let run_dir = std::env::temp_dir().join(format!(
             "isolab-test-guest-{}-{}",
             std::process::id(),
@@ -191,6 +196,36 @@ impl TestGuest {
         let mut command = GuestCommand::new(["sh", "-c", script], test.timeout);
         command.env = test.env.clone();
         run(&config, &command, None, &|| false)
+    }
+}
+
+/// A guest's share of the host's cpus, given back when dropped.
+struct Slot(usize);
+
+/// The host threads the running guests of this process take, and a wake-up when one
+/// ends.
+static TAKEN: Mutex<usize> = Mutex::new(0);
+static FREED: Condvar = Condvar::new();
+
+impl Slot {
+    /// Waits until a guest whose vCPUs run in `threads` host threads fits beside the
+    /// running ones on the host's cpus (one always runs, however many it needs).
+    fn take(threads: usize) -> Slot {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let mut taken = TAKEN.lock().unwrap_or_else(|e| e.into_inner());
+        while *taken > 0 && *taken + threads > cpus {
+            taken = FREED.wait(taken).unwrap_or_else(|e| e.into_inner());
+        }
+        *taken += threads;
+        Slot(threads)
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut taken = TAKEN.lock().unwrap_or_else(|e| e.into_inner());
+        *taken -= self.0;
+        FREED.notify_all();
     }
 }
 
