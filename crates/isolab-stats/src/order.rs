@@ -39,29 +39,6 @@ fn select_ranks(values: &mut [f64], ranks: &[usize], offset: usize, out: &mut Ve
     select_ranks(above, &ranks[upper..], middle + 1, out);
 }
 
-/// The median of `values` (non-empty): the middle value of the sorted values, or the
-/// mean of the two middle ones. Sorts a copy, on the stack for up to 64 values (a
-/// cell's repetitions), as many tests of an attribution take one each.
-pub(crate) fn median_of(values: &[f64]) -> f64 {
-    fn middle(sorted: &mut [f64]) -> f64 {
-        sorted.sort_by(f64::total_cmp);
-        let n = sorted.len();
-        if n % 2 == 1 {
-            sorted[n / 2]
-        } else {
-            (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
-        }
-    }
-    let mut on_stack = [0.0; 64];
-    match on_stack.get_mut(..values.len()) {
-        Some(copy) => {
-            copy.copy_from_slice(values);
-            middle(copy)
-        }
-        None => middle(&mut values.to_vec()),
-    }
-}
-
 /// Linear-interpolation percentile of already sorted values (see [`percentile`]).
 /// `sorted` must be non-empty and `q` in [0, 100].
 pub(crate) fn percentile_sorted(sorted: &[f64], q: f64) -> f64 {

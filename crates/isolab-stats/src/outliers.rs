@@ -30,7 +30,7 @@ pub fn outliers_mad(s: &Sample, threshold: f64) -> Outliers {
     let deviations: Vec<f64> = s.values().iter().map(|x| (x - median).abs()).collect();
     // A sample has ≥ 2 values, so the deviations make a valid sample too; compute the
     // median directly to avoid re-validating.
-    let mad = crate::order::median_of(&deviations);
+    let mad = crate::sample::median_of(&deviations);
     let scores: Vec<f64> = s
         .values()
         .iter()

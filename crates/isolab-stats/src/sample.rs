@@ -90,7 +90,7 @@ impl Sample {
 
     /// Median: the middle order statistic, or the mean of the two middle ones.
     pub fn median(&self) -> f64 {
-        crate::order::median_of(&self.values)
+        median_of(&self.values)
     }
 
     /// Sample standard deviation, sqrt(Σ(x − x̄)² / (n − 1)) (Bessel's correction).
@@ -152,6 +152,29 @@ impl Sample {
             max,
             mean_ci95: self.mean_ci(0.95),
         }
+    }
+}
+
+/// The median of `values` (non-empty): the middle value of the sorted values, or the
+/// mean of the two middle ones. Sorts a copy, on the stack for up to 64 values (a
+/// cell's repetitions), as many tests of an attribution take one each.
+pub(crate) fn median_of(values: &[f64]) -> f64 {
+    fn middle(sorted: &mut [f64]) -> f64 {
+        sorted.sort_by(f64::total_cmp);
+        let n = sorted.len();
+        if n % 2 == 1 {
+            sorted[n / 2]
+        } else {
+            (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+        }
+    }
+    let mut on_stack = [0.0; 64];
+    match on_stack.get_mut(..values.len()) {
+        Some(copy) => {
+            copy.copy_from_slice(values);
+            middle(copy)
+        }
+        None => middle(&mut values.to_vec()),
     }
 }
 

@@ -308,7 +308,7 @@ impl Scale {
         if !(valid(data.a) && valid(data.b)) {
             return None;
         }
-        let median_a = crate::order::median_of(data.a);
+        let median_a = crate::sample::median_of(data.a);
         Some(Scale(Sides::scale(median_a, data.direction)))
     }
 
