@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The state of the house: large files, long functions, circles inside a crate.
 
-Usage: scripts/house.py [--max-file N] [--max-fn N] [ROOT]
+Usage: scripts/house.py [--check] [--max-file N] [--max-fn N] [ROOT]
+
+--check exits 1 when any part lists something (a test in `make test` runs it).
 
 Prints four parts, each a heading and its rows (an empty part says "none"):
 
@@ -580,6 +582,8 @@ def main():
         os.path.abspath(__file__))))
     ap.add_argument("--max-file", type=int, default=1000)
     ap.add_argument("--max-fn", type=int, default=200)
+    ap.add_argument("--check", action="store_true",
+                    help="exit 1 when any list is not empty (the conventions test runs this)")
     args = ap.parse_args()
     root = os.path.abspath(args.root)
     sources = Sources(root)
@@ -665,6 +669,7 @@ def main():
     for f, t, line in up:
         print(f"  {short(f)} -> {short(t)} (line {line})")
     print("  none" if not up else f"  ({len(up)} imports)")
+    return 1 if args.check and (big or long_fns or circles or up) else 0
 
 
 if __name__ == "__main__":

@@ -29,6 +29,28 @@ fn program_exists(name: &str) -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// The house keeps its shape (`scripts/house.py --check`): no non-test file over 1,000
+/// lines, no function over 200, no circle of imports inside a crate, no import in
+/// isolab-lab from a lower module up into the runner.
+#[test]
+fn the_house_has_no_large_file_long_function_or_circle() {
+    if !program_exists("python3") {
+        isolab_skip::skip("python3 is not installed: scripts/house.py is not run");
+        return;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = run(Command::new("python3")
+        .arg(root.join("scripts/house.py"))
+        .arg("--check")
+        .arg(&root));
+    assert!(
+        out.status.success(),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+}
+
 #[test]
 fn bash_completions_parse_and_zsh_and_fish_name_the_subcommands() {
     let out = run(isolab().args(["completions", "bash"]));
