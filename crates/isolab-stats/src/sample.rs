@@ -59,13 +59,19 @@ pub struct Summary {
 impl Sample {
     /// Builds a sample, refusing fewer than 2 observations or any NaN/infinity.
     pub fn new(values: Vec<f64>) -> Result<Self, SampleError> {
+        Sample::check(&values)?;
+        Ok(Sample { values })
+    }
+
+    /// What [`Sample::new`] refuses, without taking the values.
+    pub(crate) fn check(values: &[f64]) -> Result<(), SampleError> {
         if values.len() < 2 {
             return Err(SampleError::TooSmall(values.len()));
         }
         if let Some((index, &value)) = values.iter().enumerate().find(|(_, v)| !v.is_finite()) {
             return Err(SampleError::NotFinite { index, value });
         }
-        Ok(Sample { values })
+        Ok(())
     }
 
     /// The observations, in the order given.

@@ -219,7 +219,7 @@ pub fn test_point(data: PointData, level: f64, rule: &VerdictRule) -> Option<Poi
     let sides = Sides::new(&data)?;
     let p_unpaired = mann_whitney(&sides.a, &sides.b).p;
     let unpaired = hodges_lehmann(&sides.a, &sides.b, level);
-    let unpaired_change_ci = unpaired.ci.and_then(|ci| sides.relative(ci));
+    let unpaired_change_ci = unpaired.ci.and_then(|ci| sides.scale.relative(ci));
     if let Some(d) = paired_differences(data.pairs) {
         let shift = paired_hodges_lehmann(&d, level)?;
         let equivalence = paired_hodges_lehmann(&d, rule.equivalence_level())?;
@@ -228,9 +228,9 @@ pub fn test_point(data: PointData, level: f64, rule: &VerdictRule) -> Option<Poi
             pairs: d.len(),
             p: signed_rank(&d).p,
             p_unpaired,
-            change: sides.change(shift.estimate),
-            change_ci: shift.ci.and_then(|ci| sides.relative(ci)),
-            equivalence_ci: equivalence.ci.and_then(|ci| sides.relative(ci)),
+            change: sides.scale.change(shift.estimate),
+            change_ci: shift.ci.and_then(|ci| sides.scale.relative(ci)),
+            equivalence_ci: equivalence.ci.and_then(|ci| sides.scale.relative(ci)),
             unpaired_change_ci,
         })
     } else {
@@ -240,9 +240,9 @@ pub fn test_point(data: PointData, level: f64, rule: &VerdictRule) -> Option<Poi
             pairs: data.pairs.len(),
             p: p_unpaired,
             p_unpaired,
-            change: sides.change(unpaired.estimate),
+            change: sides.scale.change(unpaired.estimate),
             change_ci: unpaired_change_ci,
-            equivalence_ci: equivalence.ci.and_then(|ci| sides.relative(ci)),
+            equivalence_ci: equivalence.ci.and_then(|ci| sides.scale.relative(ci)),
             unpaired_change_ci,
         })
     }
@@ -285,8 +285,8 @@ pub fn test_change(data: PointData, level: f64) -> Option<ChangeTest> {
         method: Method::Unpaired,
         pairs: data.pairs.len(),
         p: mann_whitney(&sides.a, &sides.b).p,
-        change: sides.change(shift.estimate),
-        change_ci: shift.ci.and_then(|ci| sides.relative(ci)),
+        change: sides.scale.change(shift.estimate),
+        change_ci: shift.ci.and_then(|ci| sides.scale.relative(ci)),
     })
 }
 
@@ -301,33 +301,37 @@ fn paired_differences(pairs: &[(f64, f64)]) -> Option<Vec<f64>> {
 struct Scale(Option<f64>);
 
 impl Scale {
-    /// The scale of `data`, whose samples must be valid as [`Sides::new`] requires (at
-    /// least two finite values each), else `None`; the same scale as [`Sides`]'.
-    fn of(data: &PointData) -> Option<Scale> {
-        let valid = |v: &[f64]| v.len() >= 2 && v.iter().all(|x| x.is_finite());
-        if !(valid(data.a) && valid(data.b)) {
-            return None;
-        }
-        let median_a = crate::sample::median_of(data.a);
-        Some(Scale(Sides::scale(median_a, data.direction)))
+    fn new(median_a: f64, direction: Direction) -> Scale {
+        let sign = match direction {
+            Direction::Lower => 1.0,
+            Direction::Higher => -1.0,
+        };
+        Scale((median_a != 0.0 && median_a.is_finite()).then(|| sign / median_a.abs()))
     }
 
+    /// The scale of `data` without copying its samples; `None` when a sample is one
+    /// [`Sample::new`] refuses, as [`Sides::new`] is.
+    fn of(data: &PointData) -> Option<Scale> {
+        Sample::check(data.a).ok()?;
+        Sample::check(data.b).ok()?;
+        Some(Scale::new(crate::sample::median_of(data.a), data.direction))
+    }
+
+    /// A shift as a relative change.
     fn change(&self, shift: f64) -> Option<f64> {
         self.0.map(|s| shift * s)
     }
 
+    /// An interval of the shift as one of the relative change.
     fn relative(&self, ci: Interval) -> Option<Interval> {
-        self.0.map(|s| relative(ci, s))
-    }
-}
-
-/// An interval of a shift as one of the relative change, by `scale`.
-fn relative(ci: Interval, s: f64) -> Interval {
-    let (x, y) = (ci.low * s, ci.high * s);
-    Interval {
-        low: x.min(y),
-        high: x.max(y),
-        level: ci.level,
+        self.0.map(|s| {
+            let (x, y) = (ci.low * s, ci.high * s);
+            Interval {
+                low: x.min(y),
+                high: x.max(y),
+                level: ci.level,
+            }
+        })
     }
 }
 
@@ -336,35 +340,15 @@ fn relative(ci: Interval, s: f64) -> Interval {
 struct Sides {
     a: Sample,
     b: Sample,
-    /// `sign / |median of A|`; `None` when A's median is 0 or not finite.
-    scale: Option<f64>,
+    scale: Scale,
 }
 
 impl Sides {
     fn new(data: &PointData) -> Option<Sides> {
         let a = Sample::new(data.a.to_vec()).ok()?;
         let b = Sample::new(data.b.to_vec()).ok()?;
-        let scale = Sides::scale(a.median(), data.direction);
+        let scale = Scale::new(a.median(), data.direction);
         Some(Sides { a, b, scale })
-    }
-
-    /// `sign / |median_a|`: `None` when A's median is 0 or not finite.
-    fn scale(median_a: f64, direction: Direction) -> Option<f64> {
-        let sign = match direction {
-            Direction::Lower => 1.0,
-            Direction::Higher => -1.0,
-        };
-        (median_a != 0.0 && median_a.is_finite()).then(|| sign / median_a.abs())
-    }
-
-    /// A shift as a relative change.
-    fn change(&self, shift: f64) -> Option<f64> {
-        self.scale.map(|s| shift * s)
-    }
-
-    /// An interval of the shift as one of the relative change.
-    fn relative(&self, ci: Interval) -> Option<Interval> {
-        self.scale.map(|s| relative(ci, s))
     }
 }
 
