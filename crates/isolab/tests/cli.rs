@@ -1161,9 +1161,8 @@ fn run_experiment_in(
     let stdout = text(&out.stdout);
     assert!(
         out.status.success(),
-        "stdout {stdout}\nstderr {}\n{}",
-        text(&out.stderr),
-        failed_runs(&db, name)
+        "{}",
+        outcome(&out, &failed_runs(&db, name))
     );
     let store = isolab_store::Store::open(&db).unwrap();
     let id = store.resolve(name).unwrap();
@@ -1345,6 +1344,23 @@ fn a_disk_neighbour_is_attributed_to_the_disk() {
     assert_eq!(top_mechanism(finding), Some("disk"), "{finding}");
 }
 
+/// What a failed `isolab run` said, its cause first (`failed`: the failed runs, then
+/// the end of its stderr) and its table last and cut: CI shows a part of a long
+/// failure only.
+fn outcome(out: &std::process::Output, failed: &str) -> String {
+    format!(
+        "{failed}\nstderr …{}\nstdout {}…",
+        last_chars(&text(&out.stderr), 3000),
+        text(&out.stdout).chars().take(1500).collect::<String>()
+    )
+}
+
+/// The last `n` characters of `s`.
+fn last_chars(s: &str, n: usize) -> String {
+    let skip = s.chars().count().saturating_sub(n);
+    s.chars().skip(skip).collect()
+}
+
 /// Why each run of experiment `name` in `db` failed, with the tails of its logs (what
 /// a failed CI run needs to show).
 fn failed_runs(db: &Path, name: &str) -> String {
@@ -1355,25 +1371,33 @@ fn failed_runs(db: &Path, name: &str) -> String {
         return "no experiment".into();
     };
     let cells = store.cells(id).unwrap_or_default();
-    let mut out = String::new();
-    for run in store.runs(id).unwrap_or_default() {
-        if run.is_counted() || run.warmup {
-            continue;
-        }
-        let key = cells
+    let failed: Vec<_> = store
+        .runs(id)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|run| !run.is_counted() && !run.warmup)
+        .collect();
+    let key = |run: &isolab_store::RunRecord| {
+        cells
             .iter()
             .find(|c| c.id == run.cell)
-            .map_or("?", |c| c.key.as_str());
+            .map_or("?", |c| c.key.as_str())
+            .to_owned()
+    };
+    // A line for each failed run first, then each with the tails of its logs.
+    let mut out = format!("{} failed runs\n", failed.len());
+    for run in &failed {
+        out.push_str(&format!(
+            "- {} r{}: {:?}\n",
+            key(run),
+            run.repetition,
+            run.error
+        ));
+    }
+    for run in &failed {
+        let key = key(run);
         let (o, e) = store.run_logs(run.id).unwrap_or_default();
-        let tail = |s: &str| {
-            s.chars()
-                .rev()
-                .take(1500)
-                .collect::<String>()
-                .chars()
-                .rev()
-                .collect::<String>()
-        };
+        let tail = |s: &str| last_chars(s, 1500);
         out.push_str(&format!(
             "failed run {key} r{}: {:?} exit {:?} notes {:?}\n  stdout …{}\n  stderr …{}\n",
             run.repetition,
@@ -2271,10 +2295,8 @@ fn run_nosql(name: &str, workload: &str, tuned: &str, points: &[&str]) {
         .arg(&spec));
     assert!(
         out.status.success(),
-        "stdout {}\nstderr {}\n{}",
-        text(&out.stdout),
-        text(&out.stderr),
-        failed_runs(&db, name)
+        "{}",
+        outcome(&out, &failed_runs(&db, name))
     );
     let store = isolab_store::Store::open(&db).unwrap();
     let id = store.resolve(name).unwrap();
@@ -2436,9 +2458,8 @@ fn a_store_killed_under_its_client_fails_the_run_and_leaves_nothing() {
     // (redis-benchmark ends when its connections are closed).
     assert!(
         failed.contains("component `db` exited while"),
-        "stdout {}\nstderr {}\n{failed}",
-        text(&out.stdout),
-        text(&out.stderr)
+        "{}",
+        outcome(&out, &failed)
     );
     guard.assert_nothing_leaked("cgroups left");
     let procs = new_since(stack_processes(), &procs_before);
@@ -2487,10 +2508,8 @@ fn a_stack_under_a_ramp_stores_its_series_generator_and_limits_and_leaves_nothin
         .arg(&spec));
     assert!(
         out.status.success(),
-        "stdout {}\nstderr {}\n{}",
-        text(&out.stdout),
-        text(&out.stderr),
-        failed_runs(&db, "web-stack")
+        "{}",
+        outcome(&out, &failed_runs(&db, "web-stack"))
     );
     let store = isolab_store::Store::open(&db).unwrap();
     let id = store.resolve("web-stack").unwrap();
@@ -2635,9 +2654,8 @@ fn a_database_killed_mid_run_fails_the_run_cleanly_and_leaves_nothing() {
     let failed = failed_runs(&db, "killed-db");
     assert!(
         failed.contains("component `db` exited while the load ran"),
-        "stdout {}\nstderr {}\n{failed}",
-        text(&out.stdout),
-        text(&out.stderr)
+        "{}",
+        outcome(&out, &failed)
     );
     guard.assert_nothing_leaked("cgroups left");
     let procs = new_since(stack_processes(), &procs_before);
@@ -3168,9 +3186,8 @@ fn postgresql_faults_fail_runs_with_the_database_message_and_leave_nothing() {
     let failed = failed_runs(&nospace, "killed-postgres");
     assert!(
         failed.contains("component `db` prepare") && failed.contains("No space left on device"),
-        "stdout {}\nstderr {}\n{failed}",
-        text(&out.stdout),
-        text(&out.stderr)
+        "{}",
+        outcome(&out, &failed)
     );
     drop(full);
     guard.assert_nothing_leaked("cgroups left after the failed initialisation");
@@ -3181,9 +3198,8 @@ fn postgresql_faults_fail_runs_with_the_database_message_and_leave_nothing() {
     let failed = failed_runs(&bad, "bad-query");
     assert!(
         failed.contains(r#"ERROR:  relation \"pgbench_branches\" does not exist"#),
-        "stdout {}\nstderr {}\n{failed}",
-        text(&out.stdout),
-        text(&out.stderr)
+        "{}",
+        outcome(&out, &failed)
     );
     guard.assert_nothing_leaked("cgroups left after the failed query");
     let db = dir.path().join("x.db");
@@ -3207,9 +3223,8 @@ fn postgresql_faults_fail_runs_with_the_database_message_and_leave_nothing() {
         // While the client ran, or just after: pgbench ends at once when it loses
         // its connections.
         failed.contains("component `db` exited while"),
-        "stdout {}\nstderr {}\n{failed}",
-        text(&out.stdout),
-        text(&out.stderr)
+        "{}",
+        outcome(&out, &failed)
     );
     guard.assert_nothing_leaked("cgroups left after the killed database");
     // isolab itself killed with SIGKILL while the client runs: `isolab gc` removes
@@ -4425,10 +4440,8 @@ fn fractional_quotas_spread_pinning_and_cpu_pools_are_applied_and_read_back() {
         .arg(&spec));
     assert!(
         out.status.success(),
-        "stdout {}\nstderr {}\n{}",
-        text(&out.stdout),
-        text(&out.stderr),
-        failed_runs(&db, "pools")
+        "{}",
+        outcome(&out, &failed_runs(&db, "pools"))
     );
     // A cpuset holds whole cpus: the half-cpu pinned cells are dropped, saying why.
     assert!(
