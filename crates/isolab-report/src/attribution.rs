@@ -33,8 +33,8 @@
 use std::collections::BTreeMap;
 
 use isolab_stats::{
-    benjamini_hochberg, pairs_by_round, test_change, ChangeTest, Direction, Interval, Method,
-    PointData, VerdictRule,
+    benjamini_hochberg, change_p, pairs_by_round, test_change, ChangeTest, Direction, Interval,
+    Method, PointData, VerdictRule,
 };
 use isolab_store::{RunRecord, Telemetry};
 
@@ -207,7 +207,13 @@ pub fn attribute(
     effect: &Effect,
 ) -> Attribution {
     let mut not_comparable: Vec<String> = Vec::new();
-    let mut tested: Vec<(String, f64, f64, ChangeTest)> = Vec::new();
+    // Each tested counter's name, means, p and, when p is below α, its whole test. Only
+    // such a counter can move: its adjusted p is never below its p (Benjamini-Hochberg
+    // multiplies each p by m/rank ≥ 1 and takes minima of such products), and a
+    // counter moves only when that, or its p where nothing moved, is below α. The
+    // others' change is never read, and is not computed.
+    type Tested = (String, f64, f64, f64, Option<ChangeTest>);
+    let mut tested: Vec<Tested> = Vec::new();
     for name in a.keys().chain(b.keys().filter(|k| !a.contains_key(*k))) {
         let (Some(va), Some(vb)) = (a.get(name), b.get(name)) else {
             not_comparable.push(name.clone());
@@ -224,18 +230,15 @@ pub fn attribute(
         // The same value in every run of both cells (a counter that stayed 0): nothing
         // to test.
         if xa.iter().chain(&xb).all(|x| *x == xa[0]) {
-            tested.push((
-                name.clone(),
-                mean_a,
-                mean_b,
-                ChangeTest {
-                    method: Method::Unpaired,
-                    pairs: 0,
-                    p: 1.0,
-                    change: Some(0.0),
-                    change_ci: None,
-                },
-            ));
+            let p = 1.0;
+            let test = (p < rule.alpha).then_some(ChangeTest {
+                method: Method::Unpaired,
+                pairs: 0,
+                p,
+                change: Some(0.0),
+                change_ci: None,
+            });
+            tested.push((name.clone(), mean_a, mean_b, p, test));
             continue;
         }
         let pairs = if pairable {
@@ -249,19 +252,25 @@ pub fn attribute(
             pairs: &pairs,
             direction: Direction::Lower,
         };
-        if let Some(t) = test_change(data, level) {
-            tested.push((name.clone(), mean_a, mean_b, t));
+        if let Some(p) = change_p(data) {
+            let test = if p < rule.alpha {
+                test_change(data, level)
+            } else {
+                None
+            };
+            tested.push((name.clone(), mean_a, mean_b, p, test));
         }
     }
-    let ps: Vec<f64> = tested.iter().map(|(_, _, _, t)| t.p).collect();
+    let ps: Vec<f64> = tested.iter().map(|(_, _, _, p, _)| *p).collect();
     let qs = benjamini_hochberg(&ps);
-    let candidate = |((name, mean_a, mean_b, t), q): (&(String, f64, f64, ChangeTest), f64),
-                     adjusted: bool| {
-        let judged = if adjusted { q } else { t.p };
+    let candidate = |((name, mean_a, mean_b, p, t), q): (&Tested, f64), adjusted: bool| {
+        let judged = if adjusted { q } else { *p };
         // (A NaN p or q is not significant.)
         if judged.is_nan() || judged >= rule.alpha {
             return None;
         }
+        // Below α, so its p is too (see `tested`): its test was made.
+        let t = t.as_ref()?;
         let material = match t.change {
             Some(c) => c.abs() > rule.noise,
             // A's median is 0: material when B's is not.

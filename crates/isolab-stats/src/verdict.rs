@@ -290,6 +290,26 @@ pub fn test_change(data: PointData, level: f64) -> Option<ChangeTest> {
     })
 }
 
+/// The p-value [`test_change`] gives `data`, without its change and the change's
+/// interval: those take a Hodges-Lehmann estimate, a selection over every Walsh average
+/// (paired) or pairwise difference (unpaired), most of the test's cost, which a caller
+/// that acts on a change only when p is below α need not pay for the rest. `None`
+/// exactly when `test_change` is `None`; otherwise `test_change`'s p, bit for bit.
+pub fn change_p(data: PointData) -> Option<f64> {
+    if let Some(d) = paired_differences(data.pairs) {
+        // What test_change refuses: a sample Sample::new refuses, and a difference
+        // that is not finite (two finite values far apart), which
+        // paired_hodges_lehmann refuses.
+        Scale::of(&data)?;
+        if !d.iter().all(|v| v.is_finite()) {
+            return None;
+        }
+        return Some(signed_rank(&d).p);
+    }
+    let sides = Sides::new(&data)?;
+    Some(mann_whitney(&sides.a, &sides.b).p)
+}
+
 /// B − A of each pair, when there are enough pairs to pair and all are finite.
 fn paired_differences(pairs: &[(f64, f64)]) -> Option<Vec<f64>> {
     let ok = pairs.len() >= MIN_PAIRS && pairs.iter().all(|(x, y)| x.is_finite() && y.is_finite());
@@ -499,6 +519,48 @@ mod tests {
             };
             assert_eq!(test_change(data, 0.95), None);
             assert_eq!(test_point(data, 0.95, &rule), None);
+        }
+    }
+
+    #[test]
+    fn the_p_alone_is_the_change_tests_p_and_refused_where_it_is() {
+        let n = 9;
+        let a: Vec<f64> = (0..n).map(|i| 100.0 + (i * 7 % 5) as f64).collect();
+        let b: Vec<f64> = (0..n).map(|i| 101.0 + (i * 3 % 4) as f64).collect();
+        let same = a.clone();
+        let pairs = |x: &[f64], y: &[f64]| -> Vec<(f64, f64)> {
+            x.iter().copied().zip(y.iter().copied()).collect()
+        };
+        // Far apart, every value finite: a paired difference is not (paired HL refuses).
+        let huge: Vec<f64> = (0..n).map(|i| 1.5e308 - i as f64 * 1e300).collect();
+        let minus: Vec<f64> = huge.iter().map(|x| -x).collect();
+        let zero_median = vec![0.0; n];
+        let nan: Vec<f64> = (0..n)
+            .map(|i| if i == 3 { f64::NAN } else { 1.0 })
+            .collect();
+        let cases: Vec<(&[f64], &[f64])> = vec![
+            (&a, &b),
+            (&a, &same),
+            (&huge, &minus),
+            (&zero_median, &b),
+            (&nan, &b),
+            (&a[..1], &b[..1]),
+        ];
+        for (x, y) in cases {
+            for paired in [true, false] {
+                let p = if paired { pairs(x, y) } else { Vec::new() };
+                for direction in [Direction::Lower, Direction::Higher] {
+                    let data = PointData {
+                        a: x,
+                        b: y,
+                        pairs: &p,
+                        direction,
+                    };
+                    let whole = test_change(data, 0.95).map(|t| t.p.to_bits());
+                    let alone = change_p(data).map(f64::to_bits);
+                    assert_eq!(alone, whole, "{x:?} {y:?} paired {paired}");
+                }
+            }
         }
     }
 
