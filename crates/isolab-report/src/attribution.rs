@@ -33,8 +33,8 @@
 use std::collections::BTreeMap;
 
 use isolab_stats::{
-    benjamini_hochberg, change_p, pairs_by_round, test_change, ChangeTest, Direction, Interval,
-    Method, PointData, VerdictRule,
+    benjamini_hochberg, pairs_by_round, ChangeTest, Direction, Interval, Method, PendingChange,
+    PointData, VerdictRule,
 };
 use isolab_store::{RunRecord, Telemetry};
 
@@ -252,12 +252,9 @@ pub fn attribute(
             pairs: &pairs,
             direction: Direction::Lower,
         };
-        if let Some(p) = change_p(data) {
-            let test = if p < rule.alpha {
-                test_change(data, level)
-            } else {
-                None
-            };
+        if let Some(pending) = PendingChange::of(data) {
+            let p = pending.p();
+            let test = (p < rule.alpha).then(|| pending.finish(level));
             tested.push((name.clone(), mean_a, mean_b, p, test));
         }
     }

@@ -96,8 +96,8 @@ pub use scalability::{
 };
 pub use size_overhead::{fit_size_overhead, Dominant, SizeOverheadFit, SizePoint};
 pub use verdict::{
-    change_p, interim_verdict, pairs_by_round, runs_to_decide, test_change, test_point, verdict,
-    ChangeTest, Method, PointData, PointTest, Verdict, VerdictRule, INTERIM_ALPHA, MIN_PAIRS,
+    interim_verdict, pairs_by_round, runs_to_decide, test_change, test_point, verdict, ChangeTest,
+    Method, PendingChange, PointData, PointTest, Verdict, VerdictRule, INTERIM_ALPHA, MIN_PAIRS,
 };
 pub use welch::{welch_t_test, WelchTest};
 

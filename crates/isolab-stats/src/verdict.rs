@@ -267,47 +267,86 @@ pub struct ChangeTest {
 /// The test of [`test_point`] with only what [`ChangeTest`] holds (the same values):
 /// for the many secondary tests of an attribution, at a third of the cost.
 pub fn test_change(data: PointData, level: f64) -> Option<ChangeTest> {
-    if let Some(d) = paired_differences(data.pairs) {
-        // Paired, only A's median is needed of the two samples: no copy of either.
-        let scale = Scale::of(&data)?;
-        let shift = paired_hodges_lehmann(&d, level)?;
-        return Some(ChangeTest {
-            method: Method::Paired,
-            pairs: d.len(),
-            p: signed_rank(&d).p,
-            change: scale.change(shift.estimate),
-            change_ci: shift.ci.and_then(|ci| scale.relative(ci)),
-        });
-    }
-    let sides = Sides::new(&data)?;
-    let shift = hodges_lehmann(&sides.a, &sides.b, level);
-    Some(ChangeTest {
-        method: Method::Unpaired,
-        pairs: data.pairs.len(),
-        p: mann_whitney(&sides.a, &sides.b).p,
-        change: sides.scale.change(shift.estimate),
-        change_ci: shift.ci.and_then(|ci| sides.scale.relative(ci)),
-    })
+    Some(PendingChange::of(data)?.finish(level))
 }
 
-/// The p-value [`test_change`] gives `data`, without its change and the change's
-/// interval: those take a Hodges-Lehmann estimate, a selection over every Walsh average
-/// (paired) or pairwise difference (unpaired), most of the test's cost, which a caller
-/// that acts on a change only when p is below α need not pay for the rest. `None`
-/// exactly when `test_change` is `None`; otherwise `test_change`'s p, bit for bit.
-pub fn change_p(data: PointData) -> Option<f64> {
-    if let Some(d) = paired_differences(data.pairs) {
-        // What test_change refuses: a sample Sample::new refuses, and a difference
-        // that is not finite (two finite values far apart), which
-        // paired_hodges_lehmann refuses.
-        Scale::of(&data)?;
-        if !d.iter().all(|v| v.is_finite()) {
-            return None;
+/// A [`test_change`] whose p is known and whose change is not computed yet: the
+/// change and its interval take a Hodges-Lehmann estimate, a selection over every Walsh
+/// average (paired) or pairwise difference (unpaired), most of the test's cost, which a
+/// caller that acts on a change only when p is below α need not pay for the rest.
+pub struct PendingChange {
+    method: Method,
+    pairs: usize,
+    p: f64,
+    samples: Pending,
+}
+
+/// What [`PendingChange::finish`] estimates the shift from.
+enum Pending {
+    /// The differences B − A by round, and the scale from A's median (no copy of
+    /// either sample).
+    Paired(Vec<f64>, Scale),
+    Unpaired(Sides),
+}
+
+impl PendingChange {
+    /// The test of `data` up to its p; `None` where [`test_change`] has no test (a
+    /// sample [`Sample::new`] refuses; paired, a difference that is not finite, two
+    /// finite values far apart, which the paired estimate refuses).
+    pub fn of(data: PointData) -> Option<PendingChange> {
+        if let Some(d) = paired_differences(data.pairs) {
+            let scale = Scale::of(&data)?;
+            if !d.iter().all(|v| v.is_finite()) {
+                return None;
+            }
+            return Some(PendingChange {
+                method: Method::Paired,
+                pairs: d.len(),
+                p: signed_rank(&d).p,
+                samples: Pending::Paired(d, scale),
+            });
         }
-        return Some(signed_rank(&d).p);
+        let sides = Sides::new(&data)?;
+        Some(PendingChange {
+            method: Method::Unpaired,
+            pairs: data.pairs.len(),
+            p: mann_whitney(&sides.a, &sides.b).p,
+            samples: Pending::Unpaired(sides),
+        })
     }
-    let sides = Sides::new(&data)?;
-    Some(mann_whitney(&sides.a, &sides.b).p)
+
+    /// The test's two-sided p-value.
+    pub fn p(&self) -> f64 {
+        self.p
+    }
+
+    /// The whole test: the change and its interval at `level`.
+    pub fn finish(self, level: f64) -> ChangeTest {
+        let (change, change_ci) = match &self.samples {
+            Pending::Paired(d, scale) => {
+                // Refused by `of` where it has no estimate (no pairs, one not finite).
+                let shift = paired_hodges_lehmann(d, level);
+                (
+                    shift.as_ref().and_then(|s| scale.change(s.estimate)),
+                    shift.and_then(|s| s.ci).and_then(|ci| scale.relative(ci)),
+                )
+            }
+            Pending::Unpaired(sides) => {
+                let shift = hodges_lehmann(&sides.a, &sides.b, level);
+                (
+                    sides.scale.change(shift.estimate),
+                    shift.ci.and_then(|ci| sides.scale.relative(ci)),
+                )
+            }
+        };
+        ChangeTest {
+            method: self.method,
+            pairs: self.pairs,
+            p: self.p,
+            change,
+            change_ci,
+        }
+    }
 }
 
 /// B − A of each pair, when there are enough pairs to pair and all are finite.
@@ -523,7 +562,7 @@ mod tests {
     }
 
     #[test]
-    fn the_p_alone_is_the_change_tests_p_and_refused_where_it_is() {
+    fn a_pending_change_test_gives_the_point_tests_p_then_its_change() {
         let n = 9;
         let a: Vec<f64> = (0..n).map(|i| 100.0 + (i * 7 % 5) as f64).collect();
         let b: Vec<f64> = (0..n).map(|i| 101.0 + (i * 3 % 4) as f64).collect();
@@ -556,9 +595,14 @@ mod tests {
                         pairs: &p,
                         direction,
                     };
-                    let whole = test_change(data, 0.95).map(|t| t.p.to_bits());
-                    let alone = change_p(data).map(f64::to_bits);
-                    assert_eq!(alone, whole, "{x:?} {y:?} paired {paired}");
+                    let whole = test_point(data, 0.95, &VerdictRule::default());
+                    let pending = PendingChange::of(data);
+                    let p = pending.as_ref().map(|t| t.p().to_bits());
+                    assert_eq!(p, whole.as_ref().map(|t| t.p.to_bits()), "{x:?} {y:?}");
+                    let part = pending.map(|t| t.finish(0.95));
+                    let part = part.map(|t| (t.method, t.pairs, t.change, t.change_ci));
+                    let whole = whole.map(|t| (t.method, t.pairs, t.change, t.change_ci));
+                    assert_eq!(part, whole, "{x:?} {y:?} paired {paired}");
                 }
             }
         }
