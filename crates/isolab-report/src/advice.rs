@@ -916,9 +916,7 @@ fn dedicated_storage(input: &Input) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use isolab_store::{
-        CellRecord, ExperimentRecord, ExperimentStatus, MetricValue, RunRecord, RunStatus,
-    };
+    use isolab_store::{CellRecord, MetricValue, RunRecord, RunStatus};
     use std::time::{Duration, SystemTime};
 
     /// A docker experiment, quota against pinned, eight rounds; pinned is 20% faster.
@@ -968,25 +966,7 @@ mod tests {
                 });
             }
         }
-        ExperimentData {
-            record: ExperimentRecord {
-                id: 1,
-                name: "pinning".into(),
-                spec_toml: String::new(),
-                spec_path: None,
-                seed: 1,
-                isolab_version: "0".into(),
-                created_at: SystemTime::UNIX_EPOCH,
-                finished_at: None,
-                status: ExperimentStatus::Complete,
-            },
-            cells,
-            runs,
-            environment: vec![],
-            interruptions: vec![],
-            series: vec![],
-            intervals: Default::default(),
-        }
+        ExperimentData::of("pinning", cells, runs)
     }
 
     fn advice_of(data: &ExperimentData) -> Vec<Advice> {

@@ -68,7 +68,10 @@ pub fn counters<'a>(runs: impl IntoIterator<Item = &'a RunRecord>) -> Counters {
     let mut current: Option<(&'a isolab_store::TelemetrySet, Vec<Option<usize>>)> = None;
     // The run each counter last took a value of (a key recorded twice counts once).
     let mut taken: Vec<usize> = Vec::new();
-    for (n, run) in runs.into_iter().enumerate() {
+    let runs = runs.into_iter();
+    // A counter's observations: one a run, mostly.
+    let expected = runs.size_hint().0;
+    for (n, run) in runs.enumerate() {
         let telemetry = &run.telemetry;
         if !matches!(&current, Some((seen, _)) if seen.shares_names(telemetry)) {
             let slots = telemetry
@@ -80,7 +83,7 @@ pub fn counters<'a>(runs: impl IntoIterator<Item = &'a RunRecord>) -> Counters {
                         return None;
                     }
                     let slot = out.iter().position(|(c, _)| c == name).unwrap_or_else(|| {
-                        out.push((name, Vec::new()));
+                        out.push((name, Vec::with_capacity(expected)));
                         taken.push(usize::MAX);
                         out.len() - 1
                     });

@@ -384,12 +384,12 @@ type Collected<'a> = BTreeMap<
 /// without the selector factors, then by metric.
 fn collect<'a>(
     side: &Side<'a>,
+    by_cell: &std::collections::HashMap<i64, Vec<&'a RunRecord>>,
     drop: &[String],
     all_metrics: bool,
 ) -> Result<Collected<'a>, CompareError> {
     let mut out = BTreeMap::new();
     let mut any = false;
-    let by_cell = side.data.runs_by_cell();
     for cell in &side.data.cells {
         if !side.select.iter().all(|pair| cell.levels.contains(pair)) {
             continue;
@@ -416,11 +416,15 @@ fn collect<'a>(
                 if !all_metrics && side.primary.get(&cell.index).is_some_and(|p| *p != m.name) {
                     continue;
                 }
-                metrics
-                    .entry(m.name.clone())
-                    .or_insert_with(|| (m.unit.clone(), m.direction, Vec::new()))
-                    .2
-                    .push((r.round, m.value));
+                // The name is copied once a cell, not once a run.
+                match metrics.get_mut(&m.name) {
+                    Some(values) => values.2.push((r.round, m.value)),
+                    None => {
+                        let mut values = Vec::with_capacity(runs.len());
+                        values.push((r.round, m.value));
+                        metrics.insert(m.name.clone(), (m.unit.clone(), m.direction, values));
+                    }
+                }
             }
         }
         out.insert(key, (shared, metrics, runs));
@@ -469,8 +473,16 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Result<Compariso
         .collect();
     drop.sort();
     drop.dedup();
-    let side_a = collect(a, &drop, options.all_metrics)?;
-    let side_b = collect(b, &drop, options.all_metrics)?;
+    // Both sides' runs by cell, grouped once when they are of one experiment.
+    let by_cell_a = a.data.runs_by_cell();
+    let by_cell_b = (!std::ptr::eq(a.data, b.data)).then(|| b.data.runs_by_cell());
+    let side_a = collect(a, &by_cell_a, &drop, options.all_metrics)?;
+    let side_b = collect(
+        b,
+        by_cell_b.as_ref().unwrap_or(&by_cell_a),
+        &drop,
+        options.all_metrics,
+    )?;
     // Runs of one experiment that shared a round shared the machine's state.
     let pairable = a.data.record.id == b.data.record.id;
     let mut jobs = Vec::new();
@@ -767,7 +779,7 @@ fn limits_summary(runs: &[&isolab_store::RunRecord]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use isolab_store::{CellRecord, ExperimentRecord, ExperimentStatus, MetricValue, RunStatus};
+    use isolab_store::{CellRecord, MetricValue, RunStatus};
     use std::time::{Duration, SystemTime};
 
     fn run(id: i64, cell: i64, value: f64) -> RunRecord {
@@ -815,25 +827,7 @@ mod tests {
                 runs.push(run(id, i as i64, *v));
             }
         }
-        ExperimentData {
-            record: ExperimentRecord {
-                id: 1,
-                name: "x".into(),
-                spec_toml: String::new(),
-                spec_path: None,
-                seed: 1,
-                isolab_version: "0".into(),
-                created_at: SystemTime::UNIX_EPOCH,
-                finished_at: None,
-                status: ExperimentStatus::Complete,
-            },
-            cells: records,
-            runs,
-            environment: vec![],
-            interruptions: vec![],
-            series: vec![],
-            intervals: Default::default(),
-        }
+        ExperimentData::of("x", records, runs)
     }
 
     fn side<'a>(d: &'a ExperimentData, placement: &str) -> Side<'a> {
