@@ -456,8 +456,9 @@ fn stop_kills_the_vm_and_leaves_nothing() {
 }
 
 /// A container host (seed 003's VM running the stack's containers): two components started
-/// side by side under isolab-runtime in one guest, listed by the runtime there, one stopped
-/// while the other runs, then the guest shut down, leaving nothing.
+/// side by side under isolab-runtime in one guest, listed by the runtime there, the port
+/// one serves seen listening in the guest (and one nobody serves not), one stopped while
+/// the other runs, then the guest shut down, leaving nothing.
 #[test]
 fn a_container_host_runs_two_components_side_by_side() {
     let Some(s) = setup() else { return };
@@ -470,17 +471,20 @@ fn a_container_host_runs_two_components_side_by_side() {
     let engine = |id: &str| {
         InnerEngine::Isolab(InnerContainer {
             runtime: runtime.clone(),
-            flags: vec!["--id".into(), id.into(), "--pids".into(), "64".into()],
+            // On the guest's network, as isolab runs a stack's components.
+            flags: ["--id", id, "--pids", "64", "--network", "host"]
+                .map(String::from)
+                .to_vec(),
             image: None,
         })
     };
     let mut host = isolab_vm::start_container_host(&c, &engine("unused"), None).unwrap();
-    for name in ["web", "db"] {
+    for (name, serve) in [("web", "sleep 600"), ("db", "iperf3 -s -p 5399")] {
         let mut cmd = GuestCommand::new(
             [
                 "sh",
                 "-c",
-                &format!("echo {name} > {name}-was-here; echo {name} up; exec sleep 600"),
+                &format!("echo {name} > {name}-was-here; echo {name} up; exec {serve}"),
             ],
             Duration::from_secs(600),
         );
@@ -498,6 +502,15 @@ fn a_container_host_runs_two_components_side_by_side() {
         std::thread::sleep(Duration::from_millis(200));
     }
     assert!(host.is_running("web") && host.is_running("db"));
+    while !host.listening(5399, Duration::from_secs(60)).unwrap() {
+        assert!(
+            Instant::now() < deadline,
+            "iperf3 never listened: {}",
+            host.output_tail("db", 10)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(!host.listening(5398, Duration::from_secs(60)).unwrap());
     let list = host.containers(Duration::from_secs(60)).unwrap();
     eprintln!("containers in the guest:\n{list}");
     assert!(

@@ -9,7 +9,12 @@
 //!   its exit status in `NAME.exit` when it ends;
 //! - `NAME.stop`: the component gets SIGTERM (the engine's client passes it to the container);
 //! - `list.request`: the engine's container list is written to `list` (`docker ps`,
-//!   `isolab-runtime list`).
+//!   `isolab-runtime list`);
+//! - `listening.request` (a port): `listening` gets `PORT yes` when a TCP socket of the
+//!   guest listens on it (the components share the guest's network), `PORT no` otherwise.
+//!   A component is ready when its port listens, not when it accepts a connection: a
+//!   server such as `iperf3 -s` takes a probe's connection as a client, then closes its
+//!   listening socket and opens it again, and a client connecting in between is refused.
 //!
 //! Stopping the host ([`ContainerHost::shutdown`]) stops the launcher, which sends SIGTERM to every
 //! component and waits for them, then the guest powers off as for any service.
@@ -72,6 +77,16 @@ while :; do
     $B rm -f $C/list.request
     {{ {list}; }} > $C/list.tmp 2>&1
     $B mv $C/list.tmp $C/list
+  fi
+  if [ -e $C/listening.request ]; then
+    p=$($B cat $C/listening.request)
+    $B rm -f $C/listening.request
+    a=no
+    $B awk -v port=":$(printf '%04X' "$p")" \
+      '$4 == "0A" && substr($2, length($2) - 4) == port {{ found = 1 }} END {{ exit !found }}' \
+      /proc/net/tcp /proc/net/tcp6 2> /dev/null && a=yes
+    echo "$p $a" > $C/listening.tmp
+    $B mv $C/listening.tmp $C/listening
   fi
   $B usleep 200000
 done
@@ -228,19 +243,46 @@ impl ContainerHost {
     /// The engine's list of containers in the guest (`docker ps`, `isolab-runtime list`), as it
     /// printed it; waits up to `timeout` for the launcher.
     pub fn containers(&mut self, timeout: Duration) -> Result<String, VmError> {
-        let list = self.components.join("list");
-        let _ = std::fs::remove_file(&list);
-        let request = self.components.join("list.request");
-        std::fs::write(&request, "").ctx("write", &request)?;
+        self.ask("list", "", timeout)
+    }
+
+    /// Whether a TCP socket in the guest listens on `port` (the components are on the guest's
+    /// network); waits up to `timeout` for the launcher. Unlike a connection, looking does not
+    /// disturb a server that takes every connection as a client.
+    pub fn listening(&mut self, port: u16, timeout: Duration) -> Result<bool, VmError> {
+        let answer = self.ask("listening", &port.to_string(), timeout)?;
+        match answer.split_whitespace().collect::<Vec<_>>()[..] {
+            [p, yes] if p == port.to_string() => Ok(yes == "yes"),
+            _ => Err(VmError::io(
+                "read the launcher's answer in",
+                self.components.join("listening"),
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!(
+                        "expected `{port} yes` or `{port} no`, found `{}`",
+                        answer.trim()
+                    ),
+                ),
+            )),
+        }
+    }
+
+    /// Writes `NAME.request` holding `body` for the launcher and returns what it wrote to `NAME`
+    /// within `timeout`.
+    fn ask(&mut self, name: &str, body: &str, timeout: Duration) -> Result<String, VmError> {
+        let answer = self.components.join(name);
+        let _ = std::fs::remove_file(&answer);
+        let request = self.components.join(format!("{name}.request"));
+        std::fs::write(&request, body).ctx("write", &request)?;
         let deadline = Instant::now() + timeout;
         loop {
-            if let Ok(text) = std::fs::read_to_string(&list) {
+            if let Ok(text) = std::fs::read_to_string(&answer) {
                 return Ok(text);
             }
             if Instant::now() >= deadline || !self.vm.is_running() {
                 return Err(VmError::io(
-                    "wait for the container list in",
-                    &list,
+                    "wait for the launcher's answer in",
+                    &answer,
                     std::io::Error::new(
                         std::io::ErrorKind::TimedOut,
                         format!("the container host's launcher wrote none within {timeout:?}"),

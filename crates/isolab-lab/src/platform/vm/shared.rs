@@ -338,8 +338,10 @@ fn component_command(
 }
 
 /// Starts component `place.component` of a stack in its run's shared guest (booting it
-/// first when it is the first component), ready when the guest's address accepts a TCP
-/// connection on `spec.port`.
+/// first when it is the first component), ready when a socket of the guest listens on
+/// `spec.port` ([`ContainerHost::listening`]: a probe's connection would be a client to a
+/// server that takes each as one, as `iperf3 -s` does, which then stops listening a
+/// moment and refuses the run's own client).
 pub(super) fn start_component<'p>(
     sup: &Supervisor,
     vm: &VmPlatform,
@@ -375,10 +377,7 @@ pub(super) fn start_component<'p>(
     };
     let address = SocketAddr::from((component.guest.ip, spec.port));
     // Until it is handed over, dropping `component` stops it (and the guest, if last).
-    let mut running = || component.is_running();
-    if let Err(waited) =
-        super::super::service::wait_ready(&mut running, address, spec.ready_timeout)
-    {
+    if let Err(waited) = component.wait_listening(spec.port, spec.ready_timeout) {
         let stderr = component.stderr_tail(2000);
         let _ = Box::new(component).stop();
         return Err(PlatformError::ServerNotReady {
@@ -404,6 +403,28 @@ struct SharedComponent {
     name: String,
     /// Its name in the stack.
     component: String,
+}
+
+impl SharedComponent {
+    /// Waits until a socket of the guest listens on `port`; `Err` with the time waited
+    /// when the component ended first or `timeout` passed.
+    fn wait_listening(&self, port: u16, timeout: Duration) -> Result<(), Duration> {
+        let started = Instant::now();
+        loop {
+            let left = timeout.saturating_sub(started.elapsed());
+            let listening = self
+                .guest
+                .with_host(|h| h.listening(port, left.min(LIST_TIMEOUT)))
+                .and_then(Result::ok);
+            if listening == Some(true) {
+                return Ok(());
+            }
+            if !self.is_running() || started.elapsed() >= timeout {
+                return Err(started.elapsed());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
 }
 
 impl Guest for SharedComponent {
