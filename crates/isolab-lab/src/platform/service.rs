@@ -452,9 +452,23 @@ pub(crate) fn wait_ready(
     address: SocketAddr,
     timeout: Duration,
 ) -> Result<(), Duration> {
+    wait_until(
+        &mut |_| TcpStream::connect_timeout(&address, Duration::from_millis(200)).is_ok(),
+        running,
+        timeout,
+    )
+}
+
+/// Waits until `ready` (given the time left) says so, 50 ms between looks; `Err` with
+/// the time waited when `running` says the service ended first or `timeout` passes.
+pub(crate) fn wait_until(
+    ready: &mut dyn FnMut(Duration) -> bool,
+    running: &mut dyn FnMut() -> bool,
+    timeout: Duration,
+) -> Result<(), Duration> {
     let started = Instant::now();
     loop {
-        if TcpStream::connect_timeout(&address, Duration::from_millis(200)).is_ok() {
+        if ready(timeout.saturating_sub(started.elapsed())) {
             return Ok(());
         }
         if !running() || started.elapsed() >= timeout {

@@ -409,21 +409,12 @@ impl SharedComponent {
     /// Waits until a socket of the guest listens on `port`; `Err` with the time waited
     /// when the component ended first or `timeout` passed.
     fn wait_listening(&self, port: u16, timeout: Duration) -> Result<(), Duration> {
-        let started = Instant::now();
-        loop {
-            let left = timeout.saturating_sub(started.elapsed());
-            let listening = self
-                .guest
+        let mut listening = |left: Duration| {
+            self.guest
                 .with_host(|h| h.listening(port, left.min(LIST_TIMEOUT)))
-                .and_then(Result::ok);
-            if listening == Some(true) {
-                return Ok(());
-            }
-            if !self.is_running() || started.elapsed() >= timeout {
-                return Err(started.elapsed());
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+                .is_some_and(|answer| answer.is_ok_and(|yes| yes))
+        };
+        super::super::service::wait_until(&mut listening, &mut || self.is_running(), timeout)
     }
 }
 
