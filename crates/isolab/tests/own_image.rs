@@ -91,12 +91,24 @@ fn run_own(dir: &Path, image: &str, platforms: &str) -> Vec<(String, String)> {
         .arg(&spec)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
+    // A failed run says why: its stored error, beside the run's output.
+    let why = || {
+        let store = isolab_store::Store::open(&db).unwrap();
+        let id = store.resolve("own").unwrap();
+        let errors: Vec<String> = store
+            .runs(id)
+            .unwrap()
+            .iter()
+            .filter_map(|r| r.error.as_ref().map(|e| format!("run {}: {e}", r.id)))
+            .collect();
+        format!(
+            "{}\n{}\nstored errors:\n{}",
+            text(&out.stdout),
+            text(&out.stderr),
+            errors.join("\n")
+        )
+    };
+    assert!(out.status.success(), "{}", why());
     // Every cell has its two runs.
     let store = isolab_store::Store::open(&db).unwrap();
     let id = store.resolve("own").unwrap();
@@ -104,7 +116,7 @@ fn run_own(dir: &Path, image: &str, platforms: &str) -> Vec<(String, String)> {
     assert!(
         runs.iter().all(|r| r.status == isolab_store::RunStatus::Ok),
         "{}",
-        text(&out.stdout)
+        why()
     );
     assert_eq!(
         runs.len(),

@@ -20,13 +20,14 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use isolab_cgroups::{Cgroup, Hierarchy, Limits, Stats};
+use isolab_cgroups::{Cgroup, Controller, Hierarchy, Limits, Stats};
 use isolab_engines::{Engine, NetworkMode, PreparedImage, RunRequest, ID_PREFIX};
 
+use super::cgroup_changes::{Changes, Stop};
 use super::driver::{Driver, Executed, PlatformInfo, PlatformKind, Unavailable};
 use super::instance::{container_below, container_mount, Supervisor};
 use super::service::{self, LimitsAt, Remove, ServiceSpec, Started};
@@ -35,6 +36,17 @@ use super::{container_id, Execution, Interrupt, Job, Network, PlatformDef, Platf
 /// How often the container's counters are sampled while it runs (the last sample
 /// before the engine removes its cgroup is what the run stores).
 pub const SAMPLE: Duration = Duration::from_millis(50);
+
+/// The controllers whose limits a run reads back: the watcher wakes on a write in
+/// any of their hierarchies.
+const LIMITED: [Controller; 6] = [
+    Controller::Cpu,
+    Controller::Cpuset,
+    Controller::Memory,
+    Controller::Pids,
+    Controller::Blkio,
+    Controller::Io,
+];
 
 /// How long an engine's client has, after SIGTERM, to stop its container.
 const GRACE: Duration = Duration::from_secs(10);
@@ -285,13 +297,27 @@ struct Watched {
 
 /// Watches the instance cgroup `instance` for the container's cgroup until
 /// `stop` is set, then samples its limits and counters, keeping the last readings.
-fn watch(hierarchy: Hierarchy, instance: PathBuf, stop: Arc<AtomicBool>) -> Watched {
+/// It samples at once whenever the engine makes a cgroup or writes a cgroup file
+/// below the instance ([`Changes`]), so that a container of a few milliseconds is
+/// read while it holds its process, and otherwise every [`SAMPLE`] once the
+/// container's cgroup is found (5 ms before).
+fn watch(hierarchy: Hierarchy, instance: PathBuf, stop: Arc<Stop>) -> Watched {
     let mut seen = Watched::default();
     let Some(mount) = container_mount(&hierarchy).map(Path::to_path_buf) else {
         return seen;
     };
+    let mut roots: Vec<PathBuf> = Vec::new();
+    for controller in LIMITED {
+        if let Some(m) = hierarchy.mount(controller) {
+            let root = m.join(&instance);
+            if !roots.contains(&root) {
+                roots.push(root);
+            }
+        }
+    }
+    let mut changes = Changes::below(&roots);
     loop {
-        let stopping = stop.load(Ordering::Acquire);
+        let stopping = stop.stopped();
         // Found again at every sample: an engine may hold its process in a cgroup of
         // its own setup below the instance for a moment (LXC's monitor, runc's init)
         // before the container's, deeper, cgroup exists. Once the container is gone
@@ -343,11 +369,14 @@ fn watch(hierarchy: Hierarchy, instance: PathBuf, stop: Arc<AtomicBool>) -> Watc
         if stopping {
             return seen;
         }
-        std::thread::sleep(if seen.cgroup.is_some() {
-            SAMPLE
-        } else {
-            Duration::from_millis(5)
-        });
+        changes.wait(
+            &stop,
+            if seen.cgroup.is_some() {
+                SAMPLE
+            } else {
+                Duration::from_millis(5)
+            },
+        );
     }
 }
 
@@ -452,14 +481,14 @@ pub(crate) fn execute(
                 return Err(e);
             }
         };
-        let stop = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(Stop::new());
         let watcher = {
             let (h, stop) = (host.hierarchy().clone(), Arc::clone(&stop));
             let instance = instance.clone();
             std::thread::spawn(move || watch(h, instance, stop))
         };
         let measured = host.measured(job, &argv, cgroup, interrupt, GRACE);
-        stop.store(true, Ordering::Release);
+        stop.stop();
         let watched = watcher.join().unwrap_or_default();
         let removed = engine.engine.remove(&request);
         let mut measured = measured?;
@@ -652,8 +681,8 @@ mod tests {
     }
 
     /// The watcher of the instance `isolab/exp1/c0-r1`, in a thread, and its stop flag.
-    fn spawn_watcher(h: Hierarchy) -> (Arc<AtomicBool>, std::thread::JoinHandle<Watched>) {
-        let stop = Arc::new(AtomicBool::new(false));
+    fn spawn_watcher(h: Hierarchy) -> (Arc<Stop>, std::thread::JoinHandle<Watched>) {
+        let stop = Arc::new(Stop::new());
         let flag = stop.clone();
         let watcher =
             std::thread::spawn(move || watch(h, PathBuf::from("isolab/exp1/c0-r1"), flag));
@@ -684,7 +713,7 @@ mod tests {
         std::fs::write(payload.join("cgroup.procs"), "").unwrap();
         std::fs::write(setup.join("cgroup.procs"), "").unwrap();
         std::thread::sleep(Duration::from_millis(100));
-        stop.store(true, Ordering::Release);
+        stop.stop();
         let seen = watcher.join().unwrap();
         assert_eq!(
             seen.cgroup,
@@ -715,7 +744,7 @@ mod tests {
         std::fs::remove_file(payload.join("memory.max")).unwrap();
         std::fs::remove_file(payload.join("cpuset.cpus")).unwrap();
         std::thread::sleep(Duration::from_millis(150));
-        stop.store(true, Ordering::Release);
+        stop.stop();
         let limits = watcher.join().unwrap().limits.unwrap().unwrap();
         assert_eq!(limits.memory_max.map(|b| b.0), Some(4294967296));
         assert_eq!(limits.cpuset.map(|c| c.to_string()), Some("1".to_owned()));
@@ -739,7 +768,8 @@ mod tests {
                 ),
             ],
         );
-        let stop = Arc::new(AtomicBool::new(true));
+        let stop = Arc::new(Stop::new());
+        stop.stop();
         let seen = watch(h, PathBuf::from("isolab/exp1/c0-r1"), stop);
         assert_eq!(seen.cgroup, Some(PathBuf::from("isolab/exp1/c0-r1/ctr")));
         let limits = seen.limits.unwrap().unwrap();

@@ -14,6 +14,7 @@
 //! - the **supervisor** ([`Supervisor`]) owns instances and their cgroups (scope,
 //!   prepare and cleanup, neighbours, probe, removal) on every platform.
 
+mod cgroup_changes;
 mod clone;
 pub mod daemons;
 pub mod driver;
