@@ -537,15 +537,7 @@ fn listening(proc_root: &Path, pid: u32, port: u16) -> bool {
 
 /// Whether a `/proc/net/tcp` table has a socket in state LISTEN (`0A`) on `port`.
 fn tcp_listens(table: &str, port: u16) -> bool {
-    table.lines().skip(1).any(|line| {
-        let mut fields = line.split_whitespace();
-        let local = fields.nth(1);
-        let state = fields.nth(1);
-        let local_port = local
-            .and_then(|l| l.rsplit_once(':'))
-            .and_then(|(_, p)| u16::from_str_radix(p, 16).ok());
-        local_port == Some(port) && state == Some("0A")
-    })
+    crate::platform::process::parse_ports(table, "0A").contains(&port)
 }
 
 /// Whether a rate `read` back from tc (Mbit/s) is not the `asked` one: tc stores

@@ -400,9 +400,9 @@ fn listening(proc_root: &Path, port: u16) -> bool {
     })
 }
 
-/// Local ports of the sockets in `state` (hex, as the kernel prints it) in a
-/// /proc/net/{tcp,udp} table.
-fn parse_ports(table: &str, wanted: &str) -> Vec<u16> {
+/// Local ports of the sockets in `state` (hex, as the kernel prints it: `0A` is a
+/// TCP socket in LISTEN) in a /proc/net/{tcp,udp} table.
+pub(crate) fn parse_ports(table: &str, wanted: &str) -> Vec<u16> {
     table
         .lines()
         .skip(1)
