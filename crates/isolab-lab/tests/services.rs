@@ -95,9 +95,11 @@ fn a_host_service_is_limited_reachable_and_removed_without_root() {
         tempfile::tempdir().unwrap(),
         tempfile::tempdir().unwrap(),
     );
-    // The "server" is this test's own listener; the scripted command runs for an hour.
+    // The "server" is this test's own listener, listening in the fake /proc's table of
+    // isolab's network namespace; the scripted command runs for an hour.
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
     let port = listener.local_addr().unwrap().port();
+    fake_listening(state.path(), port);
     let launcher = Arc::new(
         FakeLauncher::new()
             .on("serve", [Scripted::success("", Duration::from_secs(3600))])
@@ -169,6 +171,23 @@ fn a_host_service_is_limited_reachable_and_removed_without_root() {
         Vec::<PathBuf>::new()
     );
     drop(listener);
+}
+
+/// The fake /proc below `state` with isolab's network namespace's TCP table: one socket
+/// listening on `port` on loopback, and one connected from another port.
+fn fake_listening(state: &Path, port: u16) {
+    let net = state.join("proc/self/net");
+    std::fs::create_dir_all(&net).unwrap();
+    std::fs::write(
+        net.join("tcp"),
+        format!(
+            "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n   \
+             0: 0100007F:{port:04X} 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0 100 0 0 10 0\n   \
+             1: 0100007F:{other:04X} 0100007F:9C40 01 00000000:00000000 00:00000000 00000000     0        0 1 1 0 100 0 0 10 0\n",
+            other = port.wrapping_add(1),
+        ),
+    )
+    .unwrap();
 }
 
 /// A stack's measurement beside two cpu neighbours on the fake host: they start
@@ -308,78 +327,80 @@ fn every_usable_platform_runs_a_real_service_with_its_limits_read_back() {
     let base = format!("isolab-svctest-{}", std::process::id());
     let platforms = real_platforms(&base);
     let work = tempfile::tempdir().unwrap();
-    let mut served = Vec::new();
-    for (i, (info, availability)) in isolab_lab::platform::availability().iter().enumerate() {
-        let caps = info.capabilities;
-        if !caps.services || !caps.has_network(Network::Host) {
-            continue;
+    // On the host network, and on a bridge at the container's own address (VM levels
+    // serve on a bridge too: `a_vm_serves_on_its_guest_address_and_leaves_nothing`).
+    let (mut served, mut bridged) = (Vec::new(), Vec::new());
+    for (network, run) in [(Network::Host, "r1"), (Network::Bridge, "r2")] {
+        for (i, (info, availability)) in isolab_lab::platform::availability().iter().enumerate() {
+            let caps = info.capabilities;
+            let vm_bridge = network == Network::Bridge && caps.vm;
+            if !caps.services || !caps.has_network(network) || vm_bridge {
+                continue;
+            }
+            if !availability.usable {
+                if network == Network::Host {
+                    isolab_skip::skip(format!(
+                        "platform {} is not usable: {}",
+                        info.kind, availability.detail
+                    ));
+                }
+                continue;
+            }
+            let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port();
+            let mut level = PlatformDef::new(info.kind);
+            level.network = network;
+            let argv = ["iperf3", "-s", "-p", &port.to_string()]
+                .map(String::from)
+                .to_vec();
+            let job = job(level, &format!("c{i}-{run}-db"), argv, work.path());
+            let spec = ServiceSpec {
+                port,
+                ready_timeout: Duration::from_secs(60),
+            };
+            let what = format!("{} on network {network:?}", info.kind);
+            let service = platforms
+                .start_service(&job, spec)
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_eq!(
+                service.address.ip().is_loopback(),
+                network == Network::Host,
+                "{what}: {}",
+                service.address
+            );
+            // Ready by its listening socket, not by a probe's connection: iperf3 took a
+            // probe as a client and listened again only after it, refusing a client
+            // that came in between; the first connection now finds it listening.
+            TcpStream::connect(service.address)
+                .unwrap_or_else(|e| panic!("{what}, {}: {e}", service.address));
+            assert!(
+                limits().differences(&service.limits_applied).is_empty(),
+                "{what}: {:?}",
+                service.limits_applied
+            );
+            assert!(
+                service.cgroup.starts_with(&base),
+                "{what}: {}",
+                service.cgroup.display()
+            );
+            service
+                .stop()
+                .unwrap_or_else(|e| panic!("{what}: stopping: {e}"));
+            match network {
+                Network::Host => served.push(info.kind.to_string()),
+                _ => bridged.push(info.kind.to_string()),
+            }
         }
-        if !availability.usable {
-            isolab_skip::skip(format!(
-                "platform {} is not usable: {}",
-                info.kind, availability.detail
-            ));
-            continue;
-        }
-        let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let mut level = PlatformDef::new(info.kind);
-        level.network = Network::Host;
-        let argv = ["iperf3", "-s", "-p", &port.to_string()]
-            .map(String::from)
-            .to_vec();
-        let job = job(level, &format!("c{i}-r1-db"), argv, work.path());
-        let spec = ServiceSpec {
-            port,
-            ready_timeout: Duration::from_secs(60),
-        };
-        let service = platforms
-            .start_service(&job, spec)
-            .unwrap_or_else(|e| panic!("{}: {e}", info.kind));
-        connect_to_iperf3(service.address).unwrap_or_else(|e| panic!("{}: {e}", info.kind));
-        assert!(
-            limits().differences(&service.limits_applied).is_empty(),
-            "{}: {:?}",
-            info.kind,
-            service.limits_applied
-        );
-        assert!(
-            service.cgroup.starts_with(&base),
-            "{}: {}",
-            info.kind,
-            service.cgroup.display()
-        );
-        service
-            .stop()
-            .unwrap_or_else(|e| panic!("{}: stopping: {e}", info.kind));
-        served.push(info.kind.to_string());
     }
     drop(platforms);
-    eprintln!("served on {served:?}");
+    eprintln!("served on {served:?}, on a bridge on {bridged:?}");
     assert!(served.contains(&"host".to_owned()), "{served:?}");
+    assert!(bridged.contains(&"isolab".to_owned()), "{bridged:?}");
     let left = leftovers(&base);
     assert!(left.is_empty(), "cgroups left: {left:?}");
-}
-
-/// Connects to an iperf3 server. iperf3 closes its listening socket after every session and opens
-/// it again, the readiness probe's connection included, so a connection refused within the first
-/// seconds is that re-listen, not a stopped server: retry for up to 10 s.
-fn connect_to_iperf3(address: std::net::SocketAddr) -> std::io::Result<TcpStream> {
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        match TcpStream::connect(address) {
-            Err(e)
-                if e.kind() == std::io::ErrorKind::ConnectionRefused
-                    && std::time::Instant::now() < deadline =>
-            {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            r => return r,
-        }
-    }
 }
 
 /// Whether this host can run VM services (root for cgroups and taps, iperf3 on the

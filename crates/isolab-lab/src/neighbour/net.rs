@@ -528,16 +528,7 @@ fn listening(proc_root: &Path, pid: u32, port: u16) -> bool {
     if theirs.is_none() || theirs == ns(proc_root.join("self/ns/net")) {
         return false;
     }
-    ["net/tcp", "net/tcp6"].iter().any(|f| {
-        std::fs::read_to_string(dir.join(f))
-            .map(|t| tcp_listens(&t, port))
-            .unwrap_or(false)
-    })
-}
-
-/// Whether a `/proc/net/tcp` table has a socket in state LISTEN (`0A`) on `port`.
-fn tcp_listens(table: &str, port: u16) -> bool {
-    crate::platform::process::parse_ports(table, "0A").contains(&port)
+    crate::platform::process::tcp_listening(&dir, port)
 }
 
 /// Whether a rate `read` back from tc (Mbit/s) is not the `asked` one: tc stores
@@ -849,9 +840,10 @@ mod tests {
     #[test]
     fn parses_proc_net_tables() {
         let tcp = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n   0: 02D60A0A:1451 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0 100 0 0 10 0\n   1: 02D60A0A:1452 0100007F:9C40 01 00000000:00000000 00:00000000 00000000     0        0 1 1 0 100 0 0 10 0\n";
-        assert!(tcp_listens(tcp, 5201));
-        assert!(!tcp_listens(tcp, 5202), "established, not listening");
-        assert!(!tcp_listens(tcp, 5203));
+        let listens = |port| crate::platform::process::parse_ports(tcp, "0A").contains(&port);
+        assert!(listens(5201));
+        assert!(!listens(5202), "established, not listening");
+        assert!(!listens(5203));
         let dev = "Inter-|   Receive                                                |  Transmit\n face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed\n    lo:       0       0    0    0    0     0          0         0        0       0    0    0    0     0       0          0\n nb42b: 123456789  1000    0    0    0     0          0         0     4242      10    0    0    0     0       0          0\n";
         assert_eq!(rx_bytes(dev, "nb42b"), Some(123_456_789));
         assert_eq!(rx_bytes(dev, "lo"), Some(0));

@@ -539,6 +539,11 @@ impl Supervisor {
     pub(crate) fn hierarchy(&self) -> &Hierarchy {
         &self.config.hierarchy
     }
+
+    /// Where /proc is read (a directory of the test's own in tests).
+    pub(crate) fn proc_root(&self) -> &Path {
+        &self.config.proc_root
+    }
 }
 
 impl Drop for Supervisor {

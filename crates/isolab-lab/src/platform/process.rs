@@ -400,6 +400,14 @@ fn listening(proc_root: &Path, port: u16) -> bool {
     })
 }
 
+/// Whether the network namespace of the /proc entry `dir` (`/proc/self`,
+/// `/proc/PID`) has a TCP socket listening on `port`, IPv4 or IPv6.
+pub(crate) fn tcp_listening(dir: &Path, port: u16) -> bool {
+    ["net/tcp", "net/tcp6"].iter().any(|f| {
+        std::fs::read_to_string(dir.join(f)).is_ok_and(|t| parse_ports(&t, "0A").contains(&port))
+    })
+}
+
 /// Local ports of the sockets in `state` (hex, as the kernel prints it: `0A` is a
 /// TCP socket in LISTEN) in a /proc/net/{tcp,udp} table.
 pub(crate) fn parse_ports(table: &str, wanted: &str) -> Vec<u16> {

@@ -6,8 +6,9 @@
 //! `isolab-runtime run`, an engine's `docker run` / `runc run` / …) starts a
 //! service the same way, here: the experiment's scope cgroup, an instance cgroup
 //! of the job's name, the command started in it through the supervisor's
-//! launcher, readiness when a TCP connection to the address succeeds (failing at
-//! once when the command exits first), then the service's own cgroup — the
+//! launcher, readiness when a TCP socket listens on its port in the network
+//! namespace it serves from (failing at once when the command exits first), then
+//! the service's own cgroup — the
 //! instance on the host, the deepest populated cgroup below it in a container —
 //! whose limits are read back from the kernel and compared with the job's.
 //! [`Service::stop`] (or dropping it) sends SIGTERM, kills what is left after a
@@ -22,7 +23,7 @@
 //! and hand them over with [`Service::in_instance`] and [`wait_ready`].
 
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use isolab_cgroups::{Cgroup, Limits, Stats};
@@ -30,7 +31,7 @@ use isolab_cgroups::{Cgroup, Limits, Stats};
 use super::instance::{container_below, container_mount, Supervisor};
 use super::launch::{ended_within, log_path, Launch, Process};
 use super::limit::limit;
-use super::process::read_tail;
+use super::process::{read_tail, tcp_listening};
 use super::{Job, Network, PlatformError};
 
 /// How long a stopped service has after SIGTERM before its cgroup is killed.
@@ -341,9 +342,11 @@ pub(crate) fn start<'p>(
         })?;
         service.address = SocketAddr::from((ip, spec.port));
     }
-    wait_ready(
+    let network = job.platform.network;
+    let cgroup = service.cgroup.clone();
+    wait_until(
+        &mut |_| listens(sup, &cgroup, network, spec.port),
         &mut || process.is_running(),
-        service.address,
         spec.ready_timeout,
     )
     .map_err(|waited| PlatformError::ServerNotReady {
@@ -386,6 +389,35 @@ fn log_name(job: &Job) -> String {
     )
 }
 
+/// Whether the service of the instance cgroup `instance` listens on `port`: a TCP
+/// socket in LISTEN in the network namespace it serves from, isolab's own on the host
+/// network, on a bridge that of a process of the container's cgroup. Read, not
+/// probed: a server such as `iperf3 -s` takes a probe's connection as a client, closes
+/// its listening socket and opens it again after, and a client connecting in between
+/// (the run's, started at once) is refused.
+fn listens(sup: &Supervisor, instance: &Path, network: Network, port: u16) -> bool {
+    let proc_root = sup.proc_root();
+    if network != Network::Bridge {
+        return tcp_listening(&proc_root.join("self"), port);
+    }
+    let own = std::fs::read_link(proc_root.join("self/ns/net")).ok();
+    container_pids(sup, instance).into_iter().any(|pid| {
+        let dir = proc_root.join(pid.to_string());
+        let theirs = std::fs::read_link(dir.join("ns/net")).ok();
+        theirs.is_some() && theirs != own && tcp_listening(&dir, port)
+    })
+}
+
+/// The processes of the deepest cgroup below `instance` that holds any (an engine's
+/// container).
+fn container_pids(sup: &Supervisor, instance: &Path) -> Vec<u32> {
+    container_mount(sup.hierarchy())
+        .and_then(|mount| container_below(mount, instance))
+        .and_then(|rel| Cgroup::open(sup.hierarchy(), &rel).ok())
+        .and_then(|c| c.pids().ok())
+        .unwrap_or_default()
+}
+
 /// The address of the container below `instance` on its bridge: the first local
 /// IPv4 address other than loopback of the network namespace of a process in the
 /// container's cgroup, a namespace other than isolab's own. Polled, as the engine connects the container after its first
@@ -393,19 +425,14 @@ fn log_name(job: &Job) -> String {
 /// or `timeout` passes.
 fn bridge_address(
     sup: &Supervisor,
-    instance: &std::path::Path,
+    instance: &Path,
     running: &mut dyn FnMut() -> bool,
     timeout: Duration,
 ) -> Result<Ipv4Addr, Duration> {
     let started = Instant::now();
     let own_namespace = std::fs::read_link("/proc/self/ns/net").ok();
     loop {
-        let pids = container_mount(sup.hierarchy())
-            .and_then(|mount| container_below(mount, instance))
-            .and_then(|rel| Cgroup::open(sup.hierarchy(), &rel).ok())
-            .and_then(|c| c.pids().ok())
-            .unwrap_or_default();
-        for pid in pids {
+        for pid in container_pids(sup, instance) {
             // The engine's first process can be in the container's cgroup before it
             // enters the container's network namespace (runc's init): the host's
             // addresses are not the container's.
