@@ -373,7 +373,11 @@ impl NeighbourNet {
                     state: format!("it exited with {status}"),
                 });
             }
-            if listening(&self.proc_root, child.id(), port) {
+            if crate::platform::process::listens_in_other_namespace(
+                &self.proc_root,
+                child.id(),
+                port,
+            ) {
                 break;
             }
             if started.elapsed() > LISTEN_WAIT {
@@ -516,19 +520,6 @@ impl Drop for NeighbourNet {
     fn drop(&mut self) {
         let _ = self.teardown();
     }
-}
-
-/// Whether process `pid`, in a network namespace other than ours, has a TCP socket
-/// listening on `port` (from `/proc/<pid>/net/tcp{,6}`, which show its namespace).
-fn listening(proc_root: &Path, pid: u32, port: u16) -> bool {
-    let dir = proc_root.join(pid.to_string());
-    // Until `ip netns exec` has switched namespaces, /proc/<pid>/net is ours.
-    let ns = |p: PathBuf| std::fs::read_link(p).ok();
-    let theirs = ns(dir.join("ns/net"));
-    if theirs.is_none() || theirs == ns(proc_root.join("self/ns/net")) {
-        return false;
-    }
-    crate::platform::process::tcp_listening(&dir, port)
 }
 
 /// Whether a rate `read` back from tc (Mbit/s) is not the `asked` one: tc stores

@@ -126,18 +126,14 @@ impl Changes {
             std::thread::sleep(timeout);
             return;
         };
-        let mut fds = vec![libc::pollfd {
-            fd: inotify,
+        let pollfd = |fd| libc::pollfd {
+            fd,
             events: libc::POLLIN,
             revents: 0,
-        }];
-        if let Some(wake) = &stop.wake {
-            fds.push(libc::pollfd {
-                fd: wake.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            });
-        }
+        };
+        // Without an eventfd, stop is seen at the next timeout: poll ignores fd -1.
+        let wake = stop.wake.as_ref().map_or(-1, AsRawFd::as_raw_fd);
+        let mut fds = [pollfd(inotify), pollfd(wake)];
         let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
         // SAFETY: fds is a live array of fds.len() pollfd structures.
         let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };

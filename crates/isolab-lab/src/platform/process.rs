@@ -400,6 +400,22 @@ fn listening(proc_root: &Path, port: u16) -> bool {
     })
 }
 
+/// Whether process `pid` is in a network namespace other than isolab's own: a
+/// container's (`ip netns exec`'s child, or an engine's init, is in its cgroup or
+/// running a moment before it switches, and its /proc/PID/net is ours until then).
+pub(crate) fn in_other_network_namespace(proc_root: &Path, pid: u32) -> bool {
+    let ns = |p: std::path::PathBuf| std::fs::read_link(p).ok();
+    let theirs = ns(proc_root.join(pid.to_string()).join("ns/net"));
+    theirs.is_some() && theirs != ns(proc_root.join("self/ns/net"))
+}
+
+/// Whether process `pid`, in a network namespace other than isolab's own, has a TCP
+/// socket listening on `port` there.
+pub(crate) fn listens_in_other_namespace(proc_root: &Path, pid: u32, port: u16) -> bool {
+    in_other_network_namespace(proc_root, pid)
+        && tcp_listening(&proc_root.join(pid.to_string()), port)
+}
+
 /// Whether the network namespace of the /proc entry `dir` (`/proc/self`,
 /// `/proc/PID`) has a TCP socket listening on `port`, IPv4 or IPv6.
 pub(crate) fn tcp_listening(dir: &Path, port: u16) -> bool {

@@ -33,7 +33,9 @@ use isolab_cgroups::{Cgroup, Limits, Stats};
 use super::instance::{container_below, container_mount, Supervisor};
 use super::launch::{ended_within, log_path, Launch, Process};
 use super::limit::limit;
-use super::process::{read_tail, tcp_listening};
+use super::process::{
+    in_other_network_namespace, listens_in_other_namespace, read_tail, tcp_listening,
+};
 use super::{Job, Network, PlatformError};
 
 /// How long a stopped service has after SIGTERM before its cgroup is killed.
@@ -402,12 +404,9 @@ fn listens(sup: &Supervisor, instance: &Path, network: Network, port: u16) -> bo
     if network != Network::Bridge {
         return tcp_listening(&proc_root.join("self"), port);
     }
-    let own = std::fs::read_link(proc_root.join("self/ns/net")).ok();
-    container_pids(sup, instance).into_iter().any(|pid| {
-        let dir = proc_root.join(pid.to_string());
-        let theirs = std::fs::read_link(dir.join("ns/net")).ok();
-        theirs.is_some() && theirs != own && tcp_listening(&dir, port)
-    })
+    container_pids(sup, instance)
+        .into_iter()
+        .any(|pid| listens_in_other_namespace(proc_root, pid, port))
 }
 
 /// The processes of the deepest cgroup below `instance` that holds any (an engine's
@@ -432,17 +431,17 @@ fn bridge_address(
     timeout: Duration,
 ) -> Result<Ipv4Addr, Duration> {
     let started = Instant::now();
-    let own_namespace = std::fs::read_link("/proc/self/ns/net").ok();
+    let proc_root = sup.proc_root();
     loop {
         for pid in container_pids(sup, instance) {
             // The engine's first process can be in the container's cgroup before it
             // enters the container's network namespace (runc's init): the host's
             // addresses are not the container's.
-            let namespace = std::fs::read_link(format!("/proc/{pid}/ns/net")).ok();
-            if namespace.is_none() || namespace == own_namespace {
+            if !in_other_network_namespace(proc_root, pid) {
                 continue;
             }
-            let trie = std::fs::read_to_string(format!("/proc/{pid}/net/fib_trie"));
+            let trie =
+                std::fs::read_to_string(proc_root.join(pid.to_string()).join("net/fib_trie"));
             if let Some(ip) = trie
                 .ok()
                 .and_then(|t| local_addresses(&t).into_iter().next())
