@@ -19,7 +19,7 @@
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::bootstrap::resampled_mean;
+use crate::bootstrap::{resampled_mean, Drawn};
 use crate::order::percentile_selected;
 use crate::{overhead_ratio, Direction, Interval};
 
@@ -127,11 +127,12 @@ pub fn fit_size_overhead(
     let mut inv = Vec::with_capacity(resamples);
     let mut size_wins = vec![0usize; sizes.len()];
     let mut drawn = vec![0.0; sizes.len()];
+    let mut room = Drawn::default();
     for _ in 0..resamples {
         let mut ok = true;
         for (d, p) in drawn.iter_mut().zip(&points) {
-            let base = resampled_mean(p.baseline, &mut rng);
-            let plat = resampled_mean(p.platform, &mut rng);
+            let base = resampled_mean(p.baseline, &mut rng, &mut room);
+            let plat = resampled_mean(p.platform, &mut rng, &mut room);
             match overhead_ratio(base, plat, direction) {
                 Some(r) => *d = r,
                 None => ok = false,
