@@ -950,7 +950,8 @@ mod tests {
                     started_at: SystemTime::UNIX_EPOCH,
                     wall: Duration::from_secs(10),
                     error: None,
-                    limits: serde_json::json!({"placement": {"shape_cpus": 1.0, "chr": 0.5}}),
+                    limits: serde_json::json!({"placement": {"shape_cpus": 1.0, "chr": 0.5}})
+                        .into(),
                     metrics: vec![MetricValue {
                         name: "wall_time".into(),
                         unit: "s".into(),
@@ -1097,7 +1098,8 @@ mod tests {
                     started_at: SystemTime::UNIX_EPOCH,
                     wall: Duration::from_secs(10),
                     error: None,
-                    limits: serde_json::json!({"placement": {"shape_cpus": c.cpus, "chr": c.chr}}),
+                    limits: serde_json::json!({"placement": {"shape_cpus": c.cpus, "chr": c.chr}})
+                        .into(),
                     metrics,
                     telemetry: vec![
                         ("wall_s".to_string(), 10.0),

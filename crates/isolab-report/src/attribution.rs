@@ -580,7 +580,7 @@ mod tests {
             started_at: std::time::SystemTime::UNIX_EPOCH,
             wall: std::time::Duration::from_secs(1),
             error: None,
-            limits: serde_json::Value::Null,
+            limits: serde_json::Value::Null.into(),
             metrics: vec![],
             telemetry,
             notes: vec![],

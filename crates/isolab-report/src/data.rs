@@ -182,7 +182,7 @@ mod tests {
             started_at: SystemTime::UNIX_EPOCH,
             wall: Duration::from_secs(1),
             error: None,
-            limits: serde_json::Value::Null,
+            limits: serde_json::Value::Null.into(),
             metrics: vec![],
             telemetry: Default::default(),
             notes: vec![],

@@ -816,7 +816,7 @@ mod tests {
             started_at: UNIX_EPOCH,
             wall: Duration::ZERO,
             error: None,
-            limits: serde_json::Value::Null,
+            limits: serde_json::Value::Null.into(),
             metrics: vec![],
             telemetry: Default::default(),
             notes: vec![],

@@ -236,7 +236,7 @@ mod tests {
                 started_at: SystemTime::UNIX_EPOCH,
                 wall: Duration::from_secs(1),
                 error: None,
-                limits: serde_json::Value::Null,
+                limits: serde_json::Value::Null.into(),
                 metrics: vec![MetricValue {
                     name: "t".into(),
                     unit: "s".into(),

@@ -346,8 +346,9 @@ pub struct RunRecord {
     pub wall: Duration,
     /// What went wrong, for failed runs.
     pub error: Option<String>,
-    /// The limits applied.
-    pub limits: serde_json::Value,
+    /// The limits applied, shared by the runs read with the same stored limits (the runs
+    /// of a cell store the same).
+    pub limits: std::sync::Arc<serde_json::Value>,
     /// Parsed metrics, in parser order.
     pub metrics: Vec<MetricValue>,
     /// Scalar telemetry, in recorded order, with the stored names as written (names this

@@ -175,7 +175,7 @@ fn stored_as(id: i64, new: &NewRun) -> RunRecord {
         started_at: new.started_at,
         wall: new.wall,
         error: new.error.clone(),
-        limits: new.limits.clone(),
+        limits: new.limits.clone().into(),
         metrics: new.metrics.clone(),
         telemetry: new.telemetry.clone(),
         notes: new.notes.clone(),
@@ -269,6 +269,7 @@ on_both_backends!(
     an_experiment_with_duplicate_cells_is_not_created_at_all,
     a_second_store_on_the_same_file_sees_committed_runs,
     runs_read_while_runs_are_stored_are_each_whole,
+    experiments_stored_in_turn_read_back_their_own_runs,
     many_runs_insert_quickly,
     telemetry_names_this_version_does_not_know_load_and_survive,
     a_fleet_records_its_job_and_one_experiment_per_host,
@@ -901,6 +902,55 @@ fn runs_read_while_runs_are_stored_are_each_whole(place: &Place) {
         writing.join().unwrap();
     });
     assert_eq!(reader.runs(id).unwrap().len(), stored.len());
+}
+
+/// Two experiments whose runs were stored in turn, as when two runners share a store:
+/// each reads back its own runs whole and none of the other's, whether its run ids are
+/// dense enough to read its metrics and telemetry by a range of ids (the other's rows
+/// in the range skipped) or so spread that they are read through its runs.
+fn experiments_stored_in_turn_read_back_their_own_runs(place: &Place) {
+    let mut store = place.open();
+    let a = store.create_experiment(&experiment("a", at(0))).unwrap();
+    let b = store.create_experiment(&experiment("b", at(1))).unwrap();
+    let (ca, cb) = (store.cells(a).unwrap()[0].id, store.cells(b).unwrap()[1].id);
+    let mut stored: Vec<(isolab_store::ExperimentId, i64, NewRun)> = Vec::new();
+    let store_run = |store: &mut Store, stored: &mut Vec<_>, experiment, new: NewRun| {
+        let id = store.insert_run(&new).unwrap();
+        stored.push((experiment, id, new));
+    };
+    let read_back_whole = |store: &Store, stored: &[(isolab_store::ExperimentId, i64, NewRun)]| {
+        for e in [a, b] {
+            let want: Vec<RunRecord> = stored
+                .iter()
+                .filter(|(of, _, _)| *of == e)
+                .map(|(_, id, new)| stored_as(*id, new))
+                .collect();
+            assert_eq!(store.runs(e).unwrap(), want, "experiment {e}");
+        }
+    };
+    // In turn: every other id is each one's (dense, read by a range).
+    for r in 0..4 {
+        store_run(&mut store, &mut stored, a, run(ca, r, false, RunStatus::Ok));
+        let mut other = run(cb, r, false, RunStatus::Ok);
+        other.limits = json!({ "summary": "b's" });
+        other.metrics = metrics(5000.0 + f64::from(r));
+        other.telemetry = [(Telemetry::CpuUsage, 7.0)].into_iter().collect();
+        store_run(&mut store, &mut stored, b, other);
+    }
+    read_back_whole(&store, &stored);
+    // Then ten of b's and one more of a's: a's five runs span 19 ids (read through its
+    // runs), b's fourteen span 17.
+    for r in 4..14 {
+        store_run(&mut store, &mut stored, b, run(cb, r, false, RunStatus::Ok));
+    }
+    store_run(
+        &mut store,
+        &mut stored,
+        a,
+        run(ca, 4, false, RunStatus::Failed),
+    );
+    read_back_whole(&store, &stored);
+    assert_eq!(stored.iter().filter(|(e, _, _)| *e == a).count(), 5);
 }
 
 fn many_runs_insert_quickly(place: &Place) {

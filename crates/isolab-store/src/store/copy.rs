@@ -121,7 +121,7 @@ impl Store {
                     stdout,
                     stderr,
                     error: r.error.clone(),
-                    limits: r.limits.clone(),
+                    limits: (*r.limits).clone(),
                     metrics: r.metrics.clone(),
                     telemetry: r.telemetry.clone(),
                     series: self.series(r.id)?,

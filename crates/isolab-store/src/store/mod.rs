@@ -534,7 +534,7 @@ mod tests {
         assert!(runs[0].metrics[0].value.is_nan());
         assert_eq!(runs[0].metrics[1].value, f64::INFINITY);
         assert!(runs[0].telemetry.as_rows()[0].1.is_nan());
-        assert_eq!(runs[0].limits, serde_json::Value::Null);
+        assert_eq!(*runs[0].limits, serde_json::Value::Null);
         assert_eq!(runs[0].exit_code, None);
         assert!(store.series(runs[0].id).unwrap().is_empty());
     }
