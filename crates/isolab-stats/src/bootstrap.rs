@@ -31,7 +31,7 @@ pub enum Center {
 /// Reproducible: the generator is `Xoshiro256PlusPlus::seed_from_u64(seed)`, and each replicate
 /// draws its `a` indices then its `b` indices, two 32-bit draws from each 64-bit output
 /// (see [`draw`]); a replicate's mean is summed from how often it drew each value, in
-/// one order of additions ([`weighted_mean`]); the same inputs and seed give the same
+/// the values' order ([`weighted_mean`]); the same inputs and seed give the same
 /// interval on every platform. The draws depend on the sizes of `a` and `b` and the
 /// seed alone, not on the values: [`Resamples`] makes them once for many pairs of
 /// samples of those sizes, with the same intervals, bit for bit.
@@ -80,9 +80,8 @@ fn interval(ratios: &mut [f64], level: f64) -> Interval {
 /// A report compares thousands of cell pairs that ran as many repetitions each, with
 /// one seed: drawing the indices was most of the bootstrap's cost, and they are the
 /// same for every pair. Each replicate keeps its indices (for the median) and how often
-/// it drew each value (for the mean, a product of two short lists that vectorises):
-/// `resamples × (a_len + b_len) × 12` bytes (1.2 MB for 2 000 replicates of 25 against
-/// 25).
+/// it drew each value (for the mean): `resamples × (a_len + b_len) × 12` bytes (1.2 MB
+/// for 2 000 replicates of 25 against 25).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Resamples {
     sizes: (usize, usize),
@@ -91,9 +90,12 @@ pub struct Resamples {
     /// Every replicate's `a_len` indices into `a` then `b_len` indices into `b`, in
     /// draw order, one replicate after the other.
     indices: Vec<u32>,
-    /// Laid out as `indices`: how often each replicate drew each value of `a`, then
-    /// each of `b`.
-    counts: Vec<f64>,
+    /// How often each replicate drew each value of `a`: value 0's count in every
+    /// replicate, then value 1's, and so on (`a_len × resamples`), so that the means of
+    /// all replicates are summed a value at a time, across replicates, which vectorises.
+    counts_a: Vec<f64>,
+    /// The same for `b`.
+    counts_b: Vec<f64>,
 }
 
 impl Resamples {
@@ -107,13 +109,16 @@ impl Resamples {
         assert!(a_len > 0 && b_len > 0, "a resample of no values");
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
         let mut indices = Vec::with_capacity(resamples * (a_len + b_len));
-        let mut counts = Vec::with_capacity(resamples * (a_len + b_len));
+        let mut counts_a = vec![0.0; a_len * resamples];
+        let mut counts_b = vec![0.0; b_len * resamples];
         let mut drawn = Drawn::default();
-        for _ in 0..resamples {
-            for n in [a_len, b_len] {
+        for r in 0..resamples {
+            for (n, counts) in [(a_len, &mut counts_a), (b_len, &mut counts_b)] {
                 drawn.draw(n, &mut rng);
                 indices.extend_from_slice(&drawn.indices);
-                counts.extend_from_slice(&drawn.counts);
+                for (i, &count) in drawn.counts.iter().enumerate() {
+                    counts[i * resamples + r] = count;
+                }
             }
         }
         Resamples {
@@ -121,7 +126,8 @@ impl Resamples {
             seed,
             replicates: resamples,
             indices,
-            counts,
+            counts_a,
+            counts_b,
         }
     }
 
@@ -162,19 +168,24 @@ impl Resamples {
             return None;
         }
         let (a, b) = (a.values(), b.values());
-        let width = a.len() + b.len();
-        let mut ratios = Vec::with_capacity(self.replicates);
-        for (indices, counts) in self
-            .indices
-            .chunks_exact(width)
-            .zip(self.counts.chunks_exact(width))
-        {
-            let (ia, ib) = indices.split_at(a.len());
-            let (ca, cb) = counts.split_at(a.len());
-            let ma = center.of(a, ia, ca);
-            let mb = center.of(b, ib, cb);
-            ratios.push(overhead_ratio(ma, mb, direction)?);
-        }
+        let mut ratios = match center {
+            Center::Mean => {
+                let (mut ma, mut mb) = (vec![0.0; self.replicates], vec![0.0; self.replicates]);
+                add_weighted(&mut ma, a, &self.counts_a);
+                add_weighted(&mut mb, b, &self.counts_b);
+                ratios_of_sums(&ma, &mb, (a.len(), b.len()), direction)?
+            }
+            Center::Median => {
+                let width = a.len() + b.len();
+                let mut ratios = Vec::with_capacity(self.replicates);
+                for indices in self.indices.chunks_exact(width) {
+                    let (ia, ib) = indices.split_at(a.len());
+                    let (ma, mb) = (median_of(a, ia), median_of(b, ib));
+                    ratios.push(overhead_ratio(ma, mb, direction)?);
+                }
+                ratios
+            }
+        };
         Some(interval(&mut ratios, level))
     }
 }
@@ -185,41 +196,95 @@ impl Center {
     fn of(self, values: &[f64], indices: &[u32], counts: &[f64]) -> f64 {
         match self {
             Center::Mean => weighted_mean(values, counts),
-            Center::Median => {
-                let mut drawn: Vec<f64> = indices.iter().map(|&i| values[i as usize]).collect();
-                drawn.sort_by(f64::total_cmp);
-                percentile_sorted(&drawn, 50.0)
-            }
+            Center::Median => median_of(values, indices),
         }
     }
 }
 
-/// The lanes [`weighted_mean`] sums in.
-const LANES: usize = 4;
+/// The median of the values at `indices`.
+fn median_of(values: &[f64], indices: &[u32]) -> f64 {
+    let mut drawn: Vec<f64> = indices.iter().map(|&i| values[i as usize]).collect();
+    drawn.sort_by(f64::total_cmp);
+    percentile_sorted(&drawn, 50.0)
+}
 
 /// The mean of a resample of `values` that drew value `i` `counts[i]` times (as many
-/// counts as values, adding up to their number): Σ `counts[i] × values[i]` / n.
-///
-/// Summed in [`LANES`] lanes, lane `k` over the `i` with `i mod LANES = k` in increasing
-/// `i`, then `(lane 0 + lane 1) + (lane 2 + lane 3)`: one order of additions, so one
-/// result on every platform (Rust reorders no floating-point arithmetic), which the
-/// compiler turns into vector instructions. A sum in draw order instead gathers a value
-/// per draw and waits for each addition before the next; over a report's thousands of
-/// points that chain was most of the bootstrap's time.
+/// counts as values, adding up to their number): Σ `counts[i] × values[i]` / n, added
+/// in increasing `i`, each product rounded before it is added (Rust fuses no
+/// multiply-add unless asked), so one result on every platform and the same as
+/// [`add_weighted`]'s for many replicates at once.
 fn weighted_mean(values: &[f64], counts: &[f64]) -> f64 {
     debug_assert_eq!(values.len(), counts.len());
-    let mut lanes = [0.0; LANES];
-    let (v, c) = (values.chunks_exact(LANES), counts.chunks_exact(LANES));
-    let (v_rest, c_rest) = (v.remainder(), c.remainder());
-    for (v, c) in v.zip(c) {
-        for k in 0..LANES {
-            lanes[k] += c[k] * v[k];
+    let mut sum = 0.0;
+    for (v, c) in values.iter().zip(counts) {
+        sum += c * v;
+    }
+    sum / values.len() as f64
+}
+
+/// Adds `values[i] × counts[i]` to each replicate's sum in `sums`, for every `i` in
+/// increasing order, where `counts` holds value 0's count in every replicate, then value
+/// 1's, and so on: each sum is then [`weighted_mean`]'s before its division, in the
+/// same order. A value at a time across every replicate, the additions of replicates
+/// do not wait for each other and the compiler makes them vector instructions; a sum
+/// per replicate instead (or in draw order, a gather a draw) waits for each addition
+/// before the next, and over a report's thousands of points that chain was most of the
+/// bootstrap's time.
+fn add_weighted(sums: &mut [f64], values: &[f64], counts: &[f64]) {
+    let replicates = sums.len();
+    debug_assert_eq!(counts.len(), values.len() * replicates);
+    // A block of replicates' sums stays in registers while every value is added.
+    let mut start = 0;
+    for block in sums.chunks_mut(BLOCK) {
+        let mut acc = [0.0; BLOCK];
+        acc[..block.len()].copy_from_slice(block);
+        if block.len() == BLOCK {
+            for (i, &v) in values.iter().enumerate() {
+                let c = &counts[i * replicates + start..][..BLOCK];
+                for k in 0..BLOCK {
+                    acc[k] += c[k] * v;
+                }
+            }
+        } else {
+            for (i, &v) in values.iter().enumerate() {
+                let c = &counts[i * replicates + start..][..block.len()];
+                for (sum, &c) in acc.iter_mut().zip(c) {
+                    *sum += c * v;
+                }
+            }
         }
+        block.copy_from_slice(&acc[..block.len()]);
+        start += block.len();
     }
-    for (k, (v, c)) in v_rest.iter().zip(c_rest).enumerate() {
-        lanes[k] += c * v;
-    }
-    ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) / values.len() as f64
+}
+
+/// The replicates [`add_weighted`] sums at once.
+const BLOCK: usize = 16;
+
+/// [`overhead_ratio`] of each replicate's means, from their sums over `sizes` values
+/// (as [`weighted_mean`] divides them); `None` when any divisor mean is zero.
+fn ratios_of_sums(
+    sums_a: &[f64],
+    sums_b: &[f64],
+    (n_a, n_b): (usize, usize),
+    direction: Direction,
+) -> Option<Vec<f64>> {
+    let (n_a, n_b) = (n_a as f64, n_b as f64);
+    let mut zero = false;
+    let ratios = sums_a
+        .iter()
+        .zip(sums_b)
+        .map(|(&sa, &sb)| {
+            let (ma, mb) = (sa / n_a, sb / n_b);
+            let (num, den) = match direction {
+                Direction::Lower => (mb, ma),
+                Direction::Higher => (ma, mb),
+            };
+            zero |= den == 0.0;
+            num / den
+        })
+        .collect();
+    (!zero).then_some(ratios)
 }
 
 /// One resample's draws: the indices in draw order, and how often each was drawn.
@@ -356,26 +421,43 @@ mod tests {
     }
 
     #[test]
-    fn the_mean_of_counts_adds_in_four_lanes_in_one_order() {
-        // Seven values: lanes 0..3 hold i = 0, 4 | 1, 5 | 2, 6 | 3.
+    fn the_mean_of_counts_adds_in_the_values_order_for_one_replicate_or_many() {
         let values = [1e16, 3.0, -1e16, 5.0, 1.0, 7.0, 1.0];
         let counts = [2.0, 1.0, 2.0, 0.0, 1.0, 0.0, 1.0];
-        let lane = |i: usize, j: Option<usize>| {
-            counts[i] * values[i] + j.map_or(0.0, |j| counts[j] * values[j])
-        };
-        let want =
-            ((lane(0, Some(4)) + lane(1, Some(5))) + (lane(2, Some(6)) + lane(3, None))) / 7.0;
-        assert_eq!(weighted_mean(&values, &counts).to_bits(), want.to_bits());
-        // In draw order the large values cancel before the small ones are added: another
-        // result, and the reason the order is written down.
-        let mut in_order = 0.0;
+        let mut want = 0.0;
         for (c, v) in counts.iter().zip(values) {
-            in_order += c * v;
+            want += c * v;
         }
-        assert_ne!((in_order / 7.0).to_bits(), want.to_bits());
+        let want = want / 7.0;
+        assert_eq!(weighted_mean(&values, &counts).to_bits(), want.to_bits());
+        // In draw order (value 0, 2, 0, 1, 4, 2, 6) the large values cancel before the
+        // small ones are added: another result, and the reason the order is written down.
+        let mut in_draw_order = 0.0;
+        for i in [0, 2, 0, 1, 4, 2, 6] {
+            in_draw_order += values[i];
+        }
+        assert_ne!((in_draw_order / 7.0).to_bits(), want.to_bits());
         // Every value drawn once: the plain mean.
         let v: Vec<f64> = (1..=9).map(f64::from).collect();
         assert_eq!(weighted_mean(&v, &[1.0; 9]), 5.0);
+        // Many replicates at once, a value at a time across them (37: two blocks and a
+        // part), each sum the one weighted_mean makes before dividing.
+        let replicates = 37;
+        let per: Vec<Vec<f64>> = (0..replicates)
+            .map(|r| (0..7).map(|i| f64::from((r * 7 + i) % 3)).collect())
+            .collect();
+        let mut by_value = vec![0.0; 7 * replicates as usize];
+        for (r, counts) in per.iter().enumerate() {
+            for (i, &c) in counts.iter().enumerate() {
+                by_value[i * replicates as usize + r] = c;
+            }
+        }
+        let mut sums = vec![0.0; replicates as usize];
+        add_weighted(&mut sums, &values, &by_value);
+        for (sum, counts) in sums.iter().zip(&per) {
+            let mean = weighted_mean(&values, counts);
+            assert_eq!((sum / 7.0).to_bits(), mean.to_bits());
+        }
     }
 
     /// The bootstrap as it was written before [`Resamples`]: each replicate's values
