@@ -58,28 +58,29 @@ fn grid_section(out: &mut String, a: &Analysis) {
         }
     }
     out.push_str("<h2>Overhead by configuration</h2>\n<div class=charts>\n");
-    for ((workload, metric), points) in &charts {
+    // Drawn side by side: an experiment of many workloads has thousands of charts.
+    let drawn = crate::parallel::map_in_order(&charts, |((workload, metric), points)| {
         let mut categories: Vec<String> = Vec::new();
         let groups: Vec<String> = a.comparisons.iter().map(|c| c.b.clone()).collect();
         let mut bars = Vec::new();
         for &(g, p) in points {
-                let Some(ratio) = p.ratio else { continue };
-                let category = along.map_or("all", |f| level(&p.levels, f)).to_owned();
-                let ci = match categories.iter().position(|x| *x == category) {
-                    Some(i) => i,
-                    None => {
-                        categories.push(category);
-                        categories.len() - 1
-                    }
-                };
-                bars.push(Bar {
-                    category: ci,
-                    group: g,
-                    value: ratio,
-                    low: p.ratio_ci.map(|c| c.low),
-                    high: p.ratio_ci.map(|c| c.high),
-                    marker: Some(Marker::from(p.verdict)),
-                });
+            let Some(ratio) = p.ratio else { continue };
+            let category = along.map_or("all", |f| level(&p.levels, f)).to_owned();
+            let ci = match categories.iter().position(|x| *x == category) {
+                Some(i) => i,
+                None => {
+                    categories.push(category);
+                    categories.len() - 1
+                }
+            };
+            bars.push(Bar {
+                category: ci,
+                group: g,
+                value: ratio,
+                low: p.ratio_ci.map(|c| c.low),
+                high: p.ratio_ci.map(|c| c.high),
+                marker: Some(Marker::from(p.verdict)),
+            });
         }
         let bars_wide = (groups.len() * categories.len()) as u32;
         let chart = BarChart {
@@ -98,7 +99,10 @@ fn grid_section(out: &mut String, a: &Analysis) {
                 height: 380,
             },
         };
-        let _ = writeln!(out, "<figure>{}</figure>", plots::grouped_bars(&chart));
+        plots::grouped_bars(&chart)
+    });
+    for svg in drawn {
+        let _ = writeln!(out, "<figure>{svg}</figure>");
     }
     out.push_str("</div>\n");
 }
