@@ -263,6 +263,11 @@ const BLOCK: usize = 16;
 
 /// [`overhead_ratio`] of each replicate's means, from their sums over `sizes` values
 /// (as [`weighted_mean`] divides them); `None` when any divisor mean is zero.
+///
+/// [`overhead_ratio`]'s arithmetic is written out here so that the loop has no early
+/// exit and vectorises: calling it made a point of 25 against 25 values 12% slower
+/// (37 µs against 33). The bit-for-bit test of [`Resamples`] against
+/// [`bootstrap_ratio_ci`], which calls it, holds the two equal in both directions.
 fn ratios_of_sums(
     sums_a: &[f64],
     sums_b: &[f64],

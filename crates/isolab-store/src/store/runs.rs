@@ -309,11 +309,14 @@ impl Store {
         let db = tx.db();
         // This read takes the snapshot, before the other connection takes its own.
         ensure_experiment(db, id)?;
+        // Runs stored later have higher ids: the range holds only runs read here, and
+        // the other connection's later snapshot may read by it too.
+        let ids = dense_ids(db, id)?;
         std::thread::scope(|scope| {
             let beside = self.another().map(|other| {
                 scope.spawn(move || {
                     let tx = other.read()?;
-                    telemetry(tx.db(), id)
+                    telemetry(tx.db(), id, ids)
                 })
             });
             let mut limits = LimitsTexts::default();
@@ -339,19 +342,13 @@ impl Store {
                     Ok(())
                 },
             )?;
-            let metrics = metrics(db, id)?;
+            attach_metrics(db, id, ids, &mut InOrder::new(&mut runs))?;
             let telemetry = match beside {
                 Some(thread) => thread
                     .join()
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?,
-                None => telemetry(db, id)?,
+                None => telemetry(db, id, ids)?,
             };
-            let mut owners = InOrder::new(&mut runs);
-            for (run, metric) in metrics {
-                if let Some(r) = owners.get(run) {
-                    r.metrics.push(metric);
-                }
-            }
             let mut owners = InOrder::new(&mut runs);
             for (run, set) in telemetry {
                 if let Some(r) = owners.get(run) {
@@ -480,17 +477,22 @@ fn dense_ids(db: Db<'_>, id: ExperimentId) -> Result<Option<(RunId, RunId)>, Err
     })
 }
 
-/// The metrics of an experiment's runs, each with its run, in run id order and each
-/// run's in position order, maybe with the metrics of other experiments' runs among
-/// them (see [`dense_ids`]).
+/// Reads the metrics of an experiment's runs, by the range of their `ids` when
+/// [`dense_ids`] gave one, and attaches each to its run among `owners`, in position
+/// order (the range's rows of other runs are skipped).
 ///
 /// The join walks the experiment's runs in id order (the index `runs_by_experiment`)
 /// and each run's rows by position (their primary key): in that order SQLite needs no
 /// sort; ordered by the child's `run_id` instead, it sorted every row first (three
 /// times slower over a million rows).
-fn metrics(db: Db<'_>, id: ExperimentId) -> Result<Vec<(RunId, MetricValue)>, Error> {
+fn attach_metrics(
+    db: Db<'_>,
+    id: ExperimentId,
+    ids: Option<(RunId, RunId)>,
+    owners: &mut InOrder<'_>,
+) -> Result<(), Error> {
     let columns = "m.run_id, m.position, m.name, m.unit, m.direction, m.value";
-    let (sql, args) = match dense_ids(db, id)? {
+    let (sql, args) = match ids {
         Some((first, last)) => (
             format!(
                 "SELECT {columns} FROM metrics m WHERE m.run_id BETWEEN ?1 AND ?2 \
@@ -506,7 +508,7 @@ fn metrics(db: Db<'_>, id: ExperimentId) -> Result<Vec<(RunId, MetricValue)>, Er
             args![id].to_vec(),
         ),
     };
-    db.decode_rows(
+    db.decode_each(
         &sql,
         &args,
         || format!("reading the metrics of experiment {id}"),
@@ -519,17 +521,24 @@ fn metrics(db: Db<'_>, id: ExperimentId) -> Result<Vec<(RunId, MetricValue)>, Er
                 direction: at.parse::<Direction>("direction", &direction)?,
                 value: sql_to_real(value),
             };
-            Ok((run, metric))
+            if let Some(r) = owners.get(run) {
+                r.metrics.push(metric);
+            }
+            Ok(())
         },
     )
 }
 
-/// The telemetry of an experiment's runs with the run of each, in run id order, maybe
-/// with that of other experiments' runs among them (see [`dense_ids`] and
-/// [`Store::runs`]).
-fn telemetry(db: Db<'_>, id: ExperimentId) -> Result<Vec<(RunId, TelemetrySet)>, Error> {
+/// The telemetry of an experiment's runs with the run of each, in run id order, read by
+/// the range of their `ids` when [`dense_ids`] gave one, so maybe with that of other
+/// runs among them (see [`Store::runs`]).
+fn telemetry(
+    db: Db<'_>,
+    id: ExperimentId,
+    ids: Option<(RunId, RunId)>,
+) -> Result<Vec<(RunId, TelemetrySet)>, Error> {
     let layouts = read_layouts(db)?;
-    let (sql, args) = match dense_ids(db, id)? {
+    let (sql, args) = match ids {
         Some((first, last)) => (
             "SELECT run_id, layout_id, packed FROM telemetry \
              WHERE run_id BETWEEN ?1 AND ?2 ORDER BY run_id",
