@@ -163,9 +163,9 @@ impl RawRun {
 }
 
 /// The limits of runs as parsed, by their stored text: the runs of one cell store the
-/// same limits, so a store of a million runs holds a few thousand texts. Each is
-/// parsed once and its runs share the value: parsing every run's took a sixth of
-/// reading the runs.
+/// same limits, so an experiment holds about one text a cell. Each is parsed once and
+/// its runs share the value: parsing every run's took about a sixth of reading the
+/// runs (1,000,000 runs sharing one text: 0.45 s of 2.5).
 #[derive(Default)]
 struct LimitsTexts(HashMap<String, Arc<serde_json::Value>>);
 
