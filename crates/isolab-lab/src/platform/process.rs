@@ -10,6 +10,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use isolab_cgroups::CloneTarget;
@@ -137,55 +138,85 @@ struct PerfEventAttr {
     config1: u64,
 }
 
+/// Opens the software counter `config` on `pid` (0: the calling thread), on any cpu.
+fn open_software_counter(pid: libc::pid_t, config: u64, flags: u64) -> io::Result<OwnedFd> {
+    let attr = PerfEventAttr {
+        kind: PERF_TYPE_SOFTWARE,
+        size: std::mem::size_of::<PerfEventAttr>() as u32,
+        config,
+        flags,
+        ..PerfEventAttr::default()
+    };
+    // SAFETY: `attr` is a valid, fully initialised perf_event_attr of the size it
+    // declares; the other arguments are plain integers.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            std::ptr::from_ref(&attr),
+            pid,
+            -1 as libc::c_int,
+            -1 as libc::c_int,
+            PERF_FLAG_FD_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the syscall returned a new fd that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// One disabled counter of each kind a run counts, opened on the calling thread the
+/// first time a run's counters are, and held for the life of the process; `None` where
+/// they cannot be opened (the runs' own counters then fail alike and say why).
+///
+/// Why: the kernel switches its software-event hooks on when the first counter of a kind
+/// is created and off when the last one is freed, and each switch rewrites kernel code
+/// on every cpu (a static key: `static_key_slow_inc`/`_dec`, text patching with an
+/// interrupt to each cpu). Without a counter held between runs every run switched both
+/// kinds on and off again, about 0.3 ms a run on this project's two-cpu machines (see
+/// docs/benchmarks.md). A disabled counter counts nothing; it only keeps the hooks on,
+/// which they are anyway while a run is counted.
+fn held_counters() -> Option<&'static [OwnedFd; 2]> {
+    static HELD: OnceLock<Option<[OwnedFd; 2]>> = OnceLock::new();
+    HELD.get_or_init(|| {
+        let hold = |config| open_software_counter(0, config, ATTR_DISABLED).ok();
+        Some([
+            hold(PERF_COUNT_SW_CONTEXT_SWITCHES)?,
+            hold(PERF_COUNT_SW_CPU_MIGRATIONS)?,
+        ])
+    })
+    .as_ref()
+}
+
+/// The value of the counting perf event `fd`.
+fn read_counter(fd: &OwnedFd) -> io::Result<u64> {
+    let mut value = 0u64;
+    // SAFETY: reading 8 bytes into a u64 on the stack from an fd we own.
+    let n = unsafe { libc::read(fd.as_raw_fd(), std::ptr::from_mut(&mut value).cast(), 8) };
+    if n == 8 {
+        Ok(value)
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 impl PerfCounters {
-    /// Opens both counters on `pid`, disabled until it execs, inherited by its children.
+    /// Opens both counters on `pid`, disabled until it execs, inherited by its children
+    /// (with [`held_counters`] held, so that no run switches the kernel's hooks).
     fn open(pid: libc::pid_t) -> io::Result<Self> {
-        let open = |config: u64| -> io::Result<OwnedFd> {
-            let attr = PerfEventAttr {
-                kind: PERF_TYPE_SOFTWARE,
-                size: std::mem::size_of::<PerfEventAttr>() as u32,
-                config,
-                flags: ATTR_DISABLED | ATTR_INHERIT | ATTR_ENABLE_ON_EXEC,
-                ..PerfEventAttr::default()
-            };
-            // SAFETY: `attr` is a valid, fully initialised perf_event_attr of the size
-            // it declares; the other arguments are plain integers.
-            let fd = unsafe {
-                libc::syscall(
-                    libc::SYS_perf_event_open,
-                    std::ptr::from_ref(&attr),
-                    pid,
-                    -1 as libc::c_int,
-                    -1 as libc::c_int,
-                    PERF_FLAG_FD_CLOEXEC,
-                )
-            };
-            if fd < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            // SAFETY: the syscall returned a new fd that nothing else owns.
-            Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
-        };
+        held_counters();
+        let flags = ATTR_DISABLED | ATTR_INHERIT | ATTR_ENABLE_ON_EXEC;
         Ok(PerfCounters {
-            ctx: open(PERF_COUNT_SW_CONTEXT_SWITCHES)?,
-            migrations: open(PERF_COUNT_SW_CPU_MIGRATIONS)?,
+            ctx: open_software_counter(pid, PERF_COUNT_SW_CONTEXT_SWITCHES, flags)?,
+            migrations: open_software_counter(pid, PERF_COUNT_SW_CPU_MIGRATIONS, flags)?,
         })
     }
 
     fn read(&self) -> io::Result<PerfCounts> {
-        let read = |fd: &OwnedFd| -> io::Result<u64> {
-            let mut value = 0u64;
-            // SAFETY: reading 8 bytes into a u64 on the stack from an fd we own.
-            let n = unsafe { libc::read(fd.as_raw_fd(), std::ptr::from_mut(&mut value).cast(), 8) };
-            if n == 8 {
-                Ok(value)
-            } else {
-                Err(io::Error::last_os_error())
-            }
-        };
         Ok(PerfCounts {
-            context_switches: read(&self.ctx)?,
-            cpu_migrations: read(&self.migrations)?,
+            context_switches: read_counter(&self.ctx)?,
+            cpu_migrations: read_counter(&self.migrations)?,
         })
     }
 }
@@ -560,6 +591,30 @@ mod tests {
             Ok(c) => assert!(c.context_switches >= 5, "{c:?}"),
             Err(why) => isolab_skip::skip(format!("the perf counters' check: {why}")),
         }
+    }
+
+    /// The counters held between runs are opened once, stay open across runs, and count
+    /// nothing (they are never enabled): they only keep the kernel's hooks on.
+    #[test]
+    fn the_held_counters_outlive_the_runs_and_count_nothing() {
+        let argv = ["sh", "-c", "sleep 0.01"].map(String::from);
+        let mut held = Vec::new();
+        for _ in 0..2 {
+            let (_dir, child) = spawn(&argv, true);
+            child.wait(&Interrupt::new().unwrap(), None).unwrap();
+            if let Err(why) = child.perf() {
+                isolab_skip::skip(format!("perf counters cannot be opened here: {why}"));
+                return;
+            }
+            let fds = held_counters().expect("held when a run's counters could be opened");
+            held.push(fds.each_ref().map(AsRawFd::as_raw_fd));
+            for fd in fds {
+                let link = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()));
+                assert_eq!(link.unwrap().to_string_lossy(), "anon_inode:[perf_event]");
+                assert_eq!(read_counter(fd).unwrap(), 0);
+            }
+        }
+        assert_eq!(held[0], held[1]);
     }
 
     #[test]
