@@ -168,7 +168,8 @@ fn open_software_counter(pid: libc::pid_t, config: u64, flags: u64) -> io::Resul
 
 /// One disabled counter of each kind a run counts, opened on the calling thread the
 /// first time a run's counters are, and held for the life of the process; `None` where
-/// they cannot be opened (the runs' own counters then fail alike and say why).
+/// they cannot be opened (each run then opens and closes its own as before; where those
+/// fail too, the run says why).
 ///
 /// Why: the kernel switches its software-event hooks on when the first counter of a kind
 /// is created and off when the last one is freed, and each switch rewrites kernel code
