@@ -78,7 +78,7 @@ mod v2;
 pub use borrowed_v1::{borrow_listed, cgroup2_listed, listed_in_cgroup2, BorrowedV1};
 pub use bytes::Bytes;
 pub use cgroup::{list_below, Attacher, Cgroup, CloneTarget, Entered};
-pub use clone3::{clone3, CloneArgs, CLONE_INTO_CGROUP};
+pub use clone3::{clone3, clone3_vfork, CloneArgs, VforkChild, CLONE_INTO_CGROUP};
 pub use controller::Controller;
 pub use delegation::{
     own_v2_path, Access, Claimed, Delegated, DelegationError, HostAccess, SUPERVISOR_LEAF,

@@ -8,8 +8,9 @@
 //! storage level), `jobs`, `neighbours`, `scope`, `probe_start`, `cgroup_create`,
 //! `limit` (applied and read back; a workload's server started), `sampler_start`,
 //! `launch` (log files, the cgroup's descriptors), `prepare` (argv, the program found,
-//! pipes), `clone` (`clone3` into the cgroup), `perf_open` (the counters armed on the
-//! waiting child), `exec` (until its `execve` succeeded), `started`, `wait` (the
+//! pipes), `clone` (the child started in the cgroup, sharing the runner's memory until
+//! it execs, its perf counters opened by itself, its `execve` done), `exec` (that
+//! confirmed), `started`, `wait` (the
 //! command itself), `perf_read`, `stats` (the cgroup's counters), `sampler_finish` (its
 //! last reading, taken meanwhile), `body`, `cgroup_remove`, `probe_finish`,
 //! `execute_jobs`, `executed`, `finished`, `stored` (the run's transaction, while a

@@ -10,6 +10,13 @@
 //! before 5.7, or a seccomp filter that refuses `clone3`), the child is forked and writes
 //! `cgroup.procs` itself, as before.
 //!
+//! Where it can (x86_64, Linux 5.7 or later), the child shares this process's memory
+//! until it execs, as `posix_spawn`'s does (`CLONE_VM | CLONE_VFORK`, on a stack of its
+//! own, the parent's thread waiting until the exec): no copy of the address space, and
+//! no copy-on-write faults left for the runner's next writes (with the counters opened
+//! by the child, 0.33 ms a run less here; docs/benchmarks.md). A counted child opens its perf counters on itself first, in the
+//! descriptor table it shares with the parent until then ([`start_counting`]).
+//!
 //! The child of this multi-threaded process runs only async-signal-safe system calls on
 //! memory prepared before the clone ([`Exec`]), and reports a failure (the step and its
 //! errno) on a close-on-exec pipe, which the parent reads until the exec closes it.
@@ -19,8 +26,12 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::sync::atomic::{AtomicI32, Ordering};
 
-use isolab_cgroups::{clone3, CloneArgs, CLONE_INTO_CGROUP};
+use isolab_cgroups::{clone3, clone3_vfork, CloneArgs, CLONE_INTO_CGROUP};
+
+/// `PERF_FLAG_FD_CLOEXEC` of perf_event_open(2).
+pub(crate) const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
 
 /// What the child does between the clone and the exec, all prepared by the parent.
 pub(crate) struct Exec {
@@ -35,6 +46,9 @@ pub(crate) struct Exec {
 
 // SAFETY: the raw pointers point into `_args`, which `Exec` owns and never changes.
 unsafe impl Send for Exec {}
+// SAFETY: as for Send: nothing is written through the pointers after `new`, so a
+// shared `Exec` (the thread that starts a counted command borrows one) is only read.
+unsafe impl Sync for Exec {}
 
 impl Exec {
     /// `argv` with its program found as isolab finds every program
@@ -73,7 +87,20 @@ impl Exec {
     }
 }
 
-/// Where the child goes and what it waits for.
+/// A perf counter the child opens on itself before it execs ([`start_counting`]): the
+/// event is the child's own, as if the parent had opened it on the child's pid, and its
+/// descriptor lands in the parent's table, which the child shares until then.
+pub(crate) struct OwnCounter {
+    /// A `struct perf_event_attr`, valid until the child has started.
+    pub attr: *const libc::c_void,
+    /// Written by the child: the descriptor, or `-errno` of `perf_event_open`.
+    pub fd: AtomicI32,
+}
+
+// SAFETY: `attr` is only read (by the child's system call), and `fd` is atomic.
+unsafe impl Sync for OwnCounter {}
+
+/// Where the child goes and what it opens there.
 pub(crate) struct Target<'a> {
     /// The cgroup2 directory (`O_PATH`), joined by `clone3` (or, where it cannot, by a
     /// forked child's write to its `cgroup.procs`).
@@ -82,8 +109,9 @@ pub(crate) struct Target<'a> {
     pub v1: &'a [RawFd],
     /// Standard input, output and error.
     pub stdio: [RawFd; 3],
-    /// When set, the child waits (up to 5 s) for a byte here before it execs.
-    pub go: Option<RawFd>,
+    /// The counters the child opens on itself ([`start_counting`] only; empty for
+    /// [`start`]).
+    pub counters: &'a [OwnCounter],
 }
 
 /// A started child: its pid and pidfd; `exec` tells whether it execed.
@@ -131,7 +159,7 @@ impl Cloned {
 }
 
 /// What the child reports as failed, by index.
-const STEPS: [&str; 7] = [
+const STEPS: [&str; 8] = [
     "execve",
     "setpgid",
     "dup2",
@@ -139,16 +167,54 @@ const STEPS: [&str; 7] = [
     "joining a v1 cgroup (tasks)",
     "joining the cgroup2 directory (cgroup.procs)",
     "fcntl",
+    "unshare (a descriptor table of its own)",
 ];
 
-/// Starts the child of `exec` in `target`: by `clone3` into the cgroup2 directory when
-/// there is one, else (or when `clone3` cannot) by fork.
-pub(crate) fn start(exec: &Exec, target: &Target<'_>) -> io::Result<Cloned> {
-    start_as(exec, target, true)
+/// How [`start`] makes the child, fastest first: each way falls back to the next where
+/// the kernel (or a seccomp filter) refuses it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Way {
+    /// `clone3` with `CLONE_VM | CLONE_VFORK` on a stack of its own, as `posix_spawn`
+    /// does: no copy of the address space (about a quarter of a millisecond for this
+    /// process, and the copy-on-write faults it leaves), the parent's thread waiting
+    /// until the child has execed.
+    SharedMemory,
+    /// `clone3` like fork, into the cgroup2 directory.
+    #[cfg_attr(not(test), allow(dead_code))] // where the tests start; `start` falls to it
+    Clone3,
+    /// fork, the child writing `cgroup.procs` itself.
+    Fork,
 }
 
-/// [`start`], by fork alone unless `use_clone3` (the tests take both ways).
-fn start_as(exec: &Exec, target: &Target<'_>, use_clone3: bool) -> io::Result<Cloned> {
+/// Starts the child of `exec` in `target`: sharing this address space until it execs,
+/// by `clone3` into the cgroup2 directory when there is one; else (or when that cannot)
+/// by a `clone3` that copies it; else by fork.
+pub(crate) fn start(exec: &Exec, target: &Target<'_>) -> io::Result<Cloned> {
+    debug_assert!(target.counters.is_empty(), "counters need start_counting");
+    start_as(exec, target, Way::SharedMemory)
+}
+
+/// [`start`] for a child that opens `target.counters` on itself before it execs: only
+/// [`Way::SharedMemory`] can give their descriptors to this process (the child shares
+/// its descriptor table until it has opened them); `None` where that way is refused,
+/// and nothing was started.
+pub(crate) fn start_counting(exec: &Exec, target: &Target<'_>) -> io::Result<Option<Cloned>> {
+    match start_as(exec, target, Way::SharedMemory) {
+        Err(e) if refused(&e) => Ok(None),
+        started => started.map(Some),
+    }
+}
+
+/// Whether `e`, from a clone, means "not this way here" rather than a failure.
+fn refused(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ENOSYS | libc::EINVAL | libc::E2BIG | libc::EPERM | libc::EOPNOTSUPP)
+    )
+}
+
+/// [`start`] from `way` on (the tests take each way).
+fn start_as(exec: &Exec, target: &Target<'_>, way: Way) -> io::Result<Cloned> {
     let (report_r, report_w) = blocking_pipe()?;
     let into = target.v2_dir.is_some();
     let mut pidfd: libc::c_int = -1;
@@ -159,32 +225,28 @@ fn start_as(exec: &Exec, target: &Target<'_>, use_clone3: bool) -> io::Result<Cl
         cgroup: target.v2_dir.map_or(0, |fd| fd as u64),
         ..CloneArgs::default()
     };
-    let pid = if use_clone3 {
+    let mut tried = Err(io::Error::from_raw_os_error(libc::ENOSYS));
+    if way == Way::SharedMemory {
+        tried = clone_sharing_memory(exec, target, &args, report_w.as_raw_fd());
+    }
+    let fall_back = target.counters.is_empty();
+    if tried.as_ref().is_err_and(refused) && fall_back && way != Way::Fork {
         // SAFETY: the child runs `child` only, which never allocates nor returns.
-        unsafe { clone3(&args) }
-    } else {
-        -1
-    };
-    let (pid, joined) = match pid {
-        0 => child(exec, target, None, report_w.as_raw_fd()),
-        p if p > 0 => (p as libc::pid_t, true),
-        _ => {
-            let e = if use_clone3 {
-                io::Error::last_os_error()
-            } else {
-                io::Error::from_raw_os_error(libc::ENOSYS)
-            };
-            if !matches!(
-                e.raw_os_error(),
-                Some(libc::ENOSYS | libc::EINVAL | libc::E2BIG | libc::EPERM | libc::EOPNOTSUPP)
-            ) {
-                return Err(e);
-            }
+        tried = match unsafe { clone3(&args) } {
+            0 => child(exec, target, &[], None, report_w.as_raw_fd()),
+            p if p > 0 => Ok(p as libc::pid_t),
+            _ => Err(io::Error::last_os_error()),
+        };
+    }
+    let (pid, joined) = match tried {
+        Ok(pid) => (pid, true),
+        Err(e) if !refused(&e) || !fall_back => return Err(e),
+        Err(_) => {
             let procs = target.v2_dir.map(open_procs).transpose()?;
             let v2_procs = procs.as_ref().map(AsRawFd::as_raw_fd);
             // SAFETY: fork in a multi-threaded process: the child runs `child` only.
             match unsafe { libc::fork() } {
-                0 => child(exec, target, v2_procs, report_w.as_raw_fd()),
+                0 => child(exec, target, &[], v2_procs, report_w.as_raw_fd()),
                 p if p > 0 => (p, false),
                 _ => return Err(io::Error::last_os_error()),
             }
@@ -216,6 +278,115 @@ fn start_as(exec: &Exec, target: &Target<'_>, use_clone3: bool) -> io::Result<Cl
     })
 }
 
+/// The child's stack for [`Way::SharedMemory`] beyond its arguments: `execvp`'s search
+/// builds each candidate path on it (up to `PATH_MAX`), as glibc's `posix_spawn` allows for.
+const CHILD_STACK: usize = 128 << 10;
+
+/// What the child of [`clone_sharing_memory`] is given, in the parent's frame.
+struct SharedChild<'a> {
+    exec: &'a Exec,
+    target: &'a Target<'a>,
+    report: RawFd,
+}
+
+/// [`Way::SharedMemory`]: the child's pid, or the clone's error. Every signal is
+/// blocked in this thread across the clone, so that no handler of this process runs in
+/// the child (which shares its memory) before the child has set them to their defaults.
+fn clone_sharing_memory(
+    exec: &Exec,
+    target: &Target<'_>,
+    args: &CloneArgs,
+    report: RawFd,
+) -> io::Result<libc::pid_t> {
+    let size = CHILD_STACK + (exec.argv.len() + 2) * std::mem::size_of::<usize>();
+    let size = size.next_multiple_of(4096);
+    // SAFETY: a fresh private anonymous mapping; nothing else refers to it.
+    let stack = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            size,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if stack == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    let shared = SharedChild {
+        exec,
+        target,
+        report,
+    };
+    let files = if target.counters.is_empty() {
+        0
+    } else {
+        libc::CLONE_FILES as u64
+    };
+    let args = CloneArgs {
+        flags: args.flags | files,
+        stack: stack as u64,
+        stack_size: size as u64,
+        ..*args
+    };
+    // SAFETY: an all-zero sigset_t is a valid (empty) set.
+    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: a full set on the stack; pthread_sigmask changes this thread's mask only,
+    // restored below.
+    unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+    }
+    // SAFETY: `stack` is `size` page-aligned bytes of our own mapping, unmapped only
+    // after the child has execed or exited (CLONE_VFORK: this returns after that);
+    // `shared_child` runs `child` only, with the signals blocked here until it has reset
+    // their handlers, on memory that lives in this frame until then.
+    let pid = unsafe {
+        clone3_vfork(
+            &args,
+            shared_child,
+            std::ptr::from_ref(&shared).cast_mut().cast(),
+        )
+    };
+    // SAFETY: restoring this thread's mask; unmapping the stack no one uses any more.
+    unsafe {
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        libc::munmap(stack, size);
+    }
+    if pid < 0 {
+        return Err(io::Error::from_raw_os_error(-pid as i32));
+    }
+    Ok(pid as libc::pid_t)
+}
+
+/// The child of [`clone_sharing_memory`]: every handler this process set back to the
+/// default (ignored signals stay ignored, as across an exec), then [`child`].
+extern "C" fn shared_child(arg: *mut libc::c_void) -> ! {
+    // SAFETY: `arg` is the `SharedChild` in the frame of `clone_sharing_memory`, whose
+    // thread waits until this child execs or exits.
+    let shared = unsafe { &*arg.cast::<SharedChild<'_>>() };
+    for signal in 1..=libc::SIGRTMAX() {
+        // SAFETY: a query, then a reset, of this child's own copy of the handlers (no
+        // CLONE_SIGHAND): the parent's are unchanged. glibc's own signals are refused
+        // (EINVAL) and left alone.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(signal, std::ptr::null(), &mut action) == 0
+                && action.sa_sigaction != libc::SIG_DFL
+                && action.sa_sigaction != libc::SIG_IGN
+            {
+                action.sa_sigaction = libc::SIG_DFL;
+                action.sa_flags = 0;
+                libc::sigaction(signal, &action, std::ptr::null_mut());
+            }
+        }
+    }
+    let target = shared.target;
+    child(shared.exec, target, target.counters, None, shared.report)
+}
+
 /// `cgroup.procs` of the cgroup2 directory `dir` (an `O_PATH` descriptor), for writing.
 fn open_procs(dir: RawFd) -> io::Result<OwnedFd> {
     // SAFETY: a NUL-terminated literal name relative to a directory descriptor we hold.
@@ -243,12 +414,19 @@ fn blocking_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
-/// The child: its own process group, the standard streams, the working directory, the
-/// v1 cgroups (and the cgroup2 one through `v2_procs` when forked), the wait for `go`, then the
-/// exec. Async-signal-safe system calls only, on memory prepared before the clone (it
+/// The child: its `counters` opened on itself (in the descriptor table it shares with
+/// the parent, which it then leaves for a copy of its own), its own process group, the
+/// standard streams, the working directory, the v1 cgroups (and the cgroup2 one through
+/// `v2_procs` when forked), then the exec. Async-signal-safe system calls only, on memory prepared before the clone (it
 /// must run only in the child of [`start`]'s clone or fork); a failure writes its step
 /// and errno to `report` and exits 127.
-fn child(exec: &Exec, target: &Target<'_>, v2_procs: Option<RawFd>, report: RawFd) -> ! {
+fn child(
+    exec: &Exec,
+    target: &Target<'_>,
+    counters: &[OwnCounter],
+    v2_procs: Option<RawFd>,
+    report: RawFd,
+) -> ! {
     let fail = |step: u32| -> ! {
         // SAFETY: reading this thread's errno.
         let errno = unsafe { *libc::__errno_location() };
@@ -262,6 +440,34 @@ fn child(exec: &Exec, target: &Target<'_>, v2_procs: Option<RawFd>, report: RawF
             libc::_exit(127)
         }
     };
+    if !counters.is_empty() {
+        for counter in counters {
+            // SAFETY: a perf_event_attr the parent keeps alive until this child has
+            // execed; pid 0 is this child, on any cpu, in no group.
+            let fd = unsafe {
+                libc::syscall(
+                    libc::SYS_perf_event_open,
+                    counter.attr,
+                    0 as libc::pid_t,
+                    -1 as libc::c_int,
+                    -1 as libc::c_int,
+                    PERF_FLAG_FD_CLOEXEC,
+                )
+            };
+            let fd = if fd < 0 {
+                // SAFETY: reading this thread's errno.
+                -unsafe { *libc::__errno_location() }
+            } else {
+                fd as i32
+            };
+            counter.fd.store(fd, Ordering::Release);
+        }
+        // SAFETY: a plain system call: from here on the descriptor changes below are
+        // this child's own.
+        if unsafe { libc::unshare(libc::CLONE_FILES) } != 0 {
+            fail(7);
+        }
+    }
     // The workload starts with no signal blocked and SIGPIPE at its default, as from a
     // shell (Rust ignores SIGPIPE in this process).
     // SAFETY: an empty signal set on the stack, then two plain system calls.
@@ -304,15 +510,6 @@ fn child(exec: &Exec, target: &Target<'_>, v2_procs: Option<RawFd>, report: RawF
             fail(5);
         }
     }
-    if let Some(go) = target.go {
-        let mut pfd = libc::pollfd {
-            fd: go,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: polling one valid pollfd on the stack.
-        unsafe { libc::poll(&mut pfd, 1, 5000) };
-    }
     // SAFETY: a NUL-terminated string and a NULL-terminated array owned by `exec`; both
     // calls pass on this process's environment (`environ`), as `execve` would be given.
     unsafe {
@@ -330,8 +527,9 @@ mod tests {
     use super::*;
 
     /// Starts `argv` in a temporary directory (or `workdir`), its output to a file there,
-    /// by clone3 or by fork, and waits for its exit code.
-    fn run(argv: &[&str], workdir: Option<&Path>, use_clone3: bool) -> io::Result<i32> {
+    /// the `way` given (or a later one where the kernel refuses it), and waits for its
+    /// exit code.
+    fn run(argv: &[&str], workdir: Option<&Path>, way: Way) -> io::Result<i32> {
         let dir = tempfile::tempdir().unwrap();
         let out = std::fs::File::create(dir.path().join("out")).unwrap();
         let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
@@ -340,9 +538,9 @@ mod tests {
             v2_dir: None,
             v1: &[],
             stdio: [out.as_raw_fd(), out.as_raw_fd(), out.as_raw_fd()],
-            go: None,
+            counters: &[],
         };
-        let cloned = start_as(&exec, &target, use_clone3)?;
+        let cloned = start_as(&exec, &target, way)?;
         cloned.exec()?;
         let mut status = 0;
         // SAFETY: waiting for our own child.
@@ -351,18 +549,61 @@ mod tests {
     }
 
     #[test]
-    fn both_ways_start_exec_and_report_what_failed() {
-        for use_clone3 in [true, false] {
-            assert_eq!(run(&["sh", "-c", "exit 3"], None, use_clone3).unwrap(), 3);
-            let missing = run(&["no-such-program-here"], None, use_clone3).unwrap_err();
+    fn every_way_starts_execs_and_reports_what_failed() {
+        for way in [Way::SharedMemory, Way::Clone3, Way::Fork] {
+            assert_eq!(run(&["sh", "-c", "exit 3"], None, way).unwrap(), 3);
+            let missing = run(&["no-such-program-here"], None, way).unwrap_err();
             assert_eq!(missing.kind(), io::ErrorKind::NotFound, "{missing}");
             let gone = Path::new("/nonexistent/isolab-workdir");
-            let chdir = run(&["true"], Some(gone), use_clone3).unwrap_err();
+            let chdir = run(&["true"], Some(gone), way).unwrap_err();
             assert!(
                 chdir.to_string().starts_with("chdir in the child: "),
                 "{chdir}"
             );
         }
+    }
+
+    /// On x86_64 the first way is taken for real, not refused and left to the next: the
+    /// child shares this address space until it execs, and the parent's frame is intact.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_shared_memory_way_is_taken_here() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = std::fs::File::create(dir.path().join("out")).unwrap();
+        let exec = Exec::new(
+            &["sh".into(), "-c".into(), "echo shared".into()],
+            dir.path(),
+        )
+        .unwrap();
+        let target = Target {
+            v2_dir: None,
+            v1: &[],
+            stdio: [out.as_raw_fd(), out.as_raw_fd(), out.as_raw_fd()],
+            counters: &[],
+        };
+        let (report_r, report_w) = blocking_pipe().unwrap();
+        let mut pidfd: libc::c_int = -1;
+        let args = CloneArgs {
+            flags: libc::CLONE_PIDFD as u64,
+            pidfd: std::ptr::from_mut(&mut pidfd) as u64,
+            exit_signal: libc::SIGCHLD as u64,
+            ..CloneArgs::default()
+        };
+        let pid = clone_sharing_memory(&exec, &target, &args, report_w.as_raw_fd()).unwrap();
+        drop(report_w);
+        let cloned = Cloned {
+            pid,
+            // SAFETY: CLONE_PIDFD stored a new descriptor that nothing else owns.
+            pidfd: unsafe { OwnedFd::from_raw_fd(pidfd) },
+            report: report_r,
+        };
+        cloned.exec().unwrap();
+        let mut status = 0;
+        // SAFETY: waiting for our own child.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        assert_eq!(libc::WEXITSTATUS(status), 0);
+        let said = std::fs::read_to_string(dir.path().join("out")).unwrap();
+        assert_eq!(said, "shared\n");
     }
 
     #[test]

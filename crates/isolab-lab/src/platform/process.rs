@@ -1,6 +1,6 @@
 //! Spawning a command into a cgroup and waiting for it without polling: the child
-//! attaches itself to the cgroup between fork and exec, software perf counters are
-//! armed on it before it execs (so the whole process tree is counted from its first
+//! is born in the cgroup (see [`super::clone`]), software perf counters it inherits are
+//! enabled when it execs (so the whole process tree is counted from its first
 //! instruction), and the parent waits on a pidfd together with an interrupt pipe and
 //! a timeout.
 
@@ -9,7 +9,7 @@ use std::fs::File;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -115,7 +115,6 @@ struct PerfCounters {
 const PERF_TYPE_SOFTWARE: u32 = 1;
 const PERF_COUNT_SW_CONTEXT_SWITCHES: u64 = 3;
 const PERF_COUNT_SW_CPU_MIGRATIONS: u64 = 4;
-const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
 // perf_event_attr bit flags (see perf_event_open(2)).
 const ATTR_DISABLED: u64 = 1 << 0;
 const ATTR_INHERIT: u64 = 1 << 1;
@@ -138,15 +137,20 @@ struct PerfEventAttr {
     config1: u64,
 }
 
-/// Opens the software counter `config` on `pid` (0: the calling thread), on any cpu.
-fn open_software_counter(pid: libc::pid_t, config: u64, flags: u64) -> io::Result<OwnedFd> {
-    let attr = PerfEventAttr {
+/// The attributes of the software counter `config`.
+fn software_counter(config: u64, flags: u64) -> PerfEventAttr {
+    PerfEventAttr {
         kind: PERF_TYPE_SOFTWARE,
         size: std::mem::size_of::<PerfEventAttr>() as u32,
         config,
         flags,
         ..PerfEventAttr::default()
-    };
+    }
+}
+
+/// Opens the software counter `config` on `pid` (0: the calling thread), on any cpu.
+fn open_software_counter(pid: libc::pid_t, config: u64, flags: u64) -> io::Result<OwnedFd> {
+    let attr = software_counter(config, flags);
     // SAFETY: `attr` is a valid, fully initialised perf_event_attr of the size it
     // declares; the other arguments are plain integers.
     let fd = unsafe {
@@ -156,7 +160,7 @@ fn open_software_counter(pid: libc::pid_t, config: u64, flags: u64) -> io::Resul
             pid,
             -1 as libc::c_int,
             -1 as libc::c_int,
-            PERF_FLAG_FD_CLOEXEC,
+            super::clone::PERF_FLAG_FD_CLOEXEC,
         )
     };
     if fd < 0 {
@@ -203,14 +207,33 @@ fn read_counter(fd: &OwnedFd) -> io::Result<u64> {
 }
 
 impl PerfCounters {
-    /// Opens both counters on `pid`, disabled until it execs, inherited by its children
-    /// (with [`held_counters`] held, so that no run switches the kernel's hooks).
-    fn open(pid: libc::pid_t) -> io::Result<Self> {
+    /// Opens both counters on the calling thread, disabled, inherited by the children
+    /// it starts from now on and enabled in each when it execs (with [`held_counters`]
+    /// held, so that no run switches the kernel's hooks). Only for a thread that starts
+    /// one child and nothing else while they are open ([`Spawn::start`]'s).
+    fn open_inherited() -> io::Result<Self> {
         held_counters();
         let flags = ATTR_DISABLED | ATTR_INHERIT | ATTR_ENABLE_ON_EXEC;
         Ok(PerfCounters {
-            ctx: open_software_counter(pid, PERF_COUNT_SW_CONTEXT_SWITCHES, flags)?,
-            migrations: open_software_counter(pid, PERF_COUNT_SW_CPU_MIGRATIONS, flags)?,
+            ctx: open_software_counter(0, PERF_COUNT_SW_CONTEXT_SWITCHES, flags)?,
+            migrations: open_software_counter(0, PERF_COUNT_SW_CPU_MIGRATIONS, flags)?,
+        })
+    }
+
+    /// The counters a child opened on itself ([`super::clone::start_counting`]): each
+    /// descriptor is now this process's own, or the error that child got.
+    fn from_child(own: &[super::clone::OwnCounter; 2]) -> io::Result<Self> {
+        let take = |counter: &super::clone::OwnCounter| match counter.fd.load(Ordering::Acquire) {
+            // SAFETY: the child opened it in the descriptor table it shared with this
+            // process, and nothing else knows of it.
+            fd if fd >= 0 => Ok(unsafe { OwnedFd::from_raw_fd(fd) }),
+            errno => Err(io::Error::from_raw_os_error(-errno)),
+        };
+        // Both taken before either error is returned, so that neither is left open.
+        let (ctx, migrations) = (take(&own[0]), take(&own[1]));
+        Ok(PerfCounters {
+            ctx: ctx?,
+            migrations: migrations?,
         })
     }
 
@@ -261,13 +284,16 @@ pub enum Waited {
 
 impl Spawn<'_> {
     /// Starts the command: born in the cgroup (see [`super::clone`]), in a process group
-    /// of its own, and (when counting) waiting until the parent has armed the perf
-    /// counters on it before it execs.
+    /// of its own, and (when counting) counted from its exec: the child opens the perf
+    /// counters on itself, disabled until it execs and inherited by its children, in the
+    /// descriptor table it shares with this process until then. (The parent opened them
+    /// on the child's pid before, while the child waited on a pipe: a child sharing this
+    /// process's memory until it execs cannot wait.) Where the child cannot share them,
+    /// [`start_counted_by_a_thread`].
     pub fn start(self) -> io::Result<Child> {
         crate::phases::mark("launch");
         let exec = super::clone::Exec::new(self.argv, self.workdir)?;
         let devnull = File::open("/dev/null")?;
-        let go = if self.count { Some(pipe()?) } else { None };
         let (v2_dir, v1) = match &self.cgroup {
             Some(t) => (
                 t.v2_dir.as_ref().map(AsRawFd::as_raw_fd),
@@ -283,31 +309,65 @@ impl Spawn<'_> {
                 self.stdout.as_raw_fd(),
                 self.stderr.as_raw_fd(),
             ],
-            go: go.as_ref().map(|(r, _)| r.as_raw_fd()),
+            counters: &[],
         };
         crate::phases::mark("prepare");
-        let cloned = super::clone::start(&exec, &target)?;
-        crate::phases::mark("clone");
-        let perf = match &go {
-            Some((_, go_w)) => {
-                let perf = PerfCounters::open(cloned.pid);
-                let byte = 1u8;
-                // SAFETY: one byte from the stack to a pipe we own.
-                unsafe { libc::write(go_w.as_raw_fd(), std::ptr::from_ref(&byte).cast(), 1) };
-                perf
+        // `started` is taken as soon as the clone returns: the child has then execed
+        // (its clone waits for that, see `super::clone`).
+        let (cloned, perf, started) = if self.count {
+            held_counters();
+            let flags = ATTR_DISABLED | ATTR_INHERIT | ATTR_ENABLE_ON_EXEC;
+            let attrs = [PERF_COUNT_SW_CONTEXT_SWITCHES, PERF_COUNT_SW_CPU_MIGRATIONS]
+                .map(|config| software_counter(config, flags));
+            let own = attrs.each_ref().map(|attr| super::clone::OwnCounter {
+                attr: std::ptr::from_ref(attr).cast(),
+                fd: AtomicI32::new(-libc::ENOSYS),
+            });
+            let counting = super::clone::Target {
+                counters: &own,
+                ..target
+            };
+            match super::clone::start_counting(&exec, &counting)? {
+                Some(cloned) => (cloned, PerfCounters::from_child(&own), Instant::now()),
+                None => start_counted_by_a_thread(&exec, &target)?,
             }
-            None => Err(io::Error::other("not counted")),
+        } else {
+            let cloned = super::clone::start(&exec, &target)?;
+            (cloned, Err(io::Error::other("not counted")), Instant::now())
         };
-        crate::phases::mark("perf_open");
+        crate::phases::mark("clone");
         cloned.exec()?;
         crate::phases::mark("exec");
         Ok(Child {
             pid: cloned.pid,
             pidfd: cloned.pidfd,
             perf,
-            started: Instant::now(),
+            started,
         })
     }
+}
+
+/// Where a child cannot share this process's memory and descriptors until it execs
+/// (see `super::clone`): started by a thread of its own that opens the perf counters on
+/// itself first. The child inherits them, they are enabled in it when it execs (and in
+/// its children), its counts go to them when it exits, and the thread ends once the
+/// child has started, so that nothing else it starts is counted.
+fn start_counted_by_a_thread(
+    exec: &super::clone::Exec,
+    target: &super::clone::Target<'_>,
+) -> io::Result<(super::clone::Cloned, io::Result<PerfCounters>, Instant)> {
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("isolab-spawn".into())
+            .stack_size(64 << 10)
+            .spawn_scoped(scope, || {
+                let perf = PerfCounters::open_inherited();
+                let cloned = super::clone::start(exec, target)?;
+                io::Result::Ok((cloned, perf, Instant::now()))
+            })?
+            .join()
+            .map_err(|_| io::Error::other("the thread starting the command panicked"))?
+    })
 }
 
 impl Child {
@@ -596,6 +656,63 @@ mod tests {
 
     /// The counters held between runs are opened once, stay open across runs, and count
     /// nothing (they are never enabled): they only keep the kernel's hooks on.
+    /// Each counted command's counters are its own: one started while another runs is
+    /// not counted in the other's (they are inherited from a thread that starts one
+    /// command and ends), nor is an uncounted one started meanwhile.
+    #[test]
+    fn commands_started_meanwhile_are_not_counted_in_a_running_ones_counters() {
+        let quiet = ["sh", "-c", "sleep 0.5"].map(String::from);
+        let busy = ["sh", "-c", "for i in $(seq 20); do sleep 0.001; done"].map(String::from);
+        let interrupt = Interrupt::new().unwrap();
+        let (_d1, first) = spawn(&quiet, true);
+        let (_d2, second) = spawn(&busy, true);
+        let (_d3, uncounted) = spawn(&busy, false);
+        for child in [&second, &uncounted, &first] {
+            child.wait(&interrupt, None).unwrap();
+        }
+        let (first, second) = match (first.perf(), second.perf()) {
+            (Ok(first), Ok(second)) => (first, second),
+            (Err(why), _) | (_, Err(why)) => {
+                isolab_skip::skip(format!("perf counters cannot be opened here: {why}"));
+                return;
+            }
+        };
+        // 20 sleeps in 20 child processes: each blocks at least once.
+        assert!(second.context_switches >= 20, "{second:?}");
+        assert!(
+            first.context_switches < 20,
+            "{first:?} (the second: {second:?})"
+        );
+        assert!(uncounted.perf().is_err());
+    }
+
+    /// Where the child cannot open its counters in a table it shares (a kernel or
+    /// architecture without that way), a thread of its own opens them for it to inherit:
+    /// the process tree is counted from its exec all the same.
+    #[test]
+    fn the_thread_way_counts_a_process_tree_from_exec_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = File::create(dir.path().join("o")).unwrap();
+        let argv = ["sh", "-c", "for i in 1 2 3 4 5; do sleep 0.01; done"].map(String::from);
+        let exec = super::super::clone::Exec::new(&argv, dir.path()).unwrap();
+        let target = super::super::clone::Target {
+            v2_dir: None,
+            v1: &[],
+            stdio: [out.as_raw_fd(), out.as_raw_fd(), out.as_raw_fd()],
+            counters: &[],
+        };
+        let (cloned, perf, _) = start_counted_by_a_thread(&exec, &target).unwrap();
+        cloned.exec().unwrap();
+        let mut status = 0;
+        // SAFETY: waiting for our own child.
+        unsafe { libc::waitpid(cloned.pid, &mut status, 0) };
+        assert_eq!(libc::WEXITSTATUS(status), 0);
+        match perf.and_then(|p| p.read()) {
+            Ok(c) => assert!(c.context_switches >= 5, "{c:?}"),
+            Err(why) => isolab_skip::skip(format!("the perf counters' check: {why}")),
+        }
+    }
+
     #[test]
     fn the_held_counters_outlive_the_runs_and_count_nothing() {
         let argv = ["sh", "-c", "sleep 0.01"].map(String::from);
