@@ -210,7 +210,7 @@ impl PerfCounters {
     /// Opens both counters on the calling thread, disabled, inherited by the children
     /// it starts from now on and enabled in each when it execs (with [`held_counters`]
     /// held, so that no run switches the kernel's hooks). Only for a thread that starts
-    /// one child and nothing else while they are open ([`Spawn::start`]'s).
+    /// one child and nothing else while they are open ([`start_counted_by_a_thread`]'s).
     fn open_inherited() -> io::Result<Self> {
         held_counters();
         let flags = ATTR_DISABLED | ATTR_INHERIT | ATTR_ENABLE_ON_EXEC;
@@ -657,8 +657,8 @@ mod tests {
     /// The counters held between runs are opened once, stay open across runs, and count
     /// nothing (they are never enabled): they only keep the kernel's hooks on.
     /// Each counted command's counters are its own: one started while another runs is
-    /// not counted in the other's (they are inherited from a thread that starts one
-    /// command and ends), nor is an uncounted one started meanwhile.
+    /// not counted in the other's (each child opens its own on itself), nor is an
+    /// uncounted one started meanwhile.
     #[test]
     fn commands_started_meanwhile_are_not_counted_in_a_running_ones_counters() {
         let quiet = ["sh", "-c", "sleep 0.5"].map(String::from);
