@@ -9,13 +9,12 @@
 //! `limit` (applied and read back; a workload's server started), `sampler_start`,
 //! `launch` (log files, the cgroup's descriptors), `prepare` (argv, the program found,
 //! pipes), `clone` (the child started in the cgroup, sharing the runner's memory until
-//! it execs, its perf counters opened by itself, its `execve` done), `exec` (that
-//! confirmed), `started`, `wait` (the
-//! command itself), `perf_read`, `stats` (the cgroup's counters), `sampler_finish` (its
-//! last reading, taken meanwhile), `body`, `cgroup_remove`, `probe_finish`,
-//! `execute_jobs`, `executed`, `finished`, `stored` (the run's transaction, while a
-//! helper thread removes the working directory), `workdir_removed` (waiting for that
-//! removal) and `end`. Other platforms pass a subset; a step passed more than once in a
+//! it execs, a counted one's perf counters opened by itself, its `execve` done), `exec`
+//! (that confirmed), `started`, `wait` (the command itself), `perf_read`, `stats` (the
+//! cgroup's counters), `sampler_finish` (its last reading, taken meanwhile), `body`,
+//! `cgroup_remove`, `probe_finish`, `execute_jobs`, `executed`, `finished`, `stored`
+//! (the run's transaction, while a helper thread removes the working directory),
+//! `workdir_removed` (waiting for that removal) and `end`. Other platforms pass a subset; a step passed more than once in a
 //! run (every process the runner's thread starts passes `launch` … `exec`: a server, a
 //! neighbour) is one line each time.
 

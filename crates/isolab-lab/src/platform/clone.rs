@@ -14,8 +14,9 @@
 //! until it execs, as `posix_spawn`'s does (`CLONE_VM | CLONE_VFORK`, on a stack of its
 //! own, the parent's thread waiting until the exec): no copy of the address space, and
 //! no copy-on-write faults left for the runner's next writes (with the counters opened
-//! by the child, 0.33 ms a run less here; docs/benchmarks.md). A counted child opens its perf counters on itself first, in the
-//! descriptor table it shares with the parent until then ([`start_counting`]).
+//! by the child, 0.33 ms a run less here; docs/benchmarks.md). A counted child opens
+//! its perf counters on itself first, in the descriptor table it shares with the parent
+//! until then ([`start_counting`]).
 //!
 //! The child of this multi-threaded process runs only async-signal-safe system calls on
 //! memory prepared before the clone ([`Exec`]), and reports a failure (the step and its
@@ -417,9 +418,9 @@ fn blocking_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 /// The child: its `counters` opened on itself (in the descriptor table it shares with
 /// the parent, which it then leaves for a copy of its own), its own process group, the
 /// standard streams, the working directory, the v1 cgroups (and the cgroup2 one through
-/// `v2_procs` when forked), then the exec. Async-signal-safe system calls only, on memory prepared before the clone (it
-/// must run only in the child of [`start`]'s clone or fork); a failure writes its step
-/// and errno to `report` and exits 127.
+/// `v2_procs` when forked), then the exec. Async-signal-safe system calls only, on
+/// memory prepared before the clone (it must run only in the child of [`start`]'s clone
+/// or fork); a failure writes its step and errno to `report` and exits 127.
 fn child(
     exec: &Exec,
     target: &Target<'_>,
@@ -563,8 +564,8 @@ mod tests {
         }
     }
 
-    /// On x86_64 the first way is taken for real, not refused and left to the next: the
-    /// child shares this address space until it execs, and the parent's frame is intact.
+    /// On x86_64 the first way is taken for real, not refused and left to the next: a
+    /// child sharing this address space runs, execs and writes its output.
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn the_shared_memory_way_is_taken_here() {

@@ -119,6 +119,10 @@ const PERF_COUNT_SW_CPU_MIGRATIONS: u64 = 4;
 const ATTR_DISABLED: u64 = 1 << 0;
 const ATTR_INHERIT: u64 = 1 << 1;
 const ATTR_ENABLE_ON_EXEC: u64 = 1 << 12;
+/// The kinds a run counts, in [`PerfCounters`]' order.
+const KINDS: [u64; 2] = [PERF_COUNT_SW_CONTEXT_SWITCHES, PERF_COUNT_SW_CPU_MIGRATIONS];
+/// A run's counters: disabled until the counted process execs, inherited by its children.
+const RUN_FLAGS: u64 = ATTR_DISABLED | ATTR_INHERIT | ATTR_ENABLE_ON_EXEC;
 
 /// The first 64 bytes of `struct perf_event_attr` (PERF_ATTR_SIZE_VER0), which is
 /// all a counting software event needs.
@@ -185,11 +189,8 @@ fn open_software_counter(pid: libc::pid_t, config: u64, flags: u64) -> io::Resul
 fn held_counters() -> Option<&'static [OwnedFd; 2]> {
     static HELD: OnceLock<Option<[OwnedFd; 2]>> = OnceLock::new();
     HELD.get_or_init(|| {
-        let hold = |config| open_software_counter(0, config, ATTR_DISABLED).ok();
-        Some([
-            hold(PERF_COUNT_SW_CONTEXT_SWITCHES)?,
-            hold(PERF_COUNT_SW_CPU_MIGRATIONS)?,
-        ])
+        let [ctx, migrations] = KINDS.map(|kind| open_software_counter(0, kind, ATTR_DISABLED));
+        Some([ctx.ok()?, migrations.ok()?])
     })
     .as_ref()
 }
@@ -213,24 +214,25 @@ impl PerfCounters {
     /// one child and nothing else while they are open ([`start_counted_by_a_thread`]'s).
     fn open_inherited() -> io::Result<Self> {
         held_counters();
-        let flags = ATTR_DISABLED | ATTR_INHERIT | ATTR_ENABLE_ON_EXEC;
-        Ok(PerfCounters {
-            ctx: open_software_counter(0, PERF_COUNT_SW_CONTEXT_SWITCHES, flags)?,
-            migrations: open_software_counter(0, PERF_COUNT_SW_CPU_MIGRATIONS, flags)?,
-        })
+        Self::of(KINDS.map(|kind| open_software_counter(0, kind, RUN_FLAGS)))
     }
 
     /// The counters a child opened on itself ([`super::clone::start_counting`]): each
     /// descriptor is now this process's own, or the error that child got.
     fn from_child(own: &[super::clone::OwnCounter; 2]) -> io::Result<Self> {
-        let take = |counter: &super::clone::OwnCounter| match counter.fd.load(Ordering::Acquire) {
-            // SAFETY: the child opened it in the descriptor table it shared with this
-            // process, and nothing else knows of it.
-            fd if fd >= 0 => Ok(unsafe { OwnedFd::from_raw_fd(fd) }),
-            errno => Err(io::Error::from_raw_os_error(-errno)),
-        };
-        // Both taken before either error is returned, so that neither is left open.
-        let (ctx, migrations) = (take(&own[0]), take(&own[1]));
+        Self::of(
+            own.each_ref()
+                .map(|counter| match counter.fd.load(Ordering::Acquire) {
+                    // SAFETY: the child opened it in the descriptor table it shared with this
+                    // process, and nothing else knows of it.
+                    fd if fd >= 0 => Ok(unsafe { OwnedFd::from_raw_fd(fd) }),
+                    errno => Err(io::Error::from_raw_os_error(-errno)),
+                }),
+        )
+    }
+
+    /// Both counters, in [`KINDS`]' order, or the first error (the other is closed).
+    fn of([ctx, migrations]: [io::Result<OwnedFd>; 2]) -> io::Result<Self> {
         Ok(PerfCounters {
             ctx: ctx?,
             migrations: migrations?,
@@ -316,9 +318,7 @@ impl Spawn<'_> {
         // (its clone waits for that, see `super::clone`).
         let (cloned, perf, started) = if self.count {
             held_counters();
-            let flags = ATTR_DISABLED | ATTR_INHERIT | ATTR_ENABLE_ON_EXEC;
-            let attrs = [PERF_COUNT_SW_CONTEXT_SWITCHES, PERF_COUNT_SW_CPU_MIGRATIONS]
-                .map(|config| software_counter(config, flags));
+            let attrs = KINDS.map(|kind| software_counter(kind, RUN_FLAGS));
             let own = attrs.each_ref().map(|attr| super::clone::OwnCounter {
                 attr: std::ptr::from_ref(attr).cast(),
                 fd: AtomicI32::new(-libc::ENOSYS),
@@ -654,8 +654,6 @@ mod tests {
         }
     }
 
-    /// The counters held between runs are opened once, stay open across runs, and count
-    /// nothing (they are never enabled): they only keep the kernel's hooks on.
     /// Each counted command's counters are its own: one started while another runs is
     /// not counted in the other's (each child opens its own on itself), nor is an
     /// uncounted one started meanwhile.
@@ -713,6 +711,8 @@ mod tests {
         }
     }
 
+    /// The counters held between runs are opened once, stay open across runs, and count
+    /// nothing (they are never enabled): they only keep the kernel's hooks on.
     #[test]
     fn the_held_counters_outlive_the_runs_and_count_nothing() {
         let argv = ["sh", "-c", "sleep 0.01"].map(String::from);
