@@ -13,7 +13,12 @@
 //! Moved counters are ranked by effect size in tiers. Counters of causes come before
 //! counters of consequences: the work the subject did (its cpu time, which falls when it
 //! waits and rises when it spins) and its start-up phases say *that* it ran differently,
-//! not why, so they rank last ([`Mechanism::is_context`]). Within each, counters of time
+//! not why, so they rank last ([`Mechanism::is_context`]). Among causes, the counters of
+//! a limit the two sides set differently come first ([`varied`]): the experiment changed
+//! that limit, and its counters moving the effect's way show it bit. The stalls it brings
+//! elsewhere follow it: a memory limit below the working set evicts pages that are read
+//! back from the disk, so io pressure rises with memory pressure, and by about as many
+//! seconds, though the disk is the same on both sides. Within each, counters of time
 //! (stall time from PSI, throttled time: unit seconds) come first, by how many seconds
 //! per run they changed, `|mean_B − mean_A|`: time the workload lost to (or won from)
 //! the mechanism, directly comparable with a change of its wall time. The other
@@ -170,6 +175,9 @@ pub struct Attribution {
     pub worse: Option<WorseSide>,
     /// The limits each side read back (A's, B's summaries), when they differ.
     pub limits: Option<(String, String)>,
+    /// The mechanisms whose limits the two sides set differently ([`varied`]): their
+    /// counters rank first among causes.
+    pub varied: Vec<Mechanism>,
     /// When none moved: the counters that would have, judged by their p before the
     /// false-discovery adjustment (p < α, change beyond Δ), ranked the same way. With
     /// few runs the adjustment over many counters lets nothing through (6 pairs give
@@ -195,6 +203,61 @@ pub struct Effect {
     pub worse: Option<WorseSide>,
     /// A's and B's limits, as their runs' `limits.summary` read them back.
     pub limits: (Option<String>, Option<String>),
+    /// The mechanisms whose limits the two sides set differently ([`varied`]).
+    pub varied: Vec<Mechanism>,
+}
+
+/// The limits of the run's own cgroup (an `applied` object of its stored limits) and the
+/// mechanism each belongs to. The others (pids, memory nodes, huge pages, unified
+/// files) point to no mechanism.
+const LIMIT_MECHANISMS: [(&str, Mechanism); 7] = [
+    ("cpu", Mechanism::Quota),
+    ("cpuset", Mechanism::Placement),
+    ("cpu_weight", Mechanism::CpuContention),
+    ("memory_max", Mechanism::Memory),
+    ("memory_swap_max", Mechanism::Memory),
+    ("memory_reservation", Mechanism::Memory),
+    ("io", Mechanism::Disk),
+];
+
+/// The mechanisms whose limits two runs' stored limits (`a`, `b`: a run's `limits`)
+/// set differently: the subject's `applied` limits, or, for a stack, those of each
+/// component both sides have. A limit unset on one side and set on the other differs;
+/// limits neither side stored (failed runs, old stores) differ in nothing.
+pub fn varied(a: &serde_json::Value, b: &serde_json::Value) -> Vec<Mechanism> {
+    let mut applied: Vec<(&serde_json::Value, &serde_json::Value)> = Vec::new();
+    if let (Some(la), Some(lb)) = (a.get("applied"), b.get("applied")) {
+        applied.push((la, lb));
+    }
+    if let (Some(ca), Some(cb)) = (
+        a.get("components").and_then(|c| c.as_object()),
+        b.get("components").and_then(|c| c.as_object()),
+    ) {
+        for (name, component) in ca {
+            if let (Some(la), Some(lb)) = (
+                component.get("applied"),
+                cb.get(name).and_then(|c| c.get("applied")),
+            ) {
+                applied.push((la, lb));
+            }
+        }
+    }
+    // A field's value; an absent one is unset (serde skips some when unset), and so is an
+    // empty list (no io throttle).
+    fn value<'v>(limits: &'v serde_json::Value, field: &str) -> Option<&'v serde_json::Value> {
+        limits.get(field).filter(|v| {
+            !v.is_null() && !matches!(v, serde_json::Value::Array(list) if list.is_empty())
+        })
+    }
+    let mut out: Vec<Mechanism> = Vec::new();
+    for (la, lb) in applied {
+        for (field, mechanism) in LIMIT_MECHANISMS {
+            if value(la, field) != value(lb, field) && !out.contains(&mechanism) {
+                out.push(mechanism);
+            }
+        }
+    }
+    out
 }
 
 /// Tests every counter of `a` and `b` (the counted runs of cells A and B) as a point is
@@ -291,11 +354,13 @@ pub fn attribute(
             q,
         })
     };
+    let varied = |m: &Moved| effect.varied.contains(&m.mechanism);
     let rank = |list: &mut Vec<Moved>| {
         list.sort_by(|x, y| {
             x.mechanism
                 .is_context()
                 .cmp(&y.mechanism.is_context())
+                .then(varied(y).cmp(&varied(x)))
                 .then(y.seconds.cmp(&x.seconds))
                 .then(y.effect().total_cmp(&x.effect()))
                 .then(x.q.total_cmp(&y.q))
@@ -345,6 +410,7 @@ pub fn attribute(
         against,
         worse: effect.worse,
         limits,
+        varied: effect.varied.clone(),
         unadjusted,
         tested: tested.len(),
         not_comparable,
@@ -445,6 +511,7 @@ mod tests {
                 Some("quota 1.00 cpu (100ms/100ms), cpus 0-1, memory 1 GiB".into()),
                 Some("no quota, cpus 1, memory 1 GiB".into()),
             ),
+            varied: vec![Mechanism::Quota, Mechanism::Placement],
         };
         let at = attribute(&[], &a, &b, true, &VerdictRule::default(), 0.95, &effect);
         assert!(at.moved.is_empty(), "{at:?}");
@@ -463,6 +530,89 @@ mod tests {
         let at = attribute(&[], &a, &b, true, &VerdictRule::default(), 0.95, &a_worse);
         assert_eq!(at.mechanism(), Some(Mechanism::Quota));
         assert!(at.against.is_empty());
+    }
+
+    /// The failure CI met: a memory limit below the working set (48 MiB against 1 GiB)
+    /// evicts the file a scan reads, so the scan stalls on memory (0 → 0.061 s a run) and
+    /// waits on the disk reading the pages back (0.109 → 0.175 s: 0.066 s more). The disk
+    /// is the same on both sides; the memory limit is what differs, and it comes first.
+    #[test]
+    fn a_limit_the_sides_set_differently_ranks_its_counters_first() {
+        let a = side(&[
+            (
+                "psi_io_some_s",
+                &[0.108, 0.110, 0.107, 0.109, 0.108, 0.111, 0.109, 0.108],
+            ),
+            ("psi_memory_some_s", &[0.0; 8]),
+        ]);
+        let b = side(&[
+            (
+                "psi_io_some_s",
+                &[0.174, 0.176, 0.175, 0.173, 0.177, 0.175, 0.174, 0.176],
+            ),
+            (
+                "psi_memory_some_s",
+                &[0.060, 0.062, 0.061, 0.060, 0.063, 0.061, 0.062, 0.060],
+            ),
+        ]);
+        let limits = |memory: &str| {
+            serde_json::json!({
+                "applied": { "cpu": null, "cpuset": "1", "memory_max": memory, "io": [] },
+                "summary": format!("no quota, cpus 1, memory {memory}"),
+            })
+        };
+        let varied = varied(&limits("1 GiB"), &limits("48 MiB"));
+        assert_eq!(varied, [Mechanism::Memory]);
+        let effect = Effect {
+            worse: Some(WorseSide::B),
+            varied,
+            ..Effect::default()
+        };
+        let at = attribute(&[], &a, &b, true, &VerdictRule::default(), 0.95, &effect);
+        let names: Vec<&str> = at.moved.iter().map(|m| m.counter.as_str()).collect();
+        assert_eq!(names, ["psi_memory_some_s", "psi_io_some_s"], "{at:?}");
+        assert_eq!(at.mechanism(), Some(Mechanism::Memory));
+        let line = crate::table::attribution_line(&at);
+        assert!(
+            line.ends_with("or it stalled on memory (a limit the two sides set differently)"),
+            "{line}"
+        );
+        // With the same limits on both sides, the seconds decide: the disk's 0.066 s.
+        let same = Effect {
+            worse: Some(WorseSide::B),
+            ..Effect::default()
+        };
+        let at = attribute(&[], &a, &b, true, &VerdictRule::default(), 0.95, &same);
+        assert_eq!(at.mechanism(), Some(Mechanism::Disk), "{at:?}");
+    }
+
+    #[test]
+    fn the_limits_that_differ_are_read_from_the_subject_or_each_component() {
+        let run =
+            |applied: serde_json::Value| serde_json::json!({ "applied": applied, "summary": "-" });
+        // Unset and absent are the same; an empty io list is none set.
+        assert!(varied(
+            &run(serde_json::json!({ "cpu": null, "io": [] })),
+            &run(serde_json::json!({}))
+        )
+        .is_empty());
+        assert_eq!(
+            varied(
+                &run(serde_json::json!({ "cpu": { "quota": 50000 }, "cpuset": "0-1" })),
+                &run(serde_json::json!({ "cpuset": "1", "pids_max": 64 }))
+            ),
+            [Mechanism::Quota, Mechanism::Placement]
+        );
+        let stack = |rate: u64| {
+            serde_json::json!({ "components": {
+                "db": { "applied": { "io": [{ "device": "254:0", "read_bps": rate }] } },
+                "app": { "applied": { "memory_max": "1 GiB" } },
+            }})
+        };
+        assert_eq!(varied(&stack(1 << 20), &stack(2 << 20)), [Mechanism::Disk]);
+        assert!(varied(&stack(1 << 20), &stack(1 << 20)).is_empty());
+        // Nothing stored (a failed run, an old store): nothing differs.
+        assert!(varied(&serde_json::Value::Null, &run(serde_json::json!({}))).is_empty());
     }
 
     #[test]

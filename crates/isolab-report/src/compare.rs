@@ -574,6 +574,10 @@ pub fn compare(a: &Side, b: &Side, options: &CompareOptions) -> Result<Compariso
                 let effect = crate::attribution::Effect {
                     worse: worse_side(verdicts),
                     limits: (limits_summary(runs_a), limits_summary(runs_b)),
+                    varied: match (stored_limits(runs_a), stored_limits(runs_b)) {
+                        (Some(la), Some(lb)) => crate::attribution::varied(la, lb),
+                        _ => Vec::new(),
+                    },
                 };
                 (levels, runs_a, runs_b, effect)
             })
@@ -772,8 +776,17 @@ fn worse_side(decided: &[Verdict]) -> Option<crate::attribution::WorseSide> {
 
 /// The limits the first of `runs` read back (`limits.summary`).
 fn limits_summary(runs: &[&isolab_store::RunRecord]) -> Option<String> {
+    stored_limits(runs)?
+        .get("summary")?
+        .as_str()
+        .map(str::to_owned)
+}
+
+/// The limits the first of `runs` that stored some read back: its `limits`.
+fn stored_limits<'r>(runs: &[&'r isolab_store::RunRecord]) -> Option<&'r serde_json::Value> {
     runs.iter()
-        .find_map(|r| r.limits.get("summary")?.as_str().map(str::to_owned))
+        .map(|r| -> &'r serde_json::Value { &r.limits })
+        .find(|l| l.get("summary").is_some())
 }
 
 #[cfg(test)]

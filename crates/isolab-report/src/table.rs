@@ -525,14 +525,19 @@ pub fn attribution_line(a: &crate::attribution::Attribution) -> String {
         ),
         None => format!("no recorded counter explains it ({} tested)", a.tested),
         Some(top) => format!(
-            "why: {} — {}",
+            "why: {} — {}{}",
             a.moved
                 .iter()
                 .take(LINE_COUNTERS)
                 .map(moved_phrase)
                 .collect::<Vec<_>>()
                 .join("; "),
-            top.mechanism.words()
+            top.mechanism.words(),
+            if a.varied.contains(&top.mechanism) {
+                " (a limit the two sides set differently)"
+            } else {
+                ""
+            }
         ),
     };
     if !a.against.is_empty() {

@@ -1299,7 +1299,10 @@ fn top_mechanism(finding: &str) -> Option<&str> {
 /// memory limit that holds all of it (1 GiB) and one that holds half (48 MiB). The
 /// small limit evicts the file's pages, so the scan stalls on reclaim and reads them
 /// back from the disk (readahead keeps most faults minor): the attribution must name
-/// the memory limit first (memory pressure stalls), not the cpu.
+/// the memory limit first (memory pressure stalls, of the limit the two sides set
+/// differently), not the cpu, nor the disk that waits about as long reading the pages
+/// back (CI once measured 0.066 s more io stall against 0.061 s of memory stall). Up
+/// to 12 runs a cell: room to decide when the disk is busy (writeback after a build).
 #[test]
 fn a_memory_limit_below_the_working_set_is_attributed_to_the_memory_limit() {
     let Some(_guard) = CgroupTest::start() else {
@@ -1310,7 +1313,7 @@ fn a_memory_limit_below_the_working_set_is_attributed_to_the_memory_limit() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let body = "[experiment]\nname = \"memory\"\nseed = 5\nbaseline = { shape = \"roomy\" }\nrepetitions = { warmup = 1, min = 6, max = 8, target_cv = 0.5 }\n\n[shape.roomy]\ncpus = 1\nmemory = \"1GiB\"\n\n[shape.tight]\ncpus = 1\nmemory = \"48MiB\"\n\n[matrix]\nshape = [\"roomy\", \"tight\"]\nplacement = [\"pinned\"]\nworkload = [\"scan\"]\n\n[workload.scan]\ncommand = \"fio --name=scan --filename=scan.dat --ioengine=mmap --rw=read --bs=64k --size=128M --loops=3 --output-format=json\"\nparser = \"time\"\nprimary = \"wall_time\"\n";
+    let body = "[experiment]\nname = \"memory\"\nseed = 5\nbaseline = { shape = \"roomy\" }\nrepetitions = { warmup = 1, min = 6, max = 12, target_cv = 0.5 }\n\n[shape.roomy]\ncpus = 1\nmemory = \"1GiB\"\n\n[shape.tight]\ncpus = 1\nmemory = \"48MiB\"\n\n[matrix]\nshape = [\"roomy\", \"tight\"]\nplacement = [\"pinned\"]\nworkload = [\"scan\"]\n\n[workload.scan]\ncommand = \"fio --name=scan --filename=scan.dat --ioengine=mmap --rw=read --bs=64k --size=128M --loops=3 --output-format=json\"\nparser = \"time\"\nprimary = \"wall_time\"\n";
     let (stdout, _store, _id) = run_experiment(dir.path(), body, "memory");
     let finding = stdout
         .lines()
