@@ -496,7 +496,10 @@ fn disk_neighbours_write_and_reach_a_share_of_the_measured_iops() {
             .unwrap_or(0)
     };
     std::thread::sleep(Duration::from_millis(1000)); // files laid out, rate settled
-    let disk = disk_of(dir.path());
+    let disk = isolab_cgroups::DeviceNumber::backing_disk(dir.path(), Path::new("/sys"))
+        .ok()
+        .flatten()
+        .and_then(neighbour::disk_name);
     let disk_ops = || {
         disk.as_deref()
             .and_then(|d| neighbour::disk_ios(Path::new("/proc"), d))
@@ -560,25 +563,6 @@ fn calibrate(dir: &Path) -> f64 {
         "calibration file unlinked"
     );
     iops
-}
-
-/// The kernel's name of the whole disk `path` is on (`vda`), from /sys/dev/block: a
-/// partition's parent directory is its disk.
-fn disk_of(path: &Path) -> Option<String> {
-    use std::os::unix::fs::MetadataExt;
-    let dev = std::fs::metadata(path).ok()?.dev();
-    let sys = std::fs::canonicalize(format!(
-        "/sys/dev/block/{}:{}",
-        libc::major(dev),
-        libc::minor(dev)
-    ))
-    .ok()?;
-    let disk = if sys.join("partition").exists() {
-        sys.parent()?.to_path_buf()
-    } else {
-        sys
-    };
-    Some(disk.file_name()?.to_str()?.to_owned())
 }
 
 #[test]

@@ -43,6 +43,16 @@ pub fn off_target(target: f64, achieved: f64) -> bool {
     distance.is_nan() || distance > OFF_TARGET_POINTS
 }
 
+/// The kernel's name of a whole disk (`vda` for 254:0), from /sys/dev/block: what
+/// [`disk_ios`] reads it by.
+pub fn disk_name(device: isolab_cgroups::DeviceNumber) -> Option<String> {
+    let uevent = std::fs::read_to_string(format!("/sys/dev/block/{device}/uevent")).ok()?;
+    uevent
+        .lines()
+        .find_map(|l| l.strip_prefix("DEVNAME="))
+        .map(str::to_owned)
+}
+
 /// Operations (reads + writes) completed so far on disk `device` (`vda`), from
 /// `<proc_root>/diskstats`.
 pub fn disk_ios(proc_root: &std::path::Path, device: &str) -> Option<u64> {

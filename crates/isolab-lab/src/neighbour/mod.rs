@@ -51,8 +51,8 @@ pub use command::{
 pub use kind::NeighbourKind;
 pub use level::{Intensity, LevelError, NeighbourLevel, NetDirection, MAX_COUNT};
 pub use measure::{
-    achieved, busiest_rx, disk_ios, diskstats_ios, net_dev_rx, net_rx, off_target, Observed,
-    OFF_TARGET_POINTS,
+    achieved, busiest_rx, disk_ios, disk_name, diskstats_ios, net_dev_rx, net_rx, off_target,
+    Observed, OFF_TARGET_POINTS,
 };
 pub use net::{
     namespace_pids, rate_differs, stale_namespaces, IpCommands, NeighbourNet, NetCommands,

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use isolab_cgroups::{DeviceNumber, Limits};
+use isolab_cgroups::Limits;
 
 use super::workdir::DiskFacts;
 use super::{host_memory, Runner};
@@ -196,7 +196,7 @@ impl Runner<'_> {
         disk: &DiskFacts,
     ) -> Result<Sizing, PlatformError> {
         let mut sizing = Sizing {
-            disk_name: disk.device.and_then(disk_name),
+            disk_name: disk.device.and_then(crate::neighbour::disk_name),
             ..Sizing::default()
         };
         let utilisation = matches!(level.intensity, Intensity::Utilisation(_));
@@ -315,13 +315,4 @@ pub(super) fn stored_neighbour_limits(
             "summary": crate::shape::describe_limits(applied),
         });
     }
-}
-
-/// The kernel's name of a whole disk (`vda` for 254:0), from /sys/dev/block.
-fn disk_name(device: DeviceNumber) -> Option<String> {
-    let uevent = std::fs::read_to_string(format!("/sys/dev/block/{device}/uevent")).ok()?;
-    uevent
-        .lines()
-        .find_map(|l| l.strip_prefix("DEVNAME="))
-        .map(str::to_owned)
 }
