@@ -1302,7 +1302,8 @@ fn top_mechanism(finding: &str) -> Option<&str> {
 /// the memory limit first (memory pressure stalls, of the limit the two sides set
 /// differently), not the cpu, nor the disk that waits about as long reading the pages
 /// back (CI once measured 0.066 s more io stall against 0.061 s of memory stall). Up
-/// to 12 runs a cell: room to decide when the disk is busy (writeback after a build).
+/// to 12 runs a cell: here 8 once left the effect undecided (a run just after a build;
+/// why, not known), in 11 runs since it decided within 8.
 #[test]
 fn a_memory_limit_below_the_working_set_is_attributed_to_the_memory_limit() {
     let Some(_guard) = CgroupTest::start() else {
