@@ -1300,10 +1300,13 @@ fn top_mechanism(finding: &str) -> Option<&str> {
 /// small limit evicts the file's pages, so the scan stalls on reclaim and reads them
 /// back from the disk (readahead keeps most faults minor): the attribution must name
 /// the memory limit first (memory pressure stalls, of the limit the two sides set
-/// differently), not the cpu, nor the disk that waits about as long reading the pages
-/// back (CI once measured 0.066 s more io stall against 0.061 s of memory stall). Up
-/// to 12 runs a cell: here 8 once left the effect undecided (a run just after a build;
-/// why, not known), in 11 runs since it decided within 8.
+/// differently), not the cpu, nor the disk reading the pages back (CI once measured
+/// 0.066 s more io stall against 0.061 s of memory stall).
+///
+/// The file is laid out once, before the experiment, and each run reads it from the
+/// disk (fio drops its cached pages first, `invalidate`). Laid out by each run in its
+/// own working directory, 128 MiB written a run made the roomy cell's wall time vary
+/// by 28-42% now and then here, and 12 runs left the effect undecided.
 #[test]
 fn a_memory_limit_below_the_working_set_is_attributed_to_the_memory_limit() {
     let Some(_guard) = CgroupTest::start() else {
@@ -1314,8 +1317,16 @@ fn a_memory_limit_below_the_working_set_is_attributed_to_the_memory_limit() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let body = "[experiment]\nname = \"memory\"\nseed = 5\nbaseline = { shape = \"roomy\" }\nrepetitions = { warmup = 1, min = 6, max = 12, target_cv = 0.5 }\n\n[shape.roomy]\ncpus = 1\nmemory = \"1GiB\"\n\n[shape.tight]\ncpus = 1\nmemory = \"48MiB\"\n\n[matrix]\nshape = [\"roomy\", \"tight\"]\nplacement = [\"pinned\"]\nworkload = [\"scan\"]\n\n[workload.scan]\ncommand = \"fio --name=scan --filename=scan.dat --ioengine=mmap --rw=read --bs=64k --size=128M --loops=3 --output-format=json\"\nparser = \"time\"\nprimary = \"wall_time\"\n";
-    let (stdout, _store, _id) = run_experiment(dir.path(), body, "memory");
+    let data = dir.path().join("scan.dat");
+    use std::io::Write as _;
+    let mut file = std::fs::File::create(&data).unwrap();
+    let mib = vec![0x5a_u8; 1 << 20];
+    for _ in 0..128 {
+        file.write_all(&mib).unwrap();
+    }
+    file.sync_all().unwrap();
+    let body = format!("[experiment]\nname = \"memory\"\nseed = 5\nbaseline = {{ shape = \"roomy\" }}\nrepetitions = {{ warmup = 1, min = 6, max = 8, target_cv = 0.5 }}\n\n[shape.roomy]\ncpus = 1\nmemory = \"1GiB\"\n\n[shape.tight]\ncpus = 1\nmemory = \"48MiB\"\n\n[matrix]\nshape = [\"roomy\", \"tight\"]\nplacement = [\"pinned\"]\nworkload = [\"scan\"]\n\n[workload.scan]\ncommand = \"fio --name=scan --filename={} --ioengine=mmap --rw=read --bs=64k --size=128M --loops=3 --output-format=json\"\nparser = \"time\"\nprimary = \"wall_time\"\n", data.display());
+    let (stdout, _store, _id) = run_experiment(dir.path(), &body, "memory");
     let finding = stdout
         .lines()
         .find(|l| l.starts_with("finding: tight pinned scan: wall_time"))
